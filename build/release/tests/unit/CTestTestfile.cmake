@@ -1,0 +1,7 @@
+# CMake generated Testfile for 
+# Source directory: /work/main/tests/unit
+# Build directory: /work/main/build/release/tests/unit
+# 
+# This file includes the relevant testing commands required for 
+# testing this directory and lists subdirectories to be tested as well.
+include("/work/main/build/release/tests/unit/reference_formats_test[1]_include.cmake")

@@ -1,0 +1,97 @@
+// This header defines the AF4 4-bit weight format of dump-format.md §4: the variants
+// (affine w = s*q + b, MLX style; codebook w = table[q]*s, NF4 / AF4-64 / custom), the nibble
+// packings (u32-lsb, u8-msb, u8-lsb), per-group scales/biases in bf16/f16/f32 (negative scales
+// allowed) and the dequantization modes a kernel may declare. Decoding is bit-exact.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "reference/dtype.h"
+#include "reference/status.h"
+
+namespace ncert::reference {
+
+enum class Af4Variant : std::uint8_t { kAffine, kCodebook };
+enum class Af4Codebook : std::uint8_t { kNone, kNf4, kAf4_64, kCustom };
+/// How nibbles sit in the codes dataset. kU32Lsb: 8 codes per little-endian u32, element i in
+/// bits 4i..4i+3 (MLX); kU8Msb: 2 per byte, first element in the high nibble (bitsandbytes);
+/// kU8Lsb: first element in the low nibble. On little-endian storage kU32Lsb and kU8Lsb put
+/// the same nibble at the same byte; they differ in the dataset type and row length (k/8 u32
+/// vs k/2 u8).
+enum class Af4Packing : std::uint8_t { kU32Lsb, kU8Msb, kU8Lsb };
+/// What the engine's kernel does with the 4-bit weights (dump-format.md §4, error-bounds §2.4):
+/// kExact: multiplies by the exact s*q+b; kF32: dequantizes to f32 first; kOutput: dequantizes
+/// in f32 then rounds to the activation type (tile loaders); kFolded: s*sum(q*x) + b*sum(x).
+enum class Dequant : std::uint8_t { kExact, kF32, kOutput, kFolded };
+
+Result<Af4Variant> parse_af4_variant(std::string_view s);
+Result<Af4Codebook> parse_af4_codebook(std::string_view s);
+Result<Af4Packing> parse_af4_packing(std::string_view s);
+Result<Dequant> parse_dequant(std::string_view s);
+std::string_view af4_variant_name(Af4Variant v);
+std::string_view af4_codebook_name(Af4Codebook c);
+std::string_view af4_packing_name(Af4Packing p);
+std::string_view dequant_name(Dequant d);
+
+/// The built-in codebooks of dump-format.md §4 (ascending, index = code), as f32 values.
+const std::array<float, 16>& builtin_codebook(Af4Codebook c);
+
+struct Af4Layout {
+  Af4Variant variant = Af4Variant::kAffine;
+  Af4Codebook codebook = Af4Codebook::kNone;
+  std::array<float, 16> table{};  ///< codebook values (built-in copied in, or custom)
+  Af4Packing packing = Af4Packing::kU32Lsb;
+  Index group_size = 64;
+  DType scale_dtype = DType::kBf16;  ///< of scales and biases: bf16, f16 or f32
+  Dequant dequant = Dequant::kExact;
+};
+
+/// One AF4 segment of `rows` weight rows over K. `codes` are the dataset's raw bytes
+/// (k/2 bytes per row whatever the packing); scales/biases are raw [rows, k/group_size]
+/// patterns of layout.scale_dtype (biases only for affine).
+struct Af4View {
+  Af4Layout layout;
+  Index rows = 0;
+  Index k = 0;
+  const std::uint8_t* codes = nullptr;
+  const void* scales = nullptr;
+  const void* biases = nullptr;
+};
+
+/// Code bytes per weight row: k/2 for every packing.
+inline Index af4_code_bytes_per_row(Index k) { return k / 2; }
+
+/// The 4-bit code of element (row, col).
+inline int af4_code(const Af4View& v, Index row, Index col) {
+  const std::uint8_t byte = v.codes[row * (v.k / 2) + col / 2];
+  const bool first = (col % 2) == 0;
+  const bool high = (v.layout.packing == Af4Packing::kU8Msb) ? first : !first;
+  return high ? (byte >> 4) : (byte & 0x0F);
+}
+
+/// Decodes one raw scale/bias element of type t (bf16, f16 or f32) exactly.
+float decode_scale(DType t, const void* base, Index index);
+
+inline float af4_scale(const Af4View& v, Index row, Index group) {
+  return decode_scale(v.layout.scale_dtype, v.scales, row * (v.k / v.layout.group_size) + group);
+}
+inline float af4_bias(const Af4View& v, Index row, Index group) {
+  if (v.layout.variant != Af4Variant::kAffine) return 0.0f;
+  return decode_scale(v.layout.scale_dtype, v.biases, row * (v.k / v.layout.group_size) + group);
+}
+
+/// Decodes one weight row three ways, each optional (pass nullptr to skip):
+///  exact[k]  the exact weight s*q + b (or table[q]*s) as the nearest f64: s*q is exact, the
+///            sum with b is exact unless their exponents are more than ~25 apart (the
+///            reference's error term allows one f64 rounding here, docs/error-bounds.md);
+///  alg[k]    the magnitude the bound must charge the kernel for: |w| for kExact, and
+///            |s*q| + |b| (or |table[q]*s|) for kF32 / kOutput / kFolded (S_q, §2.4);
+///  kernel[k] the f32 weight the K-walk emulation multiplies by: fmaf(s, q, b) (one
+///            rounding) or table[q]*s in f32, then rounded to bf16 when dequant = kOutput and
+///            the activations are bf16.
+void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg,
+                    float* kernel);
+
+}  // namespace ncert::reference

@@ -1,0 +1,31 @@
+// This header defines DType, the element types of the dump format (dump-format.md §1), with
+// their names as spelled in files and on the command line, and their sizes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ncert {
+
+using Index = std::int64_t;  ///< every size and offset (matches Eigen::Index)
+
+enum class DType : std::uint8_t {
+  kF32,   ///< IEEE binary32
+  kF16,   ///< IEEE binary16
+  kBf16,  ///< bfloat16, always handled as raw 16-bit patterns
+  kU8,
+  kU32,
+  kI32,
+  kI64,
+};
+
+/// "f32", "f16", "bf16", "u8", "u32", "i32", "i64".
+std::string_view dtype_name(DType t);
+std::optional<DType> parse_dtype(std::string_view name);
+/// Bytes per element.
+int dtype_size(DType t);
+/// f32, f16 or bf16.
+bool is_float_dtype(DType t);
+
+}  // namespace ncert

@@ -1,0 +1,95 @@
+// This header defines ncert's bit-exact float codecs: bf16 and f16 to and from f32,
+// directed (outward) roundings f64 -> f32 / bf16 and f64 additions used by interval
+// propagation, and ULP distances on the monotone integer key. See docs/formats.md for the
+// bit layouts, the NaN policy and the test vectors.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ncert::reference {
+
+inline std::uint32_t f32_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+inline float f32_from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
+inline std::uint64_t f64_bits(double d) { return std::bit_cast<std::uint64_t>(d); }
+
+// ---- bf16 ---------------------------------------------------------------------------------
+
+/// Exact: a bf16 is the top half of an f32.
+inline float bf16_to_f32(std::uint16_t b) { return f32_from_bits(std::uint32_t{b} << 16); }
+
+/// Round to nearest, ties to even. Overflow goes to +-inf (0x7F7FFFFF -> 0x7F80), subnormals
+/// are kept (never flushed). NaN stays NaN: sign and the top 6 payload bits are kept and the
+/// quiet bit is forced (the ggml convention), so a NaN never becomes an infinity.
+inline std::uint16_t f32_to_bf16(float f) {
+  std::uint32_t u = f32_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+/// Round toward zero (what a careless kernel does: keep the top 16 bits). NaN as above.
+inline std::uint16_t f32_to_bf16_truncate(float f) {
+  const std::uint32_t u = f32_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+/// f32 -> bf16 rounding toward -inf / +inf (exact values are returned unchanged).
+std::uint16_t f32_to_bf16_down(float f);
+std::uint16_t f32_to_bf16_up(float f);
+
+/// Rounds an f32 value to bf16 (RNE) and back: the value an f32 takes when stored as bf16.
+inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+
+// ---- f16 ----------------------------------------------------------------------------------
+
+/// Exact decode of IEEE binary16 (1/5/10 bits, bias 15), subnormals and NaN payloads kept.
+float f16_to_f32(std::uint16_t h);
+/// Round to nearest even; overflow (>= 65520) to +-inf; NaN stays a quiet NaN.
+std::uint16_t f32_to_f16(float f);
+
+// ---- directed roundings -------------------------------------------------------------------
+
+/// The largest f32 <= x (round toward -inf) and the smallest f32 >= x. Overflow behaves as
+/// directed rounding must: RD(+huge) = FLT_MAX, RD(-huge) = -inf. NaN stays NaN.
+float f64_to_f32_down(double x);
+float f64_to_f32_up(double x);
+/// The same into bf16 (composition of two roundings in the same direction is exact).
+std::uint16_t f64_to_bf16_down(double x);
+std::uint16_t f64_to_bf16_up(double x);
+
+/// a + b rounded toward -inf / +inf in f64, exactly (TwoSum tells the sign of the error).
+double add_down(double a, double b);
+double add_up(double a, double b);
+
+// ---- ULPs ---------------------------------------------------------------------------------
+
+/// Monotone integer key: key(+x) = bits, key(-x) = -(bits & 0x7FFFFFFF). Both zeros map to 0,
+/// order is preserved, and adjacent floats differ by 1.
+inline std::int64_t ulp_key_f32(float f) {
+  const std::uint32_t u = f32_bits(f);
+  return (u & 0x80000000u) ? -static_cast<std::int64_t>(u & 0x7FFFFFFFu)
+                           : static_cast<std::int64_t>(u);
+}
+inline std::int32_t ulp_key_bf16(std::uint16_t b) {
+  return (b & 0x8000u) ? -static_cast<std::int32_t>(b & 0x7FFFu) : static_cast<std::int32_t>(b);
+}
+
+/// Returned by ulp_distance_* when no finite distance exists.
+inline constexpr std::uint64_t kUlpInfinite = std::numeric_limits<std::uint64_t>::max();
+
+/// ULP distance policy (docs/formats.md §ULP): equal values (including +0 vs -0) are 0 apart;
+/// any NaN is kUlpInfinite from everything, itself included (a NaN is never "close"); an
+/// infinity is 0 from the same infinity and kUlpInfinite from anything else (key(+inf) =
+/// key(FLT_MAX) + 1 would otherwise call overflow "1 ulp"). Otherwise |key(a) - key(b)|.
+std::uint64_t ulp_distance_f32(float a, float b);
+/// The same on bf16 patterns, counted in bf16 ulps (never widened to f32 first).
+std::uint64_t ulp_distance_bf16(std::uint16_t a, std::uint16_t b);
+
+/// The spacing of f32 at x: 2^(e-23) for 2^e <= |x| < 2^(e+1), 2^-149 below 2^-126, inf at inf.
+double ulp_of_f32(float x);
+
+}  // namespace ncert::reference

@@ -1,0 +1,211 @@
+#include "reference/linear_spec.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace ncert::reference {
+
+Result<Accumulator> parse_accumulator(std::string_view s) {
+  Accumulator a;
+  a.name = std::string(s);
+  if (s == "f32-rn") {
+    a.kind = AccumulatorKind::kF32Rn;
+    a.u_eff = 0x1p-24;
+    a.round_to_nearest = true;
+    return a;
+  }
+  if (s == "f32-rz") {
+    a.kind = AccumulatorKind::kF32Rz;
+    a.u_eff = 0x1p-23;
+    a.round_to_nearest = false;
+    return a;
+  }
+  if (s == "matrix-unit") {
+    a.kind = AccumulatorKind::kMatrixUnit;
+    a.u_eff = 0x1p-22;
+    a.round_to_nearest = false;
+    return a;
+  }
+  if (s.substr(0, 2) == "u=") {
+    const std::string num(s.substr(2));
+    char* end = nullptr;
+    const double u = std::strtod(num.c_str(), &end);
+    if (!num.empty() && end == num.c_str() + num.size() && std::isfinite(u) && u > 0 && u < 0.5) {
+      a.kind = AccumulatorKind::kExplicit;
+      a.u_eff = u;
+      a.round_to_nearest = u <= 0x1p-24;
+      return a;
+    }
+  }
+  return Status(ErrorCode::kAccumulatorUnknown,
+                "accumulator \"" + std::string(s) +
+                    "\" is not one of f32-rn, f32-rz, matrix-unit, u=<x> with 0 < x < 0.5");
+}
+
+Result<Epilogue> parse_epilogue(std::string_view s) {
+  if (s == "none") return Epilogue::kNone;
+  if (s == "bias") return Epilogue::kBias;
+  if (s == "residual") return Epilogue::kResidual;
+  if (s == "bias+residual") return Epilogue::kBiasResidual;
+  return Status(ErrorCode::kEpilogueUnknown,
+                "epilogue \"" + std::string(s) + "\" is not one of none, bias, residual, bias+residual");
+}
+
+Result<ResidualAt> parse_residual_at(std::string_view s) {
+  if (s == "f32") return ResidualAt::kF32;
+  if (s == "output") return ResidualAt::kOutput;
+  return Status(ErrorCode::kOutputDtypeUnknown,
+                "residual_at \"" + std::string(s) + "\" is not one of f32, output");
+}
+
+std::string_view epilogue_name(Epilogue e) {
+  switch (e) {
+    case Epilogue::kNone: return "none";
+    case Epilogue::kBias: return "bias";
+    case Epilogue::kResidual: return "residual";
+    case Epilogue::kBiasResidual: return "bias+residual";
+  }
+  return "?";
+}
+
+std::string_view residual_at_name(ResidualAt r) {
+  switch (r) {
+    case ResidualAt::kF32: return "f32";
+    case ResidualAt::kOutput: return "output";
+  }
+  return "?";
+}
+
+Result<DType> parse_output_dtype(std::string_view s) {
+  if (s == "f32") return DType::kF32;
+  if (s == "bf16") return DType::kBf16;
+  return Status(ErrorCode::kOutputDtypeUnknown,
+                "output_dtype \"" + std::string(s) + "\" is not one of f32, bf16");
+}
+
+Result<KWalk> parse_k_walk(std::string_view s) {
+  KWalk w;
+  w.declared = true;
+  w.name = std::string(s);
+  if (s == "seq") return w;
+  if (s == "seq-fma") {
+    w.fma = true;
+    return w;
+  }
+  if (s.substr(0, 6) == "split:") {
+    std::string_view rest = s.substr(6);
+    const std::size_t colon = rest.find(':');
+    std::string_view num = rest.substr(0, colon);
+    std::string_view suffix = colon == std::string_view::npos ? "" : rest.substr(colon);
+    long long parts = 0;
+    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), parts);
+    if (ec == std::errc() && ptr == num.data() + num.size() && parts >= 1 &&
+        (suffix.empty() || suffix == ":fma")) {
+      w.parts = parts;
+      w.fma = suffix == ":fma";
+      return w;
+    }
+  }
+  return Status(ErrorCode::kKWalkInvalid,
+                "k_walk \"" + std::string(s) +
+                    "\" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)");
+}
+
+Result<WeightFormat> parse_weight_format(std::string_view s) {
+  if (s == "af4") return WeightFormat::kAf4;
+  if (s == "bf16") return WeightFormat::kBf16;
+  if (s == "f32") return WeightFormat::kF32;
+  return Status(ErrorCode::kFormatUnknown,
+                "format \"" + std::string(s) + "\" is not one of af4, bf16, f32");
+}
+
+std::string_view weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kAf4: return "af4";
+    case WeightFormat::kBf16: return "bf16";
+    case WeightFormat::kF32: return "f32";
+  }
+  return "?";
+}
+
+const WeightSegment& segment_of(const Weights& w, Index j) {
+  // Segments are few (a handful per projection); a linear scan beats a search here.
+  for (const WeightSegment& s : w.segments) {
+    if (j >= s.row_begin && j < s.row_end) return s;
+  }
+  NCERT_UNREACHABLE("weight row outside every segment (segment table not validated)");
+}
+
+void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg,
+                       float* kernel) {
+  const WeightSegment& s = segment_of(w, j);
+  const Index local = j - s.row_begin;
+  const Index k = w.k;
+  switch (s.format) {
+    case WeightFormat::kAf4:
+      af4_decode_row(s.af4, local, activation, exact, alg, kernel);
+      return;
+    case WeightFormat::kBf16: {
+      const auto* v = static_cast<const std::uint16_t*>(s.values) + local * k;
+      for (Index c = 0; c < k; ++c) {
+        const float f = bf16_to_f32(v[c]);
+        if (exact) exact[c] = f;
+        if (alg) alg[c] = std::fabs(static_cast<double>(f));
+        if (kernel) kernel[c] = f;
+      }
+      return;
+    }
+    case WeightFormat::kF32: {
+      const auto* v = static_cast<const float*>(s.values) + local * k;
+      for (Index c = 0; c < k; ++c) {
+        if (exact) exact[c] = v[c];
+        if (alg) alg[c] = std::fabs(static_cast<double>(v[c]));
+        if (kernel) kernel[c] = v[c];
+      }
+      return;
+    }
+  }
+}
+
+Status validate_problem(const LinearProblem& p) {
+  if (p.weights == nullptr) return Status(ErrorCode::kInvalidArgument, "no weights");
+  const Weights& w = *p.weights;
+  if (p.x.empty()) return Status(ErrorCode::kInvalidArgument, "no activations x");
+  if (p.x.dtype != DType::kF32 && p.x.dtype != DType::kBf16) {
+    return Status(ErrorCode::kInvalidArgument, "x must be f32 or bf16");
+  }
+  if (p.x.cols != w.k) {
+    return Status(ErrorCode::kShapeMismatch, "x has " + std::to_string(p.x.cols) +
+                                                 " valid columns but K = " + std::to_string(w.k));
+  }
+  if (p.x.stride < p.x.cols) {
+    return Status(ErrorCode::kGuardStrideBelowWidth, "x stride " + std::to_string(p.x.stride) +
+                                                         " < K " + std::to_string(p.x.cols));
+  }
+  if (has_bias(p.epilogue) && (p.bias.empty() || p.bias.size != w.n)) {
+    return Status(ErrorCode::kShapeMismatch, "epilogue needs a bias of n = " + std::to_string(w.n));
+  }
+  if (has_residual(p.epilogue)) {
+    if (p.residual.empty() || p.residual.rows != p.x.rows || p.residual.cols != w.n ||
+        p.residual.stride < w.n) {
+      return Status(ErrorCode::kShapeMismatch,
+                    "epilogue needs a residual of " + std::to_string(p.x.rows) + " x " +
+                        std::to_string(w.n));
+    }
+  }
+  if (p.output != DType::kF32 && p.output != DType::kBf16) {
+    return Status(ErrorCode::kOutputDtypeUnknown, "output must be f32 or bf16");
+  }
+  if (p.walk.declared && (p.walk.parts < 1 || w.k % p.walk.parts != 0)) {
+    return Status(ErrorCode::kGuardWalkSplit, "k_walk " + p.walk.name + ": K = " +
+                                                  std::to_string(w.k) + " is not a multiple of " +
+                                                  std::to_string(p.walk.parts));
+  }
+  if (!(p.lambda > 0) || !std::isfinite(p.lambda)) {
+    return Status(ErrorCode::kInvalidArgument, "lambda must be a positive number");
+  }
+  return Status();
+}
+
+}  // namespace ncert::reference

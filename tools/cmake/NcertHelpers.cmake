@@ -1,0 +1,45 @@
+# Shared build helpers: warnings, floating-point discipline, sanitizers, and the test registrar.
+
+# Flags every ncert target gets. -ffp-contract=off: the K-walk emulation must round a*b and
+# then the add separately ("seq") unless it asks for fma() explicitly ("seq-fma"); letting the
+# compiler fuse would silently change the emulated bits. -fno-fast-math is GCC's default but is
+# spelled out because NaN/Inf semantics and compensated sums depend on it.
+function(ncert_target_defaults target)
+  target_compile_options(${target} PRIVATE
+    -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+    -ffp-contract=off -fno-fast-math)
+  if(NCERT_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(NCERT_MARCH)
+    target_compile_options(${target} PRIVATE -march=${NCERT_MARCH})
+  endif()
+  ncert_apply_sanitizers(${target})
+endfunction()
+
+function(ncert_apply_sanitizers target)
+  if(NCERT_SANITIZE)
+    list(JOIN NCERT_SANITIZE "," san)
+    target_compile_options(${target} PRIVATE -fsanitize=${san} -fno-sanitize-recover=all
+                                             -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=${san})
+  endif()
+endfunction()
+
+# ncert_add_gtest(name LABELS l1 [l2...] SOURCES a.cc [b.cc...] LIBS lib... [TIMEOUT s])
+# One executable per test file group; every TEST is discovered and registered with CTest.
+function(ncert_add_gtest name)
+  cmake_parse_arguments(arg "" "TIMEOUT" "LABELS;SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${arg_SOURCES})
+  ncert_target_defaults(${name})
+  target_link_libraries(${name} PRIVATE ${arg_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_definitions(${name} PRIVATE NCERT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${arg_LABELS}" TIMEOUT ${arg_TIMEOUT}
+               ENVIRONMENT "NCERT_TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;OMP_NUM_THREADS=2")
+endfunction()
