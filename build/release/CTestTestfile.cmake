@@ -6,4 +6,5 @@
 # testing this directory and lists subdirectories to be tested as well.
 subdirs("reference")
 subdirs("certify")
+subdirs("tools/bench")
 subdirs("tests")

@@ -1,0 +1,36 @@
+// This header defines the bit-exact emulation of an engine kernel whose reduction order over
+// K is declared (dump-format.md §3 k_walk) and of its epilogue, so an engine can be held to
+// bitwise equality. The conventions (docs/error-bounds.md §"K-walk emulation"):
+//   seq            acc = 0; for k ascending: acc = fl32(acc + fl32(x_k * w_k))
+//   seq-fma        acc = 0; for k ascending: acc = fma(x_k, w_k, acc)
+//   split:<P>[:fma] K in P equal contiguous parts, each summed as seq[-fma] from 0, then
+//                  total = p_0; total = fl32(total + p_i) for i = 1..P-1
+//   epilogue       v = fl32(acc + bias); v = fl32(v + r) (residual_at = f32); out = RNE(v);
+//                  residual_at = output: out = RNE(fl32(RNE(v) + r))
+// w_k is the f32 weight the kernel multiplies by (decode_weight_row's `kernel` output).
+#pragma once
+
+#include "reference/linear_spec.h"
+
+namespace ncert::reference {
+
+/// The walk's f32 dot product of one row x[0..k) with one weight row w[0..k).
+float walk_dot(const KWalk& walk, const float* x, const float* w, Index k);
+
+/// The same for one row against `width` weight rows at once. `wt` is the weight block
+/// transposed: wt[c * width + j] = w_j[c]. `out` receives width results; `scratch` must hold
+/// `width` floats. Results are bit-identical to walk_dot (each column's order is the same;
+/// only independent columns are computed side by side).
+void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width,
+                    float* out, float* scratch);
+
+/// The value stored by the engine for one element under the emulation's epilogue convention
+/// (see the header comment): f32 value, bf16-representable when output is bf16.
+/// `bias` / `residual` are ignored unless the epilogue has them.
+float epilogue_value(float acc, float bias, float residual, Epilogue epilogue,
+                     ResidualAt residual_at, DType output);
+
+/// Rounds an f32 value to the output type's value (RNE to bf16, or unchanged for f32).
+float round_to_output(float v, DType output);
+
+}  // namespace ncert::reference

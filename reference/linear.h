@@ -1,0 +1,84 @@
+// This header defines the exact reference of a projection Y = X W^T (+ epilogue): for every
+// output element the exact-product value y*, the true upper bound S_alg, the deterministic
+// bound B, the probabilistic tier T, the accepted intervals of the stored output for both, and
+// (when the kernel declares a K walk) the bit-exact emulated output.
+//
+// How: y* and S are two f64 GEMMs (Eigen) over blocks of output columns; every product x*w
+// of bf16/f32 operands is exact in f64 and the f64 accumulation error gamma_{K+2}(2^-53) S is
+// added to B (docs/error-bounds.md §"Reference"). The block decomposition is fixed
+// (independent of the thread count) and each block's GEMM runs on one thread, so y*, S, B and
+// everything derived are bit-identical at any thread count. Memory stays O(block), not O(N K):
+// blocks are handed to a sink and dropped.
+#pragma once
+
+#include <vector>
+
+#include "reference/bounds.h"
+#include "reference/linear_spec.h"
+
+namespace ncert::reference {
+
+/// One block of reference results: all M rows x output columns [col_begin, col_end).
+/// Arrays are row-major with row stride width() (element (r, c) at r * width() + c - col_begin).
+struct ReferenceBlock {
+  Index index = 0;  ///< block number (blocks are ordered by col_begin)
+  Index col_begin = 0;
+  Index col_end = 0;
+  Index rows = 0;
+  const double* y_star = nullptr;  ///< exact-product dot product, before the epilogue
+  const double* s = nullptr;       ///< S_alg, inflated to a true upper bound
+  const double* bound = nullptr;   ///< B
+  const double* tier = nullptr;    ///< T
+  const double* center = nullptr;  ///< y* + bias + residual (statistics only)
+  const Interval* accept = nullptr;  ///< accepted stored values under B
+  const Interval* expect = nullptr;  ///< ... under T (probabilistic tier)
+  const float* walk = nullptr;     ///< emulated k_walk output, or nullptr when not declared
+
+  Index width() const { return col_end - col_begin; }
+  Index at(Index r, Index c) const { return r * width() + (c - col_begin); }
+};
+
+/// Receives blocks. consume() is called concurrently from worker threads, once per block, for
+/// distinct blocks; implementations store per-block partial results indexed by block.index and
+/// combine them in index order afterwards (so results do not depend on scheduling).
+class ReferenceSink {
+ public:
+  virtual ~ReferenceSink() = default;
+  virtual void consume(const ReferenceBlock& block) = 0;
+};
+
+struct ReferenceOptions {
+  Index block_cols = 128;  ///< output columns per block (fixed: part of the result's identity)
+  bool emulate_walk = true;  ///< emulate the declared k_walk (ignored when none is declared)
+};
+
+/// Facts about the problem the checks report next to the per-element results.
+struct ReferenceSummary {
+  Index blocks = 0;
+  Index nonfinite_x = 0;        ///< non-finite activations (the reference cannot certify them)
+  Index nonfinite_w = 0;        ///< non-finite dequantized weights
+  Index first_nonfinite_x = -1; ///< flat index (row * K + col) of the first one
+  Index first_nonfinite_w = -1; ///< flat index (row of W * K + col)
+  bool all_zero_x = true;       ///< every valid activation is +-0
+  bool all_zero_w = true;       ///< every dequantized weight is +-0
+  bool vacuous_bound = false;   ///< gamma_K(u_eff) undefined (K u_eff >= 1/2): B is +inf
+};
+
+/// Evaluates the reference block by block into `sink`. Errors: validate_problem()'s codes.
+Result<ReferenceSummary> evaluate_reference(const LinearProblem& problem, ReferenceSink& sink,
+                                            const ReferenceOptions& options = {});
+
+/// Everything for every element, M x N row-major: for tests and small problems.
+struct ReferenceResult {
+  Index rows = 0;
+  Index cols = 0;
+  std::vector<double> y_star, s, bound, tier, center;
+  std::vector<Interval> accept, expect;
+  std::vector<float> walk;  ///< empty when no walk is declared
+  ReferenceSummary summary;
+  Index at(Index r, Index c) const { return r * cols + c; }
+};
+Result<ReferenceResult> compute_reference(const LinearProblem& problem,
+                                          const ReferenceOptions& options = {});
+
+}  // namespace ncert::reference

@@ -1,0 +1,787 @@
+// The exact reference and its rigorous bounds (docs/error-bounds.md):
+//  - hand-checked small integer cases (y*, S, B and the intervals by hand);
+//  - rigour: every f32 result of any summation order (sequential, FMA, pairwise, split-K,
+//    reversed, shuffled, round-toward-zero, a simulated truncating block accumulator) and of
+//    every AF4 dequantization path lies inside the accepted interval: zero false failures;
+//  - power: planted errors are caught, each by the check meant to catch it, and the
+//    detection limit of the deterministic bound is demonstrated;
+//  - the K-walk emulation equals independent naive loops bit for bit;
+//  - results are bit-identical at 1 and 2 threads.
+#include "reference/linear.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cfenv>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "reference/bound_stats.h"
+#include "reference/k_walk.h"
+#include "tests/common/linear_fixture.h"
+
+namespace ncert::reference {
+namespace {
+
+using ncert::testing::make_problem;
+using ncert::testing::OwnedProblem;
+using ncert::testing::ProblemOptions;
+using ncert::testing::SegmentSpec;
+
+// ---- an independent engine -------------------------------------------------------------------
+
+/// The f32 weights an engine uses for column j under the segment's dequant mode, computed from
+/// the plain parameters (never ncert's decoder). `fma_dequant` picks fma(s,q,b) over
+/// fl(fl(s*q)+b) for the f32/output modes.
+std::vector<float> engine_weights(const OwnedProblem& p, Index j, bool fma_dequant) {
+  std::vector<float> w(static_cast<std::size_t>(p.k));
+  for (std::size_t s = 0; s < p.weights.segments.size(); ++s) {
+    const WeightSegment& seg = p.weights.segments[s];
+    if (j < seg.row_begin || j >= seg.row_end) continue;
+    const Index r = j - seg.row_begin;
+    for (Index c = 0; c < p.k; ++c) {
+      if (seg.format != WeightFormat::kAf4) {
+        w[c] = static_cast<float>(p.exact_weight(j, c));
+        continue;
+      }
+      const auto& a = p.af4_plain[s];
+      const Af4Layout& L = seg.af4.layout;
+      const Index groups = p.k / L.group_size;
+      const float sc = a.scale[r * groups + c / L.group_size];
+      const float bi = a.bias[r * groups + c / L.group_size];
+      const int q = a.q[r * p.k + c];
+      float v;
+      if (L.variant == Af4Variant::kCodebook) {
+        v = L.table[q] * sc;
+      } else if (L.dequant == Dequant::kExact) {
+        const double e = p.exact_weight(j, c);
+        v = static_cast<float>(e);
+        EXPECT_EQ(static_cast<double>(v), e) << "exact-mode weight not representable in f32";
+      } else {
+        v = fma_dequant ? std::fma(sc, static_cast<float>(q), bi) : sc * static_cast<float>(q) + bi;
+      }
+      if (L.dequant == Dequant::kOutput && p.x_dtype == DType::kBf16) v = round_to_bf16(v);
+      w[c] = v;
+    }
+  }
+  return w;
+}
+
+using Order = std::function<float(const float* x, const float* w, Index k)>;
+
+float seq(const float* x, const float* w, Index k) {
+  float a = 0;
+  for (Index c = 0; c < k; ++c) a = a + x[c] * w[c];
+  return a;
+}
+float seq_fma(const float* x, const float* w, Index k) {
+  float a = 0;
+  for (Index c = 0; c < k; ++c) a = std::fma(x[c], w[c], a);
+  return a;
+}
+float reversed(const float* x, const float* w, Index k) {
+  float a = 0;
+  for (Index c = k - 1; c >= 0; --c) a = std::fma(x[c], w[c], a);
+  return a;
+}
+float pairwise(const float* x, const float* w, Index k) {
+  if (k == 1) return x[0] * w[0];
+  const Index h = k / 2;
+  return pairwise(x, w, h) + pairwise(x + h, w + h, k - h);
+}
+Order split(Index parts, bool fma) {
+  return [parts, fma](const float* x, const float* w, Index k) {
+    float total = 0;
+    for (Index p = 0; p < parts; ++p) {
+      const Index b = k * p / parts, e = k * (p + 1) / parts;  // uneven parts allowed
+      const float part = fma ? seq_fma(x + b, w + b, e - b) : seq(x + b, w + b, e - b);
+      total = total + part;
+    }
+    return total;
+  };
+}
+Order shuffled(std::uint64_t seed) {
+  return [seed](const float* x, const float* w, Index k) {
+    std::vector<Index> idx(static_cast<std::size_t>(k));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::shuffle(idx.begin(), idx.end(), std::mt19937_64(seed));
+    float a = 0;
+    for (Index c : idx) a = a + x[c] * w[c];
+    return a;
+  };
+}
+
+/// Recursive summation with every operation rounded toward zero by the FPU (f32-rz units).
+float seq_round_toward_zero(const float* x, const float* w, Index k) {
+  const int saved = std::fegetround();
+  std::fesetround(FE_TOWARDZERO);
+  float a = 0;
+  for (Index c = 0; c < k; ++c) {
+    float xv = x[c], wv = w[c];
+    asm volatile("" : "+x"(xv), "+x"(wv), "+x"(a));
+    a = a + xv * wv;
+    asm volatile("" : "+x"(a));
+  }
+  std::fesetround(saved);
+  return a;
+}
+
+double rz_bits(double v, int p) {
+  if (v == 0.0) return 0.0;
+  int e;
+  const double m = std::frexp(v, &e);
+  return std::ldexp(std::trunc(m * std::ldexp(1.0, p)), e - p);
+}
+
+/// A tensor-core-like block accumulator (Fasi et al. 2021, error-bounds.md §4.1/§9): blocks of
+/// b exact products plus the accumulator, each term truncated to 24 bits at the block's largest
+/// exponent (no guard bits), an exact sum, then normalization with truncation.
+Order truncating_block(int b) {
+  return [b](const float* x, const float* w, Index k) {
+    double c = 0;
+    for (Index i = 0; i < k; i += b) {
+      std::vector<double> terms = {c};
+      for (Index t = i; t < std::min<Index>(k, i + b); ++t) {
+        terms.push_back(static_cast<double>(x[t]) * static_cast<double>(w[t]));  // exact
+      }
+      int emax = INT32_MIN;
+      for (double t : terms) {
+        if (t != 0) {
+          int e;
+          std::frexp(t, &e);
+          emax = std::max(emax, e - 1);
+        }
+      }
+      if (emax == INT32_MIN) continue;
+      const double q = std::ldexp(1.0, emax - 23);
+      double acc = 0;
+      for (double t : terms) acc += std::trunc(t / q);  // integers < 2^29: exact
+      c = rz_bits(acc * q, 24);
+    }
+    return static_cast<float>(c);
+  };
+}
+
+/// The folded AF4 kernel of MLX qmv (s * sum(q x) + b * sum(x) per group), from plain params.
+float folded_dot(const OwnedProblem& p, Index i, Index j) {
+  for (std::size_t s = 0; s < p.weights.segments.size(); ++s) {
+    const WeightSegment& seg = p.weights.segments[s];
+    if (j < seg.row_begin || j >= seg.row_end) continue;
+    const auto& a = p.af4_plain[s];
+    const Index G = seg.af4.layout.group_size, groups = p.k / G, r = j - seg.row_begin;
+    float total = 0;
+    for (Index g = 0; g < groups; ++g) {
+      float qx = 0, sx = 0;
+      for (Index c = g * G; c < (g + 1) * G; ++c) {
+        const float xv = p.x_values[i * p.k + c];
+        const int q = a.q[r * p.k + c];
+        const float level = seg.af4.layout.variant == Af4Variant::kCodebook
+                                ? seg.af4.layout.table[q]
+                                : static_cast<float>(q);
+        qx = qx + level * xv;
+        sx = sx + xv;
+      }
+      const float t = a.scale[r * groups + g] * qx + a.bias[r * groups + g] * sx;
+      total = total + t;
+    }
+    return total;
+  }
+  return NAN;
+}
+
+std::vector<Order> all_orders(const std::string& accumulator) {
+  std::vector<Order> orders = {seq, seq_fma, reversed, pairwise, split(2, false), split(3, true),
+                               split(8, true), split(16, false), split(32, true), shuffled(1),
+                               shuffled(2)};
+  if (accumulator == "f32-rz" || accumulator == "matrix-unit") {
+    orders.push_back(seq_round_toward_zero);
+  }
+  if (accumulator == "matrix-unit") {
+    for (int b : {1, 4, 8, 16}) orders.push_back(truncating_block(b));
+  }
+  return orders;
+}
+
+/// Runs every order for every element and asserts each result is inside the interval.
+/// Returns the number of (element, order) results checked.
+Index expect_all_orders_inside(const OwnedProblem& p, const std::string& accumulator) {
+  auto ref = compute_reference(p.problem);
+  EXPECT_TRUE(ref.ok()) << ref.status().to_string();
+  if (!ref.ok()) return 0;
+  const auto orders = all_orders(accumulator);
+  Index checked = 0;
+  for (Index j = 0; j < p.n; ++j) {
+    const bool folded = [&] {
+      for (const auto& seg : p.weights.segments) {
+        if (j >= seg.row_begin && j < seg.row_end && seg.format == WeightFormat::kAf4) {
+          return seg.af4.layout.dequant == Dequant::kFolded;
+        }
+      }
+      return false;
+    }();
+    const std::vector<float> w_mul = engine_weights(p, j, false);
+    const std::vector<float> w_fma = engine_weights(p, j, true);
+    for (Index i = 0; i < p.m; ++i) {
+      const float* x = p.x_values.data() + i * p.k;
+      std::vector<float> results;
+      if (folded) {
+        results.push_back(folded_dot(p, i, j));
+      } else {
+        for (const auto& order : orders) {
+          results.push_back(order(x, w_mul.data(), p.k));
+          results.push_back(order(x, w_fma.data(), p.k));
+        }
+      }
+      const float bias = has_bias(p.problem.epilogue) ? p.bias[j] : 0.0f;
+      const float res = has_residual(p.problem.epilogue) ? p.residual[i * p.n + j] : 0.0f;
+      const Interval iv = ref->accept[ref->at(i, j)];
+      for (float acc : results) {
+        const float z = epilogue_value(acc, bias, res, p.problem.epilogue, p.problem.residual_at,
+                                       p.problem.output);
+        EXPECT_TRUE(contains(iv, z)) << "element (" << i << ", " << j << ") value " << z
+                                     << " outside [" << iv.lo << ", " << iv.hi << "], y* = "
+                                     << ref->y_star[ref->at(i, j)] << " B = "
+                                     << ref->bound[ref->at(i, j)];
+        ++checked;
+      }
+    }
+  }
+  return checked;
+}
+
+Af4Layout af4(Af4Variant v, Af4Packing pk, Index group, Dequant dq, DType scale = DType::kBf16,
+              Af4Codebook cb = Af4Codebook::kNone) {
+  Af4Layout L;
+  L.variant = v;
+  L.packing = pk;
+  L.group_size = group;
+  L.dequant = dq;
+  L.scale_dtype = scale;
+  L.codebook = cb;
+  return L;
+}
+
+// ---- hand-checked ------------------------------------------------------------------------------
+
+/// x = [1, 2, 3, 4] (f32), w = [1, -1, 2, 0.5] (bf16): y* = 1 - 2 + 6 + 2 = 7, S = 11.
+std::unique_ptr<OwnedProblem> hand_problem(Epilogue epilogue, ResidualAt at, DType output) {
+  ProblemOptions o;
+  o.m = 1;
+  o.k = 4;
+  o.x_dtype = DType::kF32;
+  o.segments = {{WeightFormat::kBf16, 1, {}}};
+  o.epilogue = epilogue;
+  o.residual_at = at;
+  o.output = output;
+  auto p = make_problem(o);
+  p->x_f32 = {1, 2, 3, 4};
+  p->x_values = p->x_f32;
+  p->problem.x.data = p->x_f32.data();
+  p->u16_store[0] = {f32_to_bf16(1.0f), f32_to_bf16(-1.0f), f32_to_bf16(2.0f), f32_to_bf16(0.5f)};
+  p->weights.segments[0].values = p->u16_store[0].data();
+  p->bias = {0.5f};
+  p->residual = {1.0f};
+  return p;
+}
+
+TEST(ReferenceHand, ExactValueSumAndBoundByHand) {
+  auto p = hand_problem(Epilogue::kNone, ResidualAt::kF32, DType::kF32);
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->y_star[0], 7.0);
+  // S = 11 inflated by at most 2 gamma_7(2^-53) ~ 1.6e-15 relative.
+  EXPECT_GE(r->s[0], 11.0);
+  EXPECT_LT(r->s[0], 11.0 * (1 + 1e-14));
+  // B = gamma_4(2^-24) * 11 + eps_ref; gamma_4 = 4u / (1 - 4u), and the f64 reference's own
+  // error eps_ref = gamma_6(2^-53) * 11 = 7.3e-15 adds 2.8e-9 relative.
+  const double u = 0x1p-24, g4 = 4 * u / (1 - 4 * u);
+  const double eps_ref = 6 * 0x1p-53 * 11;
+  EXPECT_GE(r->bound[0], g4 * 11 + eps_ref);
+  EXPECT_LT(r->bound[0], (g4 * 11 + eps_ref) * (1 + 1e-12));
+  // B = 2.62e-6 = 5.5 ulp(7) (ulp = 2^-21): RD/RU land 6 ulps either side of 7.
+  EXPECT_EQ(r->accept[0].lo, 7.0f - 6 * 0x1p-21f);
+  EXPECT_EQ(r->accept[0].hi, 7.0f + 6 * 0x1p-21f);
+  // The probabilistic tier 10 sqrt(4) u S = 1.3e-5 exceeds B here (lambda sqrt(K) > K for
+  // K < lambda^2 = 100), so it is capped at B: the same interval.
+  EXPECT_EQ(r->tier[0], r->bound[0]);
+  EXPECT_EQ(r->expect[0].lo, r->accept[0].lo);
+}
+
+TEST(ReferenceHand, Bf16OutputAndResidualAtOutputByHand) {
+  auto p = hand_problem(Epilogue::kNone, ResidualAt::kF32, DType::kBf16);
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  // bf16 spacing in [4, 8) is 1/32: 7 - 2.6e-6 rounds down to 7 - 1/32, up to 7 + 1/32.
+  EXPECT_EQ(r->accept[0].lo, 6.96875f);
+  EXPECT_EQ(r->accept[0].hi, 7.03125f);
+  auto q = hand_problem(Epilogue::kResidual, ResidualAt::kOutput, DType::kBf16);
+  auto rq = compute_reference(q->problem);
+  ASSERT_TRUE(rq.ok());
+  // out = bf16(bf16(v) + 1): lo = RD(6.96875 + 1) = 7.96875 (exact); hi = RU(8.03125) = 8.0625
+  // (spacing 1/16 in [8, 16)).
+  EXPECT_EQ(rq->accept[0].lo, 7.96875f);
+  EXPECT_EQ(rq->accept[0].hi, 8.0625f);
+  EXPECT_EQ(rq->center[0], 8.0);
+}
+
+TEST(ReferenceHand, BiasAndResidualAtF32ByHand) {
+  auto p = hand_problem(Epilogue::kBiasResidual, ResidualAt::kF32, DType::kF32);
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  // 7 +- 5.5 ulp(7) + 0.5 + 1 = 8.5 +- 2.62e-6; ulp(8.5) = 2^-20: +-2.75 -> 3 ulps out.
+  EXPECT_EQ(r->center[0], 8.5);
+  EXPECT_EQ(r->accept[0].lo, 8.5f - 3 * 0x1p-20f);
+  EXPECT_EQ(r->accept[0].hi, 8.5f + 3 * 0x1p-20f);
+  BoundStats st;
+  st.add(0, 0, 8.5f, r->center[0], r->bound[0], r->accept[0], r->expect[0]);
+  st.add(0, 0, 8.5f + 3 * 0x1p-20f, r->center[0], r->bound[0], r->accept[0], r->expect[0]);
+  st.add(0, 0, 8.5f + 4 * 0x1p-20f, r->center[0], r->bound[0], r->accept[0], r->expect[0]);
+  EXPECT_EQ(st.outside(), 1);
+  EXPECT_EQ(st.first_outside().value, 8.5f + 4 * 0x1p-20f);
+}
+
+TEST(ReferenceHand, ExactInputsAreCertifiedExactlyByEveryOrder) {
+  // Small integers: every order computes 7 exactly, which is the interval's centre.
+  auto p = hand_problem(Epilogue::kNone, ResidualAt::kF32, DType::kF32);
+  EXPECT_EQ(expect_all_orders_inside(*p, "f32-rn"), 22);
+}
+
+// ---- rigour --------------------------------------------------------------------------------------
+
+struct RigourCase {
+  std::string name;
+  ProblemOptions options;
+};
+
+std::vector<RigourCase> rigour_cases() {
+  std::vector<RigourCase> cases;
+  std::uint64_t seed = 100;
+  for (const std::string acc : {"f32-rn", "f32-rz", "matrix-unit"}) {
+    for (Index k : {1, 7, 64, 300, 1024, 5120}) {
+      for (float mean : {0.0f, 0.5f}) {
+        ProblemOptions o;
+        o.m = 2;
+        o.k = k;
+        o.x_mean = mean;
+        o.w_mean = mean * 0.02f;
+        o.accumulator = acc;
+        o.segments = {{WeightFormat::kBf16, 3, {}}, {WeightFormat::kF32, 2, {}}};
+        o.x_dtype = k % 2 ? DType::kF32 : DType::kBf16;
+        o.seed = seed++;
+        cases.push_back({acc + "_k" + std::to_string(k) + "_mean" + std::to_string(mean), o});
+      }
+      ProblemOptions pos;
+      pos.m = 1;
+      pos.k = k;
+      pos.positive = true;  // all-positive: the worst case for truncating accumulators
+      pos.accumulator = acc;
+      pos.segments = {{WeightFormat::kBf16, 3, {}}};
+      pos.seed = seed++;
+      cases.push_back({acc + "_k" + std::to_string(k) + "_positive", pos});
+    }
+  }
+  return cases;
+}
+
+TEST(ReferenceRigour, EverySummationOrderLiesInsideTheInterval) {
+  Index checked = 0;
+  for (const RigourCase& c : rigour_cases()) {
+    SCOPED_TRACE(c.name);
+    auto p = make_problem(c.options);
+    checked += expect_all_orders_inside(*p, c.options.accumulator);
+  }
+  EXPECT_GT(checked, 5000);
+}
+
+TEST(ReferenceRigour, EpiloguesAndOutputTypes) {
+  std::uint64_t seed = 500;
+  for (Epilogue e : {Epilogue::kNone, Epilogue::kBias, Epilogue::kResidual, Epilogue::kBiasResidual}) {
+    for (ResidualAt at : {ResidualAt::kF32, ResidualAt::kOutput}) {
+      for (DType out : {DType::kF32, DType::kBf16}) {
+        ProblemOptions o;
+        o.m = 3;
+        o.k = 256;
+        o.epilogue = e;
+        o.residual_at = at;
+        o.output = out;
+        o.segments = {{WeightFormat::kBf16, 4, {}}};
+        o.seed = seed++;
+        SCOPED_TRACE(std::string(epilogue_name(e)) + "/" + std::string(residual_at_name(at)) + "/" +
+                     std::string(dtype_name(out)));
+        auto p = make_problem(o);
+        expect_all_orders_inside(*p, "f32-rn");
+      }
+    }
+  }
+}
+
+TEST(ReferenceRigour, EveryAf4DequantPathAndVariant) {
+  std::uint64_t seed = 900;
+  for (Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
+    for (DType scale : {DType::kBf16, DType::kF16, DType::kF32}) {
+      if (dq == Dequant::kExact && scale == DType::kF32) continue;  // w must be exact in f32
+      ProblemOptions o;
+      o.m = 3;
+      o.k = 384;
+      o.accumulator = dq == Dequant::kFolded ? "f32-rn" : "matrix-unit";
+      o.segments = {
+          {WeightFormat::kAf4, 3, af4(Af4Variant::kAffine, Af4Packing::kU32Lsb, 64, dq, scale)},
+          {WeightFormat::kAf4, 2, af4(Af4Variant::kAffine, Af4Packing::kU8Msb, 32, dq, scale)},
+          {WeightFormat::kAf4, 2,
+           af4(Af4Variant::kCodebook, Af4Packing::kU8Lsb, 128, dq, scale, Af4Codebook::kNf4)},
+          {WeightFormat::kBf16, 1, {}}};
+      o.seed = seed++;
+      SCOPED_TRACE(std::string(dequant_name(dq)) + "/" + std::string(dtype_name(scale)));
+      auto p = make_problem(o);
+      expect_all_orders_inside(*p, o.accumulator);
+    }
+  }
+}
+
+// ---- power and detection limits --------------------------------------------------------------
+
+struct Engine {
+  std::vector<float> y;  // M x N stored values
+};
+
+/// The engine's outputs with seq-fma and an optional planted fault applied to the dot.
+Engine run_engine(const OwnedProblem& p,
+                  const std::function<float(Index i, Index j, const float* x, std::vector<float>& w)>& dot) {
+  Engine e;
+  e.y.resize(static_cast<std::size_t>(p.m * p.n));
+  for (Index j = 0; j < p.n; ++j) {
+    std::vector<float> w = engine_weights(p, j, true);
+    for (Index i = 0; i < p.m; ++i) {
+      const float acc = dot(i, j, p.x_values.data() + i * p.k, w);
+      e.y[i * p.n + j] = epilogue_value(acc, p.bias[j], p.residual[i * p.n + j],
+                                        p.problem.epilogue, p.problem.residual_at, p.problem.output);
+    }
+  }
+  return e;
+}
+
+BoundStats judge(const OwnedProblem& p, const ReferenceResult& r, const Engine& e) {
+  BoundStats s;
+  for (Index i = 0; i < p.m; ++i) {
+    for (Index j = 0; j < p.n; ++j) {
+      const Index at = r.at(i, j);
+      s.add(i, j, e.y[i * p.n + j], r.center[at], r.bound[at], r.accept[at], r.expect[at]);
+    }
+  }
+  return s;
+}
+
+Index walk_mismatches(const ReferenceResult& r, const Engine& e) {
+  Index n = 0;
+  for (std::size_t i = 0; i < e.y.size(); ++i) {
+    n += f32_bits(e.y[i]) != f32_bits(r.walk[i]);
+  }
+  return n;
+}
+
+std::unique_ptr<OwnedProblem> power_problem(Index k, const std::string& acc, const std::string& walk,
+                                            DType output = DType::kF32) {
+  ProblemOptions o;
+  o.m = 2;
+  o.k = k;
+  o.accumulator = acc;
+  o.walk = walk;
+  o.output = output;
+  o.segments = {{WeightFormat::kAf4, 8, af4(Af4Variant::kAffine, Af4Packing::kU8Lsb, 64, Dequant::kF32)},
+                {WeightFormat::kBf16, 8, {}}};
+  o.seed = 4242;
+  return make_problem(o);
+}
+
+float good_dot(Index, Index, const float* x, std::vector<float>& w) {
+  return seq_fma(x, w.data(), static_cast<Index>(w.size()));
+}
+
+TEST(ReferencePower, CorrectEnginePassesBoundAndWalk) {
+  auto p = power_problem(5120, "f32-rn", "seq-fma");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  const Engine e = run_engine(*p, good_dot);
+  const BoundStats s = judge(*p, *r, e);
+  EXPECT_EQ(s.outside(), 0);
+  EXPECT_EQ(s.beyond_tier(), 0);
+  EXPECT_LT(s.max_utilization(), 0.05);  // real errors use a sliver of the rigorous bound
+  EXPECT_EQ(walk_mismatches(*r, e), 0);
+}
+
+TEST(ReferencePower, Af4GroupScaleTimesTwoIsCaughtByTheBound) {
+  auto p = power_problem(5120, "f32-rn", "");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  const Engine e = run_engine(*p, [&](Index i, Index j, const float* x, std::vector<float>& w) {
+    if (j == 3) {
+      for (Index c = 128; c < 192; ++c) w[c] *= 2;  // group 2 of row 3 with its scale doubled
+    }
+    return good_dot(i, j, x, w);
+  });
+  const BoundStats s = judge(*p, *r, e);
+  EXPECT_EQ(s.outside(), 2);  // both rows, column 3
+  EXPECT_EQ(s.first_outside().row, 0);
+  EXPECT_EQ(s.first_outside().col, 3);
+}
+
+TEST(ReferencePower, SwappedNibbleOrderIsCaughtByTheBound) {
+  auto p = power_problem(5120, "f32-rn", "");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  // The engine reads the u8-lsb codes as u8-msb: elements 2c and 2c+1 trade codes.
+  const auto& seg = p->weights.segments[0];
+  const auto& plain = p->af4_plain[0];
+  const Index groups = p->k / 64;
+  const Engine e = run_engine(*p, [&](Index i, Index j, const float* x, std::vector<float>& w) {
+    if (j < seg.row_end) {
+      for (Index c = 0; c < p->k; ++c) {
+        const Index g = c / 64;
+        const int q = plain.q[j * p->k + (c ^ 1)];
+        w[c] = plain.scale[j * groups + g] * static_cast<float>(q) + plain.bias[j * groups + g];
+      }
+    }
+    return good_dot(i, j, x, w);
+  });
+  const BoundStats s = judge(*p, *r, e);
+  EXPECT_EQ(s.outside(), 2 * 8);  // every AF4 element, none of the bf16 ones
+}
+
+TEST(ReferencePower, DroppedKTileOf256IsCaughtByTheBoundAtK5120) {
+  auto p = power_problem(5120, "f32-rn", "");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  const Engine e = run_engine(*p, [&](Index, Index, const float* x, std::vector<float>& w) {
+    std::vector<float> w2 = w;
+    for (Index c = 1024; c < 1280; ++c) w2[c] = 0;  // K-tile [1024, 1280) never added
+    return seq_fma(x, w2.data(), p->k);
+  });
+  // Each element misses a sum of 256 products, ~N(0, 16 sigma_t), while B ~ gamma_K u S ~
+  // 1.0 sigma_t here (S ~ K E|t|, E|t| = 0.64 sigma_t): about 95% of elements fall outside B
+  // (P(|N(0,16)| < 1) ~ 5%), and every one of them falls outside the probabilistic tier.
+  const BoundStats s = judge(*p, *r, e);
+  EXPECT_GE(s.outside(), s.elements() * 85 / 100) << s.outside() << " of " << s.elements();
+  EXPECT_EQ(s.outside() + s.beyond_tier(), s.elements());
+}
+
+TEST(ReferencePower, WrongRowIsCaughtByTheBound) {
+  auto p = power_problem(5120, "f32-rn", "");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  Engine e = run_engine(*p, good_dot);
+  for (Index j = 0; j < p->n; ++j) std::swap(e.y[0 * p->n + j], e.y[1 * p->n + j]);
+  EXPECT_EQ(judge(*p, *r, e).outside(), 2 * p->n);
+}
+
+TEST(ReferencePower, NanAndInfAreCaughtByTheBound) {
+  auto p = power_problem(512, "f32-rn", "");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  Engine e = run_engine(*p, good_dot);
+  e.y[5] = NAN;
+  e.y[9] = INFINITY;
+  const BoundStats s = judge(*p, *r, e);
+  EXPECT_EQ(s.outside(), 2);
+  EXPECT_EQ(s.nonfinite(), 2);
+  EXPECT_EQ(s.first_outside().col, 5);
+}
+
+TEST(ReferencePower, Bf16TruncationIsCaughtByTheWalkButNotByTheBound) {
+  // Truncation lies between the directed roundings, so the rigorous interval accepts it; only
+  // the declared k_walk (which fixes RNE) can hold the engine to it.
+  auto p = power_problem(1024, "f32-rn", "split:4:fma", DType::kBf16);
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  Engine e;
+  e.y.resize(static_cast<std::size_t>(p->m * p->n));
+  for (Index j = 0; j < p->n; ++j) {
+    std::vector<float> w = engine_weights(*p, j, true);
+    for (Index i = 0; i < p->m; ++i) {
+      const float acc = walk_dot(p->problem.walk, p->x_values.data() + i * p->k, w.data(), p->k);
+      e.y[i * p->n + j] = bf16_to_f32(f32_to_bf16_truncate(acc));
+    }
+  }
+  EXPECT_EQ(judge(*p, *r, e).outside(), 0);
+  EXPECT_GT(walk_mismatches(*r, e), 0);
+}
+
+TEST(ReferenceDetectionLimit, DroppedTileOf32AtK16384UnderMatrixUnitEscapesTheBoundNotTheTier) {
+  // error-bounds.md §9: at K = 16384 with u_eff = 2^-22, B ~ 64 E|t| while a dropped 32-term
+  // tile errs by ~ sqrt(32) sigma_t ~ 9 E|t|: undetectable per element by B. The tier (here
+  // B/2 for a non-RN unit) does not catch it either; a declared walk does.
+  auto p = power_problem(16384, "matrix-unit", "seq-fma");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  const Engine e = run_engine(*p, [&](Index, Index, const float* x, std::vector<float>& w) {
+    std::vector<float> w2 = w;
+    for (Index c = 4096; c < 4128; ++c) w2[c] = 0;
+    return seq_fma(x, w2.data(), p->k);
+  });
+  const BoundStats s = judge(*p, *r, e);
+  EXPECT_EQ(s.outside(), 0) << "documented limit: B cannot see a 32-term tile here";
+  EXPECT_EQ(walk_mismatches(*r, e), p->m * p->n);
+}
+
+TEST(ReferenceDetectionLimit, DroppedTileOf32AtK16384UnderRnIsCaughtByTheTier) {
+  // With a verified round-to-nearest unit the probabilistic tier 10 sqrt(K) u S (~1.25 E|t|)
+  // flags what the rigorous bound must accept.
+  auto p = power_problem(16384, "f32-rn", "");
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  const Engine e = run_engine(*p, [&](Index, Index, const float* x, std::vector<float>& w) {
+    std::vector<float> w2 = w;
+    for (Index c = 4096; c < 4128; ++c) w2[c] = 0;
+    return seq_fma(x, w2.data(), p->k);
+  });
+  const BoundStats s = judge(*p, *r, e);
+  EXPECT_EQ(s.outside(), 0);
+  EXPECT_GT(s.beyond_tier(), s.elements() / 2);
+}
+
+// ---- K-walk emulation against naive loops ----------------------------------------------------
+
+TEST(ReferenceWalk, EmulationMatchesNaiveLoopsBitForBit) {
+  std::mt19937_64 rng(77);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct W {
+    std::string walk;
+    Index k;
+  };
+  const std::vector<W> walks = {{"seq", 5},        {"seq", 1001},        {"seq-fma", 17},
+                                {"seq-fma", 4099}, {"split:3", 111},     {"split:5", 250},
+                                {"split:7:fma", 777}, {"split:1", 33},   {"split:64:fma", 4096},
+                                {"split:9", 9}};
+  for (const W& c : walks) {
+    SCOPED_TRACE(c.walk + " K=" + std::to_string(c.k));
+    ProblemOptions o;
+    o.m = 3;
+    o.k = c.k;
+    o.x_dtype = DType::kF32;
+    o.walk = c.walk;
+    o.segments = {{WeightFormat::kF32, 37, {}}};  // 37 columns: not a multiple of any vector width
+    o.seed = rng();
+    auto p = make_problem(o);
+    auto r = compute_reference(p->problem);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const KWalk& kw = p->problem.walk;
+    for (Index i = 0; i < p->m; ++i) {
+      for (Index j = 0; j < p->n; ++j) {
+        const float* x = p->x_values.data() + i * p->k;
+        const float* w = p->f32_store[0].data() + j * p->k;
+        // Naive, written from the spec text: parts of K/P, each from 0, then summed in order.
+        float total = 0;
+        const Index len = c.k / kw.parts;
+        for (Index part = 0; part < kw.parts; ++part) {
+          float acc = 0;
+          for (Index t = part * len; t < (part + 1) * len; ++t) {
+            if (kw.fma) {
+              acc = std::fma(x[t], w[t], acc);
+            } else {
+              const float prod = x[t] * w[t];
+              acc = acc + prod;
+            }
+          }
+          total = part == 0 ? acc : total + acc;
+        }
+        ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(total)) << i << "," << j;
+        ASSERT_EQ(f32_bits(walk_dot(kw, x, w, p->k)), f32_bits(total));
+      }
+    }
+  }
+}
+
+TEST(ReferenceWalk, EpilogueConventionIsAppliedBitForBit) {
+  ProblemOptions o;
+  o.m = 2;
+  o.k = 96;
+  o.walk = "seq";
+  o.epilogue = Epilogue::kBiasResidual;
+  o.residual_at = ResidualAt::kOutput;
+  o.output = DType::kBf16;
+  o.segments = {{WeightFormat::kBf16, 9, {}}};
+  auto p = make_problem(o);
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  for (Index i = 0; i < p->m; ++i) {
+    for (Index j = 0; j < p->n; ++j) {
+      std::vector<float> w = engine_weights(*p, j, true);
+      float acc = seq(p->x_values.data() + i * p->k, w.data(), p->k);
+      float v = acc + p->bias[j];
+      float out = bf16_to_f32(f32_to_bf16(v));
+      out = bf16_to_f32(f32_to_bf16(out + p->residual[i * p->n + j]));
+      ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(out));
+    }
+  }
+}
+
+// ---- determinism ------------------------------------------------------------------------------
+
+TEST(ReferenceDeterminism, BitIdenticalAtOneAndTwoThreads) {
+  ProblemOptions o;
+  o.m = 7;
+  o.k = 1000;
+  o.walk = "split:8:fma";
+  o.epilogue = Epilogue::kBiasResidual;
+  o.output = DType::kBf16;
+  o.segments = {{WeightFormat::kAf4, 70, af4(Af4Variant::kAffine, Af4Packing::kU32Lsb, 40, Dequant::kF32)},
+                {WeightFormat::kBf16, 130, {}},
+                {WeightFormat::kF32, 60, {}}};
+  auto p = make_problem(o);
+  ReferenceOptions ro;
+  ro.block_cols = 32;
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  auto one = compute_reference(p->problem, ro);
+  omp_set_num_threads(2);
+  auto two = compute_reference(p->problem, ro);
+  omp_set_num_threads(saved);
+  ASSERT_TRUE(one.ok() && two.ok());
+  auto same = [](const auto& a, const auto& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+  };
+  EXPECT_TRUE(same(one->y_star, two->y_star));
+  EXPECT_TRUE(same(one->s, two->s));
+  EXPECT_TRUE(same(one->bound, two->bound));
+  EXPECT_TRUE(same(one->tier, two->tier));
+  EXPECT_TRUE(same(one->accept, two->accept));
+  EXPECT_TRUE(same(one->walk, two->walk));
+}
+
+TEST(ReferenceSummary, FlagsNonFiniteAndZeroInputs) {
+  ProblemOptions o;
+  o.m = 2;
+  o.k = 8;
+  o.x_dtype = DType::kF32;
+  o.segments = {{WeightFormat::kF32, 3, {}}};
+  auto p = make_problem(o);
+  p->x_f32[5] = NAN;
+  p->f32_store[0][10] = INFINITY;
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->summary.nonfinite_x, 1);
+  EXPECT_EQ(r->summary.first_nonfinite_x, 5);
+  EXPECT_EQ(r->summary.nonfinite_w, 1);
+  EXPECT_EQ(r->summary.first_nonfinite_w, 10);
+  std::fill(p->x_f32.begin(), p->x_f32.end(), 0.0f);
+  auto z = compute_reference(p->problem);
+  EXPECT_TRUE(z->summary.all_zero_x);
+  EXPECT_FALSE(z->summary.all_zero_w);
+}
+
+TEST(ReferenceErrors, InvalidProblemsAreRejected) {
+  ProblemOptions o;
+  o.k = 10;
+  o.walk = "split:3";
+  o.segments = {{WeightFormat::kBf16, 2, {}}};
+  auto p = make_problem(o);
+  EXPECT_EQ(compute_reference(p->problem).status().code(), ErrorCode::kGuardWalkSplit);
+  p->problem.walk = {};
+  p->problem.epilogue = Epilogue::kBias;
+  p->problem.bias = {};
+  EXPECT_EQ(compute_reference(p->problem).status().code(), ErrorCode::kShapeMismatch);
+}
+
+}  // namespace
+}  // namespace ncert::reference
