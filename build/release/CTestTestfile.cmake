@@ -5,6 +5,7 @@
 # This file includes the relevant testing commands required for 
 # testing this directory and lists subdirectories to be tested as well.
 subdirs("reference")
+subdirs("packing")
 subdirs("certify")
 subdirs("tools/bench")
 subdirs("tests")

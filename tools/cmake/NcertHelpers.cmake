@@ -40,6 +40,14 @@ function(ncert_add_gtest name)
   endif()
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${arg_LABELS}" TIMEOUT ${arg_TIMEOUT}
-               ENVIRONMENT "NCERT_TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;OMP_NUM_THREADS=2")
+    TEST_LIST ${name}_TESTS
+    PROPERTIES TIMEOUT ${arg_TIMEOUT})
+  # Labels and environment are set by a script that runs after discovery: a list passed through
+  # gtest_discover_tests(PROPERTIES ...) loses its separators in the generated script.
+  # OMP_NUM_THREADS=2: the OpenMP paths run with a real team (the determinism tests switch
+  # between 1 and 2 threads themselves).
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+  file(WRITE ${script} "set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${arg_LABELS}\" "
+                       "ENVIRONMENT \"NCERT_TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;OMP_NUM_THREADS=2\")\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()

@@ -1,0 +1,100 @@
+#include "certify/sweep_command.h"
+
+#include <chrono>
+
+namespace ncert::certify {
+
+namespace {
+
+std::string repro(const std::string& key) { return "repro: ncert sweep --case \"" + key + "\""; }
+
+}  // namespace
+
+Result<Report> run_sweep_command(const SweepOptions& options, const packing::ExecuteFn& helper) {
+  std::vector<packing::SweepCase> cases;
+  if (!options.case_key.empty()) {
+    NCERT_ASSIGN_OR_RETURN(packing::SweepCase c, packing::parse_case(options.case_key));
+    cases.push_back(c);
+  } else {
+    for (const packing::SweepCase& c : packing::default_cases()) {
+      if (options.filter.empty() || c.key().find(options.filter) != std::string::npos) cases.push_back(c);
+    }
+    if (cases.empty()) {
+      return Status(ErrorCode::kUsage, "--filter \"" + options.filter + "\" selects no sweep case");
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const packing::SweepSummary s = packing::run_sweep(cases, helper);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  Report report;
+  report.command = "sweep";
+  report.preamble.push_back("ncert sweep: " + std::to_string(s.cases) + " case(s) of the packing helper" +
+                            (options.case_key.empty() ? "" : " (single case)"));
+  Index identity_cases = 0, alias_cases = 0, guard_cases = 0;
+  for (const auto& c : cases) {
+    if (!c.guard.empty()) ++guard_cases;
+    else if (c.inplace) ++alias_cases;
+    else ++identity_cases;
+  }
+  const bool first_is = s.first_failure >= 0;
+  auto first_kind = [&]() -> std::string {
+    if (!first_is) return "";
+    const auto& c = cases[static_cast<std::size_t>(s.first_failure)];
+    if (!c.guard.empty()) return "guard";
+    if (c.inplace) return "alias";
+    return "identity";
+  };
+  auto add_check = [&](const std::string& kind, Index total, Index failed, const std::string& pass_reason,
+                       Json stats) {
+    if (total == 0) return;
+    CheckResult r;
+    r.id = "sweep/" + kind;
+    r.kind = kind;
+    r.verdict = failed == 0 ? Verdict::kPass : Verdict::kFail;
+    stats["cases"] = total;
+    stats["failed"] = failed;
+    if (failed == 0) {
+      r.reason = pass_reason;
+    } else {
+      r.reason = std::to_string(failed) + " of " + std::to_string(total) + " case(s) failed";
+      if (first_kind() == kind) {
+        r.reason += "; first: " + s.first_failure_reason;
+        r.details.push_back(repro(s.first_failure_key));
+        stats["first_failure_key"] = s.first_failure_key;
+      }
+    }
+    r.stats = std::move(stats);
+    report.checks.push_back(std::move(r));
+  };
+  add_check("identity", identity_cases, s.failed_identity + s.failed_width,
+            std::to_string(s.identity_comparisons) + " packed-vs-unpacked comparisons bit-identical over " +
+                std::to_string(s.rows_compared) + " selected rows; padding, unselected rows and canaries intact",
+            Json{{"identity_comparisons", s.identity_comparisons}, {"rows_compared", s.rows_compared},
+                 {"width_cases", s.width_cases}});
+  add_check("alias", alias_cases, s.failed_alias,
+            std::to_string(s.alias_cases) + " in-place residual cases bit-identical to the unpacked path",
+            Json{{"alias_cases", s.alias_cases}});
+  Json covered = Json::array();
+  for (ErrorCode c : s.guards_covered) covered.push_back(std::string(error_name(c)));
+  add_check("guard", guard_cases, s.failed_guard,
+            std::to_string(guard_cases) + " planted violations refused with the expected code, no byte touched; " +
+                std::to_string(s.guards_covered.size()) + " distinct guards; " + std::to_string(s.fallbacks) +
+                " unsupported plans fell back to the unpacked path",
+            Json{{"guards_covered", covered}, {"fallbacks", s.fallbacks}});
+
+  report.stats["cases"] = s.cases;
+  report.stats["passed"] = s.passed;
+  report.stats["failed"] = s.failed;
+  report.stats["identity_comparisons"] = s.identity_comparisons;
+  report.stats["rows_compared"] = s.rows_compared;
+  report.stats["alias_cases"] = s.alias_cases;
+  report.stats["guard_cases"] = s.guard_cases;
+  report.stats["guards_covered"] = s.guards_covered.size();
+  report.stats["guard_codes"] = covered;
+  report.stats["timing_seconds"] = seconds;
+  if (first_is) report.stats["first_failure_key"] = s.first_failure_key;
+  return report;
+}
+
+}  // namespace ncert::certify
