@@ -99,6 +99,14 @@ std::string format_float(double v) {
   return buf;
 }
 
+std::string format_short(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 std::string hex_bits_f32(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, 4);

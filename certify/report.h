@@ -60,6 +60,8 @@ std::string_view ncert_version();
 
 /// Formats a float for humans and reports: shortest round-trip decimal ("0.1", "1e-07").
 std::string format_float(double v);
+/// 4 significant digits, for statistics in human-readable reasons ("1.27e-05", "0.0161").
+std::string format_short(double v);
 /// "0x3f800000" for an f32, "0x3f80" for a bf16 pattern.
 std::string hex_bits_f32(float v);
 std::string hex_bits_u16(std::uint16_t v);

@@ -45,7 +45,7 @@ Status check_plan_shape(const PackPlan& p) {
                 "requests R = " + n2s(p.requests) + " outside [1, " + n2s(kMaxRequests) + "]");
   }
   if (p.block_rows < 1) return fail(ErrorCode::kGuardPlanShape, "block_rows B = " + n2s(p.block_rows) + " < 1");
-  if (p.cap < 0 || p.cap > kMaxCap || p.cap > p.block_rows) {
+  if (p.request_rules && (p.cap < 0 || p.cap > kMaxCap || p.cap > p.block_rows)) {
     return fail(ErrorCode::kGuardPlanShape,
                 "cap = " + n2s(p.cap) + " outside [0, min(" + n2s(kMaxCap) + ", B = " +
                     n2s(p.block_rows) + ")]");
@@ -228,6 +228,7 @@ Status check_selector(const PackPlan& p) {
     }
     owner[r] = s;
   }
+  if (!p.request_rules) return Status();
   for (Index q = 0; q < p.requests; ++q) {
     Index count = 0;
     for (Index i = 0; i < p.block_rows; ++i) count += owner[q * p.block_rows + i] >= 0;
@@ -367,6 +368,34 @@ Status validate_plan(const PackPlan& p) {
   NCERT_RETURN_IF_ERROR(check_af4(p));
   NCERT_RETURN_IF_ERROR(check_strides(p, true));
   NCERT_RETURN_IF_ERROR(check_selector(p));
+  return Status();
+}
+
+Status validate_weights(const PackPlan& p) {
+  if (p.k < 1 || p.n < 1) {
+    return fail(ErrorCode::kGuardPlanShape, "K = " + n2s(p.k) + ", N = " + n2s(p.n) + ": both must be >= 1");
+  }
+  NCERT_RETURN_IF_ERROR(check_walk(p));
+  NCERT_RETURN_IF_ERROR(check_segments(p));
+  return check_af4(p);
+}
+
+Status validate_selector_rows(const PackPlan& p) {
+  const Index M = p.rows();
+  std::vector<Index> owner(static_cast<std::size_t>(std::max<Index>(M, 0)), -1);
+  for (Index s = 0; s < static_cast<Index>(p.selector.size()); ++s) {
+    const Index r = p.selector[static_cast<std::size_t>(s)];
+    if (r < -1 || r >= M) {
+      return fail(ErrorCode::kGuardRowOutOfRange,
+                  "slot " + n2s(s) + " selects row " + n2s(r) + ", outside [-1, " + n2s(M) + ")");
+    }
+    if (r < 0) continue;
+    if (owner[r] >= 0) {
+      return fail(ErrorCode::kGuardDuplicateRow, "row " + n2s(r) + " is selected by slots " +
+                                                     n2s(owner[r]) + " and " + n2s(s));
+    }
+    owner[r] = s;
+  }
   return Status();
 }
 

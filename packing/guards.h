@@ -31,6 +31,11 @@ namespace ncert::packing {
 Status validate_plan(const PackPlan& plan);
 /// Plan and buffers (checks 1-16), in order; the first violation wins.
 Status validate(const PackPlan& plan, const HostBuffers& buffers);
+/// Checks 3-5 (walk split, segment table, AF4 geometry) and K, N >= 1: whether a reference
+/// of this projection can be computed at all, whatever the selector says.
+Status validate_weights(const PackPlan& plan);
+/// Checks 8-9: every selector entry in [-1, M) and no row twice, so slots map to rows.
+Status validate_selector_rows(const PackPlan& plan);
 /// What the unpacked path needs of the buffers (x, out, residual, bias: extents, alignment,
 /// aliasing); used for the fallback of an unsupported plan.
 Status validate_unpacked(const PackPlan& plan, const HostBuffers& buffers);

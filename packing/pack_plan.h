@@ -38,6 +38,9 @@ struct PackPlan {
   Index requests = 1;    ///< R
   Index block_rows = 1;  ///< B
   Index cap = 1;         ///< most rows gathered per request
+  /// False when the dump declares no request geometry (requests, block_rows, cap): then R = 1,
+  /// B = M and only the slot-level rules apply (rows in range, no duplicates, slots suffice).
+  bool request_rules = true;
   Index slots = 0;       ///< P physical slots (= selector.size())
   std::vector<std::int32_t> commit_counts;  ///< [R] rows committed per request
   std::vector<std::int32_t> selector;       ///< [P] slot -> original row, -1 empty

@@ -1,5 +1,6 @@
 #include "reference/bound_stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -43,7 +44,10 @@ void BoundStats::add(Index row, Index col, float z, double center, double bound,
   if (std::isfinite(err)) {
     ++counted_;
     sum_err_ += err;
-    if (bound > 0 && std::isfinite(bound)) sum_norm_ += err / bound;
+    if (bound > 0 && std::isfinite(bound)) {
+      sum_norm_ += err / bound;
+      max_err_over_b_ = std::max(max_err_over_b_, std::fabs(err) / bound);
+    }
     if (std::fabs(err) > max_abs_ || !max_abs_at_.found()) {
       max_abs_ = std::fabs(err);
       max_abs_at_ = rec;
@@ -64,6 +68,7 @@ void BoundStats::merge(const BoundStats& o) {
   nonfinite_ += o.nonfinite_;
   sum_err_ += o.sum_err_;
   sum_norm_ += o.sum_norm_;
+  max_err_over_b_ = std::max(max_err_over_b_, o.max_err_over_b_);
   // Ties keep the earlier element, so the result does not depend on how work was split.
   if (o.max_abs_at_.found() &&
       (!max_abs_at_.found() || o.max_abs_ > max_abs_ ||

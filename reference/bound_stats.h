@@ -36,6 +36,11 @@ class BoundStats {
   Index nonfinite() const { return nonfinite_; }      ///< NaN/Inf engine values
   double max_abs_error() const { return max_abs_; }   ///< max |z - c| over finite z
   const ElementRecord& max_abs_at() const { return max_abs_at_; }
+  /// max |z - c| / B over finite z (the bound utilization of error-bounds.md §4.5). For bf16
+  /// outputs the output rounding (up to half a bf16 ulp) is part of |z - c|, so it can exceed 1
+  /// while z is inside the interval: the verdict is the interval, this is a statistic.
+  double max_error_over_bound() const { return max_err_over_b_; }
+  /// max of utilization(): how much of the accepted half-interval the values use (<= 1 inside).
   double max_utilization() const { return max_util_; }
   const ElementRecord& max_utilization_at() const { return max_util_at_; }
   double mean_signed_error() const { return counted_ ? sum_err_ / static_cast<double>(counted_) : 0.0; }
@@ -54,6 +59,7 @@ class BoundStats {
   ElementRecord max_abs_at_;
   double max_util_ = 0;
   ElementRecord max_util_at_;
+  double max_err_over_b_ = 0;
   double sum_err_ = 0;
   double sum_norm_ = 0;
   ElementRecord first_outside_;

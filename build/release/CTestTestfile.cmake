@@ -7,5 +7,6 @@
 subdirs("reference")
 subdirs("packing")
 subdirs("certify")
+subdirs("fixtures")
 subdirs("tools/bench")
 subdirs("tests")

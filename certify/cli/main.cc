@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(ncert::certify::ncert_version()));
   app.footer("Exit codes: 0 pass, 1 fail, 2 usage, 3 input refused, 4 internal error.");
   ncert::cli::Action action;
+  ncert::cli::register_check(app, action);
   ncert::cli::register_sweep(app, action);
   ncert::cli::register_inspect(app, action);
   try {
