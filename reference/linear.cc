@@ -12,6 +12,10 @@ namespace ncert::reference {
 
 namespace {
 
+// Rows emulated together: each weight of the block is loaded once for 4 rows (the walk's
+// order per element is unchanged).
+constexpr Index kWalkRows = 4;
+
 struct BlockScratch {
   std::vector<double> w_exact;  // block_cols x K
   std::vector<double> w_alg;    // block_cols x K
@@ -101,7 +105,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       t.w_kernel.resize(static_cast<std::size_t>(K * bc));
       t.kernel_row.resize(static_cast<std::size_t>(K));
       t.walk.resize(cells);
-      t.walk_scratch.resize(static_cast<std::size_t>(bc));
+      t.walk_scratch.resize(static_cast<std::size_t>(kWalkRows * bc));
     }
 #pragma omp for schedule(dynamic, 1)
     for (Index b = 0; b < nblocks; ++b) {
@@ -154,15 +158,21 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
           t.accept[e] = propagate(ys, eb.bound, bias, res, p.epilogue, p.residual_at, p.output);
           t.expect[e] = propagate(ys, eb.tier, bias, res, p.epilogue, p.residual_at, p.output);
         }
-        if (walk) {
-          float* out = t.walk.data() + i * w;
-          walk_row_block(p.walk, x_f32.data() + i * K, t.w_kernel.data(), K, w, out,
-                         t.walk_scratch.data());
-          for (Index jj = 0; jj < w; ++jj) {
-            const Index j = j0 + jj;
-            const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
-            const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
-            out[jj] = epilogue_value(out[jj], bias, res, p.epilogue, p.residual_at, p.output);
+      }
+      if (walk) {
+        for (Index i0 = 0; i0 < M; i0 += kWalkRows) {
+          const Index nr = std::min(kWalkRows, M - i0);
+          float* out = t.walk.data() + i0 * w;
+          walk_rows_block(p.walk, x_f32.data() + i0 * K, nr, t.w_kernel.data(), K, w, out,
+                          t.walk_scratch.data());
+          for (Index i = i0; i < i0 + nr; ++i) {
+            for (Index jj = 0; jj < w; ++jj) {
+              const Index j = j0 + jj;
+              const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
+              const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
+              float& v = t.walk[static_cast<std::size_t>(i * w + jj)];
+              v = epilogue_value(v, bias, res, p.epilogue, p.residual_at, p.output);
+            }
           }
         }
       }

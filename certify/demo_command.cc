@@ -1,0 +1,110 @@
+#include "certify/demo_command.h"
+
+#include <filesystem>
+
+#include "certify/check_command.h"
+#include "fixtures/generator.h"
+
+namespace ncert::certify {
+
+namespace {
+
+struct Entry {
+  std::string file;
+  fixtures::Fault fault;
+  std::string story;  ///< what the fault is, in the engine's terms
+};
+
+const std::vector<Entry>& entries() {
+  using fixtures::Fault;
+  static const std::vector<Entry> e = {
+      {"good.h5", Fault::kNone, "a correct engine build"},
+      {"wrong-row-scattered.h5", Fault::kWrongRowScattered, "the packed path scatters a slot into the next row"},
+      {"slots-swapped.h5", Fault::kSlotsSwapped, "two compact slots hold each other's rows"},
+      {"stale-compact-slot.h5", Fault::kStaleCompactSlot, "a compact slot keeps the previous call's values"},
+      {"padding-clobbered.h5", Fault::kPaddingClobbered, "the packed path writes a padding column"},
+      {"unselected-row-written.h5", Fault::kUnselectedRowWritten, "the packed path writes a row it did not select"},
+      {"dropped-k-tile-packed.h5", Fault::kDroppedKTilePacked, "the packed kernel skips a 256-term K tile"},
+      {"bf16-truncation-packed.h5", Fault::kBf16TruncationPacked, "the packed path truncates to bf16 instead of rounding"},
+      {"af4-scale-x2.h5", Fault::kAf4ScaleTimes2, "the kernel uses twice the scale of one AF4 group"},
+      {"nibble-order-swapped.h5", Fault::kNibbleOrderSwapped, "the kernel reads AF4 nibbles in the wrong order"},
+      {"nan-output.h5", Fault::kNanOutput, "one output element is NaN"},
+  };
+  return e;
+}
+
+}  // namespace
+
+Result<Report> run_demo(const DemoOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) return Status(ErrorCode::kIo, options.dir + ": cannot create the demo directory: " + ec.message());
+  if (!options.force) {
+    for (const Entry& e : entries()) {
+      const std::string path = (fs::path(options.dir) / e.file).string();
+      if (fs::exists(path)) {
+        return Status(ErrorCode::kOutputExists,
+                      path + " exists (from an earlier demo?); pass --force to overwrite the demo files");
+      }
+    }
+  }
+  Report report;
+  report.command = "demo";
+  report.preamble.push_back("ncert demo: synthetic engine dumps in " + options.dir +
+                            "/ (preset tiny: 3 packed projections with AF4/BF16/F32 weights, an lm_head and a logits run)");
+  report.preamble.push_back("Each dump is certified exactly as `ncert check DUMP.h5` would; the tour:");
+  Index caught = 0;
+  for (const Entry& e : entries()) {
+    const std::string path = (fs::path(options.dir) / e.file).string();
+    NCERT_RETURN_IF_ERROR(fixtures::write_dump(path, fixtures::preset_tiny(), {e.fault, ""}, true));
+    CheckCommandOptions co;
+    co.dump = path;
+    NCERT_ASSIGN_OR_RETURN(Report r, run_check(co));
+    report.inputs.push_back(r.inputs.front());
+    CheckResult c;
+    c.id = "demo/" + e.file.substr(0, e.file.size() - 3);
+    const bool good = e.fault == fixtures::Fault::kNone;
+    const std::string expected = good ? "" : std::string(fixtures::fault_caught_by(e.fault));
+    c.kind = good ? "schema" : expected;
+    const CheckResult* first_fail = nullptr;
+    const CheckResult* expected_fail = nullptr;
+    for (const CheckResult& x : r.checks) {
+      if (x.verdict != Verdict::kFail) continue;
+      if (!first_fail) first_fail = &x;
+      if (!expected_fail && x.kind == expected) expected_fail = &x;
+    }
+    std::vector<std::string> failed_kinds;
+    for (const CheckResult& x : r.checks) {
+      if (x.verdict == Verdict::kFail) failed_kinds.push_back(x.id);
+    }
+    c.stats = Json{{"file", path}, {"dump_verdict", std::string(verdict_name(r.verdict()))},
+                   {"checks", r.checks.size()}, {"failed_checks", failed_kinds}};
+    if (good) {
+      c.verdict = r.verdict() == Verdict::kPass ? Verdict::kPass : Verdict::kFail;
+      c.reason = e.story + ": " + (c.verdict == Verdict::kPass
+                                       ? "PASS, all " + std::to_string(r.checks.size()) + " checks"
+                                       : "unexpectedly FAILED: " + (first_fail ? first_fail->id + ": " + first_fail->reason : "?"));
+    } else {
+      c.stats["fault"] = std::string(fixtures::fault_name(e.fault));
+      c.stats["expected_check"] = expected;
+      if (expected_fail) {
+        ++caught;
+        c.reason = e.story + ": FAIL, caught by " + expected_fail->id + ": " + expected_fail->reason;
+      } else {
+        c.verdict = Verdict::kFail;
+        c.reason = e.story + ": NOT caught by the " + expected + " check (dump verdict " +
+                   std::string(verdict_name(r.verdict())) + ")";
+      }
+    }
+    report.checks.push_back(std::move(c));
+  }
+  report.stats["dumps"] = entries().size();
+  report.stats["faults_caught"] = caught;
+  report.stats["faults"] = entries().size() - 1;
+  report.preamble.push_back("(verdict PASS below means: the good build certified, and every fault was caught by the "
+                            "check meant to catch it)");
+  return report;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,116 @@
+// Benchmark of `ncert check` on a qwen-mixer dump (issue 5): 4 layers = 8 projections
+// (in_proj 128 x 5120 -> 16480 of 16640, out_proj 128 x 16480 of 16640 -> 5120). Reports wall
+// time, the share spent in HDF5 reads, reference and comparisons, and peak RSS; then, in the
+// same process, times the bare reference on each shape (the issue-3 benchmark's computation)
+// and reports check time per projection / reference time for its shape (target <= 1.5).
+// Usage: bench_check DUMP.h5 [--threads T] [--generate]
+//   --generate writes the dump first (takes a minute) if it does not exist.
+#include <omp.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "certify/check_command.h"
+#include "certify/dump_reader.h"
+#include "certify/projection_data.h"
+#include "fixtures/generator.h"
+#include "reference/linear.h"
+#include "tools/bench/bench_common.h"
+
+namespace {
+
+using namespace ncert;
+
+class NullSink final : public reference::ReferenceSink {
+ public:
+  void consume(const reference::ReferenceBlock& b) override {
+    double s = 0;
+    for (Index i = 0; i < b.rows * b.width(); i += 97) s += b.accept[i].hi;
+#pragma omp atomic
+    sum += s;
+  }
+  double sum = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_check DUMP.h5 [--threads T] [--generate]\n");
+    return 2;
+  }
+  const std::string path = argv[1];
+  int threads = omp_get_max_threads();
+  bool generate = false;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--generate")) generate = true;
+  }
+  omp_set_dynamic(0);
+  omp_set_num_threads(threads);
+  if (generate && !std::filesystem::exists(path)) {
+    const double t0 = bench::now_seconds();
+    const Status s = fixtures::write_dump(path, fixtures::preset_qwen_mixer(4), {}, false);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
+    std::printf("generated %s in %.1f s\n", path.c_str(), bench::now_seconds() - t0);
+  }
+  std::printf("bench_check: %s, threads=%d, %.0f MiB on disk\n", path.c_str(), threads,
+              static_cast<double>(std::filesystem::file_size(path)) / (1 << 20));
+
+  // 1. ncert check, as the CLI runs it.
+  certify::CheckCommandOptions co;
+  co.dump = path;
+  const double t0 = bench::now_seconds();
+  auto report = certify::run_check(co);
+  const double wall = bench::now_seconds() - t0;
+  const double rss = bench::peak_rss_mib();
+  if (!report.ok()) {
+    std::fprintf(stderr, "%s\n", report.status().to_string().c_str());
+    return 1;
+  }
+  const auto& st = report->stats;
+  const double read = st["timing_read_seconds"].get<double>();
+  const double ref = st["timing_reference_seconds"].get<double>();
+  const double cmp = st["timing_compare_seconds"].get<double>();
+  const double other = st["timing_other_seconds"].get<double>();
+  const Index projections = st["projections"].get<Index>();
+  std::printf("ncert check: verdict %s, %ld projections, %zu checks\n",
+              std::string(certify::verdict_name(report->verdict())).c_str(), (long)projections,
+              report->checks.size());
+  std::printf("  wall %.2f s = HDF5 reads %.2f (%.0f%%) + reference %.2f (%.0f%%, of which comparisons %.2f) "
+              "+ identity/untouched %.2f + hashing and rest %.2f\n",
+              wall, read, 100 * read / wall, ref, 100 * ref / wall, cmp, other, wall - read - ref - other);
+  std::printf("  peak RSS %.0f MiB\n", rss);
+
+  // 2. The bare reference per shape, same process, same threads.
+  auto reader = certify::DumpReader::open(path);
+  std::map<std::string, double> bare;  // shape key -> seconds
+  std::map<std::string, int> count;
+  for (const auto& p : reader->model().projections) {
+    const std::string key = std::to_string(p.m) + "x" + std::to_string(p.k) + "x" + std::to_string(p.n) +
+                            (p.segments.size() > 2 ? " (in_proj)" : " (out_proj)");
+    ++count[key];
+    if (bare.count(key)) continue;
+    auto L = certify::load_projection(*reader, p);
+    NullSink sink;
+    reference::ReferenceOptions ro;
+    ro.emulate_walk = false;
+    auto problem = L->problem(10.0);
+    const double r0 = bench::now_seconds();
+    (void)reference::evaluate_reference(problem, sink, ro);
+    bare[key] = bench::now_seconds() - r0;
+  }
+  double bare_total = 0;
+  for (const auto& [k, s] : bare) {
+    std::printf("  bare reference %-26s %.2f s (x%d projections)\n", k.c_str(), s, count[k]);
+    bare_total += s * count[k];
+  }
+  std::printf("  check time per projection / bare reference time per projection: %.2f (target <= 1.5)\n",
+              wall / bare_total);
+  return 0;
+}
