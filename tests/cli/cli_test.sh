@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# CLI contract (cli-contract.md): exit codes 0 pass / 1 fail / 2 usage / 3 refused, and the
+# JSON report's required fields. Usage: cli_test.sh NCERT_BINARY SCRATCH_DIR
+set -uo pipefail
+ncert="$1"
+dir="$2"
+rm -rf "$dir" && mkdir -p "$dir"
+failures=0
+
+expect() {  # expect CODE DESCRIPTION -- command...
+  local want="$1" what="$2"
+  shift 3
+  "$@" >"$dir/out.txt" 2>"$dir/err.txt"
+  local got=$?
+  if [[ "$got" != "$want" ]]; then
+    echo "FAIL: $what: exit $got, expected $want"
+    sed 's/^/  | /' "$dir/out.txt" "$dir/err.txt" | head -20
+    failures=$((failures + 1))
+  else
+    echo "ok:   $what (exit $got)"
+  fi
+}
+
+json_has() {  # json_has FILE PYTHON-EXPRESSION DESCRIPTION
+  if python3 -c "import json,sys; r=json.load(open('$1')); sys.exit(0 if ($2) else 1)"; then
+    echo "ok:   $3"
+  else
+    echo "FAIL: $3"
+    failures=$((failures + 1))
+  fi
+}
+
+expect 0 "--version" -- "$ncert" --version
+expect 2 "no subcommand is a usage error" -- "$ncert"
+expect 2 "unknown flag is a usage error" -- "$ncert" check --no-such-flag x.h5
+expect 2 "--threads 0 is a usage error" -- "$ncert" sweep --threads 0
+expect 3 "a missing dump is refused" -- "$ncert" check "$dir/missing.h5"
+printf 'not hdf5' >"$dir/garbage.h5"
+expect 3 "a non-HDF5 file is refused" -- "$ncert" check "$dir/garbage.h5" --json "$dir/refused.json"
+json_has "$dir/refused.json" "r['verdict']=='FAIL' and r['error']['name']=='not-hdf5' and r['checks'][0]['kind']=='schema'" \
+  "a refused dump still writes a JSON report naming the error"
+
+expect 0 "demo: every fault caught" -- "$ncert" demo --dir "$dir/demo" --json "$dir/demo.json"
+json_has "$dir/demo.json" "r['stats']['faults_caught']==r['stats']['faults']==10" "demo JSON counts the faults caught"
+expect 2 "demo refuses to overwrite its files without --force" -- "$ncert" demo --dir "$dir/demo"
+expect 0 "demo --force overwrites" -- "$ncert" demo --dir "$dir/demo" --force --quiet
+
+expect 0 "check on a good dump passes" -- "$ncert" check "$dir/demo/good.h5" --json "$dir/good.json"
+json_has "$dir/good.json" "r['tool']=='ncert' and r['command']=='check' and r['verdict']=='PASS' and len(r['inputs'][0]['xxh3_128'])==32 and all(set(c)>={'id','kind','verdict','reason','stats'} for c in r['checks'])" \
+  "check JSON carries tool, command, inputs with hashes, and id/kind/verdict/reason/stats per check"
+json_has "$dir/good.json" "{c['kind'] for c in r['checks']} >= {'schema','geometry','identity','bound','walk','untouched','vacuity'}" \
+  "check JSON has every projection check kind"
+expect 1 "check on a faulty dump fails" -- "$ncert" check "$dir/demo/wrong-row-scattered.h5" --json "$dir/bad.json"
+json_has "$dir/bad.json" "r['verdict']=='FAIL' and any(c['verdict']=='FAIL' and c['kind']=='identity' for c in r['checks'])" \
+  "the failing check is the identity check"
+expect 1 "--quiet still fails" -- "$ncert" check "$dir/demo/nan-output.h5" --quiet
+grep -q "^FAIL" "$dir/out.txt" && ! grep -q "^PASS" "$dir/out.txt" && echo "ok:   --quiet prints failures only" \
+  || { echo "FAIL: --quiet output"; failures=$((failures + 1)); }
+
+expect 0 "check --json - writes JSON to stdout" -- "$ncert" check "$dir/demo/good.h5" --json -
+json_has "$dir/out.txt" "r['verdict']=='PASS'" "stdout JSON parses"
+"$ncert" check "$dir/demo/good.h5" --threads 1 --json "$dir/t1.json" >/dev/null
+"$ncert" check "$dir/demo/good.h5" --threads 2 --json "$dir/t2.json" >/dev/null
+if diff <(grep -v timing_ "$dir/t1.json") <(grep -v timing_ "$dir/t2.json") >/dev/null; then
+  echo "ok:   reports byte-identical at 1 and 2 threads (timing_* aside)"
+else
+  echo "FAIL: reports differ between thread counts"; failures=$((failures + 1))
+fi
+
+expect 0 "inspect a valid dump" -- "$ncert" inspect "$dir/demo/good.h5" --json "$dir/inspect.json"
+json_has "$dir/inspect.json" "all(set(d)>={'path','shape','dtype','xxh3_128'} for d in r['datasets']) and len(r['datasets'])>10" \
+  "inspect JSON lists datasets with path, shape, dtype and hash"
+expect 3 "inspect a refused dump" -- "$ncert" inspect "$dir/garbage.h5"
+expect 2 "sweep --case with a malformed key" -- "$ncert" sweep --case "pack(kind=nope)"
+expect 0 "sweep --filter a subset" -- "$ncert" sweep --filter "fmt=af4c,K=32" --json "$dir/sweep.json"
+json_has "$dir/sweep.json" "set(r['stats'])>={'identity_comparisons','alias_cases','guard_cases','guards_covered'}" \
+  "sweep JSON carries the contract's stats"
+
+if ((failures > 0)); then
+  echo "$failures CLI expectation(s) failed"
+  exit 1
+fi
+echo "all CLI expectations hold"

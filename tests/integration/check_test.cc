@@ -1,0 +1,275 @@
+// Fixture dumps through `ncert check`: good dumps PASS (including every walk, accumulator,
+// dequant mode and storage form the generator has), each planted fault FAILs on the check
+// meant to catch it, geometry violations name their guard, vacuous projections fail unless
+// allowed, and reports are identical at 1 and 2 threads.
+#include "certify/check_command.h"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <omp.h>
+
+#include <set>
+
+#include "fixtures/generator.h"
+#include "tests/common/test_paths.h"
+
+namespace ncert::certify {
+namespace {
+
+using fixtures::Fault;
+using ncert::testing::scratch_file;
+
+Report check(const std::string& path, CheckOptions o = {}) {
+  CheckCommandOptions co;
+  co.dump = path;
+  co.check = o;
+  auto r = run_check(co);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : Report{};
+}
+
+std::set<std::string> failing(const Report& r) {
+  std::set<std::string> out;
+  for (const CheckResult& c : r.checks) {
+    if (c.verdict == Verdict::kFail) out.insert(c.id);
+  }
+  return out;
+}
+
+const CheckResult* find(const Report& r, const std::string& id) {
+  for (const CheckResult& c : r.checks) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+std::string write(const fixtures::DumpSpec& spec, const std::string& name, Fault f = Fault::kNone,
+                  const std::string& projection = "") {
+  const std::string path = scratch_file(name);
+  const Status s = fixtures::write_dump(path, spec, {f, projection}, true);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return path;
+}
+
+TEST(Check, TinyPresetPassesEveryCheck) {
+  const Report r = check(write(fixtures::preset_tiny(), "tiny.h5"));
+  EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+  for (const std::string kind : {"geometry", "identity", "bound", "walk", "untouched", "vacuity"}) {
+    EXPECT_NE(find(r, "projections/attn_qkv/" + kind), nullptr) << kind;
+  }
+  // The walk check exists only where a walk is declared.
+  EXPECT_EQ(find(r, "projections/mlp_up/walk"), nullptr);
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST(Check, EveryStorageFormPasses) {
+  fixtures::DumpSpec spec = fixtures::preset_tiny();
+  spec.storage.chunk_rows = 3;
+  spec.storage.deflate = 4;
+  spec.storage.shuffle = true;
+  spec.storage.fletcher32 = true;
+  spec.storage.bf16_form = Bf16Form::kFloat16;
+  const Report r = check(write(spec, "tiny-chunked.h5"));
+  EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+}
+
+// The fault catalogue: each fault fails the check meant to catch it (fault_caught_by).
+TEST(Check, EachPlantedFaultFailsTheCheckMeantToCatchIt) {
+  for (Fault f : fixtures::all_faults()) {
+    SCOPED_TRACE(std::string(fixtures::fault_name(f)));
+    const std::string path = write(fixtures::preset_tiny(), std::string(fixtures::fault_name(f)) + ".h5", f);
+    const Report r = check(path);
+    EXPECT_EQ(r.verdict(), Verdict::kFail);
+    EXPECT_EQ(r.exit_code(), 1);
+    const std::string expected(fixtures::fault_caught_by(f));
+    bool caught = false;
+    for (const std::string& id : failing(r)) {
+      caught |= id.size() > expected.size() && id.compare(id.size() - expected.size(), expected.size(), expected) == 0;
+      // Only projection checks fail: the schema and the other projections stay clean.
+      EXPECT_EQ(id.rfind("projections/", 0), 0u) << id;
+    }
+    EXPECT_TRUE(caught) << "not caught by " << expected << ":\n" << r.to_text(true);
+  }
+}
+
+TEST(Check, FaultDetailsNameRowColumnSlotAndValues) {
+  const Report wrong = check(write(fixtures::preset_tiny(), "wrong.h5", Fault::kWrongRowScattered, "attn_qkv"));
+  const CheckResult* id = find(wrong, "projections/attn_qkv/identity");
+  ASSERT_NE(id, nullptr);
+  EXPECT_NE(id->reason.find("row 0 col 0 (slot 0)"), std::string::npos) << id->reason;
+  EXPECT_NE(id->reason.find("0x"), std::string::npos);  // both engine values in hex
+  const Report nan = check(write(fixtures::preset_tiny(), "nan.h5", Fault::kNanOutput, "attn_qkv"));
+  const CheckResult* b = find(nan, "projections/attn_qkv/bound");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  EXPECT_NE(b->reason.find("outside ["), std::string::npos) << b->reason;
+  EXPECT_EQ(b->stats["first"]["output"], "y_unpacked");
+}
+
+TEST(Check, WalkDeclaringProjectionsAlsoCatchPackedPathFaultsBitwise) {
+  // attn_qkv declares split:4:fma: truncation and a dropped tile there fail the walk too.
+  const Report r = check(write(fixtures::preset_tiny(), "trunc.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
+  EXPECT_EQ(find(r, "projections/attn_qkv/walk")->verdict, Verdict::kFail);
+  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kPass)
+      << "truncation lies inside the rigorous interval: only bitwise checks can see it";
+}
+
+fixtures::DumpSpec small(const std::string& accumulator, const std::string& walk, const std::string& order) {
+  fixtures::DumpSpec d;
+  fixtures::ProjectionSpec p;
+  p.name = "p";
+  p.k = 256;
+  p.n = 24;
+  p.out_pad = 8;
+  fixtures::SegmentSpec a;
+  a.format = reference::WeightFormat::kAf4;
+  a.rows = 8;
+  a.af4.variant = reference::Af4Variant::kAffine;
+  a.af4.packing = reference::Af4Packing::kU8Msb;
+  a.af4.group_size = 32;
+  a.af4.dequant = reference::Dequant::kFolded;
+  fixtures::SegmentSpec b;
+  b.format = reference::WeightFormat::kF32;
+  b.rows = 16;
+  p.segments = {a, b};
+  p.accumulator = accumulator;
+  p.k_walk = walk;
+  p.engine_order = order;
+  if (!walk.empty()) p.segments[0].af4.dequant = reference::Dequant::kExact;
+  d.projections.push_back(p);
+  return d;
+}
+
+TEST(Check, EveryEngineOrderAndAccumulatorPasses) {
+  struct Case {
+    std::string acc, walk, order;
+  };
+  const std::vector<Case> cases = {{"f32-rn", "seq", ""},           {"f32-rn", "seq-fma", ""},
+                                   {"f32-rn", "split:8", ""},       {"f32-rn", "split:16:fma", ""},
+                                   {"f32-rn", "", "pairwise"},      {"f32-rz", "", "seq-rz"},
+                                   {"matrix-unit", "", "block8-trunc"}, {"u=1e-7", "", "split:2"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.acc + "/" + c.walk + "/" + c.order);
+    const Report r = check(write(small(c.acc, c.walk, c.order), "order.h5"));
+    EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+  }
+}
+
+/// Rewrites one int32 dataset of a written dump in place.
+void patch_i32(const std::string& path, const std::string& dataset, const std::vector<std::int32_t>& v) {
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  ASSERT_GE(H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+
+TEST(Check, GeometryViolationsNameTheGuard) {
+  const std::string path = write(fixtures::preset_tiny(), "geom.h5");
+  // attn_qkv: R = 2, B = 4, cap 2, 6 slots; canonical selector {0, 1, 4, 5, -1, -1}.
+  patch_i32(path, "/projections/attn_qkv/selector", {0, 2, 4, 5, -1, -1});
+  Report r = check(path);
+  const CheckResult* g = find(r, "projections/attn_qkv/geometry");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->verdict, Verdict::kFail);
+  EXPECT_EQ(g->stats["guard"], "guard-not-prefix");
+  EXPECT_NE(g->reason.find("request 0"), std::string::npos) << g->reason;
+  patch_i32(path, "/projections/attn_qkv/selector", {0, 1, 4, 5, 9, -1});
+  r = check(path);
+  EXPECT_EQ(find(r, "projections/attn_qkv/geometry")->stats["guard"], "guard-row-out-of-range");
+  // Rows that do not map to slots make the slot-based checks "not evaluated", not silent.
+  EXPECT_NE(find(r, "projections/attn_qkv/identity")->reason.find("not evaluated"), std::string::npos);
+  // The other projections are unaffected.
+  EXPECT_EQ(find(r, "projections/mlp_up/bound")->verdict, Verdict::kPass);
+}
+
+TEST(Check, VacuousProjectionsFailUnlessAllowed) {
+  fixtures::DumpSpec d = small("f32-rn", "seq", "");
+  d.projections[0].x_scale = 0.0f;  // all-zero activations
+  const std::string path = write(d, "vacuous.h5");
+  Report r = check(path);
+  const CheckResult* v = find(r, "projections/p/vacuity");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->verdict, Verdict::kFail);
+  EXPECT_NE(v->reason.find("all-zero activations"), std::string::npos) << v->reason;
+  CheckOptions allow;
+  allow.allow_vacuous = true;
+  r = check(path, allow);
+  EXPECT_EQ(find(r, "projections/p/vacuity")->verdict, Verdict::kPass);
+  EXPECT_NE(find(r, "projections/p/vacuity")->reason.find("allowed"), std::string::npos);
+
+  fixtures::DumpSpec none = small("f32-rn", "seq", "");
+  none.projections[0].commits = {0, 0};
+  const Report n = check(write(none, "noselect.h5"));
+  EXPECT_NE(find(n, "projections/p/vacuity")->reason.find("no selected rows"), std::string::npos);
+}
+
+TEST(Check, StrictFailsOnProbabilisticTierExceedances) {
+  // A round-to-nearest claim with a truncating engine: inside B (any order) but beyond the
+  // sqrt(K) tier for all-same-sign-ish data at K = 512 is not guaranteed, so use a dropped tile
+  // on an f32-rn projection where the bound accepts and the tier flags.
+  fixtures::DumpSpec d;
+  fixtures::ProjectionSpec p;
+  p.name = "wide";
+  p.k = 8192;
+  p.n = 16;
+  p.accumulator = "f32-rn";
+  d.projections.push_back(p);
+  const std::string path = write(d, "tier.h5", Fault::kDroppedKTilePacked);
+  const Report plain = check(path);
+  CheckOptions strict;
+  strict.strict = true;
+  const Report s = check(path, strict);
+  const CheckResult* pb = find(plain, "projections/wide/bound");
+  const CheckResult* sb = find(s, "projections/wide/bound");
+  ASSERT_TRUE(pb && sb);
+  EXPECT_GT(pb->stats["beyond_tier"].get<Index>() + pb->stats["outside"].get<Index>(), 0);
+  EXPECT_EQ(sb->verdict, Verdict::kFail);
+}
+
+TEST(Check, ReportsAreIdenticalAtOneAndTwoThreads) {
+  const std::string path = write(fixtures::preset_tiny(), "det.h5", Fault::kNibbleOrderSwapped);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Json one = check(path).to_json();
+  omp_set_num_threads(2);
+  Json two = check(path).to_json();
+  omp_set_num_threads(saved);
+  one["stats"].erase("timing_total_seconds");
+  for (const char* k : {"timing_total_seconds", "timing_read_seconds", "timing_reference_seconds",
+                        "timing_compare_seconds", "timing_other_seconds"}) {
+    one["stats"].erase(k);
+    two["stats"].erase(k);
+  }
+  EXPECT_EQ(one.dump(), two.dump());
+}
+
+TEST(Check, RefusedDumpIsAnErrorReportWithExitThree) {
+  const std::string path = scratch_file("not.h5");
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("garbage", f);
+  std::fclose(f);
+  const Report r = check(path);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->code(), ErrorCode::kNotHdf5);
+  EXPECT_EQ(r.exit_code(), 3);
+  EXPECT_EQ(r.to_json()["error"]["name"], "not-hdf5");
+}
+
+TEST(Fixtures, FaultsThatCannotBePlantedAreRefused) {
+  fixtures::DumpSpec d = small("f32-rn", "seq", "");  // f32 output, K = 256
+  EXPECT_EQ(fixtures::write_dump(scratch_file("x.h5"), d, {Fault::kBf16TruncationPacked, ""}, true).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(fixtures::write_dump(scratch_file("x.h5"), d, {Fault::kDroppedKTilePacked, ""}, true).code(),
+            ErrorCode::kInvalidArgument);
+  const std::string path = scratch_file("exists.h5");
+  ASSERT_TRUE(fixtures::write_dump(path, d, {}, false).ok());
+  EXPECT_EQ(fixtures::write_dump(path, d, {}, false).code(), ErrorCode::kOutputExists);
+  EXPECT_EQ(fixtures::preset("qwen-mixer:0").status().code(), ErrorCode::kUsage);
+  EXPECT_EQ(fixtures::preset("qwen-mixer:2")->projections.size(), 4u);
+}
+
+}  // namespace
+}  // namespace ncert::certify
