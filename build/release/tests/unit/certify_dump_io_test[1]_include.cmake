@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build/release/tests/unit/certify_dump_io_test[1]_tests.cmake")
-  include("/work/main/build/release/tests/unit/certify_dump_io_test[1]_tests.cmake")
-else()
-  add_test(certify_dump_io_test_NOT_BUILT certify_dump_io_test_NOT_BUILT)
-endif()

@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build/release/tests/unit/reference_linear_test[1]_tests.cmake")
-  include("/work/main/build/release/tests/unit/reference_linear_test[1]_tests.cmake")
-else()
-  add_test(reference_linear_test_NOT_BUILT reference_linear_test_NOT_BUILT)
-endif()
