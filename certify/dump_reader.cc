@@ -265,6 +265,7 @@ class SchemaChecker {
     check_root();
     for (const std::string& child : children("/")) {
       if (child == "/projections" || child == "/logits" || child == "/tensors") continue;
+      if (child == "/witness" && impl_->options.schema == "ncert-witness") continue;
       note(child, "unknown root member, ignored");
     }
     if (groups_->count("/projections")) {
@@ -423,8 +424,8 @@ class SchemaChecker {
     if (!attr("/", "ncert_schema")) {
       error(ErrorCode::kSchemaUnknown, "/",
             "no ncert_schema attribute: not an ncert dump (dump-format.md §2)");
-    } else if (schema && *schema != "ncert-dump") {
-      error(ErrorCode::kSchemaUnknown, "/", "ncert_schema = \"" + *schema + "\", expected \"ncert-dump\"");
+    } else if (schema && *schema != impl_->options.schema) {
+      error(ErrorCode::kSchemaUnknown, "/", "ncert_schema = \"" + *schema + "\", expected \"" + impl_->options.schema + "\"");
     }
     const AttrValue* ver = attr("/", "ncert_schema_version");
     if (!ver) {
@@ -444,7 +445,8 @@ class SchemaChecker {
     if (auto mo = str_attr("/", "model", false)) m.model = *mo;
     if (auto d = str_attr("/", "device", false)) m.device = *d;
     static const std::set<std::string> kKnown = {"ncert_schema", "ncert_schema_version", "engine",
-                                                 "build", "model", "device"};
+                                                 "build", "model", "device", "source_dump",
+                                                 "source_xxh3_128"};
     if (auto it = attrs_->find("/"); it != attrs_->end()) {
       for (const auto& [name, v] : it->second) {
         if (!kKnown.count(name)) note("/", "unknown root attribute \"" + name + "\", ignored");

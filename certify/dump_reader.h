@@ -23,6 +23,9 @@ inline constexpr std::uint64_t kDefaultMemoryLimit = 8ull << 30;
 
 struct ReaderOptions {
   std::uint64_t memory_limit = kDefaultMemoryLimit;
+  /// The root's ncert_schema: "ncert-dump" for engine dumps, "ncert-witness" for the witness
+  /// files ncert writes (whose members witness_file.h validates).
+  std::string schema = "ncert-dump";
 };
 
 class DumpReader {

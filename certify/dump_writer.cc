@@ -70,8 +70,8 @@ Status DumpWriter::create_group(const std::string& path) {
   return Status();
 }
 
-Status DumpWriter::write_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
-                                 const void* data, const StorageOptions& storage) {
+Status DumpWriter::create_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
+                                  const StorageOptions& storage) {
   const auto slash = path.rfind('/');
   if (slash != 0) NCERT_RETURN_IF_ERROR(create_group(path.substr(0, slash)));
   std::vector<hsize_t> dims(shape.begin(), shape.end());
@@ -91,21 +91,55 @@ Status DumpWriter::write_dataset(const std::string& path, DType t, const std::ve
     if (storage.shuffle) H5Pset_shuffle(dcpl.get());
     if (storage.deflate > 0) H5Pset_deflate(dcpl.get(), static_cast<unsigned>(storage.deflate));
     if (storage.fletcher32) H5Pset_fletcher32(dcpl.get());
+  } else {
+    // Contiguous data allocated at creation: row writes then land in place.
+    H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
   }
   Hid ds = detail::own_dataset(H5Dcreate2(impl_->file.get(), path.c_str(), type.get(), space.get(),
                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create " + path);
-  Index elements = 1;
-  for (Index d : shape) elements *= d;
-  if (elements > 0 &&
-      H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot write " + path);
-  }
   if (t == DType::kBf16 && !bf16_float) {
     ds.reset();
     NCERT_RETURN_IF_ERROR(write_attr(path, "dtype", std::string("bf16")));
   }
   return Status();
+}
+
+Status DumpWriter::write_rows(const std::string& path, DType t, Index row, Index count, const void* data) {
+  (void)t;
+  Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), H5P_DEFAULT));
+  if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot open " + path);
+  Hid type = detail::own_type(H5Dget_type(ds.get()));
+  Hid fspace = detail::own_space(H5Dget_space(ds.get()));
+  const int rank = H5Sget_simple_extent_ndims(fspace.get());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  H5Sget_simple_extent_dims(fspace.get(), dims.data(), nullptr);
+  std::vector<hsize_t> start(static_cast<std::size_t>(rank), 0), cnt = dims;
+  start[0] = static_cast<hsize_t>(row);
+  cnt[0] = static_cast<hsize_t>(count);
+  H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, cnt.data(), nullptr);
+  Hid mspace = detail::own_space(H5Screate_simple(rank, cnt.data(), nullptr));
+  if (H5Dwrite(ds.get(), type.get(), mspace.get(), fspace.get(), H5P_DEFAULT, data) < 0) {
+    return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot write rows of " + path);
+  }
+  return Status();
+}
+
+Status DumpWriter::write_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
+                                 const void* data, const StorageOptions& storage) {
+  NCERT_RETURN_IF_ERROR(create_dataset(path, t, shape, storage));
+  Index elements = 1;
+  for (Index d : shape) elements *= d;
+  if (elements == 0) return Status();
+  if (shape.empty()) {
+    Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), H5P_DEFAULT));
+    Hid type = detail::own_type(H5Dget_type(ds.get()));
+    if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+      return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot write " + path);
+    }
+    return Status();
+  }
+  return write_rows(path, t, 0, shape[0], data);
 }
 
 namespace {
@@ -153,9 +187,7 @@ Status DumpWriter::close() {
   if (H5Fflush(impl_->file.get(), H5F_SCOPE_LOCAL) < 0) {
     return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": flush failed");
   }
-  const hid_t id = impl_->file.get();
-  impl_->file = Hid();  // closes
-  (void)id;
+  impl_->file.reset();
   return Status();
 }
 

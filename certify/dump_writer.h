@@ -54,6 +54,11 @@ class DumpWriter {
   /// Writes a dataset of raw elements (data holds product(shape) elements of dtype t).
   Status write_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
                        const void* data, const StorageOptions& storage = {});
+  /// Creates a dataset to be filled with write_rows (large data written block by block).
+  Status create_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
+                        const StorageOptions& storage = {});
+  /// Writes rows [row, row + count) of a dataset made by create_dataset.
+  Status write_rows(const std::string& path, DType t, Index row, Index count, const void* data);
   Status write_attr(const std::string& object, const std::string& name, const std::string& value);
   Status write_attr(const std::string& object, const std::string& name, std::int64_t value);
   Status write_attr_f64(const std::string& object, const std::string& name, double value);

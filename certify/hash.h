@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -32,5 +33,30 @@ class Xxh3Stream {
 
 /// Hash of a whole file's bytes (kFileNotFound / kIo on failure).
 Result<std::string> file_xxh3_128(const std::string& path);
+
+/// The whole-file hash, computed in order while a reader goes through the file anyway: a
+/// reader that maps regions of the file offers them; a gap before an offered region is hashed
+/// from the file itself, bytes already hashed are skipped, finish() hashes to the end. Any
+/// sequence of offers gives file_xxh3_128's value. Comparing two 1.24 GB dumps this saves
+/// mapping every page twice (0.1 s of system time per file, docs/performance.md).
+/// Not thread-safe: one thread offers at a time.
+class FileHashCursor {
+ public:
+  /// kFileNotFound / kIo if the file cannot be opened.
+  static Result<FileHashCursor> open(const std::string& path);
+  FileHashCursor(FileHashCursor&&) noexcept;
+  FileHashCursor& operator=(FileHashCursor&&) noexcept;
+  ~FileHashCursor();
+
+  /// `data` holds the file's bytes [offset, offset + size).
+  Status offer(std::uint64_t offset, const void* data, std::size_t size);
+  /// Hashes the rest of the file and returns the hash; the cursor is spent.
+  Result<std::string> finish();
+
+ private:
+  struct Impl;
+  explicit FileHashCursor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace ncert::certify

@@ -1,6 +1,5 @@
 #include "certify/inspect.h"
 
-#include "certify/hash.h"
 
 namespace ncert::certify {
 
@@ -29,9 +28,8 @@ std::string attributes_text(const std::vector<AttributeInfo>& attrs) {
 Result<Report> run_inspect(const std::string& path, const InspectOptions& options) {
   Report report;
   report.command = "inspect";
-  InputInfo input{path, ""};
-  if (auto h = file_xxh3_128(path); h.ok()) input.xxh3_128 = *h;
-  report.inputs.push_back(input);
+  report.inputs = describe_inputs({path});
+  const InputInfo input = report.inputs.front();
 
   auto reader = DumpReader::survey(path, options.reader);
   if (!reader.ok()) {

@@ -5,11 +5,39 @@
 #include <cstring>
 #include <sstream>
 
+#include "certify/hash.h"
+
 namespace ncert::certify {
 
 std::string_view verdict_name(Verdict v) { return v == Verdict::kPass ? "PASS" : "FAIL"; }
 
 std::string_view ncert_version() { return NCERT_VERSION; }
+
+InputHashes::InputHashes(const std::vector<std::string>& paths) : paths_(paths), cursors_(paths.size()) {
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (auto c = FileHashCursor::open(paths[i]); c.ok()) cursors_[i] = std::move(*c);
+  }
+}
+
+FileHashCursor* InputHashes::cursor(std::size_t i) {
+  return i < cursors_.size() && cursors_[i] ? &*cursors_[i] : nullptr;
+}
+
+std::vector<InputInfo> InputHashes::finish() {
+  std::vector<InputInfo> out(paths_.size());
+  const auto n = static_cast<std::ptrdiff_t>(paths_.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    out[k].path = paths_[k];
+    if (!cursors_[k]) continue;
+    if (auto h = cursors_[k]->finish(); h.ok()) out[k].xxh3_128 = *h;
+  }
+  cursors_.clear();
+  return out;
+}
+
+std::vector<InputInfo> describe_inputs(const std::vector<std::string>& paths) { return InputHashes(paths).finish(); }
 
 int Report::failed_checks() const {
   int n = 0;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "certify/hash.h"
 #include "reference/status.h"
 
 namespace ncert::certify {
@@ -31,8 +32,27 @@ struct CheckResult {
 
 struct InputInfo {
   std::string path;
-  std::string xxh3_128;  ///< hash of the whole file's bytes
+  std::string xxh3_128;  ///< hash of the whole file's bytes ("" if the file cannot be read)
 };
+
+/// The whole-file hashes of a command's inputs. Readers that stream a file's bytes anyway offer
+/// them to cursor(i) (RowStream does), so those bytes are hashed as they go by; finish()
+/// hashes the rest, one file per thread.
+class InputHashes {
+ public:
+  explicit InputHashes(const std::vector<std::string>& paths);
+  /// The cursor of input i; nullptr if the file cannot be opened (its reader reports why).
+  FileHashCursor* cursor(std::size_t i);
+  /// The inputs with their hashes ("" where a file cannot be read).
+  std::vector<InputInfo> finish();
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<std::optional<FileHashCursor>> cursors_;
+};
+
+/// InputHashes(paths).finish(): the inputs of a command that does not stream them.
+std::vector<InputInfo> describe_inputs(const std::vector<std::string>& paths);
 
 struct Report {
   std::string command;

@@ -124,6 +124,18 @@ std::uint64_t ulp_distance_bf16(std::uint16_t a, std::uint16_t b) {
   return static_cast<std::uint64_t>(d < 0 ? -d : d);
 }
 
+std::uint64_t ulp_distance_f16(std::uint16_t a, std::uint16_t b) {
+  const bool a_nan = (a & 0x7FFFu) > 0x7C00u;
+  const bool b_nan = (b & 0x7FFFu) > 0x7C00u;
+  if (a_nan || b_nan) return kUlpInfinite;
+  const bool a_inf = (a & 0x7FFFu) == 0x7C00u;
+  const bool b_inf = (b & 0x7FFFu) == 0x7C00u;
+  if (a_inf || b_inf) return (a == b) ? 0 : kUlpInfinite;
+  // Same monotone sign-magnitude key as bf16 (both are 16-bit sign-magnitude floats).
+  const std::int64_t d = std::int64_t{ulp_key_bf16(a)} - ulp_key_bf16(b);
+  return static_cast<std::uint64_t>(d < 0 ? -d : d);
+}
+
 double ulp_of_f32(float x) {
   if (std::isnan(x)) return x;
   if (std::isinf(x)) return std::numeric_limits<double>::infinity();

@@ -89,6 +89,9 @@ std::uint64_t ulp_distance_f32(float a, float b);
 /// The same on bf16 patterns, counted in bf16 ulps (never widened to f32 first).
 std::uint64_t ulp_distance_bf16(std::uint16_t a, std::uint16_t b);
 
+/// The same on IEEE binary16 patterns, counted in f16 ulps.
+std::uint64_t ulp_distance_f16(std::uint16_t a, std::uint16_t b);
+
 /// The spacing of f32 at x: 2^(e-23) for 2^e <= |x| < 2^(e+1), 2^-149 below 2^-126, inf at inf.
 double ulp_of_f32(float x);
 

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   app.footer("Exit codes: 0 pass, 1 fail, 2 usage, 3 input refused, 4 internal error.");
   ncert::cli::Action action;
   ncert::cli::register_check(app, action);
+  ncert::cli::register_compare(app, action);
+  ncert::cli::register_witness(app, action);
   ncert::cli::register_sweep(app, action);
   ncert::cli::register_inspect(app, action);
   ncert::cli::register_demo(app, action);

@@ -1,0 +1,63 @@
+#include "certify/cli/cli_common.h"
+#include "certify/witness_command.h"
+
+namespace ncert::cli {
+
+void register_witness(CLI::App& app, Action& action) {
+  struct Opts {
+    CommonOptions common;
+    std::string dump;
+    std::vector<std::string> verify;
+    std::string out;
+    bool force = false;
+    double logit_error = -1;
+    double lambda = 10.0;
+    std::string only;
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "witness", "Write the raw target-maximum witness of every emitted token (or --verify a witness file)");
+  cmd->add_option("DUMP", opts->dump, "Engine dump (HDF5)");
+  cmd->add_option("--verify", opts->verify, "Re-check a witness file against a dump: --verify WITNESS.h5 DUMP.h5")
+      ->expected(2)
+      ->type_name("WITNESS.h5 DUMP.h5");
+  cmd->add_option("--out", opts->out, "Write the witnesses to WITNESS.h5 (and a JSON summary beside it)")
+      ->type_name("WITNESS.h5");
+  cmd->add_flag("--force", opts->force, "Overwrite --out if it exists");
+  cmd->add_option("--logit-error", opts->logit_error,
+                  "Absolute error bound of every logit for runs without an lm_head projection")
+      ->check(CLI::Range(0.0, 1e30))
+      ->type_name("ABS");
+  cmd->add_option("--lambda", opts->lambda, "Probabilistic tier multiplier for lm_head references")
+      ->check(CLI::Range(1.0, 1000.0));
+  cmd->add_option("--only", opts->only, "Only runs whose name contains TEXT")->type_name("TEXT");
+  add_common_options(cmd, &opts->common);
+  cmd->callback([opts, cmd, &action] {
+    if (opts->verify.empty() == opts->dump.empty()) {
+      throw CLI::ValidationError("witness", "give either DUMP or --verify WITNESS.h5 DUMP.h5");
+    }
+    action = [opts] {
+      apply_threads(opts->common);
+      if (!opts->verify.empty()) {
+        certify::VerifyOptions v;
+        v.witness_file = opts->verify[0];
+        v.dump = opts->verify[1];
+        v.reader.memory_limit = opts->common.max_memory;
+        v.lambda = opts->lambda;
+        return emit(certify::run_witness_verify(v), opts->common);
+      }
+      certify::WitnessOptions w;
+      w.dump = opts->dump;
+      w.reader.memory_limit = opts->common.max_memory;
+      if (opts->logit_error >= 0) w.logit_error = opts->logit_error;
+      w.lambda = opts->lambda;
+      w.out = opts->out;
+      w.overwrite = opts->force;
+      w.only = opts->only;
+      return emit(certify::run_witness(w), opts->common);
+    };
+    (void)cmd;
+  });
+}
+
+}  // namespace ncert::cli
