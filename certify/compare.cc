@@ -159,6 +159,50 @@ Json number_or_text(double v) { return std::isfinite(v) ? Json(v) : Json(format_
 
 }  // namespace
 
+Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
+                             const std::vector<std::pair<std::string, std::string>>& explicit_pairs,
+                             const std::string& a_path, const std::string& b_path) {
+  auto find = [](const DumpModel& m, const std::string& name) -> const LogitsRunInfo* {
+    for (const LogitsRunInfo& r : m.logits) {
+      if (r.name == name) return &r;
+    }
+    return nullptr;
+  };
+  RunPairing out;
+  if (!explicit_pairs.empty()) {
+    for (const auto& [x, y] : explicit_pairs) {
+      const LogitsRunInfo* px = find(A, x);
+      const LogitsRunInfo* py = find(B, y);
+      if (!px || !py) {
+        return Status(ErrorCode::kUsage,
+                      "--pair " + x + ":" + y + ": " + (!px ? a_path + " has no run " + x : b_path + " has no run " + y));
+      }
+      out.pairs.emplace_back(px, py);
+    }
+    return out;
+  }
+  std::set<std::string> names;
+  for (const auto& r : A.logits) names.insert(r.name);
+  for (const auto& r : B.logits) names.insert(r.name);
+  for (const std::string& n : names) {
+    const LogitsRunInfo* px = find(A, n);
+    const LogitsRunInfo* py = find(B, n);
+    if (px && py) out.pairs.emplace_back(px, py);
+    else out.one_sided.push_back(std::string("logits/") + n + (px ? " (A only)" : " (B only)"));
+  }
+  return out;
+}
+
+Status check_vocabularies(const RunPairing& p, const std::string& a_path, const std::string& b_path) {
+  for (const auto& [x, y] : p.pairs) {
+    if (x->vocab != y->vocab) {
+      return Status(ErrorCode::kVocabMismatch, "run " + x->name + ": vocab " + std::to_string(x->vocab) + " in " +
+                                                   a_path + " but " + std::to_string(y->vocab) + " in " + b_path);
+    }
+  }
+  return Status();
+}
+
 CheckResult logits_check(const RunComparison& c, const Policy& policy) {
   CheckResult r;
   r.id = "logits/" + (c.run_a == c.run_b ? c.run_a : c.run_a + ":" + c.run_b);
@@ -362,9 +406,12 @@ Result<CheckResult> tensor_check(const DumpReader& a, const TensorInfo& ta, cons
     NCERT_ASSIGN_OR_RETURN(auto xb, b.read_bytes(tb.path));
     judge(xa.data(), xb.data(), 1, 0);
   } else {
-    NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ta.path, 64));
-    NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, tb.path, 64));
+    // Blocks of about 16 MiB whatever the shape (a KV cache's first dimension may be layers).
     const Index per_row = da ? da->row_elements() : 0;
+    const Index row_bytes = std::max<Index>(1, per_row * dtype_size(ta.dtype));
+    const Index per_block = std::clamp<Index>((16 << 20) / row_bytes, 1, 4096);
+    NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ta.path, per_block));
+    NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, tb.path, per_block));
     for (;;) {
       NCERT_ASSIGN_OR_RETURN(RowBlock ba, sa.next());
       NCERT_ASSIGN_OR_RETURN(RowBlock bb, sb.next());
@@ -405,47 +452,16 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   report.preamble.push_back("ncert compare " + o.a + " (" + A.engine + " " + A.build + ") vs " + o.b + " (" + B.engine +
                             " " + B.build + ")");
 
-  // Pair the runs: explicit pairs, else by name.
-  auto find = [](const DumpModel& m, const std::string& name) -> const LogitsRunInfo* {
-    for (const LogitsRunInfo& r : m.logits) {
-      if (r.name == name) return &r;
-    }
-    return nullptr;
-  };
-  std::vector<std::pair<const LogitsRunInfo*, const LogitsRunInfo*>> pairs;
-  std::vector<std::string> one_sided;
-  if (!o.pairs.empty()) {
-    for (const auto& [x, y] : o.pairs) {
-      const LogitsRunInfo* px = find(A, x);
-      const LogitsRunInfo* py = find(B, y);
-      if (!px || !py) {
-        return Status(ErrorCode::kUsage, "--pair " + x + ":" + y + ": " + (!px ? o.a + " has no run " + x : o.b + " has no run " + y));
-      }
-      pairs.emplace_back(px, py);
-    }
-  } else {
-    std::set<std::string> names;
-    for (const auto& r : A.logits) names.insert(r.name);
-    for (const auto& r : B.logits) names.insert(r.name);
-    for (const std::string& n : names) {
-      const LogitsRunInfo* px = find(A, n);
-      const LogitsRunInfo* py = find(B, n);
-      if (px && py) pairs.emplace_back(px, py);
-      else one_sided.push_back(std::string("logits/") + n + (px ? " (A only)" : " (B only)"));
-    }
-  }
+  NCERT_ASSIGN_OR_RETURN(RunPairing paired, pair_runs(A, B, o.pairs, o.a, o.b));
+  const auto& pairs = paired.pairs;
+  const auto& one_sided = paired.one_sided;
   std::set<std::string> tensor_names;
   for (const auto& t : A.tensors) tensor_names.insert(t.name);
   for (const auto& t : B.tensors) tensor_names.insert(t.name);
   if (pairs.empty() && tensor_names.empty()) {
     return refuse(Status(ErrorCode::kNoCommonRuns, o.a + " and " + o.b + " share no logits run or tensor to compare"));
   }
-  for (const auto& [x, y] : pairs) {
-    if (x->vocab != y->vocab) {
-      return refuse(Status(ErrorCode::kVocabMismatch, "run " + x->name + ": vocab " + std::to_string(x->vocab) + " in " + o.a +
-                                                          " but " + std::to_string(y->vocab) + " in " + o.b));
-    }
-  }
+  if (Status s = check_vocabularies(paired, o.a, o.b); !s.ok()) return refuse(s);
   Index bytes = 0;
   for (const auto& [x, y] : pairs) {
     NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(*ra, *x, *rb, *y, o.matched_history, o.policy.rel,

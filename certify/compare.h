@@ -61,6 +61,18 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
                                    const LogitsRunInfo& rb, bool matched_history, double rel,
                                    FileHashCursor* hash_a = nullptr, FileHashCursor* hash_b = nullptr);
 
+/// Runs of two dumps paired by name (runs on one side only listed as "logits/<name> (A only)"),
+/// or the explicit pairs (kUsage if one names a run that does not exist).
+struct RunPairing {
+  std::vector<std::pair<const LogitsRunInfo*, const LogitsRunInfo*>> pairs;
+  std::vector<std::string> one_sided;
+};
+Result<RunPairing> pair_runs(const DumpModel& a, const DumpModel& b,
+                             const std::vector<std::pair<std::string, std::string>>& explicit_pairs,
+                             const std::string& a_path, const std::string& b_path);
+/// kVocabMismatch (naming the run, both vocabularies and both files) if a pair's differ.
+Status check_vocabularies(const RunPairing& pairing, const std::string& a_path, const std::string& b_path);
+
 /// The verdict and statistics of one run pair under a policy (kind "logits").
 CheckResult logits_check(const RunComparison& c, const Policy& policy);
 

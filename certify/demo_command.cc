@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "certify/check_command.h"
+#include "certify/compare.h"
+#include "certify/forks.h"
 #include "fixtures/generator.h"
 
 namespace ncert::certify {
@@ -33,6 +35,36 @@ const std::vector<Entry>& entries() {
   return e;
 }
 
+/// The logits part of the tour: two builds compared, and three wording forks.
+struct ForkEntry {
+  std::string tag;  ///< files <tag>-a.h5, <tag>-b.h5
+  fixtures::ForkKind kind;
+  std::string expected_class;
+  std::string story;
+};
+
+const std::vector<ForkEntry>& fork_entries() {
+  using fixtures::ForkKind;
+  static const std::vector<ForkEntry> e = {
+      {"fork-near-tie", ForkKind::kUlpFlip, "near-tie", "two builds pick different tokens one ulp apart"},
+      {"fork-unexplained", ForkKind::kUnexplained, "unexplained", "build B's logit of its token is 1.5 too high"},
+      {"fork-invalid", ForkKind::kInvalid, "invalid", "build B emits a token that is not its row's maximum"},
+  };
+  return e;
+}
+
+std::vector<std::string> demo_files() {
+  std::vector<std::string> files;
+  for (const Entry& e : entries()) files.push_back(e.file);
+  files.push_back("logits-a.h5");
+  files.push_back("logits-b.h5");
+  for (const ForkEntry& f : fork_entries()) {
+    files.push_back(f.tag + "-a.h5");
+    files.push_back(f.tag + "-b.h5");
+  }
+  return files;
+}
+
 }  // namespace
 
 Result<Report> run_demo(const DemoOptions& options) {
@@ -41,8 +73,8 @@ Result<Report> run_demo(const DemoOptions& options) {
   fs::create_directories(options.dir, ec);
   if (ec) return Status(ErrorCode::kIo, options.dir + ": cannot create the demo directory: " + ec.message());
   if (!options.force) {
-    for (const Entry& e : entries()) {
-      const std::string path = (fs::path(options.dir) / e.file).string();
+    for (const std::string& file : demo_files()) {
+      const std::string path = (fs::path(options.dir) / file).string();
       if (fs::exists(path)) {
         return Status(ErrorCode::kOutputExists,
                       path + " exists (from an earlier demo?); pass --force to overwrite the demo files");
@@ -99,11 +131,68 @@ Result<Report> run_demo(const DemoOptions& options) {
     }
     report.checks.push_back(std::move(c));
   }
-  report.stats["dumps"] = entries().size();
+  // Logits: two builds whose logits differ by noise, compared under a KL policy.
+  {
+    const std::string a = (fs::path(options.dir) / "logits-a.h5").string();
+    const std::string b = (fs::path(options.dir) / "logits-b.h5").string();
+    fixtures::LogitsPairSpec spec;
+    spec.tokens = 64;
+    spec.vocab = 32000;
+    spec.noise = 1e-3f;
+    NCERT_RETURN_IF_ERROR(fixtures::write_logits_pair(a, b, spec, true));
+    CompareOptions co;
+    co.a = a;
+    co.b = b;
+    co.policy = *parse_policy("kl:1e-5");
+    NCERT_ASSIGN_OR_RETURN(Report r, run_compare(co));
+    for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
+    CheckResult c;
+    c.id = "demo/compare-logits";
+    c.kind = "logits";
+    c.verdict = r.verdict();
+    const CheckResult* lc = r.checks.empty() ? nullptr : &r.checks.front();
+    c.reason = "two builds, logits within 1e-3 of each other: `ncert compare --policy kl:1e-5`: " +
+               std::string(verdict_name(r.verdict())) + (lc ? ", " + lc->reason : "");
+    c.stats = Json{{"files", Json::array({a, b})}, {"policy", "kl:1e-5"}};
+    report.checks.push_back(std::move(c));
+  }
+  // Wording forks: each pair's fork must get its expected class.
+  Index forks_caught = 0;
+  for (const ForkEntry& e : fork_entries()) {
+    const std::string a = (fs::path(options.dir) / (e.tag + "-a.h5")).string();
+    const std::string b = (fs::path(options.dir) / (e.tag + "-b.h5")).string();
+    fixtures::ForkPairSpec spec;
+    spec.forks = {{10, e.kind}};
+    NCERT_RETURN_IF_ERROR(fixtures::write_fork_pair(a, b, spec, true));
+    ForksOptions fo;
+    fo.a = a;
+    fo.b = b;
+    NCERT_ASSIGN_OR_RETURN(Report r, run_forks(fo));
+    for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
+    const CheckResult* fork = nullptr;
+    for (const CheckResult& x : r.checks) {
+      if (x.kind == "fork") fork = &x;
+    }
+    const std::string got = fork ? fork->stats.value("class", std::string("none")) : "none";
+    CheckResult c;
+    c.id = "demo/" + e.tag;
+    c.kind = "fork";
+    c.stats = Json{{"files", Json::array({a, b})}, {"expected_class", e.expected_class}, {"class", got},
+                   {"forks_verdict", std::string(verdict_name(r.verdict()))}};
+    const bool as_expected = got == e.expected_class;
+    forks_caught += as_expected && e.expected_class != "near-tie";
+    c.verdict = as_expected ? Verdict::kPass : Verdict::kFail;
+    c.reason = e.story + ": `ncert forks` says " + got + " (" + std::string(verdict_name(r.verdict())) + ")" +
+               (as_expected ? "" : ", expected " + e.expected_class) + (fork ? ": " + fork->reason : "");
+    report.checks.push_back(std::move(c));
+  }
+  report.stats["dumps"] = demo_files().size();
   report.stats["faults_caught"] = caught;
   report.stats["faults"] = entries().size() - 1;
-  report.preamble.push_back("(verdict PASS below means: the good build certified, and every fault was caught by the "
-                            "check meant to catch it)");
+  report.stats["fork_faults_caught"] = forks_caught;
+  report.stats["fork_faults"] = 2;
+  report.preamble.push_back("(verdict PASS below means: the good build certified, every fault was caught by the check "
+                            "meant to catch it, and every fork got its expected class)");
   return report;
 }
 

@@ -98,7 +98,7 @@ std::string Report::to_text(bool only_failures) const {
     os << verdict_name(c.verdict) << "  " << c.id;
     if (c.id.size() < width) os << std::string(width - c.id.size(), ' ');
     os << "  " << c.reason << "\n";
-    if (c.verdict == Verdict::kFail) {
+    if (c.verdict == Verdict::kFail || c.always_show_details) {
       for (const std::string& d : c.details) os << "      " << d << "\n";
     }
   }
@@ -114,6 +114,17 @@ std::string Report::to_text(bool only_failures) const {
   }
   os << "\n";
   return os.str();
+}
+
+std::string format_f32(float v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int p = 6; p <= 9; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, static_cast<double>(v));
+    if (std::strtof(buf, nullptr) == v) return buf;
+  }
+  return buf;
 }
 
 std::string format_float(double v) {

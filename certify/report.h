@@ -28,6 +28,7 @@ struct CheckResult {
   std::string reason;                ///< one line: what passed, or the first failure
   Json stats = Json::object();       ///< numbers a script can use
   std::vector<std::string> details;  ///< extra lines for the human summary (failures)
+  bool always_show_details = false;  ///< print details on PASS too (forks explain themselves)
 };
 
 struct InputInfo {
@@ -80,6 +81,8 @@ std::string_view ncert_version();
 
 /// Formats a float for humans and reports: shortest round-trip decimal ("0.1", "1e-07").
 std::string format_float(double v);
+/// Shortest decimal that reads back as the same f32 (logits: "13.999999", not "13.999999046325684").
+std::string format_f32(float v);
 /// 4 significant digits, for statistics in human-readable reasons ("1.27e-05", "0.0161").
 std::string format_short(double v);
 /// "0x3f800000" for an f32, "0x3f80" for a bf16 pattern.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "certify/detail/fast_exp.h"
 #include "reference/float_bits.h"
 
 // Layout of the fast path (rows without NaN, +-Inf): three passes over chunks of 512 columns,
@@ -92,39 +93,6 @@ int psi_terms(double m) {
   return 12;
 }
 
-/// exp(x) for x <= 0 (softmax arguments), division-free so the loops that call it vectorize:
-/// x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by its Taylor polynomial to
-/// r^13 (remainder |r|^14/14! < 4.2e-18), times 2^n built in the exponent bits. Relative error
-/// below 4e-16 (row_compare_test checks it against std::exp); x below -708 returns 0 (such a
-/// term is < 1e-307 of the row's largest, which contributes 1).
-inline double exp_nonpositive(double x) {
-  constexpr double kLog2e = 1.4426950408889634;
-  constexpr double kLn2Hi = 0.6931471803691238;      // ln2 with 32 trailing zero bits
-  constexpr double kLn2Lo = 1.9082149292705877e-10;  // ln2 - kLn2Hi
-  constexpr double kShift = 0x1.8p52;                // adding it rounds to an integer
-  const double xc = x < -708.0 ? -708.0 : x;
-  const double nd = xc * kLog2e + kShift;
-  const double n = nd - kShift;
-  const double r = (xc - n * kLn2Hi) - n * kLn2Lo;
-  double p = 1.0 / 6227020800.0;  // 1/13!
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  // 2^n: n sits in the low bits of nd's significand; move it into the exponent field.
-  const std::uint64_t bits = (std::bit_cast<std::uint64_t>(nd) + 1023) << 52;
-  const double e = p * std::bit_cast<double>(bits);
-  return x < -708.0 ? 0.0 : e;
-}
 
 // Explicit lanes: kLanes independent accumulators per sum, added in a fixed order at the end.
 // GCC 12 turns the fixed inner lane loop into vector code (SLP) without reassociating anything.
@@ -157,13 +125,15 @@ void pass2_chunk(const float* a, const float* b, Index n, double dma, double dmb
     const double x = a[i], y = b[i];
     const double d = y - x;
     const double ad = std::fabs(d);
-    const double ea = exp_nonpositive(x - dma);
+    const double ea = detail::exp_nonpositive(x - dma);
     double eb;
     if constexpr (N > 0) {
       const double z = d - shift;
-      eb = ea * (1.0 + z + phi_fixed<N>(z));
+      // Written so that z = 0 gives eb == ea exactly, contracted or not (identical rows then
+      // have identical sums and exactly zero divergences).
+      eb = ea + ea * (z + phi_fixed<N>(z));
     } else {
-      eb = exp_nonpositive(y - dmb);
+      eb = detail::exp_nonpositive(y - dmb);
     }
     pa[i] = ea;
     pb[i] = eb;
@@ -399,31 +369,71 @@ void careful_path(const float* a, const float* b, Index V, std::int32_t token, d
     r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
     return;
   }
-  // Masked (-Inf) entries carry probability 0: exact scalar softmax.
-  double SA = 0, SB = 0;
-  for (Index j = 0; j < V; ++j) {
-    SA += std::exp(static_cast<double>(a[j]) - ma);
-    SB += std::exp(static_cast<double>(b[j]) - mb);
+  if (ma == -kPosInfF || mb == -kPosInfF) {
+    // A fully masked row has no distribution.
+    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
+    return;
   }
-  const double lA = ma + std::log(SA), lB = mb + std::log(SB);
-  double kab = 0, kba = 0, js = 0;
+  // Masked (-Inf) entries carry probability 0. The fast path's forms, in scalar code over the
+  // unmasked entries: with the same mask on both sides they are exact in the same sense; where
+  // the masks differ, a direction with an entry masked on one side only is infinite and the
+  // other is summed directly (rare: differing masks are themselves a finding).
+  bool same_mask = true;
+  double SA = 0, SB = 0, CA = 0, CB = 0;
   for (Index j = 0; j < V; ++j) {
-    const double p = std::exp(a[j] - lA), q = std::exp(b[j] - lB);
-    if (p > 0 && q == 0) kab = kInf;
-    if (q > 0 && p == 0) kba = kInf;
-    if (p > 0 && q > 0) {
-      const double lr = (static_cast<double>(b[j]) - lB) - (static_cast<double>(a[j]) - lA);
-      kab += -p * lr;
-      kba += q * lr;
-      js += (p + q) * psi(std::tanh(0.5 * lr));
-    } else if (p > 0 || q > 0) {
-      js += (p + q) * std::log(2.0);
+    const bool fa = a[j] != -kPosInfF, fb = b[j] != -kPosInfF;
+    same_mask = same_mask && fa == fb;
+    const double ea = fa ? std::exp(static_cast<double>(a[j]) - ma) : 0.0;
+    const double eb = fb ? std::exp(static_cast<double>(b[j]) - mb) : 0.0;
+    SA += ea;
+    SB += eb;
+    if (fa && fb) {
+      const double d = static_cast<double>(b[j]) - static_cast<double>(a[j]);
+      CA += ea * d;
+      CB += eb * d;
     }
   }
-  r.kl_ab = std::isinf(kab) ? kab : std::max(0.0, kab);
-  r.kl_ba = std::isinf(kba) ? kba : std::max(0.0, kba);
+  const double delta = (static_cast<double>(mb) - ma) + std::log(SB / SA);  // r = d - delta
+  const double cp = CA / SA, cq = CB / SB;
+  double kab = 0, kba = 0, js = 0;
+  for (Index j = 0; j < V; ++j) {
+    const bool fa = a[j] != -kPosInfF, fb = b[j] != -kPosInfF;
+    if (!fa && !fb) continue;
+    const double p = fa ? std::exp(static_cast<double>(a[j]) - ma) / SA : 0.0;
+    const double q = fb ? std::exp(static_cast<double>(b[j]) - mb) / SB : 0.0;
+    if (!(fa && fb)) {
+      if (fa) kab = kInf;
+      else kba = kInf;
+      js += (p + q) * std::log(2.0);  // psi(+-1)
+      continue;
+    }
+    const double d = static_cast<double>(b[j]) - static_cast<double>(a[j]);
+    const double rr = d - delta;
+    if (same_mask) {
+      kab += p * phi(d - cp);
+      kba += q * phi(cq - d);
+    } else {
+      kab -= p * rr;
+      kba += q * rr;
+    }
+    const double t = std::fabs(rr) <= 0.02 ? tanh_half_small(rr) : (q - p) / (q + p);
+    js += (p + q) * psi(t);
+  }
+  if (same_mask) {
+    r.kl_ab = std::log1p(kab);
+    r.kl_ba = std::log1p(kba);
+  } else {
+    r.kl_ab = std::isinf(kab) ? kab : std::max(0.0, kab);
+    r.kl_ba = std::isinf(kba) ? kba : std::max(0.0, kba);
+  }
   r.jsd = 0.5 * js;
-  if (token >= 0 && token < V) r.dp_token = std::exp(b[token] - lB) - std::exp(a[token] - lA);
+  if (token >= 0 && token < V) {
+    const bool fa = a[token] != -kPosInfF, fb = b[token] != -kPosInfF;
+    const double p = fa ? std::exp(static_cast<double>(a[token]) - ma) / SA : 0.0;
+    const double q = fb ? std::exp(static_cast<double>(b[token]) - mb) / SB : 0.0;
+    // q - p = p expm1(r): no cancellation when the two are close.
+    r.dp_token = fa && fb ? p * std::expm1((static_cast<double>(b[token]) - a[token]) - delta) : q - p;
+  }
 }
 
 }  // namespace
@@ -578,7 +588,10 @@ RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t
     r.kl_ab = std::log1p(sum_p / SA);
     r.kl_ba = std::log1p(sum_q / SB);
     r.jsd = 0.5 * js;
-    if (token >= 0 && token < V) r.dp_token = sc.eb[token] * ib - sc.ea[token] * ia;
+    // q - p = p expm1(r): no cancellation when the two are close.
+    if (token >= 0 && token < V) {
+      r.dp_token = sc.ea[token] * ia * std::expm1((static_cast<double>(b[token]) - a[token]) - delta);
+    }
   }
 
   // ---- top-k overlaps (only the chunks that can hold a top-10 element are read) ----

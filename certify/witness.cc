@@ -101,8 +101,8 @@ Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int
     return fail("token " + std::to_string(token) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
   }
   w.logit = row[token];
-  const std::string tok_text = "token " + std::to_string(token) + " (logit " + format_float(w.logit) + ")";
-  const std::string max_text = "the maximum " + format_float(scan.max) + " is at token " + std::to_string(scan.argmax);
+  const std::string tok_text = "token " + std::to_string(token) + " (logit " + format_f32(w.logit) + ")";
+  const std::string max_text = "the maximum " + format_f32(scan.max) + " is at token " + std::to_string(scan.argmax);
   if (scan.nan) {
     return fail("row holds " + std::to_string(scan.nan) + " NaN, first at token " + std::to_string(scan.first_nan) +
                 "; " + tok_text + " cannot be certified");
@@ -307,6 +307,57 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   for (const Witness& w : out.witnesses) out.failed += !w.ok;
   out.model = std::move(model);
   return out;
+}
+
+Json witness_json(const Witness& w) {
+  Json j = Json{{"row", w.row}, {"position", w.position}, {"token", w.token}};
+  if (!w.ok) {
+    j["failure"] = w.failure;
+    return j;
+  }
+  j["logit"] = w.logit;
+  j["runner_up"] = w.runner_up;
+  j["runner_up_logit"] = w.runner_up_logit;
+  j["margin"] = w.margin;
+  j["margin_ulps"] = w.margin_ulps;
+  j["ties"] = w.ties;
+  j["class"] = std::string(witness_class_name(w.cls));
+  if (w.cls == WitnessClass::kCertified || w.cls == WitnessClass::kNearTie) j["certified_gap"] = w.certified_gap;
+  j["row_xxh3_128"] = w.row_xxh3;
+  return j;
+}
+
+Result<std::optional<LmHeadCells>> lm_head_cells(const DumpReader& reader, const LogitsRunInfo& run,
+                                                 const std::vector<std::pair<Index, Index>>& cells,
+                                                 double lambda) {
+  for (const ProjectionInfo& p : reader.model().projections) {
+    if (p.role != "lm_head" || p.logits_run != run.name || !p.has_y_unpacked || p.output != DType::kF32) continue;
+    NCERT_ASSIGN_OR_RETURN(LoadedProjection L, load_projection(reader, p));
+    L.info = &p;
+    LmHeadCells out;
+    out.projection = p.name;
+    out.y_unpacked = p.path + "/y_unpacked";
+    out.cells.resize(cells.size());
+    // Blocks own disjoint column ranges, so each cell is written by exactly one block.
+    class Sink final : public reference::ReferenceSink {
+     public:
+      Sink(const std::vector<std::pair<Index, Index>>& c, std::vector<reference::Interval>& o) : c_(c), o_(o) {}
+      void consume(const reference::ReferenceBlock& b) override {
+        for (std::size_t k = 0; k < c_.size(); ++k) {
+          const auto [row, col] = c_[k];
+          if (row < b.rows && col >= b.col_begin && col < b.col_end) o_[k] = b.accept[b.at(row, col)];
+        }
+      }
+      const std::vector<std::pair<Index, Index>>& c_;
+      std::vector<reference::Interval>& o_;
+    } sink(cells, out.cells);
+    reference::ReferenceOptions ro;
+    ro.emulate_walk = false;
+    auto s = reference::evaluate_reference(L.problem(lambda), sink, ro);
+    if (!s.ok()) return s.status().with_context(p.path);
+    return std::optional<LmHeadCells>(std::move(out));
+  }
+  return std::optional<LmHeadCells>();
 }
 
 CheckResult witness_check(const RunWitnesses& r) {

@@ -118,4 +118,19 @@ Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRu
 /// The run's check (kind "witness") for reports.
 CheckResult witness_check(const RunWitnesses& w);
 
+/// A witness as report JSON (failures carry only row, position, token and failure).
+Json witness_json(const Witness& w);
+
+/// The lm_head reference's accepted interval at chosen (row, column) cells of a run: what a
+/// fork needs at its two tokens. Empty when the dump holds no f32 lm_head projection for the
+/// run. Evaluates the whole reference (as error_model_for does) but keeps only those cells.
+struct LmHeadCells {
+  std::string projection;                  ///< its name
+  std::string y_unpacked;                  ///< dataset path of its output rows (= logits rows)
+  std::vector<reference::Interval> cells;  ///< one per requested cell, in order
+};
+Result<std::optional<LmHeadCells>> lm_head_cells(const DumpReader& reader, const LogitsRunInfo& run,
+                                                 const std::vector<std::pair<Index, Index>>& cells,
+                                                 double lambda);
+
 }  // namespace ncert::certify

@@ -15,24 +15,6 @@ namespace ncert::certify {
 
 namespace {
 
-Json witness_json(const Witness& w) {
-  Json j = Json{{"row", w.row}, {"position", w.position}, {"token", w.token}};
-  if (!w.ok) {
-    j["failure"] = w.failure;
-    return j;
-  }
-  j["logit"] = w.logit;
-  j["runner_up"] = w.runner_up;
-  j["runner_up_logit"] = w.runner_up_logit;
-  j["margin"] = w.margin;
-  j["margin_ulps"] = w.margin_ulps;
-  j["ties"] = w.ties;
-  j["class"] = std::string(witness_class_name(w.cls));
-  if (w.cls == WitnessClass::kCertified || w.cls == WitnessClass::kNearTie) j["certified_gap"] = w.certified_gap;
-  j["row_xxh3_128"] = w.row_xxh3;
-  return j;
-}
-
 std::vector<std::uint8_t> hex_bytes(const std::string& hex) {
   std::vector<std::uint8_t> b(16, 0);
   for (std::size_t i = 0; i < 16 && 2 * i + 1 < hex.size(); ++i) {
@@ -263,8 +245,9 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
         }
         ++checked;
       }
-      c.stats = Json{{"tokens", T}, {"verified", c.verdict == Verdict::kPass ? T : checked - 1},
-                     {"error_source", fresh.model.source}};
+      c.stats["tokens"] = T;  // (fail() may have set "position" already)
+      c.stats["verified"] = c.verdict == Verdict::kPass ? T : checked - 1;
+      c.stats["error_source"] = fresh.model.source;
       if (c.verdict == Verdict::kPass) {
         c.reason = "all " + std::to_string(T) + " stored witnesses match the dump's rows, tokens and hashes";
       }

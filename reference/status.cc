@@ -56,6 +56,8 @@ constexpr CodeInfo kCodes[] = {
     {ErrorCode::kNoCommonRuns, "no-common-runs", "two dumps share no run or tensor to compare"},
     {ErrorCode::kWitnessFileInvalid, "witness-file-invalid",
      "a witness file is not one ncert wrote"},
+    {ErrorCode::kVocabFileInvalid, "vocab-file-invalid",
+     "a --vocab file is neither a JSON list of strings nor a tokenizer.json"},
     {ErrorCode::kGuardRowOutOfRange, "guard-row-out-of-range",
      "a selector row is not in [0, M) (or is < -1)"},
     {ErrorCode::kGuardDuplicateRow, "guard-duplicate-row",

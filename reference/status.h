@@ -50,6 +50,7 @@ enum class ErrorCode : int {
   kVocabMismatch = 230,     ///< two runs to compare have different vocabularies
   kNoCommonRuns = 231,      ///< two dumps share no run or tensor to compare
   kWitnessFileInvalid = 232,  ///< a witness file is not one ncert wrote
+  kVocabFileInvalid = 233,    ///< a --vocab file is neither a JSON list of strings nor a tokenizer.json
 
   kGuardRowOutOfRange = 300,    ///< a selector row is not in [0, M) (or is < -1)
   kGuardDuplicateRow = 301,     ///< two physical slots select the same original row

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   ncert::cli::register_check(app, action);
   ncert::cli::register_compare(app, action);
   ncert::cli::register_witness(app, action);
+  ncert::cli::register_forks(app, action);
   ncert::cli::register_sweep(app, action);
   ncert::cli::register_inspect(app, action);
   ncert::cli::register_demo(app, action);

@@ -41,7 +41,8 @@ json_has "$dir/refused.json" "r['verdict']=='FAIL' and r['error']['name']=='not-
   "a refused dump still writes a JSON report naming the error"
 
 expect 0 "demo: every fault caught" -- "$ncert" demo --dir "$dir/demo" --json "$dir/demo.json"
-json_has "$dir/demo.json" "r['stats']['faults_caught']==r['stats']['faults']==10" "demo JSON counts the faults caught"
+json_has "$dir/demo.json" "r['stats']['faults_caught']==r['stats']['faults']==10 and r['stats']['fork_faults_caught']==r['stats']['fork_faults']==2" \
+  "demo JSON counts the faults caught"
 expect 2 "demo refuses to overwrite its files without --force" -- "$ncert" demo --dir "$dir/demo"
 expect 0 "demo --force overwrites" -- "$ncert" demo --dir "$dir/demo" --force --quiet
 
@@ -75,6 +76,35 @@ expect 2 "sweep --case with a malformed key" -- "$ncert" sweep --case "pack(kind
 expect 0 "sweep --filter a subset" -- "$ncert" sweep --filter "fmt=af4c,K=32" --json "$dir/sweep.json"
 json_has "$dir/sweep.json" "set(r['stats'])>={'identity_comparisons','alias_cases','guard_cases','guards_covered'}" \
   "sweep JSON carries the contract's stats"
+
+# Logits: witnesses, their file and its verification.
+expect 0 "witness a good dump" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w.h5" --json "$dir/witness.json"
+json_has "$dir/witness.json" "r['command']=='witness' and r['checks'][0]['kind']=='witness' and len(r['witnesses']['greedy'])==r['checks'][0]['stats']['tokens']" \
+  "witness JSON has one witness per emitted token"
+expect 0 "witness --verify the file just written" -- "$ncert" witness --verify "$dir/w.h5" "$dir/demo/good.h5"
+expect 2 "witness --out refuses to overwrite" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w.h5"
+expect 0 "witness --out --force overwrites" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w.h5" --force --quiet
+expect 2 "witness needs DUMP or --verify" -- "$ncert" witness
+expect 3 "witness --verify refuses a dump as a witness file" -- "$ncert" witness --verify "$dir/demo/good.h5" "$dir/demo/good.h5"
+
+# Logits: compare two builds.
+expect 1 "compare: noisy builds fail the default bitwise policy" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --json "$dir/cmp.json"
+json_has "$dir/cmp.json" "r['checks'][0]['kind']=='logits' and r['checks'][0]['stats']['first_failure_row']==0 and 'p99.9' in r['checks'][0]['stats']['kl_ab']" \
+  "compare JSON names the first failing row and carries KL percentiles"
+expect 0 "compare --policy kl:1e-5 passes" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --policy kl:1e-5
+expect 0 "compare a dump with itself passes bitwise" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-a.h5"
+expect 2 "compare --policy that does not parse" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --policy kl:abc
+expect 2 "compare --pair without a colon" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --pair greedy
+expect 3 "compare refuses different vocabularies" -- "$ncert" compare "$dir/demo/good.h5" "$dir/demo/logits-a.h5"
+
+# Wording forks.
+expect 0 "forks: a near-tie fork passes" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --json "$dir/fork.json"
+json_has "$dir/fork.json" "[c['stats']['class'] for c in r['checks'] if c['kind']=='fork']==['near-tie'] and all('position' in c['stats'] for c in r['checks'])" \
+  "fork JSON holds class and position"
+expect 1 "forks: an unexplained fork fails" -- "$ncert" forks "$dir/demo/fork-unexplained-a.h5" "$dir/demo/fork-unexplained-b.h5"
+expect 1 "forks: an invalid emission fails" -- "$ncert" forks "$dir/demo/fork-invalid-a.h5" "$dir/demo/fork-invalid-b.h5"
+expect 1 "forks --require-identical fails on a near-tie" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --require-identical
+expect 3 "forks --vocab with a missing file is refused" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --vocab "$dir/nope.json"
 
 if ((failures > 0)); then
   echo "$failures CLI expectation(s) failed"

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "fixtures/generator.h"
+#include "tests/common/h5_poke.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {
@@ -155,28 +156,17 @@ TEST(Check, EveryEngineOrderAndAccumulatorPasses) {
   }
 }
 
-/// Rewrites one int32 dataset of a written dump in place.
-void patch_i32(const std::string& path, const std::string& dataset, const std::vector<std::int32_t>& v) {
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(f, 0);
-  hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
-  ASSERT_GE(d, 0);
-  ASSERT_GE(H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
-  H5Dclose(d);
-  H5Fclose(f);
-}
-
 TEST(Check, GeometryViolationsNameTheGuard) {
   const std::string path = write(fixtures::preset_tiny(), "geom.h5");
   // attn_qkv: R = 2, B = 4, cap 2, 6 slots; canonical selector {0, 1, 4, 5, -1, -1}.
-  patch_i32(path, "/projections/attn_qkv/selector", {0, 2, 4, 5, -1, -1});
+  ncert::testing::poke_i32(path, "/projections/attn_qkv/selector", {0, 2, 4, 5, -1, -1});
   Report r = check(path);
   const CheckResult* g = find(r, "projections/attn_qkv/geometry");
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->verdict, Verdict::kFail);
   EXPECT_EQ(g->stats["guard"], "guard-not-prefix");
   EXPECT_NE(g->reason.find("request 0"), std::string::npos) << g->reason;
-  patch_i32(path, "/projections/attn_qkv/selector", {0, 1, 4, 5, 9, -1});
+  ncert::testing::poke_i32(path, "/projections/attn_qkv/selector", {0, 1, 4, 5, 9, -1});
   r = check(path);
   EXPECT_EQ(find(r, "projections/attn_qkv/geometry")->stats["guard"], "guard-row-out-of-range");
   // Rows that do not map to slots make the slot-based checks "not evaluated", not silent.

@@ -1,0 +1,265 @@
+// `forks` on generated pairs with planted divergences: identical runs (no fork), a 1-ulp flip
+// (near-tie), an exact tie broken differently (tie), a row pushed far beyond the noise
+// (unexplained), an emission that is not its row's maximum (invalid), teacher-forced runs with
+// several forks, runs of different lengths; plus the envelope sources and --require-identical.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "certify/forks.h"
+#include "fixtures/generator.h"
+#include "tests/common/h5_poke.h"
+#include "tests/common/test_paths.h"
+
+namespace ncert::certify {
+namespace {
+
+using fixtures::ForkKind;
+using ncert::testing::scratch_file;
+
+struct Pair {
+  std::string a, b;
+};
+
+Pair fork_pair(const std::string& tag, fixtures::ForkPairSpec spec) {
+  Pair p{scratch_file(tag + "-a.h5"), scratch_file(tag + "-b.h5")};
+  const Status s = fixtures::write_fork_pair(p.a, p.b, spec, true);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return p;
+}
+
+fixtures::ForkPairSpec planted(std::vector<fixtures::ForkPlant> forks, bool teacher_forced = false) {
+  fixtures::ForkPairSpec s;
+  s.forks = std::move(forks);
+  s.teacher_forced = teacher_forced;
+  return s;
+}
+
+Report forks(const Pair& p, ForksOptions o = {}) {
+  o.a = p.a;
+  o.b = p.b;
+  auto r = run_forks(o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : Report{};
+}
+
+std::vector<const CheckResult*> fork_results(const Report& r) {
+  std::vector<const CheckResult*> out;
+  for (const CheckResult& c : r.checks) {
+    if (c.kind == "fork") out.push_back(&c);
+  }
+  return out;
+}
+
+TEST(Forks, IdenticalStreamsHaveNoFork) {
+  const Report r = forks(fork_pair("same", planted({})));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->verdict, Verdict::kPass);
+  EXPECT_EQ(f[0]->stats["class"], "none");
+  EXPECT_EQ(f[0]->stats["forks"], 0);
+  EXPECT_NE(f[0]->reason.find("identical over all 24 tokens"), std::string::npos) << f[0]->reason;
+  EXPECT_EQ(r.stats["forks"], 0);
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST(Forks, OneUlpFlipIsANearTieTheNoiseExplains) {
+  const Report r = forks(fork_pair("ulp", planted({{9, ForkKind::kUlpFlip}})));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  const Json& s = f[0]->stats;
+  EXPECT_EQ(s["class"], "near-tie") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kPass);
+  EXPECT_EQ(s["row"], 9);
+  EXPECT_EQ(s["position"], 15);  // prompt of 6
+  EXPECT_EQ(s["gap_a_ulps"], 1.0);
+  EXPECT_EQ(s["gap_b_ulps"], 1.0);
+  EXPECT_EQ(s["rank_of_b_in_a"], 2);
+  EXPECT_EQ(s["rank_of_a_in_b"], 2);
+  // The envelope comes from the 9 matched rows before the fork (noise 1e-4).
+  EXPECT_NE(s["envelope"]["source"].get<std::string>().find("observed"), std::string::npos);
+  EXPECT_EQ(s["before"]["rows"], 9);
+  EXPECT_GT(s["envelope"]["at_a"].get<double>(), 1e-4);
+  EXPECT_LT(s["envelope"]["at_a"].get<double>(), 1e-3);
+  EXPECT_EQ(s["witness_a"]["margin_ulps"], 1.0);
+  EXPECT_EQ(s["top5_a"].size(), 5u);
+  EXPECT_EQ(s["top5_a"][0]["token"], s["token_a"]);
+  EXPECT_EQ(s["top5_b"][0]["token"], s["token_b"]);
+  EXPECT_EQ(s["context"].size(), 8u);
+  EXPECT_FALSE(f[0]->details.empty());
+  EXPECT_TRUE(f[0]->always_show_details);
+}
+
+TEST(Forks, ExactTieBrokenDifferentlyIsATie) {
+  const Report r = forks(fork_pair("tie", planted({{4, ForkKind::kExactTie}})));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->stats["class"], "tie") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kPass);
+  EXPECT_EQ(f[0]->stats["gap_a"], 0.0);
+  EXPECT_EQ(f[0]->stats["witness_a"]["class"], "tie");
+  EXPECT_LT(f[0]->stats["token_a"].get<int>(), f[0]->stats["token_b"].get<int>());
+}
+
+TEST(Forks, ARowPushedBeyondTheNoiseIsUnexplained) {
+  const Report r = forks(fork_pair("far", planted({{12, ForkKind::kUnexplained}})));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->stats["class"], "unexplained") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kFail);
+  EXPECT_NEAR(f[0]->stats["delta_at_b"].get<double>(), 1.5, 1e-3);
+  EXPECT_NE(f[0]->reason.find("beyond the envelope"), std::string::npos) << f[0]->reason;
+  EXPECT_EQ(r.exit_code(), 1);
+  // A generous --logit-error explains it (each run may be 0.8 off: envelope 1.6).
+  ForksOptions o;
+  o.logit_error = 0.8;
+  const Report r2 = forks(fork_pair("far2", planted({{12, ForkKind::kUnexplained}})), o);
+  const auto g = fork_results(r2);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0]->stats["class"], "near-tie") << g[0]->reason;
+  EXPECT_NE(g[0]->stats["envelope"]["source"].get<std::string>().find("--logit-error"), std::string::npos);
+  EXPECT_DOUBLE_EQ(g[0]->stats["envelope"]["at_b"].get<double>(), 1.6);
+}
+
+TEST(Forks, AnEmissionThatIsNotItsRowsMaximumIsInvalid) {
+  const Report r = forks(fork_pair("invalid", planted({{6, ForkKind::kInvalid}})));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->stats["class"], "invalid") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kFail);
+  EXPECT_NE(f[0]->reason.find("B's emission is not its own row's maximum"), std::string::npos) << f[0]->reason;
+  EXPECT_TRUE(f[0]->stats["witness_b"].contains("failure"));
+}
+
+TEST(Forks, FreeRunningPairsStopAtTheFirstFork) {
+  // The second plant is ignored by the generator too: B's rows after row 5 are another context.
+  const Report r = forks(fork_pair("free", planted({{5, ForkKind::kUlpFlip}, {15, ForkKind::kUnexplained}})));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->stats["row"], 5);
+}
+
+TEST(Forks, TeacherForcedRunsReportEveryFork) {
+  const Pair p = fork_pair("forced", planted({{3, ForkKind::kUlpFlip},
+                                              {8, ForkKind::kExactTie},
+                                              {14, ForkKind::kUnexplained},
+                                              {20, ForkKind::kInvalid}},
+                                             true));
+  ForksOptions o;
+  o.matched_history = true;
+  const Report r = forks(p, o);
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 4u);
+  const char* want[] = {"near-tie", "tie", "unexplained", "invalid"};
+  const int rows[] = {3, 8, 14, 20};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(f[static_cast<std::size_t>(k)]->stats["row"], rows[k]);
+    EXPECT_EQ(f[static_cast<std::size_t>(k)]->stats["class"], want[k]) << f[static_cast<std::size_t>(k)]->reason;
+  }
+  // The envelope of the fork at 14 ignores the earlier fork rows (3, 8): 12 matched rows.
+  EXPECT_EQ(f[2]->stats["before"]["rows"], 12);
+  EXPECT_EQ(r.stats["classes"]["near-tie"], 1);
+  EXPECT_EQ(r.stats["classes"]["invalid"], 1);
+  EXPECT_EQ(r.verdict(), Verdict::kFail);
+  // Without --matched-history only the first fork counts.
+  EXPECT_EQ(fork_results(forks(p)).size(), 1u);
+}
+
+TEST(Forks, RequireIdenticalFailsOnAnyFork) {
+  ForksOptions o;
+  o.require_identical = true;
+  const Report r = forks(fork_pair("strict", planted({{2, ForkKind::kExactTie}})), o);
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->stats["class"], "tie");
+  EXPECT_EQ(f[0]->verdict, Verdict::kFail);
+  EXPECT_NE(f[0]->reason.find("--require-identical"), std::string::npos);
+}
+
+TEST(Forks, RunsOfDifferentLengthsAreNotAFork) {
+  fixtures::ForkPairSpec s = planted({});
+  s.tokens_b = 20;
+  const Pair p = fork_pair("short", s);
+  const Report r = forks(p);
+  auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->verdict, Verdict::kPass);
+  EXPECT_NE(f[0]->reason.find("B stops 4 token(s) earlier"), std::string::npos) << f[0]->reason;
+  ForksOptions o;
+  o.require_identical = true;
+  const Report strict = forks(p, o);
+  f = fork_results(strict);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->verdict, Verdict::kFail);
+}
+
+TEST(Forks, AForkAtTheFirstRowHasNoObservedEnvelope) {
+  const Report r = forks(fork_pair("first", planted({{0, ForkKind::kUlpFlip}})));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  // Nothing measured, nothing explained: a 1-ulp difference exceeds an envelope of 0.
+  EXPECT_EQ(f[0]->stats["class"], "unexplained");
+  EXPECT_NE(f[0]->stats["envelope"]["source"].get<std::string>().find("pass --logit-error"), std::string::npos);
+}
+
+TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
+  // Two copies of the tiny preset (logits computed by its lm_head); B emits its row 3's
+  // runner-up, an invalid emission, which still shows the lm_head envelope at the fork.
+  const std::string a = scratch_file("head-a.h5"), b = scratch_file("head-b.h5");
+  ASSERT_TRUE(fixtures::write_dump(a, fixtures::preset_tiny(), {}, true).ok());
+  ASSERT_TRUE(fixtures::write_dump(b, fixtures::preset_tiny(), {}, true).ok());
+  std::vector<std::int32_t> t;
+  {
+    auto reader = DumpReader::open(b);  // closed before the file is modified
+    ASSERT_TRUE(reader.ok());
+    t = *reader->read_i32("/logits/greedy/tokens");
+    const Index V = reader->model().logits[0].vocab;
+    std::vector<float> row(static_cast<std::size_t>(V));
+    ASSERT_TRUE(reader->read_rows("/logits/greedy/logits", 3, 1, row.data()).ok());
+    t[3] = static_cast<std::int32_t>(scan_row(row.data(), V).runner_up_index);
+  }
+  ncert::testing::poke_i32(b, "/logits/greedy/tokens", t);
+  ForksOptions o;
+  o.matched_history = true;
+  const Report r = forks({a, b}, o);
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->stats["class"], "invalid");
+  const std::string src = f[0]->stats["envelope"]["source"];
+  EXPECT_NE(src.find("lm_head lm_head_greedy (A) + lm_head lm_head_greedy (B)"), std::string::npos) << src;
+  EXPECT_GT(f[0]->stats["envelope"]["at_a"].get<double>(), 0);
+  EXPECT_LT(f[0]->stats["envelope"]["at_a"].get<double>(), 1.0);
+}
+
+TEST(Forks, VocabularyTextAppearsBesideIds) {
+  const Pair p = fork_pair("text", planted({{9, ForkKind::kUlpFlip}}));
+  // A byte-level BPE vocabulary of 2000 tokens: "t<i>" with "Ġ" (a space) in front of even ids.
+  const std::string path = scratch_file("tokenizer.json");
+  {
+    std::ofstream out(path);
+    out << R"({"model": {"type": "BPE", "vocab": {)";
+    for (int i = 0; i < 2000; ++i) out << (i ? "," : "") << "\"" << (i % 2 ? "" : "\u0120") << "t" << i << "\": " << i;
+    out << R"(}}, "decoder": {"type": "ByteLevel"}})";
+  }
+  ForksOptions o;
+  o.vocab_file = path;
+  const Report r = forks(p, o);
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  const int ta = f[0]->stats["token_a"];
+  EXPECT_EQ(f[0]->stats["text_a"], std::string("\"") + (ta % 2 ? "" : " ") + "t" + std::to_string(ta) + "\"");
+  EXPECT_NE(f[0]->reason.find(std::to_string(ta) + " \""), std::string::npos) << f[0]->reason;
+  // A vocabulary file that is not one is refused, naming the file.
+  {
+    std::ofstream out(path);
+    out << R"({"not": "a tokenizer"})";
+  }
+  const Report bad = forks(p, o);
+  ASSERT_TRUE(bad.error.has_value());
+  EXPECT_EQ(bad.error->code(), ErrorCode::kVocabFileInvalid);
+  EXPECT_NE(bad.error->message().find("tokenizer.json"), std::string::npos);
+  EXPECT_EQ(bad.exit_code(), 3);
+}
+
+}  // namespace
+}  // namespace ncert::certify

@@ -1,0 +1,508 @@
+// Logits through the library's commands: witnesses of fixture runs (lm_head-certified,
+// --logit-error, planted bad emissions), the witness file and its re-verification against a
+// modified dump, an lm_head whose outputs are not the logits, and `compare`: policies both ways,
+// storage forms and block borders giving identical rows, pairing and refusals, histories that
+// diverge, state tensors, and reports identical at 1 and 2 threads.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "certify/compare.h"
+#include "certify/witness_command.h"
+#include "fixtures/generator.h"
+#include "tests/common/h5_poke.h"
+#include "tests/common/test_paths.h"
+
+namespace ncert::certify {
+namespace {
+
+using ncert::testing::poke_f32;
+using ncert::testing::poke_i32;
+using ncert::testing::scratch_file;
+
+const CheckResult* find(const Report& r, const std::string& id) {
+  for (const CheckResult& c : r.checks) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+std::string write(const fixtures::DumpSpec& spec, const std::string& name) {
+  const std::string path = scratch_file(name);
+  const Status s = fixtures::write_dump(path, spec, {}, true);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return path;
+}
+
+/// A dump with one run of explicit rows (T x V) and emitted tokens.
+fixtures::DumpSpec explicit_run(const std::string& run, Index T, Index V, std::vector<float> rows,
+                                std::vector<std::int32_t> emitted) {
+  fixtures::DumpSpec spec;
+  spec.root.engine = "test";
+  spec.root.build = "explicit";
+  fixtures::LogitsSpec l;
+  l.name = run;
+  l.tokens = T;
+  l.vocab = V;
+  l.rows = std::move(rows);
+  l.emitted = std::move(emitted);
+  spec.logits.push_back(l);
+  return spec;
+}
+
+/// T rows of V: row t has its maximum 2.0 at token (7 t) % V over a body of small values.
+std::vector<float> clear_rows(Index T, Index V) {
+  std::vector<float> rows(static_cast<std::size_t>(T * V));
+  for (Index t = 0; t < T; ++t) {
+    for (Index j = 0; j < V; ++j) rows[t * V + j] = 0.001f * static_cast<float>((j * 31 + t) % 97);
+    rows[t * V + (7 * t) % V] = 2.0f;
+  }
+  return rows;
+}
+
+std::vector<std::int32_t> argmax_tokens(const std::vector<float>& rows, Index T, Index V) {
+  std::vector<std::int32_t> out;
+  for (Index t = 0; t < T; ++t) {
+    Index best = 0;
+    for (Index j = 1; j < V; ++j) {
+      if (rows[t * V + j] > rows[t * V + best]) best = j;
+    }
+    out.push_back(static_cast<std::int32_t>(best));
+  }
+  return out;
+}
+
+Report witness(const std::string& dump, std::optional<double> logit_error = {}, const std::string& out = "") {
+  WitnessOptions o;
+  o.dump = dump;
+  o.logit_error = logit_error;
+  o.out = out;
+  auto r = run_witness(o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : Report{};
+}
+
+// ---- witnesses ------------------------------------------------------------------------------------
+
+TEST(Witness, LmHeadIntervalsCertifyTheTinyPreset) {
+  const Report r = witness(write(fixtures::preset_tiny(), "tiny.h5"));
+  ASSERT_EQ(r.checks.size(), 1u);
+  const CheckResult& c = r.checks[0];
+  EXPECT_EQ(c.verdict, Verdict::kPass) << c.reason;
+  EXPECT_NE(c.stats["error_source"].get<std::string>().find("lm_head"), std::string::npos);
+  EXPECT_EQ(c.stats["failed"], 0);
+  EXPECT_EQ(c.stats["unbounded"], 0);
+  EXPECT_GT(c.stats["certified"].get<int>(), 0);
+  // Every emitted token has its witness in the report.
+  EXPECT_EQ(r.extra["witnesses"]["greedy"].size(), c.stats["tokens"].get<std::size_t>());
+}
+
+TEST(Witness, WithoutAnErrorModelTheClassIsUnboundedNotAFailure) {
+  const Index T = 6, V = 700;
+  const auto rows = clear_rows(T, V);
+  const Report r = witness(write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "plain.h5"));
+  const CheckResult* c = find(r, "logits/run/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  EXPECT_EQ(c->stats["unbounded"], T);
+  EXPECT_EQ(c->stats["error_source"], "none");
+}
+
+TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
+  const Index T = 4, V = 300;
+  auto rows = clear_rows(T, V);
+  // Row 2's maximum is only 1e-4 above its runner-up.
+  rows[2 * V + 0] = 2.0f - 1e-4f;
+  const auto tokens = argmax_tokens(rows, T, V);
+  const std::string path = write(explicit_run("run", T, V, rows, tokens), "margins.h5");
+  const Report r = witness(path, 1e-3);  // margin must exceed 2e-3 to be certified
+  const CheckResult* c = find(r, "logits/run/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;  // a near-tie is not a failure
+  EXPECT_EQ(c->stats["near_tie"], 1);
+  EXPECT_EQ(c->stats["certified"], T - 1);
+  EXPECT_EQ(c->stats["min_margin_position"], r.extra["witnesses"]["run"][2]["position"]);
+}
+
+TEST(Witness, AnEmissionThatIsNotTheMaximumFailsNamingRunPositionAndTokens) {
+  const Index T = 5, V = 400;
+  const auto rows = clear_rows(T, V);
+  auto tokens = argmax_tokens(rows, T, V);
+  tokens[3] = 11;  // row 3's maximum is at 21
+  const Report r = witness(write(explicit_run("run", T, V, rows, tokens), "bad.h5"));
+  const CheckResult* c = find(r, "logits/run/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_EQ(c->stats["failed"], 1);
+  // Positions are prompt length (5) + row.
+  EXPECT_NE(c->reason.find("run run position 8: emitted token 11"), std::string::npos) << c->reason;
+  EXPECT_NE(c->reason.find("at token 21"), std::string::npos) << c->reason;
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST(Witness, NanInARowFails) {
+  const Index T = 3, V = 100;
+  auto rows = clear_rows(T, V);
+  const auto tokens = argmax_tokens(rows, T, V);
+  rows[1 * V + 50] = std::numeric_limits<float>::quiet_NaN();
+  const Report r = witness(write(explicit_run("run", T, V, rows, tokens), "nan.h5"));
+  const CheckResult* c = find(r, "logits/run/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("NaN, first at token 50"), std::string::npos) << c->reason;
+}
+
+TEST(Witness, LogitsThatAreNotTheLmHeadOutputFail) {
+  const std::string path = write(fixtures::preset_tiny(), "head.h5");
+  poke_f32(path, "/logits/greedy/logits", 2, 5, -1000.0f);
+  const Report r = witness(path);
+  const CheckResult* c = find(r, "logits/greedy/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("row 2 token 5"), std::string::npos) << c->reason;
+}
+
+TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
+  const Index T = 6, V = 1000;
+  const auto rows = clear_rows(T, V);
+  const std::string dump = write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "dump.h5");
+  const std::string wfile = scratch_file("w.h5");
+  std::filesystem::remove(wfile + ".json");
+  Report made = witness(dump, 0.01, wfile);
+  EXPECT_EQ(made.verdict(), Verdict::kPass);
+  EXPECT_TRUE(std::filesystem::exists(wfile + ".json"));
+
+  VerifyOptions v;
+  v.witness_file = wfile;
+  v.dump = dump;
+  auto ok = run_witness_verify(v);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->verdict(), Verdict::kPass) << ok->to_text(true);
+
+  // One logit far from the maximum changes: the witness (token, margin) still holds, but the
+  // row is no longer the one the witness was made from.
+  poke_f32(dump, "/logits/run/logits", 4, 900, 0.5f);
+  auto bad = run_witness_verify(v);
+  ASSERT_TRUE(bad.ok());
+  const CheckResult* c = find(*bad, "logits/run/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("position 9: row hash differs"), std::string::npos) << c->reason;
+  EXPECT_EQ(c->stats["position"], 9);
+
+  // The witness file is never overwritten silently.
+  WitnessOptions again;
+  again.dump = dump;
+  again.out = wfile;
+  auto refused = run_witness(again);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kOutputExists);
+}
+
+TEST(WitnessFile, ADumpIsNotAWitnessFile) {
+  const Index T = 2, V = 50;
+  const auto rows = clear_rows(T, V);
+  const std::string dump = write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "d.h5");
+  VerifyOptions v;
+  v.witness_file = dump;
+  v.dump = dump;
+  auto r = run_witness_verify(v);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->error.has_value());
+  EXPECT_EQ(r->error->code(), ErrorCode::kWitnessFileInvalid);
+  EXPECT_EQ(r->exit_code(), 3);
+}
+
+// ---- compare ---------------------------------------------------------------------------------------
+
+struct Pair {
+  std::string a, b;
+};
+
+Pair pair(const std::string& tag, fixtures::LogitsPairSpec spec) {
+  Pair p{scratch_file(tag + "-a.h5"), scratch_file(tag + "-b.h5")};
+  const Status s = fixtures::write_logits_pair(p.a, p.b, spec, true);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return p;
+}
+
+fixtures::LogitsPairSpec small_pair(float noise, Index T = 40, Index V = 1000) {
+  fixtures::LogitsPairSpec s;
+  s.tokens = T;
+  s.vocab = V;
+  s.noise = noise;
+  return s;
+}
+
+Report compare(const std::string& a, const std::string& b, const std::string& policy = "bitwise",
+               CompareOptions o = {}) {
+  o.a = a;
+  o.b = b;
+  auto p = parse_policy(policy);
+  EXPECT_TRUE(p.ok()) << policy;
+  o.policy = *p;
+  auto r = run_compare(o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : Report{};
+}
+
+TEST(Compare, IdenticalRunsPassBitwise) {
+  const Pair p = pair("same", small_pair(0.0f));
+  const Report r = compare(p.a, p.b);
+  const CheckResult* c = find(r, "logits/greedy");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  EXPECT_EQ(c->stats["bit_identical_rows"], 40);
+  EXPECT_EQ(c->stats["kl_ab"]["max"], 0.0);
+  EXPECT_EQ(c->stats["top1_agreement"], 1.0);
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.inputs.size(), 2u);
+  EXPECT_EQ(r.inputs[0].xxh3_128.size(), 32u);
+}
+
+TEST(Compare, EachPolicyHoldsOrFailsAtTheFirstRowThatBreaksIt) {
+  // Noise 1e-3 against winners 0.1 to 6 above the body: argmax never flips.
+  const Pair p = pair("noisy", small_pair(1e-3f));
+  struct Case {
+    std::string policy;
+    bool pass;
+    std::string reason;  // expected in a FAIL's reason
+  };
+  const Case cases[] = {
+      {"bitwise", false, "row 0 col "},          {"ulp:1", false, "ulps apart > 1"},
+      {"ulp:4000000000", true, ""},               {"abs:0.01", true, ""},
+      {"abs:1e-5", false, "row 0 col "},          {"abs:1e-5,rel:0.01", false, "+ 0.01 max(|a|, |b|)"},
+      {"abs:0.01,rel:0.5", true, ""},                {"kl:1e-3", true, ""},
+      {"kl:1e-12", false, "row 0: KL(A||B) = "}, {"top1", true, ""},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.policy);
+    const Report r = compare(p.a, p.b, k.policy);
+    const CheckResult* c = find(r, "logits/greedy");
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->verdict == Verdict::kPass, k.pass) << c->reason;
+    if (!k.pass) {
+      EXPECT_NE(c->reason.find(k.reason), std::string::npos) << c->reason;
+      EXPECT_EQ(c->stats["first_failure_row"], 0);
+    }
+  }
+}
+
+TEST(Compare, Top1FailsWhereTheArgmaxMoves) {
+  const Index T = 6, V = 300;
+  auto ra = clear_rows(T, V);
+  auto rb = ra;
+  rb[4 * V + 100] = 3.0f;  // row 4's argmax moves from 28 to 100
+  fixtures::DumpSpec sa = explicit_run("run", T, V, ra, argmax_tokens(ra, T, V));
+  // B emits A's tokens (teacher-forced), so every row stays matched.
+  fixtures::DumpSpec sb = explicit_run("run", T, V, rb, argmax_tokens(ra, T, V));
+  const std::string a = write(sa, "a.h5"), b = write(sb, "b.h5");
+  const Report r = compare(a, b, "top1");
+  const CheckResult* c = find(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("row 4: argmax 28 in A but 100 in B"), std::string::npos) << c->reason;
+}
+
+TEST(Compare, StorageFormsAndBlockBordersGiveIdenticalRows) {
+  // T = 150 rows of V = 1000: 64-row blocks (borders at 64 and 128), chunks of 7 rows, deflate.
+  fixtures::LogitsPairSpec base = small_pair(1e-3f, 150, 1000);
+  const Pair flat = pair("flat", base);
+  fixtures::LogitsPairSpec chunked = base;
+  chunked.storage.chunk_rows = 7;
+  const Pair ch = pair("chunked", chunked);
+  fixtures::LogitsPairSpec packed = chunked;
+  packed.storage.deflate = 4;
+  packed.storage.shuffle = true;
+  const Pair df = pair("deflate", packed);
+
+  auto rows_of = [](const Pair& p) {
+    auto ra = DumpReader::open(p.a);
+    auto rb = DumpReader::open(p.b);
+    EXPECT_TRUE(ra.ok() && rb.ok());
+    auto c = compare_runs(*ra, ra->model().logits[0], *rb, rb->model().logits[0], true, 0.0);
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? c->rows : std::vector<RowComparison>{};
+  };
+  const auto x = rows_of(flat), y = rows_of(ch), z = rows_of(df);
+  ASSERT_EQ(x.size(), 150u);
+  ASSERT_EQ(y.size(), 150u);
+  ASSERT_EQ(z.size(), 150u);
+  for (std::size_t t = 0; t < x.size(); ++t) {
+    for (const auto* o : {&y[t], &z[t]}) {
+      EXPECT_EQ(std::memcmp(&x[t].kl_ab, &o->kl_ab, sizeof(double)), 0) << t;
+      EXPECT_EQ(x[t].max_abs, o->max_abs) << t;
+      EXPECT_EQ(x[t].max_abs_col, o->max_abs_col) << t;
+      EXPECT_EQ(x[t].jsd, o->jsd) << t;
+      EXPECT_EQ(x[t].rank_in_b, o->rank_in_b) << t;
+    }
+    EXPECT_GT(x[t].kl_ab, 0) << t;  // every row really was compared
+  }
+  // Row 100 (inside the second block) against the same row compared alone.
+  auto ra = DumpReader::open(flat.a);
+  auto rb = DumpReader::open(flat.b);
+  std::vector<float> a(1000), b(1000);
+  ASSERT_TRUE(ra->read_rows("/logits/greedy/logits", 100, 1, a.data()).ok());
+  ASSERT_TRUE(rb->read_rows("/logits/greedy/logits", 100, 1, b.data()).ok());
+  CompareScratch sc;
+  auto tokens = ra->read_i32("/logits/greedy/tokens");
+  const RowComparison alone = compare_rows(a.data(), b.data(), 1000, (*tokens)[100], 0.0, sc);
+  EXPECT_EQ(alone.kl_ab, x[100].kl_ab);
+  EXPECT_EQ(alone.dp_token, x[100].dp_token);
+}
+
+TEST(Compare, RunsPairByNameOrExplicitly) {
+  const Index T = 3, V = 64;
+  const auto rows = clear_rows(T, V);
+  const std::string a = write(explicit_run("alpha", T, V, rows, argmax_tokens(rows, T, V)), "a.h5");
+  const std::string b = write(explicit_run("beta", T, V, rows, argmax_tokens(rows, T, V)), "b.h5");
+  // Different names and no tensors: nothing to compare.
+  Report r = compare(a, b);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->code(), ErrorCode::kNoCommonRuns);
+  EXPECT_EQ(r.exit_code(), 3);
+  // --pair alpha:beta.
+  CompareOptions o;
+  o.pairs = {{"alpha", "beta"}};
+  r = compare(a, b, "bitwise", o);
+  const CheckResult* c = find(r, "logits/alpha:beta");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  // A pair naming a run that does not exist is a usage error.
+  o.pairs = {{"alpha", "gamma"}};
+  o.a = a;
+  o.b = b;
+  auto bad = run_compare(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kUsage);
+}
+
+TEST(Compare, MismatchedVocabulariesAreRefused) {
+  const auto ra = clear_rows(3, 64), rb = clear_rows(3, 65);
+  const std::string a = write(explicit_run("run", 3, 64, ra, argmax_tokens(ra, 3, 64)), "a.h5");
+  const std::string b = write(explicit_run("run", 3, 65, rb, argmax_tokens(rb, 3, 65)), "b.h5");
+  const Report r = compare(a, b);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->code(), ErrorCode::kVocabMismatch);
+  EXPECT_NE(r.error->message().find("vocab 64"), std::string::npos) << r.error->message();
+  EXPECT_EQ(r.exit_code(), 3);
+}
+
+TEST(Compare, ARunOnOneSideOnlyFailsUnlessAllowed) {
+  const Index T = 3, V = 64;
+  const auto rows = clear_rows(T, V);
+  fixtures::DumpSpec sa = explicit_run("run", T, V, rows, argmax_tokens(rows, T, V));
+  fixtures::LogitsSpec extra = sa.logits[0];
+  extra.name = "extra";
+  sa.logits.push_back(extra);
+  const std::string a = write(sa, "a.h5");
+  const std::string b = write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "b.h5");
+  Report r = compare(a, b);
+  const CheckResult* c = find(r, "logits/extra");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_EQ(r.verdict(), Verdict::kFail);
+  CompareOptions o;
+  o.allow_missing = true;
+  r = compare(a, b, "bitwise", o);
+  EXPECT_EQ(r.verdict(), Verdict::kPass);
+  EXPECT_NE(find(r, "logits/extra")->reason.find("allowed by --allow-missing"), std::string::npos);
+}
+
+TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
+  const Index T = 8, V = 200;
+  const auto ra = clear_rows(T, V);
+  auto rb = ra;
+  auto tb = argmax_tokens(ra, T, V);
+  // B emits a different token at row 3 (its row says so): rows 4.. have another history.
+  rb[3 * V + 150] = 5.0f;
+  tb[3] = 150;
+  for (Index t = 4; t < T; ++t) rb[t * V + 1] += 0.5f;  // later rows differ (another context)
+  const std::string a = write(explicit_run("run", T, V, ra, argmax_tokens(ra, T, V)), "a.h5");
+  const std::string b = write(explicit_run("run", T, V, rb, tb), "b.h5");
+  // Judged under abs:0.01, rows 0..2 agree; row 3 differs at token 150 and is still matched.
+  Report r = compare(a, b, "top1");
+  const CheckResult* c = find(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->stats["matched"], 4);
+  EXPECT_EQ(c->stats["divergence_row"], 4);
+  EXPECT_EQ(c->stats["unmatched"], 4);
+  EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3's argmax moved
+  EXPECT_NE(c->reason.find("4 unmatched after the histories diverge at row 4"), std::string::npos) << c->reason;
+  // Teacher-forced runs: every row is matched and judged.
+  CompareOptions o;
+  o.matched_history = true;
+  r = compare(a, b, "abs:0.6", o);
+  c = find(r, "logits/run");
+  EXPECT_EQ(c->stats["matched"], T);
+  EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3: |d| = 5 - 0.001 * ...
+  EXPECT_NE(c->reason.find("row 3 col 150"), std::string::npos) << c->reason;
+}
+
+TEST(Compare, TensorsFollowTheirComparePolicy) {
+  auto dump = [&](const std::string& name, float delta, bool with_extra) {
+    fixtures::DumpSpec spec;
+    spec.root.engine = "test";
+    fixtures::TensorSpec kv;
+    kv.name = "kv_cache";
+    kv.shape = {4, 3, 50};
+    kv.compare = "abs:1e-3";
+    kv.values.resize(600);
+    for (std::size_t i = 0; i < kv.values.size(); ++i) kv.values[i] = 0.01f * static_cast<float>(i % 37);
+    kv.values[317] += delta;
+    spec.tensors.push_back(kv);
+    if (with_extra) {
+      fixtures::TensorSpec only;
+      only.name = "only_here";
+      only.shape = {5};
+      spec.tensors.push_back(only);
+    }
+    return write(spec, name);
+  };
+  const std::string a = dump("a.h5", 0.0f, false);
+  const std::string close = dump("close.h5", 5e-4f, false);
+  const std::string far = dump("far.h5", 0.1f, true);
+  Report r = compare(a, close);
+  const CheckResult* c = find(r, "tensors/kv_cache");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  EXPECT_EQ(c->stats["policy"], "abs:1e-3");
+  // --tensor-policy bitwise overrides the attribute.
+  CompareOptions o;
+  o.tensor_policy = *parse_tensor_policy("bitwise");
+  r = compare(a, close, "bitwise", o);
+  c = find(r, "tensors/kv_cache");
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("element [2, 0, 17]"), std::string::npos) << c->reason;  // 317 = 2*150 + 17
+  // A larger difference breaks the attribute's policy; the extra tensor fails on its own.
+  r = compare(a, far);
+  EXPECT_EQ(find(r, "tensors/kv_cache")->verdict, Verdict::kFail);
+  ASSERT_NE(find(r, "tensors/only_here"), nullptr);
+  EXPECT_EQ(find(r, "tensors/only_here")->verdict, Verdict::kFail);
+  // Logits policies make no sense for tensors.
+  EXPECT_FALSE(parse_tensor_policy("kl:1e-3").ok());
+  EXPECT_FALSE(parse_tensor_policy("top1").ok());
+  EXPECT_EQ(parse_policy("abs:x").status().code(), ErrorCode::kPolicyInvalid);
+}
+
+TEST(Compare, ReportsAreIdenticalAtOneAndTwoThreads) {
+  const Pair p = pair("threads", small_pair(1e-3f, 90, 1500));
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Json one = compare(p.a, p.b, "kl:1e-3").to_json();
+  omp_set_num_threads(2);
+  Json two = compare(p.a, p.b, "kl:1e-3").to_json();
+  omp_set_num_threads(saved);
+  for (Json* j : {&one, &two}) {
+    (*j)["stats"].erase("timing_seconds");
+    (*j)["stats"].erase("timing_gb_per_second");
+    for (auto& c : (*j)["checks"]) c["stats"].erase("timing_seconds");
+  }
+  EXPECT_EQ(one.dump(), two.dump());
+}
+
+}  // namespace
+}  // namespace ncert::certify
