@@ -1,0 +1,109 @@
+// The long tier (label "long", registered for NCERT_TEST_TIER ci and nightly; docs/testing.md):
+// the realistic-size paths the fast tests cover only in miniature.
+//  - `check` on the qwen-mixer preset (hidden 5120, in_proj 5120 -> 16480 of 16640, AF4/BF16/F32
+//    segments, in-place residual): PASS, and a planted fault caught by the check meant for it;
+//  - the packing sweep's whole table again under other seeds;
+//  - logits at a real vocabulary (151,936): compare and witnesses, contiguous vs chunked+deflate.
+// ci runs one layer, two extra seeds and 64 rows; nightly four layers, eight seeds, 512 rows.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "certify/check_command.h"
+#include "certify/compare.h"
+#include "certify/witness.h"
+#include "fixtures/generator.h"
+#include "packing/sweep.h"
+#include "tests/common/test_paths.h"
+
+namespace ncert {
+namespace {
+
+#ifdef NCERT_TIER_NIGHTLY
+constexpr int kLayers = 4, kSeeds = 8;
+constexpr Index kRows = 512;
+#else
+constexpr int kLayers = 1, kSeeds = 2;
+constexpr Index kRows = 64;
+#endif
+
+using ncert::testing::scratch_file;
+
+TEST(Long, QwenMixerPresetPassesAndAPlantedFaultIsCaught) {
+  const std::string good = scratch_file("qwen-mixer.h5");
+  ASSERT_TRUE(fixtures::write_dump(good, fixtures::preset_qwen_mixer(kLayers), {}, true).ok());
+  certify::CheckCommandOptions o;
+  o.dump = good;
+  auto r = certify::run_check(o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->verdict(), certify::Verdict::kPass) << r->to_text(true);
+  std::filesystem::remove(good);
+
+  const std::string bad = scratch_file("qwen-mixer-scale.h5");
+  ASSERT_TRUE(fixtures::write_dump(bad, fixtures::preset_qwen_mixer(kLayers),
+                                   {fixtures::Fault::kAf4ScaleTimes2, "layer00_in_proj"}, true)
+                  .ok());
+  o.dump = bad;
+  r = certify::run_check(o);
+  ASSERT_TRUE(r.ok());
+  bool caught = false;
+  for (const certify::CheckResult& c : r->checks) {
+    if (c.verdict != certify::Verdict::kFail) continue;
+    // The bound check is meant to catch it; the declared walk cannot match either. Nothing
+    // outside the faulty projection may fail.
+    EXPECT_EQ(c.id.rfind("projections/layer00_in_proj/", 0), 0u) << c.id << ": " << c.reason;
+    caught = caught || c.id == "projections/layer00_in_proj/bound";
+  }
+  EXPECT_TRUE(caught);
+  std::filesystem::remove(bad);
+}
+
+TEST(Long, SweepPassesUnderOtherSeeds) {
+  for (int s = 1; s <= kSeeds; ++s) {
+    std::vector<packing::SweepCase> cases = packing::default_cases();
+    for (packing::SweepCase& c : cases) c.seed += static_cast<std::uint64_t>(s) * 1000003;
+    const packing::SweepSummary sum = packing::run_sweep(cases);
+    EXPECT_EQ(sum.failed, 0) << "seed offset " << s << ": " << sum.first_failure_key << ": " << sum.first_failure_reason;
+    EXPECT_EQ(sum.cases, static_cast<Index>(cases.size()));
+  }
+}
+
+TEST(Long, LogitsAtARealVocabularyStreamTheSameInEveryStorageForm) {
+  fixtures::LogitsPairSpec spec;
+  spec.tokens = kRows;
+  spec.vocab = 151936;
+  spec.noise = 1e-3f;
+  const std::string a = scratch_file("a.h5"), b = scratch_file("b.h5");
+  const std::string ca = scratch_file("ca.h5"), cb = scratch_file("cb.h5");
+  ASSERT_TRUE(fixtures::write_logits_pair(a, b, spec, true).ok());
+  spec.storage.chunk_rows = 5;
+  spec.storage.deflate = 1;
+  spec.storage.shuffle = true;
+  ASSERT_TRUE(fixtures::write_logits_pair(ca, cb, spec, true).ok());
+  auto rows = [](const std::string& x, const std::string& y) {
+    auto rx = certify::DumpReader::open(x);
+    auto ry = certify::DumpReader::open(y);
+    EXPECT_TRUE(rx.ok() && ry.ok());
+    auto c = certify::compare_runs(*rx, rx->model().logits[0], *ry, ry->model().logits[0], true, 0.0);
+    EXPECT_TRUE(c.ok());
+    auto w = certify::witness_run(*rx, rx->model().logits[0], {});
+    EXPECT_TRUE(w.ok());
+    EXPECT_EQ(w->failed, 0);
+    return std::make_pair(c->rows, w->witnesses);
+  };
+  const auto [plain, wp] = rows(a, b);
+  const auto [packed, wc] = rows(ca, cb);
+  ASSERT_EQ(plain.size(), static_cast<std::size_t>(kRows));
+  ASSERT_EQ(packed.size(), plain.size());
+  for (std::size_t t = 0; t < plain.size(); ++t) {
+    EXPECT_EQ(plain[t].kl_ab, packed[t].kl_ab) << t;
+    EXPECT_EQ(plain[t].max_abs_col, packed[t].max_abs_col) << t;
+    EXPECT_GT(plain[t].kl_ab, 0) << t;
+    EXPECT_EQ(wp[t].row_xxh3, wc[t].row_xxh3) << t;
+    EXPECT_EQ(wp[t].margin, wc[t].margin) << t;
+  }
+  for (const std::string& f : {a, b, ca, cb}) std::filesystem::remove(f);
+}
+
+}  // namespace
+}  // namespace ncert
