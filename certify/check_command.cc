@@ -24,16 +24,10 @@ Result<Report> run_check(const CheckCommandOptions& options) {
   const InputInfo input = report.inputs.front();
 
   auto reader = DumpReader::open(options.dump, options.reader);
+  if (!reader.ok()) return report.refuse(reader.status());
   CheckResult schema;
   schema.id = "schema";
   schema.kind = "schema";
-  if (!reader.ok()) {
-    schema.verdict = Verdict::kFail;
-    schema.reason = reader.status().message();
-    report.error = reader.status();
-    report.checks.push_back(std::move(schema));
-    return report;
-  }
   const DumpModel& m = reader->model();
   int notes = 0;
   for (const Finding& f : m.findings) notes += f.severity == Severity::kNote;

@@ -326,16 +326,7 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
 
 namespace {
 
-float element(const unsigned char* base, DType t, Index i) {
-  if (t == DType::kF32) {
-    float f;
-    std::memcpy(&f, base + i * 4, 4);
-    return f;
-  }
-  std::uint16_t h;
-  std::memcpy(&h, base + i * 2, 2);
-  return t == DType::kBf16 ? reference::bf16_to_f32(h) : reference::f16_to_f32(h);
-}
+float element(const unsigned char* base, DType t, Index i) { return reference::decode_element(base, t, i); }
 
 std::uint64_t element_ulps(const unsigned char* a, const unsigned char* b, DType t, Index i) {
   if (t == DType::kF32) return reference::ulp_distance_f32(element(a, t, i), element(b, t, i));
@@ -438,11 +429,7 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   const auto t0 = std::chrono::steady_clock::now();
   Report report;
   report.command = "compare";
-  auto refuse = [&](const Status& s) {
-    report.error = s;
-    report.checks.push_back({"schema", "schema", Verdict::kFail, s.message(), {}, {}});
-    return report;
-  };
+  auto refuse = [&](const Status& s) { return report.refuse(s); };
   auto ra = DumpReader::open(o.a, o.reader);
   if (!ra.ok()) return refuse(ra.status());
   auto rb = DumpReader::open(o.b, o.reader);

@@ -391,9 +391,7 @@ Result<Report> run_forks(const ForksOptions& o) {
   report.command = "forks";
   auto refuse = [&](const Status& s) {
     report.inputs = hashes.finish();
-    report.error = s;
-    report.checks.push_back({"schema", "schema", Verdict::kFail, s.message(), {}, {}});
-    return report;
+    return report.refuse(s);
   };
   auto ra = DumpReader::open(o.a, o.reader);
   if (!ra.ok()) return refuse(ra.status());

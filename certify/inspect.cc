@@ -32,12 +32,7 @@ Result<Report> run_inspect(const std::string& path, const InspectOptions& option
   const InputInfo input = report.inputs.front();
 
   auto reader = DumpReader::survey(path, options.reader);
-  if (!reader.ok()) {
-    report.error = reader.status();
-    CheckResult schema{"schema", "schema", Verdict::kFail, reader.status().message(), {}, {}};
-    report.checks.push_back(std::move(schema));
-    return report;
-  }
+  if (!reader.ok()) return report.refuse(reader.status());
   const DumpModel& m = reader->model();
   report.preamble.push_back("dump " + path + "  xxh3_128 " + input.xxh3_128);
   report.preamble.push_back("  engine=" + m.engine + " build=" + m.build +

@@ -54,6 +54,12 @@ int Report::exit_code() const {
   return verdict() == Verdict::kPass ? 0 : 1;
 }
 
+Report& Report::refuse(const Status& status) {
+  error = status;
+  checks.push_back({"schema", "schema", Verdict::kFail, status.message(), {}, {}});
+  return *this;
+}
+
 Json Report::to_json() const {
   Json j = Json::object();
   j["tool"] = "ncert";

@@ -74,6 +74,8 @@ struct Report {
   std::string to_text(bool only_failures) const;
   /// The process exit code: 0 pass, 1 fail, or the error's code (cli-contract.md).
   int exit_code() const;
+  /// Records a refused input: `error`, and a failing "schema" check carrying its message.
+  Report& refuse(const Status& status);
 };
 
 /// The ncert version string ("0.1.0").

@@ -93,9 +93,7 @@ Result<Report> run_witness(const WitnessOptions& o) {
   auto reader = DumpReader::open(o.dump, o.reader);
   if (!reader.ok()) {
     report.inputs = hashes.finish();
-    report.error = reader.status();
-    report.checks.push_back({"schema", "schema", Verdict::kFail, reader.status().message(), {}, {}});
-    return report;
+    return report.refuse(reader.status());
   }
   if (!o.out.empty() && !o.overwrite) {
     struct stat st {};
@@ -141,15 +139,11 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
   wopt.schema = "ncert-witness";
   auto wf = DumpReader::open(o.witness_file, wopt);
   if (!wf.ok()) {
-    report.error = Status(ErrorCode::kWitnessFileInvalid, wf.status().message());
-    report.checks.push_back({"schema", "schema", Verdict::kFail, wf.status().message(), {}, {}});
-    return report;
+    return report.refuse(Status(ErrorCode::kWitnessFileInvalid, wf.status().message()));
   }
   auto dump = DumpReader::open(o.dump, o.reader);
   if (!dump.ok()) {
-    report.error = dump.status();
-    report.checks.push_back({"schema", "schema", Verdict::kFail, dump.status().message(), {}, {}});
-    return report;
+    return report.refuse(dump.status());
   }
   // The stored runs: groups under /witness.
   std::vector<std::string> runs;

@@ -202,20 +202,11 @@ Status check_strides(const PackPlan& p, bool packed) {
   return Status();
 }
 
-// 7-12. The selector and the commit counts: the two places where the cap is applied must agree.
-Status check_selector(const PackPlan& p) {
+// 8-9. The slot owning each original row (-1: none), or the first row out of range / twice.
+Result<std::vector<Index>> selector_owners(const PackPlan& p) {
   const Index M = p.rows();
-  Index committed = 0;
-  for (std::int32_t c : p.commit_counts) {
-    if (c < 0) return fail(ErrorCode::kGuardCommitMismatch, "negative commit count " + n2s(c));
-    committed += c;
-  }
-  if (committed > p.slots) {
-    return fail(ErrorCode::kGuardTooFewSlots, "commit counts sum to " + n2s(committed) +
-                                                  " rows but only " + n2s(p.slots) + " physical slots");
-  }
-  std::vector<Index> owner(static_cast<std::size_t>(M), -1);
-  for (Index s = 0; s < p.slots; ++s) {
+  std::vector<Index> owner(static_cast<std::size_t>(std::max<Index>(M, 0)), -1);
+  for (Index s = 0; s < static_cast<Index>(p.selector.size()); ++s) {
     const Index r = p.selector[static_cast<std::size_t>(s)];
     if (r < -1 || r >= M) {
       return fail(ErrorCode::kGuardRowOutOfRange,
@@ -228,6 +219,21 @@ Status check_selector(const PackPlan& p) {
     }
     owner[r] = s;
   }
+  return owner;
+}
+
+// 7-12. The selector and the commit counts: the two places where the cap is applied must agree.
+Status check_selector(const PackPlan& p) {
+  Index committed = 0;
+  for (std::int32_t c : p.commit_counts) {
+    if (c < 0) return fail(ErrorCode::kGuardCommitMismatch, "negative commit count " + n2s(c));
+    committed += c;
+  }
+  if (committed > p.slots) {
+    return fail(ErrorCode::kGuardTooFewSlots, "commit counts sum to " + n2s(committed) +
+                                                  " rows but only " + n2s(p.slots) + " physical slots");
+  }
+  NCERT_ASSIGN_OR_RETURN(const std::vector<Index> owner, selector_owners(p));
   if (!p.request_rules) return Status();
   for (Index q = 0; q < p.requests; ++q) {
     Index count = 0;
@@ -380,24 +386,7 @@ Status validate_weights(const PackPlan& p) {
   return check_af4(p);
 }
 
-Status validate_selector_rows(const PackPlan& p) {
-  const Index M = p.rows();
-  std::vector<Index> owner(static_cast<std::size_t>(std::max<Index>(M, 0)), -1);
-  for (Index s = 0; s < static_cast<Index>(p.selector.size()); ++s) {
-    const Index r = p.selector[static_cast<std::size_t>(s)];
-    if (r < -1 || r >= M) {
-      return fail(ErrorCode::kGuardRowOutOfRange,
-                  "slot " + n2s(s) + " selects row " + n2s(r) + ", outside [-1, " + n2s(M) + ")");
-    }
-    if (r < 0) continue;
-    if (owner[r] >= 0) {
-      return fail(ErrorCode::kGuardDuplicateRow, "row " + n2s(r) + " is selected by slots " +
-                                                     n2s(owner[r]) + " and " + n2s(s));
-    }
-    owner[r] = s;
-  }
-  return Status();
-}
+Status validate_selector_rows(const PackPlan& p) { return selector_owners(p).status(); }
 
 Status validate(const PackPlan& p, const HostBuffers& b) {
   NCERT_RETURN_IF_ERROR(validate_plan(p));

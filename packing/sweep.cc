@@ -280,16 +280,7 @@ void put_nan(unsigned char* base, DType t, Index i) {
   }
 }
 
-float get(const unsigned char* base, DType t, Index i) {
-  if (t == DType::kF32) {
-    float f;
-    std::memcpy(&f, base + i * 4, 4);
-    return f;
-  }
-  std::uint16_t b;
-  std::memcpy(&b, base + i * 2, 2);
-  return reference::bf16_to_f32(b);
-}
+float get(const unsigned char* base, DType t, Index i) { return reference::decode_element(base, t, i); }
 
 /// rows x stride matrix: valid columns from gen(), padding columns NaN-patterned.
 GuardedBuffer make_matrix(Index rows, Index stride, Index width, DType t,

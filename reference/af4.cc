@@ -93,16 +93,7 @@ const std::array<float, 16>& builtin_codebook(Af4Codebook c) {
   return kZeros;
 }
 
-float decode_scale(DType t, const void* base, Index index) {
-  if (t == DType::kF32) {
-    float f;
-    std::memcpy(&f, static_cast<const unsigned char*>(base) + index * 4, 4);
-    return f;
-  }
-  std::uint16_t h;
-  std::memcpy(&h, static_cast<const unsigned char*>(base) + index * 2, 2);
-  return t == DType::kBf16 ? bf16_to_f32(h) : f16_to_f32(h);
-}
+float decode_scale(DType t, const void* base, Index index) { return decode_element(base, t, index); }
 
 void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg,
                     float* kernel) {

@@ -1,6 +1,7 @@
 #include "reference/float_bits.h"
 
 #include <cfloat>
+#include <cstring>
 
 namespace ncert::reference {
 
@@ -144,6 +145,18 @@ double ulp_of_f32(float x) {
   int e = 0;
   std::frexp(ax, &e);  // ax = m * 2^e, m in [0.5, 1): the binade is 2^(e-1)
   return std::ldexp(1.0, e - 24);
+}
+
+float decode_element(const void* base, DType t, Index i) {
+  const auto* p = static_cast<const unsigned char*>(base);
+  if (t == DType::kF32) {
+    float f;
+    std::memcpy(&f, p + i * 4, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, p + i * 2, 2);
+  return t == DType::kBf16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
 }  // namespace ncert::reference

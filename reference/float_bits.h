@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "reference/dtype.h"
+
 namespace ncert::reference {
 
 inline std::uint32_t f32_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
@@ -48,6 +50,9 @@ inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 
 /// Exact decode of IEEE binary16 (1/5/10 bits, bias 15), subnormals and NaN payloads kept.
 float f16_to_f32(std::uint16_t h);
+/// Element i of a raw array of f32, bf16 or f16 values (native byte order), decoded exactly.
+float decode_element(const void* base, DType t, Index i);
+
 /// Round to nearest even; overflow (>= 65520) to +-inf; NaN stays a quiet NaN.
 std::uint16_t f32_to_f16(float f);
 

@@ -22,6 +22,32 @@ void add_common_options(CLI::App* cmd, CommonOptions* o) {
       ->type_name("BYTES");
 }
 
+void add_logit_error_options(CLI::App* cmd, LogitErrorOptions* o, const char* logit_error_help) {
+  cmd->add_option("--logit-error", o->logit_error, logit_error_help)->check(CLI::Range(0.0, 1e30))->type_name("ABS");
+  cmd->add_option("--lambda", o->lambda, "Probabilistic tier multiplier of reference bounds (default 10)")
+      ->check(CLI::Range(1.0, 1000.0));
+}
+
+void add_pair_option(CLI::App* cmd, std::vector<std::string>* pairs) {
+  const CLI::Validator run_pair(
+      [](const std::string& p) {
+        const auto colon = p.find(':');
+        return colon == std::string::npos || colon == 0 || colon + 1 == p.size() ? "expected a:b, got " + p
+                                                                                   : std::string();
+      },
+      "a:b");
+  cmd->add_option("--pair", *pairs, "Pair run a of A with run b of B (repeatable)")->check(run_pair)->type_name("a:b");
+}
+
+std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<std::string>& pairs) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& p : pairs) {
+    const auto colon = p.find(':');
+    out.emplace_back(p.substr(0, colon), p.substr(colon + 1));
+  }
+  return out;
+}
+
 void apply_threads(const CommonOptions& o) {
   omp_set_dynamic(0);
   if (o.threads > 0) omp_set_num_threads(o.threads);

@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "certify/dump_reader.h"
 #include "certify/report.h"
@@ -23,6 +26,21 @@ struct CommonOptions {
 
 /// Adds --json, --threads, --quiet and --max-memory to a subcommand.
 void add_common_options(CLI::App* cmd, CommonOptions* options);
+
+/// The error model of logits: --logit-error ABS (absent: negative) and --lambda, with one help
+/// text wherever they appear (check, witness, forks).
+struct LogitErrorOptions {
+  double logit_error = -1;
+  double lambda = 10.0;
+  std::optional<double> absolute() const {
+    return logit_error >= 0 ? std::optional<double>(logit_error) : std::nullopt;
+  }
+};
+void add_logit_error_options(CLI::App* cmd, LogitErrorOptions* options, const char* logit_error_help);
+
+/// --pair a:b (repeatable), validated by CLI11 (a usage error without the colon).
+void add_pair_option(CLI::App* cmd, std::vector<std::string>* pairs);
+std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<std::string>& pairs);
 
 /// Applies --threads to OpenMP (fixed team size, no dynamic adjustment: results are identical
 /// at any thread count anyway, but timings should not surprise).

@@ -30,7 +30,7 @@ void register_compare(CLI::App& app, Action& action) {
       "compare", "Full-vocabulary F32 comparison of logits runs and /tensors between two dumps");
   cmd->add_option("A", opts->a, "First dump")->required();
   cmd->add_option("B", opts->b, "Second dump")->required();
-  cmd->add_option("--pair", opts->pairs, "Pair run a of A with run b of B (repeatable)")->type_name("a:b");
+  add_pair_option(cmd, &opts->pairs);
   cmd->add_flag("--matched-history", opts->matched_history,
                 "Treat every row as matched (teacher-forced runs: B was fed A's tokens)");
   cmd->add_option("--policy", opts->policy, "bitwise (default), ulp:N, abs:A[,rel:R], kl:X or top1")
@@ -47,14 +47,7 @@ void register_compare(CLI::App& app, Action& action) {
       o.a = opts->a;
       o.b = opts->b;
       o.reader.memory_limit = opts->common.max_memory;
-      for (const std::string& p : opts->pairs) {
-        const auto colon = p.find(':');
-        if (colon == std::string::npos || colon == 0 || colon + 1 == p.size()) {
-          std::fprintf(stderr, "ncert: error usage (100): --pair %s: expected a:b\n", p.c_str());
-          return 2;
-        }
-        o.pairs.emplace_back(p.substr(0, colon), p.substr(colon + 1));
-      }
+      o.pairs = split_pairs(opts->pairs);
       o.matched_history = opts->matched_history;
       o.policy = *certify::parse_policy(opts->policy);
       if (!opts->tensor_policy.empty()) o.tensor_policy = *certify::parse_tensor_policy(opts->tensor_policy);

@@ -9,8 +9,7 @@ void register_forks(CLI::App& app, Action& action) {
     std::string a, b;
     std::vector<std::string> pairs;
     bool matched_history = false;
-    double logit_error = -1;
-    double lambda = 10.0;
+    LogitErrorOptions errors;
     bool require_identical = false;
     std::string vocab;
     int context = 8;
@@ -20,15 +19,11 @@ void register_forks(CLI::App& app, Action& action) {
       "forks", "Find where two runs' token streams diverge and classify each wording fork");
   cmd->add_option("A", opts->a, "First dump")->required();
   cmd->add_option("B", opts->b, "Second dump")->required();
-  cmd->add_option("--pair", opts->pairs, "Pair run a of A with run b of B (repeatable)")->type_name("a:b");
+  add_pair_option(cmd, &opts->pairs);
   cmd->add_flag("--matched-history", opts->matched_history,
                 "B was teacher-forced on A's tokens: every position whose emissions differ is a fork");
-  cmd->add_option("--logit-error", opts->logit_error,
-                  "Absolute error bound of every logit of each run (the envelope is twice it)")
-      ->check(CLI::Range(0.0, 1e30))
-      ->type_name("ABS");
-  cmd->add_option("--lambda", opts->lambda, "Probabilistic tier multiplier for lm_head references")
-      ->check(CLI::Range(1.0, 1000.0));
+  add_logit_error_options(cmd, &opts->errors,
+                          "Absolute error bound of every logit of each run (the envelope is twice it)");
   cmd->add_flag("--require-identical", opts->require_identical,
                 "Fail on any fork (and on streams of different lengths)");
   cmd->add_option("--vocab", opts->vocab, "Token texts: a JSON list of strings or a tokenizer.json")
@@ -43,17 +38,10 @@ void register_forks(CLI::App& app, Action& action) {
       o.a = opts->a;
       o.b = opts->b;
       o.reader.memory_limit = opts->common.max_memory;
-      for (const std::string& p : opts->pairs) {
-        const auto colon = p.find(':');
-        if (colon == std::string::npos || colon == 0 || colon + 1 == p.size()) {
-          std::fprintf(stderr, "ncert: error usage (100): --pair %s: expected a:b\n", p.c_str());
-          return 2;
-        }
-        o.pairs.emplace_back(p.substr(0, colon), p.substr(colon + 1));
-      }
+      o.pairs = split_pairs(opts->pairs);
       o.matched_history = opts->matched_history;
-      if (opts->logit_error >= 0) o.logit_error = opts->logit_error;
-      o.lambda = opts->lambda;
+      o.logit_error = opts->errors.absolute();
+      o.lambda = opts->errors.lambda;
       o.require_identical = opts->require_identical;
       o.vocab_file = opts->vocab;
       o.context = opts->context;

@@ -10,8 +10,7 @@ void register_witness(CLI::App& app, Action& action) {
     std::vector<std::string> verify;
     std::string out;
     bool force = false;
-    double logit_error = -1;
-    double lambda = 10.0;
+    LogitErrorOptions errors;
     std::string only;
   };
   auto opts = std::make_shared<Opts>();
@@ -24,12 +23,8 @@ void register_witness(CLI::App& app, Action& action) {
   cmd->add_option("--out", opts->out, "Write the witnesses to WITNESS.h5 (and a JSON summary beside it)")
       ->type_name("WITNESS.h5");
   cmd->add_flag("--force", opts->force, "Overwrite --out if it exists");
-  cmd->add_option("--logit-error", opts->logit_error,
-                  "Absolute error bound of every logit for runs without an lm_head projection")
-      ->check(CLI::Range(0.0, 1e30))
-      ->type_name("ABS");
-  cmd->add_option("--lambda", opts->lambda, "Probabilistic tier multiplier for lm_head references")
-      ->check(CLI::Range(1.0, 1000.0));
+  add_logit_error_options(cmd, &opts->errors,
+                          "Absolute error bound of every logit for runs without an lm_head projection");
   cmd->add_option("--only", opts->only, "Only runs whose name contains TEXT")->type_name("TEXT");
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, cmd, &action] {
@@ -43,14 +38,14 @@ void register_witness(CLI::App& app, Action& action) {
         v.witness_file = opts->verify[0];
         v.dump = opts->verify[1];
         v.reader.memory_limit = opts->common.max_memory;
-        v.lambda = opts->lambda;
+        v.lambda = opts->errors.lambda;
         return emit(certify::run_witness_verify(v), opts->common);
       }
       certify::WitnessOptions w;
       w.dump = opts->dump;
       w.reader.memory_limit = opts->common.max_memory;
-      if (opts->logit_error >= 0) w.logit_error = opts->logit_error;
-      w.lambda = opts->lambda;
+      w.logit_error = opts->errors.absolute();
+      w.lambda = opts->errors.lambda;
       w.out = opts->out;
       w.overwrite = opts->force;
       w.only = opts->only;
