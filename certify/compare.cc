@@ -123,7 +123,8 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
     }
   }
   c.rows.resize(static_cast<std::size_t>(c.compared));
-  const Index per_block = std::max<Index>(1, std::min<Index>(64, (16 << 20) / std::max<Index>(ra.vocab * 4, 1)));
+  const Index per_block = block_rows_for({a.model().dataset(ra.path + "/logits"), b.model().dataset(rb.path + "/logits")},
+                                         16 << 20, 64);
   NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ra.path + "/logits", per_block, hash_a));
   NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, rb.path + "/logits", per_block, hash_b));
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
@@ -399,8 +400,7 @@ Result<CheckResult> tensor_check(const DumpReader& a, const TensorInfo& ta, cons
   } else {
     // Blocks of about 16 MiB whatever the shape (a KV cache's first dimension may be layers).
     const Index per_row = da ? da->row_elements() : 0;
-    const Index row_bytes = std::max<Index>(1, per_row * dtype_size(ta.dtype));
-    const Index per_block = std::clamp<Index>((16 << 20) / row_bytes, 1, 4096);
+    const Index per_block = block_rows_for({da, b.model().dataset(tb.path)}, 16 << 20, 4096);
     NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ta.path, per_block));
     NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, tb.path, per_block));
     for (;;) {

@@ -26,6 +26,10 @@ struct ReaderOptions {
   /// The root's ncert_schema: "ncert-dump" for engine dumps, "ncert-witness" for the witness
   /// files ncert writes (whose members witness_file.h validates).
   std::string schema = "ncert-dump";
+  /// Row reads of at least this many bytes from a chunked dataset compressed with deflate
+  /// and/or shuffle decode their chunks on every thread instead of inside HDF5 (whose global
+  /// lock serialises decompression). Smaller reads go through HDF5. Tests lower it.
+  std::uint64_t parallel_decode_min_bytes = 1u << 20;
 };
 
 class DumpReader {
@@ -56,6 +60,8 @@ class DumpReader {
 
   /// Reads rows [row, row + count) of a dataset of rank >= 1 (a row is everything after the
   /// first index) into dst, which must hold count * row_elements * element size bytes.
+  /// Large reads of deflate/shuffle chunks decode on the OpenMP team (parallel_decode_min_bytes);
+  /// called inside a parallel region they decode on the calling thread.
   Status read_rows(const std::string& path, Index row, Index count, void* dst) const;
 
   /// XXH3-128 of the dataset's raw bytes in row-major order, canonical hex (32 digits); the

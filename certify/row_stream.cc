@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -117,6 +118,20 @@ Result<RowBlock> RowStream::next() {
   return b;
 }
 
+Index block_rows_for(const std::vector<const DatasetInfo*>& datasets, Index target_bytes, Index max_rows) {
+  Index row_bytes = 1;
+  Index chunk_rows = 0;  // common leading chunk dimension; -1: they differ or some are not chunked
+  for (const DatasetInfo* d : datasets) {
+    if (!d) continue;
+    row_bytes = std::max(row_bytes, d->row_elements() * dtype_size(d->dtype));
+    const Index c = d->layout == Layout::kChunked && !d->chunk.empty() ? d->chunk[0] : -1;
+    chunk_rows = chunk_rows == 0 ? c : (chunk_rows == c ? c : -1);
+  }
+  Index rows = std::clamp<Index>(target_bytes / row_bytes, 1, std::max<Index>(max_rows, 1));
+  if (chunk_rows > 1) rows = std::max(chunk_rows, rows / chunk_rows * chunk_rows);
+  return rows;
+}
+
 Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit) {
   const std::size_t S = streams.size();
   if (S == 0 || S > kMaxStreams) return Status(ErrorCode::kInvalidArgument, "stream_rows: 1 to 4 streams");
@@ -133,12 +148,15 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
     for (const RowBlock& b : cur) n = std::min(n, b.rows);
     if (n <= 0) break;
     const bool more = cur[0].first_row + n < limit;
+    // Mapped blocks are cheap to fetch: one thread maps the next ones while the team works.
+    // Blocks read through the reader (chunked, compressed) decode on every thread, which a
+    // nested region could not do: those are fetched after the team, in the open.
+    const bool overlap = std::all_of(streams.begin(), streams.end(), [](RowStream* x) { return x->zero_copy(); });
     Status fetched = Status::ok_status();
 #pragma omp parallel
     {
-      // One thread maps (or reads) the next blocks while the team works on this one.
 #pragma omp single nowait
-      if (more) fetched = fetch(nxt);
+      if (more && overlap) fetched = fetch(nxt);
 #pragma omp for schedule(dynamic, 1)
       for (Index i = 0; i < n; ++i) {
         std::array<const unsigned char*, kMaxStreams> rows{};
@@ -148,6 +166,7 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
         visit(cur[0].first_row + i, rows.data());
       }
     }
+    if (more && !overlap) fetched = fetch(nxt);
     NCERT_RETURN_IF_ERROR(fetched);
     if (!more) break;
     std::swap(cur, nxt);

@@ -2,7 +2,8 @@
 // tensor slices), in order, with memory bounded by one block whatever the number of rows.
 // A validated contiguous, unfiltered dataset is read straight from the page cache through an
 // mmap window (no copy; the reader has checked that its bytes lie inside the file); chunked or
-// compressed datasets go through HDF5 into a reused buffer.
+// compressed datasets go through DumpReader::read_rows (which decodes deflate/shuffle chunks on
+// every thread) into a reused buffer.
 #pragma once
 
 #include <cstdint>
@@ -47,13 +48,21 @@ class RowStream {
 
 inline constexpr std::size_t kMaxStreams = 4;
 
+/// Rows per block for streaming these datasets together: about `target_bytes` of the widest
+/// row, at most `max_rows`, and when they are chunked alike a multiple of their chunk's row
+/// count, so each compressed chunk is decoded once rather than by two blocks (with 16-row
+/// chunks and 27-row blocks a third of the chunks would be decoded twice).
+Index block_rows_for(const std::vector<const DatasetInfo*>& datasets, Index target_bytes, Index max_rows);
+
 /// visit(t, rows): row t of every stream (rows[k] points at stream k's row bytes).
 using RowVisitor = std::function<void(Index t, const unsigned char* const* rows)>;
 
 /// Visits rows [0, limit) of up to kMaxStreams streams in lockstep (opened with the same
 /// rows_per_block), each row once, on the OpenMP team (dynamic schedule, so `visit` must write
-/// only row t's results). One thread fetches the next blocks while the team works on the
-/// current ones: mapping 2.5 GB with MAP_POPULATE costs ~0.15 s that would otherwise be serial.
+/// only row t's results). For mapped streams one thread fetches the next blocks while the team
+/// works on the current ones (mapping 2.5 GB with MAP_POPULATE costs ~0.15 s that would
+/// otherwise be serial); compressed streams are fetched between blocks, so every thread
+/// decodes chunks (DumpReader::read_rows).
 Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit);
 
 }  // namespace ncert::certify

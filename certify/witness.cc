@@ -255,8 +255,12 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   if (run.has_positions) {
     NCERT_ASSIGN_OR_RETURN(positions, reader.read_i64(run.path + "/positions"));
   }
-  // 16 rows of a 151,936 vocabulary: 9.7 MB per block, so memory stays flat in T.
-  const Index per_block = std::max<Index>(1, std::min<Index>(64, (16 << 20) / std::max<Index>(run.vocab * 4, 1)));
+  // About 16 MiB per block (27 rows of a 151,936 vocabulary): memory stays flat in T.
+  std::vector<const DatasetInfo*> datasets = {reader.model().dataset(run.path + "/logits")};
+  for (const ProjectionInfo& p : reader.model().projections) {
+    if (p.role == "lm_head" && p.logits_run == run.name) datasets.push_back(reader.model().dataset(p.path + "/y_unpacked"));
+  }
+  const Index per_block = block_rows_for(datasets, 16 << 20, 64);
   NCERT_ASSIGN_OR_RETURN(RowStream stream, RowStream::open(reader, run.path + "/logits", per_block, hash));
   // With an lm_head, its y_unpacked rows must be the logits rows themselves.
   std::optional<RowStream> head;
