@@ -313,6 +313,20 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
     r.verdict = Verdict::kFail;
     r.reason = failure + "; " + extent;
     r.stats["first_failure_row"] = failed_row;
+    // The failing row in full, and how the run looks overall, for the human summary.
+    const RowComparison& x = c.rows[static_cast<std::size_t>(failed_row)];
+    r.details.push_back("row " + std::to_string(failed_row) + ": max |d| " + format_short(x.max_abs) + " at col " +
+                        std::to_string(x.max_abs_col) + ", max " +
+                        (x.max_ulp == reference::kUlpInfinite ? std::string("inf") : std::to_string(x.max_ulp)) +
+                        " ulps at col " + std::to_string(x.max_ulp_col) + ", mean |d| " + format_short(x.mean_abs) +
+                        ", KL(A||B) " + format_short(x.kl_ab) + ", KL(B||A) " + format_short(x.kl_ba) + ", JSD " +
+                        format_short(x.jsd) + ", argmax " + std::to_string(x.argmax_a) + " / " +
+                        std::to_string(x.argmax_b) + ", top-5 overlap " + format_short(x.top5_overlap));
+    r.details.push_back("run: " + std::to_string(identical) + " of " + std::to_string(c.matched) +
+                        " matched rows bit-identical, top-1 agreement " + format_short(100 * rate) + "%, KL(A||B) p50 " +
+                        format_short(r.stats["kl_ab"].value("p50", 0.0)) + ", max " +
+                        format_short(r.stats["kl_ab"].value("max", 0.0)) + ", max |d| " +
+                        format_short(r.stats["max_abs_diff"].value("max", 0.0)));
   } else if (c.matched == 0) {
     r.verdict = Verdict::kFail;
     r.reason = "no matched rows to judge (" + std::string(c.prompts_equal ? "the first tokens differ" : "the prompts differ") +
