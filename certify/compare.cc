@@ -122,14 +122,16 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
       }
     }
   }
-  c.rows.resize(static_cast<std::size_t>(c.compared));
+  // Only matched rows are judged, so only they are compared: rows after the histories diverge
+  // come from other contexts (for forks too, which need only the rows before the fork).
+  c.rows.resize(static_cast<std::size_t>(c.matched));
   const Index per_block = block_rows_for({a.model().dataset(ra.path + "/logits"), b.model().dataset(rb.path + "/logits")},
                                          16 << 20, 64);
   NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ra.path + "/logits", per_block, hash_a));
   NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, rb.path + "/logits", per_block, hash_b));
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
   RowStream* streams[] = {&sa, &sb};
-  NCERT_RETURN_IF_ERROR(stream_rows(streams, c.compared, [&](Index t, const unsigned char* const* rows) {
+  NCERT_RETURN_IF_ERROR(stream_rows(streams, c.matched, [&](Index t, const unsigned char* const* rows) {
     c.rows[static_cast<std::size_t>(t)] =
         compare_rows(reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
                      c.tokens_a[static_cast<std::size_t>(t)], rel, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
@@ -291,9 +293,9 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
                  {"timing_seconds", c.seconds}};
   // Per-row detail for the first rows (small runs) keeps reports useful without growing with T.
   Json rows = Json::array();
-  for (Index t = 0; t < std::min<Index>(c.compared, 16); ++t) {
+  for (Index t = 0; t < std::min<Index>(c.matched, 16); ++t) {
     const RowComparison& x = c.rows[static_cast<std::size_t>(t)];
-    rows.push_back(Json{{"row", t}, {"matched", t < c.matched}, {"bit_identical", x.bit_identical},
+    rows.push_back(Json{{"row", t}, {"matched", true}, {"bit_identical", x.bit_identical},
                         {"max_abs", x.max_abs}, {"max_abs_col", x.max_abs_col},
                         {"max_ulp", x.max_ulp == reference::kUlpInfinite ? Json("inf") : Json(x.max_ulp)},
                         {"mean_abs", x.mean_abs}, {"rms_centered", x.rms_centered},
@@ -467,7 +469,7 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   for (const auto& [x, y] : pairs) {
     NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(*ra, *x, *rb, *y, o.matched_history, o.policy.rel,
                                                          hashes.cursor(0), hashes.cursor(1)));
-    bytes += 2 * c.compared * c.vocab * 4;
+    bytes += 2 * c.matched * c.vocab * 4;
     report.checks.push_back(logits_check(c, o.policy));
   }
   for (const std::string& s : one_sided) {

@@ -50,7 +50,7 @@ struct RunComparison {
   Index matched = 0;         ///< rows judged (shared history)
   Index divergence = -1;     ///< first row whose history differs (-1: none within `compared`)
   bool prompts_equal = true;
-  std::vector<RowComparison> rows;  ///< `compared` entries
+  std::vector<RowComparison> rows;  ///< `matched` entries (unmatched rows are not compared)
   std::vector<std::int32_t> tokens_a, tokens_b;
   double seconds = 0;
 };
