@@ -1031,7 +1031,7 @@ std::vector<SweepCase> default_cases() {
 
 // ---- the runner -------------------------------------------------------------------------------
 
-SweepSummary run_sweep(const std::vector<SweepCase>& cases, const ExecuteFn& helper) {
+SweepSummary sweep_cases(const std::vector<SweepCase>& cases, const ExecuteFn& helper) {
   std::vector<CaseResult> results(cases.size());
   const Index n = static_cast<Index>(cases.size());
 #pragma omp parallel for schedule(dynamic, 16)

@@ -98,6 +98,6 @@ struct SweepSummary {
 };
 
 /// Runs the cases on the OpenMP team; the summary does not depend on the thread count.
-SweepSummary run_sweep(const std::vector<SweepCase>& cases, const ExecuteFn& helper = execute);
+SweepSummary sweep_cases(const std::vector<SweepCase>& cases, const ExecuteFn& helper = execute);
 
 }  // namespace ncert::packing

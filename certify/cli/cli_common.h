@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "certify/dump_reader.h"
-#include "certify/report.h"
+#include "certify/io/dump_reader.h"
+#include "certify/report/report.h"
 
 namespace ncert::cli {
 

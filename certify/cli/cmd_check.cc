@@ -1,4 +1,4 @@
-#include "certify/check_command.h"
+#include "certify/commands/check.h"
 #include "certify/cli/cli_common.h"
 
 namespace ncert::cli {

@@ -1,5 +1,5 @@
 #include "certify/cli/cli_common.h"
-#include "certify/compare.h"
+#include "certify/commands/compare.h"
 
 namespace ncert::cli {
 

@@ -1,5 +1,5 @@
 #include "certify/cli/cli_common.h"
-#include "certify/demo_command.h"
+#include "certify/demo/demo.h"
 
 namespace ncert::cli {
 

@@ -1,5 +1,5 @@
 #include "certify/cli/cli_common.h"
-#include "certify/forks.h"
+#include "certify/commands/forks.h"
 
 namespace ncert::cli {
 

@@ -1,5 +1,5 @@
 #include "certify/cli/cli_common.h"
-#include "certify/inspect.h"
+#include "certify/commands/inspect.h"
 
 namespace ncert::cli {
 
@@ -19,8 +19,9 @@ void register_inspect(CLI::App& app, Action& action) {
       apply_threads(opts->common);
       certify::InspectOptions o;
       o.reader.memory_limit = opts->common.max_memory;
+      o.dump = opts->dump;
       o.hashes = !opts->no_hashes;
-      return emit(certify::run_inspect(opts->dump, o), opts->common);
+      return emit(certify::run_inspect(o), opts->common);
     };
   });
 }

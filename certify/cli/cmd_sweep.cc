@@ -1,5 +1,5 @@
 #include "certify/cli/cli_common.h"
-#include "certify/sweep_command.h"
+#include "certify/commands/sweep.h"
 
 namespace ncert::cli {
 
@@ -19,7 +19,7 @@ void register_sweep(CLI::App& app, Action& action) {
   cmd->callback([opts, &action] {
     action = [opts] {
       apply_threads(opts->common);
-      return emit(certify::run_sweep_command(opts->sweep), opts->common);
+      return emit(certify::run_sweep(opts->sweep), opts->common);
     };
   });
 }

@@ -1,5 +1,5 @@
 #include "certify/cli/cli_common.h"
-#include "certify/witness_command.h"
+#include "certify/commands/witness.h"
 
 namespace ncert::cli {
 

@@ -5,7 +5,7 @@
 #include <exception>
 
 #include "certify/cli/cli_common.h"
-#include "certify/report.h"
+#include "certify/report/report.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ncert: certify the numerics of an LLM inference engine build from its dumps"};

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "certify/dump_writer.h"
+#include "certify/io/dump_writer.h"
 #include "reference/float_bits.h"
 
 namespace ncert::testing {

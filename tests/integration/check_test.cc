@@ -2,7 +2,7 @@
 // dequant mode and storage form the generator has), each planted fault FAILs on the check
 // meant to catch it, geometry violations name their guard, vacuous projections fail unless
 // allowed, and reports are identical at 1 and 2 threads.
-#include "certify/check_command.h"
+#include "certify/commands/check.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -11,6 +11,7 @@
 #include <set>
 
 #include "fixtures/generator.h"
+#include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/test_paths.h"
 
@@ -82,7 +83,7 @@ TEST(Check, EachPlantedFaultFailsTheCheckMeantToCatchIt) {
     const Report r = check(path);
     EXPECT_EQ(r.verdict(), Verdict::kFail);
     EXPECT_EQ(r.exit_code(), 1);
-    const std::string expected(fixtures::fault_caught_by(f));
+    const std::string expected(check_kind_name(fixtures::fault_caught_by(f)));
     bool caught = false;
     for (const std::string& id : failing(r)) {
       caught |= id.size() > expected.size() && id.compare(id.size() - expected.size(), expected.size(), expected) == 0;
@@ -104,7 +105,7 @@ TEST(Check, FaultDetailsNameRowColumnSlotAndValues) {
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->verdict, Verdict::kFail);
   EXPECT_NE(b->reason.find("outside ["), std::string::npos) << b->reason;
-  EXPECT_EQ(b->stats["first"]["output"], "y_unpacked");
+  EXPECT_EQ(stats(*b)["first"]["output"], "y_unpacked");
 }
 
 TEST(Check, WalkDeclaringProjectionsAlsoCatchPackedPathFaultsBitwise) {
@@ -164,11 +165,11 @@ TEST(Check, GeometryViolationsNameTheGuard) {
   const CheckResult* g = find(r, "projections/attn_qkv/geometry");
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->verdict, Verdict::kFail);
-  EXPECT_EQ(g->stats["guard"], "guard-not-prefix");
+  EXPECT_EQ(stats(*g)["guard"], "guard-not-prefix");
   EXPECT_NE(g->reason.find("request 0"), std::string::npos) << g->reason;
   ncert::testing::poke_i32(path, "/projections/attn_qkv/selector", {0, 1, 4, 5, 9, -1});
   r = check(path);
-  EXPECT_EQ(find(r, "projections/attn_qkv/geometry")->stats["guard"], "guard-row-out-of-range");
+  EXPECT_EQ(stats(*find(r, "projections/attn_qkv/geometry"))["guard"], "guard-row-out-of-range");
   // Rows that do not map to slots make the slot-based checks "not evaluated", not silent.
   EXPECT_NE(find(r, "projections/attn_qkv/identity")->reason.find("not evaluated"), std::string::npos);
   // The other projections are unaffected.
@@ -215,7 +216,7 @@ TEST(Check, StrictFailsOnProbabilisticTierExceedances) {
   const CheckResult* pb = find(plain, "projections/wide/bound");
   const CheckResult* sb = find(s, "projections/wide/bound");
   ASSERT_TRUE(pb && sb);
-  EXPECT_GT(pb->stats["beyond_tier"].get<Index>() + pb->stats["outside"].get<Index>(), 0);
+  EXPECT_GT(stats(*pb)["beyond_tier"].get<Index>() + stats(*pb)["outside"].get<Index>(), 0);
   EXPECT_EQ(sb->verdict, Verdict::kFail);
 }
 

@@ -6,8 +6,9 @@
 
 #include <fstream>
 
-#include "certify/forks.h"
+#include "certify/commands/forks.h"
 #include "fixtures/generator.h"
+#include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/test_paths.h"
 
@@ -46,7 +47,7 @@ Report forks(const Pair& p, ForksOptions o = {}) {
 std::vector<const CheckResult*> fork_results(const Report& r) {
   std::vector<const CheckResult*> out;
   for (const CheckResult& c : r.checks) {
-    if (c.kind == "fork") out.push_back(&c);
+    if (c.kind == CheckKind::kFork) out.push_back(&c);
   }
   return out;
 }
@@ -56,8 +57,8 @@ TEST(Forks, IdenticalStreamsHaveNoFork) {
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0]->verdict, Verdict::kPass);
-  EXPECT_EQ(f[0]->stats["class"], "none");
-  EXPECT_EQ(f[0]->stats["forks"], 0);
+  EXPECT_EQ(stats(*f[0])["class"], "none");
+  EXPECT_EQ(stats(*f[0])["forks"], 0);
   EXPECT_NE(f[0]->reason.find("identical over all 24 tokens"), std::string::npos) << f[0]->reason;
   EXPECT_EQ(r.stats["forks"], 0);
   EXPECT_EQ(r.exit_code(), 0);
@@ -67,7 +68,7 @@ TEST(Forks, OneUlpFlipIsANearTieTheNoiseExplains) {
   const Report r = forks(fork_pair("ulp", planted({{9, ForkKind::kUlpFlip}})));
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  const Json& s = f[0]->stats;
+  const Json s = stats(*f[0]);
   EXPECT_EQ(s["class"], "near-tie") << f[0]->reason;
   EXPECT_EQ(f[0]->verdict, Verdict::kPass);
   EXPECT_EQ(s["row"], 9);
@@ -94,20 +95,20 @@ TEST(Forks, ExactTieBrokenDifferentlyIsATie) {
   const Report r = forks(fork_pair("tie", planted({{4, ForkKind::kExactTie}})));
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->stats["class"], "tie") << f[0]->reason;
+  EXPECT_EQ(stats(*f[0])["class"], "tie") << f[0]->reason;
   EXPECT_EQ(f[0]->verdict, Verdict::kPass);
-  EXPECT_EQ(f[0]->stats["gap_a"], 0.0);
-  EXPECT_EQ(f[0]->stats["witness_a"]["class"], "tie");
-  EXPECT_LT(f[0]->stats["token_a"].get<int>(), f[0]->stats["token_b"].get<int>());
+  EXPECT_EQ(stats(*f[0])["gap_a"], 0.0);
+  EXPECT_EQ(stats(*f[0])["witness_a"]["class"], "tie");
+  EXPECT_LT(stats(*f[0])["token_a"].get<int>(), stats(*f[0])["token_b"].get<int>());
 }
 
 TEST(Forks, ARowPushedBeyondTheNoiseIsUnexplained) {
   const Report r = forks(fork_pair("far", planted({{12, ForkKind::kUnexplained}})));
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->stats["class"], "unexplained") << f[0]->reason;
+  EXPECT_EQ(stats(*f[0])["class"], "unexplained") << f[0]->reason;
   EXPECT_EQ(f[0]->verdict, Verdict::kFail);
-  EXPECT_NEAR(f[0]->stats["delta_at_b"].get<double>(), 1.5, 1e-3);
+  EXPECT_NEAR(stats(*f[0])["delta_at_b"].get<double>(), 1.5, 1e-3);
   EXPECT_NE(f[0]->reason.find("beyond the envelope"), std::string::npos) << f[0]->reason;
   EXPECT_EQ(r.exit_code(), 1);
   // A generous --logit-error explains it (each run may be 0.8 off: envelope 1.6).
@@ -116,19 +117,19 @@ TEST(Forks, ARowPushedBeyondTheNoiseIsUnexplained) {
   const Report r2 = forks(fork_pair("far2", planted({{12, ForkKind::kUnexplained}})), o);
   const auto g = fork_results(r2);
   ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0]->stats["class"], "near-tie") << g[0]->reason;
-  EXPECT_NE(g[0]->stats["envelope"]["source"].get<std::string>().find("--logit-error"), std::string::npos);
-  EXPECT_DOUBLE_EQ(g[0]->stats["envelope"]["at_b"].get<double>(), 1.6);
+  EXPECT_EQ(stats(*g[0])["class"], "near-tie") << g[0]->reason;
+  EXPECT_NE(stats(*g[0])["envelope"]["source"].get<std::string>().find("--logit-error"), std::string::npos);
+  EXPECT_DOUBLE_EQ(stats(*g[0])["envelope"]["at_b"].get<double>(), 1.6);
 }
 
 TEST(Forks, AnEmissionThatIsNotItsRowsMaximumIsInvalid) {
   const Report r = forks(fork_pair("invalid", planted({{6, ForkKind::kInvalid}})));
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->stats["class"], "invalid") << f[0]->reason;
+  EXPECT_EQ(stats(*f[0])["class"], "invalid") << f[0]->reason;
   EXPECT_EQ(f[0]->verdict, Verdict::kFail);
   EXPECT_NE(f[0]->reason.find("B's emission is not its own row's maximum"), std::string::npos) << f[0]->reason;
-  EXPECT_TRUE(f[0]->stats["witness_b"].contains("failure"));
+  EXPECT_TRUE(stats(*f[0])["witness_b"].contains("failure"));
 }
 
 TEST(Forks, FreeRunningPairsStopAtTheFirstFork) {
@@ -136,7 +137,7 @@ TEST(Forks, FreeRunningPairsStopAtTheFirstFork) {
   const Report r = forks(fork_pair("free", planted({{5, ForkKind::kUlpFlip}, {15, ForkKind::kUnexplained}})));
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->stats["row"], 5);
+  EXPECT_EQ(stats(*f[0])["row"], 5);
 }
 
 TEST(Forks, TeacherForcedRunsReportEveryFork) {
@@ -153,11 +154,11 @@ TEST(Forks, TeacherForcedRunsReportEveryFork) {
   const char* want[] = {"near-tie", "tie", "unexplained", "invalid"};
   const int rows[] = {3, 8, 14, 20};
   for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(f[static_cast<std::size_t>(k)]->stats["row"], rows[k]);
-    EXPECT_EQ(f[static_cast<std::size_t>(k)]->stats["class"], want[k]) << f[static_cast<std::size_t>(k)]->reason;
+    EXPECT_EQ(stats(*f[static_cast<std::size_t>(k)])["row"], rows[k]);
+    EXPECT_EQ(stats(*f[static_cast<std::size_t>(k)])["class"], want[k]) << f[static_cast<std::size_t>(k)]->reason;
   }
   // The envelope of the fork at 14 ignores the earlier fork rows (3, 8): 12 matched rows.
-  EXPECT_EQ(f[2]->stats["before"]["rows"], 12);
+  EXPECT_EQ(stats(*f[2])["before"]["rows"], 12);
   EXPECT_EQ(r.stats["classes"]["near-tie"], 1);
   EXPECT_EQ(r.stats["classes"]["invalid"], 1);
   EXPECT_EQ(r.verdict(), Verdict::kFail);
@@ -171,7 +172,7 @@ TEST(Forks, RequireIdenticalFailsOnAnyFork) {
   const Report r = forks(fork_pair("strict", planted({{2, ForkKind::kExactTie}})), o);
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->stats["class"], "tie");
+  EXPECT_EQ(stats(*f[0])["class"], "tie");
   EXPECT_EQ(f[0]->verdict, Verdict::kFail);
   EXPECT_NE(f[0]->reason.find("--require-identical"), std::string::npos);
 }
@@ -198,8 +199,8 @@ TEST(Forks, AForkAtTheFirstRowHasNoObservedEnvelope) {
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
   // Nothing measured, nothing explained: a 1-ulp difference exceeds an envelope of 0.
-  EXPECT_EQ(f[0]->stats["class"], "unexplained");
-  EXPECT_NE(f[0]->stats["envelope"]["source"].get<std::string>().find("pass --logit-error"), std::string::npos);
+  EXPECT_EQ(stats(*f[0])["class"], "unexplained");
+  EXPECT_NE(stats(*f[0])["envelope"]["source"].get<std::string>().find("pass --logit-error"), std::string::npos);
 }
 
 TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
@@ -224,11 +225,11 @@ TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
   const Report r = forks({a, b}, o);
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->stats["class"], "invalid");
-  const std::string src = f[0]->stats["envelope"]["source"];
+  EXPECT_EQ(stats(*f[0])["class"], "invalid");
+  const std::string src = stats(*f[0])["envelope"]["source"];
   EXPECT_NE(src.find("lm_head lm_head_greedy (A) + lm_head lm_head_greedy (B)"), std::string::npos) << src;
-  EXPECT_GT(f[0]->stats["envelope"]["at_a"].get<double>(), 0);
-  EXPECT_LT(f[0]->stats["envelope"]["at_a"].get<double>(), 1.0);
+  EXPECT_GT(stats(*f[0])["envelope"]["at_a"].get<double>(), 0);
+  EXPECT_LT(stats(*f[0])["envelope"]["at_a"].get<double>(), 1.0);
 }
 
 TEST(Forks, VocabularyTextAppearsBesideIds) {
@@ -246,8 +247,8 @@ TEST(Forks, VocabularyTextAppearsBesideIds) {
   const Report r = forks(p, o);
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  const int ta = f[0]->stats["token_a"];
-  EXPECT_EQ(f[0]->stats["text_a"], std::string("\"") + (ta % 2 ? "" : " ") + "t" + std::to_string(ta) + "\"");
+  const int ta = stats(*f[0])["token_a"];
+  EXPECT_EQ(stats(*f[0])["text_a"], std::string("\"") + (ta % 2 ? "" : " ") + "t" + std::to_string(ta) + "\"");
   EXPECT_NE(f[0]->reason.find(std::to_string(ta) + " \""), std::string::npos) << f[0]->reason;
   // A vocabulary file that is not one is refused, naming the file.
   {

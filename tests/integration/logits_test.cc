@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <limits>
 
-#include "certify/compare.h"
-#include "certify/witness_command.h"
+#include "certify/commands/compare.h"
+#include "certify/logits/compare.h"
+#include "certify/commands/witness.h"
 #include "fixtures/generator.h"
+#include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/test_paths.h"
 
@@ -92,12 +94,12 @@ TEST(Witness, LmHeadIntervalsCertifyTheTinyPreset) {
   ASSERT_EQ(r.checks.size(), 1u);
   const CheckResult& c = r.checks[0];
   EXPECT_EQ(c.verdict, Verdict::kPass) << c.reason;
-  EXPECT_NE(c.stats["error_source"].get<std::string>().find("lm_head"), std::string::npos);
-  EXPECT_EQ(c.stats["failed"], 0);
-  EXPECT_EQ(c.stats["unbounded"], 0);
-  EXPECT_GT(c.stats["certified"].get<int>(), 0);
+  EXPECT_NE(stats(c)["error_source"].get<std::string>().find("lm_head"), std::string::npos);
+  EXPECT_EQ(stats(c)["failed"], 0);
+  EXPECT_EQ(stats(c)["unbounded"], 0);
+  EXPECT_GT(stats(c)["certified"].get<int>(), 0);
   // Every emitted token has its witness in the report.
-  EXPECT_EQ(r.extra["witnesses"]["greedy"].size(), c.stats["tokens"].get<std::size_t>());
+  EXPECT_EQ(r.extra["witnesses"]["greedy"].size(), stats(c)["tokens"].get<std::size_t>());
 }
 
 TEST(Witness, WithoutAnErrorModelTheClassIsUnboundedNotAFailure) {
@@ -107,8 +109,8 @@ TEST(Witness, WithoutAnErrorModelTheClassIsUnboundedNotAFailure) {
   const CheckResult* c = find(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
-  EXPECT_EQ(c->stats["unbounded"], T);
-  EXPECT_EQ(c->stats["error_source"], "none");
+  EXPECT_EQ(stats(*c)["unbounded"], T);
+  EXPECT_EQ(stats(*c)["error_source"], "none");
 }
 
 TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
@@ -122,9 +124,9 @@ TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
   const CheckResult* c = find(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;  // a near-tie is not a failure
-  EXPECT_EQ(c->stats["near_tie"], 1);
-  EXPECT_EQ(c->stats["certified"], T - 1);
-  EXPECT_EQ(c->stats["min_margin_position"], r.extra["witnesses"]["run"][2]["position"]);
+  EXPECT_EQ(stats(*c)["near_tie"], 1);
+  EXPECT_EQ(stats(*c)["certified"], T - 1);
+  EXPECT_EQ(stats(*c)["min_margin_position"], r.extra["witnesses"]["run"][2]["position"]);
 }
 
 TEST(Witness, AnEmissionThatIsNotTheMaximumFailsNamingRunPositionAndTokens) {
@@ -136,7 +138,7 @@ TEST(Witness, AnEmissionThatIsNotTheMaximumFailsNamingRunPositionAndTokens) {
   const CheckResult* c = find(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
-  EXPECT_EQ(c->stats["failed"], 1);
+  EXPECT_EQ(stats(*c)["failed"], 1);
   // Positions are prompt length (5) + row.
   EXPECT_NE(c->reason.find("run run position 8: emitted token 11"), std::string::npos) << c->reason;
   EXPECT_NE(c->reason.find("at token 21"), std::string::npos) << c->reason;
@@ -191,7 +193,7 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
   EXPECT_NE(c->reason.find("position 9: row hash differs"), std::string::npos) << c->reason;
-  EXPECT_EQ(c->stats["position"], 9);
+  EXPECT_EQ(stats(*c)["position"], 9);
 
   // The witness file is never overwritten silently.
   WitnessOptions again;
@@ -255,9 +257,9 @@ TEST(Compare, IdenticalRunsPassBitwise) {
   const CheckResult* c = find(r, "logits/greedy");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
-  EXPECT_EQ(c->stats["bit_identical_rows"], 40);
-  EXPECT_EQ(c->stats["kl_ab"]["max"], 0.0);
-  EXPECT_EQ(c->stats["top1_agreement"], 1.0);
+  EXPECT_EQ(stats(*c)["bit_identical_rows"], 40);
+  EXPECT_EQ(stats(*c)["kl_ab"]["max"], 0.0);
+  EXPECT_EQ(stats(*c)["top1_agreement"], 1.0);
   EXPECT_EQ(r.exit_code(), 0);
   EXPECT_EQ(r.inputs.size(), 2u);
   EXPECT_EQ(r.inputs[0].xxh3_128.size(), 32u);
@@ -286,7 +288,7 @@ TEST(Compare, EachPolicyHoldsOrFailsAtTheFirstRowThatBreaksIt) {
     EXPECT_EQ(c->verdict == Verdict::kPass, k.pass) << c->reason;
     if (!k.pass) {
       EXPECT_NE(c->reason.find(k.reason), std::string::npos) << c->reason;
-      EXPECT_EQ(c->stats["first_failure_row"], 0);
+      EXPECT_EQ(stats(*c)["first_failure_row"], 0);
     }
   }
 }
@@ -427,9 +429,9 @@ TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
   Report r = compare(a, b, "top1");
   const CheckResult* c = find(r, "logits/run");
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->stats["matched"], 4);
-  EXPECT_EQ(c->stats["divergence_row"], 4);
-  EXPECT_EQ(c->stats["unmatched"], 4);
+  EXPECT_EQ(stats(*c)["matched"], 4);
+  EXPECT_EQ(stats(*c)["divergence_row"], 4);
+  EXPECT_EQ(stats(*c)["unmatched"], 4);
   EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3's argmax moved
   EXPECT_NE(c->reason.find("4 unmatched after the histories diverge at row 4"), std::string::npos) << c->reason;
   // Teacher-forced runs: every row is matched and judged.
@@ -437,7 +439,7 @@ TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
   o.matched_history = true;
   r = compare(a, b, "abs:0.6", o);
   c = find(r, "logits/run");
-  EXPECT_EQ(c->stats["matched"], T);
+  EXPECT_EQ(stats(*c)["matched"], T);
   EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3: |d| = 5 - 0.001 * ...
   EXPECT_NE(c->reason.find("row 3 col 150"), std::string::npos) << c->reason;
 }
@@ -469,7 +471,7 @@ TEST(Compare, TensorsFollowTheirComparePolicy) {
   const CheckResult* c = find(r, "tensors/kv_cache");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
-  EXPECT_EQ(c->stats["policy"], "abs:1e-3");
+  EXPECT_EQ(stats(*c)["policy"], "abs:1e-3");
   // --tensor-policy bitwise overrides the attribute.
   CompareOptions o;
   o.tensor_policy = *parse_tensor_policy("bitwise");

@@ -9,9 +9,9 @@
 
 #include <filesystem>
 
-#include "certify/check_command.h"
-#include "certify/compare.h"
-#include "certify/witness.h"
+#include "certify/commands/check.h"
+#include "certify/logits/compare.h"
+#include "certify/logits/witness.h"
 #include "fixtures/generator.h"
 #include "packing/sweep.h"
 #include "tests/common/test_paths.h"
@@ -62,7 +62,7 @@ TEST(Long, SweepPassesUnderOtherSeeds) {
   for (int s = 1; s <= kSeeds; ++s) {
     std::vector<packing::SweepCase> cases = packing::default_cases();
     for (packing::SweepCase& c : cases) c.seed += static_cast<std::uint64_t>(s) * 1000003;
-    const packing::SweepSummary sum = packing::run_sweep(cases);
+    const packing::SweepSummary sum = packing::sweep_cases(cases);
     EXPECT_EQ(sum.failed, 0) << "seed offset " << s << ": " << sum.first_failure_key << ": " << sum.first_failure_reason;
     EXPECT_EQ(sum.cases, static_cast<Index>(cases.size()));
   }

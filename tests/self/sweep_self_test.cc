@@ -20,7 +20,7 @@ std::vector<SweepCase> some_cases() {
   return out;
 }
 
-SweepSummary sweep_with(const ExecuteFn& helper) { return run_sweep(some_cases(), helper); }
+SweepSummary sweep_with(const ExecuteFn& helper) { return sweep_cases(some_cases(), helper); }
 
 TEST(SweepSelf, TheRealHelperPasses) {
   const SweepSummary s = sweep_with(execute);

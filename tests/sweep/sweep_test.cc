@@ -12,7 +12,7 @@ namespace {
 
 TEST(Sweep, DefaultTableMeetsTheMinimumsAndPasses) {
   const auto cases = default_cases();
-  const SweepSummary s = run_sweep(cases);
+  const SweepSummary s = sweep_cases(cases);
   EXPECT_EQ(s.failed, 0) << s.first_failure_key << ": " << s.first_failure_reason;
   EXPECT_GE(s.identity_comparisons, 15840);
   EXPECT_GE(s.alias_cases, 252);

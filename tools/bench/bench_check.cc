@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <map>
 
-#include "certify/check_command.h"
-#include "certify/dump_reader.h"
-#include "certify/projection_data.h"
+#include "certify/commands/check.h"
+#include "certify/io/dump_reader.h"
+#include "certify/projection/projection_data.h"
 #include "fixtures/generator.h"
 #include "reference/linear.h"
 #include "tools/bench/bench_common.h"

@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "certify/detail/chunk_codec.h"
-#include "certify/dump_reader.h"
+#include "certify/io/detail/chunk_codec.h"
+#include "certify/io/dump_reader.h"
 #include "tests/common/mini_dump.h"
 #include "tests/common/test_paths.h"
 

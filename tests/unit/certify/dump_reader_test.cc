@@ -1,7 +1,7 @@
 // The hardened reader: valid dumps load into the typed model; every hostile or broken file
 // crafted here is refused with the right code, naming the offending object; raw reads are
 // bit-exact (bf16 never converted) and streamable.
-#include "certify/dump_reader.h"
+#include "certify/io/dump_reader.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "certify/dump_writer.h"
+#include "certify/io/dump_writer.h"
 #include "tests/common/mini_dump.h"
 #include "tests/common/test_paths.h"
 

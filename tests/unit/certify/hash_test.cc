@@ -1,4 +1,4 @@
-#include "certify/hash.h"
+#include "certify/io/hash.h"
 
 #include <gtest/gtest.h>
 

@@ -14,8 +14,8 @@
 #include <random>
 #include <vector>
 
-#include "certify/detail/fast_exp.h"
-#include "certify/row_compare.h"
+#include "certify/logits/detail/fast_exp.h"
+#include "certify/logits/row_compare.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {

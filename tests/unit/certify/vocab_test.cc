@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "certify/vocab.h"
+#include "certify/logits/vocab.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {

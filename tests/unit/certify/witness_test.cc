@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "certify/hash.h"
-#include "certify/witness.h"
+#include "certify/io/hash.h"
+#include "certify/logits/witness.h"
 
 namespace ncert::certify {
 namespace {

@@ -1,0 +1,126 @@
+#include "certify/commands/inspect.h"
+
+namespace ncert::certify {
+
+namespace {
+
+std::string shape_text(const std::vector<Index>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Json attributes_json(const std::vector<AttributeInfo>& attrs) {
+  Json j = Json::object();
+  for (const AttributeInfo& a : attrs) j[a.name] = a.value.render();
+  return j;
+}
+
+std::string attributes_text(const std::vector<AttributeInfo>& attrs) {
+  std::string s;
+  for (const AttributeInfo& a : attrs) s += (s.empty() ? "" : ", ") + a.name + "=" + a.value.render();
+  return s;
+}
+
+}  // namespace
+
+Result<Report> run_inspect(const InspectOptions& options) {
+  const std::string& path = options.dump;
+  Report report;
+  report.command = "inspect";
+  report.inputs = describe_inputs({path});
+  const InputInfo input = report.inputs.front();
+
+  auto reader = DumpReader::survey(path, options.reader);
+  if (!reader.ok()) return report.refuse(reader.status());
+  const DumpModel& m = reader->model();
+  report.preamble.push_back("dump " + path + "  xxh3_128 " + input.xxh3_128);
+  report.preamble.push_back("  engine=" + m.engine + " build=" + m.build +
+                            (m.model.empty() ? "" : " model=" + m.model) +
+                            (m.device.empty() ? "" : " device=" + m.device) +
+                            " schema_version=" + std::to_string(m.schema_version));
+
+  Json groups = Json::array();
+  for (const GroupInfo& g : m.groups) {
+    groups.push_back({{"path", g.path}, {"attributes", attributes_json(g.attributes)}});
+    report.preamble.push_back("  group   " + g.path +
+                              (g.attributes.empty() ? "" : "  {" + attributes_text(g.attributes) + "}"));
+  }
+  Json datasets = Json::array();
+  Index total_bytes = 0;
+  for (const DatasetInfo& d : m.datasets) {
+    Json dj = Json::object();
+    dj["path"] = d.path;
+    dj["shape"] = d.shape;
+    dj["dtype"] = std::string(dtype_name(d.dtype));
+    if (d.bf16_as_u16) dj["storage_type"] = "u16+dtype=bf16";
+    dj["layout"] = std::string(layout_name(d.layout));
+    if (!d.chunk.empty()) dj["chunk"] = d.chunk;
+    dj["filters"] = d.filters;
+    dj["bytes"] = d.bytes;
+    std::string hash;
+    if (options.hashes) {
+      auto h = reader->dataset_hash(d.path);
+      if (!h.ok()) {
+        // A read that fails here (checksum, truncated chunk) is a refusal like any other.
+        report.error = h.status();
+        hash = "unreadable";
+      } else {
+        hash = *h;
+      }
+      dj["xxh3_128"] = hash;
+    }
+    dj["attributes"] = attributes_json(d.attributes);
+    datasets.push_back(std::move(dj));
+    total_bytes += d.bytes;
+    std::string line = "  dataset " + d.path + "  " + std::string(dtype_name(d.dtype)) +
+                       shape_text(d.shape) + "  " + std::string(layout_name(d.layout));
+    if (!d.chunk.empty()) line += " chunk" + shape_text(d.chunk);
+    for (const std::string& f : d.filters) line += " " + f;
+    if (!hash.empty()) line += "  xxh3 " + hash;
+    if (!d.attributes.empty()) line += "  {" + attributes_text(d.attributes) + "}";
+    report.preamble.push_back(line);
+  }
+  Json findings = Json::array();
+  for (const Finding& f : m.findings) {
+    const bool err = f.severity == Severity::kError;
+    findings.push_back({{"severity", err ? "error" : "note"},
+                        {"code", err ? std::string(error_name(f.code)) : std::string("note")},
+                        {"path", f.path},
+                        {"message", f.message}});
+    report.preamble.push_back(std::string(err ? "  ERROR " : "  note  ") + f.path + ": " +
+                              f.message + (err ? "  [" + std::string(error_name(f.code)) + "]" : ""));
+  }
+  report.extra["groups"] = groups;
+  report.extra["datasets"] = datasets;
+  report.extra["findings"] = findings;
+  report.stats["datasets"] = m.datasets.size();
+  report.stats["bytes"] = total_bytes;
+  report.stats["projections"] = m.projections.size();
+  report.stats["logits_runs"] = m.logits.size();
+  report.stats["tensors"] = m.tensors.size();
+  report.stats["errors"] = [&] {
+    int n = 0;
+    for (const Finding& f : m.findings) n += f.severity == Severity::kError;
+    return n;
+  }();
+
+  const Status first = m.first_error();
+  CheckResult schema;
+  schema.id = "schema";
+  schema.kind = CheckKind::kSchema;
+  if (first.ok() && !report.error) {
+    schema.verdict = Verdict::kPass;
+    schema.reason = "valid ncert dump v1: " + std::to_string(m.projections.size()) +
+                    " projection(s), " + std::to_string(m.logits.size()) + " logits run(s), " +
+                    std::to_string(m.tensors.size()) + " tensor(s)";
+  } else {
+    schema.verdict = Verdict::kFail;
+    if (!first.ok()) report.error = first;
+    schema.reason = report.error->message();
+  }
+  report.checks.push_back(std::move(schema));
+  return report;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,136 @@
+#include "certify/commands/witness.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "certify/io/hash.h"
+#include "certify/logits/witness_file.h"
+#include "certify/report/format.h"
+#include "reference/float_bits.h"
+
+namespace ncert::certify {
+
+Result<Report> run_witness(const WitnessOptions& o) {
+  Report report;
+  report.command = "witness";
+  InputHashes hashes({o.dump});
+  auto reader = DumpReader::open(o.dump, o.reader);
+  if (!reader.ok()) {
+    report.inputs = hashes.finish();
+    return report.refuse(reader.status());
+  }
+  if (!o.out.empty() && !o.overwrite) {
+    struct stat st {};
+    if (::stat(o.out.c_str(), &st) == 0) {
+      return Status(ErrorCode::kOutputExists, o.out + ": exists; refusing to overwrite it (--force)");
+    }
+  }
+  std::vector<RunWitnesses> runs;
+  Json all = Json::object();
+  for (const LogitsRunInfo& run : reader->model().logits) {
+    if (!o.only.empty() && run.name.find(o.only) == std::string::npos) continue;
+    NCERT_ASSIGN_OR_RETURN(LogitErrorModel model, error_model_for(*reader, run, o.logit_error, o.lambda));
+    NCERT_ASSIGN_OR_RETURN(RunWitnesses rw, witness_run(*reader, run, std::move(model), hashes.cursor(0)));
+    report.checks.push_back(witness_check(rw));
+    Json list = Json::array();
+    for (const Witness& w : rw.witnesses) list.push_back(witness_json(w));
+    all[run.name] = list;
+    runs.push_back(std::move(rw));
+  }
+  report.extra["witnesses"] = all;
+  report.stats["runs"] = runs.size();
+  report.inputs = hashes.finish();
+  const InputInfo input = report.inputs.front();
+  if (!o.out.empty()) {
+    NCERT_RETURN_IF_ERROR(write_witness_file(o.out, o.overwrite, reader->model(), input.xxh3_128, runs));
+    // The JSON summary beside it: the same report, for tools that do not read HDF5.
+    const std::string summary = o.out + ".json";
+    std::ofstream js(summary, std::ios::trunc);
+    js << report.to_json().dump(2) << "\n";
+    if (!js.flush()) return Status(ErrorCode::kIo, summary + ": cannot write the JSON summary");
+    report.stats["witness_file"] = o.out;
+    report.stats["witness_summary"] = summary;
+    report.preamble.push_back("wrote " + o.out + " and " + summary);
+  }
+  return report;
+}
+
+Result<Report> run_witness_verify(const VerifyOptions& o) {
+  Report report;
+  report.command = "witness";
+  report.inputs = describe_inputs({o.witness_file, o.dump});
+  auto wf = WitnessFile::open(o.witness_file, o.reader);
+  if (!wf.ok()) return report.refuse(wf.status());
+  auto dump = DumpReader::open(o.dump, o.reader);
+  if (!dump.ok()) return report.refuse(dump.status());
+  for (const std::string& name : wf->runs()) {
+    CheckResult c;
+    c.id = "logits/" + name + "/witness";
+    c.kind = CheckKind::kWitness;
+    auto fail = [&](const std::string& why, std::int64_t position) {
+      c.verdict = Verdict::kFail;
+      c.reason = "run " + name + (position >= 0 ? " position " + std::to_string(position) : "") + ": " + why;
+      if (position >= 0) c.first_failure = Location{"logits/" + name, -1, -1, -1, position};
+    };
+    const LogitsRunInfo* run = nullptr;
+    for (const LogitsRunInfo& r : dump->model().logits) {
+      if (r.name == name) run = &r;
+    }
+    if (!run) {
+      fail("the dump has no /logits/" + name, -1);
+    } else if (wf->stored_tokens(name) != run->tokens) {
+      fail("the witness file holds " + std::to_string(wf->stored_tokens(name)) + " witnesses, the run " +
+               std::to_string(run->tokens) + " tokens",
+           -1);
+    } else {
+      auto stored = wf->read(name, run->tokens);
+      if (!stored.ok()) {
+        report.error = stored.status();
+        return report;
+      }
+      const StoredRun& s = *stored;
+      // Re-derive with the error model the witnesses were made with.
+      NCERT_ASSIGN_OR_RETURN(LogitErrorModel model, error_model_for(*dump, *run, s.logit_error, o.lambda));
+      NCERT_ASSIGN_OR_RETURN(RunWitnesses fresh, witness_run(*dump, *run, std::move(model)));
+      const Index T = run->tokens;
+      Index checked = 0;
+      for (Index t = 0; t < T && !c.failed(); ++t) {
+        const Witness& w = fresh.witnesses[static_cast<std::size_t>(t)];
+        const auto i = static_cast<std::size_t>(t);
+        auto differs = [&](const std::string& field, const std::string& was, const std::string& now) {
+          fail(field + " differs: stored " + was + ", dump gives " + now, s.position[i]);
+        };
+        if (s.row_hash(t) != w.row_xxh3) {
+          differs("row hash", s.row_hash(t), w.row_xxh3 + " (the row was modified)");
+        } else if (s.token[i] != w.token) {
+          differs("token", std::to_string(s.token[i]), std::to_string(w.token));
+        } else if (reference::f32_bits(s.logit[i]) != reference::f32_bits(w.logit)) {
+          differs("logit", hex_bits_f32(s.logit[i]), hex_bits_f32(w.logit));
+        } else if (s.runner_up[i] != w.runner_up ||
+                   reference::f32_bits(s.runner_up_logit[i]) != reference::f32_bits(w.runner_up_logit)) {
+          differs("runner-up", std::to_string(s.runner_up[i]) + "/" + hex_bits_f32(s.runner_up_logit[i]),
+                  std::to_string(w.runner_up) + "/" + hex_bits_f32(w.runner_up_logit));
+        } else if (s.ties[i] != w.ties) {
+          differs("ties", std::to_string(s.ties[i]), std::to_string(w.ties));
+        } else if (s.cls[i] != stored_class(w)) {
+          differs("class", std::to_string(s.cls[i]), w.ok ? std::string(witness_class_name(w.cls)) : "failure");
+        }
+        ++checked;
+      }
+      VerifyEvidence e;
+      if (c.first_failure) e.position = c.first_failure->position;
+      e.tokens = T;
+      e.verified = c.failed() ? checked - 1 : T;
+      e.error_source = fresh.model.source;
+      c.evidence = std::move(e);
+      if (!c.failed()) {
+        c.reason = "all " + std::to_string(T) + " stored witnesses match the dump's rows, tokens and hashes";
+      }
+    }
+    report.checks.push_back(std::move(c));
+  }
+  return report;
+}
+
+}  // namespace ncert::certify

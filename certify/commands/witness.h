@@ -1,0 +1,40 @@
+// This header defines the library entry points of `ncert witness`: the raw target-maximum
+// witness of every emitted token of every logits run, optionally written to a witness file
+// (logits/witness_file.h) with a JSON summary beside it, and `ncert witness --verify WITNESS.h5
+// DUMP.h5`, which re-derives every stored witness from the dump's rows and compares it field by
+// field, row hash included (a modified row is named by run and position).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "certify/io/dump_reader.h"
+#include "certify/report/report.h"
+#include "certify/logits/witness.h"
+
+namespace ncert::certify {
+
+struct WitnessOptions {
+  std::string dump;
+  ReaderOptions reader;
+  std::optional<double> logit_error;
+  double lambda = 10.0;
+  std::string out;        ///< witness file to write ("" for none); refuses to overwrite
+  bool overwrite = false;
+  std::string only;       ///< runs whose name contains this
+};
+
+/// Report with one "witness" check per run and every witness under extra["witnesses"].
+Result<Report> run_witness(const WitnessOptions& options);
+
+struct VerifyOptions {
+  std::string witness_file;
+  std::string dump;
+  ReaderOptions reader;
+  double lambda = 10.0;
+};
+
+/// One "witness" check per stored run: PASS iff every stored witness matches the dump.
+Result<Report> run_witness_verify(const VerifyOptions& options);
+
+}  // namespace ncert::certify

@@ -1,0 +1,206 @@
+#include "certify/demo/demo.h"
+
+#include <filesystem>
+#include <optional>
+
+#include "certify/commands/check.h"
+#include "certify/commands/compare.h"
+#include "certify/commands/forks.h"
+#include "fixtures/generator.h"
+
+namespace ncert::certify {
+
+namespace {
+
+struct Entry {
+  std::string file;
+  fixtures::Fault fault;
+  std::string story;  ///< what the fault is, in the engine's terms
+};
+
+const std::vector<Entry>& entries() {
+  using fixtures::Fault;
+  static const std::vector<Entry> e = {
+      {"good.h5", Fault::kNone, "a correct engine build"},
+      {"wrong-row-scattered.h5", Fault::kWrongRowScattered, "the packed path scatters a slot into the next row"},
+      {"slots-swapped.h5", Fault::kSlotsSwapped, "two compact slots hold each other's rows"},
+      {"stale-compact-slot.h5", Fault::kStaleCompactSlot, "a compact slot keeps the previous call's values"},
+      {"padding-clobbered.h5", Fault::kPaddingClobbered, "the packed path writes a padding column"},
+      {"unselected-row-written.h5", Fault::kUnselectedRowWritten, "the packed path writes a row it did not select"},
+      {"dropped-k-tile-packed.h5", Fault::kDroppedKTilePacked, "the packed kernel skips a 256-term K tile"},
+      {"bf16-truncation-packed.h5", Fault::kBf16TruncationPacked, "the packed path truncates to bf16 instead of rounding"},
+      {"af4-scale-x2.h5", Fault::kAf4ScaleTimes2, "the kernel uses twice the scale of one AF4 group"},
+      {"nibble-order-swapped.h5", Fault::kNibbleOrderSwapped, "the kernel reads AF4 nibbles in the wrong order"},
+      {"nan-output.h5", Fault::kNanOutput, "one output element is NaN"},
+  };
+  return e;
+}
+
+/// The logits part of the tour: two builds compared, and three wording forks.
+struct ForkEntry {
+  std::string tag;  ///< files <tag>-a.h5, <tag>-b.h5
+  fixtures::ForkKind kind;
+  ForkClass expected_class;
+  std::string story;
+};
+
+const std::vector<ForkEntry>& fork_entries() {
+  using fixtures::ForkKind;
+  static const std::vector<ForkEntry> e = {
+      {"fork-near-tie", ForkKind::kUlpFlip, ForkClass::kNearTie, "two builds pick different tokens one ulp apart"},
+      {"fork-unexplained", ForkKind::kUnexplained, ForkClass::kUnexplained,
+       "build B's logit of its token is 1.5 too high"},
+      {"fork-invalid", ForkKind::kInvalid, ForkClass::kInvalid, "build B emits a token that is not its row's maximum"},
+  };
+  return e;
+}
+
+std::vector<std::string> demo_files() {
+  std::vector<std::string> files;
+  for (const Entry& e : entries()) files.push_back(e.file);
+  files.push_back("logits-a.h5");
+  files.push_back("logits-b.h5");
+  for (const ForkEntry& f : fork_entries()) {
+    files.push_back(f.tag + "-a.h5");
+    files.push_back(f.tag + "-b.h5");
+  }
+  return files;
+}
+
+}  // namespace
+
+Result<Report> run_demo(const DemoOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) return Status(ErrorCode::kIo, options.dir + ": cannot create the demo directory: " + ec.message());
+  if (!options.force) {
+    for (const std::string& file : demo_files()) {
+      const std::string path = (fs::path(options.dir) / file).string();
+      if (fs::exists(path)) {
+        return Status(ErrorCode::kOutputExists,
+                      path + " exists (from an earlier demo?); pass --force to overwrite the demo files");
+      }
+    }
+  }
+  Report report;
+  report.command = "demo";
+  report.preamble.push_back("ncert demo: synthetic engine dumps in " + options.dir +
+                            "/ (preset tiny: 3 packed projections with AF4/BF16/F32 weights, an lm_head and a logits run)");
+  report.preamble.push_back("Each dump is certified exactly as `ncert check DUMP.h5` would; the tour:");
+  Index caught = 0;
+  for (const Entry& e : entries()) {
+    const std::string path = (fs::path(options.dir) / e.file).string();
+    NCERT_RETURN_IF_ERROR(fixtures::write_dump(path, fixtures::preset_tiny(), {e.fault, ""}, true));
+    CheckCommandOptions co;
+    co.dump = path;
+    NCERT_ASSIGN_OR_RETURN(Report r, run_check(co));
+    report.inputs.push_back(r.inputs.front());
+    CheckResult c;
+    c.id = "demo/" + e.file.substr(0, e.file.size() - 3);
+    const bool good = e.fault == fixtures::Fault::kNone;
+    const CheckKind expected = good ? CheckKind::kSchema : fixtures::fault_caught_by(e.fault);
+    c.kind = expected;
+    const CheckResult* first_fail = nullptr;
+    const CheckResult* expected_fail = nullptr;
+    DemoDumpEvidence ev;
+    ev.file = path;
+    ev.dump_verdict = std::string(verdict_name(r.verdict()));
+    ev.checks = static_cast<Index>(r.checks.size());
+    for (const CheckResult& x : r.checks) {
+      if (!x.failed()) continue;
+      ev.failed_checks.push_back(x.id);
+      if (!first_fail) first_fail = &x;
+      if (!expected_fail && x.kind == expected) expected_fail = &x;
+    }
+    if (good) {
+      c.verdict = r.verdict() == Verdict::kPass ? Verdict::kPass : Verdict::kFail;
+      c.reason = e.story + ": " + (c.verdict == Verdict::kPass
+                                       ? "PASS, all " + std::to_string(r.checks.size()) + " checks"
+                                       : "unexpectedly FAILED: " + (first_fail ? first_fail->id + ": " + first_fail->reason : "?"));
+    } else {
+      ev.fault = std::string(fixtures::fault_name(e.fault));
+      ev.expected = {expected};
+      if (expected_fail) {
+        ++caught;
+        c.reason = e.story + ": FAIL, caught by " + expected_fail->id + ": " + expected_fail->reason;
+      } else {
+        c.verdict = Verdict::kFail;
+        c.reason = e.story + ": NOT caught by the " + std::string(check_kind_name(expected)) + " check (dump verdict " +
+                   std::string(verdict_name(r.verdict())) + ")";
+      }
+    }
+    c.evidence = std::move(ev);
+    report.checks.push_back(std::move(c));
+  }
+  // Logits: two builds whose logits differ by noise, compared under a KL policy.
+  {
+    const std::string a = (fs::path(options.dir) / "logits-a.h5").string();
+    const std::string b = (fs::path(options.dir) / "logits-b.h5").string();
+    fixtures::LogitsPairSpec spec;
+    spec.tokens = 64;
+    spec.vocab = 32000;
+    spec.noise = 1e-3f;
+    NCERT_RETURN_IF_ERROR(fixtures::write_logits_pair(a, b, spec, true));
+    CompareOptions co;
+    co.a = a;
+    co.b = b;
+    co.policy = *parse_policy("kl:1e-5");
+    NCERT_ASSIGN_OR_RETURN(Report r, run_compare(co));
+    for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
+    CheckResult c;
+    c.id = "demo/compare-logits";
+    c.kind = CheckKind::kLogits;
+    c.verdict = r.verdict();
+    const CheckResult* lc = r.checks.empty() ? nullptr : &r.checks.front();
+    c.reason = "two builds, logits within 1e-3 of each other: `ncert compare --policy kl:1e-5`: " +
+               std::string(verdict_name(r.verdict())) + (lc ? ", " + lc->reason : "");
+    c.evidence = DemoCompareEvidence{{a, b}, "kl:1e-5"};
+    report.checks.push_back(std::move(c));
+  }
+  // Wording forks: each pair's fork must get its expected class.
+  Index forks_caught = 0;
+  for (const ForkEntry& e : fork_entries()) {
+    const std::string a = (fs::path(options.dir) / (e.tag + "-a.h5")).string();
+    const std::string b = (fs::path(options.dir) / (e.tag + "-b.h5")).string();
+    fixtures::ForkPairSpec spec;
+    spec.forks = {{10, e.kind}};
+    NCERT_RETURN_IF_ERROR(fixtures::write_fork_pair(a, b, spec, true));
+    ForksOptions fo;
+    fo.a = a;
+    fo.b = b;
+    NCERT_ASSIGN_OR_RETURN(Report r, run_forks(fo));
+    for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
+    const CheckResult* fork = nullptr;
+    std::optional<ForkClass> got;
+    for (const CheckResult& x : r.checks) {
+      if (const auto* f = std::get_if<ForkEvidence>(&x.evidence)) {
+        fork = &x;
+        got = f->fork.cls;
+      }
+    }
+    const std::string got_name = got ? std::string(fork_class_name(*got)) : "none";
+    CheckResult c;
+    c.id = "demo/" + e.tag;
+    c.kind = CheckKind::kFork;
+    c.evidence = DemoForkEvidence{{a, b}, std::string(fork_class_name(e.expected_class)), got_name,
+                                  std::string(verdict_name(r.verdict()))};
+    const bool as_expected = got == e.expected_class;
+    forks_caught += as_expected && e.expected_class != ForkClass::kNearTie;
+    c.verdict = as_expected ? Verdict::kPass : Verdict::kFail;
+    c.reason = e.story + ": `ncert forks` says " + got_name + " (" + std::string(verdict_name(r.verdict())) + ")" +
+               (as_expected ? "" : ", expected " + std::string(fork_class_name(e.expected_class))) +
+               (fork ? ": " + fork->reason : "");
+    report.checks.push_back(std::move(c));
+  }
+  report.stats["dumps"] = demo_files().size();
+  report.stats["faults_caught"] = caught;
+  report.stats["faults"] = entries().size() - 1;
+  report.stats["fork_faults_caught"] = forks_caught;
+  report.stats["fork_faults"] = 2;
+  report.preamble.push_back("(verdict PASS below means: the good build certified, every fault was caught by the check "
+                            "meant to catch it, and every fork got its expected class)");
+  return report;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,295 @@
+#include "certify/io/detail/hdf5_util.h"
+
+#include <H5PLpublic.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+
+namespace ncert::certify::detail {
+
+using certify::AttrValue;
+
+void hdf5_init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    H5open();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    // No dynamic filter plugins: a hostile file could otherwise name a filter id whose plugin
+    // happens to be installed (HDF5_PLUGIN_PATH) and run its code on our process.
+    H5PLset_loading_state(0);
+  });
+}
+
+namespace {
+
+struct ErrorWalk {
+  std::vector<std::string> lines;
+};
+
+herr_t collect_error(unsigned n, const H5E_error2_t* err, void* data) {
+  auto* walk = static_cast<ErrorWalk*>(data);
+  if (n < 4 && err != nullptr) {
+    std::string line = err->func_name ? err->func_name : "?";
+    line += ": ";
+    line += err->desc ? err->desc : "";
+    walk->lines.push_back(line);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string hdf5_error_text() {
+  ErrorWalk walk;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &walk);
+  H5Eclear2(H5E_DEFAULT);
+  if (walk.lines.empty()) return "HDF5 reported no detail";
+  std::string out;
+  for (const std::string& l : walk.lines) {
+    if (!out.empty()) out += "; ";
+    out += l;
+  }
+  return out;
+}
+
+Status hdf5_failure(ErrorCode code, const std::string& what) {
+  return Status(code, what + ": " + hdf5_error_text());
+}
+
+namespace {
+herr_t refuse_elink(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) {
+  return -1;
+}
+}  // namespace
+
+Hid make_safe_lapl() {
+  hdf5_init_once();
+  Hid lapl = own_plist(H5Pcreate(H5P_LINK_ACCESS));
+  H5Pset_elink_cb(lapl.get(), refuse_elink, nullptr);
+  return lapl;
+}
+
+namespace {
+
+std::string float_description(hid_t type) {
+  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+  std::ostringstream os;
+  os << H5Tget_size(type) * 8 << "-bit float (sign@" << spos << ", exp@" << epos << "x" << esize
+     << ", mant@" << mpos << "x" << msize << ", bias " << H5Tget_ebias(type) << ", "
+     << (H5Tget_order(type) == H5T_ORDER_BE ? "big" : "little") << "-endian)";
+  return os.str();
+}
+
+}  // namespace
+
+TypeClass classify_type(hid_t type) {
+  TypeClass tc;
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  const H5T_order_t order = H5Tget_order(type);
+  if (cls == H5T_FLOAT) {
+    tc.description = float_description(type);
+    size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+    const size_t ebias = H5Tget_ebias(type);
+    const bool le = order == H5T_ORDER_LE;
+    const bool plain = H5Tget_offset(type) == 0 && H5Tget_norm(type) == H5T_NORM_IMPLIED &&
+                       H5Tget_precision(type) == size * 8;
+    if (le && plain && size == 4 && spos == 31 && epos == 23 && esize == 8 && mpos == 0 &&
+        msize == 23 && ebias == 127) {
+      tc.allowed = true;
+      tc.dtype = DType::kF32;
+    } else if (le && plain && size == 2 && spos == 15 && epos == 10 && esize == 5 && mpos == 0 &&
+               msize == 10 && ebias == 15) {
+      tc.allowed = true;
+      tc.dtype = DType::kF16;
+    } else if (le && plain && size == 2 && spos == 15 && epos == 7 && esize == 8 && mpos == 0 &&
+               msize == 7 && ebias == 127) {
+      tc.allowed = true;
+      tc.dtype = DType::kBf16;
+    }
+    return tc;
+  }
+  if (cls == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+    std::ostringstream os;
+    os << (is_signed ? "int" : "uint") << size * 8 << " "
+       << (order == H5T_ORDER_BE ? "big" : "little") << "-endian";
+    tc.description = os.str();
+    if (order != H5T_ORDER_LE || H5Tget_precision(type) != size * 8) return tc;
+    if (!is_signed && size == 1) tc = {true, DType::kU8, false, tc.description};
+    if (!is_signed && size == 2) tc = {false, DType::kBf16, true, tc.description};
+    if (!is_signed && size == 4) tc = {true, DType::kU32, false, tc.description};
+    if (is_signed && size == 4) tc = {true, DType::kI32, false, tc.description};
+    if (is_signed && size == 8) tc = {true, DType::kI64, false, tc.description};
+    return tc;
+  }
+  switch (cls) {
+    case H5T_STRING: tc.description = "string"; break;
+    case H5T_OPAQUE: tc.description = "opaque"; break;
+    case H5T_COMPOUND: tc.description = "compound"; break;
+    case H5T_REFERENCE: tc.description = "reference"; break;
+    case H5T_ENUM: tc.description = "enum"; break;
+    case H5T_VLEN: tc.description = "variable-length sequence"; break;
+    case H5T_ARRAY: tc.description = "array"; break;
+    case H5T_BITFIELD: tc.description = "bitfield"; break;
+    case H5T_TIME: tc.description = "time"; break;
+    default: tc.description = "unknown class"; break;
+  }
+  return tc;
+}
+
+Hid make_file_type(DType t, bool bf16_as_float) {
+  hdf5_init_once();
+  switch (t) {
+    case DType::kF32: return own_type(H5Tcopy(H5T_IEEE_F32LE));
+    case DType::kU8: return own_type(H5Tcopy(H5T_STD_U8LE));
+    case DType::kU32: return own_type(H5Tcopy(H5T_STD_U32LE));
+    case DType::kI32: return own_type(H5Tcopy(H5T_STD_I32LE));
+    case DType::kI64: return own_type(H5Tcopy(H5T_STD_I64LE));
+    case DType::kF16: {
+      // IEEE binary16. Fields first, then the size (formats.md §6.1: H5Tset_size refuses
+      // to shrink below the fields otherwise).
+      Hid ty = own_type(H5Tcopy(H5T_IEEE_F32LE));
+      H5Tset_fields(ty.get(), 15, 10, 5, 0, 10);
+      H5Tset_size(ty.get(), 2);
+      H5Tset_ebias(ty.get(), 15);
+      return ty;
+    }
+    case DType::kBf16: {
+      if (!bf16_as_float) return own_type(H5Tcopy(H5T_STD_U16LE));
+      Hid ty = own_type(H5Tcopy(H5T_IEEE_F32LE));
+      H5Tset_fields(ty.get(), 15, 7, 8, 0, 7);
+      H5Tset_size(ty.get(), 2);
+      H5Tset_ebias(ty.get(), 127);
+      return ty;
+    }
+  }
+  return Hid();
+}
+
+namespace {
+
+constexpr hsize_t kMaxAttrElements = 1 << 16;
+constexpr size_t kMaxAttrBytes = 1 << 20;
+
+Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
+  Hid attr = own_attr(H5Aopen(obj, name, H5P_DEFAULT));
+  if (!attr.valid()) return hdf5_failure(ErrorCode::kHdf5, std::string("cannot open attribute ") + name);
+  Hid type = own_type(H5Aget_type(attr.get()));
+  Hid space = own_space(H5Aget_space(attr.get()));
+  if (!type.valid() || !space.valid()) {
+    return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+  }
+  AttrValue v;
+  const hssize_t npoints = H5Sget_simple_extent_npoints(space.get());
+  const H5S_class_t sclass = H5Sget_simple_extent_type(space.get());
+  v.scalar = sclass == H5S_SCALAR || npoints == 1;
+  const H5T_class_t cls = H5Tget_class(type.get());
+  const size_t size = H5Tget_size(type.get());
+  if (npoints < 0 || sclass == H5S_NULL || static_cast<hsize_t>(npoints) > kMaxAttrElements ||
+      size * static_cast<size_t>(std::max<hssize_t>(npoints, 0)) > kMaxAttrBytes) {
+    v.kind = AttrValue::Kind::kOther;
+    v.type_description = sclass == H5S_NULL ? "empty" : "oversized";
+    return v;
+  }
+  const auto n = static_cast<size_t>(npoints);
+  if (cls == H5T_STRING) {
+    v.kind = AttrValue::Kind::kString;
+    if (H5Tis_variable_str(type.get()) > 0) {
+      Hid mem = own_type(H5Tcopy(H5T_C_S1));
+      H5Tset_size(mem.get(), H5T_VARIABLE);
+      H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+      std::vector<char*> ptrs(n, nullptr);
+      if (H5Aread(attr.get(), mem.get(), ptrs.data()) < 0) {
+        return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+      }
+      for (char* p : ptrs) v.strings.emplace_back(p ? p : "");
+      H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, ptrs.data());
+    } else {
+      std::vector<char> buf(size * n + 1, '\0');
+      Hid mem = own_type(H5Tcopy(type.get()));
+      if (H5Aread(attr.get(), mem.get(), buf.data()) < 0) {
+        return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        std::string s(buf.data() + i * size, size);
+        const auto nul = s.find('\0');
+        if (nul != std::string::npos) s.resize(nul);
+        // Space-padded fixed strings (H5T_STR_SPACEPAD) are trimmed.
+        while (!s.empty() && s.back() == ' ' && H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) {
+          s.pop_back();
+        }
+        v.strings.push_back(s);
+      }
+    }
+    return v;
+  }
+  if (cls == H5T_INTEGER) {
+    v.kind = AttrValue::Kind::kInt;
+    const bool is_unsigned = H5Tget_sign(type.get()) == H5T_SGN_NONE;
+    if (is_unsigned && size == 8) {
+      std::vector<std::uint64_t> u(n);
+      if (H5Aread(attr.get(), H5T_NATIVE_UINT64, u.data()) < 0) {
+        return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+      }
+      for (auto x : u) {
+        if (x > static_cast<std::uint64_t>(INT64_MAX)) {
+          v.kind = AttrValue::Kind::kOther;
+          v.type_description = "uint64 beyond int64";
+          return v;
+        }
+        v.ints.push_back(static_cast<std::int64_t>(x));
+      }
+      return v;
+    }
+    v.ints.resize(n);
+    if (H5Aread(attr.get(), H5T_NATIVE_INT64, v.ints.data()) < 0) {
+      return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+    }
+    return v;
+  }
+  if (cls == H5T_FLOAT && size <= 8) {
+    v.kind = AttrValue::Kind::kFloat;
+    v.floats.resize(n);
+    if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, v.floats.data()) < 0) {
+      return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+    }
+    return v;
+  }
+  v.kind = AttrValue::Kind::kOther;
+  v.type_description = classify_type(type.get()).description;
+  return v;
+}
+
+struct AttrNames {
+  std::vector<std::string> names;
+};
+
+herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* data) {
+  static_cast<AttrNames*>(data)->names.emplace_back(name);
+  return 0;
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, AttrValue>>> read_attributes(hid_t obj) {
+  AttrNames names;
+  hsize_t idx = 0;
+  if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr_name, &names) < 0) {
+    return hdf5_failure(ErrorCode::kHdf5, "cannot list attributes");
+  }
+  std::sort(names.names.begin(), names.names.end());
+  std::vector<std::pair<std::string, AttrValue>> out;
+  for (const std::string& name : names.names) {
+    NCERT_ASSIGN_OR_RETURN(AttrValue v, read_one_attribute(obj, name.c_str()));
+    out.emplace_back(name, std::move(v));
+  }
+  return out;
+}
+
+}  // namespace ncert::certify::detail

@@ -1,0 +1,66 @@
+// Internal to the dump reader: the open file behind a DumpReader, what the survey found before
+// the schema is checked, and the steps reading a dump goes through (survey.cc, schema.cc,
+// chunk_reads.cc, dump_reader.cc).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "certify/io/detail/chunk_codec.h"
+#include "certify/io/detail/hdf5_util.h"
+#include "certify/io/dump_reader.h"
+
+namespace ncert::certify {
+
+struct DumpReader::Impl {
+  ReaderOptions options;
+  detail::Hid file;
+  detail::Hid dapl;
+  DumpModel model;
+  std::uint64_t file_size = 0;
+};
+
+namespace detail {
+
+using TypedAttrs = std::vector<std::pair<std::string, AttrValue>>;
+
+/// What the survey of a file found, before the schema is checked.
+struct Surveyed {
+  std::map<std::string, TypedAttrs> attrs;  ///< per object path ("/" included)
+  std::set<std::string> groups = {"/"};
+  std::set<std::string> failed;  ///< datasets that exist but were refused
+};
+
+inline std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+inline std::string leaf_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+inline std::string shape_string(const std::vector<Index>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// Opens the file and surveys every link and object (survey.cc), then checks the schema.
+Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, const ReaderOptions& options);
+
+/// Validates the surveyed objects against dump-format v1 (schema.cc): fills the model's
+/// projections, logits runs and tensors, and appends findings.
+void check_schema(const ReaderOptions& options, Surveyed& surveyed, DumpModel& model);
+
+/// The pipeline of a chunked dataset when every filter can be decoded here (shuffle, deflate).
+std::optional<std::vector<ChunkFilter>> decodable_pipeline(const DatasetInfo& d);
+
+/// Rows [row, row + count) of a chunked, compressed dataset, decoded on every thread
+/// (chunk_reads.cc). kMissingMember when a chunk is not allocated (HDF5 then fills it).
+Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path, const DatasetInfo& d,
+                          const std::vector<ChunkFilter>& pipeline, Index row, Index count, void* dst);
+
+}  // namespace detail
+}  // namespace ncert::certify

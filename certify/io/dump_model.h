@@ -1,0 +1,167 @@
+// This header defines the typed model of an ncert engine dump (dump-format.md v1) that the
+// reader builds after validating a file: what every dataset is (type, shape, storage), what
+// every projection, logits run and state tensor declares, and the findings of validation.
+// It holds descriptions only; data is read on demand through DumpReader. No HDF5 types here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reference/af4.h"
+#include "reference/dtype.h"
+#include "reference/linear_spec.h"
+#include "reference/status.h"
+
+namespace ncert::certify {
+
+enum class Layout : std::uint8_t { kContiguous, kCompact, kChunked };
+std::string_view layout_name(Layout l);
+
+/// An attribute's value as read from the file, typed (no HDF5 types).
+struct AttrValue {
+  enum class Kind { kString, kInt, kFloat, kOther } kind = Kind::kOther;
+  std::vector<std::string> strings;
+  std::vector<std::int64_t> ints;
+  std::vector<double> floats;
+  std::string type_description;
+  bool scalar = true;  ///< one element (scalar or 1-element simple dataspace)
+
+  /// Rendered for listings: "8", "\"f32-rn\"", "[1, 2]".
+  std::string render() const;
+  /// "string", "int", "float", or the HDF5 class for others.
+  std::string kind_name() const;
+  /// The one string of a string attribute, the one number of a numeric one.
+  std::optional<std::string> as_string() const;
+  std::optional<double> as_number() const;
+};
+
+/// An attribute as found in the file.
+struct AttributeInfo {
+  std::string name;
+  AttrValue value;
+};
+
+/// One dataset: where it is, what it holds and how it is stored.
+struct DatasetInfo {
+  std::string path;  ///< absolute, e.g. "/projections/q/x"
+  DType dtype = DType::kF32;
+  bool bf16_as_u16 = false;  ///< bf16 stored as uint16 + dtype = "bf16" (form b)
+  std::vector<Index> shape;
+  Index elements = 0;
+  Index bytes = 0;
+  Layout layout = Layout::kContiguous;
+  std::vector<Index> chunk;           ///< chunk dims when chunked
+  std::vector<std::string> filters;   ///< "deflate(4)", "shuffle", "fletcher32"
+  std::vector<AttributeInfo> attributes;
+  /// File offset of the raw bytes when they can be read directly (contiguous, no filter,
+  /// allocated); used for zero-copy streaming of large logits.
+  std::optional<std::uint64_t> file_offset;
+
+  Index rows() const { return shape.empty() ? 1 : shape[0]; }
+  Index row_elements() const;  ///< product of dims after the first
+};
+
+struct GroupInfo {
+  std::string path;
+  std::vector<AttributeInfo> attributes;
+};
+
+enum class Severity : std::uint8_t { kNote, kError };
+
+/// One validation finding, naming the object. Errors make the dump refused (exit 3).
+struct Finding {
+  Severity severity = Severity::kNote;
+  ErrorCode code = ErrorCode::kOk;
+  std::string path;
+  std::string message;
+};
+
+/// One weight segment of a projection (dump-format.md §4).
+struct SegmentInfo {
+  std::string name;
+  std::string path;  ///< the segment group
+  reference::WeightFormat format = reference::WeightFormat::kBf16;
+  Index row_begin = 0;
+  Index row_end = 0;
+  reference::Af4Layout af4;  ///< AF4 only
+  DType values_dtype = DType::kBf16;  ///< bf16/f32 values, or the AF4 codes type (u8/u32)
+};
+
+/// One /projections/<name> group with its attributes parsed.
+struct ProjectionInfo {
+  std::string name;
+  std::string path;
+  Index k = 0;
+  Index n = 0;
+  Index m = 0;  ///< rows of x
+  Index p = 0;  ///< physical slots (selector length)
+  Index in_stride = 0;
+  Index out_stride = 0;
+  reference::Accumulator accumulator;
+  DType output = DType::kF32;
+  reference::Epilogue epilogue = reference::Epilogue::kNone;
+  reference::ResidualAt residual_at = reference::ResidualAt::kF32;
+  reference::KWalk walk;
+  std::optional<Index> layer;
+  std::string role;
+  std::string logits_run;
+  std::optional<Index> requests;
+  std::optional<Index> block_rows;
+  std::optional<Index> cap;
+  DType x_dtype = DType::kF32;
+  std::optional<DType> bias_dtype;
+  std::optional<DType> residual_dtype;
+  bool has_commit_counts = false;
+  bool has_y_unpacked = false;
+  bool has_y_packed = false;
+  bool has_y_compact = false;
+  bool has_y_before = false;
+  std::vector<SegmentInfo> segments;  ///< sorted by row_begin
+};
+
+/// One /logits/<run>.
+struct LogitsRunInfo {
+  std::string name;
+  std::string path;
+  Index vocab = 0;
+  Index tokens = 0;  ///< T
+  std::string tie_break = "lowest";
+  std::string prompt;
+  bool has_positions = false;
+  bool has_prompt_tokens = false;
+};
+
+/// One /tensors/<name>.
+struct TensorInfo {
+  std::string name;
+  std::string path;
+  DType dtype = DType::kF32;
+  std::vector<Index> shape;
+  std::string compare;  ///< the "compare" attribute, empty when absent
+};
+
+/// Everything validation learned about a dump.
+struct DumpModel {
+  std::string file;
+  std::string engine;
+  std::string build;
+  std::string model;
+  std::string device;
+  std::int64_t schema_version = 0;
+  std::vector<AttributeInfo> root_attributes;
+  std::vector<GroupInfo> groups;        ///< sorted by path
+  std::vector<DatasetInfo> datasets;    ///< sorted by path
+  std::vector<ProjectionInfo> projections;  ///< sorted by name
+  std::vector<LogitsRunInfo> logits;        ///< sorted by name
+  std::vector<TensorInfo> tensors;          ///< sorted by name
+  std::vector<Finding> findings;            ///< in traversal order (sorted paths)
+
+  const DatasetInfo* dataset(const std::string& path) const;
+  bool refused() const;
+  /// The first error finding as a Status (ok when the dump is valid).
+  Status first_error() const;
+};
+
+}  // namespace ncert::certify

@@ -1,0 +1,82 @@
+// This header defines DumpReader, the one hardened reader of ncert dumps (dump-format.md v1).
+// Opening a file surveys every link and dataset before any raw data is read, refuses hostile
+// or malformed objects (external links, external storage, virtual datasets, foreign filters,
+// unexpected datatypes, shapes that disagree with attributes, byte counts that overflow or
+// exceed the memory limit, unknown schema versions) and builds the typed DumpModel. Raw data
+// is then read on demand: whole datasets, row ranges, or content hashes. 16-bit types are
+// always read as raw bit patterns; HDF5 never converts a value on the way in.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "certify/io/dump_model.h"
+#include "reference/status.h"
+
+namespace ncert::certify {
+
+/// 8 GiB: the largest single dataset ncert reads whole by default (projection members,
+/// tensors slices). Logits are streamed and only one row must fit.
+inline constexpr std::uint64_t kDefaultMemoryLimit = 8ull << 30;
+
+struct ReaderOptions {
+  std::uint64_t memory_limit = kDefaultMemoryLimit;
+  /// The root's ncert_schema: "ncert-dump" for engine dumps; other file types ncert writes in
+  /// the same container (witness files, logits/witness_file.h) name theirs.
+  std::string schema = "ncert-dump";
+  /// Root members and attributes such a file type defines beyond a dump's: accepted without a
+  /// note. Their contents are validated by the module that owns the file type.
+  std::vector<std::string> extra_root_members;
+  std::vector<std::string> extra_root_attributes;
+  /// Row reads of at least this many bytes from a chunked dataset compressed with deflate
+  /// and/or shuffle decode their chunks on every thread instead of inside HDF5 (whose global
+  /// lock serialises decompression). Smaller reads go through HDF5. Tests lower it.
+  std::uint64_t parallel_decode_min_bytes = 1u << 20;
+};
+
+class DumpReader {
+ public:
+  /// Opens and validates a dump; refuses it with the first error finding (2xx/4xx codes:
+  /// kFileNotFound, kNotHdf5, kHdf5, kExternalLink, ..., kSchemaVersion).
+  static Result<DumpReader> open(const std::string& path, const ReaderOptions& options = {});
+  /// Opens and validates but keeps every finding instead of refusing (for `ncert inspect`).
+  /// Fails only when the file cannot be opened at all.
+  static Result<DumpReader> survey(const std::string& path, const ReaderOptions& options = {});
+
+  DumpReader(DumpReader&&) noexcept;
+  DumpReader& operator=(DumpReader&&) noexcept;
+  ~DumpReader();
+
+  const DumpModel& model() const;
+  const ReaderOptions& options() const;
+
+  /// The raw bytes of a whole dataset, row-major, little-endian. kMemoryLimit if it exceeds
+  /// the limit, kMissingMember if the path is not a validated dataset.
+  Result<std::vector<std::uint8_t>> read_bytes(const std::string& path) const;
+  /// Typed whole-dataset reads; the dataset's element size must match T (kDatatypeRefused).
+  Result<std::vector<float>> read_f32(const std::string& path) const;
+  Result<std::vector<std::uint16_t>> read_u16(const std::string& path) const;  ///< bf16/f16
+  Result<std::vector<std::int32_t>> read_i32(const std::string& path) const;
+  Result<std::vector<std::int64_t>> read_i64(const std::string& path) const;
+  Result<std::vector<std::uint8_t>> read_u8(const std::string& path) const;
+
+  /// Reads rows [row, row + count) of a dataset of rank >= 1 (a row is everything after the
+  /// first index) into dst, which must hold count * row_elements * element size bytes.
+  /// Large reads of deflate/shuffle chunks decode on the OpenMP team (parallel_decode_min_bytes);
+  /// called inside a parallel region they decode on the calling thread.
+  Status read_rows(const std::string& path, Index row, Index count, void* dst) const;
+
+  /// XXH3-128 of the dataset's raw bytes in row-major order, canonical hex (32 digits); the
+  /// same whatever the chunking or compression. Streamed in blocks of at most 32 MiB.
+  Result<std::string> dataset_hash(const std::string& path) const;
+
+  struct Impl;  ///< opaque: the open file and the validated model
+
+ private:
+  explicit DumpReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ncert::certify

@@ -1,0 +1,148 @@
+#include "certify/io/hash.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+
+// xxHash compiled inline here (its documented XXH_INLINE_ALL mode) rather than called in
+// Debian's libxxhash: built with this project's -march, XXH3 uses AVX2/AVX-512 and hashes
+// ~1.5x faster (docs/performance.md). Same algorithm, same values (the known-vector tests).
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace ncert::certify {
+
+namespace {
+std::string canonical_hex(XXH128_hash_t h) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, h);
+  static const char* kDigits = "0123456789abcdef";
+  std::string out(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    out[2 * i] = kDigits[c.digest[i] >> 4];
+    out[2 * i + 1] = kDigits[c.digest[i] & 0xF];
+  }
+  return out;
+}
+}  // namespace
+
+std::string xxh3_128_hex(const void* data, std::size_t size) {
+  return canonical_hex(XXH3_128bits(data, size));
+}
+
+struct Xxh3Stream::State {
+  XXH3_state_t s;
+};
+
+Xxh3Stream::Xxh3Stream() : state_(std::make_unique<State>()) { XXH3_128bits_reset(&state_->s); }
+Xxh3Stream::~Xxh3Stream() = default;
+
+void Xxh3Stream::update(const void* data, std::size_t size) {
+  XXH3_128bits_update(&state_->s, data, size);
+}
+
+std::string Xxh3Stream::hex() const { return canonical_hex(XXH3_128bits_digest(&state_->s)); }
+
+struct FileHashCursor::Impl {
+  std::string path;
+  int fd = -1;
+  std::uint64_t size = 0;
+  std::uint64_t pos = 0;  // bytes [0, pos) are hashed
+  Xxh3Stream stream;
+
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  /// Hashes [pos, to) from the file through 8 MiB windows: no copy, and resident memory stays
+  /// one window however large the file. MAP_POPULATE maps a window's pages in one call: a
+  /// 1.24 GB file hashes in 0.16 s that way, 0.38 s faulting page by page, 0.27 s by pread.
+  Status hash_file_to(std::uint64_t to) {
+    constexpr std::uint64_t kWindow = 8u << 20;
+    static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    while (pos < to) {
+      const std::uint64_t aligned = pos - pos % page;
+      const std::uint64_t end = std::min(to, aligned + kWindow);
+      const auto len = static_cast<std::size_t>(end - aligned);
+      void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(aligned));
+      if (m == MAP_FAILED) return Status(ErrorCode::kIo, path + ": cannot map: " + std::strerror(errno));
+      stream.update(static_cast<const unsigned char*>(m) + (pos - aligned), static_cast<std::size_t>(end - pos));
+      ::madvise(m, len, MADV_DONTNEED);
+      ::munmap(m, len);
+      pos = end;
+    }
+    return Status::ok_status();
+  }
+};
+
+FileHashCursor::FileHashCursor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FileHashCursor::FileHashCursor(FileHashCursor&&) noexcept = default;
+FileHashCursor& FileHashCursor::operator=(FileHashCursor&&) noexcept = default;
+FileHashCursor::~FileHashCursor() = default;
+
+Result<FileHashCursor> FileHashCursor::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl->fd < 0) {
+    return Status(errno == ENOENT ? ErrorCode::kFileNotFound : ErrorCode::kIo,
+                  path + ": cannot open: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(impl->fd, &st) != 0) return Status(ErrorCode::kIo, path + ": cannot stat: " + std::strerror(errno));
+  impl->size = static_cast<std::uint64_t>(st.st_size);
+  return FileHashCursor(std::move(impl));
+}
+
+Status FileHashCursor::offer(std::uint64_t offset, const void* data, std::size_t size) {
+  Impl& s = *impl_;
+  const std::uint64_t end = std::min<std::uint64_t>(offset + size, s.size);
+  if (end <= s.pos) return Status::ok_status();  // already hashed
+  NCERT_RETURN_IF_ERROR(s.hash_file_to(offset));
+  s.stream.update(static_cast<const unsigned char*>(data) + (s.pos - offset), static_cast<std::size_t>(end - s.pos));
+  s.pos = end;
+  return Status::ok_status();
+}
+
+Result<std::string> FileHashCursor::finish() {
+  NCERT_RETURN_IF_ERROR(impl_->hash_file_to(impl_->size));
+  return impl_->stream.hex();
+}
+
+Result<std::string> file_xxh3_128(const std::string& path) {
+  NCERT_ASSIGN_OR_RETURN(FileHashCursor cursor, FileHashCursor::open(path));
+  return cursor.finish();
+}
+
+InputHashes::InputHashes(const std::vector<std::string>& paths) : paths_(paths), cursors_(paths.size()) {
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (auto c = FileHashCursor::open(paths[i]); c.ok()) cursors_[i] = std::move(*c);
+  }
+}
+
+FileHashCursor* InputHashes::cursor(std::size_t i) {
+  return i < cursors_.size() && cursors_[i] ? &*cursors_[i] : nullptr;
+}
+
+std::vector<InputInfo> InputHashes::finish() {
+  std::vector<InputInfo> out(paths_.size());
+  const auto n = static_cast<std::ptrdiff_t>(paths_.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    out[k].path = paths_[k];
+    if (!cursors_[k]) continue;
+    if (auto h = cursors_[k]->finish(); h.ok()) out[k].xxh3_128 = *h;
+  }
+  cursors_.clear();
+  return out;
+}
+
+std::vector<InputInfo> describe_inputs(const std::vector<std::string>& paths) { return InputHashes(paths).finish(); }
+
+}  // namespace ncert::certify

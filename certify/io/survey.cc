@@ -1,0 +1,311 @@
+// Opening a dump: every link is visited and every object's storage and type examined before any
+// raw data is read; hostile objects become findings that name them.
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "certify/io/detail/reader_impl.h"
+
+namespace ncert::certify::detail {
+
+namespace {
+
+bool mul_overflows(Index a, Index b, Index* out) { return __builtin_mul_overflow(a, b, out); }
+
+struct LinkWalk {
+  hid_t file = H5I_INVALID_HID;
+  hid_t lapl = H5I_INVALID_HID;
+  std::vector<std::string> hard;
+  std::vector<std::pair<std::string, std::string>> soft;  // path, target
+  std::vector<Finding> findings;
+};
+
+herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
+  auto* w = static_cast<LinkWalk*>(data);
+  const std::string path = std::string("/") + name;
+  switch (info->type) {
+    case H5L_TYPE_HARD:
+      w->hard.push_back(path);
+      break;
+    case H5L_TYPE_SOFT: {
+      std::vector<char> buf(info->u.val_size + 1, '\0');
+      H5Lget_val(w->file, path.c_str(), buf.data(), info->u.val_size, w->lapl);
+      w->soft.emplace_back(path, std::string(buf.data()));
+      break;
+    }
+    case H5L_TYPE_EXTERNAL: {
+      std::vector<char> buf(info->u.val_size + 1, '\0');
+      std::string target = "?";
+      if (H5Lget_val(w->file, path.c_str(), buf.data(), info->u.val_size, w->lapl) >= 0) {
+        unsigned flags = 0;
+        const char* fname = nullptr;
+        const char* obj = nullptr;
+        if (H5Lunpack_elink_val(buf.data(), info->u.val_size, &flags, &fname, &obj) >= 0) {
+          target = std::string(fname ? fname : "?") + ":" + (obj ? obj : "?");
+        }
+      }
+      w->findings.push_back({Severity::kError, ErrorCode::kExternalLink, path,
+                             "external link to \"" + target +
+                                 "\"; refused without opening the target"});
+      break;
+    }
+    default:
+      w->findings.push_back({Severity::kError, ErrorCode::kLinkRefused, path,
+                             "user-defined link of type " + std::to_string(info->type)});
+      break;
+  }
+  return 0;
+}
+
+/// Validates one dataset's storage and type; fills `info` and appends findings.
+bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const TypedAttrs& attrs,
+                     std::uint64_t file_size, DatasetInfo* info, std::vector<Finding>* findings) {
+  auto error = [&](ErrorCode code, std::string msg) {
+    findings->push_back({Severity::kError, code, path, std::move(msg)});
+    return false;
+  };
+  info->path = path;
+  for (const auto& [name, v] : attrs) info->attributes.push_back({name, v});
+
+  Hid ds = own_dataset(H5Dopen2(file, path.c_str(), dapl));
+  if (!ds.valid()) {
+    const Status s = hdf5_failure(ErrorCode::kHdf5, "cannot open dataset");
+    return error(s.code(), s.message());
+  }
+  // Storage first: a virtual dataset must be refused before anything could read through it.
+  Hid dcpl = own_plist(H5Dget_create_plist(ds.get()));
+  if (!dcpl.valid()) return error(ErrorCode::kHdf5, "cannot read creation properties");
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  if (layout == H5D_VIRTUAL) {
+    size_t count = 0;
+    H5Pget_virtual_count(dcpl.get(), &count);
+    std::string src = "?";
+    if (count > 0) {
+      char name[512] = {0};
+      if (H5Pget_virtual_filename(dcpl.get(), 0, name, sizeof name) >= 0) src = name;
+    }
+    return error(ErrorCode::kVirtualDataset,
+                 "virtual dataset with " + std::to_string(count) + " source mapping(s), first in \"" +
+                     src + "\"; refused (a missing source would read as fill values)");
+  }
+  if (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT && layout != H5D_CHUNKED) {
+    return error(ErrorCode::kLayoutRefused, "storage layout " + std::to_string(layout) + " refused");
+  }
+  const int external = H5Pget_external_count(dcpl.get());
+  if (external > 0) {
+    char name[512] = {0};
+    off_t offset = 0;
+    hsize_t size = 0;
+    H5Pget_external(dcpl.get(), 0, sizeof name, name, &offset, &size);
+    return error(ErrorCode::kExternalStorage, "raw data stored in " + std::to_string(external) +
+                                                  " external file(s), first \"" + name + "\"");
+  }
+
+  Hid space = own_space(H5Dget_space(ds.get()));
+  if (!space.valid()) return error(ErrorCode::kHdf5, "cannot read dataspace");
+  const H5S_class_t sclass = H5Sget_simple_extent_type(space.get());
+  if (sclass == H5S_NULL) return error(ErrorCode::kShapeMismatch, "null dataspace (no elements)");
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0 || rank > 32) return error(ErrorCode::kShapeMismatch, "invalid rank");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  Index elements = 1;
+  for (hsize_t d : dims) {
+    if (d > static_cast<hsize_t>(INT64_MAX) ||
+        mul_overflows(elements, static_cast<Index>(d), &elements)) {
+      std::string s = "[";
+      for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+      return error(ErrorCode::kSizeOverflow, "dims " + s + "] overflow a 64-bit element count");
+    }
+    info->shape.push_back(static_cast<Index>(d));
+  }
+  info->elements = elements;
+
+  Hid type = own_type(H5Dget_type(ds.get()));
+  const TypeClass tc = classify_type(type.get());
+  if (tc.is_u16) {
+    const auto it = std::find_if(attrs.begin(), attrs.end(),
+                                 [](const auto& a) { return a.first == "dtype"; });
+    const bool tagged = it != attrs.end() && it->second.kind == AttrValue::Kind::kString &&
+                        it->second.strings.size() == 1 && it->second.strings[0] == "bf16";
+    if (!tagged) {
+      return error(ErrorCode::kDatatypeRefused,
+                   "uint16 dataset without the attribute dtype = \"bf16\" (16-bit integers are "
+                   "only accepted as raw bf16 patterns)");
+    }
+    info->dtype = DType::kBf16;
+    info->bf16_as_u16 = true;
+  } else if (!tc.allowed) {
+    return error(ErrorCode::kDatatypeRefused, "datatype " + tc.description + " is not allowed");
+  } else {
+    info->dtype = tc.dtype;
+  }
+  if (mul_overflows(elements, dtype_size(info->dtype), &info->bytes)) {
+    return error(ErrorCode::kSizeOverflow, "shape " + shape_string(info->shape) +
+                                               " overflows a 64-bit byte count");
+  }
+
+  if (layout == H5D_CHUNKED) {
+    info->layout = Layout::kChunked;
+    std::vector<hsize_t> chunk(static_cast<std::size_t>(std::max(rank, 1)));
+    H5Pget_chunk(dcpl.get(), rank, chunk.data());
+    for (int i = 0; i < rank; ++i) info->chunk.push_back(static_cast<Index>(chunk[i]));
+    const int nfilters = H5Pget_nfilters(dcpl.get());
+    for (int i = 0; i < nfilters; ++i) {
+      unsigned flags = 0;
+      size_t nelmts = 8;
+      unsigned cd[8] = {0};
+      char name[256] = {0};
+      unsigned config = 0;
+      const H5Z_filter_t id =
+          H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts, cd, sizeof name,
+                         name, &config);
+      if (id == H5Z_FILTER_DEFLATE) {
+        info->filters.push_back("deflate(" + std::to_string(nelmts > 0 ? cd[0] : 0) + ")");
+      } else if (id == H5Z_FILTER_SHUFFLE) {
+        info->filters.push_back("shuffle");
+      } else if (id == H5Z_FILTER_FLETCHER32) {
+        info->filters.push_back("fletcher32");
+      } else {
+        return error(ErrorCode::kFilterRefused,
+                     "filter id " + std::to_string(id) + " (\"" + name + "\") at pipeline position " +
+                         std::to_string(i) + "; only deflate, shuffle and fletcher32 are allowed");
+      }
+    }
+  } else {
+    info->layout = layout == H5D_COMPACT ? Layout::kCompact : Layout::kContiguous;
+  }
+  if (layout == H5D_CONTIGUOUS) {
+    const haddr_t addr = H5Dget_offset(ds.get());
+    if (addr != HADDR_UNDEF) {
+      if (addr > file_size || static_cast<std::uint64_t>(info->bytes) > file_size - addr) {
+        return error(ErrorCode::kHdf5, "raw data at offset " + std::to_string(addr) + " + " +
+                                           std::to_string(info->bytes) +
+                                           " bytes extends past the end of the file (" +
+                                           std::to_string(file_size) + " bytes): truncated?");
+      }
+      info->file_offset = addr;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, const ReaderOptions& options) {
+  hdf5_init_once();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status(ErrorCode::kFileNotFound, path + ": no such file");
+  }
+  if (!S_ISREG(st.st_mode)) return Status(ErrorCode::kFileNotFound, path + ": not a regular file");
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 <= 0) {
+    hdf5_error_text();  // clear
+    return Status(ErrorCode::kNotHdf5, path + ": not an HDF5 file (no HDF5 superblock signature)");
+  }
+  auto impl = std::make_unique<DumpReader::Impl>();
+  impl->options = options;
+  impl->file_size = static_cast<std::uint64_t>(st.st_size);
+  impl->model.file = path;
+  Hid fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
+  // Read-only certification never needs the lock, and locking fails on read-only media.
+  H5Pset_file_locking(fapl.get(), false, true);
+  impl->file = own_file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
+  if (!impl->file.valid()) {
+    return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open (corrupt or truncated)");
+  }
+  Hid lapl = make_safe_lapl();
+  impl->dapl = own_plist(H5Pcreate(H5P_DATASET_ACCESS));
+  H5Pset_elink_cb(impl->dapl.get(), [](const char*, const char*, const char*, const char*,
+                                       unsigned*, hid_t, void*) -> herr_t { return -1; },
+                  nullptr);
+
+  LinkWalk walk;
+  walk.file = impl->file.get();
+  walk.lapl = lapl.get();
+  if (H5Lvisit(impl->file.get(), H5_INDEX_NAME, H5_ITER_INC, visit_link, &walk) < 0) {
+    walk.findings.push_back({Severity::kError, ErrorCode::kHdf5, "/",
+                             "cannot walk the file's links: " + hdf5_error_text()});
+  }
+  DumpModel& m = impl->model;
+  Surveyed s;
+  std::map<std::string, TypedAttrs>& attrs = s.attrs;
+  std::set<std::string>& groups = s.groups;
+  std::set<std::string>& failed = s.failed;
+
+  if (auto root_attrs = read_attributes(impl->file.get()); root_attrs.ok()) {
+    attrs["/"] = *root_attrs;
+    for (const auto& [n, v] : *root_attrs) m.root_attributes.push_back({n, v});
+  } else {
+    walk.findings.push_back({Severity::kError, root_attrs.status().code(), "/",
+                             root_attrs.status().message()});
+  }
+
+  std::sort(walk.hard.begin(), walk.hard.end());
+  std::vector<Finding> findings = std::move(walk.findings);
+  for (const auto& [spath, target] : walk.soft) {
+    const bool in_tree = spath.rfind("/projections", 0) == 0 || spath.rfind("/logits", 0) == 0 ||
+                         spath.rfind("/tensors", 0) == 0;
+    if (in_tree) {
+      findings.push_back({Severity::kError, ErrorCode::kLinkRefused, spath,
+                          "soft link to \"" + target +
+                              "\" inside the dump tree; only hard links are accepted (a soft "
+                              "link can make two checked objects share bytes)"});
+    } else {
+      findings.push_back({Severity::kNote, ErrorCode::kOk, spath,
+                          "soft link to \"" + target + "\" outside the dump tree, ignored"});
+    }
+  }
+  for (const std::string& hp : walk.hard) {
+    H5O_info_t oi{};
+    if (H5Oget_info_by_name2(impl->file.get(), hp.c_str(), &oi, H5O_INFO_BASIC, lapl.get()) < 0) {
+      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
+                          "cannot read object header: " + hdf5_error_text()});
+      failed.insert(hp);
+      continue;
+    }
+    Hid obj = own_object(H5Oopen(impl->file.get(), hp.c_str(), lapl.get()));
+    if (!obj.valid()) {
+      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
+                          "cannot open object: " + hdf5_error_text()});
+      failed.insert(hp);
+      continue;
+    }
+    auto obj_attrs = read_attributes(obj.get());
+    if (!obj_attrs.ok()) {
+      findings.push_back({Severity::kError, obj_attrs.status().code(), hp,
+                          obj_attrs.status().message()});
+      failed.insert(hp);
+      continue;
+    }
+    attrs[hp] = *obj_attrs;
+    if (oi.type == H5O_TYPE_GROUP) {
+      groups.insert(hp);
+      GroupInfo g;
+      g.path = hp;
+      for (const auto& [n, v] : *obj_attrs) g.attributes.push_back({n, v});
+      m.groups.push_back(std::move(g));
+    } else if (oi.type == H5O_TYPE_DATASET) {
+      DatasetInfo info;
+      if (inspect_dataset(impl->file.get(), impl->dapl.get(), hp, *obj_attrs, impl->file_size,
+                          &info, &findings)) {
+        m.datasets.push_back(std::move(info));
+      } else {
+        failed.insert(hp);
+      }
+    } else {
+      findings.push_back({Severity::kNote, ErrorCode::kOk, hp, "named datatype, ignored"});
+    }
+  }
+  std::sort(m.datasets.begin(), m.datasets.end(),
+            [](const DatasetInfo& a, const DatasetInfo& b) { return a.path < b.path; });
+  m.findings = std::move(findings);
+  check_schema(impl->options, s, m);
+  // Stable order for reports: by object path, then as found.
+  std::stable_sort(m.findings.begin(), m.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.path < b.path; });
+  return impl;
+}
+
+}  // namespace ncert::certify::detail

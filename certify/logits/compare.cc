@@ -1,0 +1,273 @@
+#include "certify/logits/compare.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "certify/io/row_stream.h"
+#include "certify/report/format.h"
+#include "reference/float_bits.h"
+
+namespace ncert::certify {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b,
+                                   const LogitsRunInfo& rb, bool matched_history, double rel, FileHashCursor* hash_a,
+                                   FileHashCursor* hash_b) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (ra.vocab != rb.vocab) {
+    return Status(ErrorCode::kVocabMismatch, "runs " + ra.name + " (" + a.model().file + ", vocab " +
+                                                 std::to_string(ra.vocab) + ") and " + rb.name + " (" +
+                                                 b.model().file + ", vocab " + std::to_string(rb.vocab) +
+                                                 ") have different vocabularies");
+  }
+  RunComparison c;
+  c.run_a = ra.name;
+  c.run_b = rb.name;
+  c.vocab = ra.vocab;
+  c.rows_a = ra.tokens;
+  c.rows_b = rb.tokens;
+  c.compared = std::min(ra.tokens, rb.tokens);
+  NCERT_ASSIGN_OR_RETURN(c.tokens_a, a.read_i32(ra.path + "/tokens"));
+  NCERT_ASSIGN_OR_RETURN(c.tokens_b, b.read_i32(rb.path + "/tokens"));
+  // The same prompt: the prompt tokens when both runs have them, else the prompt identities.
+  if (ra.has_prompt_tokens && rb.has_prompt_tokens) {
+    NCERT_ASSIGN_OR_RETURN(auto pa, a.read_i32(ra.path + "/prompt_tokens"));
+    NCERT_ASSIGN_OR_RETURN(auto pb, b.read_i32(rb.path + "/prompt_tokens"));
+    c.prompts_equal = pa == pb;
+  } else if (!ra.prompt.empty() && !rb.prompt.empty()) {
+    c.prompts_equal = ra.prompt == rb.prompt;
+  }
+  if (matched_history) {
+    c.matched = c.compared;
+  } else if (!c.prompts_equal) {
+    c.matched = 0;
+    c.divergence = 0;
+  } else {
+    // Row t was computed from the prompt and tokens [0, t): matched while those agree.
+    c.matched = c.compared;
+    for (Index t = 0; t + 1 < c.compared; ++t) {
+      if (c.tokens_a[static_cast<std::size_t>(t)] != c.tokens_b[static_cast<std::size_t>(t)]) {
+        c.matched = t + 1;
+        c.divergence = t + 1;
+        break;
+      }
+    }
+  }
+  // Only matched rows are judged, so only they are compared: rows after the histories diverge
+  // come from other contexts (for forks too, which need only the rows before the fork).
+  c.rows.resize(static_cast<std::size_t>(c.matched));
+  const Index per_block = block_rows_for({a.model().dataset(ra.path + "/logits"), b.model().dataset(rb.path + "/logits")},
+                                         16 << 20, 64);
+  NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ra.path + "/logits", per_block, hash_a));
+  NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, rb.path + "/logits", per_block, hash_b));
+  std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
+  RowStream* streams[] = {&sa, &sb};
+  NCERT_RETURN_IF_ERROR(stream_rows(streams, c.matched, [&](Index t, const unsigned char* const* rows) {
+    c.rows[static_cast<std::size_t>(t)] =
+        compare_rows(reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
+                     c.tokens_a[static_cast<std::size_t>(t)], rel, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+  }));
+  c.seconds = since(t0);
+  return c;
+}
+
+namespace {
+
+/// Nearest-rank percentile of sorted values (p in [0, 100]).
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
+  const std::size_t i = static_cast<std::size_t>(std::clamp(rank, 1.0, static_cast<double>(sorted.size()))) - 1;
+  return sorted[i];
+}
+
+Distribution distribution(std::vector<double> v) {
+  Distribution d;
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  d.empty = false;
+  d.max = v.back();
+  d.p999 = percentile(v, 99.9);
+  d.p99 = percentile(v, 99);
+  d.p95 = percentile(v, 95);
+  d.p90 = percentile(v, 90);
+  d.p50 = percentile(v, 50);
+  d.min = v.front();
+  return d;
+}
+
+}  // namespace
+
+Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
+                             const std::vector<std::pair<std::string, std::string>>& explicit_pairs,
+                             const std::string& a_path, const std::string& b_path) {
+  auto find = [](const DumpModel& m, const std::string& name) -> const LogitsRunInfo* {
+    for (const LogitsRunInfo& r : m.logits) {
+      if (r.name == name) return &r;
+    }
+    return nullptr;
+  };
+  RunPairing out;
+  if (!explicit_pairs.empty()) {
+    for (const auto& [x, y] : explicit_pairs) {
+      const LogitsRunInfo* px = find(A, x);
+      const LogitsRunInfo* py = find(B, y);
+      if (!px || !py) {
+        return Status(ErrorCode::kUsage,
+                      "--pair " + x + ":" + y + ": " + (!px ? a_path + " has no run " + x : b_path + " has no run " + y));
+      }
+      out.pairs.emplace_back(px, py);
+    }
+    return out;
+  }
+  std::set<std::string> names;
+  for (const auto& r : A.logits) names.insert(r.name);
+  for (const auto& r : B.logits) names.insert(r.name);
+  for (const std::string& n : names) {
+    const LogitsRunInfo* px = find(A, n);
+    const LogitsRunInfo* py = find(B, n);
+    if (px && py) out.pairs.emplace_back(px, py);
+    else out.one_sided.push_back(std::string("logits/") + n + (px ? " (A only)" : " (B only)"));
+  }
+  return out;
+}
+
+Status check_vocabularies(const RunPairing& p, const std::string& a_path, const std::string& b_path) {
+  for (const auto& [x, y] : p.pairs) {
+    if (x->vocab != y->vocab) {
+      return Status(ErrorCode::kVocabMismatch, "run " + x->name + ": vocab " + std::to_string(x->vocab) + " in " +
+                                                   a_path + " but " + std::to_string(y->vocab) + " in " + b_path);
+    }
+  }
+  return Status();
+}
+
+namespace {
+
+/// Whether row x breaks the policy, and the one-line failure text when it does.
+std::optional<std::string> policy_failure(const RowComparison& x, Index t, const Policy& policy) {
+  const std::string row = "row " + std::to_string(t);
+  switch (policy.kind) {
+    case Policy::Kind::kBitwise:
+      if (x.bit_identical) return std::nullopt;
+      return row + " col " + std::to_string(x.first_diff) + " differs (bitwise policy)";
+    case Policy::Kind::kUlp:
+      if (x.max_ulp <= policy.ulp) return std::nullopt;
+      return row + " col " + std::to_string(x.max_ulp_col) + " is " +
+             (x.max_ulp == reference::kUlpInfinite ? std::string("infinitely many") : std::to_string(x.max_ulp)) +
+             " ulps apart > " + std::to_string(policy.ulp);
+    case Policy::Kind::kAbs:
+      if (x.max_excess <= policy.abs) return std::nullopt;
+      return row + " col " + std::to_string(x.max_excess_col) + ": |d| exceeds " + format_float(policy.abs) +
+             (policy.rel > 0 ? " + " + format_float(policy.rel) + " max(|a|, |b|)" : std::string()) + " by " +
+             format_short(x.max_excess - policy.abs);
+    case Policy::Kind::kKl:
+      if (x.kl_ab <= policy.kl) return std::nullopt;
+      return row + ": KL(A||B) = " + format_short(x.kl_ab) + " > " + format_float(policy.kl) +
+             " (largest |d| at col " + std::to_string(x.max_abs_col) + ")";
+    case Policy::Kind::kTop1:
+      if (x.argmax_a == x.argmax_b) return std::nullopt;
+      return row + ": argmax " + std::to_string(x.argmax_a) + " in A but " + std::to_string(x.argmax_b) + " in B";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+CheckResult logits_check(const RunComparison& c, const Policy& policy) {
+  CheckResult r;
+  r.id = "logits/" + (c.run_a == c.run_b ? c.run_a : c.run_a + ":" + c.run_b);
+  r.kind = CheckKind::kLogits;
+  LogitsEvidence e;
+  Index top1 = 0;
+  double top5 = 0, top10 = 0, kl_sum = 0;
+  std::vector<double> kls, maxabs;
+  std::string failure;
+  for (Index t = 0; t < c.matched; ++t) {
+    const RowComparison& x = c.rows[static_cast<std::size_t>(t)];
+    e.bit_identical_rows += x.bit_identical;
+    top1 += x.argmax_a == x.argmax_b;
+    top5 += x.top5_overlap;
+    top10 += x.top10_overlap;
+    e.nonfinite_rows += x.nonfinite;
+    if (std::isfinite(x.kl_ab)) kl_sum += x.kl_ab;
+    if (std::isfinite(x.jsd)) e.jsd_max = std::max(e.jsd_max, x.jsd);
+    e.max_ulp = std::max(e.max_ulp, x.max_ulp);
+    kls.push_back(x.kl_ab);
+    maxabs.push_back(x.max_abs);
+    if (e.first_failure_row >= 0) continue;
+    if (auto f = policy_failure(x, t, policy)) {
+      e.first_failure_row = t;
+      failure = *f;
+    }
+  }
+  const double m = static_cast<double>(std::max<Index>(c.matched, 1));
+  const double rate = static_cast<double>(top1) / m;
+  e.rows_a = c.rows_a;
+  e.rows_b = c.rows_b;
+  e.compared = c.compared;
+  e.matched = c.matched;
+  e.unmatched = std::max(c.rows_a, c.rows_b) - c.matched;
+  e.divergence_row = c.divergence;
+  e.prompts_equal = c.prompts_equal;
+  e.vocab = c.vocab;
+  e.policy = policy.text;
+  e.top1_agreement = rate;
+  e.top1_agreement_stderr = std::sqrt(rate * (1 - rate) / m);
+  e.top5_overlap_mean = top5 / m;
+  e.top10_overlap_mean = top10 / m;
+  e.kl_mean = kl_sum / m;
+  e.kl_ab = distribution(kls);
+  e.max_abs_diff = distribution(maxabs);
+  e.timing_seconds = c.seconds;
+  // Per-row detail for the first rows (small runs) keeps reports useful without growing with T.
+  for (Index t = 0; t < std::min<Index>(c.matched, 16); ++t) e.first_rows.push_back(c.rows[static_cast<std::size_t>(t)]);
+  const std::string extent = std::to_string(c.matched) + " matched row(s)" +
+                             (c.compared > c.matched ? ", " + std::to_string(e.unmatched) +
+                                                           " unmatched after the histories diverge at row " +
+                                                           std::to_string(c.divergence)
+                                                     : std::string());
+  if (e.first_failure_row >= 0) {
+    const RowComparison& x = c.rows[static_cast<std::size_t>(e.first_failure_row)];
+    r.verdict = Verdict::kFail;
+    r.reason = failure + "; " + extent;
+    r.first_failure = Location{r.id, e.first_failure_row, -1};
+    // The failing row in full, and how the run looks overall, for the human summary.
+    r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
+                        " at col " + std::to_string(x.max_abs_col) + ", max " +
+                        (x.max_ulp == reference::kUlpInfinite ? std::string("inf") : std::to_string(x.max_ulp)) +
+                        " ulps at col " + std::to_string(x.max_ulp_col) + ", mean |d| " + format_short(x.mean_abs) +
+                        ", KL(A||B) " + format_short(x.kl_ab) + ", KL(B||A) " + format_short(x.kl_ba) + ", JSD " +
+                        format_short(x.jsd) + ", argmax " + std::to_string(x.argmax_a) + " / " +
+                        std::to_string(x.argmax_b) + ", top-5 overlap " + format_short(x.top5_overlap));
+    r.details.push_back("run: " + std::to_string(e.bit_identical_rows) + " of " + std::to_string(c.matched) +
+                        " matched rows bit-identical, top-1 agreement " + format_short(100 * rate) +
+                        "%, KL(A||B) p50 " + format_short(e.kl_ab.p50) + ", max " + format_short(e.kl_ab.max) +
+                        ", max |d| " + format_short(e.max_abs_diff.max));
+  } else if (c.matched == 0) {
+    r.verdict = Verdict::kFail;
+    r.reason = "no matched rows to judge (" +
+               std::string(c.prompts_equal ? "the first tokens differ" : "the prompts differ") +
+               "); use --matched-history for teacher-forced runs";
+  } else {
+    r.reason = "policy " + policy.text + " holds on " + extent + "; " + std::to_string(e.bit_identical_rows) +
+               " bit-identical, top-1 agreement " + format_short(100 * rate) + "%, KL(A||B) max " +
+               format_short(kls.empty() ? 0 : *std::max_element(kls.begin(), kls.end()));
+  }
+  r.evidence = std::move(e);
+  return r;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,55 @@
+// This header defines the full-vocabulary F32 comparison of two logits runs, streamed row block
+// by row block, and its check: runs pair by name (or explicitly), rows are "matched" while both
+// runs share the same prompt and token history (always with --matched-history, for
+// teacher-forced runs); later rows are reported as unmatched and never judged.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "certify/io/dump_reader.h"
+#include "certify/report/report.h"
+#include "certify/logits/policy.h"
+#include "certify/logits/row_compare.h"
+
+namespace ncert::certify {
+
+/// Per-row results of one run pair (for forks and tests).
+struct RunComparison {
+  std::string run_a, run_b;
+  Index vocab = 0;
+  Index rows_a = 0, rows_b = 0;
+  Index compared = 0;        ///< min(rows_a, rows_b)
+  Index matched = 0;         ///< rows judged (shared history)
+  Index divergence = -1;     ///< first row whose history differs (-1: none within `compared`)
+  bool prompts_equal = true;
+  std::vector<RowComparison> rows;  ///< `matched` entries (unmatched rows are not compared)
+  std::vector<std::int32_t> tokens_a, tokens_b;
+  double seconds = 0;
+};
+
+/// Compares two runs row by row (memory O(block + T)). kVocabMismatch if the vocabularies
+/// differ. The rows read are offered to the files' hash cursors, if given.
+Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b,
+                                   const LogitsRunInfo& rb, bool matched_history, double rel,
+                                   FileHashCursor* hash_a = nullptr, FileHashCursor* hash_b = nullptr);
+
+/// Runs of two dumps paired by name (runs on one side only listed as "logits/<name> (A only)"),
+/// or the explicit pairs (kUsage if one names a run that does not exist).
+struct RunPairing {
+  std::vector<std::pair<const LogitsRunInfo*, const LogitsRunInfo*>> pairs;
+  std::vector<std::string> one_sided;
+};
+Result<RunPairing> pair_runs(const DumpModel& a, const DumpModel& b,
+                             const std::vector<std::pair<std::string, std::string>>& explicit_pairs,
+                             const std::string& a_path, const std::string& b_path);
+/// kVocabMismatch (naming the run, both vocabularies and both files) if a pair's differ.
+Status check_vocabularies(const RunPairing& pairing, const std::string& a_path, const std::string& b_path);
+
+/// The verdict and statistics of one run pair under a policy (kind "logits").
+CheckResult logits_check(const RunComparison& c, const Policy& policy);
+
+}  // namespace ncert::certify

@@ -1,0 +1,171 @@
+#include "certify/logits/lm_head.h"
+
+#include <omp.h>
+
+#include <cstring>
+
+#include "certify/projection/projection_data.h"
+#include "certify/report/format.h"
+#include "reference/float_bits.h"
+
+namespace ncert::certify {
+
+const ProjectionInfo* find_lm_head(const DumpModel& model, const std::string& run) {
+  for (const ProjectionInfo& p : model.projections) {
+    if (p.role == "lm_head" && p.logits_run == run) return &p;
+  }
+  return nullptr;
+}
+
+std::string lm_head_unusable(const ProjectionInfo& head) {
+  if (!head.has_y_unpacked) {
+    return "lm_head " + head.name + " has no y_unpacked, so nothing ties its intervals to the logits rows";
+  }
+  return "";
+}
+
+namespace {
+float head_value(const unsigned char* head_row, DType output, Index j) {
+  return reference::decode_element(head_row, output, j);
+}
+}  // namespace
+
+bool lm_head_row_matches(const float* logits_row, const unsigned char* head_row, DType output, Index vocab) {
+  if (output == DType::kF32) return std::memcmp(logits_row, head_row, static_cast<std::size_t>(vocab) * 4) == 0;
+  for (Index j = 0; j < vocab; ++j) {
+    if (reference::f32_bits(logits_row[j]) != reference::f32_bits(head_value(head_row, output, j))) return false;
+  }
+  return true;
+}
+
+std::string lm_head_row_mismatch(const float* logits_row, const unsigned char* head_row, DType output, Index vocab,
+                                 Index row) {
+  for (Index j = 0; j < vocab; ++j) {
+    const float h = head_value(head_row, output, j);
+    if (reference::f32_bits(logits_row[j]) == reference::f32_bits(h)) continue;
+    return "row " + std::to_string(row) + " token " + std::to_string(j) + ": logits " + hex_bits_f32(logits_row[j]) +
+           " but the lm_head output is " + hex_bits_f32(h);
+  }
+  return "";
+}
+
+LmHeadCollector::LmHeadCollector(std::vector<std::int32_t> tokens, std::vector<std::pair<Index, Index>> cells,
+                                 int threads)
+    : tokens_(std::move(tokens)),
+      per_thread_(static_cast<std::size_t>(std::max(threads, 1)), std::vector<RowIntervals>(tokens_.size())),
+      cells_(std::move(cells)),
+      cell_intervals_(cells_.size()) {}
+
+namespace {
+void offer(RowIntervals& r, float hi, Index col) {
+  // Keep the two largest upper ends; equal values keep the lower column, so the result does
+  // not depend on the order blocks arrive in.
+  auto better = [](float h, Index c, float h2, Index c2) {
+    if (c2 < 0) return true;  // empty slot
+    return h > h2 || (h == h2 && c < c2);
+  };
+  if (better(hi, col, r.best_hi, r.best_col)) {
+    r.second_hi = r.best_hi;
+    r.second_col = r.best_col;
+    r.best_hi = hi;
+    r.best_col = col;
+  } else if (better(hi, col, r.second_hi, r.second_col)) {
+    r.second_hi = hi;
+    r.second_col = col;
+  }
+}
+}  // namespace
+
+void LmHeadCollector::consume(const reference::ReferenceBlock& b) {
+  const int t = omp_get_thread_num();
+  std::vector<RowIntervals>& rows = per_thread_[static_cast<std::size_t>(t) % per_thread_.size()];
+  for (Index i = 0; i < b.rows && i < static_cast<Index>(rows.size()); ++i) {
+    RowIntervals& r = rows[static_cast<std::size_t>(i)];
+    const Index tok = tokens_[static_cast<std::size_t>(i)];
+    for (Index c = b.col_begin; c < b.col_end; ++c) {
+      const reference::Interval& iv = b.accept[b.at(i, c)];
+      offer(r, iv.hi, c);
+      if (c == tok) {
+        r.token_lo = iv.lo;
+        r.token_hi = iv.hi;
+        r.token_seen = true;
+      }
+    }
+  }
+  // Blocks own disjoint column ranges, so each cell is written by exactly one block.
+  for (std::size_t k = 0; k < cells_.size(); ++k) {
+    const auto [row, col] = cells_[k];
+    if (row < b.rows && col >= b.col_begin && col < b.col_end) cell_intervals_[k] = b.accept[b.at(row, col)];
+  }
+}
+
+std::vector<RowIntervals> LmHeadCollector::rows() const {
+  std::vector<RowIntervals> out(tokens_.size());
+  for (const auto& part : per_thread_) {
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const RowIntervals& p = part[i];
+      RowIntervals& o = out[i];
+      if (p.token_seen) {
+        o.token_lo = p.token_lo;
+        o.token_hi = p.token_hi;
+        o.token_seen = true;
+      }
+      if (p.best_col >= 0) offer(o, p.best_hi, p.best_col);
+      if (p.second_col >= 0) offer(o, p.second_hi, p.second_col);
+    }
+  }
+  return out;
+}
+
+Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, double lambda,
+                        LmHeadCollector& collector) {
+  NCERT_ASSIGN_OR_RETURN(LoadedProjection data, load_projection(reader, head));
+  data.info = &head;
+  class Sink final : public reference::ReferenceSink {
+   public:
+    explicit Sink(LmHeadCollector* c) : c_(c) {}
+    void consume(const reference::ReferenceBlock& b) override { c_->consume(b); }
+    LmHeadCollector* c_;
+  } sink(&collector);
+  reference::ReferenceOptions ro;
+  ro.emulate_walk = false;
+  auto s = reference::evaluate_reference(data.problem(lambda), sink, ro);
+  if (!s.ok()) return s.status().with_context(head.path);
+  return Status();
+}
+
+LogitErrorModel absolute_error_model(std::optional<double> logit_error) {
+  LogitErrorModel m;
+  if (logit_error) {
+    m.kind = LogitErrorModel::Kind::kAbsolute;
+    m.absolute = *logit_error;
+    m.source = "--logit-error " + format_float(*logit_error);
+  }
+  return m;
+}
+
+LogitErrorModel lm_head_error_model(const ProjectionInfo& head, std::vector<RowIntervals> intervals) {
+  LogitErrorModel m;
+  m.kind = LogitErrorModel::Kind::kLmHead;
+  m.source = "lm_head projection " + head.name;
+  m.head_dataset = head.path + "/y_unpacked";
+  m.head_output = head.output;
+  m.intervals = std::move(intervals);
+  return m;
+}
+
+Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRunInfo& run,
+                                        std::optional<double> logit_error, double lambda) {
+  const ProjectionInfo* head = find_lm_head(reader.model(), run.name);
+  if (head && lm_head_unusable(*head).empty()) {
+    NCERT_ASSIGN_OR_RETURN(auto tokens, reader.read_i32(run.path + "/tokens"));
+    LmHeadCollector collector(std::move(tokens), {}, omp_get_max_threads());
+    NCERT_RETURN_IF_ERROR(evaluate_lm_head(reader, *head, lambda, collector));
+    return lm_head_error_model(*head, collector.rows());
+  }
+  LogitErrorModel m = absolute_error_model(logit_error);
+  if (head) m.source += " (" + lm_head_unusable(*head) + ")";
+  return m;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,606 @@
+#include "certify/logits/row_compare.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "certify/logits/detail/fast_exp.h"
+#include "reference/float_bits.h"
+
+// Layout of the fast path (rows without NaN, +-Inf): three passes over chunks of 512 columns,
+// each chunk's data in L1 while it is worked on.
+//   1  f32: row maxima (and per-chunk maxima), special values
+//   2  f64: exp(a - max a), exp(b - max b) into scratch, softmax sums, |d| sums and maxima,
+//      ULP maxima, the token's rank in B (per-chunk maxima for the "where" searches)
+//   3  f64: KL(P||Q), KL(Q||P) through phi, JSD through psi(tanh(r/2)), the centred variance
+// Argmax, top-k and the column of each maximum are then found by scanning only the chunks
+// whose maximum can hold them. This file may contract a*b+c into FMA (CMakeLists.txt): it
+// computes statistics, not emulated bits, and stays deterministic for a given binary.
+
+namespace ncert::certify {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr float kPosInfF = std::numeric_limits<float>::infinity();
+constexpr Index kChunk = 512;
+
+inline std::int64_t key_of(std::uint32_t u) {
+  return (u & 0x80000000u) ? -static_cast<std::int64_t>(u & 0x7FFFFFFFu) : static_cast<std::int64_t>(u);
+}
+
+inline std::int64_t ulps(float x, float y) {
+  const std::int64_t d = key_of(std::bit_cast<std::uint32_t>(x)) - key_of(std::bit_cast<std::uint32_t>(y));
+  return d < 0 ? -d : d;
+}
+
+/// The same distance in 32-bit lanes: keys lie in [-(2^31 - 1), 2^31 - 1], so |ka - kb| fits
+/// an unsigned 32-bit integer exactly (at most 2^32 - 2).
+inline std::uint32_t ulps32(float x, float y) {
+  const std::uint32_t ux = std::bit_cast<std::uint32_t>(x), uy = std::bit_cast<std::uint32_t>(y);
+  const std::uint32_t kx = (ux & 0x80000000u) ? 0x80000000u - (ux & 0x7FFFFFFFu) : 0x80000000u + ux;
+  const std::uint32_t ky = (uy & 0x80000000u) ? 0x80000000u - (uy & 0x7FFFFFFFu) : 0x80000000u + uy;
+  return kx > ky ? kx - ky : ky - kx;  // biased keys: same order, same differences
+}
+
+// ---- series ------------------------------------------------------------------------------------
+
+inline constexpr double kPhiCoef[] = {
+    1.0 / 2,           1.0 / 6,            1.0 / 24,            1.0 / 120,
+    1.0 / 720,         1.0 / 5040,         1.0 / 40320,         1.0 / 362880,
+    1.0 / 3628800,     1.0 / 39916800,     1.0 / 479001600,     1.0 / 6227020800.0,
+    1.0 / 87178291200.0, 1.0 / 1307674368000.0, 1.0 / 20922789888000.0};  // 1/2! .. 1/16!
+inline constexpr double kPsiCoef[] = {1.0 / 2,   1.0 / 12,  1.0 / 30,  1.0 / 56,
+                                      1.0 / 90,  1.0 / 132, 1.0 / 182, 1.0 / 240,
+                                      1.0 / 306, 1.0 / 380, 1.0 / 462, 1.0 / 552};
+
+// phi(x) = expm1(x) - x = sum_{k>=2} x^k / k!, N terms; psi(t) = sum_{n>=1} t^(2n)/(2n(2n-1)).
+// Horner with the degree fixed at compile time, so the calling loops vectorize.
+template <int N>
+inline double phi_fixed(double x) {
+  double p = kPhiCoef[N - 1];
+  for (int i = N - 2; i >= 0; --i) p = p * x + kPhiCoef[i];
+  return p * x * x;
+}
+
+template <int N>
+inline double psi_fixed(double t) {
+  const double u = t * t;
+  double p = kPsiCoef[N - 1];
+  for (int i = N - 2; i >= 0; --i) p = p * u + kPsiCoef[i];
+  return p * u;
+}
+
+// Terms of phi for |x| <= m such that the first omitted term, relative to x^2/2, is
+// 2 m^n / (n+2)! < 2^-55 = 2.8e-17:
+//   m = 1e-4: n = 4 (2.8e-19);  1e-2: n = 7 (5.5e-20);  0.1: n = 10 (4.2e-19);  0.5: n = 15 (1.7e-19).
+int phi_terms(double m) {
+  if (m <= 1e-4) return 4;
+  if (m <= 1e-2) return 7;
+  if (m <= 0.1) return 10;
+  return 15;
+}
+
+// Terms of psi in t^2 for |t| <= m: the first omitted term relative to t^2/2 is
+// 2 m^(2n) / ((2n+2)(2n+1)) < 2^-55:  m = 1e-4: n = 2;  1e-2: n = 4;  0.1: n = 8;  0.25: n = 12.
+int psi_terms(double m) {
+  if (m <= 1e-4) return 2;
+  if (m <= 1e-2) return 4;
+  if (m <= 0.1) return 8;
+  return 12;
+}
+
+
+// Explicit lanes: kLanes independent accumulators per sum, added in a fixed order at the end.
+// GCC 12 turns the fixed inner lane loop into vector code (SLP) without reassociating anything.
+// Measured per row pair (V = 151,936, AVX-512): the fused pass 3 under `omp simd reduction`
+// kept its per-lane arrays in memory (1.7 ms in all, against 0.56 ms with lanes); pass 2 is the
+// other way round (0.69 ms with lanes, 0.56 ms with `omp simd`). The lane loop must be written
+// out in the kernel: behind a helper template the step is not inlined and nothing vectorizes.
+constexpr int kLanes = 8;
+
+inline double lane_sum(const double (&s)[kLanes]) {
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+// ---- pass 2 kernel -----------------------------------------------------------------------------
+
+struct Pass2Sums {
+  double sa = 0, sb = 0, ca = 0, cb = 0, s1 = 0, s2 = 0, mx = 0;
+};
+
+/// One chunk of pass 2. N > 0: exp(b - mb) = exp(a - ma) * exp(z), z = d - (mb - ma), with
+/// exp(z) = 1 + z + phi_N(z) (phi_terms' truncation rule for the chunk's max |z|); N = 0: the
+/// full exponential.
+template <int N>
+void pass2_chunk(const float* a, const float* b, Index n, double dma, double dmb, double* pa, double* pb,
+                 Pass2Sums& out) {
+  double sa = 0, sb = 0, ca = 0, cb = 0, s1 = 0, s2 = 0, mx = 0;
+  const double shift = dmb - dma;
+#pragma omp simd reduction(+ : sa, sb, ca, cb, s1, s2) reduction(max : mx)
+  for (Index i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    const double d = y - x;
+    const double ad = std::fabs(d);
+    const double ea = detail::exp_nonpositive(x - dma);
+    double eb;
+    if constexpr (N > 0) {
+      const double z = d - shift;
+      // Written so that z = 0 gives eb == ea exactly, contracted or not (identical rows then
+      // have identical sums and exactly zero divergences).
+      eb = ea + ea * (z + phi_fixed<N>(z));
+    } else {
+      eb = detail::exp_nonpositive(y - dmb);
+    }
+    pa[i] = ea;
+    pb[i] = eb;
+    sa += ea;
+    sb += eb;
+    ca += ea * d;
+    cb += eb * d;
+    s1 += ad;
+    s2 += d;
+    mx = ad > mx ? ad : mx;
+  }
+  out = Pass2Sums{sa, sb, ca, cb, s1, s2, mx};
+}
+
+void pass2_by_terms(double mz, const float* a, const float* b, Index n, double dma, double dmb, double* pa,
+                    double* pb, Pass2Sums& out) {
+  if (mz > 0.1) pass2_chunk<0>(a, b, n, dma, dmb, pa, pb, out);
+  else if (mz > 1e-2) pass2_chunk<10>(a, b, n, dma, dmb, pa, pb, out);
+  else if (mz > 1e-4) pass2_chunk<7>(a, b, n, dma, dmb, pa, pb, out);
+  else pass2_chunk<4>(a, b, n, dma, dmb, pa, pb, out);
+}
+
+/// max_j |d_j| - rel max(|a_j|, |b_j|) over one chunk (abs,rel policies only).
+double excess_chunk(const float* a, const float* b, Index n, double rel) {
+  double me = -kInf;
+#pragma omp simd reduction(max : me)
+  for (Index i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    const double ex = std::fabs(y - x) - rel * std::max(std::fabs(x), std::fabs(y));
+    me = ex > me ? ex : me;
+  }
+  return me;
+}
+
+// ---- pass 3 kernels ----------------------------------------------------------------------------
+
+struct Pass3Range {
+  double m_kl = 0;  ///< max |d - c_p|, |c_q - d|: the phi arguments
+  double m_js = 0;  ///< max |d - delta|: r, the log-ratio
+  double var = 0;   ///< sum (d - mean)^2
+};
+
+Pass3Range pass3_range(const float* a, const float* b, Index n, double cp, double cq, double delta, double mean) {
+  double mk = 0, mj = 0, v = 0;
+#pragma omp simd reduction(max : mk, mj) reduction(+ : v)
+  for (Index i = 0; i < n; ++i) {
+    const double d = static_cast<double>(b[i]) - static_cast<double>(a[i]);
+    mk = std::max(mk, std::max(std::fabs(d - cp), std::fabs(cq - d)));
+    mj = std::max(mj, std::fabs(d - delta));
+    v += (d - mean) * (d - mean);
+  }
+  return {mk, mj, v};
+}
+
+struct Pass3Args {
+  const float* a;
+  const float* b;
+  Index n;
+  const double* ea;  // exp(a - ma), exp(b - mb) from pass 2
+  const double* eb;
+  double cp, cq, delta, ia, ib;
+};
+
+struct Pass3Sums {
+  double kl_p = 0, kl_q = 0, js = 0;  // sum ea phi(d - c_p), sum eb phi(c_q - d), sum (p + q) psi(t)
+};
+
+/// |r| <= 0.02: tanh(r/2) = r/2 - r^3/24 + r^5/240, the next term below 1e-17 relative.
+inline double tanh_half_small(double rr) {
+  const double r2 = rr * rr;
+  return rr * (0.5 + r2 * (-1.0 / 24 + r2 * (1.0 / 240)));
+}
+
+/// Both series apply to the whole chunk: one vectorized loop.
+template <int NPhi, int NPsi>
+void pass3_fused(const Pass3Args& x, Pass3Sums& out) {
+  double s1[kLanes] = {}, s2[kLanes] = {}, s3[kLanes] = {};
+  auto step = [&](Index i, int l) {
+    const double d = static_cast<double>(x.b[i]) - static_cast<double>(x.a[i]);
+    s1[l] += x.ea[i] * phi_fixed<NPhi>(d - x.cp);
+    s2[l] += x.eb[i] * phi_fixed<NPhi>(x.cq - d);
+    s3[l] += (x.ea[i] * x.ia + x.eb[i] * x.ib) * psi_fixed<NPsi>(tanh_half_small(d - x.delta));
+  };
+  Index i = 0;
+  for (; i + kLanes <= x.n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) step(i + l, l);
+  }
+  for (int l = 0; i < x.n; ++i, ++l) step(i, l);
+  out = Pass3Sums{lane_sum(s1), lane_sum(s2), lane_sum(s3)};
+}
+
+template <int NPhi>
+void pass3_fused_psi(int psi_n, const Pass3Args& x, Pass3Sums& out) {
+  if (psi_n <= 2) pass3_fused<NPhi, 2>(x, out);
+  else pass3_fused<NPhi, 4>(x, out);
+}
+
+/// Dispatch on the term counts phi_terms and psi_terms chose (psi: 2 or 4 for |t| <= 0.01).
+void pass3_series(int phi_n, int psi_n, const Pass3Args& x, Pass3Sums& out) {
+  switch (phi_n) {
+    case 4: pass3_fused_psi<4>(psi_n, x, out); break;
+    case 7: pass3_fused_psi<7>(psi_n, x, out); break;
+    case 10: pass3_fused_psi<10>(psi_n, x, out); break;
+    default: pass3_fused_psi<15>(psi_n, x, out); break;
+  }
+}
+
+/// A chunk where a series does not cover every element (large differences): element by element,
+/// phi and psi pick series or logs; t = (q - p) / (q + p) loses nothing once |r| > 0.02.
+void pass3_general(const Pass3Args& x, Pass3Sums& out) {
+  double s1 = 0, s2 = 0, s3 = 0;
+  for (Index i = 0; i < x.n; ++i) {
+    const double d = static_cast<double>(x.b[i]) - static_cast<double>(x.a[i]);
+    s1 += x.ea[i] * phi(d - x.cp);
+    s2 += x.eb[i] * phi(x.cq - d);
+    const double p = x.ea[i] * x.ia, q = x.eb[i] * x.ib;
+    const double rr = d - x.delta;
+    const double t = std::fabs(rr) <= 0.02 ? tanh_half_small(rr) : (q - p) / (q + p);
+    s3 += (p + q) * psi(t);
+  }
+  out = Pass3Sums{s1, s2, s3};
+}
+
+// ---- small searches ------------------------------------------------------------------------------
+
+/// First j in [begin, end) with pred(j).
+template <typename Pred>
+Index find_in(Index begin, Index end, Pred pred) {
+  for (Index j = begin; j < end; ++j) {
+    if (pred(j)) return j;
+  }
+  return -1;
+}
+
+/// Top-k (k <= 10) indices of a row by value descending, index ascending, looking only at the
+/// chunks whose maximum reaches the k-th largest chunk maximum (the top-k elements all lie in
+/// those chunks: each of them is >= the k-th largest element >= the k-th largest chunk max).
+void top_k(const float* row, Index n, const std::vector<float>& chunk_max, int k, std::array<Index, 10>& out) {
+  std::vector<float> sorted = chunk_max;
+  const std::size_t kk = std::min<std::size_t>(static_cast<std::size_t>(k), sorted.size());
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(kk - 1), sorted.end(), std::greater<float>());
+  const float threshold = sorted[kk - 1];
+  std::array<float, 10> v;
+  v.fill(-std::numeric_limits<float>::infinity());
+  out.fill(-1);
+  int filled = 0;
+  for (std::size_t c = 0; c < chunk_max.size(); ++c) {
+    if (chunk_max[c] < threshold) continue;
+    const Index end = std::min<Index>(n, static_cast<Index>(c + 1) * kChunk);
+    for (Index j = static_cast<Index>(c) * kChunk; j < end; ++j) {
+      const float x = row[j];
+      if (filled == k && !(x > v[k - 1])) continue;  // equal values keep the lower index
+      int pos = filled < k ? filled : k - 1;
+      while (pos > 0 && x > v[pos - 1]) {
+        v[pos] = v[pos - 1];
+        out[pos] = out[pos - 1];
+        --pos;
+      }
+      v[pos] = x;
+      out[pos] = j;
+      if (filled < k) ++filled;
+    }
+  }
+}
+
+double overlap(const std::array<Index, 10>& x, const std::array<Index, 10>& y, int k) {
+  int hit = 0;
+  for (int i = 0; i < k; ++i) {
+    for (int j = 0; j < k; ++j) hit += x[i] >= 0 && x[i] == y[j];
+  }
+  return static_cast<double>(hit) / k;
+}
+
+/// The first column of the first chunk whose per-chunk value equals `target`.
+template <typename Pred>
+Index locate(const std::vector<double>& chunk_vals, double target, Index n, Pred pred) {
+  for (std::size_t c = 0; c < chunk_vals.size(); ++c) {
+    if (chunk_vals[c] != target) continue;
+    const Index j = find_in(static_cast<Index>(c) * kChunk, std::min<Index>(n, static_cast<Index>(c + 1) * kChunk), pred);
+    if (j >= 0) return j;
+  }
+  return -1;
+}
+
+// ---- the careful path (NaN, +-Inf present) ---------------------------------------------------------
+
+void careful_path(const float* a, const float* b, Index V, std::int32_t token, double rel, float ma, float mb,
+                  RowComparison& r) {
+  r.max_abs = 0;
+  r.max_ulp = 0;
+  double s_abs = 0, s_d = 0;
+  Index finite_pairs = 0;
+  for (Index j = 0; j < V; ++j) {
+    const std::uint64_t u = reference::ulp_distance_f32(a[j], b[j]);
+    if (u > r.max_ulp) {
+      r.max_ulp = u;
+      r.max_ulp_col = j;
+    }
+    if (!std::isfinite(a[j]) || !std::isfinite(b[j])) continue;
+    const double d = static_cast<double>(b[j]) - a[j];
+    if (std::fabs(d) > r.max_abs || r.max_abs_col < 0) {
+      r.max_abs = std::fabs(d);
+      r.max_abs_col = j;
+    }
+    const double ex = std::fabs(d) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j])));
+    if (ex > r.max_excess || r.max_excess_col < 0) {
+      r.max_excess = ex;
+      r.max_excess_col = j;
+    }
+    s_abs += std::fabs(d);
+    s_d += d;
+    ++finite_pairs;
+  }
+  // A differing infinity or NaN is an excess no tolerance covers.
+  for (Index j = 0; j < V; ++j) {
+    if ((!std::isfinite(a[j]) || !std::isfinite(b[j])) && !(a[j] == b[j])) {
+      r.max_excess = kInf;
+      r.max_excess_col = j;
+      break;
+    }
+  }
+  r.mean_abs = finite_pairs ? s_abs / static_cast<double>(finite_pairs) : 0;
+  const double mean = finite_pairs ? s_d / static_cast<double>(finite_pairs) : 0;
+  double var = 0;
+  for (Index j = 0; j < V; ++j) {
+    if (std::isfinite(a[j]) && std::isfinite(b[j])) {
+      const double e = (static_cast<double>(b[j]) - a[j]) - mean;
+      var += e * e;
+    }
+  }
+  r.rms_centered = finite_pairs ? std::sqrt(var / static_cast<double>(finite_pairs)) : 0;
+  if (r.nonfinite) {
+    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  if (ma == -kPosInfF || mb == -kPosInfF) {
+    // A fully masked row has no distribution.
+    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  // Masked (-Inf) entries carry probability 0. The fast path's forms, in scalar code over the
+  // unmasked entries: with the same mask on both sides they are exact in the same sense; where
+  // the masks differ, a direction with an entry masked on one side only is infinite and the
+  // other is summed directly (rare: differing masks are themselves a finding).
+  bool same_mask = true;
+  double SA = 0, SB = 0, CA = 0, CB = 0;
+  for (Index j = 0; j < V; ++j) {
+    const bool fa = a[j] != -kPosInfF, fb = b[j] != -kPosInfF;
+    same_mask = same_mask && fa == fb;
+    const double ea = fa ? std::exp(static_cast<double>(a[j]) - ma) : 0.0;
+    const double eb = fb ? std::exp(static_cast<double>(b[j]) - mb) : 0.0;
+    SA += ea;
+    SB += eb;
+    if (fa && fb) {
+      const double d = static_cast<double>(b[j]) - static_cast<double>(a[j]);
+      CA += ea * d;
+      CB += eb * d;
+    }
+  }
+  const double delta = (static_cast<double>(mb) - ma) + std::log(SB / SA);  // r = d - delta
+  const double cp = CA / SA, cq = CB / SB;
+  double kab = 0, kba = 0, js = 0;
+  for (Index j = 0; j < V; ++j) {
+    const bool fa = a[j] != -kPosInfF, fb = b[j] != -kPosInfF;
+    if (!fa && !fb) continue;
+    const double p = fa ? std::exp(static_cast<double>(a[j]) - ma) / SA : 0.0;
+    const double q = fb ? std::exp(static_cast<double>(b[j]) - mb) / SB : 0.0;
+    if (!(fa && fb)) {
+      if (fa) kab = kInf;
+      else kba = kInf;
+      js += (p + q) * std::log(2.0);  // psi(+-1)
+      continue;
+    }
+    const double d = static_cast<double>(b[j]) - static_cast<double>(a[j]);
+    const double rr = d - delta;
+    if (same_mask) {
+      kab += p * phi(d - cp);
+      kba += q * phi(cq - d);
+    } else {
+      kab -= p * rr;
+      kba += q * rr;
+    }
+    const double t = std::fabs(rr) <= 0.02 ? tanh_half_small(rr) : (q - p) / (q + p);
+    js += (p + q) * psi(t);
+  }
+  if (same_mask) {
+    r.kl_ab = std::log1p(kab);
+    r.kl_ba = std::log1p(kba);
+  } else {
+    r.kl_ab = std::isinf(kab) ? kab : std::max(0.0, kab);
+    r.kl_ba = std::isinf(kba) ? kba : std::max(0.0, kba);
+  }
+  r.jsd = 0.5 * js;
+  if (token >= 0 && token < V) {
+    const bool fa = a[token] != -kPosInfF, fb = b[token] != -kPosInfF;
+    const double p = fa ? std::exp(static_cast<double>(a[token]) - ma) / SA : 0.0;
+    const double q = fb ? std::exp(static_cast<double>(b[token]) - mb) / SB : 0.0;
+    // q - p = p expm1(r): no cancellation when the two are close.
+    r.dp_token = fa && fb ? p * std::expm1((static_cast<double>(b[token]) - a[token]) - delta) : q - p;
+  }
+}
+
+}  // namespace
+
+double phi(double x) { return std::fabs(x) <= 0.5 ? phi_fixed<15>(x) : std::expm1(x) - x; }
+
+double psi(double t) {
+  if (std::fabs(t) <= 0.25) return psi_fixed<12>(t);
+  if (t >= 1.0 || t <= -1.0) return std::log(2.0);
+  return 0.5 * ((1 + t) * std::log1p(t) + (1 - t) * std::log1p(-t));
+}
+
+RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t token, double rel,
+                           CompareScratch& sc) {
+  RowComparison r;
+  const Index nchunks = (V + kChunk - 1) / kChunk;
+  std::vector<float> cmax_a(static_cast<std::size_t>(nchunks)), cmax_b(static_cast<std::size_t>(nchunks));
+
+  // ---- pass 1: maxima (per chunk too), special values, identity ----
+  // (16 lanes of f32/int32: the ULP distances and the token's rank in B are computed here.)
+  float ma = -kPosInfF, mb = -kPosInfF;
+  std::int32_t special = 0, masked = 0;
+  std::vector<double> c_ulp(static_cast<std::size_t>(nchunks));
+  const float bt = (token >= 0 && token < V) ? b[token] : 0.0f;
+  Index above = 0;
+  for (Index c = 0; c < nchunks; ++c) {
+    const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
+    float xa = -kPosInfF, xb = -kPosInfF;
+    std::int32_t sp = 0, mk = 0, ab = 0;
+    std::uint32_t mu = 0;
+#pragma omp simd reduction(max : xa, xb, mu) reduction(+ : sp, mk)
+    for (Index i = 0; i < n; ++i) {
+      const float x = a[j0 + i], y = b[j0 + i];
+      xa = x > xa ? x : xa;
+      xb = y > xb ? y : xb;
+      sp += (x != x ? 1 : 0) + (y != y ? 1 : 0) + (x == kPosInfF ? 1 : 0) + (y == kPosInfF ? 1 : 0);
+      mk += (x == -kPosInfF ? 1 : 0) + (y == -kPosInfF ? 1 : 0);
+      const std::uint32_t u = ulps32(x, y);
+      mu = u > mu ? u : mu;
+    }
+    // The token's rank in B: values above b[token], and equal values at lower ids.
+    if (j0 + n <= token) {
+#pragma omp simd reduction(+ : ab)
+      for (Index i = 0; i < n; ++i) ab += b[j0 + i] >= bt ? 1 : 0;
+    } else if (j0 >= token) {
+#pragma omp simd reduction(+ : ab)
+      for (Index i = 0; i < n; ++i) ab += b[j0 + i] > bt ? 1 : 0;
+    } else {
+      for (Index i = 0; i < n; ++i) ab += (b[j0 + i] > bt || (b[j0 + i] == bt && j0 + i < token)) ? 1 : 0;
+    }
+    cmax_a[static_cast<std::size_t>(c)] = xa;
+    cmax_b[static_cast<std::size_t>(c)] = xb;
+    c_ulp[static_cast<std::size_t>(c)] = mu;
+    ma = std::max(ma, xa);
+    mb = std::max(mb, xb);
+    special += sp;
+    masked += mk;
+    above += ab;
+  }
+  if (token >= 0 && token < V) r.rank_in_b = above + 1;
+  r.bit_identical = std::memcmp(a, b, static_cast<std::size_t>(V) * 4) == 0;
+  if (!r.bit_identical) {
+    r.first_diff = find_in(0, V, [&](Index j) { return std::memcmp(a + j, b + j, 4) != 0; });
+  }
+  auto first_of = [&](const float* row, const std::vector<float>& cmax, float m) {
+    for (Index c = 0; c < nchunks; ++c) {
+      if (cmax[static_cast<std::size_t>(c)] == m) {
+        const Index j = find_in(c * kChunk, std::min(V, (c + 1) * kChunk), [&](Index i) { return row[i] == m; });
+        if (j >= 0) return j;
+      }
+    }
+    return Index{-1};
+  };
+  r.argmax_a = first_of(a, cmax_a, ma);
+  r.argmax_b = first_of(b, cmax_b, mb);
+  r.nonfinite = special > 0;
+  r.masked = masked > 0;
+
+  if (r.nonfinite || r.masked) {
+    careful_path(a, b, V, token, rel, ma, mb, r);
+  } else {
+    // ---- pass 2: exponentials and everything else one read of the rows can give ----
+    sc.ea.resize(static_cast<std::size_t>(V));
+    sc.eb.resize(static_cast<std::size_t>(V));
+    std::vector<double> c_abs(static_cast<std::size_t>(nchunks)), c_exc(static_cast<std::size_t>(nchunks));
+    const double dma = ma, dmb = mb;
+    double SA = 0, SB = 0, CA = 0, CB = 0, sabs = 0, sd = 0;
+    for (Index c = 0; c < nchunks; ++c) {
+      const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
+      double* pa = sc.ea.data() + j0;
+      double* pb = sc.eb.data() + j0;
+      // exp(b - mb) = exp(a - ma) * exp(z), z = d - (mb - ma): for similar rows z is tiny and
+      // exp(z) = 1 + z + phi(z) is a short series (phi_terms' truncation rule); chunks where it
+      // is not take the full exponential.
+      double mz = 0;
+#pragma omp simd reduction(max : mz)
+      for (Index i = 0; i < n; ++i) {
+        const double z = (static_cast<double>(b[j0 + i]) - static_cast<double>(a[j0 + i])) - (dmb - dma);
+        mz = std::max(mz, std::fabs(z));
+      }
+      Pass2Sums t;
+      pass2_by_terms(mz, a + j0, b + j0, n, dma, dmb, pa, pb, t);
+      c_abs[static_cast<std::size_t>(c)] = t.mx;
+      // With no relative term the excess is |d| itself.
+      c_exc[static_cast<std::size_t>(c)] = rel > 0 ? excess_chunk(a + j0, b + j0, n, rel) : t.mx;
+      SA += t.sa;
+      SB += t.sb;
+      CA += t.ca;
+      CB += t.cb;
+      sabs += t.s1;
+      sd += t.s2;
+    }
+    r.max_abs = *std::max_element(c_abs.begin(), c_abs.end());
+    r.max_ulp = static_cast<std::uint64_t>(*std::max_element(c_ulp.begin(), c_ulp.end()));
+    r.max_excess = *std::max_element(c_exc.begin(), c_exc.end());
+    r.mean_abs = sabs / static_cast<double>(V);
+    const double mean = sd / static_cast<double>(V);
+    auto absd = [&](Index j) { return std::fabs(static_cast<double>(b[j]) - static_cast<double>(a[j])); };
+    r.max_abs_col = locate(c_abs, r.max_abs, V, [&](Index j) { return absd(j) == r.max_abs; });
+    if (r.max_ulp > 0) {
+      r.max_ulp_col = locate(c_ulp, static_cast<double>(r.max_ulp), V,
+                             [&](Index j) { return ulps32(a[j], b[j]) == r.max_ulp; });
+    }
+    r.max_excess_col = rel > 0 ? locate(c_exc, r.max_excess, V, [&](Index j) {
+      return absd(j) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j]))) ==
+             r.max_excess;
+    })
+                               : r.max_abs_col;
+
+    // ---- pass 3: KL both ways, JSD and the centred variance ----
+    // c_p = E_p[d], c_q = E_q[d]; KL(P||Q) = log1p(E_p[phi(d - c_p)]), KL(Q||P) =
+    // log1p(E_q[phi(c_q - d)]): every summand >= 0, no cancellation (error-bounds.md §8).
+    // JSD = 1/2 sum (p + q) psi(tanh(r/2)) with r = log q - log p = d - delta, where
+    // delta = (mb - ma) + log(SB / SA) is known from pass 2, so one pass does all three.
+    const double cp = CA / SA, cq = CB / SB;
+    const double delta = (dmb - dma) + std::log(SB / SA);
+    const double ia = 1.0 / SA, ib = 1.0 / SB;
+    double sum_p = 0, sum_q = 0, var = 0, js = 0;
+    for (Index c = 0; c < nchunks; ++c) {
+      const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
+      const Pass3Range g = pass3_range(a + j0, b + j0, n, cp, cq, delta, mean);
+      var += g.var;
+      Pass3Sums t;
+      const Pass3Args x{a + j0, b + j0, n, sc.ea.data() + j0, sc.eb.data() + j0, cp, cq, delta, ia, ib};
+      if (g.m_kl <= 0.5 && g.m_js <= 0.02) pass3_series(phi_terms(g.m_kl), psi_terms(0.5 * g.m_js), x, t);
+      else pass3_general(x, t);
+      sum_p += t.kl_p;
+      sum_q += t.kl_q;
+      js += t.js;
+    }
+    r.rms_centered = std::sqrt(var / static_cast<double>(V));
+    r.kl_ab = std::log1p(sum_p / SA);
+    r.kl_ba = std::log1p(sum_q / SB);
+    r.jsd = 0.5 * js;
+    // q - p = p expm1(r): no cancellation when the two are close.
+    if (token >= 0 && token < V) {
+      r.dp_token = sc.ea[token] * ia * std::expm1((static_cast<double>(b[token]) - a[token]) - delta);
+    }
+  }
+
+  // ---- top-k overlaps (only the chunks that can hold a top-10 element are read) ----
+  std::array<Index, 10> ta, tb;
+  top_k(a, V, cmax_a, 10, ta);
+  top_k(b, V, cmax_b, 10, tb);
+  r.top10_overlap = overlap(ta, tb, 10);
+  r.top5_overlap = overlap(ta, tb, 5);
+  return r;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,142 @@
+#include "certify/logits/witness_file.h"
+
+#include "certify/io/dump_writer.h"
+
+namespace ncert::certify {
+
+namespace {
+
+constexpr const char* kSchema = "ncert-witness";
+
+std::vector<std::uint8_t> hex_bytes(const std::string& hex) {
+  std::vector<std::uint8_t> b(16, 0);
+  for (std::size_t i = 0; i < 16 && 2 * i + 1 < hex.size(); ++i) {
+    b[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  return b;
+}
+
+ReaderOptions witness_reader_options(ReaderOptions o) {
+  o.schema = kSchema;
+  o.extra_root_members = {"witness"};
+  o.extra_root_attributes = {"source_dump", "source_xxh3_128"};
+  return o;
+}
+
+}  // namespace
+
+std::uint8_t stored_class(const Witness& w) { return w.ok ? static_cast<std::uint8_t>(w.cls) : std::uint8_t{255}; }
+
+std::string StoredRun::row_hash(Index t) const {
+  static const char* d = "0123456789abcdef";
+  std::string s(32, '0');
+  const std::uint8_t* b = row_xxh3.data() + t * 16;
+  for (int i = 0; i < 16; ++i) {
+    s[2 * i] = d[b[i] >> 4];
+    s[2 * i + 1] = d[b[i] & 15];
+  }
+  return s;
+}
+
+Status write_witness_file(const std::string& path, bool overwrite, const DumpModel& dump, const std::string& dump_hash,
+                          const std::vector<RunWitnesses>& runs) {
+  NCERT_ASSIGN_OR_RETURN(DumpWriter w, DumpWriter::create(path, overwrite));
+  RootInfo root;
+  root.engine = dump.engine;
+  root.build = dump.build;
+  root.model = dump.model;
+  root.device = dump.device;
+  NCERT_RETURN_IF_ERROR(w.write_root(root));
+  NCERT_RETURN_IF_ERROR(w.write_attr("/", "ncert_schema", std::string(kSchema)));
+  NCERT_RETURN_IF_ERROR(w.write_attr("/", "source_dump", dump.file));
+  NCERT_RETURN_IF_ERROR(w.write_attr("/", "source_xxh3_128", dump_hash));
+  for (const RunWitnesses& r : runs) {
+    const std::string g = "/witness/" + r.run;
+    const Index T = static_cast<Index>(r.witnesses.size());
+    NCERT_RETURN_IF_ERROR(w.create_group(g));
+    NCERT_RETURN_IF_ERROR(w.write_attr(g, "vocab", r.vocab));
+    NCERT_RETURN_IF_ERROR(w.write_attr(g, "tie_break", std::string("lowest")));
+    NCERT_RETURN_IF_ERROR(w.write_attr(g, "error_source", r.model.source));
+    if (r.model.kind == LogitErrorModel::Kind::kAbsolute) {
+      NCERT_RETURN_IF_ERROR(w.write_attr_f64(g, "logit_error", r.model.absolute));
+    }
+    StoredRun s;
+    for (const Witness& x : r.witnesses) {
+      s.row.push_back(x.row);
+      s.position.push_back(x.position);
+      s.token.push_back(x.token);
+      s.runner_up.push_back(x.runner_up);
+      s.ties.push_back(x.ties);
+      s.logit.push_back(x.logit);
+      s.runner_up_logit.push_back(x.runner_up_logit);
+      s.cls.push_back(stored_class(x));
+      const auto h = hex_bytes(x.row_xxh3);
+      s.row_xxh3.insert(s.row_xxh3.end(), h.begin(), h.end());
+    }
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/row", DType::kI64, {T}, s.row.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/position", DType::kI64, {T}, s.position.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/token", DType::kI32, {T}, s.token.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/runner_up", DType::kI32, {T}, s.runner_up.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/ties", DType::kI32, {T}, s.ties.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/logit", DType::kF32, {T}, s.logit.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/runner_up_logit", DType::kF32, {T}, s.runner_up_logit.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/class", DType::kU8, {T}, s.cls.data()));
+    NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/row_xxh3", DType::kU8, {T, 16}, s.row_xxh3.data()));
+  }
+  return w.close();
+}
+
+WitnessFile::WitnessFile(DumpReader reader, std::string path) : reader_(std::move(reader)), path_(std::move(path)) {
+  for (const GroupInfo& g : reader_.model().groups) {
+    if (g.path.rfind("/witness/", 0) == 0 && g.path.find('/', 9) == std::string::npos) runs_.push_back(g.path.substr(9));
+  }
+}
+
+Result<WitnessFile> WitnessFile::open(const std::string& path, const ReaderOptions& options) {
+  auto reader = DumpReader::open(path, witness_reader_options(options));
+  if (!reader.ok()) return Status(ErrorCode::kWitnessFileInvalid, reader.status().message());
+  WitnessFile f(std::move(*reader), path);
+  if (f.runs_.empty()) return Status(ErrorCode::kWitnessFileInvalid, path + ": no /witness/<run> groups");
+  return f;
+}
+
+Index WitnessFile::stored_tokens(const std::string& run) const {
+  const DatasetInfo* d = reader_.model().dataset("/witness/" + run + "/token");
+  return d && d->shape.size() == 1 ? d->shape[0] : 0;
+}
+
+Result<StoredRun> WitnessFile::read(const std::string& run, Index tokens) const {
+  const std::string g = "/witness/" + run;
+  auto need = [&](const std::string& ds, DType t, std::vector<Index> shape) -> Status {
+    const DatasetInfo* d = reader_.model().dataset(g + "/" + ds);
+    if (!d || d->dtype != t || d->shape != shape) {
+      return Status(ErrorCode::kWitnessFileInvalid, path_ + ": " + g + "/" + ds + " missing or malformed");
+    }
+    return Status();
+  };
+  const std::pair<const char*, DType> kColumns[] = {
+      {"row", DType::kI64},   {"position", DType::kI64}, {"token", DType::kI32},          {"runner_up", DType::kI32},
+      {"ties", DType::kI32},  {"logit", DType::kF32},    {"runner_up_logit", DType::kF32}, {"class", DType::kU8}};
+  for (const auto& [ds, t] : kColumns) NCERT_RETURN_IF_ERROR(need(ds, t, {tokens}));
+  NCERT_RETURN_IF_ERROR(need("row_xxh3", DType::kU8, {tokens, 16}));
+  StoredRun s;
+  s.run = run;
+  NCERT_ASSIGN_OR_RETURN(s.row, reader_.read_i64(g + "/row"));
+  NCERT_ASSIGN_OR_RETURN(s.position, reader_.read_i64(g + "/position"));
+  NCERT_ASSIGN_OR_RETURN(s.token, reader_.read_i32(g + "/token"));
+  NCERT_ASSIGN_OR_RETURN(s.runner_up, reader_.read_i32(g + "/runner_up"));
+  NCERT_ASSIGN_OR_RETURN(s.ties, reader_.read_i32(g + "/ties"));
+  NCERT_ASSIGN_OR_RETURN(s.logit, reader_.read_f32(g + "/logit"));
+  NCERT_ASSIGN_OR_RETURN(s.runner_up_logit, reader_.read_f32(g + "/runner_up_logit"));
+  NCERT_ASSIGN_OR_RETURN(s.cls, reader_.read_u8(g + "/class"));
+  NCERT_ASSIGN_OR_RETURN(s.row_xxh3, reader_.read_u8(g + "/row_xxh3"));
+  for (const GroupInfo& gi : reader_.model().groups) {
+    if (gi.path != g) continue;
+    for (const AttributeInfo& a : gi.attributes) {
+      if (a.name == "logit_error") s.logit_error = a.value.as_number();
+    }
+  }
+  return s;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,88 @@
+// bound: every engine value lies inside the rigorous interval of the exact reference
+// (docs/error-bounds.md); values beyond the probabilistic tier fail only with --strict.
+#include <cmath>
+
+#include "certify/projection/checks.h"
+#include "certify/projection/detail/text.h"
+
+namespace ncert::certify {
+
+CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options) {
+  const ProjectionInfo& info = f.info();
+  const reference::ReferenceSummary& summary = pass.summary;
+  CheckResult r;
+  r.id = projection_check_id(info, CheckKind::kBound);
+  r.kind = CheckKind::kBound;
+  BoundEvidence e;
+  e.accumulator = info.accumulator.name;
+  e.u_eff = info.accumulator.u_eff;
+  e.lambda = options.lambda;
+  e.round_to_nearest = info.accumulator.round_to_nearest;
+  e.k = info.k;
+  double max_util = 0, max_err_over_b = 0;
+  std::optional<EngineOutputId> worst;
+  for (EngineOutputId id : kAllEngineOutputs) {
+    if (!f.data.output(id).present) continue;
+    const reference::BoundStats& st = pass.bound[static_cast<std::size_t>(id)];
+    e.outputs.push_back({std::string(engine_output_name(id)), st});
+    e.elements += st.elements();
+    e.outside += st.outside();
+    e.beyond_tier += st.beyond_tier();
+    max_util = std::max(max_util, st.max_utilization());
+    max_err_over_b = std::max(max_err_over_b, st.max_error_over_bound());
+    if (!worst && st.outside() > 0) worst = id;
+  }
+  if (summary.nonfinite_x > 0 || summary.nonfinite_w > 0) {
+    r.verdict = Verdict::kFail;
+    if (summary.nonfinite_x > 0) {
+      r.reason = "x holds " + std::to_string(summary.nonfinite_x) + " non-finite value(s), first at row " +
+                 std::to_string(summary.first_nonfinite_x / info.k) + " col " +
+                 std::to_string(summary.first_nonfinite_x % info.k) + ": the reference cannot certify them";
+    } else {
+      r.reason = "the dequantized weights hold " + std::to_string(summary.nonfinite_w) +
+                 " non-finite value(s), first at W row " + std::to_string(summary.first_nonfinite_w / info.k) +
+                 " col " + std::to_string(summary.first_nonfinite_w % info.k);
+    }
+  } else if (summary.vacuous_bound) {
+    r.verdict = Verdict::kFail;
+    r.reason = "the deterministic bound is vacuous: K_eff * u_eff >= 1/2 (K = " + std::to_string(info.k) +
+               ", u_eff = " + format_float(info.accumulator.u_eff) + "): nothing can be certified";
+  } else if (worst) {
+    const std::string name(engine_output_name(*worst));
+    const reference::ElementRecord& el = pass.bound[static_cast<std::size_t>(*worst)].first_outside();
+    const Index slot = *worst != EngineOutputId::kUnpacked ? f.slot_of_row[static_cast<std::size_t>(el.row)] : -1;
+    r.verdict = Verdict::kFail;
+    r.reason = name + " " + detail::where(el.row, el.col, slot) + ": " + detail::value_text(el.value, info.output) +
+               " outside [" + format_float(el.accept.lo) + ", " + format_float(el.accept.hi) + "] (reference " +
+               format_short(el.center) + ", B = " + format_short(el.bound) + "); " + std::to_string(e.outside) +
+               " of " + std::to_string(e.elements) + " values outside";
+    r.first_failure = Location{name, el.row, el.col, slot};
+    e.first = BoundFailure{name, el, slot};
+  } else if (options.strict && e.beyond_tier > 0) {
+    r.verdict = Verdict::kFail;
+    EngineOutputId id = EngineOutputId::kUnpacked;
+    for (EngineOutputId o : kAllEngineOutputs) {
+      if (f.data.output(o).present && pass.bound[static_cast<std::size_t>(o)].beyond_tier() > 0) {
+        id = o;
+        break;
+      }
+    }
+    const reference::ElementRecord& el = pass.bound[static_cast<std::size_t>(id)].first_beyond_tier();
+    r.reason = std::to_string(e.beyond_tier) + " values beyond the probabilistic tier (--strict), first " +
+               std::string(engine_output_name(id)) + " " + detail::where(el.row, el.col, -1) + ": " +
+               detail::value_text(el.value, info.output) + " (reference " + format_short(el.center) + ")";
+    r.first_failure = Location{std::string(engine_output_name(id)), el.row, el.col};
+  } else {
+    // For f32 outputs |y - y*| / B is the bound utilization proper; for bf16 outputs the
+    // output rounding dominates |y - y*|, so the share of the accepted interval used is the
+    // informative figure (both are in the stats).
+    r.reason = "all " + std::to_string(e.elements) + " engine values inside the reference intervals (" +
+               (info.output == DType::kF32 ? "max |y - y*| / B " + format_short(max_err_over_b)
+                                           : "bf16 outputs, max share of the accepted interval " + format_short(max_util)) +
+               ", " + std::to_string(e.beyond_tier) + " beyond the probabilistic tier)";
+  }
+  r.evidence = std::move(e);
+  return r;
+}
+
+}  // namespace ncert::certify

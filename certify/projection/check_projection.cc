@@ -1,0 +1,106 @@
+#include "certify/projection/check_projection.h"
+
+#include <chrono>
+
+#include "packing/guards.h"
+
+namespace ncert::certify {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::string projection_check_id(const ProjectionInfo& info, CheckKind kind) {
+  return "projections/" + info.name + "/" + std::string(check_kind_name(kind));
+}
+
+ProjectionFacts projection_facts(const LoadedProjection& data) {
+  ProjectionFacts f{data, packing::validate_plan(data.plan), packing::validate_weights(data.plan),
+                    packing::validate_selector_rows(data.plan), {}};
+  f.slot_of_row.assign(static_cast<std::size_t>(data.info->m), -1);
+  if (f.rows.ok()) {
+    for (Index s = 0; s < static_cast<Index>(data.selector.size()); ++s) {
+      const Index row = data.selector[static_cast<std::size_t>(s)];
+      if (row >= 0) f.slot_of_row[static_cast<std::size_t>(row)] = s;
+    }
+  }
+  return f;
+}
+
+Result<ProjectionOutcome> check_projection(const DumpReader& reader, const ProjectionInfo& info,
+                                           const CheckOptions& options, const BlockHook& hook) {
+  NCERT_ASSIGN_OR_RETURN(LoadedProjection data, load_projection(reader, info));
+  data.info = &info;
+  ProjectionOutcome out;
+  ProjectionTiming& T = out.timing;
+  T.read_seconds = data.read_seconds;
+  const ProjectionFacts f = projection_facts(data);
+  std::vector<CheckResult>& checks = out.checks;
+  auto blocked = [&](CheckKind kind, const std::string& why) {
+    checks.push_back(not_evaluated(projection_check_id(info, kind), kind, why));
+  };
+  const std::string selector_broken = "the selector does not map slots to rows (" + f.rows.message() + ")";
+
+  // 1. geometry, and what later checks may rely on.
+  checks.push_back(geometry_check(f));
+
+  // 2. identity, where two engine outputs can be compared.
+  auto t_other = std::chrono::steady_clock::now();
+  if (data.y_packed.present && (data.y_unpacked.present || data.y_compact.present)) {
+    if (f.rows.ok()) checks.push_back(identity_check(f));
+    else blocked(CheckKind::kIdentity, selector_broken);
+  }
+  T.other_seconds = seconds_since(t_other);
+
+  // 3-4. bound and walk, from one pass of the reference.
+  const reference::LinearProblem problem = data.problem(options.lambda);
+  std::string ref_blocker;
+  if (!f.weights.ok()) {
+    ref_blocker = "the weights cannot be evaluated (" + f.weights.message() + ")";
+  } else if (!f.rows.ok() && (data.y_packed.present || data.y_compact.present)) {
+    ref_blocker = selector_broken;
+  } else if (const Status ps = reference::validate_problem(problem); !ps.ok()) {
+    ref_blocker = ps.message();
+  }
+  std::optional<ReferencePass> pass;
+  if (!f.any_output()) {
+    // Nothing to bound: vacuity reports it.
+  } else if (!ref_blocker.empty()) {
+    blocked(CheckKind::kBound, ref_blocker);
+    if (info.walk.declared) blocked(CheckKind::kWalk, ref_blocker);
+  } else {
+    reference::ReferenceOptions ro = options.reference;
+    // A walk whose combination is unsupported (folded AF4) has no emulation to compare with.
+    const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported;
+    ro.emulate_walk = walk_supported;
+    NCERT_ASSIGN_OR_RETURN(pass, run_reference_pass(f, problem, ro, hook));
+    out.reference_evaluated = true;
+    T.reference_seconds = pass->seconds;
+    T.compare_seconds = pass->compare_seconds;
+    checks.push_back(bound_check(f, *pass, options));
+    if (walk_supported) {
+      checks.push_back(walk_check(f, *pass));
+    } else if (info.walk.declared) {
+      blocked(CheckKind::kWalk,
+              "k_walk " + info.walk.name + " is not defined for this weight format (" + f.plan.message() + ")");
+    }
+  }
+
+  // 5. untouched.
+  t_other = std::chrono::steady_clock::now();
+  if (data.y_before.present && data.y_packed.present) {
+    if (f.rows.ok()) checks.push_back(untouched_check(f));
+    else blocked(CheckKind::kUntouched, "the selector does not map slots to rows");
+  }
+
+  // 6. vacuity.
+  checks.push_back(vacuity_check(f, pass ? &*pass : nullptr, options));
+  T.other_seconds += seconds_since(t_other);
+  return out;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,60 @@
+// This header defines the checks of one /projections/<name>, one function each, over what they
+// share: the loaded members (ProjectionFacts) and the values of one reference pass
+// (reference_pass.h). check_projection.h runs them in order; docs/design.md says what each
+// proves.
+//   geometry   the dump's plan passes the packing host guards (the guard code on failure)
+//   identity   y_packed == y_unpacked on selected rows, y_compact scattered == y_packed (bits)
+//   bound      every engine output inside the reference interval of every element
+//   walk       every engine output equals the emulated k_walk bit for bit (when declared)
+//   untouched  unselected rows and padding columns of y_packed equal y_before (when present)
+//   vacuity    the projection proves something (selected rows, nonzero data, an output)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "certify/projection/projection_data.h"
+#include "certify/projection/reference_pass.h"
+#include "certify/report/check_result.h"
+
+namespace ncert::certify {
+
+struct CheckOptions {
+  double lambda = 10.0;        ///< probabilistic tier multiplier
+  bool strict = false;         ///< fail on values beyond the probabilistic tier too
+  bool allow_vacuous = false;  ///< a projection that proves nothing passes (reported as such)
+  reference::ReferenceOptions reference;
+};
+
+/// What every check of one projection may rely on: the loaded members, the packing guards'
+/// verdicts on its plan, and the physical slot of each original row.
+struct ProjectionFacts {
+  const LoadedProjection& data;
+  Status plan;     ///< packing::validate_plan (the geometry check's verdict)
+  Status weights;  ///< the segment table (the reference needs it)
+  Status rows;     ///< the selector maps slots to distinct rows in range
+  std::vector<Index> slot_of_row;  ///< -1: unselected (all -1 when `rows` failed)
+
+  const ProjectionInfo& info() const { return *data.info; }
+  bool any_output() const {
+    return data.y_unpacked.present || data.y_packed.present || data.y_compact.present;
+  }
+};
+ProjectionFacts projection_facts(const LoadedProjection& data);
+
+/// "projections/<name>/<kind>".
+std::string projection_check_id(const ProjectionInfo& info, CheckKind kind);
+
+CheckResult geometry_check(const ProjectionFacts& f);
+/// Requires f.rows ok.
+CheckResult identity_check(const ProjectionFacts& f);
+/// From an evaluated reference pass.
+CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options);
+/// From a reference pass that emulated the declared walk.
+CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass);
+/// Requires f.rows ok, y_before and y_packed.
+CheckResult untouched_check(const ProjectionFacts& f);
+/// `pass` may be null (the reference could not run).
+CheckResult vacuity_check(const ProjectionFacts& f, const ReferencePass* pass, const CheckOptions& options);
+
+}  // namespace ncert::certify

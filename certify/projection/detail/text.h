@@ -1,0 +1,31 @@
+// How the projection checks print an element: its coordinates and its stored bits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "certify/report/format.h"
+#include "reference/dtype.h"
+#include "reference/float_bits.h"
+
+namespace ncert::certify::detail {
+
+/// The raw pattern of an output element in hex (f32 bits, or the bf16 pattern).
+inline std::string hex_bits(std::uint32_t bits, DType t) {
+  return t == DType::kF32 ? hex_bits_f32(reference::f32_from_bits(bits)) : hex_bits_u16(static_cast<std::uint16_t>(bits));
+}
+
+/// "-1.4375 (0xbfb8)".
+inline std::string value_text(float v, DType t) {
+  const std::uint32_t bits = t == DType::kF32 ? reference::f32_bits(v) : reference::f32_to_bf16(v);
+  return format_float(v) + " (" + hex_bits(bits, t) + ")";
+}
+
+/// "row 3 col 7 (slot 1)"; the slot only when >= 0.
+inline std::string where(Index row, Index col, Index slot) {
+  std::string s = "row " + std::to_string(row) + " col " + std::to_string(col);
+  if (slot >= 0) s += " (slot " + std::to_string(slot) + ")";
+  return s;
+}
+
+}  // namespace ncert::certify::detail

@@ -1,0 +1,192 @@
+#include "certify/projection/projection_data.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "reference/float_bits.h"
+
+namespace ncert::certify {
+
+std::string_view engine_output_name(EngineOutputId o) {
+  switch (o) {
+    case EngineOutputId::kUnpacked: return "y_unpacked";
+    case EngineOutputId::kPacked: return "y_packed";
+    case EngineOutputId::kCompact: return "y_compact";
+  }
+  return "?";
+}
+
+float EngineOutput::value(DType t, Index stride, Index row, Index col) const {
+  const Index i = row * stride + col;
+  if (t == DType::kF32) {
+    float f;
+    std::memcpy(&f, bytes.data() + i * 4, 4);
+    return f;
+  }
+  std::uint16_t b;
+  std::memcpy(&b, bytes.data() + i * 2, 2);
+  return reference::bf16_to_f32(b);
+}
+
+std::uint32_t EngineOutput::bits(DType t, Index stride, Index row, Index col) const {
+  const Index i = row * stride + col;
+  if (t == DType::kF32) {
+    std::uint32_t u;
+    std::memcpy(&u, bytes.data() + i * 4, 4);
+    return u;
+  }
+  std::uint16_t b;
+  std::memcpy(&b, bytes.data() + i * 2, 2);
+  return b;
+}
+
+namespace {
+
+Status read_output(const DumpReader& r, const std::string& path, bool present, EngineOutput* out) {
+  if (!present) return Status();
+  NCERT_ASSIGN_OR_RETURN(out->bytes, r.read_bytes(path));
+  out->present = true;
+  const DatasetInfo* d = r.model().dataset(path);
+  out->rows = d ? d->shape[0] : 0;
+  return Status();
+}
+
+}  // namespace
+
+Result<LoadedProjection> load_projection(const DumpReader& reader, const ProjectionInfo& info) {
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadedProjection L;
+  L.info = &info;
+  const std::string& p = info.path;
+  NCERT_ASSIGN_OR_RETURN(L.x, reader.read_bytes(p + "/x"));
+  NCERT_ASSIGN_OR_RETURN(L.selector, reader.read_i32(p + "/selector"));
+  if (info.has_commit_counts) {
+    NCERT_ASSIGN_OR_RETURN(L.commit_counts, reader.read_i32(p + "/commit_counts"));
+  }
+  if (info.bias_dtype) {
+    NCERT_ASSIGN_OR_RETURN(L.bias, reader.read_bytes(p + "/bias"));
+  }
+  if (info.residual_dtype) {
+    NCERT_ASSIGN_OR_RETURN(L.residual, reader.read_bytes(p + "/residual"));
+  }
+  NCERT_RETURN_IF_ERROR(read_output(reader, p + "/y_unpacked", info.has_y_unpacked, &L.y_unpacked));
+  NCERT_RETURN_IF_ERROR(read_output(reader, p + "/y_packed", info.has_y_packed, &L.y_packed));
+  NCERT_RETURN_IF_ERROR(read_output(reader, p + "/y_compact", info.has_y_compact, &L.y_compact));
+  NCERT_RETURN_IF_ERROR(read_output(reader, p + "/y_before", info.has_y_before, &L.y_before));
+
+  // Weights: keep every blob alive in `blobs` (reserved: pointers into them must not move).
+  L.blobs.reserve(info.segments.size() * 4);
+  L.weights.k = info.k;
+  L.weights.n = info.n;
+  packing::PackPlan& plan = L.plan;
+  for (const SegmentInfo& s : info.segments) {
+    reference::WeightSegment seg;
+    seg.name = s.name;
+    seg.format = s.format;
+    seg.row_begin = s.row_begin;
+    seg.row_end = s.row_end;
+    packing::SegmentGeometry g;
+    g.name = s.name;
+    g.format = s.format;
+    g.row_begin = s.row_begin;
+    g.row_end = s.row_end;
+    if (s.format != reference::WeightFormat::kAf4) {
+      const DatasetInfo* d = reader.model().dataset(s.path + "/values");
+      g.values_cols = d ? d->shape[1] : 0;
+      NCERT_ASSIGN_OR_RETURN(auto v, reader.read_bytes(s.path + "/values"));
+      L.blobs.push_back(std::move(v));
+      seg.values = L.blobs.back().data();
+    } else {
+      seg.af4.layout = s.af4;
+      if (s.af4.variant == reference::Af4Variant::kCodebook &&
+          s.af4.codebook == reference::Af4Codebook::kCustom) {
+        NCERT_ASSIGN_OR_RETURN(auto table, reader.read_f32(s.path + "/codebook"));
+        for (int i = 0; i < 16; ++i) seg.af4.layout.table[i] = table[i];
+      }
+      const DatasetInfo* codes = reader.model().dataset(s.path + "/codes");
+      const DatasetInfo* scales = reader.model().dataset(s.path + "/scales");
+      const DatasetInfo* biases = reader.model().dataset(s.path + "/biases");
+      g.codes_cols = codes ? codes->shape[1] : 0;
+      g.scales_cols = scales ? scales->shape[1] : 0;
+      g.biases_cols = biases ? biases->shape[1] : 0;
+      NCERT_ASSIGN_OR_RETURN(auto c, reader.read_bytes(s.path + "/codes"));
+      L.blobs.push_back(std::move(c));
+      seg.af4.codes = L.blobs.back().data();
+      NCERT_ASSIGN_OR_RETURN(auto sc, reader.read_bytes(s.path + "/scales"));
+      L.blobs.push_back(std::move(sc));
+      seg.af4.scales = L.blobs.back().data();
+      if (s.af4.variant == reference::Af4Variant::kAffine) {
+        NCERT_ASSIGN_OR_RETURN(auto bi, reader.read_bytes(s.path + "/biases"));
+        L.blobs.push_back(std::move(bi));
+        seg.af4.biases = L.blobs.back().data();
+      }
+      seg.af4.rows = s.row_end - s.row_begin;
+      seg.af4.k = info.k;
+    }
+    g.af4 = seg.af4.layout;
+    L.weights.segments.push_back(seg);
+    plan.segments.push_back(g);
+  }
+
+  // The packing plan the dump describes.
+  const Index M = info.m;
+  plan.request_rules = info.requests.has_value() && info.block_rows.has_value() && info.cap.has_value();
+  plan.requests = plan.request_rules ? *info.requests : 1;
+  plan.block_rows = plan.request_rules ? *info.block_rows : M;
+  plan.slots = info.p;
+  plan.selector = L.selector;
+  if (!L.commit_counts.empty()) {
+    plan.commit_counts = L.commit_counts;
+  } else {
+    // Without commit_counts the selector is the only statement: count it per request so the
+    // commit rule holds by construction and the cap and prefix rules still apply.
+    plan.commit_counts.assign(static_cast<std::size_t>(plan.requests), 0);
+    for (std::int32_t r : L.selector) {
+      if (r >= 0 && r < M && plan.block_rows > 0) ++plan.commit_counts[static_cast<std::size_t>(r / plan.block_rows)];
+    }
+  }
+  if (plan.request_rules) {
+    plan.cap = *info.cap;
+  } else {
+    Index selected = 0;
+    for (std::int32_t r : L.selector) selected += r >= 0;
+    plan.cap = selected;
+  }
+  plan.k = info.k;
+  plan.n = info.n;
+  plan.in_stride = info.in_stride;
+  plan.out_stride = info.out_stride;
+  plan.residual_stride = info.out_stride;
+  // The compact buffers of the dump: y_compact has the output stride; the compact input is
+  // never dumped, so its stride is the valid width.
+  plan.compact_in_stride = info.k;
+  plan.compact_out_stride = info.out_stride;
+  plan.x_dtype = info.x_dtype;
+  plan.output = info.output;
+  plan.bias_dtype = info.bias_dtype.value_or(DType::kF32);
+  plan.residual_dtype = info.residual_dtype.value_or(info.output);
+  plan.epilogue = info.epilogue;
+  plan.residual_at = info.residual_at;
+  plan.walk = info.walk;
+  L.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return L;
+}
+
+reference::LinearProblem LoadedProjection::problem(double lambda) const {
+  reference::LinearProblem p;
+  p.x = {info->x_dtype, x.data(), info->m, info->k, info->in_stride};
+  p.weights = &weights;
+  if (info->bias_dtype) p.bias = {*info->bias_dtype, bias.data(), info->n};
+  if (info->residual_dtype) {
+    p.residual = {*info->residual_dtype, residual.data(), info->m, info->n, info->out_stride};
+  }
+  p.accumulator = info->accumulator;
+  p.epilogue = info->epilogue;
+  p.residual_at = info->residual_at;
+  p.output = info->output;
+  p.walk = info->walk;
+  p.lambda = lambda;
+  return p;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,61 @@
+// This header defines LoadedProjection: one /projections/<name> read from a validated dump into
+// owned buffers (raw bit patterns), with the views the reference needs (LinearProblem) and the
+// packing plan the geometry check validates (PackPlan). Loading reads every member whole; the
+// reader has already refused members above the memory limit.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "certify/io/dump_reader.h"
+#include "packing/pack_plan.h"
+#include "reference/linear_spec.h"
+
+namespace ncert::certify {
+
+/// One engine output dataset, raw.
+struct EngineOutput {
+  bool present = false;
+  std::vector<std::uint8_t> bytes;
+  Index rows = 0;
+
+  /// The stored value of element (row, col) as f32 (bf16 patterns widened exactly).
+  float value(DType t, Index stride, Index row, Index col) const;
+  /// The raw pattern of element (row, col): f32 bits, or the bf16 pattern.
+  std::uint32_t bits(DType t, Index stride, Index row, Index col) const;
+};
+
+/// The engine outputs a projection can carry, in report order.
+enum class EngineOutputId : std::uint8_t { kUnpacked, kPacked, kCompact };
+inline constexpr std::size_t kEngineOutputs = 3;
+inline constexpr std::array<EngineOutputId, kEngineOutputs> kAllEngineOutputs = {
+    EngineOutputId::kUnpacked, EngineOutputId::kPacked, EngineOutputId::kCompact};
+/// "y_unpacked", "y_packed", "y_compact".
+std::string_view engine_output_name(EngineOutputId o);
+
+struct LoadedProjection {
+  const ProjectionInfo* info = nullptr;
+  std::vector<std::uint8_t> x;
+  std::vector<std::vector<std::uint8_t>> blobs;  ///< weight values / codes / scales / biases
+  reference::Weights weights;
+  std::vector<std::uint8_t> bias;
+  std::vector<std::uint8_t> residual;
+  std::vector<std::int32_t> selector;
+  std::vector<std::int32_t> commit_counts;  ///< empty when the dump has none
+  EngineOutput y_unpacked, y_packed, y_compact, y_before;
+  packing::PackPlan plan;
+  double read_seconds = 0;
+
+  /// The reference problem over all M rows (lambda and walk from the arguments/dump).
+  reference::LinearProblem problem(double lambda) const;
+  const EngineOutput& output(EngineOutputId o) const {
+    return o == EngineOutputId::kUnpacked ? y_unpacked : o == EngineOutputId::kPacked ? y_packed : y_compact;
+  }
+};
+
+/// Reads everything of one projection (kHdf5 / kMemoryLimit on read failures).
+Result<LoadedProjection> load_projection(const DumpReader& reader, const ProjectionInfo& info);
+
+}  // namespace ncert::certify

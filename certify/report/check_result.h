@@ -1,0 +1,52 @@
+// This header defines CheckResult, what one check answers: its id, its kind (a CheckKind), a
+// verdict (PASS, FAIL, or SKIP when it could not run), a one-line reason, where its first
+// failure is, the typed evidence of its kind (report/evidence.h), and detail lines for the human
+// summary. Everything is a typed value; text and JSON are made only by the renderers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "certify/report/evidence.h"
+#include "reference/check_kind.h"
+
+namespace ncert::certify {
+
+enum class Verdict : std::uint8_t {
+  kPass,  ///< the check ran and holds
+  kFail,  ///< the check ran and found a fault (or could not be evaluated where it must be)
+  kSkip,  ///< the check could not run on this input; the reason names what would enable it
+};
+std::string_view verdict_name(Verdict v);  ///< "PASS", "FAIL", "SKIP"
+
+/// Where a check's first failure is: the object (an output dataset, a run) and the element or
+/// position. Unused coordinates are -1.
+struct Location {
+  std::string object;        ///< "y_packed", "logits/greedy", "/tensors/kv", ...
+  Index row = -1;
+  Index col = -1;
+  Index slot = -1;           ///< physical slot, for packed outputs
+  std::int64_t position = -1;  ///< sequence position, for logits
+  std::int32_t token = -1;
+};
+
+struct CheckResult {
+  std::string id;  ///< "projections/gdn_in/identity", "logits/greedy/witness", ...
+  CheckKind kind = CheckKind::kSchema;
+  Verdict verdict = Verdict::kPass;
+  std::string reason;  ///< one line: what passed, the first failure, or why it was skipped
+  std::optional<Location> first_failure;
+  Evidence evidence;
+  std::vector<std::string> details;  ///< extra lines for the human summary
+  bool always_show_details = false;  ///< print details on PASS too (forks explain themselves)
+
+  bool failed() const { return verdict == Verdict::kFail; }
+};
+
+/// A check of `kind` whose prerequisite failed: FAIL "not evaluated: <why>".
+CheckResult not_evaluated(std::string id, CheckKind kind, const std::string& why);
+
+}  // namespace ncert::certify

@@ -1,0 +1,277 @@
+// This header defines the typed evidence of every check kind: what a check found, as plain
+// values, for the renderers (report/render_json.cc, render_text.cc, and the HTML and JUnit
+// pages) to present. Checks compute these structs; nothing here is JSON, and no stage reads a
+// rendered report back. The result records that several modules share (a witness, a fork, the
+// comparison of two logits rows) live here too, so report/ stays below the modules that compute
+// them: report/ <- projection/, logits/ <- commands/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "reference/bound_stats.h"
+#include "reference/check_kind.h"
+#include "reference/dtype.h"
+#include "reference/status.h"
+
+namespace ncert::certify {
+
+// ---- records shared by logits modules ------------------------------------------------------
+
+enum class WitnessClass : std::uint8_t { kCertified, kNearTie, kTie, kUnbounded };
+std::string_view witness_class_name(WitnessClass c);
+
+/// The raw target-maximum witness of one emitted token (docs/cli.md "witness").
+struct Witness {
+  Index row = 0;
+  std::int64_t position = 0;
+  std::int32_t token = 0;
+  float logit = 0;
+  std::int32_t runner_up = -1;
+  float runner_up_logit = 0;
+  double margin = 0;       ///< logit - runner_up_logit in f64 (exact for f32 operands within 2^29)
+  double margin_ulps = 0;  ///< margin / ulp_f32(logit)
+  std::int32_t ties = 0;
+  WitnessClass cls = WitnessClass::kUnbounded;
+  double certified_gap = 0;  ///< lo_t - max hi_j, or margin - 2e: > 0 iff certified
+  std::string row_xxh3;      ///< canonical hex of the row's raw bytes
+  bool ok = true;
+  std::string failure;       ///< why the emission is not the row's maximum
+};
+
+/// The full-vocabulary comparison of two raw f32 logits rows (d = b - a), logits/row_compare.h.
+struct RowComparison {
+  bool bit_identical = true;
+  Index first_diff = -1;       ///< first column whose bits differ
+  double max_abs = 0;          ///< max |b - a| over finite pairs
+  Index max_abs_col = -1;
+  std::uint64_t max_ulp = 0;   ///< f32 ULP distance (kUlpInfinite for NaN/Inf mismatches)
+  Index max_ulp_col = -1;
+  double mean_abs = 0;
+  double rms_centered = 0;     ///< RMS of (d - mean d)
+  Index argmax_a = -1, argmax_b = -1;  ///< lowest index among maxima
+  double top5_overlap = 0, top10_overlap = 0;  ///< |top-k(A) & top-k(B)| / k
+  double kl_ab = 0, kl_ba = 0, jsd = 0;
+  double dp_token = 0;         ///< p_B(t) - p_A(t) for A's emitted token t
+  Index rank_in_b = 0;         ///< 1-based rank of A's token in row B (ties: lower id first)
+  bool nonfinite = false;      ///< a NaN or +Inf in either row (probabilities undefined)
+  bool masked = false;         ///< -Inf (masked vocabulary) present
+  /// For abs:A,rel:R policies: max over j of |d_j| - R max(|a_j|, |b_j|), and where.
+  double max_excess = 0;
+  Index max_excess_col = -1;
+};
+
+enum class ForkClass : std::uint8_t { kTie, kNearTie, kUnexplained, kInvalid };
+std::string_view fork_class_name(ForkClass c);
+
+struct TopEntry {
+  std::int32_t token = -1;
+  float logit = 0;
+  double gap = 0;  ///< top logit - this logit
+};
+
+/// One side of a fork: its own row at the fork.
+struct ForkSide {
+  Witness witness;                   ///< of its own emission
+  std::vector<TopEntry> top;         ///< top 5 of the row (ties: lower id first)
+  std::int32_t other = -1;           ///< the other side's emission
+  float other_logit = 0;             ///< its logit in this row
+  Index other_rank = 0;              ///< its 1-based rank in this row
+  double gap = 0;                    ///< L[own] - L[other], exact
+  double gap_ulps = 0;               ///< gap / ulp(L[own])
+  bool exact_tie = false;            ///< own and other are bit-identical maxima of this row
+  double eps_own = 0, eps_other = 0; ///< per-logit error of this side (model sources only)
+};
+
+/// |d| on the matched rows before a fork (the observed envelope's evidence).
+struct BeforeFork {
+  Index rows = 0;
+  Index bit_identical = 0;
+  double max_abs = 0;       ///< largest |d| over every logit of those rows
+  double p50 = 0, p99 = 0;  ///< of the rows' max |d|
+};
+
+struct Fork {
+  Index row = 0;
+  std::int64_t position = 0;
+  std::int32_t token_a = -1, token_b = -1;
+  ForkSide a, b;
+  double delta_a = 0, delta_b = 0;  ///< |L_A[x] - L_B[x]| at x = token_a, token_b
+  double env_a = 0, env_b = 0;      ///< the envelope at each token
+  std::string envelope_source;
+  BeforeFork before;
+  std::vector<std::int32_t> context;  ///< the last tokens of the shared history
+  ForkClass cls = ForkClass::kNearTie;
+  std::string why;
+};
+
+// ---- evidence, one struct per check kind (or per shape of a kind) ---------------------------
+
+/// `check`'s schema check: what the valid dump holds.
+struct SchemaEvidence {
+  std::string engine, build;
+  Index projections = 0, logits_runs = 0, tensors = 0, notes = 0;
+};
+
+/// A check whose prerequisite failed (the reason says which).
+struct NotEvaluatedEvidence {};
+
+struct GeometryEvidence {
+  Index rows = 0, slots = 0, slots_used = 0, k = 0, n = 0, in_stride = 0, out_stride = 0;
+  bool request_rules = false;
+  Index requests = 0, block_rows = 0, cap = 0;  ///< with request_rules
+  ErrorCode guard = ErrorCode::kOk;             ///< the guard that refused the plan
+};
+
+struct IdentityEvidence {
+  Index elements_compared = 0, packed_vs_unpacked = 0, compact_vs_packed = 0, differ = 0;
+  Index selected_rows = 0;
+};
+
+/// One engine output against the reference intervals.
+struct OutputBound {
+  std::string output;  ///< "y_unpacked", "y_packed", "y_compact"
+  reference::BoundStats stats;
+};
+
+/// The first value outside its interval, in full.
+struct BoundFailure {
+  std::string output;
+  reference::ElementRecord element;
+  Index slot = -1;  ///< -1: not a packed output
+};
+
+struct BoundEvidence {
+  std::vector<OutputBound> outputs;
+  std::string accumulator;
+  double u_eff = 0, lambda = 0;
+  bool round_to_nearest = true;
+  Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
+  std::optional<BoundFailure> first;
+};
+
+struct WalkEvidence {
+  struct Output {
+    std::string output;
+    Index compared = 0, mismatches = 0;
+  };
+  std::string k_walk;
+  std::vector<Output> outputs;
+  Index compared = 0, mismatches = 0;
+};
+
+struct UntouchedEvidence {
+  Index elements_compared = 0, changed = 0;
+  bool first_in_padding = false;  ///< with a first failure: a padding column (else an unselected row)
+};
+
+struct VacuityEvidence {
+  Index selected_rows = 0, outputs = 0;
+  std::vector<std::string> vacuous;  ///< what is missing ("no selected rows", ...)
+};
+
+struct WitnessEvidence {
+  Index tokens = 0, vocab = 0;
+  std::string error_source;
+  Index certified = 0, near_tie = 0, tie = 0, unbounded = 0, failed = 0;
+  std::optional<Witness> smallest_margin;  ///< the certified/near-tie witness with the least margin
+  std::optional<Witness> first_failure;
+};
+
+/// `witness --verify` of one stored run.
+struct VerifyEvidence {
+  std::optional<std::int64_t> position;  ///< the first position that differs
+  Index tokens = 0, verified = 0;
+  std::string error_source;
+};
+
+/// Nearest-rank percentiles of a per-row figure (empty when there are no rows).
+struct Distribution {
+  bool empty = true;
+  double max = 0, p999 = 0, p99 = 0, p95 = 0, p90 = 0, p50 = 0, min = 0;
+};
+
+struct LogitsEvidence {
+  Index rows_a = 0, rows_b = 0, compared = 0, matched = 0, unmatched = 0, divergence_row = -1;
+  bool prompts_equal = true;
+  Index vocab = 0;
+  std::string policy;
+  Index bit_identical_rows = 0, nonfinite_rows = 0;
+  std::uint64_t max_ulp = 0;
+  double top1_agreement = 0, top1_agreement_stderr = 0, top5_overlap_mean = 0, top10_overlap_mean = 0;
+  double kl_mean = 0, jsd_max = 0;
+  Distribution kl_ab, max_abs_diff;
+  double timing_seconds = 0;
+  std::vector<RowComparison> first_rows;  ///< up to 16 matched rows, in order
+  Index first_failure_row = -1;
+  /// Rows and elements that break the policy (elements: for element-wise policies).
+  Index failing_rows = 0, failing_elements = 0;
+  bool element_policy = false;  ///< bitwise, ulp and abs count elements; kl and top1 rows
+};
+
+struct TensorEvidence {
+  std::string policy;
+  DType dtype = DType::kF32;
+  std::vector<Index> shape;
+  std::string note;   ///< "" or why another policy was not used
+  bool compared = false;  ///< false: dtypes or shapes differ
+  Index elements = 0, violations = 0;
+  double max_abs_diff = 0;
+  std::uint64_t max_ulp = 0;
+  Index first_failure = -1;  ///< flat index
+};
+
+struct ForkEvidence {
+  Fork fork;
+  /// Token text (with --vocab): the context, both emissions, each top-5 entry.
+  bool has_text = false;
+  std::string context_text, text_a, text_b;
+  std::vector<std::string> top_a_text, top_b_text;
+};
+
+/// A run pair without a fork.
+struct NoForkEvidence {
+  Index rows_a = 0, rows_b = 0, compared = 0;
+  bool prompts_equal = true;
+};
+
+/// One of the sweep's checks (identity, alias or guard).
+struct SweepEvidence {
+  Index cases = 0, failed = 0;
+  Index identity_comparisons = 0, rows_compared = 0, width_cases = 0;  ///< identity
+  Index alias_cases = 0;                                               ///< alias
+  std::vector<ErrorCode> guards_covered;                               ///< guard
+  Index fallbacks = 0;                                                 ///< guard
+  std::string first_failure_key;  ///< "" when the first failure is of another kind
+};
+
+/// `demo`: one dump certified as `check` would, and what was expected of it.
+struct DemoDumpEvidence {
+  std::string file;
+  std::string dump_verdict;
+  Index checks = 0;
+  std::vector<std::string> failed_checks;  ///< ids
+  std::string fault;                       ///< "" for the good dump
+  std::vector<CheckKind> expected;         ///< the kinds that must fail (faulty dumps)
+};
+
+struct DemoCompareEvidence {
+  std::vector<std::string> files;
+  std::string policy;
+};
+
+struct DemoForkEvidence {
+  std::vector<std::string> files;
+  std::string expected_class, found_class, forks_verdict;
+};
+
+using Evidence =
+    std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
+                 BoundEvidence, WalkEvidence, UntouchedEvidence, VacuityEvidence, WitnessEvidence,
+                 VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence, NoForkEvidence, SweepEvidence,
+                 DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
+
+}  // namespace ncert::certify

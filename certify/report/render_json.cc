@@ -1,0 +1,364 @@
+// The JSON report (docs/cli.md "JSON report"): the report's shell, and one function per
+// evidence type that lays out a check's `stats`. This is the only place a CheckResult becomes
+// JSON. Keys keep the order docs/cli.md lists them in.
+#include <cmath>
+#include <type_traits>
+
+#include "certify/report/format.h"
+#include "certify/report/report.h"
+#include "reference/float_bits.h"
+
+namespace ncert::certify {
+
+namespace {
+
+Json number_or_text(double v) { return std::isfinite(v) ? Json(v) : Json(format_float(v)); }
+Json ulps(std::uint64_t u) { return u == reference::kUlpInfinite ? Json("inf") : Json(u); }
+
+Json distribution_json(const Distribution& d) {
+  if (d.empty) return Json::object();
+  return Json{{"max", d.max}, {"p99.9", d.p999}, {"p99", d.p99}, {"p95", d.p95},
+              {"p90", d.p90}, {"p50", d.p50},    {"min", d.min}};
+}
+
+Json cell(const std::optional<Location>& l) { return Json{{"row", l->row}, {"col", l->col}}; }
+
+Json bound_stats_json(const reference::BoundStats& s) {
+  const reference::ElementRecord& at = s.max_abs_at();
+  return Json{{"elements", s.elements()},
+              {"outside", s.outside()},
+              {"beyond_tier", s.beyond_tier()},
+              {"nonfinite", s.nonfinite()},
+              {"max_abs_error", s.max_abs_error()},
+              {"max_abs_error_at", at.found() ? Json{{"row", at.row}, {"col", at.col}} : Json(nullptr)},
+              {"max_error_over_bound", number_or_text(s.max_error_over_bound())},
+              {"max_utilization", number_or_text(s.max_utilization())},
+              {"mean_signed_error", s.mean_signed_error()},
+              {"mean_signed_error_over_bound", s.mean_signed_error_over_bound()}};
+}
+
+Json row_comparison_json(const RowComparison& x, Index row) {
+  return Json{{"row", row},
+              {"matched", true},
+              {"bit_identical", x.bit_identical},
+              {"max_abs", x.max_abs},
+              {"max_abs_col", x.max_abs_col},
+              {"max_ulp", ulps(x.max_ulp)},
+              {"mean_abs", x.mean_abs},
+              {"rms_centered", x.rms_centered},
+              {"argmax_a", x.argmax_a},
+              {"argmax_b", x.argmax_b},
+              {"top5_overlap", x.top5_overlap},
+              {"top10_overlap", x.top10_overlap},
+              {"kl_ab", number_or_text(x.kl_ab)},
+              {"kl_ba", number_or_text(x.kl_ba)},
+              {"jsd", number_or_text(x.jsd)},
+              {"dp_token", number_or_text(x.dp_token)},
+              {"rank_in_b", x.rank_in_b}};
+}
+
+Json top_json(const std::vector<TopEntry>& top, const std::vector<std::string>& text) {
+  Json j = Json::array();
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    Json x = Json{{"token", top[i].token}, {"logit", top[i].logit}, {"gap", top[i].gap}};
+    if (i < text.size()) x["text"] = text[i];
+    j.push_back(x);
+  }
+  return j;
+}
+
+// ---- one function per evidence type -------------------------------------------------------
+
+Json evidence_json(const std::monostate&, const CheckResult&) { return Json::object(); }
+
+Json evidence_json(const SchemaEvidence& e, const CheckResult&) {
+  return Json{{"engine", e.engine},       {"build", e.build},     {"projections", e.projections},
+              {"logits_runs", e.logits_runs}, {"tensors", e.tensors}, {"notes", e.notes}};
+}
+
+Json evidence_json(const NotEvaluatedEvidence&, const CheckResult&) { return Json{{"evaluated", false}}; }
+
+Json evidence_json(const GeometryEvidence& e, const CheckResult&) {
+  Json j = Json{{"rows", e.rows},   {"slots", e.slots},           {"slots_used", e.slots_used},
+                {"k", e.k},         {"n", e.n},                   {"in_stride", e.in_stride},
+                {"out_stride", e.out_stride}, {"request_rules", e.request_rules}};
+  if (e.request_rules) {
+    j["requests"] = e.requests;
+    j["block_rows"] = e.block_rows;
+    j["cap"] = e.cap;
+  }
+  if (e.guard != ErrorCode::kOk) {
+    j["guard"] = std::string(error_name(e.guard));
+    j["guard_code"] = static_cast<int>(e.guard);
+  }
+  return j;
+}
+
+Json evidence_json(const IdentityEvidence& e, const CheckResult& c) {
+  Json j = Json{{"elements_compared", e.elements_compared}, {"packed_vs_unpacked", e.packed_vs_unpacked},
+                {"compact_vs_packed", e.compact_vs_packed}, {"differ", e.differ},
+                {"selected_rows", e.selected_rows}};
+  if (c.first_failure) j["first"] = cell(c.first_failure);
+  return j;
+}
+
+Json evidence_json(const BoundEvidence& e, const CheckResult&) {
+  Json per = Json::object();
+  for (const OutputBound& o : e.outputs) per[o.output] = bound_stats_json(o.stats);
+  Json j = Json{{"outputs", per},
+                {"accumulator", e.accumulator},
+                {"u_eff", e.u_eff},
+                {"lambda", e.lambda},
+                {"tier", e.round_to_nearest ? "lambda*sqrt(K)*u*S" : "B/2 (not round-to-nearest)"},
+                {"k", e.k},
+                {"elements", e.elements},
+                {"outside", e.outside},
+                {"beyond_tier", e.beyond_tier}};
+  if (e.first) {
+    const reference::ElementRecord& f = e.first->element;
+    j["first"] = Json{{"output", e.first->output},
+                      {"row", f.row},
+                      {"col", f.col},
+                      {"slot", e.first->slot >= 0 ? Json(e.first->slot) : Json(nullptr)},
+                      {"value", f.value},
+                      {"reference", f.center},
+                      {"bound", f.bound},
+                      {"lo", f.accept.lo},
+                      {"hi", f.accept.hi}};
+  }
+  return j;
+}
+
+Json evidence_json(const WalkEvidence& e, const CheckResult& c) {
+  Json per = Json::object();
+  for (const WalkEvidence::Output& o : e.outputs) {
+    per[o.output] = Json{{"compared", o.compared}, {"mismatches", o.mismatches}};
+  }
+  Json j = Json{{"k_walk", e.k_walk}, {"outputs", per}, {"compared", e.compared}, {"mismatches", e.mismatches}};
+  if (c.first_failure) {
+    j["first"] = Json{{"output", c.first_failure->object}, {"row", c.first_failure->row}, {"col", c.first_failure->col}};
+  }
+  return j;
+}
+
+Json evidence_json(const UntouchedEvidence& e, const CheckResult& c) {
+  Json j = Json::object();
+  if (c.first_failure) {
+    j["first"] = Json{{"row", c.first_failure->row}, {"col", c.first_failure->col}, {"padding", e.first_in_padding}};
+  }
+  j["elements_compared"] = e.elements_compared;
+  j["changed"] = e.changed;
+  return j;
+}
+
+Json evidence_json(const VacuityEvidence& e, const CheckResult&) {
+  Json j = Json{{"selected_rows", e.selected_rows}, {"outputs", e.outputs}};
+  if (!e.vacuous.empty()) j["vacuous"] = e.vacuous;
+  return j;
+}
+
+Json evidence_json(const WitnessEvidence& e, const CheckResult&) {
+  Json j = Json{{"tokens", e.tokens},         {"vocab", e.vocab},         {"error_source", e.error_source},
+                {"certified", e.certified},   {"near_tie", e.near_tie},   {"tie", e.tie},
+                {"unbounded", e.unbounded},   {"failed", e.failed}};
+  if (e.smallest_margin) {
+    j["min_margin"] = e.smallest_margin->margin;
+    j["min_margin_position"] = e.smallest_margin->position;
+    j["min_margin_ulps"] = e.smallest_margin->margin_ulps;
+  }
+  if (e.first_failure) {
+    j["position"] = e.first_failure->position;
+    j["token"] = e.first_failure->token;
+  }
+  return j;
+}
+
+Json evidence_json(const VerifyEvidence& e, const CheckResult&) {
+  Json j = Json::object();
+  if (e.position) j["position"] = *e.position;
+  j["tokens"] = e.tokens;
+  j["verified"] = e.verified;
+  j["error_source"] = e.error_source;
+  return j;
+}
+
+Json evidence_json(const LogitsEvidence& e, const CheckResult&) {
+  Json j = Json{{"rows_a", e.rows_a},
+                {"rows_b", e.rows_b},
+                {"compared", e.compared},
+                {"matched", e.matched},
+                {"unmatched", e.unmatched},
+                {"divergence_row", e.divergence_row},
+                {"prompts_equal", e.prompts_equal},
+                {"vocab", e.vocab},
+                {"policy", e.policy},
+                {"bit_identical_rows", e.bit_identical_rows},
+                {"nonfinite_rows", e.nonfinite_rows},
+                {"max_ulp", ulps(e.max_ulp)},
+                {"top1_agreement", e.top1_agreement},
+                {"top1_agreement_stderr", e.top1_agreement_stderr},
+                {"top5_overlap_mean", e.top5_overlap_mean},
+                {"top10_overlap_mean", e.top10_overlap_mean},
+                {"kl_mean", e.kl_mean},
+                {"jsd_max", e.jsd_max},
+                {"kl_ab", distribution_json(e.kl_ab)},
+                {"max_abs_diff", distribution_json(e.max_abs_diff)},
+                {"timing_seconds", e.timing_seconds}};
+  Json rows = Json::array();
+  for (std::size_t t = 0; t < e.first_rows.size(); ++t) rows.push_back(row_comparison_json(e.first_rows[t], static_cast<Index>(t)));
+  j["first_rows"] = rows;
+  if (e.first_failure_row >= 0) j["first_failure_row"] = e.first_failure_row;
+  return j;
+}
+
+Json evidence_json(const TensorEvidence& e, const CheckResult&) {
+  Json j = Json{{"policy", e.policy}, {"dtype", std::string(dtype_name(e.dtype))}, {"shape", e.shape}};
+  if (!e.note.empty()) j["note"] = e.note;
+  if (!e.compared) return j;
+  j["elements"] = e.elements;
+  j["violations"] = e.violations;
+  j["max_abs_diff"] = e.max_abs_diff;
+  j["max_ulp"] = ulps(e.max_ulp);
+  if (e.first_failure >= 0) j["first_failure"] = e.first_failure;
+  return j;
+}
+
+Json evidence_json(const ForkEvidence& e, const CheckResult&) {
+  const Fork& f = e.fork;
+  Json j = Json{{"class", std::string(fork_class_name(f.cls))},
+                {"position", f.position},
+                {"row", f.row},
+                {"token_a", f.token_a},
+                {"token_b", f.token_b},
+                {"gap_a", f.a.gap},
+                {"gap_a_ulps", f.a.gap_ulps},
+                {"gap_b", f.b.gap},
+                {"gap_b_ulps", f.b.gap_ulps},
+                {"rank_of_b_in_a", f.a.other_rank},
+                {"logit_of_b_in_a", f.a.other_logit},
+                {"rank_of_a_in_b", f.b.other_rank},
+                {"logit_of_a_in_b", f.b.other_logit},
+                {"delta_at_a", f.delta_a},
+                {"delta_at_b", f.delta_b},
+                {"envelope", Json{{"source", f.envelope_source}, {"at_a", f.env_a}, {"at_b", f.env_b}}},
+                {"witness_a", witness_json(f.a.witness)},
+                {"witness_b", witness_json(f.b.witness)},
+                {"top5_a", top_json(f.a.top, e.top_a_text)},
+                {"top5_b", top_json(f.b.top, e.top_b_text)},
+                {"before", Json{{"rows", f.before.rows},
+                                {"bit_identical", f.before.bit_identical},
+                                {"max_abs", f.before.max_abs},
+                                {"row_max_abs_p50", f.before.p50},
+                                {"row_max_abs_p99", f.before.p99}}},
+                {"context", f.context},
+                {"why", f.why}};
+  if (e.has_text) {
+    j["context_text"] = e.context_text;
+    j["text_a"] = e.text_a;
+    j["text_b"] = e.text_b;
+  }
+  return j;
+}
+
+Json evidence_json(const NoForkEvidence& e, const CheckResult&) {
+  return Json{{"class", "none"},       {"position", -1},        {"forks", 0},
+              {"rows_a", e.rows_a},    {"rows_b", e.rows_b},    {"compared", e.compared},
+              {"prompts_equal", e.prompts_equal}};
+}
+
+Json evidence_json(const SweepEvidence& e, const CheckResult& c) {
+  Json j = Json::object();
+  switch (c.kind) {
+    case CheckKind::kIdentity:
+      j = Json{{"identity_comparisons", e.identity_comparisons}, {"rows_compared", e.rows_compared},
+               {"width_cases", e.width_cases}};
+      break;
+    case CheckKind::kAlias:
+      j = Json{{"alias_cases", e.alias_cases}};
+      break;
+    default: {
+      Json covered = Json::array();
+      for (ErrorCode code : e.guards_covered) covered.push_back(std::string(error_name(code)));
+      j = Json{{"guards_covered", covered}, {"fallbacks", e.fallbacks}};
+      break;
+    }
+  }
+  j["cases"] = e.cases;
+  j["failed"] = e.failed;
+  if (!e.first_failure_key.empty()) j["first_failure_key"] = e.first_failure_key;
+  return j;
+}
+
+Json evidence_json(const DemoDumpEvidence& e, const CheckResult&) {
+  Json j = Json{{"file", e.file}, {"dump_verdict", e.dump_verdict}, {"checks", e.checks},
+                {"failed_checks", e.failed_checks}};
+  if (!e.fault.empty()) {
+    j["fault"] = e.fault;
+    j["expected_check"] = e.expected.empty() ? std::string() : std::string(check_kind_name(e.expected.front()));
+  }
+  return j;
+}
+
+Json evidence_json(const DemoCompareEvidence& e, const CheckResult&) {
+  return Json{{"files", e.files}, {"policy", e.policy}};
+}
+
+Json evidence_json(const DemoForkEvidence& e, const CheckResult&) {
+  return Json{{"files", e.files}, {"expected_class", e.expected_class}, {"class", e.found_class},
+              {"forks_verdict", e.forks_verdict}};
+}
+
+}  // namespace
+
+Json witness_json(const Witness& w) {
+  Json j = Json{{"row", w.row}, {"position", w.position}, {"token", w.token}};
+  if (!w.ok) {
+    j["failure"] = w.failure;
+    return j;
+  }
+  j["logit"] = w.logit;
+  j["runner_up"] = w.runner_up;
+  j["runner_up_logit"] = w.runner_up_logit;
+  j["margin"] = w.margin;
+  j["margin_ulps"] = w.margin_ulps;
+  j["ties"] = w.ties;
+  j["class"] = std::string(witness_class_name(w.cls));
+  if (w.cls == WitnessClass::kCertified || w.cls == WitnessClass::kNearTie) j["certified_gap"] = w.certified_gap;
+  j["row_xxh3_128"] = w.row_xxh3;
+  return j;
+}
+
+Json check_json(const CheckResult& c) {
+  Json cj = Json::object();
+  cj["id"] = c.id;
+  cj["kind"] = std::string(check_kind_name(c.kind));
+  cj["verdict"] = std::string(verdict_name(c.verdict));
+  cj["reason"] = c.reason;
+  cj["stats"] = std::visit([&](const auto& e) { return evidence_json(e, c); }, c.evidence);
+  if (!c.details.empty()) cj["details"] = c.details;
+  return cj;
+}
+
+Json Report::to_json() const {
+  Json j = Json::object();
+  j["tool"] = "ncert";
+  j["version"] = std::string(ncert_version());
+  j["command"] = command;
+  Json in = Json::array();
+  for (const InputInfo& i : inputs) in.push_back({{"path", i.path}, {"xxh3_128", i.xxh3_128}});
+  j["inputs"] = in;
+  j["verdict"] = std::string(verdict_name(verdict()));
+  if (error) {
+    j["error"] = {{"code", static_cast<int>(error->code())},
+                  {"name", std::string(error_name(error->code()))},
+                  {"message", error->message()}};
+  }
+  Json cs = Json::array();
+  for (const CheckResult& c : checks) cs.push_back(check_json(c));
+  j["checks"] = cs;
+  j["stats"] = stats;
+  for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,56 @@
+// This header defines the report every ncert command produces: the inputs with their content
+// hashes, one CheckResult per check and the command's top-level stats, rendered as a concise
+// human summary (render_text.cc) or as the JSON report of docs/cli.md (render_json.cc). An input
+// the tool refused is carried as `error`. Reports are deterministic: only fields named timing_*
+// may differ between identical runs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "certify/io/hash.h"
+#include "certify/report/check_result.h"
+#include "reference/status.h"
+
+namespace ncert::certify {
+
+using Json = nlohmann::ordered_json;
+
+struct Report {
+  std::string command;
+  std::vector<InputInfo> inputs;
+  std::vector<CheckResult> checks;
+  /// The command's summary figures. Commands assemble it as JSON directly: nothing but the
+  /// renderers reads it (checks travel typed, as CheckResult).
+  Json stats = Json::object();
+  Json extra = Json::object();  ///< command-specific top-level members (inspect: datasets)
+  std::optional<Status> error;  ///< set when an input was refused (exit 3)
+  std::vector<std::string> preamble;  ///< lines printed before the checks (human summary)
+
+  /// FAIL when any check failed or an input was refused.
+  Verdict verdict() const;
+  int failed_checks() const;
+  /// The JSON report (docs/cli.md "JSON report").
+  Json to_json() const;
+  /// The human summary: preamble, one line per check (details under failures), verdict line.
+  /// `only_failures` prints only failing checks (for --quiet).
+  std::string to_text(bool only_failures) const;
+  /// The process exit code: 0 pass, 1 fail, or the error's code (docs/cli.md).
+  int exit_code() const;
+  /// Records a refused input: `error`, and a failing "schema" check carrying its message.
+  Report& refuse(const Status& status);
+};
+
+/// The ncert version string ("0.1.0").
+std::string_view ncert_version();
+
+/// The JSON of one check as it appears in the report's `checks` list.
+Json check_json(const CheckResult& c);
+
+/// The JSON of one witness (report `witnesses` lists and fork evidence).
+Json witness_json(const Witness& w);
+
+}  // namespace ncert::certify
