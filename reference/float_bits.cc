@@ -159,4 +159,25 @@ float decode_element(const void* base, DType t, Index i) {
   return t == DType::kBf16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
+void encode_element(void* base, DType t, Index i, float v) {
+  auto* p = static_cast<unsigned char*>(base);
+  if (t == DType::kF32) {
+    std::memcpy(p + i * 4, &v, 4);
+    return;
+  }
+  const std::uint16_t h = t == DType::kBf16 ? f32_to_bf16(v) : f32_to_f16(v);
+  std::memcpy(p + i * 2, &h, 2);
+}
+
+void encode_marker_nan(void* base, DType t, Index i) {
+  auto* p = static_cast<unsigned char*>(base);
+  if (t == DType::kF32) {
+    const std::uint32_t u = 0x7FA5A5A5u;
+    std::memcpy(p + i * 4, &u, 4);
+    return;
+  }
+  const std::uint16_t h = t == DType::kBf16 ? 0x7FA5u : 0x7DA5u;
+  std::memcpy(p + i * 2, &h, 2);
+}
+
 }  // namespace ncert::reference

@@ -15,7 +15,6 @@ namespace ncert::reference {
 
 inline std::uint32_t f32_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 inline float f32_from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
-inline std::uint64_t f64_bits(double d) { return std::bit_cast<std::uint64_t>(d); }
 
 // ---- bf16 ---------------------------------------------------------------------------------
 
@@ -52,6 +51,12 @@ inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 float f16_to_f32(std::uint16_t h);
 /// Element i of a raw array of f32, bf16 or f16 values (native byte order), decoded exactly.
 float decode_element(const void* base, DType t, Index i);
+/// Stores v as element i of a raw array of t (f32 as is; bf16 and f16 rounded to nearest
+/// even): the one encoder beside decode_element, shared by every writer of raw buffers.
+void encode_element(void* base, DType t, Index i, float v);
+/// Stores a signalling-NaN pattern (0x7FA5A5A5 f32, 0x7FA5 bf16, 0x7DA5 f16) as element i: no
+/// arithmetic produces one, so finding it in an output cell means it was copied there.
+void encode_marker_nan(void* base, DType t, Index i);
 
 /// Round to nearest even; overflow (>= 65520) to +-inf; NaN stays a quiet NaN.
 std::uint16_t f32_to_f16(float f);

@@ -7,6 +7,7 @@
 #include "certify/commands/compare.h"
 #include "certify/commands/forks.h"
 #include "fixtures/generator.h"
+#include "fixtures/logits.h"
 
 namespace ncert::certify {
 

@@ -8,6 +8,7 @@
 
 #include "certify/commands/forks.h"
 #include "fixtures/generator.h"
+#include "fixtures/logits.h"
 #include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/test_paths.h"

@@ -14,6 +14,7 @@
 #include "certify/logits/compare.h"
 #include "certify/commands/witness.h"
 #include "fixtures/generator.h"
+#include "fixtures/logits.h"
 #include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/test_paths.h"

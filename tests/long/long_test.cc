@@ -13,6 +13,7 @@
 #include "certify/logits/compare.h"
 #include "certify/logits/witness.h"
 #include "fixtures/generator.h"
+#include "fixtures/logits.h"
 #include "packing/sweep.h"
 #include "tests/common/test_paths.h"
 

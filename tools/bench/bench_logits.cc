@@ -19,6 +19,7 @@
 #include <string>
 
 #include "fixtures/generator.h"
+#include "fixtures/logits.h"
 #include "tools/bench/bench_common.h"
 
 namespace {
