@@ -29,8 +29,6 @@ class LinearKernel {
   /// acc[r * acc_stride + j] = walk(x row r, w_j) for r < rows, j < N; only those cells written.
   void run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc,
            Index acc_stride) const;
-  /// Bytes of decoded weights held (for the sharing test).
-  std::size_t weight_bytes() const { return wt_.size() * sizeof(float); }
 
  private:
   Index k_ = 0;

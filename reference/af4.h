@@ -60,9 +60,6 @@ struct Af4View {
   const void* biases = nullptr;
 };
 
-/// Code bytes per weight row: k/2 for every packing.
-inline Index af4_code_bytes_per_row(Index k) { return k / 2; }
-
 /// The 4-bit code of element (row, col).
 inline int af4_code(const Af4View& v, Index row, Index col) {
   const std::uint8_t byte = v.codes[row * (v.k / 2) + col / 2];

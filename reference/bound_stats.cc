@@ -53,11 +53,9 @@ void BoundStats::add(Index row, Index col, float z, double center, double bound,
       max_abs_at_ = rec;
     }
   }
-  const double u = utilization(z, center, accept);
-  if (u > max_util_ || !max_util_at_.found()) {
-    max_util_ = u;
-    max_util_at_ = rec;
-  }
+  // utilization() is >= 0 (+inf for NaN), so the maximum needs no record to stay independent
+  // of the merge order.
+  max_util_ = std::max(max_util_, utilization(z, center, accept));
 }
 
 void BoundStats::merge(const BoundStats& o) {
@@ -76,12 +74,7 @@ void BoundStats::merge(const BoundStats& o) {
     max_abs_ = o.max_abs_;
     max_abs_at_ = o.max_abs_at_;
   }
-  if (o.max_util_at_.found() &&
-      (!max_util_at_.found() || o.max_util_ > max_util_ ||
-       (o.max_util_ == max_util_ && earlier(o.max_util_at_, max_util_at_)))) {
-    max_util_ = o.max_util_;
-    max_util_at_ = o.max_util_at_;
-  }
+  max_util_ = std::max(max_util_, o.max_util_);
   if (earlier(o.first_outside_, first_outside_)) first_outside_ = o.first_outside_;
   if (earlier(o.first_beyond_, first_beyond_)) first_beyond_ = o.first_beyond_;
 }

@@ -42,7 +42,6 @@ class BoundStats {
   double max_error_over_bound() const { return max_err_over_b_; }
   /// max of utilization(): how much of the accepted half-interval the values use (<= 1 inside).
   double max_utilization() const { return max_util_; }
-  const ElementRecord& max_utilization_at() const { return max_util_at_; }
   double mean_signed_error() const { return counted_ ? sum_err_ / static_cast<double>(counted_) : 0.0; }
   /// Mean of (z - c) / B: near 0 for unbiased rounding, drifts for truncation or bugs.
   double mean_signed_error_over_bound() const { return counted_ ? sum_norm_ / static_cast<double>(counted_) : 0.0; }
@@ -58,7 +57,6 @@ class BoundStats {
   double max_abs_ = 0;
   ElementRecord max_abs_at_;
   double max_util_ = 0;
-  ElementRecord max_util_at_;
   double max_err_over_b_ = 0;
   double sum_err_ = 0;
   double sum_norm_ = 0;
