@@ -34,7 +34,9 @@ struct SegmentGeometry {
   Index biases_cols = 0;     ///< AF4 affine: columns of `biases` (same as scales)
 };
 
-struct PackPlan {
+/// One packed call: the projection's arithmetic and layout (reference/linear_spec.h) plus the
+/// slot geometry, the compact buffers' strides and the segment shapes the host guards judge.
+struct PackPlan : reference::ProjectionArithmetic, reference::ProjectionLayout {
   Index requests = 1;    ///< R
   Index block_rows = 1;  ///< B
   Index cap = 1;         ///< most rows gathered per request
@@ -45,22 +47,13 @@ struct PackPlan {
   std::vector<std::int32_t> commit_counts;  ///< [R] rows committed per request
   std::vector<std::int32_t> selector;       ///< [P] slot -> original row, -1 empty
 
-  Index k = 0;  ///< valid input columns (K)
-  Index n = 0;  ///< valid output columns (N)
-  Index in_stride = 0;
-  Index out_stride = 0;
   Index residual_stride = 0;
   Index compact_in_stride = 0;   ///< scratch rows of gathered activations
   Index compact_out_stride = 0;  ///< scratch rows of f32 accumulators
 
-  DType x_dtype = DType::kBf16;
-  DType output = DType::kF32;
   DType bias_dtype = DType::kF32;
   DType residual_dtype = DType::kF32;
-  reference::Epilogue epilogue = reference::Epilogue::kNone;
-  reference::ResidualAt residual_at = reference::ResidualAt::kF32;
-  reference::KWalk walk;  ///< undeclared: the helper's kernel uses seq-fma
-  std::vector<SegmentGeometry> segments;
+  std::vector<SegmentGeometry> segments;  ///< (an undeclared walk: the helper's kernel uses seq-fma)
 
   Index rows() const { return requests * block_rows; }
 };

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "reference/detail/gemm.h"
 #include "reference/k_walk.h"
@@ -34,6 +35,139 @@ struct BlockScratch {
 
 }  // namespace
 
+namespace {
+
+/// The activations once: exact values, magnitudes, f32 values for the walk, row 1-norms.
+struct Activations {
+  std::vector<double> exact, abs;
+  std::vector<float> f32;
+  std::vector<double> l1;
+};
+
+Activations prepare_activations(const LinearProblem& p, Index K, ReferenceSummary& summary) {
+  const Index M = p.x.rows;
+  Activations a;
+  a.exact.resize(static_cast<std::size_t>(M * K));
+  a.abs.resize(a.exact.size());
+  a.f32.resize(a.exact.size());
+  a.l1.assign(static_cast<std::size_t>(M), 0.0);
+  for (Index i = 0; i < M; ++i) {
+    double l1 = 0;
+    for (Index c = 0; c < K; ++c) {
+      const float v = p.x.at(i, c);
+      a.f32[i * K + c] = v;
+      a.exact[i * K + c] = v;
+      a.abs[i * K + c] = std::fabs(static_cast<double>(v));
+      if (!std::isfinite(v)) {
+        if (summary.nonfinite_x++ == 0) summary.first_nonfinite_x = i * K + c;
+      } else {
+        l1 += a.abs[i * K + c];
+      }
+      if (v != 0.0f) summary.all_zero_x = false;
+    }
+    a.l1[i] = l1 * (1.0 + 0x1p-40);  // generous cover of the f64 summation error
+  }
+  return a;
+}
+
+/// What a block learned about its weights (merged in block order afterwards).
+struct BlockWeightFacts {
+  Index nonfinite = 0;
+  Index first_nonfinite = -1;
+  bool all_zero = true;
+};
+
+/// Decodes the block's weight rows [j0, j0 + w): exact values and charged magnitudes (rows of
+/// K), their 1-norms, and the kernel's f32 weights transposed for the walk.
+BlockWeightFacts decode_block(const LinearProblem& p, Index j0, Index w, bool walk, BlockScratch& t) {
+  const Weights& W = *p.weights;
+  const Index K = W.k;
+  BlockWeightFacts facts;
+  for (Index jj = 0; jj < w; ++jj) {
+    double* we = t.w_exact.data() + jj * K;
+    double* wa = t.w_alg.data() + jj * K;
+    decode_weight_row(W, j0 + jj, p.x.dtype, we, wa, walk ? t.kernel_row.data() : nullptr);
+    double l1 = 0;
+    for (Index c = 0; c < K; ++c) {
+      if (!std::isfinite(we[c])) {
+        if (facts.nonfinite++ == 0) facts.first_nonfinite = (j0 + jj) * K + c;
+      } else {
+        l1 += wa[c];
+      }
+      if (we[c] != 0.0) facts.all_zero = false;
+    }
+    t.a_l1[jj] = l1 * (1.0 + 0x1p-40);
+    if (walk) {
+      for (Index c = 0; c < K; ++c) t.w_kernel[c * w + jj] = t.kernel_row[c];
+    }
+  }
+  return facts;
+}
+
+/// Per element of the block: S made a true bound, B, T, the centre and both accepted intervals.
+void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index w,
+                  const std::function<const ColumnModel&(Index)>& model_of, BlockScratch& t) {
+  const Index M = p.x.rows, K = p.weights->k;
+  for (Index i = 0; i < M; ++i) {
+    for (Index jj = 0; jj < w; ++jj) {
+      const Index j = j0 + jj;
+      const std::size_t e = static_cast<std::size_t>(i * w + jj);
+      const double ys = t.y[e];
+      const double su = inflate_s(t.s[e], K);
+      t.s[e] = su;
+      const ElementBound eb = element_bound(su, x.l1[i], t.a_l1[jj], model_of(j), p.accumulator, p.lambda, K);
+      const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
+      const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
+      t.bound[e] = eb.bound;
+      t.tier[e] = eb.tier;
+      t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
+      t.accept[e] = propagate(ys, eb.bound, bias, res, p.epilogue, p.residual_at, p.output);
+      t.expect[e] = propagate(ys, eb.tier, bias, res, p.epilogue, p.residual_at, p.output);
+    }
+  }
+}
+
+/// The declared K walk of every row over the block's columns, epilogue included.
+void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w, BlockScratch& t) {
+  const Index M = p.x.rows, K = p.weights->k;
+  for (Index i0 = 0; i0 < M; i0 += kWalkRows) {
+    const Index nr = std::min(kWalkRows, M - i0);
+    float* out = t.walk.data() + i0 * w;
+    walk_rows_block(p.walk, x.f32.data() + i0 * K, nr, t.w_kernel.data(), K, w, out, t.walk_scratch.data());
+    for (Index i = i0; i < i0 + nr; ++i) {
+      for (Index jj = 0; jj < w; ++jj) {
+        const Index j = j0 + jj;
+        const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
+        const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
+        float& v = t.walk[static_cast<std::size_t>(i * w + jj)];
+        v = epilogue_value(v, bias, res, p.epilogue, p.residual_at, p.output);
+      }
+    }
+  }
+}
+
+void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool walk) {
+  const std::size_t cells = static_cast<std::size_t>(M * bc);
+  t.w_exact.resize(static_cast<std::size_t>(bc * K));
+  t.w_alg.resize(t.w_exact.size());
+  t.y.resize(cells);
+  t.s.resize(cells);
+  t.bound.resize(cells);
+  t.tier.resize(cells);
+  t.center.resize(cells);
+  t.accept.resize(cells);
+  t.expect.resize(cells);
+  t.a_l1.resize(static_cast<std::size_t>(bc));
+  if (walk) {
+    t.w_kernel.resize(static_cast<std::size_t>(K * bc));
+    t.kernel_row.resize(static_cast<std::size_t>(K));
+    t.walk.resize(cells);
+    t.walk_scratch.resize(static_cast<std::size_t>(kWalkRows * bc));
+  }
+}
+
+}  // namespace
+
 Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSink& sink,
                                             const ReferenceOptions& options) {
   NCERT_RETURN_IF_ERROR(validate_problem(p));
@@ -48,32 +182,12 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
 
   ReferenceSummary summary;
   summary.blocks = nblocks;
-
-  // Activations once: exact values, magnitudes, f32 values for the walk, row 1-norms.
-  std::vector<double> x_exact(static_cast<std::size_t>(M * K)), x_abs(x_exact.size());
-  std::vector<float> x_f32(static_cast<std::size_t>(M * K));
-  std::vector<double> x_l1(static_cast<std::size_t>(M), 0.0);
-  for (Index i = 0; i < M; ++i) {
-    double l1 = 0;
-    for (Index c = 0; c < K; ++c) {
-      const float v = p.x.at(i, c);
-      x_f32[i * K + c] = v;
-      x_exact[i * K + c] = v;
-      x_abs[i * K + c] = std::fabs(static_cast<double>(v));
-      if (!std::isfinite(v)) {
-        if (summary.nonfinite_x++ == 0) summary.first_nonfinite_x = i * K + c;
-      } else {
-        l1 += x_abs[i * K + c];
-      }
-      if (v != 0.0f) summary.all_zero_x = false;
-    }
-    x_l1[i] = l1 * (1.0 + 0x1p-40);  // generous cover of the f64 summation error
-  }
+  const Activations x = prepare_activations(p, K, summary);
 
   std::vector<ColumnModel> models;
   models.reserve(W.segments.size());
   for (const WeightSegment& seg : W.segments) models.push_back(column_model(seg, K, p.accumulator, p.x.dtype));
-  auto model_of = [&](Index j) -> const ColumnModel& {
+  const std::function<const ColumnModel&(Index)> model_of = [&](Index j) -> const ColumnModel& {
     for (std::size_t s = 0; s < W.segments.size(); ++s) {
       if (j >= W.segments[s].row_begin && j < W.segments[s].row_end) return models[s];
     }
@@ -82,100 +196,24 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   for (const ColumnModel& m : models) {
     if (std::isinf(gamma(m.k_eff, p.accumulator.u_eff))) summary.vacuous_bound = true;
   }
-
-  std::vector<Index> nonfinite_w(static_cast<std::size_t>(nblocks), 0);
-  std::vector<Index> first_bad_w(static_cast<std::size_t>(nblocks), -1);
-  std::vector<char> zero_w(static_cast<std::size_t>(nblocks), 1);
+  std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
 #pragma omp parallel
   {
     BlockScratch t;
-    const std::size_t cells = static_cast<std::size_t>(M * bc);
-    t.w_exact.resize(static_cast<std::size_t>(bc * K));
-    t.w_alg.resize(t.w_exact.size());
-    t.y.resize(cells);
-    t.s.resize(cells);
-    t.bound.resize(cells);
-    t.tier.resize(cells);
-    t.center.resize(cells);
-    t.accept.resize(cells);
-    t.expect.resize(cells);
-    t.a_l1.resize(static_cast<std::size_t>(bc));
-    if (walk) {
-      t.w_kernel.resize(static_cast<std::size_t>(K * bc));
-      t.kernel_row.resize(static_cast<std::size_t>(K));
-      t.walk.resize(cells);
-      t.walk_scratch.resize(static_cast<std::size_t>(kWalkRows * bc));
-    }
+    size_scratch(t, M, K, bc, walk);
 #pragma omp for schedule(dynamic, 1)
     for (Index b = 0; b < nblocks; ++b) {
       const Index j0 = b * bc;
       const Index j1 = std::min(N, j0 + bc);
       const Index w = j1 - j0;
-      Index bad = 0, first_bad = -1;
-      bool zero = true;
-      for (Index jj = 0; jj < w; ++jj) {
-        double* we = t.w_exact.data() + jj * K;
-        double* wa = t.w_alg.data() + jj * K;
-        decode_weight_row(W, j0 + jj, p.x.dtype, we, wa, walk ? t.kernel_row.data() : nullptr);
-        double l1 = 0;
-        for (Index c = 0; c < K; ++c) {
-          if (!std::isfinite(we[c])) {
-            if (bad++ == 0) first_bad = (j0 + jj) * K + c;
-          } else {
-            l1 += wa[c];
-          }
-          if (we[c] != 0.0) zero = false;
-        }
-        t.a_l1[jj] = l1 * (1.0 + 0x1p-40);
-        if (walk) {
-          for (Index c = 0; c < K; ++c) t.w_kernel[c * w + jj] = t.kernel_row[c];
-        }
-      }
-      nonfinite_w[b] = bad;
-      first_bad_w[b] = first_bad;
-      zero_w[b] = zero;
-
+      facts[static_cast<std::size_t>(b)] = decode_block(p, j0, w, walk, t);
       // Two f64 GEMMs on this thread (Eigen does not parallelize inside an active region),
       // with a shape that depends only on the block: bit-identical at any thread count.
-      detail::gemm_abt(x_exact.data(), M, K, t.w_exact.data(), w, t.y.data());
-      detail::gemm_abt(x_abs.data(), M, K, t.w_alg.data(), w, t.s.data());
-
-      for (Index i = 0; i < M; ++i) {
-        for (Index jj = 0; jj < w; ++jj) {
-          const Index j = j0 + jj;
-          const std::size_t e = static_cast<std::size_t>(i * w + jj);
-          const double ys = t.y[e];
-          const double su = inflate_s(t.s[e], K);
-          t.s[e] = su;
-          const ElementBound eb =
-              element_bound(su, x_l1[i], t.a_l1[jj], model_of(j), p.accumulator, p.lambda, K);
-          const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
-          const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
-          t.bound[e] = eb.bound;
-          t.tier[e] = eb.tier;
-          t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
-          t.accept[e] = propagate(ys, eb.bound, bias, res, p.epilogue, p.residual_at, p.output);
-          t.expect[e] = propagate(ys, eb.tier, bias, res, p.epilogue, p.residual_at, p.output);
-        }
-      }
-      if (walk) {
-        for (Index i0 = 0; i0 < M; i0 += kWalkRows) {
-          const Index nr = std::min(kWalkRows, M - i0);
-          float* out = t.walk.data() + i0 * w;
-          walk_rows_block(p.walk, x_f32.data() + i0 * K, nr, t.w_kernel.data(), K, w, out,
-                          t.walk_scratch.data());
-          for (Index i = i0; i < i0 + nr; ++i) {
-            for (Index jj = 0; jj < w; ++jj) {
-              const Index j = j0 + jj;
-              const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
-              const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
-              float& v = t.walk[static_cast<std::size_t>(i * w + jj)];
-              v = epilogue_value(v, bias, res, p.epilogue, p.residual_at, p.output);
-            }
-          }
-        }
-      }
+      detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
+      detail::gemm_abt(x.abs.data(), M, K, t.w_alg.data(), w, t.s.data());
+      block_bounds(p, x, j0, w, model_of, t);
+      if (walk) block_walk(p, x, j0, w, t);
 
       ReferenceBlock block;
       block.index = b;
@@ -195,10 +233,10 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     }
   }
 
-  for (Index b = 0; b < nblocks; ++b) {
-    if (nonfinite_w[b] > 0 && summary.nonfinite_w == 0) summary.first_nonfinite_w = first_bad_w[b];
-    summary.nonfinite_w += nonfinite_w[b];
-    if (!zero_w[b]) summary.all_zero_w = false;
+  for (const BlockWeightFacts& f : facts) {
+    if (f.nonfinite > 0 && summary.nonfinite_w == 0) summary.first_nonfinite_w = f.first_nonfinite;
+    summary.nonfinite_w += f.nonfinite;
+    if (!f.all_zero) summary.all_zero_w = false;
   }
   return summary;
 }

@@ -63,6 +63,38 @@ struct KWalk {
 /// "seq", "seq-fma", "split:<P>", "split:<P>:fma" with P >= 1.
 Result<KWalk> parse_k_walk(std::string_view s);
 
+// ---- what a projection computes ----------------------------------------------------------------
+
+/// How a projection computes, whatever holds its data: the engine's accumulation, the epilogue
+/// and where its residual is added, the output type and the declared K walk. The dump model
+/// (certify ProjectionInfo), the packing plan (packing PackPlan) and the reference problem
+/// (LinearProblem) are each this description plus what their stage adds: where the members are
+/// in the file, the slot geometry the host guards judge, views of the data (docs/design.md
+/// "One projection, three views").
+struct ProjectionArithmetic {
+  Accumulator accumulator;
+  Epilogue epilogue = Epilogue::kNone;
+  ResidualAt residual_at = ResidualAt::kF32;
+  DType output = DType::kF32;
+  KWalk walk;
+
+  ProjectionArithmetic& arithmetic() { return *this; }
+  const ProjectionArithmetic& arithmetic() const { return *this; }
+};
+
+/// The valid widths and row strides of a projection's buffers and its activation type, shared by
+/// the dump model and the packing plan.
+struct ProjectionLayout {
+  Index k = 0;           ///< valid input columns (K)
+  Index n = 0;           ///< valid output columns (N)
+  Index in_stride = 0;   ///< elements between rows of x (>= k)
+  Index out_stride = 0;  ///< elements between rows of every output (>= n)
+  DType x_dtype = DType::kBf16;
+
+  ProjectionLayout& layout() { return *this; }
+  const ProjectionLayout& layout() const { return *this; }
+};
+
 // ---- operand views --------------------------------------------------------------------------
 
 /// A row-major matrix of f32 or bf16 values with a row stride (in elements).
@@ -123,17 +155,12 @@ const WeightSegment& segment_of(const Weights& w, Index j);
 void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg,
                        float* kernel);
 
-/// Everything the reference needs for one projection.
-struct LinearProblem {
+/// Everything the reference needs for one projection: its arithmetic and views of its data.
+struct LinearProblem : ProjectionArithmetic {
   MatrixView x;          ///< [M, k] activations (original layout)
   const Weights* weights = nullptr;
   VectorView bias;       ///< [n] when the epilogue has a bias
   MatrixView residual;   ///< [M, n] when the epilogue has a residual
-  Accumulator accumulator;
-  Epilogue epilogue = Epilogue::kNone;
-  ResidualAt residual_at = ResidualAt::kF32;
-  DType output = DType::kF32;
-  KWalk walk;
   double lambda = 10.0;  ///< probabilistic tier multiplier (error-bounds.md §3)
 };
 

@@ -68,6 +68,115 @@ std::vector<std::string> demo_files() {
   return files;
 }
 
+/// One dump of the tour: written with its fault, certified as `ncert check` would, and held
+/// against what its fault table row expects.
+Result<CheckResult> tour_dump(const Entry& e, const std::string& dir, Report& report) {
+  namespace fs = std::filesystem;
+  const std::string path = (fs::path(dir) / e.file).string();
+  NCERT_RETURN_IF_ERROR(fixtures::write_dump(path, fixtures::preset_tiny(), {e.fault, ""}, true));
+  CheckCommandOptions co;
+  co.dump = path;
+  NCERT_ASSIGN_OR_RETURN(Report r, run_check(co));
+  report.inputs.push_back(r.inputs.front());
+  CheckResult c;
+  c.id = "demo/" + e.file.substr(0, e.file.size() - 3);
+  const bool good = e.fault == fixtures::Fault::kNone;
+  const CheckKind expected = good ? CheckKind::kSchema : fixtures::fault_caught_by(e.fault);
+  c.kind = expected;
+  const CheckResult* first_fail = nullptr;
+  const CheckResult* expected_fail = nullptr;
+  DemoDumpEvidence ev;
+  ev.file = path;
+  ev.dump_verdict = std::string(verdict_name(r.verdict()));
+  ev.checks = static_cast<Index>(r.checks.size());
+  for (const CheckResult& x : r.checks) {
+    if (!x.failed()) continue;
+    ev.failed_checks.push_back(x.id);
+    if (!first_fail) first_fail = &x;
+    if (!expected_fail && x.kind == expected) expected_fail = &x;
+  }
+  if (good) {
+    c.verdict = r.verdict() == Verdict::kPass ? Verdict::kPass : Verdict::kFail;
+    c.reason = e.story + ": " + (c.verdict == Verdict::kPass
+                                     ? "PASS, all " + std::to_string(r.checks.size()) + " checks"
+                                     : "unexpectedly FAILED: " + (first_fail ? first_fail->id + ": " + first_fail->reason : "?"));
+  } else {
+    ev.fault = std::string(fixtures::fault_name(e.fault));
+    ev.expected = {expected};
+    if (expected_fail) {
+        c.reason = e.story + ": FAIL, caught by " + expected_fail->id + ": " + expected_fail->reason;
+    } else {
+      c.verdict = Verdict::kFail;
+      c.reason = e.story + ": NOT caught by the " + std::string(check_kind_name(expected)) + " check (dump verdict " +
+                 std::string(verdict_name(r.verdict())) + ")";
+    }
+  }
+  c.evidence = std::move(ev);
+  return c;
+}
+
+/// The logits part: two builds whose logits differ by noise, compared under a KL policy.
+Result<CheckResult> tour_compare(const std::string& dir, Report& report) {
+  namespace fs = std::filesystem;
+  const std::string a = (fs::path(dir) / "logits-a.h5").string();
+  const std::string b = (fs::path(dir) / "logits-b.h5").string();
+  fixtures::LogitsPairSpec spec;
+  spec.tokens = 64;
+  spec.vocab = 32000;
+  spec.noise = 1e-3f;
+  NCERT_RETURN_IF_ERROR(fixtures::write_logits_pair(a, b, spec, true));
+  CompareOptions co;
+  co.a = a;
+  co.b = b;
+  co.policy = *parse_policy("kl:1e-5");
+  NCERT_ASSIGN_OR_RETURN(Report r, run_compare(co));
+  for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
+  CheckResult c;
+  c.id = "demo/compare-logits";
+  c.kind = CheckKind::kLogits;
+  c.verdict = r.verdict();
+  const CheckResult* lc = r.checks.empty() ? nullptr : &r.checks.front();
+  c.reason = "two builds, logits within 1e-3 of each other: `ncert compare --policy kl:1e-5`: " +
+             std::string(verdict_name(r.verdict())) + (lc ? ", " + lc->reason : "");
+  c.evidence = DemoCompareEvidence{{a, b}, "kl:1e-5"};
+  return c;
+}
+
+/// One wording fork: the pair written, `ncert forks` run, its class held against the expected.
+Result<CheckResult> tour_fork(const ForkEntry& e, const std::string& dir, Report& report) {
+  namespace fs = std::filesystem;
+  const std::string a = (fs::path(dir) / (e.tag + "-a.h5")).string();
+  const std::string b = (fs::path(dir) / (e.tag + "-b.h5")).string();
+  fixtures::ForkPairSpec spec;
+  spec.forks = {{10, e.kind}};
+  NCERT_RETURN_IF_ERROR(fixtures::write_fork_pair(a, b, spec, true));
+  ForksOptions fo;
+  fo.a = a;
+  fo.b = b;
+  NCERT_ASSIGN_OR_RETURN(Report r, run_forks(fo));
+  for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
+  const CheckResult* fork = nullptr;
+  std::optional<ForkClass> got;
+  for (const CheckResult& x : r.checks) {
+    if (const auto* f = std::get_if<ForkEvidence>(&x.evidence)) {
+      fork = &x;
+      got = f->fork.cls;
+    }
+  }
+  const std::string got_name = got ? std::string(fork_class_name(*got)) : "none";
+  CheckResult c;
+  c.id = "demo/" + e.tag;
+  c.kind = CheckKind::kFork;
+  c.evidence = DemoForkEvidence{{a, b}, std::string(fork_class_name(e.expected_class)), got_name,
+                                std::string(verdict_name(r.verdict()))};
+  const bool as_expected = got == e.expected_class;
+  c.verdict = as_expected ? Verdict::kPass : Verdict::kFail;
+  c.reason = e.story + ": `ncert forks` says " + got_name + " (" + std::string(verdict_name(r.verdict())) + ")" +
+             (as_expected ? "" : ", expected " + std::string(fork_class_name(e.expected_class))) +
+             (fork ? ": " + fork->reason : "");
+  return c;
+}
+
 }  // namespace
 
 Result<Report> run_demo(const DemoOptions& options) {
@@ -91,107 +200,16 @@ Result<Report> run_demo(const DemoOptions& options) {
   report.preamble.push_back("Each dump is certified exactly as `ncert check DUMP.h5` would; the tour:");
   Index caught = 0;
   for (const Entry& e : entries()) {
-    const std::string path = (fs::path(options.dir) / e.file).string();
-    NCERT_RETURN_IF_ERROR(fixtures::write_dump(path, fixtures::preset_tiny(), {e.fault, ""}, true));
-    CheckCommandOptions co;
-    co.dump = path;
-    NCERT_ASSIGN_OR_RETURN(Report r, run_check(co));
-    report.inputs.push_back(r.inputs.front());
-    CheckResult c;
-    c.id = "demo/" + e.file.substr(0, e.file.size() - 3);
-    const bool good = e.fault == fixtures::Fault::kNone;
-    const CheckKind expected = good ? CheckKind::kSchema : fixtures::fault_caught_by(e.fault);
-    c.kind = expected;
-    const CheckResult* first_fail = nullptr;
-    const CheckResult* expected_fail = nullptr;
-    DemoDumpEvidence ev;
-    ev.file = path;
-    ev.dump_verdict = std::string(verdict_name(r.verdict()));
-    ev.checks = static_cast<Index>(r.checks.size());
-    for (const CheckResult& x : r.checks) {
-      if (!x.failed()) continue;
-      ev.failed_checks.push_back(x.id);
-      if (!first_fail) first_fail = &x;
-      if (!expected_fail && x.kind == expected) expected_fail = &x;
-    }
-    if (good) {
-      c.verdict = r.verdict() == Verdict::kPass ? Verdict::kPass : Verdict::kFail;
-      c.reason = e.story + ": " + (c.verdict == Verdict::kPass
-                                       ? "PASS, all " + std::to_string(r.checks.size()) + " checks"
-                                       : "unexpectedly FAILED: " + (first_fail ? first_fail->id + ": " + first_fail->reason : "?"));
-    } else {
-      ev.fault = std::string(fixtures::fault_name(e.fault));
-      ev.expected = {expected};
-      if (expected_fail) {
-        ++caught;
-        c.reason = e.story + ": FAIL, caught by " + expected_fail->id + ": " + expected_fail->reason;
-      } else {
-        c.verdict = Verdict::kFail;
-        c.reason = e.story + ": NOT caught by the " + std::string(check_kind_name(expected)) + " check (dump verdict " +
-                   std::string(verdict_name(r.verdict())) + ")";
-      }
-    }
-    c.evidence = std::move(ev);
+    NCERT_ASSIGN_OR_RETURN(CheckResult c, tour_dump(e, options.dir, report));
+    caught += e.fault != fixtures::Fault::kNone && !c.failed();
     report.checks.push_back(std::move(c));
   }
-  // Logits: two builds whose logits differ by noise, compared under a KL policy.
-  {
-    const std::string a = (fs::path(options.dir) / "logits-a.h5").string();
-    const std::string b = (fs::path(options.dir) / "logits-b.h5").string();
-    fixtures::LogitsPairSpec spec;
-    spec.tokens = 64;
-    spec.vocab = 32000;
-    spec.noise = 1e-3f;
-    NCERT_RETURN_IF_ERROR(fixtures::write_logits_pair(a, b, spec, true));
-    CompareOptions co;
-    co.a = a;
-    co.b = b;
-    co.policy = *parse_policy("kl:1e-5");
-    NCERT_ASSIGN_OR_RETURN(Report r, run_compare(co));
-    for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
-    CheckResult c;
-    c.id = "demo/compare-logits";
-    c.kind = CheckKind::kLogits;
-    c.verdict = r.verdict();
-    const CheckResult* lc = r.checks.empty() ? nullptr : &r.checks.front();
-    c.reason = "two builds, logits within 1e-3 of each other: `ncert compare --policy kl:1e-5`: " +
-               std::string(verdict_name(r.verdict())) + (lc ? ", " + lc->reason : "");
-    c.evidence = DemoCompareEvidence{{a, b}, "kl:1e-5"};
-    report.checks.push_back(std::move(c));
-  }
-  // Wording forks: each pair's fork must get its expected class.
+  NCERT_ASSIGN_OR_RETURN(CheckResult compared, tour_compare(options.dir, report));
+  report.checks.push_back(std::move(compared));
   Index forks_caught = 0;
   for (const ForkEntry& e : fork_entries()) {
-    const std::string a = (fs::path(options.dir) / (e.tag + "-a.h5")).string();
-    const std::string b = (fs::path(options.dir) / (e.tag + "-b.h5")).string();
-    fixtures::ForkPairSpec spec;
-    spec.forks = {{10, e.kind}};
-    NCERT_RETURN_IF_ERROR(fixtures::write_fork_pair(a, b, spec, true));
-    ForksOptions fo;
-    fo.a = a;
-    fo.b = b;
-    NCERT_ASSIGN_OR_RETURN(Report r, run_forks(fo));
-    for (const InputInfo& in : r.inputs) report.inputs.push_back(in);
-    const CheckResult* fork = nullptr;
-    std::optional<ForkClass> got;
-    for (const CheckResult& x : r.checks) {
-      if (const auto* f = std::get_if<ForkEvidence>(&x.evidence)) {
-        fork = &x;
-        got = f->fork.cls;
-      }
-    }
-    const std::string got_name = got ? std::string(fork_class_name(*got)) : "none";
-    CheckResult c;
-    c.id = "demo/" + e.tag;
-    c.kind = CheckKind::kFork;
-    c.evidence = DemoForkEvidence{{a, b}, std::string(fork_class_name(e.expected_class)), got_name,
-                                  std::string(verdict_name(r.verdict()))};
-    const bool as_expected = got == e.expected_class;
-    forks_caught += as_expected && e.expected_class != ForkClass::kNearTie;
-    c.verdict = as_expected ? Verdict::kPass : Verdict::kFail;
-    c.reason = e.story + ": `ncert forks` says " + got_name + " (" + std::string(verdict_name(r.verdict())) + ")" +
-               (as_expected ? "" : ", expected " + std::string(fork_class_name(e.expected_class))) +
-               (fork ? ": " + fork->reason : "");
+    NCERT_ASSIGN_OR_RETURN(CheckResult c, tour_fork(e, options.dir, report));
+    forks_caught += !c.failed() && e.expected_class != ForkClass::kNearTie;
     report.checks.push_back(std::move(c));
   }
   report.stats["dumps"] = demo_files().size();

@@ -89,28 +89,19 @@ struct SegmentInfo {
   DType values_dtype = DType::kBf16;  ///< bf16/f32 values, or the AF4 codes type (u8/u32)
 };
 
-/// One /projections/<name> group with its attributes parsed.
-struct ProjectionInfo {
+/// One /projections/<name> group with its attributes parsed: the projection's arithmetic and
+/// layout (reference/linear_spec.h) plus what the dump says about where its members are.
+struct ProjectionInfo : reference::ProjectionArithmetic, reference::ProjectionLayout {
   std::string name;
   std::string path;
-  Index k = 0;
-  Index n = 0;
   Index m = 0;  ///< rows of x
   Index p = 0;  ///< physical slots (selector length)
-  Index in_stride = 0;
-  Index out_stride = 0;
-  reference::Accumulator accumulator;
-  DType output = DType::kF32;
-  reference::Epilogue epilogue = reference::Epilogue::kNone;
-  reference::ResidualAt residual_at = reference::ResidualAt::kF32;
-  reference::KWalk walk;
   std::optional<Index> layer;
   std::string role;
   std::string logits_run;
   std::optional<Index> requests;
   std::optional<Index> block_rows;
   std::optional<Index> cap;
-  DType x_dtype = DType::kF32;
   std::optional<DType> bias_dtype;
   std::optional<DType> residual_dtype;
   bool has_commit_counts = false;

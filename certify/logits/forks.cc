@@ -151,6 +151,55 @@ std::string top_line(const std::vector<TopEntry>& top, const Vocabulary* vocab) 
   return line;
 }
 
+/// |d| on the matched rows before the fork row, other forks excluded.
+BeforeFork before_fork(const RunComparison& c, Index fork_row, const std::set<Index>& fork_rows) {
+  BeforeFork before;
+  std::vector<double> maxes;
+  for (Index t = 0; t < std::min(fork_row, c.matched); ++t) {
+    if (fork_rows.count(t)) continue;
+    const RowComparison& x = c.rows[static_cast<std::size_t>(t)];
+    maxes.push_back(x.max_abs);
+    before.bit_identical += x.bit_identical;
+  }
+  before.rows = static_cast<Index>(maxes.size());
+  if (!maxes.empty()) {
+    std::sort(maxes.begin(), maxes.end());
+    before.max_abs = maxes.back();
+    auto pct = [&](double p) {
+      const auto i = static_cast<std::size_t>(std::ceil(p / 100 * static_cast<double>(maxes.size())));
+      return maxes[std::clamp<std::size_t>(i, 1, maxes.size()) - 1];
+    };
+    before.p50 = pct(50);
+    before.p99 = pct(99);
+  }
+  return before;
+}
+
+/// The fork's class and why (forks.h): invalid, unexplained, tie or near-tie.
+void classify(Fork& f) {
+  if (!f.a.witness.ok || !f.b.witness.ok) {
+    f.cls = ForkClass::kInvalid;
+    f.why = std::string(!f.a.witness.ok ? "A's" : "B's") + " emission is not its own row's maximum: " +
+            (!f.a.witness.ok ? f.a.witness.failure : f.b.witness.failure);
+  } else if (f.delta_a > f.env_a || f.delta_b > f.env_b) {
+    const bool at_a = f.delta_a / std::max(f.env_a, 1e-300) >= f.delta_b / std::max(f.env_b, 1e-300);
+    f.cls = ForkClass::kUnexplained;
+    f.why = "the rows differ at token " + std::to_string(at_a ? f.token_a : f.token_b) + " by " +
+            format_short(at_a ? f.delta_a : f.delta_b) + ", beyond the envelope " +
+            format_short(at_a ? f.env_a : f.env_b) + ": numerics do not explain this fork";
+  } else if (f.a.exact_tie || f.b.exact_tie) {
+    f.cls = ForkClass::kTie;
+    f.why = std::string(f.a.exact_tie ? "A's" : "B's") + " row holds tokens " + std::to_string(f.token_a) + " and " +
+            std::to_string(f.token_b) + " as bit-identical maxima; the rows agree within the envelope";
+  } else {
+    f.cls = ForkClass::kNearTie;
+    f.why = "|d| " + format_short(f.delta_a) + " at " + std::to_string(f.token_a) + " and " + format_short(f.delta_b) +
+            " at " + std::to_string(f.token_b) + " are within the envelope (" + format_short(f.env_a) + ", " +
+            format_short(f.env_b) + "), so the gaps " + format_short(f.a.gap) + " and " + format_short(f.b.gap) +
+            " may fall either way";
+  }
+}
+
 }  // namespace
 
 Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b, const LogitsRunInfo& rb,
@@ -208,25 +257,7 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
       f.delta_a = std::fabs(static_cast<double>(la[static_cast<std::size_t>(f.token_a)]) - lb[static_cast<std::size_t>(f.token_a)]);
       f.delta_b = std::fabs(static_cast<double>(la[static_cast<std::size_t>(f.token_b)]) - lb[static_cast<std::size_t>(f.token_b)]);
     }
-    // The matched rows before the fork, forks excluded.
-    std::vector<double> maxes;
-    for (Index t = 0; t < std::min(f.row, c.matched); ++t) {
-      if (fork_rows.count(t)) continue;
-      const RowComparison& x = c.rows[static_cast<std::size_t>(t)];
-      maxes.push_back(x.max_abs);
-      f.before.bit_identical += x.bit_identical;
-    }
-    f.before.rows = static_cast<Index>(maxes.size());
-    if (!maxes.empty()) {
-      std::sort(maxes.begin(), maxes.end());
-      f.before.max_abs = maxes.back();
-      auto pct = [&](double p) {
-        const auto i = static_cast<std::size_t>(std::ceil(p / 100 * static_cast<double>(maxes.size())));
-        return maxes[std::clamp<std::size_t>(i, 1, maxes.size()) - 1];
-      };
-      f.before.p50 = pct(50);
-      f.before.p99 = pct(99);
-    }
+    f.before = before_fork(c, f.row, fork_rows);
     // The envelope: both sides' error models, else what the matched rows showed.
     const auto a_at_a = side_eps(ea, k, 0), a_at_b = side_eps(ea, k, 1);
     const auto b_at_a = side_eps(eb, k, 0), b_at_b = side_eps(eb, k, 1);
@@ -251,27 +282,7 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
     const auto keep = static_cast<std::size_t>(std::max<Index>(o.context, 0));
     f.context.assign(ctx.end() - static_cast<std::ptrdiff_t>(std::min(keep, ctx.size())), ctx.end());
 
-    if (!f.a.witness.ok || !f.b.witness.ok) {
-      f.cls = ForkClass::kInvalid;
-      f.why = std::string(!f.a.witness.ok ? "A's" : "B's") + " emission is not its own row's maximum: " +
-              (!f.a.witness.ok ? f.a.witness.failure : f.b.witness.failure);
-    } else if (f.delta_a > f.env_a || f.delta_b > f.env_b) {
-      const bool at_a = f.delta_a / std::max(f.env_a, 1e-300) >= f.delta_b / std::max(f.env_b, 1e-300);
-      f.cls = ForkClass::kUnexplained;
-      f.why = "the rows differ at token " + std::to_string(at_a ? f.token_a : f.token_b) + " by " +
-              format_short(at_a ? f.delta_a : f.delta_b) + ", beyond the envelope " +
-              format_short(at_a ? f.env_a : f.env_b) + ": numerics do not explain this fork";
-    } else if (f.a.exact_tie || f.b.exact_tie) {
-      f.cls = ForkClass::kTie;
-      f.why = std::string(f.a.exact_tie ? "A's" : "B's") + " row holds tokens " + std::to_string(f.token_a) + " and " +
-              std::to_string(f.token_b) + " as bit-identical maxima; the rows agree within the envelope";
-    } else {
-      f.cls = ForkClass::kNearTie;
-      f.why = "|d| " + format_short(f.delta_a) + " at " + std::to_string(f.token_a) + " and " + format_short(f.delta_b) +
-              " at " + std::to_string(f.token_b) + " are within the envelope (" + format_short(f.env_a) + ", " +
-              format_short(f.env_b) + "), so the gaps " + format_short(f.a.gap) + " and " + format_short(f.b.gap) +
-              " may fall either way";
-    }
+    classify(f);
     out.forks.push_back(std::move(f));
   }
   return out;

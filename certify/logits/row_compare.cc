@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "certify/logits/detail/fast_exp.h"
+#include "certify/logits/detail/row_compare_paths.h"
 #include "reference/float_bits.h"
 
 // Layout of the fast path (rows without NaN, +-Inf): three passes over chunks of 512 columns,
@@ -24,8 +25,10 @@ namespace ncert::certify {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr float kPosInfF = std::numeric_limits<float>::infinity();
+using detail::kInf;
+using detail::kPosInfF;
+using detail::tanh_half_small;
+
 constexpr Index kChunk = 512;
 
 inline std::int64_t key_of(std::uint32_t u) {
@@ -201,12 +204,6 @@ struct Pass3Sums {
   double kl_p = 0, kl_q = 0, js = 0;  // sum ea phi(d - c_p), sum eb phi(c_q - d), sum (p + q) psi(t)
 };
 
-/// |r| <= 0.02: tanh(r/2) = r/2 - r^3/24 + r^5/240, the next term below 1e-17 relative.
-inline double tanh_half_small(double rr) {
-  const double r2 = rr * rr;
-  return rr * (0.5 + r2 * (-1.0 / 24 + r2 * (1.0 / 240)));
-}
-
 /// Both series apply to the whole chunk: one vectorized loop.
 template <int NPhi, int NPsi>
 void pass3_fused(const Pass3Args& x, Pass3Sums& out) {
@@ -318,124 +315,6 @@ Index locate(const std::vector<double>& chunk_vals, double target, Index n, Pred
   return -1;
 }
 
-// ---- the careful path (NaN, +-Inf present) ---------------------------------------------------------
-
-void careful_path(const float* a, const float* b, Index V, std::int32_t token, double rel, float ma, float mb,
-                  RowComparison& r) {
-  r.max_abs = 0;
-  r.max_ulp = 0;
-  double s_abs = 0, s_d = 0;
-  Index finite_pairs = 0;
-  for (Index j = 0; j < V; ++j) {
-    const std::uint64_t u = reference::ulp_distance_f32(a[j], b[j]);
-    if (u > r.max_ulp) {
-      r.max_ulp = u;
-      r.max_ulp_col = j;
-    }
-    if (!std::isfinite(a[j]) || !std::isfinite(b[j])) continue;
-    const double d = static_cast<double>(b[j]) - a[j];
-    if (std::fabs(d) > r.max_abs || r.max_abs_col < 0) {
-      r.max_abs = std::fabs(d);
-      r.max_abs_col = j;
-    }
-    const double ex = std::fabs(d) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j])));
-    if (ex > r.max_excess || r.max_excess_col < 0) {
-      r.max_excess = ex;
-      r.max_excess_col = j;
-    }
-    s_abs += std::fabs(d);
-    s_d += d;
-    ++finite_pairs;
-  }
-  // A differing infinity or NaN is an excess no tolerance covers.
-  for (Index j = 0; j < V; ++j) {
-    if ((!std::isfinite(a[j]) || !std::isfinite(b[j])) && !(a[j] == b[j])) {
-      r.max_excess = kInf;
-      r.max_excess_col = j;
-      break;
-    }
-  }
-  r.mean_abs = finite_pairs ? s_abs / static_cast<double>(finite_pairs) : 0;
-  const double mean = finite_pairs ? s_d / static_cast<double>(finite_pairs) : 0;
-  double var = 0;
-  for (Index j = 0; j < V; ++j) {
-    if (std::isfinite(a[j]) && std::isfinite(b[j])) {
-      const double e = (static_cast<double>(b[j]) - a[j]) - mean;
-      var += e * e;
-    }
-  }
-  r.rms_centered = finite_pairs ? std::sqrt(var / static_cast<double>(finite_pairs)) : 0;
-  if (r.nonfinite) {
-    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
-    return;
-  }
-  if (ma == -kPosInfF || mb == -kPosInfF) {
-    // A fully masked row has no distribution.
-    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
-    return;
-  }
-  // Masked (-Inf) entries carry probability 0. The fast path's forms, in scalar code over the
-  // unmasked entries: with the same mask on both sides they are exact in the same sense; where
-  // the masks differ, a direction with an entry masked on one side only is infinite and the
-  // other is summed directly (rare: differing masks are themselves a finding).
-  bool same_mask = true;
-  double SA = 0, SB = 0, CA = 0, CB = 0;
-  for (Index j = 0; j < V; ++j) {
-    const bool fa = a[j] != -kPosInfF, fb = b[j] != -kPosInfF;
-    same_mask = same_mask && fa == fb;
-    const double ea = fa ? std::exp(static_cast<double>(a[j]) - ma) : 0.0;
-    const double eb = fb ? std::exp(static_cast<double>(b[j]) - mb) : 0.0;
-    SA += ea;
-    SB += eb;
-    if (fa && fb) {
-      const double d = static_cast<double>(b[j]) - static_cast<double>(a[j]);
-      CA += ea * d;
-      CB += eb * d;
-    }
-  }
-  const double delta = (static_cast<double>(mb) - ma) + std::log(SB / SA);  // r = d - delta
-  const double cp = CA / SA, cq = CB / SB;
-  double kab = 0, kba = 0, js = 0;
-  for (Index j = 0; j < V; ++j) {
-    const bool fa = a[j] != -kPosInfF, fb = b[j] != -kPosInfF;
-    if (!fa && !fb) continue;
-    const double p = fa ? std::exp(static_cast<double>(a[j]) - ma) / SA : 0.0;
-    const double q = fb ? std::exp(static_cast<double>(b[j]) - mb) / SB : 0.0;
-    if (!(fa && fb)) {
-      if (fa) kab = kInf;
-      else kba = kInf;
-      js += (p + q) * std::log(2.0);  // psi(+-1)
-      continue;
-    }
-    const double d = static_cast<double>(b[j]) - static_cast<double>(a[j]);
-    const double rr = d - delta;
-    if (same_mask) {
-      kab += p * phi(d - cp);
-      kba += q * phi(cq - d);
-    } else {
-      kab -= p * rr;
-      kba += q * rr;
-    }
-    const double t = std::fabs(rr) <= 0.02 ? tanh_half_small(rr) : (q - p) / (q + p);
-    js += (p + q) * psi(t);
-  }
-  if (same_mask) {
-    r.kl_ab = std::log1p(kab);
-    r.kl_ba = std::log1p(kba);
-  } else {
-    r.kl_ab = std::isinf(kab) ? kab : std::max(0.0, kab);
-    r.kl_ba = std::isinf(kba) ? kba : std::max(0.0, kba);
-  }
-  r.jsd = 0.5 * js;
-  if (token >= 0 && token < V) {
-    const bool fa = a[token] != -kPosInfF, fb = b[token] != -kPosInfF;
-    const double p = fa ? std::exp(static_cast<double>(a[token]) - ma) / SA : 0.0;
-    const double q = fb ? std::exp(static_cast<double>(b[token]) - mb) / SB : 0.0;
-    // q - p = p expm1(r): no cancellation when the two are close.
-    r.dp_token = fa && fb ? p * std::expm1((static_cast<double>(b[token]) - a[token]) - delta) : q - p;
-  }
-}
-
 }  // namespace
 
 double phi(double x) { return std::fabs(x) <= 0.5 ? phi_fixed<15>(x) : std::expm1(x) - x; }
@@ -446,19 +325,25 @@ double psi(double t) {
   return 0.5 * ((1 + t) * std::log1p(t) + (1 - t) * std::log1p(-t));
 }
 
-RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t token, double rel,
-                           CompareScratch& sc) {
-  RowComparison r;
-  const Index nchunks = (V + kChunk - 1) / kChunk;
-  std::vector<float> cmax_a(static_cast<std::size_t>(nchunks)), cmax_b(static_cast<std::size_t>(nchunks));
+namespace {
 
-  // ---- pass 1: maxima (per chunk too), special values, identity ----
-  // (16 lanes of f32/int32: the ULP distances and the token's rank in B are computed here.)
+/// Pass 1 over f32 lanes: row and chunk maxima, special values, ULP maxima per chunk and the
+/// token's rank in B.
+struct RowMaxima {
   float ma = -kPosInfF, mb = -kPosInfF;
+  std::vector<float> cmax_a, cmax_b;
+  std::vector<double> c_ulp;
   std::int32_t special = 0, masked = 0;
-  std::vector<double> c_ulp(static_cast<std::size_t>(nchunks));
+  Index above = 0;  ///< entries of B ranked above the token
+};
+
+RowMaxima pass1(const float* a, const float* b, Index V, std::int32_t token) {
+  RowMaxima m;
+  const Index nchunks = (V + kChunk - 1) / kChunk;
+  m.cmax_a.resize(static_cast<std::size_t>(nchunks));
+  m.cmax_b.resize(static_cast<std::size_t>(nchunks));
+  m.c_ulp.resize(static_cast<std::size_t>(nchunks));
   const float bt = (token >= 0 && token < V) ? b[token] : 0.0f;
-  Index above = 0;
   for (Index c = 0; c < nchunks; ++c) {
     const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
     float xa = -kPosInfF, xb = -kPosInfF;
@@ -484,120 +369,146 @@ RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t
     } else {
       for (Index i = 0; i < n; ++i) ab += (b[j0 + i] > bt || (b[j0 + i] == bt && j0 + i < token)) ? 1 : 0;
     }
-    cmax_a[static_cast<std::size_t>(c)] = xa;
-    cmax_b[static_cast<std::size_t>(c)] = xb;
-    c_ulp[static_cast<std::size_t>(c)] = mu;
-    ma = std::max(ma, xa);
-    mb = std::max(mb, xb);
-    special += sp;
-    masked += mk;
-    above += ab;
+    m.cmax_a[static_cast<std::size_t>(c)] = xa;
+    m.cmax_b[static_cast<std::size_t>(c)] = xb;
+    m.c_ulp[static_cast<std::size_t>(c)] = mu;
+    m.ma = std::max(m.ma, xa);
+    m.mb = std::max(m.mb, xb);
+    m.special += sp;
+    m.masked += mk;
+    m.above += ab;
   }
-  if (token >= 0 && token < V) r.rank_in_b = above + 1;
+  return m;
+}
+
+/// What pass 2 sums for pass 3: the softmax sums and first moments of d.
+struct SoftmaxSums {
+  double sa = 0, sb = 0, ca = 0, cb = 0, mean = 0;
+};
+
+/// Pass 2 in f64: exp(a - max a), exp(b - max b) into scratch, softmax sums, |d| sums and
+/// maxima, the relative excess, and where each maximum is.
+SoftmaxSums pass2(const float* a, const float* b, Index V, double rel, const RowMaxima& m, CompareScratch& sc,
+                  RowComparison& r) {
+  const Index nchunks = static_cast<Index>(m.cmax_a.size());
+  sc.ea.resize(static_cast<std::size_t>(V));
+  sc.eb.resize(static_cast<std::size_t>(V));
+  std::vector<double> c_abs(static_cast<std::size_t>(nchunks)), c_exc(static_cast<std::size_t>(nchunks));
+  const double dma = m.ma, dmb = m.mb;
+  SoftmaxSums s;
+  double sabs = 0, sd = 0;
+  for (Index c = 0; c < nchunks; ++c) {
+    const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
+    // exp(b - mb) = exp(a - ma) * exp(z), z = d - (mb - ma): for similar rows z is tiny and
+    // exp(z) = 1 + z + phi(z) is a short series (phi_terms' truncation rule); chunks where it
+    // is not take the full exponential.
+    double mz = 0;
+#pragma omp simd reduction(max : mz)
+    for (Index i = 0; i < n; ++i) {
+      const double z = (static_cast<double>(b[j0 + i]) - static_cast<double>(a[j0 + i])) - (dmb - dma);
+      mz = std::max(mz, std::fabs(z));
+    }
+    Pass2Sums t;
+    pass2_by_terms(mz, a + j0, b + j0, n, dma, dmb, sc.ea.data() + j0, sc.eb.data() + j0, t);
+    c_abs[static_cast<std::size_t>(c)] = t.mx;
+    // With no relative term the excess is |d| itself.
+    c_exc[static_cast<std::size_t>(c)] = rel > 0 ? excess_chunk(a + j0, b + j0, n, rel) : t.mx;
+    s.sa += t.sa;
+    s.sb += t.sb;
+    s.ca += t.ca;
+    s.cb += t.cb;
+    sabs += t.s1;
+    sd += t.s2;
+  }
+  r.max_abs = *std::max_element(c_abs.begin(), c_abs.end());
+  r.max_ulp = static_cast<std::uint64_t>(*std::max_element(m.c_ulp.begin(), m.c_ulp.end()));
+  r.max_excess = *std::max_element(c_exc.begin(), c_exc.end());
+  r.mean_abs = sabs / static_cast<double>(V);
+  s.mean = sd / static_cast<double>(V);
+  auto absd = [&](Index j) { return std::fabs(static_cast<double>(b[j]) - static_cast<double>(a[j])); };
+  r.max_abs_col = locate(c_abs, r.max_abs, V, [&](Index j) { return absd(j) == r.max_abs; });
+  if (r.max_ulp > 0) {
+    r.max_ulp_col = locate(m.c_ulp, static_cast<double>(r.max_ulp), V,
+                           [&](Index j) { return ulps32(a[j], b[j]) == r.max_ulp; });
+  }
+  r.max_excess_col = rel > 0 ? locate(c_exc, r.max_excess, V, [&](Index j) {
+    return absd(j) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j]))) ==
+           r.max_excess;
+  })
+                             : r.max_abs_col;
+  return s;
+}
+
+/// Pass 3: KL both ways, JSD and the centred variance. c_p = E_p[d], c_q = E_q[d];
+/// KL(P||Q) = log1p(E_p[phi(d - c_p)]), KL(Q||P) = log1p(E_q[phi(c_q - d)]): every summand >= 0,
+/// no cancellation (error-bounds.md §8). JSD = 1/2 sum (p + q) psi(tanh(r/2)) with
+/// r = log q - log p = d - delta, where delta = (mb - ma) + log(SB / SA) is known from pass 2,
+/// so one pass does all three.
+void pass3(const float* a, const float* b, Index V, std::int32_t token, const RowMaxima& m, const SoftmaxSums& s,
+           const CompareScratch& sc, RowComparison& r) {
+  const Index nchunks = static_cast<Index>(m.cmax_a.size());
+  const double cp = s.ca / s.sa, cq = s.cb / s.sb;
+  const double delta = (static_cast<double>(m.mb) - static_cast<double>(m.ma)) + std::log(s.sb / s.sa);
+  const double ia = 1.0 / s.sa, ib = 1.0 / s.sb;
+  double sum_p = 0, sum_q = 0, var = 0, js = 0;
+  for (Index c = 0; c < nchunks; ++c) {
+    const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
+    const Pass3Range g = pass3_range(a + j0, b + j0, n, cp, cq, delta, s.mean);
+    var += g.var;
+    Pass3Sums t;
+    const Pass3Args x{a + j0, b + j0, n, sc.ea.data() + j0, sc.eb.data() + j0, cp, cq, delta, ia, ib};
+    if (g.m_kl <= 0.5 && g.m_js <= 0.02) pass3_series(phi_terms(g.m_kl), psi_terms(0.5 * g.m_js), x, t);
+    else pass3_general(x, t);
+    sum_p += t.kl_p;
+    sum_q += t.kl_q;
+    js += t.js;
+  }
+  r.rms_centered = std::sqrt(var / static_cast<double>(V));
+  r.kl_ab = std::log1p(sum_p / s.sa);
+  r.kl_ba = std::log1p(sum_q / s.sb);
+  r.jsd = 0.5 * js;
+  // q - p = p expm1(r): no cancellation when the two are close.
+  if (token >= 0 && token < V) {
+    r.dp_token = sc.ea[static_cast<std::size_t>(token)] * ia *
+                 std::expm1((static_cast<double>(b[token]) - a[token]) - delta);
+  }
+}
+
+}  // namespace
+
+RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t token, double rel,
+                           CompareScratch& sc) {
+  RowComparison r;
+  const RowMaxima m = pass1(a, b, V, token);
+  const Index nchunks = static_cast<Index>(m.cmax_a.size());
+  if (token >= 0 && token < V) r.rank_in_b = m.above + 1;
   r.bit_identical = std::memcmp(a, b, static_cast<std::size_t>(V) * 4) == 0;
   if (!r.bit_identical) {
     r.first_diff = find_in(0, V, [&](Index j) { return std::memcmp(a + j, b + j, 4) != 0; });
   }
-  auto first_of = [&](const float* row, const std::vector<float>& cmax, float m) {
+  auto first_of = [&](const float* row, const std::vector<float>& cmax, float mx) {
     for (Index c = 0; c < nchunks; ++c) {
-      if (cmax[static_cast<std::size_t>(c)] == m) {
-        const Index j = find_in(c * kChunk, std::min(V, (c + 1) * kChunk), [&](Index i) { return row[i] == m; });
+      if (cmax[static_cast<std::size_t>(c)] == mx) {
+        const Index j = find_in(c * kChunk, std::min(V, (c + 1) * kChunk), [&](Index i) { return row[i] == mx; });
         if (j >= 0) return j;
       }
     }
     return Index{-1};
   };
-  r.argmax_a = first_of(a, cmax_a, ma);
-  r.argmax_b = first_of(b, cmax_b, mb);
-  r.nonfinite = special > 0;
-  r.masked = masked > 0;
-
+  r.argmax_a = first_of(a, m.cmax_a, m.ma);
+  r.argmax_b = first_of(b, m.cmax_b, m.mb);
+  r.nonfinite = m.special > 0;
+  r.masked = m.masked > 0;
   if (r.nonfinite || r.masked) {
-    careful_path(a, b, V, token, rel, ma, mb, r);
+    detail::careful_path(a, b, V, token, rel, m.ma, m.mb, r);
   } else {
-    // ---- pass 2: exponentials and everything else one read of the rows can give ----
-    sc.ea.resize(static_cast<std::size_t>(V));
-    sc.eb.resize(static_cast<std::size_t>(V));
-    std::vector<double> c_abs(static_cast<std::size_t>(nchunks)), c_exc(static_cast<std::size_t>(nchunks));
-    const double dma = ma, dmb = mb;
-    double SA = 0, SB = 0, CA = 0, CB = 0, sabs = 0, sd = 0;
-    for (Index c = 0; c < nchunks; ++c) {
-      const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
-      double* pa = sc.ea.data() + j0;
-      double* pb = sc.eb.data() + j0;
-      // exp(b - mb) = exp(a - ma) * exp(z), z = d - (mb - ma): for similar rows z is tiny and
-      // exp(z) = 1 + z + phi(z) is a short series (phi_terms' truncation rule); chunks where it
-      // is not take the full exponential.
-      double mz = 0;
-#pragma omp simd reduction(max : mz)
-      for (Index i = 0; i < n; ++i) {
-        const double z = (static_cast<double>(b[j0 + i]) - static_cast<double>(a[j0 + i])) - (dmb - dma);
-        mz = std::max(mz, std::fabs(z));
-      }
-      Pass2Sums t;
-      pass2_by_terms(mz, a + j0, b + j0, n, dma, dmb, pa, pb, t);
-      c_abs[static_cast<std::size_t>(c)] = t.mx;
-      // With no relative term the excess is |d| itself.
-      c_exc[static_cast<std::size_t>(c)] = rel > 0 ? excess_chunk(a + j0, b + j0, n, rel) : t.mx;
-      SA += t.sa;
-      SB += t.sb;
-      CA += t.ca;
-      CB += t.cb;
-      sabs += t.s1;
-      sd += t.s2;
-    }
-    r.max_abs = *std::max_element(c_abs.begin(), c_abs.end());
-    r.max_ulp = static_cast<std::uint64_t>(*std::max_element(c_ulp.begin(), c_ulp.end()));
-    r.max_excess = *std::max_element(c_exc.begin(), c_exc.end());
-    r.mean_abs = sabs / static_cast<double>(V);
-    const double mean = sd / static_cast<double>(V);
-    auto absd = [&](Index j) { return std::fabs(static_cast<double>(b[j]) - static_cast<double>(a[j])); };
-    r.max_abs_col = locate(c_abs, r.max_abs, V, [&](Index j) { return absd(j) == r.max_abs; });
-    if (r.max_ulp > 0) {
-      r.max_ulp_col = locate(c_ulp, static_cast<double>(r.max_ulp), V,
-                             [&](Index j) { return ulps32(a[j], b[j]) == r.max_ulp; });
-    }
-    r.max_excess_col = rel > 0 ? locate(c_exc, r.max_excess, V, [&](Index j) {
-      return absd(j) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j]))) ==
-             r.max_excess;
-    })
-                               : r.max_abs_col;
-
-    // ---- pass 3: KL both ways, JSD and the centred variance ----
-    // c_p = E_p[d], c_q = E_q[d]; KL(P||Q) = log1p(E_p[phi(d - c_p)]), KL(Q||P) =
-    // log1p(E_q[phi(c_q - d)]): every summand >= 0, no cancellation (error-bounds.md §8).
-    // JSD = 1/2 sum (p + q) psi(tanh(r/2)) with r = log q - log p = d - delta, where
-    // delta = (mb - ma) + log(SB / SA) is known from pass 2, so one pass does all three.
-    const double cp = CA / SA, cq = CB / SB;
-    const double delta = (dmb - dma) + std::log(SB / SA);
-    const double ia = 1.0 / SA, ib = 1.0 / SB;
-    double sum_p = 0, sum_q = 0, var = 0, js = 0;
-    for (Index c = 0; c < nchunks; ++c) {
-      const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
-      const Pass3Range g = pass3_range(a + j0, b + j0, n, cp, cq, delta, mean);
-      var += g.var;
-      Pass3Sums t;
-      const Pass3Args x{a + j0, b + j0, n, sc.ea.data() + j0, sc.eb.data() + j0, cp, cq, delta, ia, ib};
-      if (g.m_kl <= 0.5 && g.m_js <= 0.02) pass3_series(phi_terms(g.m_kl), psi_terms(0.5 * g.m_js), x, t);
-      else pass3_general(x, t);
-      sum_p += t.kl_p;
-      sum_q += t.kl_q;
-      js += t.js;
-    }
-    r.rms_centered = std::sqrt(var / static_cast<double>(V));
-    r.kl_ab = std::log1p(sum_p / SA);
-    r.kl_ba = std::log1p(sum_q / SB);
-    r.jsd = 0.5 * js;
-    // q - p = p expm1(r): no cancellation when the two are close.
-    if (token >= 0 && token < V) {
-      r.dp_token = sc.ea[token] * ia * std::expm1((static_cast<double>(b[token]) - a[token]) - delta);
-    }
+    const SoftmaxSums s = pass2(a, b, V, rel, m, sc, r);
+    pass3(a, b, V, token, m, s, sc, r);
   }
-
   // ---- top-k overlaps (only the chunks that can hold a top-10 element are read) ----
   std::array<Index, 10> ta, tb;
-  top_k(a, V, cmax_a, 10, ta);
-  top_k(b, V, cmax_b, 10, tb);
+  top_k(a, V, m.cmax_a, 10, ta);
+  top_k(b, V, m.cmax_b, 10, tb);
   r.top10_overlap = overlap(ta, tb, 10);
   r.top5_overlap = overlap(ta, tb, 5);
   return r;

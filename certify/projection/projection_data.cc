@@ -152,22 +152,15 @@ Result<LoadedProjection> load_projection(const DumpReader& reader, const Project
     for (std::int32_t r : L.selector) selected += r >= 0;
     plan.cap = selected;
   }
-  plan.k = info.k;
-  plan.n = info.n;
-  plan.in_stride = info.in_stride;
-  plan.out_stride = info.out_stride;
+  plan.arithmetic() = info.arithmetic();
+  plan.layout() = info.layout();
   plan.residual_stride = info.out_stride;
   // The compact buffers of the dump: y_compact has the output stride; the compact input is
   // never dumped, so its stride is the valid width.
   plan.compact_in_stride = info.k;
   plan.compact_out_stride = info.out_stride;
-  plan.x_dtype = info.x_dtype;
-  plan.output = info.output;
   plan.bias_dtype = info.bias_dtype.value_or(DType::kF32);
   plan.residual_dtype = info.residual_dtype.value_or(info.output);
-  plan.epilogue = info.epilogue;
-  plan.residual_at = info.residual_at;
-  plan.walk = info.walk;
   L.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return L;
 }
@@ -180,11 +173,7 @@ reference::LinearProblem LoadedProjection::problem(double lambda) const {
   if (info->residual_dtype) {
     p.residual = {*info->residual_dtype, residual.data(), info->m, info->n, info->out_stride};
   }
-  p.accumulator = info->accumulator;
-  p.epilogue = info->epilogue;
-  p.residual_at = info->residual_at;
-  p.output = info->output;
-  p.walk = info->walk;
+  p.arithmetic() = info->arithmetic();
   p.lambda = lambda;
   return p;
 }
