@@ -104,6 +104,11 @@ BlockWeightFacts decode_block(const LinearProblem& p, Index j0, Index w, bool wa
   return facts;
 }
 
+/// The bias and residual element (i, j) adds (0 where the epilogue has none).
+std::pair<float, float> epilogue_operands(const LinearProblem& p, Index i, Index j) {
+  return {has_bias(p.epilogue) ? p.bias.at(j) : 0.0f, has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f};
+}
+
 /// Per element of the block: S made a true bound, B, T, the centre and both accepted intervals.
 void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index w,
                   const std::function<const ColumnModel&(Index)>& model_of, BlockScratch& t) {
@@ -116,8 +121,7 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
       const double su = inflate_s(t.s[e], K);
       t.s[e] = su;
       const ElementBound eb = element_bound(su, x.l1[i], t.a_l1[jj], model_of(j), p.accumulator, p.lambda, K);
-      const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
-      const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
+      const auto [bias, res] = epilogue_operands(p, i, j);
       t.bound[e] = eb.bound;
       t.tier[e] = eb.tier;
       t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
@@ -137,8 +141,7 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
     for (Index i = i0; i < i0 + nr; ++i) {
       for (Index jj = 0; jj < w; ++jj) {
         const Index j = j0 + jj;
-        const float bias = has_bias(p.epilogue) ? p.bias.at(j) : 0.0f;
-        const float res = has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f;
+        const auto [bias, res] = epilogue_operands(p, i, j);
         float& v = t.walk[static_cast<std::size_t>(i * w + jj)];
         v = epilogue_value(v, bias, res, p.epilogue, p.residual_at, p.output);
       }

@@ -85,30 +85,29 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
 
 namespace {
 
-/// Nearest-rank percentile of sorted values (p in [0, 100]).
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
-  const std::size_t i = static_cast<std::size_t>(std::clamp(rank, 1.0, static_cast<double>(sorted.size()))) - 1;
-  return sorted[i];
-}
-
 Distribution distribution(std::vector<double> v) {
   Distribution d;
   if (v.empty()) return d;
   std::sort(v.begin(), v.end());
   d.empty = false;
   d.max = v.back();
-  d.p999 = percentile(v, 99.9);
-  d.p99 = percentile(v, 99);
-  d.p95 = percentile(v, 95);
-  d.p90 = percentile(v, 90);
-  d.p50 = percentile(v, 50);
+  d.p999 = nearest_rank(v, 99.9);
+  d.p99 = nearest_rank(v, 99);
+  d.p95 = nearest_rank(v, 95);
+  d.p90 = nearest_rank(v, 90);
+  d.p50 = nearest_rank(v, 50);
   d.min = v.front();
   return d;
 }
 
 }  // namespace
+
+double nearest_rank(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
+  const std::size_t i = static_cast<std::size_t>(std::clamp(rank, 1.0, static_cast<double>(sorted.size()))) - 1;
+  return sorted[i];
+}
 
 Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
                              const std::vector<std::pair<std::string, std::string>>& explicit_pairs,

@@ -49,6 +49,9 @@ Result<RunPairing> pair_runs(const DumpModel& a, const DumpModel& b,
 /// kVocabMismatch (naming the run, both vocabularies and both files) if a pair's differ.
 Status check_vocabularies(const RunPairing& pairing, const std::string& a_path, const std::string& b_path);
 
+/// The nearest-rank percentile of sorted values (p in [0, 100]; 0 for none).
+double nearest_rank(const std::vector<double>& sorted, double p);
+
 /// The verdict and statistics of one run pair under a policy (kind "logits").
 CheckResult logits_check(const RunComparison& c, const Policy& policy);
 

@@ -165,12 +165,8 @@ BeforeFork before_fork(const RunComparison& c, Index fork_row, const std::set<In
   if (!maxes.empty()) {
     std::sort(maxes.begin(), maxes.end());
     before.max_abs = maxes.back();
-    auto pct = [&](double p) {
-      const auto i = static_cast<std::size_t>(std::ceil(p / 100 * static_cast<double>(maxes.size())));
-      return maxes[std::clamp<std::size_t>(i, 1, maxes.size()) - 1];
-    };
-    before.p50 = pct(50);
-    before.p99 = pct(99);
+    before.p50 = nearest_rank(maxes, 50);
+    before.p99 = nearest_rank(maxes, 99);
   }
   return before;
 }

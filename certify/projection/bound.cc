@@ -10,9 +10,7 @@ namespace ncert::certify {
 CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options) {
   const ProjectionInfo& info = f.info();
   const reference::ReferenceSummary& summary = pass.summary;
-  CheckResult r;
-  r.id = projection_check_id(info, CheckKind::kBound);
-  r.kind = CheckKind::kBound;
+  CheckResult r = projection_check(info, CheckKind::kBound);
   BoundEvidence e;
   e.accumulator = info.accumulator.name;
   e.u_eff = info.accumulator.u_eff;

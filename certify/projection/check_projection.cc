@@ -18,6 +18,13 @@ std::string projection_check_id(const ProjectionInfo& info, CheckKind kind) {
   return "projections/" + info.name + "/" + std::string(check_kind_name(kind));
 }
 
+CheckResult projection_check(const ProjectionInfo& info, CheckKind kind) {
+  CheckResult r;
+  r.id = projection_check_id(info, kind);
+  r.kind = kind;
+  return r;
+}
+
 ProjectionFacts projection_facts(const LoadedProjection& data) {
   ProjectionFacts f{data, packing::validate_plan(data.plan), packing::validate_weights(data.plan),
                     packing::validate_selector_rows(data.plan), {}};

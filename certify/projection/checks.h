@@ -44,6 +44,8 @@ ProjectionFacts projection_facts(const LoadedProjection& data);
 
 /// "projections/<name>/<kind>".
 std::string projection_check_id(const ProjectionInfo& info, CheckKind kind);
+/// A PASS check of `kind` for the projection, with its id (the check then fills it in).
+CheckResult projection_check(const ProjectionInfo& info, CheckKind kind);
 
 CheckResult geometry_check(const ProjectionFacts& f);
 /// Requires f.rows ok.

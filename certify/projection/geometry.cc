@@ -21,9 +21,7 @@ std::string segments_text(const ProjectionInfo& info) {
 CheckResult geometry_check(const ProjectionFacts& f) {
   const ProjectionInfo& info = f.info();
   const packing::PackPlan& plan = f.data.plan;
-  CheckResult r;
-  r.id = projection_check_id(info, CheckKind::kGeometry);
-  r.kind = CheckKind::kGeometry;
+  CheckResult r = projection_check(info, CheckKind::kGeometry);
   Index used = 0;
   for (std::int32_t s : f.data.selector) used += s >= 0;
   GeometryEvidence e;

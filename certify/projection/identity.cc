@@ -10,9 +10,7 @@ namespace ncert::certify {
 CheckResult identity_check(const ProjectionFacts& f) {
   const LoadedProjection& L = f.data;
   const ProjectionInfo& info = f.info();
-  CheckResult r;
-  r.id = projection_check_id(info, CheckKind::kIdentity);
-  r.kind = CheckKind::kIdentity;
+  CheckResult r = projection_check(info, CheckKind::kIdentity);
   const DType t = info.output;
   const Index stride = info.out_stride;
   IdentityEvidence e;

@@ -8,9 +8,7 @@ namespace ncert::certify {
 CheckResult untouched_check(const ProjectionFacts& f) {
   const LoadedProjection& L = f.data;
   const ProjectionInfo& info = f.info();
-  CheckResult r;
-  r.id = projection_check_id(info, CheckKind::kUntouched);
-  r.kind = CheckKind::kUntouched;
+  CheckResult r = projection_check(info, CheckKind::kUntouched);
   const DType t = info.output;
   const Index stride = info.out_stride;
   UntouchedEvidence e;

@@ -6,9 +6,7 @@ namespace ncert::certify {
 
 CheckResult vacuity_check(const ProjectionFacts& f, const ReferencePass* pass, const CheckOptions& options) {
   const LoadedProjection& L = f.data;
-  CheckResult r;
-  r.id = projection_check_id(f.info(), CheckKind::kVacuity);
-  r.kind = CheckKind::kVacuity;
+  CheckResult r = projection_check(f.info(), CheckKind::kVacuity);
   VacuityEvidence e;
   for (std::int32_t s : L.selector) e.selected_rows += s >= 0;
   e.outputs = (L.y_unpacked.present ? 1 : 0) + (L.y_packed.present ? 1 : 0) + (L.y_compact.present ? 1 : 0);

@@ -7,9 +7,7 @@ namespace ncert::certify {
 
 CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
   const ProjectionInfo& info = f.info();
-  CheckResult r;
-  r.id = projection_check_id(info, CheckKind::kWalk);
-  r.kind = CheckKind::kWalk;
+  CheckResult r = projection_check(info, CheckKind::kWalk);
   WalkEvidence e;
   e.k_walk = info.walk.name;
   std::optional<EngineOutputId> first;

@@ -526,10 +526,27 @@ def build_argv(ncert, cmd, target, other, out_json, memory_limit_mib):
     return argv
 
 
+_LIVE = set()          # pids (= process group ids) of running ncert processes
+_LIVE_LOCK = threading.Lock()
+_STOP = threading.Event()
+
+
+def kill_live():
+    with _LIVE_LOCK:
+        pids = list(_LIVE)
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def run_one(argv, timeout, env):
     """Runs argv in its own process group. Returns (returncode or None on timeout, out, err)."""
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, env=env)
+    with _LIVE_LOCK:
+        _LIVE.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err
@@ -550,6 +567,8 @@ def run_one(argv, timeout, env):
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        with _LIVE_LOCK:
+            _LIVE.discard(proc.pid)
 
 
 def _reject_constant(name):
@@ -735,6 +754,7 @@ def parse_args(argv):
     if not (os.path.isfile(a.ncert) and os.access(a.ncert, os.X_OK)):
         p.error("--ncert %s: not an executable file" % a.ncert)
     a.ncert = os.path.abspath(a.ncert)
+    a.from_demo = not a.seeds
     return a
 
 
@@ -828,6 +848,9 @@ def write_repro(path_txt, mutant_file, rec, runs, args, seed):
         lines.append("  ncert %s -> %s%s" % (r["command"], r["outcome"],
                                              (" [" + ", ".join(r["flags"]) + "]")
                                              if r["flags"] else ""))
+    if any(r["outcome"] == "hang" for r in runs):
+        lines.append("  (hang: still running after --timeout %g s; run it alone with a longer "
+                     "timeout to tell a loop from a slow run)" % args.timeout)
     lines += ["", "reproduce (from this directory):"]
     for r in runs:
         if r["bad"]:
@@ -838,11 +861,16 @@ def write_repro(path_txt, mutant_file, rec, runs, args, seed):
     lines += ["", "debug:",
               "  gdb -batch -ex run -ex bt --args ncert %s %s --threads 1" % (
                   first["command"], mutant_file),
-              "", "regenerate:",
-              "  python3 tools/fuzz/mutate.py --ncert NCERT --seeds %s --seed %d "
-              "--only %s --keep-failures DIR%s" % (
-                  seed.path, args.seed, rec["id"],
-                  "" if args.kinds == list(KINDS) else " --kinds " + " ".join(args.kinds))]
+              "", "regenerate (from the repository root):",
+              "  python3 tools/fuzz/mutate.py --ncert NCERT%s --seed %d --only %s "
+              "--keep-failures DIR%s%s" % (
+                  "" if args.from_demo else " --seeds " + os.path.abspath(seed.path),
+                  args.seed, rec["id"],
+                  "" if args.kinds == list(KINDS) else " --kinds " + " ".join(args.kinds),
+                  "" if seed.normalized else " --no-normalize")]
+    if args.from_demo:
+        lines.append("  (no --seeds: the seed is the `ncert demo` dump %s, modification times "
+                     "normalized)" % seed.name)
     if first.get("stderr_tail"):
         lines += ["", "stderr (tail) of `ncert %s`:" % first["command"], first["stderr_tail"]]
     with open(path_txt, "w", encoding="utf-8") as f:
@@ -943,6 +971,8 @@ def main(argv=None):
 
         def work(task):
             si, k = task
+            if _STOP.is_set():
+                return task, None
             s = seeds[si]
             kind = args.kinds[k % len(args.kinds)]
             data, mutation = make_mutant(s, args.seed, k, kind)
@@ -987,9 +1017,17 @@ def main(argv=None):
             print("mutate.py: %d seed(s), %d mutant(s), commands %s, %d job(s), workdir %s"
                   % (len(seeds), total, " ".join(args.commands), args.jobs, workdir),
                   file=sys.stderr, flush=True)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
+        try:
             for task, rec in pool.map(work, tasks):
                 results[task] = rec
+        except KeyboardInterrupt:
+            _STOP.set()
+            kill_live()
+            pool.shutdown(wait=True, cancel_futures=True)
+            print("mutate.py: interrupted", file=sys.stderr)
+            return 130
+        pool.shutdown(wait=True)
         elapsed = time.monotonic() - t0
 
         tally = new_tally(args.commands)
