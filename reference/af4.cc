@@ -51,8 +51,8 @@ std::string_view name_of(const NameOf<E> (&table)[N], E value) {
   return "none";
 }
 
-// dump-format.md §4, ascending, index = code. Every decimal there is the nearest f32 (the NF4
-// values are exactly representable; formats.md §1.2 / §2.1 list the f32 hex of each).
+// docs/dump-format.md §4, ascending, index = code. Every decimal there is the nearest f32 (the NF4
+// values are exactly representable; docs/formats.md "AF4" lists the f32 hex of each).
 constexpr std::array<float, 16> kNf4 = {
     -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
     -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,

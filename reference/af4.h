@@ -1,4 +1,4 @@
-// This header defines the AF4 4-bit weight format of dump-format.md §4: the variants
+// This header defines the AF4 4-bit weight format of docs/dump-format.md §4: the variants
 // (affine w = s*q + b, MLX style; codebook w = table[q]*s, NF4 / AF4-64 / custom), the nibble
 // packings (u32-lsb, u8-msb, u8-lsb), per-group scales/biases in bf16/f16/f32 (negative scales
 // allowed) and the dequantization modes a kernel may declare. Decoding is bit-exact.
@@ -21,7 +21,7 @@ enum class Af4Codebook : std::uint8_t { kNone, kNf4, kAf4_64, kCustom };
 /// the same nibble at the same byte; they differ in the dataset type and row length (k/8 u32
 /// vs k/2 u8).
 enum class Af4Packing : std::uint8_t { kU32Lsb, kU8Msb, kU8Lsb };
-/// What the engine's kernel does with the 4-bit weights (dump-format.md §4, error-bounds §2.4):
+/// What the engine's kernel does with the 4-bit weights (docs/dump-format.md §4, docs/error-bounds.md §2):
 /// kExact: multiplies by the exact s*q+b; kF32: dequantizes to f32 first; kOutput: dequantizes
 /// in f32 then rounds to the activation type (tile loaders); kFolded: s*sum(q*x) + b*sum(x).
 enum class Dequant : std::uint8_t { kExact, kF32, kOutput, kFolded };
@@ -35,7 +35,7 @@ std::string_view af4_codebook_name(Af4Codebook c);
 std::string_view af4_packing_name(Af4Packing p);
 std::string_view dequant_name(Dequant d);
 
-/// The built-in codebooks of dump-format.md §4 (ascending, index = code), as f32 values.
+/// The built-in codebooks of docs/dump-format.md §4 (ascending, index = code), as f32 values.
 const std::array<float, 16>& builtin_codebook(Af4Codebook c);
 
 struct Af4Layout {
@@ -84,7 +84,7 @@ inline float af4_bias(const Af4View& v, Index row, Index group) {
 ///            sum with b is exact unless their exponents are more than ~25 apart (the
 ///            reference's error term allows one f64 rounding here, docs/error-bounds.md);
 ///  alg[k]    the magnitude the bound must charge the kernel for: |w| for kExact, and
-///            |s*q| + |b| (or |table[q]*s|) for kF32 / kOutput / kFolded (S_q, §2.4);
+///            |s*q| + |b| (or |table[q]*s|) for kF32 / kOutput / kFolded (S_q, docs/error-bounds.md §2);
 ///  kernel[k] the f32 weight the K-walk emulation multiplies by: fmaf(s, q, b) (one
 ///            rounding) or table[q]*s in f32, then rounded to bf16 when dequant = kOutput and
 ///            the activations are bf16.

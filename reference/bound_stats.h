@@ -36,7 +36,7 @@ class BoundStats {
   Index nonfinite() const { return nonfinite_; }      ///< NaN/Inf engine values
   double max_abs_error() const { return max_abs_; }   ///< max |z - c| over finite z
   const ElementRecord& max_abs_at() const { return max_abs_at_; }
-  /// max |z - c| / B over finite z (the bound utilization of error-bounds.md §4.5). For bf16
+  /// max |z - c| / B over finite z (the bound utilization of docs/error-bounds.md §2). For bf16
   /// outputs the output rounding (up to half a bf16 ulp) is part of |z - c|, so it can exceed 1
   /// while z is inside the interval: the verdict is the interval, this is a statistic.
   double max_error_over_bound() const { return max_err_over_b_; }

@@ -65,7 +65,7 @@ ElementBound element_bound(double s_up, double x_l1, double a_l1, const ColumnMo
     e.tier = (t * (1 + d) * s_up + d * s_up + eps_ref + eta) * kSlack;
     if (e.tier > e.bound) e.tier = e.bound;
   } else {
-    // Truncating / directed accumulators have biased errors that grow linearly (§3, §9):
+    // Truncating / directed accumulators have biased errors that grow linearly (docs/error-bounds.md §3):
     // a sqrt(K) tier would flag correct kernels, so the tier is half the rigorous bound.
     e.tier = 0.5 * e.bound;
   }

@@ -21,7 +21,7 @@ struct ColumnModel {
 
 /// exact / bf16 / f32 weights: {K, 0}. AF4 f32: {K, gamma_2(u)}. AF4 output: {K,
 /// u_act (1 + gamma_2(u)) + gamma_2(u)} with u_act = 2^-8 (RN) or 2^-7 (directed) for bf16
-/// activations and 0 for f32. AF4 folded: {K + 3, 0} with S_alg = S_q (docs §2.4).
+/// activations and 0 for f32. AF4 folded: {K + 3, 0} with S_alg = S_q (docs/error-bounds.md §2).
 ColumnModel column_model(const WeightSegment& segment, Index k, const Accumulator& acc,
                          DType activation);
 

@@ -1,5 +1,5 @@
 // This header defines CheckKind, the kinds of checks ncert reports (the `kind` of a report's
-// checks, cli-contract.md), as a typed value. It sits beside the error vocabulary (status.h) at
+// checks, docs/cli.md), as a typed value. It sits beside the error vocabulary (status.h) at
 // the bottom of the layering because two independent sides speak it: the certifier, whose checks
 // carry a kind, and the fixtures' fault table, which names the kind that must catch each planted
 // fault. Names are rendered only at the report's edge (check_kind_name).

@@ -1,4 +1,4 @@
-// This header defines DType, the element types of the dump format (dump-format.md §1), with
+// This header defines DType, the element types of the dump format (docs/dump-format.md §1), with
 // their names as spelled in files and on the command line, and their sizes.
 #pragma once
 

@@ -91,7 +91,7 @@ inline std::int32_t ulp_key_bf16(std::uint16_t b) {
 /// Returned by ulp_distance_* when no finite distance exists.
 inline constexpr std::uint64_t kUlpInfinite = std::numeric_limits<std::uint64_t>::max();
 
-/// ULP distance policy (docs/formats.md §ULP): equal values (including +0 vs -0) are 0 apart;
+/// ULP distance policy (docs/formats.md "ULP distance"): equal values (including +0 vs -0) are 0 apart;
 /// any NaN is kUlpInfinite from everything, itself included (a NaN is never "close"); an
 /// infinity is 0 from the same infinity and kUlpInfinite from anything else (key(+inf) =
 /// key(FLT_MAX) + 1 would otherwise call overflow "1 ulp"). Otherwise |key(a) - key(b)|.

@@ -1,6 +1,6 @@
 // This header defines the bit-exact emulation of an engine kernel whose reduction order over
-// K is declared (dump-format.md §3 k_walk) and of its epilogue, so an engine can be held to
-// bitwise equality. The conventions (docs/error-bounds.md §"K-walk emulation"):
+// K is declared (docs/dump-format.md §3 k_walk) and of its epilogue, so an engine can be held to
+// bitwise equality. The conventions (docs/error-bounds.md §5):
 //   seq            acc = 0; for k ascending: acc = fl32(acc + fl32(x_k * w_k))
 //   seq-fma        acc = 0; for k ascending: acc = fma(x_k, w_k, acc)
 //   split:<P>[:fma] K in P equal contiguous parts, each summed as seq[-fma] from 0, then

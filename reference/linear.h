@@ -5,7 +5,7 @@
 //
 // How: y* and S are two f64 GEMMs (Eigen) over blocks of output columns; every product x*w
 // of bf16/f32 operands is exact in f64 and the f64 accumulation error gamma_{K+2}(2^-53) S is
-// added to B (docs/error-bounds.md §"Reference"). The block decomposition is fixed
+// added to B (docs/error-bounds.md §1). The block decomposition is fixed
 // (independent of the thread count) and each block's GEMM runs on one thread, so y*, S, B and
 // everything derived are bit-identical at any thread count. Memory stays O(block), not O(N K):
 // blocks are handed to a sink and dropped.

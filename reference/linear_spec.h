@@ -21,7 +21,7 @@ namespace ncert::reference {
 
 enum class AccumulatorKind : std::uint8_t { kF32Rn, kF32Rz, kMatrixUnit, kExplicit };
 
-/// The error model of the engine's accumulation (error-bounds.md §4.5).
+/// The error model of the engine's accumulation (docs/error-bounds.md §2).
 struct Accumulator {
   AccumulatorKind kind = AccumulatorKind::kF32Rn;
   /// Unit roundoff used in gamma_K(u_eff): 2^-24 (f32-rn), 2^-23 (f32-rz: one full ulp per
@@ -29,7 +29,7 @@ struct Accumulator {
   /// the explicit u=<x>.
   double u_eff = 0x1p-24;
   /// True only for verified round-to-nearest (f32-rn, or u=<x> with x <= 2^-24): the
-  /// probabilistic tier lambda*sqrt(K)*u*S is meaningful only then (§3); other units get T = B/2.
+  /// probabilistic tier lambda*sqrt(K)*u*S is meaningful only then (docs/error-bounds.md §3); other units get T = B/2.
   bool round_to_nearest = true;
   std::string name = "f32-rn";
 };
@@ -53,7 +53,7 @@ Result<DType> parse_output_dtype(std::string_view s);
 
 // ---- K walk ---------------------------------------------------------------------------------
 
-/// The kernel's exact reduction order over K (dump-format.md §3 k_walk).
+/// The kernel's exact reduction order over K (docs/dump-format.md §3 k_walk).
 struct KWalk {
   bool declared = false;  ///< false: no k_walk attribute, nothing to emulate
   bool fma = false;       ///< each step one fused multiply-add (else multiply, then add)
@@ -161,7 +161,7 @@ struct LinearProblem : ProjectionArithmetic {
   const Weights* weights = nullptr;
   VectorView bias;       ///< [n] when the epilogue has a bias
   MatrixView residual;   ///< [M, n] when the epilogue has a residual
-  double lambda = 10.0;  ///< probabilistic tier multiplier (error-bounds.md §3)
+  double lambda = 10.0;  ///< probabilistic tier multiplier (docs/error-bounds.md §3)
 };
 
 /// Checks that the views are consistent (shapes, dtypes, epilogue operands present).

@@ -171,7 +171,7 @@ namespace detail {
 [[noreturn]] void assert_fail(const char* cond, const char* msg, const char* file, int line) {
   std::fprintf(stderr, "ncert: internal error: %s:%d: assertion '%s' failed: %s\n", file, line,
                cond, msg);
-  // cli-contract.md: exit code 4 is "internal error (a bug in ncert)"; abort() would give 134.
+  // docs/cli.md: exit code 4 is "internal error (a bug in ncert)"; abort() would give 134.
   std::fflush(stderr);
   std::_Exit(4);
 }

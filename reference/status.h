@@ -91,7 +91,7 @@ std::string_view error_name(ErrorCode code);
 std::string_view error_description(ErrorCode code);
 /// Every error code (kOk excluded), in numeric order (for docs and tests).
 const std::vector<ErrorCode>& all_error_codes();
-/// The process exit code the CLI maps an error to (cli-contract.md): 2 usage, 3 input refused,
+/// The process exit code the CLI maps an error to (docs/cli.md): 2 usage, 3 input refused,
 /// 4 internal.
 int exit_code_for(ErrorCode code);
 

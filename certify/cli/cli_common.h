@@ -1,4 +1,4 @@
-// Shared plumbing of the `ncert` subcommands: the common options of cli-contract.md
+// Shared plumbing of the `ncert` subcommands: the common options of docs/cli.md
 // (--json, --threads, --quiet, plus --max-memory), and emit(), which prints the human summary,
 // writes the JSON report and maps the outcome to the exit code. Nothing else lives here.
 #pragma once

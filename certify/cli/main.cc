@@ -1,6 +1,6 @@
 // ncert: the command-line entry point. Parses flags with CLI11, runs the one library entry
 // point of the chosen subcommand, writes its report and maps the outcome to the exit code of
-// cli-contract.md (0 pass, 1 fail, 2 usage, 3 input refused, 4 internal). Nothing else.
+// docs/cli.md (0 pass, 1 fail, 2 usage, 3 input refused, 4 internal). Nothing else.
 #include <cstdio>
 #include <exception>
 

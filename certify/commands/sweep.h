@@ -2,7 +2,7 @@
 // default case table (or one case given by its repro key) and report per kind: identity
 // (packed vs unpacked, bit for bit; width buckets), alias (in-place residual) and guard
 // (every violation refused with its code, nothing touched). Top-level stats carry
-// identity_comparisons, alias_cases, guard_cases and guards_covered (cli-contract.md).
+// identity_comparisons, alias_cases, guard_cases and guards_covered (docs/cli.md).
 #pragma once
 
 #include <string>

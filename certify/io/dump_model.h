@@ -1,4 +1,4 @@
-// This header defines the typed model of an ncert engine dump (dump-format.md v1) that the
+// This header defines the typed model of an ncert engine dump (docs/dump-format.md v1) that the
 // reader builds after validating a file: what every dataset is (type, shape, storage), what
 // every projection, logits run and state tensor declares, and the findings of validation.
 // It holds descriptions only; data is read on demand through DumpReader. No HDF5 types here.
@@ -78,7 +78,7 @@ struct Finding {
   std::string message;
 };
 
-/// One weight segment of a projection (dump-format.md §4).
+/// One weight segment of a projection (docs/dump-format.md §4).
 struct SegmentInfo {
   std::string name;
   std::string path;  ///< the segment group

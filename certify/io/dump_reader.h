@@ -1,4 +1,4 @@
-// This header defines DumpReader, the one hardened reader of ncert dumps (dump-format.md v1).
+// This header defines DumpReader, the one hardened reader of ncert dumps (docs/dump-format.md v1).
 // Opening a file surveys every link and dataset before any raw data is read, refuses hostile
 // or malformed objects (external links, external storage, virtual datasets, foreign filters,
 // unexpected datatypes, shapes that disagree with attributes, byte counts that overflow or

@@ -1,7 +1,7 @@
 // This header defines DumpWriter, which writes files in the ncert dump format v1
-// (dump-format.md). Fixtures, tests and `ncert witness --out` use it. Values are written as
+// (docs/dump-format.md). Fixtures, tests and `ncert witness --out` use it. Values are written as
 // raw bit patterns: bf16 either as uint16 with the attribute dtype = "bf16" (form b, the
-// default) or as the custom 16-bit float of formats.md §6.1 (form a); memory type == file type
+// default) or as the custom 16-bit float of docs/formats.md "HDF5 storage" (form a); memory type == file type
 // so HDF5 never converts (its f32 -> bf16 conversion is not round-to-nearest-even).
 #pragma once
 
@@ -47,7 +47,7 @@ class DumpWriter {
   DumpWriter& operator=(DumpWriter&&) noexcept;
   ~DumpWriter();
 
-  /// Writes the root attributes of dump-format.md §2.
+  /// Writes the root attributes of docs/dump-format.md §2.
   Status write_root(const RootInfo& root);
   /// Creates a group and any missing parents ("/projections/q/weight/seg0").
   Status create_group(const std::string& path);

@@ -8,7 +8,7 @@ namespace ncert::certify::detail {
 
 namespace {
 
-/// Schema validation over the surveyed objects (dump-format.md §2-6).
+/// Schema validation over the surveyed objects (docs/dump-format.md §2-6).
 class SchemaChecker {
  public:
   SchemaChecker(const ReaderOptions& options, Surveyed& surveyed, DumpModel& model)
@@ -177,7 +177,7 @@ class SchemaChecker {
     const auto schema = str_attr("/", "ncert_schema", false);
     if (!attr("/", "ncert_schema")) {
       error(ErrorCode::kSchemaUnknown, "/",
-            "no ncert_schema attribute: not an ncert dump (dump-format.md §2)");
+            "no ncert_schema attribute: not an ncert dump (docs/dump-format.md §2)");
     } else if (schema && *schema != options_.schema) {
       error(ErrorCode::kSchemaUnknown, "/", "ncert_schema = \"" + *schema + "\", expected \"" + options_.schema + "\"");
     }

@@ -11,7 +11,7 @@
 //     numerics allow: with an lm_head projection on both sides, the sum of the two reference
 //     intervals' half-widths at x; else with --logit-error E, 2E; else the largest |d| observed
 //     on the matched rows before the fork (none: e = 0).
-// Classes (docs/error-bounds.md §"Forks"):
+// Classes (docs/error-bounds.md §8):
 //   invalid      a side's emission is not its own row's maximum (or the row holds NaN / +Inf)
 //   unexplained  |d_a| > e_a or |d_b| > e_b: the rows differ by more than numerics allow
 //   tie          within the envelope, and a row holds a and b as bit-identical maxima

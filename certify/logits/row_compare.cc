@@ -441,7 +441,7 @@ SoftmaxSums pass2(const float* a, const float* b, Index V, double rel, const Row
 
 /// Pass 3: KL both ways, JSD and the centred variance. c_p = E_p[d], c_q = E_q[d];
 /// KL(P||Q) = log1p(E_p[phi(d - c_p)]), KL(Q||P) = log1p(E_q[phi(c_q - d)]): every summand >= 0,
-/// no cancellation (error-bounds.md §8). JSD = 1/2 sum (p + q) psi(tanh(r/2)) with
+/// no cancellation (docs/error-bounds.md §7). JSD = 1/2 sum (p + q) psi(tanh(r/2)) with
 /// r = log q - log p = d - delta, where delta = (mb - ma) + log(SB / SA) is known from pass 2,
 /// so one pass does all three.
 void pass3(const float* a, const float* b, Index V, std::int32_t token, const RowMaxima& m, const SoftmaxSums& s,

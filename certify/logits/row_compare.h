@@ -2,7 +2,7 @@
 // run B at the same position), computed in f64 from the f32 values:
 //   max |d| and where, max ULP distance, mean |d|, RMS of d after removing its mean (softmax is
 //   shift-invariant), argmax agreement, top-k overlap (k = 1, 5, 10), KL(A||B), KL(B||A) and
-//   JSD in cancellation-free forms (docs/error-bounds.md §"KL"), dp of A's emitted token and its
+//   JSD in cancellation-free forms (docs/error-bounds.md §7), dp of A's emitted token and its
 //   rank in B; plus the facts the verdict policies need (bit identity, first differing column,
 //   largest abs/rel excess). d = b - a.
 #pragma once

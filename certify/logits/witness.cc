@@ -126,7 +126,7 @@ Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int
       w.cls = WitnessClass::kUnbounded;
       break;
     case LogitErrorModel::Kind::kAbsolute:
-      // Stability lemma (error-bounds.md §8): |g_j - r_j| <= e for all j and a margin > 2e
+      // Stability lemma (docs/error-bounds.md §8): |g_j - r_j| <= e for all j and a margin > 2e
       // keep the argmax of the true logits.
       w.certified_gap = w.margin - 2 * model.absolute;
       w.cls = w.certified_gap > 0 ? WitnessClass::kCertified : WitnessClass::kNearTie;

@@ -228,7 +228,7 @@ TEST(Check, ReportsAreIdenticalAtOneAndTwoThreads) {
   omp_set_num_threads(2);
   Json two = check(path).to_json();
   omp_set_num_threads(saved);
-  // cli-contract.md: identical apart from fields named timing_*.
+  // docs/cli.md: identical apart from fields named timing_*.
   for (Json* j : {&one, &two}) {
     std::vector<std::string> timing;
     for (auto it = (*j)["stats"].begin(); it != (*j)["stats"].end(); ++it) {

@@ -152,7 +152,7 @@ Hid make_file_type(DType t, bool bf16_as_float) {
     case DType::kI32: return own_type(H5Tcopy(H5T_STD_I32LE));
     case DType::kI64: return own_type(H5Tcopy(H5T_STD_I64LE));
     case DType::kF16: {
-      // IEEE binary16. Fields first, then the size (formats.md §6.1: H5Tset_size refuses
+      // IEEE binary16. Fields first, then the size (docs/formats.md "HDF5 storage": H5Tset_size refuses
       // to shrink below the fields otherwise).
       Hid ty = own_type(H5Tcopy(H5T_IEEE_F32LE));
       H5Tset_fields(ty.get(), 15, 10, 5, 0, 10);

@@ -1,6 +1,6 @@
 // Internal HDF5 adapter shared by the dump reader and writer: RAII handles, the library's
 // one-time hardening (no error-stack printing, no dynamic filter plugins), error-stack text,
-// datatype classification against dump-format.md §1 and generic attribute reading.
+// datatype classification against docs/dump-format.md §1 and generic attribute reading.
 // This is the only place (with the two .cc files that include it) where HDF5 types appear.
 #pragma once
 
@@ -56,7 +56,7 @@ inline Hid own_plist(hid_t id) { return Hid(id, H5Pclose); }
 inline Hid own_attr(hid_t id) { return Hid(id, H5Aclose); }
 inline Hid own_object(hid_t id) { return Hid(id, H5Oclose); }
 
-/// Turns off automatic error-stack printing and dynamic filter plugins (formats.md §6.5).
+/// Turns off automatic error-stack printing and dynamic filter plugins (docs/dump-format.md §7).
 /// Idempotent and thread-safe; every entry point of the adapter calls it.
 void hdf5_init_once();
 
@@ -71,7 +71,7 @@ Status hdf5_failure(ErrorCode code, const std::string& what);
 /// open through an external link can ever reach another file.
 Hid make_safe_lapl();
 
-/// What a datatype is, against dump-format.md §1.
+/// What a datatype is, against docs/dump-format.md §1.
 struct TypeClass {
   bool allowed = false;   ///< one of the element types the format accepts
   DType dtype = DType::kF32;
@@ -80,7 +80,7 @@ struct TypeClass {
 };
 TypeClass classify_type(hid_t type);
 
-/// The HDF5 datatype ncert writes for a DType (bf16 as the custom float of formats.md §6.1
+/// The HDF5 datatype ncert writes for a DType (bf16 as the custom float of docs/formats.md "HDF5 storage"
 /// when `bf16_as_float` is true, else as uint16). Caller owns the result.
 Hid make_file_type(DType t, bool bf16_as_float);
 

@@ -10,7 +10,7 @@
 namespace ncert::certify {
 namespace {
 
-// formats.md §7, verified values on xxHash 0.8.1.
+// docs/formats.md "Hashes", verified values on xxHash 0.8.1.
 TEST(Hash, KnownVectorsInCanonicalForm) {
   EXPECT_EQ(xxh3_128_hex("", 0), "99aa06d3014798d86001c324468d497f");
   EXPECT_EQ(xxh3_128_hex("abc", 3), "06b05ab6733a618578af5f94892f3950");

@@ -116,7 +116,7 @@ TEST(Af4, CodebookAf464WithF32ScalesU8Msb) {
   v.scales = scales.data();
   std::vector<double> exact(2);
   af4_decode_row(v, 0, DType::kF32, exact.data(), nullptr, nullptr);
-  EXPECT_EQ(f32_bits(builtin_codebook(Af4Codebook::kAf4_64)[1]), 0xbf31c4dcu);  // formats.md §1.2
+  EXPECT_EQ(f32_bits(builtin_codebook(Af4Codebook::kAf4_64)[1]), 0xbf31c4dcu);  // docs/formats.md "AF4"
   EXPECT_EQ(exact[0], static_cast<double>(f32_from_bits(0xbf31c4dcu)) * 3.0);
   EXPECT_EQ(exact[1], 3.0);
 }

@@ -1,4 +1,4 @@
-// Bit-exactness of the format codecs (formats.md §5 test vectors, exhaustive bf16/f16
+// Bit-exactness of the format codecs (docs/formats.md "bf16" test vectors, exhaustive bf16/f16
 // sweeps, >= 10^7 random f32 -> bf16 against an independent formulation, directed roundings
 // against the FPU's own directed modes, ULP keys).
 #include "reference/float_bits.h"

@@ -135,7 +135,7 @@ double rz_bits(double v, int p) {
   return std::ldexp(std::trunc(m * std::ldexp(1.0, p)), e - p);
 }
 
-/// A tensor-core-like block accumulator (Fasi et al. 2021, error-bounds.md §4.1/§9): blocks of
+/// A tensor-core-like block accumulator (Fasi et al. 2021; docs/error-bounds.md §2 "matrix-unit" and §6): blocks of
 /// b exact products plus the accumulator, each term truncated to 24 bits at the block's largest
 /// exponent (no guard bits), an exact sum, then normalization with truncation.
 Order truncating_block(int b) {
@@ -608,7 +608,7 @@ TEST(ReferencePower, Bf16TruncationIsCaughtByTheWalkButNotByTheBound) {
 }
 
 TEST(ReferenceDetectionLimit, DroppedTileOf32AtK16384UnderMatrixUnitEscapesTheBoundNotTheTier) {
-  // error-bounds.md §9: at K = 16384 with u_eff = 2^-22, B ~ 64 E|t| while a dropped 32-term
+  // docs/error-bounds.md §6: at K = 16384 with u_eff = 2^-22, B ~ 64 E|t| while a dropped 32-term
   // tile errs by ~ sqrt(32) sigma_t ~ 9 E|t|: undetectable per element by B. The tier (here
   // B/2 for a non-RN unit) does not catch it either; a declared walk does.
   auto p = power_problem(16384, "matrix-unit", "seq-fma");
