@@ -28,8 +28,12 @@ Result<DumpWriter> DumpWriter::create(const std::string& path, bool overwrite) {
   impl->path = path;
   Hid fapl = detail::own_plist(H5Pcreate(H5P_FILE_ACCESS));
   H5Pset_file_locking(fapl.get(), false, true);
+  // No modification times in object headers (the root group's included): the same content
+  // gives the same bytes, so a file's hash identifies its content.
+  Hid fcpl = detail::own_plist(H5Pcreate(H5P_FILE_CREATE));
+  H5Pset_obj_track_times(fcpl.get(), false);
   impl->file = detail::own_file(
-      H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
+      H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl.get()));
   if (!impl->file.valid()) return detail::hdf5_failure(ErrorCode::kIo, path + ": cannot create");
   return DumpWriter(std::move(impl));
 }
@@ -57,8 +61,10 @@ Status DumpWriter::create_group(const std::string& path) {
     if (prefix.size() > 1) {
       const htri_t exists = H5Lexists(impl_->file.get(), prefix.c_str(), H5P_DEFAULT);
       if (exists <= 0) {
+        Hid gcpl = detail::own_plist(H5Pcreate(H5P_GROUP_CREATE));
+        H5Pset_obj_track_times(gcpl.get(), false);
         Hid g = detail::own_group(
-            H5Gcreate2(impl_->file.get(), prefix.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+            H5Gcreate2(impl_->file.get(), prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
         if (!g.valid()) {
           return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create group " + prefix);
         }
@@ -81,6 +87,7 @@ Status DumpWriter::create_dataset(const std::string& path, DType t, const std::v
   const bool bf16_float = storage.bf16_form == Bf16Form::kFloat16;
   Hid type = detail::make_file_type(t, bf16_float);
   Hid dcpl = detail::own_plist(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_obj_track_times(dcpl.get(), false);
   if (storage.compact) {
     H5Pset_layout(dcpl.get(), H5D_COMPACT);
   } else if (storage.chunk_rows > 0 && !dims.empty()) {
