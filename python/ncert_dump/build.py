@@ -1,0 +1,177 @@
+"""From the writer's keyword arguments to node trees (nodes.py), before any validation.
+
+Nothing here decides validity: it only encodes arrays into their declared types and fills in
+the defaults the format allows (k and n from the weights, strides from the arrays). The schema
+and guard checks then judge the result as the reader would.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .encode import FLOAT_TYPES, as_numpy, encode_float, encode_int, shape_of
+from .errors import DumpFormatError
+from .nodes import Group, Stored
+from .segments import as_segment, infer_k, segment_group, segment_name
+
+__all__ = ["build_projection", "build_logits", "build_tensor", "check_leaf",
+           "DEFAULT_CHUNK_BYTES"]
+
+#: Rows per chunk of a compressed logits dataset aim at about this many bytes.
+DEFAULT_CHUNK_BYTES = 1 << 20
+
+_OUTPUTS = ("y_unpacked", "y_packed", "y_compact", "y_before")
+
+
+def _width(arr) -> Optional[int]:
+    if arr is None:
+        return None
+    shape = shape_of(arr)
+    return int(shape[1]) if len(shape) == 2 else None
+
+
+def _io_dtype(arr: np.ndarray, declared: Optional[str], path: str) -> str:
+    """bias / residual type: as declared, else bf16 for 16-bit patterns and f32 otherwise."""
+    if declared is not None:
+        if declared not in FLOAT_TYPES:
+            raise DumpFormatError("invalid-argument", path,
+                                  f'dtype "{declared}" is not one of f32, f16, bf16')
+        return declared
+    return "bf16" if arr.dtype == np.uint16 or arr.dtype.name == "bfloat16" else "f32"
+
+
+def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilogue, selector,
+                     k, n, in_stride, out_stride, residual_at, k_walk, output_rounding, bias,
+                     residual, commit_counts, requests, block_rows, cap, outputs: dict, role,
+                     logits_run, layer, x_dtype, bias_dtype=None, residual_dtype=None) -> Group:
+    """The group of one projection (§3); `outputs` maps y_* names to arrays (or None)."""
+    if x_dtype not in FLOAT_TYPES:
+        raise DumpFormatError("invalid-argument", path,
+                              f'x_dtype "{x_dtype}" is not one of f32, f16, bf16')
+    if weights is not None and not isinstance(weights, (list, tuple)):
+        raise DumpFormatError("invalid-argument", path + "/weight",
+                              "weights is a list of segments")
+    segs = [as_segment(s, f"{path}/weight") for s in (weights or [])]
+    names = [segment_name(s, i) for i, s in enumerate(segs)]
+    for i, name in enumerate(names):
+        check_leaf(name, f"{path}/weight", "segment name")
+        if names.index(name) != i:
+            raise DumpFormatError("invalid-argument", f"{path}/weight/{name}",
+                                  "two segments have this name")
+    if k is None:
+        k = next((kk for kk in map(infer_k, segs) if kk is not None), None)
+    if n is None:
+        ends = [s.row_end for s in segs if isinstance(s.row_end, (int, np.integer))]
+        n = max(int(e) for e in ends) if ends else None
+    if in_stride is None:
+        in_stride = _width(x) if _width(x) is not None else k
+    if out_stride is None:
+        candidates = [outputs.get(o) for o in ("y_unpacked", "y_packed", "y_before",
+                                               "y_compact")] + [residual]
+        out_stride = next((w for w in map(_width, candidates) if w is not None), n)
+    if logits_run is not None and role is None:
+        role = "lm_head"
+
+    g = Group()
+    attrs = {"op": "linear", "k": k, "n": n, "in_stride": in_stride, "out_stride": out_stride,
+             "accumulator": accumulator, "output_dtype": output_dtype, "epilogue": epilogue,
+             "residual_at": residual_at, "k_walk": k_walk, "output_rounding": output_rounding,
+             "layer": layer, "role": role, "logits_run": logits_run, "requests": requests,
+             "block_rows": block_rows, "cap": cap}
+    g.attrs = {name: v for name, v in attrs.items() if v is not None}
+
+    m = g.members
+    # A member passed as None is simply absent: the schema check names it as the reader would.
+    if x is not None:
+        m["x"] = encode_float(x, x_dtype, path + "/x")
+    if selector is not None:
+        m["selector"] = encode_int(selector, "i32", path + "/selector")
+    if commit_counts is not None:
+        m["commit_counts"] = encode_int(commit_counts, "i32", path + "/commit_counts")
+    if bias is not None:
+        b = as_numpy(bias)
+        m["bias"] = encode_float(b, _io_dtype(b, bias_dtype, path + "/bias"), path + "/bias")
+    if residual is not None:
+        r = as_numpy(residual)
+        m["residual"] = encode_float(r, _io_dtype(r, residual_dtype, path + "/residual"),
+                                     path + "/residual")
+    if output_dtype in ("f32", "bf16"):  # else the schema refuses the attribute first
+        for leaf in _OUTPUTS:
+            if outputs.get(leaf) is not None:
+                m[leaf] = encode_float(outputs[leaf], output_dtype, f"{path}/{leaf}", exact=True)
+    if weights is not None:
+        weight = Group()
+        for seg, name in zip(segs, names):
+            weight.members[name] = segment_group(seg, f"{path}/weight/{name}", k)
+        m["weight"] = weight
+    return g
+
+
+def check_leaf(name, parent: str, what: str) -> None:
+    """Refuses a member name that HDF5 would split into groups or that holds a NUL."""
+    if not isinstance(name, str) or not name or "/" in name or "\0" in name \
+            or name in (".", ".."):
+        raise DumpFormatError("invalid-argument", parent,
+                              f"{what} {name!r} must be a non-empty string without '/' or NUL")
+
+
+def _compression(compression, path: str) -> Optional[int]:
+    if compression is None:
+        return None
+    if compression == "deflate":
+        return 4
+    if isinstance(compression, (int, np.integer)) and not isinstance(compression, bool) \
+            and 1 <= int(compression) <= 9:
+        return int(compression)
+    raise DumpFormatError("invalid-argument", path,
+                          f"compression {compression!r} is not None, \"deflate\" or a level 1..9")
+
+
+def build_logits(path: str, *, tokens, logits, positions, prompt_tokens, prompt, tie_break,
+                 chunk_rows, compression, vocab) -> Group:
+    """The group of one logits run (§5). Logits are engine outputs: stored exactly as f32."""
+    lg = as_numpy(logits)
+    if vocab is None and lg.ndim >= 1:
+        vocab = int(lg.shape[-1])
+    g = Group()
+    g.attrs = {name: v for name, v in (("vocab", vocab), ("tie_break", tie_break),
+                                       ("prompt", prompt)) if v is not None}
+    m = g.members
+    if tokens is not None:
+        m["tokens"] = encode_int(tokens, "i32", path + "/tokens")
+    if logits is None:
+        return g
+    stored = encode_float(lg, "f32", path + "/logits", exact=True)
+    level = _compression(compression, path)
+    if chunk_rows is not None and (isinstance(chunk_rows, bool) or
+                                   not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1):
+        raise DumpFormatError("invalid-argument", path, f"chunk_rows {chunk_rows!r} is not >= 1")
+    if level is not None and chunk_rows is None:
+        row_bytes = 4 * max(1, int(lg.shape[-1]) if lg.ndim else 1)
+        chunk_rows = max(1, DEFAULT_CHUNK_BYTES // row_bytes)
+    stored.chunk_rows = int(chunk_rows) if chunk_rows is not None else None
+    stored.deflate = level
+    stored.shuffle = level is not None
+    m["logits"] = stored
+    if positions is not None:
+        m["positions"] = encode_int(positions, "i64", path + "/positions")
+    if prompt_tokens is not None:
+        m["prompt_tokens"] = encode_int(prompt_tokens, "i32", path + "/prompt_tokens")
+    return g
+
+
+def build_tensor(path: str, array, dtype: str, compare) -> Stored:
+    """One /tensors dataset (§6): values rounded to nearest even into `dtype`."""
+    if dtype in FLOAT_TYPES:
+        d = encode_float(array, dtype, path)
+    elif dtype in ("u8", "u32", "i32", "i64"):
+        d = encode_int(array, dtype, path)  # refused by the schema check, as by the reader
+    else:
+        raise DumpFormatError("invalid-argument", path,
+                              f'dtype "{dtype}" is not one of f32, f16, bf16')
+    if compare is not None:
+        d.attrs["compare"] = compare
+    return d
+

@@ -1,0 +1,80 @@
+"""The packing helper's host guards that decide whether a projection can be evaluated at all.
+
+`ncert check` runs packing/guards.cc on every projection; a weight table or a stride it trips
+means no reference can be computed (the geometry check fails and the bound is blocked). Those
+are mistakes of the dump, not findings about the engine, so the writer refuses them with the
+guard's name and sentence: walk split, segment table, AF4 geometry, strides (checks 3-6).
+
+The selector rules (rows in range, duplicates, cap, commit counts, prefix) are deliberately not
+refused: they describe what the engine did, and a dump of a misbehaving engine must be
+writable so that `ncert check` can report it.
+"""
+
+from __future__ import annotations
+
+from . import parse
+from .errors import DumpFormatError
+from .schema import ProjectionFacts
+
+__all__ = ["check_weights_and_strides"]
+
+
+def check_weights_and_strides(f: ProjectionFacts) -> None:
+    """Guards 3 (walk split), 4 (segment table), 5 (AF4 geometry), 6 (strides), in order."""
+    if f.k_walk is not None:
+        parts = parse.k_walk_parts(f.k_walk)
+        if f.k % parts:
+            raise DumpFormatError("guard-walk-split", f.path,
+                                  f"k_walk {f.k_walk}: K = {f.k} is not a multiple of {parts}")
+    _check_segments(f)
+    _check_af4(f)
+    for what, stride, width in (("input x", f.in_stride, f.k), ("output", f.out_stride, f.n)):
+        if stride < width:
+            raise DumpFormatError("guard-stride-below-width", f.path,
+                                  f"{what} stride {stride} < valid width {width}")
+
+
+def _check_segments(f: ProjectionFacts) -> None:
+    wpath = f.path + "/weight"
+    nxt = 0
+    for s in f.segments:  # sorted by row_begin
+        if s.row_begin > nxt:
+            raise DumpFormatError(
+                "guard-segment-table", wpath,
+                f"gap: output columns [{nxt}, {s.row_begin}) belong to no segment "
+                f"(next is {s.name})")
+        if s.row_begin < nxt:
+            raise DumpFormatError(
+                "guard-segment-table", wpath,
+                f"overlap: segment {s.name} starts at {s.row_begin} but columns up to {nxt} "
+                "are already covered")
+        nxt = s.row_end
+    if nxt != f.n:
+        raise DumpFormatError("guard-segment-table", wpath,
+                              f"segments cover [0, {nxt}) but N = {f.n}")
+
+
+def _check_af4(f: ProjectionFacts) -> None:
+    for s in f.segments:
+        if s.format != "af4":
+            continue
+        gs = s.group_size
+        if gs < 1 or f.k % gs:
+            raise DumpFormatError("guard-af4-geometry", s.path,
+                                  f"segment {s.name}: group_size {gs} does not divide K = {f.k}")
+        per = 8 if s.packing == "u32-lsb" else 2
+        if f.k % per or s.codes_cols != f.k // per:
+            need = " (K is not a multiple)" if f.k % per else f" = {f.k // per}"
+            raise DumpFormatError(
+                "guard-af4-geometry", s.path,
+                f"segment {s.name}: codes have {s.codes_cols} columns; {s.packing} with "
+                f"K = {f.k} needs K/{per}{need}")
+        if s.scales_cols != f.k // gs:
+            raise DumpFormatError(
+                "guard-af4-geometry", s.path,
+                f"segment {s.name}: scales have {s.scales_cols} columns, K/group_size = "
+                f"{f.k // gs}")
+        if s.variant == "affine" and s.biases_cols != s.scales_cols:
+            raise DumpFormatError(
+                "guard-af4-geometry", s.path,
+                f"segment {s.name}: biases have {s.biases_cols} columns, scales {s.scales_cols}")

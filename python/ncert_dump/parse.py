@@ -1,0 +1,195 @@
+"""The attribute-value parsers of the C++ reader, with its exact messages.
+
+Each function returns None when the value is valid and otherwise ``(error_name, message)``,
+transcribed from reference/linear_spec.cc, reference/af4.cc and certify/logits/policy.cc
+(including the C library's number syntax: strtod / from_chars, not Python's).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Optional, Tuple
+
+__all__ = [
+    "strtod_full",
+    "parse_accumulator",
+    "parse_output_dtype",
+    "parse_epilogue",
+    "parse_residual_at",
+    "parse_k_walk",
+    "k_walk_parts",
+    "parse_weight_format",
+    "parse_af4_variant",
+    "parse_af4_codebook",
+    "parse_af4_packing",
+    "parse_dequant",
+    "parse_dequant_op",
+    "parse_output_rounding",
+    "parse_tensor_policy",
+    "has_bias",
+    "has_residual",
+]
+
+Problem = Optional[Tuple[str, str]]
+
+_WS = "[ \t\n\v\f\r]*"
+# re.ASCII: \d is 0-9 only, as for the C library (Python would also take other scripts' digits).
+_DEC = re.compile(_WS + r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+_HEX = re.compile(_WS + r"([+-]?)0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?\d+)?",
+                  re.ASCII)
+_SPECIAL = re.compile(_WS + r"[+-]?(inf|infinity|nan(\([0-9a-zA-Z_]*\))?)",
+                      re.IGNORECASE | re.ASCII)
+
+
+def strtod_full(text: str) -> Optional[float]:
+    """The value C's strtod gives when it consumes all of `text`, else None.
+
+    (strtod skips leading blanks, takes decimal and hexadecimal forms, inf and nan; the reader
+    then demands that nothing is left over, so a trailing blank is refused.)
+    """
+    if _DEC.fullmatch(text):
+        return float(text.lstrip(" \t\n\v\f\r"))
+    m = _HEX.fullmatch(text)
+    if m:
+        body = text.lstrip(" \t\n\v\f\r")
+        sign = -1.0 if body.startswith("-") else 1.0
+        digits = body.lstrip("+-")
+        if not m.group(3):
+            digits += "p0"
+        return sign * float.fromhex(digits)
+    if _SPECIAL.fullmatch(text):
+        word = text.strip(" \t\n\v\f\r").lower()
+        value = math.nan if "nan" in word else math.inf
+        return -value if word.startswith("-") else value
+    return None
+
+
+def _from_chars_int(text: str, signed: bool, bits: int) -> Optional[int]:
+    """std::from_chars over all of `text` (no '+', no blanks, '-' only when signed)."""
+    if not re.fullmatch(r"-?[0-9]+" if signed else r"[0-9]+", text):
+        return None
+    v = int(text)
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    return v if lo <= v <= hi else None
+
+
+def _one_of(value: str, allowed, name: str, what: str) -> Problem:
+    if value in allowed:
+        return None
+    return name, f'{what} "{value}" is not one of {", ".join(allowed)}'
+
+
+def parse_accumulator(s: str) -> Problem:
+    if s in ("f32-rn", "f32-rz", "matrix-unit"):
+        return None
+    if s.startswith("u="):
+        u = strtod_full(s[2:]) if s[2:] else None
+        if u is not None and math.isfinite(u) and 0 < u < 0.5:
+            return None
+    return ("accumulator-unknown",
+            f'accumulator "{s}" is not one of f32-rn, f32-rz, matrix-unit, u=<x> with 0 < x < 0.5')
+
+
+def parse_output_dtype(s: str) -> Problem:
+    return _one_of(s, ("f32", "bf16"), "output-dtype-unknown", "output_dtype")
+
+
+def parse_epilogue(s: str) -> Problem:
+    return _one_of(s, ("none", "bias", "residual", "bias+residual"), "epilogue-unknown", "epilogue")
+
+
+def parse_residual_at(s: str) -> Problem:
+    return _one_of(s, ("f32", "output"), "output-dtype-unknown", "residual_at")
+
+
+def k_walk_parts(s: str) -> Optional[int]:
+    """The number of parts P of a valid k_walk (1 for seq / seq-fma), None when invalid."""
+    if s in ("seq", "seq-fma"):
+        return 1
+    m = re.fullmatch(r"split:([^:]*)(:fma)?", s)
+    if not m:
+        return None
+    parts = _from_chars_int(m.group(1), True, 64)
+    return parts if parts is not None and parts >= 1 else None
+
+
+def parse_k_walk(s: str) -> Problem:
+    if k_walk_parts(s) is not None:
+        return None
+    return ("k-walk-invalid",
+            f'k_walk "{s}" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)')
+
+
+def parse_weight_format(s: str) -> Problem:
+    return _one_of(s, ("af4", "bf16", "f32"), "format-unknown", "format")
+
+
+def parse_af4_variant(s: str) -> Problem:
+    return _one_of(s, ("affine", "codebook"), "af4-variant-unknown", "AF4 variant")
+
+
+def parse_af4_codebook(s: str) -> Problem:
+    return _one_of(s, ("nf4", "af4-64", "custom"), "af4-codebook-unknown", "AF4 codebook")
+
+
+def parse_af4_packing(s: str) -> Problem:
+    return _one_of(s, ("u32-lsb", "u8-msb", "u8-lsb"), "af4-packing-unknown", "AF4 packing")
+
+
+def parse_dequant(s: str) -> Problem:
+    return _one_of(s, ("exact", "f32", "output", "folded"), "af4-dequant-unknown", "AF4 dequant")
+
+
+def parse_dequant_op(s: str) -> Problem:
+    """dump-format.md §8 segment attribute (the C++ reader does not read it yet)."""
+    return _one_of(s, ("fma", "mul-add", "either"), "attribute-invalid", "dequant_op")
+
+
+def parse_output_rounding(s: str) -> Problem:
+    """dump-format.md §8 projection attribute (the C++ reader does not read it yet)."""
+    return _one_of(s, ("rne", "rz", "any"), "attribute-invalid", "output_rounding")
+
+
+def _policy_double(text: str) -> bool:
+    v = strtod_full(text) if text else None
+    return v is not None and math.isfinite(v) and v >= 0
+
+
+def parse_tensor_policy(s: str) -> Problem:
+    """certify/logits/policy.cc parse_tensor_policy: the /tensors compare attribute."""
+    bad = ("policy-invalid",
+           f'policy "{s}" is not one of bitwise, ulp:N, abs:A[,rel:R], kl:X, top1')
+    kind = None
+    if s in ("bitwise", "top1"):
+        kind = s
+    elif s.startswith("ulp:"):
+        if _from_chars_int(s[4:], False, 64) is None:
+            return bad
+        kind = "ulp"
+    elif s.startswith("kl:"):
+        if not _policy_double(s[3:]):
+            return bad
+        kind = "kl"
+    elif s.startswith("abs:"):
+        rest = s[4:]
+        a, comma, r = rest.partition(",")
+        if not _policy_double(a):
+            return bad
+        if comma and (not r.startswith("rel:") or not _policy_double(r[4:])):
+            return bad
+        kind = "abs"
+    else:
+        return bad
+    if kind in ("kl", "top1"):
+        return ("policy-invalid",
+                f'policy "{s}" applies to logits only; tensors take bitwise, ulp:N or abs:A[,rel:R]')
+    return None
+
+
+def has_bias(epilogue: str) -> bool:
+    return epilogue in ("bias", "bias+residual")
+
+
+def has_residual(epilogue: str) -> bool:
+    return epilogue in ("residual", "bias+residual")

@@ -1,0 +1,184 @@
+"""Weight segments (dump-format.md §4): one contiguous range of W rows in one format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+import numpy as np
+
+from . import af4
+from .encode import as_numpy, encode_float, encode_int, natural_name, shape_of
+from .errors import DumpFormatError
+from .nodes import Group
+
+__all__ = ["Segment", "as_segment", "segment_group", "infer_k"]
+
+
+@dataclass
+class Segment:
+    """Rows ``[row_begin, row_end)`` of W (= output columns) in one weight format.
+
+    bf16 / f32 segments: ``values`` ``[rows, k]`` (floats rounded to nearest even into
+    `format`, or uint16 bf16 patterns).
+
+    af4 segments: either ``codes`` (unpacked ``[rows, k]`` integers 0..15, packed here per
+    `packing`) or ``packed_codes`` (already in the stored layout: ``uint32 [rows, k/8]`` for
+    u32-lsb, ``uint8 [rows, k/2]`` for u8-msb / u8-lsb); ``scales`` ``[rows, k/group_size]`` and,
+    for ``variant="affine"``, ``biases`` of the same shape, stored as `scale_dtype` (default:
+    bf16 for uint16 patterns, f16 for float16 arrays, else f32). ``codebook`` is "nf4",
+    "af4-64" or 16 custom values (written as codebook = "custom" plus a ``codebook`` dataset).
+    ``dequant`` / ``dequant_op`` declare what the kernel does with the weights (§4, §8).
+    """
+
+    format: str
+    row_begin: int
+    row_end: int
+    values: Any = None
+    codes: Any = None
+    packed_codes: Any = None
+    scales: Any = None
+    biases: Any = None
+    group_size: Optional[int] = None
+    variant: Optional[str] = None
+    packing: Optional[str] = None
+    codebook: Any = None
+    dequant: Optional[str] = None
+    dequant_op: Optional[str] = None
+    scale_dtype: Optional[str] = None
+    name: Optional[str] = None
+
+
+_FIELDS = {f.name for f in fields(Segment)}
+
+
+def as_segment(spec, path: str) -> Segment:
+    """A Segment from a Segment or a dict with the same keys."""
+    if isinstance(spec, Segment):
+        return spec
+    if isinstance(spec, dict):
+        unknown = sorted(set(spec) - _FIELDS)
+        if unknown:
+            raise DumpFormatError("invalid-argument", path,
+                                  f"unknown segment key(s) {', '.join(unknown)}")
+        try:
+            return Segment(**spec)
+        except TypeError as e:
+            raise DumpFormatError("invalid-argument", path, f"segment: {e}") from None
+    raise DumpFormatError("invalid-argument", path,
+                          f"a segment is a Segment or a dict, got {type(spec).__name__}")
+
+
+def segment_name(seg: Segment, index: int) -> str:
+    """The group name: the caller's, or s<i>_<format> like the project's own fixtures."""
+    return seg.name if seg.name is not None else f"s{index}_{seg.format}"
+
+
+def infer_k(seg: Segment) -> Optional[int]:
+    """K as this segment's arrays state it (None when they do not)."""
+    if seg.values is not None:
+        shape = shape_of(seg.values)
+    elif seg.codes is not None:
+        shape = shape_of(seg.codes)
+    elif seg.packed_codes is not None and seg.packing in af4.PACKINGS:
+        s = shape_of(seg.packed_codes)
+        shape = (s[0], s[1] * af4.codes_per_word(seg.packing)) if len(s) == 2 else s
+    else:
+        return None
+    return int(shape[1]) if len(shape) == 2 else None
+
+
+def _scale_dtype(seg: Segment, scales: np.ndarray) -> str:
+    if seg.scale_dtype is not None:
+        return seg.scale_dtype
+    if scales.dtype == np.uint16 or scales.dtype.name == "bfloat16":
+        return "bf16"
+    return "f16" if scales.dtype == np.float16 else "f32"
+
+
+def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
+    """The group of one segment: attributes as given, arrays encoded for storage.
+
+    Arrays that cannot be stored under the declared attributes (an unknown format or packing)
+    are left out: the schema check then reports the attribute, as the reader would.
+    """
+    g = Group()
+    for attr in ("format", "row_begin", "row_end", "group_size", "variant", "packing",
+                 "dequant", "dequant_op"):
+        v = getattr(seg, attr)
+        if v is not None:
+            g.attrs[attr] = v
+    fmt = seg.format
+    if fmt in ("bf16", "f32"):
+        for other in ("codes", "packed_codes", "scales", "biases"):
+            if getattr(seg, other) is not None:
+                raise DumpFormatError("invalid-argument", path,
+                                      f"{other} given for a {fmt} segment (it takes values)")
+        if seg.values is not None:
+            g.members["values"] = encode_float(seg.values, fmt, path + "/values")
+        return g
+    if fmt != "af4":
+        return g
+    if seg.values is not None:
+        raise DumpFormatError("invalid-argument", path,
+                              "values given for an af4 segment (it takes codes or packed_codes, "
+                              "scales and biases)")
+    if seg.codes is not None and seg.packed_codes is not None:
+        raise DumpFormatError("invalid-argument", path, "give codes or packed_codes, not both")
+    if seg.variant == "codebook" and seg.codebook is not None:
+        if isinstance(seg.codebook, str):
+            g.attrs["codebook"] = seg.codebook
+        else:
+            g.attrs["codebook"] = "custom"
+            g.members["codebook"] = encode_float(seg.codebook, "f32", path + "/codebook")
+    _add_codes(seg, path, g, k)
+    if seg.scales is not None:
+        scales = as_numpy(seg.scales)
+        dt = _scale_dtype(seg, scales)
+        if dt not in ("bf16", "f16", "f32"):
+            raise DumpFormatError("datatype-refused", path + "/scales",
+                                  f"dtype {dt} where bf16 or f16 or f32 is required")
+        g.members["scales"] = encode_float(scales, dt, path + "/scales")
+        if seg.biases is not None:
+            g.members["biases"] = encode_float(seg.biases, dt, path + "/biases")
+    elif seg.biases is not None:
+        raise DumpFormatError("missing-member", path, 'missing dataset "scales"')
+    return g
+
+
+def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:
+    if seg.packed_codes is not None:
+        # Packed words are bit layouts, not numbers: no widening between u8 and u32.
+        want = "u32" if seg.packing == "u32-lsb" else "u8"
+        packed = as_numpy(seg.packed_codes)
+        if packed.dtype != np.dtype(np.uint32 if want == "u32" else np.uint8):
+            raise DumpFormatError("datatype-refused", path + "/codes",
+                                  f"dtype {natural_name(packed.dtype)} where {want} is required")
+        g.members["codes"] = encode_int(packed, want, path + "/codes")
+        return
+    if seg.codes is None or seg.packing not in af4.PACKINGS:
+        return
+    codes = as_numpy(seg.codes)
+    if codes.dtype.kind not in "iu":
+        raise DumpFormatError("datatype-refused", path + "/codes",
+                              f"unpacked codes must be integers 0..15, got {codes.dtype}")
+    if codes.ndim != 2:
+        raise DumpFormatError("shape-mismatch", path + "/codes",
+                              f"unpacked codes have shape {list(codes.shape)}; [rows, K] is "
+                              "required")
+    if codes.size and (codes.min() < 0 or codes.max() > 15):
+        raise DumpFormatError("invalid-argument", path + "/codes",
+                              "unpacked codes must lie in 0..15")
+    per = af4.codes_per_word(seg.packing)
+    width = codes.shape[1]
+    name = path.rsplit("/", 1)[1]
+    if k is not None and width != k:
+        raise DumpFormatError("guard-af4-geometry", path,
+                              f"segment {name}: unpacked codes have {width} columns, K = {k}")
+    if width % per:
+        raise DumpFormatError(
+            "guard-af4-geometry", path,
+            f"segment {name}: unpacked codes cannot be packed; {seg.packing} with K = {width} "
+            f"needs K/{per} (K is not a multiple)")
+    packed = af4.pack_codes(codes, seg.packing)
+    g.members["codes"] = encode_int(packed, "u32" if per == 8 else "u8", path + "/codes")

@@ -1,0 +1,216 @@
+"""DumpWriter: writes an ncert dump (dump-format v1) member by member, refusing on write
+whatever the C++ reader would refuse on read.
+
+Each add_* call encodes its arrays, checks the resulting objects with the reader's rules
+(schema.py, guards.py) and only then writes them, so a refused call leaves nothing behind in
+the file. The file is written under a temporary name beside `path` and moved to `path` by a
+successful close(): a dump that exists under its name is complete, and a dump abandoned by an
+exception never appears.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Optional
+
+import h5py
+
+from . import h5out
+from .build import build_logits, build_projection, build_tensor, check_leaf
+from .errors import DumpFormatError
+from .guards import check_weights_and_strides
+from .schema import (check_lm_head, check_logits, check_projection, check_root,
+                     check_tensor)
+
+__all__ = ["DumpWriter"]
+
+
+class DumpWriter:
+    """Writes one dump. Use as a context manager (or call close() / abort()).
+
+    Args:
+        path: the dump to create.
+        engine: engine name (root attribute ``engine``).
+        build: build identity: commit, flags (root attribute ``build``).
+        model, device: optional root attributes.
+        overwrite: replace an existing file at `path` (otherwise "output-exists").
+    """
+
+    def __init__(self, path, engine: str, build: str, model: Optional[str] = None,
+                 device: Optional[str] = None, overwrite: bool = False):
+        self.path = os.fspath(path)
+        self.overwrite = overwrite
+        if not overwrite and os.path.exists(self.path):
+            raise DumpFormatError("output-exists", self.path,
+                                  "exists; refusing to overwrite it")
+        root = {"ncert_schema": "ncert-dump", "ncert_schema_version": 1, "engine": engine,
+                "build": build, "model": model, "device": device}
+        root = {k: v for k, v in root.items() if v is not None}
+        check_root(root)
+        folder, base = os.path.split(os.path.abspath(self.path))
+        self._tmp = os.path.join(folder, f".{base}.{uuid.uuid4().hex}.partial")
+        try:
+            self._file = h5py.File(self._tmp, "x")
+        except OSError as e:
+            raise DumpFormatError("io", self.path, f"cannot create ({e})") from None
+        h5out.write_attrs(self._file, root)
+        self._runs = {}        # logits run name -> (T, V)
+        self._pending = {}     # logits run name -> [facts of lm_head projections naming it]
+        self._names = set()    # "/projections/q", ...
+
+    # ---- context manager ---------------------------------------------------------------------
+
+    def __enter__(self) -> "DumpWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            self.abort()
+            return False
+        self.close()
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return self._file is None
+
+    def close(self) -> None:
+        """Finishes the dump and moves it to its name.
+
+        Raises "missing-member" (and discards the file) when an lm_head projection names a
+        logits run that was never added.
+        """
+        if self._file is None:
+            return
+        for run, heads in sorted(self._pending.items()):
+            self.abort()
+            raise DumpFormatError("missing-member", heads[0].path,
+                                  f'logits_run = "{run}" names no /logits run')
+        self._file.close()
+        self._file = None
+        if not self.overwrite and os.path.exists(self.path):
+            os.unlink(self._tmp)
+            raise DumpFormatError("output-exists", self.path,
+                                  "exists; refusing to overwrite it")
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Discards everything written: no file appears at `path`."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if os.path.exists(self._tmp):
+            os.unlink(self._tmp)
+
+    # ---- members -----------------------------------------------------------------------------
+
+    def _claim(self, root: str, name) -> str:
+        if self._file is None:
+            raise DumpFormatError("invalid-argument", self.path, "the writer is closed")
+        what = {"projections": "projection name", "logits": "logits run name"}[root]
+        check_leaf(name, f"/{root}", what)
+        path = f"/{root}/{name}"
+        if path in self._names:
+            raise DumpFormatError("invalid-argument", path, "already written")
+        return path
+
+    def _parent(self, root: str) -> h5py.Group:
+        return h5out.require_group(self._file, root)
+
+    def _write(self, parent: h5py.Group, name: str, node, path: str) -> None:
+        """Writes one validated member; on an HDF5 failure removes what was half written."""
+        try:
+            h5out.write_node(parent, name, node)
+        except (OSError, RuntimeError, ValueError) as e:
+            if name in parent:
+                del parent[name]
+            raise DumpFormatError("io", path, f"cannot write ({e})") from e
+
+    def add_projection(self, name: str, *, x, weights, accumulator, output_dtype,
+                       epilogue="none", selector, k=None, n=None, in_stride=None,
+                       out_stride=None, residual_at=None, k_walk=None, output_rounding=None,
+                       bias=None, residual=None, commit_counts=None, requests=None,
+                       block_rows=None, cap=None, y_unpacked=None, y_packed=None,
+                       y_compact=None, y_before=None, role=None, logits_run=None, layer=None,
+                       x_dtype="bf16", bias_dtype=None, residual_dtype=None) -> str:
+        """Writes ``/projections/<name>`` (dump-format.md §3) and returns its path.
+
+        Arrays are full-stride, exactly as in the engine's buffers: ``x`` is
+        ``[M, in_stride]``, every ``y_*`` and ``residual`` ``[M, out_stride]`` (``y_compact``
+        ``[P, out_stride]``), padding columns included. ``k`` and ``n`` default to what the
+        weight segments state, the strides to the arrays' widths. Inputs (x, weights, bias,
+        residual) given as floats are rounded to nearest even into their type; outputs
+        (``y_*``) must be exact in ``output_dtype`` (uint16 patterns for bf16). See README.
+        """
+        path = self._claim("projections", name)
+        node = build_projection(
+            path, x=x, weights=weights, accumulator=accumulator, output_dtype=output_dtype,
+            epilogue=epilogue, selector=selector, k=k, n=n, in_stride=in_stride,
+            out_stride=out_stride, residual_at=residual_at, k_walk=k_walk,
+            output_rounding=output_rounding, bias=bias, residual=residual,
+            commit_counts=commit_counts, requests=requests, block_rows=block_rows, cap=cap,
+            outputs={"y_unpacked": y_unpacked, "y_packed": y_packed, "y_compact": y_compact,
+                     "y_before": y_before},
+            role=role, logits_run=logits_run, layer=layer, x_dtype=x_dtype,
+            bias_dtype=bias_dtype, residual_dtype=residual_dtype)
+        facts = check_projection(path, node)
+        check_weights_and_strides(facts)
+        lm_head = facts.role == "lm_head" and facts.logits_run is not None
+        if lm_head and facts.logits_run in self._runs:
+            check_lm_head(facts, self._runs)
+        self._write(self._parent("projections"), name, node, path)
+        self._names.add(path)
+        if lm_head and facts.logits_run not in self._runs:
+            self._pending.setdefault(facts.logits_run, []).append(facts)  # checked at its run
+        return path
+
+    def add_logits_run(self, name: str, *, tokens, logits, positions=None, prompt_tokens=None,
+                       prompt=None, tie_break=None, chunk_rows=None, compression=None,
+                       vocab=None) -> str:
+        """Writes ``/logits/<name>`` (dump-format.md §5) and returns its path.
+
+        ``tokens`` int32 ``[T]``; ``logits`` float32 ``[T, V]``, the raw rows the tokens were
+        chosen from (exact: float64 values must be f32 values); ``positions`` int64 ``[T]``;
+        ``prompt_tokens`` int32. ``chunk_rows`` chunks the logits by rows; ``compression``
+        ("deflate" or a level 1..9) adds deflate + shuffle (chunks of about 1 MiB by default).
+        """
+        path = self._claim("logits", name)
+        node = build_logits(path, tokens=tokens, logits=logits, positions=positions,
+                            prompt_tokens=prompt_tokens, prompt=prompt, tie_break=tie_break,
+                            chunk_rows=chunk_rows, compression=compression, vocab=vocab)
+        t, v = check_logits(path, node)
+        for facts in self._pending.get(name, []):
+            check_lm_head(facts, {name: (t, v)})
+        self._write(self._parent("logits"), name, node, path)
+        self._pending.pop(name, None)
+        self._runs[name] = (t, v)
+        self._names.add(path)
+        return path
+
+    def add_tensor(self, name: str, array, dtype: str = "f32", compare: Optional[str] = None) -> str:
+        """Writes ``/tensors/<name>`` (dump-format.md §6) and returns its path.
+
+        ``name`` may hold '/' to nest (``"layer0/k_cache"``). Values are rounded to nearest
+        even into ``dtype`` (f32, f16, bf16; uint16 arrays are taken as raw 16-bit patterns).
+        ``compare`` is the default policy: "bitwise", "ulp:<n>" or "abs:<a>[,rel:<r>]".
+        """
+        if self._file is None:
+            raise DumpFormatError("invalid-argument", self.path, "the writer is closed")
+        if not isinstance(name, str):
+            check_leaf(name, "/tensors", "tensor name")
+        parts = name.split("/")
+        for part in parts:
+            check_leaf(part, "/tensors", "tensor name component")
+        path = f"/tensors/{name}"
+        for other in self._names:
+            if other == path or other.startswith(path + "/") or path.startswith(other + "/"):
+                raise DumpFormatError("invalid-argument", path, f"clashes with {other}")
+        node = build_tensor(path, array, dtype, compare)
+        check_tensor(path, node)
+        parent = self._parent("tensors")
+        for part in parts[:-1]:
+            parent = h5out.require_group(parent, part)
+        self._write(parent, parts[-1], node, path)
+        self._names.add(path)
+        return path
