@@ -80,31 +80,44 @@ void add_into_f32(double& lo, double& hi, double c) {
   hi = f64_to_f32_up(add_up(hi, c));
 }
 
-void round_out(double& lo, double& hi, DType output) {
-  if (output == DType::kBf16) {
-    lo = bf16_to_f32(f64_to_bf16_down(lo));
-    hi = bf16_to_f32(f64_to_bf16_up(hi));
-  } else {
+// The engine's value before the output rounding is an f32 v in [lo32, hi32] (the outward f32
+// cover of [lo, hi]); the stored value is round(v). A monotone rounding (rne, rz) maps that
+// interval onto [round(lo32), round(hi32)] exactly; a rounding the engine does not pin down
+// ("any") is covered by rounding lo down and hi up.
+void round_out(double& lo, double& hi, DType output, OutputRounding rounding) {
+  if (output != DType::kBf16) {
     lo = f64_to_f32_down(lo);
     hi = f64_to_f32_up(hi);
+    return;
+  }
+  switch (rounding) {
+    case OutputRounding::kNearestEven:
+      lo = round_to_bf16(f64_to_f32_down(lo));
+      hi = round_to_bf16(f64_to_f32_up(hi));
+      return;
+    case OutputRounding::kTowardZero:
+      lo = bf16_to_f32(f32_to_bf16_truncate(f64_to_f32_down(lo)));
+      hi = bf16_to_f32(f32_to_bf16_truncate(f64_to_f32_up(hi)));
+      return;
+    case OutputRounding::kAny:
+      lo = bf16_to_f32(f64_to_bf16_down(lo));
+      hi = bf16_to_f32(f64_to_bf16_up(hi));
+      return;
   }
 }
 
 }  // namespace
 
-Interval propagate(double y_star, double b, float bias, float residual, Epilogue epilogue,
-                   ResidualAt residual_at, DType output) {
+Interval propagate(double y_star, double b, float bias, float residual, const ProjectionArithmetic& a) {
   double lo = add_down(y_star, -b);
   double hi = add_up(y_star, b);
-  if (has_bias(epilogue)) add_into_f32(lo, hi, bias);
-  if (has_residual(epilogue) && residual_at == ResidualAt::kF32) add_into_f32(lo, hi, residual);
-  round_out(lo, hi, output);
-  if (has_residual(epilogue) && residual_at == ResidualAt::kOutput) {
-    // out = rnd_o(fl32(rnd_o(v) + r)): the f32 add and the output rounding compose into one
-    // directed rounding to the output type (RD_o(RD_32(x)) = RD_o(x)).
-    lo = add_down(lo, residual);
-    hi = add_up(hi, residual);
-    round_out(lo, hi, output);
+  if (has_bias(a.epilogue)) add_into_f32(lo, hi, bias);
+  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) add_into_f32(lo, hi, residual);
+  round_out(lo, hi, a.output, a.output_rounding);
+  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kOutput) {
+    // out = rnd_o(fl32(rnd_o(v) + r)): the f32 add (outward) then the output rounding again.
+    add_into_f32(lo, hi, residual);
+    round_out(lo, hi, a.output, a.output_rounding);
   }
   return {static_cast<float>(lo), static_cast<float>(hi)};
 }

@@ -47,10 +47,11 @@ struct Interval {
   float hi = 0;
 };
 
-/// Propagates [y* - b, y* + b] through the epilogue the dump declares, outward at every
-/// rounding: bias (f32 add), residual at f32, rounding to the output type, residual at output.
-Interval propagate(double y_star, double b, float bias, float residual, Epilogue epilogue,
-                   ResidualAt residual_at, DType output);
+/// Propagates [y* - b, y* + b] through the epilogue the projection declares: the f32 adds of
+/// bias and residual outward (down for lo, up for hi); the rounding to a bf16 output as the
+/// projection declares it (rne or rz: the same rounding of both ends, which is exact for a
+/// monotone rounding; any: outward); the residual added at the output the same way.
+Interval propagate(double y_star, double b, float bias, float residual, const ProjectionArithmetic& a);
 
 /// True iff z is not NaN and lo <= z <= hi.
 inline bool contains(const Interval& iv, float z) { return iv.lo <= z && z <= iv.hi; }

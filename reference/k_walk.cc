@@ -141,18 +141,18 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
   }
 }
 
-float round_to_output(float v, DType output) {
-  return output == DType::kBf16 ? round_to_bf16(v) : v;
+float round_to_output(float v, DType output, OutputRounding rounding) {
+  if (output != DType::kBf16) return v;
+  return rounding == OutputRounding::kTowardZero ? bf16_to_f32(f32_to_bf16_truncate(v)) : round_to_bf16(v);
 }
 
-float epilogue_value(float acc, float bias, float residual, Epilogue epilogue,
-                     ResidualAt residual_at, DType output) {
+float epilogue_value(float acc, float bias, float residual, const ProjectionArithmetic& a) {
   float v = acc;
-  if (has_bias(epilogue)) v = v + bias;
-  if (has_residual(epilogue) && residual_at == ResidualAt::kF32) v = v + residual;
-  float out = round_to_output(v, output);
-  if (has_residual(epilogue) && residual_at == ResidualAt::kOutput) {
-    out = round_to_output(out + residual, output);
+  if (has_bias(a.epilogue)) v = v + bias;
+  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) v = v + residual;
+  float out = round_to_output(v, a.output, a.output_rounding);
+  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kOutput) {
+    out = round_to_output(out + residual, a.output, a.output_rounding);
   }
   return out;
 }

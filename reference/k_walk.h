@@ -5,8 +5,9 @@
 //   seq-fma        acc = 0; for k ascending: acc = fma(x_k, w_k, acc)
 //   split:<P>[:fma] K in P equal contiguous parts, each summed as seq[-fma] from 0, then
 //                  total = p_0; total = fl32(total + p_i) for i = 1..P-1
-//   epilogue       v = fl32(acc + bias); v = fl32(v + r) (residual_at = f32); out = RNE(v);
-//                  residual_at = output: out = RNE(fl32(RNE(v) + r))
+//   epilogue       v = fl32(acc + bias); v = fl32(v + r) (residual_at = f32); out = rnd(v);
+//                  residual_at = output: out = rnd(fl32(rnd(v) + r)); rnd is the declared
+//                  output rounding (RNE, or truncation for output_rounding = rz)
 // w_k is the f32 weight the kernel multiplies by (decode_weight_row's `kernel` output).
 #pragma once
 
@@ -32,12 +33,13 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
                      Index width, float* out, float* scratch);
 
 /// The value stored by the engine for one element under the emulation's epilogue convention
-/// (see the header comment): f32 value, bf16-representable when output is bf16.
-/// `bias` / `residual` are ignored unless the epilogue has them.
-float epilogue_value(float acc, float bias, float residual, Epilogue epilogue,
-                     ResidualAt residual_at, DType output);
+/// (see the header comment) and the projection's output rounding (rz truncates; rne, and any,
+/// which pins nothing, round to nearest even): f32 value, bf16-representable when output is
+/// bf16. `bias` / `residual` are ignored unless the epilogue has them.
+float epilogue_value(float acc, float bias, float residual, const ProjectionArithmetic& a);
 
-/// Rounds an f32 value to the output type's value (RNE to bf16, or unchanged for f32).
-float round_to_output(float v, DType output);
+/// Rounds an f32 value to the output type's value (to bf16 as `rounding` says, or unchanged
+/// for f32).
+float round_to_output(float v, DType output, OutputRounding rounding = OutputRounding::kNearestEven);
 
 }  // namespace ncert::reference

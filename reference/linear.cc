@@ -125,8 +125,8 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
       t.bound[e] = eb.bound;
       t.tier[e] = eb.tier;
       t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
-      t.accept[e] = propagate(ys, eb.bound, bias, res, p.epilogue, p.residual_at, p.output);
-      t.expect[e] = propagate(ys, eb.tier, bias, res, p.epilogue, p.residual_at, p.output);
+      t.accept[e] = propagate(ys, eb.bound, bias, res, p);
+      t.expect[e] = propagate(ys, eb.tier, bias, res, p);
     }
   }
 }
@@ -143,7 +143,7 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
         const Index j = j0 + jj;
         const auto [bias, res] = epilogue_operands(p, i, j);
         float& v = t.walk[static_cast<std::size_t>(i * w + jj)];
-        v = epilogue_value(v, bias, res, p.epilogue, p.residual_at, p.output);
+        v = epilogue_value(v, bias, res, p);
       }
     }
   }

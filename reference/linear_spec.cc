@@ -59,6 +59,23 @@ Result<ResidualAt> parse_residual_at(std::string_view s) {
                 "residual_at \"" + std::string(s) + "\" is not one of f32, output");
 }
 
+Result<OutputRounding> parse_output_rounding(std::string_view s) {
+  if (s == "rne") return OutputRounding::kNearestEven;
+  if (s == "rz") return OutputRounding::kTowardZero;
+  if (s == "any") return OutputRounding::kAny;
+  return Status(ErrorCode::kOutputRoundingUnknown,
+                "output_rounding \"" + std::string(s) + "\" is not one of rne, rz, any");
+}
+
+std::string_view output_rounding_name(OutputRounding r) {
+  switch (r) {
+    case OutputRounding::kNearestEven: return "rne";
+    case OutputRounding::kTowardZero: return "rz";
+    case OutputRounding::kAny: return "any";
+  }
+  return "?";
+}
+
 std::string_view epilogue_name(Epilogue e) {
   switch (e) {
     case Epilogue::kNone: return "none";

@@ -51,6 +51,15 @@ inline bool has_residual(Epilogue e) {
 /// "f32" or "bf16".
 Result<DType> parse_output_dtype(std::string_view s);
 
+/// How a bf16 output is rounded from the f32 value after the epilogue (docs/dump-format.md §8):
+/// to nearest even (the default), toward zero, or by a rule the engine does not pin down. The
+/// accepted interval of a stored value is rounded the same way (a monotone rounding maps an
+/// interval of f32 values onto the interval of its results); only kAny widens it outward.
+enum class OutputRounding : std::uint8_t { kNearestEven, kTowardZero, kAny };
+/// "rne", "rz", "any".
+Result<OutputRounding> parse_output_rounding(std::string_view s);
+std::string_view output_rounding_name(OutputRounding r);
+
 // ---- K walk ---------------------------------------------------------------------------------
 
 /// The kernel's exact reduction order over K (docs/dump-format.md §3 k_walk).
@@ -76,6 +85,7 @@ struct ProjectionArithmetic {
   Epilogue epilogue = Epilogue::kNone;
   ResidualAt residual_at = ResidualAt::kF32;
   DType output = DType::kF32;
+  OutputRounding output_rounding = OutputRounding::kNearestEven;
   KWalk walk;
 
   ProjectionArithmetic& arithmetic() { return *this; }

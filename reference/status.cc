@@ -112,6 +112,8 @@ constexpr CodeInfo kCodes[] = {
     {ErrorCode::kOutputDtypeUnknown, "output-dtype-unknown",
      "output_dtype other than f32, bf16 (or residual_at invalid)"},
     {ErrorCode::kPolicyInvalid, "policy-invalid", "a comparison policy string that does not parse"},
+    {ErrorCode::kOutputRoundingUnknown, "output-rounding-unknown", "output_rounding other than rne, rz, any"},
+    {ErrorCode::kDequantOpUnknown, "dequant-op-unknown", "AF4 dequant_op other than fma, mul-add, either"},
     {ErrorCode::kInternal, "internal", "a bug in ncert: an invariant failed"},
 };
 

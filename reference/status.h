@@ -81,6 +81,8 @@ enum class ErrorCode : int {
   kEpilogueUnknown = 407,     ///< epilogue other than none, bias, residual, bias+residual
   kOutputDtypeUnknown = 408,  ///< output_dtype other than f32, bf16 (or residual_at invalid)
   kPolicyInvalid = 409,       ///< a comparison policy string that does not parse
+  kOutputRoundingUnknown = 410,  ///< output_rounding other than rne, rz, any
+  kDequantOpUnknown = 411,       ///< AF4 dequant_op other than fma, mul-add, either
 
   kInternal = 900,  ///< a bug in ncert: an invariant failed
 };

@@ -231,6 +231,9 @@ class SchemaChecker {
     if (auto r = str_attr(path, "residual_at", false)) {
       if (auto ra = parsed(path, reference::parse_residual_at(*r))) p.residual_at = *ra;
     }
+    if (auto r = str_attr(path, "output_rounding", false)) {
+      if (auto orr = parsed(path, reference::parse_output_rounding(*r))) p.output_rounding = *orr;
+    }
     if (auto w = str_attr(path, "k_walk", false)) {
       if (auto kw = parsed(path, reference::parse_k_walk(*w))) p.walk = *kw;
     }

@@ -81,8 +81,10 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
     if (info.walk.declared) blocked(CheckKind::kWalk, ref_blocker);
   } else {
     reference::ReferenceOptions ro = options.reference;
-    // A walk whose combination is unsupported (folded AF4) has no emulation to compare with.
-    const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported;
+    // A walk whose combination is unsupported (folded AF4), or whose output rounding is not
+    // pinned (output_rounding = any), has no single emulated value to compare with.
+    const bool rounding_pinned = info.output_rounding != reference::OutputRounding::kAny;
+    const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned;
     ro.emulate_walk = walk_supported;
     NCERT_ASSIGN_OR_RETURN(pass, run_reference_pass(f, problem, ro, hook));
     out.reference_evaluated = true;
@@ -91,6 +93,9 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
     checks.push_back(bound_check(f, *pass, options));
     if (walk_supported) {
       checks.push_back(walk_check(f, *pass));
+    } else if (info.walk.declared && !rounding_pinned) {
+      blocked(CheckKind::kWalk, "k_walk " + info.walk.name +
+                                    " has no single stored value: output_rounding = any does not pin the output rounding");
     } else if (info.walk.declared) {
       blocked(CheckKind::kWalk,
               "k_walk " + info.walk.name + " is not defined for this weight format (" + f.plan.message() + ")");

@@ -126,11 +126,23 @@ TEST(Check, FaultDetailsNameRowColumnSlotAndValues) {
 }
 
 TEST(Check, WalkDeclaringProjectionsAlsoCatchPackedPathFaultsBitwise) {
-  // attn_qkv declares split:4:fma: truncation and a dropped tile there fail the walk too.
+  // attn_qkv declares split:4:fma: truncation and a dropped tile there fail the walk too. With
+  // the output rounding declared rne (the default) the accepted interval is rounded to nearest
+  // as well, so the truncated values fall outside it.
   const Report r = check(write(fixtures::preset_tiny(), "trunc.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
   EXPECT_EQ(find(r, "projections/attn_qkv/walk")->verdict, Verdict::kFail);
-  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kPass)
-      << "truncation lies inside the rigorous interval: only bitwise checks can see it";
+  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kFail);
+}
+
+TEST(Check, OutputRoundingAnyWidensTheIntervalOutward) {
+  // output_rounding = any pins no rounding: the interval is directed, truncation lies inside it,
+  // and no walk has a single stored value.
+  fixtures::DumpSpec spec = fixtures::preset_tiny();
+  spec.projections[0].output_rounding = "any";
+  const Report r = check(write(spec, "trunc-any.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
+  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kPass) << find(r, "projections/attn_qkv/bound")->reason;
+  EXPECT_EQ(find(r, "projections/attn_qkv/identity")->verdict, Verdict::kFail);
+  EXPECT_NE(find(r, "projections/attn_qkv/walk")->reason.find("output_rounding = any"), std::string::npos);
 }
 
 fixtures::DumpSpec small(const std::string& accumulator, const std::string& walk, const std::string& order) {

@@ -128,8 +128,9 @@ TEST(Helper, PackedScatterWritesOnlySelectedRowsAndValidColumns) {
           reference::decode_weight_row(s.prob->weights, c, DType::kF32, nullptr, nullptr, w.data());
           const float acc = reference::walk_dot(s.kernel->walk(), s.prob->x_values.data() + r * 16, w.data(), 16);
           // In place, the residual is the output's old value (read before the store).
-          const float want = reference::epilogue_value(acc, s.bias[c], before[r * 8 + c], Epilogue::kBiasResidual,
-                                                       reference::ResidualAt::kF32, DType::kF32);
+          reference::ProjectionArithmetic a;
+          a.epilogue = Epilogue::kBiasResidual;
+          const float want = reference::epilogue_value(acc, s.bias[c], before[r * 8 + c], a);
           EXPECT_EQ(reference::f32_bits(got), reference::f32_bits(want)) << r << "," << c;
         }
       }
