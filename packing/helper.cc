@@ -96,7 +96,7 @@ void epilogue_row(const PackPlan& p, const float* acc, const void* bias, const v
     const float b = has_b ? load(bias, p.bias_dtype, j) : 0.0f;
     // In place (out == residual) this reads the element before the store below overwrites it.
     const float r = has_r ? load(residual, p.residual_dtype, row * p.residual_stride + j) : 0.0f;
-    const float v = reference::epilogue_value(acc[j], b, r, p.epilogue, p.residual_at, p.output);
+    const float v = reference::epilogue_value(acc[j], b, r, p);
     store(out, p.output, row * p.out_stride + j, v);
   }
 }

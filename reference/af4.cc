@@ -28,6 +28,8 @@ constexpr NameOf<Dequant> kDequants[] = {{Dequant::kExact, "exact"},
                                          {Dequant::kF32, "f32"},
                                          {Dequant::kOutput, "output"},
                                          {Dequant::kFolded, "folded"}};
+constexpr NameOf<DequantOp> kDequantOps[] = {
+    {DequantOp::kFma, "fma"}, {DequantOp::kMulAdd, "mul-add"}, {DequantOp::kEither, "either"}};
 
 template <typename E, std::size_t N>
 Result<E> parse_named(const NameOf<E> (&table)[N], std::string_view s, ErrorCode code,
@@ -78,10 +80,14 @@ Result<Af4Packing> parse_af4_packing(std::string_view s) {
 Result<Dequant> parse_dequant(std::string_view s) {
   return parse_named(kDequants, s, ErrorCode::kAf4DequantUnknown, "AF4 dequant");
 }
+Result<DequantOp> parse_dequant_op(std::string_view s) {
+  return parse_named(kDequantOps, s, ErrorCode::kDequantOpUnknown, "AF4 dequant_op");
+}
 std::string_view af4_variant_name(Af4Variant v) { return name_of(kVariants, v); }
 std::string_view af4_codebook_name(Af4Codebook c) { return name_of(kCodebooks, c); }
 std::string_view af4_packing_name(Af4Packing p) { return name_of(kPackings, p); }
 std::string_view dequant_name(Dequant d) { return name_of(kDequants, d); }
+std::string_view dequant_op_name(DequantOp o) { return name_of(kDequantOps, o); }
 
 const std::array<float, 16>& builtin_codebook(Af4Codebook c) {
   switch (c) {
@@ -95,12 +101,30 @@ const std::array<float, 16>& builtin_codebook(Af4Codebook c) {
 
 float decode_scale(DType t, const void* base, Index index) { return decode_element(base, t, index); }
 
+namespace {
+
+/// The kernel's weight for one code under a pinned dequantization (kF32 / kOutput): the f32
+/// value by one operation order, rounded to the activation type for kOutput.
+float kernel_weight(const Af4Layout& L, float s, float b, int q, bool fused, bool round_to_act) {
+  float w;
+  if (L.variant == Af4Variant::kAffine) {
+    const float qf = static_cast<float>(q);
+    // -ffp-contract=off (CMake): s * qf + b is two roundings unless fmaf says one.
+    w = fused ? std::fma(s, qf, b) : s * qf + b;
+  } else {
+    w = L.table[q] * s;
+  }
+  return round_to_act ? round_to_bf16(w) : w;
+}
+
+}  // namespace
+
 void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg,
-                    float* kernel) {
+                    float* kernel, double* spread) {
   const Af4Layout& L = v.layout;
   const Index groups = v.k / L.group_size;
   const bool affine = L.variant == Af4Variant::kAffine;
-  const bool charge_parts = L.dequant != Dequant::kExact;
+  const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
   const bool round_to_act = L.dequant == Dequant::kOutput && activation == DType::kBf16;
   for (Index g = 0; g < groups; ++g) {
     const float s = af4_scale(v, row, g);
@@ -109,16 +133,27 @@ void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact
     const double bd = b;
     for (Index c = g * L.group_size; c < (g + 1) * L.group_size; ++c) {
       const int q = af4_code(v, row, c);
+      if (pinned) {
+        // The kernel's weight is known: by the declared order, or as the midpoint of both.
+        const float w_fma = kernel_weight(L, s, b, q, true, round_to_act);
+        const float w_mul = kernel_weight(L, s, b, q, false, round_to_act);
+        const float lo = L.dequant_op == DequantOp::kMulAdd ? w_mul : w_fma;
+        const float hi = L.dequant_op == DequantOp::kFma ? w_fma : w_mul;
+        const double mid = 0.5 * (static_cast<double>(lo) + static_cast<double>(hi));  // exact: one more bit
+        const double half = 0.5 * std::fabs(static_cast<double>(hi) - static_cast<double>(lo));
+        if (exact) exact[c] = mid;
+        if (alg) alg[c] = std::fabs(mid) + half;
+        if (kernel) kernel[c] = L.dequant_op == DequantOp::kMulAdd ? w_mul : w_fma;
+        if (spread) spread[c] = half;
+        continue;
+      }
       // s*q: at most 24 + 4 significant bits, exact in f64. table[q]*s: 24 + 24 bits, exact.
       const double sq = affine ? sd * q : static_cast<double>(L.table[q]) * sd;
       const double w = affine ? sq + bd : sq;
       if (exact) exact[c] = w;
-      if (alg) alg[c] = charge_parts ? std::fabs(sq) + std::fabs(bd) : std::fabs(w);
-      if (kernel) {
-        float k32 = affine ? std::fma(s, static_cast<float>(q), b) : L.table[q] * s;
-        if (round_to_act) k32 = round_to_bf16(k32);
-        kernel[c] = k32;
-      }
+      if (alg) alg[c] = L.dequant == Dequant::kFolded ? std::fabs(sq) + std::fabs(bd) : std::fabs(w);
+      if (kernel) kernel[c] = affine ? std::fma(s, static_cast<float>(q), b) : L.table[q] * s;
+      if (spread) spread[c] = 0;
     }
   }
 }

@@ -25,15 +25,21 @@ enum class Af4Packing : std::uint8_t { kU32Lsb, kU8Msb, kU8Lsb };
 /// kExact: multiplies by the exact s*q+b; kF32: dequantizes to f32 first; kOutput: dequantizes
 /// in f32 then rounds to the activation type (tile loaders); kFolded: s*sum(q*x) + b*sum(x).
 enum class Dequant : std::uint8_t { kExact, kF32, kOutput, kFolded };
+/// The f32 operation order of an affine weight s*q + b in the f32 / output dequantizations
+/// (docs/dump-format.md §8): one fused multiply-add, a multiply then an add (two roundings), or
+/// either (the default: not pinned, and where the two differ the reference charges the spread).
+enum class DequantOp : std::uint8_t { kFma, kMulAdd, kEither };
 
 Result<Af4Variant> parse_af4_variant(std::string_view s);
 Result<Af4Codebook> parse_af4_codebook(std::string_view s);
 Result<Af4Packing> parse_af4_packing(std::string_view s);
 Result<Dequant> parse_dequant(std::string_view s);
+Result<DequantOp> parse_dequant_op(std::string_view s);
 std::string_view af4_variant_name(Af4Variant v);
 std::string_view af4_codebook_name(Af4Codebook c);
 std::string_view af4_packing_name(Af4Packing p);
 std::string_view dequant_name(Dequant d);
+std::string_view dequant_op_name(DequantOp o);
 
 /// The built-in codebooks of docs/dump-format.md §4 (ascending, index = code), as f32 values.
 const std::array<float, 16>& builtin_codebook(Af4Codebook c);
@@ -46,6 +52,7 @@ struct Af4Layout {
   Index group_size = 64;
   DType scale_dtype = DType::kBf16;  ///< of scales and biases: bf16, f16 or f32
   Dequant dequant = Dequant::kExact;
+  DequantOp dequant_op = DequantOp::kEither;
 };
 
 /// One AF4 segment of `rows` weight rows over K. `codes` are the dataset's raw bytes
@@ -79,16 +86,22 @@ inline float af4_bias(const Af4View& v, Index row, Index group) {
   return decode_scale(v.layout.scale_dtype, v.biases, row * (v.k / v.layout.group_size) + group);
 }
 
-/// Decodes one weight row three ways, each optional (pass nullptr to skip):
-///  exact[k]  the exact weight s*q + b (or table[q]*s) as the nearest f64: s*q is exact, the
-///            sum with b is exact unless their exponents are more than ~25 apart (the
-///            reference's error term allows one f64 rounding here, docs/error-bounds.md);
-///  alg[k]    the magnitude the bound must charge the kernel for: |w| for kExact, and
-///            |s*q| + |b| (or |table[q]*s|) for kF32 / kOutput / kFolded (S_q, docs/error-bounds.md §2);
-///  kernel[k] the f32 weight the K-walk emulation multiplies by: fmaf(s, q, b) (one
-///            rounding) or table[q]*s in f32, then rounded to bf16 when dequant = kOutput and
-///            the activations are bf16.
+/// Decodes one weight row, each output optional (pass nullptr to skip):
+///  exact[k]   the weight the reference multiplies by, as an exact f64. kExact: s*q + b (or
+///             table[q]*s) exactly (s*q is exact in f64; the sum with b is exact unless their
+///             exponents are more than ~25 apart, which the reference's error term allows). kF32
+///             / kOutput: the kernel's own weight, which these modes pin down: fl32(s*q + b) by
+///             the declared operation order (fused, or multiply then add), or fl32(table[q]*s),
+///             then for kOutput rounded to nearest even in the activation type (bf16 for bf16
+///             activations). With dequant_op = either and the two orders giving different values,
+///             the midpoint of the two (exact in f64). kFolded: s*q + b exactly.
+///  alg[k]     the magnitude the bound charges: |exact| + spread, and for kFolded |s*q| + |b|
+///             (the folded kernel multiplies codes and adds biases separately: S_q, §2).
+///  kernel[k]  the f32 weight the K-walk emulation multiplies by: the kernel weight above (the
+///             fused order where either is allowed); fmaf(s, q, b) for kExact and kFolded.
+///  spread[k]  half the distance between the two allowed kernel weights (0 where they agree or
+///             the order is pinned): the reference adds sum |x| spread to the bound.
 void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg,
-                    float* kernel);
+                    float* kernel, double* spread = nullptr);
 
 }  // namespace ncert::reference

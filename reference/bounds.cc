@@ -18,32 +18,13 @@ double gamma(double n, double u) {
   return nu / (1.0 - nu) * kSlack;
 }
 
-ColumnModel column_model(const WeightSegment& segment, Index k, const Accumulator& acc,
-                         DType activation) {
+ColumnModel column_model(const WeightSegment& segment, Index k) {
   ColumnModel m;
   m.k_eff = static_cast<double>(k);
-  if (segment.format != WeightFormat::kAf4) return m;
-  const double u = acc.u_eff;
-  switch (segment.af4.layout.dequant) {
-    case Dequant::kExact:
-      return m;
-    case Dequant::kF32:
-      // w32 = fl(s*q + b): one or two f32 roundings (fma or multiply-then-add).
-      m.dequant = gamma(2, u);
-      return m;
-    case Dequant::kOutput: {
-      // Then rounded to the activation type: one bf16 rounding of |w32| <= (1 + gamma_2) a.
-      double u_act = 0;
-      if (activation == DType::kBf16) u_act = acc.round_to_nearest ? 0x1p-8 : 0x1p-7;
-      const double g2 = gamma(2, u);
-      m.dequant = (u_act * (1 + g2) + g2) * kSlack;
-      return m;
-    }
-    case Dequant::kFolded:
-      // s * sum(q x) + b * sum(x) per group, then the groups: every product's path has at most
-      // G - 1 + 1 (q*x) + 1 (*s) + 1 (+) + K/G - 1 <= K + 2 roundings; K + 3 for margin.
-      m.k_eff = static_cast<double>(k) + 3;
-      return m;
+  if (segment.format == WeightFormat::kAf4 && segment.af4.layout.dequant == Dequant::kFolded) {
+    // s * sum(q x) + b * sum(x) per group, then the groups: every product's path has at most
+    // G - 1 + 1 (q*x) + 1 (*s) + 1 (+) + K/G - 1 <= K + 2 roundings; K + 3 for margin.
+    m.k_eff = static_cast<double>(k) + 3;
   }
   return m;
 }
@@ -52,17 +33,16 @@ double inflate_s(double s_computed, Index k) {
   return s_computed * (1.0 + 2.0 * gamma(static_cast<double>(k) + 3, 0x1p-53));
 }
 
-ElementBound element_bound(double s_up, double x_l1, double a_l1, const ColumnModel& column,
+ElementBound element_bound(double s_up, double spread_up, double x_l1, double a_l1, const ColumnModel& column,
                            const Accumulator& acc, double lambda, Index k) {
-  const double d = column.dequant;
   const double eps_ref = gamma(static_cast<double>(k) + 2, 0x1p-53) * s_up;
   const double eta = 0x1p-126 * (2 * column.k_eff + 8 + 2 * (x_l1 + a_l1));
   const double g = gamma(column.k_eff, acc.u_eff);
   ElementBound e;
-  e.bound = (g * (1 + d) * s_up + d * s_up + eps_ref + eta) * kSlack;
+  e.bound = (g * s_up + spread_up + eps_ref + eta) * kSlack;
   if (acc.round_to_nearest) {
     const double t = lambda * std::sqrt(column.k_eff) * acc.u_eff;
-    e.tier = (t * (1 + d) * s_up + d * s_up + eps_ref + eta) * kSlack;
+    e.tier = (t * s_up + spread_up + eps_ref + eta) * kSlack;
     if (e.tier > e.bound) e.tier = e.bound;
   } else {
     // Truncating / directed accumulators have biased errors that grow linearly (docs/error-bounds.md §3):

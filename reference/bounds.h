@@ -16,14 +16,12 @@ double gamma(double n, double u);
 /// What the bound charges the elements of one output column, by the column's weight segment.
 struct ColumnModel {
   double k_eff = 0;    ///< roundings on the longest path of one product: K, or K + 3 (folded)
-  double dequant = 0;  ///< relative error of the weights the kernel used, charged on S_alg
 };
 
-/// exact / bf16 / f32 weights: {K, 0}. AF4 f32: {K, gamma_2(u)}. AF4 output: {K,
-/// u_act (1 + gamma_2(u)) + gamma_2(u)} with u_act = 2^-8 (RN) or 2^-7 (directed) for bf16
-/// activations and 0 for f32. AF4 folded: {K + 3, 0} with S_alg = S_q (docs/error-bounds.md §2).
-ColumnModel column_model(const WeightSegment& segment, Index k, const Accumulator& acc,
-                         DType activation);
+/// bf16 / f32 weights and AF4 exact, f32 and output: {K} (the f32 and output dequantizations
+/// pin the kernel's weights down, so the reference uses those weights and charges nothing for
+/// them; docs/error-bounds.md §2). AF4 folded: {K + 3} with S_alg = S_q.
+ColumnModel column_model(const WeightSegment& segment, Index k);
 
 /// The computed S (an f64 GEMM of non-negative terms) made a true upper bound:
 /// S_true <= S_computed (1 + 2 gamma_{K+3}(2^-53)).
@@ -34,11 +32,12 @@ struct ElementBound {
   double tier = 0;   ///< T: probabilistic tier (lambda sqrt(K) u S, or B/2 for non-RN units)
 };
 
-/// B = gamma_{K_eff}(u_eff)(1 + d) S + d S + eps_ref + eta, with eps_ref =
+/// B = gamma_{K_eff}(u_eff) S + D + eps_ref + eta, with D = sum |x| spread (the weights' own
+/// uncertainty where dequant_op = either leaves two values; 0 otherwise), eps_ref =
 /// gamma_{K+2}(2^-53) S (the f64 reference's own error) and eta = 2^-126 (2 K_eff + 8 +
 /// 2 (|x_i|_1 + |a_j|_1)) covering flush-to-zero of every operation and subnormal inputs read
 /// as zero. `s_up` is the inflated S_alg, `x_l1`/`a_l1` the row and column 1-norms.
-ElementBound element_bound(double s_up, double x_l1, double a_l1, const ColumnModel& column,
+ElementBound element_bound(double s_up, double spread_up, double x_l1, double a_l1, const ColumnModel& column,
                            const Accumulator& acc, double lambda, Index k);
 
 /// An accepted interval of stored output values (bf16 values are exact in f32).

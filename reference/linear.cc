@@ -20,6 +20,8 @@ constexpr Index kWalkRows = 4;
 struct BlockScratch {
   std::vector<double> w_exact;  // block_cols x K
   std::vector<double> w_alg;    // block_cols x K
+  std::vector<double> w_spread; // block_cols x K: half the gap between two allowed kernel weights
+  std::vector<double> d;        // M x block_cols: sum |x| spread, where any spread is nonzero
   std::vector<double> y;        // M x block_cols
   std::vector<double> s;        // M x block_cols
   std::vector<float> w_kernel;   // K x block_cols (transposed) for the walk
@@ -75,6 +77,7 @@ struct BlockWeightFacts {
   Index nonfinite = 0;
   Index first_nonfinite = -1;
   bool all_zero = true;
+  Index ambiguous = 0;  ///< weights whose two allowed kernel values differ (dequant_op = either)
 };
 
 /// Decodes the block's weight rows [j0, j0 + w): exact values and charged magnitudes (rows of
@@ -86,9 +89,11 @@ BlockWeightFacts decode_block(const LinearProblem& p, Index j0, Index w, bool wa
   for (Index jj = 0; jj < w; ++jj) {
     double* we = t.w_exact.data() + jj * K;
     double* wa = t.w_alg.data() + jj * K;
-    decode_weight_row(W, j0 + jj, p.x.dtype, we, wa, walk ? t.kernel_row.data() : nullptr);
+    double* ws = t.w_spread.data() + jj * K;
+    decode_weight_row(W, j0 + jj, p.x.dtype, we, wa, walk ? t.kernel_row.data() : nullptr, ws);
     double l1 = 0;
     for (Index c = 0; c < K; ++c) {
+      facts.ambiguous += ws[c] != 0;
       if (!std::isfinite(we[c])) {
         if (facts.nonfinite++ == 0) facts.first_nonfinite = (j0 + jj) * K + c;
       } else {
@@ -109,8 +114,9 @@ std::pair<float, float> epilogue_operands(const LinearProblem& p, Index i, Index
   return {has_bias(p.epilogue) ? p.bias.at(j) : 0.0f, has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f};
 }
 
-/// Per element of the block: S made a true bound, B, T, the centre and both accepted intervals.
-void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index w,
+/// Per element of the block: S (and D) made true bounds, B, T, the centre and both accepted
+/// intervals. `spread` says whether t.d holds sum |x| spread for this block.
+void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index w, bool spread,
                   const std::function<const ColumnModel&(Index)>& model_of, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   for (Index i = 0; i < M; ++i) {
@@ -120,7 +126,8 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
       const double ys = t.y[e];
       const double su = inflate_s(t.s[e], K);
       t.s[e] = su;
-      const ElementBound eb = element_bound(su, x.l1[i], t.a_l1[jj], model_of(j), p.accumulator, p.lambda, K);
+      const double du = spread ? inflate_s(t.d[e], K) : 0.0;  // a GEMM of non-negative terms, like S
+      const ElementBound eb = element_bound(su, du, x.l1[i], t.a_l1[jj], model_of(j), p.accumulator, p.lambda, K);
       const auto [bias, res] = epilogue_operands(p, i, j);
       t.bound[e] = eb.bound;
       t.tier[e] = eb.tier;
@@ -153,6 +160,8 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool walk) {
   const std::size_t cells = static_cast<std::size_t>(M * bc);
   t.w_exact.resize(static_cast<std::size_t>(bc * K));
   t.w_alg.resize(t.w_exact.size());
+  t.w_spread.resize(t.w_exact.size());
+  t.d.resize(cells);
   t.y.resize(cells);
   t.s.resize(cells);
   t.bound.resize(cells);
@@ -189,7 +198,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
 
   std::vector<ColumnModel> models;
   models.reserve(W.segments.size());
-  for (const WeightSegment& seg : W.segments) models.push_back(column_model(seg, K, p.accumulator, p.x.dtype));
+  for (const WeightSegment& seg : W.segments) models.push_back(column_model(seg, K));
   const std::function<const ColumnModel&(Index)> model_of = [&](Index j) -> const ColumnModel& {
     for (std::size_t s = 0; s < W.segments.size(); ++s) {
       if (j >= W.segments[s].row_begin && j < W.segments[s].row_end) return models[s];
@@ -213,9 +222,14 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       facts[static_cast<std::size_t>(b)] = decode_block(p, j0, w, walk, t);
       // Two f64 GEMMs on this thread (Eigen does not parallelize inside an active region),
       // with a shape that depends only on the block: bit-identical at any thread count.
+      const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
       detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
       detail::gemm_abt(x.abs.data(), M, K, t.w_alg.data(), w, t.s.data());
-      block_bounds(p, x, j0, w, model_of, t);
+      // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
+      // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both
+      // orders agree and this costs nothing in the common case.
+      if (f.ambiguous > 0) detail::gemm_abt(x.abs.data(), M, K, t.w_spread.data(), w, t.d.data());
+      block_bounds(p, x, j0, w, f.ambiguous > 0, model_of, t);
       if (walk) block_walk(p, x, j0, w, t);
 
       ReferenceBlock block;
@@ -239,6 +253,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   for (const BlockWeightFacts& f : facts) {
     if (f.nonfinite > 0 && summary.nonfinite_w == 0) summary.first_nonfinite_w = f.first_nonfinite;
     summary.nonfinite_w += f.nonfinite;
+    summary.ambiguous_weights += f.ambiguous;
     if (!f.all_zero) summary.all_zero_w = false;
   }
   return summary;

@@ -62,6 +62,9 @@ struct ReferenceSummary {
   bool all_zero_x = true;       ///< every valid activation is +-0
   bool all_zero_w = true;       ///< every dequantized weight is +-0
   bool vacuous_bound = false;   ///< gamma_K(u_eff) undefined (K u_eff >= 1/2): B is +inf
+  /// Weights whose two allowed kernel values (dequant_op = either) differ: B charges the spread,
+  /// and no single K walk can be emulated.
+  Index ambiguous_weights = 0;
 };
 
 /// Evaluates the reference block by block into `sink`. Errors: validate_problem()'s codes.

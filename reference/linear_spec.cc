@@ -155,13 +155,13 @@ const WeightSegment& segment_of(const Weights& w, Index j) {
 }
 
 void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg,
-                       float* kernel) {
+                       float* kernel, double* spread) {
   const WeightSegment& s = segment_of(w, j);
   const Index local = j - s.row_begin;
   const Index k = w.k;
   switch (s.format) {
     case WeightFormat::kAf4:
-      af4_decode_row(s.af4, local, activation, exact, alg, kernel);
+      af4_decode_row(s.af4, local, activation, exact, alg, kernel, spread);
       return;
     case WeightFormat::kBf16: {
       const auto* v = static_cast<const std::uint16_t*>(s.values) + local * k;
@@ -170,6 +170,7 @@ void decode_weight_row(const Weights& w, Index j, DType activation, double* exac
         if (exact) exact[c] = f;
         if (alg) alg[c] = std::fabs(static_cast<double>(f));
         if (kernel) kernel[c] = f;
+        if (spread) spread[c] = 0;
       }
       return;
     }
@@ -179,6 +180,7 @@ void decode_weight_row(const Weights& w, Index j, DType activation, double* exac
         if (exact) exact[c] = v[c];
         if (alg) alg[c] = std::fabs(static_cast<double>(v[c]));
         if (kernel) kernel[c] = v[c];
+        if (spread) spread[c] = 0;
       }
       return;
     }

@@ -159,11 +159,10 @@ struct Weights {
 /// The segment that holds weight row j (asserts the tiling).
 const WeightSegment& segment_of(const Weights& w, Index j);
 
-/// Decodes weight row j: exact f64 values, the magnitudes the bound charges (|w|, or S_q
-/// parts for non-exact AF4 dequant), and the f32 values the K walk multiplies by. Any output
-/// pointer may be null.
+/// Decodes weight row j (af4_decode_row's outputs for AF4 segments; bf16/f32 weights are
+/// their own exact, kernel and charged values with no spread). Any output pointer may be null.
 void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg,
-                       float* kernel);
+                       float* kernel, double* spread = nullptr);
 
 /// Everything the reference needs for one projection: its arithmetic and views of its data.
 struct LinearProblem : ProjectionArithmetic {

@@ -354,6 +354,9 @@ class SchemaChecker {
     if (auto dq = str_attr(path, "dequant", false)) {
       if (auto d = parsed(path, reference::parse_dequant(*dq))) L.dequant = *d; else return;
     }
+    if (auto op = str_attr(path, "dequant_op", false)) {
+      if (auto o = parsed(path, reference::parse_dequant_op(*op))) L.dequant_op = *o; else return;
+    }
     if (L.variant == reference::Af4Variant::kCodebook) {
       const auto cb = str_attr(path, "codebook", true);
       if (!cb) return;

@@ -7,6 +7,30 @@
 
 namespace ncert::certify {
 
+namespace {
+
+/// Which weights the reference used for a segment, and why (docs/error-bounds.md §2).
+std::string weight_model(const SegmentInfo& s) {
+  const std::string where = s.name + " [" + std::to_string(s.row_begin) + "," + std::to_string(s.row_end) + "): ";
+  if (s.format != reference::WeightFormat::kAf4) {
+    return where + std::string(reference::weight_format_name(s.format)) + " weights, exact";
+  }
+  const reference::Af4Layout& L = s.af4;
+  switch (L.dequant) {
+    case reference::Dequant::kExact: return where + "af4 exact: s*q + b exactly";
+    case reference::Dequant::kFolded:
+      return where + "af4 folded: s*q + b exactly, K + 3 roundings charged on |s*q| + |b|";
+    case reference::Dequant::kF32:
+    case reference::Dequant::kOutput:
+      return where + "af4 " + std::string(reference::dequant_name(L.dequant)) + " (" +
+             std::string(reference::dequant_op_name(L.dequant_op)) +
+             "): the kernel's own weights, exactly; no dequantization slack charged";
+  }
+  return where;
+}
+
+}  // namespace
+
 CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options) {
   const ProjectionInfo& info = f.info();
   const reference::ReferenceSummary& summary = pass.summary;
@@ -17,6 +41,8 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
   e.lambda = options.lambda;
   e.round_to_nearest = info.accumulator.round_to_nearest;
   e.k = info.k;
+  for (const SegmentInfo& s : info.segments) e.weights.push_back(weight_model(s));
+  e.ambiguous_weights = summary.ambiguous_weights;
   double max_util = 0, max_err_over_b = 0;
   std::optional<EngineOutputId> worst;
   for (EngineOutputId id : kAllEngineOutputs) {

@@ -1,6 +1,7 @@
 #include "certify/projection/check_projection.h"
 
 #include <chrono>
+#include <optional>
 
 #include "packing/guards.h"
 
@@ -38,6 +39,29 @@ ProjectionFacts projection_facts(const LoadedProjection& data) {
   return f;
 }
 
+namespace {
+
+/// The per-request host guards (cap, prefix, commit counts) run only with the request geometry;
+/// without it, or without commit_counts, say which part of geometry did not run.
+std::optional<CheckResult> request_guards_skip(const ProjectionInfo& info) {
+  std::vector<std::string> missing;
+  if (!info.requests) missing.push_back("requests");
+  if (!info.block_rows) missing.push_back("block_rows");
+  if (!info.cap) missing.push_back("cap");
+  const bool geometry = missing.empty();
+  if (!info.has_commit_counts) missing.push_back("commit_counts");
+  if (missing.empty()) return std::nullopt;
+  std::string list;
+  for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+  return skipped("projections/" + info.name + "/request-guards", "projections/" + info.name, CheckKind::kGeometry,
+                 list + " not dumped: " +
+                     (geometry ? "the commit-count guard (304) could not check the selector against the engine's own counts"
+                               : "the per-request guards (cap 302, prefix 303, commit counts 304) did not run; only the "
+                                 "slot rules did"));
+}
+
+}  // namespace
+
 Result<ProjectionOutcome> check_projection(const DumpReader& reader, const ProjectionInfo& info,
                                            const CheckOptions& options, const BlockHook& hook) {
   NCERT_ASSIGN_OR_RETURN(LoadedProjection data, load_projection(reader, info));
@@ -47,23 +71,31 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
   T.read_seconds = data.read_seconds;
   const ProjectionFacts f = projection_facts(data);
   std::vector<CheckResult>& checks = out.checks;
+  const std::string subject = "projections/" + info.name;
   auto blocked = [&](CheckKind kind, const std::string& why) {
     checks.push_back(not_evaluated(projection_check_id(info, kind), kind, why));
+  };
+  auto skip = [&](CheckKind kind, std::string why) {
+    checks.push_back(skipped(projection_check_id(info, kind), subject, kind, std::move(why)));
   };
   const std::string selector_broken = "the selector does not map slots to rows (" + f.rows.message() + ")";
 
   // 1. geometry, and what later checks may rely on.
   checks.push_back(geometry_check(f));
+  if (auto s = request_guards_skip(info)) checks.push_back(std::move(*s));
 
   // 2. identity, where two engine outputs can be compared.
   auto t_other = std::chrono::steady_clock::now();
   if (data.y_packed.present && (data.y_unpacked.present || data.y_compact.present)) {
     if (f.rows.ok()) checks.push_back(identity_check(f));
     else blocked(CheckKind::kIdentity, selector_broken);
+  } else {
+    skip(CheckKind::kIdentity, std::string(data.y_packed.present ? "y_unpacked and y_compact" : "y_packed") +
+                                   " not dumped: packed and unpacked outputs cannot be compared bit for bit");
   }
   T.other_seconds = seconds_since(t_other);
 
-  // 3-4. bound and walk, from one pass of the reference.
+  // 3-5. bound, walk and bias, from one pass of the reference.
   const reference::LinearProblem problem = data.problem(options.lambda);
   std::string ref_blocker;
   if (!f.weights.ok()) {
@@ -74,6 +106,10 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
     ref_blocker = ps.message();
   }
   std::optional<ReferencePass> pass;
+  // A walk whose combination is unsupported (folded AF4), or whose output rounding is not pinned
+  // (output_rounding = any), has no single emulated value to compare with.
+  const bool rounding_pinned = info.output_rounding != reference::OutputRounding::kAny;
+  const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned;
   if (!f.any_output()) {
     // Nothing to bound: vacuity reports it.
   } else if (!ref_blocker.empty()) {
@@ -81,17 +117,17 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
     if (info.walk.declared) blocked(CheckKind::kWalk, ref_blocker);
   } else {
     reference::ReferenceOptions ro = options.reference;
-    // A walk whose combination is unsupported (folded AF4), or whose output rounding is not
-    // pinned (output_rounding = any), has no single emulated value to compare with.
-    const bool rounding_pinned = info.output_rounding != reference::OutputRounding::kAny;
-    const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned;
     ro.emulate_walk = walk_supported;
     NCERT_ASSIGN_OR_RETURN(pass, run_reference_pass(f, problem, ro, hook));
     out.reference_evaluated = true;
     T.reference_seconds = pass->seconds;
     T.compare_seconds = pass->compare_seconds;
     checks.push_back(bound_check(f, *pass, options));
-    if (walk_supported) {
+    if (walk_supported && pass->summary.ambiguous_weights > 0) {
+      skip(CheckKind::kWalk, std::to_string(pass->summary.ambiguous_weights) +
+                                 " weights differ between the fused and the multiply-then-add dequantization "
+                                 "(dequant_op = either): declare dequant_op to hold the kernel to its walk");
+    } else if (walk_supported) {
       checks.push_back(walk_check(f, *pass));
     } else if (info.walk.declared && !rounding_pinned) {
       blocked(CheckKind::kWalk, "k_walk " + info.walk.name +
@@ -100,18 +136,26 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
       blocked(CheckKind::kWalk,
               "k_walk " + info.walk.name + " is not defined for this weight format (" + f.plan.message() + ")");
     }
+    if (auto b = bias_check(f, *pass)) checks.push_back(std::move(*b));
+  }
+  if (!info.walk.declared) {
+    skip(CheckKind::kWalk, "no k_walk declared: the kernel's reduction order is not held bit for bit");
   }
 
-  // 5. untouched.
+  // 6. untouched.
   t_other = std::chrono::steady_clock::now();
   if (data.y_before.present && data.y_packed.present) {
     if (f.rows.ok()) checks.push_back(untouched_check(f));
     else blocked(CheckKind::kUntouched, "the selector does not map slots to rows");
+  } else {
+    skip(CheckKind::kUntouched, std::string(data.y_packed.present ? "y_before" : "y_packed") +
+                                    " not dumped: unselected rows and padding columns cannot be checked untouched");
   }
 
-  // 6. vacuity.
+  // 7. vacuity.
   checks.push_back(vacuity_check(f, pass ? &*pass : nullptr, options));
   T.other_seconds += seconds_since(t_other);
+  for (CheckResult& c : checks) c.subject = subject;
   return out;
 }
 

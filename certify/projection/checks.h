@@ -6,10 +6,12 @@
 //   identity   y_packed == y_unpacked on selected rows, y_compact scattered == y_packed (bits)
 //   bound      every engine output inside the reference interval of every element
 //   walk       every engine output equals the emulated k_walk bit for bit (when declared)
+//   bias       the signed rounding residuals of a round-to-nearest bf16 output are centred
 //   untouched  unselected rows and padding columns of y_packed equal y_before (when present)
 //   vacuity    the projection proves something (selected rows, nonzero data, an output)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,8 @@ CheckResult identity_check(const ProjectionFacts& f);
 CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options);
 /// From a reference pass that emulated the declared walk.
 CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass);
+/// From an evaluated reference pass; nullopt for an f32 output (no output rounding to test).
+std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// Requires f.rows ok, y_before and y_packed.
 CheckResult untouched_check(const ProjectionFacts& f);
 /// `pass` may be null (the reference could not run).

@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <chrono>
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "certify/projection/checks.h"
@@ -33,7 +35,57 @@ void WalkTally::merge(const WalkTally& o) {
   }
 }
 
+void BiasTally::merge(const BiasTally& o) {
+  values += o.values;
+  excluded += o.excluded;
+  sum_s += o.sum_s;
+  sum_r2 += o.sum_r2;
+  sum_shift += o.sum_shift;
+}
+
 namespace {
+
+/// The spacing of bf16 values at magnitude a (2^(e - 7) in [2^e, 2^(e+1)); subnormal spacing
+/// 2^-133 below 2^-126).
+double bf16_spacing(double a) {
+  if (!(a >= 0x1p-126)) return 0x1p-133;
+  int e = 0;
+  std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1
+  return std::ldexp(1.0, e - 8);
+}
+
+/// Elements whose bound is wider than this many spacings carry too little information for the
+/// ranges they would add (round-to-nearest accumulators); directed ones need a quarter, where
+/// their own bias is bounded by the interval rather than modelled as centred.
+constexpr double kMaxBetaNearest = 4.0;
+constexpr double kMaxBetaDirected = 0.25;
+
+/// One value's contribution to the bias statistic.
+void add_residual(BiasTally& t, float z, double c, double b, bool nearest) {
+  if (!std::isfinite(z) || !std::isfinite(c) || c == 0 || !std::isfinite(b)) {
+    ++t.excluded;
+    return;
+  }
+  const double a = std::fabs(c);
+  const double ulp = bf16_spacing(a);
+  // The epilogue's f32 adds may move v by up to two f32 roundings (2^-23 |c|) beyond B.
+  const double beta = (b + 0x1p-22 * a) / ulp;
+  if (beta > (nearest ? kMaxBetaNearest : kMaxBetaDirected)) {
+    ++t.excluded;
+    return;
+  }
+  const double h = bf16_spacing(a + b) / (2 * ulp);
+  // Under a correct round-to-nearest output |s| <= h + beta; a value beyond that is outside its
+  // interval (the bound check's failure), and is clipped so that a few wild values (a wrong row,
+  // NaN-free garbage) cannot pose as a systematic bias. Clipping changes nothing under the null.
+  const double half_range = h + beta;
+  const double s = std::clamp((c > 0 ? 1.0 : -1.0) * (static_cast<double>(z) - c) / ulp, -half_range, half_range);
+  const double range = 2 * half_range;
+  ++t.values;
+  t.sum_s += s;
+  t.sum_r2 += range * range;
+  if (!nearest) t.sum_shift += beta;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -51,6 +103,7 @@ class CompareSink final : public reference::ReferenceSink {
   struct Partial {
     std::array<reference::BoundStats, kEngineOutputs> bound;
     std::array<WalkTally, kEngineOutputs> walk;
+    std::array<BiasTally, kEngineOutputs> bias;
     double seconds = 0;
   };
 
@@ -63,6 +116,8 @@ class CompareSink final : public reference::ReferenceSink {
     const ProjectionInfo& info = f_.info();
     const DType t = info.output;
     const Index stride = info.out_stride;
+    const bool bf16 = t == DType::kBf16;
+    const bool nearest = info.accumulator.round_to_nearest;
     for (Index i = 0; i < b.rows; ++i) {
       const Index slot = f_.slot_of_row[static_cast<std::size_t>(i)];
       for (EngineOutputId id : kAllEngineOutputs) {
@@ -75,6 +130,7 @@ class CompareSink final : public reference::ReferenceSink {
           const Index e = b.at(i, c);
           const float z = out.value(t, stride, src_row, c);
           part.bound[o].add(i, c, z, b.center[e], b.bound[e], b.accept[e], b.expect[e]);
+          if (bf16) add_residual(part.bias[o], z, b.center[e], b.bound[e], nearest);
           if (b.walk) part.walk[o].add(i, c, out.bits(t, stride, src_row, c), walk_bits(b.walk[e], t));
         }
       }
@@ -106,6 +162,7 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
     for (std::size_t o = 0; o < kEngineOutputs; ++o) {
       pass.bound[o].merge(p.bound[o]);
       pass.walk[o].merge(p.walk[o]);
+      pass.bias[o].merge(p.bias[o]);
     }
     compare_cpu += p.seconds;
   }

@@ -26,6 +26,20 @@ struct WalkTally {
   void merge(const WalkTally& o);
 };
 
+/// The signed rounding residuals of one bf16 output, for the bias check (docs/error-bounds.md
+/// §6a). Per value: s = sign(c) (z - c) / ulp(c), the engine's value z against the exact
+/// centre c, in units of the bf16 spacing at c; its range under a correct round-to-nearest
+/// output, 2 (h + beta) with beta = B / ulp(c) the accumulation error allowed and h the half
+/// spacing at |c| + B in units of ulp(c); and the shift beta a directed accumulator may add.
+struct BiasTally {
+  Index values = 0;    ///< values in the statistic
+  Index excluded = 0;  ///< values left out (zero or non-finite centre, bound too wide)
+  double sum_s = 0;    ///< sum of s
+  double sum_r2 = 0;   ///< sum of squared ranges
+  double sum_shift = 0;  ///< sum of beta (directed accumulators only)
+  void merge(const BiasTally& o);
+};
+
 /// Extra per-block consumer of the reference. Called concurrently for distinct blocks.
 using BlockHook = std::function<void(const reference::ReferenceBlock&)>;
 
@@ -33,6 +47,7 @@ struct ReferencePass {
   reference::ReferenceSummary summary;
   std::array<reference::BoundStats, kEngineOutputs> bound;  ///< per EngineOutputId
   std::array<WalkTally, kEngineOutputs> walk;
+  std::array<BiasTally, kEngineOutputs> bias;  ///< bf16 outputs only
   bool walk_emulated = false;
   double seconds = 0;          ///< wall time of the pass (comparisons included)
   double compare_seconds = 0;  ///< comparison work inside it, per thread (CPU time / threads)

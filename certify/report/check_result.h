@@ -35,6 +35,9 @@ struct Location {
 
 struct CheckResult {
   std::string id;  ///< "projections/gdn_in/identity", "logits/greedy/witness", ...
+  /// What the check is about ("projections/gdn_in", "logits/greedy", "dump"): the row of the
+  /// coverage table.
+  std::string subject;
   CheckKind kind = CheckKind::kSchema;
   Verdict verdict = Verdict::kPass;
   std::string reason;  ///< one line: what passed, the first failure, or why it was skipped
@@ -48,5 +51,8 @@ struct CheckResult {
 
 /// A check of `kind` whose prerequisite failed: FAIL "not evaluated: <why>".
 CheckResult not_evaluated(std::string id, CheckKind kind, const std::string& why);
+/// A check of `kind` that could not run on this input: SKIP, the reason naming what would
+/// enable it.
+CheckResult skipped(std::string id, std::string subject, CheckKind kind, std::string why);
 
 }  // namespace ncert::certify

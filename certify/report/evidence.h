@@ -146,6 +146,8 @@ struct BoundFailure {
 
 struct BoundEvidence {
   std::vector<OutputBound> outputs;
+  std::vector<std::string> weights;  ///< per segment: which weights the reference used, and why
+  Index ambiguous_weights = 0;       ///< weights with two allowed kernel values (spread charged)
   std::string accumulator;
   double u_eff = 0, lambda = 0;
   bool round_to_nearest = true;
@@ -161,6 +163,22 @@ struct WalkEvidence {
   std::string k_walk;
   std::vector<Output> outputs;
   Index compared = 0, mismatches = 0;
+};
+
+/// The bias test of one bf16 output (docs/error-bounds.md §6a).
+struct BiasOutput {
+  std::string output;
+  Index values = 0, excluded = 0;
+  double mean_ulps = 0;   ///< mean signed residual toward +|c| (negative: toward zero)
+  double shift_ulps = 0;  ///< the mean bias a directed accumulator may add (0 for round-to-nearest)
+  double limit_ulps = 0;  ///< |mean| beyond shift + limit fails
+  bool one_sided = false;
+};
+
+struct BiasEvidence {
+  double alpha = 0;  ///< false-alarm probability of the whole check
+  bool nearest = true;  ///< round-to-nearest accumulator (errors modelled as centred)
+  std::vector<BiasOutput> outputs;
 };
 
 struct UntouchedEvidence {
@@ -270,7 +288,7 @@ struct DemoForkEvidence {
 
 using Evidence =
     std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
-                 BoundEvidence, WalkEvidence, UntouchedEvidence, VacuityEvidence, WitnessEvidence,
+                 BoundEvidence, WalkEvidence, BiasEvidence, UntouchedEvidence, VacuityEvidence, WitnessEvidence,
                  VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence, NoForkEvidence, SweepEvidence,
                  DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
 

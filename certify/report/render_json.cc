@@ -106,6 +106,8 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
   Json per = Json::object();
   for (const OutputBound& o : e.outputs) per[o.output] = bound_stats_json(o.stats);
   Json j = Json{{"outputs", per},
+                {"weights", e.weights},
+                {"ambiguous_weights", e.ambiguous_weights},
                 {"accumulator", e.accumulator},
                 {"u_eff", e.u_eff},
                 {"lambda", e.lambda},
@@ -139,6 +141,17 @@ Json evidence_json(const WalkEvidence& e, const CheckResult& c) {
     j["first"] = Json{{"output", c.first_failure->object}, {"row", c.first_failure->row}, {"col", c.first_failure->col}};
   }
   return j;
+}
+
+Json evidence_json(const BiasEvidence& e, const CheckResult&) {
+  Json per = Json::object();
+  for (const BiasOutput& o : e.outputs) {
+    per[o.output] = Json{{"values", o.values},         {"excluded", o.excluded}, {"mean_residual_ulps", o.mean_ulps},
+                         {"shift_ulps", o.shift_ulps}, {"limit_ulps", o.limit_ulps}, {"one_sided", o.one_sided}};
+  }
+  return Json{{"alpha", e.alpha},
+              {"accumulator_model", e.nearest ? "round-to-nearest: centred errors" : "directed: bias within B"},
+              {"outputs", per}};
 }
 
 Json evidence_json(const UntouchedEvidence& e, const CheckResult& c) {
@@ -356,6 +369,16 @@ Json Report::to_json() const {
   Json cs = Json::array();
   for (const CheckResult& c : checks) cs.push_back(check_json(c));
   j["checks"] = cs;
+  const std::vector<CoverageRow> rows = coverage();
+  if (!rows.empty()) {
+    Json cov = Json::array();
+    for (const CoverageRow& r : rows) {
+      Json kinds = Json::object();
+      for (const auto& [k, v] : r.kinds) kinds[std::string(check_kind_name(k))] = std::string(verdict_name(v));
+      cov.push_back(Json{{"subject", r.subject}, {"checks", kinds}});
+    }
+    j["coverage"] = cov;
+  }
   j["stats"] = stats;
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return j;

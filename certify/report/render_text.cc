@@ -1,10 +1,43 @@
 // The human summary of a report: the preamble, one line per check (PASS/FAIL, id, reason),
 // detail lines under failures (and under checks that always explain themselves), the verdict.
+#include <algorithm>
 #include <sstream>
 
 #include "certify/report/report.h"
 
 namespace ncert::certify {
+
+namespace {
+
+/// The coverage table: one line per subject, one column per check kind that any subject has.
+std::string coverage_text(const std::vector<CoverageRow>& rows) {
+  if (rows.empty()) return "";
+  std::vector<CheckKind> columns;
+  std::size_t width = 8;
+  for (const CoverageRow& r : rows) {
+    width = std::max(width, r.subject.size());
+    for (const auto& [k, v] : r.kinds) {
+      if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
+    }
+  }
+  std::sort(columns.begin(), columns.end());
+  std::ostringstream os;
+  os << "coverage" << std::string(width - 8 + 2, ' ');
+  for (CheckKind k : columns) os << check_kind_name(k) << "  ";
+  os << "\n";
+  for (const CoverageRow& r : rows) {
+    os << r.subject << std::string(width - r.subject.size() + 2, ' ');
+    for (CheckKind k : columns) {
+      const auto cell = std::find_if(r.kinds.begin(), r.kinds.end(), [&](const auto& kv) { return kv.first == k; });
+      const std::string text = cell == r.kinds.end() ? "-" : std::string(verdict_name(cell->second));
+      os << text << std::string(check_kind_name(k).size() + 2 - text.size(), ' ');
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace
 
 std::string Report::to_text(bool only_failures) const {
   std::ostringstream os;
@@ -24,14 +57,16 @@ std::string Report::to_text(bool only_failures) const {
     }
   }
   if (error) os << "REFUSED  " << error->to_string() << "\n";
-  const int failed = failed_checks();
+  if (show_coverage && !only_failures && !error) os << coverage_text(coverage());
+  const int failed = failed_checks(), skipped = skipped_checks();
+  const std::string skips = skipped > 0 ? ", " + std::to_string(skipped) + " skipped" : "";
   os << "verdict: " << verdict_name(verdict());
   if (error) {
     os << " (input refused, exit " << exit_code() << ")";
   } else if (failed > 0) {
-    os << " (" << failed << " of " << checks.size() << " checks failed)";
+    os << " (" << failed << " of " << checks.size() << " checks failed" << skips << ")";
   } else {
-    os << " (" << checks.size() << " checks passed)";
+    os << " (" << checks.size() - static_cast<std::size_t>(skipped) << " checks passed" << skips << ")";
   }
   os << "\n";
   return os.str();

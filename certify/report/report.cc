@@ -1,5 +1,7 @@
 #include "certify/report/report.h"
 
+#include <algorithm>
+
 namespace ncert::certify {
 
 std::string_view verdict_name(Verdict v) {
@@ -43,6 +45,88 @@ CheckResult not_evaluated(std::string id, CheckKind kind, const std::string& why
   return r;
 }
 
+CheckResult skipped(std::string id, std::string subject, CheckKind kind, std::string why) {
+  CheckResult r;
+  r.id = std::move(id);
+  r.subject = std::move(subject);
+  r.kind = kind;
+  r.verdict = Verdict::kSkip;
+  r.reason = std::move(why);
+  return r;
+}
+
+bool Requirement::covers(CheckKind k) const {
+  return all || std::find(kinds.begin(), kinds.end(), k) != kinds.end();
+}
+
+std::string Requirement::text() const {
+  if (all) return "all";
+  std::string s;
+  for (CheckKind k : kinds) {
+    if (!s.empty()) s.push_back(',');
+    s.append(check_kind_name(k));
+  }
+  return s;
+}
+
+Result<Requirement> parse_requirement(std::string_view s) {
+  Requirement r;
+  if (s == "all") {
+    r.all = true;
+    return r;
+  }
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = s.find(',', pos);
+    const std::string_view name = s.substr(pos, comma == std::string_view::npos ? s.size() - pos : comma - pos);
+    const std::optional<CheckKind> k = parse_check_kind(name);
+    if (!k) {
+      std::string known;
+      for (CheckKind kind : kAllCheckKinds) {
+        if (!known.empty()) known.append(", ");
+        known.append(check_kind_name(kind));
+      }
+      return Status(ErrorCode::kUsage, "--require: \"" + std::string(name) + "\" is not \"all\" or a check kind (" + known + ")");
+    }
+    r.kinds.push_back(*k);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return r;
+}
+
+void Report::apply(const Requirement& requirement) {
+  for (CheckResult& c : checks) {
+    if (c.verdict != Verdict::kSkip || !requirement.covers(c.kind)) continue;
+    c.verdict = Verdict::kFail;
+    c.reason = "required by --require " + requirement.text() + " but skipped: " + c.reason;
+  }
+}
+
+std::vector<CoverageRow> Report::coverage() const {
+  // FAIL outranks PASS outranks SKIP: a subject's kind shows its worst outcome.
+  auto rank = [](Verdict v) { return v == Verdict::kFail ? 2 : v == Verdict::kPass ? 1 : 0; };
+  std::vector<CoverageRow> rows;
+  for (const CheckResult& c : checks) {
+    if (c.subject.empty()) continue;
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const CoverageRow& r) { return r.subject == c.subject; });
+    if (row == rows.end()) row = rows.insert(rows.end(), CoverageRow{c.subject, {}});
+    auto cell = std::find_if(row->kinds.begin(), row->kinds.end(), [&](const auto& kv) { return kv.first == c.kind; });
+    if (cell == row->kinds.end()) row->kinds.emplace_back(c.kind, c.verdict);
+    else if (rank(c.verdict) > rank(cell->second)) cell->second = c.verdict;
+  }
+  for (CoverageRow& row : rows) {
+    std::sort(row.kinds.begin(), row.kinds.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  return rows;
+}
+
+int Report::skipped_checks() const {
+  int n = 0;
+  for (const CheckResult& c : checks) n += c.verdict == Verdict::kSkip;
+  return n;
+}
+
 int Report::failed_checks() const {
   int n = 0;
   for (const CheckResult& c : checks) n += c.failed();
@@ -62,6 +146,7 @@ Report& Report::refuse(const Status& status) {
   error = status;
   CheckResult schema;
   schema.id = "schema";
+  schema.subject = "dump";
   schema.kind = CheckKind::kSchema;
   schema.verdict = Verdict::kFail;
   schema.reason = status.message();

@@ -19,6 +19,23 @@ namespace ncert::certify {
 
 using Json = nlohmann::ordered_json;
 
+/// --require: which check kinds may not be skipped (a SKIP of one of them is a FAIL).
+struct Requirement {
+  bool all = false;
+  std::vector<CheckKind> kinds;
+  bool covers(CheckKind k) const;
+  std::string text() const;  ///< "all" or "untouched,walk"
+};
+/// "all", or a comma-separated list of check kinds (kUsage naming an unknown kind).
+Result<Requirement> parse_requirement(std::string_view s);
+
+/// One row of the coverage table: what ran for one subject, by check kind (the worst verdict
+/// where a kind has several checks).
+struct CoverageRow {
+  std::string subject;
+  std::vector<std::pair<CheckKind, Verdict>> kinds;  ///< in CheckKind order
+};
+
 struct Report {
   std::string command;
   std::vector<InputInfo> inputs;
@@ -30,9 +47,16 @@ struct Report {
   std::optional<Status> error;  ///< set when an input was refused (exit 3)
   std::vector<std::string> preamble;  ///< lines printed before the checks (human summary)
 
+  bool show_coverage = false;  ///< print the coverage table in the human summary (check)
+
   /// FAIL when any check failed or an input was refused.
   Verdict verdict() const;
   int failed_checks() const;
+  int skipped_checks() const;
+  /// Turns every SKIP of a required kind into a FAIL that says so.
+  void apply(const Requirement& requirement);
+  /// The coverage table: one row per subject, in the order subjects first appear.
+  std::vector<CoverageRow> coverage() const;
   /// The JSON report (docs/cli.md "JSON report").
   Json to_json() const;
   /// The human summary: preamble, one line per check (details under failures), verdict line.

@@ -73,11 +73,16 @@ TEST(Writer, TheSameDumpWrittenTwiceIsByteIdentical) {
 TEST(Check, TinyPresetPassesEveryCheck) {
   const Report r = check(write(fixtures::preset_tiny(), "tiny.h5"));
   EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
-  for (const std::string kind : {"geometry", "identity", "bound", "walk", "untouched", "vacuity"}) {
-    EXPECT_NE(find(r, "projections/attn_qkv/" + kind), nullptr) << kind;
+  for (const std::string kind : {"geometry", "identity", "bound", "walk", "bias", "untouched", "vacuity"}) {
+    ASSERT_NE(find(r, "projections/attn_qkv/" + kind), nullptr) << kind;
+    EXPECT_EQ(find(r, "projections/attn_qkv/" + kind)->verdict, Verdict::kPass) << kind;
   }
-  // The walk check exists only where a walk is declared.
-  EXPECT_EQ(find(r, "projections/mlp_up/walk"), nullptr);
+  // Where no walk is declared the walk check is a SKIP that says so; an f32 output has no
+  // output rounding, so no bias check at all.
+  ASSERT_NE(find(r, "projections/mlp_up/walk"), nullptr);
+  EXPECT_EQ(find(r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
+  EXPECT_NE(find(r, "projections/mlp_up/walk")->reason.find("k_walk"), std::string::npos);
+  EXPECT_EQ(find(r, "projections/mlp_up/bias"), nullptr);
   EXPECT_EQ(r.exit_code(), 0);
 }
 
@@ -92,22 +97,26 @@ TEST(Check, EveryStorageFormPasses) {
   EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
 }
 
-// The fault catalogue: each fault fails the check meant to catch it (fault_caught_by).
-TEST(Check, EachPlantedFaultFailsTheCheckMeantToCatchIt) {
+// The fault catalogue (fixtures/faults.cc), held to its own table.
+TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
+  // Each planted fault fails exactly the checks its table row names: the check meant to catch
+  // it, and those it also breaks where the projection has them (a declared walk, a bf16 output).
+  const fixtures::DumpSpec spec = fixtures::preset_tiny();
   for (Fault f : fixtures::all_faults()) {
     SCOPED_TRACE(std::string(fixtures::fault_name(f)));
-    const std::string path = write(fixtures::preset_tiny(), std::string(fixtures::fault_name(f)) + ".h5", f);
+    const std::string path = write(spec, std::string(fixtures::fault_name(f)) + ".h5", f);
     const Report r = check(path);
     EXPECT_EQ(r.verdict(), Verdict::kFail);
     EXPECT_EQ(r.exit_code(), 1);
-    const std::string expected(check_kind_name(fixtures::fault_caught_by(f)));
-    bool caught = false;
-    for (const std::string& id : failing(r)) {
-      caught |= id.size() > expected.size() && id.compare(id.size() - expected.size(), expected.size(), expected) == 0;
-      // Only projection checks fail: the schema and the other projections stay clean.
-      EXPECT_EQ(id.rfind("projections/", 0), 0u) << id;
+    auto target = fixtures::fault_target(spec, {f, ""});
+    ASSERT_TRUE(target.ok());
+    const fixtures::ProjectionSpec& ps = spec.projections[*target];
+    std::set<std::string> expected = {"projections/" + ps.name + "/" + std::string(check_kind_name(fixtures::fault_caught_by(f)))};
+    for (CheckKind k : fixtures::fault_also_fails(f)) {
+      const bool applies = (k != CheckKind::kWalk || !ps.k_walk.empty()) && (k != CheckKind::kBias || ps.output == DType::kBf16);
+      if (applies) expected.insert("projections/" + ps.name + "/" + std::string(check_kind_name(k)));
     }
-    EXPECT_TRUE(caught) << "not caught by " << expected << ":\n" << r.to_text(true);
+    EXPECT_EQ(failing(r), expected) << r.to_text(true);
   }
 }
 

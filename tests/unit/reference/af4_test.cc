@@ -173,18 +173,62 @@ TEST(Af4, DequantModesChargeAndKernelValues) {
   v.codes = codes.data();
   v.scales = scales.data();
   v.biases = biases.data();
-  std::vector<double> exact(2), alg(2);
+  std::vector<double> exact(2), alg(2), spread(2);
   std::vector<float> kernel(2);
+  // output: the kernel's weight is pinned, bf16(fl32(3 s)) = 0.30078125, and the reference
+  // uses it exactly (no blanket charge: alg = |w|, no spread).
   v.layout.dequant = Dequant::kOutput;
-  af4_decode_row(v, 0, DType::kBf16, exact.data(), alg.data(), kernel.data());
-  EXPECT_EQ(exact[0], 0.30029296875);   // 3 * 0.10009765625, exact
-  EXPECT_EQ(alg[0], 0.30029296875);     // |s q| + |b|
-  EXPECT_EQ(kernel[0], 0.30078125f);    // rounded to bf16 as a tile loader would
-  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data());
-  EXPECT_EQ(kernel[0], 0.30029296875f);  // f32 activations: no bf16 rounding
-  v.layout.dequant = Dequant::kExact;
-  af4_decode_row(v, 0, DType::kBf16, exact.data(), alg.data(), kernel.data());
+  af4_decode_row(v, 0, DType::kBf16, exact.data(), alg.data(), kernel.data(), spread.data());
+  EXPECT_EQ(exact[0], 0.30078125);
+  EXPECT_EQ(alg[0], 0.30078125);
+  EXPECT_EQ(kernel[0], 0.30078125f);
+  EXPECT_EQ(spread[0], 0.0);
+  // f32 activations: output rounds to f32, where 3 s = 0.30029296875 is exact.
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data(), spread.data());
+  EXPECT_EQ(exact[0], 0.30029296875);
   EXPECT_EQ(kernel[0], 0.30029296875f);
+  // exact: s q + b in f64, |w| charged; the walk's kernel weight is fma(s, q, b).
+  v.layout.dequant = Dequant::kExact;
+  af4_decode_row(v, 0, DType::kBf16, exact.data(), alg.data(), kernel.data(), spread.data());
+  EXPECT_EQ(exact[0], 0.30029296875);
+  EXPECT_EQ(kernel[0], 0.30029296875f);
+}
+
+TEST(Af4, EitherOrderChargesTheSpreadOfTheTwoKernelWeights) {
+  // f32 scales: s = 1 + 2^-23 (24 significant bits), q = 3, b = -3: s*q = 3 + 3*2^-23 needs 25
+  // bits, so multiply-then-add rounds it (to 3 + 2^-21) before adding b, giving 2^-21, while a
+  // fused multiply-add keeps it: 3 * 2^-23. Their midpoint is charged exactly, their half-gap
+  // as spread.
+  const std::vector<std::uint8_t> codes = {0x03};
+  const std::vector<float> scales = {1.0f + 0x1p-23f};
+  const std::vector<float> biases = {-3.0f};
+  Af4View v;
+  v.layout.variant = Af4Variant::kAffine;
+  v.layout.packing = Af4Packing::kU8Lsb;
+  v.layout.group_size = 2;
+  v.layout.scale_dtype = DType::kF32;
+  v.layout.dequant = Dequant::kF32;
+  v.rows = 1;
+  v.k = 2;
+  v.codes = codes.data();
+  v.scales = scales.data();
+  v.biases = biases.data();
+  std::vector<double> exact(2), alg(2), spread(2);
+  std::vector<float> kernel(2);
+  const double fused = 3 * 0x1p-23, two_roundings = 0x1p-21;
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data(), spread.data());
+  EXPECT_EQ(exact[0], 0.5 * (fused + two_roundings));
+  EXPECT_EQ(spread[0], 0.5 * (two_roundings - fused));
+  EXPECT_EQ(alg[0], two_roundings);  // |mid| + spread: the larger of the two
+  v.layout.dequant_op = DequantOp::kMulAdd;
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data(), spread.data());
+  EXPECT_EQ(exact[0], two_roundings);
+  EXPECT_EQ(kernel[0], static_cast<float>(two_roundings));
+  EXPECT_EQ(spread[0], 0.0);
+  v.layout.dequant_op = DequantOp::kFma;
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data(), spread.data());
+  EXPECT_EQ(exact[0], fused);
+  EXPECT_EQ(kernel[0], static_cast<float>(fused));
 }
 
 TEST(Af4, ParseNames) {
@@ -194,6 +238,8 @@ TEST(Af4, ParseNames) {
   EXPECT_EQ(parse_af4_variant("nf4").status().code(), ErrorCode::kAf4VariantUnknown);
   EXPECT_EQ(*parse_af4_codebook("af4-64"), Af4Codebook::kAf4_64);
   EXPECT_EQ(dequant_name(Dequant::kOutput), "output");
+  EXPECT_EQ(*parse_dequant_op("mul-add"), DequantOp::kMulAdd);
+  EXPECT_EQ(parse_dequant_op("fused").status().code(), ErrorCode::kDequantOpUnknown);
 }
 
 }  // namespace

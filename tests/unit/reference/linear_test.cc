@@ -662,7 +662,9 @@ TEST(ReferenceDetectionLimit, DroppedTileOf32AtK16384UnderMatrixUnitEscapesTheBo
 
 TEST(ReferenceDetectionLimit, DroppedTileOf32AtK16384UnderRnIsCaughtByTheTier) {
   // With a verified round-to-nearest unit the probabilistic tier 10 sqrt(K) u S (~1.25 E|t|)
-  // flags what the rigorous bound must accept.
+  // flags what the rigorous bound mostly accepts: B ~ 12.8 sigma_t against a dropped sum of
+  // ~5.7 sigma_t, so only elements where the 32 dropped terms sum beyond ~2.2 of their own
+  // standard deviations leave B (~1.5 %; 1 of 32 here).
   auto p = power_problem(16384, "f32-rn", "");
   auto r = compute_reference(p->problem);
   ASSERT_TRUE(r.ok());
@@ -672,7 +674,7 @@ TEST(ReferenceDetectionLimit, DroppedTileOf32AtK16384UnderRnIsCaughtByTheTier) {
     return seq_fma(x, w2.data(), p->k);
   });
   const BoundStats s = judge(*p, *r, e);
-  EXPECT_EQ(s.outside(), 0);
+  EXPECT_LE(s.outside(), s.elements() / 10);
   EXPECT_GT(s.beyond_tier(), s.elements() / 2);
 }
 
