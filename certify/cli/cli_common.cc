@@ -28,6 +28,23 @@ void add_logit_error_options(CLI::App* cmd, LogitErrorOptions* o, const char* lo
       ->check(CLI::Range(1.0, 1000.0));
 }
 
+void add_require_option(CLI::App* cmd, std::string* text) {
+  const CLI::Validator kinds(
+      [](const std::string& s) {
+        auto r = certify::parse_requirement(s);
+        return r.ok() ? std::string() : r.status().message();
+      },
+      "all|KIND[,KIND...]");
+  cmd->add_option("--require", *text,
+                  "Fail when a check of these kinds is skipped: 'all', or kinds such as untouched,walk")
+      ->check(kinds)
+      ->type_name("KINDS");
+}
+
+certify::Requirement requirement(const std::string& text) {
+  return text.empty() ? certify::Requirement{} : *certify::parse_requirement(text);
+}
+
 void add_pair_option(CLI::App* cmd, std::vector<std::string>* pairs) {
   const CLI::Validator run_pair(
       [](const std::string& p) {

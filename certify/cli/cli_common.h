@@ -38,6 +38,11 @@ struct LogitErrorOptions {
 };
 void add_logit_error_options(CLI::App* cmd, LogitErrorOptions* options, const char* logit_error_help);
 
+/// --require all|KIND[,KIND...]: skipped checks of these kinds fail the run. Validated by CLI11
+/// (a usage error for an unknown kind); `requirement()` parses the accepted text.
+void add_require_option(CLI::App* cmd, std::string* text);
+certify::Requirement requirement(const std::string& text);
+
 /// --pair a:b (repeatable), validated by CLI11 (a usage error without the colon).
 void add_pair_option(CLI::App* cmd, std::vector<std::string>* pairs);
 std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<std::string>& pairs);

@@ -8,6 +8,7 @@ void register_check(CLI::App& app, Action& action) {
     CommonOptions common;
     certify::CheckCommandOptions check;
     LogitErrorOptions errors;
+    std::string require;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
@@ -20,6 +21,7 @@ void register_check(CLI::App& app, Action& action) {
                           "Absolute error bound of every logit for runs without an lm_head projection");
   cmd->add_option("--only", opts->check.only, "Certify only projections/runs whose name contains TEXT")
       ->type_name("TEXT");
+  add_require_option(cmd, &opts->require);
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, &action] {
     action = [opts] {
@@ -27,6 +29,7 @@ void register_check(CLI::App& app, Action& action) {
       opts->check.reader.memory_limit = opts->common.max_memory;
       opts->check.logit_error = opts->errors.absolute();
       opts->check.check.lambda = opts->errors.lambda;
+      opts->check.require = requirement(opts->require);
       return emit(certify::run_check(opts->check), opts->common);
     };
   });

@@ -12,6 +12,7 @@ void register_witness(CLI::App& app, Action& action) {
     bool force = false;
     LogitErrorOptions errors;
     std::string only;
+    std::string require;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
@@ -26,6 +27,7 @@ void register_witness(CLI::App& app, Action& action) {
   add_logit_error_options(cmd, &opts->errors,
                           "Absolute error bound of every logit for runs without an lm_head projection");
   cmd->add_option("--only", opts->only, "Only runs whose name contains TEXT")->type_name("TEXT");
+  add_require_option(cmd, &opts->require);
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, cmd, &action] {
     if (opts->verify.empty() == opts->dump.empty()) {
@@ -49,6 +51,7 @@ void register_witness(CLI::App& app, Action& action) {
       w.out = opts->out;
       w.overwrite = opts->force;
       w.only = opts->only;
+      w.require = requirement(opts->require);
       return emit(certify::run_witness(w), opts->common);
     };
     (void)cmd;

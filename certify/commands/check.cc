@@ -22,9 +22,43 @@ bool selected(const std::string& name, const std::string& only) {
   return only.empty() || name.find(only) != std::string::npos;
 }
 
+/// --only must select something: a filter that matches nothing would certify nothing.
+Status check_selection(const DumpModel& m, const std::string& only) {
+  if (only.empty()) return Status();
+  for (const ProjectionInfo& p : m.projections) {
+    if (selected(p.name, only)) return Status();
+  }
+  for (const LogitsRunInfo& r : m.logits) {
+    if (selected(r.name, only)) return Status();
+  }
+  return Status(ErrorCode::kUsage, "--only \"" + only + "\" matches no projection or logits run of " + m.file);
+}
+
+/// A dump with nothing check certifies proves nothing: that is a failure, not a pass.
+CheckResult dump_vacuity(const DumpModel& m, Index projections, Index runs) {
+  CheckResult v;
+  v.id = "vacuity";
+  v.subject = "dump";
+  v.kind = CheckKind::kVacuity;
+  VacuityEvidence e;
+  e.outputs = projections + runs;
+  if (projections + runs > 0) {
+    v.reason = "certified " + std::to_string(projections) + " projection(s) and " + std::to_string(runs) +
+               " logits run(s)";
+  } else {
+    v.verdict = Verdict::kFail;
+    e.vacuous.push_back("no projection and no logits run");
+    v.reason = "nothing to certify: the dump holds no projection and no logits run" +
+               std::string(m.tensors.empty() ? "" : " (its tensors are compared by ncert compare)");
+  }
+  v.evidence = std::move(e);
+  return v;
+}
+
 CheckResult schema_check(const DumpModel& m) {
   CheckResult schema;
   schema.id = "schema";
+  schema.subject = "dump";
   schema.kind = CheckKind::kSchema;
   SchemaEvidence e;
   for (const Finding& f : m.findings) e.notes += f.severity == Severity::kNote;
@@ -52,6 +86,8 @@ Result<Report> run_check(const CheckCommandOptions& options) {
   auto reader = DumpReader::open(options.dump, options.reader);
   if (!reader.ok()) return report.refuse(reader.status());
   const DumpModel& m = reader->model();
+  NCERT_RETURN_IF_ERROR(check_selection(m, options.only));
+  report.show_coverage = true;
   report.checks.push_back(schema_check(m));
   report.preamble.push_back("ncert check " + options.dump + "  (xxh3_128 " + input.xxh3_128 + ")");
 
@@ -104,9 +140,11 @@ Result<Report> run_check(const CheckCommandOptions& options) {
       NCERT_ASSIGN_OR_RETURN(model, error_model_for(*reader, run, options.logit_error, options.check.lambda));
     }
     NCERT_ASSIGN_OR_RETURN(RunWitnesses w, witness_run(*reader, run, std::move(model)));
-    report.checks.push_back(witness_check(w));
+    for (CheckResult& c : witness_checks(w)) report.checks.push_back(std::move(c));
     ++runs;
   }
+  report.checks.push_back(dump_vacuity(m, certified, runs));
+  report.apply(options.require);
   report.stats["timing_logits_seconds"] = since(t_logits);
   report.stats["logits_runs"] = runs;
   report.stats["projections"] = certified;

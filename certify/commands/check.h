@@ -18,9 +18,11 @@ struct CheckCommandOptions {
   CheckOptions check;
   std::optional<double> logit_error;  ///< --logit-error ABS for runs without an lm_head
   std::string only;                   ///< certify only objects whose name contains this
+  Requirement require;                ///< --require: skips of these kinds fail the run
 };
 
-/// A refused dump is a Report with `error` set (exit 3), not a failed Result.
+/// A refused dump is a Report with `error` set (exit 3), not a failed Result. kUsage when `only`
+/// selects nothing.
 Result<Report> run_check(const CheckCommandOptions& options);
 
 }  // namespace ncert::certify

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "certify/io/hash.h"
@@ -28,16 +29,30 @@ Result<Report> run_witness(const WitnessOptions& o) {
   }
   std::vector<RunWitnesses> runs;
   Json all = Json::object();
+  if (!o.only.empty() && std::none_of(reader->model().logits.begin(), reader->model().logits.end(),
+                                      [&](const LogitsRunInfo& r) { return r.name.find(o.only) != std::string::npos; })) {
+    return Status(ErrorCode::kUsage, "--only \"" + o.only + "\" matches no logits run of " + o.dump);
+  }
   for (const LogitsRunInfo& run : reader->model().logits) {
     if (!o.only.empty() && run.name.find(o.only) == std::string::npos) continue;
     NCERT_ASSIGN_OR_RETURN(LogitErrorModel model, error_model_for(*reader, run, o.logit_error, o.lambda));
     NCERT_ASSIGN_OR_RETURN(RunWitnesses rw, witness_run(*reader, run, std::move(model), hashes.cursor(0)));
-    report.checks.push_back(witness_check(rw));
+    for (CheckResult& c : witness_checks(rw)) report.checks.push_back(std::move(c));
     Json list = Json::array();
     for (const Witness& w : rw.witnesses) list.push_back(witness_json(w));
     all[run.name] = list;
     runs.push_back(std::move(rw));
   }
+  if (runs.empty()) {
+    CheckResult v;
+    v.id = "vacuity";
+    v.subject = "dump";
+    v.kind = CheckKind::kVacuity;
+    v.verdict = Verdict::kFail;
+    v.reason = "nothing to witness: the dump holds no logits run";
+    report.checks.push_back(std::move(v));
+  }
+  report.apply(o.require);
   report.extra["witnesses"] = all;
   report.stats["runs"] = runs.size();
   report.inputs = hashes.finish();

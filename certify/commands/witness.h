@@ -21,7 +21,8 @@ struct WitnessOptions {
   double lambda = 10.0;
   std::string out;        ///< witness file to write ("" for none); refuses to overwrite
   bool overwrite = false;
-  std::string only;       ///< runs whose name contains this
+  std::string only;       ///< runs whose name contains this (kUsage if none does)
+  Requirement require;    ///< --require: skips of these kinds fail the run
 };
 
 /// Report with one "witness" check per run and every witness under extra["witnesses"].

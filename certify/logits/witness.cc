@@ -198,9 +198,12 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   return out;
 }
 
+namespace {
+
 CheckResult witness_check(const RunWitnesses& r) {
   CheckResult c;
   c.id = "logits/" + r.run + "/witness";
+  c.subject = "logits/" + r.run;
   c.kind = CheckKind::kWitness;
   WitnessEvidence e;
   e.tokens = static_cast<Index>(r.witnesses.size());
@@ -242,6 +245,19 @@ CheckResult witness_check(const RunWitnesses& r) {
   }
   c.evidence = std::move(e);
   return c;
+}
+
+}  // namespace
+
+std::vector<CheckResult> witness_checks(const RunWitnesses& r) {
+  std::vector<CheckResult> out = {witness_check(r)};
+  if (r.model.kind == LogitErrorModel::Kind::kNone) {
+    out.push_back(skipped("logits/" + r.run + "/intervals", "logits/" + r.run, CheckKind::kWitness,
+                          "no error model (" + r.model.source +
+                              "): the margins are not certified; dump the run's lm_head projection with its "
+                              "y_unpacked, or pass --logit-error"));
+  }
+  return out;
 }
 
 }  // namespace ncert::certify

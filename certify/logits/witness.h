@@ -58,7 +58,9 @@ struct RunWitnesses {
 Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& run,
                                  LogitErrorModel model, FileHashCursor* hash = nullptr);
 
-/// The run's check (kind "witness") for reports.
-CheckResult witness_check(const RunWitnesses& w);
+/// The run's checks: its witness check (every emission its row's maximum), and a SKIP
+/// "logits/<run>/intervals" when no error model certifies the margins (no usable lm_head, no
+/// --logit-error).
+std::vector<CheckResult> witness_checks(const RunWitnesses& w);
 
 }  // namespace ncert::certify

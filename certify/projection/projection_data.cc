@@ -135,11 +135,12 @@ Result<LoadedProjection> load_projection(const DumpReader& reader, const Project
   plan.block_rows = plan.request_rules ? *info.block_rows : M;
   plan.slots = info.p;
   plan.selector = L.selector;
-  if (!L.commit_counts.empty()) {
+  if (!L.commit_counts.empty() && plan.request_rules) {
     plan.commit_counts = L.commit_counts;
   } else {
-    // Without commit_counts the selector is the only statement: count it per request so the
-    // commit rule holds by construction and the cap and prefix rules still apply.
+    // Without commit_counts (or without the request geometry they count against) the selector
+    // is the only statement: count it per request so the commit rule holds by construction and
+    // the cap and prefix rules still apply; the request-guards skip says what did not run.
     plan.commit_counts.assign(static_cast<std::size_t>(plan.requests), 0);
     for (std::int32_t r : L.selector) {
       if (r >= 0 && r < M && plan.block_rows > 0) ++plan.commit_counts[static_cast<std::size_t>(r / plan.block_rows)];

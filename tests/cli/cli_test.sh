@@ -68,6 +68,16 @@ else
   echo "FAIL: reports differ between thread counts"; failures=$((failures + 1))
 fi
 
+# Nothing vacuous: a filter that selects nothing, --require, skips in the report.
+expect 2 "check --only that matches nothing is a usage error" -- "$ncert" check "$dir/demo/good.h5" --only no-such-name
+expect 2 "witness --only that matches nothing is a usage error" -- "$ncert" witness "$dir/demo/good.h5" --only no-such-run
+expect 2 "check --require with an unknown kind" -- "$ncert" check "$dir/demo/good.h5" --require untouched,nonsense
+expect 1 "check --require all fails on the skips of a good dump" -- "$ncert" check "$dir/demo/good.h5" --require all --json "$dir/req.json"
+json_has "$dir/req.json" "any(c['verdict']=='FAIL' and 'required by --require all' in c['reason'] for c in r['checks']) and not any(c['verdict']=='SKIP' for c in r['checks'])" \
+  "--require all turns every skip into a FAIL that says so"
+json_has "$dir/good.json" "any(c['verdict']=='SKIP' for c in r['checks']) and any(row['subject']=='projections/attn_qkv' for row in r['coverage'])" \
+  "check JSON carries skips and the coverage table"
+
 expect 0 "inspect a valid dump" -- "$ncert" inspect "$dir/demo/good.h5" --json "$dir/inspect.json"
 json_has "$dir/inspect.json" "all(set(d)>={'path','shape','dtype','xxh3_128'} for d in r['datasets']) and len(r['datasets'])>10" \
   "inspect JSON lists datasets with path, shape, dtype and hash"

@@ -302,5 +302,87 @@ TEST(Fixtures, FaultsThatCannotBePlantedAreRefused) {
   EXPECT_EQ(fixtures::preset("qwen-mixer:2")->projections.size(), 4u);
 }
 
+// ---- nothing is vacuous: skips, coverage and --require (issue: verdicts never vacuous) ---------
+
+TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {
+  fixtures::DumpSpec spec = fixtures::preset_tiny();
+  spec.projections[0].write_before = false;   // attn_qkv: no y_before
+  spec.projections[0].write_geometry = false;  // no requests / block_rows / cap
+  const Report r = check(write(spec, "no-before.h5"));
+  EXPECT_EQ(r.verdict(), Verdict::kPass);
+  const CheckResult* u = find(r, "projections/attn_qkv/untouched");
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->verdict, Verdict::kSkip);
+  EXPECT_NE(u->reason.find("y_before"), std::string::npos) << u->reason;
+  const CheckResult* g = find(r, "projections/attn_qkv/request-guards");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->verdict, Verdict::kSkip);
+  // (requests is inferred from commit_counts' length; block_rows and cap are not.)
+  EXPECT_NE(g->reason.find("block_rows, cap"), std::string::npos) << g->reason;
+  // The coverage table shows it, in text and JSON.
+  const Json j = r.to_json();
+  bool seen = false;
+  for (const Json& row : j["coverage"]) {
+    if (row["subject"] == "projections/attn_qkv") {
+      EXPECT_EQ(row["checks"]["untouched"], "SKIP");
+      EXPECT_EQ(row["checks"]["identity"], "PASS");
+      seen = true;
+    }
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_NE(r.to_text(false).find("coverage"), std::string::npos);
+  EXPECT_NE(r.to_text(false).find("skipped"), std::string::npos);
+}
+
+TEST(Coverage, RequireTurnsSkipsIntoFailures) {
+  fixtures::DumpSpec spec = fixtures::preset_tiny();
+  spec.projections[0].write_before = false;
+  const std::string path = write(spec, "require.h5");
+  CheckCommandOptions co;
+  co.dump = path;
+  co.require = *parse_requirement("untouched");
+  auto r = run_check(co);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->verdict(), Verdict::kFail);
+  const CheckResult* u = find(*r, "projections/attn_qkv/untouched");
+  EXPECT_EQ(u->verdict, Verdict::kFail);
+  EXPECT_NE(u->reason.find("required by --require untouched"), std::string::npos) << u->reason;
+  // Other kinds' skips stay skips; "all" fails every one of them.
+  EXPECT_EQ(find(*r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
+  co.require = *parse_requirement("all");
+  auto all = run_check(co);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(find(*all, "projections/mlp_up/walk")->verdict, Verdict::kFail);
+  EXPECT_EQ(all->skipped_checks(), 0);
+  EXPECT_EQ(parse_requirement("untouched,nonsense").status().code(), ErrorCode::kUsage);
+}
+
+TEST(Coverage, AFilterThatSelectsNothingIsAUsageError) {
+  CheckCommandOptions co;
+  co.dump = write(fixtures::preset_tiny(), "only.h5");
+  co.only = "no-such-projection";
+  auto r = run_check(co);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUsage);
+  EXPECT_EQ(exit_code_for(r.status().code()), 2);
+  co.only = "mlp";
+  EXPECT_TRUE(run_check(co).ok());
+}
+
+TEST(Coverage, ADumpWithNothingToCertifyFailsItsVacuityCheck) {
+  fixtures::DumpSpec empty;
+  empty.root.build = "empty";
+  const Report r = check(write(empty, "empty.h5"));
+  EXPECT_EQ(r.verdict(), Verdict::kFail);
+  EXPECT_EQ(r.exit_code(), 1);
+  const CheckResult* v = find(r, "vacuity");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->verdict, Verdict::kFail);
+  EXPECT_NE(v->reason.find("nothing to certify"), std::string::npos);
+  // The good dump's vacuity passes and counts what was certified.
+  const Report good = check(write(fixtures::preset_tiny(), "nonempty.h5"));
+  EXPECT_EQ(find(good, "vacuity")->verdict, Verdict::kPass);
+}
+
 }  // namespace
 }  // namespace ncert::certify
