@@ -38,6 +38,7 @@ constexpr CodeInfo kCodes[] = {
     {ErrorCode::kLayoutRefused, "layout-refused",
      "a storage layout other than contiguous, compact or chunked"},
     {ErrorCode::kLinkRefused, "link-refused", "a user-defined or dangling link"},
+    {ErrorCode::kObjectAliased, "object-aliased", "two names (hard links) for one HDF5 object"},
     {ErrorCode::kDatatypeRefused, "datatype-refused",
      "a datatype the format does not allow for that object"},
     {ErrorCode::kMissingAttribute, "missing-attribute", "a required attribute is absent"},

@@ -38,6 +38,7 @@ enum class ErrorCode : int {
   kFilterRefused = 213,     ///< a filter outside deflate/shuffle/fletcher32
   kLayoutRefused = 214,     ///< a storage layout other than contiguous, compact or chunked
   kLinkRefused = 215,       ///< a user-defined or dangling link
+  kObjectAliased = 216,     ///< two names (hard links) for one HDF5 object
   kDatatypeRefused = 220,   ///< a datatype the format does not allow for that object
   kMissingAttribute = 221,  ///< a required attribute is absent
   kAttributeInvalid = 222,  ///< an attribute has the wrong type or an invalid value

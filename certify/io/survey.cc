@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 
 #include "certify/io/detail/reader_impl.h"
 
@@ -257,11 +258,21 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
                           "soft link to \"" + target + "\" outside the dump tree, ignored"});
     }
   }
+  // Every object must have one name: two hard links to one object would let an identity check
+  // compare a dataset with itself (y_packed linked to y_unpacked).
+  std::map<haddr_t, std::string> first_name;
   for (const std::string& hp : walk.hard) {
     H5O_info_t oi{};
     if (H5Oget_info_by_name2(impl->file.get(), hp.c_str(), &oi, H5O_INFO_BASIC, lapl.get()) < 0) {
       findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
                           "cannot read object header: " + hdf5_error_text()});
+      failed.insert(hp);
+      continue;
+    }
+    if (const auto [it, fresh] = first_name.emplace(oi.addr, hp); !fresh) {
+      findings.push_back({Severity::kError, ErrorCode::kObjectAliased, hp,
+                          "is the same HDF5 object as " + it->second +
+                              " (a hard link): every member must be its own object"});
       failed.insert(hp);
       continue;
     }

@@ -41,4 +41,14 @@ inline void poke_i32(const std::string& path, const std::string& dataset, const 
   H5Fclose(f);
 }
 
+/// Replaces the link `alias` with a hard link to the object at `target`: after this the two
+/// names are one object.
+inline void relink_hard(const std::string& path, const std::string& target, const std::string& alias) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << path;
+  EXPECT_GE(H5Ldelete(f, alias.c_str(), H5P_DEFAULT), 0) << alias;
+  EXPECT_GE(H5Lcreate_hard(f, target.c_str(), f, alias.c_str(), H5P_DEFAULT, H5P_DEFAULT), 0) << target;
+  H5Fclose(f);
+}
+
 }  // namespace ncert::testing

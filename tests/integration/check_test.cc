@@ -302,6 +302,21 @@ TEST(Fixtures, FaultsThatCannotBePlantedAreRefused) {
   EXPECT_EQ(fixtures::preset("qwen-mixer:2")->projections.size(), 4u);
 }
 
+TEST(Check, OutputsThatAreOneObjectUnderTwoNamesAreRefused) {
+  // A hard link making y_packed the y_unpacked object would pass identity by comparing the object
+  // with itself: the reader refuses it (exit 3) before any check runs.
+  const std::string path = write(fixtures::preset_tiny(), "aliased.h5");
+  ncert::testing::relink_hard(path, "/projections/attn_qkv/y_unpacked", "/projections/attn_qkv/y_packed");
+  const Report r = check(path);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->code(), ErrorCode::kObjectAliased);
+  EXPECT_EQ(r.exit_code(), 3);
+  EXPECT_NE(r.error->message().find("/projections/attn_qkv/y_unpacked"), std::string::npos) << r.error->message();
+  // Its legitimate twin (two objects holding the same bits) passes identity.
+  const Report twin = check(write(fixtures::preset_tiny(), "not-aliased.h5"));
+  EXPECT_EQ(find(twin, "projections/attn_qkv/identity")->verdict, Verdict::kPass);
+}
+
 // ---- nothing is vacuous: skips, coverage and --require (issue: verdicts never vacuous) ---------
 
 TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {

@@ -367,6 +367,15 @@ TEST(DumpReaderHostile, SoftLinkInsideTheTreeIsRefused) {
   expect_refused(path, ErrorCode::kLinkRefused, "/tensors/alias");
 }
 
+TEST(DumpReaderHostile, HardLinkAliasIsRefused) {
+  const std::string path = scratch_file("hard.h5");
+  auto w = open_mini_dump(path);
+  const hid_t f = static_cast<hid_t>(w.native_handle());
+  ASSERT_GE(H5Lcreate_hard(f, "/tensors/kv", f, "/tensors/kv_alias", H5P_DEFAULT, H5P_DEFAULT), 0);
+  ASSERT_TRUE(w.close().ok());
+  expect_refused(path, ErrorCode::kObjectAliased, "/tensors/kv_alias");
+}
+
 TEST(DumpReaderHostile, TruncatedFileIsRefused) {
   const std::string path = scratch_file("trunc.h5");
   write_mini_dump(path);
