@@ -13,6 +13,7 @@ void register_forks(CLI::App& app, Action& action) {
     bool require_identical = false;
     std::string vocab;
     int context = 8;
+    std::string require;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
@@ -30,6 +31,7 @@ void register_forks(CLI::App& app, Action& action) {
       ->type_name("FILE");
   cmd->add_option("--context", opts->context, "Shared-history tokens shown per fork (default 8)")
       ->check(CLI::Range(0, 4096));
+  add_require_option(cmd, &opts->require);
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, &action] {
     action = [opts] {
@@ -45,6 +47,7 @@ void register_forks(CLI::App& app, Action& action) {
       o.require_identical = opts->require_identical;
       o.vocab_file = opts->vocab;
       o.context = opts->context;
+      o.require = requirement(opts->require);
       return emit(certify::run_forks(o), opts->common);
     };
   });

@@ -32,7 +32,7 @@ Result<Report> run_forks(const ForksOptions& o) {
   }
   if (Status s = check_vocabularies(paired, o.a, o.b); !s.ok()) return refuse(s);
   Index forks = 0;
-  Json classes = Json{{"tie", 0}, {"near-tie", 0}, {"unexplained", 0}, {"invalid", 0}};
+  Json classes = Json{{"tie", 0}, {"near-tie", 0}, {"unexplained", 0}, {"invalid", 0}, {"undetermined", 0}};
   for (const auto& [x, y] : paired.pairs) {
     NCERT_ASSIGN_OR_RETURN(RunForks r, find_forks(*ra, *x, *rb, *y, o));
     for (const Fork& f : r.forks) {
@@ -41,6 +41,7 @@ Result<Report> run_forks(const ForksOptions& o) {
     forks += static_cast<Index>(r.forks.size());
     for (CheckResult& c : fork_checks(r, o, vocab ? &*vocab : nullptr)) report.checks.push_back(std::move(c));
   }
+  report.apply(o.require);
   report.stats["runs"] = paired.pairs.size();
   report.stats["forks"] = forks;
   report.stats["classes"] = classes;

@@ -63,64 +63,123 @@ ForkSide side_view(const std::vector<float>& row, std::int32_t own, std::int32_t
   return s;
 }
 
-/// One side's per-logit error at the fork cells: lm_head intervals, --logit-error, or none.
-struct SideErrors {
-  enum class Kind : std::uint8_t { kNone, kAbsolute, kLmHead } kind = Kind::kNone;
-  double absolute = 0;
-  std::string source;
-  std::vector<reference::Interval> cells;  ///< lm_head: two per fork (a, b)
-  std::vector<bool> usable;                ///< lm_head: per fork, the logits row is the lm_head's row
+/// One run's lm_head at the fork rows: its certified intervals at both tokens, whether each
+/// fork row's logits are its outputs, and what it computed from (for telling whether two runs'
+/// lm_heads saw the same thing).
+struct SideHead {
+  const ProjectionInfo* head = nullptr;
+  std::string unusable;                    ///< why its intervals cannot be used at all ("" if they can)
+  std::vector<reference::Interval> cells;  ///< two per fork (a, b)
+  std::vector<bool> row_matches;           ///< per fork: the logits row is the lm_head's output row
+  std::vector<std::vector<unsigned char>> x_rows;  ///< per fork: the hidden state's valid columns
+  std::string weights;                     ///< content hash of its weights and bias
 };
 
-Result<SideErrors> side_errors(const DumpReader& reader, const LogitsRunInfo& run, const std::vector<Index>& fork_rows,
-                               const std::vector<std::pair<std::int32_t, std::int32_t>>& fork_tokens,
-                               const ForksOptions& o, const char* side) {
-  SideErrors e;
-  const ProjectionInfo* head = find_lm_head(reader.model(), run.name);
-  if (!fork_rows.empty() && head && lm_head_unusable(*head).empty()) {
-    std::vector<std::pair<Index, Index>> cells;
-    for (std::size_t k = 0; k < fork_rows.size(); ++k) {
-      cells.emplace_back(fork_rows[k], std::clamp<Index>(fork_tokens[k].first, 0, run.vocab - 1));
-      cells.emplace_back(fork_rows[k], std::clamp<Index>(fork_tokens[k].second, 0, run.vocab - 1));
-    }
-    NCERT_ASSIGN_OR_RETURN(auto tokens, reader.read_i32(run.path + "/tokens"));
-    LmHeadCollector collector(std::move(tokens), std::move(cells), omp_get_max_threads());
-    NCERT_RETURN_IF_ERROR(evaluate_lm_head(reader, *head, o.lambda, collector));
-    e.kind = SideErrors::Kind::kLmHead;
-    e.source = std::string("lm_head ") + head->name + " (" + side + ")";
-    e.cells = collector.cells();
-    // Its intervals bound the logits only where the logits row is the lm_head's output row.
-    const std::string y = head->path + "/y_unpacked";
-    const DatasetInfo* yd = reader.model().dataset(y);
-    std::vector<float> lr(static_cast<std::size_t>(run.vocab));
-    std::vector<unsigned char> hr(static_cast<std::size_t>(yd->row_elements() * dtype_size(yd->dtype)));
-    for (Index f : fork_rows) {
-      NCERT_RETURN_IF_ERROR(reader.read_rows(run.path + "/logits", f, 1, lr.data()));
-      NCERT_RETURN_IF_ERROR(reader.read_rows(y, f, 1, hr.data()));
-      e.usable.push_back(lm_head_row_matches(lr.data(), hr.data(), head->output, run.vocab));
-    }
-    return e;
+/// The content hash of everything an lm_head multiplies its hidden state by.
+Result<std::string> weights_identity(const DumpReader& reader, const ProjectionInfo& head) {
+  std::string id = std::to_string(head.k) + "x" + std::to_string(head.n) + ":";
+  for (const DatasetInfo& d : reader.model().datasets) {
+    const bool weight = d.path.rfind(head.path + "/weight/", 0) == 0;
+    if (!weight && d.path != head.path + "/bias") continue;
+    NCERT_ASSIGN_OR_RETURN(std::string h, reader.dataset_hash(d.path));
+    id += d.path.substr(head.path.size()) + "=" + h + ";";
   }
-  if (o.logit_error) {
-    e.kind = SideErrors::Kind::kAbsolute;
-    e.absolute = *o.logit_error;
-    e.source = "--logit-error " + format_float(*o.logit_error) + " (" + side + ")";
-  }
-  return e;
+  return id;
 }
 
-/// The error of one side at fork k's token (0: a, 1: b); nullopt when that side has no model.
-std::optional<double> side_eps(const SideErrors& e, std::size_t k, int which) {
-  switch (e.kind) {
-    case SideErrors::Kind::kNone: return std::nullopt;
-    case SideErrors::Kind::kAbsolute: return e.absolute;
-    case SideErrors::Kind::kLmHead: {
-      if (!e.usable[k]) return std::nullopt;
-      const reference::Interval& iv = e.cells[2 * k + static_cast<std::size_t>(which)];
-      return (static_cast<double>(iv.hi) - static_cast<double>(iv.lo)) / 2;
-    }
+Result<SideHead> side_head(const DumpReader& reader, const LogitsRunInfo& run, const std::vector<Index>& fork_rows,
+                           const std::vector<std::pair<std::int32_t, std::int32_t>>& fork_tokens, const ForksOptions& o,
+                           const char* side) {
+  SideHead s;
+  s.head = find_lm_head(reader.model(), run.name);
+  if (!s.head) {
+    s.unusable = std::string(side) + " has no lm_head projection for run " + run.name;
+    return s;
   }
-  return std::nullopt;
+  s.unusable = lm_head_unusable(*s.head);
+  if (!s.unusable.empty()) return s;
+  std::vector<std::pair<Index, Index>> cells;
+  for (std::size_t k = 0; k < fork_rows.size(); ++k) {
+    cells.emplace_back(fork_rows[k], std::clamp<Index>(fork_tokens[k].first, 0, run.vocab - 1));
+    cells.emplace_back(fork_rows[k], std::clamp<Index>(fork_tokens[k].second, 0, run.vocab - 1));
+  }
+  NCERT_ASSIGN_OR_RETURN(auto tokens, reader.read_i32(run.path + "/tokens"));
+  LmHeadCollector collector(std::move(tokens), std::move(cells), omp_get_max_threads());
+  NCERT_RETURN_IF_ERROR(evaluate_lm_head(reader, *s.head, o.lambda, collector));
+  s.cells = collector.cells();
+  // Its intervals bound the logits only where the logits row is the lm_head's output row.
+  const std::string y = s.head->path + "/y_unpacked";
+  const DatasetInfo* yd = reader.model().dataset(y);
+  const DatasetInfo* xd = reader.model().dataset(s.head->path + "/x");
+  std::vector<float> lr(static_cast<std::size_t>(run.vocab));
+  std::vector<unsigned char> hr(static_cast<std::size_t>(yd->row_elements() * dtype_size(yd->dtype)));
+  std::vector<unsigned char> xr(static_cast<std::size_t>(xd->row_elements() * dtype_size(xd->dtype)));
+  for (Index f : fork_rows) {
+    NCERT_RETURN_IF_ERROR(reader.read_rows(run.path + "/logits", f, 1, lr.data()));
+    NCERT_RETURN_IF_ERROR(reader.read_rows(y, f, 1, hr.data()));
+    NCERT_RETURN_IF_ERROR(reader.read_rows(s.head->path + "/x", f, 1, xr.data()));
+    s.row_matches.push_back(lm_head_row_matches(lr.data(), hr.data(), s.head->output, run.vocab));
+    s.x_rows.emplace_back(xr.begin(), xr.begin() + s.head->k * dtype_size(xd->dtype));
+  }
+  NCERT_ASSIGN_OR_RETURN(s.weights, weights_identity(reader, *s.head));
+  return s;
+}
+
+/// Half the width of a side's certified interval at fork k's token (0: a, 1: b).
+double half_width(const SideHead& s, std::size_t k, int which) {
+  const reference::Interval& iv = s.cells[2 * k + static_cast<std::size_t>(which)];
+  return (static_cast<double>(iv.hi) - static_cast<double>(iv.lo)) / 2;
+}
+
+/// Why the two runs' lm_head intervals do not bound the distance between their logits at fork
+/// k, or "" when they do: each certifies its own run, so both must have computed from the same
+/// hidden state with the same weights for their sum to bound |L_A - L_B|.
+std::string heads_unusable(const SideHead& a, const SideHead& b, std::size_t k, Index row) {
+  if (!a.unusable.empty()) return a.unusable;
+  if (!b.unusable.empty()) return b.unusable;
+  if (!a.row_matches[k]) return "A's logits row " + std::to_string(row) + " is not its lm_head's output row";
+  if (!b.row_matches[k]) return "B's logits row " + std::to_string(row) + " is not its lm_head's output row";
+  if (a.head->x_dtype != b.head->x_dtype || a.x_rows[k] != b.x_rows[k]) {
+    return "the two lm_heads' inputs differ at row " + std::to_string(row) +
+           " (different hidden states: each interval certifies its own run, not the distance between them)";
+  }
+  if (a.weights != b.weights) return "the two lm_heads' weights differ";
+  return "";
+}
+
+/// The envelope at fork f (row index k among the forks): --logit-error when given; else both
+/// runs' lm_head intervals where they computed from the same thing; else what the matched rows
+/// before the fork showed; else none (the fork is undetermined).
+void set_envelope(Fork& f, std::size_t k, const SideHead& ha, const SideHead& hb, const ForksOptions& o) {
+  if (o.logit_error) {
+    f.env_a = f.env_b = 2 * *o.logit_error;
+    f.a.eps_own = f.a.eps_other = f.b.eps_own = f.b.eps_other = *o.logit_error;
+    f.envelope_source = "--logit-error " + format_float(*o.logit_error) +
+                        " for each run (given: it overrides lm_head intervals and observed differences)";
+    f.has_envelope = true;
+    return;
+  }
+  const std::string why_not = heads_unusable(ha, hb, k, f.row);
+  if (why_not.empty()) {
+    f.a.eps_own = half_width(ha, k, 0);
+    f.a.eps_other = half_width(ha, k, 1);
+    f.b.eps_own = half_width(hb, k, 1);
+    f.b.eps_other = half_width(hb, k, 0);
+    f.env_a = f.a.eps_own + f.b.eps_other;
+    f.env_b = f.a.eps_other + f.b.eps_own;
+    f.envelope_source = "certified: lm_head intervals of both runs (" + ha.head->name + " and " + hb.head->name +
+                        ", the same hidden state and weights at row " + std::to_string(f.row) + ")";
+    f.has_envelope = true;
+  } else if (f.before.rows > 0) {
+    f.env_a = f.env_b = f.before.max_abs;
+    f.envelope_source = "observed: the largest |d| over the " + std::to_string(f.before.rows) +
+                        " matched rows before the fork (a measurement, not a proof); lm_head intervals not used: " +
+                        why_not;
+    f.has_envelope = true;
+  } else {
+    f.envelope_source = "none: no --logit-error, no matched row before the fork, and lm_head intervals not usable: " +
+                        why_not;
+  }
 }
 
 std::string token_text(std::int32_t id, const Vocabulary* vocab) {
@@ -177,6 +236,14 @@ void classify(Fork& f) {
     f.cls = ForkClass::kInvalid;
     f.why = std::string(!f.a.witness.ok ? "A's" : "B's") + " emission is not its own row's maximum: " +
             (!f.a.witness.ok ? f.a.witness.failure : f.b.witness.failure);
+  } else if (!f.has_envelope && (f.delta_a > 0 || f.delta_b > 0)) {
+    // Nothing measured or certified says how far the runs may disagree: calling the fork
+    // unexplained "beyond an envelope of 0" would claim what nobody measured.
+    f.cls = ForkClass::kUndetermined;
+    f.why = "|d| " + format_short(f.delta_a) + " at " + std::to_string(f.token_a) + " and " + format_short(f.delta_b) +
+            " at " + std::to_string(f.token_b) +
+            " cannot be judged without an envelope: pass --logit-error, or dump both runs' lm_heads fed the same "
+            "hidden state, or a run pair with matched rows before the fork";
   } else if (f.delta_a > f.env_a || f.delta_b > f.env_b) {
     const bool at_a = f.delta_a / std::max(f.env_a, 1e-300) >= f.delta_b / std::max(f.env_b, 1e-300);
     f.cls = ForkClass::kUnexplained;
@@ -222,8 +289,11 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
   }
   if (rows.empty()) return out;
 
-  NCERT_ASSIGN_OR_RETURN(SideErrors ea, side_errors(a, ra, rows, toks, o, "A"));
-  NCERT_ASSIGN_OR_RETURN(SideErrors eb, side_errors(b, rb, rows, toks, o, "B"));
+  SideHead ha, hb;
+  if (!o.logit_error) {  // an explicit --logit-error overrides them: no need to evaluate the lm_heads
+    NCERT_ASSIGN_OR_RETURN(ha, side_head(a, ra, rows, toks, o, "A"));
+    NCERT_ASSIGN_OR_RETURN(hb, side_head(b, rb, rows, toks, o, "B"));
+  }
   // The witnesses' own classes: --logit-error when given.
   const LogitErrorModel wmodel = absolute_error_model(o.logit_error);
   std::vector<std::int32_t> history;
@@ -254,24 +324,7 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
       f.delta_b = std::fabs(static_cast<double>(la[static_cast<std::size_t>(f.token_b)]) - lb[static_cast<std::size_t>(f.token_b)]);
     }
     f.before = before_fork(c, f.row, fork_rows);
-    // The envelope: both sides' error models, else what the matched rows showed.
-    const auto a_at_a = side_eps(ea, k, 0), a_at_b = side_eps(ea, k, 1);
-    const auto b_at_a = side_eps(eb, k, 0), b_at_b = side_eps(eb, k, 1);
-    if (a_at_a && a_at_b && b_at_a && b_at_b) {
-      f.a.eps_own = *a_at_a;
-      f.a.eps_other = *a_at_b;
-      f.b.eps_own = *b_at_b;
-      f.b.eps_other = *b_at_a;
-      f.env_a = *a_at_a + *b_at_a;
-      f.env_b = *a_at_b + *b_at_b;
-      f.envelope_source = ea.source + " + " + eb.source;
-    } else if (f.before.rows > 0) {
-      f.env_a = f.env_b = f.before.max_abs;
-      f.envelope_source = "observed: the largest |d| over the " + std::to_string(f.before.rows) +
-                          " matched rows before the fork";
-    } else {
-      f.envelope_source = "none: no error model and no matched rows before the fork (pass --logit-error)";
-    }
+    set_envelope(f, k, ha, hb, o);
     // History shared up to the fork: A's prompt and tokens (B's are the same up to here).
     std::vector<std::int32_t> ctx = history;
     ctx.insert(ctx.end(), c.tokens_a.begin(), c.tokens_a.begin() + f.row);
@@ -290,6 +343,7 @@ std::vector<CheckResult> fork_checks(const RunForks& r, const ForksOptions& o, c
   if (r.forks.empty()) {
     CheckResult c;
     c.id = "forks/" + name;
+    c.subject = "forks/" + name;
     c.kind = CheckKind::kFork;
     c.evidence = NoForkEvidence{r.rows_a, r.rows_b, r.compared, r.prompts_equal};
     if (!r.prompts_equal && !r.teacher_forced) {
@@ -309,10 +363,12 @@ std::vector<CheckResult> fork_checks(const RunForks& r, const ForksOptions& o, c
   for (const Fork& f : r.forks) {
     CheckResult c;
     c.id = "forks/" + name + "/" + std::to_string(f.position);
+    c.subject = "forks/" + name;
     c.kind = CheckKind::kFork;
     c.always_show_details = true;
     const bool explained = f.cls == ForkClass::kTie || f.cls == ForkClass::kNearTie;
     c.verdict = explained && !o.require_identical ? Verdict::kPass : Verdict::kFail;
+    if (f.cls == ForkClass::kUndetermined && !o.require_identical) c.verdict = Verdict::kSkip;
     c.reason = std::string(fork_class_name(f.cls)) + " at position " + std::to_string(f.position) + ": A emits " +
                token_text(f.token_a, vocab) + ", B emits " + token_text(f.token_b, vocab) + "; " + f.why +
                (explained && o.require_identical ? " (--require-identical)" : "");

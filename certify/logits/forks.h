@@ -52,6 +52,7 @@ struct ForksOptions {
   std::optional<double> logit_error;
   double lambda = 10.0;
   bool require_identical = false;
+  Requirement require;     ///< --require: skipped (undetermined) forks of these kinds fail
   std::string vocab_file;  ///< "" for ids only
   Index context = 8;       ///< shared-history tokens shown per fork
 };

@@ -64,7 +64,7 @@ struct RowComparison {
   Index max_excess_col = -1;
 };
 
-enum class ForkClass : std::uint8_t { kTie, kNearTie, kUnexplained, kInvalid };
+enum class ForkClass : std::uint8_t { kTie, kNearTie, kUnexplained, kInvalid, kUndetermined };
 std::string_view fork_class_name(ForkClass c);
 
 struct TopEntry {
@@ -101,7 +101,8 @@ struct Fork {
   ForkSide a, b;
   double delta_a = 0, delta_b = 0;  ///< |L_A[x] - L_B[x]| at x = token_a, token_b
   double env_a = 0, env_b = 0;      ///< the envelope at each token
-  std::string envelope_source;
+  bool has_envelope = false;        ///< false: no source (the fork is undetermined unless |d| is 0)
+  std::string envelope_source;      ///< which source, and why the preferred ones were not used
   BeforeFork before;
   std::vector<std::int32_t> context;  ///< the last tokens of the shared history
   ForkClass cls = ForkClass::kNearTie;

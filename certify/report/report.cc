@@ -29,6 +29,7 @@ std::string_view fork_class_name(ForkClass c) {
     case ForkClass::kNearTie: return "near-tie";
     case ForkClass::kUnexplained: return "unexplained";
     case ForkClass::kInvalid: return "invalid";
+    case ForkClass::kUndetermined: return "undetermined";
   }
   return "?";
 }

@@ -195,13 +195,67 @@ TEST(Forks, RunsOfDifferentLengthsAreNotAFork) {
   EXPECT_EQ(f[0]->verdict, Verdict::kFail);
 }
 
-TEST(Forks, AForkAtTheFirstRowHasNoObservedEnvelope) {
-  const Report r = forks(fork_pair("first", planted({{0, ForkKind::kUlpFlip}})));
+TEST(Forks, AForkWithNoEnvelopeIsUndeterminedNotUnexplained) {
+  // At the first row nothing was measured before the fork, and no lm_head or --logit-error
+  // bounds the runs: the fork is undetermined (SKIP), and the reason names what would decide it.
+  const Pair p = fork_pair("first", planted({{0, ForkKind::kUlpFlip}}));
+  const Report r = forks(p);
+  auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(stats(*f[0])["class"], "undetermined");
+  EXPECT_EQ(f[0]->verdict, Verdict::kSkip);
+  EXPECT_EQ(r.verdict(), Verdict::kPass);
+  EXPECT_NE(f[0]->reason.find("--logit-error"), std::string::npos) << f[0]->reason;
+  EXPECT_NE(stats(*f[0])["envelope"]["source"].get<std::string>().find("none"), std::string::npos);
+  EXPECT_EQ(r.stats["classes"]["undetermined"], 1);
+  // --logit-error decides it; --require fork turns the skip into a failure.
+  ForksOptions o;
+  o.logit_error = 1e-3;
+  const Report decided = forks(p, o);
+  f = fork_results(decided);
+  EXPECT_EQ(stats(*f[0])["class"], "near-tie");
+  ForksOptions req;
+  req.require = *parse_requirement("fork");
+  EXPECT_EQ(forks(p, req).verdict(), Verdict::kFail);
+}
+
+TEST(Forks, DifferentHiddenStatesUseTheObservedEnvelopeNotTheLmHeadIntervals) {
+  // Both dumps carry their f32 lm_heads, but B's model body fed a different hidden state: each
+  // lm_head's interval certifies its own run, not the distance between them (~0.3 here against
+  // intervals of ~2e-4). The matched rows before the fork disagree as much: a numeric near-tie.
+  const std::string a = scratch_file("body-a.h5"), b = scratch_file("body-b.h5");
+  fixtures::LmHeadForkSpec spec;
+  spec.hidden_noise = 0.05f;
+  ASSERT_TRUE(fixtures::write_lm_head_fork_pair(a, b, spec, true).ok());
+  const Report r = forks({a, b});
   const auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
-  // Nothing measured, nothing explained: a 1-ulp difference exceeds an envelope of 0.
-  EXPECT_EQ(stats(*f[0])["class"], "unexplained");
-  EXPECT_NE(stats(*f[0])["envelope"]["source"].get<std::string>().find("pass --logit-error"), std::string::npos);
+  EXPECT_EQ(stats(*f[0])["class"], "near-tie") << f[0]->reason;
+  const std::string src = stats(*f[0])["envelope"]["source"];
+  EXPECT_EQ(src.rfind("observed", 0), 0u) << src;
+  EXPECT_NE(src.find("inputs differ at row 8"), std::string::npos) << src;
+  EXPECT_GT(stats(*f[0])["delta_at_a"].get<double>(), 0.1);
+  // --logit-error overrides every other source, and too small a one calls the fork unexplained.
+  ForksOptions o;
+  o.logit_error = 1e-4;
+  const Report overridden = forks({a, b}, o);
+  const auto g = fork_results(overridden);
+  EXPECT_EQ(stats(*g[0])["class"], "unexplained");
+  EXPECT_EQ(stats(*g[0])["envelope"]["source"].get<std::string>().rfind("--logit-error", 0), 0u);
+}
+
+TEST(Forks, TheSameHiddenStateUsesBothRunsLmHeadIntervals) {
+  // The same hidden states and weights, two accumulation orders: the runs' exact logits are the
+  // same, so the sum of both certified intervals bounds |L_A - L_B| rigorously.
+  const std::string a = scratch_file("same-a.h5"), b = scratch_file("same-b.h5");
+  ASSERT_TRUE(fixtures::write_lm_head_fork_pair(a, b, fixtures::LmHeadForkSpec{}, true).ok());
+  const Report r = forks({a, b});
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(stats(*f[0])["class"], "unexplained") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kPass);
+  const std::string src = stats(*f[0])["envelope"]["source"];
+  EXPECT_EQ(src.rfind("certified: lm_head intervals of both runs", 0), 0u) << src;
 }
 
 TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
@@ -228,7 +282,7 @@ TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(stats(*f[0])["class"], "invalid");
   const std::string src = stats(*f[0])["envelope"]["source"];
-  EXPECT_NE(src.find("lm_head lm_head_greedy (A) + lm_head lm_head_greedy (B)"), std::string::npos) << src;
+  EXPECT_EQ(src.rfind("certified: lm_head intervals of both runs", 0), 0u) << src;
   EXPECT_GT(stats(*f[0])["envelope"]["at_a"].get<double>(), 0);
   EXPECT_LT(stats(*f[0])["envelope"]["at_a"].get<double>(), 1.0);
 }
