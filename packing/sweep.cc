@@ -105,7 +105,7 @@ CaseResult run_identity(const SweepCase& c, const ExecuteFn& helper) {
     compared += selected;
   }
   res.rows_compared = compared;
-  res.identity_comparisons = compared > 0 ? 1 : 0;
+  res.compared = compared > 0;
   return res;
 }
 
@@ -195,15 +195,20 @@ SweepSummary sweep_cases(const std::vector<SweepCase>& cases, const ExecuteFn& h
     const SweepCase& c = cases[static_cast<std::size_t>(i)];
     const CaseResult& r = results[static_cast<std::size_t>(i)];
     ++s.cases;
-    s.identity_comparisons += r.identity_comparisons;
-    s.rows_compared += r.rows_compared;
-    s.alias_cases += r.alias ? 1 : 0;
     s.fallbacks += r.fell_back ? 1 : 0;
     if (c.kind == CaseKind::kGuard || !c.guard.empty()) {
       ++s.guard_cases;
       if (r.pass && r.guard != ErrorCode::kOk) s.guards_covered.insert(r.guard);
     } else if (c.kind == CaseKind::kWidth) {
       ++s.width_cases;
+      s.width_rows += r.rows_compared;
+    } else if (r.alias) {
+      ++s.alias_cases;
+      s.alias_comparisons += r.compared;
+      s.alias_rows += r.rows_compared;
+    } else {
+      s.identity_comparisons += r.compared;
+      s.rows_compared += r.rows_compared;
     }
     if (r.pass) {
       ++s.passed;

@@ -66,7 +66,7 @@ std::vector<SweepCase> default_cases();
 struct CaseResult {
   bool pass = true;
   std::string failure;            ///< first problem found, with the numbers
-  Index identity_comparisons = 0; ///< 1 when selected rows were compared bit for bit
+  bool compared = false;          ///< selected rows were compared bit for bit (packed vs unpacked, or widths)
   Index rows_compared = 0;
   bool alias = false;             ///< in-place residual case
   ErrorCode guard = ErrorCode::kOk;  ///< the code a guard case produced
@@ -79,15 +79,20 @@ using ExecuteFn = std::function<Result<PathTaken>(const PackPlan&, const LinearK
 
 CaseResult run_case(const SweepCase& c, const ExecuteFn& helper = execute);
 
+/// Each population under its own name: identity cases (a separate output buffer), alias cases
+/// (the residual added in place), width-bucket cases (rows at two compiled widths).
 struct SweepSummary {
   Index cases = 0;
   Index passed = 0;
   Index failed = 0;
-  Index identity_comparisons = 0;
-  Index rows_compared = 0;
+  Index identity_comparisons = 0;  ///< identity cases whose selected rows matched bit for bit
+  Index rows_compared = 0;         ///< their selected rows
   Index alias_cases = 0;
+  Index alias_comparisons = 0;     ///< in-place cases whose selected rows matched bit for bit
+  Index alias_rows = 0;
   Index guard_cases = 0;
   Index width_cases = 0;
+  Index width_rows = 0;            ///< rows compared across widths
   Index fallbacks = 0;
   std::set<ErrorCode> guards_covered;
   Index first_failure = -1;  ///< index into the case list

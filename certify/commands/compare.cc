@@ -40,7 +40,7 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   if (Status s = check_vocabularies(paired, o.a, o.b); !s.ok()) return refuse(s);
   Index bytes = 0;
   for (const auto& [x, y] : pairs) {
-    NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(*ra, *x, *rb, *y, o.matched_history, o.policy.rel,
+    NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(*ra, *x, *rb, *y, o.matched_history, element_test(o.policy),
                                                          hashes.cursor(0), hashes.cursor(1)));
     bytes += 2 * c.matched * c.vocab * 4;
     report.checks.push_back(logits_check(c, o.policy));

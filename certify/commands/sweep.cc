@@ -73,14 +73,21 @@ Result<Report> run_sweep(const SweepOptions& options) {
   identity.identity_comparisons = s.identity_comparisons;
   identity.rows_compared = s.rows_compared;
   identity.width_cases = s.width_cases;
+  identity.width_rows = s.width_rows;
   add_check(CheckKind::kIdentity, identity_cases, s.failed_identity + s.failed_width,
-            std::to_string(s.identity_comparisons) + " packed-vs-unpacked comparisons bit-identical over " +
-                std::to_string(s.rows_compared) + " selected rows; padding, unselected rows and canaries intact",
+            std::to_string(s.identity_comparisons) + " packed-vs-unpacked cases bit-identical over " +
+                std::to_string(s.rows_compared) + " selected rows, padding, unselected rows and canaries intact; " +
+                std::to_string(s.width_cases) + " width-bucket cases identical at 512 and 8192 over " +
+                std::to_string(s.width_rows) + " rows",
             identity);
   SweepEvidence alias;
   alias.alias_cases = s.alias_cases;
+  alias.alias_comparisons = s.alias_comparisons;
+  alias.alias_rows = s.alias_rows;
   add_check(CheckKind::kAlias, alias_cases, s.failed_alias,
-            std::to_string(s.alias_cases) + " in-place residual cases bit-identical to the unpacked path", alias);
+            std::to_string(s.alias_comparisons) + " in-place residual cases bit-identical to the unpacked path over " +
+                std::to_string(s.alias_rows) + " selected rows",
+            alias);
   SweepEvidence guard;
   guard.guards_covered.assign(s.guards_covered.begin(), s.guards_covered.end());
   guard.fallbacks = s.fallbacks;
@@ -98,6 +105,10 @@ Result<Report> run_sweep(const SweepOptions& options) {
   report.stats["identity_comparisons"] = s.identity_comparisons;
   report.stats["rows_compared"] = s.rows_compared;
   report.stats["alias_cases"] = s.alias_cases;
+  report.stats["alias_comparisons"] = s.alias_comparisons;
+  report.stats["alias_rows"] = s.alias_rows;
+  report.stats["width_cases"] = s.width_cases;
+  report.stats["width_rows"] = s.width_rows;
   report.stats["guard_cases"] = s.guard_cases;
   report.stats["guards_covered"] = s.guards_covered.size();
   report.stats["guard_codes"] = covered;

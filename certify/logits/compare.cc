@@ -23,7 +23,8 @@ double since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b,
-                                   const LogitsRunInfo& rb, bool matched_history, double rel, FileHashCursor* hash_a,
+                                   const LogitsRunInfo& rb, bool matched_history, const ElementTest& test,
+                                   FileHashCursor* hash_a,
                                    FileHashCursor* hash_b) {
   const auto t0 = std::chrono::steady_clock::now();
   if (ra.vocab != rb.vocab) {
@@ -77,10 +78,29 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   NCERT_RETURN_IF_ERROR(stream_rows(streams, c.matched, [&](Index t, const unsigned char* const* rows) {
     c.rows[static_cast<std::size_t>(t)] =
         compare_rows(reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
-                     c.tokens_a[static_cast<std::size_t>(t)], rel, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+                     c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
   }));
   c.seconds = since(t0);
   return c;
+}
+
+ElementTest element_test(const Policy& policy) {
+  ElementTest t;
+  t.rel = policy.rel;
+  switch (policy.kind) {
+    case Policy::Kind::kBitwise: t.kind = ElementTest::Kind::kBits; break;
+    case Policy::Kind::kUlp:
+      t.kind = ElementTest::Kind::kUlp;
+      t.ulp = policy.ulp;
+      break;
+    case Policy::Kind::kAbs:
+      t.kind = ElementTest::Kind::kAbs;
+      t.abs = policy.abs;
+      break;
+    case Policy::Kind::kKl:
+    case Policy::Kind::kTop1: break;
+  }
+  return t;
 }
 
 namespace {
@@ -206,8 +226,11 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
     e.max_ulp = std::max(e.max_ulp, x.max_ulp);
     kls.push_back(x.kl_ab);
     maxabs.push_back(x.max_abs);
-    if (e.first_failure_row >= 0) continue;
-    if (auto f = policy_failure(x, t, policy)) {
+    e.failing_elements += x.violations;
+    auto f = policy_failure(x, t, policy);
+    if (!f) continue;
+    ++e.failing_rows;
+    if (e.first_failure_row < 0) {
       e.first_failure_row = t;
       failure = *f;
     }
@@ -223,6 +246,7 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
   e.prompts_equal = c.prompts_equal;
   e.vocab = c.vocab;
   e.policy = policy.text;
+  e.element_policy = policy.element_wise();
   e.top1_agreement = rate;
   e.top1_agreement_stderr = std::sqrt(rate * (1 - rate) / m);
   e.top5_overlap_mean = top5 / m;
@@ -241,7 +265,12 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
   if (e.first_failure_row >= 0) {
     const RowComparison& x = c.rows[static_cast<std::size_t>(e.first_failure_row)];
     r.verdict = Verdict::kFail;
-    r.reason = failure + "; " + extent;
+    // How much breaks, not only where first: one stray element and a whole broken run read
+    // differently.
+    r.reason = failure + "; " + std::to_string(e.failing_rows) + " of " + extent + " break the policy" +
+               (e.element_policy ? " (" + std::to_string(e.failing_elements) + " of " +
+                                       std::to_string(c.matched * c.vocab) + " elements)"
+                                 : std::string());
     r.first_failure = Location{r.id, e.first_failure_row, -1};
     // The failing row in full, and how the run looks overall, for the human summary.
     r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +

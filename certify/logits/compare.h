@@ -33,9 +33,14 @@ struct RunComparison {
 
 /// Compares two runs row by row (memory O(block + T)). kVocabMismatch if the vocabularies
 /// differ. The rows read are offered to the files' hash cursors, if given.
+/// `test` counts the elements of each row that break an element-wise policy.
 Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b,
-                                   const LogitsRunInfo& rb, bool matched_history, double rel,
+                                   const LogitsRunInfo& rb, bool matched_history, const ElementTest& test,
                                    FileHashCursor* hash_a = nullptr, FileHashCursor* hash_b = nullptr);
+
+/// The element test of a policy: bits, ulp:N and abs:A[,rel:R] count elements; kl and top1
+/// judge rows and count none.
+ElementTest element_test(const Policy& policy);
 
 /// Runs of two dumps paired by name (runs on one side only listed as "logits/<name> (A only)"),
 /// or the explicit pairs (kUsage if one names a run that does not exist).

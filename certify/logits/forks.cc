@@ -267,7 +267,7 @@ void classify(Fork& f) {
 
 Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b, const LogitsRunInfo& rb,
                             const ForksOptions& o) {
-  NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(a, ra, b, rb, o.matched_history, 0.0));
+  NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(a, ra, b, rb, o.matched_history, ElementTest{}));
   RunForks out;
   out.run_a = ra.name;
   out.run_b = rb.name;

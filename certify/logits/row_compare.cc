@@ -335,21 +335,25 @@ struct RowMaxima {
   std::vector<double> c_ulp;
   std::int32_t special = 0, masked = 0;
   Index above = 0;  ///< entries of B ranked above the token
+  Index violations = 0;  ///< elements differing in bits, or more than test.ulp ulps apart
 };
 
-RowMaxima pass1(const float* a, const float* b, Index V, std::int32_t token) {
+RowMaxima pass1(const float* a, const float* b, Index V, std::int32_t token, const ElementTest& test) {
   RowMaxima m;
   const Index nchunks = (V + kChunk - 1) / kChunk;
   m.cmax_a.resize(static_cast<std::size_t>(nchunks));
   m.cmax_b.resize(static_cast<std::size_t>(nchunks));
   m.c_ulp.resize(static_cast<std::size_t>(nchunks));
   const float bt = (token >= 0 && token < V) ? b[token] : 0.0f;
+  const bool bits_test = test.kind == ElementTest::Kind::kBits, ulp_test = test.kind == ElementTest::Kind::kUlp;
+  // An ulp limit beyond 32 bits (kUlpInfinite) is never exceeded by a 32-bit distance.
+  const std::uint32_t ulp_limit = static_cast<std::uint32_t>(std::min<std::uint64_t>(test.ulp, 0xFFFFFFFFu));
   for (Index c = 0; c < nchunks; ++c) {
     const Index j0 = c * kChunk, n = std::min(kChunk, V - j0);
     float xa = -kPosInfF, xb = -kPosInfF;
-    std::int32_t sp = 0, mk = 0, ab = 0;
+    std::int32_t sp = 0, mk = 0, ab = 0, nv = 0;
     std::uint32_t mu = 0;
-#pragma omp simd reduction(max : xa, xb, mu) reduction(+ : sp, mk)
+#pragma omp simd reduction(max : xa, xb, mu) reduction(+ : sp, mk, nv)
     for (Index i = 0; i < n; ++i) {
       const float x = a[j0 + i], y = b[j0 + i];
       xa = x > xa ? x : xa;
@@ -358,7 +362,12 @@ RowMaxima pass1(const float* a, const float* b, Index V, std::int32_t token) {
       mk += (x == -kPosInfF ? 1 : 0) + (y == -kPosInfF ? 1 : 0);
       const std::uint32_t u = ulps32(x, y);
       mu = u > mu ? u : mu;
+      nv += (bits_test && std::bit_cast<std::uint32_t>(x) != std::bit_cast<std::uint32_t>(y)) ||
+                    (ulp_test && u > ulp_limit)
+                ? 1
+                : 0;
     }
+    m.violations += nv;
     // The token's rank in B: values above b[token], and equal values at lower ids.
     if (j0 + n <= token) {
 #pragma omp simd reduction(+ : ab)
@@ -388,8 +397,20 @@ struct SoftmaxSums {
 
 /// Pass 2 in f64: exp(a - max a), exp(b - max b) into scratch, softmax sums, |d| sums and
 /// maxima, the relative excess, and where each maximum is.
-SoftmaxSums pass2(const float* a, const float* b, Index V, double rel, const RowMaxima& m, CompareScratch& sc,
-                  RowComparison& r) {
+/// Elements whose |d| - rel max(|a|, |b|) exceeds abs (the abs:A[,rel:R] policy).
+Index count_excess(const float* a, const float* b, Index n, double abs, double rel) {
+  Index k = 0;
+#pragma omp simd reduction(+ : k)
+  for (Index i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    k += std::fabs(y - x) - rel * std::max(std::fabs(x), std::fabs(y)) > abs ? 1 : 0;
+  }
+  return k;
+}
+
+SoftmaxSums pass2(const float* a, const float* b, Index V, const ElementTest& test, const RowMaxima& m,
+                  CompareScratch& sc, RowComparison& r) {
+  const double rel = test.rel;
   const Index nchunks = static_cast<Index>(m.cmax_a.size());
   sc.ea.resize(static_cast<std::size_t>(V));
   sc.eb.resize(static_cast<std::size_t>(V));
@@ -413,6 +434,7 @@ SoftmaxSums pass2(const float* a, const float* b, Index V, double rel, const Row
     c_abs[static_cast<std::size_t>(c)] = t.mx;
     // With no relative term the excess is |d| itself.
     c_exc[static_cast<std::size_t>(c)] = rel > 0 ? excess_chunk(a + j0, b + j0, n, rel) : t.mx;
+    if (test.kind == ElementTest::Kind::kAbs) r.violations += count_excess(a + j0, b + j0, n, test.abs, rel);
     s.sa += t.sa;
     s.sb += t.sb;
     s.ca += t.ca;
@@ -476,10 +498,11 @@ void pass3(const float* a, const float* b, Index V, std::int32_t token, const Ro
 
 }  // namespace
 
-RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t token, double rel,
+RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t token, const ElementTest& test,
                            CompareScratch& sc) {
   RowComparison r;
-  const RowMaxima m = pass1(a, b, V, token);
+  const RowMaxima m = pass1(a, b, V, token, test);
+  if (test.kind != ElementTest::Kind::kAbs) r.violations = m.violations;
   const Index nchunks = static_cast<Index>(m.cmax_a.size());
   if (token >= 0 && token < V) r.rank_in_b = m.above + 1;
   r.bit_identical = std::memcmp(a, b, static_cast<std::size_t>(V) * 4) == 0;
@@ -500,9 +523,9 @@ RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t
   r.nonfinite = m.special > 0;
   r.masked = m.masked > 0;
   if (r.nonfinite || r.masked) {
-    detail::careful_path(a, b, V, token, rel, m.ma, m.mb, r);
+    detail::careful_path(a, b, V, token, test, m.ma, m.mb, r);
   } else {
-    const SoftmaxSums s = pass2(a, b, V, rel, m, sc, r);
+    const SoftmaxSums s = pass2(a, b, V, test, m, sc, r);
     pass3(a, b, V, token, m, s, sc, r);
   }
   // ---- top-k overlaps (only the chunks that can hold a top-10 element are read) ----

@@ -22,10 +22,25 @@ struct CompareScratch {
   std::vector<double> ea, eb;
 };
 
-/// Compares two rows. `token` is A's emitted token (or -1). `rel` is the policy's relative
-/// weight for max_excess (0 for none).
+/// The element-wise part of a comparison policy: which elements of a row pair break it, counted
+/// in RowComparison::violations. kNone counts nothing; `rel` also weighs max_excess.
+struct ElementTest {
+  enum class Kind : std::uint8_t { kNone, kBits, kUlp, kAbs } kind = Kind::kNone;
+  std::uint64_t ulp = 0;  ///< kUlp: more than this many ulps apart breaks it
+  double abs = 0;         ///< kAbs: |d| - rel max(|a|, |b|) above this breaks it
+  double rel = 0;
+};
+
+/// Compares two rows. `token` is A's emitted token (or -1).
 RowComparison compare_rows(const float* a, const float* b, Index vocab, std::int32_t token,
-                           double rel, CompareScratch& scratch);
+                           const ElementTest& test, CompareScratch& scratch);
+/// The same with no element test: `rel` weighs max_excess only.
+inline RowComparison compare_rows(const float* a, const float* b, Index vocab, std::int32_t token, double rel,
+                                  CompareScratch& scratch) {
+  ElementTest t;
+  t.rel = rel;
+  return compare_rows(a, b, vocab, token, t, scratch);
+}
 
 /// phi(x) = expm1(x) - x >= 0, accurate to a few ulps for every x (series near 0).
 double phi(double x);

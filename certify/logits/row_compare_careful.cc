@@ -2,20 +2,25 @@
 // in scalar code with the fast path's cancellation-free forms (docs/error-bounds.md §7).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "certify/logits/detail/row_compare_paths.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify::detail {
 
-void careful_path(const float* a, const float* b, Index V, std::int32_t token, double rel, float ma, float mb,
-                  RowComparison& r) {
+void careful_path(const float* a, const float* b, Index V, std::int32_t token, const ElementTest& test, float ma,
+                  float mb, RowComparison& r) {
+  const double rel = test.rel;
   r.max_abs = 0;
   r.max_ulp = 0;
   double s_abs = 0, s_d = 0;
   Index finite_pairs = 0;
+  Index broken = 0;  // elements breaking a bits or ulp test
   for (Index j = 0; j < V; ++j) {
     const std::uint64_t u = reference::ulp_distance_f32(a[j], b[j]);
+    if (test.kind == ElementTest::Kind::kBits) broken += std::memcmp(a + j, b + j, 4) != 0 ? 1 : 0;
+    if (test.kind == ElementTest::Kind::kUlp) broken += u > test.ulp ? 1 : 0;
     if (u > r.max_ulp) {
       r.max_ulp = u;
       r.max_ulp_col = j;
@@ -36,13 +41,21 @@ void careful_path(const float* a, const float* b, Index V, std::int32_t token, d
     ++finite_pairs;
   }
   // A differing infinity or NaN is an excess no tolerance covers.
+  Index excess = 0;
   for (Index j = 0; j < V; ++j) {
-    if ((!std::isfinite(a[j]) || !std::isfinite(b[j])) && !(a[j] == b[j])) {
+    const bool differ_nonfinite = (!std::isfinite(a[j]) || !std::isfinite(b[j])) && !(a[j] == b[j]);
+    if (differ_nonfinite && r.max_excess != kInf) {
       r.max_excess = kInf;
       r.max_excess_col = j;
-      break;
+    }
+    if (test.kind == ElementTest::Kind::kAbs) {
+      const double d = std::fabs(static_cast<double>(b[j]) - a[j]);
+      excess += differ_nonfinite ||
+                (std::isfinite(d) && d - rel * std::max(std::fabs(static_cast<double>(a[j])),
+                                                        std::fabs(static_cast<double>(b[j]))) > test.abs);
     }
   }
+  r.violations = test.kind == ElementTest::Kind::kAbs ? excess : broken;
   r.mean_abs = finite_pairs ? s_abs / static_cast<double>(finite_pairs) : 0;
   const double mean = finite_pairs ? s_d / static_cast<double>(finite_pairs) : 0;
   double var = 0;

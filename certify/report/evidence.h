@@ -62,6 +62,7 @@ struct RowComparison {
   /// For abs:A,rel:R policies: max over j of |d_j| - R max(|a_j|, |b_j|), and where.
   double max_excess = 0;
   Index max_excess_col = -1;
+  Index violations = 0;  ///< elements breaking the element-wise policy the comparison was given
 };
 
 enum class ForkClass : std::uint8_t { kTie, kNearTie, kUnexplained, kInvalid, kUndetermined };
@@ -260,8 +261,8 @@ struct NoForkEvidence {
 /// One of the sweep's checks (identity, alias or guard).
 struct SweepEvidence {
   Index cases = 0, failed = 0;
-  Index identity_comparisons = 0, rows_compared = 0, width_cases = 0;  ///< identity
-  Index alias_cases = 0;                                               ///< alias
+  Index identity_comparisons = 0, rows_compared = 0, width_cases = 0, width_rows = 0;  ///< identity
+  Index alias_cases = 0, alias_comparisons = 0, alias_rows = 0;                       ///< alias
   std::vector<ErrorCode> guards_covered;                               ///< guard
   Index fallbacks = 0;                                                 ///< guard
   std::string first_failure_key;  ///< "" when the first failure is of another kind

@@ -216,7 +216,10 @@ Json evidence_json(const LogitsEvidence& e, const CheckResult&) {
                 {"jsd_max", e.jsd_max},
                 {"kl_ab", distribution_json(e.kl_ab)},
                 {"max_abs_diff", distribution_json(e.max_abs_diff)},
-                {"timing_seconds", e.timing_seconds}};
+                {"timing_seconds", e.timing_seconds},
+                {"failing_rows", e.failing_rows}};
+  // Element counts only mean something for policies judged element by element.
+  if (e.element_policy) j["failing_elements"] = e.failing_elements;
   Json rows = Json::array();
   for (std::size_t t = 0; t < e.first_rows.size(); ++t) rows.push_back(row_comparison_json(e.first_rows[t], static_cast<Index>(t)));
   j["first_rows"] = rows;
@@ -284,10 +287,10 @@ Json evidence_json(const SweepEvidence& e, const CheckResult& c) {
   switch (c.kind) {
     case CheckKind::kIdentity:
       j = Json{{"identity_comparisons", e.identity_comparisons}, {"rows_compared", e.rows_compared},
-               {"width_cases", e.width_cases}};
+               {"width_cases", e.width_cases}, {"width_rows", e.width_rows}};
       break;
     case CheckKind::kAlias:
-      j = Json{{"alias_cases", e.alias_cases}};
+      j = Json{{"alias_cases", e.alias_cases}, {"alias_comparisons", e.alias_comparisons}, {"alias_rows", e.alias_rows}};
       break;
     default: {
       Json covered = Json::array();

@@ -310,6 +310,51 @@ TEST(Compare, Top1FailsWhereTheArgmaxMoves) {
   EXPECT_NE(c->reason.find("row 4: argmax 28 in A but 100 in B"), std::string::npos) << c->reason;
 }
 
+TEST(Compare, CountsEveryRowAndElementThatBreaksThePolicy) {
+  // Planted: row 1 has 3 elements moved by 1 ulp, row 3 one by 5 ulps, row 5 one by 0.5 and one
+  // NaN (the careful path). Every count below is the planted one.
+  const Index T = 6, V = 700;  // two 512-column chunks
+  auto ra = clear_rows(T, V);
+  auto rb = ra;
+  auto bump = [&](Index t, Index j, int u) {
+    float& x = rb[static_cast<std::size_t>(t * V + j)];
+    for (int k = 0; k < u; ++k) x = std::nextafter(x, 1e9f);
+  };
+  bump(1, 3, 1);
+  bump(1, 600, 1);
+  bump(1, 601, 1);
+  bump(3, 10, 5);
+  rb[5 * V + 20] += 0.5f;
+  rb[5 * V + 650] = std::numeric_limits<float>::quiet_NaN();
+  fixtures::DumpSpec sa = explicit_run("run", T, V, ra, argmax_tokens(ra, T, V));
+  fixtures::DumpSpec sb = explicit_run("run", T, V, rb, argmax_tokens(ra, T, V));
+  const std::string a = write(sa, "count-a.h5"), b = write(sb, "count-b.h5");
+  struct Case {
+    std::string policy;
+    Index rows, elements;
+  };
+  const Case cases[] = {{"bitwise", 3, 6}, {"ulp:1", 2, 3}, {"ulp:5", 1, 2}, {"abs:0.25", 1, 2}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.policy);
+    const Report r = compare(a, b, k.policy);
+    const CheckResult* c = find(r, "logits/run");
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->verdict, Verdict::kFail);
+    EXPECT_EQ(stats(*c)["failing_rows"], k.rows);
+    EXPECT_EQ(stats(*c)["failing_elements"], k.elements);
+    const std::string counts = std::to_string(k.rows) + " of " + std::to_string(T) + " matched row(s)";
+    EXPECT_NE(c->reason.find(counts), std::string::npos) << c->reason;
+    EXPECT_NE(c->reason.find("(" + std::to_string(k.elements) + " of " + std::to_string(T * V) + " elements)"),
+              std::string::npos)
+        << c->reason;
+  }
+  // Row policies count rows, not elements: only row 5 (NaN) has an undefined KL.
+  const Report r = compare(a, b, "kl:1e-3");
+  const CheckResult* c = find(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(stats(*c).contains("failing_elements"));
+}
+
 TEST(Compare, StorageFormsAndBlockBordersGiveIdenticalRows) {
   // T = 150 rows of V = 1000: 64-row blocks (borders at 64 and 128), chunks of 7 rows, deflate.
   fixtures::LogitsPairSpec base = small_pair(1e-3f, 150, 1000);
@@ -326,7 +371,7 @@ TEST(Compare, StorageFormsAndBlockBordersGiveIdenticalRows) {
     auto ra = DumpReader::open(p.a);
     auto rb = DumpReader::open(p.b);
     EXPECT_TRUE(ra.ok() && rb.ok());
-    auto c = compare_runs(*ra, ra->model().logits[0], *rb, rb->model().logits[0], true, 0.0);
+    auto c = compare_runs(*ra, ra->model().logits[0], *rb, rb->model().logits[0], true, ElementTest{});
     EXPECT_TRUE(c.ok()) << c.status().to_string();
     return c.ok() ? c->rows : std::vector<RowComparison>{};
   };

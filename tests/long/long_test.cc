@@ -85,7 +85,7 @@ TEST(Long, LogitsAtARealVocabularyStreamTheSameInEveryStorageForm) {
     auto rx = certify::DumpReader::open(x);
     auto ry = certify::DumpReader::open(y);
     EXPECT_TRUE(rx.ok() && ry.ok());
-    auto c = certify::compare_runs(*rx, rx->model().logits[0], *ry, ry->model().logits[0], true, 0.0);
+    auto c = certify::compare_runs(*rx, rx->model().logits[0], *ry, ry->model().logits[0], true, certify::ElementTest{});
     EXPECT_TRUE(c.ok());
     auto w = certify::witness_run(*rx, rx->model().logits[0], {});
     EXPECT_TRUE(w.ok());

@@ -20,7 +20,7 @@ inline double tanh_half_small(double rr) {
 
 /// Every statistic of a row pair that holds NaN, +-Inf or -Inf (masked vocabulary), given the
 /// rows' maxima; argmax, rank and top-k are the caller's.
-void careful_path(const float* a, const float* b, Index V, std::int32_t token, double rel, float ma, float mb,
-                  RowComparison& r);
+void careful_path(const float* a, const float* b, Index V, std::int32_t token, const ElementTest& test, float ma,
+                  float mb, RowComparison& r);
 
 }  // namespace ncert::certify::detail
