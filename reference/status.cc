@@ -24,10 +24,15 @@ constexpr CodeInfo kCodes[] = {
     {ErrorCode::kOutputExists, "output-exists", "refusing to overwrite an existing output file"},
     {ErrorCode::kFileNotFound, "file-not-found",
      "an input path does not exist or is not a regular file"},
+    {ErrorCode::kInterrupted, "interrupted", "stopped by SIGINT or SIGTERM (exit 128 + signal)"},
     {ErrorCode::kIo, "io", "the operating system failed a read, write, map or stat"},
     {ErrorCode::kNotHdf5, "not-hdf5",
      "the file is not an HDF5 file (or is truncated before its superblock)"},
     {ErrorCode::kHdf5, "hdf5", "the HDF5 library failed (corrupt or truncated file)"},
+    {ErrorCode::kHdf5Crashed, "hdf5-crashed",
+     "the HDF5 library crashed reading the file (isolated: the file is corrupt)"},
+    {ErrorCode::kHdf5Hung, "hdf5-hung", "the HDF5 library made no progress within the watchdog's time"},
+    {ErrorCode::kReportWrite, "report-write", "the report could not be written (exit 5 unless the verdict is FAIL)"},
     {ErrorCode::kExternalLink, "external-link",
      "an external link; refused without opening its target"},
     {ErrorCode::kExternalStorage, "external-storage",
@@ -39,6 +44,9 @@ constexpr CodeInfo kCodes[] = {
      "a storage layout other than contiguous, compact or chunked"},
     {ErrorCode::kLinkRefused, "link-refused", "a user-defined or dangling link"},
     {ErrorCode::kObjectAliased, "object-aliased", "two names (hard links) for one HDF5 object"},
+    {ErrorCode::kTreeLimit, "tree-limit", "the group tree is deeper or has more objects than the limits"},
+    {ErrorCode::kStorageBomb, "storage-bomb",
+     "a dataset declares far more data than the file stores or can expand to"},
     {ErrorCode::kDatatypeRefused, "datatype-refused",
      "a datatype the format does not allow for that object"},
     {ErrorCode::kMissingAttribute, "missing-attribute", "a required attribute is absent"},
@@ -151,6 +159,8 @@ const std::vector<ErrorCode>& all_error_codes() {
 int exit_code_for(ErrorCode code) {
   const int n = static_cast<int>(code);
   if (n == 0) return 0;
+  if (code == ErrorCode::kInterrupted) return 130;
+  if (code == ErrorCode::kReportWrite) return 5;
   if (n >= 100 && n < 200) return code == ErrorCode::kFileNotFound ? 3 : 2;
   if (n >= 900) return 4;
   return 3;
@@ -167,7 +177,7 @@ std::string Status::to_string() const {
 
 Status Status::with_context(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, std::string(context) + ": " + message_);
+  return Status(code_, std::string(context) + ": " + message_).with_detail(detail_);
 }
 
 namespace detail {

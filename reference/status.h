@@ -28,10 +28,14 @@ enum class ErrorCode : int {
   kInvalidArgument = 101,  ///< a library call got an argument outside its documented range
   kOutputExists = 102,     ///< refusing to overwrite an existing output file
   kFileNotFound = 103,     ///< an input path does not exist or is not a regular file
+  kInterrupted = 104,      ///< stopped by SIGINT or SIGTERM (exit 128 + signal)
 
   kIo = 200,                ///< the operating system failed a read, write, map or stat
   kNotHdf5 = 201,           ///< the file is not an HDF5 file (or is truncated before its superblock)
   kHdf5 = 202,              ///< the HDF5 library failed (corrupt or truncated file); message has its error
+  kHdf5Crashed = 203,       ///< the HDF5 library crashed reading the file (isolated: the file is corrupt)
+  kHdf5Hung = 204,          ///< the HDF5 library made no progress within the watchdog's time
+  kReportWrite = 205,       ///< the report could not be written (exit 5 unless the verdict is FAIL)
   kExternalLink = 210,      ///< an external link; refused without opening its target
   kExternalStorage = 211,   ///< a dataset whose raw data lives in external files
   kVirtualDataset = 212,    ///< a virtual dataset (VDS); a missing source would read as zeros
@@ -39,6 +43,8 @@ enum class ErrorCode : int {
   kLayoutRefused = 214,     ///< a storage layout other than contiguous, compact or chunked
   kLinkRefused = 215,       ///< a user-defined or dangling link
   kObjectAliased = 216,     ///< two names (hard links) for one HDF5 object
+  kTreeLimit = 217,         ///< the group tree is deeper or has more objects than the limits
+  kStorageBomb = 218,       ///< a dataset declares far more data than the file stores or can expand to
   kDatatypeRefused = 220,   ///< a datatype the format does not allow for that object
   kMissingAttribute = 221,  ///< a required attribute is absent
   kAttributeInvalid = 222,  ///< an attribute has the wrong type or an invalid value
@@ -95,7 +101,7 @@ std::string_view error_description(ErrorCode code);
 /// Every error code (kOk excluded), in numeric order (for docs and tests).
 const std::vector<ErrorCode>& all_error_codes();
 /// The process exit code the CLI maps an error to (docs/cli.md): 2 usage, 3 input refused,
-/// 4 internal.
+/// 4 internal, 5 report not written, 130/143 interrupted.
 int exit_code_for(ErrorCode code);
 
 /// The result of an operation that can fail: ok, or a code with a message that names the
@@ -116,9 +122,18 @@ class [[nodiscard]] Status {
   /// Prefix the message with more context ("while reading /logits/a: ...").
   Status with_context(std::string_view context) const;
 
+  /// Low-level detail for --verbose (the HDF5 library's own error chain), never the first line.
+  const std::string& detail() const { return detail_; }
+  Status with_detail(std::string detail) const {
+    Status s = *this;
+    s.detail_ = std::move(detail);
+    return s;
+  }
+
  private:
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
+  std::string detail_;
 };
 
 /// A value or an error. Alias to std::expected once the project moves to C++23.

@@ -3,9 +3,17 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "certify/io/hash.h"
+#include "certify/isolation/supervisor.h"
+#include "certify/report/printable.h"
+#include "certify/report/report_file.h"
 
 namespace ncert::cli {
 
@@ -16,8 +24,14 @@ void add_common_options(CLI::App* cmd, CommonOptions* o) {
       ->check(CLI::Range(1, 1024))
       ->type_name("N");
   cmd->add_flag("--quiet", o->quiet, "Print only failures and the verdict");
+  cmd->add_flag("--verbose", o->verbose, "Also print an error's low-level detail (the HDF5 library's error stack)");
+  cmd->add_option("--hdf5-timeout", o->hdf5_timeout,
+                  "Seconds the HDF5 library may make no progress reading a file before it is stopped as corrupt "
+                  "(default 60; 0: never)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->type_name("SECONDS");
   cmd->add_option("--max-memory", o->max_memory,
-                  "Largest dataset read whole, in bytes (default 8 GiB); larger ones are refused")
+                  "Memory budget of the run in bytes (default 8 GiB): inputs that need more are refused")
       ->check(CLI::Range(std::uint64_t{1} << 20, std::uint64_t{1} << 50))
       ->type_name("BYTES");
 }
@@ -71,41 +85,102 @@ void apply_threads(const CommonOptions& o) {
 }
 
 namespace {
-bool write_json(const certify::Report& report, const std::string& path) {
-  const std::string text = report.to_json().dump(2) + "\n";
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return true;
-  }
-  // Write beside the target, then rename: a reader never sees half a report.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out << text;
-    if (!out.flush()) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+
+/// The process's fixed address-space overhead beside the data the memory budget covers:
+/// code, libraries, thread stacks and malloc arenas (glibc reserves 64 MiB of address space
+/// per arena, up to 8 per core).
+std::uint64_t address_space_limit(const CommonOptions& o) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  (void)o;
+  return 0;  // sanitizers reserve terabytes of shadow address space
+#else
+  const auto threads = static_cast<std::uint64_t>(std::max(1, omp_get_max_threads()));
+  return o.max_memory + (std::uint64_t{2} << 30) + threads * (std::uint64_t{80} << 20);
+#endif
 }
+
+certify::IsolationOptions isolation_options(const CommonOptions& o) {
+  certify::IsolationOptions iso;
+  const char* env = std::getenv("NCERT_ISOLATION");
+  iso.enabled = !(env && std::string(env) == "off");
+  iso.hdf5_timeout_seconds = o.hdf5_timeout;
+  iso.address_space_limit = address_space_limit(o);
+  return iso;
+}
+
+/// Prints the report and writes --json; the exit code. A report that cannot be written never
+/// hides the verdict: a FAIL or a refusal keeps its exit code, a PASS becomes 5.
+int output(const certify::Report& report, const CommonOptions& o) {
+  int rc = report.exit_code();
+  auto failed_write = [&](const Status& s) {
+    std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+    if (rc == 0) rc = exit_code_for(s.code());
+  };
+  if (o.verbose && report.error && !report.error->detail().empty()) {
+    std::fprintf(stderr, "ncert: detail: %s\n", certify::printable(report.error->detail()).c_str());
+  }
+  if (o.json_path != "-") {
+    if (Status s = certify::write_stdout(report.to_text(o.quiet)); !s.ok()) failed_write(s);
+  }
+  if (!o.json_path.empty()) {
+    if (Status s = certify::write_report_file(o.json_path, report.to_json().dump(2) + "\n"); !s.ok()) failed_write(s);
+  }
+  return rc;
+}
+
+/// The report of a command that could not run to its end: the error, the inputs by name and
+/// content hash (hashing reads bytes, never through libhdf5).
+certify::Report error_report(const char* command, const std::vector<std::string>& inputs, const Status& status) {
+  certify::Report r;
+  r.command = command;
+  r.inputs = certify::describe_inputs(inputs);
+  r.refuse(status);
+  return r;
+}
+
+/// The command itself, in the child: its report, or the error it ended with.
+int run_child(const char* command, const CommonOptions& o, const std::vector<std::string>& inputs,
+              const std::function<Result<certify::Report>()>& run) {
+  Result<certify::Report> result = Status(ErrorCode::kInternal, "not run");
+  try {
+    result = run();
+  } catch (const std::bad_alloc&) {
+    result = Status(ErrorCode::kMemoryLimit,
+                    "the run needs more memory than the budget allows (--max-memory " + std::to_string(o.max_memory) +
+                        " bytes): raise it, or certify fewer projections at once (--only)");
+  }
+  if (!result.ok()) return output(error_report(command, inputs, result.status()), o);
+  return output(*result, o);
+}
+
 }  // namespace
 
-int emit(const Result<certify::Report>& result, const CommonOptions& o) {
-  if (!result.ok()) {
-    std::fprintf(stderr, "ncert: %s\n", result.status().to_string().c_str());
-    return exit_code_for(result.status().code());
+int run_reported(const char* command, const CommonOptions& o, const std::vector<std::string>& given,
+                 const std::function<Result<certify::Report>()>& run) {
+  std::vector<std::string> inputs;
+  for (const std::string& p : given) {
+    if (!p.empty()) inputs.push_back(p);
   }
-  const certify::Report& report = *result;
-  if (o.json_path != "-") {
-    const std::string text = report.to_text(o.quiet);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+  if (Status s = certify::check_report_path(o.json_path, inputs); !s.ok()) {
+    std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+    return exit_code_for(s.code());
   }
-  if (!o.json_path.empty() && !write_json(report, o.json_path)) {
-    std::fprintf(stderr, "ncert: error io (200): cannot write the JSON report to %s\n",
-                 o.json_path.c_str());
-    return exit_code_for(ErrorCode::kIo);
+  const certify::IsolationOptions iso = isolation_options(o);
+  auto end = certify::run_isolated([&] { return run_child(command, o, inputs, run); }, iso);
+  if (!end.ok()) return output(error_report(command, inputs, end.status()), o);
+  if (end->kind == certify::ChildEnd::Kind::kExited) return end->exit_code;
+  // The child ended abnormally: nothing of its report reached --json (it writes whole or not
+  // at all), but its temporary file may be left. Then the supervisor reports.
+  if (!o.json_path.empty() && o.json_path != "-") {
+    ::unlink(certify::report_temp_path(o.json_path, static_cast<long>(end->pid)).c_str());
   }
-  std::fflush(stdout);
-  return report.exit_code();
+  if (end->kind == certify::ChildEnd::Kind::kInterrupted) {
+    std::fprintf(stderr, "ncert: interrupted (%s); no report written\n", certify::signal_name(end->signal).c_str());
+    std::signal(end->signal, SIG_DFL);
+    std::raise(end->signal);
+    return 128 + end->signal;
+  }
+  return output(error_report(command, inputs, certify::child_end_status(*end, iso)), o);
 }
 
 }  // namespace ncert::cli

@@ -21,10 +21,12 @@ struct CommonOptions {
   std::string json_path;  ///< "-" for stdout
   int threads = 0;        ///< 0: OpenMP's default (OMP_NUM_THREADS or all cores)
   bool quiet = false;
+  bool verbose = false;   ///< also print an error's low-level detail (HDF5's error stack)
   std::uint64_t max_memory = certify::kDefaultMemoryLimit;
+  double hdf5_timeout = 60;  ///< watchdog seconds (0: off)
 };
 
-/// Adds --json, --threads, --quiet and --max-memory to a subcommand.
+/// Adds --json, --threads, --quiet, --verbose, --max-memory and --hdf5-timeout to a subcommand.
 void add_common_options(CLI::App* cmd, CommonOptions* options);
 
 /// The error model of logits: --logit-error ABS (absent: negative) and --lambda, with one help
@@ -51,10 +53,14 @@ std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<s
 /// at any thread count anyway, but timings should not surprise).
 void apply_threads(const CommonOptions& options);
 
-/// Prints the report (summary to stdout unless --quiet, which prints failures only), writes
-/// --json, and returns the exit code. A library error becomes "ncert: error: ..." on stderr
-/// with its mapped exit code.
-int emit(const Result<certify::Report>& result, const CommonOptions& options);
+/// Runs a command the CLI way (docs/cli.md "Isolation" and "Reports and exit status"): checks
+/// --json against `inputs` first (a usage error before any work), runs `run` in a supervised
+/// child process (a crash or hang of libhdf5 becomes a refusal that names the object), prints
+/// the summary (failures only with --quiet), writes --json, and returns the exit code. An
+/// error the command returns is reported like a refused input: a REFUSED line and a JSON
+/// report with `error`.
+int run_reported(const char* command, const CommonOptions& options, const std::vector<std::string>& inputs,
+                 const std::function<Result<certify::Report>()>& run);
 
 /// Each subcommand registers itself and sets `action` when it is the one chosen.
 using Action = std::function<int()>;

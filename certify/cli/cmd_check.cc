@@ -30,7 +30,7 @@ void register_check(CLI::App& app, Action& action) {
       opts->check.logit_error = opts->errors.absolute();
       opts->check.check.lambda = opts->errors.lambda;
       opts->check.require = requirement(opts->require);
-      return emit(certify::run_check(opts->check), opts->common);
+      return run_reported("check", opts->common, {opts->check.dump}, [&] { return certify::run_check(opts->check); });
     };
   });
 }

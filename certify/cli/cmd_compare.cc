@@ -52,7 +52,7 @@ void register_compare(CLI::App& app, Action& action) {
       o.policy = *certify::parse_policy(opts->policy);
       if (!opts->tensor_policy.empty()) o.tensor_policy = *certify::parse_tensor_policy(opts->tensor_policy);
       o.allow_missing = opts->allow_missing;
-      return emit(certify::run_compare(o), opts->common);
+      return run_reported("compare", opts->common, {o.a, o.b}, [&] { return certify::run_compare(o); });
     };
   });
 }

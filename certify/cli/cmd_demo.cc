@@ -18,7 +18,7 @@ void register_demo(CLI::App& app, Action& action) {
   cmd->callback([opts, &action] {
     action = [opts] {
       apply_threads(opts->common);
-      return emit(certify::run_demo(opts->demo), opts->common);
+      return run_reported("demo", opts->common, {}, [&] { return certify::run_demo(opts->demo); });
     };
   });
 }

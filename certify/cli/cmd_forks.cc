@@ -48,7 +48,7 @@ void register_forks(CLI::App& app, Action& action) {
       o.vocab_file = opts->vocab;
       o.context = opts->context;
       o.require = requirement(opts->require);
-      return emit(certify::run_forks(o), opts->common);
+      return run_reported("forks", opts->common, {o.a, o.b, o.vocab_file}, [&] { return certify::run_forks(o); });
     };
   });
 }

@@ -21,7 +21,7 @@ void register_inspect(CLI::App& app, Action& action) {
       o.reader.memory_limit = opts->common.max_memory;
       o.dump = opts->dump;
       o.hashes = !opts->no_hashes;
-      return emit(certify::run_inspect(o), opts->common);
+      return run_reported("inspect", opts->common, {o.dump}, [&] { return certify::run_inspect(o); });
     };
   });
 }

@@ -19,7 +19,7 @@ void register_sweep(CLI::App& app, Action& action) {
   cmd->callback([opts, &action] {
     action = [opts] {
       apply_threads(opts->common);
-      return emit(certify::run_sweep(opts->sweep), opts->common);
+      return run_reported("sweep", opts->common, {}, [&] { return certify::run_sweep(opts->sweep); });
     };
   });
 }

@@ -1,4 +1,6 @@
 #include "certify/cli/cli_common.h"
+#include "certify/report/printable.h"
+#include "certify/report/report_file.h"
 #include "certify/commands/witness.h"
 
 namespace ncert::cli {
@@ -41,7 +43,7 @@ void register_witness(CLI::App& app, Action& action) {
         v.dump = opts->verify[1];
         v.reader.memory_limit = opts->common.max_memory;
         v.lambda = opts->errors.lambda;
-        return emit(certify::run_witness_verify(v), opts->common);
+        return run_reported("witness", opts->common, {v.witness_file, v.dump}, [&] { return certify::run_witness_verify(v); });
       }
       certify::WitnessOptions w;
       w.dump = opts->dump;
@@ -52,7 +54,11 @@ void register_witness(CLI::App& app, Action& action) {
       w.overwrite = opts->force;
       w.only = opts->only;
       w.require = requirement(opts->require);
-      return emit(certify::run_witness(w), opts->common);
+      if (Status s = certify::check_report_path(w.out, {w.dump}, "--out"); !s.ok()) {
+        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+        return exit_code_for(s.code());
+      }
+      return run_reported("witness", opts->common, {w.dump}, [&] { return certify::run_witness(w); });
     };
     (void)cmd;
   });

@@ -2,8 +2,10 @@
 // global lock), then decoded on every thread and copied into place.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "certify/io/detail/reader_impl.h"
+#include "certify/isolation/activity.h"
 
 namespace ncert::certify::detail {
 
@@ -78,8 +80,11 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
                           const std::vector<ChunkFilter>& pipeline, Index row, Index count, void* dst) {
   const int rank = static_cast<int>(d.shape.size());
   const int esize = dtype_size(d.dtype);
+  std::optional<Hdf5Activity> activity;
+  activity.emplace("reading the chunks of", "rows [" + std::to_string(row) + ", " + std::to_string(row + count) +
+                                                ") of " + path + " in " + impl.model.file);
   Hid ds = own_dataset(H5Dopen2(impl.file.get(), path.c_str(), impl.dapl.get()));
-  if (!ds.valid()) return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open");
+  if (!ds.valid()) return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
   std::size_t chunk_bytes = static_cast<std::size_t>(esize);
   std::vector<Index> nchunks(static_cast<std::size_t>(rank));
   for (int k = 0; k < rank; ++k) {
@@ -109,7 +114,7 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
     if (H5Dget_chunk_info_by_coord(ds.get(), r.offset.data(), &mask, &addr, &size) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) + ": no chunk index entry");
+      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) + " has no entry in the chunk index (corrupt index)");
     }
     if (addr == HADDR_UNDEF) return Status(ErrorCode::kMissingMember, "unallocated chunk");
     // deflate expands incompressible data by at most 0.03 % + a few bytes; anything larger than
@@ -121,7 +126,7 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     r.bytes.resize(static_cast<std::size_t>(size));
     std::uint32_t filters = 0;
     if (H5Dread_chunk(ds.get(), H5P_DEFAULT, r.offset.data(), &filters, r.bytes.data()) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, path + ": reading chunk " + coords_text(r.offset) + " failed");
+      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) + " cannot be read (stored past the end of the file?)");
     }
     r.mask = filters;
     raws.push_back(std::move(r));
@@ -134,6 +139,7 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     }
     if (k < 0) break;
   }
+  activity.reset();
   // Decode on every thread; each chunk writes its own part of dst.
   auto* out = static_cast<unsigned char*>(dst);
   std::vector<Status> status(raws.size());

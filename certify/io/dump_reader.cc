@@ -5,6 +5,7 @@
 
 #include "certify/io/detail/reader_impl.h"
 #include "certify/io/hash.h"
+#include "certify/isolation/activity.h"
 
 namespace ncert::certify {
 
@@ -50,8 +51,10 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
     Status s = detail::read_rows_parallel(*impl_, path, *d, *pipeline, row, count, dst);
     if (s.code() != ErrorCode::kMissingMember) return s;  // else: an unallocated chunk, HDF5 fills it
   }
+  const std::string rows = "rows [" + std::to_string(row) + ", " + std::to_string(row + count) + ")";
+  Hdf5Activity activity("reading", rows + " of " + path + " in " + impl_->model.file);
   Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), impl_->dapl.get()));
-  if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kHdf5, path + ": cannot open");
+  if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
   Hid type = detail::own_type(H5Dget_type(ds.get()));
   herr_t rc = 0;
   if (rank == 0) {
@@ -68,8 +71,8 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
   }
   if (rc < 0) {
     return detail::hdf5_failure(ErrorCode::kHdf5,
-                                path + ": reading rows [" + std::to_string(row) + ", " +
-                                    std::to_string(row + count) + ") failed");
+                                path + ": " + rows + " cannot be read: the stored data is corrupt (a chunk that does "
+                                       "not decompress, a checksum that does not match, or storage past the end of the file)");
   }
   return Status();
 }

@@ -34,6 +34,11 @@ struct ReaderOptions {
   /// and/or shuffle decode their chunks on every thread instead of inside HDF5 (whose global
   /// lock serialises decompression). Smaller reads go through HDF5. Tests lower it.
   std::uint64_t parallel_decode_min_bytes = 1u << 20;
+  /// Limits of the group tree walked at open (kTreeLimit beyond them). A dump is 3-4 levels
+  /// deep (/projections/<name>/segments/<seg>) with a few thousand objects for a whole model;
+  /// the walk is ncert's own loop, never recursion inside libhdf5.
+  int max_depth = 32;
+  Index max_objects = 200'000;
 };
 
 class DumpReader {

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "certify/io/detail/reader_impl.h"
+#include "certify/isolation/activity.h"
 
 namespace ncert::certify::detail {
 
@@ -13,21 +16,44 @@ namespace {
 
 bool mul_overflows(Index a, Index b, Index* out) { return __builtin_mul_overflow(a, b, out); }
 
+/// A hard link found by the walk, with what its object is.
+struct HardLink {
+  std::string path;
+  H5O_type_t type = H5O_TYPE_UNKNOWN;
+  haddr_t addr = HADDR_UNDEF;
+};
+
 struct LinkWalk {
   hid_t file = H5I_INVALID_HID;
   hid_t lapl = H5I_INVALID_HID;
-  std::vector<std::string> hard;
+  const std::string* file_name = nullptr;
+  std::string group;  ///< the group being iterated ("/" or "/a/b")
+  Index seen = 0;     ///< links visited so far
+  Index max_objects = 0;
+  bool over_limit = false;
+  std::vector<HardLink> hard;
   std::vector<std::pair<std::string, std::string>> soft;  // path, target
   std::vector<Finding> findings;
 };
 
+std::string child_path(const std::string& group, const char* name) {
+  return group == "/" ? "/" + std::string(name) : group + "/" + name;
+}
+
 herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
   auto* w = static_cast<LinkWalk*>(data);
-  const std::string path = std::string("/") + name;
+  if (++w->seen > w->max_objects) {
+    w->over_limit = true;
+    return 1;  // stop iterating
+  }
+  const std::string path = child_path(w->group, name);
   switch (info->type) {
-    case H5L_TYPE_HARD:
-      w->hard.push_back(path);
+    case H5L_TYPE_HARD: {
+      HardLink h;
+      h.path = path;
+      w->hard.push_back(std::move(h));
       break;
+    }
     case H5L_TYPE_SOFT: {
       std::vector<char> buf(info->u.val_size + 1, '\0');
       H5Lget_val(w->file, path.c_str(), buf.data(), info->u.val_size, w->lapl);
@@ -56,6 +82,60 @@ herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
       break;
   }
   return 0;
+}
+
+/// Walks the group tree breadth-first with ncert's own loop: depth and object count bounded
+/// (a 10,000-deep chain overflowed the stack inside H5Lvisit), every object's header read once
+/// (type and address), groups reachable under two names never entered twice.
+void walk_tree(LinkWalk& w, int max_depth) {
+  std::vector<std::pair<std::string, int>> queue = {{"/", 0}};
+  std::set<haddr_t> entered;  // groups already queued: a second name is reported as an alias
+  {
+    H5O_info_t root{};
+    if (H5Oget_info_by_name2(w.file, "/", &root, H5O_INFO_BASIC, w.lapl) >= 0) entered.insert(root.addr);
+  }
+  for (std::size_t next = 0; next < queue.size() && !w.over_limit; ++next) {
+    const auto [group, depth] = queue[next];
+    const std::size_t first_new = w.hard.size();
+    {
+      Hdf5Activity activity("listing", group + " in " + *w.file_name);
+      Hid g = own_group(H5Gopen2(w.file, group.c_str(), H5P_DEFAULT));
+      if (!g.valid()) {
+        w.findings.push_back({Severity::kError, ErrorCode::kHdf5, group, "cannot open the group: " + hdf5_error_text()});
+        continue;
+      }
+      w.group = group;
+      hsize_t idx = 0;
+      if (H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, visit_link, &w) < 0) {
+        w.findings.push_back({Severity::kError, ErrorCode::kHdf5, group,
+                              "cannot list the group's links (a corrupt link table): " + hdf5_error_text()});
+      }
+    }
+    for (std::size_t i = first_new; i < w.hard.size(); ++i) {
+      HardLink& h = w.hard[i];
+      Hdf5Activity activity("reading the object header of", h.path + " in " + *w.file_name);
+      H5O_info_t oi{};
+      if (H5Oget_info_by_name2(w.file, h.path.c_str(), &oi, H5O_INFO_BASIC, w.lapl) < 0) {
+        hdf5_error_text();  // cleared; the object is reported when it is read below
+        continue;
+      }
+      h.type = oi.type;
+      h.addr = oi.addr;
+      if (h.type != H5O_TYPE_GROUP || !entered.insert(h.addr).second) continue;
+      if (depth + 1 >= max_depth) {
+        w.findings.push_back({Severity::kError, ErrorCode::kTreeLimit, h.path,
+                              "groups nested deeper than " + std::to_string(max_depth) +
+                                  " levels (a dump needs 4); refused without walking further"});
+        continue;
+      }
+      queue.emplace_back(h.path, depth + 1);
+    }
+  }
+  if (w.over_limit) {
+    w.findings.push_back({Severity::kError, ErrorCode::kTreeLimit, w.group,
+                          "more than " + std::to_string(w.max_objects) +
+                              " links in the file (a whole model's dump has a few thousand); refused"});
+  }
 }
 
 /// Validates one dataset's storage and type; fills `info` and appends findings.
@@ -200,6 +280,8 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
     return Status(ErrorCode::kFileNotFound, path + ": no such file");
   }
   if (!S_ISREG(st.st_mode)) return Status(ErrorCode::kFileNotFound, path + ": not a regular file");
+  std::optional<Hdf5Activity> opening;
+  opening.emplace("opening", path);
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 <= 0) {
     hdf5_error_text();  // clear
@@ -216,6 +298,7 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   if (!impl->file.valid()) {
     return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open (corrupt or truncated)");
   }
+  opening.reset();
   Hid lapl = make_safe_lapl();
   impl->dapl = own_plist(H5Pcreate(H5P_DATASET_ACCESS));
   H5Pset_elink_cb(impl->dapl.get(), [](const char*, const char*, const char*, const char*,
@@ -225,25 +308,26 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   LinkWalk walk;
   walk.file = impl->file.get();
   walk.lapl = lapl.get();
-  if (H5Lvisit(impl->file.get(), H5_INDEX_NAME, H5_ITER_INC, visit_link, &walk) < 0) {
-    walk.findings.push_back({Severity::kError, ErrorCode::kHdf5, "/",
-                             "cannot walk the file's links: " + hdf5_error_text()});
-  }
+  walk.file_name = &impl->model.file;
+  walk.max_objects = options.max_objects;
+  walk_tree(walk, options.max_depth);
   DumpModel& m = impl->model;
   Surveyed s;
   std::map<std::string, TypedAttrs>& attrs = s.attrs;
   std::set<std::string>& groups = s.groups;
   std::set<std::string>& failed = s.failed;
 
-  if (auto root_attrs = read_attributes(impl->file.get()); root_attrs.ok()) {
-    attrs["/"] = *root_attrs;
-    for (const auto& [n, v] : *root_attrs) m.root_attributes.push_back({n, v});
-  } else {
-    walk.findings.push_back({Severity::kError, root_attrs.status().code(), "/",
-                             root_attrs.status().message()});
+  {
+    Hdf5Activity activity("reading the root attributes of", path);
+    if (auto root_attrs = read_attributes(impl->file.get()); root_attrs.ok()) {
+      attrs["/"] = *root_attrs;
+      for (const auto& [n, v] : *root_attrs) m.root_attributes.push_back({n, v});
+    } else {
+      walk.findings.push_back({Severity::kError, root_attrs.status().code(), "/", root_attrs.status().message()});
+    }
   }
 
-  std::sort(walk.hard.begin(), walk.hard.end());
+  std::sort(walk.hard.begin(), walk.hard.end(), [](const HardLink& a, const HardLink& b) { return a.path < b.path; });
   std::vector<Finding> findings = std::move(walk.findings);
   for (const auto& [spath, target] : walk.soft) {
     const bool in_tree = spath.rfind("/projections", 0) == 0 || spath.rfind("/logits", 0) == 0 ||
@@ -261,15 +345,16 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   // Every object must have one name: two hard links to one object would let an identity check
   // compare a dataset with itself (y_packed linked to y_unpacked).
   std::map<haddr_t, std::string> first_name;
-  for (const std::string& hp : walk.hard) {
-    H5O_info_t oi{};
-    if (H5Oget_info_by_name2(impl->file.get(), hp.c_str(), &oi, H5O_INFO_BASIC, lapl.get()) < 0) {
+  for (const HardLink& link : walk.hard) {
+    const std::string& hp = link.path;
+    Hdf5Activity activity("reading", hp + " in " + path);
+    if (link.type == H5O_TYPE_UNKNOWN) {
       findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
-                          "cannot read object header: " + hdf5_error_text()});
+                          "cannot read the object's header (corrupt object header)"});
       failed.insert(hp);
       continue;
     }
-    if (const auto [it, fresh] = first_name.emplace(oi.addr, hp); !fresh) {
+    if (const auto [it, fresh] = first_name.emplace(link.addr, hp); !fresh) {
       findings.push_back({Severity::kError, ErrorCode::kObjectAliased, hp,
                           "is the same HDF5 object as " + it->second +
                               " (a hard link): every member must be its own object"});
@@ -291,13 +376,13 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
       continue;
     }
     attrs[hp] = *obj_attrs;
-    if (oi.type == H5O_TYPE_GROUP) {
+    if (link.type == H5O_TYPE_GROUP) {
       groups.insert(hp);
       GroupInfo g;
       g.path = hp;
       for (const auto& [n, v] : *obj_attrs) g.attributes.push_back({n, v});
       m.groups.push_back(std::move(g));
-    } else if (oi.type == H5O_TYPE_DATASET) {
+    } else if (link.type == H5O_TYPE_DATASET) {
       DatasetInfo info;
       if (inspect_dataset(impl->file.get(), impl->dapl.get(), hp, *obj_attrs, impl->file_size,
                           &info, &findings)) {

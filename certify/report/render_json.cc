@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "certify/report/format.h"
+#include "certify/report/printable.h"
 #include "certify/report/report.h"
 #include "reference/float_bits.h"
 
@@ -355,6 +356,29 @@ Json check_json(const CheckResult& c) {
   return cj;
 }
 
+namespace {
+
+/// The same JSON with every string and key valid UTF-8 (invalid bytes as \\xNN text), so a
+/// name from a corrupt dump can never stop the JSON writer.
+Json utf8_safe(Json j) {
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    return valid_utf8(s);
+  }
+  if (j.is_array()) {
+    for (Json& e : j) e = utf8_safe(std::move(e));
+    return j;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) out[valid_utf8(it.key())] = utf8_safe(std::move(it.value()));
+    return out;
+  }
+  return j;
+}
+
+}  // namespace
+
 Json Report::to_json() const {
   Json j = Json::object();
   j["tool"] = "ncert";
@@ -368,6 +392,7 @@ Json Report::to_json() const {
     j["error"] = {{"code", static_cast<int>(error->code())},
                   {"name", std::string(error_name(error->code()))},
                   {"message", error->message()}};
+    if (!error->detail().empty()) j["error"]["detail"] = error->detail();
   }
   Json cs = Json::array();
   for (const CheckResult& c : checks) cs.push_back(check_json(c));
@@ -384,7 +409,7 @@ Json Report::to_json() const {
   }
   j["stats"] = stats;
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
-  return j;
+  return utf8_safe(std::move(j));
 }
 
 }  // namespace ncert::certify

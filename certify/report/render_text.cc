@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "certify/report/printable.h"
 #include "certify/report/report.h"
 
 namespace ncert::certify {
@@ -15,7 +16,7 @@ std::string coverage_text(const std::vector<CoverageRow>& rows) {
   std::vector<CheckKind> columns;
   std::size_t width = 8;
   for (const CoverageRow& r : rows) {
-    width = std::max(width, r.subject.size());
+    width = std::max(width, printable(r.subject).size());
     for (const auto& [k, v] : r.kinds) {
       if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
     }
@@ -26,7 +27,8 @@ std::string coverage_text(const std::vector<CoverageRow>& rows) {
   for (CheckKind k : columns) os << check_kind_name(k) << "  ";
   os << "\n";
   for (const CoverageRow& r : rows) {
-    os << r.subject << std::string(width - r.subject.size() + 2, ' ');
+    const std::string subject = printable(r.subject);
+    os << subject << std::string(width - subject.size() + 2, ' ');
     for (CheckKind k : columns) {
       const auto cell = std::find_if(r.kinds.begin(), r.kinds.end(), [&](const auto& kv) { return kv.first == k; });
       const std::string text = cell == r.kinds.end() ? "-" : std::string(verdict_name(cell->second));
@@ -42,21 +44,24 @@ std::string coverage_text(const std::vector<CoverageRow>& rows) {
 std::string Report::to_text(bool only_failures) const {
   std::ostringstream os;
   if (!only_failures) {
-    for (const std::string& l : preamble) os << l << "\n";
+    for (const std::string& l : preamble) os << printable(l) << "\n";
   }
+  // Every string may carry bytes from the dump (object names, attribute values): printed
+  // escaped, so no name can start a line of its own or reach the terminal as a control code.
   std::size_t width = 0;
-  for (const CheckResult& c : checks) width = std::max(width, c.id.size());
+  for (const CheckResult& c : checks) width = std::max(width, printable(c.id).size());
   width = std::min<std::size_t>(width, 56);
   for (const CheckResult& c : checks) {
     if (only_failures && !c.failed()) continue;
-    os << verdict_name(c.verdict) << "  " << c.id;
-    if (c.id.size() < width) os << std::string(width - c.id.size(), ' ');
-    os << "  " << c.reason << "\n";
+    const std::string id = printable(c.id);
+    os << verdict_name(c.verdict) << "  " << id;
+    if (id.size() < width) os << std::string(width - id.size(), ' ');
+    os << "  " << printable(c.reason) << "\n";
     if (c.failed() || c.always_show_details) {
-      for (const std::string& d : c.details) os << "      " << d << "\n";
+      for (const std::string& d : c.details) os << "      " << printable(d) << "\n";
     }
   }
-  if (error) os << "REFUSED  " << error->to_string() << "\n";
+  if (error) os << "REFUSED  " << printable(error->to_string()) << "\n";
   if (show_coverage && !only_failures && !error) os << coverage_text(coverage());
   const int failed = failed_checks(), skipped = skipped_checks();
   const std::string skips = skipped > 0 ? ", " + std::to_string(skipped) + " skipped" : "";

@@ -56,7 +56,7 @@ std::string hdf5_error_text() {
 }
 
 Status hdf5_failure(ErrorCode code, const std::string& what) {
-  return Status(code, what + ": " + hdf5_error_text());
+  return Status(code, what).with_detail("HDF5 error stack: " + hdf5_error_text());
 }
 
 namespace {

@@ -64,7 +64,8 @@ void hdf5_init_once();
 /// open file: truncated file: eof = 1024, ..."), then clears the stack.
 std::string hdf5_error_text();
 
-/// Status(code, what + ": " + hdf5_error_text()).
+/// Status(code, what) with the HDF5 error stack as its detail (shown with --verbose): the
+/// first line says what is wrong in the dump's terms, not which library function failed.
 Status hdf5_failure(ErrorCode code, const std::string& what);
 
 /// A link-access property list whose external-link callback refuses every traversal, so no

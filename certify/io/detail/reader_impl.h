@@ -14,6 +14,7 @@
 #include "certify/io/detail/chunk_codec.h"
 #include "certify/io/detail/hdf5_util.h"
 #include "certify/io/dump_reader.h"
+#include "certify/isolation/activity.h"
 
 namespace ncert::certify {
 
@@ -23,6 +24,16 @@ struct DumpReader::Impl {
   detail::Hid dapl;
   DumpModel model;
   std::uint64_t file_size = 0;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  /// Closing evicts the metadata cache, where corrupt files have crashed libhdf5: published.
+  ~Impl() {
+    Hdf5Activity activity("closing", model.file);
+    dapl.reset();
+    file.reset();
+  }
 };
 
 namespace detail {

@@ -1,0 +1,166 @@
+#include "certify/report/report_file.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ncert::certify {
+
+namespace {
+
+// The temporary file in flight, for the signal handler: a fixed buffer (no allocation in a
+// handler), empty when none.
+char g_temp[PATH_MAX + 32] = {};
+struct sigaction g_old_int {}, g_old_term {};
+
+extern "C" void remove_temp_and_die(int sig) {
+  if (g_temp[0] != '\0') unlink(g_temp);
+  // Die by the same signal, as if the handler had never been installed.
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/// Registers the temporary file with the signal handlers for its lifetime.
+class TempGuard {
+ public:
+  explicit TempGuard(const std::string& path) {
+    std::snprintf(g_temp, sizeof g_temp, "%s", path.c_str());
+    struct sigaction sa {};
+    sa.sa_handler = remove_temp_and_die;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &g_old_int);
+    sigaction(SIGTERM, &sa, &g_old_term);
+  }
+  TempGuard(const TempGuard&) = delete;
+  TempGuard& operator=(const TempGuard&) = delete;
+  ~TempGuard() {
+    sigaction(SIGINT, &g_old_int, nullptr);
+    sigaction(SIGTERM, &g_old_term, nullptr);
+    unlink(g_temp);  // after a successful rename there is nothing left to remove
+    g_temp[0] = '\0';
+  }
+};
+
+Status write_failure(const std::string& path, const std::string& what, int err) {
+  return Status(ErrorCode::kReportWrite, "cannot write the report to " + path + ": " + what + ": " + std::strerror(err));
+}
+
+/// Writes all of `text` to fd, retrying short writes and EINTR.
+int write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// The file a path names after following symlinks, or the path itself when it does not exist.
+std::string resolved(const std::string& path) {
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) != nullptr) return buf;
+  return path;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/// /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open stream: write into it, never
+/// beside it (replacing the file behind stdout would drop what was already printed).
+bool names_a_stream(const std::string& path) {
+  return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
+}
+
+}  // namespace
+
+std::string report_temp_path(const std::string& path, long pid) {
+  return resolved(path) + ".tmp." + std::to_string(pid);
+}
+
+Status check_report_path(const std::string& path, const std::vector<std::string>& inputs, const std::string& flag) {
+  if (path.empty() || path == "-") return Status();
+  for (const std::string& in : inputs) {
+    if (same_file(path, in)) {
+      return Status(ErrorCode::kUsage, flag + " " + path + " is the input " + in + ": refusing to overwrite an input");
+    }
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status(ErrorCode::kUsage, flag + " " + path + " is a directory");
+    if (!S_ISREG(st.st_mode) || names_a_stream(path)) {
+      if (::access(path.c_str(), W_OK) != 0) {
+        return Status(ErrorCode::kUsage, flag + " " + path + " is not writable: " + std::strerror(errno));
+      }
+      return Status();
+    }
+  }
+  const std::string dir = directory_of(resolved(path));
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status(ErrorCode::kUsage, flag + " " + path + ": the directory " + dir + " does not exist");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return Status(ErrorCode::kUsage, flag + " " + path + ": cannot create files in " + dir + ": " + std::strerror(errno));
+  }
+  return Status();
+}
+
+Status write_stdout(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    const int err = errno;
+    std::clearerr(stdout);
+    return write_failure("standard output", "write", err);
+  }
+  return Status();
+}
+
+Status write_report_file(const std::string& path, const std::string& text) {
+  if (path == "-") return write_stdout(text);
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && (!S_ISREG(st.st_mode) || names_a_stream(path))) {
+    // A device, FIFO or open stream: in place, appending (a regular file behind /dev/stdout
+    // already holds the human summary).
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return write_failure(path, "open", errno);
+    const int err = write_all(fd, text);
+    const int cerr = ::close(fd) != 0 ? errno : 0;
+    if (err != 0) return write_failure(path, "write", err);
+    if (cerr != 0 && cerr != EINTR) return write_failure(path, "close", cerr);
+    return Status();
+  }
+  // A regular file or a new one: whole or not at all. Beside the real target, so rename stays
+  // on one filesystem and a symlink keeps pointing at the report.
+  const std::string target = resolved(path);
+  const std::string tmp = report_temp_path(path, static_cast<long>(::getpid()));
+  TempGuard guard(tmp);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) return write_failure(path, "create " + tmp, errno);
+  int err = write_all(fd, text);
+  if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+  if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+  if (err != 0) return write_failure(path, "write", err);
+  if (::rename(tmp.c_str(), target.c_str()) != 0) return write_failure(path, "rename", errno);
+  return Status();
+}
+
+}  // namespace ncert::certify
