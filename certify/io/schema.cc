@@ -1,12 +1,23 @@
 // The schema checker: the surveyed objects against dump-format v1 (docs/dump-format.md), every
-// violation a finding that names the object.
+// violation a finding that names the object. Which members exist, whether they are required,
+// their element types and shapes come from the member rules (schema_rules.h), the table the page
+// prints; this file adds what a table cannot say: the order of the checks, the values attributes
+// may take, and the rules that join members (x rows = requests x block_rows, lm_head shapes).
 #include <algorithm>
 
 #include "certify/io/detail/reader_impl.h"
+#include "certify/io/schema_rules.h"
 
 namespace ncert::certify::detail {
 
 namespace {
+
+const MemberRule& attr_rule(Container c, std::string_view name) {
+  return member_rule(c, MemberKind::kAttribute, name);
+}
+const MemberRule& dataset_rule(Container c, std::string_view name) {
+  return member_rule(c, MemberKind::kDataset, name);
+}
 
 /// Schema validation over the surveyed objects (docs/dump-format.md §2-6).
 class SchemaChecker {
@@ -118,6 +129,17 @@ class SchemaChecker {
     return v->ints[0];
   }
 
+  /// A string attribute as its rule says (required or optional).
+  std::optional<std::string> str_attr(const std::string& obj, const MemberRule& rule) {
+    NCERT_ASSERT(rule.kind == MemberKind::kAttribute && rule.type == TypeRule::kString, "a rule of another kind");
+    return str_attr(obj, std::string(rule.name), rule.required);
+  }
+  /// An integer attribute as its rule says (required or optional, with its minimum).
+  std::optional<Index> int_attr(const std::string& obj, const MemberRule& rule) {
+    NCERT_ASSERT(rule.kind == MemberKind::kAttribute && rule.type == TypeRule::kInt, "a rule of another kind");
+    return int_attr(obj, std::string(rule.name), rule.required, rule.min_value);
+  }
+
   template <typename T>
   std::optional<T> parsed(const std::string& obj, Result<T> r) {
     if (!r.ok()) {
@@ -127,10 +149,18 @@ class SchemaChecker {
     return std::move(r).value();
   }
 
+  /// A dataset member of the container at `parent` as its rule says: presence, then a dtype the
+  /// rule allows in `types`, then the rule's shape resolved with `symbols` (-1 = any extent).
+  const DatasetInfo* member(const std::string& parent, const MemberRule& rule, const TypeContext& types,
+                            const ShapeSymbols& symbols) {
+    NCERT_ASSERT(rule.kind == MemberKind::kDataset && rule.shape == ShapeKind::kDims, "a rule of another kind");
+    return member(parent + "/" + std::string(rule.name), rule.required, allowed_dtypes(rule, types),
+                  expected_shape(rule, symbols));
+  }
+
   /// A dataset member with a dtype from `allowed` and an expected shape (-1 = any extent).
-  const DatasetInfo* member(const std::string& path, bool required,
-                            std::initializer_list<DType> allowed,
-                            std::vector<Index> expected_shape) {
+  const DatasetInfo* member(const std::string& path, bool required, const std::vector<DType>& allowed,
+                            const std::vector<Index>& expected_shape) {
     const DatasetInfo* d = model().dataset(path);
     if (!d) {
       if (failed_->count(path)) return nullptr;  // already reported
@@ -143,10 +173,8 @@ class SchemaChecker {
       return nullptr;
     }
     if (std::find(allowed.begin(), allowed.end(), d->dtype) == allowed.end()) {
-      std::string names;
-      for (DType t : allowed) names += std::string(names.empty() ? "" : " or ") + std::string(dtype_name(t));
       error(ErrorCode::kDatatypeRefused, path,
-            "dtype " + std::string(dtype_name(d->dtype)) + " where " + names + " is required");
+            "dtype " + std::string(dtype_name(d->dtype)) + " where " + dtype_list(allowed) + " is required");
       return nullptr;
     }
     bool match = d->shape.size() == expected_shape.size();
@@ -174,16 +202,19 @@ class SchemaChecker {
 
   void check_root() {
     DumpModel& m = model();
+    constexpr Container kRoot = Container::kRoot;
+    // A missing ncert_schema has its own code (schema-unknown, the rule's `refused`): the file
+    // does not declare itself an ncert file at all, which says more than "missing attribute".
     const auto schema = str_attr("/", "ncert_schema", false);
     if (!attr("/", "ncert_schema")) {
-      error(ErrorCode::kSchemaUnknown, "/",
+      error(attr_rule(kRoot, "ncert_schema").refused, "/",
             "no ncert_schema attribute: not an ncert dump (docs/dump-format.md §2)");
     } else if (schema && *schema != options_.schema) {
       error(ErrorCode::kSchemaUnknown, "/", "ncert_schema = \"" + *schema + "\", expected \"" + options_.schema + "\"");
     }
     const AttrValue* ver = attr("/", "ncert_schema_version");
     if (!ver) {
-      error(ErrorCode::kMissingAttribute, "/", "missing attribute \"ncert_schema_version\"");
+      error(attr_rule(kRoot, "ncert_schema_version").refused, "/", "missing attribute \"ncert_schema_version\"");
     } else if (ver->kind != AttrValue::Kind::kInt || ver->ints.size() != 1) {
       error(ErrorCode::kAttributeInvalid, "/",
             "ncert_schema_version = " + ver->render() + " is not an integer");
@@ -194,11 +225,14 @@ class SchemaChecker {
     } else {
       m.schema_version = 1;
     }
-    if (auto e = str_attr("/", "engine", true)) m.engine = *e;
-    if (auto b = str_attr("/", "build", true)) m.build = *b;
-    if (auto mo = str_attr("/", "model", false)) m.model = *mo;
-    if (auto d = str_attr("/", "device", false)) m.device = *d;
-    std::set<std::string> known = {"ncert_schema", "ncert_schema_version", "engine", "build", "model", "device"};
+    if (auto e = str_attr("/", attr_rule(kRoot, "engine"))) m.engine = *e;
+    if (auto b = str_attr("/", attr_rule(kRoot, "build"))) m.build = *b;
+    if (auto mo = str_attr("/", attr_rule(kRoot, "model"))) m.model = *mo;
+    if (auto d = str_attr("/", attr_rule(kRoot, "device"))) m.device = *d;
+    std::set<std::string> known;
+    for (const MemberRule& r : member_rules()) {
+      if (r.container == kRoot && r.kind == MemberKind::kAttribute) known.insert(std::string(r.name));
+    }
     known.insert(options_.extra_root_attributes.begin(), options_.extra_root_attributes.end());
     if (auto it = attrs_->find("/"); it != attrs_->end()) {
       for (const auto& [name, v] : it->second) {
@@ -209,95 +243,100 @@ class SchemaChecker {
 
   void check_projection(const std::string& path) {
     const int errors_before = errors_;
+    constexpr Container kProj = Container::kProjection;
     ProjectionInfo p;
     p.path = path;
     p.name = leaf_of(path);
-    if (auto op = str_attr(path, "op", true); op && *op != "linear") {
+    if (auto op = str_attr(path, attr_rule(kProj, "op")); op && *op != "linear") {
       error(ErrorCode::kAttributeInvalid, path, "op = \"" + *op + "\"; only \"linear\" is defined");
     }
-    const auto k = int_attr(path, "k", true, 1);
-    const auto n = int_attr(path, "n", true, 1);
-    const auto in_stride = int_attr(path, "in_stride", false, 1);
-    const auto out_stride = int_attr(path, "out_stride", false, 1);
-    if (auto a = str_attr(path, "accumulator", true)) {
+    const auto k = int_attr(path, attr_rule(kProj, "k"));
+    const auto n = int_attr(path, attr_rule(kProj, "n"));
+    const auto in_stride = int_attr(path, attr_rule(kProj, "in_stride"));
+    const auto out_stride = int_attr(path, attr_rule(kProj, "out_stride"));
+    if (auto a = str_attr(path, attr_rule(kProj, "accumulator"))) {
       if (auto acc = parsed(path, reference::parse_accumulator(*a))) p.accumulator = *acc;
     }
-    if (auto o = str_attr(path, "output_dtype", true)) {
+    if (auto o = str_attr(path, attr_rule(kProj, "output_dtype"))) {
       if (auto t = parsed(path, reference::parse_output_dtype(*o))) p.output = *t;
     }
-    if (auto e = str_attr(path, "epilogue", true)) {
+    if (auto e = str_attr(path, attr_rule(kProj, "epilogue"))) {
       if (auto ep = parsed(path, reference::parse_epilogue(*e))) p.epilogue = *ep;
     }
-    if (auto r = str_attr(path, "residual_at", false)) {
+    if (auto r = str_attr(path, attr_rule(kProj, "residual_at"))) {
       if (auto ra = parsed(path, reference::parse_residual_at(*r))) p.residual_at = *ra;
     }
-    if (auto r = str_attr(path, "output_rounding", false)) {
+    if (auto r = str_attr(path, attr_rule(kProj, "output_rounding"))) {
       if (auto orr = parsed(path, reference::parse_output_rounding(*r))) p.output_rounding = *orr;
     }
-    if (auto w = str_attr(path, "k_walk", false)) {
+    if (auto w = str_attr(path, attr_rule(kProj, "k_walk"))) {
       if (auto kw = parsed(path, reference::parse_k_walk(*w))) p.walk = *kw;
     }
-    p.layer = int_attr(path, "layer", false, INT64_MIN);
-    if (auto r = str_attr(path, "role", false)) p.role = *r;
-    if (auto l = str_attr(path, "logits_run", false)) p.logits_run = *l;
-    p.requests = int_attr(path, "requests", false, 1);
-    p.block_rows = int_attr(path, "block_rows", false, 1);
-    p.cap = int_attr(path, "cap", false, 0);
+    p.layer = int_attr(path, attr_rule(kProj, "layer"));
+    if (auto r = str_attr(path, attr_rule(kProj, "role"))) p.role = *r;
+    if (auto l = str_attr(path, attr_rule(kProj, "logits_run"))) p.logits_run = *l;
+    p.requests = int_attr(path, attr_rule(kProj, "requests"));
+    p.block_rows = int_attr(path, attr_rule(kProj, "block_rows"));
+    p.cap = int_attr(path, attr_rule(kProj, "cap"));
     if (!k || !n) return;
     p.k = *k;
     p.n = *n;
     p.in_stride = in_stride.value_or(p.k);
     p.out_stride = out_stride.value_or(p.n);
 
-    static const std::set<std::string> kMembers = {
-        "x", "weight", "bias", "residual", "selector", "commit_counts",
-        "y_unpacked", "y_packed", "y_compact", "y_before"};
     for (const std::string& c : children(path)) {
-      if (!kMembers.count(leaf_of(c))) note(c, "unknown projection member, ignored");
+      if (!is_member_name(kProj, leaf_of(c))) note(c, "unknown projection member, ignored");
     }
 
-    const DatasetInfo* x = member(path + "/x", true, {DType::kF32, DType::kBf16}, {-1, p.in_stride});
+    RuleContext context;
+    context.epilogue = p.epilogue;
+    TypeContext types;
+    types.output = p.output;
+    ShapeSymbols sym;
+    sym.k = p.k;
+    sym.n = p.n;
+    sym.in_stride = p.in_stride;
+    sym.out_stride = p.out_stride;
+    const DatasetInfo* x = member(path, dataset_rule(kProj, "x"), types, sym);
     if (!x) return;
     p.x_dtype = x->dtype;
     p.m = x->shape[0];
+    sym.m = p.m;
     if (p.requests && p.block_rows && *p.requests * *p.block_rows != p.m) {
       error(ErrorCode::kShapeMismatch, path + "/x",
             std::to_string(p.m) + " rows but requests x block_rows = " +
                 std::to_string(*p.requests) + " x " + std::to_string(*p.block_rows) + " = " +
                 std::to_string(*p.requests * *p.block_rows));
     }
-    const DatasetInfo* sel = member(path + "/selector", true, {DType::kI32}, {-1});
+    const DatasetInfo* sel = member(path, dataset_rule(kProj, "selector"), types, sym);
     if (sel) p.p = sel->shape[0];
-    const Index r = p.requests.value_or(-1);
-    if (const DatasetInfo* cc = member(path + "/commit_counts", false, {DType::kI32}, {r})) {
+    sym.p = p.p;
+    sym.r = p.requests.value_or(-1);
+    if (const DatasetInfo* cc = member(path, dataset_rule(kProj, "commit_counts"), types, sym)) {
       p.has_commit_counts = true;
       if (!p.requests) p.requests = cc->shape[0];
     }
-    if (reference::has_bias(p.epilogue)) {
-      if (auto* b = member(path + "/bias", true, {DType::kF32, DType::kBf16}, {p.n})) {
-        p.bias_dtype = b->dtype;
-      }
+    const MemberRule& bias = dataset_rule(kProj, "bias");
+    if (rule_applies(bias.when, context)) {
+      if (auto* b = member(path, bias, types, sym)) p.bias_dtype = b->dtype;
     } else if (model().dataset(path + "/bias")) {
       note(path + "/bias", "present but the epilogue has no bias; ignored");
     }
-    if (reference::has_residual(p.epilogue)) {
-      if (auto* rd = member(path + "/residual", true, {DType::kF32, DType::kBf16},
-                            {p.m, p.out_stride})) {
-        p.residual_dtype = rd->dtype;
-      }
+    const MemberRule& residual = dataset_rule(kProj, "residual");
+    if (rule_applies(residual.when, context)) {
+      if (auto* rd = member(path, residual, types, sym)) p.residual_dtype = rd->dtype;
     } else if (model().dataset(path + "/residual")) {
       note(path + "/residual", "present but the epilogue has no residual; ignored");
     }
-    p.has_y_unpacked = member(path + "/y_unpacked", false, {p.output}, {p.m, p.out_stride});
-    p.has_y_packed = member(path + "/y_packed", false, {p.output}, {p.m, p.out_stride});
-    p.has_y_before = member(path + "/y_before", false, {p.output}, {p.m, p.out_stride});
-    if (sel) {
-      p.has_y_compact = member(path + "/y_compact", false, {p.output}, {p.p, p.out_stride});
-    }
+    p.has_y_unpacked = member(path, dataset_rule(kProj, "y_unpacked"), types, sym);
+    p.has_y_packed = member(path, dataset_rule(kProj, "y_packed"), types, sym);
+    p.has_y_before = member(path, dataset_rule(kProj, "y_before"), types, sym);
+    if (sel) p.has_y_compact = member(path, dataset_rule(kProj, "y_compact"), types, sym);
 
-    const std::string wpath = path + "/weight";
+    const MemberRule& weight = member_rule(kProj, MemberKind::kGroup, "weight");
+    const std::string wpath = path + "/" + std::string(weight.name);
     if (!groups_->count(wpath)) {
-      error(ErrorCode::kMissingMember, path, "missing group \"weight\"");
+      error(weight.refused, path, "missing group \"weight\"");
       return;
     }
     for (const std::string& s : children(wpath)) {
@@ -318,12 +357,13 @@ class SchemaChecker {
   }
 
   void check_segment(const std::string& path, ProjectionInfo& p) {
+    constexpr Container kSeg = Container::kSegment;
     SegmentInfo s;
     s.path = path;
     s.name = leaf_of(path);
-    const auto fmt = str_attr(path, "format", true);
-    const auto begin = int_attr(path, "row_begin", true, 0);
-    const auto end = int_attr(path, "row_end", true, 0);
+    const auto fmt = str_attr(path, attr_rule(kSeg, "format"));
+    const auto begin = int_attr(path, attr_rule(kSeg, "row_begin"));
+    const auto end = int_attr(path, attr_rule(kSeg, "row_end"));
     if (!fmt || !begin || !end) return;
     const auto format = parsed(path, reference::parse_weight_format(*fmt));
     if (!format) return;
@@ -335,84 +375,104 @@ class SchemaChecker {
             "row_end " + std::to_string(s.row_end) + " <= row_begin " + std::to_string(s.row_begin));
       return;
     }
-    const Index rows = s.row_end - s.row_begin;
-    if (s.format != reference::WeightFormat::kAf4) {
-      const DType t = s.format == reference::WeightFormat::kF32 ? DType::kF32 : DType::kBf16;
-      if (!member(path + "/values", true, {t}, {rows, p.k})) return;
-      s.values_dtype = t;
+    RuleContext context;
+    context.format = s.format;
+    TypeContext types;
+    types.format = s.format;
+    ShapeSymbols sym;
+    sym.k = p.k;
+    sym.rows = s.row_end - s.row_begin;
+    const MemberRule& values = dataset_rule(kSeg, "values");
+    if (rule_applies(values.when, context)) {
+      const DatasetInfo* v = member(path, values, types, sym);
+      if (!v) return;
+      s.values_dtype = v->dtype;
       p.segments.push_back(std::move(s));
       return;
     }
     reference::Af4Layout& L = s.af4;
-    const auto gs = int_attr(path, "group_size", true, 1);
-    const auto variant = str_attr(path, "variant", true);
-    const auto packing = str_attr(path, "packing", true);
+    const auto gs = int_attr(path, attr_rule(kSeg, "group_size"));
+    const auto variant = str_attr(path, attr_rule(kSeg, "variant"));
+    const auto packing = str_attr(path, attr_rule(kSeg, "packing"));
     if (!gs || !variant || !packing) return;
     L.group_size = *gs;
     if (auto v = parsed(path, reference::parse_af4_variant(*variant))) L.variant = *v; else return;
     if (auto pk = parsed(path, reference::parse_af4_packing(*packing))) L.packing = *pk; else return;
-    if (auto dq = str_attr(path, "dequant", false)) {
+    context.variant = L.variant;
+    types.packing = L.packing;
+    if (auto dq = str_attr(path, attr_rule(kSeg, "dequant"))) {
       if (auto d = parsed(path, reference::parse_dequant(*dq))) L.dequant = *d; else return;
     }
-    if (auto op = str_attr(path, "dequant_op", false)) {
+    if (auto op = str_attr(path, attr_rule(kSeg, "dequant_op"))) {
       if (auto o = parsed(path, reference::parse_dequant_op(*op))) L.dequant_op = *o; else return;
     }
-    if (L.variant == reference::Af4Variant::kCodebook) {
-      const auto cb = str_attr(path, "codebook", true);
+    const MemberRule& codebook = attr_rule(kSeg, "codebook");
+    if (rule_applies(codebook.when, context)) {
+      const auto cb = str_attr(path, codebook);
       if (!cb) return;
       if (auto c = parsed(path, reference::parse_af4_codebook(*cb))) L.codebook = *c; else return;
-      if (L.codebook == reference::Af4Codebook::kCustom) {
-        if (!member(path + "/codebook", true, {DType::kF32}, {16})) return;
+      context.codebook = L.codebook;
+      const MemberRule& table = dataset_rule(kSeg, "codebook");
+      if (rule_applies(table.when, context)) {
+        if (!member(path, table, types, sym)) return;
       } else {
         L.table = reference::builtin_codebook(L.codebook);
       }
     }
-    const DType code_type =
-        L.packing == reference::Af4Packing::kU32Lsb ? DType::kU32 : DType::kU8;
-    const DatasetInfo* codes = member(path + "/codes", true, {code_type}, {rows, -1});
-    const DatasetInfo* scales =
-        member(path + "/scales", true, {DType::kBf16, DType::kF16, DType::kF32}, {rows, -1});
+    const DatasetInfo* codes = member(path, dataset_rule(kSeg, "codes"), types, sym);
+    const DatasetInfo* scales = member(path, dataset_rule(kSeg, "scales"), types, sym);
     if (!codes || !scales) return;
-    s.values_dtype = code_type;
+    s.values_dtype = codes->dtype;
     L.scale_dtype = scales->dtype;
-    if (L.variant == reference::Af4Variant::kAffine) {
-      const DatasetInfo* b = member(path + "/biases", true, {scales->dtype}, scales->shape);
-      if (!b) return;
+    const MemberRule& biases = dataset_rule(kSeg, "biases");
+    if (rule_applies(biases.when, context)) {
+      types.scales = scales->dtype;
+      sym.scale_columns = scales->shape[1];
+      if (!member(path, biases, types, sym)) return;
     }
     p.segments.push_back(std::move(s));
   }
 
   void check_logits(const std::string& path) {
     const int errors_before = errors_;
+    constexpr Container kRun = Container::kLogitsRun;
     LogitsRunInfo run;
     run.path = path;
     run.name = leaf_of(path);
-    const auto vocab = int_attr(path, "vocab", true, 1);
-    if (auto tb = str_attr(path, "tie_break", false)) {
+    const auto vocab = int_attr(path, attr_rule(kRun, "vocab"));
+    if (auto tb = str_attr(path, attr_rule(kRun, "tie_break"))) {
       if (*tb != "lowest") {
         error(ErrorCode::kAttributeInvalid, path,
               "tie_break = \"" + *tb + "\"; only \"lowest\" is defined");
       }
       run.tie_break = *tb;
     }
-    if (auto pr = str_attr(path, "prompt", false)) run.prompt = *pr;
+    if (auto pr = str_attr(path, attr_rule(kRun, "prompt"))) run.prompt = *pr;
     if (!vocab) return;
     run.vocab = *vocab;
-    const DatasetInfo* tokens = member(path + "/tokens", true, {DType::kI32}, {-1});
+    const TypeContext types{};
+    ShapeSymbols sym;
+    sym.v = run.vocab;
+    const DatasetInfo* tokens = member(path, dataset_rule(kRun, "tokens"), types, sym);
     if (!tokens) return;
     run.tokens = tokens->shape[0];
-    const std::string lpath = path + "/logits";
+    sym.t = run.tokens;
+    // The logits are streamed, not read whole: their own messages, and no whole-dataset limit.
+    const MemberRule& logits = dataset_rule(kRun, "logits");
+    const std::string lpath = path + "/" + std::string(logits.name);
     const DatasetInfo* d = model().dataset(lpath);
     if (!d) {
-      member(lpath, true, {DType::kF32}, {run.tokens, run.vocab});  // reports the absence
+      member(path, logits, types, sym);  // reports the absence
       return;
     }
-    if (d->dtype != DType::kF32) {
+    const std::vector<DType> allowed = allowed_dtypes(logits, types);
+    if (std::find(allowed.begin(), allowed.end(), d->dtype) == allowed.end()) {
       error(ErrorCode::kDatatypeRefused, lpath,
-            "dtype " + std::string(dtype_name(d->dtype)) + " where f32 is required (raw logits)");
+            "dtype " + std::string(dtype_name(d->dtype)) + " where " + dtype_list(allowed) +
+                " is required (raw logits)");
       return;
     }
-    if (d->shape.size() != 2 || d->shape[0] != run.tokens || d->shape[1] != run.vocab) {
+    if (d->shape != expected_shape(logits, sym)) {
       error(ErrorCode::kShapeMismatch, lpath,
             "shape " + shape_string(d->shape) + " but tokens and vocab require [" +
                 std::to_string(run.tokens) + ", " + std::to_string(run.vocab) + "]");
@@ -424,19 +484,20 @@ class SchemaChecker {
                                                 " bytes exceeds the memory limit");
       return;
     }
-    run.has_positions = member(path + "/positions", false, {DType::kI64}, {run.tokens}) != nullptr;
-    run.has_prompt_tokens = member(path + "/prompt_tokens", false, {DType::kI32}, {-1}) != nullptr;
-    static const std::set<std::string> kMembers = {"tokens", "logits", "positions", "prompt_tokens"};
+    run.has_positions = member(path, dataset_rule(kRun, "positions"), types, sym) != nullptr;
+    run.has_prompt_tokens = member(path, dataset_rule(kRun, "prompt_tokens"), types, sym) != nullptr;
     for (const std::string& c : children(path)) {
-      if (!kMembers.count(leaf_of(c))) note(c, "unknown logits member, ignored");
+      if (!is_member_name(kRun, leaf_of(c))) note(c, "unknown logits member, ignored");
     }
     if (errors_ == errors_before) model().logits.push_back(std::move(run));
   }
 
   void check_tensors() {
+    const MemberRule& tensor = dataset_rule(Container::kTensor, "");
+    const std::vector<DType> allowed = allowed_dtypes(tensor, TypeContext{});
     for (const DatasetInfo& d : model().datasets) {
       if (d.path.rfind("/tensors/", 0) != 0) continue;
-      if (!is_float_dtype(d.dtype)) {
+      if (std::find(allowed.begin(), allowed.end(), d.dtype) == allowed.end()) {
         error(ErrorCode::kDatatypeRefused, d.path,
               "dtype " + std::string(dtype_name(d.dtype)) + "; state tensors are f32, f16 or bf16");
         continue;
@@ -446,7 +507,7 @@ class SchemaChecker {
       t.name = d.path.substr(std::string("/tensors/").size());
       t.dtype = d.dtype;
       t.shape = d.shape;
-      if (auto c = str_attr(d.path, "compare", false)) t.compare = *c;
+      if (auto c = str_attr(d.path, attr_rule(Container::kTensor, "compare"))) t.compare = *c;
       if (d.shape.empty() ? d.bytes : d.bytes / std::max<Index>(d.shape[0], 1) > 0) {
         const Index slice = d.shape.empty() ? d.bytes : d.bytes / std::max<Index>(d.shape[0], 1);
         if (static_cast<std::uint64_t>(slice) > options_.memory_limit) {

@@ -1,0 +1,366 @@
+#include "certify/io/schema_rules.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ncert::certify {
+
+namespace {
+
+using reference::Af4Codebook;
+using reference::Af4Packing;
+using reference::Af4Variant;
+using reference::WeightFormat;
+
+constexpr Container kRoot = Container::kRoot;
+constexpr Container kProj = Container::kProjection;
+constexpr Container kSeg = Container::kSegment;
+constexpr Container kRun = Container::kLogitsRun;
+constexpr Container kTensor = Container::kTensor;
+
+// Row builders: the table below reads like the page's tables, one line per member.
+MemberRule attribute(Container c, std::string_view name, bool required, TypeRule type,
+                     std::int64_t min_value = INT64_MIN) {
+  MemberRule r;
+  r.container = c;
+  r.name = name;
+  r.kind = MemberKind::kAttribute;
+  r.required = required;
+  r.type = type;
+  r.min_value = min_value;
+  r.shape = ShapeKind::kScalar;
+  if (required) {
+    r.absent = Absent::kRefused;
+    r.refused = ErrorCode::kMissingAttribute;
+  }
+  return r;
+}
+
+MemberRule dataset(Container c, std::string_view name, bool required, TypeRule type,
+                   std::vector<DType> dtypes, std::vector<Dim> dims) {
+  MemberRule r;
+  r.container = c;
+  r.name = name;
+  r.kind = MemberKind::kDataset;
+  r.required = required;
+  r.type = type;
+  r.dtypes = std::move(dtypes);
+  r.shape = ShapeKind::kDims;
+  r.dims = std::move(dims);
+  if (required) {
+    r.absent = Absent::kRefused;
+    r.refused = ErrorCode::kMissingMember;
+  }
+  return r;
+}
+
+MemberRule when(MemberRule r, When w) {
+  r.when = w;
+  return r;
+}
+MemberRule skips(MemberRule r, std::vector<std::string_view> ids) {
+  r.absent = Absent::kSkip;
+  r.skips = std::move(ids);
+  return r;
+}
+MemberRule defaults(MemberRule r, std::string_view value) {
+  r.absent = Absent::kDefault;
+  r.default_value = value;
+  return r;
+}
+
+constexpr bool kRequired = true;
+constexpr bool kOptional = false;
+constexpr TypeRule kStr = TypeRule::kString;
+constexpr TypeRule kInt = TypeRule::kInt;
+constexpr TypeRule kList = TypeRule::kDTypes;
+
+std::vector<MemberRule> build_rules() {
+  using D = DType;
+  using enum Dim;
+  std::vector<MemberRule> t;
+  // ---- §2 the root ----
+  MemberRule schema = attribute(kRoot, "ncert_schema", kRequired, kStr);
+  schema.refused = ErrorCode::kSchemaUnknown;  // not an ncert file at all, rather than a broken one
+  t.push_back(schema);
+  t.push_back(attribute(kRoot, "ncert_schema_version", kRequired, kInt));
+  t.push_back(attribute(kRoot, "engine", kRequired, kStr));
+  t.push_back(attribute(kRoot, "build", kRequired, kStr));
+  t.push_back(attribute(kRoot, "model", kOptional, kStr));
+  t.push_back(attribute(kRoot, "device", kOptional, kStr));
+
+  // ---- §3 a projection: attributes, then members ----
+  t.push_back(attribute(kProj, "op", kRequired, kStr));
+  t.push_back(attribute(kProj, "k", kRequired, kInt, 1));
+  t.push_back(attribute(kProj, "n", kRequired, kInt, 1));
+  t.push_back(defaults(attribute(kProj, "in_stride", kOptional, kInt, 1), "`k`"));
+  t.push_back(defaults(attribute(kProj, "out_stride", kOptional, kInt, 1), "`n`"));
+  t.push_back(attribute(kProj, "accumulator", kRequired, kStr));
+  t.push_back(attribute(kProj, "output_dtype", kRequired, kStr));
+  t.push_back(attribute(kProj, "epilogue", kRequired, kStr));
+  t.push_back(defaults(attribute(kProj, "residual_at", kOptional, kStr), "`f32`"));
+  t.push_back(defaults(attribute(kProj, "output_rounding", kOptional, kStr), "`rne`"));
+  t.push_back(skips(attribute(kProj, "k_walk", kOptional, kStr), {"walk"}));
+  t.push_back(attribute(kProj, "layer", kOptional, kInt));
+  t.push_back(skips(attribute(kProj, "role", kOptional, kStr), {"intervals"}));
+  t.push_back(skips(attribute(kProj, "logits_run", kOptional, kStr), {"intervals"}));
+  t.push_back(defaults(attribute(kProj, "requests", kOptional, kInt, 1), "length of `commit_counts`"));
+  t.push_back(skips(attribute(kProj, "block_rows", kOptional, kInt, 1), {"request-guards"}));
+  t.push_back(skips(attribute(kProj, "cap", kOptional, kInt, 0), {"request-guards"}));
+  t.push_back(dataset(kProj, "x", kRequired, kList, {D::kF32, D::kBf16}, {kM, kInStride}));
+  MemberRule weight;
+  weight.container = kProj;
+  weight.name = "weight";
+  weight.kind = MemberKind::kGroup;
+  weight.required = true;
+  weight.type = TypeRule::kGroup;
+  weight.shape = ShapeKind::kGroup;
+  weight.absent = Absent::kRefused;
+  weight.refused = ErrorCode::kMissingMember;
+  t.push_back(weight);
+  t.push_back(when(dataset(kProj, "bias", kRequired, kList, {D::kF32, D::kBf16}, {kN}), When::kEpilogueHasBias));
+  t.push_back(when(dataset(kProj, "residual", kRequired, kList, {D::kF32, D::kBf16}, {kM, kOutStride}),
+                   When::kEpilogueHasResidual));
+  t.push_back(dataset(kProj, "selector", kRequired, kList, {D::kI32}, {kP}));
+  t.push_back(skips(dataset(kProj, "commit_counts", kOptional, kList, {D::kI32}, {kR}), {"request-guards"}));
+  t.push_back(skips(dataset(kProj, "y_unpacked", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}),
+                    {"intervals"}));
+  t.push_back(skips(dataset(kProj, "y_packed", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}),
+                    {"identity", "untouched"}));
+  t.push_back(dataset(kProj, "y_compact", kOptional, TypeRule::kOutputDtype, {}, {kP, kOutStride}));
+  t.push_back(skips(dataset(kProj, "y_before", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}),
+                    {"untouched"}));
+
+  // ---- §4 a weight segment ----
+  t.push_back(attribute(kSeg, "format", kRequired, kStr));
+  t.push_back(attribute(kSeg, "row_begin", kRequired, kInt, 0));
+  t.push_back(attribute(kSeg, "row_end", kRequired, kInt, 0));
+  t.push_back(when(dataset(kSeg, "values", kRequired, TypeRule::kFormatDtype, {}, {kRows, kK}), When::kFormatValues));
+  t.push_back(when(attribute(kSeg, "group_size", kRequired, kInt, 1), When::kFormatAf4));
+  t.push_back(when(attribute(kSeg, "variant", kRequired, kStr), When::kFormatAf4));
+  t.push_back(when(attribute(kSeg, "codebook", kRequired, kStr), When::kVariantCodebook));
+  t.push_back(when(attribute(kSeg, "packing", kRequired, kStr), When::kFormatAf4));
+  t.push_back(when(defaults(attribute(kSeg, "dequant", kOptional, kStr), "`exact`"), When::kFormatAf4));
+  t.push_back(when(defaults(attribute(kSeg, "dequant_op", kOptional, kStr), "`either`"), When::kFormatAf4));
+  t.push_back(when(dataset(kSeg, "codes", kRequired, TypeRule::kCodesByPacking, {}, {kRows, kCodeColumns}),
+                   When::kFormatAf4));
+  t.push_back(when(dataset(kSeg, "scales", kRequired, kList, {D::kBf16, D::kF16, D::kF32}, {kRows, kScaleColumns}),
+                   When::kFormatAf4));
+  t.push_back(when(dataset(kSeg, "biases", kRequired, TypeRule::kAsScales, {}, {kRows, kScaleColumns}),
+                   When::kVariantAffine));
+  t.push_back(when(dataset(kSeg, "codebook", kRequired, kList, {D::kF32}, {k16}), When::kCodebookCustom));
+
+  // ---- §5 a logits run ----
+  t.push_back(attribute(kRun, "vocab", kRequired, kInt, 1));
+  t.push_back(defaults(attribute(kRun, "tie_break", kOptional, kStr), "`lowest`"));
+  t.push_back(attribute(kRun, "prompt", kOptional, kStr));
+  t.push_back(dataset(kRun, "tokens", kRequired, kList, {D::kI32}, {kT}));
+  t.push_back(dataset(kRun, "logits", kRequired, kList, {D::kF32}, {kT, kV}));
+  t.push_back(defaults(dataset(kRun, "positions", kOptional, kList, {D::kI64}, {kT}), "row index"));
+  t.push_back(dataset(kRun, "prompt_tokens", kOptional, kList, {D::kI32}, {kP0}));
+
+  // ---- §6 a state tensor ----
+  MemberRule tensor = dataset(kTensor, "", kOptional, kList, {D::kF32, D::kF16, D::kBf16}, {});
+  tensor.shape = ShapeKind::kAnyRank;
+  t.push_back(tensor);
+  t.push_back(defaults(attribute(kTensor, "compare", kOptional, kStr), "`bitwise`"));
+  return t;
+}
+
+std::string join(const std::vector<std::string_view>& parts, std::string_view sep) {
+  std::string s;
+  for (std::string_view p : parts) {
+    if (!s.empty()) s += sep;
+    s += p;
+  }
+  return s;
+}
+
+std::string_view when_text(When w) {
+  switch (w) {
+    case When::kAlways: return "";
+    case When::kEpilogueHasBias: return "`epilogue` has a bias";
+    case When::kEpilogueHasResidual: return "`epilogue` has a residual";
+    case When::kFormatValues: return "`format` is `bf16` or `f32`";
+    case When::kFormatAf4: return "`format` is `af4`";
+    case When::kVariantAffine: return "`variant` is `affine`";
+    case When::kVariantCodebook: return "`variant` is `codebook`";
+    case When::kCodebookCustom: return "`codebook` is `custom`";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string_view container_path(Container c) {
+  switch (c) {
+    case Container::kRoot: return "/";
+    case Container::kProjection: return "/projections/<name>";
+    case Container::kSegment: return "/projections/<name>/weight/<segment>";
+    case Container::kLogitsRun: return "/logits/<run>";
+    case Container::kTensor: return "/tensors/<name>";
+  }
+  return "";
+}
+
+std::string_view member_kind_name(MemberKind k) {
+  switch (k) {
+    case MemberKind::kAttribute: return "attribute";
+    case MemberKind::kDataset: return "dataset";
+    case MemberKind::kGroup: return "group";
+  }
+  return "";
+}
+
+std::string_view dim_name(Dim d) {
+  switch (d) {
+    case Dim::kM: return "M";
+    case Dim::kK: return "K";
+    case Dim::kN: return "N";
+    case Dim::kP: return "P";
+    case Dim::kR: return "R";
+    case Dim::kInStride: return "in_stride";
+    case Dim::kOutStride: return "out_stride";
+    case Dim::kRows: return "rows";
+    case Dim::kCodeColumns: return "K/c";
+    case Dim::kScaleColumns: return "K/group_size";
+    case Dim::kT: return "T";
+    case Dim::kV: return "V";
+    case Dim::kP0: return "P0";
+    case Dim::k16: return "16";
+  }
+  return "";
+}
+
+bool rule_applies(When w, const RuleContext& c) {
+  switch (w) {
+    case When::kAlways: return true;
+    case When::kEpilogueHasBias: return reference::has_bias(c.epilogue);
+    case When::kEpilogueHasResidual: return reference::has_residual(c.epilogue);
+    case When::kFormatValues: return c.format != WeightFormat::kAf4;
+    case When::kFormatAf4: return c.format == WeightFormat::kAf4;
+    case When::kVariantAffine: return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kAffine;
+    case When::kVariantCodebook: return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook;
+    case When::kCodebookCustom:
+      return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook &&
+             c.codebook == Af4Codebook::kCustom;
+  }
+  return false;
+}
+
+std::span<const MemberRule> member_rules() {
+  static const std::vector<MemberRule> rules = build_rules();
+  return rules;
+}
+
+const MemberRule& member_rule(Container c, MemberKind kind, std::string_view name) {
+  for (const MemberRule& r : member_rules()) {
+    if (r.container == c && r.kind == kind && r.name == name) return r;
+  }
+  std::fprintf(stderr, "no member rule for %s %s \"%.*s\"\n", std::string(container_path(c)).c_str(),
+               std::string(member_kind_name(kind)).c_str(), static_cast<int>(name.size()), name.data());
+  NCERT_ASSERT(false, "every member the checker reads has a rule");
+  return member_rules().front();
+}
+
+bool is_member_name(Container c, std::string_view name) {
+  return std::any_of(member_rules().begin(), member_rules().end(), [&](const MemberRule& r) {
+    return r.container == c && r.kind != MemberKind::kAttribute && r.name == name;
+  });
+}
+
+std::vector<DType> allowed_dtypes(const MemberRule& rule, const TypeContext& c) {
+  switch (rule.type) {
+    case TypeRule::kDTypes: return rule.dtypes;
+    case TypeRule::kOutputDtype: return {c.output};
+    case TypeRule::kFormatDtype: return {c.format == WeightFormat::kF32 ? DType::kF32 : DType::kBf16};
+    case TypeRule::kCodesByPacking: return {c.packing == Af4Packing::kU32Lsb ? DType::kU32 : DType::kU8};
+    case TypeRule::kAsScales: return {c.scales};
+    case TypeRule::kString:
+    case TypeRule::kInt:
+    case TypeRule::kGroup: return {};
+  }
+  return {};
+}
+
+std::string dtype_list(const std::vector<DType>& dtypes) {
+  std::string names;
+  for (DType t : dtypes) names += std::string(names.empty() ? "" : " or ") + std::string(dtype_name(t));
+  return names;
+}
+
+std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& s) {
+  std::vector<Index> out;
+  for (Dim d : rule.dims) {
+    switch (d) {
+      case Dim::kM: out.push_back(s.m); break;
+      case Dim::kK: out.push_back(s.k); break;
+      case Dim::kN: out.push_back(s.n); break;
+      case Dim::kP: out.push_back(s.p); break;
+      case Dim::kR: out.push_back(s.r); break;
+      case Dim::kInStride: out.push_back(s.in_stride); break;
+      case Dim::kOutStride: out.push_back(s.out_stride); break;
+      case Dim::kRows: out.push_back(s.rows); break;
+      case Dim::kCodeColumns: out.push_back(-1); break;  // geometry guard 309
+      case Dim::kScaleColumns: out.push_back(s.scale_columns); break;
+      case Dim::kT: out.push_back(s.t); break;
+      case Dim::kV: out.push_back(s.v); break;
+      case Dim::kP0: out.push_back(-1); break;  // defined by prompt_tokens itself
+      case Dim::k16: out.push_back(16); break;
+    }
+  }
+  return out;
+}
+
+RuleRow rule_row(const MemberRule& r) {
+  RuleRow row;
+  row.member = r.name.empty() ? std::string("(the tensor)") : "`" + std::string(r.name) + "`";
+  row.kind = member_kind_name(r.kind);
+  row.presence = r.required ? "required" : "optional";
+  if (r.when != When::kAlways) row.presence += " if " + std::string(when_text(r.when));
+  switch (r.type) {
+    case TypeRule::kString: row.dtype = "string"; break;
+    case TypeRule::kInt:
+      row.dtype = r.min_value == INT64_MIN ? std::string("int") : "int ≥ " + std::to_string(r.min_value);
+      break;
+    case TypeRule::kDTypes: {
+      std::vector<std::string_view> names;
+      for (DType d : r.dtypes) names.push_back(dtype_name(d));
+      row.dtype = join(names, ", ");
+      break;
+    }
+    case TypeRule::kOutputDtype: row.dtype = "`output_dtype`"; break;
+    case TypeRule::kFormatDtype: row.dtype = "`format`"; break;
+    case TypeRule::kCodesByPacking: row.dtype = "u32 or u8, by `packing`"; break;
+    case TypeRule::kAsScales: row.dtype = "as `scales`"; break;
+    case TypeRule::kGroup: row.dtype = "—"; break;
+  }
+  switch (r.shape) {
+    case ShapeKind::kScalar: row.shape = "scalar"; break;
+    case ShapeKind::kGroup: row.shape = "—"; break;
+    case ShapeKind::kAnyRank: row.shape = "any"; break;
+    case ShapeKind::kDims: {
+      std::vector<std::string_view> names;
+      for (Dim d : r.dims) names.push_back(dim_name(d));
+      row.shape = "[" + join(names, ", ") + "]";
+      break;
+    }
+  }
+  switch (r.absent) {
+    case Absent::kRefused:
+      row.absent = "refused " + std::to_string(static_cast<int>(r.refused)) + " (" +
+                   std::string(error_name(r.refused)) + ")";
+      break;
+    case Absent::kSkip: {
+      std::string s;
+      for (std::string_view id : r.skips) s += std::string(s.empty() ? "" : ", ") + "`" + std::string(id) + "`";
+      row.absent = "SKIP " + s;
+      break;
+    }
+    case Absent::kDefault: row.absent = "default " + std::string(r.default_value); break;
+    case Absent::kNone: row.absent = "none"; break;
+  }
+  return row;
+}
+
+}  // namespace ncert::certify
