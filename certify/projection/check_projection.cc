@@ -130,11 +130,12 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
     } else if (walk_supported) {
       checks.push_back(walk_check(f, *pass));
     } else if (info.walk.declared && !rounding_pinned) {
-      blocked(CheckKind::kWalk, "k_walk " + info.walk.name +
-                                    " has no single stored value: output_rounding = any does not pin the output rounding");
+      // Not the engine's fault: nothing pins the value a walk would have to reproduce.
+      skip(CheckKind::kWalk, "k_walk " + info.walk.name +
+                                 " has no single stored value: output_rounding = any does not pin the output rounding");
     } else if (info.walk.declared) {
-      blocked(CheckKind::kWalk,
-              "k_walk " + info.walk.name + " is not defined for this weight format (" + f.plan.message() + ")");
+      skip(CheckKind::kWalk,
+           "k_walk " + info.walk.name + " is not defined for this weight format (" + f.plan.message() + ")");
     }
     if (auto b = bias_check(f, *pass)) checks.push_back(std::move(*b));
   }

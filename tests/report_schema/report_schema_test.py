@@ -1,0 +1,307 @@
+"""The JSON report schema (docs/report.schema.json) held against real reports.
+
+Runs the built ncert binary (NCERT_BINARY, else the first argument) on the demo's dumps, on a few
+dumps written here with python/ncert_dump (no logits run, an undetermined fork, an output rounding
+that leaves the walk without a single value, AF4 weights with two allowed values) and on inputs
+ncert refuses (not HDF5, missing, a hard link), for every command, and validates each --json
+report. Each run's exit code must agree with its report (PASS 0, FAIL 1, a refused input the exit
+code of its error) and with what the case expects. Negative tests prove the schema is not
+vacuous: a report with a bad verdict, kind or error pairing, or a skip where none can be, is
+rejected. Scratch files go to NCERT_TEST_TMP (CTest sets it) or a temporary directory.
+"""
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+from jsonschema import Draft202012Validator
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "python"))
+from ncert_dump import DumpWriter, Segment, bf16_from_f32, dequantize, f32_from_bf16, quantize_affine  # noqa: E402
+
+SCHEMA_PATH = os.path.join(REPO, "docs", "report.schema.json")
+ERROR_CODES_PATH = os.path.join(REPO, "docs", "error-codes.md")
+NCERT = os.environ.get("NCERT_BINARY") or (sys.argv.pop(1) if len(sys.argv) > 1 else "")
+
+
+def expected_exit(report):
+    """The exit code a report implies (docs/cli.md): 0 PASS, 1 FAIL, else its error's band."""
+    if "error" not in report:
+        return 0 if report["verdict"] == "PASS" else 1
+    code = report["error"]["code"]
+    if code == 103:
+        return 3
+    if 100 <= code < 200:
+        return 2
+    if code >= 900:
+        return 4
+    return 3
+
+
+def write_extra_dumps(d):
+    """Dumps the demo does not write, each reaching a verdict the demo's dumps do not."""
+    rng = np.random.default_rng(7)
+    paths = {}
+    # AF4 with f32 scales and dequant_op = either: weights with two allowed values (the walk is a
+    # SKIP that says how many); no logits run (witness fails its vacuity check).
+    m, k, n = 4, 128, 16
+    x = bf16_from_f32(rng.standard_normal((m, k)))
+    codes, scales, biases = quantize_affine(rng.standard_normal((n, k)) / 8, 64, scale_dtype="f32")
+    w = dequantize(codes, scales, biases, group_size=64, dequant="f32", dequant_op="fma").astype(np.float64)
+    y = (f32_from_bf16(x).astype(np.float64) @ w.T).astype(np.float32)
+    paths["ambiguous"] = os.path.join(d, "ambiguous.h5")
+    with DumpWriter(paths["ambiguous"], engine="schema-test", build="af4-either", overwrite=True) as dw:
+        dw.add_projection("p", x=x, weights=[Segment("af4", 0, n, codes=codes, scales=scales, biases=biases,
+                                                     group_size=64, variant="affine", packing="u32-lsb",
+                                                     dequant="f32", dequant_op="either", scale_dtype="f32")],
+                          accumulator="f32-rn", output_dtype="f32", selector=np.arange(m, dtype=np.int32),
+                          y_unpacked=y, k_walk="seq-fma")
+    # Two runs that fork at their first row: no envelope, so the fork is undetermined.
+    logits = rng.standard_normal((4, 64)).astype(np.float32)
+    logits[0, 3], logits[0, 7] = 5.0, 4.999
+    other = logits.copy()
+    other[0, 7] = 5.001
+    for name, rows in (("fork0-a", logits), ("fork0-b", other)):
+        paths[name] = os.path.join(d, name + ".h5")
+        with DumpWriter(paths[name], engine="schema-test", build=name, overwrite=True) as dw:
+            dw.add_logits_run("greedy", tokens=rows.argmax(axis=1).astype(np.int32), logits=rows, prompt="p")
+    return paths
+
+
+def copy_with(src, dst, edit):
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        edit(f)
+    return dst
+
+
+class ReportSchema(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not NCERT or not os.access(NCERT, os.X_OK):
+            raise RuntimeError("NCERT_BINARY (or the first argument) must name the built ncert binary, got "
+                               + repr(NCERT))
+        with open(SCHEMA_PATH) as f:
+            cls.schema = json.load(f)
+        Draft202012Validator.check_schema(cls.schema)
+        cls.validator = Draft202012Validator(cls.schema)
+        base = os.environ.get("NCERT_TEST_TMP") or tempfile.mkdtemp(prefix="ncert-report-schema-")
+        cls.dir = os.path.join(base, "report-schema")
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        os.makedirs(cls.dir)
+        cls.reports = {}  # case name -> report
+        cls.demo = os.path.join(cls.dir, "demo")
+        cls.run_case("demo", ["demo", "--dir", cls.demo], 0)
+        cls.extra = write_extra_dumps(cls.dir)
+
+    @classmethod
+    def run_case(cls, name, args, want_exit):
+        """Runs ncert with --json, checks the exit code against `want_exit` and the report, keeps
+        the report for validation. `want_exit` 2 with no report written is accepted for usage
+        errors the CLI reports on stderr."""
+        out = os.path.join(cls.dir, name + ".json")
+        if os.path.exists(out):
+            os.remove(out)
+        env = dict(os.environ, OMP_NUM_THREADS="2")
+        p = subprocess.run([NCERT] + args + ["--json", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=env, timeout=600)
+        detail = f"{name}: ncert {' '.join(args)}\nstdout:\n{p.stdout.decode()[-2000:]}\nstderr:\n{p.stderr.decode()}"
+        if p.returncode != want_exit:
+            raise AssertionError(f"exit {p.returncode}, expected {want_exit}\n{detail}")
+        if not os.path.exists(out):
+            if want_exit == 2:
+                return None
+            raise AssertionError("no JSON report written\n" + detail)
+        with open(out) as f:
+            report = json.load(f)
+        if expected_exit(report) != p.returncode:
+            raise AssertionError(f"exit {p.returncode} disagrees with the report (verdict {report['verdict']}, "
+                                 f"error {report.get('error')})\n{detail}")
+        cls.reports[name] = report
+        return report
+
+    def validate(self, name, report):
+        errors = sorted(self.validator.iter_errors(report), key=lambda e: list(e.absolute_path))
+        msg = "\n".join(f"  at {list(e.absolute_path)}: {e.message[:400]}" for e in errors[:10])
+        self.assertFalse(errors, f"{name}: the report does not match docs/report.schema.json:\n{msg}")
+
+    # ---- positive: every command, every outcome ------------------------------------------------
+
+    def test_every_command_writes_reports_the_schema_accepts(self):
+        d, x = self.demo, self.extra
+        demo = lambda f: os.path.join(d, f)  # noqa: E731
+        garbage = os.path.join(self.dir, "garbage.h5")
+        with open(garbage, "w") as f:
+            f.write("not hdf5")
+        missing = os.path.join(self.dir, "missing.h5")
+        aliased = copy_with(demo("good.h5"), os.path.join(self.dir, "aliased.h5"), self.hard_link_outputs)
+        rounding_any = copy_with(demo("good.h5"), os.path.join(self.dir, "rounding-any.h5"), self.rounding_any)
+        witness_file = os.path.join(self.dir, "witness.h5")
+        cases = [
+            # check: a pass with skips, every planted fault, --require, refusals.
+            ("check-good", ["check", demo("good.h5")], 0),
+            ("check-good-require-all", ["check", demo("good.h5"), "--require", "all"], 1),
+            ("check-good-strict-only", ["check", demo("good.h5"), "--strict", "--only", "attn"], 0),
+            ("check-rounding-any", ["check", rounding_any], 0),
+            ("check-ambiguous", ["check", x["ambiguous"]], 0),
+            ("check-logits-only", ["check", demo("logits-a.h5")], 0),
+            ("check-garbage", ["check", garbage], 3),
+            ("check-missing", ["check", missing], 3),
+            ("check-aliased", ["check", aliased], 3),
+            ("check-only-nothing", ["check", demo("good.h5"), "--only", "no-such-name"], 2),
+            # compare: pass, fail with counts, tensors, refusals.
+            ("compare-bitwise", ["compare", demo("logits-a.h5"), demo("logits-b.h5")], 1),
+            ("compare-kl", ["compare", demo("logits-a.h5"), demo("logits-b.h5"), "--policy", "kl:1e-5"], 0),
+            ("compare-ulp", ["compare", demo("logits-a.h5"), demo("logits-b.h5"), "--policy", "ulp:2"], 1),
+            ("compare-top1", ["compare", demo("logits-a.h5"), demo("logits-b.h5"), "--policy", "top1"], 0),
+            ("compare-tensors", ["compare", demo("good.h5"), demo("nan-output.h5")], 0),
+            ("compare-vocab", ["compare", demo("good.h5"), demo("logits-a.h5")], 3),
+            ("compare-garbage", ["compare", garbage, demo("good.h5")], 3),
+            # witness and witness --verify.
+            ("witness-good", ["witness", demo("good.h5"), "--out", witness_file, "--force"], 0),
+            ("witness-unbounded", ["witness", demo("fork-near-tie-a.h5")], 0),
+            ("witness-require", ["witness", demo("fork-near-tie-a.h5"), "--require", "witness"], 1),
+            ("witness-logit-error", ["witness", demo("fork-near-tie-a.h5"), "--logit-error", "1e-6"], 0),
+            ("witness-no-runs", ["witness", x["ambiguous"]], 1),
+            ("witness-garbage", ["witness", garbage], 3),
+            ("verify", ["witness", "--verify", witness_file, demo("good.h5")], 0),
+            ("verify-not-a-witness-file", ["witness", "--verify", demo("good.h5"), demo("good.h5")], 3),
+            # forks: every class, no fork, --require, refusals.
+            ("forks-near-tie", ["forks", demo("fork-near-tie-a.h5"), demo("fork-near-tie-b.h5")], 0),
+            ("forks-unexplained", ["forks", demo("fork-unexplained-a.h5"), demo("fork-unexplained-b.h5")], 1),
+            ("forks-invalid", ["forks", demo("fork-invalid-a.h5"), demo("fork-invalid-b.h5")], 1),
+            ("forks-identical", ["forks", demo("fork-near-tie-a.h5"), demo("fork-near-tie-b.h5"),
+                                 "--require-identical"], 1),
+            ("forks-none", ["forks", demo("fork-near-tie-a.h5"), demo("fork-near-tie-a.h5")], 0),
+            ("forks-undetermined", ["forks", x["fork0-a"], x["fork0-b"]], 0),
+            ("forks-undetermined-required", ["forks", x["fork0-a"], x["fork0-b"], "--require", "fork"], 1),
+            ("forks-logit-error", ["forks", x["fork0-a"], x["fork0-b"], "--logit-error", "0.01"], 0),
+            ("forks-garbage", ["forks", demo("fork-near-tie-a.h5"), garbage], 3),
+            # sweep, inspect.
+            ("sweep", ["sweep"], 0),
+            ("sweep-case", ["sweep", "--filter", "fmt=af4c,K=32"], 0),
+            ("sweep-filter-nothing", ["sweep", "--filter", "no-such-case"], 2),
+            ("compare-pair-nothing", ["compare", demo("logits-a.h5"), demo("logits-b.h5"), "--pair", "nope:nope"], 2),
+            ("demo-exists", ["demo", "--dir", d], 2),
+            ("inspect-good", ["inspect", demo("good.h5")], 0),
+            ("inspect-no-hashes", ["inspect", demo("logits-a.h5"), "--no-hashes"], 0),
+            ("inspect-garbage", ["inspect", garbage], 3),
+        ]
+        for name, args, want in cases:
+            with self.subTest(case=name):
+                self.run_case(name, args, want)
+        # The witness file's JSON summary is a report too.
+        with open(witness_file + ".json") as f:
+            self.reports["witness-summary"] = json.load(f)
+        for name, report in sorted(self.reports.items()):
+            with self.subTest(report=name):
+                self.validate(name, report)
+        self.assert_reports_exercise_the_schema()
+
+    def assert_reports_exercise_the_schema(self):
+        """The reports above reach every command, check kind and verdict (else a broken schema
+        rule could go unexercised)."""
+        commands, kinds, verdicts, classes, errors = set(), set(), set(), set(), set()
+        for r in self.reports.values():
+            commands.add(r["command"])
+            errors.update([r["error"]["name"]] if "error" in r else [])
+            for c in r["checks"]:
+                kinds.add(c["kind"])
+                verdicts.add(c["verdict"])
+                if c["kind"] == "fork" and "class" in c["stats"]:
+                    classes.add(c["stats"]["class"])
+        self.assertEqual(commands, {"check", "compare", "witness", "forks", "sweep", "inspect", "demo"})
+        self.assertEqual(kinds, set(self.schema["$defs"]["kind"]["enum"]))
+        self.assertEqual(verdicts, {"PASS", "FAIL", "SKIP"})
+        self.assertEqual(classes, {"near-tie", "unexplained", "invalid", "undetermined", "none"})
+        self.assertTrue({"not-hdf5", "file-not-found", "object-aliased", "vocab-mismatch",
+                         "witness-file-invalid"} <= errors, errors)
+        check = self.reports["check-good"]
+        self.assertTrue(any(c["verdict"] == "SKIP" for c in check["checks"]))
+        self.assertEqual(self.reports["check-aliased"]["error"]["code"], 216)
+        walk = [c for c in self.reports["check-rounding-any"]["checks"] if c["id"] == "projections/attn_qkv/walk"]
+        self.assertEqual(walk[0]["verdict"], "SKIP")
+
+    @staticmethod
+    def hard_link_outputs(f):
+        g = f["/projections/attn_qkv"]
+        del g["y_packed"]
+        g["y_packed"] = g["y_unpacked"]  # a second name for the same object
+
+    @staticmethod
+    def rounding_any(f):
+        f["/projections/attn_qkv"].attrs["output_rounding"] = "any"
+
+    # ---- negative: the schema rejects what ncert never writes ----------------------------------
+
+    def test_schema_rejects_reports_ncert_never_writes(self):
+        if "check-good" not in self.reports:
+            self.run_case("check-good", ["check", os.path.join(self.demo, "good.h5")], 0)
+        good = self.reports["check-good"]
+        self.validate("check-good", good)
+
+        def mutated(edit):
+            r = copy.deepcopy(good)
+            edit(r)
+            return r
+
+        def first(r, kind):
+            return next(c for c in r["checks"] if c["kind"] == kind)
+
+        bad = {
+            "a top-level verdict that is not PASS or FAIL": lambda r: r.update(verdict="MAYBE"),
+            "a top-level SKIP": lambda r: r.update(verdict="SKIP"),
+            "a check verdict outside PASS/FAIL/SKIP": lambda r: r["checks"][0].update(verdict="SKIPPED"),
+            "an unknown check kind": lambda r: r["checks"][0].update(kind="nonsense"),
+            "a PASS report with a failing check": lambda r: first(r, "bound").update(verdict="FAIL"),
+            "a SKIP in check that carries stats": lambda r: first(r, "bound").update(verdict="SKIP"),
+            "an id that disagrees with its kind": lambda r: first(r, "walk").update(id="projections/attn_qkv/bound"),
+            "a missing stats member": lambda r: r.pop("stats"),
+            "an unknown top-level member": lambda r: r.update(surprise=1),
+            "a coverage cell that is not a verdict": lambda r: r["coverage"][0]["checks"].update(schema="OK"),
+            "a bias output with a negative limit": lambda r: next(iter(first(r, "bias")["stats"]["outputs"].values()))
+            .update(limit_ulps=-1.0),
+            "an error code paired with another code's name": lambda r: r.update(
+                verdict="FAIL", error={"code": 201, "name": "hdf5", "message": "x"}),
+            "an error code that does not exist": lambda r: r.update(
+                verdict="FAIL", error={"code": 299, "name": "not-hdf5", "message": "x"}),
+            "an input hash that is not 32 hex digits": lambda r: r["inputs"][0].update(xxh3_128="xyz"),
+        }
+        for what, edit in bad.items():
+            with self.subTest(mutation=what):
+                self.assertTrue(list(self.validator.iter_errors(mutated(edit))), f"accepted: {what}")
+
+        forks = self.reports.get("forks-near-tie") or self.run_case(
+            "forks-near-tie", ["forks", os.path.join(self.demo, "fork-near-tie-a.h5"),
+                               os.path.join(self.demo, "fork-near-tie-b.h5")], 0)
+        self.validate("forks-near-tie", forks)
+        skipped = copy.deepcopy(forks)
+        skipped["checks"][0]["verdict"] = "SKIP"  # a near-tie is never a skip; only undetermined is
+        self.assertTrue(list(self.validator.iter_errors(skipped)))
+        passed = copy.deepcopy(forks)
+        passed["checks"][0]["stats"]["class"] = "unexplained"  # an unexplained fork never passes
+        self.assertTrue(list(self.validator.iter_errors(passed)))
+
+    def test_error_pairs_are_the_documented_error_codes(self):
+        documented = set()
+        with open(ERROR_CODES_PATH) as f:
+            for line in f:
+                m = re.match(r"^\| (\d{3}) \| `([a-z0-9-]+)` \|", line)
+                if m:
+                    documented.add((int(m.group(1)), m.group(2)))
+        pinned = {(p["properties"]["code"]["const"], p["properties"]["name"]["const"])
+                  for p in self.schema["$defs"]["error"]["oneOf"]}
+        self.assertGreater(len(documented), 50)
+        self.assertEqual(pinned, documented, "docs/report.schema.json and docs/error-codes.md disagree")
+
+
+if __name__ == "__main__":
+    unittest.main()
