@@ -9,6 +9,7 @@
 #include "certify/logits/lm_head.h"
 #include "certify/logits/witness.h"
 #include "certify/projection/check_projection.h"
+#include "certify/projection/memory.h"
 
 namespace ncert::certify {
 
@@ -87,6 +88,13 @@ Result<Report> run_check(const CheckCommandOptions& options) {
   if (!reader.ok()) return report.refuse(reader.status());
   const DumpModel& m = reader->model();
   NCERT_RETURN_IF_ERROR(check_selection(m, options.only));
+  // The whole run within --max-memory: every projection is certified alone, so each must fit.
+  for (const ProjectionInfo& p : m.projections) {
+    if (!selected(p.name, options.only)) continue;
+    const Status s = check_projection_memory(m, p, omp_get_max_threads(), options.check.reference.block_cols,
+                                             options.reader.memory_limit);
+    if (!s.ok()) return report.refuse(s);
+  }
   report.show_coverage = true;
   report.checks.push_back(schema_check(m));
   report.preamble.push_back("ncert check " + options.dump + "  (xxh3_128 " + input.xxh3_128 + ")");

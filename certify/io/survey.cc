@@ -256,6 +256,27 @@ bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const Type
   } else {
     info->layout = layout == H5D_COMPACT ? Layout::kCompact : Layout::kContiguous;
   }
+  // What the file stores for it bounds what it can hold: unfiltered storage holds its bytes
+  // one for one, deflate expands at most ~1032:1 (zlib's limit). A declared size beyond that is
+  // unallocated space that would read as fill values (or be hashed, decompressed and compared
+  // as such): a bomb, refused before anything reads it. One chunk of slack covers edge chunks.
+  if (info->bytes > 0 && layout != H5D_COMPACT) {
+    const std::uint64_t stored = H5Dget_storage_size(ds.get());
+    const bool deflated = std::find_if(info->filters.begin(), info->filters.end(), [](const std::string& f) {
+                            return f.rfind("deflate", 0) == 0;
+                          }) != info->filters.end();
+    std::uint64_t chunk_bytes = static_cast<std::uint64_t>(dtype_size(info->dtype));
+    for (Index c : info->chunk) chunk_bytes *= static_cast<std::uint64_t>(c);
+    const std::uint64_t expand = deflated ? 1100 : 1;
+    const std::uint64_t can_hold =
+        (stored > UINT64_MAX / expand ? UINT64_MAX : stored * expand) + (layout == H5D_CHUNKED ? chunk_bytes : 0);
+    if (static_cast<std::uint64_t>(info->bytes) > can_hold) {
+      return error(ErrorCode::kStorageBomb,
+                   "declares " + shape_string(info->shape) + " = " + std::to_string(info->bytes) + " bytes but the file stores " +
+                       std::to_string(stored) + " bytes for it" + (deflated ? " (deflate expands at most ~1032x)" : "") +
+                       ": unwritten space would read as fill values; refused");
+    }
+  }
   if (layout == H5D_CONTIGUOUS) {
     const haddr_t addr = H5Dget_offset(ds.get());
     if (addr != HADDR_UNDEF) {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "certify/projection/memory.h"
 #include "certify/projection/projection_data.h"
 #include "certify/report/format.h"
 #include "reference/float_bits.h"
@@ -119,6 +120,10 @@ std::vector<RowIntervals> LmHeadCollector::rows() const {
 
 Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, double lambda,
                         LmHeadCollector& collector) {
+  reference::ReferenceOptions ro;
+  ro.emulate_walk = false;
+  NCERT_RETURN_IF_ERROR(check_projection_memory(reader.model(), head, omp_get_max_threads(), ro.block_cols,
+                                                reader.options().memory_limit));
   NCERT_ASSIGN_OR_RETURN(LoadedProjection data, load_projection(reader, head));
   data.info = &head;
   class Sink final : public reference::ReferenceSink {
@@ -127,8 +132,6 @@ Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, do
     void consume(const reference::ReferenceBlock& b) override { c_->consume(b); }
     LmHeadCollector* c_;
   } sink(&collector);
-  reference::ReferenceOptions ro;
-  ro.emulate_walk = false;
   auto s = reference::evaluate_reference(data.problem(lambda), sink, ro);
   if (!s.ok()) return s.status().with_context(head.path);
   return Status();

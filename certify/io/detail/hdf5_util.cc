@@ -219,6 +219,14 @@ Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
       for (size_t i = 0; i < n; ++i) {
         std::string s(buf.data() + i * size, size);
         const auto nul = s.find('\0');
+        // NUL padding ends a fixed-length string; a NUL followed by more text is an embedded
+        // NUL, and reading up to it would accept "linear\0evil" as "linear".
+        if (nul != std::string::npos && s.find_first_not_of('\0', nul) != std::string::npos) {
+          return Status(ErrorCode::kAttributeInvalid,
+                        std::string("attribute ") + name + ": a string with an embedded NUL byte at offset " +
+                            std::to_string(nul) + " (text follows it); refused, it would read as \"" +
+                            s.substr(0, nul) + "\"");
+        }
         if (nul != std::string::npos) s.resize(nul);
         // Space-padded fixed strings (H5T_STR_SPACEPAD) are trimmed.
         while (!s.empty() && s.back() == ' ' && H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) {
@@ -266,12 +274,22 @@ Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
   return v;
 }
 
+// An object of the format has at most ~20 attributes; a corrupt attribute index can claim
+// millions.
+constexpr std::size_t kMaxAttributes = 4096;
+
 struct AttrNames {
   std::vector<std::string> names;
+  bool too_many = false;
 };
 
 herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* data) {
-  static_cast<AttrNames*>(data)->names.emplace_back(name);
+  auto* n = static_cast<AttrNames*>(data);
+  if (n->names.size() >= kMaxAttributes) {
+    n->too_many = true;
+    return 1;  // stop
+  }
+  n->names.emplace_back(name);
   return 0;
 }
 
@@ -281,7 +299,10 @@ Result<std::vector<std::pair<std::string, AttrValue>>> read_attributes(hid_t obj
   AttrNames names;
   hsize_t idx = 0;
   if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr_name, &names) < 0) {
-    return hdf5_failure(ErrorCode::kHdf5, "cannot list attributes");
+    return hdf5_failure(ErrorCode::kHdf5, "cannot list the attributes (a corrupt attribute index)");
+  }
+  if (names.too_many) {
+    return Status(ErrorCode::kTreeLimit, "more than " + std::to_string(kMaxAttributes) + " attributes; refused");
   }
   std::sort(names.names.begin(), names.names.end());
   std::vector<std::pair<std::string, AttrValue>> out;

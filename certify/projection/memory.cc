@@ -1,0 +1,59 @@
+#include "certify/projection/memory.h"
+
+#include <string>
+
+namespace ncert::certify {
+
+namespace {
+
+std::uint64_t u(Index v) { return v > 0 ? static_cast<std::uint64_t>(v) : 0; }
+
+/// a * b saturating at 2^64 - 1: declared shapes are untrusted.
+std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+std::uint64_t add(std::uint64_t a, std::uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+std::string gib(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
+  return buf;
+}
+
+}  // namespace
+
+std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo& info, int threads,
+                                    Index block_cols) {
+  // Every member of the projection is read whole, raw.
+  std::uint64_t total = 0;
+  const std::string prefix = info.path + "/";
+  for (const DatasetInfo& d : model.datasets) {
+    if (d.path.rfind(prefix, 0) == 0) total = add(total, u(d.bytes));
+  }
+  const std::uint64_t M = u(info.m), K = u(info.k), N = u(info.n), bc = u(block_cols);
+  // The reference's activations: exact f64, |x| f64, and the f32 the walk multiplies (20 B).
+  total = add(total, mul(mul(M, K), 20));
+  // Per thread, one block: three f64 weight forms and the f32 kernel copy (28 B per weight),
+  // and ~11 f64/f32 values per (row, block column) (reference/linear.cc size_scratch).
+  const std::uint64_t per_thread = add(mul(mul(bc, K), 28), mul(mul(M, bc), 88));
+  total = add(total, mul(per_thread, u(threads)));
+  // The comparisons' per-element facts over the outputs (row maps, accepted-interval flags and
+  // bias residuals) and the widened f32 values of each output present: 24 B per element.
+  total = add(total, mul(mul(M, N), 24));
+  return total;
+}
+
+Status check_projection_memory(const DumpModel& model, const ProjectionInfo& info, int threads, Index block_cols,
+                               std::uint64_t budget) {
+  const std::uint64_t need = projection_peak_bytes(model, info, threads, block_cols);
+  if (need <= budget) return Status();
+  return Status(ErrorCode::kMemoryLimit,
+                info.path + ": certifying this projection needs about " + gib(need) + " (" + std::to_string(need) +
+                    " bytes: x [" + std::to_string(info.m) + ", " + std::to_string(info.k) + "], W [" +
+                    std::to_string(info.n) + ", " + std::to_string(info.k) + "], " + std::to_string(threads) +
+                    " threads), over the memory budget of " + gib(budget) + " (--max-memory " + std::to_string(budget) +
+                    "); refused before reading it");
+}
+
+}  // namespace ncert::certify
