@@ -40,6 +40,8 @@ ERROR_NAMES = {
     "epilogue-unknown": 407,
     "output-dtype-unknown": 408,
     "policy-invalid": 409,
+    "output-rounding-unknown": 410,
+    "dequant-op-unknown": 411,
 }
 
 

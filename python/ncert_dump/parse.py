@@ -142,13 +142,13 @@ def parse_dequant(s: str) -> Problem:
 
 
 def parse_dequant_op(s: str) -> Problem:
-    """dump-format.md §8 segment attribute (the C++ reader does not read it yet)."""
-    return _one_of(s, ("fma", "mul-add", "either"), "attribute-invalid", "dequant_op")
+    """dump-format.md §4 segment attribute: the f32 operation order of s*q + b."""
+    return _one_of(s, ("fma", "mul-add", "either"), "dequant-op-unknown", "AF4 dequant_op")
 
 
 def parse_output_rounding(s: str) -> Problem:
-    """dump-format.md §8 projection attribute (the C++ reader does not read it yet)."""
-    return _one_of(s, ("rne", "rz", "any"), "attribute-invalid", "output_rounding")
+    """dump-format.md §3 projection attribute: how the engine rounds to the output type."""
+    return _one_of(s, ("rne", "rz", "any"), "output-rounding-unknown", "output_rounding")
 
 
 def _policy_double(text: str) -> bool:
