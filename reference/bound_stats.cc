@@ -36,6 +36,7 @@ void BoundStats::add(Index row, Index col, float z, double center, double bound,
     ++beyond_tier_;
     if (earlier(rec, first_beyond_)) first_beyond_ = rec;
   }
+  if (inside && accept.lo == accept.hi) ++single_valued_;
   if (!std::isfinite(z)) {
     ++nonfinite_;
     return;
@@ -63,6 +64,7 @@ void BoundStats::merge(const BoundStats& o) {
   counted_ += o.counted_;
   outside_ += o.outside_;
   beyond_tier_ += o.beyond_tier_;
+  single_valued_ += o.single_valued_;
   nonfinite_ += o.nonfinite_;
   sum_err_ += o.sum_err_;
   sum_norm_ += o.sum_norm_;

@@ -41,7 +41,13 @@ class BoundStats {
   /// while z is inside the interval: the verdict is the interval, this is a statistic.
   double max_error_over_bound() const { return max_err_over_b_; }
   /// max of utilization(): how much of the accepted half-interval the values use (<= 1 inside).
+  /// A value whose interval is a single point uses all of it (1): for bf16 outputs that is
+  /// the common case, so single_valued() is the informative figure there.
   double max_utilization() const { return max_util_; }
+  /// Values inside an accepted interval that holds one value only (lo == hi): the engine's
+  /// value is the only one the reference allows. For bf16 outputs at K in the thousands this is
+  /// most of them (their B is far below half a bf16 ulp).
+  Index single_valued() const { return single_valued_; }
   double mean_signed_error() const { return counted_ ? sum_err_ / static_cast<double>(counted_) : 0.0; }
   /// Mean of (z - c) / B: near 0 for unbiased rounding, drifts for truncation or bugs.
   double mean_signed_error_over_bound() const { return counted_ ? sum_norm_ / static_cast<double>(counted_) : 0.0; }
@@ -53,6 +59,7 @@ class BoundStats {
   Index counted_ = 0;  // finite values contributing to the means
   Index outside_ = 0;
   Index beyond_tier_ = 0;
+  Index single_valued_ = 0;
   Index nonfinite_ = 0;
   double max_abs_ = 0;
   ElementRecord max_abs_at_;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "reference/detail/interval.h"
+
 namespace ncert::reference {
 
 namespace {
@@ -33,73 +35,40 @@ double inflate_s(double s_computed, Index k) {
   return s_computed * (1.0 + 2.0 * gamma(static_cast<double>(k) + 3, 0x1p-53));
 }
 
+F32SumInflation f32_sum_inflation(Index k) {
+  // docs/error-bounds.md §1. Model each f32 operation of the GEMM as v(1 + d) + e with
+  // |d| <= 2^-24 (round to nearest) and e its absolute loss: at most 2^-150 for a product under
+  // gradual underflow, below 2^-126 for a result flushed to zero (FTZ), and below 2^-126 more
+  // per operand a DAZ unit reads as zero (only partial sums: the operands are never subnormal).
+  // Every product's path has at most K roundings and there are at most 3K operations, so for
+  // non-negative terms s_hat >= (1 - 2^-24)^K S - 9K 2^-126 >= (1 - K 2^-24) S - K 2^-122, i.e.
+  // S <= (s_hat + K 2^-122) / (1 - K 2^-24) = (s_hat + K 2^-122)(1 + gamma_K(2^-24)).
+  // gamma() returns an upper bound; the add, 1 + g and the two products are four f64 roundings,
+  // (1 - 2^-53)^4 > 1 - 2^-50 together, which the factor (1 + 2^-50) covers.
+  F32SumInflation f;
+  const double kd = static_cast<double>(k);
+  f.slack = kd * 0x1p-122;
+  f.factor = (1.0 + gamma(kd, 0x1p-24)) * kSlack;
+  return f;
+}
+
+BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double lambda, Index k) {
+  BoundTerms t;
+  t.gamma_acc = gamma(column.k_eff, acc.u_eff);
+  t.tier_coef = lambda * std::sqrt(column.k_eff) * acc.u_eff;
+  t.eps_coef = gamma(static_cast<double>(k) + 2, 0x1p-53);
+  t.eta_base = 2 * column.k_eff + 8;
+  t.round_to_nearest = acc.round_to_nearest;
+  return t;
+}
+
 ElementBound element_bound(double s_up, double spread_up, double x_l1, double a_l1, const ColumnModel& column,
                            const Accumulator& acc, double lambda, Index k) {
-  const double eps_ref = gamma(static_cast<double>(k) + 2, 0x1p-53) * s_up;
-  const double eta = 0x1p-126 * (2 * column.k_eff + 8 + 2 * (x_l1 + a_l1));
-  const double g = gamma(column.k_eff, acc.u_eff);
-  ElementBound e;
-  e.bound = (g * s_up + spread_up + eps_ref + eta) * kSlack;
-  if (acc.round_to_nearest) {
-    const double t = lambda * std::sqrt(column.k_eff) * acc.u_eff;
-    e.tier = (t * s_up + spread_up + eps_ref + eta) * kSlack;
-    if (e.tier > e.bound) e.tier = e.bound;
-  } else {
-    // Truncating / directed accumulators have biased errors that grow linearly (docs/error-bounds.md §3):
-    // a sqrt(K) tier would flag correct kernels, so the tier is half the rigorous bound.
-    e.tier = 0.5 * e.bound;
-  }
-  return e;
+  return element_bound(bound_terms(column, acc, lambda, k), s_up, spread_up, x_l1, a_l1);
 }
-
-namespace {
-
-// [lo, hi] (f64 reals) + c, rounded outward into f32.
-void add_into_f32(double& lo, double& hi, double c) {
-  lo = f64_to_f32_down(add_down(lo, c));
-  hi = f64_to_f32_up(add_up(hi, c));
-}
-
-// The engine's value before the output rounding is an f32 v in [lo32, hi32] (the outward f32
-// cover of [lo, hi]); the stored value is round(v). A monotone rounding (rne, rz) maps that
-// interval onto [round(lo32), round(hi32)] exactly; a rounding the engine does not pin down
-// ("any") is covered by rounding lo down and hi up.
-void round_out(double& lo, double& hi, DType output, OutputRounding rounding) {
-  if (output != DType::kBf16) {
-    lo = f64_to_f32_down(lo);
-    hi = f64_to_f32_up(hi);
-    return;
-  }
-  switch (rounding) {
-    case OutputRounding::kNearestEven:
-      lo = round_to_bf16(f64_to_f32_down(lo));
-      hi = round_to_bf16(f64_to_f32_up(hi));
-      return;
-    case OutputRounding::kTowardZero:
-      lo = bf16_to_f32(f32_to_bf16_truncate(f64_to_f32_down(lo)));
-      hi = bf16_to_f32(f32_to_bf16_truncate(f64_to_f32_up(hi)));
-      return;
-    case OutputRounding::kAny:
-      lo = bf16_to_f32(f64_to_bf16_down(lo));
-      hi = bf16_to_f32(f64_to_bf16_up(hi));
-      return;
-  }
-}
-
-}  // namespace
 
 Interval propagate(double y_star, double b, float bias, float residual, const ProjectionArithmetic& a) {
-  double lo = add_down(y_star, -b);
-  double hi = add_up(y_star, b);
-  if (has_bias(a.epilogue)) add_into_f32(lo, hi, bias);
-  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) add_into_f32(lo, hi, residual);
-  round_out(lo, hi, a.output, a.output_rounding);
-  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kOutput) {
-    // out = rnd_o(fl32(rnd_o(v) + r)): the f32 add (outward) then the output rounding again.
-    add_into_f32(lo, hi, residual);
-    round_out(lo, hi, a.output, a.output_rounding);
-  }
-  return {static_cast<float>(lo), static_cast<float>(hi)};
+  return detail::propagate_interval(y_star, b, bias, residual, a);
 }
 
 }  // namespace ncert::reference

@@ -5,6 +5,9 @@
 // (directed) rounding. An engine value is accepted iff it lies in the final interval.
 #pragma once
 
+#include <bit>
+#include <cstdint>
+
 #include "reference/linear_spec.h"
 
 namespace ncert::reference {
@@ -27,16 +30,73 @@ ColumnModel column_model(const WeightSegment& segment, Index k);
 /// S_true <= S_computed (1 + 2 gamma_{K+3}(2^-53)).
 double inflate_s(double s_computed, Index k);
 
+/// S computed as an f32 GEMM of non-negative terms (|x| and the charged magnitudes rounded up
+/// to f32, and up to 2^-126 where they are nonzero and smaller), made a true upper bound of the
+/// exact S in f64 (docs/error-bounds.md §1): S <= (s_hat + K 2^-122)(1 + gamma_K(2^-24)) for
+/// any summation order of the K products.
+/// `factor` is 1 + gamma_K(2^-24) rounded so that the f64 evaluation of up() never falls
+/// below that product. Valid only for a finite s_hat: an overflow (inf) or 0 * inf (NaN) in
+/// the f32 GEMM is recomputed in f64 by the caller.
+struct F32SumInflation {
+  double slack = 0;   ///< K 2^-122: underflow and flush-to-zero of up to 3K operations
+  double factor = 1;  ///< (1 + gamma_K(2^-24)) (1 + 2^-50)
+  double up(float s_hat) const { return (static_cast<double>(s_hat) + slack) * factor; }
+};
+F32SumInflation f32_sum_inflation(Index k);
+
+/// An f32 operand of the S GEMM: |v| (exact), raised to 2^-126 if it is a nonzero subnormal, so
+/// that a process that reads subnormal inputs as zero (DAZ) loses no term. Bit operations only
+/// (a DAZ unit would read the comparison's operand as 0). Inf and NaN are kept: they make s_hat
+/// non-finite, and the caller falls back to f64. Magnitudes held in f64 are first rounded up
+/// to f32 (f64_to_f32_up).
+inline float f32_magnitude(float v) {
+  std::uint32_t b = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
+  if (b != 0 && b < 0x00800000u) b = 0x00800000u;
+  return std::bit_cast<float>(b);
+}
+
 struct ElementBound {
   double bound = 0;  ///< B: deterministic, any summation order
   double tier = 0;   ///< T: probabilistic tier (lambda sqrt(K) u S, or B/2 for non-RN units)
 };
 
+/// The per-column constants of B and T (one set per weight segment), so the per-element
+/// evaluation is a few multiply-adds (docs/error-bounds.md §2-3).
+struct BoundTerms {
+  double gamma_acc = 0;  ///< gamma_{K_eff}(u_eff)
+  double tier_coef = 0;  ///< lambda sqrt(K_eff) u_eff (round-to-nearest accumulators)
+  double eps_coef = 0;   ///< gamma_{K+2}(2^-53): the f64 reference's own error per unit of S
+  double eta_base = 0;   ///< 2 K_eff + 8
+  bool round_to_nearest = true;
+};
+BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double lambda, Index k);
+
 /// B = gamma_{K_eff}(u_eff) S + D + eps_ref + eta, with D = sum |x| spread (the weights' own
 /// uncertainty where dequant_op = either leaves two values; 0 otherwise), eps_ref =
 /// gamma_{K+2}(2^-53) S (the f64 reference's own error) and eta = 2^-126 (2 K_eff + 8 +
 /// 2 (|x_i|_1 + |a_j|_1)) covering flush-to-zero of every operation and subnormal inputs read
-/// as zero. `s_up` is the inflated S_alg, `x_l1`/`a_l1` the row and column 1-norms.
+/// as zero. `s_up` is the inflated S_alg, `x_l1`/`a_l1` upper bounds of the row and column
+/// 1-norms.
+inline ElementBound element_bound(const BoundTerms& t, double s_up, double spread_up, double x_l1, double a_l1) {
+  // 1 + 2^-50 absorbs the f64 roundings of these few operations (each at most 2^-53).
+  constexpr double kSlack = 1.0 + 0x1p-50;
+  const double eps_ref = t.eps_coef * s_up;
+  const double eta = 0x1p-126 * (t.eta_base + 2 * (x_l1 + a_l1));
+  ElementBound e;
+  e.bound = (t.gamma_acc * s_up + spread_up + eps_ref + eta) * kSlack;
+  if (t.round_to_nearest) {
+    e.tier = (t.tier_coef * s_up + spread_up + eps_ref + eta) * kSlack;
+    if (e.tier > e.bound) e.tier = e.bound;
+  } else {
+    // Truncating / directed accumulators have biased errors that grow linearly
+    // (docs/error-bounds.md §3): a sqrt(K) tier would flag correct kernels, so the tier is half
+    // the rigorous bound.
+    e.tier = 0.5 * e.bound;
+  }
+  return e;
+}
+
+/// The same from the column model (bound_terms then the above).
 ElementBound element_bound(double s_up, double spread_up, double x_l1, double a_l1, const ColumnModel& column,
                            const Accumulator& acc, double lambda, Index k);
 

@@ -4,9 +4,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <functional>
 
 #include "reference/detail/gemm.h"
+#include "reference/detail/interval.h"
+#include "reference/detail/weight_rows.h"
 #include "reference/k_walk.h"
 
 namespace ncert::reference {
@@ -18,40 +19,42 @@ namespace {
 constexpr Index kWalkRows = 4;
 
 struct BlockScratch {
-  std::vector<double> w_exact;  // block_cols x K
-  std::vector<double> w_alg;    // block_cols x K
-  std::vector<double> w_spread; // block_cols x K: half the gap between two allowed kernel weights
-  std::vector<double> d;        // M x block_cols: sum |x| spread, where any spread is nonzero
-  std::vector<double> y;        // M x block_cols
-  std::vector<double> s;        // M x block_cols
+  std::vector<double> w_exact;   // block_cols x K: the weights y* multiplies by
+  std::vector<float> w_mag;      // block_cols x K: charged magnitudes rounded up to f32
+  std::vector<double> w_spread;  // block_cols x K: half the gap between two allowed kernel
+                                 // weights (only for blocks whose segments can have two)
+  std::vector<double> w_alg;     // block_cols x K: f64 magnitudes (only when the f32 S overflows)
+  std::vector<double> d;         // M x block_cols: sum |x| spread, where any spread is nonzero
+  std::vector<double> y;         // M x block_cols
+  std::vector<float> s32;        // M x block_cols: S as the f32 GEMM computed it
+  std::vector<double> s;         // M x block_cols: S inflated to a true upper bound
   std::vector<float> w_kernel;   // K x block_cols (transposed) for the walk
   std::vector<float> kernel_row; // K
-  std::vector<double> bound, tier, center, s_up;
+  std::vector<double> bound, tier, center;
   std::vector<Interval> accept, expect;
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
-  Index nonfinite_w = 0;
-  Index first_nonfinite_w = -1;
-  bool all_zero_w = true;
+  std::vector<const BoundTerms*> terms;  // per column of the block
+  std::vector<double> x_abs;     // M x K: |x| in f64 when the problem has no shared copy
 };
 
-}  // namespace
-
-namespace {
-
-/// The activations once: exact values, magnitudes, f32 values for the walk, row 1-norms.
+/// The activations once: exact values (f64 for y*, f32 for the walk), magnitudes (f32 for the
+/// S GEMM; f64 only for the spread's GEMM, when a segment can have two-valued weights), upper
+/// bounds of the row 1-norms.
 struct Activations {
   std::vector<double> exact, abs;
-  std::vector<float> f32;
+  std::vector<float> f32, mag;
   std::vector<double> l1;
 };
 
-Activations prepare_activations(const LinearProblem& p, Index K, ReferenceSummary& summary) {
+Activations prepare_activations(const LinearProblem& p, Index K, bool with_abs, ReferenceSummary& summary) {
   const Index M = p.x.rows;
   Activations a;
-  a.exact.resize(static_cast<std::size_t>(M * K));
-  a.abs.resize(a.exact.size());
-  a.f32.resize(a.exact.size());
+  const std::size_t cells = static_cast<std::size_t>(M * K);
+  a.exact.resize(cells);
+  a.f32.resize(cells);
+  a.mag.resize(cells);
+  if (with_abs) a.abs.resize(cells);
   a.l1.assign(static_cast<std::size_t>(M), 0.0);
   for (Index i = 0; i < M; ++i) {
     double l1 = 0;
@@ -59,17 +62,29 @@ Activations prepare_activations(const LinearProblem& p, Index K, ReferenceSummar
       const float v = p.x.at(i, c);
       a.f32[i * K + c] = v;
       a.exact[i * K + c] = v;
-      a.abs[i * K + c] = std::fabs(static_cast<double>(v));
+      a.mag[i * K + c] = f32_magnitude(v);  // |x| is exact in f32
+      if (with_abs) a.abs[i * K + c] = std::fabs(static_cast<double>(v));
       if (!std::isfinite(v)) {
         if (summary.nonfinite_x++ == 0) summary.first_nonfinite_x = i * K + c;
       } else {
-        l1 += a.abs[i * K + c];
+        l1 += std::fabs(static_cast<double>(v));
       }
       if (v != 0.0f) summary.all_zero_x = false;
     }
-    a.l1[i] = l1 * (1.0 + 0x1p-40);  // generous cover of the f64 summation error
+    a.l1[i] = inflate_s(l1, K);  // an upper bound of the 1-norm (non-negative terms)
   }
   return a;
+}
+
+/// |x| in f64 for the spread's GEMM and the f64 fallback of S: the shared copy when the problem
+/// has one, else built once per thread on first use (only a block whose f32 S overflows).
+const double* abs_activations(const Activations& x, std::vector<double>& own) {
+  if (!x.abs.empty()) return x.abs.data();
+  if (own.empty()) {
+    own.resize(x.f32.size());
+    for (std::size_t e = 0; e < own.size(); ++e) own[e] = std::fabs(static_cast<double>(x.f32[e]));
+  }
+  return own.data();
 }
 
 /// What a block learned about its weights (merged in block order afterwards).
@@ -80,28 +95,25 @@ struct BlockWeightFacts {
   Index ambiguous = 0;  ///< weights whose two allowed kernel values differ (dequant_op = either)
 };
 
-/// Decodes the block's weight rows [j0, j0 + w): exact values and charged magnitudes (rows of
-/// K), their 1-norms, and the kernel's f32 weights transposed for the walk.
-BlockWeightFacts decode_block(const LinearProblem& p, Index j0, Index w, bool walk, BlockScratch& t) {
-  const Weights& W = *p.weights;
-  const Index K = W.k;
+/// Decodes the block's weight rows [j0, j0 + w): exact values and f32 charged magnitudes (rows
+/// of K), the half-spreads when `spread`, their 1-norms, and the kernel's f32 weights
+/// transposed for the walk.
+BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& decoder, Index j0, Index w,
+                              bool spread, bool walk, BlockScratch& t) {
+  const Index K = p.weights->k;
   BlockWeightFacts facts;
   for (Index jj = 0; jj < w; ++jj) {
-    double* we = t.w_exact.data() + jj * K;
-    double* wa = t.w_alg.data() + jj * K;
-    double* ws = t.w_spread.data() + jj * K;
-    decode_weight_row(W, j0 + jj, p.x.dtype, we, wa, walk ? t.kernel_row.data() : nullptr, ws);
-    double l1 = 0;
-    for (Index c = 0; c < K; ++c) {
-      facts.ambiguous += ws[c] != 0;
-      if (!std::isfinite(we[c])) {
-        if (facts.nonfinite++ == 0) facts.first_nonfinite = (j0 + jj) * K + c;
-      } else {
-        l1 += wa[c];
-      }
-      if (we[c] != 0.0) facts.all_zero = false;
-    }
-    t.a_l1[jj] = l1 * (1.0 + 0x1p-40);
+    detail::WeightRowOut out;
+    out.exact = t.w_exact.data() + jj * K;
+    out.magnitude = t.w_mag.data() + jj * K;
+    out.spread = spread ? t.w_spread.data() + jj * K : nullptr;
+    out.kernel = walk ? t.kernel_row.data() : nullptr;
+    const detail::WeightRowFacts row = decoder.decode(j0 + jj, out);
+    if (row.nonfinite > 0 && facts.nonfinite == 0) facts.first_nonfinite = (j0 + jj) * K + row.first_nonfinite;
+    facts.nonfinite += row.nonfinite;
+    facts.ambiguous += row.ambiguous;
+    if (!row.all_zero) facts.all_zero = false;
+    t.a_l1[jj] = inflate_s(row.l1, K);
     if (walk) {
       for (Index c = 0; c < K; ++c) t.w_kernel[c * w + jj] = t.kernel_row[c];
     }
@@ -109,31 +121,50 @@ BlockWeightFacts decode_block(const LinearProblem& p, Index j0, Index w, bool wa
   return facts;
 }
 
+/// S for the block as a true upper bound in t.s: the f32 GEMM inflated (docs/error-bounds.md
+/// §1), or, when it overflowed (an inf or a 0 * inf NaN anywhere in the block), the f64 GEMM
+/// over the unrounded magnitudes inflated by its own error.
+void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, const F32SumInflation& inflation,
+             BlockScratch& t) {
+  const Index M = p.x.rows, K = p.weights->k;
+  const Index cells = M * w;
+  detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
+  bool finite = true;
+  for (Index e = 0; e < cells; ++e) finite &= std::isfinite(t.s32[e]);
+  if (finite) {
+    for (Index e = 0; e < cells; ++e) t.s[e] = inflation.up(t.s32[e]);
+    return;
+  }
+  t.w_alg.resize(static_cast<std::size_t>(w * K));
+  for (Index jj = 0; jj < w; ++jj) {
+    decode_weight_row(*p.weights, j0 + jj, p.x.dtype, nullptr, t.w_alg.data() + jj * K, nullptr, nullptr);
+  }
+  detail::gemm_abt(abs_activations(x, t.x_abs), M, K, t.w_alg.data(), w, t.s.data());
+  for (Index e = 0; e < cells; ++e) t.s[e] = inflate_s(t.s[e], K);
+}
+
 /// The bias and residual element (i, j) adds (0 where the epilogue has none).
 std::pair<float, float> epilogue_operands(const LinearProblem& p, Index i, Index j) {
   return {has_bias(p.epilogue) ? p.bias.at(j) : 0.0f, has_residual(p.epilogue) ? p.residual.at(i, j) : 0.0f};
 }
 
-/// Per element of the block: S (and D) made true bounds, B, T, the centre and both accepted
-/// intervals. `spread` says whether t.d holds sum |x| spread for this block.
-void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index w, bool spread,
-                  const std::function<const ColumnModel&(Index)>& model_of, BlockScratch& t) {
+/// Per element of the block: B, T, the centre and both accepted intervals, from t.s (S as a
+/// true bound) and, where `spread`, t.d (sum |x| spread, made a true bound here).
+void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index w, bool spread, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   for (Index i = 0; i < M; ++i) {
     for (Index jj = 0; jj < w; ++jj) {
       const Index j = j0 + jj;
       const std::size_t e = static_cast<std::size_t>(i * w + jj);
       const double ys = t.y[e];
-      const double su = inflate_s(t.s[e], K);
-      t.s[e] = su;
-      const double du = spread ? inflate_s(t.d[e], K) : 0.0;  // a GEMM of non-negative terms, like S
-      const ElementBound eb = element_bound(su, du, x.l1[i], t.a_l1[jj], model_of(j), p.accumulator, p.lambda, K);
+      const double du = spread ? inflate_s(t.d[e], K) : 0.0;  // an f64 GEMM of non-negative terms
+      const ElementBound eb = element_bound(*t.terms[jj], t.s[e], du, x.l1[i], t.a_l1[jj]);
       const auto [bias, res] = epilogue_operands(p, i, j);
       t.bound[e] = eb.bound;
       t.tier[e] = eb.tier;
       t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
-      t.accept[e] = propagate(ys, eb.bound, bias, res, p);
-      t.expect[e] = propagate(ys, eb.tier, bias, res, p);
+      t.accept[e] = detail::propagate_interval(ys, eb.bound, bias, res, p);
+      t.expect[e] = detail::propagate_interval(ys, eb.tier, bias, res, p);
     }
   }
 }
@@ -156,13 +187,16 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
   }
 }
 
-void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool walk) {
+void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk) {
   const std::size_t cells = static_cast<std::size_t>(M * bc);
   t.w_exact.resize(static_cast<std::size_t>(bc * K));
-  t.w_alg.resize(t.w_exact.size());
-  t.w_spread.resize(t.w_exact.size());
-  t.d.resize(cells);
+  t.w_mag.resize(t.w_exact.size());
+  if (spread) {
+    t.w_spread.resize(t.w_exact.size());
+    t.d.resize(cells);
+  }
   t.y.resize(cells);
+  t.s32.resize(cells);
   t.s.resize(cells);
   t.bound.resize(cells);
   t.tier.resize(cells);
@@ -170,6 +204,7 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool walk) {
   t.accept.resize(cells);
   t.expect.resize(cells);
   t.a_l1.resize(static_cast<std::size_t>(bc));
+  t.terms.resize(static_cast<std::size_t>(bc));
   if (walk) {
     t.w_kernel.resize(static_cast<std::size_t>(K * bc));
     t.kernel_row.resize(static_cast<std::size_t>(K));
@@ -177,6 +212,27 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool walk) {
     t.walk_scratch.resize(static_cast<std::size_t>(kWalkRows * bc));
   }
 }
+
+/// Per weight segment: the bound's constants and whether its weights can have two values.
+struct SegmentModels {
+  std::vector<BoundTerms> terms;
+  std::vector<bool> may_spread;
+  const Weights* weights = nullptr;
+  std::size_t segment_of(Index j) const {
+    for (std::size_t s = 0; s < weights->segments.size(); ++s) {
+      if (j >= weights->segments[s].row_begin && j < weights->segments[s].row_end) return s;
+    }
+    NCERT_UNREACHABLE("column outside every segment");
+  }
+  /// Whether any column of [j0, j1) lies in a segment whose weights can have two values.
+  bool any_spread(Index j0, Index j1) const {
+    for (std::size_t s = 0; s < weights->segments.size(); ++s) {
+      const WeightSegment& seg = weights->segments[s];
+      if (may_spread[s] && seg.row_begin < j1 && seg.row_end > j0) return true;
+    }
+    return false;
+  }
+};
 
 }  // namespace
 
@@ -194,42 +250,45 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
 
   ReferenceSummary summary;
   summary.blocks = nblocks;
-  const Activations x = prepare_activations(p, K, summary);
 
-  std::vector<ColumnModel> models;
-  models.reserve(W.segments.size());
-  for (const WeightSegment& seg : W.segments) models.push_back(column_model(seg, K));
-  const std::function<const ColumnModel&(Index)> model_of = [&](Index j) -> const ColumnModel& {
-    for (std::size_t s = 0; s < W.segments.size(); ++s) {
-      if (j >= W.segments[s].row_begin && j < W.segments[s].row_end) return models[s];
-    }
-    NCERT_UNREACHABLE("column outside every segment");
-  };
-  for (const ColumnModel& m : models) {
+  SegmentModels models;
+  models.weights = &W;
+  bool any_spread = false;
+  for (const WeightSegment& seg : W.segments) {
+    const ColumnModel m = column_model(seg, K);
     if (std::isinf(gamma(m.k_eff, p.accumulator.u_eff))) summary.vacuous_bound = true;
+    models.terms.push_back(bound_terms(m, p.accumulator, p.lambda, K));
+    models.may_spread.push_back(detail::segment_may_spread(seg));
+    any_spread = any_spread || models.may_spread.back();
   }
+  const Activations x = prepare_activations(p, K, any_spread, summary);
+  const F32SumInflation inflation = f32_sum_inflation(K);
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
 #pragma omp parallel
   {
     BlockScratch t;
-    size_scratch(t, M, K, bc, walk);
+    size_scratch(t, M, K, bc, any_spread, walk);
+    detail::WeightRowDecoder decoder(W, p.x.dtype);
 #pragma omp for schedule(dynamic, 1)
     for (Index b = 0; b < nblocks; ++b) {
       const Index j0 = b * bc;
       const Index j1 = std::min(N, j0 + bc);
       const Index w = j1 - j0;
-      facts[static_cast<std::size_t>(b)] = decode_block(p, j0, w, walk, t);
-      // Two f64 GEMMs on this thread (Eigen does not parallelize inside an active region),
-      // with a shape that depends only on the block: bit-identical at any thread count.
+      const bool spread = models.any_spread(j0, j1);
+      facts[static_cast<std::size_t>(b)] = decode_block(p, decoder, j0, w, spread, walk, t);
+      for (Index jj = 0; jj < w; ++jj) t.terms[jj] = &models.terms[models.segment_of(j0 + jj)];
+      // The GEMMs run on this thread (Eigen does not parallelize inside an active region),
+      // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
       detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
-      detail::gemm_abt(x.abs.data(), M, K, t.w_alg.data(), w, t.s.data());
+      block_s(p, x, j0, w, inflation, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both
       // orders agree and this costs nothing in the common case.
-      if (f.ambiguous > 0) detail::gemm_abt(x.abs.data(), M, K, t.w_spread.data(), w, t.d.data());
-      block_bounds(p, x, j0, w, f.ambiguous > 0, model_of, t);
+      NCERT_ASSERT(spread || f.ambiguous == 0, "two-valued weights in a segment that cannot have them");
+      if (f.ambiguous > 0) detail::gemm_abt(abs_activations(x, t.x_abs), M, K, t.w_spread.data(), w, t.d.data());
+      block_bounds(p, x, j0, w, f.ambiguous > 0, t);
       if (walk) block_walk(p, x, j0, w, t);
 
       ReferenceBlock block;

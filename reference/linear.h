@@ -3,12 +3,15 @@
 // bound B, the probabilistic tier T, the accepted intervals of the stored output for both, and
 // (when the kernel declares a K walk) the bit-exact emulated output.
 //
-// How: y* and S are two f64 GEMMs (Eigen) over blocks of output columns; every product x*w
-// of bf16/f32 operands is exact in f64 and the f64 accumulation error gamma_{K+2}(2^-53) S is
-// added to B (docs/error-bounds.md §1). The block decomposition is fixed
-// (independent of the thread count) and each block's GEMM runs on one thread, so y*, S, B and
-// everything derived are bit-identical at any thread count. Memory stays O(block), not O(N K):
-// blocks are handed to a sink and dropped.
+// How: y* is an f64 GEMM (Eigen) over blocks of output columns: every product x*w of bf16/f32
+// operands is exact in f64 and the f64 accumulation error gamma_{K+2}(2^-53) S is added to B.
+// S = sum |x| a is an f32 GEMM of the magnitudes rounded up to f32, made a true upper bound by
+// (s_hat + K 2^-122)(1 + gamma_K(2^-24)): all its terms are non-negative, so any summation
+// order's error is one-sided in that way (docs/error-bounds.md §1); a block whose f32 S
+// overflows is recomputed in f64. The block decomposition is fixed (independent of the thread
+// count) and each block's GEMMs run on one thread, so y*, S, B and everything derived are
+// bit-identical at any thread count. Memory stays O(block), not O(N K): blocks are handed to
+// a sink and dropped.
 #pragma once
 
 #include <vector>

@@ -8,8 +8,11 @@
 
 namespace ncert::reference::detail {
 
-void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, double* c) {
-  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+namespace {
+
+template <typename T>
+void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
+  using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   Eigen::Map<const RowMatrix> A(a, m, k);
   Eigen::Map<const RowMatrix> B(b, n, k);
   Eigen::Map<RowMatrix> C(c, m, n);
@@ -20,6 +23,16 @@ void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, doubl
                "reference GEMM would run Eigen's own parallel path (Eigen::setNbThreads > 1 "
                "with a single-thread team); results would depend on the thread count");
   C.noalias() = A * B.transpose();
+}
+
+}  // namespace
+
+void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, double* c) {
+  gemm_abt_impl(a, m, k, b, n, c);
+}
+
+void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* c) {
+  gemm_abt_impl(a, m, k, b, n, c);
 }
 
 }  // namespace ncert::reference::detail

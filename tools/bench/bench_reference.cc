@@ -1,16 +1,30 @@
 // Benchmark of the exact reference (issue 3): M = 128, K = 5120, N = 16480 with (a) BF16 and
 // (b) AF4 affine (group 64) weights. In the same process and on the same threads it times one
-// Eigen f64 GEMM of the same shape (the baseline) and reports reference / GEMM. The reference
-// runs first, so the peak RSS it reports is the reference's own (the f64 baseline alone needs
-// 675 MB for W). Usage: bench_reference [--reps N] [--threads T]
+// Eigen f64 GEMM of the same shape (the baseline) and reports reference / GEMM. Repetitions are
+// interleaved (GEMM, bf16 reference, AF4 reference, then again), and the ratio reported is the
+// median of the per-repetition ratios: this machine is shared, and a load change between two
+// separate medians would move their quotient. The references run first, so the peak RSS reported
+// is the reference's own (the f64 baseline alone needs 675 MB for W).
+//
+// --bounds DUMP.h5...: for every projection of the given dumps, the size of B with S from the
+// f32 GEMM (as the reference computes it) against B with S from an f64 GEMM inflated by its own
+// error (as it was computed before): max and mean of B_new / B_old (docs/error-bounds.md §1).
+//
+// Usage: bench_reference [--reps N] [--threads T]
+//        bench_reference --bounds DUMP.h5... [--threads T]
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "certify/io/dump_reader.h"
+#include "certify/projection/projection_data.h"
 #include "reference/float_bits.h"
 #include "reference/linear.h"
 #include "tools/bench/bench_common.h"
@@ -85,56 +99,194 @@ void fill(Data& d, bool af4) {
   d.problem.output = DType::kBf16;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int reps = 3, threads = omp_get_max_threads();
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+double time_reference(const Data& d) {
+  ChecksumSink sink;
+  const double t0 = bench::now_seconds();
+  auto s = evaluate_reference(d.problem, sink);
+  const double t = bench::now_seconds() - t0;
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.status().to_string().c_str());
+    std::exit(1);
   }
-  omp_set_dynamic(0);
-  omp_set_num_threads(threads);
-  Eigen::setNbThreads(threads);
-  std::printf("bench_reference: M=%ld K=%ld N=%ld threads=%d reps=%d\n", (long)kM, (long)kK,
-              (long)kN, threads, reps);
+  return t;
+}
 
-  double ref_time[2] = {0, 0};
-  double rss_after_ref = 0;
-  for (int variant = 0; variant < 2; ++variant) {
-    Data d;
-    fill(d, variant == 1);
-    std::vector<double> t;
-    for (int r = 0; r < reps; ++r) {
-      ChecksumSink sink;
-      const double t0 = bench::now_seconds();
-      auto s = evaluate_reference(d.problem, sink);
-      t.push_back(bench::now_seconds() - t0);
-      if (!s.ok()) {
-        std::fprintf(stderr, "%s\n", s.status().to_string().c_str());
-        return 1;
-      }
-    }
-    ref_time[variant] = bench::median(t);
-  }
-  rss_after_ref = bench::peak_rss_mib();
+int run_speed(int reps) {
+  Data bf16, af4;
+  fill(bf16, false);
+  fill(af4, true);
+  // Warm-up: first-touch page faults of the per-thread scratch, Eigen's blocking set-up.
+  time_reference(bf16);
+  time_reference(af4);
+  const double rss_after_ref = bench::peak_rss_mib();
 
   // Baseline: one Eigen f64 GEMM of the same shape, on the same threads (Eigen's own OpenMP).
   Eigen::MatrixXd a = Eigen::MatrixXd::Random(kM, kK);
   Eigen::MatrixXd b = Eigen::MatrixXd::Random(kK, kN);
   Eigen::MatrixXd c(kM, kN);
-  std::vector<double> g;
+  c.noalias() = a * b;  // warm-up
+  std::vector<double> g, rb, ra, ratio_b, ratio_a;
   for (int r = 0; r < reps; ++r) {
     const double t0 = bench::now_seconds();
     c.noalias() = a * b;
     g.push_back(bench::now_seconds() - t0);
+    rb.push_back(time_reference(bf16));
+    ra.push_back(time_reference(af4));
+    ratio_b.push_back(rb.back() / g.back());
+    ratio_a.push_back(ra.back() / g.back());
   }
   const double gemm = bench::median(g);
   const double gflops = 2.0 * kM * kK * kN / gemm * 1e-9;
   std::printf("eigen f64 gemm       %8.3f s  (%.1f GFLOP/s)\n", gemm, gflops);
-  std::printf("reference bf16       %8.3f s  ratio %.2f x gemm\n", ref_time[0], ref_time[0] / gemm);
-  std::printf("reference af4 (g64)  %8.3f s  ratio %.2f x gemm\n", ref_time[1], ref_time[1] / gemm);
+  std::printf("reference bf16       %8.3f s  ratio %.2f x gemm (per-rep ratios %.2f..%.2f)\n", bench::median(rb),
+              bench::median(ratio_b), *std::min_element(ratio_b.begin(), ratio_b.end()),
+              *std::max_element(ratio_b.begin(), ratio_b.end()));
+  std::printf("reference af4 (g64)  %8.3f s  ratio %.2f x gemm (per-rep ratios %.2f..%.2f)\n", bench::median(ra),
+              bench::median(ratio_a), *std::min_element(ratio_a.begin(), ratio_a.end()),
+              *std::max_element(ratio_a.begin(), ratio_a.end()));
   std::printf("peak RSS (reference runs only) %.0f MiB\n", rss_after_ref);
   std::printf("checksum %g\n", c(0, 0));
   return 0;
+}
+
+// ---- --bounds ----------------------------------------------------------------------------------
+
+/// Per block: B_new / B_old statistics, merged in block order afterwards.
+struct RatioStats {
+  double max = 0, min = 1e300, sum = 0;
+  Index n = 0;
+  void add(double r) {
+    max = std::max(max, r);
+    min = std::min(min, r);
+    sum += r;
+    ++n;
+  }
+  void merge(const RatioStats& o) {
+    max = std::max(max, o.max);
+    min = std::min(min, o.min);
+    sum += o.sum;
+    n += o.n;
+  }
+};
+
+/// Recomputes each block's S as an f64 GEMM over the unrounded magnitudes (the previous
+/// reference) and compares the two B: B_old = B_new - (gamma_acc + eps_coef)(S_new - S_old)
+/// (1 + 2^-50), where S_old = inflate_s(f64 S). Only S differs between the two (the 1-norms of
+/// eta change by ~1e-12 of a term of 2^-126 scale, which this ignores).
+class BoundRatioSink final : public ReferenceSink {
+ public:
+  BoundRatioSink(const LinearProblem& p, Index blocks) : p_(p), stats_(static_cast<std::size_t>(blocks)) {
+    const Index M = p.x.rows, K = p.weights->k;
+    x_abs_.resize(static_cast<std::size_t>(M * K));
+    for (Index i = 0; i < M; ++i) {
+      for (Index c = 0; c < K; ++c) x_abs_[i * K + c] = std::fabs(static_cast<double>(p.x.at(i, c)));
+    }
+    for (const WeightSegment& seg : p.weights->segments) {
+      terms_.push_back(bound_terms(column_model(seg, K), p.accumulator, p.lambda, K));
+    }
+  }
+
+  void consume(const ReferenceBlock& b) override {
+    using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Index M = b.rows, K = p_.weights->k, w = b.width();
+    RowMatrix alg(w, K);
+    for (Index jj = 0; jj < w; ++jj) {
+      decode_weight_row(*p_.weights, b.col_begin + jj, p_.x.dtype, nullptr, alg.row(jj).data(), nullptr, nullptr);
+    }
+    Eigen::Map<const RowMatrix> x(x_abs_.data(), M, K);
+    const RowMatrix s64 = x * alg.transpose();
+    RatioStats& st = stats_[static_cast<std::size_t>(b.index)];
+    for (Index jj = 0; jj < w; ++jj) {
+      const BoundTerms& t = terms_[segment_index(b.col_begin + jj)];
+      for (Index i = 0; i < M; ++i) {
+        const Index e = b.at(i, b.col_begin + jj);
+        const double s_old = inflate_s(s64(i, jj), K);
+        const double b_old = b.bound[e] - (t.gamma_acc + t.eps_coef) * (b.s[e] - s_old) * (1 + 0x1p-50);
+        if (std::isfinite(b.bound[e]) && b_old > 0) st.add(b.bound[e] / b_old);
+      }
+    }
+  }
+
+  RatioStats total() const {
+    RatioStats all;
+    for (const RatioStats& s : stats_) all.merge(s);
+    return all;
+  }
+
+ private:
+  std::size_t segment_index(Index j) const {
+    const auto& segs = p_.weights->segments;
+    for (std::size_t s = 0; s < segs.size(); ++s) {
+      if (j >= segs[s].row_begin && j < segs[s].row_end) return s;
+    }
+    return 0;
+  }
+
+  const LinearProblem& p_;
+  std::vector<double> x_abs_;
+  std::vector<BoundTerms> terms_;
+  std::vector<RatioStats> stats_;
+};
+
+int run_bounds(const std::vector<std::string>& dumps) {
+  RatioStats all;
+  for (const std::string& path : dumps) {
+    auto reader = certify::DumpReader::open(path);
+    if (!reader.ok()) {
+      std::fprintf(stderr, "%s: %s\n", path.c_str(), reader.status().to_string().c_str());
+      continue;
+    }
+    for (const auto& info : reader->model().projections) {
+      auto loaded = certify::load_projection(*reader, info);
+      if (!loaded.ok()) {
+        std::fprintf(stderr, "%s %s: %s\n", path.c_str(), info.name.c_str(), loaded.status().to_string().c_str());
+        continue;
+      }
+      const LinearProblem problem = loaded->problem(10.0);
+      ReferenceOptions ro;
+      ro.emulate_walk = false;
+      BoundRatioSink sink(problem, (info.n + ro.block_cols - 1) / ro.block_cols);
+      auto s = evaluate_reference(problem, sink, ro);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s %s: %s\n", path.c_str(), info.name.c_str(), s.status().to_string().c_str());
+        continue;
+      }
+      const RatioStats st = sink.total();
+      if (st.n == 0) continue;
+      std::printf("%-60s %-12s K=%-6ld elements %-9ld B_new/B_old max 1%+.3e mean 1%+.3e min 1%+.3e\n",
+                  path.substr(path.size() > 60 ? path.size() - 60 : 0).c_str(), info.name.c_str(), (long)info.k,
+                  (long)st.n, st.max - 1, st.sum / static_cast<double>(st.n) - 1, st.min - 1);
+      all.merge(st);
+    }
+  }
+  if (all.n == 0) return 1;
+  std::printf("all: %ld elements, B_new/B_old max 1%+.3e mean 1%+.3e min 1%+.3e\n", (long)all.n, all.max - 1,
+              all.sum / static_cast<double>(all.n) - 1, all.min - 1);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 5, threads = omp_get_max_threads();
+  std::vector<std::string> dumps;
+  bool bounds = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--bounds")) {
+      bounds = true;
+    } else if (bounds) {
+      dumps.emplace_back(argv[i]);
+    }
+  }
+  omp_set_dynamic(0);
+  omp_set_num_threads(threads);
+  Eigen::setNbThreads(threads);
+  if (bounds) return run_bounds(dumps);
+  std::printf("bench_reference: M=%ld K=%ld N=%ld threads=%d reps=%d (interleaved)\n", (long)kM, (long)kK,
+              (long)kN, threads, reps);
+  return run_speed(reps);
 }

@@ -1,0 +1,343 @@
+#include "reference/detail/weight_rows.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "reference/bounds.h"
+#include "reference/detail/directed.h"
+#include "reference/float_bits.h"
+
+namespace ncert::reference::detail {
+
+namespace {
+
+/// The charged magnitude as the f32 S GEMM's operand: rounded up to f32, subnormals raised.
+inline float magnitude_of(double alg) { return f32_magnitude(f64_to_f32_up(alg)); }
+
+/// bf16 and f32 rows: each weight is its own exact, kernel and charged value (|w|, exact in
+/// f32), with no spread. Bit operations only, so the loop vectorizes (16 weights an iteration
+/// with AVX-512): |w| with subnormals raised (bounds.h f32_magnitude), the finite test on the
+/// exponent, and lane-wise sums (l1's order is free: the caller inflates it for any order).
+template <typename T>
+WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
+  double l1 = 0;
+  Index nonfinite = 0;
+  std::uint32_t nonzero = 0;
+  // Local restrict pointers: read through `out`, GCC re-loads them every iteration and
+  // vectorizes the stores as scatters.
+  double* __restrict exact = out.exact;
+  float* __restrict magnitude = out.magnitude;
+#pragma omp simd reduction(+ : l1, nonfinite) reduction(| : nonzero)
+  for (Index c = 0; c < k; ++c) {
+    std::uint32_t bits;
+    if constexpr (sizeof(T) == 2) {
+      bits = std::uint32_t{v[c]} << 16;
+    } else {
+      bits = std::bit_cast<std::uint32_t>(v[c]);
+    }
+    // Masks, not conditionals: GCC 12 does not if-convert the selects here, and a loop with
+    // control flow is not vectorized.
+    const std::uint32_t mag = bits & 0x7FFFFFFFu;
+    const std::uint32_t finite = 0u - static_cast<std::uint32_t>(mag < 0x7F800000u);
+    const std::uint32_t subnormal = 0u - static_cast<std::uint32_t>(mag - 1u < 0x007FFFFFu);
+    exact[c] = static_cast<double>(std::bit_cast<float>(bits));
+    magnitude[c] = std::bit_cast<float>((mag & ~subnormal) | (0x00800000u & subnormal));
+    l1 += static_cast<double>(std::bit_cast<float>(mag & finite));  // non-finite: + 0
+    nonfinite += static_cast<Index>(finite == 0);
+    nonzero |= mag;  // NaN counts as nonzero, as `exact != 0` does
+  }
+  if (out.kernel) {
+    for (Index c = 0; c < k; ++c) out.kernel[c] = static_cast<float>(out.exact[c]);
+  }
+  if (out.spread) {
+    for (Index c = 0; c < k; ++c) out.spread[c] = 0;
+  }
+  WeightRowFacts facts;
+  facts.l1 = l1;
+  facts.nonfinite = nonfinite;
+  facts.all_zero = nonzero == 0;
+  if (nonfinite > 0) {
+    for (Index c = 0; c < k; ++c) {
+      if (!std::isfinite(out.exact[c])) {
+        facts.first_nonfinite = c;
+        break;
+      }
+    }
+  }
+  return facts;
+}
+
+/// The 16 possible weights of one AF4 group, decoded by af4_decode_row itself.
+struct CodeTable {
+  alignas(64) double exact[16];
+  double alg[16];
+  double spread[16];
+  float kernel[16];
+  float magnitude[16];
+  double l1_term[16];  ///< alg where exact is finite, else 0 (the row 1-norm skips non-finite)
+  std::uint32_t nonfinite_mask = 0, ambiguous_mask = 0, nonzero_mask = 0;  ///< bit q per code
+};
+
+/// The kernel's f32 weight for code q under a pinned dequantization (af4.cc kernel_weight):
+/// one fused multiply-add or a multiply then an add, then rounded to bf16 for `output` with
+/// bf16 activations. -ffp-contract=off keeps s * qf + b two roundings.
+float kernel_weight(const Af4Layout& L, float s, float b, int q, bool fused, bool round_to_act) {
+  float w;
+  if (L.variant == Af4Variant::kAffine) {
+    const float qf = static_cast<float>(q);
+    w = fused ? std::fma(s, qf, b) : s * qf + b;
+  } else {
+    w = L.table[q] * s;
+  }
+  return round_to_act ? round_to_bf16(w) : w;
+}
+
+/// af4_decode_row's values for the 16 codes of one group (reference/af4.cc, the same formulas
+/// per code: they depend on the code, the group's scale and bias and the layout only).
+/// tests/unit/reference/weight_rows_test.cc holds the two equal bit for bit for every variant,
+/// packing, group size, scale type, dequantization, operation order and activation type.
+void fill_table(const Af4View& v, Index row, Index group, DType activation, CodeTable& t) {
+  const Af4Layout& L = v.layout;
+  const bool affine = L.variant == Af4Variant::kAffine;
+  const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
+  const bool round_to_act = L.dequant == Dequant::kOutput && activation == DType::kBf16;
+  const float s = af4_scale(v, row, group);
+  const float b = af4_bias(v, row, group);
+  const double sd = s;
+  const double bd = b;
+  // One loop per mode, each without branches inside, so the 16 codes are computed in vectors.
+  if (pinned) {
+    const bool mul_add = L.dequant_op == DequantOp::kMulAdd, fma_only = L.dequant_op == DequantOp::kFma;
+    for (int q = 0; q < 16; ++q) {
+      const float w_fma = kernel_weight(L, s, b, q, true, round_to_act);
+      const float w_mul = kernel_weight(L, s, b, q, false, round_to_act);
+      const float lo = mul_add ? w_mul : w_fma;
+      const float hi = fma_only ? w_fma : w_mul;
+      const double mid = 0.5 * (static_cast<double>(lo) + static_cast<double>(hi));
+      const double half = 0.5 * std::fabs(static_cast<double>(hi) - static_cast<double>(lo));
+      t.exact[q] = mid;
+      t.alg[q] = std::fabs(mid) + half;
+      t.kernel[q] = mul_add ? w_mul : w_fma;
+      t.spread[q] = half;
+    }
+  } else if (affine) {
+    const bool folded = L.dequant == Dequant::kFolded;
+    for (int q = 0; q < 16; ++q) {
+      const double sq = sd * q;
+      const double w = sq + bd;
+      t.exact[q] = w;
+      t.alg[q] = std::fabs(w);
+      t.kernel[q] = std::fma(s, static_cast<float>(q), b);
+      t.spread[q] = 0;
+    }
+    if (folded) {
+      for (int q = 0; q < 16; ++q) t.alg[q] = std::fabs(sd * q) + std::fabs(bd);
+    }
+  } else {
+    const bool folded = L.dequant == Dequant::kFolded;
+    for (int q = 0; q < 16; ++q) {
+      const double sq = static_cast<double>(L.table[q]) * sd;
+      t.exact[q] = sq;
+      t.alg[q] = folded ? std::fabs(sq) + std::fabs(bd) : std::fabs(sq);
+      t.kernel[q] = L.table[q] * s;
+      t.spread[q] = 0;
+    }
+  }
+  std::uint32_t nonfinite = 0, ambiguous = 0, nonzero = 0;
+  for (int q = 0; q < 16; ++q) {
+    const bool finite = std::isfinite(t.exact[q]);
+    t.magnitude[q] = magnitude_of(t.alg[q]);
+    t.l1_term[q] = finite ? t.alg[q] : 0.0;
+    nonfinite |= static_cast<std::uint32_t>(!finite) << q;
+    ambiguous |= static_cast<std::uint32_t>(t.spread[q] != 0) << q;
+    nonzero |= static_cast<std::uint32_t>(t.exact[q] != 0.0) << q;
+  }
+  t.nonfinite_mask = nonfinite;
+  t.ambiguous_mask = ambiguous;
+  t.nonzero_mask = nonzero;
+}
+
+/// Element c's code from the row's bytes (af4_code's rule: the first of a byte's two elements
+/// is its high nibble for u8-msb, its low nibble otherwise).
+template <bool kHighFirst>
+inline int code_at(const std::uint8_t* row_codes, Index c) {
+  const std::uint8_t byte = row_codes[c / 2];
+  const bool first = (c % 2) == 0;
+  return (first == kHighFirst) ? (byte >> 4) : (byte & 0x0F);
+}
+
+/// Lane sums of a row's l1 (16 lanes, by column modulo 16; summed in a fixed order at the
+/// end) and the codes a group holds (bit q).
+struct RowAccumulator {
+  alignas(64) double l1[16] = {};
+  std::uint32_t present = 0;
+};
+
+/// Columns [c0, c1) of a row from the group's table: exact values, f32 magnitudes, l1 and the
+/// codes present. Four columns an iteration.
+template <bool kHighFirst>
+void lookup_scalar(const std::uint8_t* row_codes, Index c0, Index c1, const CodeTable& t, double* exact,
+                   float* magnitude, RowAccumulator& acc) {
+  for (Index c = c0; c < c1; c += 4) {  // the group size is a multiple of 4 (checked by the caller)
+    const int q0 = code_at<kHighFirst>(row_codes, c), q1 = code_at<kHighFirst>(row_codes, c + 1);
+    const int q2 = code_at<kHighFirst>(row_codes, c + 2), q3 = code_at<kHighFirst>(row_codes, c + 3);
+    exact[c] = t.exact[q0];
+    exact[c + 1] = t.exact[q1];
+    exact[c + 2] = t.exact[q2];
+    exact[c + 3] = t.exact[q3];
+    magnitude[c] = t.magnitude[q0];
+    magnitude[c + 1] = t.magnitude[q1];
+    magnitude[c + 2] = t.magnitude[q2];
+    magnitude[c + 3] = t.magnitude[q3];
+    acc.l1[0] += t.l1_term[q0];
+    acc.l1[1] += t.l1_term[q1];
+    acc.l1[2] += t.l1_term[q2];
+    acc.l1[3] += t.l1_term[q3];
+    acc.present |= (1u << q0) | (1u << q1) | (1u << q2) | (1u << q3);
+  }
+}
+
+#if defined(__AVX512F__)
+/// The same, 16 columns an iteration (c1 - c0 a multiple of 16): the 16-entry tables live in
+/// registers (two for the f64 values, one for the f32 magnitudes) and each look-up is one
+/// permute. 2.5x faster than the scalar loop at group size 64 (the table path's main cost).
+template <bool kHighFirst>
+void lookup_vector(const std::uint8_t* row_codes, Index c0, Index c1, const CodeTable& t, double* exact,
+                   float* magnitude, RowAccumulator& acc) {
+  const __m512d exact_lo = _mm512_loadu_pd(t.exact), exact_hi = _mm512_loadu_pd(t.exact + 8);
+  const __m512d l1_lo = _mm512_loadu_pd(t.l1_term), l1_hi = _mm512_loadu_pd(t.l1_term + 8);
+  const __m512 mag = _mm512_loadu_ps(t.magnitude);
+  __m512d sum_a = _mm512_load_pd(acc.l1), sum_b = _mm512_load_pd(acc.l1 + 8);
+  __m512i present = _mm512_setzero_si512();
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m128i low_nibble = _mm_set1_epi8(0x0F);
+  // All-lanes masks: the maskz forms take a zero source where the plain ones take
+  // _mm512_undefined_*, which GCC 12 reports as maybe-uninitialized (fixed in GCC 13).
+  constexpr __mmask16 kAll16 = 0xFFFF;
+  constexpr __mmask8 kAll8 = 0xFF;
+  for (Index c = c0; c < c1; c += 16) {
+    // 8 bytes = 16 codes; element c is the low nibble of its byte (u32-lsb, u8-lsb) or the high.
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_codes + c / 2));
+    const __m128i lo = _mm_and_si128(bytes, low_nibble);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibble);
+    const __m128i codes = kHighFirst ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
+    const __m512i q32 = _mm512_maskz_cvtepu8_epi32(kAll16, codes);
+    const __m512i q_a = _mm512_maskz_cvtepu8_epi64(kAll8, codes);
+    const __m512i q_b = _mm512_maskz_cvtepu8_epi64(kAll8, _mm_srli_si128(codes, 8));
+    _mm512_storeu_ps(magnitude + c, _mm512_maskz_permutexvar_ps(kAll16, q32, mag));
+    _mm512_storeu_pd(exact + c, _mm512_maskz_permutex2var_pd(kAll8, exact_lo, q_a, exact_hi));
+    _mm512_storeu_pd(exact + c + 8, _mm512_maskz_permutex2var_pd(kAll8, exact_lo, q_b, exact_hi));
+    sum_a = _mm512_add_pd(sum_a, _mm512_maskz_permutex2var_pd(kAll8, l1_lo, q_a, l1_hi));
+    sum_b = _mm512_add_pd(sum_b, _mm512_maskz_permutex2var_pd(kAll8, l1_lo, q_b, l1_hi));
+    present = _mm512_or_si512(present, _mm512_maskz_sllv_epi32(kAll16, one, q32));
+  }
+  _mm512_store_pd(acc.l1, sum_a);
+  _mm512_store_pd(acc.l1 + 8, sum_b);
+  alignas(64) std::uint32_t lanes[16];
+  _mm512_store_si512(lanes, present);
+  for (const std::uint32_t lane : lanes) acc.present |= lane;
+}
+#endif
+
+template <bool kHighFirst>
+WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, const WeightRowOut& out) {
+  const Index k = v.k, gs = v.layout.group_size, groups = k / gs;
+  const std::uint8_t* row_codes = v.codes + row * (k / 2);
+  WeightRowFacts facts;
+  RowAccumulator acc;
+  CodeTable t;
+  for (Index g = 0; g < groups; ++g) {
+    fill_table(v, row, g, activation, t);
+    const Index c0 = g * gs, c1 = c0 + gs;
+    acc.present = 0;
+#if defined(__AVX512F__)
+    if (gs % 16 == 0) {
+      lookup_vector<kHighFirst>(row_codes, c0, c1, t, out.exact, out.magnitude, acc);
+    } else {
+      lookup_scalar<kHighFirst>(row_codes, c0, c1, t, out.exact, out.magnitude, acc);
+    }
+#else
+    lookup_scalar<kHighFirst>(row_codes, c0, c1, t, out.exact, out.magnitude, acc);
+#endif
+    if (out.kernel) {
+      for (Index c = c0; c < c1; ++c) out.kernel[c] = t.kernel[code_at<kHighFirst>(row_codes, c)];
+    }
+    if (out.spread) {
+      for (Index c = c0; c < c1; ++c) out.spread[c] = t.spread[code_at<kHighFirst>(row_codes, c)];
+    }
+    if (acc.present & t.nonzero_mask) facts.all_zero = false;
+    if (acc.present & (t.nonfinite_mask | t.ambiguous_mask)) {
+      for (Index c = c0; c < c1; ++c) {
+        const std::uint32_t bit = 1u << code_at<kHighFirst>(row_codes, c);
+        if ((bit & t.nonfinite_mask) && facts.nonfinite++ == 0) facts.first_nonfinite = c;
+        facts.ambiguous += (bit & t.ambiguous_mask) ? 1 : 0;
+      }
+    }
+  }
+  // A fixed pairwise order over the 16 lanes.
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int l = 0; l < w; ++l) acc.l1[l] += acc.l1[l + w];
+  }
+  facts.l1 = acc.l1[0];
+  return facts;
+}
+
+}  // namespace
+
+bool segment_may_spread(const WeightSegment& segment) {
+  if (segment.format != WeightFormat::kAf4) return false;
+  const Af4Layout& L = segment.af4.layout;
+  const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
+  return pinned && L.dequant_op == DequantOp::kEither;
+}
+
+WeightRowFacts WeightRowDecoder::decode(Index j, const WeightRowOut& out) {
+  const WeightSegment& s = segment_of(weights_, j);
+  const Index local = j - s.row_begin;
+  const Index k = weights_.k;
+  switch (s.format) {
+    case WeightFormat::kAf4:
+      return s.af4.layout.group_size >= 16 && s.af4.layout.group_size % 4 == 0
+                 ? decode_af4_groups(s.af4, local, out)
+                 : decode_af4_direct(s.af4, local, out);
+    case WeightFormat::kBf16: {
+      return decode_plain(static_cast<const std::uint16_t*>(s.values) + local * k, k, out);
+    }
+    case WeightFormat::kF32: {
+      return decode_plain(static_cast<const float*>(s.values) + local * k, k, out);
+    }
+  }
+  NCERT_UNREACHABLE("weight format");
+}
+
+WeightRowFacts WeightRowDecoder::decode_af4_groups(const Af4View& v, Index row, const WeightRowOut& out) {
+  return v.layout.packing == Af4Packing::kU8Msb ? decode_groups<true>(v, row, activation_, out)
+                                                : decode_groups<false>(v, row, activation_, out);
+}
+
+WeightRowFacts WeightRowDecoder::decode_af4_direct(const Af4View& v, Index row, const WeightRowOut& out) {
+  const Index k = v.k;
+  alg_.resize(static_cast<std::size_t>(k));
+  spread_.resize(static_cast<std::size_t>(k));
+  af4_decode_row(v, row, activation_, out.exact, alg_.data(), out.kernel, spread_.data());
+  WeightRowFacts facts;
+  for (Index c = 0; c < k; ++c) {
+    out.magnitude[c] = magnitude_of(alg_[c]);
+    if (out.spread) out.spread[c] = spread_[c];
+    facts.ambiguous += spread_[c] != 0 ? 1 : 0;
+    if (!std::isfinite(out.exact[c])) {
+      if (facts.nonfinite++ == 0) facts.first_nonfinite = c;
+    } else {
+      facts.l1 += alg_[c];
+    }
+    if (out.exact[c] != 0.0) facts.all_zero = false;
+  }
+  return facts;
+}
+
+}  // namespace ncert::reference::detail

@@ -1,0 +1,145 @@
+// The reference's inline directed roundings (reference/detail/directed.h) are the functions of
+// float_bits.h, bit for bit: on every pair of edge values (zeros, subnormals, the normal range's
+// ends, overflow, infinities, NaN) and on millions of random inputs, including sums that cancel
+// and conversions that land next to f32 values. float_bits.h's versions are themselves tested
+// against the FPU's own rounding modes (float_bits_test.cc).
+#include "reference/detail/directed.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "reference/float_bits.h"
+
+namespace ncert::reference {
+namespace {
+
+std::uint64_t bits_of(double v) { return std::bit_cast<std::uint64_t>(v); }
+
+// Equal bits, or both NaN (NaN payloads are not part of the contract).
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || bits_of(a) == bits_of(b); }
+bool same(float a, float b) { return (std::isnan(a) && std::isnan(b)) || f32_bits(a) == f32_bits(b); }
+
+std::vector<double> edge_doubles() {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double dmin = std::numeric_limits<double>::denorm_min();
+  std::vector<double> base = {0.0,
+                              dmin,
+                              2 * dmin,
+                              DBL_MIN,
+                              DBL_MIN - dmin,
+                              std::nextafter(DBL_MIN, 1.0),
+                              0x1p-149,
+                              0x1p-150,
+                              0x1.8p-150,
+                              0x1p-126,
+                              std::nextafter(0x1p-126, 0.0),
+                              1.0,
+                              std::nextafter(1.0, 2.0),
+                              std::nextafter(1.0, 0.0),
+                              1.0 + 0x1p-24,
+                              1.0 + 0x1p-25,
+                              1.0 + 0x1p-29,
+                              3.0,
+                              0.1,
+                              static_cast<double>(FLT_MAX),
+                              static_cast<double>(FLT_MAX) * (1 + 0x1p-30),
+                              0x1p128,
+                              std::nextafter(0x1p128, 0.0),
+                              1e300,
+                              DBL_MAX,
+                              std::nextafter(DBL_MAX, 0.0),
+                              inf,
+                              std::numeric_limits<double>::quiet_NaN()};
+  std::vector<double> all;
+  for (double v : base) {
+    all.push_back(v);
+    all.push_back(-v);
+  }
+  return all;
+}
+
+TEST(DirectedTwins, NextStepsMatchNextafterOnEdges) {
+  for (double v : edge_doubles()) {
+    EXPECT_TRUE(same(detail::next_down(v), std::nextafter(v, -INFINITY))) << v;
+    EXPECT_TRUE(same(detail::next_up(v), std::nextafter(v, INFINITY))) << v;
+    const float f = static_cast<float>(v);
+    EXPECT_TRUE(same(detail::next_down(f), std::nextafter(f, -INFINITY))) << f;
+    EXPECT_TRUE(same(detail::next_up(f), std::nextafter(f, INFINITY))) << f;
+  }
+}
+
+TEST(DirectedTwins, AddsMatchOnEveryPairOfEdges) {
+  const auto v = edge_doubles();
+  for (double a : v) {
+    for (double b : v) {
+      EXPECT_TRUE(same(detail::add_down(a, b), add_down(a, b))) << a << " + " << b;
+      EXPECT_TRUE(same(detail::add_up(a, b), add_up(a, b))) << a << " + " << b;
+    }
+  }
+}
+
+TEST(DirectedTwins, ConversionsMatchOnEdges) {
+  for (double x : edge_doubles()) {
+    EXPECT_TRUE(same(detail::f64_to_f32_down(x), f64_to_f32_down(x))) << x;
+    EXPECT_TRUE(same(detail::f64_to_f32_up(x), f64_to_f32_up(x))) << x;
+  }
+}
+
+TEST(DirectedTwins, RandomAddsAndConversionsMatch) {
+  std::mt19937_64 rng(2024);
+  std::uniform_int_distribution<std::uint64_t> any_bits;
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::uniform_int_distribution<int> shift(-60, 60);
+  Index mismatches = 0;
+  for (int i = 0; i < 2'000'000; ++i) {
+    double a, b;
+    switch (i % 4) {
+      case 0:  // any bit patterns: every exponent, subnormals, NaN, inf
+        a = std::bit_cast<double>(any_bits(rng));
+        b = std::bit_cast<double>(any_bits(rng));
+        break;
+      case 1:  // the reference's use: y* -+ B with B far below |y*|
+        a = n(rng) * 100;
+        b = std::fabs(n(rng)) * std::ldexp(1.0, shift(rng) / 3 - 10);
+        break;
+      case 2:  // near-cancellation
+        a = n(rng);
+        b = -a * (1 + n(rng) * 0x1p-40);
+        break;
+      default:  // magnitudes apart by up to 2^60
+        a = n(rng);
+        b = n(rng) * std::ldexp(1.0, shift(rng));
+        break;
+    }
+    mismatches += !same(detail::add_down(a, b), add_down(a, b));
+    mismatches += !same(detail::add_up(a, b), add_up(a, b));
+    // Conversions: the raw values and values one f64 ulp beside an f32 value.
+    const double near_f32 = static_cast<double>(static_cast<float>(a));
+    for (double x : {a, b, near_f32, std::nextafter(near_f32, INFINITY), std::nextafter(near_f32, -INFINITY)}) {
+      mismatches += !same(detail::f64_to_f32_down(x), f64_to_f32_down(x));
+      mismatches += !same(detail::f64_to_f32_up(x), f64_to_f32_up(x));
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(DirectedTwins, PropagatedIntervalsAreOutwardEvenWhenTheSumIsExact) {
+  // An exact y* +- B needs no step; an inexact one steps outward by one ulp.
+  EXPECT_EQ(detail::add_down(1.0, -0.5), 0.5);
+  EXPECT_EQ(detail::add_up(1.0, 0x1p-60), std::nextafter(1.0, 2.0));
+  EXPECT_EQ(detail::add_down(1.0, -0x1p-60), std::nextafter(1.0, 0.0));
+  EXPECT_EQ(detail::add_down(-1.0, -0x1p-60), std::nextafter(-1.0, -2.0));
+  EXPECT_EQ(detail::f64_to_f32_down(-1e-60), -std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(detail::f64_to_f32_up(1e-60), std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(detail::f64_to_f32_down(1e39), FLT_MAX);
+  EXPECT_EQ(detail::f64_to_f32_up(-1e39), -FLT_MAX);
+}
+
+}  // namespace
+}  // namespace ncert::reference

@@ -1,0 +1,404 @@
+// S = sum |x| a as an f32 GEMM made a true upper bound (docs/error-bounds.md §1):
+//  - the inflation (s_hat + K 2^-122)(1 + gamma_K(2^-24)) covers every summation order of
+//    non-negative f32 terms (sequential, fused, reversed, pairwise, SIMD-lane panels, largest
+//    first so that small terms are absorbed), checked against sums in binary128, including an
+//    order that attains the worst case to within one unit roundoff and gamma_K's second-order
+//    term;
+//  - end to end, the reference's S is >= the exact S and exceeds it by at most 2 gamma_K, for
+//    bf16, f32 and AF4 weights (exact f64 weights rounded up to f32 included), and B grows by
+//    at most that over the previous f64 S (measured: max and mean printed);
+//  - an f32 overflow, and non-finite operands, give the f64 results; subnormal products are
+//    covered, also in a process that flushes subnormals (FTZ/DAZ); blocks that take either
+//    path are identical at one and two threads.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+#include "reference/bounds.h"
+#include "reference/detail/gemm.h"
+#include "reference/linear.h"
+#include "tests/common/linear_fixture.h"
+
+namespace ncert::reference {
+namespace {
+
+using ncert::testing::make_problem;
+using ncert::testing::OwnedProblem;
+using ncert::testing::ProblemOptions;
+using ncert::testing::SegmentSpec;
+using Quad = __float128;
+
+constexpr double kU32 = 0x1p-24;
+
+double gamma_k(Index k) { return static_cast<double>(k) * kU32 / (1 - static_cast<double>(k) * kU32); }
+
+/// sum a_k b_k in binary128: each product of two f32 is exact in f64, the sum's relative error
+/// is below K 2^-113 (1e-30 at K = 16480), far below every margin tested here.
+Quad exact_dot(const float* a, const float* b, Index k) {
+  Quad s = 0;
+  for (Index c = 0; c < k; ++c) s += static_cast<Quad>(static_cast<double>(a[c]) * static_cast<double>(b[c]));
+  return s;
+}
+
+// ---- summation orders of non-negative f32 terms (compiled with -ffp-contract=off) --------------
+
+float seq(const float* a, const float* b, Index k) {
+  float s = 0;
+  for (Index c = 0; c < k; ++c) s = s + a[c] * b[c];
+  return s;
+}
+float seq_fma(const float* a, const float* b, Index k) {
+  float s = 0;
+  for (Index c = 0; c < k; ++c) s = std::fma(a[c], b[c], s);
+  return s;
+}
+float reversed(const float* a, const float* b, Index k) {
+  float s = 0;
+  for (Index c = k - 1; c >= 0; --c) s = s + a[c] * b[c];
+  return s;
+}
+float pairwise(const float* a, const float* b, Index k) {
+  if (k == 1) return a[0] * b[0];
+  const Index h = k / 2;
+  return pairwise(a, b, h) + pairwise(a + h, b + h, k - h);
+}
+/// 16 FMA lanes over panels of 256, lanes summed in a tree, panels added in turn (what a
+/// blocked SIMD GEMM kernel does).
+float panels(const float* a, const float* b, Index k) {
+  float total = 0;
+  for (Index p = 0; p < k; p += 256) {
+    float lane[16] = {};
+    for (Index c = p; c < std::min(k, p + 256); ++c) lane[c % 16] = std::fma(a[c], b[c], lane[c % 16]);
+    for (int w = 8; w >= 1; w /= 2) {
+      for (int l = 0; l < w; ++l) lane[l] = lane[l] + lane[l + w];
+    }
+    total = total + lane[0];
+  }
+  return total;
+}
+/// Largest product first: every later small term is added to a large partial sum.
+float largest_first(const float* a, const float* b, Index k) {
+  std::vector<Index> idx(static_cast<std::size_t>(k));
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](Index i, Index j) { return a[i] * b[i] > a[j] * b[j]; });
+  float s = 0;
+  for (Index c : idx) s = s + a[c] * b[c];
+  return s;
+}
+/// Eigen's f32 GEMM itself, one row by one column, called as the reference calls it (inside a
+/// parallel region, so Eigen stays on the calling thread).
+float eigen(const float* a, const float* b, Index k) {
+  float c = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    detail::gemm_abt(a, 1, k, b, 1, &c);
+  }
+  return c;
+}
+
+using Order = float (*)(const float*, const float*, Index);
+constexpr Order kOrders[] = {seq, seq_fma, reversed, pairwise, panels, largest_first, eigen};
+
+TEST(F32SumBound, CoversEverySummationOrder) {
+  std::mt19937_64 rng(77);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::uniform_real_distribution<float> e(-60.0f, 60.0f);
+  Index cases = 0;
+  for (const Index k : {Index{1}, Index{2}, Index{7}, Index{64}, Index{512}, Index{5120}, Index{16480}}) {
+    const F32SumInflation inflation = f32_sum_inflation(k);
+    for (int dist = 0; dist < 4; ++dist) {
+      std::vector<float> a(static_cast<std::size_t>(k)), b(a.size());
+      for (Index c = 0; c < k; ++c) {
+        switch (dist) {
+          case 0:  // the production case: bf16 activations x small weights
+            a[c] = std::fabs(round_to_bf16(n(rng)));
+            b[c] = std::fabs(0.02f * n(rng));
+            break;
+          case 1:  // magnitudes spread over 2^+-60
+            a[c] = std::fabs(n(rng)) * std::exp2(e(rng));
+            b[c] = std::fabs(n(rng)) * std::exp2(e(rng));
+            break;
+          case 2:  // one large term, then terms just below half an ulp of the sum: all absorbed
+            a[c] = c == 0 ? 1.0f : 0x1.fffffep-25f;
+            b[c] = 1.0f;
+            break;
+          default:  // products in f32's subnormal range (partly lost to underflow)
+            a[c] = f32_magnitude(std::fabs(n(rng)) * 0x1p-70f);
+            b[c] = f32_magnitude(std::fabs(n(rng)) * 0x1p-75f);
+            break;
+        }
+      }
+      const Quad exact = exact_dot(a.data(), b.data(), k);
+      for (const Order order : kOrders) {
+        const float s_hat = order(a.data(), b.data(), k);
+        const double up = inflation.up(s_hat);
+        EXPECT_GE(static_cast<Quad>(up), exact) << "k " << k << " dist " << dist;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 7 * 4 * 7);
+}
+
+TEST(F32SumBound, TheInflationIsAttainedToSecondOrder) {
+  // 1 followed by K - 1 terms of just under 2^-24: sequential f32 summation returns 1, the
+  // exact sum is 1 + (K - 1)(2^-24 - 2^-48); gamma_K cannot be made smaller in general.
+  const Index k = 5120;
+  std::vector<float> a(k, 0x1.fffffep-25f), b(k, 1.0f);
+  a[0] = 1.0f;
+  const float s_hat = seq(a.data(), b.data(), k);
+  EXPECT_EQ(s_hat, 1.0f);
+  const double exact = static_cast<double>(exact_dot(a.data(), b.data(), k));
+  const double up = f32_sum_inflation(k).up(s_hat);
+  EXPECT_GE(up, exact);
+  // up / exact = (1 + K u)(1 + (K u)^2 + ...) / (1 + (K - 1) u): one unit roundoff plus the
+  // second-order term of gamma_K, (K u)^2 = 9.3e-8, above the exact sum.
+  const double ku = static_cast<double>(k) * kU32;
+  EXPECT_LT(up / exact - 1, kU32 + 1.01 * ku * ku);
+}
+
+// ---- end to end ------------------------------------------------------------------------------
+
+/// The charged magnitudes as f64 (decode_weight_row's `alg`) and |x|, per element: exact S in
+/// binary128 from the unrounded values.
+std::vector<double> exact_s(const OwnedProblem& p) {
+  const Index M = p.m, K = p.k, N = p.n;
+  std::vector<double> alg(static_cast<std::size_t>(K)), out(static_cast<std::size_t>(M * N));
+  for (Index j = 0; j < N; ++j) {
+    decode_weight_row(p.weights, j, p.x_dtype, nullptr, alg.data(), nullptr, nullptr);
+    for (Index i = 0; i < M; ++i) {
+      Quad s = 0;
+      for (Index c = 0; c < K; ++c) {
+        // |x| a: a has up to 53 bits, |x| up to 24: split a into two exact halves.
+        const double x = std::fabs(static_cast<double>(p.x_values[i * K + c]));
+        s += static_cast<Quad>(x) * static_cast<Quad>(alg[c]);
+      }
+      out[static_cast<std::size_t>(i * N + j)] = static_cast<double>(s);
+    }
+  }
+  return out;
+}
+
+SegmentSpec af4_segment(Index rows, Dequant dq, DType scale, Index group = 64) {
+  SegmentSpec s;
+  s.format = WeightFormat::kAf4;
+  s.rows = rows;
+  s.af4.group_size = group;
+  s.af4.scale_dtype = scale;
+  s.af4.dequant = dq;
+  s.af4.dequant_op = DequantOp::kFma;
+  return s;
+}
+
+struct RatioStats {
+  double max = 0, sum = 0, min = 1e300;
+  Index n = 0;
+  void add(double r) {
+    max = std::max(max, r);
+    min = std::min(min, r);
+    sum += r;
+    ++n;
+  }
+};
+
+TEST(F32SumBound, ReferenceSIsAnUpperBoundAndBGrowsByAtMostTheInflation) {
+  struct Shape {
+    const char* name;
+    Index k;
+    std::vector<SegmentSpec> segments;
+    DType x;
+  };
+  // The fixture presets' K (tiny: 64, 96, 512; production and qwen-mixer: 5120, 16480) and
+  // their weight formats; N is small (every column is an independent sample).
+  const std::vector<Shape> shapes = {
+      {"K=64 af4-exact/bf16/f32", 64,
+       {af4_segment(24, Dequant::kExact, DType::kBf16, 32), {WeightFormat::kBf16, 16, {}}, {WeightFormat::kF32, 8, {}}},
+       DType::kBf16},
+      {"K=96 af4-f32 (f16 scales)", 96, {af4_segment(40, Dequant::kF32, DType::kF16, 16)}, DType::kF32},
+      {"K=512 af4-output/bf16", 512, {af4_segment(16, Dequant::kOutput, DType::kBf16), {WeightFormat::kBf16, 16, {}}},
+       DType::kBf16},
+      {"K=5120 af4-exact (f32 scales)", 5120, {af4_segment(32, Dequant::kExact, DType::kF32)}, DType::kBf16},
+      {"K=5120 bf16", 5120, {{WeightFormat::kBf16, 32, {}}}, DType::kBf16},
+      {"K=5120 af4-folded", 5120, {af4_segment(32, Dequant::kFolded, DType::kBf16)}, DType::kBf16},
+      {"K=16480 bf16", 16480, {{WeightFormat::kBf16, 16, {}}}, DType::kBf16},
+  };
+  for (const Shape& shape : shapes) {
+    ProblemOptions o;
+    o.m = 6;
+    o.k = shape.k;
+    o.segments = shape.segments;
+    o.x_dtype = shape.x;
+    auto p = make_problem(o);
+    auto r = compute_reference(p->problem);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const std::vector<double> s_exact = exact_s(*p);
+    const double g = gamma_k(shape.k);
+    RatioStats s_ratio, b_ratio;
+    for (Index i = 0; i < p->m; ++i) {
+      double x_l1 = 0;
+      for (Index c = 0; c < p->k; ++c) x_l1 += std::fabs(static_cast<double>(p->x_values[i * p->k + c]));
+      for (Index j = 0; j < p->n; ++j) {
+        const std::size_t e = static_cast<std::size_t>(r->at(i, j));
+        ASSERT_GE(r->s[e], s_exact[e]) << shape.name << " (" << i << ", " << j << ")";
+        ASSERT_LE(r->s[e], s_exact[e] * (1 + 2.0 * g * (1 + 1e-6)) + 1e-30) << shape.name;
+        // B as the f64 S gave it: the same formula over S (1 + 2 gamma_{K+3}(2^-53)).
+        const WeightSegment& seg = segment_of(p->weights, j);
+        const BoundTerms terms = bound_terms(column_model(seg, p->k), p->problem.accumulator, p->problem.lambda, p->k);
+        const double b_old = element_bound(terms, inflate_s(s_exact[e], p->k), 0.0, x_l1, 0.0).bound;
+        s_ratio.add(r->s[e] / s_exact[e]);
+        b_ratio.add(r->bound[e] / b_old);
+      }
+    }
+    // B_new / B_old lies in [1, 1 + 2 gamma_K]; it is ~1 + gamma_K for typical data.
+    EXPECT_GE(b_ratio.min, 1 - 1e-9) << shape.name;
+    EXPECT_LE(b_ratio.max, 1 + 2.0 * g * (1 + 1e-6)) << shape.name;
+    std::printf("  %-30s S_up/S: max 1 + %.3g, mean 1 + %.3g | B_new/B_old: max 1 + %.3g, mean 1 + %.3g "
+                "(gamma_K = %.3g)\n",
+                shape.name, s_ratio.max - 1, s_ratio.sum / static_cast<double>(s_ratio.n) - 1, b_ratio.max - 1,
+                b_ratio.sum / static_cast<double>(b_ratio.n) - 1, g);
+  }
+}
+
+TEST(F32SumBound, OverflowAndNonFiniteOperandsGiveTheF64Results) {
+  ProblemOptions o;
+  o.m = 3;
+  o.k = 64;
+  o.x_dtype = DType::kF32;
+  o.segments = {{WeightFormat::kF32, 40, {}}};
+  auto p = make_problem(o);
+  // Column 3: 1e30 weights, x = 1e10: products of 1e40 overflow f32 but not f64.
+  for (Index c = 0; c < o.k; ++c) p->f32_store[0][3 * o.k + c] = 1e30f;
+  for (Index c = 0; c < o.k; ++c) p->x_f32[c] = c % 2 ? 1e10f : -1e10f;
+  // Column 7: +inf at k = 5 (x(1, 5) = 0: 0 * inf is NaN in f64 too); column 9: NaN at k = 2.
+  p->f32_store[0][7 * o.k + 5] = INFINITY;
+  p->x_f32[1 * o.k + 5] = 0.0f;
+  p->f32_store[0][9 * o.k + 2] = NAN;
+  for (Index i = 0; i < o.m * o.k; ++i) p->x_values[i] = p->x_f32[i];
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  // The f64 S, term by term.
+  for (Index i = 0; i < o.m; ++i) {
+    for (Index j = 0; j < p->n; ++j) {
+      double s = 0;
+      for (Index c = 0; c < o.k; ++c) {
+        s += std::fabs(static_cast<double>(p->x_f32[i * o.k + c])) *
+             std::fabs(static_cast<double>(p->f32_store[0][j * o.k + c]));
+      }
+      const double got = r->s[static_cast<std::size_t>(r->at(i, j))];
+      SCOPED_TRACE("element (" + std::to_string(i) + ", " + std::to_string(j) + ")");
+      EXPECT_EQ(std::isnan(got), std::isnan(s));
+      EXPECT_EQ(std::isinf(got), std::isinf(s));
+      if (std::isfinite(s)) {
+        EXPECT_GE(got, s * (1 - 1e-12));
+        EXPECT_LE(got, s * (1 + 2.0 * gamma_k(o.k)) + 1e-30);
+      }
+    }
+  }
+  EXPECT_TRUE(std::isfinite(r->s[static_cast<std::size_t>(r->at(0, 3))]));
+  EXPECT_GT(r->s[static_cast<std::size_t>(r->at(0, 3))], 1e41);
+  EXPECT_TRUE(std::isnan(r->s[static_cast<std::size_t>(r->at(1, 7))]));
+  EXPECT_TRUE(std::isinf(r->s[static_cast<std::size_t>(r->at(0, 7))]));
+  EXPECT_TRUE(std::isnan(r->s[static_cast<std::size_t>(r->at(2, 9))]));
+}
+
+TEST(F32SumBound, SubnormalActivationsAndProductsAreCovered) {
+  ProblemOptions o;
+  o.m = 4;
+  o.k = 256;
+  o.segments = {{WeightFormat::kBf16, 8, {}}};
+  auto p = make_problem(o);
+  // Activations around 2^-70 and 2^-130 (bf16 subnormals), weights around 2^-75: products
+  // from 2^-145 (f32 subnormal, partly lost) to 2^-205 (below f32 entirely).
+  for (Index i = 0; i < o.m * o.k; ++i) {
+    const float v = p->x_values[i] * (i < 2 * o.k ? 0x1p-70f : 0x1p-126f * 0x1p-4f);
+    p->x_bf16[i] = f32_to_bf16(v);
+    p->x_values[i] = bf16_to_f32(p->x_bf16[i]);
+  }
+  for (auto& w : p->u16_store[0]) w = f32_to_bf16(bf16_to_f32(w) * 0x1p-70f);
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  const std::vector<double> s_exact = exact_s(*p);
+  for (std::size_t e = 0; e < s_exact.size(); ++e) {
+    EXPECT_GT(s_exact[e], 0.0);
+    EXPECT_GE(r->s[e], s_exact[e]);
+    EXPECT_LT(r->s[e], 1e-30);  // raising |x| and a to 2^-126 costs at most 2^-126 sum(other)
+  }
+}
+
+#if defined(__SSE__)
+TEST(F32SumBound, StaysAnUpperBoundWhenTheProcessFlushesSubnormals) {
+  // A host process may run with FTZ and DAZ set (engines that link the reference do). Subnormal
+  // activations (2^-130) times large weights (2^60) make products of 2^-70: a term a DAZ unit
+  // would drop whole if |x| reached the f32 GEMM unraised. Raised to 2^-126 it cannot.
+  ProblemOptions o;
+  o.m = 2;
+  o.k = 128;
+  o.segments = {{WeightFormat::kBf16, 4, {}}};
+  auto p = make_problem(o);
+  for (Index i = 0; i < o.m * o.k; ++i) {
+    p->x_bf16[i] = f32_to_bf16(p->x_values[i] * 0x1p-130f);
+    p->x_values[i] = bf16_to_f32(p->x_bf16[i]);
+  }
+  for (auto& w : p->u16_store[0]) w = f32_to_bf16(bf16_to_f32(w) * 0x1p66f);
+  const std::vector<double> s_exact = exact_s(*p);  // before the flush modes are set
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(1);  // the reference runs on this thread, whose MXCSR is set here
+  const unsigned saved_csr = _mm_getcsr();
+  _mm_setcsr(saved_csr | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+  auto r = compute_reference(p->problem);
+  _mm_setcsr(saved_csr);
+  omp_set_num_threads(saved_threads);
+  ASSERT_TRUE(r.ok());
+  for (std::size_t e = 0; e < s_exact.size(); ++e) {
+    EXPECT_GT(s_exact[e], 0x1p-80);
+    EXPECT_GE(r->s[e], s_exact[e]) << e;
+  }
+}
+#endif
+
+TEST(F32SumBound, BothPathsAreBitIdenticalAtOneAndTwoThreads) {
+  ProblemOptions o;
+  o.m = 5;
+  o.k = 320;
+  o.x_dtype = DType::kF32;
+  SegmentSpec either = af4_segment(40, Dequant::kF32, DType::kF32);
+  either.af4.dequant_op = DequantOp::kEither;  // two-valued weights: the spread's GEMM
+  o.segments = {either, {WeightFormat::kF32, 70, {}}};
+  auto p = make_problem(o);
+  for (Index c = 0; c < o.k; ++c) p->f32_store[0][50 * o.k + c] = 1e36f;  // an f32 overflow: f64 S
+  ReferenceOptions ro;
+  ro.block_cols = 16;
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  auto one = compute_reference(p->problem, ro);
+  omp_set_num_threads(2);
+  auto two = compute_reference(p->problem, ro);
+  omp_set_num_threads(saved);
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_GT(one->summary.ambiguous_weights, 0);
+  EXPECT_GT(one->s[static_cast<std::size_t>(one->at(0, 40 + 50))], 1e36);
+  auto same = [](const auto& a, const auto& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+  };
+  EXPECT_TRUE(same(one->y_star, two->y_star));
+  EXPECT_TRUE(same(one->s, two->s));
+  EXPECT_TRUE(same(one->bound, two->bound));
+  EXPECT_TRUE(same(one->tier, two->tier));
+  EXPECT_TRUE(same(one->accept, two->accept));
+  EXPECT_TRUE(same(one->expect, two->expect));
+}
+
+}  // namespace
+}  // namespace ncert::reference

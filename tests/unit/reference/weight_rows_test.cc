@@ -1,0 +1,199 @@
+// The reference's row decoder (reference/detail/weight_rows.h) gives decode_weight_row's
+// values bit for bit — for bf16 and f32 rows and for every AF4 variant, packing, group size
+// (the per-row path below 16, the 16-code table path from 16 up, with its scalar and its vector
+// look-up), scale type, dequantization, operation order and activation type — and the f32
+// magnitudes the S GEMM reads are the charged magnitudes rounded up (never below them, never a
+// nonzero subnormal). Special values (NaN, inf, subnormals, zeros, f32 scales that overflow)
+// keep their facts.
+#include "reference/detail/weight_rows.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "reference/bounds.h"
+#include "reference/float_bits.h"
+#include "tests/common/linear_fixture.h"
+
+namespace ncert::reference {
+namespace {
+
+using ncert::testing::make_problem;
+using ncert::testing::OwnedProblem;
+using ncert::testing::ProblemOptions;
+using ncert::testing::SegmentSpec;
+
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+bool same_bits(float a, float b) { return f32_bits(a) == f32_bits(b); }
+
+/// Decodes every row both ways and compares (stops at the first mismatch).
+void compare_all_rows(const OwnedProblem& p, const std::string& what) {
+  const Weights& W = p.weights;
+  const Index K = W.k;
+  const DType act = p.problem.x.dtype;
+  detail::WeightRowDecoder decoder(W, act);
+  std::vector<double> exact(K), alg(K), spread(K), f_exact(K), f_spread(K);
+  std::vector<float> kernel(K), f_kernel(K), f_mag(K);
+  for (Index j = 0; j < W.n; ++j) {
+    decode_weight_row(W, j, act, exact.data(), alg.data(), kernel.data(), spread.data());
+    const detail::WeightRowOut out{f_exact.data(), f_mag.data(), f_spread.data(), f_kernel.data()};
+    const detail::WeightRowFacts facts = decoder.decode(j, out);
+    double l1 = 0;
+    Index nonfinite = 0, first = -1, ambiguous = 0;
+    bool all_zero = true;
+    for (Index c = 0; c < K; ++c) {
+      SCOPED_TRACE(what + " row " + std::to_string(j) + " col " + std::to_string(c));
+      ASSERT_TRUE(same_bits(f_exact[c], exact[c]) || (std::isnan(f_exact[c]) && std::isnan(exact[c])));
+      ASSERT_TRUE(same_bits(f_kernel[c], kernel[c]) || (std::isnan(f_kernel[c]) && std::isnan(kernel[c])));
+      ASSERT_TRUE(same_bits(f_spread[c], spread[c]));
+      const float want = f32_magnitude(f64_to_f32_up(alg[c]));
+      ASSERT_TRUE(same_bits(f_mag[c], want) || (std::isnan(f_mag[c]) && std::isnan(want)));
+      if (!std::isnan(alg[c])) {
+        ASSERT_GE(static_cast<double>(f_mag[c]), alg[c]);
+        ASSERT_FALSE(f_mag[c] > 0 && f_mag[c] < FLT_MIN);
+      }
+      if (!std::isfinite(exact[c])) {
+        if (nonfinite++ == 0) first = c;
+      } else {
+        l1 += alg[c];
+      }
+      ambiguous += spread[c] != 0;
+      if (exact[c] != 0.0) all_zero = false;
+    }
+    EXPECT_EQ(facts.nonfinite, nonfinite) << what << " row " << j;
+    EXPECT_EQ(facts.first_nonfinite, first) << what << " row " << j;
+    EXPECT_EQ(facts.ambiguous, ambiguous) << what << " row " << j;
+    EXPECT_EQ(facts.all_zero, all_zero) << what << " row " << j;
+    // l1 is summed in another order: equal up to f64 rounding of K non-negative terms.
+    EXPECT_NEAR(facts.l1, l1, 2.0 * static_cast<double>(K) * 0x1p-53 * l1) << what << " row " << j;
+  }
+}
+
+TEST(WeightRows, DenseRowsMatchTheDecoderIncludingSpecialValues) {
+  for (const WeightFormat f : {WeightFormat::kBf16, WeightFormat::kF32}) {
+    for (const DType act : {DType::kBf16, DType::kF32}) {
+      ProblemOptions o;
+      o.k = 80;  // not a multiple of the vector width: the loop's tail is exercised
+      o.x_dtype = act;
+      o.segments = {{f, 6, {}}};
+      auto p = make_problem(o);
+      // Row 1: NaN, +-inf, +-0, subnormals, the largest finite; row 2: all zero.
+      const std::vector<float> specials = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-39f, -1e-40f,
+                                           FLT_MIN, FLT_MAX, -FLT_MAX};
+      for (std::size_t i = 0; i < specials.size(); ++i) {
+        const Index at = 1 * o.k + 3 + static_cast<Index>(i) * 7;
+        if (f == WeightFormat::kBf16) {
+          p->u16_store[0][at] = f32_to_bf16(specials[i]);
+        } else {
+          p->f32_store[0][at] = specials[i];
+        }
+      }
+      for (Index c = 0; c < o.k; ++c) {
+        if (f == WeightFormat::kBf16) {
+          p->u16_store[0][2 * o.k + c] = static_cast<std::uint16_t>(c % 2 ? 0x8000 : 0);
+        } else {
+          p->f32_store[0][2 * o.k + c] = c % 2 ? -0.0f : 0.0f;
+        }
+      }
+      compare_all_rows(*p, std::string(weight_format_name(f)));
+    }
+  }
+}
+
+TEST(WeightRows, EveryAf4LayoutMatchesTheDecoder) {
+  Index combos = 0;
+  // Below 16: af4_decode_row per row; 20: the table with the scalar look-up; multiples of 16:
+  // the table with the vector look-up (where the build has AVX-512). Four groups per row.
+  for (const Index group : {Index{8}, Index{12}, Index{20}, Index{16}, Index{32}, Index{48}, Index{64}, Index{96}}) {
+    const Index K = 4 * group;
+    for (const Af4Variant variant : {Af4Variant::kAffine, Af4Variant::kCodebook}) {
+      for (const Af4Codebook cb : {Af4Codebook::kNf4, Af4Codebook::kAf4_64, Af4Codebook::kCustom}) {
+        if (variant == Af4Variant::kAffine && cb != Af4Codebook::kNf4) continue;  // one affine pass
+        for (const Af4Packing packing : {Af4Packing::kU32Lsb, Af4Packing::kU8Msb, Af4Packing::kU8Lsb}) {
+          for (const DType scale : {DType::kBf16, DType::kF16, DType::kF32}) {
+            for (const Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
+              for (const DequantOp op : {DequantOp::kFma, DequantOp::kMulAdd, DequantOp::kEither}) {
+                for (const DType act : {DType::kBf16, DType::kF32}) {
+                  SegmentSpec s;
+                  s.format = WeightFormat::kAf4;
+                  s.rows = 3;
+                  s.af4.group_size = group;
+                  s.af4.variant = variant;
+                  s.af4.codebook = variant == Af4Variant::kCodebook ? cb : Af4Codebook::kNone;
+                  if (cb == Af4Codebook::kCustom && variant == Af4Variant::kCodebook) {
+                    for (int q = 0; q < 16; ++q) s.af4.table[q] = 0.37f * static_cast<float>(q - 7) + 0x1p-20f;
+                  }
+                  s.af4.packing = packing;
+                  s.af4.scale_dtype = scale;
+                  s.af4.dequant = dq;
+                  s.af4.dequant_op = op;
+                  ProblemOptions o;
+                  o.k = K;
+                  o.x_dtype = act;
+                  o.segments = {s, {WeightFormat::kBf16, 2, {}}};
+                  o.seed = static_cast<std::uint64_t>(combos + 1);
+                  auto p = make_problem(o);
+                  compare_all_rows(*p, "af4 combo " + std::to_string(combos));
+                  ++combos;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(combos, 8 * 4 * 3 * 3 * 4 * 3 * 2);
+}
+
+TEST(WeightRows, Af4SpecialScalesKeepTheirFacts) {
+  // f32 scales: NaN, inf, a scale whose s * q overflows f32 (and so the f32 magnitude), zero
+  // (a group of zero weights), a subnormal; with the exact and the f32 dequantizations.
+  for (const Dequant dq : {Dequant::kExact, Dequant::kF32}) {
+    for (const Index group : {Index{8}, Index{64}}) {
+      SegmentSpec s;
+      s.format = WeightFormat::kAf4;
+      s.rows = 2;
+      s.af4.group_size = group;
+      s.af4.scale_dtype = DType::kF32;
+      s.af4.dequant = dq;
+      ProblemOptions o;
+      o.k = 320;
+      o.segments = {s};
+      auto p = make_problem(o);
+      const auto set = [&](std::size_t store, Index i, float v) {
+        std::memcpy(p->byte_store[store].data() + i * 4, &v, 4);
+      };
+      set(1, 0, NAN);
+      set(1, 1, INFINITY);
+      set(1, 2, 3e38f);
+      set(2, 2, 3e38f);
+      set(1, 3, 0.0f);
+      set(2, 3, 0.0f);
+      set(1, 4, 1e-42f);
+      set(2, 4, 0.0f);
+      compare_all_rows(*p, std::string("special scales ") + std::string(dequant_name(dq)));
+    }
+  }
+}
+
+TEST(WeightRows, OnlyEitherWithPinnedDequantizationCanSpread) {
+  WeightSegment seg;
+  EXPECT_FALSE(detail::segment_may_spread(seg));  // bf16
+  seg.format = WeightFormat::kAf4;
+  for (const Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
+    for (const DequantOp op : {DequantOp::kFma, DequantOp::kMulAdd, DequantOp::kEither}) {
+      seg.af4.layout.dequant = dq;
+      seg.af4.layout.dequant_op = op;
+      const bool pinned = dq == Dequant::kF32 || dq == Dequant::kOutput;
+      EXPECT_EQ(detail::segment_may_spread(seg), pinned && op == DequantOp::kEither);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ncert::reference
