@@ -162,7 +162,12 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     }
   }
   for (const Status& s : status) {
-    if (!s.ok()) return s;
+    // Said in the dump's terms first (which rows could not be read), the chunk's fault after.
+    if (!s.ok()) {
+      return Status(s.code(), path + ": rows [" + std::to_string(row) + ", " + std::to_string(row + count) +
+                                  ") cannot be read: the stored data is corrupt (" + s.message() + ")")
+          .with_detail(s.detail());
+    }
   }
   return Status();
 }

@@ -57,8 +57,12 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
   if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
   Hid type = detail::own_type(H5Dget_type(ds.get()));
   herr_t rc = 0;
+  // The error stack is read at once: every later HDF5 call (closing the dataspaces below)
+  // clears it on entry.
+  std::string stack;
   if (rank == 0) {
     rc = H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, dst);
+    if (rc < 0) stack = detail::hdf5_error_text();
   } else {
     Hid fspace = detail::own_space(H5Dget_space(ds.get()));
     std::vector<hsize_t> start(rank, 0), cnt(rank);
@@ -68,11 +72,13 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
     H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, cnt.data(), nullptr);
     Hid mspace = detail::own_space(H5Screate_simple(rank, cnt.data(), nullptr));
     rc = H5Dread(ds.get(), type.get(), mspace.get(), fspace.get(), H5P_DEFAULT, dst);
+    if (rc < 0) stack = detail::hdf5_error_text();
   }
   if (rc < 0) {
-    return detail::hdf5_failure(ErrorCode::kHdf5,
-                                path + ": " + rows + " cannot be read: the stored data is corrupt (a chunk that does "
-                                       "not decompress, a checksum that does not match, or storage past the end of the file)");
+    return Status(ErrorCode::kHdf5, path + ": " + rows +
+                                        " cannot be read: the stored data is corrupt (a chunk that does not decompress, a "
+                                        "checksum that does not match, or storage past the end of the file)")
+        .with_detail("HDF5 error stack: " + stack);
   }
   return Status();
 }

@@ -64,7 +64,7 @@ MSG_NAMES = {
 # times give the same mutants. 2010-01-01T00:00:00Z.
 FIXED_MTIME = 1262304000
 
-SMOKE_MUTANTS = 30
+SMOKE_MUTANTS = 75
 SMOKE_SEEDS = ("good.h5", "logits-a.h5", "fork-near-tie-a.h5", "stale-compact-slot.h5")
 SMOKE_SEED_COUNT = 4
 
@@ -514,11 +514,13 @@ def signal_name(num):
         return "SIG%d" % num
 
 
-def build_argv(ncert, cmd, target, other, out_json, memory_limit_mib):
+def build_argv(ncert, cmd, target, other, out_json, memory_limit_mib, hdf5_timeout=0):
     argv = [ncert, cmd, target]
     if cmd in TWO_INPUT_COMMANDS:
         argv.append(other)
     argv += ["--json", out_json, "--threads", "1"]
+    if hdf5_timeout:
+        argv += ["--hdf5-timeout", "%g" % hdf5_timeout]
     if memory_limit_mib:
         # `ulimit -v` then exec keeps the pid, so a signal still shows in the return code
         argv = ["/bin/sh", "-c", 'ulimit -v %d && exec "$@"' % (memory_limit_mib * 1024),
@@ -703,6 +705,10 @@ def parse_args(argv):
                    help="mutation kinds, applied round-robin (default: all): " + " ".join(KINDS))
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds per ncert run before it counts as a hang (default 20)")
+    p.add_argument("--hdf5-timeout", type=float, default=None, metavar="SEC",
+                   help="passed to ncert as --hdf5-timeout (default: a quarter of --timeout, so "
+                        "that a mutant hanging libhdf5 ends in ncert's own refusal, hdf5-hung, "
+                        "before the runner calls it a hang; 0: not passed, ncert's default)")
     p.add_argument("--jobs", type=int, default=None,
                    help="mutants run in parallel (default: number of CPUs)")
     p.add_argument("--workdir", default=None,
@@ -734,6 +740,8 @@ def parse_args(argv):
         a.mutants = SMOKE_MUTANTS if a.smoke else 100
     if a.timeout is None:
         a.timeout = 20.0
+    if a.hdf5_timeout is None:
+        a.hdf5_timeout = a.timeout / 4
     if a.jobs is None:
         a.jobs = os.cpu_count() or 1
     if a.commands is None:
@@ -746,6 +754,8 @@ def parse_args(argv):
         p.error("--jobs must be >= 1")
     if not a.timeout > 0:
         p.error("--timeout must be > 0")
+    if a.hdf5_timeout < 0:
+        p.error("--hdf5-timeout must be >= 0")
     if a.memory_limit < 0:
         p.error("--memory-limit must be >= 0")
     for c in a.commands:
@@ -958,7 +968,7 @@ def main(argv=None):
                 for c in args.commands:
                     out_json = os.path.join(base_dir, "%s.%s.json" % (s.stem, c))
                     argv_ = build_argv(args.ncert, c, s.run_path, s.run_path, out_json,
-                                       args.memory_limit)
+                                       args.memory_limit, args.hdf5_timeout)
                     rc, out, err = run_one(argv_, args.timeout, env)
                     outcome, flags, bad, ename = classify(rc, out, err, out_json)
                     baselines.append({"seed": s.name, "command": c, "outcome": outcome,
@@ -984,7 +994,7 @@ def main(argv=None):
             for c in args.commands:
                 out_json = os.path.join(report_dir, "%s.%s.json" % (mid, c))
                 argv_ = build_argv(args.ncert, c, mfile, s.run_path, out_json,
-                                   args.memory_limit)
+                                   args.memory_limit, args.hdf5_timeout)
                 rc, out, err = run_one(argv_, args.timeout, env)
                 outcome, flags, bad, ename = classify(rc, out, err, out_json)
                 run = {"command": c, "outcome": outcome, "flags": flags, "bad": bad,
@@ -1096,7 +1106,8 @@ def main(argv=None):
                 "version": 1,
                 "arguments": {
                     "seed": args.seed, "mutants": args.mutants, "commands": args.commands,
-                    "kinds": args.kinds, "timeout": args.timeout, "smoke": args.smoke,
+                    "kinds": args.kinds, "timeout": args.timeout,
+                    "hdf5_timeout": args.hdf5_timeout, "smoke": args.smoke,
                     "normalize": not args.no_normalize, "only": args.only,
                 },
                 "seeds": [{"name": s.name, "bytes": len(s.data), "sha256": s.sha256,

@@ -17,7 +17,7 @@ void unshuffle(const unsigned char* in, std::size_t size, int element_size, unsi
     const unsigned char* plane = in + j * n;
     for (std::size_t i = 0; i < n; ++i) out[i * s + j] = plane[i];
   }
-  std::memcpy(out + n * s, in + n * s, size - n * s);
+  if (size > n * s) std::memcpy(out + n * s, in + n * s, size - n * s);  // never memcpy from null
 }
 
 }  // namespace

@@ -1,0 +1,418 @@
+"""Hand-made hostile inputs, one regression test each, and the report-output safety rules.
+
+Every file is made here, from `ncert demo`'s dumps edited with h5py, python/ncert_dump or byte
+surgery: a 10,000-deep group chain, names that try to forge report lines or drive the
+terminal, invalid UTF-8, an embedded NUL in a fixed-length string, a dump declaring a 4 GiB
+activation, unallocated datasets declaring 2^40 elements and 2^38-wide logits, corrupt deflate
+and fletcher32 chunks met in the middle of a run. Then the rules of docs/cli.md "Reports and
+exit status": an output that is an input, an unwritable or missing directory, a full disk,
+/dev/null, a symbolic link, and SIGINT/SIGTERM in the middle of a long `check`.
+"""
+import hashlib
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import time
+import unittest
+import zlib
+
+import h5py
+import numpy as np
+
+import hostile_support as hs
+from ncert_dump import DumpWriter, Segment
+
+# HDF5 API function names (H5Dread, H5Z_pipeline, H5HG_read...) in a message
+HDF5_FUNCTION = re.compile(r"\bH5[A-Z][A-Za-z0-9]*_?[A-Za-z0-9_]*")
+FORGED_NAME = "a\nPASS  schema  fake\x1b[2J"
+FORGED_VALUE = "v\nPASS  forged\x1b[31m"
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def json_strings(node):
+    """Every string (keys included) in a parsed JSON document."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield k
+            yield from json_strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from json_strings(v)
+
+
+def replace_with_zero_chunks(group, name, shape, chunk):
+    """Replaces dataset `name` by a deflated chunked one of `shape`, every chunk written as the
+    same compressed block of zeros: the file stores every chunk (no unallocated space) in about
+    1/1000 of the declared size."""
+    old = group[name]
+    attrs = dict(old.attrs)
+    dtype = old.dtype
+    del group[name]
+    d = group.create_dataset(name, shape=shape, chunks=chunk, dtype=dtype, compression="gzip",
+                             compression_opts=9)
+    for k, v in attrs.items():
+        d.attrs[k] = v
+    block = zlib.compress(bytes(int(np.prod(chunk)) * dtype.itemsize), 9)
+    for r in range(0, shape[0], chunk[0]):
+        d.id.write_direct_chunk((r,) + (0,) * (len(shape) - 1), block)
+
+
+class HostileInputs(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = hs.scratch("inputs")
+        if hs.NCERT:
+            cls.demo = hs.demo_dumps(os.path.join(cls.dir, "demo"))
+
+    def setUp(self):
+        hs.require_binary(self)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def copy_good(self, name):
+        p = self.path(name)
+        shutil.copyfile(self.demo["good.h5"], p)
+        return p
+
+    def small_logits_dump(self, name, vocab=64, rows=2):
+        rng = np.random.default_rng(11)
+        logits = rng.standard_normal((rows, vocab)).astype(np.float32)
+        p = self.path(name)
+        with DumpWriter(p, engine="hostile", build=name, overwrite=True) as dw:
+            dw.add_logits_run("greedy", tokens=logits.argmax(axis=1).astype(np.int32),
+                              logits=logits)
+        return p
+
+    def assert_refused(self, r, code, name, report=None):
+        self.assertFalse(r.hung, r.describe())
+        self.assertEqual(r.returncode, 3, r.describe())
+        refused = r.refused()
+        self.assertIsNotNone(refused, "no REFUSED line\n" + r.describe())
+        self.assertEqual(refused[:2], (name, code), r.describe())
+        if report:
+            doc = hs.load_report(report)
+            self.assertEqual((doc["error"]["name"], doc["error"]["code"]), (name, code), doc)
+        return refused[2]
+
+    # ---------------------------------------------------------------- trees and names
+
+    def test_deep_group_chain_is_a_tree_limit(self):
+        p = self.copy_good("deep.h5")
+        with h5py.File(p, "r+") as f:
+            g = f.create_group("chain")
+            for _ in range(10000):
+                g = g.create_group("g")
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                report = self.path("deep.%s.json" % command)
+                r = hs.run([command, p, "--json", report], timeout=120)
+                message = self.assert_refused(r, 217, "tree-limit", report)
+                self.assertIn("/chain/g/g/g", message)
+
+    def test_names_cannot_forge_report_lines_or_drive_the_terminal(self):
+        p = self.copy_good("forged.h5")
+        with h5py.File(p, "r+") as f:
+            f.attrs[FORGED_NAME] = FORGED_VALUE
+            f.create_dataset(FORGED_NAME, data=np.zeros(3, np.float32))
+            f["projections/attn_qkv"].attrs[FORGED_NAME] = 1
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                report = self.path("forged.%s.json" % command)
+                r = hs.run([command, p, "--json", report, "--verbose"], timeout=120)
+                self.assertIn(r.returncode, (0, 1, 3), r.describe())
+                for stream in (r.out, r.err):
+                    self.assertNotIn(b"\x1b", stream)
+                    for line in stream.decode("utf-8", "strict").splitlines():
+                        self.assertFalse(line.startswith(("PASS  schema  fake", "PASS  forged")),
+                                         "forged line: %r" % line)
+                doc = hs.load_report(report)
+                if command == "inspect":
+                    # printed escaped, reported exactly
+                    self.assertIn("a\\nPASS  schema  fake\\x1b[2J", r.text)
+                    self.assertIn(FORGED_NAME, "\n".join(json_strings(doc)))
+
+    def test_invalid_utf8_in_names_and_strings(self):
+        p = self.copy_good("badutf8.h5")
+        with h5py.File(p, "r+") as f:
+            f.attrs[b"bad\xff\xfename"] = np.bytes_(b"x\xc3\x28y")
+            f.attrs.modify("engine", np.bytes_(b"eng\xff\xfe"))  # fixed-length, not UTF-8
+            f.create_dataset(b"member\xe2\x82", data=np.zeros(2, np.float32))
+            f["projections/attn_qkv"].attrs.create("note", b"v\xff\xfe",
+                                                    dtype=h5py.string_dtype("ascii"))
+            f["projections"].create_group(b"p\xff")
+        for command in ("inspect", "check", "witness"):
+            with self.subTest(command=command):
+                report = self.path("badutf8.%s.json" % command)
+                r = hs.run([command, p, "--json", report], timeout=120)
+                self.assertFalse(r.hung, r.describe())
+                self.assertIn(r.returncode, (0, 1, 3), r.describe())
+                r.out.decode("utf-8", "strict")
+                r.err.decode("utf-8", "strict")
+                doc = hs.load_report(report)  # strict UTF-8
+                if r.returncode == 3:
+                    self.assertIn("error", doc)
+
+    def test_embedded_nul_in_a_fixed_length_string_is_refused(self):
+        p = self.copy_good("nul.h5")
+        with h5py.File(p, "r+") as f:
+            g = f["projections/attn_qkv"]
+            del g.attrs["op"]
+            g.attrs.create("op", np.bytes_(b"linear\x00evil"))  # 11-byte fixed-length string
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                report = self.path("nul.%s.json" % command)
+                r = hs.run([command, p, "--json", report])
+                message = self.assert_refused(r, 222, "attribute-invalid", report)
+                self.assertIn("/projections/attn_qkv", message)
+                self.assertRegex(message, r"\bop\b")
+
+    # ---------------------------------------------------------------- memory and storage bombs
+
+    def test_declared_4gib_activation_is_a_memory_limit_without_allocating_it(self):
+        # A consistent projection (x [M, K], W [N, K], y_unpacked [M, N], selector [4]) whose x
+        # declares 2^19 x 4096 bf16 = 4 GiB, every chunk stored as deflated zeros (~4 MB file):
+        # nothing is a storage bomb, and certifying it would need ~55 GiB.
+        rng = np.random.default_rng(2)
+        m, k, n = 4, 4096, 8
+        p = self.path("big_x.h5")
+        x = (rng.integers(0x3c00, 0x3f80, (m, k))).astype(np.uint16)
+        w = (rng.integers(0x3c00, 0x3f80, (n, k))).astype(np.uint16)
+        with DumpWriter(p, engine="hostile", build="big-x", overwrite=True) as dw:
+            dw.add_projection("p", x=x, weights=[Segment("bf16", 0, n, values=w)],
+                              accumulator="f32-rn", output_dtype="bf16",
+                              selector=np.arange(m, dtype=np.int32),
+                              y_unpacked=np.zeros((m, n), np.uint16))
+        rows = 1 << 19
+        with h5py.File(p, "r+") as f:
+            g = f["projections/p"]
+            replace_with_zero_chunks(g, "x", (rows, k), (256, k))
+            replace_with_zero_chunks(g, "y_unpacked", (rows, n), (1 << 16, n))
+        self.assertLess(os.path.getsize(p), 8 << 20)
+        report = self.path("big_x.json")
+        t0 = time.monotonic()
+        r = hs.run_measured(["check", p, "--json", report, "--threads", "1"], timeout=120)
+        elapsed = time.monotonic() - t0
+        message = self.assert_refused(r, 226, "memory-limit", report)
+        m_need = re.search(r"needs about [0-9.]+ GiB \((\d+) bytes", message)
+        self.assertIsNotNone(m_need, message)
+        self.assertGreater(int(m_need.group(1)), 8 << 30)
+        self.assertIn("/projections/p", message)
+        self.assertLess(r.maxrss_kib, 256 << 10, "peak RSS %d KiB" % r.maxrss_kib)
+        self.assertLess(elapsed, 30)
+
+    def test_unallocated_2_40_elements_are_a_storage_bomb(self):
+        p = self.small_logits_dump("bomb40.h5")
+        with h5py.File(p, "r+") as f:
+            f.create_group("tensors").create_dataset(
+                "bomb", shape=(1 << 20, 1 << 20), chunks=(1024, 1024), dtype=np.float32)
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                report = self.path("bomb40.%s.json" % command)
+                t0 = time.monotonic()
+                r = hs.run_measured([command, p, "--json", report], timeout=120)
+                message = self.assert_refused(r, 218, "storage-bomb", report)
+                self.assertIn("/tensors/bomb", message)
+                self.assertLess(time.monotonic() - t0, 10)
+                self.assertLess(r.maxrss_kib, 256 << 10)
+
+    def test_logits_2_38_wide_are_refused_not_an_internal_error(self):
+        p = self.small_logits_dump("wide38.h5")
+        other = self.small_logits_dump("wide38-other.h5")
+        with h5py.File(p, "r+") as f:
+            g = f["logits/greedy"]
+            del g["logits"]
+            g.create_dataset("logits", shape=(2, 1 << 38), chunks=(1, 1 << 16), dtype=np.float32)
+            g.attrs["vocab"] = np.int64(1 << 38)
+        for args in (["inspect", p], ["check", p], ["witness", p], ["compare", p, other]):
+            with self.subTest(command=args[0]):
+                report = self.path("wide38.%s.json" % args[0])
+                r = hs.run_measured(args + ["--json", report], timeout=120)
+                self.assertFalse(r.hung, r.describe())
+                self.assertEqual(r.returncode, 3, r.describe())
+                self.assertIsNotNone(r.refused(), r.describe())
+                self.assertIn("error", hs.load_report(report))
+                self.assertLess(r.maxrss_kib, 256 << 10)
+
+    # ---------------------------------------------------------------- corrupt data mid-run
+
+    def corrupt_chunk_pair(self, name, **filters):
+        """Two dumps with the same chunked logits [64, 4096] (chunks of 4 rows); in the first,
+        16 bytes in the middle of the chunk holding rows 40-43 are flipped."""
+        rng = np.random.default_rng(3)
+        logits = rng.standard_normal((64, 4096)).astype(np.float32)
+        paths = []
+        for suffix in ("a", "b"):
+            p = self.path("%s-%s.h5" % (name, suffix))
+            with DumpWriter(p, engine="hostile", build=name + suffix, overwrite=True) as dw:
+                dw.add_logits_run("greedy", tokens=logits.argmax(axis=1).astype(np.int32),
+                                  logits=logits)
+            with h5py.File(p, "r+") as f:
+                g = f["logits/greedy"]
+                del g["logits"]
+                g.create_dataset("logits", data=logits, chunks=(4, 4096), **filters)
+            paths.append(p)
+        with h5py.File(paths[0], "r") as f:
+            info = f["logits/greedy/logits"].id.get_chunk_info_by_coord((40, 0))
+        with open(paths[0], "r+b") as f:
+            f.seek(info.byte_offset + info.size // 2)
+            b = bytearray(f.read(16))
+            f.seek(info.byte_offset + info.size // 2)
+            f.write(bytes(v ^ 0x5A for v in b))
+        return paths
+
+    def check_corrupt_chunk_refusal(self, a, b, tag):
+        report = self.path(tag + ".json")
+        r = hs.run(["compare", a, b, "--json", report], timeout=120)
+        self.assertFalse(r.hung, r.describe())
+        self.assertEqual(r.returncode, 3, r.describe())
+        refused = r.refused()
+        self.assertIsNotNone(refused, r.describe())
+        message = refused[2]
+        doc = hs.load_report(report)
+        self.assertIn("error", doc)
+        self.assertEqual(doc["error"]["message"], message)
+        self.assertIn("/logits/greedy/logits", message)
+        # the rows that could not be read, as a range holding the damaged rows 40-43
+        rows = re.search(r"rows \[(\d+), (\d+)\)", message)
+        self.assertIsNotNone(rows, "the message names no rows: " + message)
+        self.assertTrue(int(rows.group(1)) <= 40 and int(rows.group(2)) >= 44, message)
+        self.assertIsNone(HDF5_FUNCTION.search(message), "HDF5 function chain in: " + message)
+        return r
+
+    def test_corrupt_deflate_chunk_mid_compare(self):
+        a, b = self.corrupt_chunk_pair("deflate", compression="gzip", compression_opts=4,
+                                       shuffle=True)
+        self.check_corrupt_chunk_refusal(a, b, "deflate")
+
+    def test_fletcher32_mismatch_mid_compare(self):
+        a, b = self.corrupt_chunk_pair("fletcher", fletcher32=True)
+        self.check_corrupt_chunk_refusal(a, b, "fletcher")
+        # the library's own account is there for whoever asks for it
+        r = hs.run(["compare", a, b, "--verbose"], timeout=120)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertRegex(r.err_text, HDF5_FUNCTION, "--verbose shows no HDF5 error chain:\n" +
+                         r.err_text)
+
+    # ---------------------------------------------------------------- where reports go
+
+    def test_report_over_the_input_is_a_usage_error_and_the_dump_is_untouched(self):
+        d = self.path("same")
+        os.makedirs(d)
+        p = os.path.join(d, "dump.h5")
+        shutil.copyfile(self.demo["good.h5"], p)
+        os.symlink("dump.h5", os.path.join(d, "link.h5"))
+        os.link(p, os.path.join(d, "hard.h5"))
+        before = sha256(p)
+        for target in (p, "./dump.h5", "link.h5", "hard.h5", "sub/../dump.h5"):
+            with self.subTest(json=target):
+                os.makedirs(os.path.join(d, "sub"), exist_ok=True)
+                r = hs.run(["check", p, "--json", target], cwd=d)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assertEqual(sha256(p), before)
+                self.assertTrue(os.path.islink(os.path.join(d, "link.h5")))
+                self.assertEqual(hs.temp_leftovers(d), [])
+
+    def test_report_to_a_full_disk(self):
+        with open("/dev/full", "wb") as full:
+            r = hs.run(["check", self.demo["good.h5"], "--json", "-"], stdout=full)
+            self.assertEqual(r.returncode, 5, r.describe())  # a PASS whose report was lost
+            self.assertIn("report-write", r.err_text)
+            r = hs.run(["check", self.demo["nan-output.h5"], "--json", "-"], stdout=full)
+            self.assertEqual(r.returncode, 1, r.describe())  # a FAIL stays a FAIL
+
+    def test_report_into_a_missing_or_unwritable_directory_fails_before_any_work(self):
+        missing = self.path("no-such-dir/r.json")
+        r = hs.run(["check", self.demo["good.h5"], "--json", missing])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertNotRegex(r.text, r"(?m)^(PASS|FAIL|SKIP)  ", "checks ran:\n" + r.text)
+        self.assertFalse(os.path.exists(os.path.dirname(missing)))
+
+        ro = self.path("read-only")
+        os.makedirs(ro)
+        dump = os.path.join(ro, "dump.h5")
+        shutil.copyfile(self.demo["good.h5"], dump)
+        os.chmod(dump, 0o644)
+        os.chmod(ro, 0o555)
+        drop = None
+        if os.geteuid() == 0:
+            # root writes anywhere: run as nobody, for whom the directory is read-only
+            for d in (self.dir, ro):
+                os.chmod(d, os.stat(d).st_mode | 0o055)
+
+            def drop():
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+        try:
+            r = hs.run(["check", dump, "--json", os.path.join(ro, "r.json")], preexec=drop)
+        finally:
+            os.chmod(ro, 0o755)
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertNotRegex(r.text, r"(?m)^(PASS|FAIL|SKIP)  ", "checks ran:\n" + r.text)
+        self.assertEqual(sorted(os.listdir(ro)), ["dump.h5"])
+
+    def test_report_to_dev_null(self):
+        r = hs.run(["check", self.demo["good.h5"], "--json", "/dev/null"])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
+
+    def test_report_through_a_symlink_replaces_the_target(self):
+        d = self.path("symlinked")
+        os.makedirs(d)
+        target = os.path.join(d, "target.json")
+        link = os.path.join(d, "link.json")
+        with open(target, "w") as f:
+            f.write("old\n")
+        os.symlink("target.json", link)
+        r = hs.run(["check", self.demo["good.h5"], "--json", link])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertTrue(os.path.islink(link))
+        self.assertEqual(os.readlink(link), "target.json")
+        self.assertEqual(hs.load_report(target)["command"], "check")
+        self.assertEqual(hs.temp_leftovers(d), [])
+
+    def test_sigint_and_sigterm_during_a_long_check(self):
+        # 2048 x 4096 activations against 4096 x 4096 bf16 weights: ~2.5 s of `check` on one
+        # thread on the reference machine. Its outputs are zeros, so it fails: it runs to the end.
+        p = self.path("long.h5")
+        m, k, n = 2048, 4096, 4096
+        with DumpWriter(p, engine="hostile", build="long", overwrite=True) as dw:
+            dw.add_projection("p", x=np.full((m, k), 0x3F80, np.uint16),
+                              weights=[Segment("bf16", 0, n, values=np.full((n, k), 0x3C00,
+                                                                             np.uint16))],
+                              accumulator="f32-rn", output_dtype="bf16",
+                              selector=np.arange(m, dtype=np.int32),
+                              y_unpacked=np.zeros((m, n), np.uint16))
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with self.subTest(signal=sig.name):
+                    d = self.path("signal-" + sig.name)
+                    os.makedirs(d)
+                    report = os.path.join(d, "r.json")
+                    proc = subprocess.Popen([hs.NCERT, "check", p, "--threads", "1", "--json",
+                                             report], stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    time.sleep(0.7)
+                    self.assertIsNone(proc.poll(), "check ended before the signal")
+                    proc.send_signal(sig)
+                    out, err = proc.communicate(timeout=60)
+                    self.assertIn(proc.returncode, (-sig, 128 + sig),
+                                  err.decode("utf-8", "replace"))
+                    self.assertEqual(hs.temp_leftovers(d), [])
+                    self.assertFalse(os.path.exists(report))
+        finally:
+            os.remove(p)
+
+
+if __name__ == "__main__":
+    unittest.main()
