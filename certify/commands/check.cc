@@ -10,6 +10,7 @@
 #include "certify/logits/witness.h"
 #include "certify/projection/check_projection.h"
 #include "certify/projection/memory.h"
+#include "certify/report/progress.h"
 
 namespace ncert::certify {
 
@@ -36,7 +37,7 @@ Status check_selection(const DumpModel& m, const std::string& only) {
 }
 
 /// A dump with nothing check certifies proves nothing: that is a failure, not a pass.
-CheckResult dump_vacuity(const DumpModel& m, Index projections, Index runs) {
+CheckResult dump_vacuity(Index projections, Index runs, bool has_tensors) {
   CheckResult v;
   v.id = "vacuity";
   v.subject = "dump";
@@ -50,7 +51,7 @@ CheckResult dump_vacuity(const DumpModel& m, Index projections, Index runs) {
     v.verdict = Verdict::kFail;
     e.vacuous.push_back("no projection and no logits run");
     v.reason = "nothing to certify: the dump holds no projection and no logits run" +
-               std::string(m.tensors.empty() ? "" : " (its tensors are compared by ncert compare)");
+               std::string(has_tensors ? " (its tensors are compared by ncert compare)" : "");
   }
   v.evidence = std::move(e);
   return v;
@@ -75,68 +76,67 @@ CheckResult schema_check(const DumpModel& m) {
   return schema;
 }
 
-}  // namespace
-
-Result<Report> run_check(const CheckCommandOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  Report report;
-  report.command = "check";
-  report.inputs = describe_inputs({options.dump});
-  const InputInfo input = report.inputs.front();
-
-  auto reader = DumpReader::open(options.dump, options.reader);
-  if (!reader.ok()) return report.refuse(reader.status());
-  const DumpModel& m = reader->model();
-  NCERT_RETURN_IF_ERROR(check_selection(m, options.only));
-  // The whole run within --max-memory: every projection is certified alone, so each must fit.
-  for (const ProjectionInfo& p : m.projections) {
-    if (!selected(p.name, options.only)) continue;
-    const Status s = check_projection_memory(m, p, omp_get_max_threads(), options.check.reference.block_cols,
-                                             options.reader.memory_limit);
-    if (!s.ok()) return report.refuse(s);
+/// The lm_head projections whose reference also certifies a run's logits: checked with the
+/// run, in the rest part (their collector must see every block).
+std::vector<const ProjectionInfo*> usable_heads(const DumpModel& m, const std::string& only) {
+  std::vector<const ProjectionInfo*> out;
+  for (const LogitsRunInfo& run : m.logits) {
+    const ProjectionInfo* head = find_lm_head(m, run.name);
+    if (!head || !lm_head_unusable(*head).empty() || !selected(run.name, only)) continue;
+    out.push_back(head);
   }
-  report.show_coverage = true;
-  report.checks.push_back(schema_check(m));
-  report.preamble.push_back("ncert check " + options.dump + "  (xxh3_128 " + input.xxh3_128 + ")");
+  return out;
+}
 
+bool is_head(const std::vector<const ProjectionInfo*>& heads, const std::string& name) {
+  for (const ProjectionInfo* h : heads) {
+    if (h->name == name) return true;
+  }
+  return false;
+}
+
+void add_timing(CheckPart& part, const ProjectionOutcome& o) {
+  part.read_seconds += o.timing.read_seconds;
+  part.reference_seconds += o.timing.reference_seconds;
+  part.compare_seconds += o.timing.compare_seconds;
+  part.other_seconds += o.timing.other_seconds;
+}
+
+/// The rest of a dump: schema, the lm_head projections with their runs' witnesses, every
+/// logits run's witnesses.
+Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions& options) {
+  const DumpModel& m = reader.model();
+  CheckPart part;
+  part.head.push_back(schema_check(m));
   // An lm_head's reference intervals bound its run's logits: collect them while the lm_head
   // projection is checked, so its reference is evaluated once.
   struct Head {
-    const LogitsRunInfo* run;
     std::unique_ptr<LmHeadCollector> collector;
     bool evaluated = false;
   };
   std::map<std::string, Head> heads;  // by projection name
-  for (const LogitsRunInfo& run : m.logits) {
-    const ProjectionInfo* head = find_lm_head(m, run.name);
-    if (!head || !lm_head_unusable(*head).empty() || !selected(run.name, options.only)) continue;
-    NCERT_ASSIGN_OR_RETURN(auto tokens, reader->read_i32(run.path + "/tokens"));
-    heads[head->name] = Head{&run, std::make_unique<LmHeadCollector>(std::move(tokens),
-                                                                      std::vector<std::pair<Index, Index>>{},
-                                                                      omp_get_max_threads())};
-  }
-  double t_read = 0, t_ref = 0, t_cmp = 0, t_other = 0;
-  Index certified = 0;
-  for (const ProjectionInfo& p : m.projections) {
-    if (!selected(p.name, options.only)) continue;
-    BlockHook hook;
-    auto head = heads.find(p.name);
-    if (head != heads.end()) {
-      LmHeadCollector* c = head->second.collector.get();
-      hook = [c](const reference::ReferenceBlock& b) { c->consume(b); };
+  for (const ProjectionInfo* head : usable_heads(m, options.only)) {
+    const LogitsRunInfo* run = nullptr;
+    for (const LogitsRunInfo& r : m.logits) {
+      if (find_lm_head(m, r.name) == head) run = &r;
     }
-    NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_projection(*reader, p, options.check, hook));
-    if (head != heads.end()) head->second.evaluated = outcome.reference_evaluated;
-    for (CheckResult& c : outcome.checks) report.checks.push_back(std::move(c));
-    t_read += outcome.timing.read_seconds;
-    t_ref += outcome.timing.reference_seconds;
-    t_cmp += outcome.timing.compare_seconds;
-    t_other += outcome.timing.other_seconds;
-    ++certified;
+    NCERT_ASSIGN_OR_RETURN(auto tokens, reader.read_i32(run->path + "/tokens"));
+    heads[head->name] = Head{std::make_unique<LmHeadCollector>(std::move(tokens),
+                                                               std::vector<std::pair<Index, Index>>{},
+                                                               omp_get_max_threads())};
+  }
+  for (const ProjectionInfo& p : m.projections) {
+    auto head = heads.find(p.name);
+    if (head == heads.end() || !selected(p.name, options.only)) continue;
+    LmHeadCollector* c = head->second.collector.get();
+    const BlockHook hook = [c](const reference::ReferenceBlock& b) { c->consume(b); };
+    NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_projection(reader, p, options.check, hook));
+    head->second.evaluated = outcome.reference_evaluated;
+    add_timing(part, outcome);
+    part.projections.emplace_back(p.name, std::move(outcome.checks));
   }
   // Raw target-maximum witnesses of every logits run.
   const auto t_logits = std::chrono::steady_clock::now();
-  Index runs = 0;
   for (const LogitsRunInfo& run : m.logits) {
     if (!selected(run.name, options.only)) continue;
     LogitErrorModel model;
@@ -145,25 +145,157 @@ Result<Report> run_check(const CheckCommandOptions& options) {
     if (it != heads.end() && it->second.evaluated) {
       model = lm_head_error_model(*head, it->second.collector->rows());
     } else {
-      NCERT_ASSIGN_OR_RETURN(model, error_model_for(*reader, run, options.logit_error, options.check.lambda));
+      NCERT_ASSIGN_OR_RETURN(model, error_model_for(reader, run, options.logit_error, options.check.lambda));
     }
-    NCERT_ASSIGN_OR_RETURN(RunWitnesses w, witness_run(*reader, run, std::move(model)));
-    for (CheckResult& c : witness_checks(w)) report.checks.push_back(std::move(c));
-    ++runs;
+    NCERT_ASSIGN_OR_RETURN(RunWitnesses w, witness_run(reader, run, std::move(model)));
+    for (CheckResult& c : witness_checks(w)) part.tail.push_back(std::move(c));
+    ++part.runs;
   }
-  report.checks.push_back(dump_vacuity(m, certified, runs));
+  part.logits_seconds = since(t_logits);
+  return part;
+}
+
+Result<CheckPart> projection_part(const DumpReader& reader, const CheckCommandOptions& options,
+                                  const std::string& name) {
+  for (const ProjectionInfo& p : reader.model().projections) {
+    if (p.name != name) continue;
+    NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_projection(reader, p, options.check));
+    CheckPart part;
+    add_timing(part, outcome);
+    part.projections.emplace_back(p.name, std::move(outcome.checks));
+    return part;
+  }
+  return Status(ErrorCode::kInvalidArgument, reader.model().file + " has no projection " + name);
+}
+
+}  // namespace
+
+Result<CheckPlan> plan_check(const DumpReader& reader, const CheckCommandOptions& options) {
+  const DumpModel& m = reader.model();
+  NCERT_RETURN_IF_ERROR(check_selection(m, options.only));
+  CheckPlan plan;
+  // The whole run within --max-memory: every projection is certified alone, so each must fit.
+  for (const ProjectionInfo& p : m.projections) {
+    if (!selected(p.name, options.only)) continue;
+    const Status s = check_projection_memory(m, p, omp_get_max_threads(), options.check.reference.block_cols,
+                                             options.reader.memory_limit);
+    if (!s.ok()) {
+      plan.refused = s;
+      return plan;
+    }
+  }
+  plan.has_tensors = !m.tensors.empty();
+  const std::vector<const ProjectionInfo*> heads = usable_heads(m, options.only);
+  double rest_cost = 0;
+  for (const ProjectionInfo& p : m.projections) {
+    if (!selected(p.name, options.only)) continue;
+    plan.order.push_back(p.name);
+    const double cost = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+    if (is_head(heads, p.name)) {
+      rest_cost += cost;
+    } else {
+      plan.units.push_back(CheckUnit{p.name, cost});
+    }
+  }
+  for (const LogitsRunInfo& run : m.logits) {
+    if (selected(run.name, options.only)) rest_cost += static_cast<double>(run.tokens) * static_cast<double>(run.vocab);
+  }
+  plan.units.push_back(CheckUnit{std::nullopt, rest_cost});
+  return plan;
+}
+
+Result<CheckPlan> plan_check(const CheckCommandOptions& options) {
+  auto reader = DumpReader::open(options.dump, options.reader);
+  if (!reader.ok()) {
+    CheckPlan plan;
+    plan.refused = reader.status();
+    return plan;
+  }
+  return plan_check(*reader, options);
+}
+
+Result<CheckPart> run_check_part(const DumpReader& reader, const CheckCommandOptions& options, const CheckUnit& unit) {
+  if (unit.projection) return projection_part(reader, options, *unit.projection);
+  return rest_part(reader, options);
+}
+
+Result<CheckPart> run_check_part(const CheckCommandOptions& options, const CheckUnit& unit) {
+  NCERT_ASSIGN_OR_RETURN(DumpReader reader, DumpReader::open(options.dump, options.reader));
+  return run_check_part(reader, options, unit);
+}
+
+Report assemble_check(const CheckCommandOptions& options, const InputInfo& input, const CheckPlan& plan,
+                      std::vector<CheckPart> parts, double total_seconds) {
+  Report report;
+  report.command = "check";
+  report.inputs = {input};
+  if (plan.refused) {
+    report.refuse(*plan.refused);
+    return report;
+  }
+  report.show_coverage = true;
+  report.preamble.push_back("ncert check " + options.dump + "  (xxh3_128 " + input.xxh3_128 + ")");
+  std::map<std::string, std::vector<CheckResult>> by_projection;
+  std::vector<CheckResult> head, tail;
+  double t_read = 0, t_ref = 0, t_cmp = 0, t_other = 0, t_logits = 0;
+  Index runs = 0;
+  for (CheckPart& part : parts) {
+    for (auto& [name, checks] : part.projections) by_projection[name] = std::move(checks);
+    for (CheckResult& c : part.head) head.push_back(std::move(c));
+    for (CheckResult& c : part.tail) tail.push_back(std::move(c));
+    t_read += part.read_seconds;
+    t_ref += part.reference_seconds;
+    t_cmp += part.compare_seconds;
+    t_other += part.other_seconds;
+    t_logits += part.logits_seconds;
+    runs += part.runs;
+  }
+  // The order run_check has always had: schema, projections in the dump's order, witnesses,
+  // the dump's vacuity.
+  for (CheckResult& c : head) report.checks.push_back(std::move(c));
+  Index certified = 0;
+  for (const std::string& name : plan.order) {
+    auto it = by_projection.find(name);
+    if (it == by_projection.end()) continue;
+    for (CheckResult& c : it->second) report.checks.push_back(std::move(c));
+    ++certified;
+  }
+  for (CheckResult& c : tail) report.checks.push_back(std::move(c));
+  report.checks.push_back(dump_vacuity(certified, runs, plan.has_tensors));
   report.apply(options.require);
-  report.stats["timing_logits_seconds"] = since(t_logits);
+  report.stats["timing_logits_seconds"] = t_logits;
   report.stats["logits_runs"] = runs;
   report.stats["projections"] = certified;
   report.stats["checks"] = report.checks.size();
   report.stats["failed"] = report.failed_checks();
-  report.stats["timing_total_seconds"] = since(t0);
+  report.stats["timing_total_seconds"] = total_seconds;
   report.stats["timing_read_seconds"] = t_read;
   report.stats["timing_reference_seconds"] = t_ref;
   report.stats["timing_compare_seconds"] = t_cmp;
   report.stats["timing_other_seconds"] = t_other;
   return report;
+}
+
+Result<Report> run_check(const CheckCommandOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const InputInfo input = describe_inputs({options.dump}).front();
+  auto reader = DumpReader::open(options.dump, options.reader);
+  if (!reader.ok()) {
+    CheckPlan refused;
+    refused.refused = reader.status();
+    return assemble_check(options, input, refused, {}, since(t0));
+  }
+  NCERT_ASSIGN_OR_RETURN(CheckPlan plan, plan_check(*reader, options));
+  std::vector<CheckPart> parts;
+  if (!plan.refused) {
+    Progress progress("check: projections", static_cast<std::int64_t>(plan.order.size()));
+    for (const CheckUnit& unit : plan.units) {
+      NCERT_ASSIGN_OR_RETURN(CheckPart part, run_check_part(*reader, options, unit));
+      progress.advance(static_cast<std::int64_t>(part.projections.size()));
+      parts.push_back(std::move(part));
+    }
+  }
+  return assemble_check(options, input, plan, std::move(parts), since(t0));
 }
 
 }  // namespace ncert::certify

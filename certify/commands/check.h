@@ -25,4 +25,42 @@ struct CheckCommandOptions {
 /// selects nothing.
 Result<Report> run_check(const CheckCommandOptions& options);
 
+// `ncert check` in parts that can run apart (on other threads, processes or ranks: a campaign)
+// and be assembled into exactly the report run_check writes: plan the dump, run each unit,
+// assemble. run_check is these three steps in one process.
+
+/// One unit of a dump's certification: one projection alone, or (no projection) the rest:
+/// schema, the lm_head projections with their runs' witnesses, every logits run.
+struct CheckUnit {
+  std::optional<std::string> projection;
+  double cost = 0;  ///< estimated work: M*N*K for a projection (scheduling only)
+};
+
+struct CheckPlan {
+  std::optional<Status> refused;    ///< the dump was refused (or is over the memory budget)
+  std::vector<std::string> order;   ///< selected projections in the dump's order
+  std::vector<CheckUnit> units;     ///< projections first, the rest last
+  bool has_tensors = false;
+};
+
+/// What one unit produced: checks by projection, the schema check (rest), witness checks
+/// (rest), counts and timings.
+struct CheckPart {
+  std::vector<std::pair<std::string, std::vector<CheckResult>>> projections;
+  std::vector<CheckResult> head, tail;
+  Index runs = 0;
+  double read_seconds = 0, reference_seconds = 0, compare_seconds = 0, other_seconds = 0, logits_seconds = 0;
+};
+
+/// Opens the dump and plans it (a refused dump is a plan with `refused`). kUsage when `only`
+/// selects nothing.
+Result<CheckPlan> plan_check(const CheckCommandOptions& options);
+Result<CheckPlan> plan_check(const DumpReader& reader, const CheckCommandOptions& options);
+/// Runs one unit, opening the dump itself (or with a reader already open).
+Result<CheckPart> run_check_part(const CheckCommandOptions& options, const CheckUnit& unit);
+Result<CheckPart> run_check_part(const DumpReader& reader, const CheckCommandOptions& options, const CheckUnit& unit);
+/// The report of the whole dump from its plan and every unit's part (any order).
+Report assemble_check(const CheckCommandOptions& options, const InputInfo& input, const CheckPlan& plan,
+                      std::vector<CheckPart> parts, double total_seconds);
+
 }  // namespace ncert::certify

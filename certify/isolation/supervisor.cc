@@ -1,5 +1,6 @@
 #include "certify/isolation/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -10,7 +11,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -41,6 +41,8 @@ struct StopSignals {
   }
 };
 
+constexpr std::int64_t kStopGraceNs = 2'000'000'000;  // then SIGKILL: a child looping in libhdf5
+
 /// The activity page's text, read consistently (the child may still be writing it).
 void read_text(const ActivityPage& page, std::string* action, std::string* object) {
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -56,7 +58,8 @@ void read_text(const ActivityPage& page, std::string* action, std::string* objec
   }
 }
 
-[[noreturn]] void run_child(const std::function<int()>& body, ActivityPage* page, const IsolationOptions& o) {
+/// Everything after fork() in the child, before the job's own work.
+void prepare_child(ActivityPage* page, const IsolationOptions& o) {
   // The child must not outlive its supervisor (killed by SIGKILL, say).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // fork() copied the supervisor's SIGINT/SIGTERM handlers; the child dies by those signals
@@ -68,84 +71,121 @@ void read_text(const ActivityPage& page, std::string* action, std::string* objec
     const rlimit lim{o.address_space_limit, o.address_space_limit};
     setrlimit(RLIMIT_AS, &lim);
   }
-  int rc = 4;
+}
+
+/// Runs a job body, mapping what escapes it to exit 4 (the supervisor reports a crash).
+template <typename F>
+int guarded(F&& f) {
   try {
-    rc = body();
+    return f();
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "ncert: internal error (900): out of memory\n");
-    rc = 4;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ncert: internal error (900): %s\n", e.what());
-    rc = 4;
   }
-  std::fflush(nullptr);
-  // No static destructors or atexit handlers: the parent owns the process's exit.
-  _exit(rc);
+  return 4;
 }
 
-ChildEnd::Kind kind_for_signal(const ActivityPage& page) {
-  return page.depth.load(std::memory_order_acquire) > 0 ? ChildEnd::Kind::kCrashedInHdf5 : ChildEnd::Kind::kCrashed;
-}
-
-/// Waits for the child, watching for stalls inside libhdf5 and for stop signals.
-ChildEnd supervise(pid_t pid, const ActivityPage& page, const IsolationOptions& o) {
-  ChildEnd end;
-  end.pid = pid;
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  const auto timeout_ns = static_cast<std::int64_t>(o.hdf5_timeout_seconds * 1e9);
-  bool killed_by_watchdog = false, killed_by_stop = false;
-  std::int64_t stop_sent_ns = 0;
-  constexpr std::int64_t kStopGraceNs = 2'000'000'000;  // then SIGKILL: a child looping in libhdf5
-  for (;;) {
-    int status = 0;
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      if (WIFEXITED(status)) {
-        end.kind = ChildEnd::Kind::kExited;
-        end.exit_code = WEXITSTATUS(status);
-      } else {
-        end.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        end.kind = killed_by_watchdog ? ChildEnd::Kind::kHungInHdf5
-                   : killed_by_stop   ? ChildEnd::Kind::kInterrupted
-                                      : kind_for_signal(page);
-        if (killed_by_stop) end.signal = g_received;
-      }
-      break;
+int write_all(int fd, const std::string& s) {
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return 4;
     }
-    if (w < 0 && errno != EINTR) {
-      end.kind = ChildEnd::Kind::kCrashed;
-      break;
-    }
-    if (g_received != 0 && !killed_by_stop) {
-      // Stop the child the same way; it removes its temporary files on the way out.
-      kill(pid, g_received);
-      killed_by_stop = true;
-      stop_sent_ns = monotonic_ns();
-    } else if (killed_by_stop && monotonic_ns() - stop_sent_ns > kStopGraceNs) {
-      kill(pid, SIGKILL);
-    }
-    if (timeout_ns > 0 && !killed_by_watchdog && !killed_by_stop && page.depth.load(std::memory_order_acquire) > 0) {
-      const std::int64_t stalled = monotonic_ns() - page.since_ns.load(std::memory_order_acquire);
-      if (stalled > timeout_ns) {
-        end.stalled_seconds = static_cast<double>(stalled) / 1e9;
-        kill(pid, SIGKILL);
-        killed_by_watchdog = true;
-      }
-    }
-    // Woken at once when the child exits (pidfd), else every 100 ms for the watchdog.
-    if (pidfd >= 0) {
-      pollfd p{pidfd, POLLIN, 0};
-      poll(&p, 1, 100);
-    } else {
-      usleep(20'000);
-    }
+    done += static_cast<std::size_t>(n);
   }
-  if (pidfd >= 0) close(pidfd);
-  if (end.kind != ChildEnd::Kind::kExited) read_text(page, &end.action, &end.object);
-  return end;
+  return 0;
 }
 
 }  // namespace
+
+/// One supervised child: its pid and pidfd, its activity page, its output pipe (pool jobs).
+struct IsolatedJobs::Job {
+  int id = 0;
+  pid_t pid = 0;
+  int pidfd = -1;
+  int out_fd = -1;
+  ActivityPage* page = nullptr;
+  std::string output;
+  bool watchdog_killed = false, stop_killed = false;
+  std::int64_t stop_sent_ns = 0;
+  double stalled_seconds = 0;
+
+  ~Job() {
+    if (pidfd >= 0) close(pidfd);
+    if (out_fd >= 0) close(out_fd);
+    if (page) {
+      page->~ActivityPage();
+      munmap(page, sizeof(ActivityPage));
+    }
+  }
+
+  /// How the child ended, from its wait status and what the supervisor did to it.
+  ChildEnd end_from(int status) const {
+    ChildEnd end;
+    end.pid = pid;
+    if (WIFEXITED(status)) {
+      end.kind = ChildEnd::Kind::kExited;
+      end.exit_code = WEXITSTATUS(status);
+      return end;
+    }
+    end.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    if (watchdog_killed) {
+      end.kind = ChildEnd::Kind::kHungInHdf5;
+      end.stalled_seconds = stalled_seconds;
+    } else if (stop_killed) {
+      end.kind = ChildEnd::Kind::kInterrupted;
+      end.signal = g_received;
+    } else {
+      end.kind = page->depth.load(std::memory_order_acquire) > 0 ? ChildEnd::Kind::kCrashedInHdf5
+                                                                 : ChildEnd::Kind::kCrashed;
+    }
+    read_text(*page, &end.action, &end.object);
+    return end;
+  }
+
+  /// Stop signals forwarded, the watchdog applied.
+  void police(const IsolationOptions& o) {
+    const std::int64_t now = monotonic_ns();
+    if (g_received != 0 && !stop_killed) {
+      // Stop the child the same way; it removes its temporary files on the way out.
+      kill(pid, g_received);
+      stop_killed = true;
+      stop_sent_ns = now;
+    } else if (stop_killed && now - stop_sent_ns > kStopGraceNs) {
+      kill(pid, SIGKILL);
+    }
+    const auto timeout_ns = static_cast<std::int64_t>(o.hdf5_timeout_seconds * 1e9);
+    if (timeout_ns > 0 && !watchdog_killed && !stop_killed && page->depth.load(std::memory_order_acquire) > 0) {
+      const std::int64_t stalled = now - page->since_ns.load(std::memory_order_acquire);
+      if (stalled > timeout_ns) {
+        stalled_seconds = static_cast<double>(stalled) / 1e9;
+        kill(pid, SIGKILL);
+        watchdog_killed = true;
+      }
+    }
+  }
+
+  /// Reads what the pipe holds now (non-blocking).
+  void drain() {
+    if (out_fd < 0) return;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(out_fd, buf, sizeof buf);
+      if (n > 0) {
+        output.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0) {
+        close(out_fd);
+        out_fd = -1;
+      }
+      return;  // EAGAIN, EINTR or EOF
+    }
+  }
+};
 
 std::string signal_name(int signal) {
   switch (signal) {
@@ -162,27 +202,102 @@ std::string signal_name(int signal) {
   }
 }
 
+IsolatedJobs::IsolatedJobs(IsolationOptions options) : options_(std::move(options)) {}
+
+IsolatedJobs::~IsolatedJobs() {
+  for (Job* j : jobs_) {
+    kill(j->pid, SIGKILL);
+    int status = 0;
+    waitpid(j->pid, &status, 0);
+    delete j;
+  }
+}
+
+int IsolatedJobs::running() const { return static_cast<int>(jobs_.size()); }
+
+Result<int> IsolatedJobs::start(const std::function<std::string()>& body) {
+  void* mem = mmap(nullptr, sizeof(ActivityPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return Status(ErrorCode::kIo, std::string("cannot map an activity page: ") + std::strerror(errno));
+  auto* job = new Job;
+  job->id = next_id_++;
+  job->page = new (mem) ActivityPage();
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    delete job;
+    return Status(ErrorCode::kIo, std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    delete job;
+    return Status(ErrorCode::kIo, std::string("cannot start an isolated job: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    prepare_child(job->page, options_);
+    const int rc = guarded([&] { return write_all(fds[1], body()); });
+    std::fflush(nullptr);
+    _exit(rc);  // no static destructors or atexit handlers: the parent owns the process's exit
+  }
+  close(fds[1]);
+  fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  job->pid = pid;
+  job->out_fd = fds[0];
+  job->pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  jobs_.push_back(job);
+  return job->id;
+}
+
+Result<IsolatedJobs::Done> IsolatedJobs::wait_any() {
+  if (jobs_.empty()) return Status(ErrorCode::kInvalidArgument, "no isolated job is running");
+  StopSignals stop;
+  for (;;) {
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      Job* j = jobs_[i];
+      j->drain();
+      int status = 0;
+      const pid_t w = waitpid(j->pid, &status, WNOHANG);
+      if (w == j->pid) {
+        j->drain();  // what the child wrote before it exited
+        Done d;
+        d.id = j->id;
+        d.end = j->end_from(status);
+        d.output = std::move(j->output);
+        jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(i));
+        delete j;
+        return d;
+      }
+      j->police(options_);
+    }
+    // Woken when a child exits (pidfd) or writes (pipe); else every 100 ms for the watchdog.
+    std::vector<pollfd> fds;
+    for (Job* j : jobs_) {
+      if (j->pidfd >= 0) fds.push_back(pollfd{j->pidfd, POLLIN, 0});
+      if (j->out_fd >= 0) fds.push_back(pollfd{j->out_fd, POLLIN, 0});
+    }
+    if (fds.empty()) usleep(20'000);
+    else poll(fds.data(), fds.size(), 100);
+  }
+}
+
 Result<ChildEnd> run_isolated(const std::function<int()>& body, const IsolationOptions& o) {
   if (!o.enabled) {
     ChildEnd end;
     end.exit_code = body();
     return end;
   }
-  void* mem = mmap(nullptr, sizeof(ActivityPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return Status(ErrorCode::kIo, std::string("cannot map the activity page: ") + std::strerror(errno));
-  auto* page = new (mem) ActivityPage();
-  std::fflush(nullptr);
-  StopSignals stop;
-  const pid_t pid = fork();
-  if (pid < 0) {
-    munmap(mem, sizeof(ActivityPage));
-    return Status(ErrorCode::kIo, std::string("cannot start the isolated reader: fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) run_child(body, page, o);
-  const ChildEnd end = supervise(pid, *page, o);
-  page->~ActivityPage();
-  munmap(mem, sizeof(ActivityPage));
-  return end;
+  // One job whose exit code is the body's; it writes its own output (the report) itself.
+  IsolatedJobs jobs(o);
+  auto id = jobs.start([&]() -> std::string {
+    const int rc = guarded(body);
+    std::fflush(nullptr);
+    _exit(rc);
+  });
+  if (!id.ok()) return id.status();
+  NCERT_ASSIGN_OR_RETURN(IsolatedJobs::Done done, jobs.wait_any());
+  return done.end;
 }
 
 Status child_end_status(const ChildEnd& end, const IsolationOptions& o) {

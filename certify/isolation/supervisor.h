@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "reference/status.h"
 
@@ -47,6 +48,36 @@ struct ChildEnd {
 /// Runs `body` in a child and waits for it. Flushes stdio first so nothing is written twice.
 /// Returns kIo if the child cannot be created. With isolation disabled, runs `body` here.
 Result<ChildEnd> run_isolated(const std::function<int()>& body, const IsolationOptions& options);
+
+/// Many isolated jobs at once, supervised by one event loop in the calling thread (a campaign's
+/// workers): each job is a child that returns a string (its result, over a pipe) and is
+/// watched like run_isolated's. Not thread-safe: one thread starts and waits.
+class IsolatedJobs {
+ public:
+  explicit IsolatedJobs(IsolationOptions options);
+  IsolatedJobs(const IsolatedJobs&) = delete;
+  IsolatedJobs& operator=(const IsolatedJobs&) = delete;
+  ~IsolatedJobs();  ///< kills and reaps jobs still running
+
+  /// Starts `body` in a new child; its return value is the job's output. The job's id.
+  Result<int> start(const std::function<std::string()>& body);
+  /// Jobs started and not yet returned by wait_any.
+  int running() const;
+
+  struct Done {
+    int id = 0;
+    ChildEnd end;        ///< kExited with exit_code 0 when the body returned
+    std::string output;  ///< what the body returned (complete only for kExited, code 0)
+  };
+  /// Waits until one job ends (kInvalidArgument when none runs).
+  Result<Done> wait_any();
+
+ private:
+  struct Job;
+  IsolationOptions options_;
+  std::vector<Job*> jobs_;
+  int next_id_ = 0;
+};
 
 /// The error an abnormal end becomes: kHdf5Crashed / kHdf5Hung (exit 3: the file is corrupt),
 /// kInternal (exit 4: a crash outside libhdf5), kInterrupted. `file` names the input(s).

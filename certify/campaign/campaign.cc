@@ -1,0 +1,353 @@
+#include "certify/campaign/campaign.h"
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+
+#include "certify/campaign/entry_options.h"
+#include "certify/io/hash.h"
+#include "certify/report/wire.h"
+
+namespace ncert::certify {
+
+namespace {
+
+const char* kind_text(WorkItem::Kind k) {
+  switch (k) {
+    case WorkItem::Kind::kPlan: return "plan";
+    case WorkItem::Kind::kUnit: return "unit";
+    case WorkItem::Kind::kRun: return "run";
+  }
+  return "?";
+}
+
+Json plan_json(const CheckPlan& p, const InputInfo& input) {
+  Json units = Json::array();
+  for (const CheckUnit& u : p.units) {
+    units.push_back(Json{{"projection", u.projection ? Json(*u.projection) : Json(nullptr)}, {"cost", u.cost}});
+  }
+  Json j = Json{{"order", p.order},
+                {"units", units},
+                {"has_tensors", p.has_tensors},
+                {"input", Json{{"path", input.path}, {"xxh3_128", input.xxh3_128}}}};
+  if (p.refused) j["refused"] = status_to_wire(*p.refused);
+  return j;
+}
+
+Status plan_from(const Json& j, CheckPlan* p, InputInfo* input) {
+  try {
+    p->order = j.at("order").get<std::vector<std::string>>();
+    p->has_tensors = j.at("has_tensors").get<bool>();
+    for (const Json& u : j.at("units")) {
+      CheckUnit unit;
+      if (!u.at("projection").is_null()) unit.projection = u.at("projection").get<std::string>();
+      unit.cost = u.at("cost").get<double>();
+      p->units.push_back(std::move(unit));
+    }
+    input->path = j.at("input").at("path").get<std::string>();
+    input->xxh3_128 = j.at("input").at("xxh3_128").get<std::string>();
+  } catch (const Json::exception& e) {
+    return Status(ErrorCode::kInvalidArgument, std::string("malformed plan: ") + e.what());
+  }
+  if (j.contains("refused")) {
+    Status s;
+    NCERT_RETURN_IF_ERROR(status_from_wire(j.at("refused"), &s));
+    p->refused = std::move(s);
+  }
+  return Status();
+}
+
+Json part_json(const CheckPart& p) {
+  Json projections = Json::array();
+  for (const auto& [name, checks] : p.projections) projections.push_back(Json{{"name", name}, {"checks", checks_to_wire(checks)}});
+  return Json{{"projections", projections},
+              {"head", checks_to_wire(p.head)},
+              {"tail", checks_to_wire(p.tail)},
+              {"runs", p.runs},
+              {"read_seconds", p.read_seconds},
+              {"reference_seconds", p.reference_seconds},
+              {"compare_seconds", p.compare_seconds},
+              {"other_seconds", p.other_seconds},
+              {"logits_seconds", p.logits_seconds}};
+}
+
+Result<CheckPart> part_from(const Json& j) {
+  CheckPart p;
+  try {
+    for (const Json& pr : j.at("projections")) {
+      NCERT_ASSIGN_OR_RETURN(auto checks, checks_from_wire(pr.at("checks")));
+      p.projections.emplace_back(pr.at("name").get<std::string>(), std::move(checks));
+    }
+    NCERT_ASSIGN_OR_RETURN(p.head, checks_from_wire(j.at("head")));
+    NCERT_ASSIGN_OR_RETURN(p.tail, checks_from_wire(j.at("tail")));
+    p.runs = j.at("runs").get<Index>();
+    p.read_seconds = j.at("read_seconds").get<double>();
+    p.reference_seconds = j.at("reference_seconds").get<double>();
+    p.compare_seconds = j.at("compare_seconds").get<double>();
+    p.other_seconds = j.at("other_seconds").get<double>();
+    p.logits_seconds = j.at("logits_seconds").get<double>();
+  } catch (const Json::exception& e) {
+    return Status(ErrorCode::kInvalidArgument, std::string("malformed check part: ") + e.what());
+  }
+  return p;
+}
+
+/// The command an entry runs, for its report's `command` and its error reports.
+const char* command_of(EntryKind k) {
+  switch (k) {
+    case EntryKind::kCheck: return "check";
+    case EntryKind::kCompare: return "compare";
+    case EntryKind::kForks: return "forks";
+    case EntryKind::kWitness:
+    case EntryKind::kVerify: return "witness";
+  }
+  return "?";
+}
+
+/// The report an entry's own command writes when it ends in an error (the CLI's error report).
+Report error_report(const CampaignEntry& e, const Status& status) {
+  Report r;
+  r.command = command_of(e.kind);
+  r.inputs = describe_inputs(e.inputs);
+  r.refuse(status);
+  return r;
+}
+
+Result<Report> run_entry(const CampaignEntry& e, const CampaignSettings& s) {
+  switch (e.kind) {
+    case EntryKind::kCheck: {
+      NCERT_ASSIGN_OR_RETURN(auto o, check_options(e, s.reader));
+      return run_check(o);
+    }
+    case EntryKind::kCompare: {
+      NCERT_ASSIGN_OR_RETURN(auto o, compare_options(e, s.reader));
+      return run_compare(o);
+    }
+    case EntryKind::kForks: {
+      NCERT_ASSIGN_OR_RETURN(auto o, forks_options(e, s.reader));
+      return run_forks(o);
+    }
+    case EntryKind::kWitness: {
+      NCERT_ASSIGN_OR_RETURN(auto o, witness_options(e, s.reader));
+      return run_witness(o);
+    }
+    case EntryKind::kVerify: {
+      NCERT_ASSIGN_OR_RETURN(auto o, verify_options(e, s.reader));
+      return run_witness_verify(o);
+    }
+  }
+  return Status(ErrorCode::kInternal, "unknown entry kind");
+}
+
+Json run_item_unguarded(const Manifest& m, const CampaignSettings& s, const WorkItem& item) {
+  const CampaignEntry& e = m.entries.at(item.entry);
+  if (item.kind == WorkItem::Kind::kRun) {
+    Result<Report> r = run_entry(e, s);
+    if (!r.ok()) return error_result(r.status());
+    return Json{{"report", report_to_wire(*r)}};
+  }
+  auto o = check_options(e, s.reader);
+  if (!o.ok()) return error_result(o.status());
+  if (item.kind == WorkItem::Kind::kPlan) {
+    const InputInfo input = describe_inputs({o->dump}).front();
+    Result<CheckPlan> plan = plan_check(*o);
+    if (!plan.ok()) return error_result(plan.status());
+    return Json{{"plan", plan_json(*plan, input)}};
+  }
+  Result<CheckPart> part = run_check_part(*o, item.unit);
+  if (!part.ok()) return error_result(part.status());
+  return Json{{"part", part_json(*part)}};
+}
+
+}  // namespace
+
+Json work_item_json(const WorkItem& item) {
+  return Json{{"key", item.key},
+              {"entry", item.entry},
+              {"kind", kind_text(item.kind)},
+              {"projection", item.unit.projection ? Json(*item.unit.projection) : Json(nullptr)},
+              {"cost", item.cost}};
+}
+
+Result<WorkItem> work_item_from_json(const Json& j) {
+  WorkItem item;
+  try {
+    item.key = j.at("key").get<std::string>();
+    item.entry = j.at("entry").get<std::size_t>();
+    const std::string kind = j.at("kind").get<std::string>();
+    item.kind = kind == "plan" ? WorkItem::Kind::kPlan : kind == "unit" ? WorkItem::Kind::kUnit : WorkItem::Kind::kRun;
+    if (!j.at("projection").is_null()) item.unit.projection = j.at("projection").get<std::string>();
+    item.cost = j.at("cost").get<double>();
+  } catch (const Json::exception& e) {
+    return Status(ErrorCode::kInvalidArgument, std::string("malformed work item: ") + e.what());
+  }
+  return item;
+}
+
+Json error_result(const Status& status) { return Json{{"error", status_to_wire(status)}}; }
+
+Json run_work_item(const Manifest& m, const CampaignSettings& s, const WorkItem& item) {
+  try {
+    return utf8_repaired(run_item_unguarded(m, s, item));
+  } catch (const std::bad_alloc&) {
+    return error_result(Status(ErrorCode::kMemoryLimit, "ran out of memory within the budget (--max-memory)"));
+  }
+}
+
+CampaignRun::CampaignRun(const Manifest& manifest, const CampaignSettings& settings)
+    : manifest_(&manifest), settings_(settings) {
+  for (std::size_t i = 0; i < manifest.entries.size(); ++i) {
+    const CampaignEntry& e = manifest.entries[i];
+    WorkItem item;
+    item.entry = i;
+    if (e.kind == EntryKind::kCheck) {
+      item.kind = WorkItem::Kind::kPlan;
+      item.key = e.id + "#plan";
+    } else {
+      item.kind = WorkItem::Kind::kRun;
+      item.key = e.id + "#run";
+      // Whole entries: the bytes they stream (logits) are what they cost.
+      for (const std::string& in : e.inputs) {
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(in, ec);
+        item.cost += ec ? 0.0 : static_cast<double>(size);
+      }
+    }
+    add(std::move(item));
+  }
+}
+
+void CampaignRun::add(WorkItem item) {
+  if (results_.count(item.key)) return;
+  pending_.emplace(item.key, std::move(item));
+}
+
+std::optional<WorkItem> CampaignRun::next() {
+  if (pending_.empty()) return std::nullopt;
+  // Plans first (they reveal the work), then the largest estimated cost; ties by key.
+  auto rank = [](const WorkItem& w) { return std::make_pair(w.kind == WorkItem::Kind::kPlan ? 1 : 0, w.cost); };
+  auto best = pending_.begin();
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (rank(it->second) > rank(best->second)) best = it;
+  }
+  WorkItem item = best->second;
+  running_.emplace(item.key, item);
+  pending_.erase(best);
+  return item;
+}
+
+Status CampaignRun::finish(const std::string& key, const Json& result, double seconds) {
+  if (results_.count(key)) return Status();  // a journal replay or a duplicate: first one wins
+  WorkItem item;
+  if (auto it = running_.find(key); it != running_.end()) {
+    item = it->second;
+    running_.erase(it);
+  } else if (auto jt = pending_.find(key); jt != pending_.end()) {
+    item = jt->second;
+    pending_.erase(jt);
+  } else {
+    return Status(ErrorCode::kInvalidArgument, "campaign result for unknown item " + key);
+  }
+  results_[key] = result;
+  seconds_[key] = seconds;
+  if (item.kind == WorkItem::Kind::kPlan && result.contains("plan")) {
+    CheckPlan plan;
+    InputInfo input;
+    NCERT_RETURN_IF_ERROR(plan_from(result.at("plan"), &plan, &input));
+    if (!plan.refused) {
+      const std::string& id = manifest_->entries[item.entry].id;
+      for (const CheckUnit& u : plan.units) {
+        WorkItem w;
+        w.entry = item.entry;
+        w.kind = WorkItem::Kind::kUnit;
+        w.unit = u;
+        w.cost = u.cost;
+        w.key = id + (u.projection ? "#unit:" + *u.projection : std::string("#rest"));
+        add(std::move(w));
+      }
+    }
+  }
+  return Status();
+}
+
+Report CampaignRun::report() const {
+  Report campaign;
+  campaign.command = "campaign";
+  campaign.inputs = describe_inputs({manifest_->path});
+  campaign.preamble.push_back("ncert campaign " + manifest_->path + "  (" + manifest_->name + ", " +
+                              std::to_string(manifest_->entries.size()) + " entries, " +
+                              std::to_string(results_.size()) + " work items)");
+  Json entries = Json::array();
+  Index failed_entries = 0;
+  double seconds_total = 0;
+  for (const auto& [key, s] : seconds_) seconds_total += s;
+  for (std::size_t i = 0; i < manifest_->entries.size(); ++i) {
+    const CampaignEntry& e = manifest_->entries[i];
+    Report r;
+    auto error_of = [&](const std::string& key) -> std::optional<Status> {
+      auto it = results_.find(key);
+      if (it == results_.end()) return Status(ErrorCode::kInternal, "work item " + key + " never finished");
+      if (!it->second.contains("error")) return std::nullopt;
+      Status s;
+      const Status parsed = status_from_wire(it->second.at("error"), &s);
+      return parsed.ok() ? s : parsed;
+    };
+    if (e.kind != EntryKind::kCheck) {
+      const std::string key = e.id + "#run";
+      if (auto err = error_of(key)) {
+        r = error_report(e, *err);
+      } else {
+        auto parsed = report_from_wire(results_.at(key).at("report"));
+        r = parsed.ok() ? *parsed : error_report(e, parsed.status());
+      }
+    } else if (auto err = error_of(e.id + "#plan")) {
+      r = error_report(e, *err);
+    } else {
+      CheckPlan plan;
+      InputInfo input;
+      const auto options = check_options(e, settings_.reader);
+      Status s = plan_from(results_.at(e.id + "#plan").at("plan"), &plan, &input);
+      std::vector<CheckPart> parts;
+      double seconds = seconds_.count(e.id + "#plan") ? seconds_.at(e.id + "#plan") : 0;
+      for (const CheckUnit& u : plan.refused ? std::vector<CheckUnit>{} : plan.units) {
+        if (!s.ok()) break;
+        const std::string key = e.id + (u.projection ? "#unit:" + *u.projection : std::string("#rest"));
+        if (auto unit_error = error_of(key)) {
+          s = *unit_error;
+          break;
+        }
+        auto part = part_from(results_.at(key).at("part"));
+        if (!part.ok()) {
+          s = part.status();
+          break;
+        }
+        parts.push_back(std::move(*part));
+        seconds += seconds_.at(key);
+      }
+      r = s.ok() ? assemble_check(*options, input, plan, std::move(parts), seconds) : error_report(e, s);
+    }
+    // The campaign's own check list: every entry's checks, ids and subjects under the entry.
+    for (const CheckResult& c : r.checks) {
+      CheckResult flat = c;
+      flat.id = e.id + "/" + c.id;
+      flat.subject = e.id + "/" + c.subject;
+      campaign.checks.push_back(std::move(flat));
+    }
+    failed_entries += r.verdict() == Verdict::kFail;
+    entries.push_back(Json{{"id", e.id},
+                           {"command", std::string(entry_kind_name(e.kind))},
+                           {"verdict", std::string(verdict_name(r.verdict()))},
+                           {"exit_code", r.exit_code()},
+                           {"report", r.to_json()}});
+  }
+  campaign.extra["entries"] = entries;
+  campaign.stats["entries"] = manifest_->entries.size();
+  campaign.stats["failed_entries"] = failed_entries;
+  campaign.stats["work_items"] = results_.size();
+  campaign.stats["checks"] = campaign.checks.size();
+  campaign.stats["failed"] = campaign.failed_checks();
+  campaign.stats["timing_item_seconds"] = seconds_total;
+  return campaign;
+}
+
+}  // namespace ncert::certify

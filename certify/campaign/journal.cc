@@ -1,0 +1,117 @@
+#include "certify/campaign/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "certify/report/wire.h"
+
+namespace ncert::certify {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Status io_error(const std::string& path, const std::string& what) {
+  return Status(ErrorCode::kIo, path + ": " + what + ": " + std::strerror(errno));
+}
+
+Status write_line(int fd, const std::string& path, const std::string& line) {
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error(path, "write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fdatasync(fd) != 0) return io_error(path, "fdatasync");
+  return Status();
+}
+
+Json header(const std::string& manifest_xxh3) {
+  return Json{{"ncert_campaign_journal", 1}, {"manifest_xxh3_128", manifest_xxh3}};
+}
+
+}  // namespace
+
+Journal::Journal(Journal&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
+Journal& Journal::operator=(Journal&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(o.path_);
+    fd_ = std::exchange(o.fd_, -1);
+  }
+  return *this;
+}
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<Journal> Journal::create(const std::string& path, const std::string& manifest_xxh3) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    if (errno == EEXIST) {
+      return Status(ErrorCode::kOutputExists,
+                    path + ": a campaign journal is already there: --resume to finish that campaign, or remove it");
+    }
+    return io_error(path, "create");
+  }
+  Journal j(path, fd);
+  NCERT_RETURN_IF_ERROR(write_line(fd, path, header(manifest_xxh3).dump() + "\n"));
+  return j;
+}
+
+Result<Journal> Journal::resume(const std::string& path, const std::string& manifest_xxh3,
+                                std::vector<JournalRecord>* records) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(ErrorCode::kFileNotFound, path + ": no campaign journal to resume");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  std::size_t pos = 0, good = 0;
+  bool first = true;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // a torn last line: never finished, dropped
+    Json line;
+    try {
+      line = Json::parse(text.begin() + static_cast<std::ptrdiff_t>(pos), text.begin() + static_cast<std::ptrdiff_t>(nl));
+    } catch (const Json::exception&) {
+      return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
+    }
+    if (first) {
+      if (line != header(manifest_xxh3)) {
+        return Status(ErrorCode::kUsage, path + " is the journal of another manifest (or of this one before it changed)");
+      }
+      first = false;
+    } else {
+      if (!line.contains("key") || !line["key"].is_string() || !line.contains("result")) {
+        return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
+      }
+      records->push_back(JournalRecord{line["key"].get<std::string>(), line["result"]});
+    }
+    pos = nl + 1;
+    good = pos;
+  }
+  if (first) return Status(ErrorCode::kUsage, path + " has no journal header");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return io_error(path, "open");
+  if (good < text.size() && ::ftruncate(fd, static_cast<off_t>(good)) != 0) {
+    ::close(fd);
+    return io_error(path, "truncate the torn last record");
+  }
+  return Journal(path, fd);
+}
+
+Status Journal::append(const JournalRecord& r) {
+  const Json line = Json{{"key", r.key}, {"result", r.result}};
+  return write_line(fd_, path_, utf8_repaired(line).dump() + "\n");
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,40 @@
+// This header defines `ncert campaign MANIFEST`: the whole campaign, run on this machine (work
+// items in isolated child processes, `workers` at a time) or across MPI ranks (rank 0 schedules,
+// the others run items), with a journal that lets a killed campaign resume.
+#pragma once
+
+#include <string>
+
+#include "certify/campaign/campaign.h"
+#include "certify/isolation/supervisor.h"
+
+namespace ncert::certify {
+
+struct CampaignOptions {
+  std::string manifest;
+  CampaignSettings settings;
+  IsolationOptions isolation;
+  int workers = 1;           ///< items at once on this machine (without MPI)
+  std::string journal;       ///< "" : <manifest>.journal
+  bool resume = false;       ///< finish the campaign the journal records
+};
+
+/// The journal path a campaign uses.
+std::string journal_path(const CampaignOptions& options);
+
+/// Runs the campaign here (rank 0 of an MPI job, or alone). kUsage for a bad manifest,
+/// kOutputExists for a journal left by an earlier run without --resume.
+Result<Report> run_campaign(const CampaignOptions& options);
+
+/// True when this process was started by an MPI launcher with more than one rank and ncert
+/// was built with MPI.
+bool mpi_available();
+/// Whether this process is rank 0 (always true without MPI).
+bool mpi_is_root();
+/// Runs the work loop of an MPI worker rank until rank 0 says stop. 0 on a clean stop.
+int run_campaign_worker(const CampaignOptions& options);
+/// MPI_Init / MPI_Finalize when launched under MPI (no-ops otherwise).
+void mpi_start(int* argc, char*** argv);
+void mpi_stop();
+
+}  // namespace ncert::certify

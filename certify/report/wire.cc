@@ -1,0 +1,158 @@
+#include "certify/report/wire.h"
+
+#include "certify/report/printable.h"
+
+namespace ncert::certify {
+
+namespace {
+
+Status bad(const std::string& what) { return Status(ErrorCode::kInvalidArgument, "not a wire check: " + what); }
+
+/// j[key] as T, or a Status naming the key.
+template <typename T>
+Result<T> field(const Json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return bad(std::string("missing ") + key);
+  try {
+    return j.at(key).get<T>();
+  } catch (const Json::exception&) {
+    return bad(std::string("wrong type for ") + key);
+  }
+}
+
+Result<Verdict> parse_verdict(const std::string& s) {
+  for (Verdict v : {Verdict::kPass, Verdict::kFail, Verdict::kSkip}) {
+    if (verdict_name(v) == s) return v;
+  }
+  return bad("verdict " + s);
+}
+
+Json location_json(const Location& l) {
+  return Json{{"object", l.object}, {"row", l.row}, {"col", l.col}, {"slot", l.slot},
+              {"position", l.position}, {"token", l.token}};
+}
+
+Result<Location> location_from(const Json& j) {
+  Location l;
+  NCERT_ASSIGN_OR_RETURN(l.object, field<std::string>(j, "object"));
+  NCERT_ASSIGN_OR_RETURN(l.row, field<Index>(j, "row"));
+  NCERT_ASSIGN_OR_RETURN(l.col, field<Index>(j, "col"));
+  NCERT_ASSIGN_OR_RETURN(l.slot, field<Index>(j, "slot"));
+  NCERT_ASSIGN_OR_RETURN(l.position, field<std::int64_t>(j, "position"));
+  NCERT_ASSIGN_OR_RETURN(l.token, field<std::int32_t>(j, "token"));
+  return l;
+}
+
+}  // namespace
+
+Json status_to_wire(const Status& s) {
+  return Json{{"code", static_cast<int>(s.code())}, {"message", s.message()}, {"detail", s.detail()}};
+}
+
+Status status_from_wire(const Json& j, Status* out) {
+  NCERT_ASSIGN_OR_RETURN(int code, field<int>(j, "code"));
+  NCERT_ASSIGN_OR_RETURN(std::string message, field<std::string>(j, "message"));
+  NCERT_ASSIGN_OR_RETURN(std::string detail, field<std::string>(j, "detail"));
+  const auto c = static_cast<ErrorCode>(code);
+  if (code == 0 || error_name(c) == "unknown-code") return bad("error code " + std::to_string(code));
+  *out = Status(c, std::move(message)).with_detail(std::move(detail));
+  return Status();
+}
+
+Json utf8_repaired(Json j) {
+  if (j.is_string()) return valid_utf8(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    for (Json& e : j) e = utf8_repaired(std::move(e));
+    return j;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) out[valid_utf8(it.key())] = utf8_repaired(std::move(it.value()));
+    return out;
+  }
+  return j;
+}
+
+Json check_to_wire(const CheckResult& c) {
+  Json w = Json{{"check", check_json(c)}, {"subject", c.subject}, {"always_show_details", c.always_show_details}};
+  if (c.first_failure) w["first_failure"] = location_json(*c.first_failure);
+  return utf8_repaired(std::move(w));
+}
+
+Result<CheckResult> check_from_wire(const Json& w) {
+  CheckResult c;
+  if (!w.is_object() || !w.contains("check")) return bad("missing check");
+  const Json& cj = w.at("check");
+  NCERT_ASSIGN_OR_RETURN(c.id, field<std::string>(cj, "id"));
+  NCERT_ASSIGN_OR_RETURN(std::string kind, field<std::string>(cj, "kind"));
+  const auto k = parse_check_kind(kind);
+  if (!k) return bad("kind " + kind);
+  c.kind = *k;
+  NCERT_ASSIGN_OR_RETURN(std::string verdict, field<std::string>(cj, "verdict"));
+  NCERT_ASSIGN_OR_RETURN(c.verdict, parse_verdict(verdict));
+  NCERT_ASSIGN_OR_RETURN(c.reason, field<std::string>(cj, "reason"));
+  if (!cj.contains("stats")) return bad("missing stats");
+  c.evidence = RenderedEvidence{cj.at("stats").dump()};
+  if (cj.contains("details")) {
+    NCERT_ASSIGN_OR_RETURN(c.details, field<std::vector<std::string>>(cj, "details"));
+  }
+  NCERT_ASSIGN_OR_RETURN(c.subject, field<std::string>(w, "subject"));
+  NCERT_ASSIGN_OR_RETURN(c.always_show_details, field<bool>(w, "always_show_details"));
+  if (w.contains("first_failure")) {
+    NCERT_ASSIGN_OR_RETURN(Location l, location_from(w.at("first_failure")));
+    c.first_failure = std::move(l);
+  }
+  return c;
+}
+
+Json checks_to_wire(const std::vector<CheckResult>& checks) {
+  Json a = Json::array();
+  for (const CheckResult& c : checks) a.push_back(check_to_wire(c));
+  return a;
+}
+
+Result<std::vector<CheckResult>> checks_from_wire(const Json& wire) {
+  if (!wire.is_array()) return bad("checks are not a list");
+  std::vector<CheckResult> out;
+  for (const Json& w : wire) {
+    NCERT_ASSIGN_OR_RETURN(CheckResult c, check_from_wire(w));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Json report_to_wire(const Report& r) {
+  Json inputs = Json::array();
+  for (const InputInfo& i : r.inputs) inputs.push_back(Json{{"path", i.path}, {"xxh3_128", i.xxh3_128}});
+  Json w = Json{{"command", r.command}, {"inputs", inputs},     {"checks", checks_to_wire(r.checks)},
+                {"stats", r.stats},     {"extra", r.extra},     {"preamble", r.preamble},
+                {"show_coverage", r.show_coverage}};
+  if (r.error) w["error"] = status_to_wire(*r.error);
+  return utf8_repaired(std::move(w));
+}
+
+Result<Report> report_from_wire(const Json& w) {
+  Report r;
+  NCERT_ASSIGN_OR_RETURN(r.command, field<std::string>(w, "command"));
+  if (!w.contains("inputs") || !w.at("inputs").is_array()) return bad("missing inputs");
+  for (const Json& i : w.at("inputs")) {
+    InputInfo info;
+    NCERT_ASSIGN_OR_RETURN(info.path, field<std::string>(i, "path"));
+    NCERT_ASSIGN_OR_RETURN(info.xxh3_128, field<std::string>(i, "xxh3_128"));
+    r.inputs.push_back(std::move(info));
+  }
+  if (!w.contains("checks")) return bad("missing checks");
+  NCERT_ASSIGN_OR_RETURN(r.checks, checks_from_wire(w.at("checks")));
+  if (!w.contains("stats") || !w.contains("extra")) return bad("missing stats or extra");
+  r.stats = w.at("stats");
+  r.extra = w.at("extra");
+  NCERT_ASSIGN_OR_RETURN(r.preamble, field<std::vector<std::string>>(w, "preamble"));
+  NCERT_ASSIGN_OR_RETURN(r.show_coverage, field<bool>(w, "show_coverage"));
+  if (w.contains("error")) {
+    Status s;
+    NCERT_RETURN_IF_ERROR(status_from_wire(w.at("error"), &s));
+    r.error = std::move(s);
+  }
+  return r;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,153 @@
+"""ncert campaign against the commands it runs: a campaign of the fixture dumps (every `ncert demo`
+dump checked, a compare, a forks pair, a witness and a witness verification, and one corrupt
+dump) must give the same merged report on local processes (1 and 2 workers, 1 and 2 threads)
+and under `mpirun -n 3`; every entry's report must equal its own command's; a campaign
+SIGKILLed mid-way and resumed must give the same report; the corrupt dump is one failed entry of
+a finished campaign."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+NCERT = os.environ["NCERT_BINARY"]
+MPIRUN = shutil.which("mpirun")
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def strip_timing(j):
+    if isinstance(j, dict):
+        return {k: strip_timing(v) for k, v in j.items() if not k.startswith("timing_")}
+    if isinstance(j, list):
+        return [strip_timing(v) for v in j]
+    return j
+
+
+def run(args, cwd, env=None, check_rc=None):
+    r = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+    if check_rc is not None and r.returncode != check_rc:
+        raise AssertionError(f"{args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+class Campaign(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ncert-campaign-")
+        d = cls.dir
+        run([NCERT, "demo", "--dir", d, "--quiet"], d, check_rc=0)
+        run([NCERT, "witness", "good.h5", "--out", "good.witness.h5", "--quiet"], d, check_rc=0)
+        with open(os.path.join(d, "good.h5"), "rb") as f:
+            data = f.read()
+        with open(os.path.join(d, "corrupt.h5"), "wb") as f:
+            f.write(data[: len(data) // 3])  # truncated: refused, exit 3 on its own
+        dumps = sorted(n for n in os.listdir(d) if n.endswith(".h5") and not n.startswith(("fork-", "logits-"))
+                       and n not in ("good.witness.h5",))
+        entries = [{"id": n[:-3], "check": n} for n in dumps]
+        entries[0]["strict"] = True
+        entries += [
+            {"id": "compare-logits", "compare": ["logits-a.h5", "logits-b.h5"], "policy": "ulp:4"},
+            {"id": "forks-near-tie", "forks": ["fork-near-tie-a.h5", "fork-near-tie-b.h5"]},
+            {"id": "witness-good", "witness": "good.h5"},
+            {"id": "verify-good", "verify": ["good.witness.h5", "good.h5"]},
+        ]
+        cls.entries = entries
+        cls.manifest = os.path.join(d, "campaign.json")
+        with open(cls.manifest, "w") as f:
+            json.dump({"ncert_campaign": 1, "name": "fixtures", "entries": entries}, f, indent=1)
+        cls.reference = cls.campaign("ref", ["--workers", "2", "--threads", "2"])
+
+    @classmethod
+    def campaign(cls, tag, flags, launcher=(), env=None, resume=False):
+        out = os.path.join(cls.dir, tag + ".json")
+        journal = os.path.join(cls.dir, tag + ".journal")
+        if not resume and os.path.exists(journal):
+            os.remove(journal)
+        args = list(launcher) + [NCERT, "campaign", cls.manifest, "--journal", journal, "--json", out, "--quiet"] + flags
+        if resume:
+            args.append("--resume")
+        r = run(args, cls.dir, env=env)
+        assert r.returncode == 1, f"{args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"  # the corrupt dump fails
+        with open(out) as f:
+            return json.load(f)
+
+    def test_entries_equal_their_own_commands(self):
+        by_id = {e["id"]: e for e in self.reference["entries"]}
+        for e in self.entries:
+            kind = next(k for k in ("check", "compare", "forks", "witness", "verify") if k in e)
+            out = os.path.join(self.dir, "own-" + e["id"] + ".json")
+            # The manifest's paths resolve against its directory: the same absolute paths here.
+            paths = [os.path.join(self.dir, p) for p in ([e[kind]] if isinstance(e[kind], str) else e[kind])]
+            if kind == "check":
+                args = ["check"] + paths + (["--strict"] if e.get("strict") else [])
+            elif kind == "compare":
+                args = ["compare"] + paths + ["--policy", e["policy"]]
+            elif kind == "forks":
+                args = ["forks"] + paths
+            elif kind == "witness":
+                args = ["witness"] + paths
+            else:
+                args = ["witness", "--verify"] + paths
+            r = run([NCERT] + args + ["--json", out, "--quiet"], self.dir)
+            with open(out) as f:
+                own = json.load(f)
+            with self.subTest(entry=e["id"]):
+                self.assertEqual(by_id[e["id"]]["exit_code"], r.returncode)
+                self.assertEqual(strip_timing(by_id[e["id"]]["report"]), strip_timing(own))
+
+    def test_the_corrupt_dump_is_one_failed_entry_of_a_finished_campaign(self):
+        by_id = {e["id"]: e for e in self.reference["entries"]}
+        self.assertEqual(len(by_id), len(self.entries))
+        self.assertEqual(by_id["corrupt"]["exit_code"], 3)
+        self.assertIn("error", by_id["corrupt"]["report"])
+        self.assertEqual(by_id["good"]["verdict"], "PASS")
+        self.assertEqual(self.reference["verdict"], "FAIL")
+
+    def test_workers_and_threads_do_not_change_the_report(self):
+        for tag, flags in (("w1t1", ["--workers", "1", "--threads", "1"]), ("w2t1", ["--workers", "2", "--threads", "1"])):
+            with self.subTest(flags=flags):
+                self.assertEqual(strip_timing(self.campaign(tag, flags)), strip_timing(self.reference))
+
+    @unittest.skipUnless(MPIRUN, "mpirun not installed (openmpi-bin)")
+    def test_three_mpi_ranks_give_the_same_report(self):
+        got = self.campaign("mpi3", ["--threads", "1"], launcher=[MPIRUN, "-n", "3", "--oversubscribe"], env=MPI_ENV)
+        self.assertEqual(strip_timing(got), strip_timing(self.reference))
+
+    def test_a_killed_campaign_resumes_to_the_same_report(self):
+        tag = "killed"
+        journal = os.path.join(self.dir, tag + ".journal")
+        if os.path.exists(journal):
+            os.remove(journal)
+        out = os.path.join(self.dir, tag + ".json")
+        p = subprocess.Popen([NCERT, "campaign", self.manifest, "--journal", journal, "--json", out, "--quiet",
+                              "--workers", "1"], cwd=self.dir, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Kill the whole job (supervisor and its item processes) after a few items are done.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with open(journal) if os.path.exists(journal) else open(os.devnull) as f:
+                if sum(1 for _ in f) >= 4:
+                    break
+            time.sleep(0.005)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        with open(journal) as f:
+            done = sum(1 for _ in f) - 1
+        self.assertGreaterEqual(done, 3)
+        self.assertFalse(os.path.exists(out), "a killed campaign must not leave a report")
+        got = self.campaign(tag, ["--workers", "2"], resume=True)
+        self.assertEqual(strip_timing(got), strip_timing(self.reference))
+        self.assertLess(done, got["stats"]["work_items"], "the kill came after the campaign ended")
+
+    def test_a_journal_left_behind_is_never_overwritten(self):
+        journal = os.path.join(self.dir, "ref.journal")
+        r = run([NCERT, "campaign", self.manifest, "--journal", journal, "--quiet"], self.dir)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--resume", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
