@@ -7,18 +7,27 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <new>
 #include <string>
 
 #include "certify/io/hash.h"
 #include "certify/isolation/supervisor.h"
 #include "certify/report/printable.h"
+#include "certify/report/progress.h"
+#include "certify/report/render_html.h"
+#include "certify/report/render_junit.h"
 #include "certify/report/report_file.h"
 
 namespace ncert::cli {
 
 void add_common_options(CLI::App* cmd, CommonOptions* o) {
   cmd->add_option("--json", o->json_path, "Write the JSON report to PATH ('-' for stdout)")
+      ->type_name("PATH");
+  cmd->add_option("--html", o->html_path, "Write the HTML report, one self-contained page, to PATH ('-' for stdout)")
+      ->type_name("PATH");
+  cmd->add_option("--junit", o->junit_path,
+                  "Write the JUnit XML report, one testcase per check, to PATH ('-' for stdout)")
       ->type_name("PATH");
   cmd->add_option("--threads", o->threads, "Worker threads (default: OMP_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 1024))
@@ -90,7 +99,12 @@ namespace {
 /// code, libraries, thread stacks and malloc arenas (glibc reserves 64 MiB of address space
 /// per arena, up to 8 per core).
 std::uint64_t address_space_limit(const CommonOptions& o) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define NCERT_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(NCERT_SANITIZED)
   (void)o;
   return 0;  // sanitizers reserve terabytes of shadow address space
 #else
@@ -119,13 +133,50 @@ int output(const certify::Report& report, const CommonOptions& o) {
   if (o.verbose && report.error && !report.error->detail().empty()) {
     std::fprintf(stderr, "ncert: detail: %s\n", certify::printable(report.error->detail()).c_str());
   }
-  if (o.json_path != "-") {
+  if (o.json_path != "-" && o.html_path != "-" && o.junit_path != "-") {
     if (Status s = certify::write_stdout(report.to_text(o.quiet)); !s.ok()) failed_write(s);
   }
   if (!o.json_path.empty()) {
     if (Status s = certify::write_report_file(o.json_path, report.to_json().dump(2) + "\n"); !s.ok()) failed_write(s);
   }
+  if (!o.html_path.empty()) {
+    if (Status s = certify::write_report_file(o.html_path, certify::render_html(report)); !s.ok()) failed_write(s);
+  }
+  if (!o.junit_path.empty()) {
+    if (Status s = certify::write_report_file(o.junit_path, certify::render_junit(report)); !s.ok()) failed_write(s);
+  }
   return rc;
+}
+
+/// --json, --html and --junit checked before any work: each as check_report_path does, at most
+/// one of them on stdout, and no two naming the same file (one would silently replace the other).
+Status check_report_paths(const CommonOptions& o, const std::vector<std::string>& inputs) {
+  const std::pair<const char*, const std::string*> reports[] = {
+      {"--json", &o.json_path}, {"--html", &o.html_path}, {"--junit", &o.junit_path}};
+  for (const auto& [flag, path] : reports) {
+    if (Status s = certify::check_report_path(*path, inputs, flag); !s.ok()) return s;
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = i + 1; j < 3; ++j) {
+      const std::string& a = *reports[i].second;
+      const std::string& b = *reports[j].second;
+      if (a.empty() || b.empty() || (a == "-") != (b == "-")) continue;
+      // A device or pipe (/dev/null twice) is written in place and can take two reports.
+      std::error_code ec;
+      const auto status = std::filesystem::status(a, ec);
+      if (a != "-" && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) continue;
+      std::error_code ec_a, ec_b;
+      const auto canonical_a = std::filesystem::weakly_canonical(a, ec_a);
+      const auto canonical_b = std::filesystem::weakly_canonical(b, ec_b);
+      const bool same = a == b || (!ec_a && !ec_b && canonical_a == canonical_b);
+      if (same) {
+        const std::string what = a == "-" ? std::string("stdout") : a;
+        return Status(ErrorCode::kUsage, std::string(reports[i].first) + " and " + reports[j].first + " both name " +
+                                             what + ": give each report its own path");
+      }
+    }
+  }
+  return Status();
 }
 
 /// The report of a command that could not run to its end: the error, the inputs by name and
@@ -155,24 +206,29 @@ int run_child(const char* command, const CommonOptions& o, const std::vector<std
 
 }  // namespace
 
+certify::IsolationOptions command_isolation(const CommonOptions& o) { return isolation_options(o); }
+
 int run_reported(const char* command, const CommonOptions& o, const std::vector<std::string>& given,
-                 const std::function<Result<certify::Report>()>& run) {
+                 const std::function<Result<certify::Report>()>& run, bool isolate) {
   std::vector<std::string> inputs;
   for (const std::string& p : given) {
     if (!p.empty()) inputs.push_back(p);
   }
-  if (Status s = certify::check_report_path(o.json_path, inputs); !s.ok()) {
+  if (Status s = check_report_paths(o, inputs); !s.ok()) {
     std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
     return exit_code_for(s.code());
   }
-  const certify::IsolationOptions iso = isolation_options(o);
+  // A progress line for long runs, on a terminal only (never in pipes, logs or reports).
+  certify::Progress::enable(!o.quiet && ::isatty(STDERR_FILENO));
+  certify::IsolationOptions iso = isolation_options(o);
+  iso.enabled = iso.enabled && isolate;
   auto end = certify::run_isolated([&] { return run_child(command, o, inputs, run); }, iso);
   if (!end.ok()) return output(error_report(command, inputs, end.status()), o);
   if (end->kind == certify::ChildEnd::Kind::kExited) return end->exit_code;
   // The child ended abnormally: nothing of its report reached --json (it writes whole or not
   // at all), but its temporary file may be left. Then the supervisor reports.
-  if (!o.json_path.empty() && o.json_path != "-") {
-    ::unlink(certify::report_temp_path(o.json_path, static_cast<long>(end->pid)).c_str());
+  for (const std::string* path : {&o.json_path, &o.html_path, &o.junit_path}) {
+    if (!path->empty() && *path != "-") ::unlink(certify::report_temp_path(*path, static_cast<long>(end->pid)).c_str());
   }
   if (end->kind == certify::ChildEnd::Kind::kInterrupted) {
     std::fprintf(stderr, "ncert: interrupted (%s); no report written\n", certify::signal_name(end->signal).c_str());

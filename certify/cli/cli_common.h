@@ -1,6 +1,7 @@
 // Shared plumbing of the `ncert` subcommands: the common options of docs/cli.md
-// (--json, --threads, --quiet, plus --max-memory), and emit(), which prints the human summary,
-// writes the JSON report and maps the outcome to the exit code. Nothing else lives here.
+// (--json, --html, --junit, --threads, --quiet, plus --max-memory), and emit(), which prints the
+// human summary, writes the JSON, HTML and JUnit reports and maps the outcome to the exit code.
+// Nothing else lives here.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,12 +14,15 @@
 #include <vector>
 
 #include "certify/io/dump_reader.h"
+#include "certify/isolation/supervisor.h"
 #include "certify/report/report.h"
 
 namespace ncert::cli {
 
 struct CommonOptions {
   std::string json_path;  ///< "-" for stdout
+  std::string html_path;  ///< --html: the self-contained HTML report ("-" for stdout)
+  std::string junit_path;  ///< --junit: the JUnit XML report ("-" for stdout)
   int threads = 0;        ///< 0: OpenMP's default (OMP_NUM_THREADS or all cores)
   bool quiet = false;
   bool verbose = false;   ///< also print an error's low-level detail (HDF5's error stack)
@@ -26,7 +30,7 @@ struct CommonOptions {
   double hdf5_timeout = 60;  ///< watchdog seconds (0: off)
 };
 
-/// Adds --json, --threads, --quiet, --verbose, --max-memory and --hdf5-timeout to a subcommand.
+/// Adds --json, --html, --junit, --threads, --quiet, --verbose, --max-memory and --hdf5-timeout to a subcommand.
 void add_common_options(CLI::App* cmd, CommonOptions* options);
 
 /// The error model of logits: --logit-error ABS (absent: negative) and --lambda, with one help
@@ -56,11 +60,17 @@ void apply_threads(const CommonOptions& options);
 /// Runs a command the CLI way (docs/cli.md "Isolation" and "Reports and exit status"): checks
 /// --json against `inputs` first (a usage error before any work), runs `run` in a supervised
 /// child process (a crash or hang of libhdf5 becomes a refusal that names the object), prints
-/// the summary (failures only with --quiet), writes --json, and returns the exit code. An
+/// the summary (failures only with --quiet), writes --json, --html and --junit (all three
+/// paths checked up front, none two the same file), and returns the exit code. An
 /// error the command returns is reported like a refused input: a REFUSED line and a JSON
 /// report with `error`.
+/// `isolate = false` runs `run` in this process: for a campaign, which isolates each of its
+/// work items itself (and whose MPI ranks must not fork before MPI_Init).
 int run_reported(const char* command, const CommonOptions& options, const std::vector<std::string>& inputs,
-                 const std::function<Result<certify::Report>()>& run);
+                 const std::function<Result<certify::Report>()>& run, bool isolate = true);
+
+/// How commands are isolated (--hdf5-timeout, the memory budget, NCERT_ISOLATION=off).
+certify::IsolationOptions command_isolation(const CommonOptions& options);
 
 /// Each subcommand registers itself and sets `action` when it is the one chosen.
 using Action = std::function<int()>;
@@ -71,5 +81,6 @@ void register_sweep(CLI::App& app, Action& action);
 void register_witness(CLI::App& app, Action& action);
 void register_compare(CLI::App& app, Action& action);
 void register_forks(CLI::App& app, Action& action);
+void register_campaign(CLI::App& app, Action& action);
 
 }  // namespace ncert::cli

@@ -54,6 +54,7 @@ void register_witness(CLI::App& app, Action& action) {
       w.overwrite = opts->force;
       w.only = opts->only;
       w.require = requirement(opts->require);
+      w.table = opts->common.verbose;
       if (Status s = certify::check_report_path(w.out, {w.dump}, "--out"); !s.ok()) {
         std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
         return exit_code_for(s.code());

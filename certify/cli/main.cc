@@ -3,23 +3,26 @@
 // docs/cli.md (0 pass, 1 fail, 2 usage, 3 input refused, 4 internal). Nothing else.
 #include <cstdio>
 #include <exception>
+#include <string>
 
+#include "certify/campaign/run_campaign.h"
+#include "certify/cli/app.h"
 #include "certify/cli/cli_common.h"
 #include "certify/report/report.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"ncert: certify the numerics of an LLM inference engine build from its dumps"};
-  app.require_subcommand(1, 1);
-  app.set_version_flag("--version", std::string(ncert::certify::ncert_version()));
-  app.footer("Exit codes: 0 pass, 1 fail, 2 usage, 3 input refused, 4 internal error.");
   ncert::cli::Action action;
-  ncert::cli::register_check(app, action);
-  ncert::cli::register_compare(app, action);
-  ncert::cli::register_witness(app, action);
-  ncert::cli::register_forks(app, action);
-  ncert::cli::register_sweep(app, action);
-  ncert::cli::register_inspect(app, action);
-  ncert::cli::register_demo(app, action);
+  ncert::cli::build_app(app, action);
+  // A mistyped command gets a suggestion, not CLI11's "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-' && !ncert::cli::is_subcommand(app, argv[1])) {
+    const std::string near = ncert::cli::suggest_subcommand(app, argv[1]);
+    std::fprintf(stderr, "ncert: unknown command \"%s\"%s\nRun with --help for the list of commands.\n", argv[1],
+                 near.empty() ? "" : ("; did you mean \"" + near + "\"?").c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -32,4 +35,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ncert: internal error (900): %s\n", e.what());
     return 4;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Started by an MPI launcher (a campaign across ranks): MPI first, before anything forks.
+  ncert::certify::mpi_start(&argc, &argv);
+  const int rc = run(argc, argv);
+  ncert::certify::mpi_stop();
+  return rc;
 }

@@ -8,9 +8,53 @@
 #include "certify/io/hash.h"
 #include "certify/logits/witness_file.h"
 #include "certify/report/format.h"
+#include "certify/report/report_file.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
+
+namespace {
+
+std::string class_text(const Witness& w) {
+  switch (w.cls) {
+    case WitnessClass::kCertified: return "certified";
+    case WitnessClass::kNearTie: return "near-tie";
+    case WitnessClass::kTie: return "tie";
+    case WitnessClass::kUnbounded: return "unbounded";
+  }
+  return "?";
+}
+
+std::string witness_line(const Witness& w) {
+  std::string s = "position " + std::to_string(w.position) + "  token " + std::to_string(w.token) + "  logit " +
+                  format_f32(w.logit);
+  if (w.runner_up >= 0) {
+    s += "  runner-up " + std::to_string(w.runner_up) + " at " + format_f32(w.runner_up_logit) + "  margin " +
+         format_short(w.margin) + " (" + format_short(w.margin_ulps) + " ulps of the logit)";
+  }
+  s += "  " + class_text(w);
+  if (!w.ok) s += ": " + w.failure;
+  return s;
+}
+
+/// The run's emissions under its witness check: the tightest margins (where a fork could
+/// happen), or every emission in order with `table`.
+void add_table(CheckResult& c, const RunWitnesses& rw, bool table) {
+  constexpr std::size_t kTightest = 5;
+  std::vector<const Witness*> ws;
+  for (const Witness& w : rw.witnesses) ws.push_back(&w);
+  if (!table) {
+    std::stable_sort(ws.begin(), ws.end(), [](const Witness* a, const Witness* b) { return a->margin < b->margin; });
+    if (ws.size() > kTightest) ws.resize(kTightest);
+    if (!ws.empty()) c.details.push_back("tightest margins (every emission: --verbose):");
+  } else {
+    c.details.push_back("every emission:");
+  }
+  for (const Witness* w : ws) c.details.push_back("  " + witness_line(*w));
+  c.always_show_details = true;
+}
+
+}  // namespace
 
 Result<Report> run_witness(const WitnessOptions& o) {
   Report report;
@@ -37,7 +81,10 @@ Result<Report> run_witness(const WitnessOptions& o) {
     if (!o.only.empty() && run.name.find(o.only) == std::string::npos) continue;
     NCERT_ASSIGN_OR_RETURN(LogitErrorModel model, error_model_for(*reader, run, o.logit_error, o.lambda));
     NCERT_ASSIGN_OR_RETURN(RunWitnesses rw, witness_run(*reader, run, std::move(model), hashes.cursor(0)));
-    for (CheckResult& c : witness_checks(rw)) report.checks.push_back(std::move(c));
+    for (CheckResult& c : witness_checks(rw)) {
+      if (c.kind == CheckKind::kWitness && c.id == "logits/" + run.name + "/witness") add_table(c, rw, o.table);
+      report.checks.push_back(std::move(c));
+    }
     Json list = Json::array();
     for (const Witness& w : rw.witnesses) list.push_back(witness_json(w));
     all[run.name] = list;
@@ -61,9 +108,7 @@ Result<Report> run_witness(const WitnessOptions& o) {
     NCERT_RETURN_IF_ERROR(write_witness_file(o.out, o.overwrite, reader->model(), input.xxh3_128, runs));
     // The JSON summary beside it: the same report, for tools that do not read HDF5.
     const std::string summary = o.out + ".json";
-    std::ofstream js(summary, std::ios::trunc);
-    js << report.to_json().dump(2) << "\n";
-    if (!js.flush()) return Status(ErrorCode::kIo, summary + ": cannot write the JSON summary");
+    NCERT_RETURN_IF_ERROR(write_report_file(summary, report.to_json().dump(2) + "\n"));
     report.stats["witness_file"] = o.out;
     report.stats["witness_summary"] = summary;
     report.preamble.push_back("wrote " + o.out + " and " + summary);

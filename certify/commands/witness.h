@@ -23,6 +23,7 @@ struct WitnessOptions {
   bool overwrite = false;
   std::string only;       ///< runs whose name contains this (kUsage if none does)
   Requirement require;    ///< --require: skips of these kinds fail the run
+  bool table = false;     ///< every emission under its run's check, not only the tightest
 };
 
 /// Report with one "witness" check per run and every witness under extra["witnesses"].

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "certify/io/row_stream.h"
@@ -175,6 +176,17 @@ Status check_vocabularies(const RunPairing& p, const std::string& a_path, const 
 
 namespace {
 
+/// "12 ulps apart (1.5 vs 1.5000007)"; through zero the count is not a closeness (see
+/// ulps_cross_zero), so the values lead and the count is named for what it is.
+std::string ulp_distance_text(std::uint64_t u, float a, float b) {
+  const std::string values = format_f32(a) + " vs " + format_f32(b);
+  if (u == reference::kUlpInfinite) return values + " (NaN or infinity: infinitely many ulps)";
+  if (ulps_cross_zero(a, b))
+    return values + ", opposite signs or a zero (" + std::to_string(u) + " ulps counted through zero; |d| " +
+           format_short(std::fabs(static_cast<double>(b) - static_cast<double>(a))) + ")";
+  return std::to_string(u) + " ulps apart (" + values + ")";
+}
+
 /// Whether row x breaks the policy, and the one-line failure text when it does.
 std::optional<std::string> policy_failure(const RowComparison& x, Index t, const Policy& policy) {
   const std::string row = "row " + std::to_string(t);
@@ -184,9 +196,8 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
       return row + " col " + std::to_string(x.first_diff) + " differs (bitwise policy)";
     case Policy::Kind::kUlp:
       if (x.max_ulp <= policy.ulp) return std::nullopt;
-      return row + " col " + std::to_string(x.max_ulp_col) + " is " +
-             (x.max_ulp == reference::kUlpInfinite ? std::string("infinitely many") : std::to_string(x.max_ulp)) +
-             " ulps apart > " + std::to_string(policy.ulp);
+      return row + " col " + std::to_string(x.max_ulp_col) + ": " + ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b) +
+             " > " + std::to_string(policy.ulp) + " ulps";
     case Policy::Kind::kAbs:
       if (x.max_excess <= policy.abs) return std::nullopt;
       return row + " col " + std::to_string(x.max_excess_col) + ": |d| exceeds " + format_float(policy.abs) +
@@ -201,6 +212,29 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
       return row + ": argmax " + std::to_string(x.argmax_a) + " in A but " + std::to_string(x.argmax_b) + " in B";
   }
   return std::nullopt;
+}
+
+/// The run's rows in at most PositionSeries::kMaxPoints consecutive groups (report/evidence.h).
+PositionSeries position_series(const RunComparison& c) {
+  PositionSeries s;
+  s.rows = c.matched;
+  if (c.matched == 0) return s;
+  s.rows_per_point = (c.matched + PositionSeries::kMaxPoints - 1) / PositionSeries::kMaxPoints;
+  for (Index begin = 0; begin < c.matched; begin += s.rows_per_point) {
+    double kl = 0, max_abs = 0;
+    Index agree = 0;
+    for (Index t = begin; t < std::min(c.matched, begin + s.rows_per_point); ++t) {
+      const RowComparison& x = c.rows[static_cast<std::size_t>(t)];
+      // A KL that is not finite (NaN or Inf in a row) shows as +inf, above every finite value.
+      kl = std::max(kl, std::isfinite(x.kl_ab) ? x.kl_ab : std::numeric_limits<double>::infinity());
+      max_abs = std::max(max_abs, x.max_abs);
+      agree += x.argmax_a == x.argmax_b;
+    }
+    s.kl_max.push_back(kl);
+    s.max_abs.push_back(max_abs);
+    s.top1_agree.push_back(agree);
+  }
+  return s;
 }
 
 }  // namespace
@@ -223,7 +257,13 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
     e.nonfinite_rows += x.nonfinite;
     if (std::isfinite(x.kl_ab)) kl_sum += x.kl_ab;
     if (std::isfinite(x.jsd)) e.jsd_max = std::max(e.jsd_max, x.jsd);
-    e.max_ulp = std::max(e.max_ulp, x.max_ulp);
+    if (x.max_ulp > e.max_ulp) {
+      e.max_ulp = x.max_ulp;
+      e.max_ulp_row = t;
+      e.max_ulp_col = x.max_ulp_col;
+      e.max_ulp_a = x.max_ulp_a;
+      e.max_ulp_b = x.max_ulp_b;
+    }
     kls.push_back(x.kl_ab);
     maxabs.push_back(x.max_abs);
     e.failing_elements += x.violations;
@@ -255,6 +295,7 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
   e.kl_ab = distribution(kls);
   e.max_abs_diff = distribution(maxabs);
   e.timing_seconds = c.seconds;
+  e.series = position_series(c);
   // Per-row detail for the first rows (small runs) keeps reports useful without growing with T.
   for (Index t = 0; t < std::min<Index>(c.matched, 16); ++t) e.first_rows.push_back(c.rows[static_cast<std::size_t>(t)]);
   const std::string extent = std::to_string(c.matched) + " matched row(s)" +
@@ -274,9 +315,11 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
     r.first_failure = Location{r.id, e.first_failure_row, -1};
     // The failing row in full, and how the run looks overall, for the human summary.
     r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
-                        " at col " + std::to_string(x.max_abs_col) + ", max " +
-                        (x.max_ulp == reference::kUlpInfinite ? std::string("inf") : std::to_string(x.max_ulp)) +
-                        " ulps at col " + std::to_string(x.max_ulp_col) + ", mean |d| " + format_short(x.mean_abs) +
+                        " at col " + std::to_string(x.max_abs_col) +
+                        (x.max_ulp > 0 ? ", max ulps at col " + std::to_string(x.max_ulp_col) + ": " +
+                                             ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b)
+                                       : std::string(", 0 ulps")) +
+                        ", mean |d| " + format_short(x.mean_abs) +
                         ", KL(A||B) " + format_short(x.kl_ab) + ", KL(B||A) " + format_short(x.kl_ba) + ", JSD " +
                         format_short(x.jsd) + ", argmax " + std::to_string(x.argmax_a) + " / " +
                         std::to_string(x.argmax_b) + ", top-5 overlap " + format_short(x.top5_overlap));

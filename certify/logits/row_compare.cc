@@ -452,6 +452,10 @@ SoftmaxSums pass2(const float* a, const float* b, Index V, const ElementTest& te
   if (r.max_ulp > 0) {
     r.max_ulp_col = locate(m.c_ulp, static_cast<double>(r.max_ulp), V,
                            [&](Index j) { return ulps32(a[j], b[j]) == r.max_ulp; });
+    if (r.max_ulp_col >= 0) {
+      r.max_ulp_a = a[r.max_ulp_col];
+      r.max_ulp_b = b[r.max_ulp_col];
+    }
   }
   r.max_excess_col = rel > 0 ? locate(c_exc, r.max_excess, V, [&](Index j) {
     return absd(j) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j]))) ==

@@ -91,7 +91,9 @@ Result<CheckResult> tensor_check(const DumpReader& a, const TensorInfo& ta, cons
       if (!ok && differ++ == 0) {
         first = base + i;
         first_text = "element " + index_text(ta.shape, base + i) + ": A " + format_float(x) + " vs B " + format_float(y) +
-                     (u == reference::kUlpInfinite ? "" : " (" + std::to_string(u) + " ulps)");
+                     (u == reference::kUlpInfinite ? ""
+                      : ulps_cross_zero(x, y)     ? " (opposite signs or a zero: " + std::to_string(u) + " ulps counted through zero)"
+                                                  : " (" + std::to_string(u) + " ulps)");
       }
     }
   };

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -200,6 +201,23 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
 
 namespace {
 
+/// The valid, untied emissions with the smallest margins, smallest first (equal margins in row
+/// order, so the list is the same however the rows were computed).
+std::vector<Witness> tightest_witnesses(const std::vector<Witness>& all, std::size_t count) {
+  std::vector<const Witness*> valid;
+  for (const Witness& w : all) {
+    if (w.ok && w.ties < 2) valid.push_back(&w);
+  }
+  const auto by_margin = [](const Witness* a, const Witness* b) {
+    return a->margin != b->margin ? a->margin < b->margin : a->row < b->row;
+  };
+  const std::size_t n = std::min(count, valid.size());
+  std::partial_sort(valid.begin(), valid.begin() + static_cast<std::ptrdiff_t>(n), valid.end(), by_margin);
+  std::vector<Witness> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back(*valid[i]);
+  return out;
+}
+
 CheckResult witness_check(const RunWitnesses& r) {
   CheckResult c;
   c.id = "logits/" + r.run + "/witness";
@@ -222,7 +240,10 @@ CheckResult witness_check(const RunWitnesses& r) {
       case WitnessClass::kUnbounded: ++e.unbounded; break;
     }
     if (w.ties < 2 && (!e.smallest_margin || w.margin < e.smallest_margin->margin)) e.smallest_margin = w;
+    e.margin.add(w.margin);
+    e.margin_ulps.add(w.margin_ulps);
   }
+  e.tightest = tightest_witnesses(r.witnesses, WitnessEvidence::kTightest);
   if (e.first_failure) {
     const Witness& f = *e.first_failure;
     c.verdict = Verdict::kFail;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "certify/projection/checks.h"
@@ -95,6 +96,44 @@ std::uint32_t walk_bits(float w, DType t) {
   return t == DType::kF32 ? reference::f32_bits(w) : reference::f32_to_bf16(w);
 }
 
+/// |z - c| / B of one value into the histogram (the same finite values BoundStats measures).
+void add_error_over_bound(Log2Histogram& h, float z, double c, double b) {
+  const double err = static_cast<double>(z) - c;
+  if (!std::isfinite(z) || !std::isfinite(err)) {
+    h.add(std::numeric_limits<double>::quiet_NaN());  // counted as `other`
+  } else if (b > 0 && std::isfinite(b)) {
+    h.add(std::fabs(err) / b);
+  } else {
+    h.add(err == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+  }
+}
+
+/// One block's share of a FailureGrid: the block's columns fall in cells [first_cell_col,
+/// first_cell_col + span), so it holds only those (allocated on its first failure).
+struct GridPart {
+  Index first_cell_col = 0, span = 0;
+  std::vector<Index> counts;  ///< cell_rows x span
+
+  void add(const FailureGrid& g, const reference::ReferenceBlock& b, Index row, Index col) {
+    if (counts.empty()) {
+      first_cell_col = g.cell_col(b.col_begin);
+      span = g.cell_col(b.col_end - 1) - first_cell_col + 1;
+      counts.assign(static_cast<std::size_t>(g.cell_rows * span), 0);
+    }
+    ++counts[static_cast<std::size_t>(g.cell_row(row) * span + g.cell_col(col) - first_cell_col)];
+  }
+  void merge_into(FailureGrid& g) const {
+    if (counts.empty()) return;
+    if (g.counts.empty()) g.counts.assign(static_cast<std::size_t>(g.cell_rows * g.cell_cols), 0);
+    for (Index r = 0; r < g.cell_rows; ++r) {
+      for (Index c = 0; c < span; ++c) {
+        g.counts[static_cast<std::size_t>(r * g.cell_cols + first_cell_col + c)] +=
+            counts[static_cast<std::size_t>(r * span + c)];
+      }
+    }
+  }
+};
+
 /// Compares every engine output with each reference block as it is produced. Each block's
 /// partial results go to its own slot and are merged in block order, so the pass does not depend
 /// on which thread computed which block.
@@ -104,11 +143,19 @@ class CompareSink final : public reference::ReferenceSink {
     std::array<reference::BoundStats, kEngineOutputs> bound;
     std::array<WalkTally, kEngineOutputs> walk;
     std::array<BiasTally, kEngineOutputs> bias;
+    std::array<Log2Histogram, kEngineOutputs> error_over_bound;
+    std::array<GridPart, kEngineOutputs> outside;
     double seconds = 0;
   };
 
   CompareSink(const ProjectionFacts& f, Index blocks, const BlockHook& hook)
-      : f_(f), hook_(hook), parts(static_cast<std::size_t>(blocks)) {}
+      : f_(f), hook_(hook), grid(f.info().m, f.info().n), parts(static_cast<std::size_t>(blocks)) {
+    for (Partial& p : parts) {
+      for (Log2Histogram& h : p.error_over_bound) {
+        h = Log2Histogram(OutputBound::kErrorOverBoundLog2Min, OutputBound::kErrorOverBoundLog2Max);
+      }
+    }
+  }
 
   void consume(const reference::ReferenceBlock& b) override {
     const auto t0 = std::chrono::steady_clock::now();
@@ -129,7 +176,10 @@ class CompareSink final : public reference::ReferenceSink {
         for (Index c = b.col_begin; c < b.col_end; ++c) {
           const Index e = b.at(i, c);
           const float z = out.value(t, stride, src_row, c);
+          const Index outside_before = part.bound[o].outside();
           part.bound[o].add(i, c, z, b.center[e], b.bound[e], b.accept[e], b.expect[e]);
+          add_error_over_bound(part.error_over_bound[o], z, b.center[e], b.bound[e]);
+          if (part.bound[o].outside() != outside_before) part.outside[o].add(grid, b, i, c);
           if (bf16) add_residual(part.bias[o], z, b.center[e], b.bound[e], nearest);
           if (b.walk) part.walk[o].add(i, c, out.bits(t, stride, src_row, c), walk_bits(b.walk[e], t));
         }
@@ -141,6 +191,7 @@ class CompareSink final : public reference::ReferenceSink {
 
   const ProjectionFacts& f_;
   const BlockHook& hook_;
+  const FailureGrid grid;  ///< the geometry of every output's grid (rows x n)
   std::vector<Partial> parts;
 };
 
@@ -158,11 +209,17 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
   pass.summary = *summary;
   pass.walk_emulated = problem.walk.declared && options.emulate_walk;
   double compare_cpu = 0;
+  for (std::size_t o = 0; o < kEngineOutputs; ++o) {
+    pass.error_over_bound[o] = Log2Histogram(OutputBound::kErrorOverBoundLog2Min, OutputBound::kErrorOverBoundLog2Max);
+    pass.outside[o] = sink.grid;
+  }
   for (const CompareSink::Partial& p : sink.parts) {
     for (std::size_t o = 0; o < kEngineOutputs; ++o) {
       pass.bound[o].merge(p.bound[o]);
       pass.walk[o].merge(p.walk[o]);
       pass.bias[o].merge(p.bias[o]);
+      pass.error_over_bound[o].merge(p.error_over_bound[o]);
+      p.outside[o].merge_into(pass.outside[o]);
     }
     compare_cpu += p.seconds;
   }

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "certify/projection/projection_data.h"
+#include "certify/report/evidence.h"
 #include "reference/bound_stats.h"
 #include "reference/linear.h"
 
@@ -46,6 +47,10 @@ using BlockHook = std::function<void(const reference::ReferenceBlock&)>;
 struct ReferencePass {
   reference::ReferenceSummary summary;
   std::array<reference::BoundStats, kEngineOutputs> bound;  ///< per EngineOutputId
+  /// Per EngineOutputId: |y - y*| / B of every value, and where the values outside lie (the
+  /// HTML report's plots; report/evidence.h).
+  std::array<Log2Histogram, kEngineOutputs> error_over_bound;
+  std::array<FailureGrid, kEngineOutputs> outside;
   std::array<WalkTally, kEngineOutputs> walk;
   std::array<BiasTally, kEngineOutputs> bias;  ///< bf16 outputs only
   bool walk_emulated = false;

@@ -6,7 +6,9 @@
 // them: report/ <- projection/, logits/ <- commands/.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <variant>
@@ -18,6 +20,75 @@
 #include "reference/status.h"
 
 namespace ncert::certify {
+
+// ---- distributions for the HTML report ------------------------------------------------------
+
+/// Counts of a non-negative figure in power-of-two bins, for the HTML report's histograms:
+/// `zero` holds exact zeros, `below` values under 2^log2_min, counts[i] values in
+/// [2^(log2_min + i), 2^(log2_min + i + 1)), `above` values from 2^log2_max up, and `other` the
+/// values with no place on the axis (NaN, infinity, a ratio to a zero bound). A value's bin is
+/// its binary exponent, so binning is exact, and histograms only count: partial ones
+/// merge by addition and the result does not depend on how the work was split.
+struct Log2Histogram {
+  int log2_min = 0, log2_max = 0;
+  Index zero = 0, below = 0, above = 0, other = 0;
+  std::vector<Index> counts;  ///< log2_max - log2_min bins
+
+  Log2Histogram() = default;
+  Log2Histogram(int lo, int hi) : log2_min(lo), log2_max(hi), counts(static_cast<std::size_t>(hi - lo), 0) {}
+
+  void add(double v) {
+    if (!(v >= 0) || std::isinf(v)) {
+      ++other;
+      return;
+    }
+    if (v == 0) {
+      ++zero;
+      return;
+    }
+    // floor(log2 v) is the unbiased exponent field of a normal double (subnormals, below
+    // 2^-1022, read as -1023 and count as below): no libm call, as this runs once per value
+    // checked.
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    const int k = static_cast<int>((bits >> 52) & 0x7FF) - 1023;
+    if (k < log2_min) ++below;
+    else if (k >= log2_max) ++above;
+    else ++counts[static_cast<std::size_t>(k - log2_min)];
+  }
+  /// Adds another histogram of the same axis.
+  void merge(const Log2Histogram& o) {
+    zero += o.zero;
+    below += o.below;
+    above += o.above;
+    other += o.other;
+    for (std::size_t i = 0; i < counts.size() && i < o.counts.size(); ++i) counts[i] += o.counts[i];
+  }
+  Index total() const {
+    Index n = zero + below + above + other;
+    for (Index c : counts) n += c;
+    return n;
+  }
+};
+
+/// Where an output's failing values lie: its rows x cols cut into cell_rows x cell_cols cells
+/// (row r falls in cell r * cell_rows / rows, column c in c * cell_cols / cols), each counting
+/// the values outside their interval. `counts` (row-major) is empty when none is outside.
+struct FailureGrid {
+  static constexpr Index kMaxCellRows = 32, kMaxCellCols = 64;  ///< at most 2,048 cells
+  Index rows = 0, cols = 0;
+  Index cell_rows = 0, cell_cols = 0;
+  std::vector<Index> counts;
+
+  FailureGrid() = default;
+  FailureGrid(Index r, Index c)
+      : rows(r),
+        cols(c),
+        cell_rows(r < kMaxCellRows ? r : kMaxCellRows),
+        cell_cols(c < kMaxCellCols ? c : kMaxCellCols) {}
+  Index cell_row(Index r) const { return r * cell_rows / rows; }
+  Index cell_col(Index c) const { return c * cell_cols / cols; }
+};
 
 // ---- records shared by logits modules ------------------------------------------------------
 
@@ -42,6 +113,13 @@ struct Witness {
   std::string failure;       ///< why the emission is not the row's maximum
 };
 
+/// Whether an f32 ULP distance between a and b is counted through zero (opposite signs, or one
+/// of them a zero): the count then includes every float between 0 and each value (about 10^9
+/// for two values of order 1e-3), so it says nothing about how close a and b are.
+inline bool ulps_cross_zero(float a, float b) {
+  return a != b && (std::signbit(a) != std::signbit(b) || a == 0.0f || b == 0.0f);
+}
+
 /// The full-vocabulary comparison of two raw f32 logits rows (d = b - a), logits/row_compare.h.
 struct RowComparison {
   bool bit_identical = true;
@@ -50,6 +128,7 @@ struct RowComparison {
   Index max_abs_col = -1;
   std::uint64_t max_ulp = 0;   ///< f32 ULP distance (kUlpInfinite for NaN/Inf mismatches)
   Index max_ulp_col = -1;
+  float max_ulp_a = 0, max_ulp_b = 0;  ///< the two values at max_ulp_col
   double mean_abs = 0;
   double rms_centered = 0;     ///< RMS of (d - mean d)
   Index argmax_a = -1, argmax_b = -1;  ///< lowest index among maxima
@@ -137,6 +216,13 @@ struct IdentityEvidence {
 struct OutputBound {
   std::string output;  ///< "y_unpacked", "y_packed", "y_compact"
   reference::BoundStats stats;
+  /// |y - y*| / B of every finite value: how much of its bound each value used (for bf16
+  /// outputs the output rounding is part of |y - y*|, so values above 1 can lie inside).
+  Log2Histogram error_over_bound{kErrorOverBoundLog2Min, kErrorOverBoundLog2Max};
+  FailureGrid outside;  ///< where the values outside their intervals lie
+  /// 2^-32 .. 2^8: an f32 output of K = 5120 typically uses 2^-12 .. 2^-4 of B, a bf16 output's
+  /// rounding up to 2^6 of a tight B; further out is counted in `below` / `above`.
+  static constexpr int kErrorOverBoundLog2Min = -32, kErrorOverBoundLog2Max = 8;
 };
 
 /// The first value outside its interval, in full.
@@ -155,6 +241,7 @@ struct BoundEvidence {
   bool round_to_nearest = true;
   Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
   std::optional<BoundFailure> first;
+  DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
 };
 
 struct WalkEvidence {
@@ -199,6 +286,15 @@ struct WitnessEvidence {
   Index certified = 0, near_tie = 0, tie = 0, unbounded = 0, failed = 0;
   std::optional<Witness> smallest_margin;  ///< the certified/near-tie witness with the least margin
   std::optional<Witness> first_failure;
+  /// Margins of the valid emissions (ties count as zero), absolute (2^-30 .. 2^10: one ulp at a
+  /// logit of 12 is 2^-20) and in ulps of the emitted logit (2^-1 .. 2^40: half an ulp below a
+  /// power of two).
+  Log2Histogram margin{-30, 10};
+  Log2Histogram margin_ulps{-1, 40};
+  /// The valid emissions with the smallest margins (ties excluded), smallest first, equal
+  /// margins by row; at most kTightest.
+  std::vector<Witness> tightest;
+  static constexpr std::size_t kTightest = 10;
 };
 
 /// `witness --verify` of one stored run.
@@ -214,6 +310,22 @@ struct Distribution {
   double max = 0, p999 = 0, p99 = 0, p95 = 0, p90 = 0, p50 = 0, min = 0;
 };
 
+/// A run's matched rows in order, summarized in at most kMaxPoints consecutive groups of
+/// `rows_per_point` rows (the last group may hold fewer): per group the largest KL(A||B)
+/// (+inf when a row's is not finite), the largest max |d|, and how many rows' top-1 agree.
+struct PositionSeries {
+  static constexpr Index kMaxPoints = 512;
+  Index rows = 0;  ///< matched rows summarized
+  Index rows_per_point = 0;
+  std::vector<double> kl_max;
+  std::vector<double> max_abs;
+  std::vector<Index> top1_agree;
+  Index group_rows(std::size_t i) const {
+    const Index begin = static_cast<Index>(i) * rows_per_point;
+    return rows - begin < rows_per_point ? rows - begin : rows_per_point;
+  }
+};
+
 struct LogitsEvidence {
   Index rows_a = 0, rows_b = 0, compared = 0, matched = 0, unmatched = 0, divergence_row = -1;
   bool prompts_equal = true;
@@ -221,6 +333,10 @@ struct LogitsEvidence {
   std::string policy;
   Index bit_identical_rows = 0, nonfinite_rows = 0;
   std::uint64_t max_ulp = 0;
+  /// Where max_ulp was reached (first row with it) and the two values there, so a distance
+  /// counted through zero is shown with the values that explain it.
+  Index max_ulp_row = -1, max_ulp_col = -1;
+  float max_ulp_a = 0, max_ulp_b = 0;
   double top1_agreement = 0, top1_agreement_stderr = 0, top5_overlap_mean = 0, top10_overlap_mean = 0;
   double kl_mean = 0, jsd_max = 0;
   Distribution kl_ab, max_abs_diff;
@@ -230,6 +346,7 @@ struct LogitsEvidence {
   /// Rows and elements that break the policy (elements: for element-wise policies).
   Index failing_rows = 0, failing_elements = 0;
   bool element_policy = false;  ///< bitwise, ulp and abs count elements; kl and top1 rows
+  PositionSeries series;        ///< per-position figures along the run (capped)
 };
 
 struct TensorEvidence {
@@ -288,10 +405,17 @@ struct DemoForkEvidence {
   std::string expected_class, found_class, forks_verdict;
 };
 
+/// Evidence that crossed a process boundary (a campaign's worker, an MPI rank): the JSON stats
+/// its check rendered where it ran, carried as text and rendered again verbatim, so a merged
+/// report is byte-identical to the one the check's own command writes.
+struct RenderedEvidence {
+  std::string stats_json;
+};
+
 using Evidence =
     std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
                  BoundEvidence, WalkEvidence, BiasEvidence, UntouchedEvidence, VacuityEvidence, WitnessEvidence,
                  VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence, NoForkEvidence, SweepEvidence,
-                 DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
+                 DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence, RenderedEvidence>;
 
 }  // namespace ncert::certify

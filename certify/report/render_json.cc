@@ -22,6 +22,28 @@ Json distribution_json(const Distribution& d) {
               {"p90", d.p90}, {"p50", d.p50},    {"min", d.min}};
 }
 
+Json histogram_json(const Log2Histogram& h) {
+  return Json{{"log2_min", h.log2_min}, {"log2_max", h.log2_max}, {"zero", h.zero},   {"below", h.below},
+              {"counts", h.counts},     {"above", h.above},       {"other", h.other}};
+}
+
+Json grid_json(const FailureGrid& g) {
+  Json cells = Json::array();
+  for (Index r = 0; r < g.cell_rows; ++r) {
+    const auto begin = g.counts.begin() + static_cast<std::ptrdiff_t>(r * g.cell_cols);
+    cells.push_back(std::vector<Index>(begin, begin + static_cast<std::ptrdiff_t>(g.cell_cols)));
+  }
+  return Json{{"rows", g.rows}, {"cols", g.cols}, {"cell_rows", g.cell_rows}, {"cell_cols", g.cell_cols},
+              {"counts", cells}};
+}
+
+Json series_json(const PositionSeries& s) {
+  Json kl = Json::array();
+  for (double v : s.kl_max) kl.push_back(number_or_text(v));
+  return Json{{"rows", s.rows},     {"rows_per_point", s.rows_per_point}, {"kl_ab_max", kl},
+              {"max_abs", s.max_abs}, {"top1_agree", s.top1_agree}};
+}
+
 Json cell(const std::optional<Location>& l) { return Json{{"row", l->row}, {"col", l->col}}; }
 
 Json bound_stats_json(const reference::BoundStats& s) {
@@ -34,6 +56,7 @@ Json bound_stats_json(const reference::BoundStats& s) {
               {"max_abs_error_at", at.found() ? Json{{"row", at.row}, {"col", at.col}} : Json(nullptr)},
               {"max_error_over_bound", number_or_text(s.max_error_over_bound())},
               {"max_utilization", number_or_text(s.max_utilization())},
+              {"single_valued", s.single_valued()},
               {"mean_signed_error", s.mean_signed_error()},
               {"mean_signed_error_over_bound", s.mean_signed_error_over_bound()}};
 }
@@ -45,6 +68,9 @@ Json row_comparison_json(const RowComparison& x, Index row) {
               {"max_abs", x.max_abs},
               {"max_abs_col", x.max_abs_col},
               {"max_ulp", ulps(x.max_ulp)},
+              {"max_ulp_col", x.max_ulp_col},
+              {"max_ulp_values", Json::array({number_or_text(x.max_ulp_a), number_or_text(x.max_ulp_b)})},
+              {"max_ulp_across_zero", ulps_cross_zero(x.max_ulp_a, x.max_ulp_b)},
               {"mean_abs", x.mean_abs},
               {"rms_centered", x.rms_centered},
               {"argmax_a", x.argmax_a},
@@ -71,6 +97,8 @@ Json top_json(const std::vector<TopEntry>& top, const std::vector<std::string>& 
 // ---- one function per evidence type -------------------------------------------------------
 
 Json evidence_json(const std::monostate&, const CheckResult&) { return Json::object(); }
+
+Json evidence_json(const RenderedEvidence& e, const CheckResult&) { return Json::parse(e.stats_json); }
 
 Json evidence_json(const SchemaEvidence& e, const CheckResult&) {
   return Json{{"engine", e.engine},       {"build", e.build},     {"projections", e.projections},
@@ -105,7 +133,12 @@ Json evidence_json(const IdentityEvidence& e, const CheckResult& c) {
 
 Json evidence_json(const BoundEvidence& e, const CheckResult&) {
   Json per = Json::object();
-  for (const OutputBound& o : e.outputs) per[o.output] = bound_stats_json(o.stats);
+  for (const OutputBound& o : e.outputs) {
+    Json out = bound_stats_json(o.stats);
+    out["error_over_bound_histogram"] = histogram_json(o.error_over_bound);
+    if (!o.outside.counts.empty()) out["outside_grid"] = grid_json(o.outside);
+    per[o.output] = out;
+  }
   Json j = Json{{"outputs", per},
                 {"weights", e.weights},
                 {"ambiguous_weights", e.ambiguous_weights},
@@ -184,6 +217,21 @@ Json evidence_json(const WitnessEvidence& e, const CheckResult&) {
     j["position"] = e.first_failure->position;
     j["token"] = e.first_failure->token;
   }
+  j["margin_histogram"] = histogram_json(e.margin);
+  j["margin_ulps_histogram"] = histogram_json(e.margin_ulps);
+  if (!e.tightest.empty()) {
+    Json tight = Json::array();
+    for (const Witness& w : e.tightest) {
+      tight.push_back(Json{{"position", w.position},
+                           {"token", w.token},
+                           {"logit", w.logit},
+                           {"runner_up", w.runner_up},
+                           {"margin", w.margin},
+                           {"margin_ulps", w.margin_ulps},
+                           {"class", std::string(witness_class_name(w.cls))}});
+    }
+    j["tightest"] = tight;
+  }
   return j;
 }
 
@@ -221,10 +269,17 @@ Json evidence_json(const LogitsEvidence& e, const CheckResult&) {
                 {"failing_rows", e.failing_rows}};
   // Element counts only mean something for policies judged element by element.
   if (e.element_policy) j["failing_elements"] = e.failing_elements;
+  if (e.max_ulp_row >= 0) {
+    j["max_ulp_at"] = Json{{"row", e.max_ulp_row},
+                           {"col", e.max_ulp_col},
+                           {"values", Json::array({number_or_text(e.max_ulp_a), number_or_text(e.max_ulp_b)})},
+                           {"across_zero", ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)}};
+  }
   Json rows = Json::array();
   for (std::size_t t = 0; t < e.first_rows.size(); ++t) rows.push_back(row_comparison_json(e.first_rows[t], static_cast<Index>(t)));
   j["first_rows"] = rows;
   if (e.first_failure_row >= 0) j["first_failure_row"] = e.first_failure_row;
+  if (e.series.rows > 0) j["series"] = series_json(e.series);
   return j;
 }
 

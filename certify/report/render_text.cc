@@ -53,6 +53,9 @@ std::string Report::to_text(bool only_failures) const {
   width = std::min<std::size_t>(width, 56);
   for (const CheckResult& c : checks) {
     if (only_failures && !c.failed()) continue;
+    // A refusal is said once, on the REFUSED line below (refuse() also records it as the
+    // failing schema check, for the JSON and the coverage).
+    if (error && c.kind == CheckKind::kSchema && c.reason == error->message()) continue;
     const std::string id = printable(c.id);
     os << verdict_name(c.verdict) << "  " << id;
     if (id.size() < width) os << std::string(width - id.size(), ' ');

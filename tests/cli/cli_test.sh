@@ -116,6 +116,34 @@ expect 1 "forks: an invalid emission fails" -- "$ncert" forks "$dir/demo/fork-in
 expect 1 "forks --require-identical fails on a near-tie" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --require-identical
 expect 3 "forks --vocab with a missing file is refused" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --vocab "$dir/nope.json"
 
+# A mistyped command gets a suggestion.
+expect 2 "a typo is a usage error" -- "$ncert" chek "$dir/demo/good.h5"
+if grep -q 'did you mean "check"' "$dir/err.txt"; then echo "ok:   a typo suggests the command"; else
+  echo "FAIL: no suggestion for chek"; failures=$((failures + 1)); fi
+
+# Each refusal is printed once (a REFUSED line, not also a FAIL schema line with the same text).
+"$ncert" check "$dir/garbage.h5" >"$dir/out.txt" 2>&1
+if [[ $(grep -c "not an HDF5 file" "$dir/out.txt") == 1 ]] && grep -q "^REFUSED" "$dir/out.txt"; then
+  echo "ok:   a refusal is printed once"
+else
+  echo "FAIL: a refusal is not printed exactly once"; sed 's/^/  | /' "$dir/out.txt"; failures=$((failures + 1))
+fi
+
+# The bash completion and the man page generated from the command line (NCERT_SHARE: the build's share/).
+share="${3:-}"
+if [[ -n "$share" ]]; then
+  got=$(bash -c "source '$share/bash-completion/completions/ncert'; COMP_WORDS=(ncert ch); COMP_CWORD=1; _ncert; echo \${COMPREPLY[@]}")
+  if [[ "$got" == "check" ]]; then echo "ok:   completion of 'ncert ch'"; else echo "FAIL: completion of 'ncert ch' gave '$got'"; failures=$((failures + 1)); fi
+  got=$(bash -c "source '$share/bash-completion/completions/ncert'; COMP_WORDS=(ncert campaign --res); COMP_CWORD=2; _ncert; echo \${COMPREPLY[@]}")
+  if [[ "$got" == "--resume" ]]; then echo "ok:   completion of a campaign flag"; else echo "FAIL: completion of --res gave '$got'"; failures=$((failures + 1)); fi
+  if command -v groff >/dev/null; then
+    page=$(groff -man -Tascii "$share/man/man1/ncert.1" 2>&1 | col -b 2>/dev/null || true)
+    for want in "SYNOPSIS" "campaign MANIFEST" "--hdf5-timeout" "EXIT STATUS"; do
+      if grep -qF -- "$want" <<<"$page"; then echo "ok:   man page has $want"; else echo "FAIL: man page lacks $want"; failures=$((failures + 1)); fi
+    done
+  fi
+fi
+
 if ((failures > 0)); then
   echo "$failures CLI expectation(s) failed"
   exit 1

@@ -275,7 +275,7 @@ TEST(Compare, EachPolicyHoldsOrFailsAtTheFirstRowThatBreaksIt) {
     std::string reason;  // expected in a FAIL's reason
   };
   const Case cases[] = {
-      {"bitwise", false, "row 0 col "},          {"ulp:1", false, "ulps apart > 1"},
+      {"bitwise", false, "row 0 col "},          {"ulp:1", false, "> 1 ulps"},
       {"ulp:4000000000", true, ""},               {"abs:0.01", true, ""},
       {"abs:1e-5", false, "row 0 col "},          {"abs:1e-5,rel:0.01", false, "+ 0.01 max(|a|, |b|)"},
       {"abs:0.01,rel:0.5", true, ""},                {"kl:1e-3", true, ""},
@@ -308,6 +308,41 @@ TEST(Compare, Top1FailsWhereTheArgmaxMoves) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
   EXPECT_NE(c->reason.find("row 4: argmax 28 in A but 100 in B"), std::string::npos) << c->reason;
+}
+
+TEST(Compare, AnUlpDistanceThroughZeroIsShownWithItsValues) {
+  // Row 2 col 7: 1e-6 in A, -1e-6 in B: |d| = 2e-6, but about 1.3e9 f32 values lie between them
+  // (every float of magnitude below 1e-6). Row 4 col 9: 1.5 vs 1.5 + 3 ulps.
+  const Index T = 6, V = 64;
+  auto ra = clear_rows(T, V);
+  ra[2 * V + 7] = 1e-6f;
+  auto rb = ra;
+  rb[2 * V + 7] = -1e-6f;
+  ra[4 * V + 9] = 1.5f;
+  rb[4 * V + 9] = std::nextafter(std::nextafter(std::nextafter(1.5f, 2.0f), 2.0f), 2.0f);
+  fixtures::DumpSpec sa = explicit_run("run", T, V, ra, argmax_tokens(ra, T, V));
+  fixtures::DumpSpec sb = explicit_run("run", T, V, rb, argmax_tokens(ra, T, V));
+  const std::string a = write(sa, "zero_a.h5"), b = write(sb, "zero_b.h5");
+  const Report r = compare(a, b, "ulp:4");
+  const CheckResult* c = find(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("row 2 col 7: 1e-06 vs -1e-06, opposite signs or a zero ("), std::string::npos) << c->reason;
+  EXPECT_NE(c->reason.find("ulps counted through zero; |d| 2e-06) > 4 ulps"), std::string::npos) << c->reason;
+  EXPECT_EQ(stats(*c)["failing_rows"], 1);  // row 4's 3 ulps are within the policy
+  EXPECT_EQ(stats(*c)["max_ulp_at"]["row"], 2);
+  EXPECT_EQ(stats(*c)["max_ulp_at"]["col"], 7);
+  EXPECT_EQ(stats(*c)["max_ulp_at"]["across_zero"], true);
+  EXPECT_EQ(stats(*c)["first_rows"][4]["max_ulp"], 3);
+  EXPECT_EQ(stats(*c)["first_rows"][4]["max_ulp_across_zero"], false);
+
+  const Report strict = compare(a, b, "ulp:2");  // now row 4 breaks it too, same-sign
+  const CheckResult* s = find(strict, "logits/run");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(stats(*s)["failing_rows"], 2);
+  bool through_zero_text = false;
+  for (const std::string& d : s->details) through_zero_text |= d.find("counted through zero") != std::string::npos;
+  EXPECT_TRUE(through_zero_text);  // the first failing row's details (row 2) name the crossing
 }
 
 TEST(Compare, CountsEveryRowAndElementThatBreaksThePolicy) {

@@ -44,6 +44,10 @@ set_target_properties(ncert PROPERTIES EXPORT_NAME cli)
 
 install(TARGETS ncert EXPORT ncertTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ncert_runtime)
+# The bash completion and man page ncert-docgen writes from the command line at build time.
+install(FILES ${NCERT_COMPLETION_FILE} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+  COMPONENT ncert_runtime)
+install(FILES ${NCERT_MANPAGE_FILE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT ncert_runtime)
 install(TARGETS ncert_formats ncert_reference ncert_packing ncert_isolation ncert_dump_io ncert_umbrella
   EXPORT ncertTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ncert_development

@@ -1,0 +1,361 @@
+#include "certify/report/detail/html_sections.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "certify/report/detail/html_markup.h"
+#include "certify/report/detail/html_svg.h"
+#include "certify/report/format.h"
+#include "reference/float_bits.h"
+
+namespace ncert::certify::detail {
+
+namespace {
+
+std::string td(const std::string& escaped) { return "<td>" + escaped + "</td>"; }
+std::string th(const std::string& escaped) { return "<th>" + escaped + "</th>"; }
+std::string num(double v) { return markup_fixed(short_text(v)); }
+std::string exact(double v) { return markup_fixed(format_float(v)); }
+
+/// One row of a two-column table of facts.
+std::string fact(const std::string& name, const std::string& escaped_value) {
+  return "<tr><th>" + name + "</th><td>" + escaped_value + "</td></tr>";
+}
+
+/// The subjects of the report with a prefix, in the order they first appear.
+std::vector<std::string> subjects_with(const Report& report, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const CheckResult& c : report.checks) {
+    if (c.subject.rfind(prefix, 0) != 0) continue;
+    if (std::find(out.begin(), out.end(), c.subject) == out.end()) out.push_back(c.subject);
+  }
+  return out;
+}
+
+/// The worst verdict of a set of checks (FAIL over PASS over SKIP).
+Verdict worst(const std::vector<const CheckResult*>& checks) {
+  Verdict v = Verdict::kSkip;
+  for (const CheckResult* c : checks) {
+    if (c->verdict == Verdict::kFail) return Verdict::kFail;
+    if (c->verdict == Verdict::kPass) v = Verdict::kPass;
+  }
+  return v;
+}
+
+// ---- projections ---------------------------------------------------------------------------
+
+std::string bound_first_failure(const BoundFailure& f) {
+  const reference::ElementRecord& e = f.element;
+  const double beyond = e.value > e.accept.hi ? static_cast<double>(e.value) - e.accept.hi
+                                              : static_cast<double>(e.accept.lo) - static_cast<double>(e.value);
+  std::string s = "<table class=\"facts first-failure\"><caption>first value outside its interval</caption>";
+  s += fact("output", markup(f.output));
+  s += fact("element", "row " + std::to_string(e.row) + ", col " + std::to_string(e.col) +
+                           (f.slot >= 0 ? ", slot " + std::to_string(f.slot) : std::string()));
+  s += fact("engine value", exact(e.value) + " <code>" + hex_bits_f32(e.value) + "</code>");
+  s += fact("reference y* (with bias, residual)", exact(e.center));
+  s += fact("bound B", exact(e.bound));
+  s += fact("accepted interval", "[" + exact(e.accept.lo) + ", " + exact(e.accept.hi) + "]");
+  s +=
+      fact("outside by", std::isfinite(beyond) ? num(beyond) + (e.bound > 0 ? " (" + num(beyond / e.bound) + " B)" : "")
+                                               : markup_fixed(format_float(beyond)));
+  return s + "</table>";
+}
+
+std::string bound_figures(const BoundEvidence& e, bool f32_output) {
+  std::string s = "<p class=\"facts\">accumulator <code>" + markup(e.accumulator) + "</code>, u<sub>eff</sub> " +
+                  exact(e.u_eff) + ", K " + count_text(e.k) + ": " + count_text(e.elements) + " values, " +
+                  count_text(e.outside) + " outside their intervals, " + count_text(e.beyond_tier) +
+                  " beyond the probabilistic tier</p>";
+  for (const OutputBound& o : e.outputs) {
+    const std::string name = markup(o.output);
+    HistogramPlot plot;
+    plot.css_class = "bound-hist";
+    plot.attributes = "data-output=\"" + name + "\"";
+    plot.caption = "|y &#8722; y*| / B of " + name;
+    plot.marker_log2 = 0;
+    plot.marker_label = "B";
+    plot.zero_label = "0";
+    plot.other_label = "no finite ratio";
+    // A bf16 output's rounding (up to half a bf16 ulp) dwarfs a tight B, so values far above B
+    // are correct there: its warning colour is on the share of the interval instead.
+    plot.warn_from_marker = f32_output;
+    s +=
+        "<figure class=\"bound\">" + svg_histogram(o.error_over_bound, plot) + "<figcaption>" + name + ": " +
+        count_text(o.stats.elements()) + " values; max |y &#8722; y*| / B " + num(o.stats.max_error_over_bound()) +
+        ", max share of the accepted interval " + num(o.stats.max_utilization()) + ", " +
+        count_text(o.stats.single_valued()) + " pinned to a single value, " + count_text(o.stats.outside()) +
+        " outside" +
+        (f32_output ? "" : " (bf16 output: its rounding is part of |y &#8722; y*|, so ratios above 1 can lie inside)") +
+        "</figcaption></figure>";
+    if (!o.outside.counts.empty()) {
+      s += "<figure class=\"grid\">" + svg_failure_grid(o.outside, "data-output=\"" + name + "\"") + "<figcaption>" +
+           name + ": where the " + count_text(o.stats.outside()) + " values outside their intervals lie (" +
+           std::to_string(o.outside.cell_rows) + " &#215; " + std::to_string(o.outside.cell_cols) + " cells of " +
+           count_text(o.outside.rows) + " rows &#215; " + count_text(o.outside.cols) +
+           " columns)</figcaption></figure>";
+    }
+  }
+  if (e.first) s += bound_first_failure(*e.first);
+  return s;
+}
+
+std::string projection_section(const Report& report, const std::string& subject) {
+  std::vector<const CheckResult*> checks;
+  for (const CheckResult& c : report.checks) {
+    if (c.subject == subject) checks.push_back(&c);
+  }
+  std::string s = "<section class=\"subject projection\" data-subject=\"" + markup(subject) + "\"><h3>" +
+                  markup(subject) + " " + verdict_badge(worst(checks)) + "</h3><p class=\"kinds\">";
+  for (const CheckResult* c : checks) {
+    s += "<span class=\"kind " + verdict_class(c->verdict) + "\" title=\"" + markup(c->reason) + "\">" +
+         markup(c->id.substr(std::min(c->id.size(), subject.size() + 1))) + " " +
+         std::string(verdict_name(c->verdict)) + "</span> ";
+  }
+  s += "</p>";
+  std::string failures;
+  for (const CheckResult* c : checks) {
+    if (c->failed()) failures += "<li><b>" + markup(check_kind_name(c->kind)) + "</b> " + markup(c->reason) + "</li>";
+  }
+  if (!failures.empty()) s += "<ul class=\"failures\">" + failures + "</ul>";
+  bool plotted = false;
+  for (const CheckResult* c : checks) {
+    const auto* bound = std::get_if<BoundEvidence>(&c->evidence);
+    if (!bound || bound->outputs.empty()) continue;
+    s += bound_figures(*bound, bound->output == DType::kF32);
+    plotted = true;
+  }
+  if (!plotted) s += "<p class=\"note\">no bound evidence: the reference did not run for this projection</p>";
+  return s + "</section>";
+}
+
+// ---- witnesses ----------------------------------------------------------------------------
+
+std::string witness_section(const CheckResult& c, const WitnessEvidence& e) {
+  std::string s = "<section class=\"subject witnesses\" data-subject=\"" + markup(c.subject) + "\"><h3>" +
+                  markup(c.id) + " " + verdict_badge(c.verdict) + "</h3>";
+  s += "<table class=\"facts classes\">" +
+       fact("emissions", count_text(e.tokens) + " (vocabulary " + count_text(e.vocab) + ")") +
+       fact("error model", markup(e.error_source)) + fact("certified", count_text(e.certified)) +
+       fact("near-tie", count_text(e.near_tie)) + fact("tie", count_text(e.tie)) +
+       fact("unbounded", count_text(e.unbounded)) + fact("failed", count_text(e.failed)) + "</table>";
+  HistogramPlot abs_plot;
+  abs_plot.css_class = "margin-hist";
+  abs_plot.attributes = "data-unit=\"logit\"";
+  abs_plot.caption = "margin over the runner-up (logit units)";
+  abs_plot.zero_label = "tie";
+  abs_plot.other_label = "not finite";
+  HistogramPlot ulp_plot = abs_plot;
+  ulp_plot.attributes = "data-unit=\"ulp\"";
+  ulp_plot.caption = "margin over the runner-up (ulps of the emitted logit)";
+  s += "<figure>" + svg_histogram(e.margin, abs_plot) + "</figure><figure>" + svg_histogram(e.margin_ulps, ulp_plot) +
+       "</figure>";
+  if (!e.tightest.empty()) {
+    s += "<table class=\"tightest\"><caption>the tightest emissions</caption><tr>" + th("position") + th("token") +
+         th("logit") + th("runner-up") + th("margin") + th("ulps") + th("class") + "</tr>";
+    for (const Witness& w : e.tightest) {
+      s += "<tr>" + td(std::to_string(w.position)) + td(std::to_string(w.token)) +
+           td(markup_fixed(format_f32(w.logit))) +
+           td(std::to_string(w.runner_up) + " (" + markup_fixed(format_f32(w.runner_up_logit)) + ")") +
+           td(num(w.margin)) + td(num(w.margin_ulps)) + td(markup(witness_class_name(w.cls))) + "</tr>";
+    }
+    s += "</table>";
+  }
+  if (e.first_failure) {
+    s += "<p class=\"failure\">first failure: position " + std::to_string(e.first_failure->position) + ", token " +
+         std::to_string(e.first_failure->token) + ": " + markup(e.first_failure->failure) + "</p>";
+  }
+  return s + "</section>";
+}
+
+// ---- compare ------------------------------------------------------------------------------
+
+std::string percentile_row(const std::string& name, const Distribution& d) {
+  if (d.empty) return "<tr><th>" + name + "</th><td colspan=\"7\">no rows</td></tr>";
+  return "<tr><th>" + name + "</th>" + td(num(d.min)) + td(num(d.p50)) + td(num(d.p90)) + td(num(d.p95)) +
+         td(num(d.p99)) + td(num(d.p999)) + td(num(d.max)) + "</tr>";
+}
+
+std::string logits_section(const CheckResult& c, const LogitsEvidence& e) {
+  std::string s = "<section class=\"subject logits\" data-check=\"" + markup(c.id) + "\"><h3>" + markup(c.id) + " " +
+                  verdict_badge(c.verdict) + "</h3><p class=\"reason\">" + markup(c.reason) + "</p>";
+  s += "<table class=\"facts\">" + fact("policy", "<code>" + markup(e.policy) + "</code>") +
+       fact("rows",
+            count_text(e.matched) + " matched of " + count_text(e.compared) + " compared (A " + count_text(e.rows_a) +
+                ", B " + count_text(e.rows_b) + ")" +
+                (e.divergence_row >= 0 ? "; histories diverge at row " + std::to_string(e.divergence_row) : "")) +
+       fact("bit-identical rows", count_text(e.bit_identical_rows)) +
+       fact("top-1 agreement", num(100 * e.top1_agreement) + " % (&#177; " + num(100 * e.top1_agreement_stderr) + ")") +
+       fact("top-5 / top-10 overlap", num(e.top5_overlap_mean) + " / " + num(e.top10_overlap_mean)) +
+       fact("KL(A||B) mean, JSD max", num(e.kl_mean) + ", " + num(e.jsd_max)) +
+       fact("max ulps",
+            (e.max_ulp == reference::kUlpInfinite ? std::string("inf") : count_text(static_cast<long long>(e.max_ulp))) +
+                (e.max_ulp_row >= 0 && ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)
+                     ? " counted through zero (row " + std::to_string(e.max_ulp_row) + " col " +
+                           std::to_string(e.max_ulp_col) + ": " + num(e.max_ulp_a) + " vs " + num(e.max_ulp_b) +
+                           ", opposite signs or a zero: not a measure of closeness)"
+                     : std::string())) +
+       fact("failing", count_text(e.failing_rows) + " rows" +
+                           (e.element_policy ? ", " + count_text(e.failing_elements) + " elements" : "")) +
+       "</table>";
+  const PositionSeries& ps = e.series;
+  if (ps.rows > 0) {
+    std::vector<std::pair<Index, std::string>> markers;
+    if (e.first_failure_row >= 0)
+      markers.emplace_back(e.first_failure_row, "first failure, row " + std::to_string(e.first_failure_row));
+    const std::string per =
+        ps.rows_per_point > 1 ? " (largest of every " + std::to_string(ps.rows_per_point) + " rows)" : "";
+    SeriesPlot kl{"kl", "data-series=\"kl\"", "KL(A||B) per position" + per, true, markers};
+    SeriesPlot dmax{"max-abs", "data-series=\"max_abs\"", "max |d| per position" + per, true, markers};
+    SeriesPlot top1{"top1", "data-series=\"top1\"",
+                    "top-1 agreement per position" +
+                        (ps.rows_per_point > 1 ? " (share of every " + std::to_string(ps.rows_per_point) + " rows)"
+                                               : std::string()),
+                    false, markers};
+    std::vector<double> agree;
+    for (std::size_t i = 0; i < ps.top1_agree.size(); ++i) {
+      agree.push_back(static_cast<double>(ps.top1_agree[i]) /
+                      static_cast<double>(std::max<Index>(ps.group_rows(i), 1)));
+    }
+    s += "<figure>" + svg_series(ps.kl_max, ps.rows, ps.rows_per_point, kl) + "</figure><figure>" +
+         svg_series(ps.max_abs, ps.rows, ps.rows_per_point, dmax) + "</figure><figure>" +
+         svg_series(agree, ps.rows, ps.rows_per_point, top1) + "</figure>";
+  }
+  s += "<table class=\"percentiles\"><caption>per-row figures over the matched rows</caption><tr>" + th("") +
+       th("min") + th("p50") + th("p90") + th("p95") + th("p99") + th("p99.9") + th("max") + "</tr>" +
+       percentile_row("KL(A||B)", e.kl_ab) + percentile_row("max |d|", e.max_abs_diff) + "</table>";
+  if (!c.details.empty()) {
+    // The first lines only: they name the failing row in full (the checks table holds up to 40).
+    constexpr std::size_t kLines = 8;
+    s += "<ul class=\"details\">";
+    for (std::size_t i = 0; i < std::min(kLines, c.details.size()); ++i) s += "<li>" + markup(c.details[i]) + "</li>";
+    s += "</ul>";
+  }
+  return s + "</section>";
+}
+
+std::string tensor_table(const Report& report) {
+  std::string rows;
+  for (const CheckResult& c : report.checks) {
+    const auto* t = std::get_if<TensorEvidence>(&c.evidence);
+    if (!t) continue;
+    std::string shape;
+    for (Index d : t->shape) shape += (shape.empty() ? "" : " &#215; ") + std::to_string(d);
+    rows +=
+        "<tr class=\"" + verdict_class(c.verdict) + "\">" + td(verdict_badge(c.verdict)) + td(markup(c.id)) +
+        td("<code>" + markup(t->policy) + "</code>") + td(markup(dtype_name(t->dtype))) + td(shape) +
+        (t->compared
+             ? td(count_text(t->elements)) + td(count_text(t->violations)) + td(num(t->max_abs_diff)) +
+                   td(t->max_ulp == reference::kUlpInfinite ? "inf" : count_text(static_cast<long long>(t->max_ulp)))
+             : "<td colspan=\"4\">not compared: " + markup(t->note) + "</td>") +
+        "</tr>";
+  }
+  if (rows.empty()) return "";
+  return "<section class=\"tensors\"><h3>tensors</h3><table class=\"tensors\"><tr>" + th("") + th("check") +
+         th("policy") + th("dtype") + th("shape") + th("elements") + th("violations") + th("max |d|") + th("max ulps") +
+         "</tr>" + rows + "</table></section>";
+}
+
+// ---- forks --------------------------------------------------------------------------------
+
+std::string top_table(const char* side, const ForkSide& s, const std::vector<std::string>& text, std::int32_t own,
+                      std::int32_t other) {
+  std::string t = "<div class=\"side\"><p class=\"side-head\">run " + std::string(side) + ": emits " +
+                  std::to_string(own) + " (margin " + num(s.witness.margin) + ", " + num(s.witness.margin_ulps) +
+                  " ulps); the other run's " + std::to_string(other) + " ranks " + std::to_string(s.other_rank) +
+                  ", gap " + num(s.gap) + " (" + num(s.gap_ulps) + " ulps)</p><table class=\"topk side-" + side +
+                  "\"><tr>" + th("rank") + th("token") + (text.empty() ? "" : th("text")) + th("logit") + th("gap") +
+                  "</tr>";
+  for (std::size_t i = 0; i < s.top.size(); ++i) {
+    const TopEntry& e = s.top[i];
+    const std::string css = e.token == own ? " class=\"own\"" : e.token == other ? " class=\"other\"" : "";
+    t += "<tr" + css + ">" + td(std::to_string(i + 1)) + td(std::to_string(e.token)) +
+         (text.empty() ? "" : td("<code>" + markup(i < text.size() ? text[i] : "") + "</code>")) +
+         td(markup_fixed(format_f32(e.logit))) + td(num(e.gap)) + "</tr>";
+  }
+  return t + "</table></div>";
+}
+
+std::string fork_section(const CheckResult& c, const ForkEvidence& e) {
+  const Fork& f = e.fork;
+  const std::string cls = markup(fork_class_name(f.cls));
+  std::string s = "<section class=\"fork\" data-check=\"" + markup(c.id) + "\" data-class=\"" + cls + "\"><h3>" +
+                  markup(c.id) + " " + verdict_badge(c.verdict) + " <span class=\"class\">" + cls + "</span></h3>";
+  s += "<p>position " + std::to_string(f.position) + " (row " + std::to_string(f.row) + "): A emits " +
+       std::to_string(f.token_a) + (e.has_text ? " <code>" + markup(e.text_a) + "</code>" : "") + ", B emits " +
+       std::to_string(f.token_b) + (e.has_text ? " <code>" + markup(e.text_b) + "</code>" : "") + "</p>";
+  std::string ids;
+  for (std::int32_t t : f.context) ids += (ids.empty() ? "" : " ") + std::to_string(t);
+  s += "<p class=\"context\">after " + (e.has_text ? "<code>" + markup(e.context_text) + "</code> " : std::string()) +
+       "[" + ids + "]</p>";
+  s += "<div class=\"sides\">" + top_table("A", f.a, e.top_a_text, f.token_a, f.token_b) +
+       top_table("B", f.b, e.top_b_text, f.token_b, f.token_a) + "</div>";
+  const auto within = [&](double d, double env) {
+    return !f.has_envelope ? std::string("no envelope") : d <= env ? std::string("within") : std::string("beyond");
+  };
+  s += "<p class=\"envelope-source\">envelope: " + markup(f.envelope_source) + "</p><table class=\"envelope\"><tr>" +
+       th("token") + th("|d| = |L<sub>A</sub> &#8722; L<sub>B</sub>|") + th("envelope") + th("") + "</tr><tr>" +
+       td(std::to_string(f.token_a)) + td(num(f.delta_a)) + td(num(f.env_a)) + td(within(f.delta_a, f.env_a)) +
+       "</tr><tr>" + td(std::to_string(f.token_b)) + td(num(f.delta_b)) + td(num(f.env_b)) +
+       td(within(f.delta_b, f.env_b)) + "</tr></table>";
+  s += "<p>before the fork: " + count_text(f.before.rows) + " matched rows, " + count_text(f.before.bit_identical) +
+       " bit-identical; max |d| " + num(f.before.max_abs) + ", per-row max |d| p50 " + num(f.before.p50) + ", p99 " +
+       num(f.before.p99) + "</p><p class=\"why\">" + markup(f.why) + "</p>";
+  return s + "</section>";
+}
+
+}  // namespace
+
+std::string verdict_class(Verdict v) {
+  switch (v) {
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kFail:
+      return "fail";
+    case Verdict::kSkip:
+      return "skip";
+  }
+  return "skip";
+}
+
+std::string verdict_badge(Verdict v) {
+  return "<span class=\"badge " + verdict_class(v) + "\">" + std::string(verdict_name(v)) + "</span>";
+}
+
+std::string projection_sections(const Report& report) {
+  std::string s;
+  for (const std::string& subject : subjects_with(report, "projections/")) s += projection_section(report, subject);
+  return s.empty() ? "" : "<section id=\"projections\"><h2>Projections</h2>" + s + "</section>";
+}
+
+std::string witness_sections(const Report& report) {
+  std::string s;
+  for (const CheckResult& c : report.checks) {
+    if (const auto* e = std::get_if<WitnessEvidence>(&c.evidence)) s += witness_section(c, *e);
+  }
+  return s.empty() ? "" : "<section id=\"witnesses\"><h2>Witnesses</h2>" + s + "</section>";
+}
+
+std::string compare_sections(const Report& report) {
+  std::string s;
+  for (const CheckResult& c : report.checks) {
+    if (const auto* e = std::get_if<LogitsEvidence>(&c.evidence)) s += logits_section(c, *e);
+  }
+  s += tensor_table(report);
+  return s.empty() ? "" : "<section id=\"compare\"><h2>Comparison</h2>" + s + "</section>";
+}
+
+std::string fork_sections(const Report& report) {
+  std::string s;
+  for (const CheckResult& c : report.checks) {
+    if (const auto* e = std::get_if<ForkEvidence>(&c.evidence)) {
+      s += fork_section(c, *e);
+    } else if (std::holds_alternative<NoForkEvidence>(c.evidence)) {
+      s += "<section class=\"fork\" data-check=\"" + markup(c.id) + "\" data-class=\"none\"><h3>" + markup(c.id) + " " +
+           verdict_badge(c.verdict) + "</h3><p>" + markup(c.reason) + "</p></section>";
+    }
+  }
+  return s.empty() ? "" : "<section id=\"forks\"><h2>Forks</h2>" + s + "</section>";
+}
+
+}  // namespace ncert::certify::detail

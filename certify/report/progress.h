@@ -1,0 +1,33 @@
+// This header defines the progress line of long runs: on stderr, only when stderr is a terminal
+// and the user did not ask for --quiet (the CLI turns it on), only after the first second, at
+// most four times a second, erased when the work ends. Never in reports, pipes or logs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace ncert::certify {
+
+class Progress {
+ public:
+  /// Turns progress lines on or off for the process (off by default: library users and tests).
+  static void enable(bool on);
+
+  /// `what` names the work ("check: projections"); `total` its units.
+  Progress(std::string what, std::int64_t total);
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  ~Progress();  ///< erases the line if one was drawn
+
+  /// `n` more units done.
+  void advance(std::int64_t n = 1);
+
+ private:
+  std::string what_;
+  std::int64_t total_ = 0, done_ = 0;
+  std::chrono::steady_clock::time_point start_, last_;
+  bool drawn_ = false;
+};
+
+}  // namespace ncert::certify

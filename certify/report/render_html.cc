@@ -1,0 +1,223 @@
+// The HTML report: the page shell, the verdict, inputs, checks, coverage, stats and extra
+// members; the evidence sections are in detail/html_sections.cc, the plots in detail/html_svg.cc.
+#include "certify/report/render_html.h"
+
+#include <algorithm>
+
+#include "certify/report/detail/html_markup.h"
+#include "certify/report/detail/html_sections.h"
+
+namespace ncert::certify {
+
+namespace {
+
+using detail::count_text;
+using detail::markup;
+using detail::markup_fixed;
+using detail::verdict_badge;
+
+// No external resource of any kind: the policy forbids every fetch, and the page needs none.
+constexpr const char* kHead = R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+)";
+
+constexpr const char* kStyle = R"(<style>
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1180px;padding:0 16px 40px;color:#1f2328;background:#fff}
+h1{font-size:22px;margin:0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}
+h3{font-size:15px;margin:18px 0 6px}header.verdict{padding:14px 16px;margin:16px 0;border-radius:6px;color:#fff}
+header.pass{background:#1a7f37}header.fail{background:#cf222e}header.verdict p{margin:4px 0 0}
+table{border-collapse:collapse;margin:6px 0}
+th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;font-weight:600}caption{text-align:left;font-weight:600;padding:4px 0}
+td.id,code{font-family:ui-monospace,monospace;font-size:12.5px;overflow-wrap:anywhere}
+table.checks td.id{min-width:15em}.side-head{max-width:540px;font-weight:600;margin:8px 0 2px}
+.badge{display:inline-block;min-width:36px;text-align:center;border-radius:4px;padding:0 5px;color:#fff;font-size:12px;font-weight:600}
+.badge.pass{background:#1a7f37}.badge.fail{background:#cf222e}.badge.skip{background:#6e7781}
+td.cov.pass{background:#dafbe1}td.cov.fail{background:#ffebe9}td.cov.skip{background:#f6f8fa;color:#6e7781}
+.kind{display:inline-block;margin:0 6px 4px 0;padding:0 6px;border-radius:4px;font-size:12px}
+.kind.pass{background:#dafbe1}.kind.fail{background:#ffebe9;color:#a40e26;font-weight:600}
+.kind.skip{background:#eaeef2;color:#57606a}#only-failures:checked~table tr.check:not(.fail){display:none}
+details pre{white-space:pre-wrap;margin:4px 0;font-size:12px}
+section.subject,section.fork{border:1px solid #d0d7de;border-radius:6px;padding:4px 14px 10px;margin:12px 0}
+figure{margin:8px 0}figcaption{font-size:12.5px;color:#57606a;max-width:1100px}svg.plot{display:block;background:#fff}
+svg .axis,svg .frame{stroke:#8c959f;fill:none}svg .bar{fill:#0969da}svg .bar.over{fill:#d97706}
+svg .bar.zero{fill:#8c959f}svg .bar.other{fill:#cf222e}svg .marker{stroke:#cf222e;stroke-dasharray:4 3}
+svg .tick,svg .caption,svg .note{font:11px system-ui,sans-serif;fill:#57606a}
+svg .line{fill:none;stroke:#0969da;stroke-width:1.4}svg .point{fill:#0969da}svg .inf{fill:#cf222e}
+svg .grid-bg{fill:#f6f8fa;stroke:#d0d7de}svg .cell{fill:#cf222e}.sides{display:flex;gap:16px;flex-wrap:wrap}
+tr.own td{background:#ddf4ff}tr.other td{background:#fff8c5}.failure,.failures li{color:#a40e26}.note{color:#57606a}
+.class{font-weight:600}footer{margin-top:32px;color:#57606a;font-size:12px}
+</style></head><body>
+)";
+
+/// A JSON value as one line of text, valid UTF-8 (invalid bytes replaced), capped.
+std::string json_text(const Json& j, std::size_t cap = 300) {
+  std::string s = j.is_string() ? j.get<std::string>() : j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (s.size() > cap) s = s.substr(0, cap) + "...";
+  return markup(s);
+}
+
+std::string header(const Report& r) {
+  const Verdict v = r.verdict();
+  const int failed = r.failed_checks(), skipped = r.skipped_checks();
+  const auto total = static_cast<int>(r.checks.size());
+  std::string summary;
+  if (r.error)
+    summary = "input refused: " + markup(r.error->to_string());
+  else if (failed > 0)
+    summary = std::to_string(failed) + " of " + std::to_string(total) + " checks failed";
+  else
+    summary = std::to_string(total - skipped) + " checks passed";
+  if (skipped > 0) summary += ", " + std::to_string(skipped) + " skipped";
+  return "<header id=\"verdict\" class=\"verdict " + std::string(v == Verdict::kPass ? "pass" : "fail") +
+         "\" data-verdict=\"" + std::string(verdict_name(v)) + "\" data-checks=\"" + std::to_string(total) +
+         "\" data-failed=\"" + std::to_string(failed) + "\" data-skipped=\"" + std::to_string(skipped) +
+         "\" data-refused=\"" + (r.error ? "true" : "false") + "\"><h1>ncert " + markup(r.command) + ": " +
+         std::string(verdict_name(v)) + "</h1><p>" + summary + "</p></header>";
+}
+
+std::string inputs(const Report& r) {
+  std::string s = "<section id=\"inputs\"><h2>Inputs</h2><table><tr><th>path</th><th>xxh3-128 of the file</th></tr>";
+  for (const InputInfo& i : r.inputs) {
+    s += "<tr><td class=\"id\">" + markup(i.path) + "</td><td><code>" + markup(i.xxh3_128) + "</code></td></tr>";
+  }
+  s += "</table>";
+  if (r.error) {
+    s += "<table id=\"error\" class=\"facts\"><caption>input refused</caption><tr><th>error</th><td>" +
+         markup(error_name(r.error->code())) + " (" + std::to_string(static_cast<int>(r.error->code())) +
+         ")</td></tr><tr><th>message</th><td>" + markup(r.error->message()) + "</td></tr>";
+    if (!r.error->detail().empty()) s += "<tr><th>detail</th><td>" + markup(r.error->detail()) + "</td></tr>";
+    s += "</table>";
+  }
+  return s + "</section>";
+}
+
+std::string checks(const Report& r) {
+  constexpr std::size_t kMaxDetails = 40;
+  std::string s =
+      "<section id=\"checks\"><h2>Checks</h2><input type=\"checkbox\" id=\"only-failures\">"
+      "<label for=\"only-failures\"> failures only</label><table class=\"checks\"><tr><th></th><th>check</th>"
+      "<th>kind</th><th>reason</th></tr>";
+  for (const CheckResult& c : r.checks) {
+    const std::string v(verdict_name(c.verdict));
+    s += "<tr class=\"check " + detail::verdict_class(c.verdict) + "\" data-verdict=\"" + v + "\" data-kind=\"" +
+         markup(check_kind_name(c.kind)) + "\"><td>" + verdict_badge(c.verdict) + "</td><td class=\"id\">" +
+         markup(c.id) + "</td><td>" + markup(check_kind_name(c.kind)) + "</td><td>" + markup(c.reason);
+    if (!c.details.empty()) {
+      s += "<details" + std::string(c.failed() ? " open" : "") + "><summary>" + std::to_string(c.details.size()) +
+           " detail line" + (c.details.size() == 1 ? "" : "s") + "</summary><pre>";
+      for (std::size_t i = 0; i < std::min(c.details.size(), kMaxDetails); ++i) s += markup(c.details[i]) + "\n";
+      if (c.details.size() > kMaxDetails) s += "... " + std::to_string(c.details.size() - kMaxDetails) + " more\n";
+      s += "</pre></details>";
+    }
+    s += "</td></tr>";
+  }
+  return s + "</table></section>";
+}
+
+std::string coverage(const Report& r) {
+  const std::vector<CoverageRow> rows = r.coverage();
+  if (rows.empty()) return "";
+  std::vector<CheckKind> columns;
+  for (const CoverageRow& row : rows) {
+    for (const auto& [k, v] : row.kinds) {
+      if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
+    }
+  }
+  std::sort(columns.begin(), columns.end());
+  std::string s = "<section id=\"coverage\"><h2>Coverage</h2><table class=\"coverage\"><tr><th>subject</th>";
+  for (CheckKind k : columns) s += "<th>" + markup(check_kind_name(k)) + "</th>";
+  s += "</tr>";
+  for (const CoverageRow& row : rows) {
+    s += "<tr><td class=\"id\">" + markup(row.subject) + "</td>";
+    for (CheckKind k : columns) {
+      const auto cell = std::find_if(row.kinds.begin(), row.kinds.end(), [&](const auto& kv) { return kv.first == k; });
+      if (cell == row.kinds.end()) {
+        s += "<td class=\"cov none\">-</td>";
+        continue;
+      }
+      s += "<td class=\"cov " + detail::verdict_class(cell->second) + "\">" + std::string(verdict_name(cell->second)) +
+           "</td>";
+    }
+    s += "</tr>";
+  }
+  return s + "</table></section>";
+}
+
+/// An array of objects as a table (columns in order of first appearance), capped.
+std::string json_table(const std::string& caption, const Json& list) {
+  constexpr std::size_t kMaxRows = 200;
+  std::vector<std::string> columns;
+  for (const Json& e : list) {
+    if (!e.is_object()) continue;
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (std::find(columns.begin(), columns.end(), it.key()) == columns.end()) columns.push_back(it.key());
+    }
+  }
+  std::string s =
+      "<table class=\"extra\"><caption>" + caption + " (" + count_text(static_cast<long long>(list.size())) +
+      (list.size() > kMaxRows ? ", the first " + std::to_string(kMaxRows) + " shown" : "") + ")</caption><tr>";
+  for (const std::string& c : columns) s += "<th>" + markup(c) + "</th>";
+  s += "</tr>";
+  std::size_t n = 0;
+  for (const Json& e : list) {
+    if (n++ == kMaxRows) break;
+    s += "<tr>";
+    if (!e.is_object()) {
+      s += "<td colspan=\"" + std::to_string(std::max<std::size_t>(columns.size(), 1)) + "\">" + json_text(e) + "</td>";
+    } else {
+      for (const std::string& c : columns) s += "<td>" + (e.contains(c) ? json_text(e[c]) : "") + "</td>";
+    }
+    s += "</tr>";
+  }
+  return s + "</table>";
+}
+
+std::string stats_and_extra(const Report& r) {
+  std::string s;
+  if (!r.stats.empty()) {
+    s += "<table id=\"stats\" class=\"facts\">";
+    for (auto it = r.stats.begin(); it != r.stats.end(); ++it) {
+      // Timings are the JSON's: without them the page is the same bytes for the same inputs.
+      if (it.key().rfind("timing_", 0) == 0) continue;
+      s += "<tr><th>" + markup(it.key()) + "</th><td>" + json_text(it.value()) + "</td></tr>";
+    }
+    s += "</table>";
+  }
+  for (auto it = r.extra.begin(); it != r.extra.end(); ++it) {
+    const Json& v = it.value();
+    if (v.is_array()) {
+      s += json_table(markup(it.key()), v);
+    } else if (v.is_object()) {
+      for (auto sub = v.begin(); sub != v.end(); ++sub) {
+        if (sub.value().is_array()) s += json_table(markup(it.key()) + ": " + markup(sub.key()), sub.value());
+      }
+    }
+  }
+  return s.empty() ? "" : "<section id=\"command-stats\"><h2>Command</h2>" + s + "</section>";
+}
+
+}  // namespace
+
+std::string render_html(const Report& report) {
+  std::string page = kHead;
+  page += "<title>ncert " + markup(report.command) + ": " + std::string(verdict_name(report.verdict())) + "</title>\n";
+  page += kStyle;
+  page += header(report);
+  page += inputs(report);
+  page += checks(report);
+  page += coverage(report);
+  page += detail::projection_sections(report);
+  page += detail::witness_sections(report);
+  page += detail::compare_sections(report);
+  page += detail::fork_sections(report);
+  page += stats_and_extra(report);
+  page += "<footer>ncert " + markup_fixed(ncert_version()) + ", command " + markup(report.command) + "</footer>\n";
+  page += "</body></html>\n";
+  return page;
+}
+
+}  // namespace ncert::certify
