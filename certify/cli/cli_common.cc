@@ -218,8 +218,15 @@ int run_reported(const char* command, const CommonOptions& o, const std::vector<
     std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
     return exit_code_for(s.code());
   }
-  // A progress line for long runs, on a terminal only (never in pipes, logs or reports).
-  certify::Progress::enable(!o.quiet && ::isatty(STDERR_FILENO));
+  // A progress line for long runs, on a terminal only (never in pipes, logs or reports), after
+  // 1 s or NCERT_PROGRESS_DELAY seconds.
+  double delay = 1.0;
+  if (const char* env = std::getenv("NCERT_PROGRESS_DELAY")) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end != env && *end == '\0' && v >= 0 && v <= 3600) delay = v;
+  }
+  certify::Progress::enable(!o.quiet && ::isatty(STDERR_FILENO), delay);
   certify::IsolationOptions iso = isolation_options(o);
   iso.enabled = iso.enabled && isolate;
   auto end = certify::run_isolated([&] { return run_child(command, o, inputs, run); }, iso);

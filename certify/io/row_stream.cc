@@ -132,7 +132,8 @@ Index block_rows_for(const std::vector<const DatasetInfo*>& datasets, Index targ
   return rows;
 }
 
-Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit) {
+Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit,
+                   const std::function<void(Index rows_done)>& after_block) {
   const std::size_t S = streams.size();
   if (S == 0 || S > kMaxStreams) return Status(ErrorCode::kInvalidArgument, "stream_rows: 1 to 4 streams");
   std::vector<RowBlock> cur(S), nxt(S);
@@ -166,6 +167,7 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
         visit(cur[0].first_row + i, rows.data());
       }
     }
+    if (after_block) after_block(cur[0].first_row + n);
     if (more && !overlap) fetched = fetch(nxt);
     NCERT_RETURN_IF_ERROR(fetched);
     if (!more) break;

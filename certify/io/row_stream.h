@@ -63,6 +63,9 @@ using RowVisitor = std::function<void(Index t, const unsigned char* const* rows)
 /// works on the current ones (mapping 2.5 GB with MAP_POPULATE costs ~0.15 s that would
 /// otherwise be serial); compressed streams are fetched between blocks, so every thread
 /// decodes chunks (DumpReader::read_rows).
-Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit);
+/// `after_block`, when set, is called on the calling thread after each block with the rows
+/// visited so far (progress lines; it must not touch the rows).
+Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit,
+                   const std::function<void(Index rows_done)>& after_block = {});
 
 }  // namespace ncert::certify

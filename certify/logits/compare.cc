@@ -11,6 +11,7 @@
 
 #include "certify/io/row_stream.h"
 #include "certify/report/format.h"
+#include "certify/report/progress.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
@@ -76,11 +77,19 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, rb.path + "/logits", per_block, hash_b));
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
   RowStream* streams[] = {&sa, &sb};
-  NCERT_RETURN_IF_ERROR(stream_rows(streams, c.matched, [&](Index t, const unsigned char* const* rows) {
-    c.rows[static_cast<std::size_t>(t)] =
-        compare_rows(reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
-                     c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
-  }));
+  Progress progress("compare " + ra.name + ": rows", c.matched);
+  Index shown = 0;
+  NCERT_RETURN_IF_ERROR(stream_rows(
+      streams, c.matched,
+      [&](Index t, const unsigned char* const* rows) {
+        c.rows[static_cast<std::size_t>(t)] =
+            compare_rows(reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
+                         c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+      },
+      [&](Index done) {
+        progress.advance(done - shown);
+        shown = done;
+      }));
   c.seconds = since(t0);
   return c;
 }

@@ -10,6 +10,7 @@
 #include "certify/io/hash.h"
 #include "certify/report/format.h"
 #include "certify/io/row_stream.h"
+#include "certify/report/progress.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
@@ -171,6 +172,12 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   std::vector<char> head_differs(head ? static_cast<std::size_t>(run.tokens) : 0, 0);
   std::vector<RowStream*> streams = {&stream};
   if (head) streams.push_back(&*head);
+  Progress progress("witness " + run.name + ": rows", run.tokens);
+  Index shown = 0;
+  const auto after_block = [&](Index done) {
+    progress.advance(done - shown);
+    shown = done;
+  };
   NCERT_RETURN_IF_ERROR(stream_rows(streams, run.tokens, [&](Index t, const unsigned char* const* rows) {
     const float* row = reinterpret_cast<const float*>(rows[0]);
     const RowScan scan = scan_row(row, run.vocab);
@@ -180,7 +187,7 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
     if (head) {
       head_differs[static_cast<std::size_t>(t)] = !lm_head_row_matches(row, rows[1], model.head_output, run.vocab);
     }
-  }));
+  }, after_block));
   for (std::size_t t = 0; t < head_differs.size(); ++t) {
     if (!head_differs[t]) continue;
     // Re-read the one row pair to name the first differing token.

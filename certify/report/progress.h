@@ -12,9 +12,11 @@ namespace ncert::certify {
 class Progress {
  public:
   /// Turns progress lines on or off for the process (off by default: library users and tests).
-  static void enable(bool on);
+  /// Nothing is drawn before `delay_seconds` have passed, so short runs stay silent.
+  static void enable(bool on, double delay_seconds = 1.0);
 
-  /// `what` names the work ("check: projections"); `total` its units.
+  /// `what` names the work ("check: projections"); `total` its units. Names from a dump are
+  /// escaped like every text from a dump (printable.h).
   Progress(std::string what, std::int64_t total);
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
