@@ -138,130 +138,123 @@ void walk_tree(LinkWalk& w, int max_depth) {
   }
 }
 
-/// Validates one dataset's storage and type; fills `info` and appends findings.
-bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const TypedAttrs& attrs,
-                     std::uint64_t file_size, DatasetInfo* info, std::vector<Finding>* findings) {
-  auto error = [&](ErrorCode code, std::string msg) {
-    findings->push_back({Severity::kError, code, path, std::move(msg)});
-    return false;
-  };
-  info->path = path;
-  for (const auto& [name, v] : attrs) info->attributes.push_back({name, v});
-
-  Hid ds = own_dataset(H5Dopen2(file, path.c_str(), dapl));
-  if (!ds.valid()) {
-    const Status s = hdf5_failure(ErrorCode::kHdf5, "cannot open dataset");
-    return error(s.code(), s.message());
-  }
-  // Storage first: a virtual dataset must be refused before anything could read through it.
-  Hid dcpl = own_plist(H5Dget_create_plist(ds.get()));
-  if (!dcpl.valid()) return error(ErrorCode::kHdf5, "cannot read creation properties");
-  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+/// Refuses storage that could read through to another file or as fill values: virtual
+/// datasets, external raw data, layouts other than contiguous, compact and chunked.
+Status refuse_foreign_storage(hid_t dcpl, H5D_layout_t layout) {
   if (layout == H5D_VIRTUAL) {
     size_t count = 0;
-    H5Pget_virtual_count(dcpl.get(), &count);
+    H5Pget_virtual_count(dcpl, &count);
     std::string src = "?";
     if (count > 0) {
       char name[512] = {0};
-      if (H5Pget_virtual_filename(dcpl.get(), 0, name, sizeof name) >= 0) src = name;
+      if (H5Pget_virtual_filename(dcpl, 0, name, sizeof name) >= 0) src = name;
     }
-    return error(ErrorCode::kVirtualDataset,
-                 "virtual dataset with " + std::to_string(count) + " source mapping(s), first in \"" +
-                     src + "\"; refused (a missing source would read as fill values)");
+    return Status(ErrorCode::kVirtualDataset, "virtual dataset with " + std::to_string(count) +
+                                                  " source mapping(s), first in \"" + src +
+                                                  "\"; refused (a missing source would read as fill values)");
   }
   if (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT && layout != H5D_CHUNKED) {
-    return error(ErrorCode::kLayoutRefused, "storage layout " + std::to_string(layout) + " refused");
+    return Status(ErrorCode::kLayoutRefused, "storage layout " + std::to_string(layout) + " refused");
   }
-  const int external = H5Pget_external_count(dcpl.get());
+  const int external = H5Pget_external_count(dcpl);
   if (external > 0) {
     char name[512] = {0};
     off_t offset = 0;
     hsize_t size = 0;
-    H5Pget_external(dcpl.get(), 0, sizeof name, name, &offset, &size);
-    return error(ErrorCode::kExternalStorage, "raw data stored in " + std::to_string(external) +
-                                                  " external file(s), first \"" + name + "\"");
+    H5Pget_external(dcpl, 0, sizeof name, name, &offset, &size);
+    return Status(ErrorCode::kExternalStorage,
+                  "raw data stored in " + std::to_string(external) + " external file(s), first \"" + name + "\"");
   }
+  return Status::ok_status();
+}
 
-  Hid space = own_space(H5Dget_space(ds.get()));
-  if (!space.valid()) return error(ErrorCode::kHdf5, "cannot read dataspace");
+/// The dataspace: info->shape and info->elements, refusing null spaces and overflowing counts.
+Status read_shape(hid_t ds, DatasetInfo* info) {
+  Hid space = own_space(H5Dget_space(ds));
+  if (!space.valid()) return Status(ErrorCode::kHdf5, "cannot read dataspace");
   const H5S_class_t sclass = H5Sget_simple_extent_type(space.get());
-  if (sclass == H5S_NULL) return error(ErrorCode::kShapeMismatch, "null dataspace (no elements)");
+  if (sclass == H5S_NULL) return Status(ErrorCode::kShapeMismatch, "null dataspace (no elements)");
   const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank < 0 || rank > 32) return error(ErrorCode::kShapeMismatch, "invalid rank");
+  if (rank < 0 || rank > 32) return Status(ErrorCode::kShapeMismatch, "invalid rank");
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   Index elements = 1;
   for (hsize_t d : dims) {
-    if (d > static_cast<hsize_t>(INT64_MAX) ||
-        mul_overflows(elements, static_cast<Index>(d), &elements)) {
+    if (d > static_cast<hsize_t>(INT64_MAX) || mul_overflows(elements, static_cast<Index>(d), &elements)) {
       std::string s = "[";
       for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-      return error(ErrorCode::kSizeOverflow, "dims " + s + "] overflow a 64-bit element count");
+      return Status(ErrorCode::kSizeOverflow, "dims " + s + "] overflow a 64-bit element count");
     }
     info->shape.push_back(static_cast<Index>(d));
   }
   info->elements = elements;
+  return Status::ok_status();
+}
 
-  Hid type = own_type(H5Dget_type(ds.get()));
+/// The element type (uint16 only as tagged raw bf16) and the byte count.
+Status read_dtype(hid_t ds, const TypedAttrs& attrs, DatasetInfo* info) {
+  Hid type = own_type(H5Dget_type(ds));
   const TypeClass tc = classify_type(type.get());
   if (tc.is_u16) {
-    const auto it = std::find_if(attrs.begin(), attrs.end(),
-                                 [](const auto& a) { return a.first == "dtype"; });
+    const auto it = std::find_if(attrs.begin(), attrs.end(), [](const auto& a) { return a.first == "dtype"; });
     const bool tagged = it != attrs.end() && it->second.kind == AttrValue::Kind::kString &&
                         it->second.strings.size() == 1 && it->second.strings[0] == "bf16";
     if (!tagged) {
-      return error(ErrorCode::kDatatypeRefused,
-                   "uint16 dataset without the attribute dtype = \"bf16\" (16-bit integers are "
-                   "only accepted as raw bf16 patterns)");
+      return Status(ErrorCode::kDatatypeRefused,
+                    "uint16 dataset without the attribute dtype = \"bf16\" (16-bit integers are "
+                    "only accepted as raw bf16 patterns)");
     }
     info->dtype = DType::kBf16;
     info->bf16_as_u16 = true;
   } else if (!tc.allowed) {
-    return error(ErrorCode::kDatatypeRefused, "datatype " + tc.description + " is not allowed");
+    return Status(ErrorCode::kDatatypeRefused, "datatype " + tc.description + " is not allowed");
   } else {
     info->dtype = tc.dtype;
   }
-  if (mul_overflows(elements, dtype_size(info->dtype), &info->bytes)) {
-    return error(ErrorCode::kSizeOverflow, "shape " + shape_string(info->shape) +
-                                               " overflows a 64-bit byte count");
+  if (mul_overflows(info->elements, dtype_size(info->dtype), &info->bytes)) {
+    return Status(ErrorCode::kSizeOverflow, "shape " + shape_string(info->shape) + " overflows a 64-bit byte count");
   }
+  return Status::ok_status();
+}
 
-  if (layout == H5D_CHUNKED) {
-    info->layout = Layout::kChunked;
-    std::vector<hsize_t> chunk(static_cast<std::size_t>(std::max(rank, 1)));
-    H5Pget_chunk(dcpl.get(), rank, chunk.data());
-    for (int i = 0; i < rank; ++i) info->chunk.push_back(static_cast<Index>(chunk[i]));
-    const int nfilters = H5Pget_nfilters(dcpl.get());
-    for (int i = 0; i < nfilters; ++i) {
-      unsigned flags = 0;
-      size_t nelmts = 8;
-      unsigned cd[8] = {0};
-      char name[256] = {0};
-      unsigned config = 0;
-      const H5Z_filter_t id =
-          H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts, cd, sizeof name,
-                         name, &config);
-      if (id == H5Z_FILTER_DEFLATE) {
-        info->filters.push_back("deflate(" + std::to_string(nelmts > 0 ? cd[0] : 0) + ")");
-      } else if (id == H5Z_FILTER_SHUFFLE) {
-        info->filters.push_back("shuffle");
-      } else if (id == H5Z_FILTER_FLETCHER32) {
-        info->filters.push_back("fletcher32");
-      } else {
-        return error(ErrorCode::kFilterRefused,
-                     "filter id " + std::to_string(id) + " (\"" + name + "\") at pipeline position " +
-                         std::to_string(i) + "; only deflate, shuffle and fletcher32 are allowed");
-      }
+/// Chunk shape and filter pipeline of a chunked dataset: deflate, shuffle and fletcher32 only.
+Status read_chunking(hid_t dcpl, DatasetInfo* info) {
+  const int rank = static_cast<int>(info->shape.size());
+  std::vector<hsize_t> chunk(static_cast<std::size_t>(std::max(rank, 1)));
+  H5Pget_chunk(dcpl, rank, chunk.data());
+  for (int i = 0; i < rank; ++i) info->chunk.push_back(static_cast<Index>(chunk[i]));
+  const int nfilters = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0;
+    size_t nelmts = 8;
+    unsigned cd[8] = {0};
+    char name[256] = {0};
+    unsigned config = 0;
+    const H5Z_filter_t id =
+        H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nelmts, cd, sizeof name, name, &config);
+    if (id == H5Z_FILTER_DEFLATE) {
+      info->filters.push_back("deflate(" + std::to_string(nelmts > 0 ? cd[0] : 0) + ")");
+    } else if (id == H5Z_FILTER_SHUFFLE) {
+      info->filters.push_back("shuffle");
+    } else if (id == H5Z_FILTER_FLETCHER32) {
+      info->filters.push_back("fletcher32");
+    } else {
+      return Status(ErrorCode::kFilterRefused, "filter id " + std::to_string(id) + " (\"" + name +
+                                                   "\") at pipeline position " + std::to_string(i) +
+                                                   "; only deflate, shuffle and fletcher32 are allowed");
     }
-  } else {
-    info->layout = layout == H5D_COMPACT ? Layout::kCompact : Layout::kContiguous;
   }
-  // What the file stores for it bounds what it can hold: unfiltered storage holds its bytes
-  // one for one, deflate expands at most ~1032:1 (zlib's limit). A declared size beyond that is
-  // unallocated space that would read as fill values (or be hashed, decompressed and compared
-  // as such): a bomb, refused before anything reads it. One chunk of slack covers edge chunks.
+  return Status::ok_status();
+}
+
+/// What the file stores for a dataset bounds what it can hold: unfiltered storage holds its
+/// bytes one for one, deflate expands at most ~1032:1 (zlib's limit). A declared size beyond
+/// that is unallocated space that would read as fill values (or be hashed, decompressed and
+/// compared as such): a bomb, refused before anything reads it. One chunk of slack covers edge
+/// chunks. Contiguous raw data must also lie inside the file.
+Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_size, DatasetInfo* info) {
   if (info->bytes > 0 && layout != H5D_COMPACT) {
-    const std::uint64_t stored = H5Dget_storage_size(ds.get());
+    const std::uint64_t stored = H5Dget_storage_size(ds);
     const bool deflated = std::find_if(info->filters.begin(), info->filters.end(), [](const std::string& f) {
                             return f.rfind("deflate", 0) == 0;
                           }) != info->filters.end();
@@ -271,25 +264,131 @@ bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const Type
     const std::uint64_t can_hold =
         (stored > UINT64_MAX / expand ? UINT64_MAX : stored * expand) + (layout == H5D_CHUNKED ? chunk_bytes : 0);
     if (static_cast<std::uint64_t>(info->bytes) > can_hold) {
-      return error(ErrorCode::kStorageBomb,
-                   "declares " + shape_string(info->shape) + " = " + std::to_string(info->bytes) + " bytes but the file stores " +
-                       std::to_string(stored) + " bytes for it" + (deflated ? " (deflate expands at most ~1032x)" : "") +
-                       ": unwritten space would read as fill values; refused");
+      return Status(ErrorCode::kStorageBomb,
+                    "declares " + shape_string(info->shape) + " = " + std::to_string(info->bytes) +
+                        " bytes but the file stores " + std::to_string(stored) + " bytes for it" +
+                        (deflated ? " (deflate expands at most ~1032x)" : "") +
+                        ": unwritten space would read as fill values; refused");
     }
   }
   if (layout == H5D_CONTIGUOUS) {
-    const haddr_t addr = H5Dget_offset(ds.get());
+    const haddr_t addr = H5Dget_offset(ds);
     if (addr != HADDR_UNDEF) {
       if (addr > file_size || static_cast<std::uint64_t>(info->bytes) > file_size - addr) {
-        return error(ErrorCode::kHdf5, "raw data at offset " + std::to_string(addr) + " + " +
-                                           std::to_string(info->bytes) +
-                                           " bytes extends past the end of the file (" +
-                                           std::to_string(file_size) + " bytes): truncated?");
+        return Status(ErrorCode::kHdf5, "raw data at offset " + std::to_string(addr) + " + " +
+                                            std::to_string(info->bytes) + " bytes extends past the end of the file (" +
+                                            std::to_string(file_size) + " bytes): truncated?");
       }
       info->file_offset = addr;
     }
   }
+  return Status::ok_status();
+}
+
+/// Validates one dataset's storage and type; fills `info` and appends findings. Storage comes
+/// first: a virtual dataset must be refused before anything could read through it.
+bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const TypedAttrs& attrs,
+                     std::uint64_t file_size, DatasetInfo* info, std::vector<Finding>* findings) {
+  auto refused = [&](const Status& s) {
+    findings->push_back({Severity::kError, s.code(), path, s.message()});
+    return false;
+  };
+  info->path = path;
+  for (const auto& [name, v] : attrs) info->attributes.push_back({name, v});
+  Hid ds = own_dataset(H5Dopen2(file, path.c_str(), dapl));
+  if (!ds.valid()) return refused(hdf5_failure(ErrorCode::kHdf5, "cannot open dataset"));
+  Hid dcpl = own_plist(H5Dget_create_plist(ds.get()));
+  if (!dcpl.valid()) return refused(Status(ErrorCode::kHdf5, "cannot read creation properties"));
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  if (Status s = refuse_foreign_storage(dcpl.get(), layout); !s.ok()) return refused(s);
+  if (Status s = read_shape(ds.get(), info); !s.ok()) return refused(s);
+  if (Status s = read_dtype(ds.get(), attrs, info); !s.ok()) return refused(s);
+  if (layout == H5D_CHUNKED) {
+    info->layout = Layout::kChunked;
+    if (Status s = read_chunking(dcpl.get(), info); !s.ok()) return refused(s);
+  } else {
+    info->layout = layout == H5D_COMPACT ? Layout::kCompact : Layout::kContiguous;
+  }
+  if (Status s = check_storage_bounds(ds.get(), layout, file_size, info); !s.ok()) return refused(s);
   return true;
+}
+
+/// Soft links: refused inside the dump tree (they can make two checked objects share bytes),
+/// noted and ignored outside it.
+void soft_link_findings(const std::vector<std::pair<std::string, std::string>>& soft, std::vector<Finding>* findings) {
+  for (const auto& [spath, target] : soft) {
+    const bool in_tree = spath.rfind("/projections", 0) == 0 || spath.rfind("/logits", 0) == 0 ||
+                         spath.rfind("/tensors", 0) == 0;
+    if (in_tree) {
+      findings->push_back({Severity::kError, ErrorCode::kLinkRefused, spath,
+                           "soft link to \"" + target +
+                               "\" inside the dump tree; only hard links are accepted (a soft "
+                               "link can make two checked objects share bytes)"});
+    } else {
+      findings->push_back(
+          {Severity::kNote, ErrorCode::kOk, spath, "soft link to \"" + target + "\" outside the dump tree, ignored"});
+    }
+  }
+}
+
+/// Opens every hard-linked object once: refuses an object reached under two names (two hard
+/// links would let an identity check compare a dataset with itself), reads its attributes, and
+/// records groups and inspected datasets in the model.
+void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, hid_t lapl, Surveyed& s,
+                    std::vector<Finding>& findings) {
+  DumpModel& m = impl.model;
+  std::set<std::string>& groups = s.groups;
+  std::set<std::string>& failed = s.failed;
+  std::map<haddr_t, std::string> first_name;
+  for (const HardLink& link : hard) {
+    const std::string& hp = link.path;
+    Hdf5Activity activity("reading", hp + " in " + impl.model.file);
+    if (link.type == H5O_TYPE_UNKNOWN) {
+      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
+                          "cannot read the object's header (corrupt object header)"});
+      failed.insert(hp);
+      continue;
+    }
+    if (const auto [it, fresh] = first_name.emplace(link.addr, hp); !fresh) {
+      findings.push_back({Severity::kError, ErrorCode::kObjectAliased, hp,
+                          "is the same HDF5 object as " + it->second +
+                              " (a hard link): every member must be its own object"});
+      failed.insert(hp);
+      continue;
+    }
+    Hid obj = own_object(H5Oopen(impl.file.get(), hp.c_str(), lapl));
+    if (!obj.valid()) {
+      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
+                          "cannot open object: " + hdf5_error_text()});
+      failed.insert(hp);
+      continue;
+    }
+    auto obj_attrs = read_attributes(obj.get());
+    if (!obj_attrs.ok()) {
+      findings.push_back({Severity::kError, obj_attrs.status().code(), hp,
+                          obj_attrs.status().message()});
+      failed.insert(hp);
+      continue;
+    }
+    s.attrs[hp] = *obj_attrs;
+    if (link.type == H5O_TYPE_GROUP) {
+      groups.insert(hp);
+      GroupInfo g;
+      g.path = hp;
+      for (const auto& [n, v] : *obj_attrs) g.attributes.push_back({n, v});
+      m.groups.push_back(std::move(g));
+    } else if (link.type == H5O_TYPE_DATASET) {
+      DatasetInfo info;
+      if (inspect_dataset(impl.file.get(), impl.dapl.get(), hp, *obj_attrs, impl.file_size,
+                          &info, &findings)) {
+        m.datasets.push_back(std::move(info));
+      } else {
+        failed.insert(hp);
+      }
+    } else {
+      findings.push_back({Severity::kNote, ErrorCode::kOk, hp, "named datatype, ignored"});
+    }
+  }
 }
 
 }  // namespace
@@ -334,14 +433,10 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   walk_tree(walk, options.max_depth);
   DumpModel& m = impl->model;
   Surveyed s;
-  std::map<std::string, TypedAttrs>& attrs = s.attrs;
-  std::set<std::string>& groups = s.groups;
-  std::set<std::string>& failed = s.failed;
-
   {
     Hdf5Activity activity("reading the root attributes of", path);
     if (auto root_attrs = read_attributes(impl->file.get()); root_attrs.ok()) {
-      attrs["/"] = *root_attrs;
+      s.attrs["/"] = *root_attrs;
       for (const auto& [n, v] : *root_attrs) m.root_attributes.push_back({n, v});
     } else {
       walk.findings.push_back({Severity::kError, root_attrs.status().code(), "/", root_attrs.status().message()});
@@ -350,71 +445,8 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
 
   std::sort(walk.hard.begin(), walk.hard.end(), [](const HardLink& a, const HardLink& b) { return a.path < b.path; });
   std::vector<Finding> findings = std::move(walk.findings);
-  for (const auto& [spath, target] : walk.soft) {
-    const bool in_tree = spath.rfind("/projections", 0) == 0 || spath.rfind("/logits", 0) == 0 ||
-                         spath.rfind("/tensors", 0) == 0;
-    if (in_tree) {
-      findings.push_back({Severity::kError, ErrorCode::kLinkRefused, spath,
-                          "soft link to \"" + target +
-                              "\" inside the dump tree; only hard links are accepted (a soft "
-                              "link can make two checked objects share bytes)"});
-    } else {
-      findings.push_back({Severity::kNote, ErrorCode::kOk, spath,
-                          "soft link to \"" + target + "\" outside the dump tree, ignored"});
-    }
-  }
-  // Every object must have one name: two hard links to one object would let an identity check
-  // compare a dataset with itself (y_packed linked to y_unpacked).
-  std::map<haddr_t, std::string> first_name;
-  for (const HardLink& link : walk.hard) {
-    const std::string& hp = link.path;
-    Hdf5Activity activity("reading", hp + " in " + path);
-    if (link.type == H5O_TYPE_UNKNOWN) {
-      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
-                          "cannot read the object's header (corrupt object header)"});
-      failed.insert(hp);
-      continue;
-    }
-    if (const auto [it, fresh] = first_name.emplace(link.addr, hp); !fresh) {
-      findings.push_back({Severity::kError, ErrorCode::kObjectAliased, hp,
-                          "is the same HDF5 object as " + it->second +
-                              " (a hard link): every member must be its own object"});
-      failed.insert(hp);
-      continue;
-    }
-    Hid obj = own_object(H5Oopen(impl->file.get(), hp.c_str(), lapl.get()));
-    if (!obj.valid()) {
-      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
-                          "cannot open object: " + hdf5_error_text()});
-      failed.insert(hp);
-      continue;
-    }
-    auto obj_attrs = read_attributes(obj.get());
-    if (!obj_attrs.ok()) {
-      findings.push_back({Severity::kError, obj_attrs.status().code(), hp,
-                          obj_attrs.status().message()});
-      failed.insert(hp);
-      continue;
-    }
-    attrs[hp] = *obj_attrs;
-    if (link.type == H5O_TYPE_GROUP) {
-      groups.insert(hp);
-      GroupInfo g;
-      g.path = hp;
-      for (const auto& [n, v] : *obj_attrs) g.attributes.push_back({n, v});
-      m.groups.push_back(std::move(g));
-    } else if (link.type == H5O_TYPE_DATASET) {
-      DatasetInfo info;
-      if (inspect_dataset(impl->file.get(), impl->dapl.get(), hp, *obj_attrs, impl->file_size,
-                          &info, &findings)) {
-        m.datasets.push_back(std::move(info));
-      } else {
-        failed.insert(hp);
-      }
-    } else {
-      findings.push_back({Severity::kNote, ErrorCode::kOk, hp, "named datatype, ignored"});
-    }
-  }
+  soft_link_findings(walk.soft, &findings);
+  survey_objects(*impl, walk.hard, lapl.get(), s, findings);
   std::sort(m.datasets.begin(), m.datasets.end(),
             [](const DatasetInfo& a, const DatasetInfo& b) { return a.path < b.path; });
   m.findings = std::move(findings);
