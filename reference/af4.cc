@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "reference/detail/af4_kernel_weight.h"
 #include "reference/float_bits.h"
 
 namespace ncert::reference {
@@ -101,23 +102,7 @@ const std::array<float, 16>& builtin_codebook(Af4Codebook c) {
 
 float decode_scale(DType t, const void* base, Index index) { return decode_element(base, t, index); }
 
-namespace {
-
-/// The kernel's weight for one code under a pinned dequantization (kF32 / kOutput): the f32
-/// value by one operation order, rounded to the activation type for kOutput.
-float kernel_weight(const Af4Layout& L, float s, float b, int q, bool fused, bool round_to_act) {
-  float w;
-  if (L.variant == Af4Variant::kAffine) {
-    const float qf = static_cast<float>(q);
-    // -ffp-contract=off (CMake): s * qf + b is two roundings unless fmaf says one.
-    w = fused ? std::fma(s, qf, b) : s * qf + b;
-  } else {
-    w = L.table[q] * s;
-  }
-  return round_to_act ? round_to_bf16(w) : w;
-}
-
-}  // namespace
+using detail::kernel_weight;
 
 void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg,
                     float* kernel, double* spread) {

@@ -9,6 +9,7 @@
 #endif
 
 #include "reference/bounds.h"
+#include "reference/detail/af4_kernel_weight.h"
 #include "reference/detail/directed.h"
 #include "reference/float_bits.h"
 
@@ -82,20 +83,6 @@ struct CodeTable {
   double l1_term[16];  ///< alg where exact is finite, else 0 (the row 1-norm skips non-finite)
   std::uint32_t nonfinite_mask = 0, ambiguous_mask = 0, nonzero_mask = 0;  ///< bit q per code
 };
-
-/// The kernel's f32 weight for code q under a pinned dequantization (af4.cc kernel_weight):
-/// one fused multiply-add or a multiply then an add, then rounded to bf16 for `output` with
-/// bf16 activations. -ffp-contract=off keeps s * qf + b two roundings.
-float kernel_weight(const Af4Layout& L, float s, float b, int q, bool fused, bool round_to_act) {
-  float w;
-  if (L.variant == Af4Variant::kAffine) {
-    const float qf = static_cast<float>(q);
-    w = fused ? std::fma(s, qf, b) : s * qf + b;
-  } else {
-    w = L.table[q] * s;
-  }
-  return round_to_act ? round_to_bf16(w) : w;
-}
 
 /// af4_decode_row's values for the 16 codes of one group (reference/af4.cc, the same formulas
 /// per code: they depend on the code, the group's scale and bias and the layout only).
