@@ -1,7 +1,7 @@
 // The exact reference and its rigorous bounds (docs/error-bounds.md):
 //  - hand-checked small integer cases (y*, S, B and the intervals by hand);
 //  - rigour: every f32 result of any summation order (sequential, FMA, pairwise, split-K,
-//    reversed, shuffled, round-toward-zero, a simulated truncating block accumulator) and of
+//    reversed_fma, shuffled, round-toward-zero, a simulated truncating block accumulator) and of
 //    every AF4 dequantization path lies inside the accepted interval: zero false failures;
 //  - power: planted errors are caught, each by the check meant to catch it, and the
 //    detection limit of the deterministic bound is demonstrated;
@@ -21,6 +21,7 @@
 #include "reference/bound_stats.h"
 #include "reference/k_walk.h"
 #include "tests/common/linear_fixture.h"
+#include "tests/common/summation_orders.h"
 
 namespace ncert::reference {
 namespace {
@@ -69,49 +70,13 @@ std::vector<float> engine_weights(const OwnedProblem& p, Index j, bool fma_dequa
   return w;
 }
 
-using Order = std::function<float(const float* x, const float* w, Index k)>;
-
-float seq(const float* x, const float* w, Index k) {
-  float a = 0;
-  for (Index c = 0; c < k; ++c) a = a + x[c] * w[c];
-  return a;
-}
-float seq_fma(const float* x, const float* w, Index k) {
-  float a = 0;
-  for (Index c = 0; c < k; ++c) a = std::fma(x[c], w[c], a);
-  return a;
-}
-float reversed(const float* x, const float* w, Index k) {
-  float a = 0;
-  for (Index c = k - 1; c >= 0; --c) a = std::fma(x[c], w[c], a);
-  return a;
-}
-float pairwise(const float* x, const float* w, Index k) {
-  if (k == 1) return x[0] * w[0];
-  const Index h = k / 2;
-  return pairwise(x, w, h) + pairwise(x + h, w + h, k - h);
-}
-Order split(Index parts, bool fma) {
-  return [parts, fma](const float* x, const float* w, Index k) {
-    float total = 0;
-    for (Index p = 0; p < parts; ++p) {
-      const Index b = k * p / parts, e = k * (p + 1) / parts;  // uneven parts allowed
-      const float part = fma ? seq_fma(x + b, w + b, e - b) : seq(x + b, w + b, e - b);
-      total = total + part;
-    }
-    return total;
-  };
-}
-Order shuffled(std::uint64_t seed) {
-  return [seed](const float* x, const float* w, Index k) {
-    std::vector<Index> idx(static_cast<std::size_t>(k));
-    std::iota(idx.begin(), idx.end(), 0);
-    std::shuffle(idx.begin(), idx.end(), std::mt19937_64(seed));
-    float a = 0;
-    for (Index c : idx) a = a + x[c] * w[c];
-    return a;
-  };
-}
+using ncert::testing::Order;
+using ncert::testing::pairwise;
+using ncert::testing::reversed_fma;
+using ncert::testing::seq;
+using ncert::testing::seq_fma;
+using ncert::testing::shuffled;
+using ncert::testing::split;
 
 /// Recursive summation with every operation rounded toward zero by the FPU (f32-rz units).
 float seq_round_toward_zero(const float* x, const float* w, Index k) {
@@ -192,7 +157,7 @@ float folded_dot(const OwnedProblem& p, Index i, Index j) {
 }
 
 std::vector<Order> all_orders(const std::string& accumulator) {
-  std::vector<Order> orders = {seq, seq_fma, reversed, pairwise, split(2, false), split(3, true),
+  std::vector<Order> orders = {seq, seq_fma, reversed_fma, pairwise, split(2, false), split(3, true),
                                split(8, true), split(16, false), split(32, true), shuffled(1),
                                shuffled(2)};
   if (accumulator == "f32-rz" || accumulator == "matrix-unit") {

@@ -29,6 +29,7 @@
 #include "reference/detail/gemm.h"
 #include "reference/linear.h"
 #include "tests/common/linear_fixture.h"
+#include "tests/common/summation_orders.h"
 
 namespace ncert::reference {
 namespace {
@@ -51,51 +52,15 @@ Quad exact_dot(const float* a, const float* b, Index k) {
   return s;
 }
 
-// ---- summation orders of non-negative f32 terms (compiled with -ffp-contract=off) --------------
+// ---- summation orders of non-negative f32 terms (tests/common/summation_orders.h) -------------
 
-float seq(const float* a, const float* b, Index k) {
-  float s = 0;
-  for (Index c = 0; c < k; ++c) s = s + a[c] * b[c];
-  return s;
-}
-float seq_fma(const float* a, const float* b, Index k) {
-  float s = 0;
-  for (Index c = 0; c < k; ++c) s = std::fma(a[c], b[c], s);
-  return s;
-}
-float reversed(const float* a, const float* b, Index k) {
-  float s = 0;
-  for (Index c = k - 1; c >= 0; --c) s = s + a[c] * b[c];
-  return s;
-}
-float pairwise(const float* a, const float* b, Index k) {
-  if (k == 1) return a[0] * b[0];
-  const Index h = k / 2;
-  return pairwise(a, b, h) + pairwise(a + h, b + h, k - h);
-}
-/// 16 FMA lanes over panels of 256, lanes summed in a tree, panels added in turn (what a
-/// blocked SIMD GEMM kernel does).
-float panels(const float* a, const float* b, Index k) {
-  float total = 0;
-  for (Index p = 0; p < k; p += 256) {
-    float lane[16] = {};
-    for (Index c = p; c < std::min(k, p + 256); ++c) lane[c % 16] = std::fma(a[c], b[c], lane[c % 16]);
-    for (int w = 8; w >= 1; w /= 2) {
-      for (int l = 0; l < w; ++l) lane[l] = lane[l] + lane[l + w];
-    }
-    total = total + lane[0];
-  }
-  return total;
-}
-/// Largest product first: every later small term is added to a large partial sum.
-float largest_first(const float* a, const float* b, Index k) {
-  std::vector<Index> idx(static_cast<std::size_t>(k));
-  std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](Index i, Index j) { return a[i] * b[i] > a[j] * b[j]; });
-  float s = 0;
-  for (Index c : idx) s = s + a[c] * b[c];
-  return s;
-}
+using ncert::testing::largest_first;
+using ncert::testing::pairwise;
+using ncert::testing::panels;
+using ncert::testing::reversed;
+using ncert::testing::seq;
+using ncert::testing::seq_fma;
+
 /// Eigen's f32 GEMM itself, one row by one column, called as the reference calls it (inside a
 /// parallel region, so Eigen stays on the calling thread).
 float eigen(const float* a, const float* b, Index k) {
