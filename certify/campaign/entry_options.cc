@@ -80,6 +80,7 @@ Result<CheckCommandOptions> check_options(const CampaignEntry& e, const ReaderOp
   NCERT_RETURN_IF_ERROR(get_logit_error(e, &o.logit_error));
   NCERT_RETURN_IF_ERROR(get_string(e, "only", &o.only));
   NCERT_RETURN_IF_ERROR(get_require(e, &o.require));
+  NCERT_RETURN_IF_ERROR(get_string(e, "weights", &o.weights));
   return o;
 }
 

@@ -23,7 +23,7 @@ struct KindInfo {
 
 const std::vector<KindInfo>& kinds() {
   static const std::vector<KindInfo> k = {
-      {EntryKind::kCheck, "check", 1, {"strict", "allow_vacuous", "lambda", "logit_error", "only", "require"}},
+      {EntryKind::kCheck, "check", 1, {"strict", "allow_vacuous", "lambda", "logit_error", "only", "require", "weights"}},
       {EntryKind::kCompare, "compare", 2, {"policy", "tensor_policy", "matched_history", "allow_missing", "pairs"}},
       {EntryKind::kForks,
        "forks",
@@ -65,7 +65,7 @@ Result<Manifest> load_manifest(const std::string& path) {
     return usage(path, std::string("not JSON: ") + e.what());
   }
   if (!j.is_object()) return usage(path, "expected a JSON object");
-  static const std::set<std::string> kTop = {"ncert_campaign", "name", "defaults", "entries"};
+  static const std::set<std::string> kTop = {"ncert_campaign", "name", "defaults", "entries", "weights"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kTop.count(it.key())) return usage(path, "unknown key \"" + it.key() + "\"");
   }
@@ -89,6 +89,14 @@ Result<Manifest> load_manifest(const std::string& path) {
   auto resolve = [&](const std::string& p) {
     return std::filesystem::path(p).is_absolute() || base.empty() ? p : (base / p).string();
   };
+  // The campaign's weights dump: check entries without their own take it (docs/campaigns.md).
+  std::string weights;
+  if (j.contains("weights")) {
+    if (!j["weights"].is_string() || j["weights"].get<std::string>().empty()) {
+      return usage(path, "\"weights\" must be the path of a weights dump");
+    }
+    weights = resolve(j["weights"].get<std::string>());
+  }
   std::set<std::string> ids;
   for (std::size_t i = 0; i < j["entries"].size(); ++i) {
     const Json& e = j["entries"][i];
@@ -125,6 +133,13 @@ Result<Manifest> load_manifest(const std::string& path) {
         return usage(path, "entry " + entry.id + ": \"" + it.key() + "\" is not an option of " + std::string(kind->name));
       }
       entry.options[it.key()] = it.value();
+    }
+    if (entry.kind == EntryKind::kCheck) {
+      if (entry.options.contains("weights") && entry.options["weights"].is_string()) {
+        entry.options["weights"] = resolve(entry.options["weights"].get<std::string>());
+      } else if (!entry.options.contains("weights") && !weights.empty()) {
+        entry.options["weights"] = weights;
+      }
     }
     if (entry.kind == EntryKind::kForks && entry.options.contains("vocab") && entry.options["vocab"].is_string()) {
       entry.options["vocab"] = resolve(entry.options["vocab"].get<std::string>());

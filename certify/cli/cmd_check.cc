@@ -21,6 +21,10 @@ void register_check(CLI::App& app, Action& action) {
                           "Absolute error bound of every logit for runs without an lm_head projection");
   cmd->add_option("--only", opts->check.only, "Certify only projections/runs whose name contains TEXT")
       ->type_name("TEXT");
+  cmd->add_option("--weights", opts->check.weights,
+                  "Weights dump: projections that omit their weights and declare weights_xxh3 take the weights "
+                  "with that hash from it (docs/dump-format.md §4.5)")
+      ->type_name("W.h5");
   add_require_option(cmd, &opts->require);
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, &action] {

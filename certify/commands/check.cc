@@ -102,6 +102,49 @@ void add_timing(CheckPart& part, const ProjectionOutcome& o) {
   part.other_seconds += o.timing.other_seconds;
 }
 
+/// How a dump of this check is opened: projections may omit their weights when a weights dump
+/// is given.
+ReaderOptions dump_reader_options(const CheckCommandOptions& options) {
+  ReaderOptions r = options.reader;
+  r.weights_elsewhere = !options.weights.empty();
+  return r;
+}
+
+/// Where one call's projections get their weights: the weights dump (opened once per cache) and
+/// the cache of weights read, when the caller keeps one across calls.
+class WeightsAccess {
+ public:
+  explicit WeightsAccess(const CheckCommandOptions& options)
+      : options_(options), cache_(options.weights_cache ? options.weights_cache : &own_) {}
+  WeightsAccess(const WeightsAccess&) = delete;
+  WeightsAccess& operator=(const WeightsAccess&) = delete;
+
+  /// The projection with its weights bound (bind_weights), and where to read them.
+  Result<ProjectionInfo> bind(const DumpReader& reader, const ProjectionInfo& p, WeightsSource* source) {
+    const WeightsDump* dump = nullptr;
+    if (p.weights_omitted && !options_.weights.empty()) {
+      NCERT_ASSIGN_OR_RETURN(dump, cache_->weights_dump(options_.weights, options_.reader));
+    }
+    return bind_weights(reader, p, dump, source);
+  }
+  /// The cache to keep weights read in: only the caller's (a check alone keeps nothing, so its
+  /// memory stays one projection's).
+  WeightsCache* shared() const { return options_.weights_cache; }
+
+ private:
+  const CheckCommandOptions& options_;
+  WeightsCache own_;
+  WeightsCache* cache_;
+};
+
+/// check_projection with the projection's weights bound.
+Result<ProjectionOutcome> check_bound(const DumpReader& reader, const ProjectionInfo& p, const CheckCommandOptions& options,
+                                      WeightsAccess& weights, const BlockHook& hook = {}) {
+  WeightsSource source;
+  NCERT_ASSIGN_OR_RETURN(ProjectionInfo bound, weights.bind(reader, p, &source));
+  return check_projection(reader, bound, options.check, hook, &source, weights.shared());
+}
+
 /// The rest of a dump: schema, the lm_head projections with their runs' witnesses, every
 /// logits run's witnesses.
 Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions& options) {
@@ -115,6 +158,7 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
     bool evaluated = false;
   };
   std::map<std::string, Head> heads;  // by projection name
+  WeightsAccess weights(options);
   for (const ProjectionInfo* head : usable_heads(m, options.only)) {
     const LogitsRunInfo* run = nullptr;
     for (const LogitsRunInfo& r : m.logits) {
@@ -130,7 +174,7 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
     if (head == heads.end() || !selected(p.name, options.only)) continue;
     LmHeadCollector* c = head->second.collector.get();
     const BlockHook hook = [c](const reference::ReferenceBlock& b) { c->consume(b); };
-    NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_projection(reader, p, options.check, hook));
+    NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_bound(reader, p, options, weights, hook));
     head->second.evaluated = outcome.reference_evaluated;
     add_timing(part, outcome);
     part.projections.emplace_back(p.name, std::move(outcome.checks));
@@ -159,7 +203,8 @@ Result<CheckPart> projection_part(const DumpReader& reader, const CheckCommandOp
                                   const std::string& name) {
   for (const ProjectionInfo& p : reader.model().projections) {
     if (p.name != name) continue;
-    NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_projection(reader, p, options.check));
+    WeightsAccess weights(options);
+    NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_bound(reader, p, options, weights));
     CheckPart part;
     add_timing(part, outcome);
     part.projections.emplace_back(p.name, std::move(outcome.checks));
@@ -175,10 +220,19 @@ Result<CheckPlan> plan_check(const DumpReader& reader, const CheckCommandOptions
   NCERT_RETURN_IF_ERROR(check_selection(m, options.only));
   CheckPlan plan;
   // The whole run within --max-memory: every projection is certified alone, so each must fit.
+  // A projection that omits its weights must find them in the weights dump (and fit with them).
+  WeightsAccess weights(options);
   for (const ProjectionInfo& p : m.projections) {
     if (!selected(p.name, options.only)) continue;
+    WeightsSource source;
+    Result<ProjectionInfo> bound = weights.bind(reader, p, &source);
+    if (!bound.ok()) {
+      plan.refused = bound.status();
+      return plan;
+    }
+    const std::uint64_t elsewhere = p.weights_omitted ? weight_bytes(source.reader->model(), *source.projection) : 0;
     const Status s = check_projection_memory(m, p, omp_get_max_threads(), options.check.reference.block_cols,
-                                             options.reader.memory_limit);
+                                             options.reader.memory_limit, elsewhere);
     if (!s.ok()) {
       plan.refused = s;
       return plan;
@@ -205,7 +259,7 @@ Result<CheckPlan> plan_check(const DumpReader& reader, const CheckCommandOptions
 }
 
 Result<CheckPlan> plan_check(const CheckCommandOptions& options) {
-  auto reader = DumpReader::open(options.dump, options.reader);
+  auto reader = DumpReader::open(options.dump, dump_reader_options(options));
   if (!reader.ok()) {
     CheckPlan plan;
     plan.refused = reader.status();
@@ -220,7 +274,7 @@ Result<CheckPart> run_check_part(const DumpReader& reader, const CheckCommandOpt
 }
 
 Result<CheckPart> run_check_part(const CheckCommandOptions& options, const CheckUnit& unit) {
-  NCERT_ASSIGN_OR_RETURN(DumpReader reader, DumpReader::open(options.dump, options.reader));
+  NCERT_ASSIGN_OR_RETURN(DumpReader reader, DumpReader::open(options.dump, dump_reader_options(options)));
   return run_check_part(reader, options, unit);
 }
 
@@ -235,6 +289,10 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
   }
   report.show_coverage = true;
   report.preamble.push_back("ncert check " + options.dump + "  (xxh3_128 " + input.xxh3_128 + ")");
+  if (!options.weights.empty()) {
+    report.preamble.push_back("weights omitted from the dump are read from " + options.weights +
+                              ", matched by weights_xxh3");
+  }
   std::map<std::string, std::vector<CheckResult>> by_projection;
   std::vector<CheckResult> head, tail;
   double t_read = 0, t_ref = 0, t_cmp = 0, t_other = 0, t_logits = 0;
@@ -279,7 +337,7 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
 Result<Report> run_check(const CheckCommandOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const InputInfo input = describe_inputs({options.dump}).front();
-  auto reader = DumpReader::open(options.dump, options.reader);
+  auto reader = DumpReader::open(options.dump, dump_reader_options(options));
   if (!reader.ok()) {
     CheckPlan refused;
     refused.refused = reader.status();

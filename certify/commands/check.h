@@ -8,6 +8,7 @@
 
 #include "certify/io/dump_reader.h"
 #include "certify/projection/checks.h"
+#include "certify/projection/shared_weights.h"
 #include "certify/report/report.h"
 
 namespace ncert::certify {
@@ -19,6 +20,12 @@ struct CheckCommandOptions {
   std::optional<double> logit_error;  ///< --logit-error ABS for runs without an lm_head
   std::string only;                   ///< certify only objects whose name contains this
   Requirement require;                ///< --require: skips of these kinds fail the run
+  /// --weights W.h5: the weights dump projections that omit their weights take them from, by
+  /// weights hash (docs/dump-format.md §4.5). "" : none (such projections are refused).
+  std::string weights;
+  /// Weights kept across the calls of one process (a campaign's batch of units sharing their
+  /// weights); null: each call reads its own and keeps nothing.
+  WeightsCache* weights_cache = nullptr;
 };
 
 /// A refused dump is a Report with `error` set (exit 3), not a failed Result. kUsage when `only`

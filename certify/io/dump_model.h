@@ -109,6 +109,12 @@ struct ProjectionInfo : reference::ProjectionArithmetic, reference::ProjectionLa
   bool has_y_packed = false;
   bool has_y_compact = false;
   bool has_y_before = false;
+  /// The declared weights hash (docs/dump-format.md §4.5), "" when the dump declares none.
+  std::string weights_xxh3;
+  /// The projection has no weight group: its weights are the weights dump's projection whose
+  /// weights hash is weights_xxh3 (accepted only when the reader was told a weights dump is
+  /// given, ReaderOptions::weights_elsewhere). `segments` is then empty.
+  bool weights_omitted = false;
   std::vector<SegmentInfo> segments;  ///< sorted by row_begin
 };
 

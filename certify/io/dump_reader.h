@@ -39,6 +39,10 @@ struct ReaderOptions {
   /// the walk is ncert's own loop, never recursion inside libhdf5.
   int max_depth = 32;
   Index max_objects = 200'000;
+  /// A weights dump is given (`ncert check --weights`, a campaign's "weights"): a projection
+  /// that declares weights_xxh3 may omit its weight group (docs/dump-format.md §4.5). Without
+  /// it such a projection is refused as missing-member, as every projection without weights.
+  bool weights_elsewhere = false;
 };
 
 class DumpReader {

@@ -278,6 +278,16 @@ class SchemaChecker {
     p.requests = int_attr(path, attr_rule(kProj, "requests"));
     p.block_rows = int_attr(path, attr_rule(kProj, "block_rows"));
     p.cap = int_attr(path, attr_rule(kProj, "cap"));
+    if (auto h = str_attr(path, attr_rule(kProj, "weights_xxh3"))) {
+      // §4.5: the canonical form, so that equal weights have equal strings.
+      const bool canonical = h->size() == 32 && h->find_first_not_of("0123456789abcdef") == std::string::npos;
+      if (!canonical) {
+        error(ErrorCode::kAttributeInvalid, path,
+              "weights_xxh3 = \"" + *h + "\" is not an XXH3-128 hash in 32 lowercase hex digits");
+      } else {
+        p.weights_xxh3 = *h;
+      }
+    }
     if (!k || !n) return;
     p.k = *k;
     p.n = *n;
@@ -335,6 +345,19 @@ class SchemaChecker {
 
     const MemberRule& weight = member_rule(kProj, MemberKind::kGroup, "weight");
     const std::string wpath = path + "/" + std::string(weight.name);
+    if (!groups_->count(wpath) && !model().dataset(wpath) && !p.weights_xxh3.empty()) {
+      // §4.5: the weights are the weights dump's projection with this weights hash.
+      if (!options_.weights_elsewhere) {
+        error(weight.refused, path,
+              "missing group \"weight\": the projection declares weights_xxh3 = " + p.weights_xxh3 +
+                  " but no weights dump was given (ncert check --weights W.h5, or \"weights\" in a campaign "
+                  "manifest)");
+        return;
+      }
+      p.weights_omitted = true;
+      if (errors_ == errors_before) model().projections.push_back(std::move(p));
+      return;
+    }
     if (!groups_->count(wpath)) {
       error(weight.refused, path, "missing group \"weight\"");
       return;

@@ -107,6 +107,7 @@ std::vector<MemberRule> build_rules() {
   t.push_back(defaults(attribute(kProj, "requests", kOptional, kInt, 1), "length of `commit_counts`"));
   t.push_back(skips(attribute(kProj, "block_rows", kOptional, kInt, 1), {"request-guards"}));
   t.push_back(skips(attribute(kProj, "cap", kOptional, kInt, 0), {"request-guards"}));
+  t.push_back(attribute(kProj, "weights_xxh3", kOptional, kStr));
   t.push_back(dataset(kProj, "x", kRequired, kList, {D::kF32, D::kBf16}, {kM, kInStride}));
   MemberRule weight;
   weight.container = kProj;

@@ -63,8 +63,9 @@ std::optional<CheckResult> request_guards_skip(const ProjectionInfo& info) {
 }  // namespace
 
 Result<ProjectionOutcome> check_projection(const DumpReader& reader, const ProjectionInfo& info,
-                                           const CheckOptions& options, const BlockHook& hook) {
-  NCERT_ASSIGN_OR_RETURN(LoadedProjection data, load_projection(reader, info));
+                                           const CheckOptions& options, const BlockHook& hook,
+                                           const WeightsSource* weights, WeightsCache* cache) {
+  NCERT_ASSIGN_OR_RETURN(LoadedProjection data, load_projection(reader, info, weights, cache));
   data.info = &info;
   ProjectionOutcome out;
   ProjectionTiming& T = out.timing;

@@ -28,7 +28,9 @@ struct ProjectionOutcome {
 
 /// Runs every check of one projection. `hook` (optional) also sees every reference block.
 /// Errors only for read failures (the dump was validated).
+/// `weights` and `cache` as load_projection's.
 Result<ProjectionOutcome> check_projection(const DumpReader& reader, const ProjectionInfo& info,
-                                           const CheckOptions& options, const BlockHook& hook = {});
+                                           const CheckOptions& options, const BlockHook& hook = {},
+                                           const WeightsSource* weights = nullptr, WeightsCache* cache = nullptr);
 
 }  // namespace ncert::certify

@@ -24,9 +24,9 @@ std::string gib(std::uint64_t bytes) {
 }  // namespace
 
 std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo& info, int threads,
-                                    Index block_cols) {
+                                    Index block_cols, std::uint64_t weights_elsewhere) {
   // Every member of the projection is read whole, raw.
-  std::uint64_t total = 0;
+  std::uint64_t total = weights_elsewhere;
   const std::string prefix = info.path + "/";
   for (const DatasetInfo& d : model.datasets) {
     if (d.path.rfind(prefix, 0) == 0) total = add(total, u(d.bytes));
@@ -45,8 +45,8 @@ std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo
 }
 
 Status check_projection_memory(const DumpModel& model, const ProjectionInfo& info, int threads, Index block_cols,
-                               std::uint64_t budget) {
-  const std::uint64_t need = projection_peak_bytes(model, info, threads, block_cols);
+                               std::uint64_t budget, std::uint64_t weights_elsewhere) {
+  const std::uint64_t need = projection_peak_bytes(model, info, threads, block_cols, weights_elsewhere);
   if (need <= budget) return Status();
   return Status(ErrorCode::kMemoryLimit,
                 info.path + ": certifying this projection needs about " + gib(need) + " (" + std::to_string(need) +

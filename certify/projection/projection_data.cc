@@ -53,7 +53,8 @@ Status read_output(const DumpReader& r, const std::string& path, bool present, E
 
 }  // namespace
 
-Result<LoadedProjection> load_projection(const DumpReader& reader, const ProjectionInfo& info) {
+Result<LoadedProjection> load_projection(const DumpReader& reader, const ProjectionInfo& info,
+                                         const WeightsSource* weights, WeightsCache* cache) {
   const auto t0 = std::chrono::steady_clock::now();
   LoadedProjection L;
   L.info = &info;
@@ -74,59 +75,25 @@ Result<LoadedProjection> load_projection(const DumpReader& reader, const Project
   NCERT_RETURN_IF_ERROR(read_output(reader, p + "/y_compact", info.has_y_compact, &L.y_compact));
   NCERT_RETURN_IF_ERROR(read_output(reader, p + "/y_before", info.has_y_before, &L.y_before));
 
-  // Weights: keep every blob alive in `blobs` (reserved: pointers into them must not move).
-  L.blobs.reserve(info.segments.size() * 4);
+  // Weights. A dump that carries them is always read and its declared hash verified; weights
+  // taken from a weights dump by hash are read (and verified) once per process with a cache.
+  packing::PackPlan& plan = L.plan;
+  const DumpReader& source = weights ? *weights->reader : reader;
+  const ProjectionInfo& source_info = weights ? *weights->projection : info;
+  const bool shareable = cache && info.weights_omitted;
+  std::shared_ptr<const LoadedWeights> W = shareable ? cache->find(info.weights_xxh3) : nullptr;
+  if (W) {
+    ++cache->hits;
+  } else {
+    NCERT_ASSIGN_OR_RETURN(W, load_weights(source, source_info));
+    NCERT_RETURN_IF_ERROR(verify_weights_hash(reader.model().file, info, *W, source.model().file));
+    if (shareable) cache->add(W);
+  }
   L.weights.k = info.k;
   L.weights.n = info.n;
-  packing::PackPlan& plan = L.plan;
-  for (const SegmentInfo& s : info.segments) {
-    reference::WeightSegment seg;
-    seg.name = s.name;
-    seg.format = s.format;
-    seg.row_begin = s.row_begin;
-    seg.row_end = s.row_end;
-    packing::SegmentGeometry g;
-    g.name = s.name;
-    g.format = s.format;
-    g.row_begin = s.row_begin;
-    g.row_end = s.row_end;
-    if (s.format != reference::WeightFormat::kAf4) {
-      const DatasetInfo* d = reader.model().dataset(s.path + "/values");
-      g.values_cols = d ? d->shape[1] : 0;
-      NCERT_ASSIGN_OR_RETURN(auto v, reader.read_bytes(s.path + "/values"));
-      L.blobs.push_back(std::move(v));
-      seg.values = L.blobs.back().data();
-    } else {
-      seg.af4.layout = s.af4;
-      if (s.af4.variant == reference::Af4Variant::kCodebook &&
-          s.af4.codebook == reference::Af4Codebook::kCustom) {
-        NCERT_ASSIGN_OR_RETURN(auto table, reader.read_f32(s.path + "/codebook"));
-        for (int i = 0; i < 16; ++i) seg.af4.layout.table[i] = table[i];
-      }
-      const DatasetInfo* codes = reader.model().dataset(s.path + "/codes");
-      const DatasetInfo* scales = reader.model().dataset(s.path + "/scales");
-      const DatasetInfo* biases = reader.model().dataset(s.path + "/biases");
-      g.codes_cols = codes ? codes->shape[1] : 0;
-      g.scales_cols = scales ? scales->shape[1] : 0;
-      g.biases_cols = biases ? biases->shape[1] : 0;
-      NCERT_ASSIGN_OR_RETURN(auto c, reader.read_bytes(s.path + "/codes"));
-      L.blobs.push_back(std::move(c));
-      seg.af4.codes = L.blobs.back().data();
-      NCERT_ASSIGN_OR_RETURN(auto sc, reader.read_bytes(s.path + "/scales"));
-      L.blobs.push_back(std::move(sc));
-      seg.af4.scales = L.blobs.back().data();
-      if (s.af4.variant == reference::Af4Variant::kAffine) {
-        NCERT_ASSIGN_OR_RETURN(auto bi, reader.read_bytes(s.path + "/biases"));
-        L.blobs.push_back(std::move(bi));
-        seg.af4.biases = L.blobs.back().data();
-      }
-      seg.af4.rows = s.row_end - s.row_begin;
-      seg.af4.k = info.k;
-    }
-    g.af4 = seg.af4.layout;
-    L.weights.segments.push_back(seg);
-    plan.segments.push_back(g);
-  }
+  L.weights.segments = W->segments;
+  plan.segments = W->geometry;
+  L.loaded_weights = std::move(W);
 
   // The packing plan the dump describes.
   const Index M = info.m;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "certify/io/dump_reader.h"
+#include "certify/projection/shared_weights.h"
 #include "packing/pack_plan.h"
 #include "reference/linear_spec.h"
 
@@ -38,7 +39,7 @@ std::string_view engine_output_name(EngineOutputId o);
 struct LoadedProjection {
   const ProjectionInfo* info = nullptr;
   std::vector<std::uint8_t> x;
-  std::vector<std::vector<std::uint8_t>> blobs;  ///< weight values / codes / scales / biases
+  std::shared_ptr<const LoadedWeights> loaded_weights;  ///< the buffers `weights` views (maybe shared)
   reference::Weights weights;
   std::vector<std::uint8_t> bias;
   std::vector<std::uint8_t> residual;
@@ -55,7 +56,11 @@ struct LoadedProjection {
   }
 };
 
-/// Reads everything of one projection (kHdf5 / kMemoryLimit on read failures).
-Result<LoadedProjection> load_projection(const DumpReader& reader, const ProjectionInfo& info);
+/// Reads everything of one projection (kHdf5 / kMemoryLimit on read failures). Its weights come
+/// from `weights` (bind_weights) or, by default, from its own dump; with a `cache`, a projection
+/// declaring a weights hash the cache holds reads no weights. A declared weights hash that the
+/// weights read do not have is kAttributeInvalid (verify_weights_hash).
+Result<LoadedProjection> load_projection(const DumpReader& reader, const ProjectionInfo& info,
+                                         const WeightsSource* weights = nullptr, WeightsCache* cache = nullptr);
 
 }  // namespace ncert::certify

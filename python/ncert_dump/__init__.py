@@ -32,11 +32,13 @@ from .errors import ERROR_NAMES, DumpFormatError
 from .packing import canonical_selector, pack_rows, scatter_rows
 from .segments import Segment
 from .writer import DumpWriter
+from .weights_hash import weights_xxh3
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DumpWriter",
+    "weights_xxh3",
     "DumpFormatError",
     "ERROR_NAMES",
     "Segment",

@@ -20,6 +20,7 @@ from . import h5out
 from .build import build_logits, build_projection, build_tensor, check_leaf
 from .errors import DumpFormatError
 from .guards import check_weights_and_strides
+from .weights_hash import weights_xxh3_of_group
 from .schema import (check_lm_head, check_logits, check_projection, check_root,
                      check_tensor)
 
@@ -133,7 +134,8 @@ class DumpWriter:
                        bias=None, residual=None, commit_counts=None, requests=None,
                        block_rows=None, cap=None, y_unpacked=None, y_packed=None,
                        y_compact=None, y_before=None, role=None, logits_run=None, layer=None,
-                       x_dtype="bf16", bias_dtype=None, residual_dtype=None) -> str:
+                       x_dtype="bf16", bias_dtype=None, residual_dtype=None,
+                       weights_hash=False, omit_weights=False) -> str:
         """Writes ``/projections/<name>`` (dump-format.md §3) and returns its path.
 
         Arrays are full-stride, exactly as in the engine's buffers: ``x`` is
@@ -142,6 +144,12 @@ class DumpWriter:
         weight segments state, the strides to the arrays' widths. Inputs (x, weights, bias,
         residual) given as floats are rounded to nearest even into their type; outputs
         (``y_*``) must be exact in ``output_dtype`` (uint16 patterns for bf16). See README.
+
+        ``weights_hash=True`` declares the weights hash ``weights_xxh3`` (dump-format.md §4.5):
+        a dump written so is a weights dump for step dumps with the same weights. With
+        ``omit_weights=True`` the weights are still given (they are validated and hashed) but
+        their group is not written: the dump declares the hash and ``ncert check --weights
+        W.h5`` (or a campaign's ``"weights"``) takes them from the weights dump W.
         """
         path = self._claim("projections", name)
         node = build_projection(
@@ -156,6 +164,11 @@ class DumpWriter:
             bias_dtype=bias_dtype, residual_dtype=residual_dtype)
         facts = check_projection(path, node)
         check_weights_and_strides(facts)
+        if weights_hash or omit_weights:
+            node.attrs["weights_xxh3"] = weights_xxh3_of_group(node.members["weight"],
+                                                               node.attrs["k"], node.attrs["n"])
+        if omit_weights:
+            del node.members["weight"]
         lm_head = facts.role == "lm_head" and facts.logits_run is not None
         if lm_head and facts.logits_run in self._runs:
             check_lm_head(facts, self._runs)

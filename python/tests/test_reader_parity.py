@@ -15,9 +15,11 @@ from ncert_dump.build import build_logits, build_projection, build_tensor
 from .refusal_cases import CASES, case_kwargs
 from .support import HAVE_NCERT, TempDirCase, ncert_json, write_raw
 
+# weights_hash / omit_weights act after validation (the hash of validated weights, §4.5).
+_WRITER_ONLY = ("weights_hash", "omit_weights")
 _DEFAULTS = {name: p.default for name, p in
              inspect.signature(DumpWriter.add_projection).parameters.items()
-             if p.default is not inspect.Parameter.empty}
+             if p.default is not inspect.Parameter.empty and name not in _WRITER_ONLY}
 _OUTPUTS = ("y_unpacked", "y_packed", "y_compact", "y_before")
 
 

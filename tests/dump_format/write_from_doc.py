@@ -22,6 +22,8 @@ Prints one line per case and ends with "N passed, M failed"; exits 1 if any case
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
 import os
 import re
@@ -215,6 +217,7 @@ def build_example(omit_defaults: Tuple[str, ...] = ()) -> Group:
                          "biases": Data("bf16", biases)}),
         }),
     })
+    attn.attrs["weights_xxh3"] = weights_hash(attn)  # declared with the weights: ncert checks it
     projections.members["attn"] = attn
 
     # /projections/lm_head: T = 4 tokens over a V = 16 vocabulary, hidden size 32, f32 logits.
@@ -298,6 +301,47 @@ def write_group(h5: h5py.Group, g: Group) -> None:
 def write_dump(path: str, root: Group) -> None:
     with h5py.File(path, "w") as f:
         write_group(f, root)
+
+
+# ---- §4.5: the weights hash, from the page's recipe ----------------------------------------
+
+
+class _Hash128(ctypes.Structure):
+    _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
+
+
+def xxh3_128_hex(data: bytes) -> str:
+    """XXH3-128 (seed 0) from the system's libxxhash, canonical hex (high 64 bits first)."""
+    lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    lib.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.XXH3_128bits.restype = _Hash128
+    h = lib.XXH3_128bits(data, len(data))
+    return f"{h.high64:016x}{h.low64:016x}"
+
+
+def weights_hash(projection: Group) -> str:
+    """The §4.5 byte string of a projection's weight group, hashed."""
+    out = [b"ncert-weights-v1\n", f"k={projection.attrs['k']}\nn={projection.attrs['n']}\n".encode()]
+    segments = projection.members["weight"].members
+    for name in sorted(segments, key=lambda s: (segments[s].attrs["row_begin"], s)):
+        seg = segments[name]
+        out.append(f"segment {len(name.encode())} {name}\n".encode())
+        names = ["format", "row_begin", "row_end"]
+        members = ["values"]
+        if seg.attrs["format"] == "af4":
+            names += ["group_size", "variant"] + (["codebook"] if seg.attrs["variant"] == "codebook" else [])
+            names += ["packing", "dequant", "dequant_op"]
+            members = ["codes", "scales"] + (["biases"] if seg.attrs["variant"] == "affine" else [])
+            members += ["codebook"] if seg.attrs.get("codebook") == "custom" else []
+        defaults = {"dequant": "exact", "dequant_op": "either"}
+        for a in names:
+            out.append(f"{a}={seg.attrs.get(a, defaults.get(a))}\n".encode())
+        for m in members:
+            d = seg.members[m]
+            array = np.ascontiguousarray(d.array, "<u2" if d.dtype == "bf16" else NUMPY[d.dtype])
+            out.append(f"{m} {d.dtype} {' '.join(str(e) for e in array.shape)}\n".encode())
+            out.append(array.tobytes())
+    return xxh3_128_hex(b"".join(out))
 
 
 # ---- the tree against the tables and §10 -----------------------------------------------------

@@ -4,7 +4,8 @@
 // worker ranks (mpirun -n 2 and -n 3: rank 0 schedules). Reports wall time, parallel efficiency
 // against one worker with one thread, and the cost model's constants (reference seconds per
 // M*N*K, read seconds per byte, fixed seconds per item) fitted from the campaign's own report.
-// Usage: bench_campaign DIR NCERT [--generate] [--repeat R]
+// With --shared-weights: full step dumps against weights-omitted ones plus a weights dump.
+// Usage: bench_campaign DIR NCERT [--generate] [--repeat R] [--shared-weights]
 #include <omp.h>
 
 #include <cmath>
@@ -77,6 +78,127 @@ Status generate(const std::string& dir) {
   return Status();
 }
 
+// --shared-weights: the same campaign shape with the weights every step shares (one seed per
+// projection, activations scaled per step), written twice: in full, and with the weights
+// omitted (weights_xxh3 declared, docs/dump-format.md §4.5) plus one weights dump (the first
+// step in full, declaring its hashes). The omitted copies are made with h5py and the Python
+// writer's XXH3 (ncert_dump.weights_hash), from the full dumps' own datasets.
+constexpr const char* kOmitScript = R"PY(
+import sys, h5py
+from ncert_dump.weights_hash import Xxh3_128
+def weights_hash(p):
+    h = Xxh3_128()
+    h.update(f"ncert-weights-v1\nk={int(p.attrs['k'])}\nn={int(p.attrs['n'])}\n".encode())
+    segs = p["weight"]
+    for name in sorted(segs, key=lambda s: (int(segs[s].attrs["row_begin"]), s)):
+        g = segs[name]; a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
+        h.update(f"segment {len(name.encode())} {name}\n".encode())
+        keys, members = ["format", "row_begin", "row_end"], ["values"]
+        if a["format"] == "af4":
+            keys += ["group_size", "variant"] + (["codebook"] if a["variant"] == "codebook" else [])
+            keys += ["packing", "dequant", "dequant_op"]
+            members = ["codes", "scales"] + (["biases"] if a["variant"] == "affine" else [])
+            members += ["codebook"] if a.get("codebook") == "custom" else []
+        for k in keys:
+            h.update(f"{k}={a.get(k, {'dequant': 'exact', 'dequant_op': 'either'}.get(k))}\n".encode())
+        for m in members:
+            d = g[m]; t = d.attrs.get("dtype", None)
+            t = t.decode() if isinstance(t, bytes) else t
+            t = t or {"uint32": "u32", "uint8": "u8", "float32": "f32", "float16": "f16"}[d.dtype.name]
+            h.update(f"{m} {t} {' '.join(str(e) for e in d.shape)}\n".encode() + d[()].tobytes())
+    return h.hexdigest()
+weights, rest = sys.argv[1], sys.argv[2:]
+with h5py.File(weights, "r+") as f:
+    for p in f["projections"].values(): p.attrs["weights_xxh3"] = weights_hash(p)
+for full in rest:
+    with h5py.File(full, "r") as src, h5py.File(full.replace("full-", "omit-"), "w") as dst:
+        for k, v in src.attrs.items(): dst.attrs[k] = v
+        for name, p in src["projections"].items():
+            q = dst.create_group("projections/" + name)
+            for k, v in p.attrs.items(): q.attrs[k] = v
+            q.attrs["weights_xxh3"] = weights_hash(p)
+            for m in p:
+                if m != "weight": src.copy(p[m], q, name=m)
+)PY";
+
+Status generate_shared(const std::string& dir, const std::string& python_path) {
+  std::filesystem::create_directories(dir);
+  Json full = Json::array(), omit = Json::array();
+  std::string files;
+  for (int d = 0; d < kDumps; ++d) {
+    fixtures::DumpSpec spec;
+    spec.root.engine = "ncert-bench";
+    spec.root.build = "campaign";
+    for (int l = 0; l < 2; ++l) {
+      const auto seed = static_cast<std::uint64_t>(10 * l);
+      spec.projections.push_back(projection("layer" + std::to_string(l) + "_in_proj", 1280, 4096, seed + 1));
+      spec.projections.push_back(projection("layer" + std::to_string(l) + "_out_proj", 4096, 1280, seed + 2));
+    }
+    // Another step: other activations (x is drawn first, so the weights stay the same).
+    for (auto& p : spec.projections) p.x_scale = 1.0f + 0.0625f * static_cast<float>(d);
+    char name[32];
+    std::snprintf(name, sizeof name, "full-%03d.h5", d);
+    NCERT_RETURN_IF_ERROR(fixtures::write_dump(dir + "/" + name, spec, {}, true));
+    if (d == 0) NCERT_RETURN_IF_ERROR(fixtures::write_dump(dir + "/weights.h5", spec, {}, true));
+    files += " " + dir + "/" + name;
+    full.push_back(Json{{"id", std::string(name + 5, 3)}, {"check", name}});
+    omit.push_back(Json{{"id", std::string(name + 5, 3)}, {"check", "omit-" + std::string(name + 5)}});
+  }
+  std::ofstream(dir + "/omit.py") << kOmitScript;
+  const std::string cmd = "PYTHONPATH=" + python_path + " /usr/bin/python3 " + dir + "/omit.py " + dir + "/weights.h5" + files;
+  if (std::system(cmd.c_str()) != 0) return Status(ErrorCode::kInternal, "failed: " + cmd);
+  std::ofstream(dir + "/full.json") << Json{{"ncert_campaign", 1}, {"name", "full"}, {"entries", full}}.dump(1);
+  std::ofstream(dir + "/omit.json")
+      << Json{{"ncert_campaign", 1}, {"name", "omit"}, {"weights", "weights.h5"}, {"entries", omit}}.dump(1);
+  return Status();
+}
+
+/// Full step dumps against weights-omitted ones with a weights dump, side by side.
+int bench_shared(const std::string& dir, const std::string& ncert, int repeat) {
+  const std::string python_path = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "python";
+  if (!std::filesystem::exists(dir + "/omit.json")) {
+    if (Status s = generate_shared(dir, python_path); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  auto bytes_of = [&](const char* prefix) {
+    double b = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().filename().string().rfind(prefix, 0) == 0) b += static_cast<double>(e.file_size());
+    }
+    return b;
+  };
+  std::printf("shared weights: %d steps x 4 projections; step dumps %.1f MB in full, %.1f MB without weights, "
+              "weights dump %.1f MB\n",
+              kDumps, bytes_of("full-") / 1e6, bytes_of("omit-") / 1e6, bytes_of("weights.h5") / 1e6);
+  for (const char* shape : {"--workers 1 --threads 2", "--workers 2 --threads 1"}) {
+    for (const char* kind : {"full", "omit"}) {
+      std::vector<double> t;
+      double read = 0;
+      for (int i = 0; i < repeat; ++i) {
+        const std::string journal = dir + "/" + kind + ".journal", report = dir + "/" + kind + "-report.json";
+        std::filesystem::remove(journal);
+        const std::string cmd = ncert + " campaign " + dir + "/" + kind + ".json " + shape + " --journal " + journal +
+                                " --json " + report + " --quiet >/dev/null 2>&1";
+        const double t0 = bench::now_seconds();
+        if (std::system(cmd.c_str()) != 0) {
+          std::fprintf(stderr, "failed: %s\n", cmd.c_str());
+          return 1;
+        }
+        t.push_back(bench::now_seconds() - t0);
+        std::ifstream in(report);
+        const Json j = Json::parse(in);
+        read = 0;
+        for (const Json& e : j["entries"]) read += e["report"]["stats"]["timing_read_seconds"].get<double>();
+      }
+      std::printf("  %-26s %-5s %7.2f s   read (projection items, summed) %.3f s\n", shape, kind, bench::median(t),
+                  read);
+    }
+  }
+  return 0;
+}
+
 struct Run {
   std::string label;
   std::string command;
@@ -88,16 +210,18 @@ struct Run {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_campaign DIR NCERT [--generate] [--repeat R]\n");
+    std::fprintf(stderr, "usage: bench_campaign DIR NCERT [--generate] [--repeat R] [--shared-weights]\n");
     return 2;
   }
   const std::string dir = argv[1], ncert = argv[2];
-  bool gen = false;
+  bool gen = false, shared = false;
   int repeat = 1;
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--generate")) gen = true;
+    if (!std::strcmp(argv[i], "--shared-weights")) shared = true;
     if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
   }
+  if (shared) return bench_shared(dir, ncert, repeat);
   if (gen || !std::filesystem::exists(dir + "/campaign.json")) {
     const double t0 = bench::now_seconds();
     if (Status s = generate(dir); !s.ok()) {

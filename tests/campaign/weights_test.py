@@ -1,0 +1,183 @@
+"""Shared weights (docs/dump-format.md §4.5, docs/campaigns.md "Shared weights"): step dumps that
+omit their weights and declare weights_xxh3, checked against a weights dump, give the checks of
+the same steps written in full, alone (`ncert check --weights`) and in a campaign (a manifest's
+"weights"); and every way it can go wrong is refused with its code: a declared hash the carried
+weights do not have (222), a hash the weights dump does not hold (223), omitted weights without
+a weights dump (223), a weight group that is a link to the weights dump (210 / 215)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from ncert_dump import DumpWriter, Segment, bf16_from_f32, f32_from_bf16, weights_xxh3  # noqa: E402
+from ncert_dump.af4 import dequantize, quantize_affine  # noqa: E402
+
+NCERT = os.environ["NCERT_BINARY"]
+K, N_BF16, N_AF4, M = 128, 24, 40, 8
+
+
+def strip_timing(j):
+    if isinstance(j, dict):
+        return {k: strip_timing(v) for k, v in j.items() if not k.startswith("timing_")}
+    if isinstance(j, list):
+        return [strip_timing(v) for v in j]
+    return j
+
+
+def ncert(*args, cwd):
+    r = subprocess.run([NCERT, *args, "--json", "-", "--quiet"], cwd=cwd, capture_output=True, text=True)
+    try:
+        report = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        report = {"unparsed": r.stdout + r.stderr}
+    return r.returncode, report
+
+
+def model_weights():
+    """One projection's weights, shared by every step: a bf16 segment and an AF4 affine one."""
+    rng = np.random.default_rng(7)
+    wq = bf16_from_f32(rng.standard_normal((N_BF16, K)) / 8)
+    codes, scales, biases = quantize_affine(rng.standard_normal((N_AF4, K)) / 8, 32)
+    segments = [Segment("bf16", 0, N_BF16, values=wq, name="q"),
+                Segment("af4", N_BF16, N_BF16 + N_AF4, codes=codes, scales=bf16_from_f32(scales),
+                        biases=bf16_from_f32(biases), group_size=32, variant="affine", packing="u32-lsb",
+                        name="kv")]
+    w_af4 = dequantize(codes, scales, biases, group_size=32)
+    w = np.concatenate([f32_from_bf16(wq).astype(np.float64), np.asarray(w_af4, np.float64)])
+    return segments, w
+
+
+def write_step(path, step, segments, w, weights_hash=False, omit_weights=False):
+    x = bf16_from_f32(np.random.default_rng(100 + step).standard_normal((M, K)))
+    y = f32_from_bf16(x).astype(np.float64) @ w.T  # exact products; bf16 rounding is in the bound
+    with DumpWriter(path, engine="shared-weights", build=f"step {step}") as dw:
+        for name in ("layer0_in", "layer1_in"):  # two projections with the same weights
+            dw.add_projection(name, x=x, weights=segments, accumulator="f32-rn", output_dtype="bf16",
+                              selector=np.arange(M, dtype=np.int32), y_unpacked=bf16_from_f32(y),
+                              k_walk=None, weights_hash=weights_hash, omit_weights=omit_weights)
+
+
+class SharedWeights(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ncert-weights-")
+        d = cls.dir
+        cls.segments, cls.w = model_weights()
+        write_step(os.path.join(d, "weights.h5"), 0, cls.segments, cls.w, weights_hash=True)
+        for step in range(3):
+            write_step(os.path.join(d, f"full-{step}.h5"), step, cls.segments, cls.w)
+            write_step(os.path.join(d, f"omit-{step}.h5"), step, cls.segments, cls.w, omit_weights=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_declared_hash_is_the_python_helper_s(self):
+        with h5py.File(self.path("omit-1.h5"), "r") as f:
+            self.assertNotIn("weight", f["/projections/layer0_in"])
+            declared = f["/projections/layer0_in"].attrs["weights_xxh3"]
+        self.assertEqual(declared, weights_xxh3(self.segments))
+        self.assertRegex(declared, r"^[0-9a-f]{32}$")
+
+    def test_weights_dump_declares_and_passes(self):
+        code, report = ncert("check", "weights.h5", cwd=self.dir)
+        self.assertEqual((code, report["verdict"]), (0, "PASS"), report)
+
+    def test_omitted_weights_give_the_full_dump_s_checks(self):
+        for step in range(3):
+            code_full, full = ncert("check", f"full-{step}.h5", cwd=self.dir)
+            code_omit, omit = ncert("check", "--weights", "weights.h5", f"omit-{step}.h5", cwd=self.dir)
+            self.assertEqual((code_full, code_omit), (0, 0), omit)
+            self.assertEqual(strip_timing(full["checks"]), strip_timing(omit["checks"]))
+            self.assertEqual(full["verdict"], "PASS")
+
+    def test_campaign_with_weights_dump_equals_full_campaign(self):
+        reports = {}
+        for kind in ("full", "omit"):
+            manifest = {"ncert_campaign": 1, "name": kind,
+                        "entries": [{"id": f"step-{s}", "check": f"{kind}-{s}.h5"} for s in range(3)]}
+            if kind == "omit":
+                manifest["weights"] = "weights.h5"
+            path = self.path(f"{kind}.json")
+            with open(path, "w") as f:
+                json.dump(manifest, f)
+            code, report = ncert("campaign", path, "--workers", "2", "--journal", self.path(f"{kind}.journal"),
+                                 cwd=self.dir)
+            self.assertEqual(code, 0, report)
+            reports[kind] = report
+        self.assertEqual(strip_timing(reports["full"]["checks"]), strip_timing(reports["omit"]["checks"]))
+        for a, b in zip(reports["full"]["entries"], reports["omit"]["entries"]):
+            self.assertEqual(strip_timing(a["report"]["checks"]), strip_timing(b["report"]["checks"]))
+            self.assertEqual((a["verdict"], a["exit_code"]), (b["verdict"], b["exit_code"]))
+
+    def test_declared_hash_that_the_weights_do_not_have_is_refused(self):
+        path = self.path("lying.h5")
+        write_step(path, 5, self.segments, self.w, weights_hash=True)
+        wrong = "0123456789abcdef0123456789abcdef"
+        with h5py.File(path, "r+") as f:
+            right = f["/projections/layer1_in"].attrs["weights_xxh3"]
+            f["/projections/layer1_in"].attrs["weights_xxh3"] = wrong
+        code, report = ncert("check", "lying.h5", cwd=self.dir)
+        self.assertEqual((code, report["error"]["code"]), (3, 222), report)
+        message = report["error"]["message"]
+        for part in ("lying.h5", "/projections/layer1_in", wrong, right):
+            self.assertIn(part, message)
+
+    def test_weights_dump_whose_declaration_lies_is_refused(self):
+        path = self.path("lying-weights.h5")
+        write_step(path, 0, self.segments, self.w, weights_hash=True)
+        with h5py.File(path, "r+") as f:  # the weights change, the declaration does not
+            values = f["/projections/layer0_in/weight/q/values"]
+            values[0, 0] = values[0, 0] ^ 1
+            del f["/projections/layer1_in"]
+        code, report = ncert("check", "--weights", "lying-weights.h5", "omit-0.h5", cwd=self.dir)
+        self.assertEqual((code, report["error"]["code"]), (3, 222), report)
+        self.assertIn("lying-weights.h5", report["error"]["message"])
+
+    def test_hash_not_in_weights_dump_is_refused(self):
+        path = self.path("unknown.h5")
+        write_step(path, 1, self.segments, self.w, omit_weights=True)
+        other = "fedcba9876543210fedcba9876543210"
+        with h5py.File(path, "r+") as f:
+            f["/projections/layer0_in"].attrs["weights_xxh3"] = other
+        code, report = ncert("check", "--weights", "weights.h5", "unknown.h5", cwd=self.dir)
+        self.assertEqual((code, report["error"]["code"]), (3, 223), report)
+        self.assertIn(other, report["error"]["message"])
+        self.assertIn("weights.h5", report["error"]["message"])
+
+    def test_omitted_weights_without_weights_dump_are_refused(self):
+        code, report = ncert("check", "omit-0.h5", cwd=self.dir)
+        self.assertEqual((code, report["error"]["code"]), (3, 223), report)
+        self.assertIn("--weights", report["error"]["message"])
+        # A campaign entry without "weights": one failed entry, the same refusal.
+        path = self.path("noweights.json")
+        with open(path, "w") as f:
+            json.dump({"ncert_campaign": 1, "entries": [{"id": "a", "check": "omit-0.h5"},
+                                                        {"id": "b", "check": "full-0.h5"}]}, f)
+        code, report = ncert("campaign", path, "--journal", self.path("noweights.journal"), cwd=self.dir)
+        self.assertEqual(code, 1, report)
+        entries = {e["id"]: e for e in report["entries"]}
+        self.assertEqual((entries["a"]["exit_code"], entries["b"]["exit_code"]), (3, 0))
+        self.assertEqual(entries["a"]["report"]["error"]["code"], 223)
+
+    def test_weight_group_linked_to_weights_dump_is_refused(self):
+        for kind, want in (("external", 210), ("soft", 215)):
+            path = self.path(f"link-{kind}.h5")
+            write_step(path, 2, self.segments, self.w, omit_weights=True)
+            with h5py.File(path, "r+") as f:
+                if kind == "external":
+                    f["/projections/layer0_in/weight"] = h5py.ExternalLink("weights.h5", "/projections/layer0_in/weight")
+                else:
+                    f.create_group("/elsewhere")
+                    f["/projections/layer0_in/weight"] = h5py.SoftLink("/elsewhere")
+            code, report = ncert("check", "--weights", "weights.h5", f"link-{kind}.h5", cwd=self.dir)
+            self.assertEqual((code, report.get("error", {}).get("code")), (3, want), report)
+
+
+if __name__ == "__main__":
+    unittest.main()
