@@ -17,6 +17,7 @@ const char* kind_text(WorkItem::Kind k) {
     case WorkItem::Kind::kPlan: return "plan";
     case WorkItem::Kind::kUnit: return "unit";
     case WorkItem::Kind::kRun: return "run";
+    case WorkItem::Kind::kBatch: return "batch";
   }
   return "?";
 }
@@ -24,7 +25,9 @@ const char* kind_text(WorkItem::Kind k) {
 Json plan_json(const CheckPlan& p, const InputInfo& input) {
   Json units = Json::array();
   for (const CheckUnit& u : p.units) {
-    units.push_back(Json{{"projection", u.projection ? Json(*u.projection) : Json(nullptr)}, {"cost", u.cost}});
+    Json unit = Json{{"projection", u.projection ? Json(*u.projection) : Json(nullptr)}, {"cost", u.cost}};
+    if (!u.shared_weights.empty()) unit["shared_weights"] = u.shared_weights;
+    units.push_back(std::move(unit));
   }
   Json j = Json{{"order", p.order},
                 {"units", units},
@@ -42,6 +45,7 @@ Status plan_from(const Json& j, CheckPlan* p, InputInfo* input) {
       CheckUnit unit;
       if (!u.at("projection").is_null()) unit.projection = u.at("projection").get<std::string>();
       unit.cost = u.at("cost").get<double>();
+      if (u.contains("shared_weights")) unit.shared_weights = u.at("shared_weights").get<std::string>();
       p->units.push_back(std::move(unit));
     }
     input->path = j.at("input").at("path").get<std::string>();
@@ -139,7 +143,26 @@ Result<Report> run_entry(const CampaignEntry& e, const CampaignSettings& s) {
   return Status(ErrorCode::kInternal, "unknown entry kind");
 }
 
+/// A batch's units in this process, one cache for all: the weights they share are read from the
+/// weights dump and hashed once, not once per unit (docs/campaigns.md "Shared weights").
+Json run_batch(const Manifest& m, const CampaignSettings& s, const WorkItem& batch) {
+  WeightsCache cache;
+  Json results = Json::object();
+  for (const WorkItem& w : batch.members) {
+    auto o = check_options(m.entries.at(w.entry), s.reader);
+    if (!o.ok()) {
+      results[w.key] = error_result(o.status());
+      continue;
+    }
+    o->weights_cache = &cache;
+    Result<CheckPart> part = run_check_part(*o, w.unit);
+    results[w.key] = part.ok() ? Json{{"part", part_json(*part)}} : error_result(part.status());
+  }
+  return Json{{"batch", results}};
+}
+
 Json run_item_unguarded(const Manifest& m, const CampaignSettings& s, const WorkItem& item) {
+  if (item.kind == WorkItem::Kind::kBatch) return run_batch(m, s, item);
   const CampaignEntry& e = m.entries.at(item.entry);
   if (item.kind == WorkItem::Kind::kRun) {
     Result<Report> r = run_entry(e, s);
@@ -159,14 +182,22 @@ Json run_item_unguarded(const Manifest& m, const CampaignSettings& s, const Work
   return Json{{"part", part_json(*part)}};
 }
 
+
 }  // namespace
 
 Json work_item_json(const WorkItem& item) {
-  return Json{{"key", item.key},
-              {"entry", item.entry},
-              {"kind", kind_text(item.kind)},
-              {"projection", item.unit.projection ? Json(*item.unit.projection) : Json(nullptr)},
-              {"cost", item.cost}};
+  Json j = Json{{"key", item.key},
+                {"entry", item.entry},
+                {"kind", kind_text(item.kind)},
+                {"projection", item.unit.projection ? Json(*item.unit.projection) : Json(nullptr)},
+                {"cost", item.cost}};
+  if (!item.unit.shared_weights.empty()) j["shared_weights"] = item.unit.shared_weights;
+  if (item.kind == WorkItem::Kind::kBatch) {
+    Json members = Json::array();
+    for (const WorkItem& w : item.members) members.push_back(work_item_json(w));
+    j["members"] = members;
+  }
+  return j;
 }
 
 Result<WorkItem> work_item_from_json(const Json& j) {
@@ -175,9 +206,19 @@ Result<WorkItem> work_item_from_json(const Json& j) {
     item.key = j.at("key").get<std::string>();
     item.entry = j.at("entry").get<std::size_t>();
     const std::string kind = j.at("kind").get<std::string>();
-    item.kind = kind == "plan" ? WorkItem::Kind::kPlan : kind == "unit" ? WorkItem::Kind::kUnit : WorkItem::Kind::kRun;
+    item.kind = kind == "plan"    ? WorkItem::Kind::kPlan
+                : kind == "unit"  ? WorkItem::Kind::kUnit
+                : kind == "batch" ? WorkItem::Kind::kBatch
+                                  : WorkItem::Kind::kRun;
     if (!j.at("projection").is_null()) item.unit.projection = j.at("projection").get<std::string>();
     item.cost = j.at("cost").get<double>();
+    if (j.contains("shared_weights")) item.unit.shared_weights = j.at("shared_weights").get<std::string>();
+    if (item.kind == WorkItem::Kind::kBatch) {
+      for (const Json& w : j.at("members")) {
+        NCERT_ASSIGN_OR_RETURN(WorkItem member, work_item_from_json(w));
+        item.members.push_back(std::move(member));
+      }
+    }
   } catch (const Json::exception& e) {
     return Status(ErrorCode::kInvalidArgument, std::string("malformed work item: ") + e.what());
   }
@@ -233,7 +274,54 @@ std::optional<WorkItem> CampaignRun::next() {
   WorkItem item = best->second;
   running_.emplace(item.key, item);
   pending_.erase(best);
-  return item;
+  if (item.kind != WorkItem::Kind::kUnit || item.unit.shared_weights.empty() || item.alone) return item;
+  // The pending units that take the same weights, largest cost first, ties by key: the batch
+  // takes its share of them over the workers (at least itself), at most kMaxBatchUnits.
+  std::vector<const WorkItem*> same;
+  for (const auto& [key, w] : pending_) {
+    if (w.kind == WorkItem::Kind::kUnit && !w.alone && w.unit.shared_weights == item.unit.shared_weights) {
+      same.push_back(&w);
+    }
+  }
+  std::stable_sort(same.begin(), same.end(), [](const WorkItem* a, const WorkItem* b) { return a->cost > b->cost; });
+  const std::size_t workers = std::max<std::size_t>(settings_.workers, 1);
+  const std::size_t share = (same.size() + 1 + workers - 1) / workers;
+  const std::size_t take = std::min({same.size(), share - 1, kMaxBatchUnits - 1});
+  if (take == 0) return item;
+  WorkItem batch;
+  batch.kind = WorkItem::Kind::kBatch;
+  batch.entry = item.entry;
+  batch.cost = item.cost;
+  batch.members.push_back(item);
+  for (std::size_t i = 0; i < take; ++i) batch.members.push_back(*same[i]);
+  for (std::size_t i = 1; i < batch.members.size(); ++i) {
+    const WorkItem& w = batch.members[i];
+    batch.cost += w.cost;
+    running_.emplace(w.key, w);
+    pending_.erase(w.key);
+  }
+  batch.key = item.key + "+" + std::to_string(batch.members.size());
+  batches_[batch.key] = batch;
+  return batch;
+}
+
+const WorkItem* CampaignRun::batch(const std::string& key) const {
+  auto it = batches_.find(key);
+  return it == batches_.end() ? nullptr : &it->second;
+}
+
+void CampaignRun::retry_alone(const std::string& batch_key) {
+  auto it = batches_.find(batch_key);
+  if (it == batches_.end()) return;
+  for (const WorkItem& w : it->second.members) {
+    auto r = running_.find(w.key);
+    if (r == running_.end()) continue;
+    WorkItem again = r->second;
+    again.alone = true;
+    running_.erase(r);
+    pending_.emplace(again.key, std::move(again));
+  }
+  batches_.erase(it);
 }
 
 Status CampaignRun::finish(const std::string& key, const Json& result, double seconds) {

@@ -21,15 +21,20 @@ namespace ncert::certify {
 
 struct WorkItem {
   enum class Kind : std::uint8_t {
-    kPlan,  ///< open a dump to check, plan its units, hash it
-    kUnit,  ///< one unit of a planned dump (a projection, or the rest)
-    kRun,   ///< a whole compare, forks, witness or verify entry
+    kPlan,   ///< open a dump to check, plan its units, hash it
+    kUnit,   ///< one unit of a planned dump (a projection, or the rest)
+    kRun,    ///< a whole compare, forks, witness or verify entry
+    kBatch,  ///< projection units that take the same weights from a weights dump, in one process
   };
-  std::string key;  ///< "<entry>#plan", "<entry>#unit:<projection>", "<entry>#rest", "<entry>#run"
+  /// "<entry>#plan", "<entry>#unit:<projection>", "<entry>#rest", "<entry>#run"; a batch:
+  /// its first member's key + "+<members>"
+  std::string key;
   std::size_t entry = 0;
   Kind kind = Kind::kRun;
   CheckUnit unit;
   double cost = 0;
+  std::vector<WorkItem> members;  ///< kBatch: its units, each journaled under its own key
+  bool alone = false;             ///< never batched again (its batch's process ended abnormally)
 };
 
 Json work_item_json(const WorkItem& item);
@@ -38,10 +43,18 @@ Result<WorkItem> work_item_from_json(const Json& j);
 /// What every item is run with (the same everywhere).
 struct CampaignSettings {
   ReaderOptions reader;
+  /// Items that run at once (local workers or worker ranks): a batch takes at most its share
+  /// of the pending units with its weights, so batching never idles a worker.
+  std::size_t workers = 1;
 };
 
+/// The most units one batch holds: 16 projections share one read of their weights (168 MB
+/// at K 5,120 x N 16,480 in bf16) and a crash costs 16 units a rerun each.
+inline constexpr std::size_t kMaxBatchUnits = 16;
+
 /// Runs one item here and returns its result: {"plan": ...}, {"part": ...}, {"report": ...},
-/// or {"error": ...} when the command could not run. Never throws (std::bad_alloc becomes a
+/// {"batch": {key: result, ...}} (one process, one weights cache for all its units), or
+/// {"error": ...} when the command could not run. Never throws (std::bad_alloc becomes a
 /// memory-limit error).
 Json run_work_item(const Manifest& manifest, const CampaignSettings& settings, const WorkItem& item);
 
@@ -54,14 +67,23 @@ class CampaignRun {
  public:
   CampaignRun(const Manifest& manifest, const CampaignSettings& settings);
 
-  /// The pending item of largest estimated cost (plans first, then ties by key), or none.
+  /// The pending item of largest estimated cost (plans first, then ties by key), or none. A
+  /// projection unit whose weights come from a weights dump is handed out as a batch with the
+  /// pending units that share them (at most kMaxBatchUnits, and at most its share over
+  /// `workers`), largest cost first, ties by key.
   std::optional<WorkItem> next();
+  /// The members of a batch handed out by next(), or null for any other key.
+  const WorkItem* batch(const std::string& key) const;
+  /// A batch whose process ended abnormally: its unfinished units go back to pending, each to
+  /// run alone, so one corrupt dump is one failed entry, as without batching.
+  void retry_alone(const std::string& batch_key);
   /// Records an item's result (a plan adds its units). Items known from a journal may be
   /// finished before they are handed out.
   Status finish(const std::string& key, const Json& result, double seconds);
   bool done() const { return pending_.empty() && running_.empty(); }
   bool finished(const std::string& key) const { return results_.count(key) > 0; }
   std::size_t items_total() const { return results_.size() + pending_.size() + running_.size(); }
+  std::size_t items_finished() const { return results_.size(); }
 
   /// The campaign's report: one flattened check list (ids prefixed with the entry id), every
   /// entry's own report under extra["entries"], one verdict.
@@ -73,6 +95,7 @@ class CampaignRun {
   CampaignSettings settings_;
   std::map<std::string, WorkItem> pending_;
   std::map<std::string, WorkItem> running_;
+  std::map<std::string, WorkItem> batches_;  ///< handed out, by batch key
   std::map<std::string, Json> results_;
   std::map<std::string, double> seconds_;
 };

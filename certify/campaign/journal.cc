@@ -94,7 +94,7 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
       if (!line.contains("key") || !line["key"].is_string() || !line.contains("result")) {
         return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
       }
-      records->push_back(JournalRecord{line["key"].get<std::string>(), line["result"]});
+      records->push_back(JournalRecord{line["key"].get<std::string>(), line["result"], line.value("batch", std::string())});
     }
     pos = nl + 1;
     good = pos;
@@ -110,7 +110,8 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
 }
 
 Status Journal::append(const JournalRecord& r) {
-  const Json line = Json{{"key", r.key}, {"result", r.result}};
+  Json line = Json{{"key", r.key}, {"result", r.result}};
+  if (!r.batch.empty()) line["batch"] = r.batch;
   return write_line(fd_, path_, utf8_repaired(line).dump() + "\n");
 }
 

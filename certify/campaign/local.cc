@@ -85,8 +85,9 @@ Status run_items_local(const Manifest& manifest, const CampaignOptions& o, Campa
       return Status(ErrorCode::kInterrupted, "campaign interrupted by " + signal_name(done.end.signal) +
                                                  ": finished items are in the journal; --resume continues");
     }
+    const std::size_t finished = run.items_finished();
     NCERT_RETURN_IF_ERROR(record(r.item.key, job_result(done, o.isolation), seconds_since(r.start)));
-    progress.advance();
+    progress.advance(static_cast<std::int64_t>(run.items_finished() - finished));  // a batch: its units
   }
   return Status();
 }

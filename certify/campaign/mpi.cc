@@ -81,6 +81,7 @@ void mpi_stop() {
 }
 
 bool mpi_available() { return g_mpi_started && world_size() > 1; }
+int mpi_worker_ranks() { return mpi_available() ? world_size() - 1 : 0; }
 bool mpi_is_root() { return !g_mpi_started || world_rank() == 0; }
 
 int run_campaign_worker(const CampaignOptions& o) {
@@ -162,6 +163,7 @@ Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun& run, 
 void mpi_start(int*, char***) {}
 void mpi_stop() {}
 bool mpi_available() { return false; }
+int mpi_worker_ranks() { return 0; }
 bool mpi_is_root() { return true; }
 int run_campaign_worker(const CampaignOptions&) { return 0; }
 

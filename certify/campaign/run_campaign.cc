@@ -16,16 +16,40 @@ std::string journal_path(const CampaignOptions& o) {
 Result<Report> run_campaign(const CampaignOptions& o) {
   NCERT_ASSIGN_OR_RETURN(Manifest manifest, load_manifest(o.manifest));
   NCERT_RETURN_IF_ERROR(validate_entries(manifest));
-  CampaignRun run(manifest, o.settings);
+  CampaignSettings settings = o.settings;
+  settings.workers = mpi_available() ? static_cast<std::size_t>(mpi_worker_ranks()) : static_cast<std::size_t>(o.workers);
+  CampaignRun run(manifest, settings);
   std::vector<JournalRecord> records;
   const std::string path = journal_path(o);
   NCERT_ASSIGN_OR_RETURN(Journal journal, o.resume ? Journal::resume(path, manifest.xxh3_128, &records)
                                                    : Journal::create(path, manifest.xxh3_128));
   // A resumed campaign starts where the journal ends: its items are done, in their order.
   for (const JournalRecord& r : records) NCERT_RETURN_IF_ERROR(run.finish(r.key, r.result, 0));
-  detail::Recorder record = [&](const std::string& key, const Json& result, double seconds) -> Status {
-    NCERT_RETURN_IF_ERROR(journal.append(JournalRecord{key, result}));
+  auto record_one = [&](const std::string& key, const Json& result, double seconds,
+                        const std::string& batch = std::string()) -> Status {
+    NCERT_RETURN_IF_ERROR(journal.append(JournalRecord{key, result, batch}));
     return run.finish(key, result, seconds);
+  };
+  // A batch is journaled unit by unit, so a resumed or re-run campaign sees the same items
+  // whether or not they ran batched. A batch whose process ended abnormally (a crash inside
+  // libhdf5 on one of its dumps) journals nothing: each unit runs again alone.
+  detail::Recorder record = [&](const std::string& key, const Json& result, double seconds) -> Status {
+    const WorkItem* batch = run.batch(key);
+    if (!batch) return record_one(key, result, seconds);
+    if (!result.contains("batch")) {
+      run.retry_alone(key);
+      return Status();
+    }
+    const Json& results = result.at("batch");
+    const WorkItem members = *batch;  // finish() below may not outlive it
+    const double each = seconds / static_cast<double>(members.members.size());
+    for (const WorkItem& w : members.members) {
+      if (!results.contains(w.key)) {
+        return Status(ErrorCode::kInternal, "campaign: batch " + key + " returned no result for " + w.key);
+      }
+      NCERT_RETURN_IF_ERROR(record_one(w.key, results.at(w.key), each, key));
+    }
+    return Status();
   };
   if (mpi_available()) {
     NCERT_RETURN_IF_ERROR(detail::run_items_mpi(manifest, o, run, record));

@@ -29,6 +29,8 @@ Result<Report> run_campaign(const CampaignOptions& options);
 /// True when this process was started by an MPI launcher with more than one rank and ncert
 /// was built with MPI.
 bool mpi_available();
+/// The ranks that run items (all but rank 0); 0 without MPI.
+int mpi_worker_ranks();
 /// Whether this process is rank 0 (always true without MPI).
 bool mpi_is_root();
 /// Runs the work loop of an MPI worker rank until rank 0 says stop. 0 on a clean stop.

@@ -248,13 +248,14 @@ Result<CheckPlan> plan_check(const DumpReader& reader, const CheckCommandOptions
     if (is_head(heads, p.name)) {
       rest_cost += cost;
     } else {
-      plan.units.push_back(CheckUnit{p.name, cost});
+      plan.units.push_back(
+          CheckUnit{p.name, cost, p.weights_omitted ? options.weights + "|" + p.weights_xxh3 : std::string()});
     }
   }
   for (const LogitsRunInfo& run : m.logits) {
     if (selected(run.name, options.only)) rest_cost += static_cast<double>(run.tokens) * static_cast<double>(run.vocab);
   }
-  plan.units.push_back(CheckUnit{std::nullopt, rest_cost});
+  plan.units.push_back(CheckUnit{std::nullopt, rest_cost, {}});
   return plan;
 }
 

@@ -41,6 +41,9 @@ Result<Report> run_check(const CheckCommandOptions& options);
 struct CheckUnit {
   std::optional<std::string> projection;
   double cost = 0;  ///< estimated work: M*N*K for a projection (scheduling only)
+  /// For a projection that takes its weights from a weights dump: "<weights dump>|<hash>", so a
+  /// campaign can run units with the same key in one process and read those weights once.
+  std::string shared_weights;
 };
 
 struct CheckPlan {

@@ -6,6 +6,7 @@ weights do not have (222), a hash the weights dump does not hold (223), omitted 
 a weights dump (223), a weight group that is a link to the weights dump (210 / 215)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,9 +112,52 @@ class SharedWeights(unittest.TestCase):
             self.assertEqual(code, 0, report)
             reports[kind] = report
         self.assertEqual(strip_timing(reports["full"]["checks"]), strip_timing(reports["omit"]["checks"]))
+        # The omitted-weights units (3 steps x 2 projections, one hash) ran in batches, each
+        # unit still journaled under its own key; how many per batch depends on when each
+        # step's plan finished (at most the pending share over 2 workers). Full dumps carry
+        # their own weights and are never batched.
+        batches = {}
+        for kind in ("full", "omit"):
+            with open(self.path(f"{kind}.journal")) as f:
+                records = [json.loads(line) for line in f][1:]
+            units = [r for r in records if "#unit:" in r["key"]]
+            self.assertEqual(len(units), 6)
+            batches[kind] = {}
+            for r in units:
+                if "batch" in r:
+                    batches[kind].setdefault(r["batch"], []).append(r["key"])
+        self.assertEqual(batches["full"], {})
+        sizes = [len(v) for v in batches["omit"].values()]
+        self.assertTrue(sizes and max(sizes) >= 2 and sum(sizes) <= 6, batches["omit"])
         for a, b in zip(reports["full"]["entries"], reports["omit"]["entries"]):
             self.assertEqual(strip_timing(a["report"]["checks"]), strip_timing(b["report"]["checks"]))
             self.assertEqual((a["verdict"], a["exit_code"]), (b["verdict"], b["exit_code"]))
+
+    @unittest.skipUnless(shutil.which("mpirun"), "mpirun not installed (openmpi-bin)")
+    def test_batches_over_mpi_ranks_give_the_same_checks(self):
+        manifest = {"ncert_campaign": 1, "name": "mpi", "weights": "weights.h5",
+                    "entries": [{"id": f"step-{s}", "check": f"omit-{s}.h5"} for s in range(3)]}
+        full = {"ncert_campaign": 1, "name": "mpi",
+                "entries": [{"id": f"step-{s}", "check": f"full-{s}.h5"} for s in range(3)]}
+        reports = {}
+        for tag, m, launcher in (("mpi-omit", manifest, ["mpirun", "-n", "3", "--oversubscribe"]),
+                                 ("mpi-full", full, [])):
+            path = self.path(tag + ".json")
+            with open(path, "w") as f:
+                json.dump(m, f)
+            journal = self.path(tag + ".journal")
+            if os.path.exists(journal):
+                os.remove(journal)
+            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       OMPI_MCA_rmaps_base_oversubscribe="1")
+            r = subprocess.run([*launcher, NCERT, "campaign", path, "--journal", journal, "--threads", "1",
+                                "--json", "-", "--quiet"], cwd=self.dir, capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            reports[tag] = json.loads(r.stdout)
+        self.assertEqual(strip_timing(reports["mpi-omit"]["checks"]), strip_timing(reports["mpi-full"]["checks"]))
+        with open(self.path("mpi-omit.journal")) as f:
+            batched = [json.loads(line) for line in f][1:]
+        self.assertTrue(any("batch" in r for r in batched), "no unit ran in a batch over MPI")
 
     def test_declared_hash_that_the_weights_do_not_have_is_refused(self):
         path = self.path("lying.h5")
