@@ -172,11 +172,16 @@ int bench_shared(const std::string& dir, const std::string& ncert, int repeat) {
   std::printf("shared weights: %d steps x 4 projections; step dumps %.1f MB in full, %.1f MB without weights, "
               "weights dump %.1f MB\n",
               kDumps, bytes_of("full-") / 1e6, bytes_of("omit-") / 1e6, bytes_of("weights.h5") / 1e6);
+  // Full and omitted runs alternate (the order swapped every repetition), so a change in the
+  // shared machine's load falls on both.
   for (const char* shape : {"--workers 1 --threads 2", "--workers 2 --threads 1"}) {
-    for (const char* kind : {"full", "omit"}) {
-      std::vector<double> t;
-      double read = 0;
-      for (int i = 0; i < repeat; ++i) {
+    std::vector<double> t[2];
+    double read[2] = {0, 0};
+    const char* kinds[2] = {"full", "omit"};
+    for (int i = 0; i < repeat; ++i) {
+      for (int order = 0; order < 2; ++order) {
+        const int k = (i % 2 == 0) ? order : 1 - order;
+        const std::string kind = kinds[k];
         const std::string journal = dir + "/" + kind + ".journal", report = dir + "/" + kind + "-report.json";
         std::filesystem::remove(journal);
         const std::string cmd = ncert + " campaign " + dir + "/" + kind + ".json " + shape + " --journal " + journal +
@@ -186,15 +191,18 @@ int bench_shared(const std::string& dir, const std::string& ncert, int repeat) {
           std::fprintf(stderr, "failed: %s\n", cmd.c_str());
           return 1;
         }
-        t.push_back(bench::now_seconds() - t0);
+        t[k].push_back(bench::now_seconds() - t0);
         std::ifstream in(report);
         const Json j = Json::parse(in);
-        read = 0;
-        for (const Json& e : j["entries"]) read += e["report"]["stats"]["timing_read_seconds"].get<double>();
+        read[k] = 0;
+        for (const Json& e : j["entries"]) read[k] += e["report"]["stats"]["timing_read_seconds"].get<double>();
       }
-      std::printf("  %-26s %-5s %7.2f s   read (projection items, summed) %.3f s\n", shape, kind, bench::median(t),
-                  read);
     }
+    for (int k = 0; k < 2; ++k) {
+      std::printf("  %-26s %-5s %7.2f s   read (projection items, summed) %.3f s\n", shape, kinds[k],
+                  bench::median(t[k]), read[k]);
+    }
+    std::printf("  %-26s omit / full %.3f\n", shape, bench::median(t[1]) / bench::median(t[0]));
   }
   return 0;
 }
