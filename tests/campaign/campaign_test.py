@@ -142,6 +142,72 @@ class Campaign(unittest.TestCase):
         self.assertEqual(strip_timing(got), strip_timing(self.reference))
         self.assertLess(done, got["stats"]["work_items"], "the kill came after the campaign ended")
 
+    @unittest.skipUnless(MPIRUN, "mpirun not installed (openmpi-bin)")
+    def test_a_worker_rank_that_dies_stops_the_job_and_resume_finishes_it(self):
+        """SIGKILL of a worker rank (not of an item: items run in their own children) takes the
+        MPI job down, as OpenMPI does; the journal keeps what finished and --resume on another
+        rank count gives the uninterrupted report."""
+        tag = "rankdeath"
+        journal = os.path.join(self.dir, tag + ".journal")
+        out = os.path.join(self.dir, tag + ".json")
+        for path in (journal, out):
+            if os.path.exists(path):
+                os.remove(path)
+        p = subprocess.Popen([MPIRUN, "-n", "3", "--oversubscribe", NCERT, "campaign", self.manifest, "--journal",
+                              journal, "--json", out, "--quiet", "--threads", "1"], cwd=self.dir,
+                             env=dict(os.environ, **MPI_ENV), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+
+        def parent_of(pid):
+            with open(f"/proc/{pid}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+
+        def ncert_pids():
+            pids = []
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        with open(f"/proc/{entry}/cmdline", "rb") as f:
+                            argv = f.read().split(b"\0")
+                        if argv and argv[0] == NCERT.encode() and b"campaign" in argv:
+                            pids.append(int(entry))
+                    except OSError:
+                        pass
+            return pids
+
+        # A worker rank is the ncert whose children are items: kill the rank itself after the
+        # journal shows a few finished items.
+        victim = None
+        deadline = time.time() + 60
+        while victim is None and time.time() < deadline and p.poll() is None:
+            lines = 0
+            if os.path.exists(journal):
+                with open(journal) as f:
+                    lines = sum(1 for _ in f)
+            if lines >= 4:
+                for pid in ncert_pids():
+                    try:
+                        parent = parent_of(pid)
+                        if parent != p.pid and parent_of(parent) == p.pid:
+                            victim = parent
+                            break
+                    except OSError:
+                        pass
+            time.sleep(0.002)
+        self.assertIsNotNone(victim, "no worker rank with a running item was seen")
+        os.kill(victim, signal.SIGKILL)
+        output = p.communicate(timeout=120)[0].decode(errors="replace")
+        self.assertNotEqual(p.returncode, 0, output)
+        self.assertIn("signal 9", output)  # mpirun names the rank that died
+        self.assertFalse(os.path.exists(out), "a campaign whose rank died must not leave a report")
+        with open(journal) as f:
+            done = sum(1 for _ in f) - 1
+        self.assertGreaterEqual(done, 3)
+        got = self.campaign(tag, ["--threads", "1"], launcher=[MPIRUN, "-n", "2", "--oversubscribe"], env=MPI_ENV,
+                            resume=True)
+        self.assertEqual(strip_timing(got), strip_timing(self.reference))
+        self.assertLess(done, got["stats"]["work_items"], "the rank died after the campaign ended")
+
     def test_a_journal_left_behind_is_never_overwritten(self):
         journal = os.path.join(self.dir, "ref.journal")
         r = run([NCERT, "campaign", self.manifest, "--journal", journal, "--quiet"], self.dir)
