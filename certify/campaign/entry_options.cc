@@ -1,5 +1,10 @@
 #include "certify/campaign/entry_options.h"
 
+#include <cstdint>
+#include <string>
+
+#include "certify/report/format.h"
+
 namespace ncert::certify {
 
 namespace {
@@ -21,9 +26,20 @@ Status get_number(const CampaignEntry& e, const char* key, double lo, double hi,
   if (!e.options.contains(key)) return Status();
   const Json& v = e.options[key];
   if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi) {
-    return bad(e, key, "must be a number in [" + Json(lo).dump() + ", " + Json(hi).dump() + "]");
+    return bad(e, key, "must be a number from " + format_float(lo) + " to " + format_float(hi));
   }
   *out = v.get<double>();
+  return Status();
+}
+
+/// A whole number in [lo, hi] (JSON integer; 4.5 or 1e3 is refused, as on the command line).
+Status get_integer(const CampaignEntry& e, const char* key, std::int64_t lo, std::int64_t hi, Index* out) {
+  if (!e.options.contains(key)) return Status();
+  const Json& v = e.options[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
+    return bad(e, key, "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  *out = static_cast<Index>(v.get<std::int64_t>());
   return Status();
 }
 
@@ -118,9 +134,7 @@ Result<ForksOptions> forks_options(const CampaignEntry& e, const ReaderOptions& 
   NCERT_RETURN_IF_ERROR(get_bool(e, "require_identical", &o.require_identical));
   NCERT_RETURN_IF_ERROR(get_require(e, &o.require));
   NCERT_RETURN_IF_ERROR(get_string(e, "vocab", &o.vocab_file));
-  double context = static_cast<double>(o.context);
-  NCERT_RETURN_IF_ERROR(get_number(e, "context", 0, 4096, &context));
-  o.context = static_cast<Index>(context);
+  NCERT_RETURN_IF_ERROR(get_integer(e, "context", 0, 4096, &o.context));
   return o;
 }
 

@@ -109,7 +109,15 @@ Result<Manifest> load_manifest(const std::string& path) {
       if (kind) return usage(path, where + " names two commands (" + std::string(kind->name) + ", " + std::string(k.name) + ")");
       kind = &k;
     }
-    if (!kind) return usage(path, where + " names no command (check, compare, forks, witness or verify)");
+    if (!kind) {
+      std::string keys;
+      for (const auto& [k, v] : e.items()) {
+        if (k == "id") continue;
+        keys += (keys.empty() ? "" : ", ") + ("\"" + k + "\"");
+      }
+      return usage(path, where + " names no command (check, compare, forks, witness or verify)" +
+                             (keys.empty() ? std::string() : "; its keys: " + keys));
+    }
     entry.kind = kind->kind;
     const Json& given = e[std::string(kind->name)];
     if (kind->inputs == 1 && given.is_string()) {

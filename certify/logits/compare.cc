@@ -317,10 +317,15 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
     r.verdict = Verdict::kFail;
     // How much breaks, not only where first: one stray element and a whole broken run read
     // differently.
-    r.reason = failure + "; " + std::to_string(e.failing_rows) + " of " + extent + " break the policy" +
+    r.reason = failure + "; " + std::to_string(e.failing_rows) + " of " + std::to_string(c.matched) +
+               " matched row(s) break the policy" +
                (e.element_policy ? " (" + std::to_string(e.failing_elements) + " of " +
                                        std::to_string(c.matched * c.vocab) + " elements)"
-                                 : std::string());
+                                 : std::string()) +
+               (c.compared > c.matched ? "; " + std::to_string(e.unmatched) +
+                                             " row(s) after the histories diverge at row " +
+                                             std::to_string(c.divergence) + " are not compared"
+                                       : std::string());
     r.first_failure = Location{r.id, e.first_failure_row, -1};
     // The failing row in full, and how the run looks overall, for the human summary.
     r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +

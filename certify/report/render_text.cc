@@ -22,21 +22,25 @@ std::string coverage_text(const std::vector<CoverageRow>& rows) {
     }
   }
   std::sort(columns.begin(), columns.end());
-  std::ostringstream os;
-  os << "coverage" << std::string(width - 8 + 2, ' ');
-  for (CheckKind k : columns) os << check_kind_name(k) << "  ";
-  os << "\n";
+  std::string out;
+  auto end_line = [&](std::string line) {
+    line.erase(line.find_last_not_of(' ') + 1);  // no trailing blanks
+    out += line + "\n";
+  };
+  std::string head = "coverage" + std::string(width - 8 + 2, ' ');
+  for (CheckKind k : columns) head += std::string(check_kind_name(k)) + "  ";
+  end_line(head);
   for (const CoverageRow& r : rows) {
     const std::string subject = printable(r.subject);
-    os << subject << std::string(width - subject.size() + 2, ' ');
+    std::string line = subject + std::string(width - subject.size() + 2, ' ');
     for (CheckKind k : columns) {
       const auto cell = std::find_if(r.kinds.begin(), r.kinds.end(), [&](const auto& kv) { return kv.first == k; });
       const std::string text = cell == r.kinds.end() ? "-" : std::string(verdict_name(cell->second));
-      os << text << std::string(check_kind_name(k).size() + 2 - text.size(), ' ');
+      line += text + std::string(check_kind_name(k).size() + 2 - text.size(), ' ');
     }
-    os << "\n";
+    end_line(line);
   }
-  return os.str();
+  return out;
 }
 
 }  // namespace
@@ -74,7 +78,8 @@ std::string Report::to_text(bool only_failures) const {
   } else if (failed > 0) {
     os << " (" << failed << " of " << checks.size() << " checks failed" << skips << ")";
   } else {
-    os << " (" << checks.size() - static_cast<std::size_t>(skipped) << " checks passed" << skips << ")";
+    const std::size_t passed = checks.size() - static_cast<std::size_t>(skipped);
+    os << " (" << passed << (passed == 1 ? " check passed" : " checks passed") << skips << ")";
   }
   os << "\n";
   return os.str();

@@ -87,7 +87,10 @@ Result<Requirement> parse_requirement(std::string_view s) {
         if (!known.empty()) known.append(", ");
         known.append(check_kind_name(kind));
       }
-      return Status(ErrorCode::kUsage, "--require: \"" + std::string(name) + "\" is not \"all\" or a check kind (" + known + ")");
+      // Built by append: GCC 12 warns falsely (-Wrestrict, bug 105329) on "..." + std::string&&.
+      std::string what = "\"";
+      what.append(name).append("\" is not \"all\" or a check kind (").append(known).append(")");
+      return Status(ErrorCode::kUsage, what);
     }
     r.kinds.push_back(*k);
     if (comma == std::string_view::npos) break;

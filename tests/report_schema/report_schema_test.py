@@ -194,6 +194,9 @@ class ReportSchema(unittest.TestCase):
             ("inspect-good", ["inspect", demo("good.h5")], 0),
             ("inspect-no-hashes", ["inspect", demo("logits-a.h5"), "--no-hashes"], 0),
             ("inspect-garbage", ["inspect", garbage], 3),
+            # campaign: entries of every command, one refused; a manifest that cannot be read.
+            ("campaign", ["campaign", self.write_manifest(), "--journal", os.path.join(self.dir, "c.journal")], 1),
+            ("campaign-missing", ["campaign", os.path.join(self.dir, "no-manifest.json")], 3),
         ]
         for name, args, want in cases:
             with self.subTest(case=name):
@@ -218,7 +221,7 @@ class ReportSchema(unittest.TestCase):
                 verdicts.add(c["verdict"])
                 if c["kind"] == "fork" and "class" in c["stats"]:
                     classes.add(c["stats"]["class"])
-        self.assertEqual(commands, {"check", "compare", "witness", "forks", "sweep", "inspect", "demo"})
+        self.assertEqual(commands, {"check", "compare", "witness", "forks", "sweep", "inspect", "demo", "campaign"})
         self.assertEqual(kinds, set(self.schema["$defs"]["kind"]["enum"]))
         self.assertEqual(verdicts, {"PASS", "FAIL", "SKIP"})
         self.assertEqual(classes, {"near-tie", "unexplained", "invalid", "undetermined", "none"})
@@ -229,6 +232,23 @@ class ReportSchema(unittest.TestCase):
         self.assertEqual(self.reports["check-aliased"]["error"]["code"], 216)
         walk = [c for c in self.reports["check-rounding-any"]["checks"] if c["id"] == "projections/attn_qkv/walk"]
         self.assertEqual(walk[0]["verdict"], "SKIP")
+
+    def write_manifest(self):
+        d = self.demo
+        path = os.path.join(self.dir, "manifest-schema.json")
+        journal = os.path.join(self.dir, "c.journal")
+        if os.path.exists(journal):
+            os.remove(journal)
+        entries = [{"id": "good", "check": os.path.join(d, "good.h5")},
+                   {"id": "nan", "check": os.path.join(d, "nan-output.h5")},
+                   {"id": "garbage", "check": os.path.join(self.dir, "garbage.h5")},
+                   {"id": "logits", "compare": [os.path.join(d, "logits-a.h5"), os.path.join(d, "logits-b.h5")],
+                    "policy": "kl:1e-5"},
+                   {"id": "forks", "forks": [os.path.join(d, "fork-near-tie-a.h5"), os.path.join(d, "fork-near-tie-b.h5")]},
+                   {"id": "witness", "witness": os.path.join(d, "good.h5")}]
+        with open(path, "w") as f:
+            json.dump({"ncert_campaign": 1, "name": "schema", "entries": entries}, f)
+        return path
 
     @staticmethod
     def hard_link_outputs(f):

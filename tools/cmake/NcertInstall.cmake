@@ -117,7 +117,10 @@ endif()
 
 # Docs keep the repository's layout, so the README's links (docs/design.md, ...) still resolve.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ncert_doc)
+# The pages, the report's JSON Schema and the screenshots docs/cli.md shows.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
-  COMPONENT ncert_doc FILES_MATCHING PATTERN "*.md")
+  COMPONENT ncert_doc FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "*.png")
 install(FILES ${PROJECT_SOURCE_DIR}/python/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/python
   COMPONENT ncert_doc)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+  COMPONENT ncert_doc FILES_MATCHING PATTERN "*.md")
