@@ -20,9 +20,8 @@ CheckResult identity_check(const ProjectionFacts& f) {
     ++e.differ;
     if (r.first_failure) return;
     r.first_failure = Location{an, row, col, slot};
-    first_text = std::string(what) + " at " + detail::where(row, col, slot) + ": " + an + " " + detail::hex_bits(a, t) +
-                 " vs " + bn + " " + detail::hex_bits(b, t) + " (" +
-                 format_float(L.y_packed.present ? L.y_packed.value(t, stride, row, col) : 0) + ")";
+    first_text = std::string(what) + " at " + detail::where(row, col, slot) + ": " + an + " " + detail::bits_text(a, t) +
+                 " vs " + bn + " " + detail::bits_text(b, t);
   };
   std::vector<std::pair<Index, Index>> pairs;  // (slot, row), in row order
   for (Index s = 0; s < static_cast<Index>(L.selector.size()); ++s) {
