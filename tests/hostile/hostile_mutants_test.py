@@ -4,11 +4,12 @@ Debian's libhdf5 1.10 dies (SIGSEGV in H5HG_read reading variable-length string 
 through a corrupt global heap; SIGSEGV in H5Fclose's cache teardown after a corrupt attribute
 message) or loops (H5HG/H5C, on zeroed global-heap blocks) on some corrupt files. This test finds
 such files itself instead of shipping them: it writes deterministic mutants of two `ncert demo`
-dumps with tools/fuzz/mutate.py's own functions (--seed 1, the indices below), runs each with
-NCERT_ISOLATION=off (ncert in-process, as a debugger sees it) and keeps those that really die
-by a signal or hang. It then requires at least one of each and runs the normal, isolated binary
-on exactly those: exit 3, a REFUSED line naming hdf5-crashed (203) or hdf5-hung (204) and what
-was being read, a JSON report with that error, and no temporary report file left behind.
+dumps with the mutation runner's own functions (tools/fuzz/mutants.py; --seed 1, the indices
+below), runs each with NCERT_ISOLATION=off (ncert in-process, as a debugger sees it) and keeps
+those that really die by a signal or hang. It then requires at least one of each and runs the
+normal, isolated binary on exactly those: exit 3, a REFUSED line naming hdf5-crashed (203) or
+hdf5-hung (204) and what was being read, a JSON report with that error, and no temporary report
+file left behind.
 
 The indices were chosen by running them: with the demo dumps of this repository, good.h5
 mutants 0-99 hold SIGSEGVs (9, 45, 72, 99; 9 in H5HG_read) and two global-heap loops (49, 90), and
@@ -23,7 +24,8 @@ import signal
 import unittest
 
 import hostile_support as hs
-import mutate
+from h5map import H5Map
+from mutants import KINDS, Seed, describe, make_mutant
 
 MUTATE_SEED = 1
 SCAN = (("good.h5", range(0, 100)), ("af4-scale-x2.h5", range(0, 40)))
@@ -46,15 +48,15 @@ class HostileMutants(unittest.TestCase):
         for seed_name, indices in SCAN:
             with open(dumps[seed_name], "rb") as f:
                 raw = bytearray(f.read())
-            fixed = mutate.H5Map(bytes(raw)).normalize(raw)
-            seed = mutate.Seed(dumps[seed_name], seed_name, raw, True, fixed)
+            fixed = H5Map(bytes(raw)).normalize(raw)
+            seed = Seed(dumps[seed_name], seed_name, raw, True, fixed)
             for k in indices:
-                kind = mutate.KINDS[k % len(mutate.KINDS)]
-                data, mutation = mutate.make_mutant(seed, MUTATE_SEED, k, kind)
+                kind = KINDS[k % len(KINDS)]
+                data, mutation = make_mutant(seed, MUTATE_SEED, k, kind)
                 path = os.path.join(mdir, "%s.%04d.%s.h5" % (seed.stem, k, kind))
                 with open(path, "wb") as f:
                     f.write(data)
-                todo.append((path, mutate.describe(mutation)))
+                todo.append((path, describe(mutation)))
 
         def unisolated(item):
             path, desc = item
