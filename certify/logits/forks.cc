@@ -205,7 +205,9 @@ std::string top_line(const std::vector<TopEntry>& top, const Vocabulary* vocab) 
   std::string line;
   for (const TopEntry& e : top) {
     if (!line.empty()) line += " | ";
-    line += token_text(e.token, vocab) + " " + format_f32(e.logit) + " (-" + format_short(e.gap) + ")";
+    // The gap below the row's top logit; "top" for the maximum and every value tied with it.
+    line += token_text(e.token, vocab) + " " + format_f32(e.logit) +
+            (e.gap == 0 ? std::string(" (top)") : " (-" + format_short(e.gap) + ")");
   }
   return line;
 }
