@@ -300,7 +300,9 @@ std::optional<WorkItem> CampaignRun::next() {
     running_.emplace(w.key, w);
     pending_.erase(w.key);
   }
-  batch.key = item.key + "+" + std::to_string(batch.members.size());
+  // Unit keys start with their entry's id, which has no '#' (manifest.cc): no unit key can
+  // equal a batch key.
+  batch.key = "#batch:" + std::to_string(batch.members.size()) + ":" + item.key;
   batches_[batch.key] = batch;
   return batch;
 }

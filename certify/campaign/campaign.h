@@ -77,6 +77,8 @@ class CampaignRun {
   /// A batch whose process ended abnormally: its unfinished units go back to pending, each to
   /// run alone, so one corrupt dump is one failed entry, as without batching.
   void retry_alone(const std::string& batch_key);
+  /// A batch whose units are all recorded: forgotten.
+  void end_batch(const std::string& batch_key) { batches_.erase(batch_key); }
   /// Records an item's result (a plan adds its units). Items known from a journal may be
   /// finished before they are handed out.
   Status finish(const std::string& key, const Json& result, double seconds);

@@ -91,7 +91,8 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
       }
       first = false;
     } else {
-      if (!line.contains("key") || !line["key"].is_string() || !line.contains("result")) {
+      if (!line.contains("key") || !line["key"].is_string() || !line.contains("result") ||
+          (line.contains("batch") && !line["batch"].is_string())) {
         return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
       }
       records->push_back(JournalRecord{line["key"].get<std::string>(), line["result"], line.value("batch", std::string())});

@@ -128,9 +128,15 @@ Result<Manifest> load_manifest(const std::string& path) {
       return usage(path, where + ": \"" + std::string(kind->name) + "\" takes " +
                              (kind->inputs == 1 ? "a path" : "a list of two paths"));
     }
+    if (e.contains("id") && !e["id"].is_string()) return usage(path, where + ": \"id\" must be a string");
     entry.id = e.value("id", std::string(kind->name) + "-" + std::to_string(i));
     if (entry.id.empty() || !ids.insert(entry.id).second) {
       return usage(path, where + ": id \"" + entry.id + "\" is empty or used twice");
+    }
+    // '#' separates an entry id from its work items ("<id>#unit:<projection>"); batches are
+    // "#batch:...", which no id can then start.
+    if (entry.id.find('#') != std::string::npos) {
+      return usage(path, where + ": id \"" + entry.id + "\" may not contain '#'");
     }
     for (auto it = defaults.begin(); it != defaults.end(); ++it) {
       if (accepts(*kind, it.key())) entry.options[it.key()] = it.value();

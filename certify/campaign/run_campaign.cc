@@ -49,6 +49,7 @@ Result<Report> run_campaign(const CampaignOptions& o) {
       }
       NCERT_RETURN_IF_ERROR(record_one(w.key, results.at(w.key), each, key));
     }
+    run.end_batch(key);
     return Status();
   };
   if (mpi_available()) {

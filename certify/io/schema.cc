@@ -350,8 +350,9 @@ class SchemaChecker {
       if (!options_.weights_elsewhere) {
         error(weight.refused, path,
               "missing group \"weight\": the projection declares weights_xxh3 = " + p.weights_xxh3 +
-                  " but no weights dump was given (ncert check --weights W.h5, or \"weights\" in a campaign "
-                  "manifest)");
+                  " but no weights dump was given (`ncert check --weights W.h5`, or \"weights\" in a campaign "
+                  "manifest, for check entries; compare, forks and witness read dumps that carry their "
+                  "weights)");
         return;
       }
       p.weights_omitted = true;

@@ -81,13 +81,17 @@ Result<LoadedProjection> load_projection(const DumpReader& reader, const Project
   const DumpReader& source = weights ? *weights->reader : reader;
   const ProjectionInfo& source_info = weights ? *weights->projection : info;
   const bool shareable = cache && info.weights_omitted;
-  std::shared_ptr<const LoadedWeights> W = shareable ? cache->find(info.weights_xxh3) : nullptr;
+  // Keyed by what is read (which file, which projection), not by the declared hash alone: two
+  // projections of a weights dump may declare one hash and carry different weights, and a unit
+  // must get exactly what it would read alone (the cache may not change a verdict).
+  const std::string key = source.model().file + "\n" + source_info.path + "\n" + info.weights_xxh3;
+  std::shared_ptr<const LoadedWeights> W = shareable ? cache->find(key) : nullptr;
   if (W) {
     ++cache->hits;
   } else {
     NCERT_ASSIGN_OR_RETURN(W, load_weights(source, source_info));
-    NCERT_RETURN_IF_ERROR(verify_weights_hash(reader.model().file, info, *W, source.model().file));
-    if (shareable) cache->add(W);
+    NCERT_RETURN_IF_ERROR(verify_weights_hash(reader.model().file, info, *W, source.model().file, source_info.path));
+    if (shareable) cache->add(key, W);
   }
   L.weights.k = info.k;
   L.weights.n = info.n;

@@ -130,13 +130,12 @@ std::uint64_t weight_bytes(const DumpModel& model, const ProjectionInfo& info) {
   return total;
 }
 
-std::shared_ptr<const LoadedWeights> WeightsCache::find(const std::string& xxh3) const {
-  auto it = by_hash_.find(xxh3);
+std::shared_ptr<const LoadedWeights> WeightsCache::find(const std::string& key) const {
+  auto it = by_hash_.find(key);
   return it == by_hash_.end() ? nullptr : it->second;
 }
 
-void WeightsCache::add(std::shared_ptr<const LoadedWeights> weights) {
-  const std::string key = weights->xxh3;
+void WeightsCache::add(const std::string& key, std::shared_ptr<const LoadedWeights> weights) {
   by_hash_.emplace(key, std::move(weights));
 }
 
@@ -196,6 +195,15 @@ Result<ProjectionInfo> bind_weights(const DumpReader& reader, const ProjectionIn
     return Status(ErrorCode::kMissingMember, who + ": missing group \"weight\" and no weights dump given");
   }
   NCERT_ASSIGN_OR_RETURN(const ProjectionInfo* from, weights->find(info.weights_xxh3, info.name, who));
+  // The hash covers K and N of the projection that carries the weights: a step dump that declares
+  // it must have the same shape, else its declaration is inconsistent (not a kernel fault).
+  if (from->k != info.k || from->n != info.n) {
+    return Status(ErrorCode::kAttributeInvalid,
+                  who + " declares k = " + std::to_string(info.k) + ", n = " + std::to_string(info.n) +
+                      " and weights_xxh3 = " + info.weights_xxh3 + ", but " + weights->path() + ": " + from->path +
+                      ", which carries weights with that hash, has k = " + std::to_string(from->k) +
+                      ", n = " + std::to_string(from->n) + " (docs/dump-format.md §4.5)");
+  }
   ProjectionInfo bound = info;
   bound.segments = from->segments;
   *source = WeightsSource{&weights->reader(), from};
@@ -203,9 +211,11 @@ Result<ProjectionInfo> bind_weights(const DumpReader& reader, const ProjectionIn
 }
 
 Status verify_weights_hash(const std::string& file, const ProjectionInfo& info, const LoadedWeights& weights,
-                           const std::string& weights_file) {
+                           const std::string& weights_file, const std::string& weights_path) {
   if (info.weights_xxh3.empty() || info.weights_xxh3 == weights.xxh3) return Status();
-  const std::string where = weights_file == file ? "the weights it carries" : "the weights read from " + weights_file;
+  const std::string where = weights_file == file ? "the weights it carries"
+                                                 : "the weights of " + weights_file + ": " + weights_path +
+                                                       " (which declares the same hash)";
   return Status(ErrorCode::kAttributeInvalid, file + ": " + info.path + " declares weights_xxh3 = " + info.weights_xxh3 +
                                                   " but " + where + " hash to " + weights.xxh3 +
                                                   " (docs/dump-format.md §4.5)");

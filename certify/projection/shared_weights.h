@@ -45,8 +45,9 @@ class WeightsCache {
  public:
   WeightsCache();
   ~WeightsCache();
-  std::shared_ptr<const LoadedWeights> find(const std::string& xxh3) const;
-  void add(std::shared_ptr<const LoadedWeights> weights);
+  /// `key` names what was read: the source file, the source projection and the declared hash.
+  std::shared_ptr<const LoadedWeights> find(const std::string& key) const;
+  void add(const std::string& key, std::shared_ptr<const LoadedWeights> weights);
   std::size_t size() const { return by_hash_.size(); }
   /// The weights dump at `path`, opened on first use.
   Result<const WeightsDump*> weights_dump(const std::string& path, const ReaderOptions& options);
@@ -87,8 +88,9 @@ Result<ProjectionInfo> bind_weights(const DumpReader& reader, const ProjectionIn
                                     WeightsSource* source);
 
 /// kAttributeInvalid naming the file, the projection and both hashes when `info` declares a
-/// weights hash that the weights read do not have.
+/// weights hash that the weights read do not have; when they came from a weights dump, the
+/// projection there (`weights_path`) whose declaration they do not match is named too.
 Status verify_weights_hash(const std::string& file, const ProjectionInfo& info, const LoadedWeights& weights,
-                           const std::string& weights_file);
+                           const std::string& weights_file, const std::string& weights_path);
 
 }  // namespace ncert::certify

@@ -183,6 +183,50 @@ class SharedWeights(unittest.TestCase):
         self.assertEqual((code, report["error"]["code"]), (3, 222), report)
         self.assertIn("lying-weights.h5", report["error"]["message"])
 
+    def test_a_batch_never_lends_one_projection_s_weights_to_another(self):
+        """Two projections of a weights dump declare one hash; one carries other weights. Each
+        unit must get what it reads alone (refused), whether or not it runs in a batch that
+        already read the good one: the same report at 1 and 3 workers."""
+        path = self.path("half-lying.h5")
+        write_step(path, 0, self.segments, self.w, weights_hash=True)
+        with h5py.File(path, "r+") as f:
+            values = f["/projections/layer1_in/weight/q/values"]
+            values[0, 0] = values[0, 0] ^ 1
+        code, alone = ncert("check", "--weights", "half-lying.h5", "omit-0.h5", cwd=self.dir)
+        self.assertEqual((code, alone["error"]["code"]), (3, 222), alone)
+        self.assertIn("half-lying.h5: /projections/layer1_in", alone["error"]["message"])
+        manifest = {"ncert_campaign": 1, "name": "half", "weights": "half-lying.h5",
+                    "entries": [{"id": f"step-{s}", "check": f"omit-{s}.h5"} for s in range(3)]}
+        with open(self.path("half.json"), "w") as f:
+            json.dump(manifest, f)
+        reports = []
+        for workers in ("1", "3"):
+            journal = self.path(f"half-{workers}.journal")
+            if os.path.exists(journal):
+                os.remove(journal)
+            code, report = ncert("campaign", "half.json", "--workers", workers, "--journal", journal, cwd=self.dir)
+            self.assertEqual(code, 1, report)
+            self.assertEqual([e["exit_code"] for e in report["entries"]], [3, 3, 3])
+            reports.append(strip_timing(report))
+        self.assertEqual(reports[0], reports[1])
+
+    def test_a_step_whose_shape_differs_from_its_weights_is_refused(self):
+        path = self.path("wide-step.h5")
+        x = bf16_from_f32(np.random.default_rng(5).standard_normal((M, K // 2)))
+        w = self.w[:, : K // 2]
+        y = f32_from_bf16(x).astype(np.float64) @ w.T
+        with DumpWriter(path, engine="shared-weights", build="narrow") as dw:
+            dw.add_projection("layer0_in", x=x, weights=[Segment("bf16", 0, N_BF16 + N_AF4,
+                                                                 values=bf16_from_f32(w), name="q")],
+                              accumulator="f32-rn", output_dtype="bf16", selector=np.arange(M, dtype=np.int32),
+                              y_unpacked=bf16_from_f32(y), k_walk=None, omit_weights=True)
+        with h5py.File(path, "r+") as f:  # declare the full-width weights' hash
+            f["/projections/layer0_in"].attrs["weights_xxh3"] = weights_xxh3(self.segments)
+        code, report = ncert("check", "--weights", "weights.h5", "wide-step.h5", cwd=self.dir)
+        self.assertEqual((code, report["error"]["code"]), (3, 222), report)
+        self.assertIn("k = 64", report["error"]["message"])
+        self.assertIn("k = 128", report["error"]["message"])
+
     def test_hash_not_in_weights_dump_is_refused(self):
         path = self.path("unknown.h5")
         write_step(path, 1, self.segments, self.w, omit_weights=True)

@@ -58,7 +58,7 @@ TEST(CampaignSchedule, UnitsSharingWeightsGoOutAsOneBatchPerWorkerShare) {
   EXPECT_EQ(first->members[0].key, "step-2#unit:b");
   EXPECT_EQ(first->members[1].key, "step-1#unit:b");
   EXPECT_EQ(first->members[2].key, "step-0#unit:b");
-  EXPECT_EQ(first->key, "step-2#unit:b+3");
+  EXPECT_EQ(first->key, "#batch:3:step-2#unit:b");
   EXPECT_EQ(first->cost, 202.0 + 201.0 + 200.0);
   ASSERT_NE(run.batch(first->key), nullptr);
   EXPECT_EQ(run.batch("step-2#unit:b"), nullptr);
