@@ -22,6 +22,14 @@ const char* kind_text(WorkItem::Kind k) {
   return "?";
 }
 
+// The work items' keys (campaign.h WorkItem::key): one place, used to hand items out, to
+// journal them and to find their results when the report is assembled.
+std::string plan_key(const std::string& id) { return id + "#plan"; }
+std::string run_key(const std::string& id) { return id + "#run"; }
+std::string unit_key(const std::string& id, const CheckUnit& u) {
+  return id + (u.projection ? "#unit:" + *u.projection : std::string("#rest"));
+}
+
 Json plan_json(const CheckPlan& p, const InputInfo& input) {
   Json units = Json::array();
   for (const CheckUnit& u : p.units) {
@@ -243,10 +251,10 @@ CampaignRun::CampaignRun(const Manifest& manifest, const CampaignSettings& setti
     item.entry = i;
     if (e.kind == EntryKind::kCheck) {
       item.kind = WorkItem::Kind::kPlan;
-      item.key = e.id + "#plan";
+      item.key = plan_key(e.id);
     } else {
       item.kind = WorkItem::Kind::kRun;
-      item.key = e.id + "#run";
+      item.key = run_key(e.id);
       // Whole entries: the bytes they stream (logits) are what they cost.
       for (const std::string& in : e.inputs) {
         std::error_code ec;
@@ -352,7 +360,7 @@ Status CampaignRun::finish(const std::string& key, const Json& result, double se
         w.kind = WorkItem::Kind::kUnit;
         w.unit = u;
         w.cost = u.cost;
-        w.key = id + (u.projection ? "#unit:" + *u.projection : std::string("#rest"));
+        w.key = unit_key(id, u);
         add(std::move(w));
       }
     }
@@ -383,25 +391,25 @@ Report CampaignRun::report() const {
       return parsed.ok() ? s : parsed;
     };
     if (e.kind != EntryKind::kCheck) {
-      const std::string key = e.id + "#run";
+      const std::string key = run_key(e.id);
       if (auto err = error_of(key)) {
         r = error_report(e, *err);
       } else {
         auto parsed = report_from_wire(results_.at(key).at("report"));
         r = parsed.ok() ? *parsed : error_report(e, parsed.status());
       }
-    } else if (auto err = error_of(e.id + "#plan")) {
+    } else if (auto err = error_of(plan_key(e.id))) {
       r = error_report(e, *err);
     } else {
       CheckPlan plan;
       InputInfo input;
       const auto options = check_options(e, settings_.reader);
-      Status s = plan_from(results_.at(e.id + "#plan").at("plan"), &plan, &input);
+      Status s = plan_from(results_.at(plan_key(e.id)).at("plan"), &plan, &input);
       std::vector<CheckPart> parts;
-      double seconds = seconds_.count(e.id + "#plan") ? seconds_.at(e.id + "#plan") : 0;
+      double seconds = seconds_.count(plan_key(e.id)) ? seconds_.at(plan_key(e.id)) : 0;
       for (const CheckUnit& u : plan.refused ? std::vector<CheckUnit>{} : plan.units) {
         if (!s.ok()) break;
-        const std::string key = e.id + (u.projection ? "#unit:" + *u.projection : std::string("#rest"));
+        const std::string key = unit_key(e.id, u);
         if (auto unit_error = error_of(key)) {
           s = *unit_error;
           break;

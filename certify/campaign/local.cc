@@ -85,9 +85,8 @@ Status run_items_local(const Manifest& manifest, const CampaignOptions& o, Campa
       return Status(ErrorCode::kInterrupted, "campaign interrupted by " + signal_name(done.end.signal) +
                                                  ": finished items are in the journal; --resume continues");
     }
-    const std::size_t finished = run.items_finished();
     NCERT_RETURN_IF_ERROR(record(r.item.key, job_result(done, o.isolation), seconds_since(r.start)));
-    progress.advance(static_cast<std::int64_t>(run.items_finished() - finished));  // a batch: its units
+    progress.reach(static_cast<std::int64_t>(run.items_finished()));  // a batch counts its units
   }
   return Status();
 }

@@ -78,7 +78,6 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
   RowStream* streams[] = {&sa, &sb};
   Progress progress("compare " + ra.name + ": rows", c.matched);
-  Index shown = 0;
   NCERT_RETURN_IF_ERROR(stream_rows(
       streams, c.matched,
       [&](Index t, const unsigned char* const* rows) {
@@ -86,10 +85,7 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
             compare_rows(reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
                          c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
       },
-      [&](Index done) {
-        progress.advance(done - shown);
-        shown = done;
-      }));
+      [&](Index done) { progress.reach(done); }));
   c.seconds = since(t0);
   return c;
 }

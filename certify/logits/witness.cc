@@ -173,11 +173,7 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   std::vector<RowStream*> streams = {&stream};
   if (head) streams.push_back(&*head);
   Progress progress("witness " + run.name + ": rows", run.tokens);
-  Index shown = 0;
-  const auto after_block = [&](Index done) {
-    progress.advance(done - shown);
-    shown = done;
-  };
+  const auto after_block = [&](Index done) { progress.reach(done); };
   NCERT_RETURN_IF_ERROR(stream_rows(streams, run.tokens, [&](Index t, const unsigned char* const* rows) {
     const float* row = reinterpret_cast<const float*>(rows[0]);
     const RowScan scan = scan_row(row, run.vocab);

@@ -24,6 +24,8 @@ class Progress {
 
   /// `n` more units done.
   void advance(std::int64_t n = 1);
+  /// `done` units done in all (callers that count themselves: rows streamed, items recorded).
+  void reach(std::int64_t done) { advance(done - done_); }
 
  private:
   std::string what_;
