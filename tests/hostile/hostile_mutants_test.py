@@ -44,7 +44,7 @@ class HostileMutants(unittest.TestCase):
         dumps = hs.demo_dumps(os.path.join(cls.dir, "demo"))
         mdir = os.path.join(cls.dir, "mutants")
         os.makedirs(mdir)
-        todo = []
+        to_run = []
         for seed_name, indices in SCAN:
             with open(dumps[seed_name], "rb") as f:
                 raw = bytearray(f.read())
@@ -56,7 +56,7 @@ class HostileMutants(unittest.TestCase):
                 path = os.path.join(mdir, "%s.%04d.%s.h5" % (seed.stem, k, kind))
                 with open(path, "wb") as f:
                     f.write(data)
-                todo.append((path, describe(mutation)))
+                to_run.append((path, describe(mutation)))
 
         def unisolated(item):
             path, desc = item
@@ -66,7 +66,7 @@ class HostileMutants(unittest.TestCase):
 
         cls.crashes, cls.hangs = [], []
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            for path, desc, r in pool.map(unisolated, todo):
+            for path, desc, r in pool.map(unisolated, to_run):
                 if r.hung:
                     cls.hangs.append((path, desc))
                 elif r.returncode is not None and -r.returncode in CRASH_SIGNALS:
@@ -77,7 +77,7 @@ class HostileMutants(unittest.TestCase):
                         cls.crashes.append((path, desc, signal.Signals(-r.returncode).name))
                 else:
                     os.remove(path)
-        cls.scanned = len(todo)
+        cls.scanned = len(to_run)
 
     def setUp(self):
         hs.require_binary(self)

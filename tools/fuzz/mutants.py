@@ -71,6 +71,17 @@ def _interesting(r, width, size, current):
     return values[r.randrange(len(values))] & top
 
 
+def _metadata_span(r, seed, size, m):
+    """[lo, hi) of a metadata region picked with `r` (the whole file when the map found none),
+    recorded in `m`."""
+    region = _pick_region(r, seed.map)
+    if region is None:
+        m["region"] = "none found: whole file"
+        return 0, size
+    m["region"] = region.label
+    return region.start, region.end
+
+
 def make_mutant(seed, seed_value, index, kind):
     """Returns (bytes, mutation record). Depends only on the seed's bytes, name and index."""
     r = mutant_rng(seed_value, seed.name, index)
@@ -80,13 +91,7 @@ def make_mutant(seed, seed_value, index, kind):
     m = {"kind": kind}
     if kind in ("flip_head", "flip_any", "flip_meta"):
         if kind == "flip_meta":
-            region = _pick_region(r, seed.map)
-            if region is None:
-                lo, hi = 0, size
-                m["region"] = "none found: whole file"
-            else:
-                lo, hi = region.start, region.end
-                m["region"] = region.label
+            lo, hi = _metadata_span(r, seed, size, m)
             n = r.randint(1, 4)
         else:
             lo, hi = 0, (min(size, 4096) if kind == "flip_head" else size)
@@ -100,13 +105,7 @@ def make_mutant(seed, seed_value, index, kind):
                 flips.append([off, mask])
         m["flips"] = flips  # [offset, xor mask]
     elif kind == "meta_int":
-        region = _pick_region(r, seed.map)
-        if region is None:
-            lo, hi = 0, size
-            m["region"] = "none found: whole file"
-        else:
-            lo, hi = region.start, region.end
-            m["region"] = region.label
+        lo, hi = _metadata_span(r, seed, size, m)
         width = (1, 2, 4, 8)[r.randrange(4)]
         if hi - lo < width:
             lo = max(0, hi - width)
