@@ -13,13 +13,10 @@ using reference::WeightFormat;
 
 std::size_t extent_bytes(Index rows, Index stride, Index width, DType t) {
   if (rows <= 0 || width <= 0) return 0;
-  return static_cast<std::size_t>((rows - 1) * stride + width) *
-         static_cast<std::size_t>(dtype_size(t));
+  return static_cast<std::size_t>((rows - 1) * stride + width) * static_cast<std::size_t>(dtype_size(t));
 }
 
-std::vector<std::int32_t> canonical_selector(Index block_rows,
-                                             const std::vector<std::int32_t>& commits,
-                                             Index slots) {
+std::vector<std::int32_t> canonical_selector(Index block_rows, const std::vector<std::int32_t>& commits, Index slots) {
   std::vector<std::int32_t> sel(static_cast<std::size_t>(slots), -1);
   std::size_t p = 0;
   for (std::size_t r = 0; r < commits.size(); ++r) {
@@ -47,17 +44,15 @@ Status check_plan_shape(const PackPlan& p) {
   if (p.block_rows < 1) return fail(ErrorCode::kGuardPlanShape, "block_rows B = " + n2s(p.block_rows) + " < 1");
   if (p.request_rules && (p.cap < 0 || p.cap > kMaxCap || p.cap > p.block_rows)) {
     return fail(ErrorCode::kGuardPlanShape,
-                "cap = " + n2s(p.cap) + " outside [0, min(" + n2s(kMaxCap) + ", B = " +
-                    n2s(p.block_rows) + ")]");
+                "cap = " + n2s(p.cap) + " outside [0, min(" + n2s(kMaxCap) + ", B = " + n2s(p.block_rows) + ")]");
   }
   if (p.slots < 0 || static_cast<Index>(p.selector.size()) != p.slots) {
     return fail(ErrorCode::kGuardPlanShape, "selector has " + n2s(static_cast<Index>(p.selector.size())) +
                                                 " entries for P = " + n2s(p.slots) + " slots");
   }
   if (static_cast<Index>(p.commit_counts.size()) != p.requests) {
-    return fail(ErrorCode::kGuardPlanShape,
-                "commit_counts has " + n2s(static_cast<Index>(p.commit_counts.size())) +
-                    " entries for R = " + n2s(p.requests));
+    return fail(ErrorCode::kGuardPlanShape, "commit_counts has " + n2s(static_cast<Index>(p.commit_counts.size())) +
+                                                " entries for R = " + n2s(p.requests));
   }
   if (p.k < 1 || p.n < 1) {
     return fail(ErrorCode::kGuardPlanShape, "K = " + n2s(p.k) + ", N = " + n2s(p.n) + ": both must be >= 1");
@@ -83,10 +78,9 @@ Status check_support(const PackPlan& p) {
     if (p.residual_at == reference::ResidualAt::kOutput && p.residual_dtype != p.output) {
       // "Added after rounding, in the output type" is only defined for a residual already in
       // that type; converting it would add a rounding the engine does not declare.
-      return fail(ErrorCode::kGuardUnsupported,
-                  "residual_at = output needs the residual in the output type (" +
-                      std::string(dtype_name(p.output)) + "), got " +
-                      std::string(dtype_name(p.residual_dtype)));
+      return fail(ErrorCode::kGuardUnsupported, "residual_at = output needs the residual in the output type (" +
+                                                    std::string(dtype_name(p.output)) + "), got " +
+                                                    std::string(dtype_name(p.residual_dtype)));
     }
   }
   for (const SegmentGeometry& s : p.segments) {
@@ -103,8 +97,8 @@ Status check_support(const PackPlan& p) {
 // 3. A declared split must cut K into equal parts.
 Status check_walk(const PackPlan& p) {
   if (p.walk.declared && (p.walk.parts < 1 || p.k % p.walk.parts != 0)) {
-    return fail(ErrorCode::kGuardWalkSplit, "k_walk " + p.walk.name + ": K = " + n2s(p.k) +
-                                                " is not a multiple of " + n2s(p.walk.parts));
+    return fail(ErrorCode::kGuardWalkSplit,
+                "k_walk " + p.walk.name + ": K = " + n2s(p.k) + " is not a multiple of " + n2s(p.walk.parts));
   }
   return Status();
 }
@@ -118,29 +112,26 @@ Status check_segments(const PackPlan& p) {
   Index next = 0;
   for (const SegmentGeometry* g : s) {
     if (g->row_end <= g->row_begin) {
-      return fail(ErrorCode::kGuardSegmentTable, "segment " + g->name + " covers [" +
-                                                     n2s(g->row_begin) + ", " + n2s(g->row_end) + ")");
+      return fail(ErrorCode::kGuardSegmentTable,
+                  "segment " + g->name + " covers [" + n2s(g->row_begin) + ", " + n2s(g->row_end) + ")");
     }
     if (g->row_begin > next) {
-      return fail(ErrorCode::kGuardSegmentTable,
-                  "gap: output columns [" + n2s(next) + ", " + n2s(g->row_begin) +
-                      ") belong to no segment (next is " + g->name + ")");
+      return fail(ErrorCode::kGuardSegmentTable, "gap: output columns [" + n2s(next) + ", " + n2s(g->row_begin) +
+                                                     ") belong to no segment (next is " + g->name + ")");
     }
     if (g->row_begin < next) {
-      return fail(ErrorCode::kGuardSegmentTable,
-                  "overlap: segment " + g->name + " starts at " + n2s(g->row_begin) +
-                      " but columns up to " + n2s(next) + " are already covered");
+      return fail(ErrorCode::kGuardSegmentTable, "overlap: segment " + g->name + " starts at " + n2s(g->row_begin) +
+                                                     " but columns up to " + n2s(next) + " are already covered");
     }
     next = g->row_end;
   }
   if (next != p.n) {
-    return fail(ErrorCode::kGuardSegmentTable,
-                "segments cover [0, " + n2s(next) + ") but N = " + n2s(p.n));
+    return fail(ErrorCode::kGuardSegmentTable, "segments cover [0, " + n2s(next) + ") but N = " + n2s(p.n));
   }
   for (const SegmentGeometry* g : s) {
     if (g->format != WeightFormat::kAf4 && g->values_cols != p.k) {
-      return fail(ErrorCode::kGuardSegmentTable, "segment " + g->name + " has " +
-                                                     n2s(g->values_cols) + " columns, K = " + n2s(p.k));
+      return fail(ErrorCode::kGuardSegmentTable,
+                  "segment " + g->name + " has " + n2s(g->values_cols) + " columns, K = " + n2s(p.k));
     }
   }
   return Status();
@@ -152,26 +143,24 @@ Status check_af4(const PackPlan& p) {
     if (g.format != WeightFormat::kAf4) continue;
     const Index gs = g.af4.group_size;
     if (gs < 1 || p.k % gs != 0) {
-      return fail(ErrorCode::kGuardAf4Geometry, "segment " + g.name + ": group_size " + n2s(gs) +
-                                                    " does not divide K = " + n2s(p.k));
+      return fail(ErrorCode::kGuardAf4Geometry,
+                  "segment " + g.name + ": group_size " + n2s(gs) + " does not divide K = " + n2s(p.k));
     }
     const bool u32 = g.af4.packing == Af4Packing::kU32Lsb;
     const Index per = u32 ? 8 : 2;
     if (p.k % per != 0 || g.codes_cols != p.k / per) {
       return fail(ErrorCode::kGuardAf4Geometry,
                   "segment " + g.name + ": codes have " + n2s(g.codes_cols) + " columns; " +
-                      std::string(reference::af4_packing_name(g.af4.packing)) + " with K = " +
-                      n2s(p.k) + " needs K/" + n2s(per) + (p.k % per ? " (K is not a multiple)" : " = " + n2s(p.k / per)));
+                      std::string(reference::af4_packing_name(g.af4.packing)) + " with K = " + n2s(p.k) + " needs K/" +
+                      n2s(per) + (p.k % per ? " (K is not a multiple)" : " = " + n2s(p.k / per)));
     }
     if (g.scales_cols != p.k / gs) {
-      return fail(ErrorCode::kGuardAf4Geometry, "segment " + g.name + ": scales have " +
-                                                    n2s(g.scales_cols) + " columns, K/group_size = " +
-                                                    n2s(p.k / gs));
+      return fail(ErrorCode::kGuardAf4Geometry, "segment " + g.name + ": scales have " + n2s(g.scales_cols) +
+                                                    " columns, K/group_size = " + n2s(p.k / gs));
     }
     if (g.af4.variant == Af4Variant::kAffine && g.biases_cols != g.scales_cols) {
-      return fail(ErrorCode::kGuardAf4Geometry, "segment " + g.name + ": biases have " +
-                                                    n2s(g.biases_cols) + " columns, scales " +
-                                                    n2s(g.scales_cols));
+      return fail(ErrorCode::kGuardAf4Geometry, "segment " + g.name + ": biases have " + n2s(g.biases_cols) +
+                                                    " columns, scales " + n2s(g.scales_cols));
     }
   }
   return Status();
@@ -191,8 +180,8 @@ Status check_strides(const PackPlan& p, bool packed) {
                    {"compact output scratch", p.compact_out_stride, p.n, packed}};
   for (const S& s : all) {
     if (s.applies && s.stride < s.width) {
-      return fail(ErrorCode::kGuardStrideBelowWidth, std::string(s.what) + " stride " +
-                                                         n2s(s.stride) + " < valid width " + n2s(s.width));
+      return fail(ErrorCode::kGuardStrideBelowWidth,
+                  std::string(s.what) + " stride " + n2s(s.stride) + " < valid width " + n2s(s.width));
     }
   }
   if (reference::has_residual(p.epilogue) && p.residual_stride < p.n) {
@@ -214,8 +203,8 @@ Result<std::vector<Index>> selector_owners(const PackPlan& p) {
     }
     if (r < 0) continue;
     if (owner[r] >= 0) {
-      return fail(ErrorCode::kGuardDuplicateRow, "row " + n2s(r) + " is selected by slots " +
-                                                     n2s(owner[r]) + " and " + n2s(s));
+      return fail(ErrorCode::kGuardDuplicateRow,
+                  "row " + n2s(r) + " is selected by slots " + n2s(owner[r]) + " and " + n2s(s));
     }
     owner[r] = s;
   }
@@ -230,8 +219,8 @@ Status check_selector(const PackPlan& p) {
     committed += c;
   }
   if (committed > p.slots) {
-    return fail(ErrorCode::kGuardTooFewSlots, "commit counts sum to " + n2s(committed) +
-                                                  " rows but only " + n2s(p.slots) + " physical slots");
+    return fail(ErrorCode::kGuardTooFewSlots,
+                "commit counts sum to " + n2s(committed) + " rows but only " + n2s(p.slots) + " physical slots");
   }
   NCERT_ASSIGN_OR_RETURN(const std::vector<Index> owner, selector_owners(p));
   if (!p.request_rules) return Status();
@@ -240,22 +229,20 @@ Status check_selector(const PackPlan& p) {
     for (Index i = 0; i < p.block_rows; ++i) count += owner[q * p.block_rows + i] >= 0;
     const Index commit = p.commit_counts[static_cast<std::size_t>(q)];
     if (count > p.cap || commit > p.cap) {
-      return fail(ErrorCode::kGuardCapExceeded,
-                  "request " + n2s(q) + " gathers " + n2s(count) + " rows (commit count " +
-                      n2s(commit) + ") but cap = " + n2s(p.cap));
+      return fail(ErrorCode::kGuardCapExceeded, "request " + n2s(q) + " gathers " + n2s(count) +
+                                                    " rows (commit count " + n2s(commit) + ") but cap = " + n2s(p.cap));
     }
     if (count != commit) {
-      return fail(ErrorCode::kGuardCommitMismatch,
-                  "request " + n2s(q) + ": selector gathers " + n2s(count) +
-                      " rows, commit_counts says " + n2s(commit));
+      return fail(ErrorCode::kGuardCommitMismatch, "request " + n2s(q) + ": selector gathers " + n2s(count) +
+                                                       " rows, commit_counts says " + n2s(commit));
     }
     for (Index i = 0; i < p.block_rows; ++i) {
       const bool selected = owner[q * p.block_rows + i] >= 0;
       if (selected != (i < count)) {
-        return fail(ErrorCode::kGuardNotPrefix,
-                    "request " + n2s(q) + ": row " + n2s(q * p.block_rows + i) + " (offset " + n2s(i) +
-                        ") is " + (selected ? "selected" : "not selected") + " but the committed prefix is " +
-                        n2s(count) + " rows");
+        return fail(ErrorCode::kGuardNotPrefix, "request " + n2s(q) + ": row " + n2s(q * p.block_rows + i) +
+                                                    " (offset " + n2s(i) + ") is " +
+                                                    (selected ? "selected" : "not selected") +
+                                                    " but the committed prefix is " + n2s(count) + " rows");
       }
     }
   }
@@ -275,9 +262,8 @@ bool overlaps(const Range& a, const Range& b) {
 
 Status check_extent(const char* what, const void* ptr, std::size_t have, std::size_t need) {
   if (need > 0 && (ptr == nullptr || have < need)) {
-    return fail(ErrorCode::kGuardExtentTooSmall,
-                std::string(what) + " holds " + std::to_string(ptr ? have : 0) + " bytes, the geometry needs " +
-                    std::to_string(need));
+    return fail(ErrorCode::kGuardExtentTooSmall, std::string(what) + " holds " + std::to_string(ptr ? have : 0) +
+                                                     " bytes, the geometry needs " + std::to_string(need));
   }
   return Status();
 }
@@ -319,19 +305,18 @@ Status check_buffers(const PackPlan& p, const HostBuffers& b, bool packed) {
   // 14. Misaligned bases would fault (or silently split) the kernel's 16-byte loads.
   for (const Range& r : ranges) {
     if (r.begin % kBufferAlignment != 0) {
-      return fail(ErrorCode::kGuardMisaligned, std::string(r.name) + " at address " +
-                                                   std::to_string(r.begin) + " is not " +
-                                                   std::to_string(kBufferAlignment) + "-byte aligned (offset " +
+      return fail(ErrorCode::kGuardMisaligned, std::string(r.name) + " at address " + std::to_string(r.begin) +
+                                                   " is not " + std::to_string(kBufferAlignment) +
+                                                   "-byte aligned (offset " +
                                                    std::to_string(r.begin % kBufferAlignment) + ")");
     }
   }
   const bool inplace = res && b.out == b.residual;
   if (inplace && (p.residual_stride != p.out_stride || p.residual_dtype != p.output)) {
     return fail(ErrorCode::kGuardPartialOverlap,
-                "output and residual share a base but not stride/type (out stride " +
-                    n2s(p.out_stride) + " " + std::string(dtype_name(p.output)) + ", residual stride " +
-                    n2s(p.residual_stride) + " " + std::string(dtype_name(p.residual_dtype)) +
-                    "): in-place addition needs identical layouts");
+                "output and residual share a base but not stride/type (out stride " + n2s(p.out_stride) + " " +
+                    std::string(dtype_name(p.output)) + ", residual stride " + n2s(p.residual_stride) + " " +
+                    std::string(dtype_name(p.residual_dtype)) + "): in-place addition needs identical layouts");
   }
   // 15. Writing the output over the input would corrupt rows not yet read.
   const Range* out = nullptr;
@@ -342,9 +327,8 @@ Status check_buffers(const PackPlan& p, const HostBuffers& b, bool packed) {
   }
   if (out && x && overlaps(*out, *x)) {
     return fail(ErrorCode::kGuardOutputAliasesInput,
-                "output bytes [" + std::to_string(out->begin - x->begin) + ", " +
-                    std::to_string(out->end - x->begin) + ") relative to x overlap the input x (" +
-                    std::to_string(x->end - x->begin) + " bytes)");
+                "output bytes [" + std::to_string(out->begin - x->begin) + ", " + std::to_string(out->end - x->begin) +
+                    ") relative to x overlap the input x (" + std::to_string(x->end - x->begin) + " bytes)");
   }
   // 16. Any other overlap involving a written buffer, except exact in-place residual.
   for (std::size_t i = 0; i < ranges.size(); ++i) {
@@ -355,10 +339,9 @@ Status check_buffers(const PackPlan& p, const HostBuffers& b, bool packed) {
       const bool exact_inplace = inplace && ((std::string(a.name) == "output" && std::string(c.name) == "residual") ||
                                              (std::string(a.name) == "residual" && std::string(c.name) == "output"));
       if (exact_inplace) continue;
-      return fail(ErrorCode::kGuardPartialOverlap, std::string(a.name) + " and " + c.name +
-                                                       " overlap by " +
-                                                       std::to_string(std::min(a.end, c.end) - std::max(a.begin, c.begin)) +
-                                                       " bytes");
+      return fail(ErrorCode::kGuardPartialOverlap,
+                  std::string(a.name) + " and " + c.name + " overlap by " +
+                      std::to_string(std::min(a.end, c.end) - std::max(a.begin, c.begin)) + " bytes");
     }
   }
   return Status();

@@ -30,8 +30,7 @@ void store(void* base, DType t, Index i, float v) {
 
 }  // namespace
 
-Result<std::shared_ptr<const LinearKernel>> LinearKernel::create(const reference::Weights& w,
-                                                                 DType activation,
+Result<std::shared_ptr<const LinearKernel>> LinearKernel::create(const reference::Weights& w, DType activation,
                                                                  const reference::KWalk& walk) {
   auto kernel = std::make_shared<LinearKernel>();
   kernel->k_ = w.k;
@@ -44,9 +43,8 @@ Result<std::shared_ptr<const LinearKernel>> LinearKernel::create(const reference
     kernel->walk_.name = "seq-fma";
   }
   if (kernel->walk_.parts < 1 || w.k % kernel->walk_.parts != 0) {
-    return Status(ErrorCode::kGuardWalkSplit, "k_walk " + walk.name + ": K = " +
-                                                  std::to_string(w.k) + " is not a multiple of " +
-                                                  std::to_string(walk.parts));
+    return Status(ErrorCode::kGuardWalkSplit, "k_walk " + walk.name + ": K = " + std::to_string(w.k) +
+                                                  " is not a multiple of " + std::to_string(walk.parts));
   }
   kernel->wt_.resize(static_cast<std::size_t>(w.n * w.k));
   std::vector<float> row(static_cast<std::size_t>(w.k));
@@ -61,16 +59,15 @@ Result<std::shared_ptr<const LinearKernel>> LinearKernel::create(const reference
   return std::shared_ptr<const LinearKernel>(std::move(kernel));
 }
 
-void LinearKernel::run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc,
-                       Index acc_stride) const {
+void LinearKernel::run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc, Index acc_stride) const {
   std::vector<float> xr(static_cast<std::size_t>(k_));
   std::vector<float> scratch(static_cast<std::size_t>(kBlock));
   for (Index r = 0; r < rows; ++r) {
     for (Index c = 0; c < k_; ++c) xr[c] = load(x, x_dtype, r * x_stride + c);
     for (Index j0 = 0; j0 < n_; j0 += kBlock) {
       const Index width = std::min(kBlock, n_ - j0);
-      reference::walk_row_block(walk_, xr.data(), wt_.data() + j0 * k_, k_, width,
-                                acc + r * acc_stride + j0, scratch.data());
+      reference::walk_row_block(walk_, xr.data(), wt_.data() + j0 * k_, k_, width, acc + r * acc_stride + j0,
+                                scratch.data());
     }
   }
 }
@@ -88,8 +85,7 @@ void gather(const PackPlan& p, const void* x, void* compact_in) {
 }
 
 namespace {
-void epilogue_row(const PackPlan& p, const float* acc, const void* bias, const void* residual,
-                  Index row, void* out) {
+void epilogue_row(const PackPlan& p, const float* acc, const void* bias, const void* residual, Index row, void* out) {
   const bool has_b = reference::has_bias(p.epilogue);
   const bool has_r = reference::has_residual(p.epilogue);
   for (Index j = 0; j < p.n; ++j) {
@@ -102,8 +98,7 @@ void epilogue_row(const PackPlan& p, const float* acc, const void* bias, const v
 }
 }  // namespace
 
-void scatter(const PackPlan& p, const float* compact_out, const void* bias, const void* residual,
-             void* out) {
+void scatter(const PackPlan& p, const float* compact_out, const void* bias, const void* residual, void* out) {
   for (Index s = 0; s < p.slots; ++s) {
     const Index r = p.selector[static_cast<std::size_t>(s)];
     if (r < 0) continue;
@@ -114,8 +109,8 @@ void scatter(const PackPlan& p, const float* compact_out, const void* bias, cons
 void run_unpacked(const PackPlan& p, const LinearKernel& kernel, const HostBuffers& b) {
   std::vector<float> acc(static_cast<std::size_t>(p.n));
   for (Index r = 0; r < p.rows(); ++r) {
-    kernel.run(static_cast<const unsigned char*>(b.x) + r * p.in_stride * dtype_size(p.x_dtype),
-               p.x_dtype, p.in_stride, 1, acc.data(), p.n);
+    kernel.run(static_cast<const unsigned char*>(b.x) + r * p.in_stride * dtype_size(p.x_dtype), p.x_dtype, p.in_stride,
+               1, acc.data(), p.n);
     epilogue_row(p, acc.data(), b.bias, b.residual, r, b.out);
   }
 }
@@ -125,18 +120,17 @@ void run_packed(const PackPlan& p, const LinearKernel& kernel, const HostBuffers
   const int size = dtype_size(p.x_dtype);
   for (Index s = 0; s < p.slots; ++s) {
     if (p.selector[static_cast<std::size_t>(s)] < 0) continue;
-    kernel.run(static_cast<const unsigned char*>(b.compact_in) + s * p.compact_in_stride * size,
-               p.x_dtype, p.compact_in_stride, 1, b.compact_out + s * p.compact_out_stride,
-               p.compact_out_stride);
+    kernel.run(static_cast<const unsigned char*>(b.compact_in) + s * p.compact_in_stride * size, p.x_dtype,
+               p.compact_in_stride, 1, b.compact_out + s * p.compact_out_stride, p.compact_out_stride);
   }
   scatter(p, b.compact_out, b.bias, b.residual, b.out);
 }
 
 Result<PathTaken> execute(const PackPlan& p, const LinearKernel& kernel, const HostBuffers& b) {
   if (kernel.k() != p.k || kernel.n() != p.n) {
-    return Status(ErrorCode::kGuardPlanShape,
-                  "kernel is K x N = " + std::to_string(kernel.k()) + " x " + std::to_string(kernel.n()) +
-                      ", plan " + std::to_string(p.k) + " x " + std::to_string(p.n));
+    return Status(ErrorCode::kGuardPlanShape, "kernel is K x N = " + std::to_string(kernel.k()) + " x " +
+                                                  std::to_string(kernel.n()) + ", plan " + std::to_string(p.k) + " x " +
+                                                  std::to_string(p.n));
   }
   const Status s = validate(p, b);
   if (s.ok()) {

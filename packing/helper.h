@@ -20,15 +20,13 @@ class LinearKernel {
  public:
   /// Decodes the weights' kernel values once (reference::decode_weight_row `kernel` output).
   /// The walk's split must divide K (kGuardWalkSplit).
-  static Result<std::shared_ptr<const LinearKernel>> create(const reference::Weights& weights,
-                                                            DType activation,
+  static Result<std::shared_ptr<const LinearKernel>> create(const reference::Weights& weights, DType activation,
                                                             const reference::KWalk& walk);
   Index k() const { return k_; }
   Index n() const { return n_; }
   const reference::KWalk& walk() const { return walk_; }
   /// acc[r * acc_stride + j] = walk(x row r, w_j) for r < rows, j < N; only those cells written.
-  void run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc,
-           Index acc_stride) const;
+  void run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc, Index acc_stride) const;
 
  private:
   Index k_ = 0;
@@ -41,8 +39,7 @@ class LinearKernel {
 void gather(const PackPlan& plan, const void* x, void* compact_in);
 
 /// Writes epilogue(acc) of each selected row's slot into the output, valid columns only.
-void scatter(const PackPlan& plan, const float* compact_out, const void* bias,
-             const void* residual, void* out);
+void scatter(const PackPlan& plan, const float* compact_out, const void* bias, const void* residual, void* out);
 
 /// All M rows through the kernel and the epilogue, valid columns only.
 void run_unpacked(const PackPlan& plan, const LinearKernel& kernel, const HostBuffers& b);

@@ -43,7 +43,7 @@ struct PackPlan : reference::ProjectionArithmetic, reference::ProjectionLayout {
   /// False when the dump declares no request geometry (requests, block_rows, cap): then R = 1,
   /// B = M and only the slot-level rules apply (rows in range, no duplicates, slots suffice).
   bool request_rules = true;
-  Index slots = 0;       ///< P physical slots (= selector.size())
+  Index slots = 0;                          ///< P physical slots (= selector.size())
   std::vector<std::int32_t> commit_counts;  ///< [R] rows committed per request
   std::vector<std::int32_t> selector;       ///< [P] slot -> original row, -1 empty
 
@@ -80,7 +80,6 @@ std::size_t extent_bytes(Index rows, Index stride, Index width, DType t);
 
 /// The selector of the canonical plan for commit counts: request r's first c_r rows fill the
 /// next slots in request order, the remaining slots are -1.
-std::vector<std::int32_t> canonical_selector(Index block_rows, const std::vector<std::int32_t>& commits,
-                                             Index slots);
+std::vector<std::int32_t> canonical_selector(Index block_rows, const std::vector<std::int32_t>& commits, Index slots);
 
 }  // namespace ncert::packing

@@ -62,9 +62,13 @@ CaseResult run_identity(const SweepCase& c, const ExecuteFn& helper) {
     if (p.selector[static_cast<std::size_t>(s)] >= 0) slot_of[p.selector[static_cast<std::size_t>(s)]] = s;
   }
   // Canaries first: an out-of-bounds write invalidates everything else.
-  const std::pair<const char*, const GuardedBuffer*> all[] = {
-      {"x", &d.x}, {"residual", &d.residual}, {"bias", &d.bias}, {"compact input", &d.compact_in},
-      {"compact output", &d.compact_out}, {"packed output", &out_p}, {"unpacked output", &out_u}};
+  const std::pair<const char*, const GuardedBuffer*> all[] = {{"x", &d.x},
+                                                              {"residual", &d.residual},
+                                                              {"bias", &d.bias},
+                                                              {"compact input", &d.compact_in},
+                                                              {"compact output", &d.compact_out},
+                                                              {"packed output", &out_p},
+                                                              {"unpacked output", &out_u}};
   for (const auto& [name, buf] : all) {
     if (buf->bytes() > 0 && !buf->intact()) {
       return failure(std::string("canary bytes around the ") + name + " buffer were overwritten (" +
@@ -154,7 +158,8 @@ CaseResult run_width(const SweepCase& c) {
   // Alternate requests between widths; every valid row must be identical at both widths.
   for (Index rows : {Index{1}, Index{37}, Index{512}, Index{513}, Index{3000}}) {
     auto picked = buckets->pick(rows);
-    if (!picked.ok() || *picked != (rows <= 512 ? 512 : 8192)) return fail("wrong bucket for " + std::to_string(rows) + " rows");
+    if (!picked.ok() || *picked != (rows <= 512 ? 512 : 8192))
+      return fail("wrong bucket for " + std::to_string(rows) + " rows");
     auto a = buckets->run(x.data(), rows);
     auto wide = buckets->run(x.data(), rows, 8192);
     if (!a.ok() || !wide.ok()) return fail("width run failed");
@@ -178,9 +183,12 @@ CaseResult run_width(const SweepCase& c) {
 
 CaseResult run_case(const SweepCase& c, const ExecuteFn& helper) {
   switch (c.kind) {
-    case CaseKind::kIdentity: return detail::run_identity(c, helper);
-    case CaseKind::kGuard: return detail::run_guard(c, helper);
-    case CaseKind::kWidth: return detail::run_width(c);
+    case CaseKind::kIdentity:
+      return detail::run_identity(c, helper);
+    case CaseKind::kGuard:
+      return detail::run_guard(c, helper);
+    case CaseKind::kWidth:
+      return detail::run_width(c);
   }
   return {};
 }
@@ -189,7 +197,8 @@ SweepSummary sweep_cases(const std::vector<SweepCase>& cases, const ExecuteFn& h
   std::vector<CaseResult> results(cases.size());
   const Index n = static_cast<Index>(cases.size());
 #pragma omp parallel for schedule(dynamic, 16)
-  for (Index i = 0; i < n; ++i) results[static_cast<std::size_t>(i)] = run_case(cases[static_cast<std::size_t>(i)], helper);
+  for (Index i = 0; i < n; ++i)
+    results[static_cast<std::size_t>(i)] = run_case(cases[static_cast<std::size_t>(i)], helper);
   SweepSummary s;
   for (Index i = 0; i < n; ++i) {
     const SweepCase& c = cases[static_cast<std::size_t>(i)];
@@ -215,10 +224,14 @@ SweepSummary sweep_cases(const std::vector<SweepCase>& cases, const ExecuteFn& h
       continue;
     }
     ++s.failed;
-    if (!c.guard.empty()) ++s.failed_guard;
-    else if (c.kind == CaseKind::kWidth) ++s.failed_width;
-    else if (c.inplace) ++s.failed_alias;
-    else ++s.failed_identity;
+    if (!c.guard.empty())
+      ++s.failed_guard;
+    else if (c.kind == CaseKind::kWidth)
+      ++s.failed_width;
+    else if (c.inplace)
+      ++s.failed_alias;
+    else
+      ++s.failed_identity;
     if (s.first_failure < 0) {
       s.first_failure = i;
       s.first_failure_key = c.key();

@@ -29,7 +29,7 @@ struct SweepCase {
   Index block_rows = 4;
   Index cap = 2;
   Index slots = 8;
-  std::string commit = "full";  ///< full, one, ragged, single, alternate, decreasing, empty
+  std::string commit = "full";   ///< full, one, ragged, single, alternate, decreasing, empty
   std::string formats = "bf16";  ///< bf16, f32, af4a, af4c, mix
   Index k = 64;
   Index n = 32;
@@ -43,7 +43,7 @@ struct SweepCase {
   reference::Epilogue epilogue = reference::Epilogue::kNone;
   reference::ResidualAt at = reference::ResidualAt::kF32;
   bool inplace = false;
-  std::string walk;  ///< empty: undeclared (the kernel uses seq-fma)
+  std::string walk;      ///< empty: undeclared (the kernel uses seq-fma)
   bool permute = false;  ///< slots filled in a shuffled order instead of request order
   std::string guard;     ///< kGuard/kWidth: the planted violation (see guard_names())
   std::uint64_t seed = 1;
@@ -65,12 +65,12 @@ std::vector<SweepCase> default_cases();
 
 struct CaseResult {
   bool pass = true;
-  std::string failure;            ///< first problem found, with the numbers
-  bool compared = false;          ///< selected rows were compared bit for bit (packed vs unpacked, or widths)
+  std::string failure;    ///< first problem found, with the numbers
+  bool compared = false;  ///< selected rows were compared bit for bit (packed vs unpacked, or widths)
   Index rows_compared = 0;
-  bool alias = false;             ///< in-place residual case
+  bool alias = false;                ///< in-place residual case
   ErrorCode guard = ErrorCode::kOk;  ///< the code a guard case produced
-  bool fell_back = false;         ///< an unsupported plan ran the unpacked path
+  bool fell_back = false;            ///< an unsupported plan ran the unpacked path
 };
 
 /// The helper entry point the sweep exercises; execute() by default. Self-tests pass
@@ -88,11 +88,11 @@ struct SweepSummary {
   Index identity_comparisons = 0;  ///< identity cases whose selected rows matched bit for bit
   Index rows_compared = 0;         ///< their selected rows
   Index alias_cases = 0;
-  Index alias_comparisons = 0;     ///< in-place cases whose selected rows matched bit for bit
+  Index alias_comparisons = 0;  ///< in-place cases whose selected rows matched bit for bit
   Index alias_rows = 0;
   Index guard_cases = 0;
   Index width_cases = 0;
-  Index width_rows = 0;            ///< rows compared across widths
+  Index width_rows = 0;  ///< rows compared across widths
   Index fallbacks = 0;
   std::set<ErrorCode> guards_covered;
   Index first_failure = -1;  ///< index into the case list

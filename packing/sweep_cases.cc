@@ -16,9 +16,12 @@ namespace {
 
 std::string kind_name(CaseKind k) {
   switch (k) {
-    case CaseKind::kIdentity: return "identity";
-    case CaseKind::kGuard: return "guard";
-    case CaseKind::kWidth: return "width";
+    case CaseKind::kIdentity:
+      return "identity";
+    case CaseKind::kGuard:
+      return "guard";
+    case CaseKind::kWidth:
+      return "width";
   }
   return "?";
 }
@@ -95,10 +98,14 @@ Result<SweepCase> parse_case(std::string_view key) {
     return Status();
   };
   NCERT_ASSIGN_OR_RETURN(std::string kind, take("kind"));
-  if (kind == "identity") c.kind = CaseKind::kIdentity;
-  else if (kind == "guard") c.kind = CaseKind::kGuard;
-  else if (kind == "width") c.kind = CaseKind::kWidth;
-  else return bad("kind = " + kind);
+  if (kind == "identity")
+    c.kind = CaseKind::kIdentity;
+  else if (kind == "guard")
+    c.kind = CaseKind::kGuard;
+  else if (kind == "width")
+    c.kind = CaseKind::kWidth;
+  else
+    return bad("kind = " + kind);
   NCERT_RETURN_IF_ERROR(take_int("R", &c.requests));
   NCERT_RETURN_IF_ERROR(take_int("B", &c.block_rows));
   NCERT_RETURN_IF_ERROR(take_int("cap", &c.cap));
@@ -136,7 +143,7 @@ Result<SweepCase> parse_case(std::string_view key) {
   NCERT_RETURN_IF_ERROR(take_int("seed", &seed));
   c.seed = static_cast<std::uint64_t>(seed);
   if (!f.empty()) return bad("unknown field " + f.begin()->first);
-  static const std::vector<std::string> kCommits = {"full", "one", "ragged", "single",
+  static const std::vector<std::string> kCommits = {"full",      "one",        "ragged", "single",
                                                     "alternate", "decreasing", "empty"};
   if (std::find(kCommits.begin(), kCommits.end(), c.commit) == kCommits.end()) {
     return bad("commit = " + c.commit);
@@ -145,8 +152,8 @@ Result<SweepCase> parse_case(std::string_view key) {
   if (std::find(kFormats.begin(), kFormats.end(), c.formats) == kFormats.end()) {
     return bad("fmt = " + c.formats);
   }
-  if (c.requests < 1 || c.block_rows < 1 || c.k < 1 || c.n < 1 || c.slots < 0 || c.cap < 0 ||
-      c.in_pad < 0 || c.out_pad < 0 || c.compact_pad < 0 || c.k > (1 << 20) || c.n > (1 << 20) ||
+  if (c.requests < 1 || c.block_rows < 1 || c.k < 1 || c.n < 1 || c.slots < 0 || c.cap < 0 || c.in_pad < 0 ||
+      c.out_pad < 0 || c.compact_pad < 0 || c.k > (1 << 20) || c.n > (1 << 20) ||
       c.requests * c.block_rows > (1 << 16)) {
     return bad("sizes out of range");
   }
@@ -173,8 +180,7 @@ void add_identity_cases(std::vector<SweepCase>& cases) {
   const Index ns[] = {8, 24, 40, 72};
   const Index in_pads[] = {0, 8, 24};
   const Index out_pads[] = {0, 8};
-  const std::vector<std::string> walks = {"", "seq", "seq-fma", "split:2", "split:4:fma", "split:8",
-                                          "split:16:fma"};
+  const std::vector<std::string> walks = {"", "seq", "seq-fma", "split:2", "split:4:fma", "split:8", "split:16:fma"};
   // The 11 epilogue variants: none; bias (f32, bf16); residual and bias+residual at f32 and at
   // output, each separate and in place.
   struct Epi {

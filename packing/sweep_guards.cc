@@ -29,14 +29,14 @@ struct GuardRow {
 };
 
 const GuardRow kGuards[] = {
-    {"plan-shape-requests", ErrorCode::kGuardPlanShape, [](Planting& g) {
+    {"plan-shape-requests", ErrorCode::kGuardPlanShape,
+     [](Planting& g) {
        g.p.requests = kMaxRequests + 1;
        g.p.commit_counts.assign(static_cast<std::size_t>(g.p.requests), 0);
      }},
-    {"plan-shape-cap", ErrorCode::kGuardPlanShape, [](Planting& g) {
-       g.p.cap = kMaxCap + 1;
-     }},
-    {"unsupported-residual-type", ErrorCode::kGuardUnsupported, [](Planting& g) {
+    {"plan-shape-cap", ErrorCode::kGuardPlanShape, [](Planting& g) { g.p.cap = kMaxCap + 1; }},
+    {"unsupported-residual-type", ErrorCode::kGuardUnsupported,
+     [](Planting& g) {
        g.p.epilogue = reference::Epilogue::kResidual;
        g.p.residual_at = reference::ResidualAt::kOutput;
        g.p.output = DType::kBf16;
@@ -45,87 +45,76 @@ const GuardRow kGuards[] = {
        g.b.residual = g.scratch.back().data();
        g.b.residual_bytes = g.scratch.back().bytes();
      }},
-    {"unsupported-folded-walk", ErrorCode::kGuardUnsupported, [](Planting& g) {
+    {"unsupported-folded-walk", ErrorCode::kGuardUnsupported,
+     [](Planting& g) {
        g.p.walk = *reference::parse_k_walk("seq");
        for (auto& seg : g.p.segments) {
          if (seg.format == reference::WeightFormat::kAf4) seg.af4.dequant = reference::Dequant::kFolded;
        }
      }},
-    {"walk-split", ErrorCode::kGuardWalkSplit, [](Planting& g) {
-       g.p.walk = *reference::parse_k_walk("split:" + std::to_string(g.p.k + 1));
-     }},
-    {"segment-gap", ErrorCode::kGuardSegmentTable, [](Planting& g) {
-       g.p.segments.back().row_begin += 1;
-     }},
-    {"segment-overlap", ErrorCode::kGuardSegmentTable, [](Planting& g) {
-       g.p.segments.back().row_begin -= 1;
-     }},
-    {"segment-total", ErrorCode::kGuardSegmentTable, [](Planting& g) {
-       g.p.segments.back().row_end += 1;
-     }},
-    {"af4-group", ErrorCode::kGuardAf4Geometry, [](Planting& g) {
+    {"walk-split", ErrorCode::kGuardWalkSplit,
+     [](Planting& g) { g.p.walk = *reference::parse_k_walk("split:" + std::to_string(g.p.k + 1)); }},
+    {"segment-gap", ErrorCode::kGuardSegmentTable, [](Planting& g) { g.p.segments.back().row_begin += 1; }},
+    {"segment-overlap", ErrorCode::kGuardSegmentTable, [](Planting& g) { g.p.segments.back().row_begin -= 1; }},
+    {"segment-total", ErrorCode::kGuardSegmentTable, [](Planting& g) { g.p.segments.back().row_end += 1; }},
+    {"af4-group", ErrorCode::kGuardAf4Geometry,
+     [](Planting& g) {
        for (auto& seg : g.p.segments) {
          if (seg.format == reference::WeightFormat::kAf4) seg.af4.group_size = g.p.k / 2 + 1;
        }
      }},
-    {"af4-codes-shape", ErrorCode::kGuardAf4Geometry, [](Planting& g) {
+    {"af4-codes-shape", ErrorCode::kGuardAf4Geometry,
+     [](Planting& g) {
        for (auto& seg : g.p.segments) {
          if (seg.format == reference::WeightFormat::kAf4) seg.codes_cols += 1;
        }
      }},
-    {"af4-scales-shape", ErrorCode::kGuardAf4Geometry, [](Planting& g) {
+    {"af4-scales-shape", ErrorCode::kGuardAf4Geometry,
+     [](Planting& g) {
        for (auto& seg : g.p.segments) {
          if (seg.format == reference::WeightFormat::kAf4) seg.scales_cols -= 1;
        }
      }},
-    {"stride-input", ErrorCode::kGuardStrideBelowWidth, [](Planting& g) {
-       g.p.in_stride = g.p.k - 1;
-     }},
-    {"stride-output", ErrorCode::kGuardStrideBelowWidth, [](Planting& g) {
-       g.p.out_stride = g.p.n - 1;
-     }},
-    {"stride-compact", ErrorCode::kGuardStrideBelowWidth, [](Planting& g) {
-       g.p.compact_out_stride = g.p.n - 1;
-     }},
-    {"too-few-slots", ErrorCode::kGuardTooFewSlots, [](Planting& g) {
-       g.p.commit_counts[0] = static_cast<std::int32_t>(g.p.slots + 1);
-     }},
-    {"row-out-of-range", ErrorCode::kGuardRowOutOfRange, [](Planting& g) {
-       g.p.selector[0] = static_cast<std::int32_t>(g.m);
-     }},
-    {"row-negative", ErrorCode::kGuardRowOutOfRange, [](Planting& g) {
-       g.p.selector[0] = -2;
-     }},
-    {"duplicate-row", ErrorCode::kGuardDuplicateRow, [](Planting& g) {
-       g.p.selector[1] = g.p.selector[0];
-     }},
-    {"cap-exceeded", ErrorCode::kGuardCapExceeded, [](Planting& g) {
+    {"stride-input", ErrorCode::kGuardStrideBelowWidth, [](Planting& g) { g.p.in_stride = g.p.k - 1; }},
+    {"stride-output", ErrorCode::kGuardStrideBelowWidth, [](Planting& g) { g.p.out_stride = g.p.n - 1; }},
+    {"stride-compact", ErrorCode::kGuardStrideBelowWidth, [](Planting& g) { g.p.compact_out_stride = g.p.n - 1; }},
+    {"too-few-slots", ErrorCode::kGuardTooFewSlots,
+     [](Planting& g) { g.p.commit_counts[0] = static_cast<std::int32_t>(g.p.slots + 1); }},
+    {"row-out-of-range", ErrorCode::kGuardRowOutOfRange,
+     [](Planting& g) { g.p.selector[0] = static_cast<std::int32_t>(g.m); }},
+    {"row-negative", ErrorCode::kGuardRowOutOfRange, [](Planting& g) { g.p.selector[0] = -2; }},
+    {"duplicate-row", ErrorCode::kGuardDuplicateRow, [](Planting& g) { g.p.selector[1] = g.p.selector[0]; }},
+    {"cap-exceeded", ErrorCode::kGuardCapExceeded,
+     [](Planting& g) {
        g.p.selector[static_cast<std::size_t>(g.p.commit_counts[0])] = g.p.commit_counts[0];
        g.p.commit_counts[0] += 1;
      }},
-    {"commit-mismatch", ErrorCode::kGuardCommitMismatch, [](Planting& g) {
-       g.p.commit_counts[0] -= 1;
-     }},
-    {"not-prefix", ErrorCode::kGuardNotPrefix, [](Planting& g) {
+    {"commit-mismatch", ErrorCode::kGuardCommitMismatch, [](Planting& g) { g.p.commit_counts[0] -= 1; }},
+    {"not-prefix", ErrorCode::kGuardNotPrefix,
+     [](Planting& g) {
        g.p.selector[0] = g.p.commit_counts[0];  // request 0's row just past its prefix
      }},
-    {"extent-x", ErrorCode::kGuardExtentTooSmall, [](Planting& g) {
+    {"extent-x", ErrorCode::kGuardExtentTooSmall,
+     [](Planting& g) {
        // One element short of what the last row's valid columns need (the trailing padding of
        // the allocation is not part of the geometry's extent).
-       g.b.x_bytes = extent_bytes(g.m, g.p.in_stride, g.p.k, g.p.x_dtype) - static_cast<std::size_t>(dtype_size(g.p.x_dtype));
+       g.b.x_bytes =
+           extent_bytes(g.m, g.p.in_stride, g.p.k, g.p.x_dtype) - static_cast<std::size_t>(dtype_size(g.p.x_dtype));
      }},
-    {"extent-scratch", ErrorCode::kGuardExtentTooSmall, [](Planting& g) {
-       g.b.compact_out_bytes -= 4;
-     }},
-    {"misaligned", ErrorCode::kGuardMisaligned, [](Planting& g) {
-       g.scratch.push_back(make_matrix(g.m, g.p.in_stride, g.p.k, g.p.x_dtype, [] { return 1.0f; }, 4));
+    {"extent-scratch", ErrorCode::kGuardExtentTooSmall, [](Planting& g) { g.b.compact_out_bytes -= 4; }},
+    {"misaligned", ErrorCode::kGuardMisaligned,
+     [](Planting& g) {
+       g.scratch.push_back(make_matrix(
+           g.m, g.p.in_stride, g.p.k, g.p.x_dtype, [] { return 1.0f; }, 4));
        g.b.x = g.scratch.back().data();
      }},
-    {"output-aliases-input", ErrorCode::kGuardOutputAliasesInput, [](Planting& g) {
+    {"output-aliases-input", ErrorCode::kGuardOutputAliasesInput,
+     [](Planting& g) {
        g.b.out = const_cast<void*>(g.b.x);
        g.b.out_bytes = std::min(g.b.out_bytes, g.b.x_bytes);
      }},
-    {"partial-overlap", ErrorCode::kGuardPartialOverlap, [](Planting& g) {
+    {"partial-overlap", ErrorCode::kGuardPartialOverlap,
+     [](Planting& g) {
        // The residual starts 16 bytes into the output buffer (still aligned, still long enough
        // thanks to the padding columns): neither disjoint nor exactly in place.
        g.p.epilogue = reference::Epilogue::kResidual;
@@ -133,9 +122,8 @@ const GuardRow kGuards[] = {
        g.b.residual = g.out.data() + 16;
        g.b.residual_bytes = g.out.bytes() - 16;
      }},
-    {"scratch-overlap", ErrorCode::kGuardPartialOverlap, [](Planting& g) {
-       g.b.compact_out = reinterpret_cast<float*>(g.out.data());
-     }},
+    {"scratch-overlap", ErrorCode::kGuardPartialOverlap,
+     [](Planting& g) { g.b.compact_out = reinterpret_cast<float*>(g.out.data()); }},
     // capacity is planted by the width-bucket runner (a prompt longer than every bucket).
     {"capacity", ErrorCode::kGuardCapacity, [](Planting&) {}},
 };
@@ -172,8 +160,7 @@ CaseResult run_guard(const SweepCase& c, const ExecuteFn& helper) {
   Planting planting{d.plan, d.plan.rows(), b, out, scratch};
   row->plant(planting);
   // Snapshot every byte (canaries included) of every buffer the call could reach.
-  const std::vector<const GuardedBuffer*> reach = {&d.x, &d.residual, &d.bias, &d.compact_in,
-                                                   &d.compact_out, &out};
+  const std::vector<const GuardedBuffer*> reach = {&d.x, &d.residual, &d.bias, &d.compact_in, &d.compact_out, &out};
   std::vector<std::vector<unsigned char>> before;
   for (const GuardedBuffer* g : reach) before.push_back(g->raw());
   for (const GuardedBuffer& g : scratch) before.push_back(g.raw());
@@ -202,15 +189,14 @@ CaseResult run_guard(const SweepCase& c, const ExecuteFn& helper) {
   }
   if (outcome.ok()) {
     res.pass = false;
-    res.failure = "violation \"" + c.guard + "\" was not refused (expected " +
-                  std::string(error_name(want)) + ")";
+    res.failure = "violation \"" + c.guard + "\" was not refused (expected " + std::string(error_name(want)) + ")";
     return res;
   }
   res.guard = outcome.status().code();
   if (res.guard != want) {
     res.pass = false;
-    res.failure = "violation \"" + c.guard + "\" refused with " + outcome.status().to_string() +
-                  ", expected " + std::string(error_name(want));
+    res.failure = "violation \"" + c.guard + "\" refused with " + outcome.status().to_string() + ", expected " +
+                  std::string(error_name(want));
     return res;
   }
   std::size_t i = 0;

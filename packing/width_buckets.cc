@@ -5,13 +5,11 @@
 
 namespace ncert::packing {
 
-Result<WidthBuckets> WidthBuckets::create(std::vector<Index> widths,
-                                          std::shared_ptr<const LinearKernel> kernel,
+Result<WidthBuckets> WidthBuckets::create(std::vector<Index> widths, std::shared_ptr<const LinearKernel> kernel,
                                           DType x_dtype) {
   if (!kernel) return Status(ErrorCode::kInvalidArgument, "no kernel");
   std::sort(widths.begin(), widths.end());
-  if (widths.empty() || widths.front() < 1 ||
-      std::adjacent_find(widths.begin(), widths.end()) != widths.end()) {
+  if (widths.empty() || widths.front() < 1 || std::adjacent_find(widths.begin(), widths.end()) != widths.end()) {
     return Status(ErrorCode::kInvalidArgument, "widths must be distinct positive row counts");
   }
   WidthBuckets b;
@@ -43,14 +41,12 @@ Result<std::vector<float>> WidthBuckets::run(const void* x, Index rows, Index wi
   if (w == 0) {
     NCERT_ASSIGN_OR_RETURN(w, pick(rows));
   }
-  auto it = std::find_if(instances_.begin(), instances_.end(),
-                         [&](const Instance& i) { return i.width == w; });
+  auto it = std::find_if(instances_.begin(), instances_.end(), [&](const Instance& i) { return i.width == w; });
   if (it == instances_.end()) {
     return Status(ErrorCode::kInvalidArgument, "width " + std::to_string(w) + " is not compiled");
   }
   if (rows > w) {
-    return Status(ErrorCode::kGuardCapacity, std::to_string(rows) + " rows exceed width " +
-                                                 std::to_string(w));
+    return Status(ErrorCode::kGuardCapacity, std::to_string(rows) + " rows exceed width " + std::to_string(w));
   }
   const Index K = kernel_->k(), N = kernel_->n();
   const std::size_t row_bytes = static_cast<std::size_t>(K * dtype_size(x_dtype_));

@@ -15,8 +15,8 @@ namespace ncert::packing {
 class WidthBuckets {
  public:
   /// widths: distinct positive row counts (any order). kInvalidArgument otherwise.
-  static Result<WidthBuckets> create(std::vector<Index> widths,
-                                     std::shared_ptr<const LinearKernel> kernel, DType x_dtype);
+  static Result<WidthBuckets> create(std::vector<Index> widths, std::shared_ptr<const LinearKernel> kernel,
+                                     DType x_dtype);
 
   /// The smallest width >= rows; kGuardCapacity when rows exceeds the largest width.
   Result<Index> pick(Index rows) const;

@@ -17,24 +17,18 @@ struct NameOf {
   std::string_view name;
 };
 
-constexpr NameOf<Af4Variant> kVariants[] = {{Af4Variant::kAffine, "affine"},
-                                            {Af4Variant::kCodebook, "codebook"}};
-constexpr NameOf<Af4Codebook> kCodebooks[] = {{Af4Codebook::kNf4, "nf4"},
-                                              {Af4Codebook::kAf4_64, "af4-64"},
-                                              {Af4Codebook::kCustom, "custom"}};
-constexpr NameOf<Af4Packing> kPackings[] = {{Af4Packing::kU32Lsb, "u32-lsb"},
-                                            {Af4Packing::kU8Msb, "u8-msb"},
-                                            {Af4Packing::kU8Lsb, "u8-lsb"}};
-constexpr NameOf<Dequant> kDequants[] = {{Dequant::kExact, "exact"},
-                                         {Dequant::kF32, "f32"},
-                                         {Dequant::kOutput, "output"},
-                                         {Dequant::kFolded, "folded"}};
+constexpr NameOf<Af4Variant> kVariants[] = {{Af4Variant::kAffine, "affine"}, {Af4Variant::kCodebook, "codebook"}};
+constexpr NameOf<Af4Codebook> kCodebooks[] = {
+    {Af4Codebook::kNf4, "nf4"}, {Af4Codebook::kAf4_64, "af4-64"}, {Af4Codebook::kCustom, "custom"}};
+constexpr NameOf<Af4Packing> kPackings[] = {
+    {Af4Packing::kU32Lsb, "u32-lsb"}, {Af4Packing::kU8Msb, "u8-msb"}, {Af4Packing::kU8Lsb, "u8-lsb"}};
+constexpr NameOf<Dequant> kDequants[] = {
+    {Dequant::kExact, "exact"}, {Dequant::kF32, "f32"}, {Dequant::kOutput, "output"}, {Dequant::kFolded, "folded"}};
 constexpr NameOf<DequantOp> kDequantOps[] = {
     {DequantOp::kFma, "fma"}, {DequantOp::kMulAdd, "mul-add"}, {DequantOp::kEither, "either"}};
 
 template <typename E, std::size_t N>
-Result<E> parse_named(const NameOf<E> (&table)[N], std::string_view s, ErrorCode code,
-                      std::string_view what) {
+Result<E> parse_named(const NameOf<E> (&table)[N], std::string_view s, ErrorCode code, std::string_view what) {
   for (const auto& entry : table) {
     if (entry.name == s) return entry.value;
   }
@@ -56,15 +50,25 @@ std::string_view name_of(const NameOf<E> (&table)[N], E value) {
 
 // docs/dump-format.md §4, ascending, index = code. Every decimal there is the nearest f32 (the NF4
 // values are exactly representable; docs/formats.md "AF4" lists the f32 hex of each).
-constexpr std::array<float, 16> kNf4 = {
-    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
-    -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
-    0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
-    0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+constexpr std::array<float, 16> kNf4 = {-1.0f,
+                                        -0.6961928009986877f,
+                                        -0.5250730514526367f,
+                                        -0.39491748809814453f,
+                                        -0.28444138169288635f,
+                                        -0.18477343022823334f,
+                                        -0.09105003625154495f,
+                                        0.0f,
+                                        0.07958029955625534f,
+                                        0.16093020141124725f,
+                                        0.24611230194568634f,
+                                        0.33791524171829224f,
+                                        0.44070982933044434f,
+                                        0.5626170039176941f,
+                                        0.7229568362236023f,
+                                        1.0f};
 constexpr std::array<float, 16> kAf464 = {
-    -1.0f, -0.69441008f, -0.51243739f, -0.3736951f, -0.25607552f, -0.14982478f, -0.04934812f,
-    0.0f, 0.04273164f, 0.12934483f, 0.21961274f, 0.31675666f, 0.42563882f, 0.55496234f,
-    0.72424863f, 1.0f};
+    -1.0f,       -0.69441008f, -0.51243739f, -0.3736951f, -0.25607552f, -0.14982478f, -0.04934812f, 0.0f,
+    0.04273164f, 0.12934483f,  0.21961274f,  0.31675666f, 0.42563882f,  0.55496234f,  0.72424863f,  1.0f};
 constexpr std::array<float, 16> kZeros = {};
 
 }  // namespace
@@ -92,10 +96,13 @@ std::string_view dequant_op_name(DequantOp o) { return name_of(kDequantOps, o); 
 
 const std::array<float, 16>& builtin_codebook(Af4Codebook c) {
   switch (c) {
-    case Af4Codebook::kNf4: return kNf4;
-    case Af4Codebook::kAf4_64: return kAf464;
+    case Af4Codebook::kNf4:
+      return kNf4;
+    case Af4Codebook::kAf4_64:
+      return kAf464;
     case Af4Codebook::kNone:
-    case Af4Codebook::kCustom: return kZeros;
+    case Af4Codebook::kCustom:
+      return kZeros;
   }
   return kZeros;
 }
@@ -104,8 +111,8 @@ float decode_scale(DType t, const void* base, Index index) { return decode_eleme
 
 using detail::kernel_weight;
 
-void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg,
-                    float* kernel, double* spread) {
+void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg, float* kernel,
+                    double* spread) {
   const Af4Layout& L = v.layout;
   const Index groups = v.k / L.group_size;
   const bool affine = L.variant == Af4Variant::kAffine;

@@ -101,7 +101,7 @@ inline float af4_bias(const Af4View& v, Index row, Index group) {
 ///             fused order where either is allowed); fmaf(s, q, b) for kExact and kFolded.
 ///  spread[k]  half the distance between the two allowed kernel weights (0 where they agree or
 ///             the order is pinned): the reference adds sum |x| spread to the bound.
-void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg,
-                    float* kernel, double* spread = nullptr);
+void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact, double* alg, float* kernel,
+                    double* spread = nullptr);
 
 }  // namespace ncert::reference

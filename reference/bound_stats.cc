@@ -17,15 +17,14 @@ bool earlier(const ElementRecord& a, const ElementRecord& b) {
 double utilization(float z, double center, const Interval& accept) {
   if (std::isnan(z)) return std::numeric_limits<double>::infinity();
   const double d = static_cast<double>(z) - center;
-  const double side = d >= 0 ? static_cast<double>(accept.hi) - center
-                             : center - static_cast<double>(accept.lo);
+  const double side = d >= 0 ? static_cast<double>(accept.hi) - center : center - static_cast<double>(accept.lo);
   if (d == 0) return 0.0;
   if (!(side > 0)) return std::numeric_limits<double>::infinity();
   return std::fabs(d) / side;
 }
 
-void BoundStats::add(Index row, Index col, float z, double center, double bound,
-                     const Interval& accept, const Interval& expect) {
+void BoundStats::add(Index row, Index col, float z, double center, double bound, const Interval& accept,
+                     const Interval& expect) {
   ++elements_;
   const ElementRecord rec{row, col, z, center, bound, accept};
   const bool inside = contains(accept, z);
@@ -70,9 +69,8 @@ void BoundStats::merge(const BoundStats& o) {
   sum_norm_ += o.sum_norm_;
   max_err_over_b_ = std::max(max_err_over_b_, o.max_err_over_b_);
   // Ties keep the earlier element, so the result does not depend on how work was split.
-  if (o.max_abs_at_.found() &&
-      (!max_abs_at_.found() || o.max_abs_ > max_abs_ ||
-       (o.max_abs_ == max_abs_ && earlier(o.max_abs_at_, max_abs_at_)))) {
+  if (o.max_abs_at_.found() && (!max_abs_at_.found() || o.max_abs_ > max_abs_ ||
+                                (o.max_abs_ == max_abs_ && earlier(o.max_abs_at_, max_abs_at_)))) {
     max_abs_ = o.max_abs_;
     max_abs_at_ = o.max_abs_at_;
   }

@@ -15,18 +15,17 @@ namespace ncert::reference {
 struct ElementRecord {
   Index row = -1;  ///< -1: none
   Index col = -1;
-  float value = 0;     ///< the engine's stored value
-  double center = 0;   ///< y* + bias + residual
-  double bound = 0;    ///< B of the element
-  Interval accept;     ///< accepted interval
+  float value = 0;    ///< the engine's stored value
+  double center = 0;  ///< y* + bias + residual
+  double bound = 0;   ///< B of the element
+  Interval accept;    ///< accepted interval
   bool found() const { return row >= 0; }
 };
 
 class BoundStats {
  public:
   /// One engine value z against the reference of element (row, col).
-  void add(Index row, Index col, float z, double center, double bound, const Interval& accept,
-           const Interval& expect);
+  void add(Index row, Index col, float z, double center, double bound, const Interval& accept, const Interval& expect);
   /// Appends the stats of a later block (or row set); deterministic in the order of merges.
   void merge(const BoundStats& other);
 

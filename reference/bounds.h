@@ -18,7 +18,7 @@ double gamma(double n, double u);
 
 /// What the bound charges the elements of one output column, by the column's weight segment.
 struct ColumnModel {
-  double k_eff = 0;    ///< roundings on the longest path of one product: K, or K + 3 (folded)
+  double k_eff = 0;  ///< roundings on the longest path of one product: K, or K + 3 (folded)
 };
 
 /// bf16 / f32 weights and AF4 exact, f32 and output: {K} (the f32 and output dequantizations

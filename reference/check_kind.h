@@ -30,28 +30,41 @@ enum class CheckKind : std::uint8_t {
 };
 
 inline constexpr std::array<CheckKind, 14> kAllCheckKinds = {
-    CheckKind::kSchema,  CheckKind::kGeometry, CheckKind::kIdentity, CheckKind::kBound,
-    CheckKind::kWalk,    CheckKind::kUntouched, CheckKind::kBias,    CheckKind::kVacuity,
-    CheckKind::kWitness, CheckKind::kLogits,   CheckKind::kTensor,   CheckKind::kFork,
-    CheckKind::kGuard,   CheckKind::kAlias};
+    CheckKind::kSchema,    CheckKind::kGeometry, CheckKind::kIdentity, CheckKind::kBound,   CheckKind::kWalk,
+    CheckKind::kUntouched, CheckKind::kBias,     CheckKind::kVacuity,  CheckKind::kWitness, CheckKind::kLogits,
+    CheckKind::kTensor,    CheckKind::kFork,     CheckKind::kGuard,    CheckKind::kAlias};
 
 /// The kind as spelled in reports and on the command line ("identity", "bound", ...).
 constexpr std::string_view check_kind_name(CheckKind k) {
   switch (k) {
-    case CheckKind::kSchema: return "schema";
-    case CheckKind::kGeometry: return "geometry";
-    case CheckKind::kIdentity: return "identity";
-    case CheckKind::kBound: return "bound";
-    case CheckKind::kWalk: return "walk";
-    case CheckKind::kUntouched: return "untouched";
-    case CheckKind::kBias: return "bias";
-    case CheckKind::kVacuity: return "vacuity";
-    case CheckKind::kWitness: return "witness";
-    case CheckKind::kLogits: return "logits";
-    case CheckKind::kTensor: return "tensor";
-    case CheckKind::kFork: return "fork";
-    case CheckKind::kGuard: return "guard";
-    case CheckKind::kAlias: return "alias";
+    case CheckKind::kSchema:
+      return "schema";
+    case CheckKind::kGeometry:
+      return "geometry";
+    case CheckKind::kIdentity:
+      return "identity";
+    case CheckKind::kBound:
+      return "bound";
+    case CheckKind::kWalk:
+      return "walk";
+    case CheckKind::kUntouched:
+      return "untouched";
+    case CheckKind::kBias:
+      return "bias";
+    case CheckKind::kVacuity:
+      return "vacuity";
+    case CheckKind::kWitness:
+      return "witness";
+    case CheckKind::kLogits:
+      return "logits";
+    case CheckKind::kTensor:
+      return "tensor";
+    case CheckKind::kFork:
+      return "fork";
+    case CheckKind::kGuard:
+      return "guard";
+    case CheckKind::kAlias:
+      return "alias";
   }
   return "?";
 }

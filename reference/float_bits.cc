@@ -93,8 +93,7 @@ double add_down(double a, double b) {
     if (std::isinf(s) && std::isfinite(a) && std::isfinite(b) && s > 0) return DBL_MAX;
     return s;
   }
-  return two_sum_error(a, b, s) < 0 ? std::nextafter(s, -std::numeric_limits<double>::infinity())
-                                    : s;
+  return two_sum_error(a, b, s) < 0 ? std::nextafter(s, -std::numeric_limits<double>::infinity()) : s;
 }
 
 double add_up(double a, double b) {
@@ -103,8 +102,7 @@ double add_up(double a, double b) {
     if (std::isinf(s) && std::isfinite(a) && std::isfinite(b) && s < 0) return -DBL_MAX;
     return s;
   }
-  return two_sum_error(a, b, s) > 0 ? std::nextafter(s, std::numeric_limits<double>::infinity())
-                                    : s;
+  return two_sum_error(a, b, s) > 0 ? std::nextafter(s, std::numeric_limits<double>::infinity()) : s;
 }
 
 std::uint64_t ulp_distance_f32(float a, float b) {

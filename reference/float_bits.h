@@ -81,8 +81,7 @@ double add_up(double a, double b);
 /// order is preserved, and adjacent floats differ by 1.
 inline std::int64_t ulp_key_f32(float f) {
   const std::uint32_t u = f32_bits(f);
-  return (u & 0x80000000u) ? -static_cast<std::int64_t>(u & 0x7FFFFFFFu)
-                           : static_cast<std::int64_t>(u);
+  return (u & 0x80000000u) ? -static_cast<std::int64_t>(u & 0x7FFFFFFFu) : static_cast<std::int64_t>(u);
 }
 inline std::int32_t ulp_key_bf16(std::uint16_t b) {
   return (b & 0x8000u) ? -static_cast<std::int32_t>(b & 0x7FFFu) : static_cast<std::int32_t>(b);

@@ -25,8 +25,8 @@ float walk_dot(const KWalk& walk, const float* x, const float* w, Index k) {
   return total;
 }
 
-void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width,
-                    float* out, float* scratch) {
+void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width, float* out,
+                    float* scratch) {
   const Index parts = walk.parts;
   const Index len = k / parts;
   for (Index p = 0; p < parts; ++p) {
@@ -71,8 +71,7 @@ inline void step16(float (&a)[16], float xv, const float* w) {
 }
 
 template <bool kFma>
-void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, Index c0,
-               Index c1, float* acc) {
+void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, Index c0, Index c1, float* acc) {
   // Four named accumulator rows (not a 2-D array): the compiler keeps each in one vector
   // register (or two) for the whole loop instead of reloading it around every FMA.
   float a0[16] = {}, a1[16] = {}, a2[16] = {}, a3[16] = {};
@@ -95,8 +94,8 @@ void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, 
 
 }  // namespace
 
-void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k,
-                     Index width, float* out, float* scratch) {
+void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
+                     float* scratch) {
   const Index parts = walk.parts;
   const Index len = k / parts;
   for (Index r0 = 0; r0 < rows; r0 += 4) {

@@ -22,15 +22,15 @@ float walk_dot(const KWalk& walk, const float* x, const float* w, Index k);
 /// transposed: wt[c * width + j] = w_j[c]. `out` receives width results; `scratch` must hold
 /// `width` floats. Results are bit-identical to walk_dot (each column's order is the same;
 /// only independent columns are computed side by side).
-void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width,
-                    float* out, float* scratch);
+void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width, float* out,
+                    float* scratch);
 
 /// The same for `rows` activation rows at once (x row stride = k, out row stride = width):
 /// blocks of 4 rows x 16 columns keep their accumulators in registers for a whole part, so
 /// each weight is loaded once for 4 rows. `scratch` must hold rows * width floats.
 /// Bit-identical to walk_dot on every element.
-void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k,
-                     Index width, float* out, float* scratch);
+void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
+                     float* scratch);
 
 /// The value stored by the engine for one element under the emulation's epilogue convention
 /// (see the header comment) and the projection's output rounding (rz truncates; rne, and any,

@@ -19,23 +19,23 @@ namespace {
 constexpr Index kWalkRows = 4;
 
 struct BlockScratch {
-  std::vector<double> w_exact;   // block_cols x K: the weights y* multiplies by
-  std::vector<float> w_mag;      // block_cols x K: charged magnitudes rounded up to f32
-  std::vector<double> w_spread;  // block_cols x K: half the gap between two allowed kernel
-                                 // weights (only for blocks whose segments can have two)
-  std::vector<double> w_alg;     // block_cols x K: f64 magnitudes (only when the f32 S overflows)
-  std::vector<double> d;         // M x block_cols: sum |x| spread, where any spread is nonzero
-  std::vector<double> y;         // M x block_cols
-  std::vector<float> s32;        // M x block_cols: S as the f32 GEMM computed it
-  std::vector<double> s;         // M x block_cols: S inflated to a true upper bound
-  std::vector<float> w_kernel;   // K x block_cols (transposed) for the walk
-  std::vector<float> kernel_row; // K
+  std::vector<double> w_exact;    // block_cols x K: the weights y* multiplies by
+  std::vector<float> w_mag;       // block_cols x K: charged magnitudes rounded up to f32
+  std::vector<double> w_spread;   // block_cols x K: half the gap between two allowed kernel
+                                  // weights (only for blocks whose segments can have two)
+  std::vector<double> w_alg;      // block_cols x K: f64 magnitudes (only when the f32 S overflows)
+  std::vector<double> d;          // M x block_cols: sum |x| spread, where any spread is nonzero
+  std::vector<double> y;          // M x block_cols
+  std::vector<float> s32;         // M x block_cols: S as the f32 GEMM computed it
+  std::vector<double> s;          // M x block_cols: S inflated to a true upper bound
+  std::vector<float> w_kernel;    // K x block_cols (transposed) for the walk
+  std::vector<float> kernel_row;  // K
   std::vector<double> bound, tier, center;
   std::vector<Interval> accept, expect;
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
   std::vector<const BoundTerms*> terms;  // per column of the block
-  std::vector<double> x_abs;     // M x K: |x| in f64 when the problem has no shared copy
+  std::vector<double> x_abs;             // M x K: |x| in f64 when the problem has no shared copy
 };
 
 /// The activations once: exact values (f64 for y*, f32 for the walk), magnitudes (f32 for the
@@ -98,8 +98,8 @@ struct BlockWeightFacts {
 /// Decodes the block's weight rows [j0, j0 + w): exact values and f32 charged magnitudes (rows
 /// of K), the half-spreads when `spread`, their 1-norms, and the kernel's f32 weights
 /// transposed for the walk.
-BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& decoder, Index j0, Index w,
-                              bool spread, bool walk, BlockScratch& t) {
+BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& decoder, Index j0, Index w, bool spread,
+                              bool walk, BlockScratch& t) {
   const Index K = p.weights->k;
   BlockWeightFacts facts;
   for (Index jj = 0; jj < w; ++jj) {
@@ -347,8 +347,7 @@ class CollectSink final : public ReferenceSink {
 
 }  // namespace
 
-Result<ReferenceResult> compute_reference(const LinearProblem& problem,
-                                          const ReferenceOptions& options) {
+Result<ReferenceResult> compute_reference(const LinearProblem& problem, const ReferenceOptions& options) {
   NCERT_RETURN_IF_ERROR(validate_problem(problem));
   ReferenceResult r;
   r.rows = problem.x.rows;

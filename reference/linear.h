@@ -28,14 +28,14 @@ struct ReferenceBlock {
   Index col_begin = 0;
   Index col_end = 0;
   Index rows = 0;
-  const double* y_star = nullptr;  ///< exact-product dot product, before the epilogue
-  const double* s = nullptr;       ///< S_alg, inflated to a true upper bound
-  const double* bound = nullptr;   ///< B
-  const double* tier = nullptr;    ///< T
-  const double* center = nullptr;  ///< y* + bias + residual (statistics only)
+  const double* y_star = nullptr;    ///< exact-product dot product, before the epilogue
+  const double* s = nullptr;         ///< S_alg, inflated to a true upper bound
+  const double* bound = nullptr;     ///< B
+  const double* tier = nullptr;      ///< T
+  const double* center = nullptr;    ///< y* + bias + residual (statistics only)
   const Interval* accept = nullptr;  ///< accepted stored values under B
   const Interval* expect = nullptr;  ///< ... under T (probabilistic tier)
-  const float* walk = nullptr;     ///< emulated k_walk output, or nullptr when not declared
+  const float* walk = nullptr;       ///< emulated k_walk output, or nullptr when not declared
 
   Index width() const { return col_end - col_begin; }
   Index at(Index r, Index c) const { return r * width() + (c - col_begin); }
@@ -51,20 +51,20 @@ class ReferenceSink {
 };
 
 struct ReferenceOptions {
-  Index block_cols = 128;  ///< output columns per block (fixed: part of the result's identity)
+  Index block_cols = 128;    ///< output columns per block (fixed: part of the result's identity)
   bool emulate_walk = true;  ///< emulate the declared k_walk (ignored when none is declared)
 };
 
 /// Facts about the problem the checks report next to the per-element results.
 struct ReferenceSummary {
   Index blocks = 0;
-  Index nonfinite_x = 0;        ///< non-finite activations (the reference cannot certify them)
-  Index nonfinite_w = 0;        ///< non-finite dequantized weights
-  Index first_nonfinite_x = -1; ///< flat index (row * K + col) of the first one
-  Index first_nonfinite_w = -1; ///< flat index (row of W * K + col)
-  bool all_zero_x = true;       ///< every valid activation is +-0
-  bool all_zero_w = true;       ///< every dequantized weight is +-0
-  bool vacuous_bound = false;   ///< gamma_K(u_eff) undefined (K u_eff >= 1/2): B is +inf
+  Index nonfinite_x = 0;         ///< non-finite activations (the reference cannot certify them)
+  Index nonfinite_w = 0;         ///< non-finite dequantized weights
+  Index first_nonfinite_x = -1;  ///< flat index (row * K + col) of the first one
+  Index first_nonfinite_w = -1;  ///< flat index (row of W * K + col)
+  bool all_zero_x = true;        ///< every valid activation is +-0
+  bool all_zero_w = true;        ///< every dequantized weight is +-0
+  bool vacuous_bound = false;    ///< gamma_K(u_eff) undefined (K u_eff >= 1/2): B is +inf
   /// Weights whose two allowed kernel values (dequant_op = either) differ: B charges the spread,
   /// and no single K walk can be emulated.
   Index ambiguous_weights = 0;
@@ -84,7 +84,6 @@ struct ReferenceResult {
   ReferenceSummary summary;
   Index at(Index r, Index c) const { return r * cols + c; }
 };
-Result<ReferenceResult> compute_reference(const LinearProblem& problem,
-                                          const ReferenceOptions& options = {});
+Result<ReferenceResult> compute_reference(const LinearProblem& problem, const ReferenceOptions& options = {});
 
 }  // namespace ncert::reference

@@ -38,9 +38,9 @@ Result<Accumulator> parse_accumulator(std::string_view s) {
       return a;
     }
   }
-  return Status(ErrorCode::kAccumulatorUnknown,
-                "accumulator \"" + std::string(s) +
-                    "\" is not one of f32-rn, f32-rz, matrix-unit, u=<x> with 0 < x < 0.5");
+  return Status(
+      ErrorCode::kAccumulatorUnknown,
+      "accumulator \"" + std::string(s) + "\" is not one of f32-rn, f32-rz, matrix-unit, u=<x> with 0 < x < 0.5");
 }
 
 Result<Epilogue> parse_epilogue(std::string_view s) {
@@ -55,8 +55,7 @@ Result<Epilogue> parse_epilogue(std::string_view s) {
 Result<ResidualAt> parse_residual_at(std::string_view s) {
   if (s == "f32") return ResidualAt::kF32;
   if (s == "output") return ResidualAt::kOutput;
-  return Status(ErrorCode::kOutputDtypeUnknown,
-                "residual_at \"" + std::string(s) + "\" is not one of f32, output");
+  return Status(ErrorCode::kOutputDtypeUnknown, "residual_at \"" + std::string(s) + "\" is not one of f32, output");
 }
 
 Result<OutputRounding> parse_output_rounding(std::string_view s) {
@@ -69,27 +68,36 @@ Result<OutputRounding> parse_output_rounding(std::string_view s) {
 
 std::string_view output_rounding_name(OutputRounding r) {
   switch (r) {
-    case OutputRounding::kNearestEven: return "rne";
-    case OutputRounding::kTowardZero: return "rz";
-    case OutputRounding::kAny: return "any";
+    case OutputRounding::kNearestEven:
+      return "rne";
+    case OutputRounding::kTowardZero:
+      return "rz";
+    case OutputRounding::kAny:
+      return "any";
   }
   return "?";
 }
 
 std::string_view epilogue_name(Epilogue e) {
   switch (e) {
-    case Epilogue::kNone: return "none";
-    case Epilogue::kBias: return "bias";
-    case Epilogue::kResidual: return "residual";
-    case Epilogue::kBiasResidual: return "bias+residual";
+    case Epilogue::kNone:
+      return "none";
+    case Epilogue::kBias:
+      return "bias";
+    case Epilogue::kResidual:
+      return "residual";
+    case Epilogue::kBiasResidual:
+      return "bias+residual";
   }
   return "?";
 }
 
 std::string_view residual_at_name(ResidualAt r) {
   switch (r) {
-    case ResidualAt::kF32: return "f32";
-    case ResidualAt::kOutput: return "output";
+    case ResidualAt::kF32:
+      return "f32";
+    case ResidualAt::kOutput:
+      return "output";
   }
   return "?";
 }
@@ -97,8 +105,7 @@ std::string_view residual_at_name(ResidualAt r) {
 Result<DType> parse_output_dtype(std::string_view s) {
   if (s == "f32") return DType::kF32;
   if (s == "bf16") return DType::kBf16;
-  return Status(ErrorCode::kOutputDtypeUnknown,
-                "output_dtype \"" + std::string(s) + "\" is not one of f32, bf16");
+  return Status(ErrorCode::kOutputDtypeUnknown, "output_dtype \"" + std::string(s) + "\" is not one of f32, bf16");
 }
 
 Result<KWalk> parse_k_walk(std::string_view s) {
@@ -117,31 +124,31 @@ Result<KWalk> parse_k_walk(std::string_view s) {
     std::string_view suffix = colon == std::string_view::npos ? "" : rest.substr(colon);
     long long parts = 0;
     auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), parts);
-    if (ec == std::errc() && ptr == num.data() + num.size() && parts >= 1 &&
-        (suffix.empty() || suffix == ":fma")) {
+    if (ec == std::errc() && ptr == num.data() + num.size() && parts >= 1 && (suffix.empty() || suffix == ":fma")) {
       w.parts = parts;
       w.fma = suffix == ":fma";
       return w;
     }
   }
   return Status(ErrorCode::kKWalkInvalid,
-                "k_walk \"" + std::string(s) +
-                    "\" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)");
+                "k_walk \"" + std::string(s) + "\" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)");
 }
 
 Result<WeightFormat> parse_weight_format(std::string_view s) {
   if (s == "af4") return WeightFormat::kAf4;
   if (s == "bf16") return WeightFormat::kBf16;
   if (s == "f32") return WeightFormat::kF32;
-  return Status(ErrorCode::kFormatUnknown,
-                "format \"" + std::string(s) + "\" is not one of af4, bf16, f32");
+  return Status(ErrorCode::kFormatUnknown, "format \"" + std::string(s) + "\" is not one of af4, bf16, f32");
 }
 
 std::string_view weight_format_name(WeightFormat f) {
   switch (f) {
-    case WeightFormat::kAf4: return "af4";
-    case WeightFormat::kBf16: return "bf16";
-    case WeightFormat::kF32: return "f32";
+    case WeightFormat::kAf4:
+      return "af4";
+    case WeightFormat::kBf16:
+      return "bf16";
+    case WeightFormat::kF32:
+      return "f32";
   }
   return "?";
 }
@@ -154,8 +161,8 @@ const WeightSegment& segment_of(const Weights& w, Index j) {
   NCERT_UNREACHABLE("weight row outside every segment (segment table not validated)");
 }
 
-void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg,
-                       float* kernel, double* spread) {
+void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg, float* kernel,
+                       double* spread) {
   const WeightSegment& s = segment_of(w, j);
   const Index local = j - s.row_begin;
   const Index k = w.k;
@@ -195,31 +202,28 @@ Status validate_problem(const LinearProblem& p) {
     return Status(ErrorCode::kInvalidArgument, "x must be f32 or bf16");
   }
   if (p.x.cols != w.k) {
-    return Status(ErrorCode::kShapeMismatch, "x has " + std::to_string(p.x.cols) +
-                                                 " valid columns but K = " + std::to_string(w.k));
+    return Status(ErrorCode::kShapeMismatch,
+                  "x has " + std::to_string(p.x.cols) + " valid columns but K = " + std::to_string(w.k));
   }
   if (p.x.stride < p.x.cols) {
-    return Status(ErrorCode::kGuardStrideBelowWidth, "x stride " + std::to_string(p.x.stride) +
-                                                         " < K " + std::to_string(p.x.cols));
+    return Status(ErrorCode::kGuardStrideBelowWidth,
+                  "x stride " + std::to_string(p.x.stride) + " < K " + std::to_string(p.x.cols));
   }
   if (has_bias(p.epilogue) && (p.bias.empty() || p.bias.size != w.n)) {
     return Status(ErrorCode::kShapeMismatch, "epilogue needs a bias of n = " + std::to_string(w.n));
   }
   if (has_residual(p.epilogue)) {
-    if (p.residual.empty() || p.residual.rows != p.x.rows || p.residual.cols != w.n ||
-        p.residual.stride < w.n) {
+    if (p.residual.empty() || p.residual.rows != p.x.rows || p.residual.cols != w.n || p.residual.stride < w.n) {
       return Status(ErrorCode::kShapeMismatch,
-                    "epilogue needs a residual of " + std::to_string(p.x.rows) + " x " +
-                        std::to_string(w.n));
+                    "epilogue needs a residual of " + std::to_string(p.x.rows) + " x " + std::to_string(w.n));
     }
   }
   if (p.output != DType::kF32 && p.output != DType::kBf16) {
     return Status(ErrorCode::kOutputDtypeUnknown, "output must be f32 or bf16");
   }
   if (p.walk.declared && (p.walk.parts < 1 || w.k % p.walk.parts != 0)) {
-    return Status(ErrorCode::kGuardWalkSplit, "k_walk " + p.walk.name + ": K = " +
-                                                  std::to_string(w.k) + " is not a multiple of " +
-                                                  std::to_string(p.walk.parts));
+    return Status(ErrorCode::kGuardWalkSplit, "k_walk " + p.walk.name + ": K = " + std::to_string(w.k) +
+                                                  " is not a multiple of " + std::to_string(p.walk.parts));
   }
   if (!(p.lambda > 0) || !std::isfinite(p.lambda)) {
     return Status(ErrorCode::kInvalidArgument, "lambda must be a positive number");

@@ -45,9 +45,7 @@ Result<ResidualAt> parse_residual_at(std::string_view s);
 std::string_view epilogue_name(Epilogue e);
 std::string_view residual_at_name(ResidualAt r);
 inline bool has_bias(Epilogue e) { return e == Epilogue::kBias || e == Epilogue::kBiasResidual; }
-inline bool has_residual(Epilogue e) {
-  return e == Epilogue::kResidual || e == Epilogue::kBiasResidual;
-}
+inline bool has_residual(Epilogue e) { return e == Epilogue::kResidual || e == Epilogue::kBiasResidual; }
 /// "f32" or "bf16".
 Result<DType> parse_output_dtype(std::string_view s);
 
@@ -161,12 +159,12 @@ const WeightSegment& segment_of(const Weights& w, Index j);
 
 /// Decodes weight row j (af4_decode_row's outputs for AF4 segments; bf16/f32 weights are
 /// their own exact, kernel and charged values with no spread). Any output pointer may be null.
-void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg,
-                       float* kernel, double* spread = nullptr);
+void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg, float* kernel,
+                       double* spread = nullptr);
 
 /// Everything the reference needs for one projection: its arithmetic and views of its data.
 struct LinearProblem : ProjectionArithmetic {
-  MatrixView x;          ///< [M, k] activations (original layout)
+  MatrixView x;  ///< [M, k] activations (original layout)
   const Weights* weights = nullptr;
   VectorView bias;       ///< [n] when the epilogue has a bias
   MatrixView residual;   ///< [M, n] when the epilogue has a residual

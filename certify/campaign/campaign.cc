@@ -14,10 +14,14 @@ namespace {
 
 const char* kind_text(WorkItem::Kind k) {
   switch (k) {
-    case WorkItem::Kind::kPlan: return "plan";
-    case WorkItem::Kind::kUnit: return "unit";
-    case WorkItem::Kind::kRun: return "run";
-    case WorkItem::Kind::kBatch: return "batch";
+    case WorkItem::Kind::kPlan:
+      return "plan";
+    case WorkItem::Kind::kUnit:
+      return "unit";
+    case WorkItem::Kind::kRun:
+      return "run";
+    case WorkItem::Kind::kBatch:
+      return "batch";
   }
   return "?";
 }
@@ -71,15 +75,12 @@ Status plan_from(const Json& j, CheckPlan* p, InputInfo* input) {
 
 Json part_json(const CheckPart& p) {
   Json projections = Json::array();
-  for (const auto& [name, checks] : p.projections) projections.push_back(Json{{"name", name}, {"checks", checks_to_wire(checks)}});
-  return Json{{"projections", projections},
-              {"head", checks_to_wire(p.head)},
-              {"tail", checks_to_wire(p.tail)},
-              {"runs", p.runs},
-              {"read_seconds", p.read_seconds},
-              {"reference_seconds", p.reference_seconds},
-              {"compare_seconds", p.compare_seconds},
-              {"other_seconds", p.other_seconds},
+  for (const auto& [name, checks] : p.projections)
+    projections.push_back(Json{{"name", name}, {"checks", checks_to_wire(checks)}});
+  return Json{{"projections", projections},           {"head", checks_to_wire(p.head)},
+              {"tail", checks_to_wire(p.tail)},       {"runs", p.runs},
+              {"read_seconds", p.read_seconds},       {"reference_seconds", p.reference_seconds},
+              {"compare_seconds", p.compare_seconds}, {"other_seconds", p.other_seconds},
               {"logits_seconds", p.logits_seconds}};
 }
 
@@ -107,11 +108,15 @@ Result<CheckPart> part_from(const Json& j) {
 /// The command an entry runs, for its report's `command` and its error reports.
 const char* command_of(EntryKind k) {
   switch (k) {
-    case EntryKind::kCheck: return "check";
-    case EntryKind::kCompare: return "compare";
-    case EntryKind::kForks: return "forks";
+    case EntryKind::kCheck:
+      return "check";
+    case EntryKind::kCompare:
+      return "compare";
+    case EntryKind::kForks:
+      return "forks";
     case EntryKind::kWitness:
-    case EntryKind::kVerify: return "witness";
+    case EntryKind::kVerify:
+      return "witness";
   }
   return "?";
 }
@@ -189,7 +194,6 @@ Json run_item_unguarded(const Manifest& m, const CampaignSettings& s, const Work
   if (!part.ok()) return error_result(part.status());
   return Json{{"part", part_json(*part)}};
 }
-
 
 }  // namespace
 

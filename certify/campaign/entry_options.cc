@@ -163,11 +163,21 @@ Status validate_entries(const Manifest& m) {
   for (const CampaignEntry& e : m.entries) {
     Status s;
     switch (e.kind) {
-      case EntryKind::kCheck: s = check_options(e, reader).status(); break;
-      case EntryKind::kCompare: s = compare_options(e, reader).status(); break;
-      case EntryKind::kForks: s = forks_options(e, reader).status(); break;
-      case EntryKind::kWitness: s = witness_options(e, reader).status(); break;
-      case EntryKind::kVerify: s = verify_options(e, reader).status(); break;
+      case EntryKind::kCheck:
+        s = check_options(e, reader).status();
+        break;
+      case EntryKind::kCompare:
+        s = compare_options(e, reader).status();
+        break;
+      case EntryKind::kForks:
+        s = forks_options(e, reader).status();
+        break;
+      case EntryKind::kWitness:
+        s = witness_options(e, reader).status();
+        break;
+      case EntryKind::kVerify:
+        s = verify_options(e, reader).status();
+        break;
     }
     if (!s.ok()) return Status(s.code(), m.path + ": " + s.message());
   }

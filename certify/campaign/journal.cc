@@ -81,13 +81,15 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
     if (nl == std::string::npos) break;  // a torn last line: never finished, dropped
     Json line;
     try {
-      line = Json::parse(text.begin() + static_cast<std::ptrdiff_t>(pos), text.begin() + static_cast<std::ptrdiff_t>(nl));
+      line =
+          Json::parse(text.begin() + static_cast<std::ptrdiff_t>(pos), text.begin() + static_cast<std::ptrdiff_t>(nl));
     } catch (const Json::exception&) {
       return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
     }
     if (first) {
       if (line != header(manifest_xxh3)) {
-        return Status(ErrorCode::kUsage, path + " is the journal of another manifest (or of this one before it changed)");
+        return Status(ErrorCode::kUsage,
+                      path + " is the journal of another manifest (or of this one before it changed)");
       }
       first = false;
     } else {
@@ -95,7 +97,8 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
           (line.contains("batch") && !line["batch"].is_string())) {
         return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
       }
-      records->push_back(JournalRecord{line["key"].get<std::string>(), line["result"], line.value("batch", std::string())});
+      records->push_back(
+          JournalRecord{line["key"].get<std::string>(), line["result"], line.value("batch", std::string())});
     }
     pos = nl + 1;
     good = pos;

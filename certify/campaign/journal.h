@@ -14,9 +14,9 @@
 namespace ncert::certify {
 
 struct JournalRecord {
-  std::string key;                 ///< the work item ("<entry>#plan", "<entry>#unit:<p>", ...)
-  nlohmann::ordered_json result;   ///< what the item produced (or its error)
-  std::string batch;               ///< the batch it ran in ("" alone): a record of how, not what
+  std::string key;                ///< the work item ("<entry>#plan", "<entry>#unit:<p>", ...)
+  nlohmann::ordered_json result;  ///< what the item produced (or its error)
+  std::string batch;              ///< the batch it ran in ("" alone): a record of how, not what
 };
 
 class Journal {

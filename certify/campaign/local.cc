@@ -24,7 +24,8 @@ Json job_result(const IsolatedJobs::Done& done, const IsolationOptions& isolatio
     }
   }
   if (done.end.kind == ChildEnd::Kind::kExited) {
-    return error_result(Status(ErrorCode::kInternal, "a work item exited with status " + std::to_string(done.end.exit_code)));
+    return error_result(
+        Status(ErrorCode::kInternal, "a work item exited with status " + std::to_string(done.end.exit_code)));
   }
   return error_result(child_end_status(done.end, isolation));
 }

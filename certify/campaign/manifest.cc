@@ -23,7 +23,10 @@ struct KindInfo {
 
 const std::vector<KindInfo>& kinds() {
   static const std::vector<KindInfo> k = {
-      {EntryKind::kCheck, "check", 1, {"strict", "allow_vacuous", "lambda", "logit_error", "only", "require", "weights"}},
+      {EntryKind::kCheck,
+       "check",
+       1,
+       {"strict", "allow_vacuous", "lambda", "logit_error", "only", "require", "weights"}},
       {EntryKind::kCompare, "compare", 2, {"policy", "tensor_policy", "matched_history", "allow_missing", "pairs"}},
       {EntryKind::kForks,
        "forks",
@@ -35,9 +38,7 @@ const std::vector<KindInfo>& kinds() {
   return k;
 }
 
-Status usage(const std::string& path, const std::string& what) {
-  return Status(ErrorCode::kUsage, path + ": " + what);
-}
+Status usage(const std::string& path, const std::string& what) { return Status(ErrorCode::kUsage, path + ": " + what); }
 
 bool accepts(const KindInfo& k, const std::string& key) {
   return std::find(k.options.begin(), k.options.end(), key) != k.options.end();
@@ -79,7 +80,8 @@ Result<Manifest> load_manifest(const std::string& path) {
   const Json defaults = j.value("defaults", Json::object());
   if (!defaults.is_object()) return usage(path, "\"defaults\" must be an object");
   for (auto it = defaults.begin(); it != defaults.end(); ++it) {
-    const bool known = std::any_of(kinds().begin(), kinds().end(), [&](const KindInfo& k) { return accepts(k, it.key()); });
+    const bool known =
+        std::any_of(kinds().begin(), kinds().end(), [&](const KindInfo& k) { return accepts(k, it.key()); });
     if (!known) return usage(path, "defaults: unknown option \"" + it.key() + "\"");
   }
   if (!j.contains("entries") || !j["entries"].is_array() || j["entries"].empty()) {
@@ -106,7 +108,9 @@ Result<Manifest> load_manifest(const std::string& path) {
     const KindInfo* kind = nullptr;
     for (const KindInfo& k : kinds()) {
       if (!e.contains(std::string(k.name))) continue;
-      if (kind) return usage(path, where + " names two commands (" + std::string(kind->name) + ", " + std::string(k.name) + ")");
+      if (kind)
+        return usage(path,
+                     where + " names two commands (" + std::string(kind->name) + ", " + std::string(k.name) + ")");
       kind = &k;
     }
     if (!kind) {
@@ -122,7 +126,8 @@ Result<Manifest> load_manifest(const std::string& path) {
     const Json& given = e[std::string(kind->name)];
     if (kind->inputs == 1 && given.is_string()) {
       entry.inputs.push_back(resolve(given.get<std::string>()));
-    } else if (kind->inputs == 2 && given.is_array() && given.size() == 2 && given[0].is_string() && given[1].is_string()) {
+    } else if (kind->inputs == 2 && given.is_array() && given.size() == 2 && given[0].is_string() &&
+               given[1].is_string()) {
       entry.inputs = {resolve(given[0].get<std::string>()), resolve(given[1].get<std::string>())};
     } else {
       return usage(path, where + ": \"" + std::string(kind->name) + "\" takes " +
@@ -144,7 +149,8 @@ Result<Manifest> load_manifest(const std::string& path) {
     for (auto it = e.begin(); it != e.end(); ++it) {
       if (it.key() == "id" || it.key() == kind->name) continue;
       if (!accepts(*kind, it.key())) {
-        return usage(path, "entry " + entry.id + ": \"" + it.key() + "\" is not an option of " + std::string(kind->name));
+        return usage(path,
+                     "entry " + entry.id + ": \"" + it.key() + "\" is not an option of " + std::string(kind->name));
       }
       entry.options[it.key()] = it.value();
     }

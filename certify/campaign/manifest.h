@@ -19,7 +19,7 @@ enum class EntryKind : std::uint8_t { kCheck, kCompare, kForks, kWitness, kVerif
 std::string_view entry_kind_name(EntryKind k);
 
 struct CampaignEntry {
-  std::string id;                   ///< unique in the manifest
+  std::string id;  ///< unique in the manifest
   EntryKind kind = EntryKind::kCheck;
   std::vector<std::string> inputs;  ///< resolved paths: 1 (check, witness) or 2 (compare, forks, verify)
   nlohmann::ordered_json options;   ///< the defaults this kind accepts, then the entry's own

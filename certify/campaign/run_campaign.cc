@@ -9,15 +9,14 @@
 
 namespace ncert::certify {
 
-std::string journal_path(const CampaignOptions& o) {
-  return o.journal.empty() ? o.manifest + ".journal" : o.journal;
-}
+std::string journal_path(const CampaignOptions& o) { return o.journal.empty() ? o.manifest + ".journal" : o.journal; }
 
 Result<Report> run_campaign(const CampaignOptions& o) {
   NCERT_ASSIGN_OR_RETURN(Manifest manifest, load_manifest(o.manifest));
   NCERT_RETURN_IF_ERROR(validate_entries(manifest));
   CampaignSettings settings = o.settings;
-  settings.workers = mpi_available() ? static_cast<std::size_t>(mpi_worker_ranks()) : static_cast<std::size_t>(o.workers);
+  settings.workers =
+      mpi_available() ? static_cast<std::size_t>(mpi_worker_ranks()) : static_cast<std::size_t>(o.workers);
   CampaignRun run(manifest, settings);
   std::vector<JournalRecord> records;
   const std::string path = journal_path(o);

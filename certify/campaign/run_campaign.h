@@ -14,9 +14,9 @@ struct CampaignOptions {
   std::string manifest;
   CampaignSettings settings;
   IsolationOptions isolation;
-  int workers = 1;           ///< items at once on this machine (without MPI)
-  std::string journal;       ///< "" : <manifest>.journal
-  bool resume = false;       ///< finish the campaign the journal records
+  int workers = 1;      ///< items at once on this machine (without MPI)
+  std::string journal;  ///< "" : <manifest>.journal
+  bool resume = false;  ///< finish the campaign the journal records
 };
 
 /// The journal path a campaign uses.

@@ -19,7 +19,8 @@ std::size_t distance(std::string_view a, std::string_view b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -43,9 +44,12 @@ std::vector<std::string> flag_names(const CLI::Option* o) {
 std::string troff(std::string s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\e";
-    else if (c == '-') out += "\\-";
-    else out += c;
+    if (c == '\\')
+      out += "\\e";
+    else if (c == '-')
+      out += "\\-";
+    else
+      out += c;
   }
   if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out = "\\&" + out;
   return out;
@@ -148,7 +152,8 @@ std::string man_page(const CLI::App& app) {
     for (const CLI::Option* o : s->get_options()) {
       if (o->get_positional()) continue;
       std::string names;
-      for (const std::string& n : flag_names(o)) names += (names.empty() ? "" : ", ") + std::string("\\fB") + troff(n) + "\\fR";
+      for (const std::string& n : flag_names(o))
+        names += (names.empty() ? "" : ", ") + std::string("\\fB") + troff(n) + "\\fR";
       os << ".TP\n" << names;
       if (o->get_type_size() != 0 && !o->get_type_name().empty()) os << " \\fI" << troff(o->get_type_name()) << "\\fR";
       os << "\n" << troff(o->get_description()) << "\n";
@@ -159,7 +164,8 @@ std::string man_page(const CLI::App& app) {
      << ".TP\n3\ninput refused (unreadable, malformed or unsafe dump; the HDF5 library crashed or hung on it)\n"
      << ".TP\n4\ninternal error\n.TP\n5\nthe verdict was PASS but a report could not be written\n"
      << ".TP\n130\ninterrupted (SIGINT)\n"
-     << ".SH ENVIRONMENT\n.TP\nNCERT_ISOLATION=off\nrun commands in-process instead of in a supervised child (for a debugger)\n"
+     << ".SH ENVIRONMENT\n.TP\nNCERT_ISOLATION=off\nrun commands in-process instead of in a supervised child (for a "
+        "debugger)\n"
      << ".TP\nOMP_NUM_THREADS\nthe default of \\fB\\-\\-threads\\fR\n"
      << ".SH SEE ALSO\nThe documentation installed with ncert (share/doc/ncert): cli.md, dump-format.md,\n"
      << "error-bounds.md, campaigns.md.\n";

@@ -22,8 +22,7 @@
 namespace ncert::cli {
 
 void add_common_options(CLI::App* cmd, CommonOptions* o) {
-  cmd->add_option("--json", o->json_path, "Write the JSON report to PATH ('-' for stdout)")
-      ->type_name("PATH");
+  cmd->add_option("--json", o->json_path, "Write the JSON report to PATH ('-' for stdout)")->type_name("PATH");
   cmd->add_option("--html", o->html_path, "Write the HTML report, one self-contained page, to PATH ('-' for stdout)")
       ->type_name("PATH");
   cmd->add_option("--junit", o->junit_path,
@@ -73,7 +72,7 @@ void add_pair_option(CLI::App* cmd, std::vector<std::string>* pairs) {
       [](const std::string& p) {
         const auto colon = p.find(':');
         return colon == std::string::npos || colon == 0 || colon + 1 == p.size() ? "expected a:b, got " + p
-                                                                                   : std::string();
+                                                                                 : std::string();
       },
       "a:b");
   cmd->add_option("--pair", *pairs, "Pair run a of A with run b of B (repeatable)")->check(run_pair)->type_name("a:b");
@@ -196,9 +195,9 @@ int run_child(const char* command, const CommonOptions& o, const std::vector<std
   try {
     result = run();
   } catch (const std::bad_alloc&) {
-    result = Status(ErrorCode::kMemoryLimit,
-                    "the run needs more memory than the budget allows (--max-memory " + std::to_string(o.max_memory) +
-                        " bytes): raise it, or certify fewer projections at once (--only)");
+    result = Status(ErrorCode::kMemoryLimit, "the run needs more memory than the budget allows (--max-memory " +
+                                                 std::to_string(o.max_memory) +
+                                                 " bytes): raise it, or certify fewer projections at once (--only)");
   }
   if (!result.ok()) return output(error_report(command, inputs, result.status()), o);
   return output(*result, o);

@@ -20,12 +20,12 @@
 namespace ncert::cli {
 
 struct CommonOptions {
-  std::string json_path;  ///< "-" for stdout
-  std::string html_path;  ///< --html: the self-contained HTML report ("-" for stdout)
+  std::string json_path;   ///< "-" for stdout
+  std::string html_path;   ///< --html: the self-contained HTML report ("-" for stdout)
   std::string junit_path;  ///< --junit: the JUnit XML report ("-" for stdout)
-  int threads = 0;        ///< 0: OpenMP's default (OMP_NUM_THREADS or all cores)
+  int threads = 0;         ///< 0: OpenMP's default (OMP_NUM_THREADS or all cores)
   bool quiet = false;
-  bool verbose = false;   ///< also print an error's low-level detail (HDF5's error stack)
+  bool verbose = false;  ///< also print an error's low-level detail (HDF5's error stack)
   std::uint64_t max_memory = certify::kDefaultMemoryLimit;
   double hdf5_timeout = 60;  ///< watchdog seconds (0: off)
 };

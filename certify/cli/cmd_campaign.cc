@@ -20,7 +20,8 @@ void register_campaign(CLI::App& app, Action& action) {
       ->type_name("N");
   cmd->add_option("--journal", opts->campaign.journal, "Journal of finished items (default MANIFEST.journal)")
       ->type_name("PATH");
-  cmd->add_flag("--resume", opts->campaign.resume, "Finish the campaign the journal records, without redoing its items");
+  cmd->add_flag("--resume", opts->campaign.resume,
+                "Finish the campaign the journal records, without redoing its items");
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, &action] {
     action = [opts] {

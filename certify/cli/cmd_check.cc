@@ -1,5 +1,5 @@
-#include "certify/commands/check.h"
 #include "certify/cli/cli_common.h"
+#include "certify/commands/check.h"
 
 namespace ncert::cli {
 

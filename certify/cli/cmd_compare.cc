@@ -26,8 +26,8 @@ void register_compare(CLI::App& app, Action& action) {
     bool allow_missing = false;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(
-      "compare", "Full-vocabulary F32 comparison of logits runs and /tensors between two dumps");
+  CLI::App* cmd =
+      app.add_subcommand("compare", "Full-vocabulary F32 comparison of logits runs and /tensors between two dumps");
   cmd->add_option("A", opts->a, "First dump")->required();
   cmd->add_option("B", opts->b, "Second dump")->required();
   add_pair_option(cmd, &opts->pairs);

@@ -9,10 +9,9 @@ void register_demo(CLI::App& app, Action& action) {
     certify::DemoOptions demo;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo", "Write synthetic dumps (good and faulty) and certify them: the zero-setup tour");
-  cmd->add_option("--dir", opts->demo.dir, "Directory for the demo dumps (default ./ncert-demo)")
-      ->type_name("DIR");
+  CLI::App* cmd =
+      app.add_subcommand("demo", "Write synthetic dumps (good and faulty) and certify them: the zero-setup tour");
+  cmd->add_option("--dir", opts->demo.dir, "Directory for the demo dumps (default ./ncert-demo)")->type_name("DIR");
   cmd->add_flag("--force", opts->demo.force, "Overwrite demo files left by an earlier run");
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, &action] {

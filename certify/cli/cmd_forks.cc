@@ -16,8 +16,8 @@ void register_forks(CLI::App& app, Action& action) {
     std::string require;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(
-      "forks", "Find where two runs' token streams diverge and classify each wording fork");
+  CLI::App* cmd =
+      app.add_subcommand("forks", "Find where two runs' token streams diverge and classify each wording fork");
   cmd->add_option("A", opts->a, "First dump")->required();
   cmd->add_option("B", opts->b, "Second dump")->required();
   add_pair_option(cmd, &opts->pairs);
@@ -27,8 +27,7 @@ void register_forks(CLI::App& app, Action& action) {
                           "Absolute error bound of every logit of each run (the envelope is twice it)");
   cmd->add_flag("--require-identical", opts->require_identical,
                 "Fail on any fork (and on streams of different lengths)");
-  cmd->add_option("--vocab", opts->vocab, "Token texts: a JSON list of strings or a tokenizer.json")
-      ->type_name("FILE");
+  cmd->add_option("--vocab", opts->vocab, "Token texts: a JSON list of strings or a tokenizer.json")->type_name("FILE");
   cmd->add_option("--context", opts->context, "Shared-history tokens shown per fork (default 8)")
       ->check(CLI::Range(0, 4096));
   add_require_option(cmd, &opts->require);

@@ -9,12 +9,10 @@ void register_sweep(CLI::App& app, Action& action) {
     certify::SweepOptions sweep;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(
-      "sweep", "Run the packing helper's alias / host-guard / identity sweep on the CPU reference");
-  cmd->add_option("--case", opts->sweep.case_key, "Rerun one case by its repro key (pack(...))")
-      ->type_name("KEY");
-  cmd->add_option("--filter", opts->sweep.filter, "Run only cases whose key contains TEXT")
-      ->type_name("TEXT");
+  CLI::App* cmd =
+      app.add_subcommand("sweep", "Run the packing helper's alias / host-guard / identity sweep on the CPU reference");
+  cmd->add_option("--case", opts->sweep.case_key, "Rerun one case by its repro key (pack(...))")->type_name("KEY");
+  cmd->add_option("--filter", opts->sweep.filter, "Run only cases whose key contains TEXT")->type_name("TEXT");
   add_common_options(cmd, &opts->common);
   cmd->callback([opts, &action] {
     action = [opts] {

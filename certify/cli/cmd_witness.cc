@@ -1,7 +1,7 @@
 #include "certify/cli/cli_common.h"
+#include "certify/commands/witness.h"
 #include "certify/report/printable.h"
 #include "certify/report/report_file.h"
-#include "certify/commands/witness.h"
 
 namespace ncert::cli {
 
@@ -43,7 +43,8 @@ void register_witness(CLI::App& app, Action& action) {
         v.dump = opts->verify[1];
         v.reader.memory_limit = opts->common.max_memory;
         v.lambda = opts->errors.lambda;
-        return run_reported("witness", opts->common, {v.witness_file, v.dump}, [&] { return certify::run_witness_verify(v); });
+        return run_reported("witness", opts->common, {v.witness_file, v.dump},
+                            [&] { return certify::run_witness_verify(v); });
       }
       certify::WitnessOptions w;
       w.dump = opts->dump;

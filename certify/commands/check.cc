@@ -45,8 +45,8 @@ CheckResult dump_vacuity(Index projections, Index runs, bool has_tensors) {
   VacuityEvidence e;
   e.outputs = projections + runs;
   if (projections + runs > 0) {
-    v.reason = "certified " + std::to_string(projections) + " projection(s) and " + std::to_string(runs) +
-               " logits run(s)";
+    v.reason =
+        "certified " + std::to_string(projections) + " projection(s) and " + std::to_string(runs) + " logits run(s)";
   } else {
     v.verdict = Verdict::kFail;
     e.vacuous.push_back("no projection and no logits run");
@@ -69,8 +69,8 @@ CheckResult schema_check(const DumpModel& m) {
   e.projections = static_cast<Index>(m.projections.size());
   e.logits_runs = static_cast<Index>(m.logits.size());
   e.tensors = static_cast<Index>(m.tensors.size());
-  schema.reason = "valid ncert dump v1 (engine " + m.engine + ", build " + m.build + "): " +
-                  std::to_string(m.projections.size()) + " projection(s), " + std::to_string(m.logits.size()) +
+  schema.reason = "valid ncert dump v1 (engine " + m.engine + ", build " + m.build +
+                  "): " + std::to_string(m.projections.size()) + " projection(s), " + std::to_string(m.logits.size()) +
                   " logits run(s)" + (e.notes ? ", " + std::to_string(e.notes) + " note(s)" : "");
   schema.evidence = std::move(e);
   return schema;
@@ -138,8 +138,9 @@ class WeightsAccess {
 };
 
 /// check_projection with the projection's weights bound.
-Result<ProjectionOutcome> check_bound(const DumpReader& reader, const ProjectionInfo& p, const CheckCommandOptions& options,
-                                      WeightsAccess& weights, const BlockHook& hook = {}) {
+Result<ProjectionOutcome> check_bound(const DumpReader& reader, const ProjectionInfo& p,
+                                      const CheckCommandOptions& options, WeightsAccess& weights,
+                                      const BlockHook& hook = {}) {
   WeightsSource source;
   NCERT_ASSIGN_OR_RETURN(ProjectionInfo bound, weights.bind(reader, p, &source));
   return check_projection(reader, bound, options.check, hook, &source, weights.shared());
@@ -165,9 +166,8 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
       if (find_lm_head(m, r.name) == head) run = &r;
     }
     NCERT_ASSIGN_OR_RETURN(auto tokens, reader.read_i32(run->path + "/tokens"));
-    heads[head->name] = Head{std::make_unique<LmHeadCollector>(std::move(tokens),
-                                                               std::vector<std::pair<Index, Index>>{},
-                                                               omp_get_max_threads())};
+    heads[head->name] = Head{std::make_unique<LmHeadCollector>(
+        std::move(tokens), std::vector<std::pair<Index, Index>>{}, omp_get_max_threads())};
   }
   for (const ProjectionInfo& p : m.projections) {
     auto head = heads.find(p.name);

@@ -47,9 +47,9 @@ struct CheckUnit {
 };
 
 struct CheckPlan {
-  std::optional<Status> refused;    ///< the dump was refused (or is over the memory budget)
-  std::vector<std::string> order;   ///< selected projections in the dump's order
-  std::vector<CheckUnit> units;     ///< projections first, the rest last
+  std::optional<Status> refused;   ///< the dump was refused (or is over the memory budget)
+  std::vector<std::string> order;  ///< selected projections in the dump's order
+  std::vector<CheckUnit> units;    ///< projections first, the rest last
   bool has_tensors = false;
 };
 

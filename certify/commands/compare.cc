@@ -50,20 +50,24 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
     c.id = s.substr(0, s.find(' '));
     c.kind = CheckKind::kLogits;
     c.verdict = o.allow_missing ? Verdict::kPass : Verdict::kFail;
-    c.reason = "present in " + s.substr(s.find('(') + 1, 1) + " only" + (o.allow_missing ? " (allowed by --allow-missing)" : "");
+    c.reason = "present in " + s.substr(s.find('(') + 1, 1) + " only" +
+               (o.allow_missing ? " (allowed by --allow-missing)" : "");
     report.checks.push_back(std::move(c));
   }
   for (const std::string& n : tensor_names) {
     const TensorInfo* ta = nullptr;
     const TensorInfo* tb = nullptr;
-    for (const auto& t : A.tensors) if (t.name == n) ta = &t;
-    for (const auto& t : B.tensors) if (t.name == n) tb = &t;
+    for (const auto& t : A.tensors)
+      if (t.name == n) ta = &t;
+    for (const auto& t : B.tensors)
+      if (t.name == n) tb = &t;
     if (!ta || !tb) {
       CheckResult c;
       c.id = "tensors/" + n;
       c.kind = CheckKind::kTensor;
       c.verdict = o.allow_missing ? Verdict::kPass : Verdict::kFail;
-      c.reason = std::string("present in ") + (ta ? "A" : "B") + " only" + (o.allow_missing ? " (allowed by --allow-missing)" : "");
+      c.reason = std::string("present in ") + (ta ? "A" : "B") + " only" +
+                 (o.allow_missing ? " (allowed by --allow-missing)" : "");
       report.checks.push_back(std::move(c));
       continue;
     }
@@ -74,7 +78,9 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
       overridden = true;
     } else if (!ta->compare.empty()) {
       auto parsed = parse_tensor_policy(ta->compare);
-      if (!parsed.ok()) return refuse(Status(parsed.status().code(), ta->path + ": compare = \"" + ta->compare + "\": " + parsed.status().message()));
+      if (!parsed.ok())
+        return refuse(Status(parsed.status().code(),
+                             ta->path + ": compare = \"" + ta->compare + "\": " + parsed.status().message()));
       p = *parsed;
     }
     NCERT_ASSIGN_OR_RETURN(CheckResult c, tensor_check(*ra, *ta, *rb, *tb, p, overridden));

@@ -35,10 +35,9 @@ Result<Report> run_inspect(const InspectOptions& options) {
   if (!reader.ok()) return report.refuse(reader.status());
   const DumpModel& m = reader->model();
   report.preamble.push_back("dump " + path + "  xxh3_128 " + input.xxh3_128);
-  report.preamble.push_back("  engine=" + m.engine + " build=" + m.build +
-                            (m.model.empty() ? "" : " model=" + m.model) +
-                            (m.device.empty() ? "" : " device=" + m.device) +
-                            " schema_version=" + std::to_string(m.schema_version));
+  report.preamble.push_back(
+      "  engine=" + m.engine + " build=" + m.build + (m.model.empty() ? "" : " model=" + m.model) +
+      (m.device.empty() ? "" : " device=" + m.device) + " schema_version=" + std::to_string(m.schema_version));
 
   Json groups = Json::array();
   for (const GroupInfo& g : m.groups) {
@@ -73,8 +72,8 @@ Result<Report> run_inspect(const InspectOptions& options) {
     dj["attributes"] = attributes_json(d.attributes);
     datasets.push_back(std::move(dj));
     total_bytes += d.bytes;
-    std::string line = "  dataset " + d.path + "  " + std::string(dtype_name(d.dtype)) +
-                       shape_text(d.shape) + "  " + std::string(layout_name(d.layout));
+    std::string line = "  dataset " + d.path + "  " + std::string(dtype_name(d.dtype)) + shape_text(d.shape) + "  " +
+                       std::string(layout_name(d.layout));
     if (!d.chunk.empty()) line += " chunk" + shape_text(d.chunk);
     for (const std::string& f : d.filters) line += " " + f;
     if (!hash.empty()) line += "  xxh3 " + hash;
@@ -88,8 +87,8 @@ Result<Report> run_inspect(const InspectOptions& options) {
                         {"code", err ? std::string(error_name(f.code)) : std::string("note")},
                         {"path", f.path},
                         {"message", f.message}});
-    report.preamble.push_back(std::string(err ? "  ERROR " : "  note  ") + f.path + ": " +
-                              f.message + (err ? "  [" + std::string(error_name(f.code)) + "]" : ""));
+    report.preamble.push_back(std::string(err ? "  ERROR " : "  note  ") + f.path + ": " + f.message +
+                              (err ? "  [" + std::string(error_name(f.code)) + "]" : ""));
   }
   report.extra["groups"] = groups;
   report.extra["datasets"] = datasets;
@@ -111,9 +110,9 @@ Result<Report> run_inspect(const InspectOptions& options) {
   schema.kind = CheckKind::kSchema;
   if (first.ok() && !report.error) {
     schema.verdict = Verdict::kPass;
-    schema.reason = "valid ncert dump v1: " + std::to_string(m.projections.size()) +
-                    " projection(s), " + std::to_string(m.logits.size()) + " logits run(s), " +
-                    std::to_string(m.tensors.size()) + " tensor(s)";
+    schema.reason = "valid ncert dump v1: " + std::to_string(m.projections.size()) + " projection(s), " +
+                    std::to_string(m.logits.size()) + " logits run(s), " + std::to_string(m.tensors.size()) +
+                    " tensor(s)";
   } else {
     schema.verdict = Verdict::kFail;
     if (!first.ok()) report.error = first;

@@ -41,9 +41,15 @@ Result<Report> run_sweep(const SweepOptions& options) {
   Index identity_cases = 0, alias_cases = 0, guard_cases = 0;
   for (const auto& c : cases) {
     switch (kind_of(c)) {
-      case CheckKind::kGuard: ++guard_cases; break;
-      case CheckKind::kAlias: ++alias_cases; break;
-      default: ++identity_cases; break;
+      case CheckKind::kGuard:
+        ++guard_cases;
+        break;
+      case CheckKind::kAlias:
+        ++alias_cases;
+        break;
+      default:
+        ++identity_cases;
+        break;
     }
   }
   const std::optional<CheckKind> first_kind =

@@ -17,10 +17,14 @@ namespace {
 
 std::string class_text(const Witness& w) {
   switch (w.cls) {
-    case WitnessClass::kCertified: return "certified";
-    case WitnessClass::kNearTie: return "near-tie";
-    case WitnessClass::kTie: return "tie";
-    case WitnessClass::kUnbounded: return "unbounded";
+    case WitnessClass::kCertified:
+      return "certified";
+    case WitnessClass::kNearTie:
+      return "near-tie";
+    case WitnessClass::kTie:
+      return "tie";
+    case WitnessClass::kUnbounded:
+      return "unbounded";
   }
   return "?";
 }
@@ -73,8 +77,9 @@ Result<Report> run_witness(const WitnessOptions& o) {
   }
   std::vector<RunWitnesses> runs;
   Json all = Json::object();
-  if (!o.only.empty() && std::none_of(reader->model().logits.begin(), reader->model().logits.end(),
-                                      [&](const LogitsRunInfo& r) { return r.name.find(o.only) != std::string::npos; })) {
+  if (!o.only.empty() &&
+      std::none_of(reader->model().logits.begin(), reader->model().logits.end(),
+                   [&](const LogitsRunInfo& r) { return r.name.find(o.only) != std::string::npos; })) {
     return Status(ErrorCode::kUsage, "--only \"" + o.only + "\" matches no logits run of " + o.dump);
   }
   for (const LogitsRunInfo& run : reader->model().logits) {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "certify/io/dump_reader.h"
-#include "certify/report/report.h"
 #include "certify/logits/witness.h"
+#include "certify/report/report.h"
 
 namespace ncert::certify {
 
@@ -19,11 +19,11 @@ struct WitnessOptions {
   ReaderOptions reader;
   std::optional<double> logit_error;
   double lambda = 10.0;
-  std::string out;        ///< witness file to write ("" for none); refuses to overwrite
+  std::string out;  ///< witness file to write ("" for none); refuses to overwrite
   bool overwrite = false;
-  std::string only;       ///< runs whose name contains this (kUsage if none does)
-  Requirement require;    ///< --require: skips of these kinds fail the run
-  bool table = false;     ///< every emission under its run's check, not only the tightest
+  std::string only;     ///< runs whose name contains this (kUsage if none does)
+  Requirement require;  ///< --require: skips of these kinds fail the run
+  bool table = false;   ///< every emission under its run's check, not only the tightest
 };
 
 /// Report with one "witness" check per run and every witness under extra["witnesses"].

@@ -29,7 +29,8 @@ const std::vector<Entry>& entries() {
       {"padding-clobbered.h5", Fault::kPaddingClobbered, "the packed path writes a padding column"},
       {"unselected-row-written.h5", Fault::kUnselectedRowWritten, "the packed path writes a row it did not select"},
       {"dropped-k-tile-packed.h5", Fault::kDroppedKTilePacked, "the packed kernel skips a 256-term K tile"},
-      {"bf16-truncation-packed.h5", Fault::kBf16TruncationPacked, "the packed path truncates to bf16 instead of rounding"},
+      {"bf16-truncation-packed.h5", Fault::kBf16TruncationPacked,
+       "the packed path truncates to bf16 instead of rounding"},
       {"af4-scale-x2.h5", Fault::kAf4ScaleTimes2, "the kernel uses twice the scale of one AF4 group"},
       {"nibble-order-swapped.h5", Fault::kNibbleOrderSwapped, "the kernel reads AF4 nibbles in the wrong order"},
       {"nan-output.h5", Fault::kNanOutput, "one output element is NaN"},
@@ -97,14 +98,15 @@ Result<CheckResult> tour_dump(const Entry& e, const std::string& dir, Report& re
   }
   if (good) {
     c.verdict = r.verdict() == Verdict::kPass ? Verdict::kPass : Verdict::kFail;
-    c.reason = e.story + ": " + (c.verdict == Verdict::kPass
-                                     ? "PASS, all " + std::to_string(r.checks.size()) + " checks"
-                                     : "unexpectedly FAILED: " + (first_fail ? first_fail->id + ": " + first_fail->reason : "?"));
+    c.reason = e.story + ": " +
+               (c.verdict == Verdict::kPass
+                    ? "PASS, all " + std::to_string(r.checks.size()) + " checks"
+                    : "unexpectedly FAILED: " + (first_fail ? first_fail->id + ": " + first_fail->reason : "?"));
   } else {
     ev.fault = std::string(fixtures::fault_name(e.fault));
     ev.expected = {expected};
     if (expected_fail) {
-        c.reason = e.story + ": FAIL, caught by " + expected_fail->id + ": " + expected_fail->reason;
+      c.reason = e.story + ": FAIL, caught by " + expected_fail->id + ": " + expected_fail->reason;
     } else {
       c.verdict = Verdict::kFail;
       c.reason = e.story + ": NOT caught by the " + std::string(check_kind_name(expected)) + " check (dump verdict " +
@@ -167,8 +169,8 @@ Result<CheckResult> tour_fork(const ForkEntry& e, const std::string& dir, Report
   CheckResult c;
   c.id = "demo/" + e.tag;
   c.kind = CheckKind::kFork;
-  c.evidence = DemoForkEvidence{{a, b}, std::string(fork_class_name(e.expected_class)), got_name,
-                                std::string(verdict_name(r.verdict()))};
+  c.evidence = DemoForkEvidence{
+      {a, b}, std::string(fork_class_name(e.expected_class)), got_name, std::string(verdict_name(r.verdict()))};
   const bool as_expected = got == e.expected_class;
   c.verdict = as_expected ? Verdict::kPass : Verdict::kFail;
   c.reason = e.story + ": `ncert forks` says " + got_name + " (" + std::string(verdict_name(r.verdict())) + ")" +
@@ -195,8 +197,9 @@ Result<Report> run_demo(const DemoOptions& options) {
   }
   Report report;
   report.command = "demo";
-  report.preamble.push_back("ncert demo: synthetic engine dumps in " + options.dir +
-                            "/ (preset tiny: 3 packed projections with AF4/BF16/F32 weights, an lm_head and a logits run)");
+  report.preamble.push_back(
+      "ncert demo: synthetic engine dumps in " + options.dir +
+      "/ (preset tiny: 3 packed projections with AF4/BF16/F32 weights, an lm_head and a logits run)");
   report.preamble.push_back("Each dump is certified exactly as `ncert check DUMP.h5` would; the tour:");
   Index caught = 0;
   for (const Entry& e : entries()) {
@@ -217,8 +220,9 @@ Result<Report> run_demo(const DemoOptions& options) {
   report.stats["faults"] = entries().size() - 1;
   report.stats["fork_faults_caught"] = forks_caught;
   report.stats["fork_faults"] = 2;
-  report.preamble.push_back("(verdict PASS below means: the good build certified, every fault was caught by the check "
-                            "meant to catch it, and every fork got its expected class)");
+  report.preamble.push_back(
+      "(verdict PASS below means: the good build certified, every fault was caught by the check "
+      "meant to catch it, and every fork got its expected class)");
   return report;
 }
 

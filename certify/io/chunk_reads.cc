@@ -13,9 +13,12 @@ std::optional<std::vector<ChunkFilter>> decodable_pipeline(const DatasetInfo& d)
   if (d.layout != Layout::kChunked || d.filters.empty() || d.shape.empty()) return std::nullopt;
   std::vector<ChunkFilter> p;
   for (const std::string& f : d.filters) {
-    if (f == "shuffle") p.push_back(ChunkFilter::kShuffle);
-    else if (f.rfind("deflate", 0) == 0) p.push_back(ChunkFilter::kDeflate);
-    else return std::nullopt;  // fletcher32: HDF5 verifies it
+    if (f == "shuffle")
+      p.push_back(ChunkFilter::kShuffle);
+    else if (f.rfind("deflate", 0) == 0)
+      p.push_back(ChunkFilter::kDeflate);
+    else
+      return std::nullopt;  // fletcher32: HDF5 verifies it
   }
   return p;
 }
@@ -38,8 +41,8 @@ void copy_chunk(const unsigned char* chunk, const std::vector<hsize_t>& offset, 
   if (rank == 1) {
     const Index begin = std::max(o0, row), end = std::min({o0 + d.chunk[0], row + count, d.shape[0]});
     if (end > begin) {
-      std::memcpy(dst + static_cast<std::size_t>(begin - row) * esize, chunk + static_cast<std::size_t>(begin - o0) * esize,
-                  static_cast<std::size_t>(end - begin) * esize);
+      std::memcpy(dst + static_cast<std::size_t>(begin - row) * esize,
+                  chunk + static_cast<std::size_t>(begin - o0) * esize, static_cast<std::size_t>(end - begin) * esize);
     }
     return;
   }
@@ -89,8 +92,9 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
   std::vector<Index> nchunks(static_cast<std::size_t>(rank));
   for (int k = 0; k < rank; ++k) {
     chunk_bytes *= static_cast<std::size_t>(d.chunk[static_cast<std::size_t>(k)]);
-    nchunks[static_cast<std::size_t>(k)] = (d.shape[static_cast<std::size_t>(k)] + d.chunk[static_cast<std::size_t>(k)] - 1) /
-                                           d.chunk[static_cast<std::size_t>(k)];
+    nchunks[static_cast<std::size_t>(k)] =
+        (d.shape[static_cast<std::size_t>(k)] + d.chunk[static_cast<std::size_t>(k)] - 1) /
+        d.chunk[static_cast<std::size_t>(k)];
   }
   // Every chunk the rows touch: chunk rows [row / c0, (row + count - 1) / c0], all chunks of the
   // other dimensions, in storage (row-major chunk) order.
@@ -108,13 +112,15 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     Raw r;
     r.offset.resize(static_cast<std::size_t>(rank));
     for (int k = 0; k < rank; ++k) {
-      r.offset[static_cast<std::size_t>(k)] = static_cast<hsize_t>(idx[static_cast<std::size_t>(k)] * d.chunk[static_cast<std::size_t>(k)]);
+      r.offset[static_cast<std::size_t>(k)] =
+          static_cast<hsize_t>(idx[static_cast<std::size_t>(k)] * d.chunk[static_cast<std::size_t>(k)]);
     }
     unsigned mask = 0;
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
     if (H5Dget_chunk_info_by_coord(ds.get(), r.offset.data(), &mask, &addr, &size) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) + " has no entry in the chunk index (corrupt index)");
+      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) +
+                                                " has no entry in the chunk index (corrupt index)");
     }
     if (addr == HADDR_UNDEF) return Status(ErrorCode::kMissingMember, "unallocated chunk");
     // deflate expands incompressible data by at most 0.03 % + a few bytes; anything larger than
@@ -126,7 +132,8 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     r.bytes.resize(static_cast<std::size_t>(size));
     std::uint32_t filters = 0;
     if (H5Dread_chunk(ds.get(), H5P_DEFAULT, r.offset.data(), &filters, r.bytes.data()) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) + " cannot be read (stored past the end of the file?)");
+      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) +
+                                                " cannot be read (stored past the end of the file?)");
     }
     r.mask = filters;
     raws.push_back(std::move(r));
@@ -152,8 +159,8 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
 #pragma omp for schedule(dynamic, 1)
     for (std::ptrdiff_t c = 0; c < n; ++c) {
       const Raw& r = raws[static_cast<std::size_t>(c)];
-      Status s = decode_chunk(r.bytes.data(), r.bytes.size(), pipeline, r.mask, esize, chunk_bytes, chunk,
-                                      scratch, path + ": chunk " + coords_text(r.offset));
+      Status s = decode_chunk(r.bytes.data(), r.bytes.size(), pipeline, r.mask, esize, chunk_bytes, chunk, scratch,
+                              path + ": chunk " + coords_text(r.offset));
       if (!s.ok()) {
         status[static_cast<std::size_t>(c)] = std::move(s);
         continue;

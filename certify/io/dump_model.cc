@@ -10,9 +10,12 @@ namespace ncert::certify {
 
 std::string_view layout_name(Layout l) {
   switch (l) {
-    case Layout::kContiguous: return "contiguous";
-    case Layout::kCompact: return "compact";
-    case Layout::kChunked: return "chunked";
+    case Layout::kContiguous:
+      return "contiguous";
+    case Layout::kCompact:
+      return "compact";
+    case Layout::kChunked:
+      return "chunked";
   }
   return "?";
 }
@@ -40,10 +43,14 @@ Status DumpModel::first_error() const {
 
 std::string AttrValue::kind_name() const {
   switch (kind) {
-    case Kind::kString: return "string";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kOther: return type_description;
+    case Kind::kString:
+      return "string";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kOther:
+      return type_description;
   }
   return "?";
 }
@@ -89,7 +96,8 @@ std::string AttrValue::render() const {
     case Kind::kFloat:
       for (double v : floats) parts.push_back(render_double(v));
       break;
-    case Kind::kOther: return "<" + type_description + ">";
+    case Kind::kOther:
+      return "<" + type_description + ">";
   }
   if (scalar && parts.size() == 1) return parts[0];
   std::string out = "[";

@@ -52,8 +52,8 @@ struct DatasetInfo {
   Index elements = 0;
   Index bytes = 0;
   Layout layout = Layout::kContiguous;
-  std::vector<Index> chunk;           ///< chunk dims when chunked
-  std::vector<std::string> filters;   ///< "deflate(4)", "shuffle", "fletcher32"
+  std::vector<Index> chunk;          ///< chunk dims when chunked
+  std::vector<std::string> filters;  ///< "deflate(4)", "shuffle", "fletcher32"
   std::vector<AttributeInfo> attributes;
   /// File offset of the raw bytes when they can be read directly (contiguous, no filter,
   /// allocated); used for zero-copy streaming of large logits.
@@ -85,7 +85,7 @@ struct SegmentInfo {
   reference::WeightFormat format = reference::WeightFormat::kBf16;
   Index row_begin = 0;
   Index row_end = 0;
-  reference::Af4Layout af4;  ///< AF4 only
+  reference::Af4Layout af4;           ///< AF4 only
   DType values_dtype = DType::kBf16;  ///< bf16/f32 values, or the AF4 codes type (u8/u32)
 };
 
@@ -148,8 +148,8 @@ struct DumpModel {
   std::string device;
   std::int64_t schema_version = 0;
   std::vector<AttributeInfo> root_attributes;
-  std::vector<GroupInfo> groups;        ///< sorted by path
-  std::vector<DatasetInfo> datasets;    ///< sorted by path
+  std::vector<GroupInfo> groups;            ///< sorted by path
+  std::vector<DatasetInfo> datasets;        ///< sorted by path
   std::vector<ProjectionInfo> projections;  ///< sorted by name
   std::vector<LogitsRunInfo> logits;        ///< sorted by name
   std::vector<TensorInfo> tensors;          ///< sorted by name

@@ -41,9 +41,9 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
       return Status(ErrorCode::kInvalidArgument, path + ": scalar dataset has one row");
     }
   } else if (row < 0 || count < 0 || row > d->shape[0] - count) {
-    return Status(ErrorCode::kInvalidArgument,
-                  path + ": rows [" + std::to_string(row) + ", " + std::to_string(row + count) +
-                      ") outside [0, " + std::to_string(d->shape[0]) + ")");
+    return Status(ErrorCode::kInvalidArgument, path + ": rows [" + std::to_string(row) + ", " +
+                                                   std::to_string(row + count) + ") outside [0, " +
+                                                   std::to_string(d->shape[0]) + ")");
   }
   if (const auto pipeline = detail::decodable_pipeline(*d);
       pipeline && static_cast<std::uint64_t>(count * d->row_elements() * dtype_size(d->dtype)) >=
@@ -54,7 +54,8 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
   const std::string rows = "rows [" + std::to_string(row) + ", " + std::to_string(row + count) + ")";
   Hdf5Activity activity("reading", rows + " of " + path + " in " + impl_->model.file);
   Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), impl_->dapl.get()));
-  if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
+  if (!ds.valid())
+    return detail::hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
   Hid type = detail::own_type(H5Dget_type(ds.get()));
   herr_t rc = 0;
   // The error stack is read at once: every later HDF5 call (closing the dataspaces below)
@@ -75,9 +76,10 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
     if (rc < 0) stack = detail::hdf5_error_text();
   }
   if (rc < 0) {
-    return Status(ErrorCode::kHdf5, path + ": " + rows +
-                                        " cannot be read: the stored data is corrupt (a chunk that does not decompress, a "
-                                        "checksum that does not match, or storage past the end of the file)")
+    return Status(ErrorCode::kHdf5,
+                  path + ": " + rows +
+                      " cannot be read: the stored data is corrupt (a chunk that does not decompress, a "
+                      "checksum that does not match, or storage past the end of the file)")
         .with_detail("HDF5 error stack: " + stack);
   }
   return Status();
@@ -102,9 +104,8 @@ Result<std::vector<T>> typed_read(const DumpReader& r, const std::string& path) 
   const DatasetInfo* d = r.model().dataset(path);
   if (!d) return Status(ErrorCode::kMissingMember, path + ": not a validated dataset of this dump");
   if (dtype_size(d->dtype) != static_cast<int>(sizeof(T))) {
-    return Status(ErrorCode::kDatatypeRefused,
-                  path + ": element type " + std::string(dtype_name(d->dtype)) +
-                      " read as a " + std::to_string(sizeof(T)) + "-byte type");
+    return Status(ErrorCode::kDatatypeRefused, path + ": element type " + std::string(dtype_name(d->dtype)) +
+                                                   " read as a " + std::to_string(sizeof(T)) + "-byte type");
   }
   NCERT_ASSIGN_OR_RETURN(auto bytes, r.read_bytes(path));
   std::vector<T> out(bytes.size() / sizeof(T));
@@ -114,10 +115,18 @@ Result<std::vector<T>> typed_read(const DumpReader& r, const std::string& path) 
 }  // namespace
 
 Result<std::vector<float>> DumpReader::read_f32(const std::string& p) const { return typed_read<float>(*this, p); }
-Result<std::vector<std::uint16_t>> DumpReader::read_u16(const std::string& p) const { return typed_read<std::uint16_t>(*this, p); }
-Result<std::vector<std::int32_t>> DumpReader::read_i32(const std::string& p) const { return typed_read<std::int32_t>(*this, p); }
-Result<std::vector<std::int64_t>> DumpReader::read_i64(const std::string& p) const { return typed_read<std::int64_t>(*this, p); }
-Result<std::vector<std::uint8_t>> DumpReader::read_u8(const std::string& p) const { return typed_read<std::uint8_t>(*this, p); }
+Result<std::vector<std::uint16_t>> DumpReader::read_u16(const std::string& p) const {
+  return typed_read<std::uint16_t>(*this, p);
+}
+Result<std::vector<std::int32_t>> DumpReader::read_i32(const std::string& p) const {
+  return typed_read<std::int32_t>(*this, p);
+}
+Result<std::vector<std::int64_t>> DumpReader::read_i64(const std::string& p) const {
+  return typed_read<std::int64_t>(*this, p);
+}
+Result<std::vector<std::uint8_t>> DumpReader::read_u8(const std::string& p) const {
+  return typed_read<std::uint8_t>(*this, p);
+}
 
 Result<std::string> DumpReader::dataset_hash(const std::string& path) const {
   const DatasetInfo* d = impl_->model.dataset(path);
@@ -142,4 +151,3 @@ Result<std::string> DumpReader::dataset_hash(const std::string& path) const {
 }
 
 }  // namespace ncert::certify
-

@@ -32,8 +32,8 @@ Result<DumpWriter> DumpWriter::create(const std::string& path, bool overwrite) {
   // gives the same bytes, so a file's hash identifies its content.
   Hid fcpl = detail::own_plist(H5Pcreate(H5P_FILE_CREATE));
   H5Pset_obj_track_times(fcpl.get(), false);
-  impl->file = detail::own_file(
-      H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl.get()));
+  impl->file =
+      detail::own_file(H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl.get()));
   if (!impl->file.valid()) return detail::hdf5_failure(ErrorCode::kIo, path + ": cannot create");
   return DumpWriter(std::move(impl));
 }
@@ -63,8 +63,7 @@ Status DumpWriter::create_group(const std::string& path) {
       if (exists <= 0) {
         Hid gcpl = detail::own_plist(H5Pcreate(H5P_GROUP_CREATE));
         H5Pset_obj_track_times(gcpl.get(), false);
-        Hid g = detail::own_group(
-            H5Gcreate2(impl_->file.get(), prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
+        Hid g = detail::own_group(H5Gcreate2(impl_->file.get(), prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
         if (!g.valid()) {
           return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create group " + prefix);
         }
@@ -82,8 +81,7 @@ Status DumpWriter::create_dataset(const std::string& path, DType t, const std::v
   if (slash != 0) NCERT_RETURN_IF_ERROR(create_group(path.substr(0, slash)));
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   Hid space = detail::own_space(dims.empty() ? H5Screate(H5S_SCALAR)
-                                             : H5Screate_simple(static_cast<int>(dims.size()),
-                                                                dims.data(), nullptr));
+                                             : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   const bool bf16_float = storage.bf16_form == Bf16Form::kFloat16;
   Hid type = detail::make_file_type(t, bf16_float);
   Hid dcpl = detail::own_plist(H5Pcreate(H5P_DATASET_CREATE));
@@ -102,8 +100,8 @@ Status DumpWriter::create_dataset(const std::string& path, DType t, const std::v
     // Contiguous data allocated at creation: row writes then land in place.
     H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
   }
-  Hid ds = detail::own_dataset(H5Dcreate2(impl_->file.get(), path.c_str(), type.get(), space.get(),
-                                          H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  Hid ds = detail::own_dataset(
+      H5Dcreate2(impl_->file.get(), path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create " + path);
   if (t == DType::kBf16 && !bf16_float) {
     ds.reset();
@@ -132,8 +130,8 @@ Status DumpWriter::write_rows(const std::string& path, DType t, Index row, Index
   return Status();
 }
 
-Status DumpWriter::write_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
-                                 const void* data, const StorageOptions& storage) {
+Status DumpWriter::write_dataset(const std::string& path, DType t, const std::vector<Index>& shape, const void* data,
+                                 const StorageOptions& storage) {
   NCERT_RETURN_IF_ERROR(create_dataset(path, t, shape, storage));
   Index elements = 1;
   for (Index d : shape) elements *= d;
@@ -167,8 +165,7 @@ Status write_attr_raw(hid_t obj, const std::string& name, hid_t type, const void
 }
 }  // namespace
 
-Status DumpWriter::write_attr(const std::string& object, const std::string& name,
-                              const std::string& value) {
+Status DumpWriter::write_attr(const std::string& object, const std::string& name, const std::string& value) {
   NCERT_ASSIGN_OR_RETURN(Hid obj, open_object(impl_->file.get(), object));
   Hid type = detail::own_type(H5Tcopy(H5T_C_S1));
   H5Tset_size(type.get(), H5T_VARIABLE);
@@ -177,14 +174,12 @@ Status DumpWriter::write_attr(const std::string& object, const std::string& name
   return write_attr_raw(obj.get(), name, type.get(), &p);
 }
 
-Status DumpWriter::write_attr(const std::string& object, const std::string& name,
-                              std::int64_t value) {
+Status DumpWriter::write_attr(const std::string& object, const std::string& name, std::int64_t value) {
   NCERT_ASSIGN_OR_RETURN(Hid obj, open_object(impl_->file.get(), object));
   return write_attr_raw(obj.get(), name, H5T_NATIVE_INT64, &value);
 }
 
-Status DumpWriter::write_attr_f64(const std::string& object, const std::string& name,
-                                  double value) {
+Status DumpWriter::write_attr_f64(const std::string& object, const std::string& name, double value) {
   NCERT_ASSIGN_OR_RETURN(Hid obj, open_object(impl_->file.get(), object));
   return write_attr_raw(obj.get(), name, H5T_NATIVE_DOUBLE, &value);
 }

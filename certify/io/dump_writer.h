@@ -52,8 +52,8 @@ class DumpWriter {
   /// Creates a group and any missing parents ("/projections/q/weight/seg0").
   Status create_group(const std::string& path);
   /// Writes a dataset of raw elements (data holds product(shape) elements of dtype t).
-  Status write_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
-                       const void* data, const StorageOptions& storage = {});
+  Status write_dataset(const std::string& path, DType t, const std::vector<Index>& shape, const void* data,
+                       const StorageOptions& storage = {});
   /// Creates a dataset to be filled with write_rows (large data written block by block).
   Status create_dataset(const std::string& path, DType t, const std::vector<Index>& shape,
                         const StorageOptions& storage = {});

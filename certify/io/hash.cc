@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 // xxHash compiled inline here (its documented XXH_INLINE_ALL mode) rather than called in
@@ -31,9 +31,7 @@ std::string canonical_hex(XXH128_hash_t h) {
 }
 }  // namespace
 
-std::string xxh3_128_hex(const void* data, std::size_t size) {
-  return canonical_hex(XXH3_128bits(data, size));
-}
+std::string xxh3_128_hex(const void* data, std::size_t size) { return canonical_hex(XXH3_128bits(data, size)); }
 
 struct Xxh3Stream::State {
   XXH3_state_t s;
@@ -42,9 +40,7 @@ struct Xxh3Stream::State {
 Xxh3Stream::Xxh3Stream() : state_(std::make_unique<State>()) { XXH3_128bits_reset(&state_->s); }
 Xxh3Stream::~Xxh3Stream() = default;
 
-void Xxh3Stream::update(const void* data, std::size_t size) {
-  XXH3_128bits_update(&state_->s, data, size);
-}
+void Xxh3Stream::update(const void* data, std::size_t size) { XXH3_128bits_update(&state_->s, data, size); }
 
 std::string Xxh3Stream::hex() const { return canonical_hex(XXH3_128bits_digest(&state_->s)); }
 

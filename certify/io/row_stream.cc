@@ -55,8 +55,8 @@ RowStream::RowStream(RowStream&&) noexcept = default;
 RowStream& RowStream::operator=(RowStream&&) noexcept = default;
 RowStream::~RowStream() = default;
 
-Result<RowStream> RowStream::open(const DumpReader& reader, const std::string& dataset,
-                                  Index rows_per_block, FileHashCursor* hash) {
+Result<RowStream> RowStream::open(const DumpReader& reader, const std::string& dataset, Index rows_per_block,
+                                  FileHashCursor* hash) {
   const DatasetInfo* d = reader.model().dataset(dataset);
   if (!d || d->shape.empty()) {
     return Status(ErrorCode::kMissingMember, dataset + ": not a validated dataset with rows");
@@ -101,8 +101,8 @@ Result<RowBlock> RowStream::next() {
     // MAP_POPULATE maps every page in one call: ~3x cheaper than faulting 4 KiB at a time.
     void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, s.fd, static_cast<off_t>(aligned));
     if (m == MAP_FAILED) {
-      return Status(ErrorCode::kIo, s.path + ": cannot map rows " + std::to_string(b.first_row) + ": " +
-                                        std::strerror(errno));
+      return Status(ErrorCode::kIo,
+                    s.path + ": cannot map rows " + std::to_string(b.first_row) + ": " + std::strerror(errno));
     }
     ::madvise(m, len, MADV_SEQUENTIAL);
     w.map = m;

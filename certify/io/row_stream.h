@@ -19,7 +19,7 @@ namespace ncert::certify {
 
 struct RowBlock {
   Index first_row = 0;
-  Index rows = 0;               ///< 0: end of the dataset
+  Index rows = 0;  ///< 0: end of the dataset
   /// rows x row_bytes; valid until the second next() after the one that returned it.
   const unsigned char* data = nullptr;
 };
@@ -28,8 +28,8 @@ class RowStream {
  public:
   /// `rows_per_block` >= 1. kMissingMember if the dataset is not a validated one. Mapped
   /// blocks are offered to `hash` (the reader's file's cursor), if given.
-  static Result<RowStream> open(const DumpReader& reader, const std::string& dataset,
-                                Index rows_per_block, FileHashCursor* hash = nullptr);
+  static Result<RowStream> open(const DumpReader& reader, const std::string& dataset, Index rows_per_block,
+                                FileHashCursor* hash = nullptr);
   RowStream(RowStream&&) noexcept;
   RowStream& operator=(RowStream&&) noexcept;
   ~RowStream();

@@ -12,9 +12,7 @@ namespace ncert::certify::detail {
 
 namespace {
 
-const MemberRule& attr_rule(Container c, std::string_view name) {
-  return member_rule(c, MemberKind::kAttribute, name);
-}
+const MemberRule& attr_rule(Container c, std::string_view name) { return member_rule(c, MemberKind::kAttribute, name); }
 const MemberRule& dataset_rule(Container c, std::string_view name) {
   return member_rule(c, MemberKind::kDataset, name);
 }
@@ -23,7 +21,10 @@ const MemberRule& dataset_rule(Container c, std::string_view name) {
 class SchemaChecker {
  public:
   SchemaChecker(const ReaderOptions& options, Surveyed& surveyed, DumpModel& model)
-      : options_(options), model_(model), attrs_(&surveyed.attrs), groups_(&surveyed.groups),
+      : options_(options),
+        model_(model),
+        attrs_(&surveyed.attrs),
+        groups_(&surveyed.groups),
         failed_(&surveyed.failed) {}
 
   void run() {
@@ -93,37 +94,32 @@ class SchemaChecker {
     return nullptr;
   }
 
-  std::optional<std::string> str_attr(const std::string& obj, const std::string& name,
-                                      bool required) {
+  std::optional<std::string> str_attr(const std::string& obj, const std::string& name, bool required) {
     const AttrValue* v = attr(obj, name);
     if (!v) {
       if (required) error(ErrorCode::kMissingAttribute, obj, "missing attribute \"" + name + "\"");
       return std::nullopt;
     }
     if (v->kind != AttrValue::Kind::kString || v->strings.size() != 1) {
-      error(ErrorCode::kAttributeInvalid, obj,
-            "attribute \"" + name + "\" = " + v->render() + " is not a string");
+      error(ErrorCode::kAttributeInvalid, obj, "attribute \"" + name + "\" = " + v->render() + " is not a string");
       return std::nullopt;
     }
     return v->strings[0];
   }
 
-  std::optional<Index> int_attr(const std::string& obj, const std::string& name, bool required,
-                                Index min_value) {
+  std::optional<Index> int_attr(const std::string& obj, const std::string& name, bool required, Index min_value) {
     const AttrValue* v = attr(obj, name);
     if (!v) {
       if (required) error(ErrorCode::kMissingAttribute, obj, "missing attribute \"" + name + "\"");
       return std::nullopt;
     }
     if (v->kind != AttrValue::Kind::kInt || v->ints.size() != 1) {
-      error(ErrorCode::kAttributeInvalid, obj,
-            "attribute \"" + name + "\" = " + v->render() + " is not an integer");
+      error(ErrorCode::kAttributeInvalid, obj, "attribute \"" + name + "\" = " + v->render() + " is not an integer");
       return std::nullopt;
     }
     if (v->ints[0] < min_value) {
       error(ErrorCode::kAttributeInvalid, obj,
-            "attribute \"" + name + "\" = " + std::to_string(v->ints[0]) + " is below " +
-                std::to_string(min_value));
+            "attribute \"" + name + "\" = " + std::to_string(v->ints[0]) + " is below " + std::to_string(min_value));
       return std::nullopt;
     }
     return v->ints[0];
@@ -167,8 +163,7 @@ class SchemaChecker {
       if (groups_->count(path)) {
         error(ErrorCode::kMissingMember, path, "expected a dataset, found a group");
       } else if (required) {
-        error(ErrorCode::kMissingMember, parent_of(path),
-              "missing dataset \"" + leaf_of(path) + "\"");
+        error(ErrorCode::kMissingMember, parent_of(path), "missing dataset \"" + leaf_of(path) + "\"");
       }
       return nullptr;
     }
@@ -184,8 +179,7 @@ class SchemaChecker {
     if (!match) {
       std::string want = "[";
       for (std::size_t i = 0; i < expected_shape.size(); ++i) {
-        want += (i ? ", " : "") + (expected_shape[i] < 0 ? std::string("*")
-                                                         : std::to_string(expected_shape[i]));
+        want += (i ? ", " : "") + (expected_shape[i] < 0 ? std::string("*") : std::to_string(expected_shape[i]));
       }
       error(ErrorCode::kShapeMismatch, path,
             "shape " + shape_string(d->shape) + " but the attributes require " + want + "]");
@@ -193,8 +187,8 @@ class SchemaChecker {
     }
     if (static_cast<std::uint64_t>(d->bytes) > options_.memory_limit) {
       error(ErrorCode::kMemoryLimit, path,
-            std::to_string(d->bytes) + " bytes exceed the memory limit of " +
-                std::to_string(options_.memory_limit) + " bytes (--max-memory)");
+            std::to_string(d->bytes) + " bytes exceed the memory limit of " + std::to_string(options_.memory_limit) +
+                " bytes (--max-memory)");
       return nullptr;
     }
     return d;
@@ -216,12 +210,10 @@ class SchemaChecker {
     if (!ver) {
       error(attr_rule(kRoot, "ncert_schema_version").refused, "/", "missing attribute \"ncert_schema_version\"");
     } else if (ver->kind != AttrValue::Kind::kInt || ver->ints.size() != 1) {
-      error(ErrorCode::kAttributeInvalid, "/",
-            "ncert_schema_version = " + ver->render() + " is not an integer");
+      error(ErrorCode::kAttributeInvalid, "/", "ncert_schema_version = " + ver->render() + " is not an integer");
     } else if (ver->ints[0] != 1) {
       error(ErrorCode::kSchemaVersion, "/",
-            "ncert_schema_version = " + std::to_string(ver->ints[0]) +
-                "; this build of ncert reads version 1 only");
+            "ncert_schema_version = " + std::to_string(ver->ints[0]) + "; this build of ncert reads version 1 only");
     } else {
       m.schema_version = 1;
     }
@@ -314,9 +306,8 @@ class SchemaChecker {
     sym.m = p.m;
     if (p.requests && p.block_rows && *p.requests * *p.block_rows != p.m) {
       error(ErrorCode::kShapeMismatch, path + "/x",
-            std::to_string(p.m) + " rows but requests x block_rows = " +
-                std::to_string(*p.requests) + " x " + std::to_string(*p.block_rows) + " = " +
-                std::to_string(*p.requests * *p.block_rows));
+            std::to_string(p.m) + " rows but requests x block_rows = " + std::to_string(*p.requests) + " x " +
+                std::to_string(*p.block_rows) + " = " + std::to_string(*p.requests * *p.block_rows));
     }
     const DatasetInfo* sel = member(path, dataset_rule(kProj, "selector"), types, sym);
     if (sel) p.p = sel->shape[0];
@@ -373,10 +364,9 @@ class SchemaChecker {
     if (p.segments.empty() && errors_ == errors_before) {
       error(ErrorCode::kMissingMember, wpath, "no weight segments");
     }
-    std::sort(p.segments.begin(), p.segments.end(),
-              [](const SegmentInfo& a, const SegmentInfo& b) {
-                return a.row_begin != b.row_begin ? a.row_begin < b.row_begin : a.name < b.name;
-              });
+    std::sort(p.segments.begin(), p.segments.end(), [](const SegmentInfo& a, const SegmentInfo& b) {
+      return a.row_begin != b.row_begin ? a.row_begin < b.row_begin : a.name < b.name;
+    });
     if (errors_ == errors_before) model().projections.push_back(std::move(p));
   }
 
@@ -420,21 +410,36 @@ class SchemaChecker {
     const auto packing = str_attr(path, attr_rule(kSeg, "packing"));
     if (!gs || !variant || !packing) return;
     L.group_size = *gs;
-    if (auto v = parsed(path, reference::parse_af4_variant(*variant))) L.variant = *v; else return;
-    if (auto pk = parsed(path, reference::parse_af4_packing(*packing))) L.packing = *pk; else return;
+    if (auto v = parsed(path, reference::parse_af4_variant(*variant)))
+      L.variant = *v;
+    else
+      return;
+    if (auto pk = parsed(path, reference::parse_af4_packing(*packing)))
+      L.packing = *pk;
+    else
+      return;
     context.variant = L.variant;
     types.packing = L.packing;
     if (auto dq = str_attr(path, attr_rule(kSeg, "dequant"))) {
-      if (auto d = parsed(path, reference::parse_dequant(*dq))) L.dequant = *d; else return;
+      if (auto d = parsed(path, reference::parse_dequant(*dq)))
+        L.dequant = *d;
+      else
+        return;
     }
     if (auto op = str_attr(path, attr_rule(kSeg, "dequant_op"))) {
-      if (auto o = parsed(path, reference::parse_dequant_op(*op))) L.dequant_op = *o; else return;
+      if (auto o = parsed(path, reference::parse_dequant_op(*op)))
+        L.dequant_op = *o;
+      else
+        return;
     }
     const MemberRule& codebook = attr_rule(kSeg, "codebook");
     if (rule_applies(codebook.when, context)) {
       const auto cb = str_attr(path, codebook);
       if (!cb) return;
-      if (auto c = parsed(path, reference::parse_af4_codebook(*cb))) L.codebook = *c; else return;
+      if (auto c = parsed(path, reference::parse_af4_codebook(*cb)))
+        L.codebook = *c;
+      else
+        return;
       context.codebook = L.codebook;
       const MemberRule& table = dataset_rule(kSeg, "codebook");
       if (rule_applies(table.when, context)) {
@@ -466,8 +471,7 @@ class SchemaChecker {
     const auto vocab = int_attr(path, attr_rule(kRun, "vocab"));
     if (auto tb = str_attr(path, attr_rule(kRun, "tie_break"))) {
       if (*tb != "lowest") {
-        error(ErrorCode::kAttributeInvalid, path,
-              "tie_break = \"" + *tb + "\"; only \"lowest\" is defined");
+        error(ErrorCode::kAttributeInvalid, path, "tie_break = \"" + *tb + "\"; only \"lowest\" is defined");
       }
       run.tie_break = *tb;
     }
@@ -491,21 +495,21 @@ class SchemaChecker {
     }
     const std::vector<DType> allowed = allowed_dtypes(logits, types);
     if (std::find(allowed.begin(), allowed.end(), d->dtype) == allowed.end()) {
-      error(ErrorCode::kDatatypeRefused, lpath,
-            "dtype " + std::string(dtype_name(d->dtype)) + " where " + dtype_list(allowed) +
-                " is required (raw logits)");
+      error(
+          ErrorCode::kDatatypeRefused, lpath,
+          "dtype " + std::string(dtype_name(d->dtype)) + " where " + dtype_list(allowed) + " is required (raw logits)");
       return;
     }
     if (d->shape != expected_shape(logits, sym)) {
       error(ErrorCode::kShapeMismatch, lpath,
-            "shape " + shape_string(d->shape) + " but tokens and vocab require [" +
-                std::to_string(run.tokens) + ", " + std::to_string(run.vocab) + "]");
+            "shape " + shape_string(d->shape) + " but tokens and vocab require [" + std::to_string(run.tokens) + ", " +
+                std::to_string(run.vocab) + "]");
       return;
     }
     // Logits are streamed; only one row must fit in memory.
     if (static_cast<std::uint64_t>(run.vocab) * 4 > options_.memory_limit) {
-      error(ErrorCode::kMemoryLimit, lpath, "one row of " + std::to_string(run.vocab * 4) +
-                                                " bytes exceeds the memory limit");
+      error(ErrorCode::kMemoryLimit, lpath,
+            "one row of " + std::to_string(run.vocab * 4) + " bytes exceeds the memory limit");
       return;
     }
     run.has_positions = member(path, dataset_rule(kRun, "positions"), types, sym) != nullptr;
@@ -550,13 +554,12 @@ class SchemaChecker {
       const auto it = std::find_if(model().logits.begin(), model().logits.end(),
                                    [&](const LogitsRunInfo& r) { return r.name == p.logits_run; });
       if (it == model().logits.end()) {
-        error(ErrorCode::kMissingMember, p.path,
-              "logits_run = \"" + p.logits_run + "\" names no /logits run");
+        error(ErrorCode::kMissingMember, p.path, "logits_run = \"" + p.logits_run + "\" names no /logits run");
       } else if (it->vocab != p.n || it->tokens != p.m) {
         error(ErrorCode::kShapeMismatch, p.path,
-              "lm_head of run \"" + p.logits_run + "\" has " + std::to_string(p.m) + " x " +
-                  std::to_string(p.n) + " outputs but the run has " + std::to_string(it->tokens) +
-                  " tokens x vocab " + std::to_string(it->vocab));
+              "lm_head of run \"" + p.logits_run + "\" has " + std::to_string(p.m) + " x " + std::to_string(p.n) +
+                  " outputs but the run has " + std::to_string(it->tokens) + " tokens x vocab " +
+                  std::to_string(it->vocab));
       }
     }
   }

@@ -36,8 +36,8 @@ MemberRule attribute(Container c, std::string_view name, bool required, TypeRule
   return r;
 }
 
-MemberRule dataset(Container c, std::string_view name, bool required, TypeRule type,
-                   std::vector<DType> dtypes, std::vector<Dim> dims) {
+MemberRule dataset(Container c, std::string_view name, bool required, TypeRule type, std::vector<DType> dtypes,
+                   std::vector<Dim> dims) {
   MemberRule r;
   r.container = c;
   r.name = name;
@@ -124,13 +124,13 @@ std::vector<MemberRule> build_rules() {
                    When::kEpilogueHasResidual));
   t.push_back(dataset(kProj, "selector", kRequired, kList, {D::kI32}, {kP}));
   t.push_back(skips(dataset(kProj, "commit_counts", kOptional, kList, {D::kI32}, {kR}), {"request-guards"}));
-  t.push_back(skips(dataset(kProj, "y_unpacked", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}),
-                    {"intervals"}));
+  t.push_back(
+      skips(dataset(kProj, "y_unpacked", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}), {"intervals"}));
   t.push_back(skips(dataset(kProj, "y_packed", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}),
                     {"identity", "untouched"}));
   t.push_back(dataset(kProj, "y_compact", kOptional, TypeRule::kOutputDtype, {}, {kP, kOutStride}));
-  t.push_back(skips(dataset(kProj, "y_before", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}),
-                    {"untouched"}));
+  t.push_back(
+      skips(dataset(kProj, "y_before", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}), {"untouched"}));
 
   // ---- §4 a weight segment ----
   t.push_back(attribute(kSeg, "format", kRequired, kStr));
@@ -143,12 +143,12 @@ std::vector<MemberRule> build_rules() {
   t.push_back(when(attribute(kSeg, "packing", kRequired, kStr), When::kFormatAf4));
   t.push_back(when(defaults(attribute(kSeg, "dequant", kOptional, kStr), "`exact`"), When::kFormatAf4));
   t.push_back(when(defaults(attribute(kSeg, "dequant_op", kOptional, kStr), "`either`"), When::kFormatAf4));
-  t.push_back(when(dataset(kSeg, "codes", kRequired, TypeRule::kCodesByPacking, {}, {kRows, kCodeColumns}),
-                   When::kFormatAf4));
+  t.push_back(
+      when(dataset(kSeg, "codes", kRequired, TypeRule::kCodesByPacking, {}, {kRows, kCodeColumns}), When::kFormatAf4));
   t.push_back(when(dataset(kSeg, "scales", kRequired, kList, {D::kBf16, D::kF16, D::kF32}, {kRows, kScaleColumns}),
                    When::kFormatAf4));
-  t.push_back(when(dataset(kSeg, "biases", kRequired, TypeRule::kAsScales, {}, {kRows, kScaleColumns}),
-                   When::kVariantAffine));
+  t.push_back(
+      when(dataset(kSeg, "biases", kRequired, TypeRule::kAsScales, {}, {kRows, kScaleColumns}), When::kVariantAffine));
   t.push_back(when(dataset(kSeg, "codebook", kRequired, kList, {D::kF32}, {k16}), When::kCodebookCustom));
 
   // ---- §5 a logits run ----
@@ -179,14 +179,22 @@ std::string join(const std::vector<std::string_view>& parts, std::string_view se
 
 std::string_view when_text(When w) {
   switch (w) {
-    case When::kAlways: return "";
-    case When::kEpilogueHasBias: return "`epilogue` has a bias";
-    case When::kEpilogueHasResidual: return "`epilogue` has a residual";
-    case When::kFormatValues: return "`format` is `bf16` or `f32`";
-    case When::kFormatAf4: return "`format` is `af4`";
-    case When::kVariantAffine: return "`variant` is `affine`";
-    case When::kVariantCodebook: return "`variant` is `codebook`";
-    case When::kCodebookCustom: return "`codebook` is `custom`";
+    case When::kAlways:
+      return "";
+    case When::kEpilogueHasBias:
+      return "`epilogue` has a bias";
+    case When::kEpilogueHasResidual:
+      return "`epilogue` has a residual";
+    case When::kFormatValues:
+      return "`format` is `bf16` or `f32`";
+    case When::kFormatAf4:
+      return "`format` is `af4`";
+    case When::kVariantAffine:
+      return "`variant` is `affine`";
+    case When::kVariantCodebook:
+      return "`variant` is `codebook`";
+    case When::kCodebookCustom:
+      return "`codebook` is `custom`";
   }
   return "";
 }
@@ -195,56 +203,84 @@ std::string_view when_text(When w) {
 
 std::string_view container_path(Container c) {
   switch (c) {
-    case Container::kRoot: return "/";
-    case Container::kProjection: return "/projections/<name>";
-    case Container::kSegment: return "/projections/<name>/weight/<segment>";
-    case Container::kLogitsRun: return "/logits/<run>";
-    case Container::kTensor: return "/tensors/<name>";
+    case Container::kRoot:
+      return "/";
+    case Container::kProjection:
+      return "/projections/<name>";
+    case Container::kSegment:
+      return "/projections/<name>/weight/<segment>";
+    case Container::kLogitsRun:
+      return "/logits/<run>";
+    case Container::kTensor:
+      return "/tensors/<name>";
   }
   return "";
 }
 
 std::string_view member_kind_name(MemberKind k) {
   switch (k) {
-    case MemberKind::kAttribute: return "attribute";
-    case MemberKind::kDataset: return "dataset";
-    case MemberKind::kGroup: return "group";
+    case MemberKind::kAttribute:
+      return "attribute";
+    case MemberKind::kDataset:
+      return "dataset";
+    case MemberKind::kGroup:
+      return "group";
   }
   return "";
 }
 
 std::string_view dim_name(Dim d) {
   switch (d) {
-    case Dim::kM: return "M";
-    case Dim::kK: return "K";
-    case Dim::kN: return "N";
-    case Dim::kP: return "P";
-    case Dim::kR: return "R";
-    case Dim::kInStride: return "in_stride";
-    case Dim::kOutStride: return "out_stride";
-    case Dim::kRows: return "rows";
-    case Dim::kCodeColumns: return "K/c";
-    case Dim::kScaleColumns: return "K/group_size";
-    case Dim::kT: return "T";
-    case Dim::kV: return "V";
-    case Dim::kP0: return "P0";
-    case Dim::k16: return "16";
+    case Dim::kM:
+      return "M";
+    case Dim::kK:
+      return "K";
+    case Dim::kN:
+      return "N";
+    case Dim::kP:
+      return "P";
+    case Dim::kR:
+      return "R";
+    case Dim::kInStride:
+      return "in_stride";
+    case Dim::kOutStride:
+      return "out_stride";
+    case Dim::kRows:
+      return "rows";
+    case Dim::kCodeColumns:
+      return "K/c";
+    case Dim::kScaleColumns:
+      return "K/group_size";
+    case Dim::kT:
+      return "T";
+    case Dim::kV:
+      return "V";
+    case Dim::kP0:
+      return "P0";
+    case Dim::k16:
+      return "16";
   }
   return "";
 }
 
 bool rule_applies(When w, const RuleContext& c) {
   switch (w) {
-    case When::kAlways: return true;
-    case When::kEpilogueHasBias: return reference::has_bias(c.epilogue);
-    case When::kEpilogueHasResidual: return reference::has_residual(c.epilogue);
-    case When::kFormatValues: return c.format != WeightFormat::kAf4;
-    case When::kFormatAf4: return c.format == WeightFormat::kAf4;
-    case When::kVariantAffine: return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kAffine;
-    case When::kVariantCodebook: return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook;
+    case When::kAlways:
+      return true;
+    case When::kEpilogueHasBias:
+      return reference::has_bias(c.epilogue);
+    case When::kEpilogueHasResidual:
+      return reference::has_residual(c.epilogue);
+    case When::kFormatValues:
+      return c.format != WeightFormat::kAf4;
+    case When::kFormatAf4:
+      return c.format == WeightFormat::kAf4;
+    case When::kVariantAffine:
+      return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kAffine;
+    case When::kVariantCodebook:
+      return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook;
     case When::kCodebookCustom:
-      return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook &&
-             c.codebook == Af4Codebook::kCustom;
+      return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook && c.codebook == Af4Codebook::kCustom;
   }
   return false;
 }
@@ -272,14 +308,20 @@ bool is_member_name(Container c, std::string_view name) {
 
 std::vector<DType> allowed_dtypes(const MemberRule& rule, const TypeContext& c) {
   switch (rule.type) {
-    case TypeRule::kDTypes: return rule.dtypes;
-    case TypeRule::kOutputDtype: return {c.output};
-    case TypeRule::kFormatDtype: return {c.format == WeightFormat::kF32 ? DType::kF32 : DType::kBf16};
-    case TypeRule::kCodesByPacking: return {c.packing == Af4Packing::kU32Lsb ? DType::kU32 : DType::kU8};
-    case TypeRule::kAsScales: return {c.scales};
+    case TypeRule::kDTypes:
+      return rule.dtypes;
+    case TypeRule::kOutputDtype:
+      return {c.output};
+    case TypeRule::kFormatDtype:
+      return {c.format == WeightFormat::kF32 ? DType::kF32 : DType::kBf16};
+    case TypeRule::kCodesByPacking:
+      return {c.packing == Af4Packing::kU32Lsb ? DType::kU32 : DType::kU8};
+    case TypeRule::kAsScales:
+      return {c.scales};
     case TypeRule::kString:
     case TypeRule::kInt:
-    case TypeRule::kGroup: return {};
+    case TypeRule::kGroup:
+      return {};
   }
   return {};
 }
@@ -294,20 +336,48 @@ std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& s)
   std::vector<Index> out;
   for (Dim d : rule.dims) {
     switch (d) {
-      case Dim::kM: out.push_back(s.m); break;
-      case Dim::kK: out.push_back(s.k); break;
-      case Dim::kN: out.push_back(s.n); break;
-      case Dim::kP: out.push_back(s.p); break;
-      case Dim::kR: out.push_back(s.r); break;
-      case Dim::kInStride: out.push_back(s.in_stride); break;
-      case Dim::kOutStride: out.push_back(s.out_stride); break;
-      case Dim::kRows: out.push_back(s.rows); break;
-      case Dim::kCodeColumns: out.push_back(-1); break;  // geometry guard 309
-      case Dim::kScaleColumns: out.push_back(s.scale_columns); break;
-      case Dim::kT: out.push_back(s.t); break;
-      case Dim::kV: out.push_back(s.v); break;
-      case Dim::kP0: out.push_back(-1); break;  // defined by prompt_tokens itself
-      case Dim::k16: out.push_back(16); break;
+      case Dim::kM:
+        out.push_back(s.m);
+        break;
+      case Dim::kK:
+        out.push_back(s.k);
+        break;
+      case Dim::kN:
+        out.push_back(s.n);
+        break;
+      case Dim::kP:
+        out.push_back(s.p);
+        break;
+      case Dim::kR:
+        out.push_back(s.r);
+        break;
+      case Dim::kInStride:
+        out.push_back(s.in_stride);
+        break;
+      case Dim::kOutStride:
+        out.push_back(s.out_stride);
+        break;
+      case Dim::kRows:
+        out.push_back(s.rows);
+        break;
+      case Dim::kCodeColumns:
+        out.push_back(-1);
+        break;  // geometry guard 309
+      case Dim::kScaleColumns:
+        out.push_back(s.scale_columns);
+        break;
+      case Dim::kT:
+        out.push_back(s.t);
+        break;
+      case Dim::kV:
+        out.push_back(s.v);
+        break;
+      case Dim::kP0:
+        out.push_back(-1);
+        break;  // defined by prompt_tokens itself
+      case Dim::k16:
+        out.push_back(16);
+        break;
     }
   }
   return out;
@@ -320,7 +390,9 @@ RuleRow rule_row(const MemberRule& r) {
   row.presence = r.required ? "required" : "optional";
   if (r.when != When::kAlways) row.presence += " if " + std::string(when_text(r.when));
   switch (r.type) {
-    case TypeRule::kString: row.dtype = "string"; break;
+    case TypeRule::kString:
+      row.dtype = "string";
+      break;
     case TypeRule::kInt:
       row.dtype = r.min_value == INT64_MIN ? std::string("int") : "int ≥ " + std::to_string(r.min_value);
       break;
@@ -330,16 +402,32 @@ RuleRow rule_row(const MemberRule& r) {
       row.dtype = join(names, ", ");
       break;
     }
-    case TypeRule::kOutputDtype: row.dtype = "`output_dtype`"; break;
-    case TypeRule::kFormatDtype: row.dtype = "`format`"; break;
-    case TypeRule::kCodesByPacking: row.dtype = "u32 or u8, by `packing`"; break;
-    case TypeRule::kAsScales: row.dtype = "as `scales`"; break;
-    case TypeRule::kGroup: row.dtype = "—"; break;
+    case TypeRule::kOutputDtype:
+      row.dtype = "`output_dtype`";
+      break;
+    case TypeRule::kFormatDtype:
+      row.dtype = "`format`";
+      break;
+    case TypeRule::kCodesByPacking:
+      row.dtype = "u32 or u8, by `packing`";
+      break;
+    case TypeRule::kAsScales:
+      row.dtype = "as `scales`";
+      break;
+    case TypeRule::kGroup:
+      row.dtype = "—";
+      break;
   }
   switch (r.shape) {
-    case ShapeKind::kScalar: row.shape = "scalar"; break;
-    case ShapeKind::kGroup: row.shape = "—"; break;
-    case ShapeKind::kAnyRank: row.shape = "any"; break;
+    case ShapeKind::kScalar:
+      row.shape = "scalar";
+      break;
+    case ShapeKind::kGroup:
+      row.shape = "—";
+      break;
+    case ShapeKind::kAnyRank:
+      row.shape = "any";
+      break;
     case ShapeKind::kDims: {
       std::vector<std::string_view> names;
       for (Dim d : r.dims) names.push_back(dim_name(d));
@@ -349,8 +437,8 @@ RuleRow rule_row(const MemberRule& r) {
   }
   switch (r.absent) {
     case Absent::kRefused:
-      row.absent = "refused " + std::to_string(static_cast<int>(r.refused)) + " (" +
-                   std::string(error_name(r.refused)) + ")";
+      row.absent =
+          "refused " + std::to_string(static_cast<int>(r.refused)) + " (" + std::string(error_name(r.refused)) + ")";
       break;
     case Absent::kSkip: {
       std::string s;
@@ -358,8 +446,12 @@ RuleRow rule_row(const MemberRule& r) {
       row.absent = "SKIP " + s;
       break;
     }
-    case Absent::kDefault: row.absent = "default " + std::string(r.default_value); break;
-    case Absent::kNone: row.absent = "none"; break;
+    case Absent::kDefault:
+      row.absent = "default " + std::string(r.default_value);
+      break;
+    case Absent::kNone:
+      row.absent = "none";
+      break;
   }
   return row;
 }

@@ -121,10 +121,10 @@ struct MemberRule {
   bool required = false;  ///< when `when` holds
   When when = When::kAlways;
   TypeRule type = TypeRule::kString;
-  std::vector<DType> dtypes;            ///< kDTypes, in the order error messages list them
-  std::int64_t min_value = INT64_MIN;   ///< kInt
+  std::vector<DType> dtypes;           ///< kDTypes, in the order error messages list them
+  std::int64_t min_value = INT64_MIN;  ///< kInt
   ShapeKind shape = ShapeKind::kScalar;
-  std::vector<Dim> dims;                ///< kDims
+  std::vector<Dim> dims;  ///< kDims
   Absent absent = Absent::kNone;
   ErrorCode refused = ErrorCode::kOk;   ///< kRefused
   std::vector<std::string_view> skips;  ///< kSkip

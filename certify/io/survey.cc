@@ -72,13 +72,12 @@ herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
         }
       }
       w->findings.push_back({Severity::kError, ErrorCode::kExternalLink, path,
-                             "external link to \"" + target +
-                                 "\"; refused without opening the target"});
+                             "external link to \"" + target + "\"; refused without opening the target"});
       break;
     }
     default:
-      w->findings.push_back({Severity::kError, ErrorCode::kLinkRefused, path,
-                             "user-defined link of type " + std::to_string(info->type)});
+      w->findings.push_back(
+          {Severity::kError, ErrorCode::kLinkRefused, path, "user-defined link of type " + std::to_string(info->type)});
       break;
   }
   return 0;
@@ -101,7 +100,8 @@ void walk_tree(LinkWalk& w, int max_depth) {
       Hdf5Activity activity("listing", group + " in " + *w.file_name);
       Hid g = own_group(H5Gopen2(w.file, group.c_str(), H5P_DEFAULT));
       if (!g.valid()) {
-        w.findings.push_back({Severity::kError, ErrorCode::kHdf5, group, "cannot open the group: " + hdf5_error_text()});
+        w.findings.push_back(
+            {Severity::kError, ErrorCode::kHdf5, group, "cannot open the group: " + hdf5_error_text()});
         continue;
       }
       w.group = group;
@@ -264,11 +264,11 @@ Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_si
     const std::uint64_t can_hold =
         (stored > UINT64_MAX / expand ? UINT64_MAX : stored * expand) + (layout == H5D_CHUNKED ? chunk_bytes : 0);
     if (static_cast<std::uint64_t>(info->bytes) > can_hold) {
-      return Status(ErrorCode::kStorageBomb,
-                    "declares " + shape_string(info->shape) + " = " + std::to_string(info->bytes) +
-                        " bytes but the file stores " + std::to_string(stored) + " bytes for it" +
-                        (deflated ? " (deflate expands at most ~1032x)" : "") +
-                        ": unwritten space would read as fill values; refused");
+      return Status(ErrorCode::kStorageBomb, "declares " + shape_string(info->shape) + " = " +
+                                                 std::to_string(info->bytes) + " bytes but the file stores " +
+                                                 std::to_string(stored) + " bytes for it" +
+                                                 (deflated ? " (deflate expands at most ~1032x)" : "") +
+                                                 ": unwritten space would read as fill values; refused");
     }
   }
   if (layout == H5D_CONTIGUOUS) {
@@ -287,8 +287,8 @@ Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_si
 
 /// Validates one dataset's storage and type; fills `info` and appends findings. Storage comes
 /// first: a virtual dataset must be refused before anything could read through it.
-bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const TypedAttrs& attrs,
-                     std::uint64_t file_size, DatasetInfo* info, std::vector<Finding>* findings) {
+bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const TypedAttrs& attrs, std::uint64_t file_size,
+                     DatasetInfo* info, std::vector<Finding>* findings) {
   auto refused = [&](const Status& s) {
     findings->push_back({Severity::kError, s.code(), path, s.message()});
     return false;
@@ -317,8 +317,8 @@ bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const Type
 /// noted and ignored outside it.
 void soft_link_findings(const std::vector<std::pair<std::string, std::string>>& soft, std::vector<Finding>* findings) {
   for (const auto& [spath, target] : soft) {
-    const bool in_tree = spath.rfind("/projections", 0) == 0 || spath.rfind("/logits", 0) == 0 ||
-                         spath.rfind("/tensors", 0) == 0;
+    const bool in_tree =
+        spath.rfind("/projections", 0) == 0 || spath.rfind("/logits", 0) == 0 || spath.rfind("/tensors", 0) == 0;
     if (in_tree) {
       findings->push_back({Severity::kError, ErrorCode::kLinkRefused, spath,
                            "soft link to \"" + target +
@@ -344,29 +344,27 @@ void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, h
     const std::string& hp = link.path;
     Hdf5Activity activity("reading", hp + " in " + impl.model.file);
     if (link.type == H5O_TYPE_UNKNOWN) {
-      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
-                          "cannot read the object's header (corrupt object header)"});
+      findings.push_back(
+          {Severity::kError, ErrorCode::kHdf5, hp, "cannot read the object's header (corrupt object header)"});
       failed.insert(hp);
       continue;
     }
     if (const auto [it, fresh] = first_name.emplace(link.addr, hp); !fresh) {
-      findings.push_back({Severity::kError, ErrorCode::kObjectAliased, hp,
-                          "is the same HDF5 object as " + it->second +
-                              " (a hard link): every member must be its own object"});
+      findings.push_back(
+          {Severity::kError, ErrorCode::kObjectAliased, hp,
+           "is the same HDF5 object as " + it->second + " (a hard link): every member must be its own object"});
       failed.insert(hp);
       continue;
     }
     Hid obj = own_object(H5Oopen(impl.file.get(), hp.c_str(), lapl));
     if (!obj.valid()) {
-      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp,
-                          "cannot open object: " + hdf5_error_text()});
+      findings.push_back({Severity::kError, ErrorCode::kHdf5, hp, "cannot open object: " + hdf5_error_text()});
       failed.insert(hp);
       continue;
     }
     auto obj_attrs = read_attributes(obj.get());
     if (!obj_attrs.ok()) {
-      findings.push_back({Severity::kError, obj_attrs.status().code(), hp,
-                          obj_attrs.status().message()});
+      findings.push_back({Severity::kError, obj_attrs.status().code(), hp, obj_attrs.status().message()});
       failed.insert(hp);
       continue;
     }
@@ -379,8 +377,7 @@ void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, h
       m.groups.push_back(std::move(g));
     } else if (link.type == H5O_TYPE_DATASET) {
       DatasetInfo info;
-      if (inspect_dataset(impl.file.get(), impl.dapl.get(), hp, *obj_attrs, impl.file_size,
-                          &info, &findings)) {
+      if (inspect_dataset(impl.file.get(), impl.dapl.get(), hp, *obj_attrs, impl.file_size, &info, &findings)) {
         m.datasets.push_back(std::move(info));
       } else {
         failed.insert(hp);
@@ -421,9 +418,10 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   opening.reset();
   Hid lapl = make_safe_lapl();
   impl->dapl = own_plist(H5Pcreate(H5P_DATASET_ACCESS));
-  H5Pset_elink_cb(impl->dapl.get(), [](const char*, const char*, const char*, const char*,
-                                       unsigned*, hid_t, void*) -> herr_t { return -1; },
-                  nullptr);
+  H5Pset_elink_cb(
+      impl->dapl.get(),
+      [](const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) -> herr_t { return -1; },
+      nullptr);
 
   LinkWalk walk;
   walk.file = impl->file.get();

@@ -14,11 +14,11 @@ namespace ncert::certify {
 /// lock-free atomics only: it lives in MAP_SHARED memory across fork().
 struct ActivityPage {
   static constexpr std::size_t kText = 1024;
-  std::atomic<std::int32_t> depth{0};       ///< open scopes, all threads
-  std::atomic<std::int64_t> since_ns{0};    ///< CLOCK_MONOTONIC of the last scope entry or exit
-  std::atomic<std::uint64_t> version{0};    ///< bumped on every text change (odd while writing)
-  char action[32] = {};                     ///< "opening", "reading", "closing", ...
-  char object[kText] = {};                  ///< file and object path, truncated to fit
+  std::atomic<std::int32_t> depth{0};     ///< open scopes, all threads
+  std::atomic<std::int64_t> since_ns{0};  ///< CLOCK_MONOTONIC of the last scope entry or exit
+  std::atomic<std::uint64_t> version{0};  ///< bumped on every text change (odd while writing)
+  char action[32] = {};                   ///< "opening", "reading", "closing", ...
+  char object[kText] = {};                ///< file and object path, truncated to fit
 };
 
 /// Makes `page` the process's activity page (nullptr: unsupervised). Called by the supervisor

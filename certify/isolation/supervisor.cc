@@ -27,7 +27,8 @@ extern "C" void on_stop_signal(int sig) { g_received = sig; }
 
 /// Installs on_stop_signal for SIGINT and SIGTERM without SA_RESTART, so poll() returns EINTR.
 struct StopSignals {
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   StopSignals() {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
@@ -139,8 +140,8 @@ struct IsolatedJobs::Job {
       end.kind = ChildEnd::Kind::kInterrupted;
       end.signal = g_received;
     } else {
-      end.kind = page->depth.load(std::memory_order_acquire) > 0 ? ChildEnd::Kind::kCrashedInHdf5
-                                                                 : ChildEnd::Kind::kCrashed;
+      end.kind =
+          page->depth.load(std::memory_order_acquire) > 0 ? ChildEnd::Kind::kCrashedInHdf5 : ChildEnd::Kind::kCrashed;
     }
     read_text(*page, &end.action, &end.object);
     return end;
@@ -189,16 +190,26 @@ struct IsolatedJobs::Job {
 
 std::string signal_name(int signal) {
   switch (signal) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGABRT: return "SIGABRT";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGTRAP: return "SIGTRAP";
-    default: return "signal " + std::to_string(signal);
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTRAP:
+      return "SIGTRAP";
+    default:
+      return "signal " + std::to_string(signal);
   }
 }
 
@@ -217,7 +228,8 @@ int IsolatedJobs::running() const { return static_cast<int>(jobs_.size()); }
 
 Result<int> IsolatedJobs::start(const std::function<std::string()>& body) {
   void* mem = mmap(nullptr, sizeof(ActivityPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return Status(ErrorCode::kIo, std::string("cannot map an activity page: ") + std::strerror(errno));
+  if (mem == MAP_FAILED)
+    return Status(ErrorCode::kIo, std::string("cannot map an activity page: ") + std::strerror(errno));
   auto* job = new Job;
   job->id = next_id_++;
   job->page = new (mem) ActivityPage();
@@ -277,8 +289,10 @@ Result<IsolatedJobs::Done> IsolatedJobs::wait_any() {
       if (j->pidfd >= 0) fds.push_back(pollfd{j->pidfd, POLLIN, 0});
       if (j->out_fd >= 0) fds.push_back(pollfd{j->out_fd, POLLIN, 0});
     }
-    if (fds.empty()) usleep(20'000);
-    else poll(fds.data(), fds.size(), 100);
+    if (fds.empty())
+      usleep(20'000);
+    else
+      poll(fds.data(), fds.size(), 100);
   }
 }
 
@@ -303,10 +317,11 @@ Result<ChildEnd> run_isolated(const std::function<int()>& body, const IsolationO
 Status child_end_status(const ChildEnd& end, const IsolationOptions& o) {
   const std::string where = end.object.empty() ? std::string() : " while " + end.action + " " + end.object;
   switch (end.kind) {
-    case ChildEnd::Kind::kExited: return Status();
+    case ChildEnd::Kind::kExited:
+      return Status();
     case ChildEnd::Kind::kCrashedInHdf5:
-      return Status(ErrorCode::kHdf5Crashed, "the HDF5 library crashed (" + signal_name(end.signal) + ")" + where +
-                                                 ": the file is corrupt");
+      return Status(ErrorCode::kHdf5Crashed,
+                    "the HDF5 library crashed (" + signal_name(end.signal) + ")" + where + ": the file is corrupt");
     case ChildEnd::Kind::kHungInHdf5: {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.0f", o.hdf5_timeout_seconds);

@@ -38,10 +38,10 @@ struct ChildEnd {
     kInterrupted,    ///< the supervisor received SIGINT/SIGTERM and stopped the child
   } kind = Kind::kExited;
   int exit_code = 0;
-  int signal = 0;       ///< the child's fatal signal, or the one the supervisor received
+  int signal = 0;  ///< the child's fatal signal, or the one the supervisor received
   pid_t pid = 0;
-  std::string action;   ///< what libhdf5 was doing ("reading"), when known
-  std::string object;   ///< on which file and object
+  std::string action;          ///< what libhdf5 was doing ("reading"), when known
+  std::string object;          ///< on which file and object
   double stalled_seconds = 0;  ///< kHungInHdf5: time without progress
 };
 

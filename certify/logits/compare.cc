@@ -26,13 +26,12 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b,
                                    const LogitsRunInfo& rb, bool matched_history, const ElementTest& test,
-                                   FileHashCursor* hash_a,
-                                   FileHashCursor* hash_b) {
+                                   FileHashCursor* hash_a, FileHashCursor* hash_b) {
   const auto t0 = std::chrono::steady_clock::now();
   if (ra.vocab != rb.vocab) {
     return Status(ErrorCode::kVocabMismatch, "runs " + ra.name + " (" + a.model().file + ", vocab " +
-                                                 std::to_string(ra.vocab) + ") and " + rb.name + " (" +
-                                                 b.model().file + ", vocab " + std::to_string(rb.vocab) +
+                                                 std::to_string(ra.vocab) + ") and " + rb.name + " (" + b.model().file +
+                                                 ", vocab " + std::to_string(rb.vocab) +
                                                  ") have different vocabularies");
   }
   RunComparison c;
@@ -71,8 +70,8 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   // Only matched rows are judged, so only they are compared: rows after the histories diverge
   // come from other contexts (for forks too, which need only the rows before the fork).
   c.rows.resize(static_cast<std::size_t>(c.matched));
-  const Index per_block = block_rows_for({a.model().dataset(ra.path + "/logits"), b.model().dataset(rb.path + "/logits")},
-                                         16 << 20, 64);
+  const Index per_block =
+      block_rows_for({a.model().dataset(ra.path + "/logits"), b.model().dataset(rb.path + "/logits")}, 16 << 20, 64);
   NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ra.path + "/logits", per_block, hash_a));
   NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, rb.path + "/logits", per_block, hash_b));
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
@@ -81,9 +80,9 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   NCERT_RETURN_IF_ERROR(stream_rows(
       streams, c.matched,
       [&](Index t, const unsigned char* const* rows) {
-        c.rows[static_cast<std::size_t>(t)] =
-            compare_rows(reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
-                         c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+        c.rows[static_cast<std::size_t>(t)] = compare_rows(
+            reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
+            c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
       },
       [&](Index done) { progress.reach(done); }));
   c.seconds = since(t0);
@@ -94,7 +93,9 @@ ElementTest element_test(const Policy& policy) {
   ElementTest t;
   t.rel = policy.rel;
   switch (policy.kind) {
-    case Policy::Kind::kBitwise: t.kind = ElementTest::Kind::kBits; break;
+    case Policy::Kind::kBitwise:
+      t.kind = ElementTest::Kind::kBits;
+      break;
     case Policy::Kind::kUlp:
       t.kind = ElementTest::Kind::kUlp;
       t.ulp = policy.ulp;
@@ -104,7 +105,8 @@ ElementTest element_test(const Policy& policy) {
       t.abs = policy.abs;
       break;
     case Policy::Kind::kKl:
-    case Policy::Kind::kTop1: break;
+    case Policy::Kind::kTop1:
+      break;
   }
   return t;
 }
@@ -150,8 +152,8 @@ Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
       const LogitsRunInfo* px = find(A, x);
       const LogitsRunInfo* py = find(B, y);
       if (!px || !py) {
-        return Status(ErrorCode::kUsage,
-                      "--pair " + x + ":" + y + ": " + (!px ? a_path + " has no run " + x : b_path + " has no run " + y));
+        return Status(ErrorCode::kUsage, "--pair " + x + ":" + y + ": " +
+                                             (!px ? a_path + " has no run " + x : b_path + " has no run " + y));
       }
       out.pairs.emplace_back(px, py);
     }
@@ -163,8 +165,10 @@ Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
   for (const std::string& n : names) {
     const LogitsRunInfo* px = find(A, n);
     const LogitsRunInfo* py = find(B, n);
-    if (px && py) out.pairs.emplace_back(px, py);
-    else out.one_sided.push_back(std::string("logits/") + n + (px ? " (A only)" : " (B only)"));
+    if (px && py)
+      out.pairs.emplace_back(px, py);
+    else
+      out.one_sided.push_back(std::string("logits/") + n + (px ? " (A only)" : " (B only)"));
   }
   return out;
 }
@@ -201,8 +205,8 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
       return row + " col " + std::to_string(x.first_diff) + " differs (bitwise policy)";
     case Policy::Kind::kUlp:
       if (x.max_ulp <= policy.ulp) return std::nullopt;
-      return row + " col " + std::to_string(x.max_ulp_col) + ": " + ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b) +
-             " > " + std::to_string(policy.ulp) + " ulps";
+      return row + " col " + std::to_string(x.max_ulp_col) + ": " +
+             ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b) + " > " + std::to_string(policy.ulp) + " ulps";
     case Policy::Kind::kAbs:
       if (x.max_excess <= policy.abs) return std::nullopt;
       return row + " col " + std::to_string(x.max_excess_col) + ": |d| exceeds " + format_float(policy.abs) +
@@ -210,8 +214,8 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
              format_short(x.max_excess - policy.abs);
     case Policy::Kind::kKl:
       if (x.kl_ab <= policy.kl) return std::nullopt;
-      return row + ": KL(A||B) = " + format_short(x.kl_ab) + " > " + format_float(policy.kl) +
-             " (largest |d| at col " + std::to_string(x.max_abs_col) + ")";
+      return row + ": KL(A||B) = " + format_short(x.kl_ab) + " > " + format_float(policy.kl) + " (largest |d| at col " +
+             std::to_string(x.max_abs_col) + ")";
     case Policy::Kind::kTop1:
       if (x.argmax_a == x.argmax_b) return std::nullopt;
       return row + ": argmax " + std::to_string(x.argmax_a) + " in A but " + std::to_string(x.argmax_b) + " in B";
@@ -302,26 +306,27 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
   e.timing_seconds = c.seconds;
   e.series = position_series(c);
   // Per-row detail for the first rows (small runs) keeps reports useful without growing with T.
-  for (Index t = 0; t < std::min<Index>(c.matched, 16); ++t) e.first_rows.push_back(c.rows[static_cast<std::size_t>(t)]);
-  const std::string extent = std::to_string(c.matched) + " matched row(s)" +
-                             (c.compared > c.matched ? ", " + std::to_string(e.unmatched) +
-                                                           " unmatched after the histories diverge at row " +
-                                                           std::to_string(c.divergence)
-                                                     : std::string());
+  for (Index t = 0; t < std::min<Index>(c.matched, 16); ++t)
+    e.first_rows.push_back(c.rows[static_cast<std::size_t>(t)]);
+  const std::string extent =
+      std::to_string(c.matched) + " matched row(s)" +
+      (c.compared > c.matched ? ", " + std::to_string(e.unmatched) + " unmatched after the histories diverge at row " +
+                                    std::to_string(c.divergence)
+                              : std::string());
   if (e.first_failure_row >= 0) {
     const RowComparison& x = c.rows[static_cast<std::size_t>(e.first_failure_row)];
     r.verdict = Verdict::kFail;
     // How much breaks, not only where first: one stray element and a whole broken run read
     // differently.
-    r.reason = failure + "; " + std::to_string(e.failing_rows) + " of " + std::to_string(c.matched) +
-               " matched row(s) break the policy" +
-               (e.element_policy ? " (" + std::to_string(e.failing_elements) + " of " +
-                                       std::to_string(c.matched * c.vocab) + " elements)"
-                                 : std::string()) +
-               (c.compared > c.matched ? "; " + std::to_string(e.unmatched) +
-                                             " row(s) after the histories diverge at row " +
-                                             std::to_string(c.divergence) + " are not compared"
-                                       : std::string());
+    r.reason =
+        failure + "; " + std::to_string(e.failing_rows) + " of " + std::to_string(c.matched) +
+        " matched row(s) break the policy" +
+        (e.element_policy
+             ? " (" + std::to_string(e.failing_elements) + " of " + std::to_string(c.matched * c.vocab) + " elements)"
+             : std::string()) +
+        (c.compared > c.matched ? "; " + std::to_string(e.unmatched) + " row(s) after the histories diverge at row " +
+                                      std::to_string(c.divergence) + " are not compared"
+                                : std::string());
     r.first_failure = Location{r.id, e.first_failure_row, -1};
     // The failing row in full, and how the run looks overall, for the human summary.
     r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
@@ -329,10 +334,10 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
                         (x.max_ulp > 0 ? ", max ulps at col " + std::to_string(x.max_ulp_col) + ": " +
                                              ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b)
                                        : std::string(", 0 ulps")) +
-                        ", mean |d| " + format_short(x.mean_abs) +
-                        ", KL(A||B) " + format_short(x.kl_ab) + ", KL(B||A) " + format_short(x.kl_ba) + ", JSD " +
-                        format_short(x.jsd) + ", argmax " + std::to_string(x.argmax_a) + " / " +
-                        std::to_string(x.argmax_b) + ", top-5 overlap " + format_short(x.top5_overlap));
+                        ", mean |d| " + format_short(x.mean_abs) + ", KL(A||B) " + format_short(x.kl_ab) +
+                        ", KL(B||A) " + format_short(x.kl_ba) + ", JSD " + format_short(x.jsd) + ", argmax " +
+                        std::to_string(x.argmax_a) + " / " + std::to_string(x.argmax_b) + ", top-5 overlap " +
+                        format_short(x.top5_overlap));
     r.details.push_back("run: " + std::to_string(e.bit_identical_rows) + " of " + std::to_string(c.matched) +
                         " matched rows bit-identical, top-1 agreement " + format_short(100 * rate) +
                         "%, KL(A||B) p50 " + format_short(e.kl_ab.p50) + ", max " + format_short(e.kl_ab.max) +

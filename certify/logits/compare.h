@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "certify/io/dump_reader.h"
-#include "certify/report/report.h"
 #include "certify/logits/policy.h"
 #include "certify/logits/row_compare.h"
+#include "certify/report/report.h"
 
 namespace ncert::certify {
 
@@ -22,9 +22,9 @@ struct RunComparison {
   std::string run_a, run_b;
   Index vocab = 0;
   Index rows_a = 0, rows_b = 0;
-  Index compared = 0;        ///< min(rows_a, rows_b)
-  Index matched = 0;         ///< rows judged (shared history)
-  Index divergence = -1;     ///< first row whose history differs (-1: none within `compared`)
+  Index compared = 0;     ///< min(rows_a, rows_b)
+  Index matched = 0;      ///< rows judged (shared history)
+  Index divergence = -1;  ///< first row whose history differs (-1: none within `compared`)
   bool prompts_equal = true;
   std::vector<RowComparison> rows;  ///< `matched` entries (unmatched rows are not compared)
   std::vector<std::int32_t> tokens_a, tokens_b;

@@ -68,11 +68,11 @@ ForkSide side_view(const std::vector<float>& row, std::int32_t own, std::int32_t
 /// lm_heads saw the same thing).
 struct SideHead {
   const ProjectionInfo* head = nullptr;
-  std::string unusable;                    ///< why its intervals cannot be used at all ("" if they can)
-  std::vector<reference::Interval> cells;  ///< two per fork (a, b)
-  std::vector<bool> row_matches;           ///< per fork: the logits row is the lm_head's output row
+  std::string unusable;                            ///< why its intervals cannot be used at all ("" if they can)
+  std::vector<reference::Interval> cells;          ///< two per fork (a, b)
+  std::vector<bool> row_matches;                   ///< per fork: the logits row is the lm_head's output row
   std::vector<std::vector<unsigned char>> x_rows;  ///< per fork: the hidden state's valid columns
-  std::string weights;                     ///< content hash of its weights and bias
+  std::string weights;                             ///< content hash of its weights and bias
 };
 
 /// The content hash of everything an lm_head multiplies its hidden state by.
@@ -172,13 +172,13 @@ void set_envelope(Fork& f, std::size_t k, const SideHead& ha, const SideHead& hb
     f.has_envelope = true;
   } else if (f.before.rows > 0) {
     f.env_a = f.env_b = f.before.max_abs;
-    f.envelope_source = "observed: the largest |d| over the " + std::to_string(f.before.rows) +
-                        " matched rows before the fork (a measurement, not a proof); lm_head intervals not used: " +
-                        why_not;
+    f.envelope_source =
+        "observed: the largest |d| over the " + std::to_string(f.before.rows) +
+        " matched rows before the fork (a measurement, not a proof); lm_head intervals not used: " + why_not;
     f.has_envelope = true;
   } else {
-    f.envelope_source = "none: no --logit-error, no matched row before the fork, and lm_head intervals not usable: " +
-                        why_not;
+    f.envelope_source =
+        "none: no --logit-error, no matched row before the fork, and lm_head intervals not usable: " + why_not;
   }
 }
 
@@ -236,8 +236,8 @@ BeforeFork before_fork(const RunComparison& c, Index fork_row, const std::set<In
 void classify(Fork& f) {
   if (!f.a.witness.ok || !f.b.witness.ok) {
     f.cls = ForkClass::kInvalid;
-    f.why = std::string(!f.a.witness.ok ? "A's" : "B's") + " emission is not its own row's maximum: " +
-            (!f.a.witness.ok ? f.a.witness.failure : f.b.witness.failure);
+    f.why = std::string(!f.a.witness.ok ? "A's" : "B's") +
+            " emission is not its own row's maximum: " + (!f.a.witness.ok ? f.a.witness.failure : f.b.witness.failure);
   } else if (!f.has_envelope && (f.delta_a > 0 || f.delta_b > 0)) {
     // Nothing measured or certified says how far the runs may disagree: calling the fork
     // unexplained "beyond an envelope of 0" would claim what nobody measured.
@@ -322,8 +322,10 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
     f.a.witness.position = f.b.witness.position = f.position;
     const bool in_range = f.token_a >= 0 && f.token_a < V && f.token_b >= 0 && f.token_b < V;
     if (in_range) {
-      f.delta_a = std::fabs(static_cast<double>(la[static_cast<std::size_t>(f.token_a)]) - lb[static_cast<std::size_t>(f.token_a)]);
-      f.delta_b = std::fabs(static_cast<double>(la[static_cast<std::size_t>(f.token_b)]) - lb[static_cast<std::size_t>(f.token_b)]);
+      f.delta_a = std::fabs(static_cast<double>(la[static_cast<std::size_t>(f.token_a)]) -
+                            lb[static_cast<std::size_t>(f.token_a)]);
+      f.delta_b = std::fabs(static_cast<double>(la[static_cast<std::size_t>(f.token_b)]) -
+                            lb[static_cast<std::size_t>(f.token_b)]);
     }
     f.before = before_fork(c, f.row, fork_rows);
     set_envelope(f, k, ha, hb, o);
@@ -391,8 +393,9 @@ std::vector<CheckResult> fork_checks(const RunForks& r, const ForksOptions& o, c
       if (!ctx.empty()) ctx += ' ';
       ctx += std::to_string(t);
     }
-    c.details.push_back("run " + name + ", position " + std::to_string(f.position) + " (row " + std::to_string(f.row) +
-                        "), after: " + (vocab ? vocab->render_sequence(f.context) + "  [" + ctx + "]" : "[" + ctx + "]"));
+    c.details.push_back(
+        "run " + name + ", position " + std::to_string(f.position) + " (row " + std::to_string(f.row) +
+        "), after: " + (vocab ? vocab->render_sequence(f.context) + "  [" + ctx + "]" : "[" + ctx + "]"));
     c.details.push_back("A " + witness_line(f.a, vocab));
     c.details.push_back("B " + witness_line(f.b, vocab));
     c.details.push_back("top-5 A: " + top_line(f.a.top, vocab));

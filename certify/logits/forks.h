@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "certify/io/dump_reader.h"
-#include "certify/report/report.h"
 #include "certify/logits/vocab.h"
 #include "certify/logits/witness.h"
+#include "certify/report/report.h"
 
 namespace ncert::certify {
 
@@ -58,8 +58,8 @@ struct ForksOptions {
 };
 
 /// Finds and classifies the forks of one run pair.
-Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b,
-                            const LogitsRunInfo& rb, const ForksOptions& options);
+Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b, const LogitsRunInfo& rb,
+                            const ForksOptions& options);
 
 /// One check (kind "fork") per fork, or one for a pair without forks (class "none").
 std::vector<CheckResult> fork_checks(const RunForks& r, const ForksOptions& options, const Vocabulary* vocab);

@@ -71,8 +71,8 @@ Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, do
 struct LogitErrorModel {
   enum class Kind : std::uint8_t { kNone, kAbsolute, kLmHead } kind = Kind::kNone;
   double absolute = 0;
-  std::string source = "none";          ///< "lm_head projection P", "--logit-error 0.01", "none"
-  std::string head_dataset;             ///< kLmHead: the y_unpacked the logits rows must equal
+  std::string source = "none";  ///< "lm_head projection P", "--logit-error 0.01", "none"
+  std::string head_dataset;     ///< kLmHead: the y_unpacked the logits rows must equal
   DType head_output = DType::kF32;
   std::vector<RowIntervals> intervals;  ///< kLmHead: per row
 };

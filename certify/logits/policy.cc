@@ -22,8 +22,8 @@ Result<Policy> parse_policy(std::string_view s) {
   Policy p;
   p.text = std::string(s);
   auto bad = [&] {
-    return Status(ErrorCode::kPolicyInvalid, "policy \"" + std::string(s) +
-                                                 "\" is not one of bitwise, ulp:N, abs:A[,rel:R], kl:X, top1");
+    return Status(ErrorCode::kPolicyInvalid,
+                  "policy \"" + std::string(s) + "\" is not one of bitwise, ulp:N, abs:A[,rel:R], kl:X, top1");
   };
   if (s == "bitwise") return p;
   if (s == "top1") {
@@ -61,8 +61,9 @@ Result<Policy> parse_policy(std::string_view s) {
 Result<Policy> parse_tensor_policy(std::string_view s) {
   NCERT_ASSIGN_OR_RETURN(Policy p, parse_policy(s));
   if (p.kind == Policy::Kind::kKl || p.kind == Policy::Kind::kTop1) {
-    return Status(ErrorCode::kPolicyInvalid,
-                  "policy \"" + std::string(s) + "\" applies to logits only; tensors take bitwise, ulp:N or abs:A[,rel:R]");
+    return Status(
+        ErrorCode::kPolicyInvalid,
+        "policy \"" + std::string(s) + "\" applies to logits only; tensors take bitwise, ulp:N or abs:A[,rel:R]");
   }
   return p;
 }

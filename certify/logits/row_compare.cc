@@ -51,14 +51,23 @@ inline std::uint32_t ulps32(float x, float y) {
 
 // ---- series ------------------------------------------------------------------------------------
 
-inline constexpr double kPhiCoef[] = {
-    1.0 / 2,           1.0 / 6,            1.0 / 24,            1.0 / 120,
-    1.0 / 720,         1.0 / 5040,         1.0 / 40320,         1.0 / 362880,
-    1.0 / 3628800,     1.0 / 39916800,     1.0 / 479001600,     1.0 / 6227020800.0,
-    1.0 / 87178291200.0, 1.0 / 1307674368000.0, 1.0 / 20922789888000.0};  // 1/2! .. 1/16!
-inline constexpr double kPsiCoef[] = {1.0 / 2,   1.0 / 12,  1.0 / 30,  1.0 / 56,
-                                      1.0 / 90,  1.0 / 132, 1.0 / 182, 1.0 / 240,
-                                      1.0 / 306, 1.0 / 380, 1.0 / 462, 1.0 / 552};
+inline constexpr double kPhiCoef[] = {1.0 / 2,
+                                      1.0 / 6,
+                                      1.0 / 24,
+                                      1.0 / 120,
+                                      1.0 / 720,
+                                      1.0 / 5040,
+                                      1.0 / 40320,
+                                      1.0 / 362880,
+                                      1.0 / 3628800,
+                                      1.0 / 39916800,
+                                      1.0 / 479001600,
+                                      1.0 / 6227020800.0,
+                                      1.0 / 87178291200.0,
+                                      1.0 / 1307674368000.0,
+                                      1.0 / 20922789888000.0};  // 1/2! .. 1/16!
+inline constexpr double kPsiCoef[] = {1.0 / 2,   1.0 / 12,  1.0 / 30,  1.0 / 56,  1.0 / 90,  1.0 / 132,
+                                      1.0 / 182, 1.0 / 240, 1.0 / 306, 1.0 / 380, 1.0 / 462, 1.0 / 552};
 
 // phi(x) = expm1(x) - x = sum_{k>=2} x^k / k!, N terms; psi(t) = sum_{n>=1} t^(2n)/(2n(2n-1)).
 // Horner with the degree fixed at compile time, so the calling loops vectorize.
@@ -95,7 +104,6 @@ int psi_terms(double m) {
   if (m <= 0.1) return 8;
   return 12;
 }
-
 
 // Explicit lanes: kLanes independent accumulators per sum, added in a fixed order at the end.
 // GCC 12 turns the fixed inner lane loop into vector code (SLP) without reassociating anything.
@@ -151,12 +159,16 @@ void pass2_chunk(const float* a, const float* b, Index n, double dma, double dmb
   out = Pass2Sums{sa, sb, ca, cb, s1, s2, mx};
 }
 
-void pass2_by_terms(double mz, const float* a, const float* b, Index n, double dma, double dmb, double* pa,
-                    double* pb, Pass2Sums& out) {
-  if (mz > 0.1) pass2_chunk<0>(a, b, n, dma, dmb, pa, pb, out);
-  else if (mz > 1e-2) pass2_chunk<10>(a, b, n, dma, dmb, pa, pb, out);
-  else if (mz > 1e-4) pass2_chunk<7>(a, b, n, dma, dmb, pa, pb, out);
-  else pass2_chunk<4>(a, b, n, dma, dmb, pa, pb, out);
+void pass2_by_terms(double mz, const float* a, const float* b, Index n, double dma, double dmb, double* pa, double* pb,
+                    Pass2Sums& out) {
+  if (mz > 0.1)
+    pass2_chunk<0>(a, b, n, dma, dmb, pa, pb, out);
+  else if (mz > 1e-2)
+    pass2_chunk<10>(a, b, n, dma, dmb, pa, pb, out);
+  else if (mz > 1e-4)
+    pass2_chunk<7>(a, b, n, dma, dmb, pa, pb, out);
+  else
+    pass2_chunk<4>(a, b, n, dma, dmb, pa, pb, out);
 }
 
 /// max_j |d_j| - rel max(|a_j|, |b_j|) over one chunk (abs,rel policies only).
@@ -224,17 +236,27 @@ void pass3_fused(const Pass3Args& x, Pass3Sums& out) {
 
 template <int NPhi>
 void pass3_fused_psi(int psi_n, const Pass3Args& x, Pass3Sums& out) {
-  if (psi_n <= 2) pass3_fused<NPhi, 2>(x, out);
-  else pass3_fused<NPhi, 4>(x, out);
+  if (psi_n <= 2)
+    pass3_fused<NPhi, 2>(x, out);
+  else
+    pass3_fused<NPhi, 4>(x, out);
 }
 
 /// Dispatch on the term counts phi_terms and psi_terms chose (psi: 2 or 4 for |t| <= 0.01).
 void pass3_series(int phi_n, int psi_n, const Pass3Args& x, Pass3Sums& out) {
   switch (phi_n) {
-    case 4: pass3_fused_psi<4>(psi_n, x, out); break;
-    case 7: pass3_fused_psi<7>(psi_n, x, out); break;
-    case 10: pass3_fused_psi<10>(psi_n, x, out); break;
-    default: pass3_fused_psi<15>(psi_n, x, out); break;
+    case 4:
+      pass3_fused_psi<4>(psi_n, x, out);
+      break;
+    case 7:
+      pass3_fused_psi<7>(psi_n, x, out);
+      break;
+    case 10:
+      pass3_fused_psi<10>(psi_n, x, out);
+      break;
+    default:
+      pass3_fused_psi<15>(psi_n, x, out);
+      break;
   }
 }
 
@@ -271,7 +293,8 @@ Index find_in(Index begin, Index end, Pred pred) {
 void top_k(const float* row, Index n, const std::vector<float>& chunk_max, int k, std::array<Index, 10>& out) {
   std::vector<float> sorted = chunk_max;
   const std::size_t kk = std::min<std::size_t>(static_cast<std::size_t>(k), sorted.size());
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(kk - 1), sorted.end(), std::greater<float>());
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(kk - 1), sorted.end(),
+                   std::greater<float>());
   const float threshold = sorted[kk - 1];
   std::array<float, 10> v;
   v.fill(-std::numeric_limits<float>::infinity());
@@ -309,7 +332,8 @@ template <typename Pred>
 Index locate(const std::vector<double>& chunk_vals, double target, Index n, Pred pred) {
   for (std::size_t c = 0; c < chunk_vals.size(); ++c) {
     if (chunk_vals[c] != target) continue;
-    const Index j = find_in(static_cast<Index>(c) * kChunk, std::min<Index>(n, static_cast<Index>(c + 1) * kChunk), pred);
+    const Index j =
+        find_in(static_cast<Index>(c) * kChunk, std::min<Index>(n, static_cast<Index>(c + 1) * kChunk), pred);
     if (j >= 0) return j;
   }
   return -1;
@@ -334,7 +358,7 @@ struct RowMaxima {
   std::vector<float> cmax_a, cmax_b;
   std::vector<double> c_ulp;
   std::int32_t special = 0, masked = 0;
-  Index above = 0;  ///< entries of B ranked above the token
+  Index above = 0;       ///< entries of B ranked above the token
   Index violations = 0;  ///< elements differing in bits, or more than test.ulp ulps apart
 };
 
@@ -450,17 +474,19 @@ SoftmaxSums pass2(const float* a, const float* b, Index V, const ElementTest& te
   auto absd = [&](Index j) { return std::fabs(static_cast<double>(b[j]) - static_cast<double>(a[j])); };
   r.max_abs_col = locate(c_abs, r.max_abs, V, [&](Index j) { return absd(j) == r.max_abs; });
   if (r.max_ulp > 0) {
-    r.max_ulp_col = locate(m.c_ulp, static_cast<double>(r.max_ulp), V,
-                           [&](Index j) { return ulps32(a[j], b[j]) == r.max_ulp; });
+    r.max_ulp_col =
+        locate(m.c_ulp, static_cast<double>(r.max_ulp), V, [&](Index j) { return ulps32(a[j], b[j]) == r.max_ulp; });
     if (r.max_ulp_col >= 0) {
       r.max_ulp_a = a[r.max_ulp_col];
       r.max_ulp_b = b[r.max_ulp_col];
     }
   }
-  r.max_excess_col = rel > 0 ? locate(c_exc, r.max_excess, V, [&](Index j) {
-    return absd(j) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j]))) ==
-           r.max_excess;
-  })
+  r.max_excess_col = rel > 0 ? locate(c_exc, r.max_excess, V,
+                                      [&](Index j) {
+                                        return absd(j) - rel * std::max(std::fabs(static_cast<double>(a[j])),
+                                                                        std::fabs(static_cast<double>(b[j]))) ==
+                                               r.max_excess;
+                                      })
                              : r.max_abs_col;
   return s;
 }
@@ -483,8 +509,10 @@ void pass3(const float* a, const float* b, Index V, std::int32_t token, const Ro
     var += g.var;
     Pass3Sums t;
     const Pass3Args x{a + j0, b + j0, n, sc.ea.data() + j0, sc.eb.data() + j0, cp, cq, delta, ia, ib};
-    if (g.m_kl <= 0.5 && g.m_js <= 0.02) pass3_series(phi_terms(g.m_kl), psi_terms(0.5 * g.m_js), x, t);
-    else pass3_general(x, t);
+    if (g.m_kl <= 0.5 && g.m_js <= 0.02)
+      pass3_series(phi_terms(g.m_kl), psi_terms(0.5 * g.m_js), x, t);
+    else
+      pass3_general(x, t);
     sum_p += t.kl_p;
     sum_q += t.kl_q;
     js += t.js;
@@ -495,8 +523,8 @@ void pass3(const float* a, const float* b, Index V, std::int32_t token, const Ro
   r.jsd = 0.5 * js;
   // q - p = p expm1(r): no cancellation when the two are close.
   if (token >= 0 && token < V) {
-    r.dp_token = sc.ea[static_cast<std::size_t>(token)] * ia *
-                 std::expm1((static_cast<double>(b[token]) - a[token]) - delta);
+    r.dp_token =
+        sc.ea[static_cast<std::size_t>(token)] * ia * std::expm1((static_cast<double>(b[token]) - a[token]) - delta);
   }
 }
 

@@ -32,8 +32,8 @@ struct ElementTest {
 };
 
 /// Compares two rows. `token` is A's emitted token (or -1).
-RowComparison compare_rows(const float* a, const float* b, Index vocab, std::int32_t token,
-                           const ElementTest& test, CompareScratch& scratch);
+RowComparison compare_rows(const float* a, const float* b, Index vocab, std::int32_t token, const ElementTest& test,
+                           CompareScratch& scratch);
 /// The same with no element test: `rel` weighs max_excess only.
 inline RowComparison compare_rows(const float* a, const float* b, Index vocab, std::int32_t token, double rel,
                                   CompareScratch& scratch) {

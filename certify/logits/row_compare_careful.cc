@@ -31,7 +31,8 @@ void careful_path(const float* a, const float* b, Index V, std::int32_t token, c
       r.max_abs = std::fabs(d);
       r.max_abs_col = j;
     }
-    const double ex = std::fabs(d) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j])));
+    const double ex =
+        std::fabs(d) - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j])));
     if (ex > r.max_excess || r.max_excess_col < 0) {
       r.max_excess = ex;
       r.max_excess_col = j;
@@ -50,9 +51,10 @@ void careful_path(const float* a, const float* b, Index V, std::int32_t token, c
     }
     if (test.kind == ElementTest::Kind::kAbs) {
       const double d = std::fabs(static_cast<double>(b[j]) - a[j]);
-      excess += differ_nonfinite ||
-                (std::isfinite(d) && d - rel * std::max(std::fabs(static_cast<double>(a[j])),
-                                                        std::fabs(static_cast<double>(b[j]))) > test.abs);
+      excess +=
+          differ_nonfinite ||
+          (std::isfinite(d) &&
+           d - rel * std::max(std::fabs(static_cast<double>(a[j])), std::fabs(static_cast<double>(b[j]))) > test.abs);
     }
   }
   r.violations = test.kind == ElementTest::Kind::kAbs ? excess : broken;
@@ -103,8 +105,10 @@ void careful_path(const float* a, const float* b, Index V, std::int32_t token, c
     const double p = fa ? std::exp(static_cast<double>(a[j]) - ma) / SA : 0.0;
     const double q = fb ? std::exp(static_cast<double>(b[j]) - mb) / SB : 0.0;
     if (!(fa && fb)) {
-      if (fa) kab = kInf;
-      else kba = kInf;
+      if (fa)
+        kab = kInf;
+      else
+        kba = kInf;
       js += (p + q) * std::log(2.0);  // psi(+-1)
       continue;
     }

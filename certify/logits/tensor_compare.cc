@@ -45,8 +45,8 @@ std::string index_text(const std::vector<Index>& shape, Index flat) {
 
 }  // namespace
 
-Result<CheckResult> tensor_check(const DumpReader& a, const TensorInfo& ta, const DumpReader& b,
-                                 const TensorInfo& tb, const Policy& policy, bool overridden) {
+Result<CheckResult> tensor_check(const DumpReader& a, const TensorInfo& ta, const DumpReader& b, const TensorInfo& tb,
+                                 const Policy& policy, bool overridden) {
   CheckResult r;
   r.id = "tensors/" + ta.name;
   r.kind = CheckKind::kTensor;
@@ -81,19 +81,26 @@ Result<CheckResult> tensor_check(const DumpReader& a, const TensorInfo& ta, cons
       bool ok = same;
       if (!same) {
         switch (policy.kind) {
-          case Policy::Kind::kUlp: ok = u <= policy.ulp; break;
-          case Policy::Kind::kAbs:
-            ok = d <= policy.abs + policy.rel * std::max(std::fabs(static_cast<double>(x)), std::fabs(static_cast<double>(y)));
+          case Policy::Kind::kUlp:
+            ok = u <= policy.ulp;
             break;
-          default: ok = false; break;
+          case Policy::Kind::kAbs:
+            ok = d <= policy.abs +
+                          policy.rel * std::max(std::fabs(static_cast<double>(x)), std::fabs(static_cast<double>(y)));
+            break;
+          default:
+            ok = false;
+            break;
         }
       }
       if (!ok && differ++ == 0) {
         first = base + i;
-        first_text = "element " + index_text(ta.shape, base + i) + ": A " + format_float(x) + " vs B " + format_float(y) +
+        first_text = "element " + index_text(ta.shape, base + i) + ": A " + format_float(x) + " vs B " +
+                     format_float(y) +
                      (u == reference::kUlpInfinite ? ""
-                      : ulps_cross_zero(x, y)     ? " (opposite signs or a zero: " + std::to_string(u) + " ulps counted through zero)"
-                                                  : " (" + std::to_string(u) + " ulps)");
+                      : ulps_cross_zero(x, y)
+                          ? " (opposite signs or a zero: " + std::to_string(u) + " ulps counted through zero)"
+                          : " (" + std::to_string(u) + " ulps)");
       }
     }
   };
@@ -125,7 +132,8 @@ Result<CheckResult> tensor_check(const DumpReader& a, const TensorInfo& ta, cons
     e.first_failure = first;
     r.first_failure = Location{ta.path, first, -1};
   } else {
-    r.reason = std::to_string(elements) + " elements hold under " + policy.text + " (max |d| " + format_short(max_abs) + ")";
+    r.reason =
+        std::to_string(elements) + " elements hold under " + policy.text + " (max |d| " + format_short(max_abs) + ")";
   }
   r.evidence = std::move(e);
   return r;

@@ -21,9 +21,12 @@ constexpr std::uintmax_t kMaxVocabFileBytes = 512ull << 20;
 const std::array<char32_t, 256>& byte_to_codepoint() {
   static const std::array<char32_t, 256> table = [] {
     std::array<char32_t, 256> t{};
-    auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
+    auto printable = [](int b) {
+      return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    };
     int n = 0;
-    for (int b = 0; b < 256; ++b) t[static_cast<std::size_t>(b)] = printable(b) ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
+    for (int b = 0; b < 256; ++b)
+      t[static_cast<std::size_t>(b)] = printable(b) ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
     return t;
   }();
   return table;
@@ -95,8 +98,10 @@ std::string decode_byte_level(std::string_view token) {
       out += token[i++];
       continue;
     }
-    if (cp < inverse.size() && inverse[cp] >= 0) out += static_cast<char>(inverse[cp]);
-    else append_utf8(out, cp);  // a character outside the byte alphabet: keep it
+    if (cp < inverse.size() && inverse[cp] >= 0)
+      out += static_cast<char>(inverse[cp]);
+    else
+      append_utf8(out, cp);  // a character outside the byte alphabet: keep it
     i += n;
   }
   return out;
@@ -244,7 +249,8 @@ Result<Vocabulary> Vocabulary::load(const std::string& path) {
   const Json& vocab = j["model"]["vocab"];
   if (vocab.is_object()) {  // BPE, WordPiece: {"token": id}
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-      if (!it.value().is_number_integer()) return invalid(path, "model.vocab[\"" + it.key() + "\"] is not an integer id");
+      if (!it.value().is_number_integer())
+        return invalid(path, "model.vocab[\"" + it.key() + "\"] is not an integer id");
       NCERT_RETURN_IF_ERROR(put(it.value().get<std::int64_t>(), it.key(), false));
     }
   } else if (vocab.is_array()) {  // Unigram: [[piece, score], ...], index = id
@@ -283,9 +289,12 @@ std::string Vocabulary::bytes(std::int32_t id) const {
   const std::string& t = tokens_[static_cast<std::size_t>(id)];
   if (special_[static_cast<std::size_t>(id)]) return t;
   switch (decoding_) {
-    case Decoding::kByteLevel: return decode_byte_level(t);
-    case Decoding::kMetaspace: return decode_metaspace(t);
-    case Decoding::kRaw: break;
+    case Decoding::kByteLevel:
+      return decode_byte_level(t);
+    case Decoding::kMetaspace:
+      return decode_metaspace(t);
+    case Decoding::kRaw:
+      break;
   }
   return t;
 }

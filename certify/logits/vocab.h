@@ -27,8 +27,7 @@ class Vocabulary {
   /// if it is neither form.
   static Result<Vocabulary> load(const std::string& path);
   /// From token strings already in memory (tests, the JSON-list form).
-  static Vocabulary from_strings(std::vector<std::string> tokens, Decoding decoding,
-                                 std::vector<bool> special = {});
+  static Vocabulary from_strings(std::vector<std::string> tokens, Decoding decoding, std::vector<bool> special = {});
 
   std::size_t size() const { return tokens_.size(); }
   Decoding decoding() const { return decoding_; }
@@ -42,7 +41,7 @@ class Vocabulary {
  private:
   std::vector<std::string> tokens_;  ///< as stored in the file (UTF-8); "" for holes
   std::vector<bool> present_;
-  std::vector<bool> special_;        ///< added/special tokens: shown verbatim, never byte-decoded
+  std::vector<bool> special_;  ///< added/special tokens: shown verbatim, never byte-decoded
   Decoding decoding_ = Decoding::kRaw;
 };
 

@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "certify/io/hash.h"
-#include "certify/report/format.h"
 #include "certify/io/row_stream.h"
+#include "certify/report/format.h"
 #include "certify/report/progress.h"
 #include "reference/float_bits.h"
 
@@ -145,8 +145,8 @@ Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int
   return w;
 }
 
-Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& run,
-                                 LogitErrorModel model, FileHashCursor* hash) {
+Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& run, LogitErrorModel model,
+                                 FileHashCursor* hash) {
   RunWitnesses out;
   out.run = run.name;
   out.vocab = run.vocab;
@@ -174,16 +174,19 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   if (head) streams.push_back(&*head);
   Progress progress("witness " + run.name + ": rows", run.tokens);
   const auto after_block = [&](Index done) { progress.reach(done); };
-  NCERT_RETURN_IF_ERROR(stream_rows(streams, run.tokens, [&](Index t, const unsigned char* const* rows) {
-    const float* row = reinterpret_cast<const float*>(rows[0]);
-    const RowScan scan = scan_row(row, run.vocab);
-    Witness w = witness_row(row, run.vocab, scan, tokens[static_cast<std::size_t>(t)], model, t);
-    if (!positions.empty()) w.position = positions[static_cast<std::size_t>(t)];
-    out.witnesses[static_cast<std::size_t>(t)] = std::move(w);
-    if (head) {
-      head_differs[static_cast<std::size_t>(t)] = !lm_head_row_matches(row, rows[1], model.head_output, run.vocab);
-    }
-  }, after_block));
+  NCERT_RETURN_IF_ERROR(stream_rows(
+      streams, run.tokens,
+      [&](Index t, const unsigned char* const* rows) {
+        const float* row = reinterpret_cast<const float*>(rows[0]);
+        const RowScan scan = scan_row(row, run.vocab);
+        Witness w = witness_row(row, run.vocab, scan, tokens[static_cast<std::size_t>(t)], model, t);
+        if (!positions.empty()) w.position = positions[static_cast<std::size_t>(t)];
+        out.witnesses[static_cast<std::size_t>(t)] = std::move(w);
+        if (head) {
+          head_differs[static_cast<std::size_t>(t)] = !lm_head_row_matches(row, rows[1], model.head_output, run.vocab);
+        }
+      },
+      after_block));
   for (std::size_t t = 0; t < head_differs.size(); ++t) {
     if (!head_differs[t]) continue;
     // Re-read the one row pair to name the first differing token.
@@ -237,10 +240,18 @@ CheckResult witness_check(const RunWitnesses& r) {
       continue;
     }
     switch (w.cls) {
-      case WitnessClass::kCertified: ++e.certified; break;
-      case WitnessClass::kNearTie: ++e.near_tie; break;
-      case WitnessClass::kTie: ++e.tie; break;
-      case WitnessClass::kUnbounded: ++e.unbounded; break;
+      case WitnessClass::kCertified:
+        ++e.certified;
+        break;
+      case WitnessClass::kNearTie:
+        ++e.near_tie;
+        break;
+      case WitnessClass::kTie:
+        ++e.tie;
+        break;
+      case WitnessClass::kUnbounded:
+        ++e.unbounded;
+        break;
     }
     if (w.ties < 2 && (!e.smallest_margin || w.margin < e.smallest_margin->margin)) e.smallest_margin = w;
     e.margin.add(w.margin);
@@ -258,8 +269,9 @@ CheckResult witness_check(const RunWitnesses& r) {
     c.reason = "run " + r.run + ": the logits rows are not the lm_head's outputs (" + r.lm_head_mismatch_text +
                "), so its reference intervals do not bound them";
   } else {
-    c.reason = std::to_string(r.witnesses.size()) + " emissions are their rows' maxima: " + std::to_string(e.certified) +
-               " certified, " + std::to_string(e.near_tie) + " near-tie, " + std::to_string(e.tie) + " tie, " +
+    c.reason = std::to_string(r.witnesses.size()) +
+               " emissions are their rows' maxima: " + std::to_string(e.certified) + " certified, " +
+               std::to_string(e.near_tie) + " near-tie, " + std::to_string(e.tie) + " tie, " +
                std::to_string(e.unbounded) + " unbounded (error: " + r.model.source + ")";
     if (e.smallest_margin) {
       c.reason += "; smallest margin " + format_short(e.smallest_margin->margin) + " (" +

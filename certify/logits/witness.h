@@ -26,12 +26,12 @@ namespace ncert::certify {
 
 /// The facts of one raw row that every witness needs (one scan).
 struct RowScan {
-  float max = 0;              ///< largest non-NaN value
-  Index argmax = -1;          ///< lowest index holding it
-  Index ties = 0;             ///< how many entries equal the maximum
-  Index tie_second = -1;      ///< second-lowest index holding the maximum (ties >= 2)
-  float runner_up = 0;        ///< the largest value below the maximum (-inf if none)
-  Index runner_up_index = -1; ///< lowest index holding it
+  float max = 0;               ///< largest non-NaN value
+  Index argmax = -1;           ///< lowest index holding it
+  Index ties = 0;              ///< how many entries equal the maximum
+  Index tie_second = -1;       ///< second-lowest index holding the maximum (ties >= 2)
+  float runner_up = 0;         ///< the largest value below the maximum (-inf if none)
+  Index runner_up_index = -1;  ///< lowest index holding it
   Index nan = 0, first_nan = -1;
   Index pos_inf = 0, first_pos_inf = -1;
 };
@@ -55,8 +55,8 @@ struct RunWitnesses {
 /// Computes every witness of a run. With an lm_head model, also checks the logits rows equal
 /// the lm_head's output rows (lm_head_row_matches). The logits rows read are offered to
 /// the file's hash cursor, if given.
-Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& run,
-                                 LogitErrorModel model, FileHashCursor* hash = nullptr);
+Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& run, LogitErrorModel model,
+                                 FileHashCursor* hash = nullptr);
 
 /// The run's checks: its witness check (every emission its row's maximum), and a SKIP
 /// "logits/<run>/intervals" when no error model certifies the margins (no usable lm_head, no

@@ -88,7 +88,8 @@ Status write_witness_file(const std::string& path, bool overwrite, const DumpMod
 
 WitnessFile::WitnessFile(DumpReader reader, std::string path) : reader_(std::move(reader)), path_(std::move(path)) {
   for (const GroupInfo& g : reader_.model().groups) {
-    if (g.path.rfind("/witness/", 0) == 0 && g.path.find('/', 9) == std::string::npos) runs_.push_back(g.path.substr(9));
+    if (g.path.rfind("/witness/", 0) == 0 && g.path.find('/', 9) == std::string::npos)
+      runs_.push_back(g.path.substr(9));
   }
 }
 
@@ -115,8 +116,8 @@ Result<StoredRun> WitnessFile::read(const std::string& run, Index tokens) const 
     return Status();
   };
   const std::pair<const char*, DType> kColumns[] = {
-      {"row", DType::kI64},   {"position", DType::kI64}, {"token", DType::kI32},          {"runner_up", DType::kI32},
-      {"ties", DType::kI32},  {"logit", DType::kF32},    {"runner_up_logit", DType::kF32}, {"class", DType::kU8}};
+      {"row", DType::kI64},  {"position", DType::kI64}, {"token", DType::kI32},           {"runner_up", DType::kI32},
+      {"ties", DType::kI32}, {"logit", DType::kF32},    {"runner_up_logit", DType::kF32}, {"class", DType::kU8}};
   for (const auto& [ds, t] : kColumns) NCERT_RETURN_IF_ERROR(need(ds, t, {tokens}));
   NCERT_RETURN_IF_ERROR(need("row_xxh3", DType::kU8, {tokens, 16}));
   StoredRun s;

@@ -34,7 +34,7 @@ struct StoredRun {
   std::vector<std::int32_t> token, runner_up, ties;
   std::vector<float> logit, runner_up_logit;
   std::vector<std::uint8_t> cls;
-  std::vector<std::uint8_t> row_xxh3;  ///< T x 16
+  std::vector<std::uint8_t> row_xxh3;   ///< T x 16
   std::string row_hash(Index t) const;  ///< canonical hex of row t's stored hash
 };
 

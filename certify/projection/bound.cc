@@ -17,7 +17,8 @@ std::string weight_model(const SegmentInfo& s) {
   }
   const reference::Af4Layout& L = s.af4;
   switch (L.dequant) {
-    case reference::Dequant::kExact: return where + "af4 exact: s*q + b exactly";
+    case reference::Dequant::kExact:
+      return where + "af4 exact: s*q + b exactly";
     case reference::Dequant::kFolded:
       return where + "af4 folded: s*q + b exactly, K + 3 roundings charged on |s*q| + |b|";
     case reference::Dequant::kF32:
@@ -110,9 +111,9 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
     // interval is 1 on every single-valued one: how many values the reference pins to one
     // bf16 value is the figure that says how tight the check was (all three are in the stats).
     r.reason = "all " + std::to_string(e.elements) + " engine values inside the reference intervals (" +
-               (info.output == DType::kF32
-                    ? "max |y - y*| / B " + format_short(max_err_over_b)
-                    : "bf16 outputs, " + std::to_string(single_valued) + " of them the only bf16 value their interval allows") +
+               (info.output == DType::kF32 ? "max |y - y*| / B " + format_short(max_err_over_b)
+                                           : "bf16 outputs, " + std::to_string(single_valued) +
+                                                 " of them the only bf16 value their interval allows") +
                ", " + std::to_string(e.beyond_tier) + " beyond the probabilistic tier)";
   }
   r.evidence = std::move(e);

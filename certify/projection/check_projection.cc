@@ -27,8 +27,11 @@ CheckResult projection_check(const ProjectionInfo& info, CheckKind kind) {
 }
 
 ProjectionFacts projection_facts(const LoadedProjection& data) {
-  ProjectionFacts f{data, packing::validate_plan(data.plan), packing::validate_weights(data.plan),
-                    packing::validate_selector_rows(data.plan), {}};
+  ProjectionFacts f{data,
+                    packing::validate_plan(data.plan),
+                    packing::validate_weights(data.plan),
+                    packing::validate_selector_rows(data.plan),
+                    {}};
   f.slot_of_row.assign(static_cast<std::size_t>(data.info->m), -1);
   if (f.rows.ok()) {
     for (Index s = 0; s < static_cast<Index>(data.selector.size()); ++s) {
@@ -53,11 +56,12 @@ std::optional<CheckResult> request_guards_skip(const ProjectionInfo& info) {
   if (missing.empty()) return std::nullopt;
   std::string list;
   for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
-  return skipped("projections/" + info.name + "/request-guards", "projections/" + info.name, CheckKind::kGeometry,
-                 list + " not dumped: " +
-                     (geometry ? "the commit-count guard (304) could not check the selector against the engine's own counts"
-                               : "the per-request guards (cap 302, prefix 303, commit counts 304) did not run; only the "
-                                 "slot rules did"));
+  return skipped(
+      "projections/" + info.name + "/request-guards", "projections/" + info.name, CheckKind::kGeometry,
+      list + " not dumped: " +
+          (geometry ? "the commit-count guard (304) could not check the selector against the engine's own counts"
+                    : "the per-request guards (cap 302, prefix 303, commit counts 304) did not run; only the "
+                      "slot rules did"));
 }
 
 }  // namespace
@@ -88,8 +92,10 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
   // 2. identity, where two engine outputs can be compared.
   auto t_other = std::chrono::steady_clock::now();
   if (data.y_packed.present && (data.y_unpacked.present || data.y_compact.present)) {
-    if (f.rows.ok()) checks.push_back(identity_check(f));
-    else blocked(CheckKind::kIdentity, selector_broken);
+    if (f.rows.ok())
+      checks.push_back(identity_check(f));
+    else
+      blocked(CheckKind::kIdentity, selector_broken);
   } else {
     skip(CheckKind::kIdentity, std::string(data.y_packed.present ? "y_unpacked and y_compact" : "y_packed") +
                                    " not dumped: packed and unpacked outputs cannot be compared bit for bit");
@@ -147,8 +153,10 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
   // 6. untouched.
   t_other = std::chrono::steady_clock::now();
   if (data.y_before.present && data.y_packed.present) {
-    if (f.rows.ok()) checks.push_back(untouched_check(f));
-    else blocked(CheckKind::kUntouched, "the selector does not map slots to rows");
+    if (f.rows.ok())
+      checks.push_back(untouched_check(f));
+    else
+      blocked(CheckKind::kUntouched, "the selector does not map slots to rows");
   } else {
     skip(CheckKind::kUntouched, std::string(data.y_packed.present ? "y_before" : "y_packed") +
                                     " not dumped: unselected rows and padding columns cannot be checked untouched");

@@ -32,15 +32,13 @@ struct CheckOptions {
 /// verdicts on its plan, and the physical slot of each original row.
 struct ProjectionFacts {
   const LoadedProjection& data;
-  Status plan;     ///< packing::validate_plan (the geometry check's verdict)
-  Status weights;  ///< the segment table (the reference needs it)
-  Status rows;     ///< the selector maps slots to distinct rows in range
+  Status plan;                     ///< packing::validate_plan (the geometry check's verdict)
+  Status weights;                  ///< the segment table (the reference needs it)
+  Status rows;                     ///< the selector maps slots to distinct rows in range
   std::vector<Index> slot_of_row;  ///< -1: unselected (all -1 when `rows` failed)
 
   const ProjectionInfo& info() const { return *data.info; }
-  bool any_output() const {
-    return data.y_unpacked.present || data.y_packed.present || data.y_compact.present;
-  }
+  bool any_output() const { return data.y_unpacked.present || data.y_packed.present || data.y_compact.present; }
 };
 ProjectionFacts projection_facts(const LoadedProjection& data);
 

@@ -15,13 +15,13 @@ CheckResult identity_check(const ProjectionFacts& f) {
   const Index stride = info.out_stride;
   IdentityEvidence e;
   std::string first_text;
-  auto note = [&](const char* what, Index row, Index col, Index slot, std::uint32_t a, std::uint32_t b,
-                  const char* an, const char* bn) {
+  auto note = [&](const char* what, Index row, Index col, Index slot, std::uint32_t a, std::uint32_t b, const char* an,
+                  const char* bn) {
     ++e.differ;
     if (r.first_failure) return;
     r.first_failure = Location{an, row, col, slot};
-    first_text = std::string(what) + " at " + detail::where(row, col, slot) + ": " + an + " " + detail::bits_text(a, t) +
-                 " vs " + bn + " " + detail::bits_text(b, t);
+    first_text = std::string(what) + " at " + detail::where(row, col, slot) + ": " + an + " " +
+                 detail::bits_text(a, t) + " vs " + bn + " " + detail::bits_text(b, t);
   };
   std::vector<std::pair<Index, Index>> pairs;  // (slot, row), in row order
   for (Index s = 0; s < static_cast<Index>(L.selector.size()); ++s) {

@@ -16,8 +16,8 @@ namespace ncert::certify {
 /// three forms, the per-thread block scratch, and the per-element facts of the comparisons.
 /// `weights_elsewhere`: the bytes of weights read from a weights dump (a projection that omits
 /// its own, docs/dump-format.md §4.5).
-std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo& info, int threads,
-                                    Index block_cols, std::uint64_t weights_elsewhere = 0);
+std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo& info, int threads, Index block_cols,
+                                    std::uint64_t weights_elsewhere = 0);
 
 /// kMemoryLimit naming the projection, its shapes and the figure when projection_peak_bytes
 /// exceeds `budget` (projections are certified one at a time, so each must fit alone).

@@ -9,9 +9,12 @@ namespace ncert::certify {
 
 std::string_view engine_output_name(EngineOutputId o) {
   switch (o) {
-    case EngineOutputId::kUnpacked: return "y_unpacked";
-    case EngineOutputId::kPacked: return "y_packed";
-    case EngineOutputId::kCompact: return "y_compact";
+    case EngineOutputId::kUnpacked:
+      return "y_unpacked";
+    case EngineOutputId::kPacked:
+      return "y_packed";
+    case EngineOutputId::kCompact:
+      return "y_compact";
   }
   return "?";
 }

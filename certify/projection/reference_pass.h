@@ -33,10 +33,10 @@ struct WalkTally {
 /// output, 2 (h + beta) with beta = B / ulp(c) the accumulation error allowed and h the half
 /// spacing at |c| + B in units of ulp(c); and the shift beta a directed accumulator may add.
 struct BiasTally {
-  Index values = 0;    ///< values in the statistic
-  Index excluded = 0;  ///< values left out (zero or non-finite centre, bound too wide)
-  double sum_s = 0;    ///< sum of s
-  double sum_r2 = 0;   ///< sum of squared ranges
+  Index values = 0;      ///< values in the statistic
+  Index excluded = 0;    ///< values left out (zero or non-finite centre, bound too wide)
+  double sum_s = 0;      ///< sum of s
+  double sum_r2 = 0;     ///< sum of squared ranges
   double sum_shift = 0;  ///< sum of beta (directed accumulators only)
   void merge(const BiasTally& o);
 };

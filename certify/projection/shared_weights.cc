@@ -176,12 +176,12 @@ Result<const ProjectionInfo*> WeightsDump::find(const std::string& xxh3, const s
   std::string listed;
   for (std::size_t i = 0; i < declared.size() && i < 8; ++i) listed += (i ? ", " : "") + declared[i];
   if (declared.size() > 8) listed += ", ... (" + std::to_string(declared.size()) + " in all)";
-  return Status(ErrorCode::kMissingMember,
-                wanted_by + " declares weights_xxh3 = " + xxh3 + " and omits its weights, but the weights dump " +
-                    path_ + " has no projection with that weights hash (" +
-                    (declared.empty() ? std::string("none of its projections declares weights_xxh3")
-                                      : "it declares: " + listed) +
-                    ")");
+  return Status(
+      ErrorCode::kMissingMember,
+      wanted_by + " declares weights_xxh3 = " + xxh3 + " and omits its weights, but the weights dump " + path_ +
+          " has no projection with that weights hash (" +
+          (declared.empty() ? std::string("none of its projections declares weights_xxh3") : "it declares: " + listed) +
+          ")");
 }
 
 Result<ProjectionInfo> bind_weights(const DumpReader& reader, const ProjectionInfo& info, const WeightsDump* weights,
@@ -213,12 +213,12 @@ Result<ProjectionInfo> bind_weights(const DumpReader& reader, const ProjectionIn
 Status verify_weights_hash(const std::string& file, const ProjectionInfo& info, const LoadedWeights& weights,
                            const std::string& weights_file, const std::string& weights_path) {
   if (info.weights_xxh3.empty() || info.weights_xxh3 == weights.xxh3) return Status();
-  const std::string where = weights_file == file ? "the weights it carries"
-                                                 : "the weights of " + weights_file + ": " + weights_path +
-                                                       " (which declares the same hash)";
-  return Status(ErrorCode::kAttributeInvalid, file + ": " + info.path + " declares weights_xxh3 = " + info.weights_xxh3 +
-                                                  " but " + where + " hash to " + weights.xxh3 +
-                                                  " (docs/dump-format.md §4.5)");
+  const std::string where =
+      weights_file == file ? "the weights it carries"
+                           : "the weights of " + weights_file + ": " + weights_path + " (which declares the same hash)";
+  return Status(ErrorCode::kAttributeInvalid, file + ": " + info.path +
+                                                  " declares weights_xxh3 = " + info.weights_xxh3 + " but " + where +
+                                                  " hash to " + weights.xxh3 + " (docs/dump-format.md §4.5)");
 }
 
 }  // namespace ncert::certify

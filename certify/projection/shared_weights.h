@@ -20,11 +20,11 @@ namespace ncert::certify {
 
 /// A projection's weights, read whole (raw bit patterns) and hashed as they were read.
 struct LoadedWeights {
-  std::string xxh3;  ///< the §4.5 weights hash of what was read
-  std::vector<std::vector<std::uint8_t>> blobs;         ///< values / codes / scales / biases / codebook
-  std::vector<reference::WeightSegment> segments;       ///< views into blobs
-  std::vector<packing::SegmentGeometry> geometry;       ///< the segment table the guards check
-  std::uint64_t bytes = 0;                              ///< raw bytes read
+  std::string xxh3;                                ///< the §4.5 weights hash of what was read
+  std::vector<std::vector<std::uint8_t>> blobs;    ///< values / codes / scales / biases / codebook
+  std::vector<reference::WeightSegment> segments;  ///< views into blobs
+  std::vector<packing::SegmentGeometry> geometry;  ///< the segment table the guards check
+  std::uint64_t bytes = 0;                         ///< raw bytes read
   double read_seconds = 0;
 };
 
@@ -60,7 +60,7 @@ class WeightsCache {
 
 /// Where a projection's weights come from: its own dump, or (weights_omitted) the weights dump.
 struct WeightsSource {
-  const DumpReader* reader = nullptr;        ///< the dump holding the segments
+  const DumpReader* reader = nullptr;          ///< the dump holding the segments
   const ProjectionInfo* projection = nullptr;  ///< the projection whose segments they are
 };
 

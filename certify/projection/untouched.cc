@@ -30,8 +30,8 @@ CheckResult untouched_check(const ProjectionFacts& f) {
   }
   if (e.changed > 0) {
     r.verdict = Verdict::kFail;
-    r.reason = first + "; " + std::to_string(e.changed) + " of " + std::to_string(e.elements_compared) +
-               " elements changed";
+    r.reason =
+        first + "; " + std::to_string(e.changed) + " of " + std::to_string(e.elements_compared) + " elements changed";
   } else {
     r.reason = std::to_string(e.elements_compared) + " elements of unselected rows and padding columns unchanged";
   }

@@ -25,10 +25,10 @@ std::string_view verdict_name(Verdict v);  ///< "PASS", "FAIL", "SKIP"
 /// Where a check's first failure is: the object (an output dataset, a run) and the element or
 /// position. Unused coordinates are -1.
 struct Location {
-  std::string object;        ///< "y_packed", "logits/greedy", "/tensors/kv", ...
+  std::string object;  ///< "y_packed", "logits/greedy", "/tensors/kv", ...
   Index row = -1;
   Index col = -1;
-  Index slot = -1;           ///< physical slot, for packed outputs
+  Index slot = -1;             ///< physical slot, for packed outputs
   std::int64_t position = -1;  ///< sequence position, for logits
   std::int32_t token = -1;
 };

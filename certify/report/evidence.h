@@ -52,9 +52,12 @@ struct Log2Histogram {
     std::uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof bits);
     const int k = static_cast<int>((bits >> 52) & 0x7FF) - 1023;
-    if (k < log2_min) ++below;
-    else if (k >= log2_max) ++above;
-    else ++counts[static_cast<std::size_t>(k - log2_min)];
+    if (k < log2_min)
+      ++below;
+    else if (k >= log2_max)
+      ++above;
+    else
+      ++counts[static_cast<std::size_t>(k - log2_min)];
   }
   /// Adds another histogram of the same axis.
   void merge(const Log2Histogram& o) {
@@ -110,7 +113,7 @@ struct Witness {
   double certified_gap = 0;  ///< lo_t - max hi_j, or margin - 2e: > 0 iff certified
   std::string row_xxh3;      ///< canonical hex of the row's raw bytes
   bool ok = true;
-  std::string failure;       ///< why the emission is not the row's maximum
+  std::string failure;  ///< why the emission is not the row's maximum
 };
 
 /// Whether an f32 ULP distance between a and b is counted through zero (opposite signs, or one
@@ -123,21 +126,21 @@ inline bool ulps_cross_zero(float a, float b) {
 /// The full-vocabulary comparison of two raw f32 logits rows (d = b - a), logits/row_compare.h.
 struct RowComparison {
   bool bit_identical = true;
-  Index first_diff = -1;       ///< first column whose bits differ
-  double max_abs = 0;          ///< max |b - a| over finite pairs
+  Index first_diff = -1;  ///< first column whose bits differ
+  double max_abs = 0;     ///< max |b - a| over finite pairs
   Index max_abs_col = -1;
-  std::uint64_t max_ulp = 0;   ///< f32 ULP distance (kUlpInfinite for NaN/Inf mismatches)
+  std::uint64_t max_ulp = 0;  ///< f32 ULP distance (kUlpInfinite for NaN/Inf mismatches)
   Index max_ulp_col = -1;
   float max_ulp_a = 0, max_ulp_b = 0;  ///< the two values at max_ulp_col
   double mean_abs = 0;
-  double rms_centered = 0;     ///< RMS of (d - mean d)
-  Index argmax_a = -1, argmax_b = -1;  ///< lowest index among maxima
+  double rms_centered = 0;                     ///< RMS of (d - mean d)
+  Index argmax_a = -1, argmax_b = -1;          ///< lowest index among maxima
   double top5_overlap = 0, top10_overlap = 0;  ///< |top-k(A) & top-k(B)| / k
   double kl_ab = 0, kl_ba = 0, jsd = 0;
-  double dp_token = 0;         ///< p_B(t) - p_A(t) for A's emitted token t
-  Index rank_in_b = 0;         ///< 1-based rank of A's token in row B (ties: lower id first)
-  bool nonfinite = false;      ///< a NaN or +Inf in either row (probabilities undefined)
-  bool masked = false;         ///< -Inf (masked vocabulary) present
+  double dp_token = 0;     ///< p_B(t) - p_A(t) for A's emitted token t
+  Index rank_in_b = 0;     ///< 1-based rank of A's token in row B (ties: lower id first)
+  bool nonfinite = false;  ///< a NaN or +Inf in either row (probabilities undefined)
+  bool masked = false;     ///< -Inf (masked vocabulary) present
   /// For abs:A,rel:R policies: max over j of |d_j| - R max(|a_j|, |b_j|), and where.
   double max_excess = 0;
   Index max_excess_col = -1;
@@ -155,15 +158,15 @@ struct TopEntry {
 
 /// One side of a fork: its own row at the fork.
 struct ForkSide {
-  Witness witness;                   ///< of its own emission
-  std::vector<TopEntry> top;         ///< top 5 of the row (ties: lower id first)
-  std::int32_t other = -1;           ///< the other side's emission
-  float other_logit = 0;             ///< its logit in this row
-  Index other_rank = 0;              ///< its 1-based rank in this row
-  double gap = 0;                    ///< L[own] - L[other], exact
-  double gap_ulps = 0;               ///< gap / ulp(L[own])
-  bool exact_tie = false;            ///< own and other are bit-identical maxima of this row
-  double eps_own = 0, eps_other = 0; ///< per-logit error of this side (model sources only)
+  Witness witness;                    ///< of its own emission
+  std::vector<TopEntry> top;          ///< top 5 of the row (ties: lower id first)
+  std::int32_t other = -1;            ///< the other side's emission
+  float other_logit = 0;              ///< its logit in this row
+  Index other_rank = 0;               ///< its 1-based rank in this row
+  double gap = 0;                     ///< L[own] - L[other], exact
+  double gap_ulps = 0;                ///< gap / ulp(L[own])
+  bool exact_tie = false;             ///< own and other are bit-identical maxima of this row
+  double eps_own = 0, eps_other = 0;  ///< per-logit error of this side (model sources only)
 };
 
 /// |d| on the matched rows before a fork (the observed envelope's evidence).
@@ -265,7 +268,7 @@ struct BiasOutput {
 };
 
 struct BiasEvidence {
-  double alpha = 0;  ///< false-alarm probability of the whole check
+  double alpha = 0;     ///< false-alarm probability of the whole check
   bool nearest = true;  ///< round-to-nearest accumulator (errors modelled as centred)
   std::vector<BiasOutput> outputs;
 };
@@ -353,7 +356,7 @@ struct TensorEvidence {
   std::string policy;
   DType dtype = DType::kF32;
   std::vector<Index> shape;
-  std::string note;   ///< "" or why another policy was not used
+  std::string note;       ///< "" or why another policy was not used
   bool compared = false;  ///< false: dtypes or shapes differ
   Index elements = 0, violations = 0;
   double max_abs_diff = 0;
@@ -379,9 +382,9 @@ struct NoForkEvidence {
 struct SweepEvidence {
   Index cases = 0, failed = 0;
   Index identity_comparisons = 0, rows_compared = 0, width_cases = 0, width_rows = 0;  ///< identity
-  Index alias_cases = 0, alias_comparisons = 0, alias_rows = 0;                       ///< alias
-  std::vector<ErrorCode> guards_covered;                               ///< guard
-  Index fallbacks = 0;                                                 ///< guard
+  Index alias_cases = 0, alias_comparisons = 0, alias_rows = 0;                        ///< alias
+  std::vector<ErrorCode> guards_covered;                                               ///< guard
+  Index fallbacks = 0;                                                                 ///< guard
   std::string first_failure_key;  ///< "" when the first failure is of another kind
 };
 

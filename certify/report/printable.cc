@@ -17,13 +17,13 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
   if (c >= 0xE0 && c <= 0xEF) {
     if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(1) < 0xA0) return 0;  // overlong
+    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
     if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogates
     return 3;
   }
   if (c >= 0xF0 && c <= 0xF4) {
     if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
     if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
     return 4;
   }
@@ -50,9 +50,12 @@ std::string repair(std::string_view s, bool escape_controls) {
     // C1 controls (U+0080-U+009F) are encoded C2 80 - C2 9F.
     const bool c1 = n == 2 && c == 0xC2 && static_cast<std::uint8_t>(s[i + 1]) < 0xA0;
     if (escape_controls && (c < 0x20 || c == 0x7F || c1)) {
-      if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else if (c == '\r') out += "\\r";
+      if (c == '\n')
+        out += "\\n";
+      else if (c == '\t')
+        out += "\\t";
+      else if (c == '\r')
+        out += "\\r";
       else if (c1) {
         hex_escape(out, c);
         hex_escape(out, static_cast<std::uint8_t>(s[i + 1]));

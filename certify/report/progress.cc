@@ -41,7 +41,8 @@ void Progress::advance(std::int64_t n) {
   const double elapsed = seconds(now - start_);
   const double rate = done_ > 0 ? static_cast<double>(done_) / elapsed : 0;
   char eta[32] = "";
-  if (done_ > 0 && done_ < total_) std::snprintf(eta, sizeof eta, ", ETA %.0f s", static_cast<double>(total_ - done_) / rate);
+  if (done_ > 0 && done_ < total_)
+    std::snprintf(eta, sizeof eta, ", ETA %.0f s", static_cast<double>(total_ - done_) / rate);
   std::fprintf(stderr, "\r\033[Kncert %s %lld/%lld (%.0f%%), %.1f s, %.3g/s%s", what_.c_str(),
                static_cast<long long>(done_), static_cast<long long>(total_),
                total_ > 0 ? 100.0 * static_cast<double>(done_) / static_cast<double>(total_) : 0.0, elapsed, rate, eta);

@@ -23,7 +23,7 @@ Json distribution_json(const Distribution& d) {
 }
 
 Json histogram_json(const Log2Histogram& h) {
-  return Json{{"log2_min", h.log2_min}, {"log2_max", h.log2_max}, {"zero", h.zero},   {"below", h.below},
+  return Json{{"log2_min", h.log2_min}, {"log2_max", h.log2_max}, {"zero", h.zero},  {"below", h.below},
               {"counts", h.counts},     {"above", h.above},       {"other", h.other}};
 }
 
@@ -33,15 +33,18 @@ Json grid_json(const FailureGrid& g) {
     const auto begin = g.counts.begin() + static_cast<std::ptrdiff_t>(r * g.cell_cols);
     cells.push_back(std::vector<Index>(begin, begin + static_cast<std::ptrdiff_t>(g.cell_cols)));
   }
-  return Json{{"rows", g.rows}, {"cols", g.cols}, {"cell_rows", g.cell_rows}, {"cell_cols", g.cell_cols},
-              {"counts", cells}};
+  return Json{
+      {"rows", g.rows}, {"cols", g.cols}, {"cell_rows", g.cell_rows}, {"cell_cols", g.cell_cols}, {"counts", cells}};
 }
 
 Json series_json(const PositionSeries& s) {
   Json kl = Json::array();
   for (double v : s.kl_max) kl.push_back(number_or_text(v));
-  return Json{{"rows", s.rows},     {"rows_per_point", s.rows_per_point}, {"kl_ab_max", kl},
-              {"max_abs", s.max_abs}, {"top1_agree", s.top1_agree}};
+  return Json{{"rows", s.rows},
+              {"rows_per_point", s.rows_per_point},
+              {"kl_ab_max", kl},
+              {"max_abs", s.max_abs},
+              {"top1_agree", s.top1_agree}};
 }
 
 Json cell(const std::optional<Location>& l) { return Json{{"row", l->row}, {"col", l->col}}; }
@@ -101,16 +104,16 @@ Json evidence_json(const std::monostate&, const CheckResult&) { return Json::obj
 Json evidence_json(const RenderedEvidence& e, const CheckResult&) { return Json::parse(e.stats_json); }
 
 Json evidence_json(const SchemaEvidence& e, const CheckResult&) {
-  return Json{{"engine", e.engine},       {"build", e.build},     {"projections", e.projections},
+  return Json{{"engine", e.engine},           {"build", e.build},     {"projections", e.projections},
               {"logits_runs", e.logits_runs}, {"tensors", e.tensors}, {"notes", e.notes}};
 }
 
 Json evidence_json(const NotEvaluatedEvidence&, const CheckResult&) { return Json{{"evaluated", false}}; }
 
 Json evidence_json(const GeometryEvidence& e, const CheckResult&) {
-  Json j = Json{{"rows", e.rows},   {"slots", e.slots},           {"slots_used", e.slots_used},
-                {"k", e.k},         {"n", e.n},                   {"in_stride", e.in_stride},
-                {"out_stride", e.out_stride}, {"request_rules", e.request_rules}};
+  Json j = Json{
+      {"rows", e.rows}, {"slots", e.slots},         {"slots_used", e.slots_used}, {"k", e.k},
+      {"n", e.n},       {"in_stride", e.in_stride}, {"out_stride", e.out_stride}, {"request_rules", e.request_rules}};
   if (e.request_rules) {
     j["requests"] = e.requests;
     j["block_rows"] = e.block_rows;
@@ -124,8 +127,10 @@ Json evidence_json(const GeometryEvidence& e, const CheckResult&) {
 }
 
 Json evidence_json(const IdentityEvidence& e, const CheckResult& c) {
-  Json j = Json{{"elements_compared", e.elements_compared}, {"packed_vs_unpacked", e.packed_vs_unpacked},
-                {"compact_vs_packed", e.compact_vs_packed}, {"differ", e.differ},
+  Json j = Json{{"elements_compared", e.elements_compared},
+                {"packed_vs_unpacked", e.packed_vs_unpacked},
+                {"compact_vs_packed", e.compact_vs_packed},
+                {"differ", e.differ},
                 {"selected_rows", e.selected_rows}};
   if (c.first_failure) j["first"] = cell(c.first_failure);
   return j;
@@ -172,7 +177,8 @@ Json evidence_json(const WalkEvidence& e, const CheckResult& c) {
   }
   Json j = Json{{"k_walk", e.k_walk}, {"outputs", per}, {"compared", e.compared}, {"mismatches", e.mismatches}};
   if (c.first_failure) {
-    j["first"] = Json{{"output", c.first_failure->object}, {"row", c.first_failure->row}, {"col", c.first_failure->col}};
+    j["first"] =
+        Json{{"output", c.first_failure->object}, {"row", c.first_failure->row}, {"col", c.first_failure->col}};
   }
   return j;
 }
@@ -180,8 +186,9 @@ Json evidence_json(const WalkEvidence& e, const CheckResult& c) {
 Json evidence_json(const BiasEvidence& e, const CheckResult&) {
   Json per = Json::object();
   for (const BiasOutput& o : e.outputs) {
-    per[o.output] = Json{{"values", o.values},         {"excluded", o.excluded}, {"mean_residual_ulps", o.mean_ulps},
-                         {"shift_ulps", o.shift_ulps}, {"limit_ulps", o.limit_ulps}, {"one_sided", o.one_sided}};
+    per[o.output] =
+        Json{{"values", o.values},         {"excluded", o.excluded},     {"mean_residual_ulps", o.mean_ulps},
+             {"shift_ulps", o.shift_ulps}, {"limit_ulps", o.limit_ulps}, {"one_sided", o.one_sided}};
   }
   return Json{{"alpha", e.alpha},
               {"accumulator_model", e.nearest ? "round-to-nearest: centred errors" : "directed: bias within B"},
@@ -205,9 +212,9 @@ Json evidence_json(const VacuityEvidence& e, const CheckResult&) {
 }
 
 Json evidence_json(const WitnessEvidence& e, const CheckResult&) {
-  Json j = Json{{"tokens", e.tokens},         {"vocab", e.vocab},         {"error_source", e.error_source},
-                {"certified", e.certified},   {"near_tie", e.near_tie},   {"tie", e.tie},
-                {"unbounded", e.unbounded},   {"failed", e.failed}};
+  Json j =
+      Json{{"tokens", e.tokens},     {"vocab", e.vocab}, {"error_source", e.error_source}, {"certified", e.certified},
+           {"near_tie", e.near_tie}, {"tie", e.tie},     {"unbounded", e.unbounded},       {"failed", e.failed}};
   if (e.smallest_margin) {
     j["min_margin"] = e.smallest_margin->margin;
     j["min_margin_position"] = e.smallest_margin->position;
@@ -276,7 +283,8 @@ Json evidence_json(const LogitsEvidence& e, const CheckResult&) {
                            {"across_zero", ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)}};
   }
   Json rows = Json::array();
-  for (std::size_t t = 0; t < e.first_rows.size(); ++t) rows.push_back(row_comparison_json(e.first_rows[t], static_cast<Index>(t)));
+  for (std::size_t t = 0; t < e.first_rows.size(); ++t)
+    rows.push_back(row_comparison_json(e.first_rows[t], static_cast<Index>(t)));
   j["first_rows"] = rows;
   if (e.first_failure_row >= 0) j["first_failure_row"] = e.first_failure_row;
   if (e.series.rows > 0) j["series"] = series_json(e.series);
@@ -333,8 +341,12 @@ Json evidence_json(const ForkEvidence& e, const CheckResult&) {
 }
 
 Json evidence_json(const NoForkEvidence& e, const CheckResult&) {
-  return Json{{"class", "none"},       {"position", -1},        {"forks", 0},
-              {"rows_a", e.rows_a},    {"rows_b", e.rows_b},    {"compared", e.compared},
+  return Json{{"class", "none"},
+              {"position", -1},
+              {"forks", 0},
+              {"rows_a", e.rows_a},
+              {"rows_b", e.rows_b},
+              {"compared", e.compared},
               {"prompts_equal", e.prompts_equal}};
 }
 
@@ -342,11 +354,14 @@ Json evidence_json(const SweepEvidence& e, const CheckResult& c) {
   Json j = Json::object();
   switch (c.kind) {
     case CheckKind::kIdentity:
-      j = Json{{"identity_comparisons", e.identity_comparisons}, {"rows_compared", e.rows_compared},
-               {"width_cases", e.width_cases}, {"width_rows", e.width_rows}};
+      j = Json{{"identity_comparisons", e.identity_comparisons},
+               {"rows_compared", e.rows_compared},
+               {"width_cases", e.width_cases},
+               {"width_rows", e.width_rows}};
       break;
     case CheckKind::kAlias:
-      j = Json{{"alias_cases", e.alias_cases}, {"alias_comparisons", e.alias_comparisons}, {"alias_rows", e.alias_rows}};
+      j = Json{
+          {"alias_cases", e.alias_cases}, {"alias_comparisons", e.alias_comparisons}, {"alias_rows", e.alias_rows}};
       break;
     default: {
       Json covered = Json::array();
@@ -362,8 +377,8 @@ Json evidence_json(const SweepEvidence& e, const CheckResult& c) {
 }
 
 Json evidence_json(const DemoDumpEvidence& e, const CheckResult&) {
-  Json j = Json{{"file", e.file}, {"dump_verdict", e.dump_verdict}, {"checks", e.checks},
-                {"failed_checks", e.failed_checks}};
+  Json j = Json{
+      {"file", e.file}, {"dump_verdict", e.dump_verdict}, {"checks", e.checks}, {"failed_checks", e.failed_checks}};
   if (!e.fault.empty()) {
     j["fault"] = e.fault;
     j["expected_check"] = e.expected.empty() ? std::string() : std::string(check_kind_name(e.expected.front()));
@@ -376,7 +391,9 @@ Json evidence_json(const DemoCompareEvidence& e, const CheckResult&) {
 }
 
 Json evidence_json(const DemoForkEvidence& e, const CheckResult&) {
-  return Json{{"files", e.files}, {"expected_class", e.expected_class}, {"class", e.found_class},
+  return Json{{"files", e.files},
+              {"expected_class", e.expected_class},
+              {"class", e.found_class},
               {"forks_verdict", e.forks_verdict}};
 }
 

@@ -6,30 +6,42 @@ namespace ncert::certify {
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "PASS";
-    case Verdict::kFail: return "FAIL";
-    case Verdict::kSkip: return "SKIP";
+    case Verdict::kPass:
+      return "PASS";
+    case Verdict::kFail:
+      return "FAIL";
+    case Verdict::kSkip:
+      return "SKIP";
   }
   return "?";
 }
 
 std::string_view witness_class_name(WitnessClass c) {
   switch (c) {
-    case WitnessClass::kCertified: return "certified";
-    case WitnessClass::kNearTie: return "near-tie";
-    case WitnessClass::kTie: return "tie";
-    case WitnessClass::kUnbounded: return "unbounded";
+    case WitnessClass::kCertified:
+      return "certified";
+    case WitnessClass::kNearTie:
+      return "near-tie";
+    case WitnessClass::kTie:
+      return "tie";
+    case WitnessClass::kUnbounded:
+      return "unbounded";
   }
   return "?";
 }
 
 std::string_view fork_class_name(ForkClass c) {
   switch (c) {
-    case ForkClass::kTie: return "tie";
-    case ForkClass::kNearTie: return "near-tie";
-    case ForkClass::kUnexplained: return "unexplained";
-    case ForkClass::kInvalid: return "invalid";
-    case ForkClass::kUndetermined: return "undetermined";
+    case ForkClass::kTie:
+      return "tie";
+    case ForkClass::kNearTie:
+      return "near-tie";
+    case ForkClass::kUnexplained:
+      return "unexplained";
+    case ForkClass::kInvalid:
+      return "invalid";
+    case ForkClass::kUndetermined:
+      return "undetermined";
   }
   return "?";
 }
@@ -56,9 +68,7 @@ CheckResult skipped(std::string id, std::string subject, CheckKind kind, std::st
   return r;
 }
 
-bool Requirement::covers(CheckKind k) const {
-  return all || std::find(kinds.begin(), kinds.end(), k) != kinds.end();
-}
+bool Requirement::covers(CheckKind k) const { return all || std::find(kinds.begin(), kinds.end(), k) != kinds.end(); }
 
 std::string Requirement::text() const {
   if (all) return "all";
@@ -116,8 +126,10 @@ std::vector<CoverageRow> Report::coverage() const {
     auto row = std::find_if(rows.begin(), rows.end(), [&](const CoverageRow& r) { return r.subject == c.subject; });
     if (row == rows.end()) row = rows.insert(rows.end(), CoverageRow{c.subject, {}});
     auto cell = std::find_if(row->kinds.begin(), row->kinds.end(), [&](const auto& kv) { return kv.first == c.kind; });
-    if (cell == row->kinds.end()) row->kinds.emplace_back(c.kind, c.verdict);
-    else if (rank(c.verdict) > rank(cell->second)) cell->second = c.verdict;
+    if (cell == row->kinds.end())
+      row->kinds.emplace_back(c.kind, c.verdict);
+    else if (rank(c.verdict) > rank(cell->second))
+      cell->second = c.verdict;
   }
   for (CoverageRow& row : rows) {
     std::sort(row.kinds.begin(), row.kinds.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -137,9 +149,7 @@ int Report::failed_checks() const {
   return n;
 }
 
-Verdict Report::verdict() const {
-  return (error.has_value() || failed_checks() > 0) ? Verdict::kFail : Verdict::kPass;
-}
+Verdict Report::verdict() const { return (error.has_value() || failed_checks() > 0) ? Verdict::kFail : Verdict::kPass; }
 
 int Report::exit_code() const {
   if (error.has_value()) return exit_code_for(error->code());

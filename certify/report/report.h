@@ -43,8 +43,8 @@ struct Report {
   /// The command's summary figures. Commands assemble it as JSON directly: nothing but the
   /// renderers reads it (checks travel typed, as CheckResult).
   Json stats = Json::object();
-  Json extra = Json::object();  ///< command-specific top-level members (inspect: datasets)
-  std::optional<Status> error;  ///< set when an input was refused (exit 3)
+  Json extra = Json::object();        ///< command-specific top-level members (inspect: datasets)
+  std::optional<Status> error;        ///< set when an input was refused (exit 3)
   std::vector<std::string> preamble;  ///< lines printed before the checks (human summary)
 
   bool show_coverage = false;  ///< print the coverage table in the human summary (check)

@@ -18,7 +18,8 @@ namespace {
 // The temporary file in flight, for the signal handler: a fixed buffer (no allocation in a
 // handler), empty when none.
 char g_temp[PATH_MAX + 32] = {};
-struct sigaction g_old_int {}, g_old_term {};
+struct sigaction g_old_int {
+}, g_old_term{};
 
 extern "C" void remove_temp_and_die(int sig) {
   if (g_temp[0] != '\0') unlink(g_temp);
@@ -49,7 +50,8 @@ class TempGuard {
 };
 
 Status write_failure(const std::string& path, const std::string& what, int err) {
-  return Status(ErrorCode::kReportWrite, "cannot write the report to " + path + ": " + what + ": " + std::strerror(err));
+  return Status(ErrorCode::kReportWrite,
+                "cannot write the report to " + path + ": " + what + ": " + std::strerror(err));
 }
 
 /// Writes all of `text` to fd, retrying short writes and EINTR.
@@ -80,15 +82,14 @@ std::string resolved(const std::string& path) {
 }
 
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /// /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open stream: write into it, never
 /// beside it (replacing the file behind stdout would drop what was already printed).
-bool names_a_stream(const std::string& path) {
-  return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
-}
+bool names_a_stream(const std::string& path) { return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0; }
 
 }  // namespace
 
@@ -118,7 +119,8 @@ Status check_report_path(const std::string& path, const std::vector<std::string>
     return Status(ErrorCode::kUsage, flag + " " + path + ": the directory " + dir + " does not exist");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    return Status(ErrorCode::kUsage, flag + " " + path + ": cannot create files in " + dir + ": " + std::strerror(errno));
+    return Status(ErrorCode::kUsage,
+                  flag + " " + path + ": cannot create files in " + dir + ": " + std::strerror(errno));
   }
   return Status();
 }

@@ -27,8 +27,8 @@ Result<Verdict> parse_verdict(const std::string& s) {
 }
 
 Json location_json(const Location& l) {
-  return Json{{"object", l.object}, {"row", l.row}, {"col", l.col}, {"slot", l.slot},
-              {"position", l.position}, {"token", l.token}};
+  return Json{{"object", l.object}, {"row", l.row},           {"col", l.col},
+              {"slot", l.slot},     {"position", l.position}, {"token", l.token}};
 }
 
 Result<Location> location_from(const Json& j) {
@@ -123,9 +123,9 @@ Result<std::vector<CheckResult>> checks_from_wire(const Json& wire) {
 Json report_to_wire(const Report& r) {
   Json inputs = Json::array();
   for (const InputInfo& i : r.inputs) inputs.push_back(Json{{"path", i.path}, {"xxh3_128", i.xxh3_128}});
-  Json w = Json{{"command", r.command}, {"inputs", inputs},     {"checks", checks_to_wire(r.checks)},
-                {"stats", r.stats},     {"extra", r.extra},     {"preamble", r.preamble},
-                {"show_coverage", r.show_coverage}};
+  Json w =
+      Json{{"command", r.command}, {"inputs", inputs},       {"checks", checks_to_wire(r.checks)}, {"stats", r.stats},
+           {"extra", r.extra},     {"preamble", r.preamble}, {"show_coverage", r.show_coverage}};
   if (r.error) w["error"] = status_to_wire(*r.error);
   return utf8_repaired(std::move(w));
 }

@@ -15,8 +15,10 @@ GuardedBuffer make_matrix(Index rows, Index stride, Index width, DType t, const 
   GuardedBuffer b(static_cast<std::size_t>(rows * stride * dtype_size(t)), misalign);
   for (Index r = 0; r < rows; ++r) {
     for (Index c = 0; c < stride; ++c) {
-      if (c < width) reference::encode_element(b.data(), t, r * stride + c, gen());
-      else reference::encode_marker_nan(b.data(), t, r * stride + c);
+      if (c < width)
+        reference::encode_element(b.data(), t, r * stride + c, gen());
+      else
+        reference::encode_marker_nan(b.data(), t, r * stride + c);
     }
   }
   return b;
@@ -76,9 +78,8 @@ void add_segment(WeightStore& s, std::mt19937_64& rng, WeightFormat fmt, Index r
   s.geometry.push_back(g);
 }
 
-reference::Af4Layout af4_layout(reference::Af4Variant v, reference::Af4Packing p, Index group,
-                                DType scale, reference::Dequant d,
-                                reference::Af4Codebook cb = reference::Af4Codebook::kNone) {
+reference::Af4Layout af4_layout(reference::Af4Variant v, reference::Af4Packing p, Index group, DType scale,
+                                reference::Dequant d, reference::Af4Codebook cb = reference::Af4Codebook::kNone) {
   reference::Af4Layout L;
   L.variant = v;
   L.packing = p;
@@ -106,8 +107,7 @@ WeightStore make_weights(const std::string& fmt, Index n, Index k, std::uint64_t
     add_segment(s, rng, WeightFormat::kF32, n, k, {}, "f32");
   } else if (fmt == "af4a") {
     add_segment(s, rng, WeightFormat::kAf4, n, k,
-                af4_layout(Af4Variant::kAffine, Af4Packing::kU32Lsb, 32, DType::kBf16, Dequant::kExact),
-                "af4-affine");
+                af4_layout(Af4Variant::kAffine, Af4Packing::kU32Lsb, 32, DType::kBf16, Dequant::kExact), "af4-affine");
   } else if (fmt == "af4c") {
     add_segment(s, rng, WeightFormat::kAf4, n, k,
                 af4_layout(Af4Variant::kCodebook, Af4Packing::kU8Msb, 16, DType::kF16, Dequant::kF32,
@@ -116,8 +116,7 @@ WeightStore make_weights(const std::string& fmt, Index n, Index k, std::uint64_t
   } else {  // mix: AF4 (output dequant) + bf16 + f32
     const Index a = std::max<Index>(1, n / 3), b = std::max<Index>(1, n / 3);
     add_segment(s, rng, WeightFormat::kAf4, a, k,
-                af4_layout(Af4Variant::kAffine, Af4Packing::kU8Lsb, 16, DType::kF32, Dequant::kOutput),
-                "mix-af4");
+                af4_layout(Af4Variant::kAffine, Af4Packing::kU8Lsb, 16, DType::kF32, Dequant::kOutput), "mix-af4");
     add_segment(s, rng, WeightFormat::kBf16, b, k, {}, "mix-bf16");
     add_segment(s, rng, WeightFormat::kF32, n - a - b, k, {}, "mix-f32");
   }
@@ -129,12 +128,18 @@ std::vector<std::int32_t> commits_for(const SweepCase& c) {
   std::vector<std::int32_t> v(static_cast<std::size_t>(c.requests), 0);
   for (Index r = 0; r < c.requests; ++r) {
     Index x = 0;
-    if (c.commit == "full") x = c.cap;
-    else if (c.commit == "one") x = std::min<Index>(1, c.cap);
-    else if (c.commit == "ragged") x = c.cap > 0 ? r % c.cap + 1 : 0;
-    else if (c.commit == "single") x = r == 0 ? c.cap : 0;
-    else if (c.commit == "alternate") x = r % 2 == 0 ? c.cap : 0;
-    else if (c.commit == "decreasing") x = std::max<Index>(0, c.cap - r);
+    if (c.commit == "full")
+      x = c.cap;
+    else if (c.commit == "one")
+      x = std::min<Index>(1, c.cap);
+    else if (c.commit == "ragged")
+      x = c.cap > 0 ? r % c.cap + 1 : 0;
+    else if (c.commit == "single")
+      x = r == 0 ? c.cap : 0;
+    else if (c.commit == "alternate")
+      x = r % 2 == 0 ? c.cap : 0;
+    else if (c.commit == "decreasing")
+      x = std::max<Index>(0, c.cap - r);
     v[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(x);
   }
   return v;

@@ -18,17 +18,14 @@ namespace ncert::packing::detail {
 
 inline constexpr std::size_t kCanaryBytes = 64;
 
-inline unsigned char canary_byte(std::size_t i) {
-  return static_cast<unsigned char>(0xA5u ^ (i * 29u));
-}
+inline unsigned char canary_byte(std::size_t i) { return static_cast<unsigned char>(0xA5u ^ (i * 29u)); }
 
 /// A heap buffer whose payload is surrounded by canary bytes (checked after every case) and
 /// aligned to 64 bytes plus an optional deliberate misalignment.
 class GuardedBuffer {
  public:
   GuardedBuffer() = default;
-  explicit GuardedBuffer(std::size_t bytes, std::size_t misalign = 0)
-      : bytes_(bytes), misalign_(misalign) {
+  explicit GuardedBuffer(std::size_t bytes, std::size_t misalign = 0) : bytes_(bytes), misalign_(misalign) {
     mem_.resize(bytes + 2 * kCanaryBytes + 64 + misalign);
     const auto base = reinterpret_cast<std::uintptr_t>(mem_.data());
     const std::uintptr_t start = base + kCanaryBytes;

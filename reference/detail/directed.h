@@ -77,7 +77,8 @@ inline double add_down(double a, double b) {
   }
   const bool inexact_low = two_sum_error(a, b, s) < 0;
   // A sum that rounds to 0 is exact under gradual underflow; kept for identity all the same.
-  if (s == 0.0) [[unlikely]] return inexact_low ? next_down(s) : s;
+  if (s == 0.0) [[unlikely]]
+    return inexact_low ? next_down(s) : s;
   return step_if(s, inexact_low, true);
 }
 inline double add_up(double a, double b) {
@@ -87,7 +88,8 @@ inline double add_up(double a, double b) {
     return s;
   }
   const bool inexact_high = two_sum_error(a, b, s) > 0;
-  if (s == 0.0) [[unlikely]] return inexact_high ? next_up(s) : s;
+  if (s == 0.0) [[unlikely]]
+    return inexact_high ? next_up(s) : s;
   return step_if(s, inexact_high, false);
 }
 

@@ -31,8 +31,6 @@ void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, doubl
   gemm_abt_impl(a, m, k, b, n, c);
 }
 
-void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* c) {
-  gemm_abt_impl(a, m, k, b, n, c);
-}
+void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* c) { gemm_abt_impl(a, m, k, b, n, c); }
 
 }  // namespace ncert::reference::detail

@@ -289,9 +289,8 @@ WeightRowFacts WeightRowDecoder::decode(Index j, const WeightRowOut& out) {
   const Index k = weights_.k;
   switch (s.format) {
     case WeightFormat::kAf4:
-      return s.af4.layout.group_size >= 16 && s.af4.layout.group_size % 4 == 0
-                 ? decode_af4_groups(s.af4, local, out)
-                 : decode_af4_direct(s.af4, local, out);
+      return s.af4.layout.group_size >= 16 && s.af4.layout.group_size % 4 == 0 ? decode_af4_groups(s.af4, local, out)
+                                                                               : decode_af4_direct(s.af4, local, out);
     case WeightFormat::kBf16: {
       return decode_plain(static_cast<const std::uint16_t*>(s.values) + local * k, k, out);
     }

@@ -28,10 +28,10 @@ struct WeightRowFacts {
   /// Sum of `alg` over the finite weights in f64, in no fixed order: a caller that needs an
   /// upper bound inflates it (reference::inflate_s covers any order of K non-negative terms).
   double l1 = 0;
-  Index nonfinite = 0;        ///< weights whose exact value is inf or NaN
-  Index first_nonfinite = -1; ///< column of the first of them
-  Index ambiguous = 0;        ///< weights with a nonzero spread (two allowed kernel values)
-  bool all_zero = true;       ///< every exact value is +-0
+  Index nonfinite = 0;         ///< weights whose exact value is inf or NaN
+  Index first_nonfinite = -1;  ///< column of the first of them
+  Index ambiguous = 0;         ///< weights with a nonzero spread (two allowed kernel values)
+  bool all_zero = true;        ///< every exact value is +-0
 };
 
 /// True when some weight of the segment can have two allowed kernel values (AF4 f32/output

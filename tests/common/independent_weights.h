@@ -60,7 +60,7 @@ inline std::vector<float> engine_weights(const OwnedProblem& p, Index j, bool fm
 
 /// An AF4 layout from its fields.
 inline Af4Layout af4(Af4Variant v, Af4Packing pk, Index group, Dequant dq, DType scale = DType::kBf16,
-              Af4Codebook cb = Af4Codebook::kNone) {
+                     Af4Codebook cb = Af4Codebook::kNone) {
   Af4Layout L;
   L.variant = v;
   L.packing = pk;

@@ -29,9 +29,9 @@ struct SegmentSpec {
 /// Parameters of one AF4 segment kept in plain form, so tests can compute weights without
 /// ncert's decoder.
 struct Af4Plain {
-  std::vector<int> q;           // rows x K codes
-  std::vector<float> scale;     // rows x groups (values, already rounded to scale dtype)
-  std::vector<float> bias;      // rows x groups
+  std::vector<int> q;        // rows x K codes
+  std::vector<float> scale;  // rows x groups (values, already rounded to scale dtype)
+  std::vector<float> bias;   // rows x groups
 };
 
 struct OwnedProblem {
@@ -182,8 +182,7 @@ inline std::unique_ptr<OwnedProblem> make_problem(const ProblemOptions& o) {
         for (Index c = 0; c < o.k; c += 2) {
           const int a = plain.q[r * o.k + c], b2 = plain.q[r * o.k + c + 1];
           const bool msb = L.packing == reference::Af4Packing::kU8Msb;
-          codes[(r * o.k + c) / 2] =
-              static_cast<std::uint8_t>(msb ? (a << 4) | b2 : (b2 << 4) | a);
+          codes[(r * o.k + c) / 2] = static_cast<std::uint8_t>(msb ? (a << 4) | b2 : (b2 << 4) | a);
         }
       }
       seg.af4.layout = L;
@@ -239,4 +238,3 @@ inline std::unique_ptr<OwnedProblem> make_problem(const ProblemOptions& o) {
 }
 
 }  // namespace ncert::testing
-

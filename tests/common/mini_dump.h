@@ -15,8 +15,7 @@
 
 namespace ncert::testing {
 
-inline certify::DumpWriter open_mini_dump(const std::string& path,
-                                          const certify::StorageOptions& st = {}) {
+inline certify::DumpWriter open_mini_dump(const std::string& path, const certify::StorageOptions& st = {}) {
   using certify::DumpWriter;
   auto w = DumpWriter::create(path, true);
   EXPECT_TRUE(w.ok()) << w.status().to_string();
@@ -64,7 +63,7 @@ inline certify::DumpWriter open_mini_dump(const std::string& path,
   ok(writer.write_attr(r, "vocab", std::int64_t{5}));
   const std::vector<std::int32_t> tokens = {1, 4, 0};
   ok(writer.write_dataset(r + "/tokens", DType::kI32, {3}, tokens.data(), st));
-  const std::vector<float> logits = {0, 3, 1, 2, -1,  0, 0, 0, 0, 2,  5, 4, 3, 2, 1};
+  const std::vector<float> logits = {0, 3, 1, 2, -1, 0, 0, 0, 0, 2, 5, 4, 3, 2, 1};
   ok(writer.write_dataset(r + "/logits", DType::kF32, {3, 5}, logits.data(), st));
   const std::vector<float> kv = {1, 2, 3, 4, 5, 6};
   ok(writer.write_dataset("/tensors/kv", DType::kF32, {2, 3}, kv.data(), st));

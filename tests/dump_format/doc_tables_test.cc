@@ -183,8 +183,8 @@ TEST(DumpFormatDoc, MemberTablesEqualTheCheckersRules) {
     }
   }
   for (const DocTable& t : tables) {
-    EXPECT_TRUE(known.count(t.container)) << "line " << t.line << ": a member table for " << t.container
-                                          << ", which is no container of the code";
+    EXPECT_TRUE(known.count(t.container))
+        << "line " << t.line << ": a member table for " << t.container << ", which is no container of the code";
   }
 }
 
@@ -229,8 +229,8 @@ TEST(DumpFormatDoc, EverySectionTheRepositoryCitesExists) {
   }
   // Code comments cite these numbers for these topics ("docs/dump-format.md §4" next to the AF4
   // codecs, §8 next to output_rounding and dequant_op): a renumbered page must fail here.
-  const std::map<int, std::string> topics = {{1, "Conventions"}, {2, "root"},       {3, "Projections"},
-                                             {4, "Weight segments"}, {5, "Logits runs"}, {6, "State tensors"},
+  const std::map<int, std::string> topics = {{1, "Conventions"},      {2, "root"},        {3, "Projections"},
+                                             {4, "Weight segments"},  {5, "Logits runs"}, {6, "State tensors"},
                                              {7, "Refused on sight"}, {8, "Semantics"}};
   for (const auto& [n, word] : topics) {
     EXPECT_NE(sections[n].find(word), std::string::npos)

@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "fixtures/generator.h"
-#include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
+#include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {
@@ -111,9 +111,11 @@ TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
     auto target = fixtures::fault_target(spec, {f, ""});
     ASSERT_TRUE(target.ok());
     const fixtures::ProjectionSpec& ps = spec.projections[*target];
-    std::set<std::string> expected = {"projections/" + ps.name + "/" + std::string(check_kind_name(fixtures::fault_caught_by(f)))};
+    std::set<std::string> expected = {"projections/" + ps.name + "/" +
+                                      std::string(check_kind_name(fixtures::fault_caught_by(f)))};
     for (CheckKind k : fixtures::fault_also_fails(f)) {
-      const bool applies = (k != CheckKind::kWalk || !ps.k_walk.empty()) && (k != CheckKind::kBias || ps.output == DType::kBf16);
+      const bool applies =
+          (k != CheckKind::kWalk || !ps.k_walk.empty()) && (k != CheckKind::kBias || ps.output == DType::kBf16);
       if (applies) expected.insert("projections/" + ps.name + "/" + std::string(check_kind_name(k)));
     }
     EXPECT_EQ(failing(r), expected) << r.to_text(true);
@@ -149,7 +151,8 @@ TEST(Check, OutputRoundingAnyWidensTheIntervalOutward) {
   fixtures::DumpSpec spec = fixtures::preset_tiny();
   spec.projections[0].output_rounding = "any";
   const Report r = check(write(spec, "trunc-any.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
-  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kPass) << find(r, "projections/attn_qkv/bound")->reason;
+  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kPass)
+      << find(r, "projections/attn_qkv/bound")->reason;
   EXPECT_EQ(find(r, "projections/attn_qkv/identity")->verdict, Verdict::kFail);
   EXPECT_EQ(find(r, "projections/attn_qkv/walk")->verdict, Verdict::kSkip);
   EXPECT_NE(find(r, "projections/attn_qkv/walk")->reason.find("output_rounding = any"), std::string::npos);
@@ -185,10 +188,14 @@ TEST(Check, EveryEngineOrderAndAccumulatorPasses) {
   struct Case {
     std::string acc, walk, order;
   };
-  const std::vector<Case> cases = {{"f32-rn", "seq", ""},           {"f32-rn", "seq-fma", ""},
-                                   {"f32-rn", "split:8", ""},       {"f32-rn", "split:16:fma", ""},
-                                   {"f32-rn", "", "pairwise"},      {"f32-rz", "", "seq-rz"},
-                                   {"matrix-unit", "", "block8-trunc"}, {"u=1e-7", "", "split:2"}};
+  const std::vector<Case> cases = {{"f32-rn", "seq", ""},
+                                   {"f32-rn", "seq-fma", ""},
+                                   {"f32-rn", "split:8", ""},
+                                   {"f32-rn", "split:16:fma", ""},
+                                   {"f32-rn", "", "pairwise"},
+                                   {"f32-rz", "", "seq-rz"},
+                                   {"matrix-unit", "", "block8-trunc"},
+                                   {"u=1e-7", "", "split:2"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.acc + "/" + c.walk + "/" + c.order);
     const Report r = check(write(small(c.acc, c.walk, c.order), "order.h5"));
@@ -329,7 +336,7 @@ TEST(Check, OutputsThatAreOneObjectUnderTwoNamesAreRefused) {
 
 TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {
   fixtures::DumpSpec spec = fixtures::preset_tiny();
-  spec.projections[0].write_before = false;   // attn_qkv: no y_before
+  spec.projections[0].write_before = false;    // attn_qkv: no y_before
   spec.projections[0].write_geometry = false;  // no requests / block_rows / cap
   const Report r = check(write(spec, "no-before.h5"));
   EXPECT_EQ(r.verdict(), Verdict::kPass);

@@ -9,8 +9,8 @@
 #include "certify/commands/forks.h"
 #include "fixtures/generator.h"
 #include "fixtures/logits.h"
-#include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
+#include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {
@@ -142,11 +142,11 @@ TEST(Forks, FreeRunningPairsStopAtTheFirstFork) {
 }
 
 TEST(Forks, TeacherForcedRunsReportEveryFork) {
-  const Pair p = fork_pair("forced", planted({{3, ForkKind::kUlpFlip},
-                                              {8, ForkKind::kExactTie},
-                                              {14, ForkKind::kUnexplained},
-                                              {20, ForkKind::kInvalid}},
-                                             true));
+  const Pair p = fork_pair(
+      "forced",
+      planted(
+          {{3, ForkKind::kUlpFlip}, {8, ForkKind::kExactTie}, {14, ForkKind::kUnexplained}, {20, ForkKind::kInvalid}},
+          true));
   ForksOptions o;
   o.matched_history = true;
   const Report r = forks(p, o);

@@ -11,12 +11,12 @@
 #include <limits>
 
 #include "certify/commands/compare.h"
-#include "certify/logits/compare.h"
 #include "certify/commands/witness.h"
+#include "certify/logits/compare.h"
 #include "fixtures/generator.h"
 #include "fixtures/logits.h"
-#include "tests/common/report_json.h"
 #include "tests/common/h5_poke.h"
+#include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {
@@ -275,11 +275,16 @@ TEST(Compare, EachPolicyHoldsOrFailsAtTheFirstRowThatBreaksIt) {
     std::string reason;  // expected in a FAIL's reason
   };
   const Case cases[] = {
-      {"bitwise", false, "row 0 col "},          {"ulp:1", false, "> 1 ulps"},
-      {"ulp:4000000000", true, ""},               {"abs:0.01", true, ""},
-      {"abs:1e-5", false, "row 0 col "},          {"abs:1e-5,rel:0.01", false, "+ 0.01 max(|a|, |b|)"},
-      {"abs:0.01,rel:0.5", true, ""},                {"kl:1e-3", true, ""},
-      {"kl:1e-12", false, "row 0: KL(A||B) = "}, {"top1", true, ""},
+      {"bitwise", false, "row 0 col "},
+      {"ulp:1", false, "> 1 ulps"},
+      {"ulp:4000000000", true, ""},
+      {"abs:0.01", true, ""},
+      {"abs:1e-5", false, "row 0 col "},
+      {"abs:1e-5,rel:0.01", false, "+ 0.01 max(|a|, |b|)"},
+      {"abs:0.01,rel:0.5", true, ""},
+      {"kl:1e-3", true, ""},
+      {"kl:1e-12", false, "row 0: KL(A||B) = "},
+      {"top1", true, ""},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.policy);

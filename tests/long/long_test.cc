@@ -64,7 +64,8 @@ TEST(Long, SweepPassesUnderOtherSeeds) {
     std::vector<packing::SweepCase> cases = packing::default_cases();
     for (packing::SweepCase& c : cases) c.seed += static_cast<std::uint64_t>(s) * 1000003;
     const packing::SweepSummary sum = packing::sweep_cases(cases);
-    EXPECT_EQ(sum.failed, 0) << "seed offset " << s << ": " << sum.first_failure_key << ": " << sum.first_failure_reason;
+    EXPECT_EQ(sum.failed, 0) << "seed offset " << s << ": " << sum.first_failure_key << ": "
+                             << sum.first_failure_reason;
     EXPECT_EQ(sum.cases, static_cast<Index>(cases.size()));
   }
 }
@@ -85,7 +86,8 @@ TEST(Long, LogitsAtARealVocabularyStreamTheSameInEveryStorageForm) {
     auto rx = certify::DumpReader::open(x);
     auto ry = certify::DumpReader::open(y);
     EXPECT_TRUE(rx.ok() && ry.ok());
-    auto c = certify::compare_runs(*rx, rx->model().logits[0], *ry, ry->model().logits[0], true, certify::ElementTest{});
+    auto c =
+        certify::compare_runs(*rx, rx->model().logits[0], *ry, ry->model().logits[0], true, certify::ElementTest{});
     EXPECT_TRUE(c.ok());
     auto w = certify::witness_run(*rx, rx->model().logits[0], {});
     EXPECT_TRUE(w.ok());

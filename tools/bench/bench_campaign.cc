@@ -145,7 +145,8 @@ Status generate_shared(const std::string& dir, const std::string& python_path) {
     omit.push_back(Json{{"id", std::string(name + 5, 3)}, {"check", "omit-" + std::string(name + 5)}});
   }
   std::ofstream(dir + "/omit.py") << kOmitScript;
-  const std::string cmd = "PYTHONPATH=" + python_path + " /usr/bin/python3 " + dir + "/omit.py " + dir + "/weights.h5" + files;
+  const std::string cmd =
+      "PYTHONPATH=" + python_path + " /usr/bin/python3 " + dir + "/omit.py " + dir + "/weights.h5" + files;
   if (std::system(cmd.c_str()) != 0) return Status(ErrorCode::kInternal, "failed: " + cmd);
   std::ofstream(dir + "/full.json") << Json{{"ncert_campaign", 1}, {"name", "full"}, {"entries", full}}.dump(1);
   std::ofstream(dir + "/omit.json")
@@ -169,9 +170,10 @@ int bench_shared(const std::string& dir, const std::string& ncert, int repeat) {
     }
     return b;
   };
-  std::printf("shared weights: %d steps x 4 projections; step dumps %.1f MB in full, %.1f MB without weights, "
-              "weights dump %.1f MB\n",
-              kDumps, bytes_of("full-") / 1e6, bytes_of("omit-") / 1e6, bytes_of("weights.h5") / 1e6);
+  std::printf(
+      "shared weights: %d steps x 4 projections; step dumps %.1f MB in full, %.1f MB without weights, "
+      "weights dump %.1f MB\n",
+      kDumps, bytes_of("full-") / 1e6, bytes_of("omit-") / 1e6, bytes_of("weights.h5") / 1e6);
   // Full and omitted runs alternate (the order swapped every repetition), so a change in the
   // shared machine's load falls on both.
   for (const char* shape : {"--workers 1 --threads 2", "--workers 2 --threads 1"}) {
@@ -240,18 +242,22 @@ int main(int argc, char** argv) {
   }
   const std::string manifest = dir + "/campaign.json", journal = dir + "/bench.journal", report = dir + "/report.json";
   const bool mpi = std::system("command -v mpirun >/dev/null 2>&1") == 0;
-  std::vector<Run> runs = {
-      {"local 1 worker x 1 thread", "", 1}, {"local 1 worker x 2 threads", "", 2},
-      {"local 2 workers x 1 thread", "", 2}, {"local 2 workers x 2 threads", "", 4}};
+  std::vector<Run> runs = {{"local 1 worker x 1 thread", "", 1},
+                           {"local 1 worker x 2 threads", "", 2},
+                           {"local 2 workers x 1 thread", "", 2},
+                           {"local 2 workers x 2 threads", "", 4}};
   runs[0].command = ncert + " campaign " + manifest + " --workers 1 --threads 1";
   runs[1].command = ncert + " campaign " + manifest + " --workers 1 --threads 2";
   runs[2].command = ncert + " campaign " + manifest + " --workers 2 --threads 1";
   runs[3].command = ncert + " campaign " + manifest + " --workers 2 --threads 2";
   if (mpi) {
     const std::string env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
-    runs.push_back({"mpi 1 rank x 1 thread", env + "mpirun -n 2 --oversubscribe " + ncert + " campaign " + manifest + " --threads 1", 1});
-    runs.push_back({"mpi 2 ranks x 1 thread", env + "mpirun -n 3 --oversubscribe " + ncert + " campaign " + manifest + " --threads 1", 2});
-    runs.push_back({"mpi 1 rank x 2 threads", env + "mpirun -n 2 --oversubscribe " + ncert + " campaign " + manifest + " --threads 2", 2});
+    runs.push_back({"mpi 1 rank x 1 thread",
+                    env + "mpirun -n 2 --oversubscribe " + ncert + " campaign " + manifest + " --threads 1", 1});
+    runs.push_back({"mpi 2 ranks x 1 thread",
+                    env + "mpirun -n 3 --oversubscribe " + ncert + " campaign " + manifest + " --threads 1", 2});
+    runs.push_back({"mpi 1 rank x 2 threads",
+                    env + "mpirun -n 2 --oversubscribe " + ncert + " campaign " + manifest + " --threads 2", 2});
   }
   std::printf("campaign: %d dumps, 64 projections (in 128x1280->4096, out 128x4096->1280), %d core(s) here\n", kDumps,
               omp_get_num_procs());
@@ -279,7 +285,9 @@ int main(int argc, char** argv) {
   // thread-seconds): reference per M*N*K, reads per byte, and the rest per item.
   std::filesystem::remove(journal);
   const double t_base = bench::now_seconds();
-  if (std::system((runs[0].command + " --journal " + journal + " --json " + report + " --quiet >/dev/null 2>&1").c_str()) != 0) return 1;
+  if (std::system(
+          (runs[0].command + " --journal " + journal + " --json " + report + " --quiet >/dev/null 2>&1").c_str()) != 0)
+    return 1;
   const double base_wall = bench::now_seconds() - t_base;
   std::ifstream in(report);
   const Json j = Json::parse(in);
@@ -297,8 +305,9 @@ int main(int argc, char** argv) {
     bytes += static_cast<double>(std::filesystem::file_size(dir + name));
   }
   const double fixed = (base_wall - ref - read) / items;
-  std::printf("cost model (1 worker x 1 thread, %.2f s): reference %.3g s per M*N*K, read %.3g s per byte, "
-              "%.3g s fixed per item (%d items: process, open, plan, hash, assembly)\n",
-              base_wall, ref / mnk, read / bytes, fixed, items);
+  std::printf(
+      "cost model (1 worker x 1 thread, %.2f s): reference %.3g s per M*N*K, read %.3g s per byte, "
+      "%.3g s fixed per item (%d items: process, open, plan, hash, assembly)\n",
+      base_wall, ref / mnk, read / bytes, fixed, items);
   return 0;
 }

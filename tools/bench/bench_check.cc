@@ -80,11 +80,11 @@ int main(int argc, char** argv) {
   const double other = st["timing_other_seconds"].get<double>();
   const Index projections = st["projections"].get<Index>();
   std::printf("ncert check: verdict %s, %ld projections, %zu checks\n",
-              std::string(certify::verdict_name(report->verdict())).c_str(), (long)projections,
-              report->checks.size());
-  std::printf("  wall %.2f s = HDF5 reads %.2f (%.0f%%) + reference %.2f (%.0f%%, of which comparisons %.2f) "
-              "+ identity/untouched %.2f + hashing and rest %.2f\n",
-              wall, read, 100 * read / wall, ref, 100 * ref / wall, cmp, other, wall - read - ref - other);
+              std::string(certify::verdict_name(report->verdict())).c_str(), (long)projections, report->checks.size());
+  std::printf(
+      "  wall %.2f s = HDF5 reads %.2f (%.0f%%) + reference %.2f (%.0f%%, of which comparisons %.2f) "
+      "+ identity/untouched %.2f + hashing and rest %.2f\n",
+      wall, read, 100 * read / wall, ref, 100 * ref / wall, cmp, other, wall - read - ref - other);
   std::printf("  peak RSS %.0f MiB\n", rss);
 
   // 2. The bare reference per shape, same process, same threads.

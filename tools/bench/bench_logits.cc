@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
     const std::string t = std::to_string(threads);
     const Measured cmp = run({NCERT_BINARY, "compare", a, b, "--matched-history", "--policy", "kl:1", "--threads", t,
                               "--json", dir + "/" + s.tag + "-compare.json"});
-    const Measured wit = run({NCERT_BINARY, "witness", a, "--threads", t, "--json", dir + "/" + s.tag + "-witness.json"});
+    const Measured wit =
+        run({NCERT_BINARY, "witness", a, "--threads", t, "--json", dir + "/" + s.tag + "-witness.json"});
     std::printf("%-8s %5ld rows  %.2f GB logits (files %.2f GB)\n", s.tag.c_str(), (long)s.rows, logits_gb,
                 file_gb(a) + file_gb(b));
     std::printf("  ncert compare  %7.3f s  %6.2f GB/s  peak RSS %5.0f MiB%s\n", cmp.seconds, logits_gb / cmp.seconds,

@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
   omp_set_num_threads(threads);
   Eigen::setNbThreads(threads);
   if (bounds) return run_bounds(dumps);
-  std::printf("bench_reference: M=%ld K=%ld N=%ld threads=%d reps=%d (interleaved)\n", (long)kM, (long)kK,
-              (long)kN, threads, reps);
+  std::printf("bench_reference: M=%ld K=%ld N=%ld threads=%d reps=%d (interleaved)\n", (long)kM, (long)kK, (long)kN,
+              threads, reps);
   return run_speed(reps);
 }

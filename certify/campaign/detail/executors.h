@@ -22,8 +22,7 @@ Status run_items_mpi(const Manifest& manifest, const CampaignOptions& options, C
 
 /// Runs one item in an isolated child and returns its result (an abnormal end becomes the
 /// error the entry's own command would report).
-Json run_item_isolated(const Manifest& manifest, const CampaignOptions& options, const WorkItem& item,
-                       double* seconds);
+Json run_item_isolated(const Manifest& manifest, const CampaignOptions& options, const WorkItem& item, double* seconds);
 
 /// The result of a finished isolated job (exit 0 with JSON output, or an error result).
 Json job_result(const IsolatedJobs::Done& done, const IsolationOptions& isolation);

@@ -23,8 +23,8 @@ void unshuffle(const unsigned char* in, std::size_t size, int element_size, unsi
 }  // namespace
 
 Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
-                    std::uint32_t skipped_mask, int element_size, std::size_t out_size,
-                    std::vector<unsigned char>& out, std::vector<unsigned char>& scratch, const std::string& where) {
+                    std::uint32_t skipped_mask, int element_size, std::size_t out_size, std::vector<unsigned char>& out,
+                    std::vector<unsigned char>& scratch, const std::string& where) {
   // The data moves raw -> scratch/out alternately; nothing is copied for its own sake.
   const unsigned char* cur = raw;
   std::size_t cur_size = raw_size;
@@ -39,11 +39,11 @@ Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::v
         uLongf got = static_cast<uLongf>(out_size);
         const int rc = uncompress(next->data(), &got, cur, static_cast<uLong>(cur_size));
         if (rc != Z_OK || got != out_size) {
-          return Status(ErrorCode::kHdf5, where + ": deflate stream " +
-                                              (rc == Z_OK ? "decodes to " + std::to_string(got) + " bytes, expected " +
-                                                                std::to_string(out_size)
-                                                          : std::string("is corrupt (zlib error ") +
-                                                                std::to_string(rc) + ")"));
+          return Status(
+              ErrorCode::kHdf5,
+              where + ": deflate stream " +
+                  (rc == Z_OK ? "decodes to " + std::to_string(got) + " bytes, expected " + std::to_string(out_size)
+                              : std::string("is corrupt (zlib error ") + std::to_string(rc) + ")"));
         }
         cur_size = got;
         break;
@@ -57,8 +57,8 @@ Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::v
     std::swap(next, spare);
   }
   if (cur_size != out_size) {
-    return Status(ErrorCode::kHdf5, where + ": chunk holds " + std::to_string(cur_size) + " bytes, expected " +
-                                        std::to_string(out_size));
+    return Status(ErrorCode::kHdf5,
+                  where + ": chunk holds " + std::to_string(cur_size) + " bytes, expected " + std::to_string(out_size));
   }
   if (cur == scratch.data()) {
     out.swap(scratch);  // the buffers trade places: no copy

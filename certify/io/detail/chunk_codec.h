@@ -22,7 +22,7 @@ enum class ChunkFilter : std::uint8_t { kShuffle, kDeflate };
 /// not applied to this chunk (HDF5's per-chunk filter mask). `scratch` is reused between calls.
 /// kHdf5 naming `where` when the data does not decode to exactly `out_size` bytes.
 Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
-                    std::uint32_t skipped_mask, int element_size, std::size_t out_size,
-                    std::vector<unsigned char>& out, std::vector<unsigned char>& scratch, const std::string& where);
+                    std::uint32_t skipped_mask, int element_size, std::size_t out_size, std::vector<unsigned char>& out,
+                    std::vector<unsigned char>& scratch, const std::string& where);
 
 }  // namespace ncert::certify::detail

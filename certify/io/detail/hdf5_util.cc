@@ -60,9 +60,7 @@ Status hdf5_failure(ErrorCode code, const std::string& what) {
 }
 
 namespace {
-herr_t refuse_elink(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) {
-  return -1;
-}
+herr_t refuse_elink(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) { return -1; }
 }  // namespace
 
 Hid make_safe_lapl() {
@@ -78,8 +76,8 @@ std::string float_description(hid_t type) {
   size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
   H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
   std::ostringstream os;
-  os << H5Tget_size(type) * 8 << "-bit float (sign@" << spos << ", exp@" << epos << "x" << esize
-     << ", mant@" << mpos << "x" << msize << ", bias " << H5Tget_ebias(type) << ", "
+  os << H5Tget_size(type) * 8 << "-bit float (sign@" << spos << ", exp@" << epos << "x" << esize << ", mant@" << mpos
+     << "x" << msize << ", bias " << H5Tget_ebias(type) << ", "
      << (H5Tget_order(type) == H5T_ORDER_BE ? "big" : "little") << "-endian)";
   return os.str();
 }
@@ -97,18 +95,18 @@ TypeClass classify_type(hid_t type) {
     H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
     const size_t ebias = H5Tget_ebias(type);
     const bool le = order == H5T_ORDER_LE;
-    const bool plain = H5Tget_offset(type) == 0 && H5Tget_norm(type) == H5T_NORM_IMPLIED &&
-                       H5Tget_precision(type) == size * 8;
-    if (le && plain && size == 4 && spos == 31 && epos == 23 && esize == 8 && mpos == 0 &&
-        msize == 23 && ebias == 127) {
+    const bool plain =
+        H5Tget_offset(type) == 0 && H5Tget_norm(type) == H5T_NORM_IMPLIED && H5Tget_precision(type) == size * 8;
+    if (le && plain && size == 4 && spos == 31 && epos == 23 && esize == 8 && mpos == 0 && msize == 23 &&
+        ebias == 127) {
       tc.allowed = true;
       tc.dtype = DType::kF32;
-    } else if (le && plain && size == 2 && spos == 15 && epos == 10 && esize == 5 && mpos == 0 &&
-               msize == 10 && ebias == 15) {
+    } else if (le && plain && size == 2 && spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 &&
+               ebias == 15) {
       tc.allowed = true;
       tc.dtype = DType::kF16;
-    } else if (le && plain && size == 2 && spos == 15 && epos == 7 && esize == 8 && mpos == 0 &&
-               msize == 7 && ebias == 127) {
+    } else if (le && plain && size == 2 && spos == 15 && epos == 7 && esize == 8 && mpos == 0 && msize == 7 &&
+               ebias == 127) {
       tc.allowed = true;
       tc.dtype = DType::kBf16;
     }
@@ -117,8 +115,7 @@ TypeClass classify_type(hid_t type) {
   if (cls == H5T_INTEGER) {
     const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
     std::ostringstream os;
-    os << (is_signed ? "int" : "uint") << size * 8 << " "
-       << (order == H5T_ORDER_BE ? "big" : "little") << "-endian";
+    os << (is_signed ? "int" : "uint") << size * 8 << " " << (order == H5T_ORDER_BE ? "big" : "little") << "-endian";
     tc.description = os.str();
     if (order != H5T_ORDER_LE || H5Tget_precision(type) != size * 8) return tc;
     if (!is_signed && size == 1) tc = {true, DType::kU8, false, tc.description};
@@ -129,16 +126,36 @@ TypeClass classify_type(hid_t type) {
     return tc;
   }
   switch (cls) {
-    case H5T_STRING: tc.description = "string"; break;
-    case H5T_OPAQUE: tc.description = "opaque"; break;
-    case H5T_COMPOUND: tc.description = "compound"; break;
-    case H5T_REFERENCE: tc.description = "reference"; break;
-    case H5T_ENUM: tc.description = "enum"; break;
-    case H5T_VLEN: tc.description = "variable-length sequence"; break;
-    case H5T_ARRAY: tc.description = "array"; break;
-    case H5T_BITFIELD: tc.description = "bitfield"; break;
-    case H5T_TIME: tc.description = "time"; break;
-    default: tc.description = "unknown class"; break;
+    case H5T_STRING:
+      tc.description = "string";
+      break;
+    case H5T_OPAQUE:
+      tc.description = "opaque";
+      break;
+    case H5T_COMPOUND:
+      tc.description = "compound";
+      break;
+    case H5T_REFERENCE:
+      tc.description = "reference";
+      break;
+    case H5T_ENUM:
+      tc.description = "enum";
+      break;
+    case H5T_VLEN:
+      tc.description = "variable-length sequence";
+      break;
+    case H5T_ARRAY:
+      tc.description = "array";
+      break;
+    case H5T_BITFIELD:
+      tc.description = "bitfield";
+      break;
+    case H5T_TIME:
+      tc.description = "time";
+      break;
+    default:
+      tc.description = "unknown class";
+      break;
   }
   return tc;
 }
@@ -146,11 +163,16 @@ TypeClass classify_type(hid_t type) {
 Hid make_file_type(DType t, bool bf16_as_float) {
   hdf5_init_once();
   switch (t) {
-    case DType::kF32: return own_type(H5Tcopy(H5T_IEEE_F32LE));
-    case DType::kU8: return own_type(H5Tcopy(H5T_STD_U8LE));
-    case DType::kU32: return own_type(H5Tcopy(H5T_STD_U32LE));
-    case DType::kI32: return own_type(H5Tcopy(H5T_STD_I32LE));
-    case DType::kI64: return own_type(H5Tcopy(H5T_STD_I64LE));
+    case DType::kF32:
+      return own_type(H5Tcopy(H5T_IEEE_F32LE));
+    case DType::kU8:
+      return own_type(H5Tcopy(H5T_STD_U8LE));
+    case DType::kU32:
+      return own_type(H5Tcopy(H5T_STD_U32LE));
+    case DType::kI32:
+      return own_type(H5Tcopy(H5T_STD_I32LE));
+    case DType::kI64:
+      return own_type(H5Tcopy(H5T_STD_I64LE));
     case DType::kF16: {
       // IEEE binary16. Fields first, then the size (docs/formats.md "HDF5 storage": H5Tset_size refuses
       // to shrink below the fields otherwise).

@@ -74,9 +74,9 @@ Hid make_safe_lapl();
 
 /// What a datatype is, against docs/dump-format.md §1.
 struct TypeClass {
-  bool allowed = false;   ///< one of the element types the format accepts
+  bool allowed = false;  ///< one of the element types the format accepts
   DType dtype = DType::kF32;
-  bool is_u16 = false;    ///< uint16: bf16 only together with the attribute dtype = "bf16"
+  bool is_u16 = false;      ///< uint16: bf16 only together with the attribute dtype = "bf16"
   std::string description;  ///< human description, for errors ("IEEE f64 little-endian")
 };
 TypeClass classify_type(hid_t type);

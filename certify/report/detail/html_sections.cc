@@ -188,13 +188,13 @@ std::string logits_section(const CheckResult& c, const LogitsEvidence& e) {
        fact("top-1 agreement", num(100 * e.top1_agreement) + " % (&#177; " + num(100 * e.top1_agreement_stderr) + ")") +
        fact("top-5 / top-10 overlap", num(e.top5_overlap_mean) + " / " + num(e.top10_overlap_mean)) +
        fact("KL(A||B) mean, JSD max", num(e.kl_mean) + ", " + num(e.jsd_max)) +
-       fact("max ulps",
-            (e.max_ulp == reference::kUlpInfinite ? std::string("inf") : count_text(static_cast<long long>(e.max_ulp))) +
-                (e.max_ulp_row >= 0 && ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)
-                     ? " counted through zero (row " + std::to_string(e.max_ulp_row) + " col " +
-                           std::to_string(e.max_ulp_col) + ": " + num(e.max_ulp_a) + " vs " + num(e.max_ulp_b) +
-                           ", opposite signs or a zero: not a measure of closeness)"
-                     : std::string())) +
+       fact("max ulps", (e.max_ulp == reference::kUlpInfinite ? std::string("inf")
+                                                              : count_text(static_cast<long long>(e.max_ulp))) +
+                            (e.max_ulp_row >= 0 && ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)
+                                 ? " counted through zero (row " + std::to_string(e.max_ulp_row) + " col " +
+                                       std::to_string(e.max_ulp_col) + ": " + num(e.max_ulp_a) + " vs " +
+                                       num(e.max_ulp_b) + ", opposite signs or a zero: not a measure of closeness)"
+                                 : std::string())) +
        fact("failing", count_text(e.failing_rows) + " rows" +
                            (e.element_policy ? ", " + count_text(e.failing_elements) + " elements" : "")) +
        "</table>";

@@ -115,8 +115,8 @@ Status check_walk(const Step& s) {
       }
       const float emulated = ncert::reference::walk_dot(walk, x.data(), w.data(), kK);
       if (ncert::reference::f32_bits(emulated) != ncert::reference::f32_bits(engine_dot(&s.x[m * kK], &s.w[j * kK]))) {
-        return Status(ncert::ErrorCode::kInternal, "kernel and seq walk differ at row " + std::to_string(m) +
-                                                       " col " + std::to_string(j));
+        return Status(ncert::ErrorCode::kInternal,
+                      "kernel and seq walk differ at row " + std::to_string(m) + " col " + std::to_string(j));
       }
     }
   }

@@ -28,9 +28,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Each row's maximum is the emitted token (the lowest id among equal maxima).
-  const std::vector<float> logits = {0.5f, -1.0f, 3.25f, 0.0f,  2.0f,  -0.5f, 1.0f,  3.0f,
-                                     4.0f, 1.5f,  -2.0f, 0.25f, 3.75f, 0.0f,  -1.0f, 2.5f,
-                                     0.0f, 0.0f,  1.0f,  -3.0f, 0.5f,  1.0f,  0.75f, -0.25f};
+  const std::vector<float> logits = {0.5f,  -1.0f, 3.25f, 0.0f, 2.0f, -0.5f, 1.0f, 3.0f,  4.0f, 1.5f, -2.0f, 0.25f,
+                                     3.75f, 0.0f,  -1.0f, 2.5f, 0.0f, 0.0f,  1.0f, -3.0f, 0.5f, 1.0f, 0.75f, -0.25f};
   const ncert::Status st = export_logits(argv[1], logits, {2, 0, 2}, 8);
   if (!st.ok()) {
     std::fprintf(stderr, "readme_example: %s\n", st.to_string().c_str());

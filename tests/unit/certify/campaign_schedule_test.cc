@@ -17,7 +17,8 @@ Manifest three_checks() {
   Manifest m;
   m.path = "campaign.json";
   m.name = "schedule";
-  for (int i = 0; i < 3; ++i) m.entries.push_back(CampaignEntry{"step-" + std::to_string(i), EntryKind::kCheck, {"s.h5"}, {}});
+  for (int i = 0; i < 3; ++i)
+    m.entries.push_back(CampaignEntry{"step-" + std::to_string(i), EntryKind::kCheck, {"s.h5"}, {}});
   return m;
 }
 

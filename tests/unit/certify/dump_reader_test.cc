@@ -136,8 +136,7 @@ TEST(DumpReader, RowReadsStreamAnyRange) {
   ASSERT_TRUE(r->read_rows("/logits/run/logits", 1, 2, two.data()).ok());
   EXPECT_EQ(two[4], 2.0f);
   EXPECT_EQ(two[5], 5.0f);
-  EXPECT_EQ(r->read_rows("/logits/run/logits", 2, 2, two.data()).code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r->read_rows("/logits/run/logits", 2, 2, two.data()).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(r->read_rows("/nope", 0, 1, two.data()).code(), ErrorCode::kMissingMember);
 }
 
@@ -195,15 +194,13 @@ TEST(DumpReaderHostile, VirtualDatasetIsRefused) {
   expect_refused(path, ErrorCode::kVirtualDataset, "/tensors/vds");
 }
 
-size_t identity_filter(unsigned, size_t, const unsigned[], size_t nbytes, size_t*, void**) {
-  return nbytes;
-}
+size_t identity_filter(unsigned, size_t, const unsigned[], size_t nbytes, size_t*, void**) { return nbytes; }
 
 TEST(DumpReaderHostile, UnknownFilterIsRefusedEvenWhenRegisteredInProcess) {
   // Registered here so HDF5 can write (and could read) it: the reader must refuse it by its
   // allow-list, not by availability.
-  const H5Z_class2_t cls = {H5Z_CLASS_T_VERS, static_cast<H5Z_filter_t>(32001), 1, 1,
-                            "test-identity", nullptr, nullptr, identity_filter};
+  const H5Z_class2_t cls = {H5Z_CLASS_T_VERS, static_cast<H5Z_filter_t>(32001), 1, 1, "test-identity", nullptr, nullptr,
+                            identity_filter};
   ASSERT_GE(H5Zregister(&cls), 0);
   const std::string path = scratch_file("filter.h5");
   auto w = open_mini_dump(path);
@@ -361,8 +358,9 @@ TEST(DumpReaderHostile, ForeignSchemaIsRefused) {
 TEST(DumpReaderHostile, SoftLinkInsideTheTreeIsRefused) {
   const std::string path = scratch_file("soft.h5");
   auto w = open_mini_dump(path);
-  ASSERT_GE(H5Lcreate_soft("/tensors/kv", static_cast<hid_t>(w.native_handle()), "/tensors/alias",
-                           H5P_DEFAULT, H5P_DEFAULT), 0);
+  ASSERT_GE(
+      H5Lcreate_soft("/tensors/kv", static_cast<hid_t>(w.native_handle()), "/tensors/alias", H5P_DEFAULT, H5P_DEFAULT),
+      0);
   ASSERT_TRUE(w.close().ok());
   expect_refused(path, ErrorCode::kLinkRefused, "/tensors/alias");
 }

@@ -28,11 +28,11 @@ TEST(Printable, ControlCharactersCannotForgeALineOrReachTheTerminal) {
 
 TEST(Printable, InvalidUtf8BecomesHexNeverDropped) {
   EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");              // overlong '/'
-  EXPECT_EQ(printable("\xe0\x80\xaf"), "\\xe0\\x80\\xaf");     // overlong, 3 bytes
-  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");     // a UTF-16 surrogate
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(printable("\xe0\x80\xaf"), "\\xe0\\x80\\xaf");           // overlong, 3 bytes
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a UTF-16 surrogate
   EXPECT_EQ(printable("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
-  EXPECT_EQ(printable("ok\xe2\x82"), "ok\\xe2\\x82");          // truncated at the end
+  EXPECT_EQ(printable("ok\xe2\x82"), "ok\\xe2\\x82");                // truncated at the end
 }
 
 TEST(ValidUtf8, RepairsBytesButLeavesControlsToTheJsonWriter) {

@@ -96,8 +96,7 @@ std::vector<float> perturb(const std::vector<float>& a, float noise, std::uint64
   return b;
 }
 
-RowComparison run(const std::vector<float>& a, const std::vector<float>& b, std::int32_t token = -1,
-                  double rel = 0) {
+RowComparison run(const std::vector<float>& a, const std::vector<float>& b, std::int32_t token = -1, double rel = 0) {
   CompareScratch sc;
   return compare_rows(a.data(), b.data(), static_cast<Index>(a.size()), token, rel, sc);
 }
@@ -167,8 +166,7 @@ struct Case {
 // The noise levels walk every branch: phi with 4, 7, 10 and 15 terms, psi with 2 and 4, and the
 // general (log) path once |r| > 0.02 or |z| > 0.5. V = 151,936 + 37 is not a multiple of 512.
 TEST(CompareRows, DivergencesMatchQuadAtEveryNoiseLevel) {
-  const Case cases[] = {{"1e-7", 1e-7f}, {"1e-5", 1e-5f}, {"1e-3", 1e-3f}, {"0.03", 0.03f}, {"0.3", 0.3f},
-                        {"3", 3.0f}};
+  const Case cases[] = {{"1e-7", 1e-7f}, {"1e-5", 1e-5f}, {"1e-3", 1e-3f}, {"0.03", 0.03f}, {"0.3", 0.3f}, {"3", 3.0f}};
   const std::vector<float> a = random_row(151936 + 37, 11);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -288,7 +286,7 @@ TEST(CompareRows, ChunkBordersDoNotMoveAnything) {
 TEST(CompareRows, RelativeExcessPicksTheWorstColumn) {
   std::vector<float> a(1000, 100.0f), b(1000, 100.0f);
   a[10] = 1.0f;
-  b[10] = 1.5f;   // |d| 0.5 against max |x| 1.5: excess 0.5 - 0.1 * 1.5 = 0.35
+  b[10] = 1.5f;     // |d| 0.5 against max |x| 1.5: excess 0.5 - 0.1 * 1.5 = 0.35
   b[900] = 100.9f;  // |d| 0.9 against 100.9: 0.9 - 10.09 < 0
   const RowComparison r = run(a, b, -1, 0.1);
   EXPECT_EQ(r.max_abs_col, 900);

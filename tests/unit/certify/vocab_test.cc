@@ -23,13 +23,13 @@ TEST(QuoteBytes, EscapesControlsQuotesAndInvalidUtf8) {
   EXPECT_EQ(quote_bytes("a\"b\\c"), "\"a\\\"b\\\\c\"");
   EXPECT_EQ(quote_bytes("line\n\ttab\r"), "\"line\\n\\ttab\\r\"");
   EXPECT_EQ(quote_bytes(std::string("\x00\x01\x7f", 3)), "\"\\x00\\x01\\x7f\"");
-  EXPECT_EQ(quote_bytes("caf\xc3\xa9"), "\"caf\xc3\xa9\"");            // valid 2-byte UTF-8 kept
+  EXPECT_EQ(quote_bytes("caf\xc3\xa9"), "\"caf\xc3\xa9\"");                            // valid 2-byte UTF-8 kept
   EXPECT_EQ(quote_bytes("\xe4\xbd\xa0\xe5\xa5\xbd"), "\"\xe4\xbd\xa0\xe5\xa5\xbd\"");  // CJK kept
-  EXPECT_EQ(quote_bytes("\xe4\xbd"), "\"\\xe4\\xbd\"");                   // truncated sequence
-  EXPECT_EQ(quote_bytes("\xff\xfe"), "\"\\xff\\xfe\"");                   // never valid
-  EXPECT_EQ(quote_bytes("\xc0\xaf"), "\"\\xc0\\xaf\"");                   // overlong '/'
-  EXPECT_EQ(quote_bytes("\xed\xa0\x80"), "\"\\xed\\xa0\\x80\"");          // a surrogate
-  EXPECT_EQ(quote_bytes("\xc2\x85"), "\"\\xc2\\x85\"");                   // C1 control (NEL)
+  EXPECT_EQ(quote_bytes("\xe4\xbd"), "\"\\xe4\\xbd\"");                                // truncated sequence
+  EXPECT_EQ(quote_bytes("\xff\xfe"), "\"\\xff\\xfe\"");                                // never valid
+  EXPECT_EQ(quote_bytes("\xc0\xaf"), "\"\\xc0\\xaf\"");                                // overlong '/'
+  EXPECT_EQ(quote_bytes("\xed\xa0\x80"), "\"\\xed\\xa0\\x80\"");                       // a surrogate
+  EXPECT_EQ(quote_bytes("\xc2\x85"), "\"\\xc2\\x85\"");                                // C1 control (NEL)
 }
 
 TEST(Vocabulary, ByteLevelBpeDecodesEachCharacterToItsByte) {
@@ -53,8 +53,8 @@ TEST(Vocabulary, ByteLevelBpeDecodesEachCharacterToItsByte) {
 }
 
 TEST(Vocabulary, MetaspaceAndByteFallback) {
-  const Vocabulary v = Vocabulary::from_strings({"\u2581hello", "<0x0A>", "<0xE4>", "<0xZZ>"},
-                                                Vocabulary::Decoding::kMetaspace);
+  const Vocabulary v =
+      Vocabulary::from_strings({"\u2581hello", "<0x0A>", "<0xE4>", "<0xZZ>"}, Vocabulary::Decoding::kMetaspace);
   EXPECT_EQ(v.render(0), "\" hello\"");
   EXPECT_EQ(v.render(1), "\"\\n\"");
   EXPECT_EQ(v.render(2), "\"\\xe4\"");

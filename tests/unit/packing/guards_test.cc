@@ -63,8 +63,8 @@ struct Fixture {
     bias.assign(static_cast<std::size_t>(plan.n), 0.0f);
     cin.assign(static_cast<std::size_t>(plan.slots * plan.compact_in_stride), 0.0f);
     cout.assign(static_cast<std::size_t>(plan.slots * plan.compact_out_stride), 0.0f);
-    buffers = {x.data(), x.size() * 4, out.data(), out.size() * 4, residual.data(), residual.size() * 4,
-               bias.data(), bias.size() * 4, cin.data(), cin.size() * 4, cout.data(), cout.size() * 4};
+    buffers = {x.data(),    x.size() * 4,    out.data(), out.size() * 4, residual.data(), residual.size() * 4,
+               bias.data(), bias.size() * 4, cin.data(), cin.size() * 4, cout.data(),     cout.size() * 4};
   }
 
   Status check() const { return validate(plan, buffers); }
@@ -96,7 +96,7 @@ TEST(Guards, PlanShape) {
 TEST(Guards, UnsupportedCombinationsAreCheckedBeforeAnyCap) {
   Fixture f;
   f.plan.residual_at = reference::ResidualAt::kOutput;
-  f.plan.output = DType::kBf16;  // residual stays f32
+  f.plan.output = DType::kBf16;      // residual stays f32
   f.plan.commit_counts = {3, 3, 3};  // would also exceed cap 2
   expect_code(f.check(), ErrorCode::kGuardUnsupported, "residual_at = output");
   Fixture g;
@@ -164,7 +164,8 @@ TEST(Guards, SelectorAndCommits) {
   expect_code(cap.check(), ErrorCode::kGuardCapExceeded, "request 0 gathers 3 rows");
   Fixture mismatch;
   mismatch.plan.commit_counts = {2, 0, 2};
-  expect_code(mismatch.check(), ErrorCode::kGuardCommitMismatch, "request 1: selector gathers 1 rows, commit_counts says 0");
+  expect_code(mismatch.check(), ErrorCode::kGuardCommitMismatch,
+              "request 1: selector gathers 1 rows, commit_counts says 0");
   Fixture prefix;
   prefix.plan.selector[2] = 5;  // request 1 selects offset 1 instead of 0
   expect_code(prefix.check(), ErrorCode::kGuardNotPrefix, "request 1: row 4 (offset 0) is not selected");

@@ -44,8 +44,7 @@ TEST(Kernel, EqualsTheReferenceWalkBitForBit) {
   }
   o.walk = "split:5";
   auto p = make_problem(o);
-  EXPECT_EQ(LinearKernel::create(p->weights, DType::kF32, p->problem.walk).status().code(),
-            ErrorCode::kGuardWalkSplit);
+  EXPECT_EQ(LinearKernel::create(p->weights, DType::kF32, p->problem.walk).status().code(), ErrorCode::kGuardWalkSplit);
 }
 
 struct HelperSetup {
@@ -101,9 +100,18 @@ struct HelperSetup {
     (void)inplace;
   }
   HostBuffers buffers(bool inplace) {
-    HostBuffers b{x.data(), x.size() * 4, out.data(), out.size() * 4,
-                  inplace ? out.data() : residual.data(), (inplace ? out.size() : residual.size()) * 4,
-                  bias.data(), bias.size() * 4, cin.data(), cin.size() * 4, cout.data(), cout.size() * 4};
+    HostBuffers b{x.data(),
+                  x.size() * 4,
+                  out.data(),
+                  out.size() * 4,
+                  inplace ? out.data() : residual.data(),
+                  (inplace ? out.size() : residual.size()) * 4,
+                  bias.data(),
+                  bias.size() * 4,
+                  cin.data(),
+                  cin.size() * 4,
+                  cout.data(),
+                  cout.size() * 4};
     return b;
   }
 };

@@ -16,12 +16,10 @@ namespace {
 // Row 0: group 0 s = 0.5, b = -1  -> w = -1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5
 //        group 1 s = -0.25, b = 2 -> w = 0, -0.25, -0.5, -0.75, -1, -1.25, -1.5, -1.75
 // Row 1: group 0 s = 1, b = 0 -> 15 ... ; group 1 s = 2, b = -30 -> 0 ...
-const std::vector<double> kAffineRow0 = {-1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5,
-                                         0, -0.25, -0.5, -0.75, -1, -1.25, -1.5, -1.75};
-const std::vector<std::uint16_t> kAffineScales = {0x3F00 /*0.5*/, 0xBE80 /*-0.25*/,
-                                                  0x3F80 /*1*/, 0x4000 /*2*/};
-const std::vector<std::uint16_t> kAffineBiases = {0xBF80 /*-1*/, 0x4000 /*2*/,
-                                                  0x0000 /*0*/, 0xC1F0 /*-30*/};
+const std::vector<double> kAffineRow0 = {-1, -0.5,  0,    0.5,   1,  1.5,   2,    2.5,
+                                         0,  -0.25, -0.5, -0.75, -1, -1.25, -1.5, -1.75};
+const std::vector<std::uint16_t> kAffineScales = {0x3F00 /*0.5*/, 0xBE80 /*-0.25*/, 0x3F80 /*1*/, 0x4000 /*2*/};
+const std::vector<std::uint16_t> kAffineBiases = {0xBF80 /*-1*/, 0x4000 /*2*/, 0x0000 /*0*/, 0xC1F0 /*-30*/};
 
 Af4View affine_view(Af4Packing packing, const std::vector<std::uint8_t>& codes) {
   Af4View v;
@@ -86,9 +84,14 @@ TEST(Af4, CodebookNf4WithF16ScalesAndNegativeScale) {
   v.k = 8;
   v.codes = codes.data();
   v.scales = scales.data();
-  const double want[8] = {-1.0 * 2, 0.0, 1.0 * 2, -0.6961928009986877 * 2,
-                          0.7229568362236023 * -0.5, 0.07958029955625534 * -0.5,
-                          -0.39491748809814453 * -0.5, 0.44070982933044434 * -0.5};
+  const double want[8] = {-1.0 * 2,
+                          0.0,
+                          1.0 * 2,
+                          -0.6961928009986877 * 2,
+                          0.7229568362236023 * -0.5,
+                          0.07958029955625534 * -0.5,
+                          -0.39491748809814453 * -0.5,
+                          0.44070982933044434 * -0.5};
   std::vector<double> exact(8), alg(8);
   std::vector<float> kernel(8);
   af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data());
@@ -122,14 +125,12 @@ TEST(Af4, CodebookAf464WithF32ScalesU8Msb) {
 }
 
 TEST(Af4, BuiltinCodebooksMatchFormatsMdHex) {
-  const std::uint32_t nf4[16] = {0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d,
-                                 0xbe3d353f, 0xbdba7871, 0x00000000, 0x3da2faff, 0x3e24cae3,
-                                 0x3e7c04dd, 0x3ead033a, 0x3ee1a4b8, 0x3f1007ab, 0x3f3913b3,
-                                 0x3f800000};
-  const std::uint32_t af4[16] = {0xbf800000, 0xbf31c4dc, 0xbf032f19, 0xbebf54f7, 0xbe831c55,
-                                 0xbe196bab, 0xbd4a2141, 0x00000000, 0x3d2f075f, 0x3e0472f9,
-                                 0x3e60e22a, 0x3ea22dee, 0x3ed9ed55, 0x3f0e1203, 0x3f39685c,
-                                 0x3f800000};
+  const std::uint32_t nf4[16] = {0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d, 0xbe3d353f,
+                                 0xbdba7871, 0x00000000, 0x3da2faff, 0x3e24cae3, 0x3e7c04dd, 0x3ead033a,
+                                 0x3ee1a4b8, 0x3f1007ab, 0x3f3913b3, 0x3f800000};
+  const std::uint32_t af4[16] = {0xbf800000, 0xbf31c4dc, 0xbf032f19, 0xbebf54f7, 0xbe831c55, 0xbe196bab,
+                                 0xbd4a2141, 0x00000000, 0x3d2f075f, 0x3e0472f9, 0x3e60e22a, 0x3ea22dee,
+                                 0x3ed9ed55, 0x3f0e1203, 0x3f39685c, 0x3f800000};
   for (int i = 0; i < 16; ++i) {
     EXPECT_EQ(f32_bits(builtin_codebook(Af4Codebook::kNf4)[i]), nf4[i]) << i;
     EXPECT_EQ(f32_bits(builtin_codebook(Af4Codebook::kAf4_64)[i]), af4[i]) << i;
@@ -153,8 +154,7 @@ TEST(Af4, CustomCodebookAndOddGroupCount) {
   v.scales = scales.data();
   std::vector<double> exact(6);
   af4_decode_row(v, 0, DType::kF32, exact.data(), nullptr, nullptr);
-  const double want[6] = {-4.0, 0.0, -2.0, (15.0 / 8 - 1) * -8.0, (12.0 / 8 - 1) * -8.0,
-                          (2.0 / 8 - 1) * -8.0};
+  const double want[6] = {-4.0, 0.0, -2.0, (15.0 / 8 - 1) * -8.0, (12.0 / 8 - 1) * -8.0, (2.0 / 8 - 1) * -8.0};
   for (int c = 0; c < 6; ++c) EXPECT_EQ(exact[c], want[c]) << c;
 }
 

@@ -31,9 +31,12 @@ std::uint16_t reference_f32_to_bf16(float f) {
   const double dlo = a - lo_v;
   const double dhi = hi_v - a;
   std::uint16_t pick;
-  if (dlo < dhi) pick = lo;
-  else if (dhi < dlo) pick = hi;
-  else pick = (lo % 2 == 0) ? lo : hi;
+  if (dlo < dhi)
+    pick = lo;
+  else if (dhi < dlo)
+    pick = hi;
+  else
+    pick = (lo % 2 == 0) ? lo : hi;
   return static_cast<std::uint16_t>(sign | pick);
 }
 
@@ -156,9 +159,24 @@ TEST(Bf16, TruncateAndDirected) {
 
 TEST(DirectedRounding, F64ToF32AgreesWithTheFpuDirectedModes) {
   std::mt19937_64 rng(7);
-  std::vector<double> xs = {0.0, -0.0, 1.0, 0.1, -0.1, 1e-40, -1e-40, 1e-46, FLT_MAX,
-                            3.5e38, -3.5e38, 1e300, -1e300, DBL_MIN, -DBL_MIN,
-                            std::ldexp(1.0, -149), std::ldexp(1.0, -150), std::ldexp(3.0, -151)};
+  std::vector<double> xs = {0.0,
+                            -0.0,
+                            1.0,
+                            0.1,
+                            -0.1,
+                            1e-40,
+                            -1e-40,
+                            1e-46,
+                            FLT_MAX,
+                            3.5e38,
+                            -3.5e38,
+                            1e300,
+                            -1e300,
+                            DBL_MIN,
+                            -DBL_MIN,
+                            std::ldexp(1.0, -149),
+                            std::ldexp(1.0, -150),
+                            std::ldexp(3.0, -151)};
   std::uniform_real_distribution<double> mant(-1.0, 1.0);
   std::uniform_int_distribution<int> ex(-160, 130);
   for (int i = 0; i < 200000; ++i) xs.push_back(std::ldexp(mant(rng), ex(rng)));

@@ -107,9 +107,8 @@ float folded_dot(const OwnedProblem& p, Index i, Index j) {
       for (Index c = g * G; c < (g + 1) * G; ++c) {
         const float xv = p.x_values[i * p.k + c];
         const int q = a.q[r * p.k + c];
-        const float level = seg.af4.layout.variant == Af4Variant::kCodebook
-                                ? seg.af4.layout.table[q]
-                                : static_cast<float>(q);
+        const float level =
+            seg.af4.layout.variant == Af4Variant::kCodebook ? seg.af4.layout.table[q] : static_cast<float>(q);
         qx = qx + level * xv;
         sx = sx + xv;
       }
@@ -122,8 +121,16 @@ float folded_dot(const OwnedProblem& p, Index i, Index j) {
 }
 
 std::vector<Order> all_orders(const std::string& accumulator) {
-  std::vector<Order> orders = {seq, seq_fma, reversed_fma, pairwise, split(2, false), split(3, true),
-                               split(8, true), split(16, false), split(32, true), shuffled(1),
+  std::vector<Order> orders = {seq,
+                               seq_fma,
+                               reversed_fma,
+                               pairwise,
+                               split(2, false),
+                               split(3, true),
+                               split(8, true),
+                               split(16, false),
+                               split(32, true),
+                               shuffled(1),
                                shuffled(2)};
   if (accumulator == "f32-rz" || accumulator == "matrix-unit") {
     orders.push_back(seq_round_toward_zero);
@@ -169,10 +176,9 @@ Index expect_all_orders_inside(const OwnedProblem& p, const std::string& accumul
       const Interval iv = ref->accept[ref->at(i, j)];
       for (float acc : results) {
         const float z = epilogue_value(acc, bias, res, p.problem);
-        EXPECT_TRUE(contains(iv, z)) << "element (" << i << ", " << j << ") value " << z
-                                     << " outside [" << iv.lo << ", " << iv.hi << "], y* = "
-                                     << ref->y_star[ref->at(i, j)] << " B = "
-                                     << ref->bound[ref->at(i, j)];
+        EXPECT_TRUE(contains(iv, z)) << "element (" << i << ", " << j << ") value " << z << " outside [" << iv.lo
+                                     << ", " << iv.hi << "], y* = " << ref->y_star[ref->at(i, j)]
+                                     << " B = " << ref->bound[ref->at(i, j)];
         ++checked;
       }
     }
@@ -369,8 +375,7 @@ TEST(ReferenceRigour, EveryAf4DequantPathAndVariant) {
       o.segments = {
           {WeightFormat::kAf4, 3, af4(Af4Variant::kAffine, Af4Packing::kU32Lsb, 64, dq, scale)},
           {WeightFormat::kAf4, 2, af4(Af4Variant::kAffine, Af4Packing::kU8Msb, 32, dq, scale)},
-          {WeightFormat::kAf4, 2,
-           af4(Af4Variant::kCodebook, Af4Packing::kU8Lsb, 128, dq, scale, Af4Codebook::kNf4)},
+          {WeightFormat::kAf4, 2, af4(Af4Variant::kCodebook, Af4Packing::kU8Lsb, 128, dq, scale, Af4Codebook::kNf4)},
           {WeightFormat::kBf16, 1, {}}};
       o.seed = seed++;
       SCOPED_TRACE(std::string(dequant_name(dq)) + "/" + std::string(dtype_name(scale)));
@@ -389,10 +394,9 @@ TEST(ReferenceWalk, EmulationMatchesNaiveLoopsBitForBit) {
     std::string walk;
     Index k;
   };
-  const std::vector<W> walks = {{"seq", 5},        {"seq", 1001},        {"seq-fma", 17},
-                                {"seq-fma", 4099}, {"split:3", 111},     {"split:5", 250},
-                                {"split:7:fma", 777}, {"split:1", 33},   {"split:64:fma", 4096},
-                                {"split:9", 9}};
+  const std::vector<W> walks = {
+      {"seq", 5},       {"seq", 1001},        {"seq-fma", 17}, {"seq-fma", 4099},      {"split:3", 111},
+      {"split:5", 250}, {"split:7:fma", 777}, {"split:1", 33}, {"split:64:fma", 4096}, {"split:9", 9}};
   for (const W& c : walks) {
     SCOPED_TRACE(c.walk + " K=" + std::to_string(c.k));
     ProblemOptions o;

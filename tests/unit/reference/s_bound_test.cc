@@ -188,11 +188,14 @@ TEST(F32SumBound, ReferenceSIsAnUpperBoundAndBGrowsByAtMostTheInflation) {
   // The fixture presets' K (tiny: 64, 96, 512; production and qwen-mixer: 5120, 16480) and
   // their weight formats; N is small (every column is an independent sample).
   const std::vector<Shape> shapes = {
-      {"K=64 af4-exact/bf16/f32", 64,
+      {"K=64 af4-exact/bf16/f32",
+       64,
        {af4_segment(24, Dequant::kExact, DType::kBf16, 32), {WeightFormat::kBf16, 16, {}}, {WeightFormat::kF32, 8, {}}},
        DType::kBf16},
       {"K=96 af4-f32 (f16 scales)", 96, {af4_segment(40, Dequant::kF32, DType::kF16, 16)}, DType::kF32},
-      {"K=512 af4-output/bf16", 512, {af4_segment(16, Dequant::kOutput, DType::kBf16), {WeightFormat::kBf16, 16, {}}},
+      {"K=512 af4-output/bf16",
+       512,
+       {af4_segment(16, Dequant::kOutput, DType::kBf16), {WeightFormat::kBf16, 16, {}}},
        DType::kBf16},
       {"K=5120 af4-exact (f32 scales)", 5120, {af4_segment(32, Dequant::kExact, DType::kF32)}, DType::kBf16},
       {"K=5120 bf16", 5120, {{WeightFormat::kBf16, 32, {}}}, DType::kBf16},
@@ -229,10 +232,11 @@ TEST(F32SumBound, ReferenceSIsAnUpperBoundAndBGrowsByAtMostTheInflation) {
     // B_new / B_old lies in [1, 1 + 2 gamma_K]; it is ~1 + gamma_K for typical data.
     EXPECT_GE(b_ratio.min, 1 - 1e-9) << shape.name;
     EXPECT_LE(b_ratio.max, 1 + 2.0 * g * (1 + 1e-6)) << shape.name;
-    std::printf("  %-30s S_up/S: max 1 + %.3g, mean 1 + %.3g | B_new/B_old: max 1 + %.3g, mean 1 + %.3g "
-                "(gamma_K = %.3g)\n",
-                shape.name, s_ratio.max - 1, s_ratio.sum / static_cast<double>(s_ratio.n) - 1, b_ratio.max - 1,
-                b_ratio.sum / static_cast<double>(b_ratio.n) - 1, g);
+    std::printf(
+        "  %-30s S_up/S: max 1 + %.3g, mean 1 + %.3g | B_new/B_old: max 1 + %.3g, mean 1 + %.3g "
+        "(gamma_K = %.3g)\n",
+        shape.name, s_ratio.max - 1, s_ratio.sum / static_cast<double>(s_ratio.n) - 1, b_ratio.max - 1,
+        b_ratio.sum / static_cast<double>(b_ratio.n) - 1, g);
   }
 }
 

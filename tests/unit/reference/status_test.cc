@@ -37,8 +37,7 @@ TEST(Status, ResultCarriesValueOrStatus) {
   EXPECT_EQ(bad.status().code(), ErrorCode::kHdf5);
   Result<int> misuse = Status();
   EXPECT_EQ(misuse.status().code(), ErrorCode::kInternal);
-  EXPECT_EQ(Status(ErrorCode::kGuardDuplicateRow, "row 3").to_string(),
-            "error guard-duplicate-row (301): row 3");
+  EXPECT_EQ(Status(ErrorCode::kGuardDuplicateRow, "row 3").to_string(), "error guard-duplicate-row (301): row 3");
 }
 
 // docs/error-codes.md must list every code by number and name (kept complete by this test).
@@ -49,8 +48,7 @@ TEST(Status, ErrorCodesDocIsComplete) {
   ss << in.rdbuf();
   const std::string doc = ss.str();
   for (ErrorCode c : all_error_codes()) {
-    const std::string row = "| " + std::to_string(static_cast<int>(c)) + " | `" +
-                            std::string(error_name(c)) + "` |";
+    const std::string row = "| " + std::to_string(static_cast<int>(c)) + " | `" + std::string(error_name(c)) + "` |";
     EXPECT_NE(doc.find(row), std::string::npos) << "missing row: " << row;
   }
 }

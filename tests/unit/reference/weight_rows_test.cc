@@ -82,8 +82,8 @@ TEST(WeightRows, DenseRowsMatchTheDecoderIncludingSpecialValues) {
       o.segments = {{f, 6, {}}};
       auto p = make_problem(o);
       // Row 1: NaN, +-inf, +-0, subnormals, the largest finite; row 2: all zero.
-      const std::vector<float> specials = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-39f, -1e-40f,
-                                           FLT_MIN, FLT_MAX, -FLT_MAX};
+      const std::vector<float> specials = {NAN,    INFINITY, -INFINITY, 0.0f,    -0.0f,
+                                           1e-39f, -1e-40f,  FLT_MIN,   FLT_MAX, -FLT_MAX};
       for (std::size_t i = 0; i < specials.size(); ++i) {
         const Index at = 1 * o.k + 3 + static_cast<Index>(i) * 7;
         if (f == WeightFormat::kBf16) {
