@@ -17,91 +17,26 @@
 
 namespace ncert {
 
-/// Stable error codes. Numbers never change once released; new codes take new numbers.
-/// Bands: 1xx input/CLI, 2xx I/O, HDF5 and dump schema, 3xx packing host guards,
-/// 4xx numeric formats and descriptors, 9xx internal. docs/error-codes.md lists them all
-/// (a unit test keeps that table complete).
+/// Stable error codes, one enumerator per row of reference/error_codes.h (the one table of
+/// numbers, names, exit codes and descriptions). Numbers never change once released; new codes
+/// take new numbers. Bands: 1xx input/CLI, 2xx I/O, HDF5 and dump schema, 3xx packing host
+/// guards, 4xx numeric formats and descriptors, 9xx internal. docs/error-codes.md lists them all
+/// (written from the table by ncert-docgen).
 enum class ErrorCode : int {
-  kOk = 0,  ///< no error
-
-  kUsage = 100,            ///< bad command-line flags or arguments
-  kInvalidArgument = 101,  ///< a library call got an argument outside its documented range
-  kOutputExists = 102,     ///< refusing to overwrite an existing output file
-  kFileNotFound = 103,     ///< an input path does not exist or is not a regular file
-  kInterrupted = 104,      ///< stopped by SIGINT or SIGTERM (exit 128 + signal)
-
-  kIo = 200,                  ///< the operating system failed a read, write, map or stat
-  kNotHdf5 = 201,             ///< the file is not an HDF5 file (or is truncated before its superblock)
-  kHdf5 = 202,                ///< the HDF5 library failed (corrupt or truncated file); message has its error
-  kHdf5Crashed = 203,         ///< the HDF5 library crashed reading the file (isolated: the file is corrupt)
-  kHdf5Hung = 204,            ///< the HDF5 library made no progress within the watchdog's time
-  kReportWrite = 205,         ///< the report could not be written (exit 5 unless the verdict is FAIL)
-  kExternalLink = 210,        ///< an external link; refused without opening its target
-  kExternalStorage = 211,     ///< a dataset whose raw data lives in external files
-  kVirtualDataset = 212,      ///< a virtual dataset (VDS); a missing source would read as zeros
-  kFilterRefused = 213,       ///< a filter outside deflate/shuffle/fletcher32
-  kLayoutRefused = 214,       ///< a storage layout other than contiguous, compact or chunked
-  kLinkRefused = 215,         ///< a user-defined or dangling link
-  kObjectAliased = 216,       ///< two names (hard links) for one HDF5 object
-  kTreeLimit = 217,           ///< the group tree is deeper or has more objects than the limits
-  kStorageBomb = 218,         ///< a dataset declares far more data than the file stores or can expand to
-  kDatatypeRefused = 220,     ///< a datatype the format does not allow for that object
-  kMissingAttribute = 221,    ///< a required attribute is absent
-  kAttributeInvalid = 222,    ///< an attribute has the wrong type or an invalid value
-  kMissingMember = 223,       ///< a required dataset or group is absent
-  kShapeMismatch = 224,       ///< a dataset's shape disagrees with the attributes or other datasets
-  kSizeOverflow = 225,        ///< dims whose element or byte count overflows 64 bits
-  kMemoryLimit = 226,         ///< a read would exceed the configured memory limit
-  kSchemaUnknown = 227,       ///< the root does not declare ncert_schema = "ncert-dump"
-  kSchemaVersion = 228,       ///< an ncert_schema_version this build does not know
-  kVocabMismatch = 230,       ///< two runs to compare have different vocabularies
-  kNoCommonRuns = 231,        ///< two dumps share no run or tensor to compare
-  kWitnessFileInvalid = 232,  ///< a witness file is not one ncert wrote
-  kVocabFileInvalid = 233,    ///< a --vocab file is neither a JSON list of strings nor a tokenizer.json
-
-  kGuardRowOutOfRange = 300,       ///< a selector row is not in [0, M) (or is < -1)
-  kGuardDuplicateRow = 301,        ///< two physical slots select the same original row
-  kGuardCapExceeded = 302,         ///< a request gathers more rows than cap
-  kGuardNotPrefix = 303,           ///< a request's selected rows are not its first c rows
-  kGuardCommitMismatch = 304,      ///< commit_counts disagree with the selector
-  kGuardTooFewSlots = 305,         ///< the committed rows do not fit in the P physical slots
-  kGuardStrideBelowWidth = 306,    ///< a row stride is smaller than the valid width
-  kGuardExtentTooSmall = 307,      ///< a buffer or scratch is shorter than its geometry needs
-  kGuardSegmentTable = 308,        ///< weight segments leave gaps, overlap or miss the total N
-  kGuardAf4Geometry = 309,         ///< AF4 group size does not divide K, or codes/scales shapes wrong
-  kGuardUnsupported = 310,         ///< a format/epilogue/output combination the helper cannot run
-  kGuardPartialOverlap = 311,      ///< two buffers overlap without being the same buffer
-  kGuardOutputAliasesInput = 312,  ///< the output buffer overlaps the input X
-  kGuardMisaligned = 313,          ///< a buffer base address is not aligned for the kernel
-  kGuardWalkSplit = 314,           ///< k_walk split:<P> with K not a multiple of P
-  kGuardPlanShape = 315,           ///< R, B, cap or P outside the helper's limits or inconsistent
-  kGuardCapacity = 316,            ///< no compiled width bucket can hold the prompt
-  kGuardCanaryClobbered = 317,     ///< a canary byte around a buffer changed (out-of-bounds write)
-
-  kFormatUnknown = 400,          ///< a weight segment format other than af4, bf16, f32
-  kAf4VariantUnknown = 401,      ///< AF4 variant other than affine, codebook
-  kAf4CodebookUnknown = 402,     ///< AF4 codebook other than nf4, af4-64, custom
-  kAf4PackingUnknown = 403,      ///< AF4 packing other than u32-lsb, u8-msb, u8-lsb
-  kAf4DequantUnknown = 404,      ///< AF4 dequant other than exact, f32, output, folded
-  kAccumulatorUnknown = 405,     ///< accumulator other than f32-rn, f32-rz, matrix-unit, u=<x>
-  kKWalkInvalid = 406,           ///< k_walk other than seq, seq-fma, split:<P>[:fma]
-  kEpilogueUnknown = 407,        ///< epilogue other than none, bias, residual, bias+residual
-  kOutputDtypeUnknown = 408,     ///< output_dtype other than f32, bf16 (or residual_at invalid)
-  kPolicyInvalid = 409,          ///< a comparison policy string that does not parse
-  kOutputRoundingUnknown = 410,  ///< output_rounding other than rne, rz, any
-  kDequantOpUnknown = 411,       ///< AF4 dequant_op other than fma, mul-add, either
-
-  kInternal = 900,  ///< a bug in ncert: an invariant failed
+#define NCERT_ERROR_CODE(enumerator, number, name, exit, description) enumerator = number,
+#include "reference/error_codes.h"
+#undef NCERT_ERROR_CODE
 };
 
 /// "kGuardDuplicateRow" -> "guard-duplicate-row": the stable, printable name of a code.
 std::string_view error_name(ErrorCode code);
-/// One line saying what the code means (the ///< text above).
+/// One line saying what the code means (its row's description).
 std::string_view error_description(ErrorCode code);
 /// Every error code (kOk excluded), in numeric order (for docs and tests).
 const std::vector<ErrorCode>& all_error_codes();
-/// The process exit code the CLI maps an error to (docs/cli.md): 2 usage, 3 input refused,
-/// 4 internal, 5 report not written, 130/143 interrupted.
+/// The process exit code the CLI maps an error to (its row's exit; docs/cli.md): 0 for kOk,
+/// 2 usage, 3 input refused, 4 internal, 5 report not written, 130 interrupted (the CLI exits
+/// 128 + the signal it actually received, so 143 for SIGTERM).
 int exit_code_for(ErrorCode code);
 
 /// The result of an operation that can fail: ok, or a code with a message that names the
