@@ -7,29 +7,62 @@ vocabulary whether the mistake is caught while writing or while reading.
 
 from __future__ import annotations
 
-__all__ = ["DumpFormatError", "ERROR_NAMES"]
+__all__ = ["DumpFormatError", "ERROR_CODES", "ERROR_NAMES"]
 
-#: The error names the writer can raise, with the numeric codes of reference/status.h.
-ERROR_NAMES = {
+# BEGIN generated: error-codes (ncert-docgen write)
+#: Every error name of reference/error_codes.h with its number (docs/error-codes.md).
+ERROR_CODES = {
+    "usage": 100,
     "invalid-argument": 101,
     "output-exists": 102,
+    "file-not-found": 103,
+    "interrupted": 104,
     "io": 200,
+    "not-hdf5": 201,
+    "hdf5": 202,
+    "hdf5-crashed": 203,
+    "hdf5-hung": 204,
+    "report-write": 205,
+    "external-link": 210,
+    "external-storage": 211,
+    "virtual-dataset": 212,
+    "filter-refused": 213,
+    "layout-refused": 214,
+    "link-refused": 215,
+    "object-aliased": 216,
+    "tree-limit": 217,
+    "storage-bomb": 218,
     "datatype-refused": 220,
     "missing-attribute": 221,
     "attribute-invalid": 222,
     "missing-member": 223,
     "shape-mismatch": 224,
+    "size-overflow": 225,
+    "memory-limit": 226,
     "schema-unknown": 227,
     "schema-version": 228,
+    "vocab-mismatch": 230,
+    "no-common-runs": 231,
+    "witness-file-invalid": 232,
+    "vocab-file-invalid": 233,
+    "guard-row-out-of-range": 300,
+    "guard-duplicate-row": 301,
     "guard-cap-exceeded": 302,
+    "guard-not-prefix": 303,
     "guard-commit-mismatch": 304,
     "guard-too-few-slots": 305,
     "guard-stride-below-width": 306,
     "guard-extent-too-small": 307,
     "guard-segment-table": 308,
     "guard-af4-geometry": 309,
+    "guard-unsupported": 310,
+    "guard-partial-overlap": 311,
+    "guard-output-aliases-input": 312,
+    "guard-misaligned": 313,
     "guard-walk-split": 314,
     "guard-plan-shape": 315,
+    "guard-capacity": 316,
+    "guard-canary-clobbered": 317,
     "format-unknown": 400,
     "af4-variant-unknown": 401,
     "af4-codebook-unknown": 402,
@@ -42,7 +75,21 @@ ERROR_NAMES = {
     "policy-invalid": 409,
     "output-rounding-unknown": 410,
     "dequant-op-unknown": 411,
+    "internal": 900,
 }
+# END generated: error-codes
+
+#: The error names the writer can raise, with their numbers (an unknown name fails at import).
+ERROR_NAMES = {name: ERROR_CODES[name] for name in (
+    "invalid-argument", "output-exists", "io", "datatype-refused", "missing-attribute",
+    "attribute-invalid", "missing-member", "shape-mismatch", "schema-unknown", "schema-version",
+    "guard-cap-exceeded", "guard-commit-mismatch", "guard-too-few-slots",
+    "guard-stride-below-width", "guard-extent-too-small", "guard-segment-table",
+    "guard-af4-geometry", "guard-walk-split", "guard-plan-shape", "format-unknown",
+    "af4-variant-unknown", "af4-codebook-unknown", "af4-packing-unknown", "af4-dequant-unknown",
+    "accumulator-unknown", "k-walk-invalid", "epilogue-unknown", "output-dtype-unknown",
+    "policy-invalid", "output-rounding-unknown", "dequant-op-unknown",
+)}
 
 
 class DumpFormatError(ValueError):
