@@ -9,6 +9,8 @@
 #include "certify/campaign/entry_options.h"
 #include "certify/campaign/run_campaign.h"
 #include "certify/cli/cli_common.h"
+#include "certify/cli/generated_errors.h"
+#include "certify/cli/generated_json.h"
 #include "certify/commands/option_tables.h"
 #include "certify/demo/demo.h"
 
@@ -160,6 +162,9 @@ const std::vector<GeneratedPart>& generated_parts() {
       cli_flags("campaign-options", &certify::campaign_option_table),
       GeneratedPart{"docs/campaigns.md", "entry-kinds", entry_kinds_markdown},
       GeneratedPart{"docs/campaigns.md", "entry-options", manifest_keys_markdown},
+      GeneratedPart{"docs/error-codes.md", "error-codes", error_codes_markdown},
+      GeneratedPart{"docs/report.schema.json", "/$defs/error/oneOf", error_pairs_json},
+      GeneratedPart{"python/ncert_dump/errors.py", "error-codes", error_codes_python},
   };
   return parts;
 }
@@ -181,6 +186,30 @@ Result<std::string> replace_section(const std::string& text, const std::string& 
   return text.substr(0, body_start) + body + text.substr(end);
 }
 
+namespace {
+
+/// A section named by a JSON pointer ("/$defs/error/oneOf") is a value of a JSON file.
+bool is_json_pointer(const std::string& section) { return !section.empty() && section[0] == '/'; }
+
+Result<std::string> replace_json_part(const std::string& text, const std::string& path, const std::string& pointer,
+                                      const std::string& json) {
+  nlohmann::ordered_json value = nlohmann::ordered_json::parse(json, nullptr, false);
+  NCERT_ASSERT(!value.is_discarded(), "a JSON part rendered text that is not JSON");
+  std::optional<std::string> replaced = replace_json_value(text, pointer, value);
+  if (!replaced) {
+    return Status(ErrorCode::kInvalidArgument,
+                  path + ": the generated value \"" + pointer + "\" needs the file to be JSON with a value there");
+  }
+  return *std::move(replaced);
+}
+
+Result<std::string> apply_part(const std::string& text, const GeneratedPart& part) {
+  if (is_json_pointer(part.section)) return replace_json_part(text, part.path, part.section, part.render());
+  return replace_section(text, part.path, part.section, part.render());
+}
+
+}  // namespace
+
 Result<std::string> regenerate(const std::string& root, const std::string& path) {
   bool ok = false;
   std::string text = read_file((std::filesystem::path(root) / path).string(), &ok);
@@ -191,7 +220,7 @@ Result<std::string> regenerate(const std::string& root, const std::string& path)
       text = part.render();
       continue;
     }
-    NCERT_ASSIGN_OR_RETURN(text, replace_section(text, path, part.section, part.render()));
+    NCERT_ASSIGN_OR_RETURN(text, apply_part(text, part));
   }
   return text;
 }
@@ -223,7 +252,7 @@ Result<std::vector<std::string>> stale_parts(const std::string& root) {
         stale.push_back(path);
         continue;
       }
-      auto only_this = replace_section(committed, path, part.section, part.render());
+      auto only_this = apply_part(committed, part);
       if (only_this.ok() && *only_this != committed) stale.push_back(path + "#" + part.section);
     }
   }

@@ -7,6 +7,9 @@
 // A section lives between two marker lines, which the writer keeps:
 //   Markdown:       <!-- BEGIN generated: NAME (ncert-docgen write) -->  ...  <!-- END generated: NAME -->
 //   Python, shell:  # BEGIN generated: NAME (ncert-docgen write)          ...  # END generated: NAME
+// JSON has no comments, so a part of a JSON file names its section by a JSON pointer
+// ("/$defs/error/oneOf"): that value is replaced in place, laid out like the rest of the file
+// (generated_json.h), and the file's other text is kept as it is.
 // A part whose section is empty is a whole generated file.
 #pragma once
 
@@ -20,7 +23,7 @@ namespace ncert::cli {
 
 struct GeneratedPart {
   std::string path;     ///< relative to the source root
-  std::string section;  ///< the marker's NAME; "" : the whole file
+  std::string section;  ///< the marker's NAME; "/a/b": the JSON value at that pointer; "": the whole file
   std::function<std::string()> render;
 };
 
