@@ -17,6 +17,15 @@ const MemberRule& dataset_rule(Container c, std::string_view name) {
   return member_rule(c, MemberKind::kDataset, name);
 }
 
+/// "f32, f16 or bf16": the accepted dtypes in a sentence.
+std::string dtype_prose(const std::vector<DType>& dtypes) {
+  std::string out;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    out += std::string(i == 0 ? "" : i + 1 == dtypes.size() ? " or " : ", ") + std::string(dtype_name(dtypes[i]));
+  }
+  return out;
+}
+
 /// Schema validation over the surveyed objects (docs/dump-format.md §2-6).
 class SchemaChecker {
  public:
@@ -211,11 +220,12 @@ class SchemaChecker {
       error(attr_rule(kRoot, "ncert_schema_version").refused, "/", "missing attribute \"ncert_schema_version\"");
     } else if (ver->kind != AttrValue::Kind::kInt || ver->ints.size() != 1) {
       error(ErrorCode::kAttributeInvalid, "/", "ncert_schema_version = " + ver->render() + " is not an integer");
-    } else if (ver->ints[0] != 1) {
+    } else if (ver->ints[0] != kDumpFormatVersion) {
       error(ErrorCode::kSchemaVersion, "/",
-            "ncert_schema_version = " + std::to_string(ver->ints[0]) + "; this build of ncert reads version 1 only");
+            "ncert_schema_version = " + std::to_string(ver->ints[0]) + "; this build of ncert reads version " +
+                std::to_string(kDumpFormatVersion) + " only");
     } else {
-      m.schema_version = 1;
+      m.schema_version = kDumpFormatVersion;
     }
     if (auto e = str_attr("/", attr_rule(kRoot, "engine"))) m.engine = *e;
     if (auto b = str_attr("/", attr_rule(kRoot, "build"))) m.build = *b;
@@ -233,15 +243,36 @@ class SchemaChecker {
     }
   }
 
+  /// A one-value attribute (`op`, `tie_break`): a finding unless `value` is the one the format
+  /// defines.
+  void expect_only_value(const std::string& obj, const MemberRule& rule, const std::string& value) {
+    NCERT_ASSERT(rule.values.names.size() == 1 && rule.values.what.empty(), "a one-value rule");
+    const std::string only(rule.values.names.front());
+    if (value == only) return;
+    error(rule.values.refused, obj, std::string(rule.name) + " = \"" + value + "\"; only \"" + only + "\" is defined");
+  }
+
+  /// §3, in four named steps: the attributes, the notes on unknown members, the datasets, the
+  /// weights. A projection with any error is not added to the model.
   void check_projection(const std::string& path) {
     const int errors_before = errors_;
-    constexpr Container kProj = Container::kProjection;
     ProjectionInfo p;
     p.path = path;
     p.name = leaf_of(path);
-    if (auto op = str_attr(path, attr_rule(kProj, "op")); op && *op != "linear") {
-      error(ErrorCode::kAttributeInvalid, path, "op = \"" + *op + "\"; only \"linear\" is defined");
+    if (!projection_attributes(path, p)) return;
+    for (const std::string& c : children(path)) {
+      if (!is_member_name(Container::kProjection, leaf_of(c))) note(c, "unknown projection member, ignored");
     }
+    if (!projection_datasets(path, p)) return;
+    projection_weights(path, p, errors_before);
+  }
+
+  /// Every attribute of the projection, in the table's order. False when k or n is unusable:
+  /// without them no member's shape can be checked.
+  bool projection_attributes(const std::string& path, ProjectionInfo& p) {
+    constexpr Container kProj = Container::kProjection;
+    const MemberRule& op_rule = attr_rule(kProj, "op");
+    if (auto op = str_attr(path, op_rule)) expect_only_value(path, op_rule, *op);
     const auto k = int_attr(path, attr_rule(kProj, "k"));
     const auto n = int_attr(path, attr_rule(kProj, "n"));
     const auto in_stride = int_attr(path, attr_rule(kProj, "in_stride"));
@@ -280,16 +311,18 @@ class SchemaChecker {
         p.weights_xxh3 = *h;
       }
     }
-    if (!k || !n) return;
+    if (!k || !n) return false;
     p.k = *k;
     p.n = *n;
     p.in_stride = in_stride.value_or(p.k);
     p.out_stride = out_stride.value_or(p.n);
+    return true;
+  }
 
-    for (const std::string& c : children(path)) {
-      if (!is_member_name(kProj, leaf_of(c))) note(c, "unknown projection member, ignored");
-    }
-
+  /// The datasets, in the order their shapes become known: x gives M, the selector P, then the
+  /// members shaped by them. False when x is unusable (M unknown).
+  bool projection_datasets(const std::string& path, ProjectionInfo& p) {
+    constexpr Container kProj = Container::kProjection;
     RuleContext context;
     context.epilogue = p.epilogue;
     TypeContext types;
@@ -300,7 +333,7 @@ class SchemaChecker {
     sym.in_stride = p.in_stride;
     sym.out_stride = p.out_stride;
     const DatasetInfo* x = member(path, dataset_rule(kProj, "x"), types, sym);
-    if (!x) return;
+    if (!x) return false;
     p.x_dtype = x->dtype;
     p.m = x->shape[0];
     sym.m = p.m;
@@ -333,8 +366,13 @@ class SchemaChecker {
     p.has_y_packed = member(path, dataset_rule(kProj, "y_packed"), types, sym);
     p.has_y_before = member(path, dataset_rule(kProj, "y_before"), types, sym);
     if (sel) p.has_y_compact = member(path, dataset_rule(kProj, "y_compact"), types, sym);
+    return true;
+  }
 
-    const MemberRule& weight = member_rule(kProj, MemberKind::kGroup, "weight");
+  /// The weight group and its segments (or, §4.5, weights declared by hash and given by a
+  /// weights dump); adds the projection to the model when nothing since `errors_before` failed.
+  void projection_weights(const std::string& path, ProjectionInfo& p, int errors_before) {
+    const MemberRule& weight = member_rule(Container::kProjection, MemberKind::kGroup, "weight");
     const std::string wpath = path + "/" + std::string(weight.name);
     if (!groups_->count(wpath) && !model().dataset(wpath) && !p.weights_xxh3.empty()) {
       // §4.5: the weights are the weights dump's projection with this weights hash.
@@ -469,10 +507,9 @@ class SchemaChecker {
     run.path = path;
     run.name = leaf_of(path);
     const auto vocab = int_attr(path, attr_rule(kRun, "vocab"));
-    if (auto tb = str_attr(path, attr_rule(kRun, "tie_break"))) {
-      if (*tb != "lowest") {
-        error(ErrorCode::kAttributeInvalid, path, "tie_break = \"" + *tb + "\"; only \"lowest\" is defined");
-      }
+    const MemberRule& tie_break = attr_rule(kRun, "tie_break");
+    if (auto tb = str_attr(path, tie_break)) {
+      expect_only_value(path, tie_break, *tb);
       run.tie_break = *tb;
     }
     if (auto pr = str_attr(path, attr_rule(kRun, "prompt"))) run.prompt = *pr;
@@ -527,7 +564,7 @@ class SchemaChecker {
       if (d.path.rfind("/tensors/", 0) != 0) continue;
       if (std::find(allowed.begin(), allowed.end(), d.dtype) == allowed.end()) {
         error(ErrorCode::kDatatypeRefused, d.path,
-              "dtype " + std::string(dtype_name(d.dtype)) + "; state tensors are f32, f16 or bf16");
+              "dtype " + std::string(dtype_name(d.dtype)) + "; state tensors are " + dtype_prose(allowed));
         continue;
       }
       TensorInfo t;
