@@ -1,8 +1,8 @@
 // The schema checker: the surveyed objects against dump-format v1 (docs/dump-format.md), every
 // violation a finding that names the object. Which members exist, whether they are required,
 // their element types and shapes come from the member rules (schema_rules.h), the table the page
-// prints; this file adds what a table cannot say: the order of the checks, the values attributes
-// may take, and the rules that join members (x rows = requests x block_rows, lm_head shapes).
+// prints, with the closed value sets; this file adds what a table cannot say: the order of the
+// checks, the grammars and rules that join members (x rows = requests x block_rows, lm_head shapes).
 #include <algorithm>
 
 #include "certify/io/detail/reader_impl.h"
@@ -15,15 +15,6 @@ namespace {
 const MemberRule& attr_rule(Container c, std::string_view name) { return member_rule(c, MemberKind::kAttribute, name); }
 const MemberRule& dataset_rule(Container c, std::string_view name) {
   return member_rule(c, MemberKind::kDataset, name);
-}
-
-/// "f32, f16 or bf16": the accepted dtypes in a sentence.
-std::string dtype_prose(const std::vector<DType>& dtypes) {
-  std::string out;
-  for (std::size_t i = 0; i < dtypes.size(); ++i) {
-    out += std::string(i == 0 ? "" : i + 1 == dtypes.size() ? " or " : ", ") + std::string(dtype_name(dtypes[i]));
-  }
-  return out;
 }
 
 /// Schema validation over the surveyed objects (docs/dump-format.md §2-6).
@@ -243,8 +234,7 @@ class SchemaChecker {
     }
   }
 
-  /// A one-value attribute (`op`, `tie_break`): a finding unless `value` is the one the format
-  /// defines.
+  /// A one-value attribute (`op`, `tie_break`): a finding unless `value` is the format's one.
   void expect_only_value(const std::string& obj, const MemberRule& rule, const std::string& value) {
     NCERT_ASSERT(rule.values.names.size() == 1 && rule.values.what.empty(), "a one-value rule");
     const std::string only(rule.values.names.front());

@@ -379,6 +379,14 @@ std::string dtype_list(const std::vector<DType>& dtypes) {
   return names;
 }
 
+std::string dtype_prose(const std::vector<DType>& dtypes) {
+  std::string out;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    out += std::string(i == 0 ? "" : i + 1 == dtypes.size() ? " or " : ", ") + std::string(dtype_name(dtypes[i]));
+  }
+  return out;
+}
+
 std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& s) {
   std::vector<Index> out;
   for (Dim d : rule.dims) {

@@ -163,6 +163,8 @@ bool is_member_name(Container c, std::string_view name);
 std::vector<DType> allowed_dtypes(const MemberRule& rule, const TypeContext& context);
 /// "f32 or bf16": how error messages list the accepted dtypes.
 std::string dtype_list(const std::vector<DType>& dtypes);
+/// "f32, f16 or bf16": the accepted dtypes in a sentence.
+std::string dtype_prose(const std::vector<DType>& dtypes);
 /// The expected extents of a dataset member (-1 = any extent).
 std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& symbols);
 
