@@ -162,13 +162,17 @@ const WeightSegment& segment_of(const Weights& w, Index j);
 void decode_weight_row(const Weights& w, Index j, DType activation, double* exact, double* alg, float* kernel,
                        double* spread = nullptr);
 
+/// The probabilistic tier multiplier λ when none is given (docs/error-bounds.md §3): the one
+/// default of every --lambda, manifest "lambda" and options struct.
+inline constexpr double kDefaultLambda = 10.0;
+
 /// Everything the reference needs for one projection: its arithmetic and views of its data.
 struct LinearProblem : ProjectionArithmetic {
   MatrixView x;  ///< [M, k] activations (original layout)
   const Weights* weights = nullptr;
-  VectorView bias;       ///< [n] when the epilogue has a bias
-  MatrixView residual;   ///< [M, n] when the epilogue has a residual
-  double lambda = 10.0;  ///< probabilistic tier multiplier (docs/error-bounds.md §3)
+  VectorView bias;                 ///< [n] when the epilogue has a bias
+  MatrixView residual;             ///< [M, n] when the epilogue has a residual
+  double lambda = kDefaultLambda;  ///< probabilistic tier multiplier (docs/error-bounds.md §3)
 };
 
 /// Checks that the views are consistent (shapes, dtypes, epilogue operands present).

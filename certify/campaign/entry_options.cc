@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "certify/commands/option_tables.h"
 #include "certify/report/format.h"
 
 namespace ncert::certify {
@@ -15,71 +16,54 @@ Status bad(const CampaignEntry& e, const std::string& key, const std::string& wh
   return Status(ErrorCode::kUsage, "entry " + e.id + ": option \"" + key + "\" " + what);
 }
 
-Status get_bool(const CampaignEntry& e, const char* key, bool* out) {
-  if (!e.options.contains(key)) return Status();
-  if (!e.options[key].is_boolean()) return bad(e, key, "must be true or false");
-  *out = e.options[key].get<bool>();
-  return Status();
-}
-
-Status get_number(const CampaignEntry& e, const char* key, double lo, double hi, double* out) {
-  if (!e.options.contains(key)) return Status();
-  const Json& v = e.options[key];
-  if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi) {
-    return bad(e, key, "must be a number from " + format_float(lo) + " to " + format_float(hi));
-  }
-  *out = v.get<double>();
-  return Status();
-}
-
-/// A whole number in [lo, hi] (JSON integer; 4.5 or 1e3 is refused, as on the command line).
-Status get_integer(const CampaignEntry& e, const char* key, std::int64_t lo, std::int64_t hi, Index* out) {
-  if (!e.options.contains(key)) return Status();
-  const Json& v = e.options[key];
-  if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
-    return bad(e, key, "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
-  }
-  *out = static_cast<Index>(v.get<std::int64_t>());
-  return Status();
-}
-
-Status get_string(const CampaignEntry& e, const char* key, std::string* out) {
-  if (!e.options.contains(key)) return Status();
-  if (!e.options[key].is_string()) return bad(e, key, "must be a string");
-  *out = e.options[key].get<std::string>();
-  return Status();
-}
-
-/// logit_error: a number >= 0, or null for none.
-Status get_logit_error(const CampaignEntry& e, std::optional<double>* out) {
-  if (!e.options.contains("logit_error") || e.options["logit_error"].is_null()) return Status();
-  double v = 0;
-  NCERT_RETURN_IF_ERROR(get_number(e, "logit_error", 0, 1e30, &v));
-  *out = v;
-  return Status();
-}
-
-Status get_require(const CampaignEntry& e, Requirement* out) {
-  std::string text;
-  NCERT_RETURN_IF_ERROR(get_string(e, "require", &text));
-  if (text.empty()) return Status();
-  auto r = parse_requirement(text);
-  if (!r.ok()) return bad(e, "require", r.status().message());
-  *out = *r;
-  return Status();
-}
-
-Status get_pairs(const CampaignEntry& e, std::vector<std::pair<std::string, std::string>>* out) {
-  if (!e.options.contains("pairs")) return Status();
-  const Json& v = e.options["pairs"];
-  if (!v.is_array()) return bad(e, "pairs", "must be a list of \"a:b\" run pairs");
-  for (const Json& p : v) {
-    const std::string s = p.is_string() ? p.get<std::string>() : "";
-    const auto colon = s.find(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
-      return bad(e, "pairs", "must be a list of \"a:b\" run pairs, got " + p.dump());
+/// A manifest value as the option's type takes it, with the range checked as on the command
+/// line (a whole number for integers: 4.5 or 1e3 is refused). nullopt for null where allowed.
+template <class O>
+Result<std::optional<OptionValue>> manifest_value(const CampaignEntry& e, const OptionSpec<O>& spec, const Json& v) {
+  if (v.is_null() && spec.nullable) return std::optional<OptionValue>();
+  switch (spec.type) {
+    case OptionType::kFlag:
+      if (!v.is_boolean()) return bad(e, spec.key, "must be true or false");
+      return std::optional<OptionValue>(v.get<bool>());
+    case OptionType::kNumber:
+      if (!v.is_number() || v.get<double>() < spec.lo || v.get<double>() > spec.hi) {
+        return bad(e, spec.key, "must be a number from " + format_float(spec.lo) + " to " + format_float(spec.hi));
+      }
+      return std::optional<OptionValue>(v.get<double>());
+    case OptionType::kInteger: {
+      const auto lo = static_cast<std::int64_t>(spec.lo), hi = static_cast<std::int64_t>(spec.hi);
+      if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
+        return bad(e, spec.key, "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+      }
+      return std::optional<OptionValue>(v.get<std::int64_t>());
     }
-    out->emplace_back(s.substr(0, colon), s.substr(colon + 1));
+    case OptionType::kText:
+      if (!v.is_string()) return bad(e, spec.key, "must be a string");
+      return std::optional<OptionValue>(v.get<std::string>());
+    case OptionType::kTextList: {
+      std::vector<std::string> texts;
+      const std::string want = "must be a list of \"" + spec.value_name + "\" strings";
+      if (!v.is_array()) return bad(e, spec.key, want);
+      for (const Json& item : v) {
+        if (!item.is_string()) return bad(e, spec.key, want + ", got " + item.dump());
+        texts.push_back(item.get<std::string>());
+      }
+      return std::optional<OptionValue>(std::move(texts));
+    }
+  }
+  return bad(e, spec.key, "has an unknown type");
+}
+
+/// Applies every option of entry `e` through its command's table (load_manifest has already
+/// refused keys the command does not take).
+template <class O>
+Status apply_entry_options(const CampaignEntry& e, const OptionTable<O>& table, O* out) {
+  for (auto it = e.options.begin(); it != e.options.end(); ++it) {
+    const OptionSpec<O>* spec = find_by_key(table, it.key());
+    if (spec == nullptr) return bad(e, it.key(), "is not an option of this command");
+    NCERT_ASSIGN_OR_RETURN(std::optional<OptionValue> value, manifest_value(e, *spec, it.value()));
+    if (!value) continue;
+    if (Status s = spec->set(*out, *value); !s.ok()) return bad(e, it.key(), s.message());
   }
   return Status();
 }
@@ -90,13 +74,7 @@ Result<CheckCommandOptions> check_options(const CampaignEntry& e, const ReaderOp
   CheckCommandOptions o;
   o.dump = e.inputs[0];
   o.reader = reader;
-  NCERT_RETURN_IF_ERROR(get_bool(e, "strict", &o.check.strict));
-  NCERT_RETURN_IF_ERROR(get_bool(e, "allow_vacuous", &o.check.allow_vacuous));
-  NCERT_RETURN_IF_ERROR(get_number(e, "lambda", 1, 1000, &o.check.lambda));
-  NCERT_RETURN_IF_ERROR(get_logit_error(e, &o.logit_error));
-  NCERT_RETURN_IF_ERROR(get_string(e, "only", &o.only));
-  NCERT_RETURN_IF_ERROR(get_require(e, &o.require));
-  NCERT_RETURN_IF_ERROR(get_string(e, "weights", &o.weights));
+  NCERT_RETURN_IF_ERROR(apply_entry_options(e, check_option_table(), &o));
   return o;
 }
 
@@ -105,20 +83,7 @@ Result<CompareOptions> compare_options(const CampaignEntry& e, const ReaderOptio
   o.a = e.inputs[0];
   o.b = e.inputs[1];
   o.reader = reader;
-  std::string policy = "bitwise", tensor_policy;
-  NCERT_RETURN_IF_ERROR(get_string(e, "policy", &policy));
-  auto p = parse_policy(policy);
-  if (!p.ok()) return bad(e, "policy", p.status().message());
-  o.policy = *p;
-  NCERT_RETURN_IF_ERROR(get_string(e, "tensor_policy", &tensor_policy));
-  if (!tensor_policy.empty()) {
-    auto t = parse_tensor_policy(tensor_policy);
-    if (!t.ok()) return bad(e, "tensor_policy", t.status().message());
-    o.tensor_policy = *t;
-  }
-  NCERT_RETURN_IF_ERROR(get_bool(e, "matched_history", &o.matched_history));
-  NCERT_RETURN_IF_ERROR(get_bool(e, "allow_missing", &o.allow_missing));
-  NCERT_RETURN_IF_ERROR(get_pairs(e, &o.pairs));
+  NCERT_RETURN_IF_ERROR(apply_entry_options(e, compare_option_table(), &o));
   return o;
 }
 
@@ -127,14 +92,7 @@ Result<ForksOptions> forks_options(const CampaignEntry& e, const ReaderOptions& 
   o.a = e.inputs[0];
   o.b = e.inputs[1];
   o.reader = reader;
-  NCERT_RETURN_IF_ERROR(get_pairs(e, &o.pairs));
-  NCERT_RETURN_IF_ERROR(get_bool(e, "matched_history", &o.matched_history));
-  NCERT_RETURN_IF_ERROR(get_logit_error(e, &o.logit_error));
-  NCERT_RETURN_IF_ERROR(get_number(e, "lambda", 1, 1000, &o.lambda));
-  NCERT_RETURN_IF_ERROR(get_bool(e, "require_identical", &o.require_identical));
-  NCERT_RETURN_IF_ERROR(get_require(e, &o.require));
-  NCERT_RETURN_IF_ERROR(get_string(e, "vocab", &o.vocab_file));
-  NCERT_RETURN_IF_ERROR(get_integer(e, "context", 0, 4096, &o.context));
+  NCERT_RETURN_IF_ERROR(apply_entry_options(e, forks_option_table(), &o));
   return o;
 }
 
@@ -142,10 +100,7 @@ Result<WitnessOptions> witness_options(const CampaignEntry& e, const ReaderOptio
   WitnessOptions o;
   o.dump = e.inputs[0];
   o.reader = reader;
-  NCERT_RETURN_IF_ERROR(get_logit_error(e, &o.logit_error));
-  NCERT_RETURN_IF_ERROR(get_number(e, "lambda", 1, 1000, &o.lambda));
-  NCERT_RETURN_IF_ERROR(get_string(e, "only", &o.only));
-  NCERT_RETURN_IF_ERROR(get_require(e, &o.require));
+  NCERT_RETURN_IF_ERROR(apply_entry_options(e, witness_option_table(), &o));
   return o;
 }
 
@@ -154,8 +109,35 @@ Result<VerifyOptions> verify_options(const CampaignEntry& e, const ReaderOptions
   o.witness_file = e.inputs[0];
   o.dump = e.inputs[1];
   o.reader = reader;
-  NCERT_RETURN_IF_ERROR(get_number(e, "lambda", 1, 1000, &o.lambda));
+  NCERT_RETURN_IF_ERROR(apply_entry_options(e, verify_option_table(), &o));
   return o;
+}
+
+std::vector<std::string> entry_option_keys(EntryKind kind) {
+  std::vector<std::string> keys;
+  auto collect = [&](const auto& table) {
+    for (const auto& spec : table) {
+      if (!spec.key.empty()) keys.push_back(spec.key);
+    }
+  };
+  switch (kind) {
+    case EntryKind::kCheck:
+      collect(check_option_table());
+      break;
+    case EntryKind::kCompare:
+      collect(compare_option_table());
+      break;
+    case EntryKind::kForks:
+      collect(forks_option_table());
+      break;
+    case EntryKind::kWitness:
+      collect(witness_option_table());
+      break;
+    case EntryKind::kVerify:
+      collect(verify_option_table());
+      break;
+  }
+  return keys;
 }
 
 Status validate_entries(const Manifest& m) {

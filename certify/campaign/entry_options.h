@@ -18,6 +18,9 @@ Result<ForksOptions> forks_options(const CampaignEntry& e, const ReaderOptions& 
 Result<WitnessOptions> witness_options(const CampaignEntry& e, const ReaderOptions& reader);
 Result<VerifyOptions> verify_options(const CampaignEntry& e, const ReaderOptions& reader);
 
+/// The manifest keys an entry of this kind takes: its command's option table's.
+std::vector<std::string> entry_option_keys(EntryKind kind);
+
 /// Validates every option of every entry up front (a campaign never fails hours in on a typo).
 Status validate_entries(const Manifest& m);
 

@@ -9,6 +9,29 @@
 
 namespace ncert::certify {
 
+const OptionTable<CampaignOptions>& campaign_option_table() {
+  using O = CampaignOptions;
+  static const OptionTable<O> table = [] {
+    OptionTable<O> t = {
+        integer_option<O>("workers", "N",
+                          "Work items at once on this machine, each its own supervised process with --threads threads "
+                          "(under MPI: one per rank)",
+                          1, 1024, [](O& o) -> int& { return o.workers; }),
+        text_option<O>("journal", "PATH",
+                       "Where finished items are recorded (default MANIFEST.journal); never "
+                       "overwritten",
+                       [](O& o) -> std::string& { return o.journal; }),
+        flag_option<O>("resume",
+                       "Finish the campaign the journal records: finished items are not redone and the report equals "
+                       "an uninterrupted run's",
+                       [](O& o) -> bool& { return o.resume; }),
+    };
+    for (OptionSpec<O>& s : t) s.key.clear();
+    return t;
+  }();
+  return table;
+}
+
 std::string journal_path(const CampaignOptions& o) { return o.journal.empty() ? o.manifest + ".journal" : o.journal; }
 
 Result<Report> run_campaign(const CampaignOptions& o) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "certify/campaign/campaign.h"
+#include "certify/commands/option_table.h"
 #include "certify/isolation/supervisor.h"
 
 namespace ncert::certify {
@@ -18,6 +19,10 @@ struct CampaignOptions {
   std::string journal;  ///< "" : <manifest>.journal
   bool resume = false;  ///< finish the campaign the journal records
 };
+
+/// `ncert campaign`'s own options (--workers, --journal, --resume): the command line's only,
+/// a manifest does not set them.
+const OptionTable<CampaignOptions>& campaign_option_table();
 
 /// The journal path a campaign uses.
 std::string journal_path(const CampaignOptions& options);

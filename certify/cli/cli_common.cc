@@ -21,70 +21,52 @@
 
 namespace ncert::cli {
 
-void add_common_options(CLI::App* cmd, CommonOptions* o) {
-  cmd->add_option("--json", o->json_path, "Write the JSON report to PATH ('-' for stdout)")->type_name("PATH");
-  cmd->add_option("--html", o->html_path, "Write the HTML report, one self-contained page, to PATH ('-' for stdout)")
-      ->type_name("PATH");
-  cmd->add_option("--junit", o->junit_path,
-                  "Write the JUnit XML report, one testcase per check, to PATH ('-' for stdout)")
-      ->type_name("PATH");
-  cmd->add_option("--threads", o->threads, "Worker threads (default: OMP_NUM_THREADS or all cores)")
-      ->check(CLI::Range(1, 1024))
-      ->type_name("N");
-  cmd->add_flag("--quiet", o->quiet, "Print only failures and the verdict");
-  cmd->add_flag("--verbose", o->verbose, "Also print an error's low-level detail (the HDF5 library's error stack)");
-  cmd->add_option("--hdf5-timeout", o->hdf5_timeout,
-                  "Seconds the HDF5 library may make no progress reading a file before it is stopped as corrupt "
-                  "(default 60; 0: never)")
-      ->check(CLI::Range(0.0, 86400.0))
-      ->type_name("SECONDS");
-  cmd->add_option("--max-memory", o->max_memory,
-                  "Memory budget of the run in bytes (default 8 GiB): inputs that need more are refused")
-      ->check(CLI::Range(std::uint64_t{1} << 20, std::uint64_t{1} << 50))
-      ->type_name("BYTES");
-}
-
-void add_logit_error_options(CLI::App* cmd, LogitErrorOptions* o, const char* logit_error_help) {
-  cmd->add_option("--logit-error", o->logit_error, logit_error_help)->check(CLI::Range(0.0, 1e30))->type_name("ABS");
-  cmd->add_option("--lambda", o->lambda, "Probabilistic tier multiplier of reference bounds (default 10)")
-      ->check(CLI::Range(1.0, 1000.0));
-}
-
-void add_require_option(CLI::App* cmd, std::string* text) {
-  const CLI::Validator kinds(
-      [](const std::string& s) {
-        auto r = certify::parse_requirement(s);
-        return r.ok() ? std::string() : r.status().message();
-      },
-      "all|KIND[,KIND...]");
-  cmd->add_option("--require", *text,
-                  "Fail when a check of these kinds is skipped: 'all', or kinds such as untouched,walk")
-      ->check(kinds)
-      ->type_name("KINDS");
-}
-
-certify::Requirement requirement(const std::string& text) {
-  return text.empty() ? certify::Requirement{} : *certify::parse_requirement(text);
-}
-
-void add_pair_option(CLI::App* cmd, std::vector<std::string>* pairs) {
-  const CLI::Validator run_pair(
-      [](const std::string& p) {
-        const auto colon = p.find(':');
-        return colon == std::string::npos || colon == 0 || colon + 1 == p.size() ? "expected a:b, got " + p
-                                                                                 : std::string();
-      },
-      "a:b");
-  cmd->add_option("--pair", *pairs, "Pair run a of A with run b of B (repeatable)")->check(run_pair)->type_name("a:b");
-}
-
-std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<std::string>& pairs) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& p : pairs) {
-    const auto colon = p.find(':');
-    out.emplace_back(p.substr(0, colon), p.substr(colon + 1));
-  }
-  return out;
+const certify::OptionTable<CommonOptions>& common_option_table() {
+  using O = CommonOptions;
+  using certify::integer_option;
+  using certify::number_option;
+  using certify::text_option;
+  static const certify::OptionTable<O> table = [] {
+    certify::OptionTable<O> t = {
+        text_option<O>("json", "PATH",
+                       "Write the JSON report to PATH ('-': stdout, and the human summary is not printed)",
+                       [](O& o) -> std::string& { return o.json_path; }),
+        text_option<O>("html", "PATH", "Write the HTML report, one self-contained page, to PATH ('-': stdout)",
+                       [](O& o) -> std::string& { return o.html_path; }),
+        text_option<O>("junit", "PATH", "Write the JUnit XML report, one testcase per check, to PATH ('-': stdout)",
+                       [](O& o) -> std::string& { return o.junit_path; }),
+        integer_option<O>("threads", "N",
+                          "Worker threads (default: OMP_NUM_THREADS, else every core); results are identical at any N",
+                          1, 1024, [](O& o) -> int& { return o.threads; }),
+        certify::flag_option<O>("quiet", "Print only failing checks and the verdict line",
+                                [](O& o) -> bool& { return o.quiet; }),
+        certify::flag_option<O>("verbose",
+                                "Also print an error's low-level detail (the HDF5 library's error stack) on stderr; "
+                                "witness also prints every emission's margin, not only the tightest five",
+                                [](O& o) -> bool& { return o.verbose; }),
+        integer_option<O>(
+            "max-memory", "BYTES",
+            "The run's memory budget: a dataset larger than it is never read whole "
+            "(refused, memory-limit, exit 3), and a run that needs more memory ends the same way; logits and "
+            "tensors are streamed and never read whole",
+            std::int64_t{1} << 20, std::int64_t{1} << 50, [](O& o) -> std::uint64_t& { return o.max_memory; }),
+        number_option<O>("hdf5-timeout", "SECONDS",
+                         "Seconds the HDF5 library may make no progress reading a file before it is stopped as "
+                         "corrupt (0: never; docs/cli.md \"Isolation\")",
+                         0, 86400, [](O& o) -> double& { return o.hdf5_timeout; }),
+    };
+    // The threads default (0) means "OpenMP's", which the help says; no option of the common
+    // table goes into a campaign manifest: they are the whole run's.
+    t[3].shown_default = [](const O&) { return std::optional<std::string>(); };
+    t[6].shown_default = [](const O& o) {
+      const bool whole_gib = o.max_memory % (std::uint64_t{1} << 30) == 0;
+      return std::optional<std::string>(whole_gib ? std::to_string(o.max_memory >> 30) + " GiB"
+                                                  : std::to_string(o.max_memory));
+    };
+    for (certify::OptionSpec<O>& s : t) s.key.clear();
+    return t;
+  }();
+  return table;
 }
 
 void apply_threads(const CommonOptions& o) {

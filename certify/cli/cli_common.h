@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "certify/cli/table_options.h"
+#include "certify/commands/option_table.h"
 #include "certify/io/dump_reader.h"
 #include "certify/isolation/supervisor.h"
 #include "certify/report/report.h"
@@ -30,32 +32,36 @@ struct CommonOptions {
   double hdf5_timeout = 60;  ///< watchdog seconds (0: off)
 };
 
-/// Adds --json, --html, --junit, --threads, --quiet, --verbose, --max-memory and --hdf5-timeout to a subcommand.
-void add_common_options(CLI::App* cmd, CommonOptions* options);
-
-/// The error model of logits: --logit-error ABS (absent: negative) and --lambda, with one help
-/// text wherever they appear (check, witness, forks).
-struct LogitErrorOptions {
-  double logit_error = -1;
-  double lambda = 10.0;
-  std::optional<double> absolute() const {
-    return logit_error >= 0 ? std::optional<double>(logit_error) : std::nullopt;
-  }
-};
-void add_logit_error_options(CLI::App* cmd, LogitErrorOptions* options, const char* logit_error_help);
-
-/// --require all|KIND[,KIND...]: skipped checks of these kinds fail the run. Validated by CLI11
-/// (a usage error for an unknown kind); `requirement()` parses the accepted text.
-void add_require_option(CLI::App* cmd, std::string* text);
-certify::Requirement requirement(const std::string& text);
-
-/// --pair a:b (repeatable), validated by CLI11 (a usage error without the colon).
-void add_pair_option(CLI::App* cmd, std::vector<std::string>* pairs);
-std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<std::string>& pairs);
-
 /// Applies --threads to OpenMP (fixed team size, no dynamic adjustment: results are identical
 /// at any thread count anyway, but timings should not surprise).
 void apply_threads(const CommonOptions& options);
+
+/// The options every command takes (docs/cli.md "Common to every command"): --json, --html,
+/// --junit, --threads, --quiet, --verbose, --max-memory and --hdf5-timeout.
+const certify::OptionTable<CommonOptions>& common_option_table();
+
+/// A subcommand's options as the CLI holds them: the command's own options struct and the
+/// common ones, both registered from their tables. `apply()` (in the command's action) stores
+/// what was given and applies --threads.
+template <class Options>
+struct CommandLine {
+  CommonOptions common;
+  Options options;
+  std::unique_ptr<TableOptions<Options>> table;
+  std::unique_ptr<TableOptions<CommonOptions>> common_table;
+
+  /// Registers `own` (the command's table) and then the common table on `cmd`.
+  void register_on(CLI::App* cmd, const certify::OptionTable<Options>& own) {
+    table = std::make_unique<TableOptions<Options>>(cmd, own, &options);
+    common_table = std::make_unique<TableOptions<CommonOptions>>(cmd, common_option_table(), &common);
+  }
+  void apply() {
+    const Status own = table->apply();
+    const Status shared = common_table->apply();
+    NCERT_ASSERT(own.ok() && shared.ok(), "option values were validated while parsing");
+    apply_threads(common);
+  }
+};
 
 /// Runs a command the CLI way (docs/cli.md "Isolation" and "Reports and exit status"): checks
 /// --json against `inputs` first (a usage error before any work), runs `run` in a supervised

@@ -4,35 +4,21 @@
 namespace ncert::cli {
 
 void register_campaign(CLI::App& app, Action& action) {
-  struct Opts {
-    CommonOptions common;
-    certify::CampaignOptions campaign;
-  };
-  auto opts = std::make_shared<Opts>();
+  auto cl = std::make_shared<CommandLine<certify::CampaignOptions>>();
   CLI::App* cmd = app.add_subcommand(
       "campaign", "Certify many dumps as one campaign (a manifest), on local processes or across MPI ranks");
-  cmd->add_option("MANIFEST", opts->campaign.manifest, "Campaign manifest (JSON, docs/cli.md \"ncert campaign\")")
-      ->required();
-  cmd->add_option("--workers", opts->campaign.workers,
-                  "Work items at once on this machine, each in its own process with --threads threads (default 1; "
-                  "under MPI: one per rank)")
-      ->check(CLI::Range(1, 1024))
-      ->type_name("N");
-  cmd->add_option("--journal", opts->campaign.journal, "Journal of finished items (default MANIFEST.journal)")
-      ->type_name("PATH");
-  cmd->add_flag("--resume", opts->campaign.resume,
-                "Finish the campaign the journal records, without redoing its items");
-  add_common_options(cmd, &opts->common);
-  cmd->callback([opts, &action] {
-    action = [opts] {
-      apply_threads(opts->common);
-      opts->campaign.settings.reader.memory_limit = opts->common.max_memory;
-      opts->campaign.isolation = command_isolation(opts->common);
+  cmd->add_option("MANIFEST", cl->options.manifest, "Campaign manifest (JSON, docs/campaigns.md)")->required();
+  cl->register_on(cmd, certify::campaign_option_table());
+  cmd->callback([cl, &action] {
+    action = [cl] {
+      cl->apply();
+      certify::CampaignOptions& o = cl->options;
+      o.settings.reader.memory_limit = cl->common.max_memory;
+      o.isolation = command_isolation(cl->common);
       // Worker ranks run items and report to rank 0, which alone writes the report.
-      if (!certify::mpi_is_root()) return certify::run_campaign_worker(opts->campaign);
+      if (!certify::mpi_is_root()) return certify::run_campaign_worker(o);
       return run_reported(
-          "campaign", opts->common, {opts->campaign.manifest}, [&] { return certify::run_campaign(opts->campaign); },
-          /*isolate=*/false);
+          "campaign", cl->common, {o.manifest}, [&] { return certify::run_campaign(o); }, /*isolate=*/false);
     };
   });
 }

@@ -4,20 +4,14 @@
 namespace ncert::cli {
 
 void register_demo(CLI::App& app, Action& action) {
-  struct Opts {
-    CommonOptions common;
-    certify::DemoOptions demo;
-  };
-  auto opts = std::make_shared<Opts>();
+  auto cl = std::make_shared<CommandLine<certify::DemoOptions>>();
   CLI::App* cmd =
       app.add_subcommand("demo", "Write synthetic dumps (good and faulty) and certify them: the zero-setup tour");
-  cmd->add_option("--dir", opts->demo.dir, "Directory for the demo dumps (default ./ncert-demo)")->type_name("DIR");
-  cmd->add_flag("--force", opts->demo.force, "Overwrite demo files left by an earlier run");
-  add_common_options(cmd, &opts->common);
-  cmd->callback([opts, &action] {
-    action = [opts] {
-      apply_threads(opts->common);
-      return run_reported("demo", opts->common, {}, [&] { return certify::run_demo(opts->demo); });
+  cl->register_on(cmd, certify::demo_option_table());
+  cmd->callback([cl, &action] {
+    action = [cl] {
+      cl->apply();
+      return run_reported("demo", cl->common, {}, [&] { return certify::run_demo(cl->options); });
     };
   });
 }

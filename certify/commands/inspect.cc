@@ -58,7 +58,7 @@ Result<Report> run_inspect(const InspectOptions& options) {
     dj["filters"] = d.filters;
     dj["bytes"] = d.bytes;
     std::string hash;
-    if (options.hashes) {
+    if (!options.skip_hashes) {
       auto h = reader->dataset_hash(d.path);
       if (!h.ok()) {
         // A read that fails here (checksum, truncated chunk) is a refusal like any other.

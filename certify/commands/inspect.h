@@ -14,7 +14,7 @@ namespace ncert::certify {
 struct InspectOptions {
   std::string dump;
   ReaderOptions reader;
-  bool hashes = true;  ///< hash every dataset (reads all raw data)
+  bool skip_hashes = false;  ///< --no-hashes: hash no dataset (hashing reads all raw data)
 };
 
 /// Never fails for a bad dump (that is the report's `error`); fails only for internal errors.

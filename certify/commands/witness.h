@@ -11,6 +11,7 @@
 #include "certify/io/dump_reader.h"
 #include "certify/logits/witness.h"
 #include "certify/report/report.h"
+#include "reference/linear_spec.h"
 
 namespace ncert::certify {
 
@@ -18,7 +19,7 @@ struct WitnessOptions {
   std::string dump;
   ReaderOptions reader;
   std::optional<double> logit_error;
-  double lambda = 10.0;
+  double lambda = reference::kDefaultLambda;
   std::string out;  ///< witness file to write ("" for none); refuses to overwrite
   bool overwrite = false;
   std::string only;     ///< runs whose name contains this (kUsage if none does)
@@ -33,7 +34,7 @@ struct VerifyOptions {
   std::string witness_file;
   std::string dump;
   ReaderOptions reader;
-  double lambda = 10.0;
+  double lambda = reference::kDefaultLambda;
 };
 
 /// One "witness" check per stored run: PASS iff every stored witness matches the dump.

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "certify/commands/option_table.h"
 #include "certify/report/report.h"
 
 namespace ncert::certify {
@@ -16,6 +17,9 @@ struct DemoOptions {
   std::string dir = "ncert-demo";
   bool force = false;  ///< overwrite demo files left by an earlier run
 };
+
+/// `ncert demo`'s options (--dir, --force).
+const OptionTable<DemoOptions>& demo_option_table();
 
 /// kOutputExists when a demo file exists and force is false; kIo when the directory cannot be
 /// created.

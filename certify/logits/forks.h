@@ -32,6 +32,7 @@
 #include "certify/logits/vocab.h"
 #include "certify/logits/witness.h"
 #include "certify/report/report.h"
+#include "reference/linear_spec.h"
 
 namespace ncert::certify {
 
@@ -50,7 +51,7 @@ struct ForksOptions {
   std::vector<std::pair<std::string, std::string>> pairs;
   bool matched_history = false;
   std::optional<double> logit_error;
-  double lambda = 10.0;
+  double lambda = reference::kDefaultLambda;
   bool require_identical = false;
   Requirement require;     ///< --require: skipped (undetermined) forks of these kinds fail
   std::string vocab_file;  ///< "" for ids only

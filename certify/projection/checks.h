@@ -18,13 +18,14 @@
 #include "certify/projection/projection_data.h"
 #include "certify/projection/reference_pass.h"
 #include "certify/report/check_result.h"
+#include "reference/linear_spec.h"
 
 namespace ncert::certify {
 
 struct CheckOptions {
-  double lambda = 10.0;        ///< probabilistic tier multiplier
-  bool strict = false;         ///< fail on values beyond the probabilistic tier too
-  bool allow_vacuous = false;  ///< a projection that proves nothing passes (reported as such)
+  double lambda = reference::kDefaultLambda;  ///< probabilistic tier multiplier
+  bool strict = false;                        ///< fail on values beyond the probabilistic tier too
+  bool allow_vacuous = false;                 ///< a projection that proves nothing passes (reported as such)
   reference::ReferenceOptions reference;
 };
 
