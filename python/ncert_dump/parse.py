@@ -82,7 +82,8 @@ def _one_of(value: str, container: str, attribute: str) -> Problem:
     values = rules.attribute(container, attribute)["values"]
     if value in values["names"]:
         return None
-    return values["refused"], f'{values["what"]} "{value}" is not one of {", ".join(values["names"])}'
+    names = ", ".join(values["names"])
+    return values["refused"], f'{values["what"]} "{value}" is not one of {names}'
 
 
 def parse_accumulator(s: str) -> Problem:

@@ -24,7 +24,7 @@ from ncert_dump.nodes import STORAGE_DTYPES, Group, Stored
 from ncert_dump.schema import check_logits, check_projection, check_tensor
 
 from .refusal_cases import _codebook_seg, _with_af4
-from .support import HAVE_NCERT, TempDirCase, af4_segment, base_projection, ncert_json, write_raw
+from .support import HAVE_NCERT, TempDirCase, base_projection, ncert_json, write_raw
 from .test_reader_parity import projection_node
 
 P = "/projections/q"
@@ -119,7 +119,8 @@ class RuleParity(TempDirCase):
                 return
             code, errors = self.reader_errors(members)
             if refusal is None:
-                self.assertEqual(errors, [], f"{label}: the writer accepted what the reader refuses")
+                self.assertEqual(errors, [],
+                                 f"{label}: the writer accepted what the reader refuses")
                 self.assertEqual(code, 0)
             elif (refusal.name, refusal.message) in WRITER_ONLY:
                 self.assertEqual(errors, [], f"{label}: a writer rule the reader also makes")
