@@ -11,6 +11,7 @@
 #include "certify/cli/cli_common.h"
 #include "certify/commands/option_tables.h"
 #include "certify/demo/demo.h"
+#include "certify/io/schema_rules.h"
 
 namespace ncert::cli {
 
@@ -160,6 +161,7 @@ const std::vector<GeneratedPart>& generated_parts() {
       cli_flags("campaign-options", &certify::campaign_option_table),
       GeneratedPart{"docs/campaigns.md", "entry-kinds", entry_kinds_markdown},
       GeneratedPart{"docs/campaigns.md", "entry-options", manifest_keys_markdown},
+      GeneratedPart{"python/ncert_dump/schema_rules.json", "", certify::schema_rules_json},
   };
   return parts;
 }
