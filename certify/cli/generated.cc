@@ -13,6 +13,7 @@
 #include "certify/cli/generated_json.h"
 #include "certify/commands/option_tables.h"
 #include "certify/demo/demo.h"
+#include "certify/io/schema_rules.h"
 
 namespace ncert::cli {
 
@@ -162,6 +163,7 @@ const std::vector<GeneratedPart>& generated_parts() {
       cli_flags("campaign-options", &certify::campaign_option_table),
       GeneratedPart{"docs/campaigns.md", "entry-kinds", entry_kinds_markdown},
       GeneratedPart{"docs/campaigns.md", "entry-options", manifest_keys_markdown},
+      GeneratedPart{"python/ncert_dump/schema_rules.json", "", certify::schema_rules_json},
       GeneratedPart{"docs/error-codes.md", "error-codes", error_codes_markdown},
       GeneratedPart{"docs/report.schema.json", "/$defs/error/oneOf", error_pairs_json},
       GeneratedPart{"python/ncert_dump/errors.py", "error-codes", error_codes_python},

@@ -71,7 +71,8 @@ class TableOptions {
                                : spec->set(scratch, text);
           return s.ok() ? std::string() : s.message();
         },
-        spec->value_name);
+        // No description: the value's name is already shown, and the help carries the grammar.
+        "");
   }
 
   void add(CLI::App* cmd, const certify::OptionSpec<Options>& spec) {
@@ -85,11 +86,14 @@ class TableOptions {
         s.option = cmd->add_flag(name, s.flag, help);
         return;
       case certify::OptionType::kNumber:
-        s.option = cmd->add_option(name, s.number, help)->check(CLI::Range(spec.lo, spec.hi));
+        // The range is in the help ("(1–1000; default 10)"), as in the man page and the docs.
+        s.option = cmd->add_option(name, s.number, help)->check(CLI::Range(spec.lo, spec.hi).description(""));
         break;
       case certify::OptionType::kInteger:
-        s.option = cmd->add_option(name, s.integer, help)
-                       ->check(CLI::Range(static_cast<std::int64_t>(spec.lo), static_cast<std::int64_t>(spec.hi)));
+        s.option =
+            cmd->add_option(name, s.integer, help)
+                ->check(
+                    CLI::Range(static_cast<std::int64_t>(spec.lo), static_cast<std::int64_t>(spec.hi)).description(""));
         break;
       case certify::OptionType::kText:
         s.option = cmd->add_option(name, s.text, help)->check(grammar(&spec));

@@ -221,12 +221,14 @@ OptionSpec<Options> parsed_option(std::string flag, std::string value_name, std:
   };
   s.shown_default = [field, name](const Options& defaults) -> std::optional<std::string> {
     const auto value = option_detail::field_of(defaults, field);
+    std::string shown;
     if constexpr (option_detail::IsOptional<std::remove_cv_t<decltype(value)>>::value) {
       if (!value) return std::nullopt;
-      return name(*value);
+      shown = name(*value);
     } else {
-      return name(value);
+      shown = name(value);
     }
+    return shown.empty() ? std::nullopt : std::optional<std::string>(shown);
   };
   return s;
 }

@@ -1,8 +1,8 @@
 // The schema checker: the surveyed objects against dump-format v1 (docs/dump-format.md), every
 // violation a finding that names the object. Which members exist, whether they are required,
 // their element types and shapes come from the member rules (schema_rules.h), the table the page
-// prints; this file adds what a table cannot say: the order of the checks, the values attributes
-// may take, and the rules that join members (x rows = requests x block_rows, lm_head shapes).
+// prints, with the closed value sets; this file adds what a table cannot say: the order of the
+// checks, the grammars and rules that join members (x rows = requests x block_rows, lm_head shapes).
 #include <algorithm>
 
 #include "certify/io/detail/reader_impl.h"
@@ -211,11 +211,12 @@ class SchemaChecker {
       error(attr_rule(kRoot, "ncert_schema_version").refused, "/", "missing attribute \"ncert_schema_version\"");
     } else if (ver->kind != AttrValue::Kind::kInt || ver->ints.size() != 1) {
       error(ErrorCode::kAttributeInvalid, "/", "ncert_schema_version = " + ver->render() + " is not an integer");
-    } else if (ver->ints[0] != 1) {
+    } else if (ver->ints[0] != kDumpFormatVersion) {
       error(ErrorCode::kSchemaVersion, "/",
-            "ncert_schema_version = " + std::to_string(ver->ints[0]) + "; this build of ncert reads version 1 only");
+            "ncert_schema_version = " + std::to_string(ver->ints[0]) + "; this build of ncert reads version " +
+                std::to_string(kDumpFormatVersion) + " only");
     } else {
-      m.schema_version = 1;
+      m.schema_version = kDumpFormatVersion;
     }
     if (auto e = str_attr("/", attr_rule(kRoot, "engine"))) m.engine = *e;
     if (auto b = str_attr("/", attr_rule(kRoot, "build"))) m.build = *b;
@@ -233,15 +234,35 @@ class SchemaChecker {
     }
   }
 
+  /// A one-value attribute (`op`, `tie_break`): a finding unless `value` is the format's one.
+  void expect_only_value(const std::string& obj, const MemberRule& rule, const std::string& value) {
+    NCERT_ASSERT(rule.values.names.size() == 1 && rule.values.what.empty(), "a one-value rule");
+    const std::string only(rule.values.names.front());
+    if (value == only) return;
+    error(rule.values.refused, obj, std::string(rule.name) + " = \"" + value + "\"; only \"" + only + "\" is defined");
+  }
+
+  /// §3, in four named steps: the attributes, the notes on unknown members, the datasets, the
+  /// weights. A projection with any error is not added to the model.
   void check_projection(const std::string& path) {
     const int errors_before = errors_;
-    constexpr Container kProj = Container::kProjection;
     ProjectionInfo p;
     p.path = path;
     p.name = leaf_of(path);
-    if (auto op = str_attr(path, attr_rule(kProj, "op")); op && *op != "linear") {
-      error(ErrorCode::kAttributeInvalid, path, "op = \"" + *op + "\"; only \"linear\" is defined");
+    if (!projection_attributes(path, p)) return;
+    for (const std::string& c : children(path)) {
+      if (!is_member_name(Container::kProjection, leaf_of(c))) note(c, "unknown projection member, ignored");
     }
+    if (!projection_datasets(path, p)) return;
+    projection_weights(path, p, errors_before);
+  }
+
+  /// Every attribute of the projection, in the table's order. False when k or n is unusable:
+  /// without them no member's shape can be checked.
+  bool projection_attributes(const std::string& path, ProjectionInfo& p) {
+    constexpr Container kProj = Container::kProjection;
+    const MemberRule& op_rule = attr_rule(kProj, "op");
+    if (auto op = str_attr(path, op_rule)) expect_only_value(path, op_rule, *op);
     const auto k = int_attr(path, attr_rule(kProj, "k"));
     const auto n = int_attr(path, attr_rule(kProj, "n"));
     const auto in_stride = int_attr(path, attr_rule(kProj, "in_stride"));
@@ -280,16 +301,18 @@ class SchemaChecker {
         p.weights_xxh3 = *h;
       }
     }
-    if (!k || !n) return;
+    if (!k || !n) return false;
     p.k = *k;
     p.n = *n;
     p.in_stride = in_stride.value_or(p.k);
     p.out_stride = out_stride.value_or(p.n);
+    return true;
+  }
 
-    for (const std::string& c : children(path)) {
-      if (!is_member_name(kProj, leaf_of(c))) note(c, "unknown projection member, ignored");
-    }
-
+  /// The datasets, in the order their shapes become known: x gives M, the selector P, then the
+  /// members shaped by them. False when x is unusable (M unknown).
+  bool projection_datasets(const std::string& path, ProjectionInfo& p) {
+    constexpr Container kProj = Container::kProjection;
     RuleContext context;
     context.epilogue = p.epilogue;
     TypeContext types;
@@ -300,7 +323,7 @@ class SchemaChecker {
     sym.in_stride = p.in_stride;
     sym.out_stride = p.out_stride;
     const DatasetInfo* x = member(path, dataset_rule(kProj, "x"), types, sym);
-    if (!x) return;
+    if (!x) return false;
     p.x_dtype = x->dtype;
     p.m = x->shape[0];
     sym.m = p.m;
@@ -333,8 +356,13 @@ class SchemaChecker {
     p.has_y_packed = member(path, dataset_rule(kProj, "y_packed"), types, sym);
     p.has_y_before = member(path, dataset_rule(kProj, "y_before"), types, sym);
     if (sel) p.has_y_compact = member(path, dataset_rule(kProj, "y_compact"), types, sym);
+    return true;
+  }
 
-    const MemberRule& weight = member_rule(kProj, MemberKind::kGroup, "weight");
+  /// The weight group and its segments (or, §4.5, weights declared by hash and given by a
+  /// weights dump); adds the projection to the model when nothing since `errors_before` failed.
+  void projection_weights(const std::string& path, ProjectionInfo& p, int errors_before) {
+    const MemberRule& weight = member_rule(Container::kProjection, MemberKind::kGroup, "weight");
     const std::string wpath = path + "/" + std::string(weight.name);
     if (!groups_->count(wpath) && !model().dataset(wpath) && !p.weights_xxh3.empty()) {
       // §4.5: the weights are the weights dump's projection with this weights hash.
@@ -469,10 +497,9 @@ class SchemaChecker {
     run.path = path;
     run.name = leaf_of(path);
     const auto vocab = int_attr(path, attr_rule(kRun, "vocab"));
-    if (auto tb = str_attr(path, attr_rule(kRun, "tie_break"))) {
-      if (*tb != "lowest") {
-        error(ErrorCode::kAttributeInvalid, path, "tie_break = \"" + *tb + "\"; only \"lowest\" is defined");
-      }
+    const MemberRule& tie_break = attr_rule(kRun, "tie_break");
+    if (auto tb = str_attr(path, tie_break)) {
+      expect_only_value(path, tie_break, *tb);
       run.tie_break = *tb;
     }
     if (auto pr = str_attr(path, attr_rule(kRun, "prompt"))) run.prompt = *pr;
@@ -527,7 +554,7 @@ class SchemaChecker {
       if (d.path.rfind("/tensors/", 0) != 0) continue;
       if (std::find(allowed.begin(), allowed.end(), d.dtype) == allowed.end()) {
         error(ErrorCode::kDatatypeRefused, d.path,
-              "dtype " + std::string(dtype_name(d.dtype)) + "; state tensors are f32, f16 or bf16");
+              "dtype " + std::string(dtype_name(d.dtype)) + "; state tensors are " + dtype_prose(allowed));
         continue;
       }
       TensorInfo t;

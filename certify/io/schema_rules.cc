@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace ncert::certify {
 
@@ -10,7 +11,38 @@ namespace {
 using reference::Af4Codebook;
 using reference::Af4Packing;
 using reference::Af4Variant;
+using reference::Dequant;
+using reference::DequantOp;
+using reference::Epilogue;
+using reference::OutputRounding;
+using reference::ResidualAt;
 using reference::WeightFormat;
+
+// Every value of the enums attributes parse to, in the order the parsers' refusals list them
+// (tests/dump_format holds each list to its parser: every name parses back, any other value is
+// refused with this order in the sentence).
+constexpr DType kOutputDtypes[] = {DType::kF32, DType::kBf16};
+constexpr Epilogue kEpilogues[] = {Epilogue::kNone, Epilogue::kBias, Epilogue::kResidual, Epilogue::kBiasResidual};
+constexpr ResidualAt kResidualAts[] = {ResidualAt::kF32, ResidualAt::kOutput};
+constexpr OutputRounding kOutputRoundings[] = {OutputRounding::kNearestEven, OutputRounding::kTowardZero,
+                                               OutputRounding::kAny};
+constexpr WeightFormat kFormats[] = {WeightFormat::kAf4, WeightFormat::kBf16, WeightFormat::kF32};
+constexpr Af4Variant kVariants[] = {Af4Variant::kAffine, Af4Variant::kCodebook};
+constexpr Af4Codebook kCodebooks[] = {Af4Codebook::kNf4, Af4Codebook::kAf4_64, Af4Codebook::kCustom};
+constexpr Af4Packing kPackings[] = {Af4Packing::kU32Lsb, Af4Packing::kU8Msb, Af4Packing::kU8Lsb};
+constexpr Dequant kDequants[] = {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded};
+constexpr DequantOp kDequantOps[] = {DequantOp::kFma, DequantOp::kMulAdd, DequantOp::kEither};
+
+template <typename E, std::size_t N>
+ValueSet named(const E (&all)[N], std::string_view (*name)(E), ErrorCode refused, std::string_view what) {
+  ValueSet v;
+  for (E e : all) v.names.push_back(name(e));
+  v.refused = refused;
+  v.what = what;
+  return v;
+}
+/// The one value the format defines (`op`, `tie_break`): anything else is attribute-invalid.
+ValueSet only(std::string_view value) { return ValueSet{{value}, ErrorCode::kAttributeInvalid, ""}; }
 
 constexpr Container kRoot = Container::kRoot;
 constexpr Container kProj = Container::kProjection;
@@ -68,6 +100,10 @@ MemberRule defaults(MemberRule r, std::string_view value) {
   r.default_value = value;
   return r;
 }
+MemberRule one_of(MemberRule r, ValueSet values) {
+  r.values = std::move(values);
+  return r;
+}
 
 constexpr bool kRequired = true;
 constexpr bool kOptional = false;
@@ -90,16 +126,21 @@ std::vector<MemberRule> build_rules() {
   t.push_back(attribute(kRoot, "device", kOptional, kStr));
 
   // ---- §3 a projection: attributes, then members ----
-  t.push_back(attribute(kProj, "op", kRequired, kStr));
+  t.push_back(one_of(attribute(kProj, "op", kRequired, kStr), only("linear")));
   t.push_back(attribute(kProj, "k", kRequired, kInt, 1));
   t.push_back(attribute(kProj, "n", kRequired, kInt, 1));
   t.push_back(defaults(attribute(kProj, "in_stride", kOptional, kInt, 1), "`k`"));
   t.push_back(defaults(attribute(kProj, "out_stride", kOptional, kInt, 1), "`n`"));
   t.push_back(attribute(kProj, "accumulator", kRequired, kStr));
-  t.push_back(attribute(kProj, "output_dtype", kRequired, kStr));
-  t.push_back(attribute(kProj, "epilogue", kRequired, kStr));
-  t.push_back(defaults(attribute(kProj, "residual_at", kOptional, kStr), "`f32`"));
-  t.push_back(defaults(attribute(kProj, "output_rounding", kOptional, kStr), "`rne`"));
+  t.push_back(one_of(attribute(kProj, "output_dtype", kRequired, kStr),
+                     named(kOutputDtypes, dtype_name, ErrorCode::kOutputDtypeUnknown, "output_dtype")));
+  t.push_back(one_of(attribute(kProj, "epilogue", kRequired, kStr),
+                     named(kEpilogues, reference::epilogue_name, ErrorCode::kEpilogueUnknown, "epilogue")));
+  t.push_back(one_of(defaults(attribute(kProj, "residual_at", kOptional, kStr), "`f32`"),
+                     named(kResidualAts, reference::residual_at_name, ErrorCode::kOutputDtypeUnknown, "residual_at")));
+  t.push_back(one_of(
+      defaults(attribute(kProj, "output_rounding", kOptional, kStr), "`rne`"),
+      named(kOutputRoundings, reference::output_rounding_name, ErrorCode::kOutputRoundingUnknown, "output_rounding")));
   t.push_back(skips(attribute(kProj, "k_walk", kOptional, kStr), {"walk"}));
   t.push_back(attribute(kProj, "layer", kOptional, kInt));
   t.push_back(skips(attribute(kProj, "role", kOptional, kStr), {"intervals"}));
@@ -133,16 +174,22 @@ std::vector<MemberRule> build_rules() {
       skips(dataset(kProj, "y_before", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}), {"untouched"}));
 
   // ---- §4 a weight segment ----
-  t.push_back(attribute(kSeg, "format", kRequired, kStr));
+  t.push_back(one_of(attribute(kSeg, "format", kRequired, kStr),
+                     named(kFormats, reference::weight_format_name, ErrorCode::kFormatUnknown, "format")));
   t.push_back(attribute(kSeg, "row_begin", kRequired, kInt, 0));
   t.push_back(attribute(kSeg, "row_end", kRequired, kInt, 0));
   t.push_back(when(dataset(kSeg, "values", kRequired, TypeRule::kFormatDtype, {}, {kRows, kK}), When::kFormatValues));
   t.push_back(when(attribute(kSeg, "group_size", kRequired, kInt, 1), When::kFormatAf4));
-  t.push_back(when(attribute(kSeg, "variant", kRequired, kStr), When::kFormatAf4));
-  t.push_back(when(attribute(kSeg, "codebook", kRequired, kStr), When::kVariantCodebook));
-  t.push_back(when(attribute(kSeg, "packing", kRequired, kStr), When::kFormatAf4));
-  t.push_back(when(defaults(attribute(kSeg, "dequant", kOptional, kStr), "`exact`"), When::kFormatAf4));
-  t.push_back(when(defaults(attribute(kSeg, "dequant_op", kOptional, kStr), "`either`"), When::kFormatAf4));
+  t.push_back(one_of(when(attribute(kSeg, "variant", kRequired, kStr), When::kFormatAf4),
+                     named(kVariants, reference::af4_variant_name, ErrorCode::kAf4VariantUnknown, "AF4 variant")));
+  t.push_back(one_of(when(attribute(kSeg, "codebook", kRequired, kStr), When::kVariantCodebook),
+                     named(kCodebooks, reference::af4_codebook_name, ErrorCode::kAf4CodebookUnknown, "AF4 codebook")));
+  t.push_back(one_of(when(attribute(kSeg, "packing", kRequired, kStr), When::kFormatAf4),
+                     named(kPackings, reference::af4_packing_name, ErrorCode::kAf4PackingUnknown, "AF4 packing")));
+  t.push_back(one_of(when(defaults(attribute(kSeg, "dequant", kOptional, kStr), "`exact`"), When::kFormatAf4),
+                     named(kDequants, reference::dequant_name, ErrorCode::kAf4DequantUnknown, "AF4 dequant")));
+  t.push_back(one_of(when(defaults(attribute(kSeg, "dequant_op", kOptional, kStr), "`either`"), When::kFormatAf4),
+                     named(kDequantOps, reference::dequant_op_name, ErrorCode::kDequantOpUnknown, "AF4 dequant_op")));
   t.push_back(
       when(dataset(kSeg, "codes", kRequired, TypeRule::kCodesByPacking, {}, {kRows, kCodeColumns}), When::kFormatAf4));
   t.push_back(when(dataset(kSeg, "scales", kRequired, kList, {D::kBf16, D::kF16, D::kF32}, {kRows, kScaleColumns}),
@@ -153,7 +200,7 @@ std::vector<MemberRule> build_rules() {
 
   // ---- §5 a logits run ----
   t.push_back(attribute(kRun, "vocab", kRequired, kInt, 1));
-  t.push_back(defaults(attribute(kRun, "tie_break", kOptional, kStr), "`lowest`"));
+  t.push_back(one_of(defaults(attribute(kRun, "tie_break", kOptional, kStr), "`lowest`"), only("lowest")));
   t.push_back(attribute(kRun, "prompt", kOptional, kStr));
   t.push_back(dataset(kRun, "tokens", kRequired, kList, {D::kI32}, {kT}));
   t.push_back(dataset(kRun, "logits", kRequired, kList, {D::kF32}, {kT, kV}));
@@ -332,6 +379,14 @@ std::string dtype_list(const std::vector<DType>& dtypes) {
   return names;
 }
 
+std::string dtype_prose(const std::vector<DType>& dtypes) {
+  std::string out;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    out += std::string(i == 0 ? "" : i + 1 == dtypes.size() ? " or " : ", ") + std::string(dtype_name(dtypes[i]));
+  }
+  return out;
+}
+
 std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& s) {
   std::vector<Index> out;
   for (Dim d : rule.dims) {
@@ -380,6 +435,76 @@ std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& s)
         break;
     }
   }
+  return out;
+}
+
+std::string_view container_name(Container c) {
+  switch (c) {
+    case Container::kRoot:
+      return "root";
+    case Container::kProjection:
+      return "projection";
+    case Container::kSegment:
+      return "segment";
+    case Container::kLogitsRun:
+      return "logits_run";
+    case Container::kTensor:
+      return "tensor";
+  }
+  return "";
+}
+
+std::string_view when_name(When w) {
+  switch (w) {
+    case When::kAlways:
+      return "always";
+    case When::kEpilogueHasBias:
+      return "epilogue-has-bias";
+    case When::kEpilogueHasResidual:
+      return "epilogue-has-residual";
+    case When::kFormatValues:
+      return "format-values";
+    case When::kFormatAf4:
+      return "format-af4";
+    case When::kVariantAffine:
+      return "variant-affine";
+    case When::kVariantCodebook:
+      return "variant-codebook";
+    case When::kCodebookCustom:
+      return "codebook-custom";
+  }
+  return "";
+}
+
+std::vector<std::pair<std::string_view, std::vector<std::string_view>>> when_condition(When w) {
+  // 4 epilogues x 3 formats x 2 variants x 3 codebooks = 72 contexts: for each attribute, the
+  // values that occur in a context where `w` holds; an attribute whose every value occurs is
+  // left out (the condition does not depend on it).
+  std::vector<bool> epilogue(std::size(kEpilogues)), format(std::size(kFormats)), variant(std::size(kVariants)),
+      codebook(std::size(kCodebooks));
+  for (std::size_t e = 0; e < epilogue.size(); ++e) {
+    for (std::size_t f = 0; f < format.size(); ++f) {
+      for (std::size_t v = 0; v < variant.size(); ++v) {
+        for (std::size_t c = 0; c < codebook.size(); ++c) {
+          if (!rule_applies(w, RuleContext{kEpilogues[e], kFormats[f], kVariants[v], kCodebooks[c]})) continue;
+          epilogue[e] = format[f] = variant[v] = codebook[c] = true;
+        }
+      }
+    }
+  }
+  std::vector<std::pair<std::string_view, std::vector<std::string_view>>> out;
+  const auto restrict = [&](std::string_view attribute, const std::vector<bool>& holds, auto name_of) {
+    if (std::all_of(holds.begin(), holds.end(), [](bool b) { return b; })) return;
+    std::vector<std::string_view> names;
+    for (std::size_t i = 0; i < holds.size(); ++i) {
+      if (holds[i]) names.push_back(name_of(i));
+    }
+    out.emplace_back(attribute, std::move(names));
+  };
+  restrict("epilogue", epilogue, [](std::size_t i) { return reference::epilogue_name(kEpilogues[i]); });
+  restrict("format", format, [](std::size_t i) { return reference::weight_format_name(kFormats[i]); });
+  restrict("variant", variant, [](std::size_t i) { return reference::af4_variant_name(kVariants[i]); });
+  restrict("codebook", codebook, [](std::size_t i) { return reference::af4_codebook_name(kCodebooks[i]); });
   return out;
 }
 

@@ -8,6 +8,10 @@
 // docs/dump-format.md prints it: tests/dump_format compares the page's member tables with
 // rule_row() entry by entry, so the page and the checker cannot drift apart.
 //
+// The same table is exported as data for the Python writer (python/ncert_dump/schema_rules.json,
+// written by ncert-docgen from schema_rules_json()): the writer validates with these rows instead
+// of a copy kept by hand, and a test fails when the file differs from what this table renders.
+//
 // Conventions: a shape dimension the checker cannot know when the file is opened resolves to -1
 // ("any extent"); the column counts of AF4 codes and scales are checked by the geometry guard
 // 309 when the projection is checked, not here. No HDF5 types.
@@ -17,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reference/af4.h"
@@ -25,6 +30,9 @@
 #include "reference/status.h"
 
 namespace ncert::certify {
+
+/// The one value of the root's ncert_schema_version this build reads (§2).
+inline constexpr std::int64_t kDumpFormatVersion = 1;
 
 /// The kinds of object that hold members (docs/dump-format.md §2-6).
 enum class Container : std::uint8_t { kRoot, kProjection, kSegment, kLogitsRun, kTensor };
@@ -114,6 +122,18 @@ enum class Absent : std::uint8_t {
   kNone,     ///< no check is lost (a label, or data another command uses)
 };
 
+/// The closed set of values a string attribute may take. Enumerated attributes list the names
+/// of the reference enum they parse to (reference/linear_spec.h, af4.h), in the order the
+/// parser's refusal lists them (a test holds the two together); `op` and `tie_break` have one
+/// value each, which the checker compares itself.
+struct ValueSet {
+  std::vector<std::string_view> names;  ///< empty: any string (or a grammar a parser checks)
+  ErrorCode refused = ErrorCode::kOk;   ///< the error of any other value
+  /// How the refusal names the attribute: `<what> "v" is not one of a, b`; "" for the one-value
+  /// form `<name> = "v"; only "a" is defined`.
+  std::string_view what;
+};
+
 struct MemberRule {
   Container container = Container::kRoot;
   std::string_view name;  ///< "" for the state tensor itself
@@ -129,6 +149,7 @@ struct MemberRule {
   ErrorCode refused = ErrorCode::kOk;   ///< kRefused
   std::vector<std::string_view> skips;  ///< kSkip
   std::string_view default_value;       ///< kDefault, as the page prints it
+  ValueSet values;                      ///< kString
 };
 
 /// Every rule, container by container, in the order of the page's tables.
@@ -142,6 +163,8 @@ bool is_member_name(Container c, std::string_view name);
 std::vector<DType> allowed_dtypes(const MemberRule& rule, const TypeContext& context);
 /// "f32 or bf16": how error messages list the accepted dtypes.
 std::string dtype_list(const std::vector<DType>& dtypes);
+/// "f32, f16 or bf16": the accepted dtypes in a sentence.
+std::string dtype_prose(const std::vector<DType>& dtypes);
 /// The expected extents of a dataset member (-1 = any extent).
 std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& symbols);
 
@@ -155,5 +178,21 @@ struct RuleRow {
   std::string absent;    ///< "refused 223 (missing-member)", "SKIP `untouched`", "default `k`", "none"
 };
 RuleRow rule_row(const MemberRule& rule);
+
+/// How JSON and messages name things: "root", "projection", "segment", "logits_run", "tensor".
+std::string_view container_name(Container c);
+/// "always", "epilogue-has-bias", ..., "codebook-custom".
+std::string_view when_name(When w);
+/// The condition of `when` as a conjunction over the parsed attributes it depends on: for each
+/// of "epilogue", "format", "variant", "codebook" that it restricts, the values for which it
+/// holds (computed by evaluating rule_applies over every context, so it cannot disagree).
+std::vector<std::pair<std::string_view, std::vector<std::string_view>>> when_condition(When when);
+
+/// The member rules as the JSON the Python writer loads (python/ncert_dump/schema_rules.json):
+/// every rule in table order, one line each, keys in a fixed order, with the value sets, the
+/// conditions as conjunctions, the dtype a context-dependent type rule resolves to, and which
+/// shape symbols the checker knows when the file is opened. Deterministic: ncert-docgen writes
+/// it and `ncert-docgen check` fails when the file differs.
+std::string schema_rules_json();
 
 }  // namespace ncert::certify

@@ -12,7 +12,7 @@ writable so that `ncert check` can report it.
 
 from __future__ import annotations
 
-from . import parse
+from . import parse, rules
 from .errors import DumpFormatError
 from .schema import ProjectionFacts
 
@@ -62,7 +62,7 @@ def _check_af4(f: ProjectionFacts) -> None:
         if gs < 1 or f.k % gs:
             raise DumpFormatError("guard-af4-geometry", s.path,
                                   f"segment {s.name}: group_size {gs} does not divide K = {f.k}")
-        per = 8 if s.packing == "u32-lsb" else 2
+        per = rules.codes_per_element(s.packing)  # 8 per u32, 2 per u8 (schema_rules.json)
         if f.k % per or s.codes_cols != f.k // per:
             need = " (K is not a multiple)" if f.k % per else f" = {f.k // per}"
             raise DumpFormatError(

@@ -1,8 +1,11 @@
 """The attribute-value parsers of the C++ reader, with its exact messages.
 
-Each function returns None when the value is valid and otherwise ``(error_name, message)``,
-transcribed from reference/linear_spec.cc, reference/af4.cc and certify/logits/policy.cc
-(including the C library's number syntax: strtod / from_chars, not Python's).
+Each function returns None when the value is valid and otherwise ``(error_name, message)``.
+The closed value sets (output_dtype, epilogue, residual_at, format, the AF4 attributes,
+output_rounding) come from the reader's member rules (rules.py, schema_rules.json); the grammars
+of accumulator, k_walk and the tensor compare policy are transcribed from
+reference/linear_spec.cc and certify/logits/policy.cc (including the C library's number syntax:
+strtod / from_chars, not Python's).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import math
 import re
 from typing import Optional, Tuple
+
+from . import rules
 
 __all__ = [
     "strtod_full",
@@ -27,8 +32,6 @@ __all__ = [
     "parse_dequant_op",
     "parse_output_rounding",
     "parse_tensor_policy",
-    "has_bias",
-    "has_residual",
 ]
 
 Problem = Optional[Tuple[str, str]]
@@ -74,10 +77,13 @@ def _from_chars_int(text: str, signed: bool, bits: int) -> Optional[int]:
     return v if lo <= v <= hi else None
 
 
-def _one_of(value: str, allowed, name: str, what: str) -> Problem:
-    if value in allowed:
+def _one_of(value: str, container: str, attribute: str) -> Problem:
+    """The attribute's closed value set, as the reader's rule holds it."""
+    values = rules.attribute(container, attribute)["values"]
+    if value in values["names"]:
         return None
-    return name, f'{what} "{value}" is not one of {", ".join(allowed)}'
+    names = ", ".join(values["names"])
+    return values["refused"], f'{values["what"]} "{value}" is not one of {names}'
 
 
 def parse_accumulator(s: str) -> Problem:
@@ -92,15 +98,15 @@ def parse_accumulator(s: str) -> Problem:
 
 
 def parse_output_dtype(s: str) -> Problem:
-    return _one_of(s, ("f32", "bf16"), "output-dtype-unknown", "output_dtype")
+    return _one_of(s, "projection", "output_dtype")
 
 
 def parse_epilogue(s: str) -> Problem:
-    return _one_of(s, ("none", "bias", "residual", "bias+residual"), "epilogue-unknown", "epilogue")
+    return _one_of(s, "projection", "epilogue")
 
 
 def parse_residual_at(s: str) -> Problem:
-    return _one_of(s, ("f32", "output"), "output-dtype-unknown", "residual_at")
+    return _one_of(s, "projection", "residual_at")
 
 
 def k_walk_parts(s: str) -> Optional[int]:
@@ -122,33 +128,33 @@ def parse_k_walk(s: str) -> Problem:
 
 
 def parse_weight_format(s: str) -> Problem:
-    return _one_of(s, ("af4", "bf16", "f32"), "format-unknown", "format")
+    return _one_of(s, "segment", "format")
 
 
 def parse_af4_variant(s: str) -> Problem:
-    return _one_of(s, ("affine", "codebook"), "af4-variant-unknown", "AF4 variant")
+    return _one_of(s, "segment", "variant")
 
 
 def parse_af4_codebook(s: str) -> Problem:
-    return _one_of(s, ("nf4", "af4-64", "custom"), "af4-codebook-unknown", "AF4 codebook")
+    return _one_of(s, "segment", "codebook")
 
 
 def parse_af4_packing(s: str) -> Problem:
-    return _one_of(s, ("u32-lsb", "u8-msb", "u8-lsb"), "af4-packing-unknown", "AF4 packing")
+    return _one_of(s, "segment", "packing")
 
 
 def parse_dequant(s: str) -> Problem:
-    return _one_of(s, ("exact", "f32", "output", "folded"), "af4-dequant-unknown", "AF4 dequant")
+    return _one_of(s, "segment", "dequant")
 
 
 def parse_dequant_op(s: str) -> Problem:
     """dump-format.md §4 segment attribute: the f32 operation order of s*q + b."""
-    return _one_of(s, ("fma", "mul-add", "either"), "dequant-op-unknown", "AF4 dequant_op")
+    return _one_of(s, "segment", "dequant_op")
 
 
 def parse_output_rounding(s: str) -> Problem:
     """dump-format.md §3 projection attribute: how the engine rounds to the output type."""
-    return _one_of(s, ("rne", "rz", "any"), "output-rounding-unknown", "output_rounding")
+    return _one_of(s, "projection", "output_rounding")
 
 
 def _policy_double(text: str) -> bool:
@@ -186,10 +192,3 @@ def parse_tensor_policy(s: str) -> Problem:
                 f'policy "{s}" applies to logits only; tensors take bitwise, ulp:N or abs:A[,rel:R]')
     return None
 
-
-def has_bias(epilogue: str) -> bool:
-    return epilogue in ("bias", "bias+residual")
-
-
-def has_residual(epilogue: str) -> bool:
-    return epilogue in ("residual", "bias+residual")

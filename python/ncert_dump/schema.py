@@ -1,8 +1,13 @@
 """The C++ reader's schema rules (certify/io/schema.cc), applied to what is about to be written.
 
-The checks run in the reader's order and raise the first violation as a DumpFormatError with
-the reader's error name, object path and sentence. A few rules the reader does not (yet)
-enforce but dump-format.md states are marked "writer rule" below; they use the same style.
+Which members exist, whether they are required (and when), their element types, shapes,
+integer minimums and closed value sets are the reader's own rule table, loaded from
+schema_rules.json (rules.py), which ncert-docgen generates from certify/io/schema_rules.cc.
+This file holds what schema.cc holds in code: the order of the checks, the rules that join
+members (x rows = requests x block_rows, lm_head shapes) and the sentences. The checks run in
+the reader's order and raise the first violation as a DumpFormatError with the reader's error
+name, object path and sentence. A few rules the reader does not (yet) enforce but
+dump-format.md states are marked "writer rule" below; they use the same style.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from . import parse
+from . import parse, rules
 from .errors import DumpFormatError
 from .nodes import Group, Stored
 
@@ -110,13 +115,33 @@ class _Attrs:
                                   f'attribute "{name}" = {int(v)} is below {min_value}')
         return int(v)
 
-    def parsed(self, name: str, required: bool, parser) -> Optional[str]:
-        s = self.string(name, required)
-        if s is not None:
+    def check(self, rule: dict, parser=None, closed: bool = True):
+        """An attribute as its rule says: presence, type and minimum, then (unless `closed` is
+        False, for a caller that checks the value later, as the reader does) its closed value
+        set, then the grammar `parser` checks."""
+        name = rule["name"]
+        if rule["type"] == "int":
+            lo = rule["min_value"]
+            return self.integer(name, rule["required"], INT64_MIN if lo is None else lo)
+        s = self.string(name, rule["required"])
+        if s is not None and closed:
+            self.closed(rule, s)
+        if s is not None and parser is not None:
             problem = parser(s)
             if problem:
                 raise DumpFormatError(problem[0], self.path, problem[1])
         return s
+
+    def closed(self, rule: dict, s: Optional[str]) -> None:
+        """The rule's closed value set: a parser's refusal, or the one value the format defines."""
+        values = rule["values"]
+        if s is None or not values or s in values["names"]:
+            return
+        if values["what"]:
+            message = f'{values["what"]} "{s}" is not one of {", ".join(values["names"])}'
+        else:
+            message = f'{rule["name"]} = "{s}"; only "{values["names"][0]}" is defined'
+        raise DumpFormatError(values["refused"], self.path, message)
 
 
 def check_string_attrs(path: str, attrs: dict) -> None:
@@ -157,6 +182,17 @@ def _member(group: Optional[Group], path: str, required: bool, allowed: Iterable
     return node
 
 
+def _dataset(g: Group, path: str, rule: dict, types: dict, symbols: dict) -> Optional[Stored]:
+    """A dataset member of the container at `path` as its rule says (member() of schema.cc)."""
+    return _member(g, f"{path}/{rule['name']}", rule["required"],
+                   rules.allowed_dtypes(rule, types), rules.expected_shape(rule, symbols))
+
+
+def _dtype_prose(dtypes: Sequence[str]) -> str:
+    """"f32, f16 or bf16"."""
+    return ", ".join(dtypes[:-1]) + " or " + dtypes[-1] if len(dtypes) > 1 else "".join(dtypes)
+
+
 # ---- root -----------------------------------------------------------------------------------
 
 def check_root(attrs: dict) -> None:
@@ -164,26 +200,24 @@ def check_root(attrs: dict) -> None:
     a = _Attrs("/", attrs)
     schema = attrs.get("ncert_schema")
     if schema is None:
-        raise DumpFormatError("schema-unknown", "/",
+        raise DumpFormatError(rules.attribute("root", "ncert_schema")["refused"], "/",
                               "no ncert_schema attribute: not an ncert dump (dump-format.md §2)")
-    if a.string("ncert_schema", False) != "ncert-dump":
+    if a.string("ncert_schema", False) != rules.SCHEMA:
         raise DumpFormatError("schema-unknown", "/",
-                              f'ncert_schema = "{schema}", expected "ncert-dump"')
+                              f'ncert_schema = "{schema}", expected "{rules.SCHEMA}"')
     ver = attrs.get("ncert_schema_version")
     if ver is None:
-        raise DumpFormatError("missing-attribute", "/",
+        raise DumpFormatError(rules.attribute("root", "ncert_schema_version")["refused"], "/",
                               'missing attribute "ncert_schema_version"')
     if _kind(ver) != "int":
         raise DumpFormatError("attribute-invalid", "/",
                               f"ncert_schema_version = {render(ver)} is not an integer")
-    if int(ver) != 1:
+    if int(ver) != rules.VERSION:
         raise DumpFormatError("schema-version", "/",
                               f"ncert_schema_version = {int(ver)}; this build of ncert reads "
-                              "version 1 only")
-    a.string("engine", True)
-    a.string("build", True)
-    a.string("model", False)
-    a.string("device", False)
+                              f"version {rules.VERSION} only")
+    for name in ("engine", "build", "model", "device"):
+        a.check(rules.attribute("root", name))
     check_string_attrs("/", attrs)
 
 
@@ -196,63 +230,72 @@ class ProjectionFacts:
         self.__dict__.update(kw)
 
 
+_P, _S, _R = "projection", "segment", "logits_run"
+
+
 def check_projection(path: str, g: Group) -> ProjectionFacts:
-    """check_projection of schema.cc, then the writer rules of §3 (outputs, role, rounding)."""
+    """check_projection of schema.cc, then the writer rules of §3 (outputs, role)."""
     a = _Attrs(path, g.attrs)
-    op = a.string("op", True)
-    if op != "linear":
+    # projection_attributes: in the reader's order, which is the table's.
+    a.check(rules.attribute(_P, "op"))
+    k = a.check(rules.attribute(_P, "k"))
+    n = a.check(rules.attribute(_P, "n"))
+    in_stride = a.check(rules.attribute(_P, "in_stride"))
+    out_stride = a.check(rules.attribute(_P, "out_stride"))
+    a.check(rules.attribute(_P, "accumulator"), parse.parse_accumulator)
+    output = a.check(rules.attribute(_P, "output_dtype"))
+    epilogue = a.check(rules.attribute(_P, "epilogue"))
+    a.check(rules.attribute(_P, "residual_at"))
+    a.check(rules.attribute(_P, "output_rounding"))
+    k_walk = a.check(rules.attribute(_P, "k_walk"), parse.parse_k_walk)
+    a.check(rules.attribute(_P, "layer"))
+    role = a.check(rules.attribute(_P, "role"))
+    logits_run = a.check(rules.attribute(_P, "logits_run"))
+    requests = a.check(rules.attribute(_P, "requests"))
+    block_rows = a.check(rules.attribute(_P, "block_rows"))
+    a.check(rules.attribute(_P, "cap"))
+    xxh3 = a.check(rules.attribute(_P, "weights_xxh3"))
+    if xxh3 is not None and (len(xxh3) != 32 or set(xxh3) - set("0123456789abcdef")):
+        # §4.5: the canonical form (the writer declares it itself, after these checks).
         raise DumpFormatError("attribute-invalid", path,
-                              f'op = "{op}"; only "linear" is defined')
-    k = a.integer("k", True, 1)
-    n = a.integer("n", True, 1)
-    in_stride = a.integer("in_stride", False, 1)
-    out_stride = a.integer("out_stride", False, 1)
-    a.parsed("accumulator", True, parse.parse_accumulator)
-    output = a.parsed("output_dtype", True, parse.parse_output_dtype)
-    epilogue = a.parsed("epilogue", True, parse.parse_epilogue)
-    a.parsed("residual_at", False, parse.parse_residual_at)
-    k_walk = a.parsed("k_walk", False, parse.parse_k_walk)
-    a.integer("layer", False, INT64_MIN)
-    role = a.string("role", False)
-    logits_run = a.string("logits_run", False)
-    requests = a.integer("requests", False, 1)
-    block_rows = a.integer("block_rows", False, 1)
-    a.integer("cap", False, 0)
-    a.parsed("output_rounding", False, parse.parse_output_rounding)  # writer rule (§8)
+                              f'weights_xxh3 = "{xxh3}" is not an XXH3-128 hash in 32 lowercase '
+                              "hex digits")
     check_string_attrs(path, g.attrs)
     in_stride = k if in_stride is None else in_stride
     out_stride = n if out_stride is None else out_stride
 
-    x = _member(g, path + "/x", True, ("f32", "bf16"), (-1, in_stride))
-    m = x.shape[0]
+    # projection_datasets: x gives M, the selector P, then the members shaped by them.
+    context = {"epilogue": epilogue}
+    types = {"output_dtype": output}
+    sym = {"K": k, "N": n, "in_stride": in_stride, "out_stride": out_stride}
+    x = _dataset(g, path, rules.dataset(_P, "x"), types, sym)
+    m = sym["M"] = x.shape[0]
     if requests is not None and block_rows is not None and requests * block_rows != m:
         raise DumpFormatError(
             "shape-mismatch", path + "/x",
             f"{m} rows but requests x block_rows = {requests} x {block_rows} = "
             f"{requests * block_rows}")
-    sel = _member(g, path + "/selector", True, ("i32",), (-1,))
-    p = sel.shape[0]
-    r = requests if requests is not None else -1
-    _member(g, path + "/commit_counts", False, ("i32",), (r,))
-    for leaf, needed, shape in (("bias", parse.has_bias(epilogue), (n,)),
-                                ("residual", parse.has_residual(epilogue), (m, out_stride))):
-        if needed:
-            _member(g, f"{path}/{leaf}", True, ("f32", "bf16"), shape)
+    sel = _dataset(g, path, rules.dataset(_P, "selector"), types, sym)
+    p = sym["P"] = sel.shape[0]
+    sym["R"] = requests
+    _dataset(g, path, rules.dataset(_P, "commit_counts"), types, sym)
+    for leaf in ("bias", "residual"):
+        rule = rules.dataset(_P, leaf)
+        if rules.applies(rule, context):
+            _dataset(g, path, rule, types, sym)
         elif g.dataset(leaf) is not None:
             # The reader notes and ignores it; a writer refuses to write what nobody reads.
             raise DumpFormatError("invalid-argument", f"{path}/{leaf}",
                                   f"present but the epilogue has no {leaf}; it would be ignored")
-    outputs = []
-    for leaf in ("y_unpacked", "y_packed", "y_before"):
-        if _member(g, f"{path}/{leaf}", False, (output,), (m, out_stride)) is not None:
-            outputs.append(leaf)
-    if _member(g, path + "/y_compact", False, (output,), (p, out_stride)) is not None:
-        outputs.append("y_compact")
+    outputs = [leaf for leaf in ("y_unpacked", "y_packed", "y_before", "y_compact")
+               if _dataset(g, path, rules.dataset(_P, leaf), types, sym) is not None]
 
-    wpath = path + "/weight"
-    weight = g.members.get("weight")
+    # projection_weights
+    weight_rule = rules.group(_P, "weight")
+    wpath = f"{path}/{weight_rule['name']}"
+    weight = g.members.get(weight_rule["name"])
     if weight is None:
-        raise DumpFormatError("missing-member", path, 'missing group "weight"')
+        raise DumpFormatError(weight_rule["refused"], path, 'missing group "weight"')
     segments = []
     for name in sorted(weight.members):
         spath = f"{wpath}/{name}"
@@ -278,43 +321,57 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
 
 
 def _check_segment(path: str, g: Group, k: int) -> ProjectionFacts:
+    """check_segment of schema.cc: presence and type of the attributes it needs first, then
+    their values, then the members the format, variant and codebook call for."""
     a = _Attrs(path, g.attrs)
-    fmt = a.string("format", True)
-    begin = a.integer("row_begin", True, 0)
-    end = a.integer("row_end", True, 0)
-    problem = parse.parse_weight_format(fmt)
-    if problem:
-        raise DumpFormatError(problem[0], path, problem[1])
+    format_rule = rules.attribute(_S, "format")
+    fmt = a.check(format_rule, closed=False)
+    begin = a.check(rules.attribute(_S, "row_begin"))
+    end = a.check(rules.attribute(_S, "row_end"))
+    a.closed(format_rule, fmt)
     if end <= begin:
         raise DumpFormatError("attribute-invalid", path, f"row_end {end} <= row_begin {begin}")
-    rows = end - begin
     name = path.rsplit("/", 1)[1]
     facts = ProjectionFacts(path=path, name=name, format=fmt, row_begin=begin, row_end=end)
-    if fmt != "af4":
-        _member(g, path + "/values", True, (fmt,), (rows, k))
+    context = {"format": fmt}
+    types = {"format": fmt}
+    sym = {"K": k, "rows": end - begin}
+    values_rule = rules.dataset(_S, "values")
+    if rules.applies(values_rule, context):
+        _dataset(g, path, values_rule, types, sym)
         check_string_attrs(path, g.attrs)
         return facts
-    gs = a.integer("group_size", True, 1)
-    variant = a.parsed("variant", True, parse.parse_af4_variant)
-    packing = a.parsed("packing", True, parse.parse_af4_packing)
-    a.parsed("dequant", False, parse.parse_dequant)
-    a.parsed("dequant_op", False, parse.parse_dequant_op)  # writer rule (§8)
-    if variant == "codebook":
-        cb = a.parsed("codebook", True, parse.parse_af4_codebook)
-        if cb == "custom":
-            _member(g, path + "/codebook", True, ("f32",), (16,))
-    code_type = "u32" if packing == "u32-lsb" else "u8"
-    codes = _member(g, path + "/codes", True, (code_type,), (rows, -1))
-    scales = _member(g, path + "/scales", True, ("bf16", "f16", "f32"), (rows, -1))
-    if variant == "affine":
-        _member(g, path + "/biases", True, (scales.dtype,), scales.shape)
+    gs = a.check(rules.attribute(_S, "group_size"))
+    variant_rule, packing_rule = rules.attribute(_S, "variant"), rules.attribute(_S, "packing")
+    variant = a.check(variant_rule, closed=False)
+    packing = a.check(packing_rule, closed=False)
+    a.closed(variant_rule, variant)
+    a.closed(packing_rule, packing)
+    context["variant"] = variant
+    types["packing"] = packing
+    a.check(rules.attribute(_S, "dequant"))
+    a.check(rules.attribute(_S, "dequant_op"))
+    codebook_rule = rules.attribute(_S, "codebook")
+    if rules.applies(codebook_rule, context):
+        context["codebook"] = a.check(codebook_rule)
+        table_rule = rules.dataset(_S, "codebook")
+        if rules.applies(table_rule, context):
+            _dataset(g, path, table_rule, types, sym)
+    codes = _dataset(g, path, rules.dataset(_S, "codes"), types, sym)
+    scales = _dataset(g, path, rules.dataset(_S, "scales"), types, sym)
+    biases_rule = rules.dataset(_S, "biases")
+    biases = None
+    if rules.applies(biases_rule, context):
+        types["scales"] = scales.dtype
+        sym["K/group_size"] = scales.shape[1]
+        biases = _dataset(g, path, biases_rule, types, sym)
     elif g.dataset("biases") is not None:
         raise DumpFormatError("invalid-argument", path + "/biases",
                               "present but the codebook variant has no biases; it would be ignored")
     check_string_attrs(path, g.attrs)
     facts.__dict__.update(group_size=gs, variant=variant, packing=packing,
                           codes_cols=codes.shape[1], scales_cols=scales.shape[1],
-                          biases_cols=g.dataset("biases").shape[1] if variant == "affine" else 0)
+                          biases_cols=biases.shape[1] if biases is not None else 0)
     return facts
 
 
@@ -323,38 +380,42 @@ def _check_segment(path: str, g: Group, k: int) -> ProjectionFacts:
 def check_logits(path: str, g: Group):
     """check_logits of schema.cc. Returns (tokens T, vocab V)."""
     a = _Attrs(path, g.attrs)
-    vocab = a.integer("vocab", True, 1)
-    tb = a.string("tie_break", False)
-    if tb is not None and tb != "lowest":
-        raise DumpFormatError("attribute-invalid", path,
-                              f'tie_break = "{tb}"; only "lowest" is defined')
-    a.string("prompt", False)
+    vocab = a.check(rules.attribute(_R, "vocab"))
+    a.check(rules.attribute(_R, "tie_break"))
+    a.check(rules.attribute(_R, "prompt"))
     check_string_attrs(path, g.attrs)
-    tokens = _member(g, path + "/tokens", True, ("i32",), (-1,))
-    t = tokens.shape[0]
-    logits = g.dataset("logits")
-    lpath = path + "/logits"
+    types = {}
+    sym = {"V": vocab}
+    tokens = _dataset(g, path, rules.dataset(_R, "tokens"), types, sym)
+    t = sym["T"] = tokens.shape[0]
+    # The logits are streamed, not read whole: their own sentences (schema.cc).
+    logits_rule = rules.dataset(_R, "logits")
+    lpath = f"{path}/{logits_rule['name']}"
+    logits = g.dataset(logits_rule["name"])
     if logits is None:
-        _member(g, lpath, True, ("f32",), (t, vocab))  # raises: missing dataset "logits"
-    if logits.dtype != "f32":
+        _dataset(g, path, logits_rule, types, sym)  # raises: missing dataset "logits"
+    allowed = rules.allowed_dtypes(logits_rule)
+    if logits.dtype not in allowed:
         raise DumpFormatError("datatype-refused", lpath,
-                              f"dtype {logits.dtype} where f32 is required (raw logits)")
-    if logits.shape != (t, vocab):
+                              f"dtype {logits.dtype} where {' or '.join(allowed)} is required "
+                              "(raw logits)")
+    if logits.shape != rules.expected_shape(logits_rule, sym):
         raise DumpFormatError("shape-mismatch", lpath,
                               f"shape {_shape_string(logits.shape)} but tokens and vocab "
                               f"require [{t}, {vocab}]")
-    _member(g, path + "/positions", False, ("i64",), (t,))
-    _member(g, path + "/prompt_tokens", False, ("i32",), (-1,))
+    _dataset(g, path, rules.dataset(_R, "positions"), types, sym)
+    _dataset(g, path, rules.dataset(_R, "prompt_tokens"), types, sym)
     return t, vocab
 
 
 def check_tensor(path: str, d: Stored) -> None:
     """check_tensors of schema.cc, plus the compare policy the compare command parses."""
-    if d.dtype not in ("f32", "f16", "bf16"):
+    allowed = rules.allowed_dtypes(rules.dataset("tensor", ""))
+    if d.dtype not in allowed:
         raise DumpFormatError("datatype-refused", path,
-                              f"dtype {d.dtype}; state tensors are f32, f16 or bf16")
+                              f"dtype {d.dtype}; state tensors are {_dtype_prose(allowed)}")
     a = _Attrs(path, d.attrs)
-    a.parsed("compare", False, parse.parse_tensor_policy)
+    a.check(rules.attribute("tensor", "compare"), parse.parse_tensor_policy)
     check_string_attrs(path, d.attrs)
 
 

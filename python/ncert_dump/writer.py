@@ -16,7 +16,7 @@ from typing import Optional
 
 import h5py
 
-from . import h5out
+from . import h5out, rules
 from .build import build_logits, build_projection, build_tensor, check_leaf
 from .errors import DumpFormatError
 from .guards import check_weights_and_strides
@@ -45,8 +45,8 @@ class DumpWriter:
         if not overwrite and os.path.exists(self.path):
             raise DumpFormatError("output-exists", self.path,
                                   "exists; refusing to overwrite it")
-        root = {"ncert_schema": "ncert-dump", "ncert_schema_version": 1, "engine": engine,
-                "build": build, "model": model, "device": device}
+        root = {"ncert_schema": rules.SCHEMA, "ncert_schema_version": rules.VERSION,
+                "engine": engine, "build": build, "model": model, "device": device}
         root = {k: v for k, v in root.items() if v is not None}
         check_root(root)
         folder, base = os.path.split(os.path.abspath(self.path))

@@ -108,6 +108,8 @@ print(f"lib/python{sys.version_info[0]}.{sys.version_info[1]}/{folder}", end="")
                    "(-DNCERT_INSTALL_PYTHONDIR=lib/python3.<minor>/dist-packages installs it)")
   endif()
 endif()
+# The whole folder, so the member rules it validates with (schema_rules.json, generated from
+# certify/io/schema_rules.cc) are installed with the code that loads them at import.
 if(DEFINED NCERT_INSTALL_PYTHONDIR)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ncert_dump DESTINATION ${NCERT_INSTALL_PYTHONDIR}
     COMPONENT ncert_python
