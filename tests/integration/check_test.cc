@@ -350,15 +350,15 @@ TEST(Coverage, RequireTurnsSkipsIntoFailures) {
   auto r = run_check(co);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict(), Verdict::kFail);
-  const CheckResult* u = find(*r, "projections/attn_qkv/untouched");
+  const CheckResult* u = find_check(*r, "projections/attn_qkv/untouched");
   EXPECT_EQ(u->verdict, Verdict::kFail);
   EXPECT_NE(u->reason.find("required by --require untouched"), std::string::npos) << u->reason;
   // Other kinds' skips stay skips; "all" fails every one of them.
-  EXPECT_EQ(find(*r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
+  EXPECT_EQ(find_check(*r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
   co.require = *parse_requirement("all");
   auto all = run_check(co);
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(find(*all, "projections/mlp_up/walk")->verdict, Verdict::kFail);
+  EXPECT_EQ(find_check(*all, "projections/mlp_up/walk")->verdict, Verdict::kFail);
   EXPECT_EQ(all->skipped_checks(), 0);
   EXPECT_EQ(parse_requirement("untouched,nonsense").status().code(), ErrorCode::kUsage);
 }

@@ -180,7 +180,7 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   poke_f32(dump, "/logits/run/logits", 4, 900, 0.5f);
   auto bad = run_witness_verify(v);
   ASSERT_TRUE(bad.ok());
-  const CheckResult* c = find(*bad, "logits/run/witness");
+  const CheckResult* c = find_check(*bad, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
   EXPECT_NE(c->reason.find("position 9: row hash differs"), std::string::npos) << c->reason;
