@@ -8,7 +8,9 @@
 #include <hdf5.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -26,6 +28,7 @@ namespace {
 
 using fixtures::Fault;
 using ncert::testing::check_dump;
+using ncert::testing::evidence_of;
 using ncert::testing::failing_ids;
 using ncert::testing::find_check;
 using ncert::testing::scratch_file;
@@ -55,6 +58,7 @@ TEST(Check, TinyPresetPassesEveryCheck) {
   // output rounding, so no bias check at all.
   ASSERT_NE(find_check(r, "projections/mlp_up/walk"), nullptr);
   EXPECT_EQ(find_check(r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
+  // A SKIP carries no evidence: its reason naming what would enable the check is the contract.
   EXPECT_NE(find_check(r, "projections/mlp_up/walk")->reason.find("k_walk"), std::string::npos);
   EXPECT_EQ(find_check(r, "projections/mlp_up/bias"), nullptr);
   EXPECT_EQ(r.exit_code(), 0);
@@ -101,13 +105,30 @@ TEST(Check, FaultDetailsNameRowColumnSlotAndValues) {
       check_dump(write_fixture(fixtures::preset_tiny(), "wrong.h5", Fault::kWrongRowScattered, "attn_qkv"));
   const CheckResult* id = find_check(wrong, "projections/attn_qkv/identity");
   ASSERT_NE(id, nullptr);
-  EXPECT_NE(id->reason.find("row 0 col 0 (slot 0)"), std::string::npos) << id->reason;
-  EXPECT_NE(id->reason.find("0x"), std::string::npos);  // both engine values in hex
+  EXPECT_EQ(id->verdict, Verdict::kFail);
+  ASSERT_TRUE(id->first_failure.has_value());
+  EXPECT_EQ(id->first_failure->row, 0);
+  EXPECT_EQ(id->first_failure->col, 0);
+  EXPECT_EQ(id->first_failure->slot, 0);
+  const auto* ie = evidence_of<IdentityEvidence>(id);
+  ASSERT_NE(ie, nullptr);
+  EXPECT_GT(ie->differ, 0);
+  // The two engine values exist only as the reason prints them (bits in hex): text is the contract.
+  EXPECT_NE(id->reason.find("0x"), std::string::npos);
   const Report nan = check_dump(write_fixture(fixtures::preset_tiny(), "nan.h5", Fault::kNanOutput, "attn_qkv"));
   const CheckResult* b = find_check(nan, "projections/attn_qkv/bound");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->verdict, Verdict::kFail);
-  EXPECT_NE(b->reason.find("outside ["), std::string::npos) << b->reason;
+  const auto* be = evidence_of<BoundEvidence>(b);
+  ASSERT_NE(be, nullptr);
+  EXPECT_GT(be->outside, 0);
+  ASSERT_TRUE(be->first.has_value());
+  EXPECT_TRUE(std::isnan(be->first->element.value));
+  EXPECT_LE(be->first->element.accept.lo, be->first->element.accept.hi);
+  ASSERT_TRUE(b->first_failure.has_value());
+  EXPECT_EQ(b->first_failure->object, "y_unpacked");
+  EXPECT_EQ(b->first_failure->row, be->first->element.row);
+  EXPECT_EQ(b->first_failure->col, be->first->element.col);
   EXPECT_EQ(stats(*b)["first"]["output"], "y_unpacked");
 }
 
@@ -188,12 +209,16 @@ TEST(Check, GeometryViolationsNameTheGuard) {
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->verdict, Verdict::kFail);
   EXPECT_EQ(stats(*g)["guard"], "guard-not-prefix");
+  // Which request a guard refused is only in the guard's message (packing::validate_plan).
   EXPECT_NE(g->reason.find("request 0"), std::string::npos) << g->reason;
   ncert::testing::poke_i32(path, "/projections/attn_qkv/selector", {0, 1, 4, 5, 9, -1});
   r = check_dump(path);
   EXPECT_EQ(stats(*find_check(r, "projections/attn_qkv/geometry"))["guard"], "guard-row-out-of-range");
   // Rows that do not map to slots make the slot-based checks "not evaluated", not silent.
-  EXPECT_NE(find_check(r, "projections/attn_qkv/identity")->reason.find("not evaluated"), std::string::npos);
+  const CheckResult* blocked = find_check(r, "projections/attn_qkv/identity");
+  ASSERT_NE(blocked, nullptr);
+  EXPECT_EQ(blocked->verdict, Verdict::kFail);
+  EXPECT_NE(evidence_of<NotEvaluatedEvidence>(blocked), nullptr);
   // The other projections are unaffected.
   EXPECT_EQ(find_check(r, "projections/mlp_up/bound")->verdict, Verdict::kPass);
 }
@@ -206,17 +231,24 @@ TEST(Check, VacuousProjectionsFailUnlessAllowed) {
   const CheckResult* v = find_check(r, "projections/p/vacuity");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->verdict, Verdict::kFail);
-  EXPECT_NE(v->reason.find("all-zero activations"), std::string::npos) << v->reason;
+  ASSERT_NE(evidence_of<VacuityEvidence>(v), nullptr);
+  EXPECT_EQ(evidence_of<VacuityEvidence>(v)->vacuous, std::vector<std::string>{"all-zero activations"}) << v->reason;
   CheckOptions allow;
   allow.allow_vacuous = true;
   r = check_dump(path, allow);
-  EXPECT_EQ(find_check(r, "projections/p/vacuity")->verdict, Verdict::kPass);
-  EXPECT_NE(find_check(r, "projections/p/vacuity")->reason.find("allowed"), std::string::npos);
+  // Allowed: a PASS although the projection is still vacuous.
+  const CheckResult* allowed = find_check(r, "projections/p/vacuity");
+  ASSERT_NE(evidence_of<VacuityEvidence>(allowed), nullptr);
+  EXPECT_EQ(allowed->verdict, Verdict::kPass);
+  EXPECT_EQ(evidence_of<VacuityEvidence>(allowed)->vacuous, std::vector<std::string>{"all-zero activations"});
 
   fixtures::DumpSpec none = small("f32-rn", "seq", "");
   none.projections[0].commits = {0, 0};
   const Report n = check_dump(write_fixture(none, "noselect.h5"));
-  EXPECT_NE(find_check(n, "projections/p/vacuity")->reason.find("no selected rows"), std::string::npos);
+  const auto* ne = evidence_of<VacuityEvidence>(find_check(n, "projections/p/vacuity"));
+  ASSERT_NE(ne, nullptr);
+  EXPECT_EQ(ne->selected_rows, 0);
+  EXPECT_NE(std::find(ne->vacuous.begin(), ne->vacuous.end(), "no selected rows"), ne->vacuous.end());
 }
 
 TEST(Check, StrictFailsOnProbabilisticTierExceedances) {
@@ -245,7 +277,15 @@ TEST(Check, StrictFailsOnProbabilisticTierExceedances) {
   const CheckResult* sb = find_check(s, "projections/wide/bound");
   ASSERT_NE(sb, nullptr);
   EXPECT_EQ(sb->verdict, Verdict::kFail);
-  EXPECT_NE(sb->reason.find("beyond the probabilistic tier (--strict)"), std::string::npos) << sb->reason;
+  // Failed on the tier alone: nothing outside the intervals, the first value beyond the tier named.
+  const auto* sbe = evidence_of<BoundEvidence>(sb);
+  ASSERT_NE(sbe, nullptr);
+  EXPECT_EQ(sbe->outside, 0);
+  EXPECT_GT(sbe->beyond_tier, sbe->elements / 4);
+  EXPECT_FALSE(sbe->first.has_value());
+  ASSERT_TRUE(sb->first_failure.has_value());
+  EXPECT_GE(sb->first_failure->row, 0);
+  EXPECT_GE(sb->first_failure->col, 0);
   EXPECT_EQ(failing_ids(s), std::set<std::string>{"projections/wide/bound"});
 }
 
@@ -302,6 +342,7 @@ TEST(Check, OutputsThatAreOneObjectUnderTwoNamesAreRefused) {
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->code(), ErrorCode::kObjectAliased);
   EXPECT_EQ(r.exit_code(), 3);
+  // A refusal is a Status: its message naming the object is the contract (docs/coding-guidelines.md).
   EXPECT_NE(r.error->message().find("/projections/attn_qkv/y_unpacked"), std::string::npos) << r.error->message();
   // Its legitimate twin (two objects holding the same bits) passes identity.
   const Report twin = check_dump(write_fixture(fixtures::preset_tiny(), "not-aliased.h5"));
@@ -319,6 +360,7 @@ TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {
   const CheckResult* u = find_check(r, "projections/attn_qkv/untouched");
   ASSERT_NE(u, nullptr);
   EXPECT_EQ(u->verdict, Verdict::kSkip);
+  // SKIPs carry no evidence: their reasons naming the missing members are the contract.
   EXPECT_NE(u->reason.find("y_before"), std::string::npos) << u->reason;
   const CheckResult* g = find_check(r, "projections/attn_qkv/request-guards");
   ASSERT_NE(g, nullptr);
@@ -336,6 +378,7 @@ TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {
     }
   }
   EXPECT_TRUE(seen);
+  // The text rendering is under test here.
   EXPECT_NE(r.to_text(false).find("coverage"), std::string::npos);
   EXPECT_NE(r.to_text(false).find("skipped"), std::string::npos);
 }
@@ -352,6 +395,8 @@ TEST(Coverage, RequireTurnsSkipsIntoFailures) {
   EXPECT_EQ(r->verdict(), Verdict::kFail);
   const CheckResult* u = find_check(*r, "projections/attn_qkv/untouched");
   EXPECT_EQ(u->verdict, Verdict::kFail);
+  // A required SKIP keeps its kind and no evidence; that it was required is only in its reason.
+  EXPECT_EQ(u->kind, CheckKind::kUntouched);
   EXPECT_NE(u->reason.find("required by --require untouched"), std::string::npos) << u->reason;
   // Other kinds' skips stay skips; "all" fails every one of them.
   EXPECT_EQ(find_check(*r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
@@ -384,7 +429,9 @@ TEST(Coverage, ADumpWithNothingToCertifyFailsItsVacuityCheck) {
   const CheckResult* v = find_check(r, "vacuity");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->verdict, Verdict::kFail);
-  EXPECT_NE(v->reason.find("nothing to certify"), std::string::npos);
+  const auto* ve = evidence_of<VacuityEvidence>(v);
+  ASSERT_NE(ve, nullptr);
+  EXPECT_EQ(ve->vacuous, std::vector<std::string>{"no projection and no logits run"});
   // The good dump's vacuity passes and counts what was certified.
   const Report good = check_dump(write_fixture(fixtures::preset_tiny(), "nonempty.h5"));
   EXPECT_EQ(find_check(good, "vacuity")->verdict, Verdict::kPass);

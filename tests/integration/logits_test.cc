@@ -24,6 +24,7 @@
 namespace ncert::certify {
 namespace {
 
+using ncert::testing::evidence_of;
 using ncert::testing::find_check;
 using ncert::testing::poke_f32;
 using ncert::testing::poke_i32;
@@ -131,7 +132,19 @@ TEST(Witness, AnEmissionThatIsNotTheMaximumFailsNamingRunPositionAndTokens) {
   EXPECT_EQ(c->verdict, Verdict::kFail);
   EXPECT_EQ(stats(*c)["failed"], 1);
   // Positions are prompt length (5) + row.
-  EXPECT_NE(c->reason.find("run run position 8: emitted token 11"), std::string::npos) << c->reason;
+  const auto* e = evidence_of<WitnessEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->first_failure.has_value());
+  EXPECT_FALSE(e->first_failure->ok);
+  EXPECT_EQ(e->first_failure->row, 3);
+  EXPECT_EQ(e->first_failure->position, 8);
+  EXPECT_EQ(e->first_failure->token, 11);
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->object, "logits/run");
+  EXPECT_EQ(c->first_failure->row, 3);
+  EXPECT_EQ(c->first_failure->position, 8);
+  EXPECT_EQ(c->first_failure->token, 11);
+  // Where the row's maximum really is has no typed form: only the failure's text names it.
   EXPECT_NE(c->reason.find("at token 21"), std::string::npos) << c->reason;
   EXPECT_EQ(r.exit_code(), 1);
 }
@@ -145,6 +158,13 @@ TEST(Witness, NanInARowFails) {
   const CheckResult* c = find_check(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
+  const auto* e = evidence_of<WitnessEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->first_failure.has_value());
+  EXPECT_FALSE(e->first_failure->ok);
+  EXPECT_EQ(e->first_failure->row, 1);
+  EXPECT_EQ(e->failed, 1);
+  // Where the NaN is has no typed form: only the failure's text names it.
   EXPECT_NE(c->reason.find("NaN, first at token 50"), std::string::npos) << c->reason;
 }
 
@@ -155,6 +175,9 @@ TEST(Witness, LogitsThatAreNotTheLmHeadOutputFail) {
   const CheckResult* c = find_check(r, "logits/greedy/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
+  // Every emission is valid: the failure is the lm_head mismatch, which has no typed form.
+  ASSERT_NE(evidence_of<WitnessEvidence>(c), nullptr);
+  EXPECT_EQ(evidence_of<WitnessEvidence>(c)->failed, 0);
   EXPECT_NE(c->reason.find("row 2 token 5"), std::string::npos) << c->reason;
 }
 
@@ -183,8 +206,15 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   const CheckResult* c = find_check(*bad, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
-  EXPECT_NE(c->reason.find("position 9: row hash differs"), std::string::npos) << c->reason;
+  const auto* ve = evidence_of<VerifyEvidence>(c);
+  ASSERT_NE(ve, nullptr);
+  EXPECT_EQ(ve->position, std::optional<std::int64_t>(9));
+  EXPECT_EQ(ve->verified, 4);  // positions 5..8
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->position, 9);
   EXPECT_EQ(stats(*c)["position"], 9);
+  // Which stored field differs has no typed form: only the reason names it.
+  EXPECT_NE(c->reason.find("row hash differs"), std::string::npos) << c->reason;
 
   // The witness file is never overwritten silently.
   WitnessOptions again;
@@ -302,7 +332,15 @@ TEST(Compare, Top1FailsWhereTheArgmaxMoves) {
   const CheckResult* c = find_check(r, "logits/run");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
-  EXPECT_NE(c->reason.find("row 4: argmax 28 in A but 100 in B"), std::string::npos) << c->reason;
+  const auto* e = evidence_of<LogitsEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->first_failure_row, 4);
+  EXPECT_EQ(e->failing_rows, 1);
+  ASSERT_GT(e->first_rows.size(), 4u);
+  EXPECT_EQ(e->first_rows[4].argmax_a, 28);
+  EXPECT_EQ(e->first_rows[4].argmax_b, 100);
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->row, 4);
 }
 
 TEST(Compare, AnUlpDistanceThroughZeroIsShownWithItsValues) {
@@ -322,6 +360,8 @@ TEST(Compare, AnUlpDistanceThroughZeroIsShownWithItsValues) {
   const CheckResult* c = find_check(r, "logits/run");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
+  // How the reason words a distance through zero is what this test holds (its figures are
+  // asserted typed below).
   EXPECT_NE(c->reason.find("row 2 col 7: 1e-06 vs -1e-06, opposite signs or a zero ("), std::string::npos) << c->reason;
   EXPECT_NE(c->reason.find("ulps counted through zero; |d| 2e-06) > 4 ulps"), std::string::npos) << c->reason;
   EXPECT_EQ(stats(*c)["failing_rows"], 1);  // row 4's 3 ulps are within the policy
@@ -372,11 +412,13 @@ TEST(Compare, CountsEveryRowAndElementThatBreaksThePolicy) {
     EXPECT_EQ(c->verdict, Verdict::kFail);
     EXPECT_EQ(stats(*c)["failing_rows"], k.rows);
     EXPECT_EQ(stats(*c)["failing_elements"], k.elements);
-    const std::string counts = std::to_string(k.rows) + " of " + std::to_string(T) + " matched row(s)";
-    EXPECT_NE(c->reason.find(counts), std::string::npos) << c->reason;
-    EXPECT_NE(c->reason.find("(" + std::to_string(k.elements) + " of " + std::to_string(T * V) + " elements)"),
-              std::string::npos)
-        << c->reason;
+    const auto* e = evidence_of<LogitsEvidence>(c);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->failing_rows, k.rows);
+    EXPECT_EQ(e->matched, T);
+    EXPECT_TRUE(e->element_policy);
+    EXPECT_EQ(e->failing_elements, k.elements);
+    EXPECT_EQ(e->vocab, V);
   }
   // Row policies count rows, not elements: only row 5 (NaN) has an undefined KL.
   const Report r = compare(a, b, "kl:1e-3");
@@ -465,6 +507,7 @@ TEST(Compare, MismatchedVocabulariesAreRefused) {
   const Report r = compare(a, b);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->code(), ErrorCode::kVocabMismatch);
+  // A refusal is a Status: its message naming both vocabularies is the contract.
   EXPECT_NE(r.error->message().find("vocab 64"), std::string::npos) << r.error->message();
   EXPECT_EQ(r.exit_code(), 3);
 }
@@ -487,6 +530,7 @@ TEST(Compare, ARunOnOneSideOnlyFailsUnlessAllowed) {
   o.allow_missing = true;
   r = compare(a, b, "bitwise", o);
   EXPECT_EQ(r.verdict(), Verdict::kPass);
+  // A one-sided run carries no evidence: its reason saying the PASS is allowed is the contract.
   EXPECT_NE(find_check(r, "logits/extra")->reason.find("allowed by --allow-missing"), std::string::npos);
 }
 
@@ -509,10 +553,14 @@ TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
   EXPECT_EQ(stats(*c)["divergence_row"], 4);
   EXPECT_EQ(stats(*c)["unmatched"], 4);
   EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3's argmax moved
-  EXPECT_NE(c->reason.find("1 of 4 matched row(s) break the policy; 4 row(s) after the histories diverge at row 4 are "
-                           "not compared"),
-            std::string::npos)
-      << c->reason;
+  const auto* e = evidence_of<LogitsEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->failing_rows, 1);
+  EXPECT_EQ(e->first_failure_row, 3);
+  EXPECT_EQ(e->compared, T);
+  EXPECT_EQ(e->matched, 4);
+  EXPECT_EQ(e->unmatched, 4);
+  EXPECT_EQ(e->divergence_row, 4);
   // Teacher-forced runs: every row is matched and judged.
   CompareOptions o;
   o.matched_history = true;
@@ -520,7 +568,11 @@ TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
   c = find_check(r, "logits/run");
   EXPECT_EQ(stats(*c)["matched"], T);
   EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3: |d| = 5 - 0.001 * ...
-  EXPECT_NE(c->reason.find("row 3 col 150"), std::string::npos) << c->reason;
+  const auto* forced = evidence_of<LogitsEvidence>(c);
+  ASSERT_NE(forced, nullptr);
+  EXPECT_EQ(forced->first_failure_row, 3);
+  ASSERT_GT(forced->first_rows.size(), 3u);
+  EXPECT_EQ(forced->first_rows[3].max_excess_col, 150);
 }
 
 TEST(Compare, TensorsFollowTheirComparePolicy) {
@@ -557,7 +609,12 @@ TEST(Compare, TensorsFollowTheirComparePolicy) {
   r = compare(a, close, "bitwise", o);
   c = find_check(r, "tensors/kv_cache");
   EXPECT_EQ(c->verdict, Verdict::kFail);
-  EXPECT_NE(c->reason.find("element [2, 0, 17]"), std::string::npos) << c->reason;  // 317 = 2*150 + 17
+  const auto* te = evidence_of<TensorEvidence>(c);
+  ASSERT_NE(te, nullptr);
+  EXPECT_EQ(te->shape, (std::vector<Index>{4, 3, 50}));
+  EXPECT_EQ(te->first_failure, 317);  // element [2, 0, 17]: 317 = 2*150 + 17
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->row, 317);
   // A larger difference breaks the attribute's policy; the extra tensor fails on its own.
   r = compare(a, far);
   EXPECT_EQ(find_check(r, "tensors/kv_cache")->verdict, Verdict::kFail);

@@ -80,6 +80,7 @@ TEST(ProductionShapes, Af4GroupScaleOneAndAHalfFailsTheBoundItsTwinPasses) {
   // Only column 0 (row 0 of the first AF4 segment, group 0) is wrong.
   EXPECT_EQ(b->first_failure->col, 0);
   // The weights were pinned down: no blanket dequantization slack, nothing ambiguous.
+  // (BoundEvidence records which weights the reference used only as one sentence per segment.)
   const std::string af4_weights = stats(*b)["weights"][0].get<std::string>();
   EXPECT_NE(af4_weights.find("the kernel's own weights, exactly; no dequantization slack"), std::string::npos)
       << af4_weights;
