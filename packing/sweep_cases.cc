@@ -56,48 +56,74 @@ std::string SweepCase::key() const {
   return s + ")";
 }
 
-Result<SweepCase> parse_case(std::string_view key) {
-  auto bad = [&](const std::string& why) {
-    return Status(ErrorCode::kUsage, "sweep case \"" + std::string(key) + "\": " + why);
-  };
-  if (key.substr(0, 5) != "pack(" || key.empty() || key.back() != ')') {
-    return bad("expected pack(name=value,...)");
+namespace {
+
+/// The name=value fields of one repro key, taken one by one; every refusal names the key.
+class KeyFields {
+ public:
+  explicit KeyFields(std::string_view key) : key_(key) {}
+
+  Status bad(const std::string& why) const {
+    return Status(ErrorCode::kUsage, "sweep case \"" + std::string(key_) + "\": " + why);
   }
-  std::map<std::string, std::string> f;
-  std::string_view body = key.substr(5, key.size() - 6);
-  while (!body.empty()) {
-    const std::size_t comma = body.find(',');
-    const std::string_view item = body.substr(0, comma);
-    const std::size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return bad("field \"" + std::string(item) + "\" has no '='");
-    f[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
-    if (comma == std::string_view::npos) break;
-    body = body.substr(comma + 1);
+
+  /// Splits "pack(name=value,...)" into its fields.
+  Status split() {
+    if (key_.substr(0, 5) != "pack(" || key_.empty() || key_.back() != ')') {
+      return bad("expected pack(name=value,...)");
+    }
+    std::string_view body = key_.substr(5, key_.size() - 6);
+    while (!body.empty()) {
+      const std::size_t comma = body.find(',');
+      const std::string_view item = body.substr(0, comma);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string_view::npos) return bad("field \"" + std::string(item) + "\" has no '='");
+      fields_[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+      if (comma == std::string_view::npos) break;
+      body = body.substr(comma + 1);
+    }
+    return Status();
   }
-  SweepCase c;
-  auto take = [&](const char* name) -> Result<std::string> {
-    auto it = f.find(name);
-    if (it == f.end()) return bad(std::string("missing field ") + name);
+
+  Result<std::string> take(const char* name) {
+    auto it = fields_.find(name);
+    if (it == fields_.end()) return bad(std::string("missing field ") + name);
     std::string v = it->second;
-    f.erase(it);
+    fields_.erase(it);
     return v;
-  };
-  auto take_int = [&](const char* name, Index* out) -> Status {
+  }
+
+  Status take_int(const char* name, Index* out) {
     NCERT_ASSIGN_OR_RETURN(std::string v, take(name));
     long long n = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (ec != std::errc() || p != v.data() + v.size()) return bad(std::string(name) + " = " + v + " is not an integer");
     *out = n;
     return Status();
-  };
-  auto take_dtype = [&](const char* name, DType* out) -> Status {
+  }
+
+  Status take_dtype(const char* name, DType* out) {
     NCERT_ASSIGN_OR_RETURN(std::string v, take(name));
     auto t = parse_dtype(v);
     if (!t || !is_float_dtype(*t)) return bad(std::string(name) + " = " + v + " is not f32/bf16");
     *out = *t;
     return Status();
-  };
-  NCERT_ASSIGN_OR_RETURN(std::string kind, take("kind"));
+  }
+
+  /// Refuses the first field no take() asked for.
+  Status none_left() const {
+    if (!fields_.empty()) return bad("unknown field " + fields_.begin()->first);
+    return Status();
+  }
+
+ private:
+  std::string_view key_;
+  std::map<std::string, std::string> fields_;
+};
+
+/// Every field of the key, in key() order, into `c`; values are checked only for their syntax.
+Status read_fields(KeyFields& f, SweepCase& c) {
+  NCERT_ASSIGN_OR_RETURN(std::string kind, f.take("kind"));
   if (kind == "identity")
     c.kind = CaseKind::kIdentity;
   else if (kind == "guard")
@@ -105,64 +131,79 @@ Result<SweepCase> parse_case(std::string_view key) {
   else if (kind == "width")
     c.kind = CaseKind::kWidth;
   else
-    return bad("kind = " + kind);
-  NCERT_RETURN_IF_ERROR(take_int("R", &c.requests));
-  NCERT_RETURN_IF_ERROR(take_int("B", &c.block_rows));
-  NCERT_RETURN_IF_ERROR(take_int("cap", &c.cap));
-  NCERT_RETURN_IF_ERROR(take_int("P", &c.slots));
-  NCERT_ASSIGN_OR_RETURN(c.commit, take("commit"));
-  NCERT_ASSIGN_OR_RETURN(c.formats, take("fmt"));
-  NCERT_RETURN_IF_ERROR(take_int("K", &c.k));
-  NCERT_RETURN_IF_ERROR(take_int("N", &c.n));
-  NCERT_RETURN_IF_ERROR(take_int("inpad", &c.in_pad));
-  NCERT_RETURN_IF_ERROR(take_int("outpad", &c.out_pad));
-  NCERT_RETURN_IF_ERROR(take_int("cpad", &c.compact_pad));
-  NCERT_RETURN_IF_ERROR(take_dtype("x", &c.x));
-  NCERT_RETURN_IF_ERROR(take_dtype("y", &c.output));
-  NCERT_RETURN_IF_ERROR(take_dtype("bias", &c.bias));
-  NCERT_RETURN_IF_ERROR(take_dtype("res", &c.residual));
-  NCERT_ASSIGN_OR_RETURN(std::string epi, take("epi"));
+    return f.bad("kind = " + kind);
+  NCERT_RETURN_IF_ERROR(f.take_int("R", &c.requests));
+  NCERT_RETURN_IF_ERROR(f.take_int("B", &c.block_rows));
+  NCERT_RETURN_IF_ERROR(f.take_int("cap", &c.cap));
+  NCERT_RETURN_IF_ERROR(f.take_int("P", &c.slots));
+  NCERT_ASSIGN_OR_RETURN(c.commit, f.take("commit"));
+  NCERT_ASSIGN_OR_RETURN(c.formats, f.take("fmt"));
+  NCERT_RETURN_IF_ERROR(f.take_int("K", &c.k));
+  NCERT_RETURN_IF_ERROR(f.take_int("N", &c.n));
+  NCERT_RETURN_IF_ERROR(f.take_int("inpad", &c.in_pad));
+  NCERT_RETURN_IF_ERROR(f.take_int("outpad", &c.out_pad));
+  NCERT_RETURN_IF_ERROR(f.take_int("cpad", &c.compact_pad));
+  NCERT_RETURN_IF_ERROR(f.take_dtype("x", &c.x));
+  NCERT_RETURN_IF_ERROR(f.take_dtype("y", &c.output));
+  NCERT_RETURN_IF_ERROR(f.take_dtype("bias", &c.bias));
+  NCERT_RETURN_IF_ERROR(f.take_dtype("res", &c.residual));
+  NCERT_ASSIGN_OR_RETURN(std::string epi, f.take("epi"));
   auto e = reference::parse_epilogue(epi);
-  if (!e.ok()) return bad(e.status().message());
+  if (!e.ok()) return f.bad(e.status().message());
   c.epilogue = *e;
-  NCERT_ASSIGN_OR_RETURN(std::string at, take("at"));
+  NCERT_ASSIGN_OR_RETURN(std::string at, f.take("at"));
   auto a = reference::parse_residual_at(at);
-  if (!a.ok()) return bad(a.status().message());
+  if (!a.ok()) return f.bad(a.status().message());
   c.at = *a;
   Index flag = 0;
-  NCERT_RETURN_IF_ERROR(take_int("inplace", &flag));
+  NCERT_RETURN_IF_ERROR(f.take_int("inplace", &flag));
   c.inplace = flag != 0;
-  NCERT_ASSIGN_OR_RETURN(c.walk, take("walk"));
+  NCERT_ASSIGN_OR_RETURN(c.walk, f.take("walk"));
   if (c.walk == "none") c.walk.clear();
-  if (!c.walk.empty() && !reference::parse_k_walk(c.walk).ok()) return bad("walk = " + c.walk);
-  NCERT_RETURN_IF_ERROR(take_int("perm", &flag));
+  if (!c.walk.empty() && !reference::parse_k_walk(c.walk).ok()) return f.bad("walk = " + c.walk);
+  NCERT_RETURN_IF_ERROR(f.take_int("perm", &flag));
   c.permute = flag != 0;
-  NCERT_ASSIGN_OR_RETURN(c.guard, take("guard"));
+  NCERT_ASSIGN_OR_RETURN(c.guard, f.take("guard"));
   if (c.guard == "none") c.guard.clear();
   Index seed = 0;
-  NCERT_RETURN_IF_ERROR(take_int("seed", &seed));
+  NCERT_RETURN_IF_ERROR(f.take_int("seed", &seed));
   c.seed = static_cast<std::uint64_t>(seed);
-  if (!f.empty()) return bad("unknown field " + f.begin()->first);
+  return f.none_left();
+}
+
+/// The values the sweep can run: a known commit class, format mix and guard, sizes in range.
+Status check_values(const KeyFields& f, const SweepCase& c) {
   static const std::vector<std::string> kCommits = {"full",      "one",        "ragged", "single",
                                                     "alternate", "decreasing", "empty"};
   if (std::find(kCommits.begin(), kCommits.end(), c.commit) == kCommits.end()) {
-    return bad("commit = " + c.commit);
+    return f.bad("commit = " + c.commit);
   }
   static const std::vector<std::string> kFormats = {"bf16", "f32", "af4a", "af4c", "mix"};
   if (std::find(kFormats.begin(), kFormats.end(), c.formats) == kFormats.end()) {
-    return bad("fmt = " + c.formats);
+    return f.bad("fmt = " + c.formats);
   }
   if (c.requests < 1 || c.block_rows < 1 || c.k < 1 || c.n < 1 || c.slots < 0 || c.cap < 0 || c.in_pad < 0 ||
       c.out_pad < 0 || c.compact_pad < 0 || c.k > (1 << 20) || c.n > (1 << 20) ||
       c.requests * c.block_rows > (1 << 16)) {
-    return bad("sizes out of range");
+    return f.bad("sizes out of range");
   }
   if (!c.guard.empty()) {
     const auto& names = guard_names();
     if (std::none_of(names.begin(), names.end(), [&](const auto& g) { return g.first == c.guard; })) {
-      return bad("guard = " + c.guard);
+      return f.bad("guard = " + c.guard);
     }
   }
+  return Status();
+}
+
+}  // namespace
+
+Result<SweepCase> parse_case(std::string_view key) {
+  KeyFields f(key);
+  NCERT_RETURN_IF_ERROR(f.split());
+  SweepCase c;
+  NCERT_RETURN_IF_ERROR(read_fields(f, c));
+  NCERT_RETURN_IF_ERROR(check_values(f, c));
   return c;
 }
 

@@ -22,6 +22,61 @@ std::string attributes_text(const std::vector<AttributeInfo>& attrs) {
   return s;
 }
 
+/// One dataset as the JSON report's `datasets` entry and the text report's line; its hash when
+/// asked for (a read that fails is the report's error, the hash "unreadable").
+void describe_dataset(const DumpReader& reader, const DatasetInfo& d, bool hashes, Report& report, Json& datasets) {
+  Json dj = Json::object();
+  dj["path"] = d.path;
+  dj["shape"] = d.shape;
+  dj["dtype"] = std::string(dtype_name(d.dtype));
+  if (d.bf16_as_u16) dj["storage_type"] = "u16+dtype=bf16";
+  dj["layout"] = std::string(layout_name(d.layout));
+  if (!d.chunk.empty()) dj["chunk"] = d.chunk;
+  dj["filters"] = d.filters;
+  dj["bytes"] = d.bytes;
+  std::string hash;
+  if (hashes) {
+    auto h = reader.dataset_hash(d.path);
+    if (!h.ok()) {
+      // A read that fails here (checksum, truncated chunk) is a refusal like any other.
+      report.error = h.status();
+      hash = "unreadable";
+    } else {
+      hash = *h;
+    }
+    dj["xxh3_128"] = hash;
+  }
+  dj["attributes"] = attributes_json(d.attributes);
+  datasets.push_back(std::move(dj));
+  std::string line = "  dataset " + d.path + "  " + std::string(dtype_name(d.dtype)) + shape_text(d.shape) + "  " +
+                     std::string(layout_name(d.layout));
+  if (!d.chunk.empty()) line += " chunk" + shape_text(d.chunk);
+  for (const std::string& f : d.filters) line += " " + f;
+  if (!hash.empty()) line += "  xxh3 " + hash;
+  if (!d.attributes.empty()) line += "  {" + attributes_text(d.attributes) + "}";
+  report.preamble.push_back(line);
+}
+
+/// The schema check: PASS for a valid dump, else FAIL with the first error (the survey's, or a
+/// failed hash read's), which becomes the report's error.
+CheckResult schema_check(const DumpModel& m, Report& report) {
+  const Status first = m.first_error();
+  CheckResult schema;
+  schema.id = "schema";
+  schema.kind = CheckKind::kSchema;
+  if (first.ok() && !report.error) {
+    schema.verdict = Verdict::kPass;
+    schema.reason = "valid ncert dump v1: " + std::to_string(m.projections.size()) + " projection(s), " +
+                    std::to_string(m.logits.size()) + " logits run(s), " + std::to_string(m.tensors.size()) +
+                    " tensor(s)";
+  } else {
+    schema.verdict = Verdict::kFail;
+    if (!first.ok()) report.error = first;
+    schema.reason = report.error->message();
+  }
+  return schema;
+}
+
 }  // namespace
 
 Result<Report> run_inspect(const InspectOptions& options) {
@@ -48,37 +103,8 @@ Result<Report> run_inspect(const InspectOptions& options) {
   Json datasets = Json::array();
   Index total_bytes = 0;
   for (const DatasetInfo& d : m.datasets) {
-    Json dj = Json::object();
-    dj["path"] = d.path;
-    dj["shape"] = d.shape;
-    dj["dtype"] = std::string(dtype_name(d.dtype));
-    if (d.bf16_as_u16) dj["storage_type"] = "u16+dtype=bf16";
-    dj["layout"] = std::string(layout_name(d.layout));
-    if (!d.chunk.empty()) dj["chunk"] = d.chunk;
-    dj["filters"] = d.filters;
-    dj["bytes"] = d.bytes;
-    std::string hash;
-    if (!options.skip_hashes) {
-      auto h = reader->dataset_hash(d.path);
-      if (!h.ok()) {
-        // A read that fails here (checksum, truncated chunk) is a refusal like any other.
-        report.error = h.status();
-        hash = "unreadable";
-      } else {
-        hash = *h;
-      }
-      dj["xxh3_128"] = hash;
-    }
-    dj["attributes"] = attributes_json(d.attributes);
-    datasets.push_back(std::move(dj));
+    describe_dataset(*reader, d, !options.skip_hashes, report, datasets);
     total_bytes += d.bytes;
-    std::string line = "  dataset " + d.path + "  " + std::string(dtype_name(d.dtype)) + shape_text(d.shape) + "  " +
-                       std::string(layout_name(d.layout));
-    if (!d.chunk.empty()) line += " chunk" + shape_text(d.chunk);
-    for (const std::string& f : d.filters) line += " " + f;
-    if (!hash.empty()) line += "  xxh3 " + hash;
-    if (!d.attributes.empty()) line += "  {" + attributes_text(d.attributes) + "}";
-    report.preamble.push_back(line);
   }
   Json findings = Json::array();
   for (const Finding& f : m.findings) {
@@ -104,21 +130,7 @@ Result<Report> run_inspect(const InspectOptions& options) {
     return n;
   }();
 
-  const Status first = m.first_error();
-  CheckResult schema;
-  schema.id = "schema";
-  schema.kind = CheckKind::kSchema;
-  if (first.ok() && !report.error) {
-    schema.verdict = Verdict::kPass;
-    schema.reason = "valid ncert dump v1: " + std::to_string(m.projections.size()) + " projection(s), " +
-                    std::to_string(m.logits.size()) + " logits run(s), " + std::to_string(m.tensors.size()) +
-                    " tensor(s)";
-  } else {
-    schema.verdict = Verdict::kFail;
-    if (!first.ok()) report.error = first;
-    schema.reason = report.error->message();
-  }
-  report.checks.push_back(std::move(schema));
+  report.checks.push_back(schema_check(m, report));
   return report;
 }
 

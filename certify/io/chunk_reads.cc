@@ -73,6 +73,70 @@ void copy_chunk(const unsigned char* chunk, const std::vector<hsize_t>& offset, 
   }
 }
 
+/// One stored chunk as HDF5 holds it: still filtered, with its filter mask.
+struct RawChunk {
+  std::vector<hsize_t> offset;
+  std::uint32_t mask = 0;
+  std::vector<unsigned char> bytes;
+};
+
+/// Every chunk rows [row, row + count) touch, read raw through HDF5 one after the other:
+/// chunk rows [row / c0, (row + count - 1) / c0], all chunks of the other dimensions, in storage
+/// (row-major chunk) order. kMissingMember for an unallocated chunk.
+Status read_raw_chunks(hid_t ds, const std::string& path, const DatasetInfo& d, Index row, Index count,
+                       std::size_t chunk_bytes, std::vector<RawChunk>& raws) {
+  const int rank = static_cast<int>(d.shape.size());
+  std::vector<Index> nchunks(static_cast<std::size_t>(rank));
+  for (int k = 0; k < rank; ++k) {
+    nchunks[static_cast<std::size_t>(k)] =
+        (d.shape[static_cast<std::size_t>(k)] + d.chunk[static_cast<std::size_t>(k)] - 1) /
+        d.chunk[static_cast<std::size_t>(k)];
+  }
+  const Index c0 = d.chunk[0];
+  std::vector<Index> idx(static_cast<std::size_t>(rank), 0);
+  idx[0] = row / c0;
+  const Index last0 = (row + count - 1) / c0;
+  for (;;) {
+    RawChunk r;
+    r.offset.resize(static_cast<std::size_t>(rank));
+    for (int k = 0; k < rank; ++k) {
+      r.offset[static_cast<std::size_t>(k)] =
+          static_cast<hsize_t>(idx[static_cast<std::size_t>(k)] * d.chunk[static_cast<std::size_t>(k)]);
+    }
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info_by_coord(ds, r.offset.data(), &mask, &addr, &size) < 0) {
+      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) +
+                                                " has no entry in the chunk index (corrupt index)");
+    }
+    if (addr == HADDR_UNDEF) return Status(ErrorCode::kMissingMember, "unallocated chunk");
+    // deflate expands incompressible data by at most 0.03 % + a few bytes; anything larger than
+    // this is not a chunk of this dataset and is never allocated.
+    if (size > chunk_bytes + chunk_bytes / 256 + 1024) {
+      return Status(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) + " declares " + std::to_string(size) +
+                                          " stored bytes for " + std::to_string(chunk_bytes) + " bytes of data");
+    }
+    r.bytes.resize(static_cast<std::size_t>(size));
+    std::uint32_t filters = 0;
+    if (H5Dread_chunk(ds, H5P_DEFAULT, r.offset.data(), &filters, r.bytes.data()) < 0) {
+      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) +
+                                                " cannot be read (stored past the end of the file?)");
+    }
+    r.mask = filters;
+    raws.push_back(std::move(r));
+    // Next chunk: odometer over the chunk grid, the first dimension limited to the rows asked.
+    int k = rank - 1;
+    for (; k >= 0; --k) {
+      auto& i = idx[static_cast<std::size_t>(k)];
+      if (++i < (k == 0 ? last0 + 1 : nchunks[static_cast<std::size_t>(k)])) break;
+      i = k == 0 ? i : 0;
+    }
+    if (k < 0) break;
+  }
+  return Status();
+}
+
 }  // namespace
 
 /// Rows [row, row + count) of a chunked, compressed dataset: the raw chunks are read through
@@ -89,63 +153,9 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
   Hid ds = own_dataset(H5Dopen2(impl.file.get(), path.c_str(), impl.dapl.get()));
   if (!ds.valid()) return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
   std::size_t chunk_bytes = static_cast<std::size_t>(esize);
-  std::vector<Index> nchunks(static_cast<std::size_t>(rank));
-  for (int k = 0; k < rank; ++k) {
-    chunk_bytes *= static_cast<std::size_t>(d.chunk[static_cast<std::size_t>(k)]);
-    nchunks[static_cast<std::size_t>(k)] =
-        (d.shape[static_cast<std::size_t>(k)] + d.chunk[static_cast<std::size_t>(k)] - 1) /
-        d.chunk[static_cast<std::size_t>(k)];
-  }
-  // Every chunk the rows touch: chunk rows [row / c0, (row + count - 1) / c0], all chunks of the
-  // other dimensions, in storage (row-major chunk) order.
-  struct Raw {
-    std::vector<hsize_t> offset;
-    std::uint32_t mask = 0;
-    std::vector<unsigned char> bytes;
-  };
-  std::vector<Raw> raws;
-  const Index c0 = d.chunk[0];
-  std::vector<Index> idx(static_cast<std::size_t>(rank), 0);
-  idx[0] = row / c0;
-  const Index last0 = (row + count - 1) / c0;
-  for (;;) {
-    Raw r;
-    r.offset.resize(static_cast<std::size_t>(rank));
-    for (int k = 0; k < rank; ++k) {
-      r.offset[static_cast<std::size_t>(k)] =
-          static_cast<hsize_t>(idx[static_cast<std::size_t>(k)] * d.chunk[static_cast<std::size_t>(k)]);
-    }
-    unsigned mask = 0;
-    haddr_t addr = HADDR_UNDEF;
-    hsize_t size = 0;
-    if (H5Dget_chunk_info_by_coord(ds.get(), r.offset.data(), &mask, &addr, &size) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) +
-                                                " has no entry in the chunk index (corrupt index)");
-    }
-    if (addr == HADDR_UNDEF) return Status(ErrorCode::kMissingMember, "unallocated chunk");
-    // deflate expands incompressible data by at most 0.03 % + a few bytes; anything larger than
-    // this is not a chunk of this dataset and is never allocated.
-    if (size > chunk_bytes + chunk_bytes / 256 + 1024) {
-      return Status(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) + " declares " + std::to_string(size) +
-                                          " stored bytes for " + std::to_string(chunk_bytes) + " bytes of data");
-    }
-    r.bytes.resize(static_cast<std::size_t>(size));
-    std::uint32_t filters = 0;
-    if (H5Dread_chunk(ds.get(), H5P_DEFAULT, r.offset.data(), &filters, r.bytes.data()) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) +
-                                                " cannot be read (stored past the end of the file?)");
-    }
-    r.mask = filters;
-    raws.push_back(std::move(r));
-    // Next chunk: odometer over the chunk grid, the first dimension limited to the rows asked.
-    int k = rank - 1;
-    for (; k >= 0; --k) {
-      auto& i = idx[static_cast<std::size_t>(k)];
-      if (++i < (k == 0 ? last0 + 1 : nchunks[static_cast<std::size_t>(k)])) break;
-      i = k == 0 ? i : 0;
-    }
-    if (k < 0) break;
-  }
+  for (int k = 0; k < rank; ++k) chunk_bytes *= static_cast<std::size_t>(d.chunk[static_cast<std::size_t>(k)]);
+  std::vector<RawChunk> raws;
+  NCERT_RETURN_IF_ERROR(read_raw_chunks(ds.get(), path, d, row, count, chunk_bytes, raws));
   activity.reset();
   // Decode on every thread; each chunk writes its own part of dst.
   auto* out = static_cast<unsigned char*>(dst);
@@ -158,7 +168,7 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     thread_local std::vector<unsigned char> chunk, scratch;
 #pragma omp for schedule(dynamic, 1)
     for (std::ptrdiff_t c = 0; c < n; ++c) {
-      const Raw& r = raws[static_cast<std::size_t>(c)];
+      const RawChunk& r = raws[static_cast<std::size_t>(c)];
       Status s = decode_chunk(r.bytes.data(), r.bytes.size(), pipeline, r.mask, esize, chunk_bytes, chunk, scratch,
                               path + ": chunk " + coords_text(r.offset));
       if (!s.ok()) {

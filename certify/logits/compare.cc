@@ -246,25 +246,25 @@ PositionSeries position_series(const RunComparison& c) {
   return s;
 }
 
-}  // namespace
-
-CheckResult logits_check(const RunComparison& c, const Policy& policy) {
-  CheckResult r;
-  r.id = "logits/" + (c.run_a == c.run_b ? c.run_a : c.run_a + ":" + c.run_b);
-  r.kind = CheckKind::kLogits;
-  LogitsEvidence e;
+/// What one walk over the matched rows adds up beside the evidence it fills directly.
+struct RowTotals {
   Index top1 = 0;
   double top5 = 0, top10 = 0, kl_sum = 0;
   std::vector<double> kls, maxabs;
-  std::string failure;
+  std::string failure;  ///< the first failing row's text
+};
+
+/// One pass over the matched rows: the evidence's counts and maxima, and the first failure.
+RowTotals walk_rows(const RunComparison& c, const Policy& policy, LogitsEvidence& e) {
+  RowTotals s;
   for (Index t = 0; t < c.matched; ++t) {
     const RowComparison& x = c.rows[static_cast<std::size_t>(t)];
     e.bit_identical_rows += x.bit_identical;
-    top1 += x.argmax_a == x.argmax_b;
-    top5 += x.top5_overlap;
-    top10 += x.top10_overlap;
+    s.top1 += x.argmax_a == x.argmax_b;
+    s.top5 += x.top5_overlap;
+    s.top10 += x.top10_overlap;
     e.nonfinite_rows += x.nonfinite;
-    if (std::isfinite(x.kl_ab)) kl_sum += x.kl_ab;
+    if (std::isfinite(x.kl_ab)) s.kl_sum += x.kl_ab;
     if (std::isfinite(x.jsd)) e.jsd_max = std::max(e.jsd_max, x.jsd);
     if (x.max_ulp > e.max_ulp) {
       e.max_ulp = x.max_ulp;
@@ -273,19 +273,24 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
       e.max_ulp_a = x.max_ulp_a;
       e.max_ulp_b = x.max_ulp_b;
     }
-    kls.push_back(x.kl_ab);
-    maxabs.push_back(x.max_abs);
+    s.kls.push_back(x.kl_ab);
+    s.maxabs.push_back(x.max_abs);
     e.failing_elements += x.violations;
     auto f = policy_failure(x, t, policy);
     if (!f) continue;
     ++e.failing_rows;
     if (e.first_failure_row < 0) {
       e.first_failure_row = t;
-      failure = *f;
+      s.failure = *f;
     }
   }
+  return s;
+}
+
+/// The run as a whole: extents, the policy, means and distributions over the matched rows.
+void summarize_run(const RunComparison& c, const Policy& policy, const RowTotals& s, LogitsEvidence& e) {
   const double m = static_cast<double>(std::max<Index>(c.matched, 1));
-  const double rate = static_cast<double>(top1) / m;
+  const double rate = static_cast<double>(s.top1) / m;
   e.rows_a = c.rows_a;
   e.rows_b = c.rows_b;
   e.compared = c.compared;
@@ -298,59 +303,75 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
   e.element_policy = policy.element_wise();
   e.top1_agreement = rate;
   e.top1_agreement_stderr = std::sqrt(rate * (1 - rate) / m);
-  e.top5_overlap_mean = top5 / m;
-  e.top10_overlap_mean = top10 / m;
-  e.kl_mean = kl_sum / m;
-  e.kl_ab = distribution(kls);
-  e.max_abs_diff = distribution(maxabs);
+  e.top5_overlap_mean = s.top5 / m;
+  e.top10_overlap_mean = s.top10 / m;
+  e.kl_mean = s.kl_sum / m;
+  e.kl_ab = distribution(s.kls);
+  e.max_abs_diff = distribution(s.maxabs);
   e.timing_seconds = c.seconds;
   e.series = position_series(c);
   // Per-row detail for the first rows (small runs) keeps reports useful without growing with T.
   for (Index t = 0; t < std::min<Index>(c.matched, 16); ++t)
     e.first_rows.push_back(c.rows[static_cast<std::size_t>(t)]);
-  const std::string extent =
-      std::to_string(c.matched) + " matched row(s)" +
-      (c.compared > c.matched ? ", " + std::to_string(e.unmatched) + " unmatched after the histories diverge at row " +
-                                    std::to_string(c.divergence)
+}
+
+/// A FAIL: the first failing row's text and how much breaks, the failing row in full, the run.
+void fail(const RunComparison& c, const std::string& failure, const LogitsEvidence& e, CheckResult& r) {
+  const RowComparison& x = c.rows[static_cast<std::size_t>(e.first_failure_row)];
+  r.verdict = Verdict::kFail;
+  // How much breaks, not only where first: one stray element and a whole broken run read
+  // differently.
+  r.reason =
+      failure + "; " + std::to_string(e.failing_rows) + " of " + std::to_string(c.matched) +
+      " matched row(s) break the policy" +
+      (e.element_policy
+           ? " (" + std::to_string(e.failing_elements) + " of " + std::to_string(c.matched * c.vocab) + " elements)"
+           : std::string()) +
+      (c.compared > c.matched ? "; " + std::to_string(e.unmatched) + " row(s) after the histories diverge at row " +
+                                    std::to_string(c.divergence) + " are not compared"
                               : std::string());
+  r.first_failure = Location{r.id, e.first_failure_row, -1};
+  // The failing row in full, and how the run looks overall, for the human summary.
+  r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
+                      " at col " + std::to_string(x.max_abs_col) +
+                      (x.max_ulp > 0 ? ", max ulps at col " + std::to_string(x.max_ulp_col) + ": " +
+                                           ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b)
+                                     : std::string(", 0 ulps")) +
+                      ", mean |d| " + format_short(x.mean_abs) + ", KL(A||B) " + format_short(x.kl_ab) + ", KL(B||A) " +
+                      format_short(x.kl_ba) + ", JSD " + format_short(x.jsd) + ", argmax " +
+                      std::to_string(x.argmax_a) + " / " + std::to_string(x.argmax_b) + ", top-5 overlap " +
+                      format_short(x.top5_overlap));
+  r.details.push_back("run: " + std::to_string(e.bit_identical_rows) + " of " + std::to_string(c.matched) +
+                      " matched rows bit-identical, top-1 agreement " + format_short(100 * e.top1_agreement) +
+                      "%, KL(A||B) p50 " + format_short(e.kl_ab.p50) + ", max " + format_short(e.kl_ab.max) +
+                      ", max |d| " + format_short(e.max_abs_diff.max));
+}
+
+}  // namespace
+
+CheckResult logits_check(const RunComparison& c, const Policy& policy) {
+  CheckResult r;
+  r.id = "logits/" + (c.run_a == c.run_b ? c.run_a : c.run_a + ":" + c.run_b);
+  r.kind = CheckKind::kLogits;
+  LogitsEvidence e;
+  const RowTotals totals = walk_rows(c, policy, e);
+  summarize_run(c, policy, totals, e);
   if (e.first_failure_row >= 0) {
-    const RowComparison& x = c.rows[static_cast<std::size_t>(e.first_failure_row)];
-    r.verdict = Verdict::kFail;
-    // How much breaks, not only where first: one stray element and a whole broken run read
-    // differently.
-    r.reason =
-        failure + "; " + std::to_string(e.failing_rows) + " of " + std::to_string(c.matched) +
-        " matched row(s) break the policy" +
-        (e.element_policy
-             ? " (" + std::to_string(e.failing_elements) + " of " + std::to_string(c.matched * c.vocab) + " elements)"
-             : std::string()) +
-        (c.compared > c.matched ? "; " + std::to_string(e.unmatched) + " row(s) after the histories diverge at row " +
-                                      std::to_string(c.divergence) + " are not compared"
-                                : std::string());
-    r.first_failure = Location{r.id, e.first_failure_row, -1};
-    // The failing row in full, and how the run looks overall, for the human summary.
-    r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
-                        " at col " + std::to_string(x.max_abs_col) +
-                        (x.max_ulp > 0 ? ", max ulps at col " + std::to_string(x.max_ulp_col) + ": " +
-                                             ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b)
-                                       : std::string(", 0 ulps")) +
-                        ", mean |d| " + format_short(x.mean_abs) + ", KL(A||B) " + format_short(x.kl_ab) +
-                        ", KL(B||A) " + format_short(x.kl_ba) + ", JSD " + format_short(x.jsd) + ", argmax " +
-                        std::to_string(x.argmax_a) + " / " + std::to_string(x.argmax_b) + ", top-5 overlap " +
-                        format_short(x.top5_overlap));
-    r.details.push_back("run: " + std::to_string(e.bit_identical_rows) + " of " + std::to_string(c.matched) +
-                        " matched rows bit-identical, top-1 agreement " + format_short(100 * rate) +
-                        "%, KL(A||B) p50 " + format_short(e.kl_ab.p50) + ", max " + format_short(e.kl_ab.max) +
-                        ", max |d| " + format_short(e.max_abs_diff.max));
+    fail(c, totals.failure, e, r);
   } else if (c.matched == 0) {
     r.verdict = Verdict::kFail;
     r.reason = "no matched rows to judge (" +
                std::string(c.prompts_equal ? "the first tokens differ" : "the prompts differ") +
                "); use --matched-history for teacher-forced runs";
   } else {
+    const std::string extent =
+        std::to_string(c.matched) + " matched row(s)" +
+        (c.compared > c.matched ? ", " + std::to_string(e.unmatched) +
+                                      " unmatched after the histories diverge at row " + std::to_string(c.divergence)
+                                : std::string());
     r.reason = "policy " + policy.text + " holds on " + extent + "; " + std::to_string(e.bit_identical_rows) +
-               " bit-identical, top-1 agreement " + format_short(100 * rate) + "%, KL(A||B) max " +
-               format_short(kls.empty() ? 0 : *std::max_element(kls.begin(), kls.end()));
+               " bit-identical, top-1 agreement " + format_short(100 * e.top1_agreement) + "%, KL(A||B) max " +
+               format_short(totals.kls.empty() ? 0 : *std::max_element(totals.kls.begin(), totals.kls.end()));
   }
   r.evidence = std::move(e);
   return r;

@@ -9,8 +9,11 @@
 
 namespace ncert::certify::detail {
 
-void careful_path(const float* a, const float* b, Index V, std::int32_t token, const ElementTest& test, float ma,
-                  float mb, RowComparison& r) {
+namespace {
+
+/// The element-wise statistics over the finite pairs (max |d|, max ulps, max excess, mean |d|,
+/// centred RMS) and the elements breaking the element test.
+void careful_elements(const float* a, const float* b, Index V, const ElementTest& test, RowComparison& r) {
   const double rel = test.rel;
   r.max_abs = 0;
   r.max_ulp = 0;
@@ -68,15 +71,12 @@ void careful_path(const float* a, const float* b, Index V, std::int32_t token, c
     }
   }
   r.rms_centered = finite_pairs ? std::sqrt(var / static_cast<double>(finite_pairs)) : 0;
-  if (r.nonfinite) {
-    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
-    return;
-  }
-  if (ma == -kPosInfF || mb == -kPosInfF) {
-    // A fully masked row has no distribution.
-    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
-    return;
-  }
+}
+
+/// KL(A||B), KL(B||A), JSD and dp of the emitted token over the unmasked entries of two rows
+/// holding no NaN or +-Inf, neither fully masked.
+void careful_divergences(const float* a, const float* b, Index V, std::int32_t token, float ma, float mb,
+                         RowComparison& r) {
   // Masked (-Inf) entries carry probability 0. The fast path's forms, in scalar code over the
   // unmasked entries: with the same mask on both sides they are exact in the same sense; where
   // the masks differ, a direction with an entry masked on one side only is infinite and the
@@ -139,6 +139,23 @@ void careful_path(const float* a, const float* b, Index V, std::int32_t token, c
     // q - p = p expm1(r): no cancellation when the two are close.
     r.dp_token = fa && fb ? p * std::expm1((static_cast<double>(b[token]) - a[token]) - delta) : q - p;
   }
+}
+
+}  // namespace
+
+void careful_path(const float* a, const float* b, Index V, std::int32_t token, const ElementTest& test, float ma,
+                  float mb, RowComparison& r) {
+  careful_elements(a, b, V, test, r);
+  if (r.nonfinite) {
+    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  if (ma == -kPosInfF || mb == -kPosInfF) {
+    // A fully masked row has no distribution.
+    r.kl_ab = r.kl_ba = r.jsd = r.dp_token = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  careful_divergences(a, b, V, token, ma, mb, r);
 }
 
 }  // namespace ncert::certify::detail

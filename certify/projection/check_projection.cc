@@ -64,6 +64,115 @@ std::optional<CheckResult> request_guards_skip(const ProjectionInfo& info) {
                       "slot rules did"));
 }
 
+/// The checks of one projection as they are made, and the two ways a check does not run: not
+/// evaluated (a FAIL: a prerequisite is broken) and skipped (the dump lacks what it compares).
+struct ChecksBeingMade {
+  const ProjectionInfo& info;
+  std::string subject;
+  std::vector<CheckResult>& checks;
+
+  void blocked(CheckKind kind, const std::string& why) {
+    checks.push_back(not_evaluated(projection_check_id(info, kind), kind, why));
+  }
+  void skip(CheckKind kind, std::string why) {
+    checks.push_back(skipped(projection_check_id(info, kind), subject, kind, std::move(why)));
+  }
+};
+
+// 2. identity, where two engine outputs can be compared.
+void identity_step(const ProjectionFacts& f, const std::string& selector_broken, ChecksBeingMade& out) {
+  const LoadedProjection& data = f.data;
+  if (data.y_packed.present && (data.y_unpacked.present || data.y_compact.present)) {
+    if (f.rows.ok())
+      out.checks.push_back(identity_check(f));
+    else
+      out.blocked(CheckKind::kIdentity, selector_broken);
+  } else {
+    out.skip(CheckKind::kIdentity, std::string(data.y_packed.present ? "y_unpacked and y_compact" : "y_packed") +
+                                       " not dumped: packed and unpacked outputs cannot be compared bit for bit");
+  }
+}
+
+/// Why the reference cannot be evaluated, or empty when it can.
+std::string reference_blocker(const ProjectionFacts& f, const reference::LinearProblem& problem,
+                              const std::string& selector_broken) {
+  const LoadedProjection& data = f.data;
+  if (!f.weights.ok()) return "the weights cannot be evaluated (" + f.weights.message() + ")";
+  if (!f.rows.ok() && (data.y_packed.present || data.y_compact.present)) return selector_broken;
+  if (const Status ps = reference::validate_problem(problem); !ps.ok()) return ps.message();
+  return std::string();
+}
+
+/// 4. walk, from an evaluated reference pass: checked where the pass emulated the declared walk,
+/// else skipped saying why.
+void walk_step(const ProjectionFacts& f, const ReferencePass& pass, bool walk_supported, bool rounding_pinned,
+               ChecksBeingMade& out) {
+  const ProjectionInfo& info = out.info;
+  if (walk_supported && pass.summary.ambiguous_weights > 0) {
+    out.skip(CheckKind::kWalk, std::to_string(pass.summary.ambiguous_weights) +
+                                   " weights differ between the fused and the multiply-then-add dequantization "
+                                   "(dequant_op = either): declare dequant_op to hold the kernel to its walk");
+  } else if (walk_supported) {
+    out.checks.push_back(walk_check(f, pass));
+  } else if (info.walk.declared && !rounding_pinned) {
+    // Not the engine's fault: nothing pins the value a walk would have to reproduce.
+    out.skip(CheckKind::kWalk,
+             "k_walk " + info.walk.name +
+                 " has no single stored value: output_rounding = any does not pin the output rounding");
+  } else if (info.walk.declared) {
+    out.skip(CheckKind::kWalk,
+             "k_walk " + info.walk.name + " is not defined for this weight format (" + f.plan.message() + ")");
+  }
+}
+
+// 3-5. bound, walk and bias, from one pass of the reference (left empty when it cannot run).
+Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, const BlockHook& hook,
+                       const std::string& selector_broken, ChecksBeingMade& out, ProjectionOutcome& outcome,
+                       std::optional<ReferencePass>& pass) {
+  const ProjectionInfo& info = out.info;
+  ProjectionTiming& T = outcome.timing;
+  const reference::LinearProblem problem = f.data.problem(options.lambda);
+  const std::string ref_blocker = reference_blocker(f, problem, selector_broken);
+  // A walk whose combination is unsupported (folded AF4), or whose output rounding is not pinned
+  // (output_rounding = any), has no single emulated value to compare with.
+  const bool rounding_pinned = info.output_rounding != reference::OutputRounding::kAny;
+  const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned;
+  if (!f.any_output()) {
+    // Nothing to bound: vacuity reports it.
+  } else if (!ref_blocker.empty()) {
+    out.blocked(CheckKind::kBound, ref_blocker);
+    if (info.walk.declared) out.blocked(CheckKind::kWalk, ref_blocker);
+  } else {
+    reference::ReferenceOptions ro = options.reference;
+    ro.emulate_walk = walk_supported;
+    NCERT_ASSIGN_OR_RETURN(pass, run_reference_pass(f, problem, ro, hook));
+    outcome.reference_evaluated = true;
+    T.reference_seconds = pass->seconds;
+    T.compare_seconds = pass->compare_seconds;
+    out.checks.push_back(bound_check(f, *pass, options));
+    walk_step(f, *pass, walk_supported, rounding_pinned, out);
+    if (auto b = bias_check(f, *pass)) out.checks.push_back(std::move(*b));
+  }
+  if (!info.walk.declared) {
+    out.skip(CheckKind::kWalk, "no k_walk declared: the kernel's reduction order is not held bit for bit");
+  }
+  return Status();
+}
+
+// 6. untouched.
+void untouched_step(const ProjectionFacts& f, ChecksBeingMade& out) {
+  const LoadedProjection& data = f.data;
+  if (data.y_before.present && data.y_packed.present) {
+    if (f.rows.ok())
+      out.checks.push_back(untouched_check(f));
+    else
+      out.blocked(CheckKind::kUntouched, "the selector does not map slots to rows");
+  } else {
+    out.skip(CheckKind::kUntouched, std::string(data.y_packed.present ? "y_before" : "y_packed") +
+                                        " not dumped: unselected rows and padding columns cannot be checked untouched");
+  }
+}
+
 }  // namespace
 
 Result<ProjectionOutcome> check_projection(const DumpReader& reader, const ProjectionInfo& info,
@@ -75,97 +184,27 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
   ProjectionTiming& T = out.timing;
   T.read_seconds = data.read_seconds;
   const ProjectionFacts f = projection_facts(data);
-  std::vector<CheckResult>& checks = out.checks;
-  const std::string subject = "projections/" + info.name;
-  auto blocked = [&](CheckKind kind, const std::string& why) {
-    checks.push_back(not_evaluated(projection_check_id(info, kind), kind, why));
-  };
-  auto skip = [&](CheckKind kind, std::string why) {
-    checks.push_back(skipped(projection_check_id(info, kind), subject, kind, std::move(why)));
-  };
+  ChecksBeingMade made{info, "projections/" + info.name, out.checks};
   const std::string selector_broken = "the selector does not map slots to rows (" + f.rows.message() + ")";
 
   // 1. geometry, and what later checks may rely on.
-  checks.push_back(geometry_check(f));
-  if (auto s = request_guards_skip(info)) checks.push_back(std::move(*s));
+  made.checks.push_back(geometry_check(f));
+  if (auto s = request_guards_skip(info)) made.checks.push_back(std::move(*s));
 
-  // 2. identity, where two engine outputs can be compared.
   auto t_other = std::chrono::steady_clock::now();
-  if (data.y_packed.present && (data.y_unpacked.present || data.y_compact.present)) {
-    if (f.rows.ok())
-      checks.push_back(identity_check(f));
-    else
-      blocked(CheckKind::kIdentity, selector_broken);
-  } else {
-    skip(CheckKind::kIdentity, std::string(data.y_packed.present ? "y_unpacked and y_compact" : "y_packed") +
-                                   " not dumped: packed and unpacked outputs cannot be compared bit for bit");
-  }
+  identity_step(f, selector_broken, made);
   T.other_seconds = seconds_since(t_other);
 
-  // 3-5. bound, walk and bias, from one pass of the reference.
-  const reference::LinearProblem problem = data.problem(options.lambda);
-  std::string ref_blocker;
-  if (!f.weights.ok()) {
-    ref_blocker = "the weights cannot be evaluated (" + f.weights.message() + ")";
-  } else if (!f.rows.ok() && (data.y_packed.present || data.y_compact.present)) {
-    ref_blocker = selector_broken;
-  } else if (const Status ps = reference::validate_problem(problem); !ps.ok()) {
-    ref_blocker = ps.message();
-  }
   std::optional<ReferencePass> pass;
-  // A walk whose combination is unsupported (folded AF4), or whose output rounding is not pinned
-  // (output_rounding = any), has no single emulated value to compare with.
-  const bool rounding_pinned = info.output_rounding != reference::OutputRounding::kAny;
-  const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned;
-  if (!f.any_output()) {
-    // Nothing to bound: vacuity reports it.
-  } else if (!ref_blocker.empty()) {
-    blocked(CheckKind::kBound, ref_blocker);
-    if (info.walk.declared) blocked(CheckKind::kWalk, ref_blocker);
-  } else {
-    reference::ReferenceOptions ro = options.reference;
-    ro.emulate_walk = walk_supported;
-    NCERT_ASSIGN_OR_RETURN(pass, run_reference_pass(f, problem, ro, hook));
-    out.reference_evaluated = true;
-    T.reference_seconds = pass->seconds;
-    T.compare_seconds = pass->compare_seconds;
-    checks.push_back(bound_check(f, *pass, options));
-    if (walk_supported && pass->summary.ambiguous_weights > 0) {
-      skip(CheckKind::kWalk, std::to_string(pass->summary.ambiguous_weights) +
-                                 " weights differ between the fused and the multiply-then-add dequantization "
-                                 "(dequant_op = either): declare dequant_op to hold the kernel to its walk");
-    } else if (walk_supported) {
-      checks.push_back(walk_check(f, *pass));
-    } else if (info.walk.declared && !rounding_pinned) {
-      // Not the engine's fault: nothing pins the value a walk would have to reproduce.
-      skip(CheckKind::kWalk, "k_walk " + info.walk.name +
-                                 " has no single stored value: output_rounding = any does not pin the output rounding");
-    } else if (info.walk.declared) {
-      skip(CheckKind::kWalk,
-           "k_walk " + info.walk.name + " is not defined for this weight format (" + f.plan.message() + ")");
-    }
-    if (auto b = bias_check(f, *pass)) checks.push_back(std::move(*b));
-  }
-  if (!info.walk.declared) {
-    skip(CheckKind::kWalk, "no k_walk declared: the kernel's reduction order is not held bit for bit");
-  }
+  NCERT_RETURN_IF_ERROR(reference_steps(f, options, hook, selector_broken, made, out, pass));
 
-  // 6. untouched.
   t_other = std::chrono::steady_clock::now();
-  if (data.y_before.present && data.y_packed.present) {
-    if (f.rows.ok())
-      checks.push_back(untouched_check(f));
-    else
-      blocked(CheckKind::kUntouched, "the selector does not map slots to rows");
-  } else {
-    skip(CheckKind::kUntouched, std::string(data.y_packed.present ? "y_before" : "y_packed") +
-                                    " not dumped: unselected rows and padding columns cannot be checked untouched");
-  }
+  untouched_step(f, made);
 
   // 7. vacuity.
-  checks.push_back(vacuity_check(f, pass ? &*pass : nullptr, options));
+  made.checks.push_back(vacuity_check(f, pass ? &*pass : nullptr, options));
   T.other_seconds += seconds_since(t_other);
-  for (CheckResult& c : checks) c.subject = subject;
+  for (CheckResult& c : made.checks) c.subject = made.subject;
   return out;
 }
 

@@ -9,21 +9,17 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from ncert_testing import strip_timing  # noqa: E402
+
 NCERT = os.environ["NCERT_BINARY"]
 MPIRUN = shutil.which("mpirun")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-
-
-def strip_timing(j):
-    if isinstance(j, dict):
-        return {k: strip_timing(v) for k, v in j.items() if not k.startswith("timing_")}
-    if isinstance(j, list):
-        return [strip_timing(v) for v in j]
-    return j
 
 
 def run(args, cwd, env=None, check_rc=None):

@@ -19,16 +19,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ncert_dump import DumpWriter, Segment, bf16_from_f32, f32_from_bf16, weights_xxh3  # noqa: E402
 from ncert_dump.af4 import dequantize, quantize_affine  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from ncert_testing import strip_timing  # noqa: E402
+
 NCERT = os.environ["NCERT_BINARY"]
 K, N_BF16, N_AF4, M = 128, 24, 40, 8
-
-
-def strip_timing(j):
-    if isinstance(j, dict):
-        return {k: strip_timing(v) for k, v in j.items() if not k.startswith("timing_")}
-    if isinstance(j, list):
-        return [strip_timing(v) for v in j]
-    return j
 
 
 def ncert(*args, cwd):

@@ -19,6 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tools", "fuzz"))
 sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "tests", "common"))
+
+import ncert_testing  # noqa: E402
 
 NCERT = os.environ.get("NCERT_BINARY", "")
 
@@ -28,17 +31,12 @@ REFUSED = re.compile(r"^REFUSED  error (?P<name>[a-z0-9-]+) \((?P<code>\d+)\): (
 
 
 def require_binary(test):
-    if not (NCERT and os.path.isfile(NCERT) and os.access(NCERT, os.X_OK)):
-        test.fail("NCERT_BINARY must name the built ncert binary (got %r)" % NCERT)
+    ncert_testing.require_binary(test, NCERT)
 
 
 def scratch(name):
     """A fresh directory for one test class."""
-    base = os.environ.get("NCERT_TEST_TMP")
-    if base:
-        os.makedirs(base, exist_ok=True)
-        return tempfile.mkdtemp(prefix=name + "-", dir=base)
-    return tempfile.mkdtemp(prefix="ncert-hostile-%s-" % name)
+    return ncert_testing.scratch(name, "hostile")
 
 
 class Run:

@@ -8,14 +8,18 @@
 #include <hdf5.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <thread>
 
 #include "fixtures/generator.h"
+#include "tests/common/fixture_check.h"
 #include "tests/common/h5_poke.h"
+#include "tests/common/report_checks.h"
 #include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
@@ -23,47 +27,20 @@ namespace ncert::certify {
 namespace {
 
 using fixtures::Fault;
+using ncert::testing::check_dump;
+using ncert::testing::evidence_of;
+using ncert::testing::failing_ids;
+using ncert::testing::find_check;
 using ncert::testing::scratch_file;
-
-Report check(const std::string& path, CheckOptions o = {}) {
-  CheckCommandOptions co;
-  co.dump = path;
-  co.check = o;
-  auto r = run_check(co);
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? *r : Report{};
-}
-
-std::set<std::string> failing(const Report& r) {
-  std::set<std::string> out;
-  for (const CheckResult& c : r.checks) {
-    if (c.verdict == Verdict::kFail) out.insert(c.id);
-  }
-  return out;
-}
-
-const CheckResult* find(const Report& r, const std::string& id) {
-  for (const CheckResult& c : r.checks) {
-    if (c.id == id) return &c;
-  }
-  return nullptr;
-}
-
-std::string write(const fixtures::DumpSpec& spec, const std::string& name, Fault f = Fault::kNone,
-                  const std::string& projection = "") {
-  const std::string path = scratch_file(name);
-  const Status s = fixtures::write_dump(path, spec, {f, projection}, true);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  return path;
-}
+using ncert::testing::write_fixture;
 
 // HDF5 stamps object headers with modification times (one-second resolution) unless told not
 // to; the writer turns that off, so the same content gives the same bytes and whole-file hashes
 // identify content.
 TEST(Writer, TheSameDumpWrittenTwiceIsByteIdentical) {
-  const std::string a = write(fixtures::preset_tiny(), "same-a.h5");
+  const std::string a = write_fixture(fixtures::preset_tiny(), "same-a.h5");
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  const std::string b = write(fixtures::preset_tiny(), "same-b.h5");
+  const std::string b = write_fixture(fixtures::preset_tiny(), "same-b.h5");
   std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
   const std::string ba((std::istreambuf_iterator<char>(fa)), {}), bb((std::istreambuf_iterator<char>(fb)), {});
   ASSERT_GT(ba.size(), 0u);
@@ -71,18 +48,19 @@ TEST(Writer, TheSameDumpWrittenTwiceIsByteIdentical) {
 }
 
 TEST(Check, TinyPresetPassesEveryCheck) {
-  const Report r = check(write(fixtures::preset_tiny(), "tiny.h5"));
+  const Report r = check_dump(write_fixture(fixtures::preset_tiny(), "tiny.h5"));
   EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
   for (const std::string kind : {"geometry", "identity", "bound", "walk", "bias", "untouched", "vacuity"}) {
-    ASSERT_NE(find(r, "projections/attn_qkv/" + kind), nullptr) << kind;
-    EXPECT_EQ(find(r, "projections/attn_qkv/" + kind)->verdict, Verdict::kPass) << kind;
+    ASSERT_NE(find_check(r, "projections/attn_qkv/" + kind), nullptr) << kind;
+    EXPECT_EQ(find_check(r, "projections/attn_qkv/" + kind)->verdict, Verdict::kPass) << kind;
   }
   // Where no walk is declared the walk check is a SKIP that says so; an f32 output has no
   // output rounding, so no bias check at all.
-  ASSERT_NE(find(r, "projections/mlp_up/walk"), nullptr);
-  EXPECT_EQ(find(r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
-  EXPECT_NE(find(r, "projections/mlp_up/walk")->reason.find("k_walk"), std::string::npos);
-  EXPECT_EQ(find(r, "projections/mlp_up/bias"), nullptr);
+  ASSERT_NE(find_check(r, "projections/mlp_up/walk"), nullptr);
+  EXPECT_EQ(find_check(r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
+  // A SKIP carries no evidence: its reason naming what would enable the check is the contract.
+  EXPECT_NE(find_check(r, "projections/mlp_up/walk")->reason.find("k_walk"), std::string::npos);
+  EXPECT_EQ(find_check(r, "projections/mlp_up/bias"), nullptr);
   EXPECT_EQ(r.exit_code(), 0);
 }
 
@@ -93,7 +71,7 @@ TEST(Check, EveryStorageFormPasses) {
   spec.storage.shuffle = true;
   spec.storage.fletcher32 = true;
   spec.storage.bf16_form = Bf16Form::kFloat16;
-  const Report r = check(write(spec, "tiny-chunked.h5"));
+  const Report r = check_dump(write_fixture(spec, "tiny-chunked.h5"));
   EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
 }
 
@@ -104,8 +82,8 @@ TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
   const fixtures::DumpSpec spec = fixtures::preset_tiny();
   for (Fault f : fixtures::all_faults()) {
     SCOPED_TRACE(std::string(fixtures::fault_name(f)));
-    const std::string path = write(spec, std::string(fixtures::fault_name(f)) + ".h5", f);
-    const Report r = check(path);
+    const std::string path = write_fixture(spec, std::string(fixtures::fault_name(f)) + ".h5", f);
+    const Report r = check_dump(path);
     EXPECT_EQ(r.verdict(), Verdict::kFail);
     EXPECT_EQ(r.exit_code(), 1);
     auto target = fixtures::fault_target(spec, {f, ""});
@@ -118,21 +96,39 @@ TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
           (k != CheckKind::kWalk || !ps.k_walk.empty()) && (k != CheckKind::kBias || ps.output == DType::kBf16);
       if (applies) expected.insert("projections/" + ps.name + "/" + std::string(check_kind_name(k)));
     }
-    EXPECT_EQ(failing(r), expected) << r.to_text(true);
+    EXPECT_EQ(failing_ids(r), expected) << r.to_text(true);
   }
 }
 
 TEST(Check, FaultDetailsNameRowColumnSlotAndValues) {
-  const Report wrong = check(write(fixtures::preset_tiny(), "wrong.h5", Fault::kWrongRowScattered, "attn_qkv"));
-  const CheckResult* id = find(wrong, "projections/attn_qkv/identity");
+  const Report wrong =
+      check_dump(write_fixture(fixtures::preset_tiny(), "wrong.h5", Fault::kWrongRowScattered, "attn_qkv"));
+  const CheckResult* id = find_check(wrong, "projections/attn_qkv/identity");
   ASSERT_NE(id, nullptr);
-  EXPECT_NE(id->reason.find("row 0 col 0 (slot 0)"), std::string::npos) << id->reason;
-  EXPECT_NE(id->reason.find("0x"), std::string::npos);  // both engine values in hex
-  const Report nan = check(write(fixtures::preset_tiny(), "nan.h5", Fault::kNanOutput, "attn_qkv"));
-  const CheckResult* b = find(nan, "projections/attn_qkv/bound");
+  EXPECT_EQ(id->verdict, Verdict::kFail);
+  ASSERT_TRUE(id->first_failure.has_value());
+  EXPECT_EQ(id->first_failure->row, 0);
+  EXPECT_EQ(id->first_failure->col, 0);
+  EXPECT_EQ(id->first_failure->slot, 0);
+  const auto* ie = evidence_of<IdentityEvidence>(id);
+  ASSERT_NE(ie, nullptr);
+  EXPECT_GT(ie->differ, 0);
+  // The two engine values exist only as the reason prints them (bits in hex): text is the contract.
+  EXPECT_NE(id->reason.find("0x"), std::string::npos);
+  const Report nan = check_dump(write_fixture(fixtures::preset_tiny(), "nan.h5", Fault::kNanOutput, "attn_qkv"));
+  const CheckResult* b = find_check(nan, "projections/attn_qkv/bound");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->verdict, Verdict::kFail);
-  EXPECT_NE(b->reason.find("outside ["), std::string::npos) << b->reason;
+  const auto* be = evidence_of<BoundEvidence>(b);
+  ASSERT_NE(be, nullptr);
+  EXPECT_GT(be->outside, 0);
+  ASSERT_TRUE(be->first.has_value());
+  EXPECT_TRUE(std::isnan(be->first->element.value));
+  EXPECT_LE(be->first->element.accept.lo, be->first->element.accept.hi);
+  ASSERT_TRUE(b->first_failure.has_value());
+  EXPECT_EQ(b->first_failure->object, "y_unpacked");
+  EXPECT_EQ(b->first_failure->row, be->first->element.row);
+  EXPECT_EQ(b->first_failure->col, be->first->element.col);
   EXPECT_EQ(stats(*b)["first"]["output"], "y_unpacked");
 }
 
@@ -140,9 +136,10 @@ TEST(Check, WalkDeclaringProjectionsAlsoCatchPackedPathFaultsBitwise) {
   // attn_qkv declares split:4:fma: truncation and a dropped tile there fail the walk too. With
   // the output rounding declared rne (the default) the accepted interval is rounded to nearest
   // as well, so the truncated values fall outside it.
-  const Report r = check(write(fixtures::preset_tiny(), "trunc.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
-  EXPECT_EQ(find(r, "projections/attn_qkv/walk")->verdict, Verdict::kFail);
-  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kFail);
+  const Report r =
+      check_dump(write_fixture(fixtures::preset_tiny(), "trunc.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
+  EXPECT_EQ(find_check(r, "projections/attn_qkv/walk")->verdict, Verdict::kFail);
+  EXPECT_EQ(find_check(r, "projections/attn_qkv/bound")->verdict, Verdict::kFail);
 }
 
 TEST(Check, OutputRoundingAnyWidensTheIntervalOutward) {
@@ -150,12 +147,12 @@ TEST(Check, OutputRoundingAnyWidensTheIntervalOutward) {
   // and no walk has a single stored value.
   fixtures::DumpSpec spec = fixtures::preset_tiny();
   spec.projections[0].output_rounding = "any";
-  const Report r = check(write(spec, "trunc-any.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
-  EXPECT_EQ(find(r, "projections/attn_qkv/bound")->verdict, Verdict::kPass)
-      << find(r, "projections/attn_qkv/bound")->reason;
-  EXPECT_EQ(find(r, "projections/attn_qkv/identity")->verdict, Verdict::kFail);
-  EXPECT_EQ(find(r, "projections/attn_qkv/walk")->verdict, Verdict::kSkip);
-  EXPECT_NE(find(r, "projections/attn_qkv/walk")->reason.find("output_rounding = any"), std::string::npos);
+  const Report r = check_dump(write_fixture(spec, "trunc-any.h5", Fault::kBf16TruncationPacked, "attn_qkv"));
+  EXPECT_EQ(find_check(r, "projections/attn_qkv/bound")->verdict, Verdict::kPass)
+      << find_check(r, "projections/attn_qkv/bound")->reason;
+  EXPECT_EQ(find_check(r, "projections/attn_qkv/identity")->verdict, Verdict::kFail);
+  EXPECT_EQ(find_check(r, "projections/attn_qkv/walk")->verdict, Verdict::kSkip);
+  EXPECT_NE(find_check(r, "projections/attn_qkv/walk")->reason.find("output_rounding = any"), std::string::npos);
 }
 
 fixtures::DumpSpec small(const std::string& accumulator, const std::string& walk, const std::string& order) {
@@ -198,49 +195,60 @@ TEST(Check, EveryEngineOrderAndAccumulatorPasses) {
                                    {"u=1e-7", "", "split:2"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.acc + "/" + c.walk + "/" + c.order);
-    const Report r = check(write(small(c.acc, c.walk, c.order), "order.h5"));
+    const Report r = check_dump(write_fixture(small(c.acc, c.walk, c.order), "order.h5"));
     EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
   }
 }
 
 TEST(Check, GeometryViolationsNameTheGuard) {
-  const std::string path = write(fixtures::preset_tiny(), "geom.h5");
+  const std::string path = write_fixture(fixtures::preset_tiny(), "geom.h5");
   // attn_qkv: R = 2, B = 4, cap 2, 6 slots; canonical selector {0, 1, 4, 5, -1, -1}.
   ncert::testing::poke_i32(path, "/projections/attn_qkv/selector", {0, 2, 4, 5, -1, -1});
-  Report r = check(path);
-  const CheckResult* g = find(r, "projections/attn_qkv/geometry");
+  Report r = check_dump(path);
+  const CheckResult* g = find_check(r, "projections/attn_qkv/geometry");
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->verdict, Verdict::kFail);
   EXPECT_EQ(stats(*g)["guard"], "guard-not-prefix");
+  // Which request a guard refused is only in the guard's message (packing::validate_plan).
   EXPECT_NE(g->reason.find("request 0"), std::string::npos) << g->reason;
   ncert::testing::poke_i32(path, "/projections/attn_qkv/selector", {0, 1, 4, 5, 9, -1});
-  r = check(path);
-  EXPECT_EQ(stats(*find(r, "projections/attn_qkv/geometry"))["guard"], "guard-row-out-of-range");
+  r = check_dump(path);
+  EXPECT_EQ(stats(*find_check(r, "projections/attn_qkv/geometry"))["guard"], "guard-row-out-of-range");
   // Rows that do not map to slots make the slot-based checks "not evaluated", not silent.
-  EXPECT_NE(find(r, "projections/attn_qkv/identity")->reason.find("not evaluated"), std::string::npos);
+  const CheckResult* blocked = find_check(r, "projections/attn_qkv/identity");
+  ASSERT_NE(blocked, nullptr);
+  EXPECT_EQ(blocked->verdict, Verdict::kFail);
+  EXPECT_NE(evidence_of<NotEvaluatedEvidence>(blocked), nullptr);
   // The other projections are unaffected.
-  EXPECT_EQ(find(r, "projections/mlp_up/bound")->verdict, Verdict::kPass);
+  EXPECT_EQ(find_check(r, "projections/mlp_up/bound")->verdict, Verdict::kPass);
 }
 
 TEST(Check, VacuousProjectionsFailUnlessAllowed) {
   fixtures::DumpSpec d = small("f32-rn", "seq", "");
   d.projections[0].x_scale = 0.0f;  // all-zero activations
-  const std::string path = write(d, "vacuous.h5");
-  Report r = check(path);
-  const CheckResult* v = find(r, "projections/p/vacuity");
+  const std::string path = write_fixture(d, "vacuous.h5");
+  Report r = check_dump(path);
+  const CheckResult* v = find_check(r, "projections/p/vacuity");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->verdict, Verdict::kFail);
-  EXPECT_NE(v->reason.find("all-zero activations"), std::string::npos) << v->reason;
+  ASSERT_NE(evidence_of<VacuityEvidence>(v), nullptr);
+  EXPECT_EQ(evidence_of<VacuityEvidence>(v)->vacuous, std::vector<std::string>{"all-zero activations"}) << v->reason;
   CheckOptions allow;
   allow.allow_vacuous = true;
-  r = check(path, allow);
-  EXPECT_EQ(find(r, "projections/p/vacuity")->verdict, Verdict::kPass);
-  EXPECT_NE(find(r, "projections/p/vacuity")->reason.find("allowed"), std::string::npos);
+  r = check_dump(path, allow);
+  // Allowed: a PASS although the projection is still vacuous.
+  const CheckResult* allowed = find_check(r, "projections/p/vacuity");
+  ASSERT_NE(evidence_of<VacuityEvidence>(allowed), nullptr);
+  EXPECT_EQ(allowed->verdict, Verdict::kPass);
+  EXPECT_EQ(evidence_of<VacuityEvidence>(allowed)->vacuous, std::vector<std::string>{"all-zero activations"});
 
   fixtures::DumpSpec none = small("f32-rn", "seq", "");
   none.projections[0].commits = {0, 0};
-  const Report n = check(write(none, "noselect.h5"));
-  EXPECT_NE(find(n, "projections/p/vacuity")->reason.find("no selected rows"), std::string::npos);
+  const Report n = check_dump(write_fixture(none, "noselect.h5"));
+  const auto* ne = evidence_of<VacuityEvidence>(find_check(n, "projections/p/vacuity"));
+  ASSERT_NE(ne, nullptr);
+  EXPECT_EQ(ne->selected_rows, 0);
+  EXPECT_NE(std::find(ne->vacuous.begin(), ne->vacuous.end(), "no selected rows"), ne->vacuous.end());
 }
 
 TEST(Check, StrictFailsOnProbabilisticTierExceedances) {
@@ -256,30 +264,38 @@ TEST(Check, StrictFailsOnProbabilisticTierExceedances) {
   p.accumulator = "f32-rn";
   p.dropped_terms = 1;
   d.projections.push_back(p);
-  const std::string path = write(d, "tier.h5");
-  const Report plain = check(path);
+  const std::string path = write_fixture(d, "tier.h5");
+  const Report plain = check_dump(path);
   EXPECT_EQ(plain.verdict(), Verdict::kPass) << plain.to_text(true);
-  const CheckResult* pb = find(plain, "projections/wide/bound");
+  const CheckResult* pb = find_check(plain, "projections/wide/bound");
   ASSERT_NE(pb, nullptr);
   EXPECT_EQ(stats(*pb)["outside"], 0);
   EXPECT_GT(stats(*pb)["beyond_tier"].get<Index>(), stats(*pb)["elements"].get<Index>() / 4);
   CheckOptions strict;
   strict.strict = true;
-  const Report s = check(path, strict);
-  const CheckResult* sb = find(s, "projections/wide/bound");
+  const Report s = check_dump(path, strict);
+  const CheckResult* sb = find_check(s, "projections/wide/bound");
   ASSERT_NE(sb, nullptr);
   EXPECT_EQ(sb->verdict, Verdict::kFail);
-  EXPECT_NE(sb->reason.find("beyond the probabilistic tier (--strict)"), std::string::npos) << sb->reason;
-  EXPECT_EQ(failing(s), std::set<std::string>{"projections/wide/bound"});
+  // Failed on the tier alone: nothing outside the intervals, the first value beyond the tier named.
+  const auto* sbe = evidence_of<BoundEvidence>(sb);
+  ASSERT_NE(sbe, nullptr);
+  EXPECT_EQ(sbe->outside, 0);
+  EXPECT_GT(sbe->beyond_tier, sbe->elements / 4);
+  EXPECT_FALSE(sbe->first.has_value());
+  ASSERT_TRUE(sb->first_failure.has_value());
+  EXPECT_GE(sb->first_failure->row, 0);
+  EXPECT_GE(sb->first_failure->col, 0);
+  EXPECT_EQ(failing_ids(s), std::set<std::string>{"projections/wide/bound"});
 }
 
 TEST(Check, ReportsAreIdenticalAtOneAndTwoThreads) {
-  const std::string path = write(fixtures::preset_tiny(), "det.h5", Fault::kNibbleOrderSwapped);
+  const std::string path = write_fixture(fixtures::preset_tiny(), "det.h5", Fault::kNibbleOrderSwapped);
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
-  Json one = check(path).to_json();
+  Json one = check_dump(path).to_json();
   omp_set_num_threads(2);
-  Json two = check(path).to_json();
+  Json two = check_dump(path).to_json();
   omp_set_num_threads(saved);
   // docs/cli.md: identical apart from fields named timing_*.
   for (Json* j : {&one, &two}) {
@@ -297,7 +313,7 @@ TEST(Check, RefusedDumpIsAnErrorReportWithExitThree) {
   FILE* f = std::fopen(path.c_str(), "w");
   std::fputs("garbage", f);
   std::fclose(f);
-  const Report r = check(path);
+  const Report r = check_dump(path);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->code(), ErrorCode::kNotHdf5);
   EXPECT_EQ(r.exit_code(), 3);
@@ -320,16 +336,17 @@ TEST(Fixtures, FaultsThatCannotBePlantedAreRefused) {
 TEST(Check, OutputsThatAreOneObjectUnderTwoNamesAreRefused) {
   // A hard link making y_packed the y_unpacked object would pass identity by comparing the object
   // with itself: the reader refuses it (exit 3) before any check runs.
-  const std::string path = write(fixtures::preset_tiny(), "aliased.h5");
+  const std::string path = write_fixture(fixtures::preset_tiny(), "aliased.h5");
   ncert::testing::relink_hard(path, "/projections/attn_qkv/y_unpacked", "/projections/attn_qkv/y_packed");
-  const Report r = check(path);
+  const Report r = check_dump(path);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->code(), ErrorCode::kObjectAliased);
   EXPECT_EQ(r.exit_code(), 3);
+  // A refusal is a Status: its message naming the object is the contract (docs/coding-guidelines.md).
   EXPECT_NE(r.error->message().find("/projections/attn_qkv/y_unpacked"), std::string::npos) << r.error->message();
   // Its legitimate twin (two objects holding the same bits) passes identity.
-  const Report twin = check(write(fixtures::preset_tiny(), "not-aliased.h5"));
-  EXPECT_EQ(find(twin, "projections/attn_qkv/identity")->verdict, Verdict::kPass);
+  const Report twin = check_dump(write_fixture(fixtures::preset_tiny(), "not-aliased.h5"));
+  EXPECT_EQ(find_check(twin, "projections/attn_qkv/identity")->verdict, Verdict::kPass);
 }
 
 // ---- nothing is vacuous: skips, coverage and --require (issue: verdicts never vacuous) ---------
@@ -338,13 +355,14 @@ TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {
   fixtures::DumpSpec spec = fixtures::preset_tiny();
   spec.projections[0].write_before = false;    // attn_qkv: no y_before
   spec.projections[0].write_geometry = false;  // no requests / block_rows / cap
-  const Report r = check(write(spec, "no-before.h5"));
+  const Report r = check_dump(write_fixture(spec, "no-before.h5"));
   EXPECT_EQ(r.verdict(), Verdict::kPass);
-  const CheckResult* u = find(r, "projections/attn_qkv/untouched");
+  const CheckResult* u = find_check(r, "projections/attn_qkv/untouched");
   ASSERT_NE(u, nullptr);
   EXPECT_EQ(u->verdict, Verdict::kSkip);
+  // SKIPs carry no evidence: their reasons naming the missing members are the contract.
   EXPECT_NE(u->reason.find("y_before"), std::string::npos) << u->reason;
-  const CheckResult* g = find(r, "projections/attn_qkv/request-guards");
+  const CheckResult* g = find_check(r, "projections/attn_qkv/request-guards");
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->verdict, Verdict::kSkip);
   // (requests is inferred from commit_counts' length; block_rows and cap are not.)
@@ -360,6 +378,7 @@ TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {
     }
   }
   EXPECT_TRUE(seen);
+  // The text rendering is under test here.
   EXPECT_NE(r.to_text(false).find("coverage"), std::string::npos);
   EXPECT_NE(r.to_text(false).find("skipped"), std::string::npos);
 }
@@ -367,29 +386,31 @@ TEST(Coverage, AMissingOptionalMemberIsASkipThatNamesIt) {
 TEST(Coverage, RequireTurnsSkipsIntoFailures) {
   fixtures::DumpSpec spec = fixtures::preset_tiny();
   spec.projections[0].write_before = false;
-  const std::string path = write(spec, "require.h5");
+  const std::string path = write_fixture(spec, "require.h5");
   CheckCommandOptions co;
   co.dump = path;
   co.require = *parse_requirement("untouched");
   auto r = run_check(co);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict(), Verdict::kFail);
-  const CheckResult* u = find(*r, "projections/attn_qkv/untouched");
+  const CheckResult* u = find_check(*r, "projections/attn_qkv/untouched");
   EXPECT_EQ(u->verdict, Verdict::kFail);
+  // A required SKIP keeps its kind and no evidence; that it was required is only in its reason.
+  EXPECT_EQ(u->kind, CheckKind::kUntouched);
   EXPECT_NE(u->reason.find("required by --require untouched"), std::string::npos) << u->reason;
   // Other kinds' skips stay skips; "all" fails every one of them.
-  EXPECT_EQ(find(*r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
+  EXPECT_EQ(find_check(*r, "projections/mlp_up/walk")->verdict, Verdict::kSkip);
   co.require = *parse_requirement("all");
   auto all = run_check(co);
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(find(*all, "projections/mlp_up/walk")->verdict, Verdict::kFail);
+  EXPECT_EQ(find_check(*all, "projections/mlp_up/walk")->verdict, Verdict::kFail);
   EXPECT_EQ(all->skipped_checks(), 0);
   EXPECT_EQ(parse_requirement("untouched,nonsense").status().code(), ErrorCode::kUsage);
 }
 
 TEST(Coverage, AFilterThatSelectsNothingIsAUsageError) {
   CheckCommandOptions co;
-  co.dump = write(fixtures::preset_tiny(), "only.h5");
+  co.dump = write_fixture(fixtures::preset_tiny(), "only.h5");
   co.only = "no-such-projection";
   auto r = run_check(co);
   ASSERT_FALSE(r.ok());
@@ -402,16 +423,18 @@ TEST(Coverage, AFilterThatSelectsNothingIsAUsageError) {
 TEST(Coverage, ADumpWithNothingToCertifyFailsItsVacuityCheck) {
   fixtures::DumpSpec empty;
   empty.root.build = "empty";
-  const Report r = check(write(empty, "empty.h5"));
+  const Report r = check_dump(write_fixture(empty, "empty.h5"));
   EXPECT_EQ(r.verdict(), Verdict::kFail);
   EXPECT_EQ(r.exit_code(), 1);
-  const CheckResult* v = find(r, "vacuity");
+  const CheckResult* v = find_check(r, "vacuity");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->verdict, Verdict::kFail);
-  EXPECT_NE(v->reason.find("nothing to certify"), std::string::npos);
+  const auto* ve = evidence_of<VacuityEvidence>(v);
+  ASSERT_NE(ve, nullptr);
+  EXPECT_EQ(ve->vacuous, std::vector<std::string>{"no projection and no logits run"});
   // The good dump's vacuity passes and counts what was certified.
-  const Report good = check(write(fixtures::preset_tiny(), "nonempty.h5"));
-  EXPECT_EQ(find(good, "vacuity")->verdict, Verdict::kPass);
+  const Report good = check_dump(write_fixture(fixtures::preset_tiny(), "nonempty.h5"));
+  EXPECT_EQ(find_check(good, "vacuity")->verdict, Verdict::kPass);
 }
 
 }  // namespace

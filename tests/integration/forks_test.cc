@@ -10,6 +10,7 @@
 #include "fixtures/generator.h"
 #include "fixtures/logits.h"
 #include "tests/common/h5_poke.h"
+#include "tests/common/report_checks.h"
 #include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
@@ -17,6 +18,7 @@ namespace ncert::certify {
 namespace {
 
 using fixtures::ForkKind;
+using ncert::testing::evidence_of;
 using ncert::testing::scratch_file;
 
 struct Pair {
@@ -60,7 +62,11 @@ TEST(Forks, IdenticalStreamsHaveNoFork) {
   EXPECT_EQ(f[0]->verdict, Verdict::kPass);
   EXPECT_EQ(stats(*f[0])["class"], "none");
   EXPECT_EQ(stats(*f[0])["forks"], 0);
-  EXPECT_NE(f[0]->reason.find("identical over all 24 tokens"), std::string::npos) << f[0]->reason;
+  const auto* e = evidence_of<NoForkEvidence>(f[0]);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->rows_a, 24);
+  EXPECT_EQ(e->rows_b, 24);
+  EXPECT_EQ(e->compared, 24);
   EXPECT_EQ(r.stats["forks"], 0);
   EXPECT_EQ(r.exit_code(), 0);
 }
@@ -110,7 +116,13 @@ TEST(Forks, ARowPushedBeyondTheNoiseIsUnexplained) {
   EXPECT_EQ(stats(*f[0])["class"], "unexplained") << f[0]->reason;
   EXPECT_EQ(f[0]->verdict, Verdict::kFail);
   EXPECT_NEAR(stats(*f[0])["delta_at_b"].get<double>(), 1.5, 1e-3);
-  EXPECT_NE(f[0]->reason.find("beyond the envelope"), std::string::npos) << f[0]->reason;
+  const auto* e = evidence_of<ForkEvidence>(f[0]);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->fork.cls, ForkClass::kUnexplained);
+  EXPECT_TRUE(e->fork.has_envelope);
+  EXPECT_GT(e->fork.delta_b, e->fork.env_b);  // beyond the envelope
+  ASSERT_TRUE(f[0]->first_failure.has_value());
+  EXPECT_EQ(f[0]->first_failure->row, 12);
   EXPECT_EQ(r.exit_code(), 1);
   // A generous --logit-error explains it (each run may be 0.8 off: envelope 1.6).
   ForksOptions o;
@@ -129,7 +141,11 @@ TEST(Forks, AnEmissionThatIsNotItsRowsMaximumIsInvalid) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(stats(*f[0])["class"], "invalid") << f[0]->reason;
   EXPECT_EQ(f[0]->verdict, Verdict::kFail);
-  EXPECT_NE(f[0]->reason.find("B's emission is not its own row's maximum"), std::string::npos) << f[0]->reason;
+  const auto* e = evidence_of<ForkEvidence>(f[0]);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->fork.cls, ForkClass::kInvalid);
+  EXPECT_TRUE(e->fork.a.witness.ok);
+  EXPECT_FALSE(e->fork.b.witness.ok);  // B's emission is not its own row's maximum
   EXPECT_TRUE(stats(*f[0])["witness_b"].contains("failure"));
 }
 
@@ -175,6 +191,7 @@ TEST(Forks, RequireIdenticalFailsOnAnyFork) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(stats(*f[0])["class"], "tie");
   EXPECT_EQ(f[0]->verdict, Verdict::kFail);
+  // A tie is explained; that --require-identical failed it is only in the reason.
   EXPECT_NE(f[0]->reason.find("--require-identical"), std::string::npos);
 }
 
@@ -186,7 +203,11 @@ TEST(Forks, RunsOfDifferentLengthsAreNotAFork) {
   auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0]->verdict, Verdict::kPass);
-  EXPECT_NE(f[0]->reason.find("B stops 4 token(s) earlier"), std::string::npos) << f[0]->reason;
+  const auto* e = evidence_of<NoForkEvidence>(f[0]);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->rows_a, 24);
+  EXPECT_EQ(e->rows_b, 20);  // B stops 4 tokens earlier
+  EXPECT_EQ(e->compared, 20);
   ForksOptions o;
   o.require_identical = true;
   const Report strict = forks(p, o);
@@ -205,6 +226,11 @@ TEST(Forks, AForkWithNoEnvelopeIsUndeterminedNotUnexplained) {
   EXPECT_EQ(stats(*f[0])["class"], "undetermined");
   EXPECT_EQ(f[0]->verdict, Verdict::kSkip);
   EXPECT_EQ(r.verdict(), Verdict::kPass);
+  const auto* e = evidence_of<ForkEvidence>(f[0]);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->fork.cls, ForkClass::kUndetermined);
+  EXPECT_FALSE(e->fork.has_envelope);
+  // A SKIP's reason naming what would decide it is the contract.
   EXPECT_NE(f[0]->reason.find("--logit-error"), std::string::npos) << f[0]->reason;
   EXPECT_NE(stats(*f[0])["envelope"]["source"].get<std::string>().find("none"), std::string::npos);
   EXPECT_EQ(r.stats["classes"]["undetermined"], 1);
@@ -313,6 +339,7 @@ TEST(Forks, VocabularyTextAppearsBesideIds) {
   const Report bad = forks(p, o);
   ASSERT_TRUE(bad.error.has_value());
   EXPECT_EQ(bad.error->code(), ErrorCode::kVocabFileInvalid);
+  // A refusal is a Status: its message naming what a vocabulary file must be is the contract.
   EXPECT_NE(bad.error->message().find("tokenizer.json"), std::string::npos);
   EXPECT_EQ(bad.exit_code(), 3);
 }

@@ -15,30 +15,21 @@
 #include "certify/logits/compare.h"
 #include "fixtures/generator.h"
 #include "fixtures/logits.h"
+#include "tests/common/fixture_check.h"
 #include "tests/common/h5_poke.h"
+#include "tests/common/report_checks.h"
 #include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {
 namespace {
 
+using ncert::testing::evidence_of;
+using ncert::testing::find_check;
 using ncert::testing::poke_f32;
 using ncert::testing::poke_i32;
 using ncert::testing::scratch_file;
-
-const CheckResult* find(const Report& r, const std::string& id) {
-  for (const CheckResult& c : r.checks) {
-    if (c.id == id) return &c;
-  }
-  return nullptr;
-}
-
-std::string write(const fixtures::DumpSpec& spec, const std::string& name) {
-  const std::string path = scratch_file(name);
-  const Status s = fixtures::write_dump(path, spec, {}, true);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  return path;
-}
+using ncert::testing::write_fixture;
 
 /// A dump with one run of explicit rows (T x V) and emitted tokens.
 fixtures::DumpSpec explicit_run(const std::string& run, Index T, Index V, std::vector<float> rows,
@@ -91,7 +82,7 @@ Report witness(const std::string& dump, std::optional<double> logit_error = {}, 
 // ---- witnesses ------------------------------------------------------------------------------------
 
 TEST(Witness, LmHeadIntervalsCertifyTheTinyPreset) {
-  const Report r = witness(write(fixtures::preset_tiny(), "tiny.h5"));
+  const Report r = witness(write_fixture(fixtures::preset_tiny(), "tiny.h5"));
   ASSERT_EQ(r.checks.size(), 1u);
   const CheckResult& c = r.checks[0];
   EXPECT_EQ(c.verdict, Verdict::kPass) << c.reason;
@@ -106,8 +97,8 @@ TEST(Witness, LmHeadIntervalsCertifyTheTinyPreset) {
 TEST(Witness, WithoutAnErrorModelTheClassIsUnboundedNotAFailure) {
   const Index T = 6, V = 700;
   const auto rows = clear_rows(T, V);
-  const Report r = witness(write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "plain.h5"));
-  const CheckResult* c = find(r, "logits/run/witness");
+  const Report r = witness(write_fixture(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "plain.h5"));
+  const CheckResult* c = find_check(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
   EXPECT_EQ(stats(*c)["unbounded"], T);
@@ -120,9 +111,9 @@ TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
   // Row 2's maximum is only 1e-4 above its runner-up.
   rows[2 * V + 0] = 2.0f - 1e-4f;
   const auto tokens = argmax_tokens(rows, T, V);
-  const std::string path = write(explicit_run("run", T, V, rows, tokens), "margins.h5");
+  const std::string path = write_fixture(explicit_run("run", T, V, rows, tokens), "margins.h5");
   const Report r = witness(path, 1e-3);  // margin must exceed 2e-3 to be certified
-  const CheckResult* c = find(r, "logits/run/witness");
+  const CheckResult* c = find_check(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;  // a near-tie is not a failure
   EXPECT_EQ(stats(*c)["near_tie"], 1);
@@ -135,13 +126,25 @@ TEST(Witness, AnEmissionThatIsNotTheMaximumFailsNamingRunPositionAndTokens) {
   const auto rows = clear_rows(T, V);
   auto tokens = argmax_tokens(rows, T, V);
   tokens[3] = 11;  // row 3's maximum is at 21
-  const Report r = witness(write(explicit_run("run", T, V, rows, tokens), "bad.h5"));
-  const CheckResult* c = find(r, "logits/run/witness");
+  const Report r = witness(write_fixture(explicit_run("run", T, V, rows, tokens), "bad.h5"));
+  const CheckResult* c = find_check(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
   EXPECT_EQ(stats(*c)["failed"], 1);
   // Positions are prompt length (5) + row.
-  EXPECT_NE(c->reason.find("run run position 8: emitted token 11"), std::string::npos) << c->reason;
+  const auto* e = evidence_of<WitnessEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->first_failure.has_value());
+  EXPECT_FALSE(e->first_failure->ok);
+  EXPECT_EQ(e->first_failure->row, 3);
+  EXPECT_EQ(e->first_failure->position, 8);
+  EXPECT_EQ(e->first_failure->token, 11);
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->object, "logits/run");
+  EXPECT_EQ(c->first_failure->row, 3);
+  EXPECT_EQ(c->first_failure->position, 8);
+  EXPECT_EQ(c->first_failure->token, 11);
+  // Where the row's maximum really is has no typed form: only the failure's text names it.
   EXPECT_NE(c->reason.find("at token 21"), std::string::npos) << c->reason;
   EXPECT_EQ(r.exit_code(), 1);
 }
@@ -151,27 +154,37 @@ TEST(Witness, NanInARowFails) {
   auto rows = clear_rows(T, V);
   const auto tokens = argmax_tokens(rows, T, V);
   rows[1 * V + 50] = std::numeric_limits<float>::quiet_NaN();
-  const Report r = witness(write(explicit_run("run", T, V, rows, tokens), "nan.h5"));
-  const CheckResult* c = find(r, "logits/run/witness");
+  const Report r = witness(write_fixture(explicit_run("run", T, V, rows, tokens), "nan.h5"));
+  const CheckResult* c = find_check(r, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
+  const auto* e = evidence_of<WitnessEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->first_failure.has_value());
+  EXPECT_FALSE(e->first_failure->ok);
+  EXPECT_EQ(e->first_failure->row, 1);
+  EXPECT_EQ(e->failed, 1);
+  // Where the NaN is has no typed form: only the failure's text names it.
   EXPECT_NE(c->reason.find("NaN, first at token 50"), std::string::npos) << c->reason;
 }
 
 TEST(Witness, LogitsThatAreNotTheLmHeadOutputFail) {
-  const std::string path = write(fixtures::preset_tiny(), "head.h5");
+  const std::string path = write_fixture(fixtures::preset_tiny(), "head.h5");
   poke_f32(path, "/logits/greedy/logits", 2, 5, -1000.0f);
   const Report r = witness(path);
-  const CheckResult* c = find(r, "logits/greedy/witness");
+  const CheckResult* c = find_check(r, "logits/greedy/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
+  // Every emission is valid: the failure is the lm_head mismatch, which has no typed form.
+  ASSERT_NE(evidence_of<WitnessEvidence>(c), nullptr);
+  EXPECT_EQ(evidence_of<WitnessEvidence>(c)->failed, 0);
   EXPECT_NE(c->reason.find("row 2 token 5"), std::string::npos) << c->reason;
 }
 
 TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   const Index T = 6, V = 1000;
   const auto rows = clear_rows(T, V);
-  const std::string dump = write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "dump.h5");
+  const std::string dump = write_fixture(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "dump.h5");
   const std::string wfile = scratch_file("w.h5");
   std::filesystem::remove(wfile + ".json");
   Report made = witness(dump, 0.01, wfile);
@@ -190,11 +203,18 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   poke_f32(dump, "/logits/run/logits", 4, 900, 0.5f);
   auto bad = run_witness_verify(v);
   ASSERT_TRUE(bad.ok());
-  const CheckResult* c = find(*bad, "logits/run/witness");
+  const CheckResult* c = find_check(*bad, "logits/run/witness");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
-  EXPECT_NE(c->reason.find("position 9: row hash differs"), std::string::npos) << c->reason;
+  const auto* ve = evidence_of<VerifyEvidence>(c);
+  ASSERT_NE(ve, nullptr);
+  EXPECT_EQ(ve->position, std::optional<std::int64_t>(9));
+  EXPECT_EQ(ve->verified, 4);  // positions 5..8
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->position, 9);
   EXPECT_EQ(stats(*c)["position"], 9);
+  // Which stored field differs has no typed form: only the reason names it.
+  EXPECT_NE(c->reason.find("row hash differs"), std::string::npos) << c->reason;
 
   // The witness file is never overwritten silently.
   WitnessOptions again;
@@ -208,7 +228,7 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
 TEST(WitnessFile, ADumpIsNotAWitnessFile) {
   const Index T = 2, V = 50;
   const auto rows = clear_rows(T, V);
-  const std::string dump = write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "d.h5");
+  const std::string dump = write_fixture(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "d.h5");
   VerifyOptions v;
   v.witness_file = dump;
   v.dump = dump;
@@ -255,7 +275,7 @@ Report compare(const std::string& a, const std::string& b, const std::string& po
 TEST(Compare, IdenticalRunsPassBitwise) {
   const Pair p = pair("same", small_pair(0.0f));
   const Report r = compare(p.a, p.b);
-  const CheckResult* c = find(r, "logits/greedy");
+  const CheckResult* c = find_check(r, "logits/greedy");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
   EXPECT_EQ(stats(*c)["bit_identical_rows"], 40);
@@ -289,7 +309,7 @@ TEST(Compare, EachPolicyHoldsOrFailsAtTheFirstRowThatBreaksIt) {
   for (const Case& k : cases) {
     SCOPED_TRACE(k.policy);
     const Report r = compare(p.a, p.b, k.policy);
-    const CheckResult* c = find(r, "logits/greedy");
+    const CheckResult* c = find_check(r, "logits/greedy");
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->verdict == Verdict::kPass, k.pass) << c->reason;
     if (!k.pass) {
@@ -307,12 +327,20 @@ TEST(Compare, Top1FailsWhereTheArgmaxMoves) {
   fixtures::DumpSpec sa = explicit_run("run", T, V, ra, argmax_tokens(ra, T, V));
   // B emits A's tokens (teacher-forced), so every row stays matched.
   fixtures::DumpSpec sb = explicit_run("run", T, V, rb, argmax_tokens(ra, T, V));
-  const std::string a = write(sa, "a.h5"), b = write(sb, "b.h5");
+  const std::string a = write_fixture(sa, "a.h5"), b = write_fixture(sb, "b.h5");
   const Report r = compare(a, b, "top1");
-  const CheckResult* c = find(r, "logits/run");
+  const CheckResult* c = find_check(r, "logits/run");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
-  EXPECT_NE(c->reason.find("row 4: argmax 28 in A but 100 in B"), std::string::npos) << c->reason;
+  const auto* e = evidence_of<LogitsEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->first_failure_row, 4);
+  EXPECT_EQ(e->failing_rows, 1);
+  ASSERT_GT(e->first_rows.size(), 4u);
+  EXPECT_EQ(e->first_rows[4].argmax_a, 28);
+  EXPECT_EQ(e->first_rows[4].argmax_b, 100);
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->row, 4);
 }
 
 TEST(Compare, AnUlpDistanceThroughZeroIsShownWithItsValues) {
@@ -327,11 +355,13 @@ TEST(Compare, AnUlpDistanceThroughZeroIsShownWithItsValues) {
   rb[4 * V + 9] = std::nextafter(std::nextafter(std::nextafter(1.5f, 2.0f), 2.0f), 2.0f);
   fixtures::DumpSpec sa = explicit_run("run", T, V, ra, argmax_tokens(ra, T, V));
   fixtures::DumpSpec sb = explicit_run("run", T, V, rb, argmax_tokens(ra, T, V));
-  const std::string a = write(sa, "zero_a.h5"), b = write(sb, "zero_b.h5");
+  const std::string a = write_fixture(sa, "zero_a.h5"), b = write_fixture(sb, "zero_b.h5");
   const Report r = compare(a, b, "ulp:4");
-  const CheckResult* c = find(r, "logits/run");
+  const CheckResult* c = find_check(r, "logits/run");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
+  // How the reason words a distance through zero is what this test holds (its figures are
+  // asserted typed below).
   EXPECT_NE(c->reason.find("row 2 col 7: 1e-06 vs -1e-06, opposite signs or a zero ("), std::string::npos) << c->reason;
   EXPECT_NE(c->reason.find("ulps counted through zero; |d| 2e-06) > 4 ulps"), std::string::npos) << c->reason;
   EXPECT_EQ(stats(*c)["failing_rows"], 1);  // row 4's 3 ulps are within the policy
@@ -342,7 +372,7 @@ TEST(Compare, AnUlpDistanceThroughZeroIsShownWithItsValues) {
   EXPECT_EQ(stats(*c)["first_rows"][4]["max_ulp_across_zero"], false);
 
   const Report strict = compare(a, b, "ulp:2");  // now row 4 breaks it too, same-sign
-  const CheckResult* s = find(strict, "logits/run");
+  const CheckResult* s = find_check(strict, "logits/run");
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(stats(*s)["failing_rows"], 2);
   bool through_zero_text = false;
@@ -368,7 +398,7 @@ TEST(Compare, CountsEveryRowAndElementThatBreaksThePolicy) {
   rb[5 * V + 650] = std::numeric_limits<float>::quiet_NaN();
   fixtures::DumpSpec sa = explicit_run("run", T, V, ra, argmax_tokens(ra, T, V));
   fixtures::DumpSpec sb = explicit_run("run", T, V, rb, argmax_tokens(ra, T, V));
-  const std::string a = write(sa, "count-a.h5"), b = write(sb, "count-b.h5");
+  const std::string a = write_fixture(sa, "count-a.h5"), b = write_fixture(sb, "count-b.h5");
   struct Case {
     std::string policy;
     Index rows, elements;
@@ -377,20 +407,22 @@ TEST(Compare, CountsEveryRowAndElementThatBreaksThePolicy) {
   for (const Case& k : cases) {
     SCOPED_TRACE(k.policy);
     const Report r = compare(a, b, k.policy);
-    const CheckResult* c = find(r, "logits/run");
+    const CheckResult* c = find_check(r, "logits/run");
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->verdict, Verdict::kFail);
     EXPECT_EQ(stats(*c)["failing_rows"], k.rows);
     EXPECT_EQ(stats(*c)["failing_elements"], k.elements);
-    const std::string counts = std::to_string(k.rows) + " of " + std::to_string(T) + " matched row(s)";
-    EXPECT_NE(c->reason.find(counts), std::string::npos) << c->reason;
-    EXPECT_NE(c->reason.find("(" + std::to_string(k.elements) + " of " + std::to_string(T * V) + " elements)"),
-              std::string::npos)
-        << c->reason;
+    const auto* e = evidence_of<LogitsEvidence>(c);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->failing_rows, k.rows);
+    EXPECT_EQ(e->matched, T);
+    EXPECT_TRUE(e->element_policy);
+    EXPECT_EQ(e->failing_elements, k.elements);
+    EXPECT_EQ(e->vocab, V);
   }
   // Row policies count rows, not elements: only row 5 (NaN) has an undefined KL.
   const Report r = compare(a, b, "kl:1e-3");
-  const CheckResult* c = find(r, "logits/run");
+  const CheckResult* c = find_check(r, "logits/run");
   ASSERT_NE(c, nullptr);
   EXPECT_FALSE(stats(*c).contains("failing_elements"));
 }
@@ -445,8 +477,8 @@ TEST(Compare, StorageFormsAndBlockBordersGiveIdenticalRows) {
 TEST(Compare, RunsPairByNameOrExplicitly) {
   const Index T = 3, V = 64;
   const auto rows = clear_rows(T, V);
-  const std::string a = write(explicit_run("alpha", T, V, rows, argmax_tokens(rows, T, V)), "a.h5");
-  const std::string b = write(explicit_run("beta", T, V, rows, argmax_tokens(rows, T, V)), "b.h5");
+  const std::string a = write_fixture(explicit_run("alpha", T, V, rows, argmax_tokens(rows, T, V)), "a.h5");
+  const std::string b = write_fixture(explicit_run("beta", T, V, rows, argmax_tokens(rows, T, V)), "b.h5");
   // Different names and no tensors: nothing to compare.
   Report r = compare(a, b);
   ASSERT_TRUE(r.error.has_value());
@@ -456,7 +488,7 @@ TEST(Compare, RunsPairByNameOrExplicitly) {
   CompareOptions o;
   o.pairs = {{"alpha", "beta"}};
   r = compare(a, b, "bitwise", o);
-  const CheckResult* c = find(r, "logits/alpha:beta");
+  const CheckResult* c = find_check(r, "logits/alpha:beta");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
   // A pair naming a run that does not exist is a usage error.
@@ -470,11 +502,12 @@ TEST(Compare, RunsPairByNameOrExplicitly) {
 
 TEST(Compare, MismatchedVocabulariesAreRefused) {
   const auto ra = clear_rows(3, 64), rb = clear_rows(3, 65);
-  const std::string a = write(explicit_run("run", 3, 64, ra, argmax_tokens(ra, 3, 64)), "a.h5");
-  const std::string b = write(explicit_run("run", 3, 65, rb, argmax_tokens(rb, 3, 65)), "b.h5");
+  const std::string a = write_fixture(explicit_run("run", 3, 64, ra, argmax_tokens(ra, 3, 64)), "a.h5");
+  const std::string b = write_fixture(explicit_run("run", 3, 65, rb, argmax_tokens(rb, 3, 65)), "b.h5");
   const Report r = compare(a, b);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->code(), ErrorCode::kVocabMismatch);
+  // A refusal is a Status: its message naming both vocabularies is the contract.
   EXPECT_NE(r.error->message().find("vocab 64"), std::string::npos) << r.error->message();
   EXPECT_EQ(r.exit_code(), 3);
 }
@@ -486,10 +519,10 @@ TEST(Compare, ARunOnOneSideOnlyFailsUnlessAllowed) {
   fixtures::LogitsSpec extra = sa.logits[0];
   extra.name = "extra";
   sa.logits.push_back(extra);
-  const std::string a = write(sa, "a.h5");
-  const std::string b = write(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "b.h5");
+  const std::string a = write_fixture(sa, "a.h5");
+  const std::string b = write_fixture(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "b.h5");
   Report r = compare(a, b);
-  const CheckResult* c = find(r, "logits/extra");
+  const CheckResult* c = find_check(r, "logits/extra");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kFail);
   EXPECT_EQ(r.verdict(), Verdict::kFail);
@@ -497,7 +530,8 @@ TEST(Compare, ARunOnOneSideOnlyFailsUnlessAllowed) {
   o.allow_missing = true;
   r = compare(a, b, "bitwise", o);
   EXPECT_EQ(r.verdict(), Verdict::kPass);
-  EXPECT_NE(find(r, "logits/extra")->reason.find("allowed by --allow-missing"), std::string::npos);
+  // A one-sided run carries no evidence: its reason saying the PASS is allowed is the contract.
+  EXPECT_NE(find_check(r, "logits/extra")->reason.find("allowed by --allow-missing"), std::string::npos);
 }
 
 TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
@@ -509,28 +543,36 @@ TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
   rb[3 * V + 150] = 5.0f;
   tb[3] = 150;
   for (Index t = 4; t < T; ++t) rb[t * V + 1] += 0.5f;  // later rows differ (another context)
-  const std::string a = write(explicit_run("run", T, V, ra, argmax_tokens(ra, T, V)), "a.h5");
-  const std::string b = write(explicit_run("run", T, V, rb, tb), "b.h5");
+  const std::string a = write_fixture(explicit_run("run", T, V, ra, argmax_tokens(ra, T, V)), "a.h5");
+  const std::string b = write_fixture(explicit_run("run", T, V, rb, tb), "b.h5");
   // Judged under abs:0.01, rows 0..2 agree; row 3 differs at token 150 and is still matched.
   Report r = compare(a, b, "top1");
-  const CheckResult* c = find(r, "logits/run");
+  const CheckResult* c = find_check(r, "logits/run");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(stats(*c)["matched"], 4);
   EXPECT_EQ(stats(*c)["divergence_row"], 4);
   EXPECT_EQ(stats(*c)["unmatched"], 4);
   EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3's argmax moved
-  EXPECT_NE(c->reason.find("1 of 4 matched row(s) break the policy; 4 row(s) after the histories diverge at row 4 are "
-                           "not compared"),
-            std::string::npos)
-      << c->reason;
+  const auto* e = evidence_of<LogitsEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->failing_rows, 1);
+  EXPECT_EQ(e->first_failure_row, 3);
+  EXPECT_EQ(e->compared, T);
+  EXPECT_EQ(e->matched, 4);
+  EXPECT_EQ(e->unmatched, 4);
+  EXPECT_EQ(e->divergence_row, 4);
   // Teacher-forced runs: every row is matched and judged.
   CompareOptions o;
   o.matched_history = true;
   r = compare(a, b, "abs:0.6", o);
-  c = find(r, "logits/run");
+  c = find_check(r, "logits/run");
   EXPECT_EQ(stats(*c)["matched"], T);
   EXPECT_EQ(c->verdict, Verdict::kFail);  // row 3: |d| = 5 - 0.001 * ...
-  EXPECT_NE(c->reason.find("row 3 col 150"), std::string::npos) << c->reason;
+  const auto* forced = evidence_of<LogitsEvidence>(c);
+  ASSERT_NE(forced, nullptr);
+  EXPECT_EQ(forced->first_failure_row, 3);
+  ASSERT_GT(forced->first_rows.size(), 3u);
+  EXPECT_EQ(forced->first_rows[3].max_excess_col, 150);
 }
 
 TEST(Compare, TensorsFollowTheirComparePolicy) {
@@ -551,13 +593,13 @@ TEST(Compare, TensorsFollowTheirComparePolicy) {
       only.shape = {5};
       spec.tensors.push_back(only);
     }
-    return write(spec, name);
+    return write_fixture(spec, name);
   };
   const std::string a = dump("a.h5", 0.0f, false);
   const std::string close = dump("close.h5", 5e-4f, false);
   const std::string far = dump("far.h5", 0.1f, true);
   Report r = compare(a, close);
-  const CheckResult* c = find(r, "tensors/kv_cache");
+  const CheckResult* c = find_check(r, "tensors/kv_cache");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
   EXPECT_EQ(stats(*c)["policy"], "abs:1e-3");
@@ -565,14 +607,19 @@ TEST(Compare, TensorsFollowTheirComparePolicy) {
   CompareOptions o;
   o.tensor_policy = *parse_tensor_policy("bitwise");
   r = compare(a, close, "bitwise", o);
-  c = find(r, "tensors/kv_cache");
+  c = find_check(r, "tensors/kv_cache");
   EXPECT_EQ(c->verdict, Verdict::kFail);
-  EXPECT_NE(c->reason.find("element [2, 0, 17]"), std::string::npos) << c->reason;  // 317 = 2*150 + 17
+  const auto* te = evidence_of<TensorEvidence>(c);
+  ASSERT_NE(te, nullptr);
+  EXPECT_EQ(te->shape, (std::vector<Index>{4, 3, 50}));
+  EXPECT_EQ(te->first_failure, 317);  // element [2, 0, 17]: 317 = 2*150 + 17
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->row, 317);
   // A larger difference breaks the attribute's policy; the extra tensor fails on its own.
   r = compare(a, far);
-  EXPECT_EQ(find(r, "tensors/kv_cache")->verdict, Verdict::kFail);
-  ASSERT_NE(find(r, "tensors/only_here"), nullptr);
-  EXPECT_EQ(find(r, "tensors/only_here")->verdict, Verdict::kFail);
+  EXPECT_EQ(find_check(r, "tensors/kv_cache")->verdict, Verdict::kFail);
+  ASSERT_NE(find_check(r, "tensors/only_here"), nullptr);
+  EXPECT_EQ(find_check(r, "tensors/only_here")->verdict, Verdict::kFail);
   // Logits policies make no sense for tensors.
   EXPECT_FALSE(parse_tensor_policy("kl:1e-3").ok());
   EXPECT_FALSE(parse_tensor_policy("top1").ok());

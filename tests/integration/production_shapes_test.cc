@@ -12,6 +12,8 @@
 
 #include "certify/commands/check.h"
 #include "fixtures/generator.h"
+#include "tests/common/fixture_check.h"
+#include "tests/common/report_checks.h"
 #include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
@@ -19,39 +21,13 @@ namespace ncert::certify {
 namespace {
 
 using fixtures::Fault;
+using ncert::testing::check_dump;
+using ncert::testing::failing_ids;
+using ncert::testing::find_check;
+using ncert::testing::write_fixture;
 using reference::Af4Variant;
 using reference::Dequant;
 using reference::WeightFormat;
-
-Report check(const std::string& path) {
-  CheckCommandOptions co;
-  co.dump = path;
-  auto r = run_check(co);
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? *r : Report{};
-}
-
-std::set<std::string> failing(const Report& r) {
-  std::set<std::string> out;
-  for (const CheckResult& c : r.checks) {
-    if (c.verdict == Verdict::kFail) out.insert(c.id);
-  }
-  return out;
-}
-
-const CheckResult* find(const Report& r, const std::string& id) {
-  for (const CheckResult& c : r.checks) {
-    if (c.id == id) return &c;
-  }
-  return nullptr;
-}
-
-std::string write(const fixtures::DumpSpec& spec, const std::string& name, Fault f = Fault::kNone) {
-  const std::string path = ncert::testing::scratch_file(name);
-  const Status s = fixtures::write_dump(path, spec, {f, ""}, true);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  return path;
-}
 
 /// 8 requests x 4 rows into 32 slots, K = 5120, bf16 activations and output; N = 1024 (the
 /// real 16480 adds time, not information: every output column is an independent test).
@@ -95,15 +71,16 @@ fixtures::SegmentSpec bf16(Index rows) {
 TEST(ProductionShapes, Af4GroupScaleOneAndAHalfFailsTheBoundItsTwinPasses) {
   fixtures::DumpSpec d;
   d.projections.push_back(production("in_proj", {af4(512, Dequant::kOutput), bf16(512)}));
-  const Report twin = check(write(d, "prod-af4-twin.h5"));
+  const Report twin = check_dump(write_fixture(d, "prod-af4-twin.h5"));
   EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
-  const Report bad = check(write(d, "prod-af4-x1.5.h5", Fault::kAf4ScaleTimes1_5));
-  EXPECT_EQ(failing(bad), std::set<std::string>{"projections/in_proj/bound"}) << bad.to_text(true);
-  const CheckResult* b = find(bad, "projections/in_proj/bound");
+  const Report bad = check_dump(write_fixture(d, "prod-af4-x1.5.h5", Fault::kAf4ScaleTimes1_5));
+  EXPECT_EQ(failing_ids(bad), std::set<std::string>{"projections/in_proj/bound"}) << bad.to_text(true);
+  const CheckResult* b = find_check(bad, "projections/in_proj/bound");
   ASSERT_NE(b, nullptr);
   // Only column 0 (row 0 of the first AF4 segment, group 0) is wrong.
   EXPECT_EQ(b->first_failure->col, 0);
   // The weights were pinned down: no blanket dequantization slack, nothing ambiguous.
+  // (BoundEvidence records which weights the reference used only as one sentence per segment.)
   const std::string af4_weights = stats(*b)["weights"][0].get<std::string>();
   EXPECT_NE(af4_weights.find("the kernel's own weights, exactly; no dequantization slack"), std::string::npos)
       << af4_weights;
@@ -113,13 +90,13 @@ TEST(ProductionShapes, Af4GroupScaleOneAndAHalfFailsTheBoundItsTwinPasses) {
 TEST(ProductionShapes, Bf16TruncationInBothPathsFailsTheBiasCheckItsTwinPasses) {
   fixtures::DumpSpec d;
   d.projections.push_back(production("out_proj", {bf16(1024)}));
-  const Report twin = check(write(d, "prod-trunc-twin.h5"));
+  const Report twin = check_dump(write_fixture(d, "prod-trunc-twin.h5"));
   EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
-  const Report bad = check(write(d, "prod-trunc.h5", Fault::kBf16TruncationBoth));
+  const Report bad = check_dump(write_fixture(d, "prod-trunc.h5", Fault::kBf16TruncationBoth));
   // Identity holds (both paths truncate alike) and every value lies inside its interval: the
   // one-sided residuals are all that shows it.
-  EXPECT_EQ(failing(bad), std::set<std::string>{"projections/out_proj/bias"}) << bad.to_text(true);
-  const CheckResult* b = find(bad, "projections/out_proj/bias");
+  EXPECT_EQ(failing_ids(bad), std::set<std::string>{"projections/out_proj/bias"}) << bad.to_text(true);
+  const CheckResult* b = find_check(bad, "projections/out_proj/bias");
   ASSERT_NE(b, nullptr);
   const Json st = stats(*b);
   for (const char* out : {"y_unpacked", "y_packed", "y_compact"}) {
@@ -143,10 +120,10 @@ TEST(ProductionShapes, AnExplicitUBelowF32RoundingWithF32DequantizationPasses) {
   p.accumulator = "u=9.313225746154785e-10";  // 2^-30
   p.engine_order = "f64";
   d.projections.push_back(p);
-  const Report good = check(write(d, "prod-u30.h5"));
+  const Report good = check_dump(write_fixture(d, "prod-u30.h5"));
   EXPECT_EQ(good.verdict(), Verdict::kPass) << good.to_text(true);
-  const Report bad = check(write(d, "prod-u30-tile.h5", Fault::kDroppedKTilePacked));
-  EXPECT_EQ(failing(bad), (std::set<std::string>{"projections/f64_acc/identity", "projections/f64_acc/bound"}))
+  const Report bad = check_dump(write_fixture(d, "prod-u30-tile.h5", Fault::kDroppedKTilePacked));
+  EXPECT_EQ(failing_ids(bad), (std::set<std::string>{"projections/f64_acc/identity", "projections/f64_acc/bound"}))
       << bad.to_text(true);
 }
 

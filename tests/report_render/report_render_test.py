@@ -29,7 +29,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -37,8 +36,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "tests", "common"))
 
 import chromium_cdp  # noqa: E402
+import ncert_testing  # noqa: E402
 
 NCERT = os.environ.get("NCERT_BINARY", "")
 XSD = os.path.join(HERE, "junit-10.xsd")
@@ -66,11 +67,7 @@ FORK_KINDS = ["near-tie", "unexplained", "invalid"]
 
 
 def scratch(name):
-    base = os.environ.get("NCERT_TEST_TMP")
-    if base:
-        os.makedirs(base, exist_ok=True)
-        return tempfile.mkdtemp(prefix=name + "-", dir=base)
-    return tempfile.mkdtemp(prefix="ncert-render-%s-" % name)
+    return ncert_testing.scratch(name, "render")
 
 
 def run(args, expect=None):
@@ -171,8 +168,7 @@ def printable(s):
 
 
 def require_binary(test):
-    if not (NCERT and os.access(NCERT, os.X_OK)):
-        test.fail("NCERT_BINARY must name the built ncert binary (got %r)" % NCERT)
+    ncert_testing.require_binary(test, NCERT)
 
 
 # ---- junit --------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ TEST(SweepSelf, ScatterToTheWrongRowIsCaughtAsAnIdentityFailure) {
         return PathTaken::kPacked;
       });
   EXPECT_GT(s.failed_identity + s.failed_alias, 0);
+  // Which of a case's checks failed is recorded only in its failure text (packing/sweep.h).
   EXPECT_NE(s.first_failure_reason.find("identity"), std::string::npos) << s.first_failure_reason;
 }
 

@@ -199,6 +199,71 @@ namespace {
 constexpr hsize_t kMaxAttrElements = 1 << 16;
 constexpr size_t kMaxAttrBytes = 1 << 20;
 
+/// The n strings of a string attribute, variable or fixed length; refuses an embedded NUL.
+Status read_string_values(hid_t attr, hid_t type, hid_t space, size_t size, size_t n, const char* name, AttrValue& v) {
+  if (H5Tis_variable_str(type) > 0) {
+    Hid mem = own_type(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type));
+    std::vector<char*> ptrs(n, nullptr);
+    if (H5Aread(attr, mem.get(), ptrs.data()) < 0) {
+      return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+    }
+    for (char* p : ptrs) v.strings.emplace_back(p ? p : "");
+    H5Dvlen_reclaim(mem.get(), space, H5P_DEFAULT, ptrs.data());
+    return Status();
+  }
+  std::vector<char> buf(size * n + 1, '\0');
+  Hid mem = own_type(H5Tcopy(type));
+  if (H5Aread(attr, mem.get(), buf.data()) < 0) {
+    return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    std::string s(buf.data() + i * size, size);
+    const auto nul = s.find('\0');
+    // NUL padding ends a fixed-length string; a NUL followed by more text is an embedded
+    // NUL, and reading up to it would accept "linear\0evil" as "linear".
+    if (nul != std::string::npos && s.find_first_not_of('\0', nul) != std::string::npos) {
+      return Status(ErrorCode::kAttributeInvalid,
+                    std::string("attribute ") + name + ": a string with an embedded NUL byte at offset " +
+                        std::to_string(nul) + " (text follows it); refused, it would read as \"" + s.substr(0, nul) +
+                        "\"");
+    }
+    if (nul != std::string::npos) s.resize(nul);
+    // Space-padded fixed strings (H5T_STR_SPACEPAD) are trimmed.
+    while (!s.empty() && s.back() == ' ' && H5Tget_strpad(type) == H5T_STR_SPACEPAD) {
+      s.pop_back();
+    }
+    v.strings.push_back(s);
+  }
+  return Status();
+}
+
+/// The n values of an integer attribute as int64; a uint64 beyond int64 makes it kOther.
+Status read_int_values(hid_t attr, hid_t type, size_t size, size_t n, const char* name, AttrValue& v) {
+  const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
+  if (is_unsigned && size == 8) {
+    std::vector<std::uint64_t> u(n);
+    if (H5Aread(attr, H5T_NATIVE_UINT64, u.data()) < 0) {
+      return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+    }
+    for (auto x : u) {
+      if (x > static_cast<std::uint64_t>(INT64_MAX)) {
+        v.kind = AttrValue::Kind::kOther;
+        v.type_description = "uint64 beyond int64";
+        return Status();
+      }
+      v.ints.push_back(static_cast<std::int64_t>(x));
+    }
+    return Status();
+  }
+  v.ints.resize(n);
+  if (H5Aread(attr, H5T_NATIVE_INT64, v.ints.data()) < 0) {
+    return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+  }
+  return Status();
+}
+
 Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
   Hid attr = own_attr(H5Aopen(obj, name, H5P_DEFAULT));
   if (!attr.valid()) return hdf5_failure(ErrorCode::kHdf5, std::string("cannot open attribute ") + name);
@@ -222,65 +287,12 @@ Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
   const auto n = static_cast<size_t>(npoints);
   if (cls == H5T_STRING) {
     v.kind = AttrValue::Kind::kString;
-    if (H5Tis_variable_str(type.get()) > 0) {
-      Hid mem = own_type(H5Tcopy(H5T_C_S1));
-      H5Tset_size(mem.get(), H5T_VARIABLE);
-      H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-      std::vector<char*> ptrs(n, nullptr);
-      if (H5Aread(attr.get(), mem.get(), ptrs.data()) < 0) {
-        return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
-      }
-      for (char* p : ptrs) v.strings.emplace_back(p ? p : "");
-      H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, ptrs.data());
-    } else {
-      std::vector<char> buf(size * n + 1, '\0');
-      Hid mem = own_type(H5Tcopy(type.get()));
-      if (H5Aread(attr.get(), mem.get(), buf.data()) < 0) {
-        return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
-      }
-      for (size_t i = 0; i < n; ++i) {
-        std::string s(buf.data() + i * size, size);
-        const auto nul = s.find('\0');
-        // NUL padding ends a fixed-length string; a NUL followed by more text is an embedded
-        // NUL, and reading up to it would accept "linear\0evil" as "linear".
-        if (nul != std::string::npos && s.find_first_not_of('\0', nul) != std::string::npos) {
-          return Status(ErrorCode::kAttributeInvalid,
-                        std::string("attribute ") + name + ": a string with an embedded NUL byte at offset " +
-                            std::to_string(nul) + " (text follows it); refused, it would read as \"" +
-                            s.substr(0, nul) + "\"");
-        }
-        if (nul != std::string::npos) s.resize(nul);
-        // Space-padded fixed strings (H5T_STR_SPACEPAD) are trimmed.
-        while (!s.empty() && s.back() == ' ' && H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) {
-          s.pop_back();
-        }
-        v.strings.push_back(s);
-      }
-    }
+    NCERT_RETURN_IF_ERROR(read_string_values(attr.get(), type.get(), space.get(), size, n, name, v));
     return v;
   }
   if (cls == H5T_INTEGER) {
     v.kind = AttrValue::Kind::kInt;
-    const bool is_unsigned = H5Tget_sign(type.get()) == H5T_SGN_NONE;
-    if (is_unsigned && size == 8) {
-      std::vector<std::uint64_t> u(n);
-      if (H5Aread(attr.get(), H5T_NATIVE_UINT64, u.data()) < 0) {
-        return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
-      }
-      for (auto x : u) {
-        if (x > static_cast<std::uint64_t>(INT64_MAX)) {
-          v.kind = AttrValue::Kind::kOther;
-          v.type_description = "uint64 beyond int64";
-          return v;
-        }
-        v.ints.push_back(static_cast<std::int64_t>(x));
-      }
-      return v;
-    }
-    v.ints.resize(n);
-    if (H5Aread(attr.get(), H5T_NATIVE_INT64, v.ints.data()) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
-    }
+    NCERT_RETURN_IF_ERROR(read_int_values(attr.get(), type.get(), size, n, name, v));
     return v;
   }
   if (cls == H5T_FLOAT && size <= 8) {

@@ -148,6 +148,7 @@ TEST(ChunkDecode, CorruptDeflateStreamIsAnErrorNamingTheChunk) {
   Status s = detail::decode_chunk(raw.data(), raw.size(), {detail::ChunkFilter::kDeflate}, 0, 4, 256, out, scratch,
                                   "/tensors/t: chunk [0, 0]");
   EXPECT_EQ(s.code(), ErrorCode::kHdf5);
+  // A Status has no typed location: its message naming the chunk is the contract.
   EXPECT_NE(s.message().find("/tensors/t: chunk [0, 0]"), std::string::npos) << s.message();
   // The deflate filter skipped for this chunk (HDF5's mask): the raw bytes are the data.
   s = detail::decode_chunk(raw.data(), raw.size(), {detail::ChunkFilter::kDeflate}, 1u, 4, 256, out, scratch, "x");

@@ -155,6 +155,7 @@ TEST(DumpReaderHostile, ExternalLinkIsRefusedWithoutOpeningTheTarget) {
   expect_refused(path, ErrorCode::kExternalLink, "/tensors/stolen");
   auto s = DumpReader::survey(path);
   ASSERT_TRUE(s.ok());
+  // A refusal is a Status: its message naming the file, the object and the value is the contract.
   EXPECT_NE(s->model().first_error().message().find("target-fifo.h5"), std::string::npos);
 }
 

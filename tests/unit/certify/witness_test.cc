@@ -92,7 +92,8 @@ TEST(Witness, ExactTiesFollowTheLowestIdRule) {
   EXPECT_EQ(w.ties, 2);
   EXPECT_EQ(w.runner_up, 60);
   EXPECT_EQ(w.margin, 0.0);
-  // Emitting the higher id of a tie breaks tie_break = lowest.
+  // Emitting the higher id of a tie breaks tie_break = lowest. A failed witness says why only in
+  // Witness::failure, so these tests hold its text (the report prints it as it is).
   w = witness(row, 60);
   EXPECT_FALSE(w.ok);
   EXPECT_NE(w.failure.find("tie_break = lowest picks token 10"), std::string::npos) << w.failure;
