@@ -162,6 +162,7 @@ CaseResult run_guard(const SweepCase& c, const ExecuteFn& helper) {
   // Snapshot every byte (canaries included) of every buffer the call could reach.
   const std::vector<const GuardedBuffer*> reach = {&d.x, &d.residual, &d.bias, &d.compact_in, &d.compact_out, &out};
   std::vector<std::vector<unsigned char>> before;
+  before.reserve(reach.size() + scratch.size());
   for (const GuardedBuffer* g : reach) before.push_back(g->raw());
   for (const GuardedBuffer& g : scratch) before.push_back(g.raw());
 

@@ -34,13 +34,11 @@ int dtype_size(DType t) {
     case DType::kF32:
       return 4;
     case DType::kF16:
-      return 2;
     case DType::kBf16:
       return 2;
     case DType::kU8:
       return 1;
     case DType::kU32:
-      return 4;
     case DType::kI32:
       return 4;
     case DType::kI64:

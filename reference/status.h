@@ -130,7 +130,10 @@ namespace detail {
 
 /// `NCERT_ASSIGN_OR_RETURN(auto x, f());` binds the value of a Result or returns its Status.
 #define NCERT_ASSIGN_OR_RETURN(lhs, expr) NCERT_ASSIGN_OR_RETURN_IMPL(NCERT_CONCAT(ncert_result_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): lhs is a declaration (`auto x`) and tmp a new name;
+// neither can be parenthesized.
 #define NCERT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -100,8 +100,8 @@ Status read_raw_chunks(hid_t ds, const std::string& path, const DatasetInfo& d, 
     RawChunk r;
     r.offset.resize(static_cast<std::size_t>(rank));
     for (int k = 0; k < rank; ++k) {
-      r.offset[static_cast<std::size_t>(k)] =
-          static_cast<hsize_t>(idx[static_cast<std::size_t>(k)] * d.chunk[static_cast<std::size_t>(k)]);
+      r.offset[static_cast<std::size_t>(k)] = static_cast<hsize_t>(idx[static_cast<std::size_t>(k)]) *
+                                              static_cast<hsize_t>(d.chunk[static_cast<std::size_t>(k)]);
     }
     unsigned mask = 0;
     haddr_t addr = HADDR_UNDEF;

@@ -23,7 +23,7 @@ std::string canonical_hex(XXH128_hash_t h) {
   XXH128_canonicalFromHash(&c, h);
   static const char* kDigits = "0123456789abcdef";
   std::string out(32, '0');
-  for (int i = 0; i < 16; ++i) {
+  for (std::size_t i = 0; i < 16; ++i) {
     out[2 * i] = kDigits[c.digest[i] >> 4];
     out[2 * i + 1] = kDigits[c.digest[i] & 0xF];
   }

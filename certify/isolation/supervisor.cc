@@ -213,7 +213,7 @@ std::string signal_name(int signal) {
   }
 }
 
-IsolatedJobs::IsolatedJobs(IsolationOptions options) : options_(std::move(options)) {}
+IsolatedJobs::IsolatedJobs(IsolationOptions options) : options_(options) {}
 
 IsolatedJobs::~IsolatedJobs() {
   for (Job* j : jobs_) {

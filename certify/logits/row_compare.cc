@@ -31,17 +31,9 @@ using detail::tanh_half_small;
 
 constexpr Index kChunk = 512;
 
-inline std::int64_t key_of(std::uint32_t u) {
-  return (u & 0x80000000u) ? -static_cast<std::int64_t>(u & 0x7FFFFFFFu) : static_cast<std::int64_t>(u);
-}
-
-inline std::int64_t ulps(float x, float y) {
-  const std::int64_t d = key_of(std::bit_cast<std::uint32_t>(x)) - key_of(std::bit_cast<std::uint32_t>(y));
-  return d < 0 ? -d : d;
-}
-
-/// The same distance in 32-bit lanes: keys lie in [-(2^31 - 1), 2^31 - 1], so |ka - kb| fits
-/// an unsigned 32-bit integer exactly (at most 2^32 - 2).
+/// The ULP distance of two floats (reference::ulp_distance_f32) in 32-bit lanes: signed keys lie
+/// in [-(2^31 - 1), 2^31 - 1], so |ka - kb| fits an unsigned 32-bit integer exactly (at most
+/// 2^32 - 2).
 inline std::uint32_t ulps32(float x, float y) {
   const std::uint32_t ux = std::bit_cast<std::uint32_t>(x), uy = std::bit_cast<std::uint32_t>(y);
   const std::uint32_t kx = (ux & 0x80000000u) ? 0x80000000u - (ux & 0x7FFFFFFFu) : 0x80000000u + ux;
@@ -537,9 +529,12 @@ RowComparison compare_rows(const float* a, const float* b, Index V, std::int32_t
   if (test.kind != ElementTest::Kind::kAbs) r.violations = m.violations;
   const Index nchunks = static_cast<Index>(m.cmax_a.size());
   if (token >= 0 && token < V) r.rank_in_b = m.above + 1;
+  // Bit patterns on purpose: -0 and +0, and NaNs of different payloads, are not bit-identical.
+  // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
   r.bit_identical = std::memcmp(a, b, static_cast<std::size_t>(V) * 4) == 0;
   if (!r.bit_identical) {
-    r.first_diff = find_in(0, V, [&](Index j) { return std::memcmp(a + j, b + j, 4) != 0; });
+    r.first_diff = find_in(
+        0, V, [&](Index j) { return std::bit_cast<std::uint32_t>(a[j]) != std::bit_cast<std::uint32_t>(b[j]); });
   }
   auto first_of = [&](const float* row, const std::vector<float>& cmax, float mx) {
     for (Index c = 0; c < nchunks; ++c) {

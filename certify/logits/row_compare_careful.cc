@@ -1,8 +1,9 @@
 // The careful path of the row comparison: rows holding NaN, +-Inf or masked (-Inf) vocabulary,
 // in scalar code with the fast path's cancellation-free forms (docs/error-bounds.md §7).
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 
 #include "certify/logits/detail/row_compare_paths.h"
 #include "reference/float_bits.h"
@@ -22,7 +23,8 @@ void careful_elements(const float* a, const float* b, Index V, const ElementTest
   Index broken = 0;  // elements breaking a bits or ulp test
   for (Index j = 0; j < V; ++j) {
     const std::uint64_t u = reference::ulp_distance_f32(a[j], b[j]);
-    if (test.kind == ElementTest::Kind::kBits) broken += std::memcmp(a + j, b + j, 4) != 0 ? 1 : 0;
+    if (test.kind == ElementTest::Kind::kBits)
+      broken += std::bit_cast<std::uint32_t>(a[j]) != std::bit_cast<std::uint32_t>(b[j]) ? 1 : 0;
     if (test.kind == ElementTest::Kind::kUlp) broken += u > test.ulp ? 1 : 0;
     if (u > r.max_ulp) {
       r.max_ulp = u;

@@ -31,7 +31,7 @@ std::string StoredRun::row_hash(Index t) const {
   static const char* d = "0123456789abcdef";
   std::string s(32, '0');
   const std::uint8_t* b = row_xxh3.data() + t * 16;
-  for (int i = 0; i < 16; ++i) {
+  for (std::size_t i = 0; i < 16; ++i) {
     s[2 * i] = d[b[i] >> 4];
     s[2 * i + 1] = d[b[i] & 15];
   }
@@ -108,7 +108,7 @@ Index WitnessFile::stored_tokens(const std::string& run) const {
 
 Result<StoredRun> WitnessFile::read(const std::string& run, Index tokens) const {
   const std::string g = "/witness/" + run;
-  auto need = [&](const std::string& ds, DType t, std::vector<Index> shape) -> Status {
+  auto need = [&](const std::string& ds, DType t, const std::vector<Index>& shape) -> Status {
     const DatasetInfo* d = reader_.model().dataset(g + "/" + ds);
     if (!d || d->dtype != t || d->shape != shape) {
       return Status(ErrorCode::kWitnessFileInvalid, path_ + ": " + g + "/" + ds + " missing or malformed");

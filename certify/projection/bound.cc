@@ -11,7 +11,7 @@ namespace {
 
 /// Which weights the reference used for a segment, and why (docs/error-bounds.md §2).
 std::string weight_model(const SegmentInfo& s) {
-  const std::string where = s.name + " [" + std::to_string(s.row_begin) + "," + std::to_string(s.row_end) + "): ";
+  std::string where = s.name + " [" + std::to_string(s.row_begin) + "," + std::to_string(s.row_end) + "): ";
   if (s.format != reference::WeightFormat::kAf4) {
     return where + std::string(reference::weight_format_name(s.format)) + " weights, exact";
   }

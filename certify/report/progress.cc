@@ -21,7 +21,7 @@ void Progress::enable(bool on, double delay_seconds) {
   g_delay = delay_seconds;
 }
 
-Progress::Progress(std::string what, std::int64_t total)
+Progress::Progress(const std::string& what, std::int64_t total)
     : what_(printable(what)), total_(total), start_(std::chrono::steady_clock::now()), last_(start_) {}
 
 Progress::~Progress() {

@@ -17,7 +17,7 @@ class Progress {
 
   /// `what` names the work ("check: projections"); `total` its units. Names from a dump are
   /// escaped like every text from a dump (printable.h).
-  Progress(std::string what, std::int64_t total);
+  Progress(const std::string& what, std::int64_t total);
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
   ~Progress();  ///< erases the line if one was drawn

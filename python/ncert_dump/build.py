@@ -174,4 +174,3 @@ def build_tensor(path: str, array, dtype: str, compare) -> Stored:
     if compare is not None:
         d.attrs["compare"] = compare
     return d
-

@@ -47,7 +47,7 @@ def write_attrs(obj, attrs: dict) -> None:
 
 
 def _write_dataset(parent: h5py.Group, name: str, d: Stored) -> None:
-    kwargs = {"track_times": False}
+    kwargs: dict[str, object] = {"track_times": False}
     if d.chunk_rows is not None and d.array.ndim >= 1 and d.array.size > 0:
         rows = max(1, min(int(d.chunk_rows), d.array.shape[0]))
         kwargs["chunks"] = (rows,) + tuple(d.array.shape[1:])

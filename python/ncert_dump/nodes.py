@@ -17,7 +17,7 @@ __all__ = ["Stored", "Group", "STORAGE_DTYPES"]
 
 #: ncert element type -> the little-endian numpy type its elements are stored as. bf16 is
 #: stored as raw uint16 patterns with the dataset attribute dtype = "bf16" (form b).
-STORAGE_DTYPES = {
+STORAGE_DTYPES: dict[str, np.dtype] = {
     "f32": np.dtype("<f4"),
     "f16": np.dtype("<f2"),
     "bf16": np.dtype("<u2"),

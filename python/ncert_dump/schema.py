@@ -226,6 +226,13 @@ def check_root(attrs: dict) -> None:
 class ProjectionFacts:
     """What the checks learned of a valid projection (for the guards and the lm_head rule)."""
 
+    # Set from the keywords; the ones read outside this module, declared for mypy.
+    path: str
+    m: int
+    n: int
+    role: Optional[str]
+    logits_run: Optional[str]
+
     def __init__(self, **kw):
         self.__dict__.update(kw)
 

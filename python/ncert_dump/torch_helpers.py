@@ -8,7 +8,7 @@ bfloat16), which is exactly the form the writer stores.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, List, Literal, Optional
 
 import numpy as np
 
@@ -109,7 +109,7 @@ class LinearCapture:
         self._handle = self.module.register_forward_hook(self._hook)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None

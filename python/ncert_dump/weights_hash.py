@@ -31,13 +31,13 @@ class Xxh3_128:
 
     def __init__(self) -> None:
         try:
-            import xxhash  # type: ignore
+            import xxhash
             self._py = xxhash.xxh3_128()
             return
         except ImportError:
             self._py = None
         lib = Xxh3_128._library()
-        self._state = ctypes.c_void_p(lib.XXH3_createState())
+        self._state: Optional[ctypes.c_void_p] = ctypes.c_void_p(lib.XXH3_createState())
         if not self._state:
             raise MemoryError("XXH3_createState failed")
         lib.XXH3_128bits_reset(self._state)

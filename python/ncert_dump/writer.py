@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Optional
+from typing import Literal, Optional
 
 import h5py
 
@@ -21,7 +21,7 @@ from .build import build_logits, build_projection, build_tensor, check_leaf
 from .errors import DumpFormatError
 from .guards import check_weights_and_strides
 from .weights_hash import weights_xxh3_of_group
-from .schema import (check_lm_head, check_logits, check_projection, check_root,
+from .schema import (ProjectionFacts, check_lm_head, check_logits, check_projection, check_root,
                      check_tensor)
 
 __all__ = ["DumpWriter"]
@@ -56,16 +56,17 @@ class DumpWriter:
         except OSError as e:
             raise DumpFormatError("io", self.path, f"cannot create ({e})") from None
         h5out.write_attrs(self._file, root)
-        self._runs = {}        # logits run name -> (T, V)
-        self._pending = {}     # logits run name -> [facts of lm_head projections naming it]
-        self._names = set()    # "/projections/q", ...
+        self._runs: dict[str, tuple[int, int]] = {}  # logits run name -> (T, V)
+        # logits run name -> [facts of lm_head projections naming it]
+        self._pending: dict[str, list[ProjectionFacts]] = {}
+        self._names: set[str] = set()  # "/projections/q", ...
 
     # ---- context manager ---------------------------------------------------------------------
 
     def __enter__(self) -> "DumpWriter":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if exc_type is not None:
             self.abort()
             return False
@@ -169,13 +170,13 @@ class DumpWriter:
                                                                node.attrs["k"], node.attrs["n"])
         if omit_weights:
             del node.members["weight"]
-        lm_head = facts.role == "lm_head" and facts.logits_run is not None
-        if lm_head and facts.logits_run in self._runs:
+        head_of = facts.logits_run if facts.role == "lm_head" else None  # the run of an lm_head
+        if head_of is not None and head_of in self._runs:
             check_lm_head(facts, self._runs)
         self._write(self._parent("projections"), name, node, path)
         self._names.add(path)
-        if lm_head and facts.logits_run not in self._runs:
-            self._pending.setdefault(facts.logits_run, []).append(facts)  # checked at its run
+        if head_of is not None and head_of not in self._runs:
+            self._pending.setdefault(head_of, []).append(facts)  # checked at its run
         return path
 
     def add_logits_run(self, name: str, *, tokens, logits, positions=None, prompt_tokens=None,

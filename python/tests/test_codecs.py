@@ -157,8 +157,13 @@ class HandCheckedCases(unittest.TestCase):
 class BitExactAgainstCpp(unittest.TestCase):
     """The vectorised codecs against the C++ functions themselves, pattern for pattern."""
 
+    dir: str
+    exe: str
+    sample: np.ndarray
+
     @classmethod
     def setUpClass(cls):
+        assert CXX is not None  # the skipUnless above
         cls.dir = tempfile.mkdtemp(prefix="ncert_codecs_")
         src = os.path.join(cls.dir, "harness.cc")
         with open(src, "w") as f:

@@ -20,7 +20,9 @@ def docstring_example() -> str:
 
 def readme_example() -> str:
     with open(os.path.join(REPO, "python", "README.md")) as f:
-        return re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+        found = re.search(r"```python\n(.*?)```", f.read(), re.S)
+    assert found is not None, "python/README.md has no python example"
+    return found.group(1)
 
 
 class Examples(TempDirCase):

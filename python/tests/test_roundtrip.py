@@ -135,7 +135,7 @@ class RoundTrip(TempDirCase):
             self.assertTrue(run["logits"].shuffle)
             self.assertEqual(f["/tensors/layer0/k_cache"].attrs["compare"], "ulp:1")
             # Every object is reached by exactly one link (no hard or soft links).
-            seen = {}
+            seen: dict[int, list[str]] = {}
             f.visititems(lambda name, obj: seen.setdefault(
                 h5py.h5o.get_info(obj.id).addr, []).append(name))
             self.assertTrue(all(len(v) == 1 for v in seen.values()), seen)

@@ -66,6 +66,7 @@ class Capture(TempDirCase):
         self.lin(torch.randn(1, 16))  # after the context: not recorded
         self.assertEqual(len(cap.calls), 2)
         c = cap.calls[0]
+        assert c.bias is not None  # the layer has a bias
         self.assertEqual((c.x.shape, c.y.shape, c.weight.shape, c.bias.shape),
                          ((6, 16), (6, 8), (8, 16), (8,)))
         self.assertTrue(np.array_equal(c.y, a.detach().reshape(6, 8).numpy()))

@@ -82,11 +82,11 @@ class RootRefusals(RefusalAssertions):
             self.assertEqual(f.attrs["ncert_schema"], "ncert-dump")
 
     def test_engine_is_required(self):
-        self.assertRefused(lambda: DumpWriter(self.tmp(), engine=None, build="b"),
+        self.assertRefused(lambda: DumpWriter(self.tmp(), engine=None, build="b"),  # type: ignore[arg-type]
                            "missing-attribute", 'missing attribute "engine"', "/")
 
     def test_build_must_be_a_string(self):
-        self.assertRefused(lambda: DumpWriter(self.tmp(), engine="e", build=3),
+        self.assertRefused(lambda: DumpWriter(self.tmp(), engine="e", build=3),  # type: ignore[arg-type]
                            "attribute-invalid", 'attribute "build" = 3 is not a string', "/")
 
     def test_strings_never_hold_nul(self):

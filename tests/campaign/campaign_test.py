@@ -19,7 +19,8 @@ from ncert_testing import strip_timing  # noqa: E402
 
 NCERT = os.environ["NCERT_BINARY"]
 MPIRUN = shutil.which("mpirun")
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
 def run(args, cwd, env=None, check_rc=None):
@@ -62,7 +63,8 @@ class Campaign(unittest.TestCase):
         journal = os.path.join(cls.dir, tag + ".journal")
         if not resume and os.path.exists(journal):
             os.remove(journal)
-        args = list(launcher) + [NCERT, "campaign", cls.manifest, "--journal", journal, "--json", out, "--quiet"] + flags
+        args = (list(launcher) + [NCERT, "campaign", cls.manifest, "--journal", journal, "--json", out, "--quiet"]
+                + flags)
         if resume:
             args.append("--resume")
         r = run(args, cls.dir, env=env)
@@ -103,7 +105,8 @@ class Campaign(unittest.TestCase):
         self.assertEqual(self.reference["verdict"], "FAIL")
 
     def test_workers_and_threads_do_not_change_the_report(self):
-        for tag, flags in (("w1t1", ["--workers", "1", "--threads", "1"]), ("w2t1", ["--workers", "2", "--threads", "1"])):
+        for tag, flags in (("w1t1", ["--workers", "1", "--threads", "1"]),
+                           ("w2t1", ["--workers", "2", "--threads", "1"])):
             with self.subTest(flags=flags):
                 self.assertEqual(strip_timing(self.campaign(tag, flags)), strip_timing(self.reference))
 

@@ -254,7 +254,8 @@ class SharedWeights(unittest.TestCase):
             write_step(path, 2, self.segments, self.w, omit_weights=True)
             with h5py.File(path, "r+") as f:
                 if kind == "external":
-                    f["/projections/layer0_in/weight"] = h5py.ExternalLink("weights.h5", "/projections/layer0_in/weight")
+                    f["/projections/layer0_in/weight"] = h5py.ExternalLink("weights.h5",
+                                                                           "/projections/layer0_in/weight")
                 else:
                     f.create_group("/elsewhere")
                     f["/projections/layer0_in/weight"] = h5py.SoftLink("/elsewhere")

@@ -349,9 +349,9 @@ def weights_hash(projection: Group) -> str:
 
 def containers(root: Group) -> Dict[str, List[object]]:
     """The objects of each container kind, as the tables name the kinds."""
-    out: Dict[str, List[object]] = {"/": [root], "/projections/<name>": [],
-                                     "/projections/<name>/weight/<segment>": [],
-                                     "/logits/<run>": [], "/tensors/<name>": []}
+    out: Dict[str, List[object]] = {
+        "/": [root], "/projections/<name>": [], "/projections/<name>/weight/<segment>": [],
+        "/logits/<run>": [], "/tensors/<name>": []}
     for p in root.members.get("projections", Group()).members.values():
         out["/projections/<name>"].append(p)
         out["/projections/<name>/weight/<segment>"].extend(p.members.get("weight", Group()).members.values())

@@ -147,8 +147,7 @@ class HostileInputs(unittest.TestCase):
             f.attrs[b"bad\xff\xfename"] = np.bytes_(b"x\xc3\x28y")
             f.attrs.modify("engine", np.bytes_(b"eng\xff\xfe"))  # fixed-length, not UTF-8
             f.create_dataset(b"member\xe2\x82", data=np.zeros(2, np.float32))
-            f["projections/attn_qkv"].attrs.create("note", b"v\xff\xfe",
-                                                    dtype=h5py.string_dtype("ascii"))
+            f["projections/attn_qkv"].attrs.create("note", b"v\xff\xfe", dtype=h5py.string_dtype("ascii"))
             f["projections"].create_group(b"p\xff")
         for command in ("inspect", "check", "witness"):
             with self.subTest(command=command):
@@ -388,8 +387,7 @@ class HostileInputs(unittest.TestCase):
         m, k, n = 2048, 4096, 4096
         with DumpWriter(p, engine="hostile", build="long", overwrite=True) as dw:
             dw.add_projection("p", x=np.full((m, k), 0x3F80, np.uint16),
-                              weights=[Segment("bf16", 0, n, values=np.full((n, k), 0x3C00,
-                                                                             np.uint16))],
+                              weights=[Segment("bf16", 0, n, values=np.full((n, k), 0x3C00, np.uint16))],
                               accumulator="f32-rn", output_dtype="bf16",
                               selector=np.arange(m, dtype=np.int32),
                               y_unpacked=np.zeros((m, n), np.uint16))

@@ -55,6 +55,8 @@ def xsd_schema():
     if _SCHEMA is None:
         _SCHEMA = lxml_etree.XMLSchema(lxml_etree.parse(XSD))
     return _SCHEMA
+
+
 # A projection name (HDF5 names hold any byte but "/"): markup, quotes, a terminal escape and
 # bytes that are not UTF-8; as the JSON report carries it, and as the pages print it.
 HOSTILE = b"p<script>alert(\"x\")'&\x1b[2J\xff\xfe"

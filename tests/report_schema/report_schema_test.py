@@ -244,7 +244,8 @@ class ReportSchema(unittest.TestCase):
                    {"id": "garbage", "check": os.path.join(self.dir, "garbage.h5")},
                    {"id": "logits", "compare": [os.path.join(d, "logits-a.h5"), os.path.join(d, "logits-b.h5")],
                     "policy": "kl:1e-5"},
-                   {"id": "forks", "forks": [os.path.join(d, "fork-near-tie-a.h5"), os.path.join(d, "fork-near-tie-b.h5")]},
+                   {"id": "forks",
+                    "forks": [os.path.join(d, "fork-near-tie-a.h5"), os.path.join(d, "fork-near-tie-b.h5")]},
                    {"id": "witness", "witness": os.path.join(d, "good.h5")}]
         with open(path, "w") as f:
             json.dump({"ncert_campaign": 1, "name": "schema", "entries": entries}, f)

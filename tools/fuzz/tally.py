@@ -15,6 +15,7 @@ from runner import BAD_FLAGS
 
 BAD_LIST_PRINTED = 40  # bad runs listed on stdout; the JSON has them all
 
+
 def new_tally(commands):
     return {c: {"runs": 0, "bad": 0, "outcomes": {}, "flags": {}, "error_names": {},
                 "by_kind": {}} for c in commands}
@@ -117,8 +118,7 @@ class Summary:
                     })
         for c in commands:
             t = self.tally[c]
-            t["outcomes"] = {k: t["outcomes"][k] for k in sorted(t["outcomes"],
-                                                                  key=outcome_order)}
+            t["outcomes"] = {k: t["outcomes"][k] for k in sorted(t["outcomes"], key=outcome_order)}
             t["flags"] = sort_dict(t["flags"])
             t["error_names"] = sort_dict(t["error_names"])
             t["by_kind"] = {k: t["by_kind"][k] for k in kinds if k in t["by_kind"]}
@@ -141,8 +141,8 @@ def print_report(summary, args, seeds, elapsed, out=None):
         odd = [b for b in baselines if b["outcome"] not in ("exit0", "exit1")]
         print("baseline (unmodified seeds): %d run(s), %d not exit 0/1%s" % (
             len(baselines), len(odd),
-            "".join("\n  %s %s -> %s %s" % (b["command"], b["seed"], b["outcome"],
-                                             " ".join(b["flags"])) for b in odd)), file=out)
+            "".join("\n  %s %s -> %s %s" % (b["command"], b["seed"], b["outcome"], " ".join(b["flags"]))
+                    for b in odd)), file=out)
     print(file=out)
     print_table(summary.tally, args.commands, out)
     print_kind_table(summary.tally, args.commands,

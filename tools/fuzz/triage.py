@@ -124,8 +124,7 @@ def main():
     if not (os.path.isfile(a.fuzzer) and os.access(a.fuzzer, os.X_OK)):
         p.error("--fuzzer %s: not an executable file" % a.fuzzer)
     env = os.environ.copy()
-    env.setdefault("LSAN_OPTIONS", "suppressions=" + os.path.join(REPO, "tools", "sanitizers",
-                                                                   "lsan.supp"))
+    env.setdefault("LSAN_OPTIONS", "suppressions=" + os.path.join(REPO, "tools", "sanitizers", "lsan.supp"))
     env.setdefault("ASAN_OPTIONS", "symbolize=1")
     groups = {}
     for art in collect(a.artifacts):
