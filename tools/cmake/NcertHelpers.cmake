@@ -23,6 +23,12 @@ function(ncert_apply_sanitizers target)
     target_compile_options(${target} PRIVATE -fsanitize=${san} -fno-sanitize-recover=all
                                              -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=${san})
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+      # Instrumented loads and stores (TSan's __tsan_read4, ...) can stop clang's vectorizer,
+      # which then warns about each `omp simd` loop it left scalar (-Wpass-failed, an error
+      # under -Werror): a sanitizer build is for defects, not for speed.
+      target_compile_options(${target} PRIVATE -Wno-pass-failed)
+    endif()
   endif()
 endfunction()
 
