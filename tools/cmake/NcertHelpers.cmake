@@ -1,4 +1,5 @@
-# Shared build helpers: warnings, floating-point discipline, sanitizers, and the test registrar.
+# Shared build helpers: warnings, floating-point discipline, sanitizers, coverage, and the test
+# registrar.
 
 # Flags every ncert target gets. -ffp-contract=off: the K-walk emulation must round a*b and
 # then the add separately ("seq") unless it asks for fma() explicitly ("seq-fma"); letting the
@@ -15,6 +16,12 @@ function(ncert_target_defaults target)
     target_compile_options(${target} PRIVATE -march=${NCERT_MARCH})
   endif()
   ncert_apply_sanitizers(${target})
+  if(NCERT_COVERAGE)
+    # gcov's format (.gcno beside each object, .gcda written at exit), read by gcovr; clang's
+    # is read with `llvm-cov-14 gcov` (docs/testing.md "Coverage").
+    target_compile_options(${target} PRIVATE --coverage)
+    target_link_options(${target} PRIVATE --coverage)
+  endif()
 endfunction()
 
 function(ncert_apply_sanitizers target)
