@@ -17,9 +17,21 @@
 
 #include "certify/isolation/activity.h"
 
+// The coverage runtime's flush (gcov's and clang's), linked only into NCERT_COVERAGE builds: a
+// child ends with _exit, which skips the atexit handler that writes the counts.
+extern "C" void __gcov_dump(void) __attribute__((weak));
+
 namespace ncert::certify {
 
 namespace {
+
+/// Ends a supervised child: its output flushed, its coverage counts written in a coverage
+/// build, and no static destructors or atexit handlers (the parent owns the process's exit).
+[[noreturn]] void end_child(int rc) {
+  std::fflush(nullptr);
+  if (__gcov_dump) __gcov_dump();
+  _exit(rc);
+}
 
 volatile sig_atomic_t g_received = 0;  // SIGINT/SIGTERM seen by the supervisor
 
@@ -249,9 +261,7 @@ Result<int> IsolatedJobs::start(const std::function<std::string()>& body) {
   if (pid == 0) {
     close(fds[0]);
     prepare_child(job->page, options_);
-    const int rc = guarded([&] { return write_all(fds[1], body()); });
-    std::fflush(nullptr);
-    _exit(rc);  // no static destructors or atexit handlers: the parent owns the process's exit
+    end_child(guarded([&] { return write_all(fds[1], body()); }));
   }
   close(fds[1]);
   fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
@@ -304,11 +314,7 @@ Result<ChildEnd> run_isolated(const std::function<int()>& body, const IsolationO
   }
   // One job whose exit code is the body's; it writes its own output (the report) itself.
   IsolatedJobs jobs(o);
-  auto id = jobs.start([&]() -> std::string {
-    const int rc = guarded(body);
-    std::fflush(nullptr);
-    _exit(rc);
-  });
+  auto id = jobs.start([&]() -> std::string { end_child(guarded(body)); });
   if (!id.ok()) return id.status();
   NCERT_ASSIGN_OR_RETURN(IsolatedJobs::Done done, jobs.wait_any());
   return done.end;

@@ -31,9 +31,9 @@ using detail::tanh_half_small;
 
 constexpr Index kChunk = 512;
 
-/// The ULP distance of two floats (reference::ulp_distance_f32) in 32-bit lanes: signed keys lie
-/// in [-(2^31 - 1), 2^31 - 1], so |ka - kb| fits an unsigned 32-bit integer exactly (at most
-/// 2^32 - 2).
+/// The distance in ulps of x and y, in 32-bit lanes: the bit patterns become keys in the
+/// floats' order (both zeros 2^31, negatives mirrored below it), which lie in [1, 2^32 - 1], so
+/// |kx - ky| fits an unsigned 32-bit integer exactly (at most 2^32 - 2).
 inline std::uint32_t ulps32(float x, float y) {
   const std::uint32_t ux = std::bit_cast<std::uint32_t>(x), uy = std::bit_cast<std::uint32_t>(y);
   const std::uint32_t kx = (ux & 0x80000000u) ? 0x80000000u - (ux & 0x7FFFFFFFu) : 0x80000000u + ux;

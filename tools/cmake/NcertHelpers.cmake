@@ -1,4 +1,5 @@
-# Shared build helpers: warnings, floating-point discipline, sanitizers, and the test registrar.
+# Shared build helpers: warnings, floating-point discipline, sanitizers, coverage, and the test
+# registrar.
 
 # Flags every ncert target gets. -ffp-contract=off: the K-walk emulation must round a*b and
 # then the add separately ("seq") unless it asks for fma() explicitly ("seq-fma"); letting the
@@ -15,6 +16,12 @@ function(ncert_target_defaults target)
     target_compile_options(${target} PRIVATE -march=${NCERT_MARCH})
   endif()
   ncert_apply_sanitizers(${target})
+  if(NCERT_COVERAGE)
+    # gcov's format (.gcno beside each object, .gcda written at exit), read by gcovr; clang's
+    # is read with `llvm-cov-14 gcov` (docs/testing.md "Coverage").
+    target_compile_options(${target} PRIVATE --coverage)
+    target_link_options(${target} PRIVATE --coverage)
+  endif()
 endfunction()
 
 function(ncert_apply_sanitizers target)
@@ -23,6 +30,12 @@ function(ncert_apply_sanitizers target)
     target_compile_options(${target} PRIVATE -fsanitize=${san} -fno-sanitize-recover=all
                                              -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=${san})
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+      # Instrumented loads and stores (TSan's __tsan_read4, ...) can stop clang's vectorizer,
+      # which then warns about each `omp simd` loop it left scalar (-Wpass-failed, an error
+      # under -Werror): a sanitizer build is for defects, not for speed.
+      target_compile_options(${target} PRIVATE -Wno-pass-failed)
+    endif()
   endif()
 endfunction()
 
