@@ -108,8 +108,8 @@ TEST(OptionTables, ManifestEntriesSetTheFieldsTheFlagsSet) {
   EXPECT_EQ(forks->context, 3);
   EXPECT_FALSE(forks->logit_error.has_value());
 
-  auto compare =
-      certify::compare_options(entry(EntryKind::kCompare, Json{{"policy", "ulp:4"}, {"tensor_policy", "abs:1e-3"}}), {});
+  auto compare = certify::compare_options(
+      entry(EntryKind::kCompare, Json{{"policy", "ulp:4"}, {"tensor_policy", "abs:1e-3"}}), {});
   ASSERT_TRUE(compare.ok()) << compare.status().to_string();
   EXPECT_EQ(compare->policy.kind, certify::Policy::Kind::kUlp);
   EXPECT_EQ(compare->policy.ulp, 4u);
@@ -126,8 +126,7 @@ TEST(OptionTables, ManifestValuesOutsideTheFlagsRangesAreRefusedNamingTheOption)
   const Case cases[] = {
       {EntryKind::kCheck, Json{{"lambda", 0.5}}, "entry e: option \"lambda\" must be a number from 1 to 1000"},
       {EntryKind::kForks, Json{{"context", 4.5}}, "entry e: option \"context\" must be a whole number from 0 to 4096"},
-      {EntryKind::kForks, Json{{"context", 4097}},
-       "entry e: option \"context\" must be a whole number from 0 to 4096"},
+      {EntryKind::kForks, Json{{"context", 4097}}, "entry e: option \"context\" must be a whole number from 0 to 4096"},
       {EntryKind::kCheck, Json{{"strict", 1}}, "entry e: option \"strict\" must be true or false"},
       {EntryKind::kCheck, Json{{"require", "walks"}}, "entry e: option \"require\" "},
       {EntryKind::kCompare, Json{{"pairs", {"nocolon"}}}, "entry e: option \"pairs\" expected a:b, got nocolon"},
@@ -211,8 +210,7 @@ TEST(GeneratedDocs, MissingOrRepeatedMarkersAreAnError) {
   auto ok = cli::replace_section("a\n" + begin + "old\n" + end + "b\n", "f.md", "x", "new\n");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(*ok, "a\n" + begin + "new\n" + end + "b\n");
-  EXPECT_EQ(cli::replace_section("a\n" + begin + "b\n", "f.md", "x", "").status().code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cli::replace_section("a\n" + begin + "b\n", "f.md", "x", "").status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(cli::replace_section(end + begin, "f.md", "x", "").status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(cli::replace_section(begin + end + begin + end, "f.md", "x", "").status().code(),
             ErrorCode::kInvalidArgument);
