@@ -14,11 +14,13 @@
 // from that list; reference/detail/error_table.h). To add a code: add its row here, build, then
 // run `ncert-docgen write .` at the source root.
 //
-// No include guard: the file is meant to be included once per expansion of the macro.
+// No include guard: the file is meant to be included once per expansion of the macro. Included
+// without the macro (an installed-headers check compiles every header alone), it includes the
+// vocabulary it feeds, reference/status.h, and expands nothing itself.
 
 #ifndef NCERT_ERROR_CODE
-#error "define NCERT_ERROR_CODE(enumerator, number, name, exit, description) before including reference/error_codes.h"
-#endif
+#include "reference/status.h"
+#else
 
 NCERT_ERROR_CODE(kOk, 0, "ok", 0, "no error")
 
@@ -116,3 +118,5 @@ NCERT_ERROR_CODE(kDequantOpUnknown, 411, "dequant-op-unknown", 3, "AF4 dequant_o
 
 // 9xx: internal. Exit 4 (a bug in ncert).
 NCERT_ERROR_CODE(kInternal, 900, "internal", 4, "a bug in ncert: an invariant failed")
+
+#endif  // NCERT_ERROR_CODE
