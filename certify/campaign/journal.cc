@@ -34,8 +34,18 @@ Status write_line(int fd, const std::string& path, const std::string& line) {
   return Status();
 }
 
+/// The first line: the journal's format, the wire form of the results it holds (report/wire.h
+/// kWireVersion) and the manifest it belongs to.
 Json header(const std::string& manifest_xxh3) {
-  return Json{{"ncert_campaign_journal", 1}, {"manifest_xxh3_128", manifest_xxh3}};
+  return Json{{"ncert_campaign_journal", 1}, {"wire", kWireVersion}, {"manifest_xxh3_128", manifest_xxh3}};
+}
+
+/// The wire version a journal header declares: 1 when it has none (journals written before
+/// results carried typed evidence); null when the line is no journal header.
+Json wire_version(const Json& first_line) {
+  if (!first_line.is_object() || !first_line.contains("ncert_campaign_journal")) return nullptr;
+  const auto it = first_line.find("wire");
+  return it == first_line.end() ? Json(1) : *it;
 }
 
 }  // namespace
@@ -87,6 +97,18 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
       return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
     }
     if (first) {
+      // A journal of another wire form (1: no "wire" member, written while evidence travelled
+      // as its rendered stats) is refused here, before any record is read, with a usage error
+      // that says what to do. Were its records read anyway, nothing would crash: report_from_wire
+      // and checks_from_wire reject every result not in this form (kInvalidArgument naming the
+      // member) and CampaignRun::report makes that entry a failed one carrying the error.
+      if (const Json wire = wire_version(line); !wire.is_null() && wire != Json(kWireVersion)) {
+        return Status(ErrorCode::kUsage, path + " holds results in wire format " + wire.dump() +
+                                             ", written by another ncert version (this one reads format " +
+                                             std::to_string(kWireVersion) +
+                                             "): finish that campaign with the ncert that started it, or "
+                                             "remove the journal to start again");
+      }
       if (line != header(manifest_xxh3)) {
         return Status(ErrorCode::kUsage,
                       path + " is the journal of another manifest (or of this one before it changed)");

@@ -31,6 +31,7 @@ struct Location {
   Index slot = -1;             ///< physical slot, for packed outputs
   std::int64_t position = -1;  ///< sequence position, for logits
   std::int32_t token = -1;
+  bool operator==(const Location&) const = default;
 };
 
 struct CheckResult {
@@ -47,6 +48,7 @@ struct CheckResult {
   bool always_show_details = false;  ///< print details on PASS too (forks explain themselves)
 
   bool failed() const { return verdict == Verdict::kFail; }
+  bool operator==(const CheckResult&) const = default;
 };
 
 /// A check of `kind` whose prerequisite failed: FAIL "not evaluated: <why>".

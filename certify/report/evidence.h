@@ -3,7 +3,9 @@
 // pages) to present. Checks compute these structs; nothing here is JSON, and no stage reads a
 // rendered report back. The result records that several modules share (a witness, a fork, the
 // comparison of two logits rows) live here too, so report/ stays below the modules that compute
-// them: report/ <- projection/, logits/ <- commands/.
+// them: report/ <- projection/, logits/ <- commands/. Every struct compares with ==, and every
+// member crosses a process boundary exactly (evidence_wire.h): a new member needs its line in
+// evidence_wire.cc's table of its struct, a new alternative of Evidence its table and wire name.
 #pragma once
 
 #include <cmath>
@@ -72,6 +74,7 @@ struct Log2Histogram {
     for (Index c : counts) n += c;
     return n;
   }
+  bool operator==(const Log2Histogram&) const = default;
 };
 
 /// Where an output's failing values lie: its rows x cols cut into cell_rows x cell_cols cells
@@ -91,6 +94,7 @@ struct FailureGrid {
         cell_cols(c < kMaxCellCols ? c : kMaxCellCols) {}
   Index cell_row(Index r) const { return r * cell_rows / rows; }
   Index cell_col(Index c) const { return c * cell_cols / cols; }
+  bool operator==(const FailureGrid&) const = default;
 };
 
 // ---- records shared by logits modules ------------------------------------------------------
@@ -114,6 +118,7 @@ struct Witness {
   std::string row_xxh3;      ///< canonical hex of the row's raw bytes
   bool ok = true;
   std::string failure;  ///< why the emission is not the row's maximum
+  bool operator==(const Witness&) const = default;
 };
 
 /// Whether an f32 ULP distance between a and b is counted through zero (opposite signs, or one
@@ -145,6 +150,7 @@ struct RowComparison {
   double max_excess = 0;
   Index max_excess_col = -1;
   Index violations = 0;  ///< elements breaking the element-wise policy the comparison was given
+  bool operator==(const RowComparison&) const = default;
 };
 
 enum class ForkClass : std::uint8_t { kTie, kNearTie, kUnexplained, kInvalid, kUndetermined };
@@ -154,6 +160,7 @@ struct TopEntry {
   std::int32_t token = -1;
   float logit = 0;
   double gap = 0;  ///< top logit - this logit
+  bool operator==(const TopEntry&) const = default;
 };
 
 /// One side of a fork: its own row at the fork.
@@ -167,6 +174,7 @@ struct ForkSide {
   double gap_ulps = 0;                ///< gap / ulp(L[own])
   bool exact_tie = false;             ///< own and other are bit-identical maxima of this row
   double eps_own = 0, eps_other = 0;  ///< per-logit error of this side (model sources only)
+  bool operator==(const ForkSide&) const = default;
 };
 
 /// |d| on the matched rows before a fork (the observed envelope's evidence).
@@ -175,6 +183,7 @@ struct BeforeFork {
   Index bit_identical = 0;
   double max_abs = 0;       ///< largest |d| over every logit of those rows
   double p50 = 0, p99 = 0;  ///< of the rows' max |d|
+  bool operator==(const BeforeFork&) const = default;
 };
 
 struct Fork {
@@ -190,6 +199,7 @@ struct Fork {
   std::vector<std::int32_t> context;  ///< the last tokens of the shared history
   ForkClass cls = ForkClass::kNearTie;
   std::string why;
+  bool operator==(const Fork&) const = default;
 };
 
 // ---- evidence, one struct per check kind (or per shape of a kind) ---------------------------
@@ -198,27 +208,59 @@ struct Fork {
 struct SchemaEvidence {
   std::string engine, build;
   Index projections = 0, logits_runs = 0, tensors = 0, notes = 0;
+  bool operator==(const SchemaEvidence&) const = default;
 };
 
 /// A check whose prerequisite failed (the reason says which).
-struct NotEvaluatedEvidence {};
+struct NotEvaluatedEvidence {
+  bool operator==(const NotEvaluatedEvidence&) const = default;
+};
 
 struct GeometryEvidence {
   Index rows = 0, slots = 0, slots_used = 0, k = 0, n = 0, in_stride = 0, out_stride = 0;
   bool request_rules = false;
   Index requests = 0, block_rows = 0, cap = 0;  ///< with request_rules
   ErrorCode guard = ErrorCode::kOk;             ///< the guard that refused the plan
+  bool operator==(const GeometryEvidence&) const = default;
 };
 
 struct IdentityEvidence {
   Index elements_compared = 0, packed_vs_unpacked = 0, compact_vs_packed = 0, differ = 0;
   Index selected_rows = 0;
+  bool operator==(const IdentityEvidence&) const = default;
+};
+
+/// The figures of one output's reference::BoundStats that the reports show, as plain values:
+/// what its accessors return. The stats keep their running sums private, and nothing after the
+/// check needs them, so the evidence holds these (and can cross a process boundary exactly).
+struct BoundFigures {
+  Index elements = 0, outside = 0, beyond_tier = 0, nonfinite = 0, single_valued = 0;
+  double max_abs_error = 0;                  ///< max |y - y*| over finite values
+  Index max_abs_row = -1, max_abs_col = -1;  ///< where max_abs_error is (-1: no finite value)
+  double max_error_over_bound = 0, max_utilization = 0;
+  double mean_signed_error = 0, mean_signed_error_over_bound = 0;
+
+  BoundFigures() = default;
+  BoundFigures(const reference::BoundStats& s)  // NOLINT: implicit by design: a check assigns its stats
+      : elements(s.elements()),
+        outside(s.outside()),
+        beyond_tier(s.beyond_tier()),
+        nonfinite(s.nonfinite()),
+        single_valued(s.single_valued()),
+        max_abs_error(s.max_abs_error()),
+        max_abs_row(s.max_abs_at().found() ? s.max_abs_at().row : -1),
+        max_abs_col(s.max_abs_at().found() ? s.max_abs_at().col : -1),
+        max_error_over_bound(s.max_error_over_bound()),
+        max_utilization(s.max_utilization()),
+        mean_signed_error(s.mean_signed_error()),
+        mean_signed_error_over_bound(s.mean_signed_error_over_bound()) {}
+  bool operator==(const BoundFigures&) const = default;
 };
 
 /// One engine output against the reference intervals.
 struct OutputBound {
   std::string output;  ///< "y_unpacked", "y_packed", "y_compact"
-  reference::BoundStats stats;
+  BoundFigures stats;
   /// |y - y*| / B of every finite value: how much of its bound each value used (for bf16
   /// outputs the output rounding is part of |y - y*|, so values above 1 can lie inside).
   Log2Histogram error_over_bound{kErrorOverBoundLog2Min, kErrorOverBoundLog2Max};
@@ -226,6 +268,7 @@ struct OutputBound {
   /// 2^-32 .. 2^8: an f32 output of K = 5120 typically uses 2^-12 .. 2^-4 of B, a bf16 output's
   /// rounding up to 2^6 of a tight B; further out is counted in `below` / `above`.
   static constexpr int kErrorOverBoundLog2Min = -32, kErrorOverBoundLog2Max = 8;
+  bool operator==(const OutputBound&) const = default;
 };
 
 /// The first value outside its interval, in full.
@@ -233,6 +276,12 @@ struct BoundFailure {
   std::string output;
   reference::ElementRecord element;
   Index slot = -1;  ///< -1: not a packed output
+  /// Member by member (reference::ElementRecord has no ==).
+  bool operator==(const BoundFailure& o) const {
+    const reference::ElementRecord &a = element, &b = o.element;
+    return output == o.output && slot == o.slot && a.row == b.row && a.col == b.col && a.value == b.value &&
+           a.center == b.center && a.bound == b.bound && a.accept.lo == b.accept.lo && a.accept.hi == b.accept.hi;
+  }
 };
 
 struct BoundEvidence {
@@ -245,16 +294,19 @@ struct BoundEvidence {
   Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
   std::optional<BoundFailure> first;
   DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
+  bool operator==(const BoundEvidence&) const = default;
 };
 
 struct WalkEvidence {
   struct Output {
     std::string output;
     Index compared = 0, mismatches = 0;
+    bool operator==(const Output&) const = default;
   };
   std::string k_walk;
   std::vector<Output> outputs;
   Index compared = 0, mismatches = 0;
+  bool operator==(const WalkEvidence&) const = default;
 };
 
 /// The bias test of one bf16 output (docs/error-bounds.md §6a).
@@ -265,22 +317,26 @@ struct BiasOutput {
   double shift_ulps = 0;  ///< the mean bias a directed accumulator may add (0 for round-to-nearest)
   double limit_ulps = 0;  ///< |mean| beyond shift + limit fails
   bool one_sided = false;
+  bool operator==(const BiasOutput&) const = default;
 };
 
 struct BiasEvidence {
   double alpha = 0;     ///< false-alarm probability of the whole check
   bool nearest = true;  ///< round-to-nearest accumulator (errors modelled as centred)
   std::vector<BiasOutput> outputs;
+  bool operator==(const BiasEvidence&) const = default;
 };
 
 struct UntouchedEvidence {
   Index elements_compared = 0, changed = 0;
   bool first_in_padding = false;  ///< with a first failure: a padding column (else an unselected row)
+  bool operator==(const UntouchedEvidence&) const = default;
 };
 
 struct VacuityEvidence {
   Index selected_rows = 0, outputs = 0;
   std::vector<std::string> vacuous;  ///< what is missing ("no selected rows", ...)
+  bool operator==(const VacuityEvidence&) const = default;
 };
 
 struct WitnessEvidence {
@@ -298,6 +354,7 @@ struct WitnessEvidence {
   /// margins by row; at most kTightest.
   std::vector<Witness> tightest;
   static constexpr std::size_t kTightest = 10;
+  bool operator==(const WitnessEvidence&) const = default;
 };
 
 /// `witness --verify` of one stored run.
@@ -305,12 +362,14 @@ struct VerifyEvidence {
   std::optional<std::int64_t> position;  ///< the first position that differs
   Index tokens = 0, verified = 0;
   std::string error_source;
+  bool operator==(const VerifyEvidence&) const = default;
 };
 
 /// Nearest-rank percentiles of a per-row figure (empty when there are no rows).
 struct Distribution {
   bool empty = true;
   double max = 0, p999 = 0, p99 = 0, p95 = 0, p90 = 0, p50 = 0, min = 0;
+  bool operator==(const Distribution&) const = default;
 };
 
 /// A run's matched rows in order, summarized in at most kMaxPoints consecutive groups of
@@ -327,6 +386,7 @@ struct PositionSeries {
     const Index begin = static_cast<Index>(i) * rows_per_point;
     return rows - begin < rows_per_point ? rows - begin : rows_per_point;
   }
+  bool operator==(const PositionSeries&) const = default;
 };
 
 struct LogitsEvidence {
@@ -350,6 +410,7 @@ struct LogitsEvidence {
   Index failing_rows = 0, failing_elements = 0;
   bool element_policy = false;  ///< bitwise, ulp and abs count elements; kl and top1 rows
   PositionSeries series;        ///< per-position figures along the run (capped)
+  bool operator==(const LogitsEvidence&) const = default;
 };
 
 struct TensorEvidence {
@@ -362,6 +423,7 @@ struct TensorEvidence {
   double max_abs_diff = 0;
   std::uint64_t max_ulp = 0;
   Index first_failure = -1;  ///< flat index
+  bool operator==(const TensorEvidence&) const = default;
 };
 
 struct ForkEvidence {
@@ -370,12 +432,14 @@ struct ForkEvidence {
   bool has_text = false;
   std::string context_text, text_a, text_b;
   std::vector<std::string> top_a_text, top_b_text;
+  bool operator==(const ForkEvidence&) const = default;
 };
 
 /// A run pair without a fork.
 struct NoForkEvidence {
   Index rows_a = 0, rows_b = 0, compared = 0;
   bool prompts_equal = true;
+  bool operator==(const NoForkEvidence&) const = default;
 };
 
 /// One of the sweep's checks (identity, alias or guard).
@@ -386,6 +450,7 @@ struct SweepEvidence {
   std::vector<ErrorCode> guards_covered;                                               ///< guard
   Index fallbacks = 0;                                                                 ///< guard
   std::string first_failure_key;  ///< "" when the first failure is of another kind
+  bool operator==(const SweepEvidence&) const = default;
 };
 
 /// `demo`: one dump certified as `check` would, and what was expected of it.
@@ -396,29 +461,27 @@ struct DemoDumpEvidence {
   std::vector<std::string> failed_checks;  ///< ids
   std::string fault;                       ///< "" for the good dump
   std::vector<CheckKind> expected;         ///< the kinds that must fail (faulty dumps)
+  bool operator==(const DemoDumpEvidence&) const = default;
 };
 
 struct DemoCompareEvidence {
   std::vector<std::string> files;
   std::string policy;
+  bool operator==(const DemoCompareEvidence&) const = default;
 };
 
 struct DemoForkEvidence {
   std::vector<std::string> files;
   std::string expected_class, found_class, forks_verdict;
+  bool operator==(const DemoForkEvidence&) const = default;
 };
 
-/// Evidence that crossed a process boundary (a campaign's worker, an MPI rank): the JSON stats
-/// its check rendered where it ran, carried as text and rendered again verbatim, so a merged
-/// report is byte-identical to the one the check's own command writes.
-struct RenderedEvidence {
-  std::string stats_json;
-};
-
-using Evidence =
-    std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
-                 BoundEvidence, WalkEvidence, BiasEvidence, UntouchedEvidence, VacuityEvidence, WitnessEvidence,
-                 VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence, NoForkEvidence, SweepEvidence,
-                 DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence, RenderedEvidence>;
+/// The evidence of a check: std::monostate for none (a skipped check). Evidence that crossed a
+/// process boundary (a campaign's worker, an MPI rank, its journal) is the same typed value
+/// again (evidence_wire.h), so every renderer draws from it as from the check's own.
+using Evidence = std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
+                              BoundEvidence, WalkEvidence, BiasEvidence, UntouchedEvidence, VacuityEvidence,
+                              WitnessEvidence, VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence,
+                              NoForkEvidence, SweepEvidence, DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
 
 }  // namespace ncert::certify

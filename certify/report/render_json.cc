@@ -49,19 +49,19 @@ Json series_json(const PositionSeries& s) {
 
 Json cell(const std::optional<Location>& l) { return Json{{"row", l->row}, {"col", l->col}}; }
 
-Json bound_stats_json(const reference::BoundStats& s) {
-  const reference::ElementRecord& at = s.max_abs_at();
-  return Json{{"elements", s.elements()},
-              {"outside", s.outside()},
-              {"beyond_tier", s.beyond_tier()},
-              {"nonfinite", s.nonfinite()},
-              {"max_abs_error", s.max_abs_error()},
-              {"max_abs_error_at", at.found() ? Json{{"row", at.row}, {"col", at.col}} : Json(nullptr)},
-              {"max_error_over_bound", number_or_text(s.max_error_over_bound())},
-              {"max_utilization", number_or_text(s.max_utilization())},
-              {"single_valued", s.single_valued()},
-              {"mean_signed_error", s.mean_signed_error()},
-              {"mean_signed_error_over_bound", s.mean_signed_error_over_bound()}};
+Json bound_stats_json(const BoundFigures& s) {
+  return Json{
+      {"elements", s.elements},
+      {"outside", s.outside},
+      {"beyond_tier", s.beyond_tier},
+      {"nonfinite", s.nonfinite},
+      {"max_abs_error", s.max_abs_error},
+      {"max_abs_error_at", s.max_abs_row >= 0 ? Json{{"row", s.max_abs_row}, {"col", s.max_abs_col}} : Json(nullptr)},
+      {"max_error_over_bound", number_or_text(s.max_error_over_bound)},
+      {"max_utilization", number_or_text(s.max_utilization)},
+      {"single_valued", s.single_valued},
+      {"mean_signed_error", s.mean_signed_error},
+      {"mean_signed_error_over_bound", s.mean_signed_error_over_bound}};
 }
 
 Json row_comparison_json(const RowComparison& x, Index row) {
@@ -100,8 +100,6 @@ Json top_json(const std::vector<TopEntry>& top, const std::vector<std::string>& 
 // ---- one function per evidence type -------------------------------------------------------
 
 Json evidence_json(const std::monostate&, const CheckResult&) { return Json::object(); }
-
-Json evidence_json(const RenderedEvidence& e, const CheckResult&) { return Json::parse(e.stats_json); }
 
 Json evidence_json(const SchemaEvidence& e, const CheckResult&) {
   return Json{{"engine", e.engine},           {"build", e.build},     {"projections", e.projections},

@@ -1,5 +1,10 @@
 #include "certify/report/wire.h"
 
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "certify/report/evidence_wire.h"
 #include "certify/report/printable.h"
 
 namespace ncert::certify {
@@ -8,11 +13,18 @@ namespace {
 
 Status bad(const std::string& what) { return Status(ErrorCode::kInvalidArgument, "not a wire check: " + what); }
 
-/// j[key] as T, or a Status naming the key.
+/// j[key] as T, or a Status naming the key (integers only from JSON integers in T's range).
 template <typename T>
 Result<T> field(const Json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return bad(std::string("missing ") + key);
   try {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const Json& v = j.at(key);
+      const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<std::uint64_t>())
+                        : v.is_number_integer() ? std::in_range<T>(v.get<std::int64_t>())
+                                                : false;
+      if (!fits) return bad(std::string("wrong type for ") + key);
+    }
     return j.at(key).get<T>();
   } catch (const Json::exception&) {
     return bad(std::string("wrong type for ") + key);
@@ -73,34 +85,39 @@ Json utf8_repaired(Json j) {
 }
 
 Json check_to_wire(const CheckResult& c) {
-  Json w = Json{{"check", check_json(c)}, {"subject", c.subject}, {"always_show_details", c.always_show_details}};
+  Json w = Json{{"id", c.id},
+                {"subject", c.subject},
+                {"kind", std::string(check_kind_name(c.kind))},
+                {"verdict", std::string(verdict_name(c.verdict))},
+                {"reason", c.reason},
+                {"details", c.details},
+                {"always_show_details", c.always_show_details}};
   if (c.first_failure) w["first_failure"] = location_json(*c.first_failure);
+  w["evidence"] = evidence_to_wire(c.evidence);
   return utf8_repaired(std::move(w));
 }
 
 Result<CheckResult> check_from_wire(const Json& w) {
   CheckResult c;
-  if (!w.is_object() || !w.contains("check")) return bad("missing check");
-  const Json& cj = w.at("check");
-  NCERT_ASSIGN_OR_RETURN(c.id, field<std::string>(cj, "id"));
-  NCERT_ASSIGN_OR_RETURN(std::string kind, field<std::string>(cj, "kind"));
+  NCERT_ASSIGN_OR_RETURN(c.id, field<std::string>(w, "id"));
+  NCERT_ASSIGN_OR_RETURN(c.subject, field<std::string>(w, "subject"));
+  NCERT_ASSIGN_OR_RETURN(std::string kind, field<std::string>(w, "kind"));
   const auto k = parse_check_kind(kind);
   if (!k) return bad("kind " + kind);
   c.kind = *k;
-  NCERT_ASSIGN_OR_RETURN(std::string verdict, field<std::string>(cj, "verdict"));
+  NCERT_ASSIGN_OR_RETURN(std::string verdict, field<std::string>(w, "verdict"));
   NCERT_ASSIGN_OR_RETURN(c.verdict, parse_verdict(verdict));
-  NCERT_ASSIGN_OR_RETURN(c.reason, field<std::string>(cj, "reason"));
-  if (!cj.contains("stats")) return bad("missing stats");
-  c.evidence = RenderedEvidence{cj.at("stats").dump()};
-  if (cj.contains("details")) {
-    NCERT_ASSIGN_OR_RETURN(c.details, field<std::vector<std::string>>(cj, "details"));
-  }
-  NCERT_ASSIGN_OR_RETURN(c.subject, field<std::string>(w, "subject"));
+  NCERT_ASSIGN_OR_RETURN(c.reason, field<std::string>(w, "reason"));
+  NCERT_ASSIGN_OR_RETURN(c.details, field<std::vector<std::string>>(w, "details"));
   NCERT_ASSIGN_OR_RETURN(c.always_show_details, field<bool>(w, "always_show_details"));
   if (w.contains("first_failure")) {
     NCERT_ASSIGN_OR_RETURN(Location l, location_from(w.at("first_failure")));
     c.first_failure = std::move(l);
   }
+  if (!w.contains("evidence")) return bad("missing evidence");
+  Result<Evidence> evidence = evidence_from_wire(w.at("evidence"));
+  if (!evidence.ok()) return bad(c.id + ": " + evidence.status().message());
+  c.evidence = std::move(evidence).value();
   return c;
 }
 

@@ -1,7 +1,14 @@
 // This header defines how check results travel between processes (a campaign's isolated
-// workers, MPI ranks, its journal): as JSON text that carries everything the report renders,
-// so the report assembled from them is byte-identical to the one the checks' own command
-// writes (evidence arrives as RenderedEvidence: its JSON stats, rendered where it ran).
+// workers, MPI ranks, its journal): as JSON that carries everything a result holds, its evidence
+// typed (evidence_wire.h), so the report assembled from them is byte-identical, in every format,
+// to the one the checks' own command writes, and code after the wire inspects the evidence the
+// checks computed (std::get_if<BoundEvidence> works on a result that crossed it).
+//
+// A check on the wire:
+//   {"id", "subject", "kind", "verdict", "reason", "details", "always_show_details",
+//    "first_failure" (when set), "evidence": {"type": <alternative>, <every member>}}
+// Strings are made valid UTF-8 on the way (utf8_repaired), as every renderer escapes them anyway.
+// The form is versioned (kWireVersion) because the campaign journal stores it on disk.
 #pragma once
 
 #include <string>
@@ -12,7 +19,13 @@
 
 namespace ncert::certify {
 
-/// One check as JSON: check_json(c) plus subject, first failure and whether details always show.
+/// The wire form's version, recorded in the campaign journal's first line: a journal of another
+/// version is refused before any of its results is read (certify/campaign/journal.cc).
+///   1  evidence as the JSON `stats` it rendered to where it ran, untyped (journals without "wire")
+///   2  typed evidence, every member (evidence_wire.h)
+inline constexpr int kWireVersion = 2;
+
+/// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);
 /// The check back (kInvalidArgument naming the field when the JSON is not one).
 Result<CheckResult> check_from_wire(const Json& wire);

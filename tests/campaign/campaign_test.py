@@ -1,11 +1,13 @@
 """ncert campaign against the commands it runs: a campaign of the fixture dumps (every `ncert demo`
 dump checked, a compare, a forks pair, a witness and a witness verification, and one corrupt
 dump) must give the same merged report on local processes (1 and 2 workers, 1 and 2 threads)
-and under `mpirun -n 3`; every entry's report must equal its own command's; a campaign
-SIGKILLed mid-way and resumed must give the same report; the corrupt dump is one failed entry of
-a finished campaign."""
+and under `mpirun -n 3`; every entry's report must equal its own command's, and the campaign's
+HTML page must draw every plot of every entry's own page (the evidence crosses the wire typed);
+a campaign SIGKILLed mid-way and resumed must give the same report; the corrupt dump is one
+failed entry of a finished campaign; a journal of another wire version is refused."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +23,15 @@ NCERT = os.environ["NCERT_BINARY"]
 MPIRUN = shutil.which("mpirun")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def html_sections(page):
+    """(class, data attribute, its value) -> the <svg> elements of each such section, in order."""
+    out = {}
+    for m in re.finditer(r'<section class="(subject [a-z]+|fork)" data-(subject|check)="([^"]*)"[^>]*>(.*?)</section>',
+                         page, re.S):
+        out.setdefault((m.group(1), m.group(2), m.group(3)), []).append(re.findall(r"<svg.*?</svg>", m.group(4), re.S))
+    return out
 
 
 def run(args, cwd, env=None, check_rc=None):
@@ -55,7 +66,9 @@ class Campaign(unittest.TestCase):
         cls.manifest = os.path.join(d, "campaign.json")
         with open(cls.manifest, "w") as f:
             json.dump({"ncert_campaign": 1, "name": "fixtures", "entries": entries}, f, indent=1)
-        cls.reference = cls.campaign("ref", ["--workers", "2", "--threads", "2"])
+        cls.reference = cls.campaign("ref", ["--workers", "2", "--threads", "2", "--html",
+                                             os.path.join(d, "ref.html")])
+        cls.own_runs = {}
 
     @classmethod
     def campaign(cls, tag, flags, launcher=(), env=None, resume=False):
@@ -72,13 +85,14 @@ class Campaign(unittest.TestCase):
         with open(out) as f:
             return json.load(f)
 
-    def test_entries_equal_their_own_commands(self):
-        by_id = {e["id"]: e for e in self.reference["entries"]}
-        for e in self.entries:
+    @classmethod
+    def own_run(cls, e):
+        """The entry's own command, run once: (exit code, JSON report, HTML page)."""
+        if e["id"] not in cls.own_runs:
             kind = next(k for k in ("check", "compare", "forks", "witness", "verify") if k in e)
-            out = os.path.join(self.dir, "own-" + e["id"] + ".json")
+            out = os.path.join(cls.dir, "own-" + e["id"])
             # The manifest's paths resolve against its directory: the same absolute paths here.
-            paths = [os.path.join(self.dir, p) for p in ([e[kind]] if isinstance(e[kind], str) else e[kind])]
+            paths = [os.path.join(cls.dir, p) for p in ([e[kind]] if isinstance(e[kind], str) else e[kind])]
             if kind == "check":
                 args = ["check"] + paths + (["--strict"] if e.get("strict") else [])
             elif kind == "compare":
@@ -89,12 +103,56 @@ class Campaign(unittest.TestCase):
                 args = ["witness"] + paths
             else:
                 args = ["witness", "--verify"] + paths
-            r = run([NCERT] + args + ["--json", out, "--quiet"], self.dir)
-            with open(out) as f:
-                own = json.load(f)
+            r = run([NCERT] + args + ["--json", out + ".json", "--html", out + ".html", "--quiet"], cls.dir)
+            with open(out + ".json") as f, open(out + ".html", encoding="utf-8") as g:
+                cls.own_runs[e["id"]] = (r.returncode, json.load(f), g.read())
+        return cls.own_runs[e["id"]]
+
+    def test_entries_equal_their_own_commands(self):
+        by_id = {e["id"]: e for e in self.reference["entries"]}
+        for e in self.entries:
+            code, own, _ = self.own_run(e)
             with self.subTest(entry=e["id"]):
-                self.assertEqual(by_id[e["id"]]["exit_code"], r.returncode)
+                self.assertEqual(by_id[e["id"]]["exit_code"], code)
                 self.assertEqual(strip_timing(by_id[e["id"]]["report"]), strip_timing(own))
+
+    def test_the_html_page_draws_every_plot_of_every_entry_own_page(self):
+        """Each evidence section of an entry's own page (a projection's histograms and failure map,
+        a run's margin histograms, a compare's series, a fork) is in the campaign's page under the
+        entry's id, with the same plots byte for byte, and the campaign's page has no other plot."""
+        with open(os.path.join(self.dir, "ref.html"), encoding="utf-8") as f:
+            page = f.read()
+        campaign = html_sections(page)
+        plots = 0
+        kinds = set()
+        for e in self.entries:
+            _, _, own_page = self.own_run(e)
+            own = html_sections(own_page)
+            with self.subTest(entry=e["id"]):
+                for (css, attr, value), svgs in own.items():
+                    self.assertEqual(campaign.get((css, attr, e["id"] + "/" + value)), svgs, (css, value))
+                    kinds.add(css)
+                self.assertEqual(own_page.count("<svg"), sum(len(s) for v in own.values() for s in v))
+            plots += own_page.count("<svg")
+        self.assertEqual(kinds, {"subject projection", "subject witnesses", "subject logits", "fork"})
+        self.assertGreater(plots, 0)
+        self.assertEqual(page.count("<svg"), plots)
+        for plot in ("plot bound-hist", "plot fail-grid", "plot margin-hist", "plot series"):
+            self.assertIn(plot, page)
+
+    def test_a_journal_of_another_wire_version_is_refused(self):
+        """A journal whose first line has no "wire" (written while results travelled as rendered
+        stats) stops --resume with a usage error before any of its results is read."""
+        with open(os.path.join(self.dir, "ref.journal")) as f:
+            header = json.loads(f.readline())
+        self.assertIn("wire", header)
+        del header["wire"]
+        journal = os.path.join(self.dir, "old-wire.journal")
+        with open(journal, "w") as f:
+            f.write(json.dumps(header) + "\n")
+        r = run([NCERT, "campaign", self.manifest, "--journal", journal, "--resume", "--quiet"], self.dir)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("wire format 1", r.stdout + r.stderr)
 
     def test_the_corrupt_dump_is_one_failed_entry_of_a_finished_campaign(self):
         by_id = {e["id"]: e for e in self.reference["entries"]}

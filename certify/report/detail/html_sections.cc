@@ -22,11 +22,12 @@ std::string fact(const std::string& name, const std::string& escaped_value) {
   return "<tr><th>" + name + "</th><td>" + escaped_value + "</td></tr>";
 }
 
-/// The subjects of the report with a prefix, in the order they first appear.
-std::vector<std::string> subjects_with(const Report& report, const std::string& prefix) {
+/// The projections' subjects, in the order they first appear: "projections/<name>", or
+/// "<entry>/projections/<name>" in a campaign's report (its checks carry their entry's id).
+std::vector<std::string> projection_subjects(const Report& report) {
   std::vector<std::string> out;
   for (const CheckResult& c : report.checks) {
-    if (c.subject.rfind(prefix, 0) != 0) continue;
+    if (c.subject.rfind("projections/", 0) != 0 && c.subject.find("/projections/") == std::string::npos) continue;
     if (std::find(out.begin(), out.end(), c.subject) == out.end()) out.push_back(c.subject);
   }
   return out;
@@ -82,15 +83,14 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output) {
     plot.warn_from_marker = f32_output;
     s +=
         "<figure class=\"bound\">" + svg_histogram(o.error_over_bound, plot) + "<figcaption>" + name + ": " +
-        count_text(o.stats.elements()) + " values; max |y &#8722; y*| / B " + num(o.stats.max_error_over_bound()) +
-        ", max share of the accepted interval " + num(o.stats.max_utilization()) + ", " +
-        count_text(o.stats.single_valued()) + " pinned to a single value, " + count_text(o.stats.outside()) +
-        " outside" +
+        count_text(o.stats.elements) + " values; max |y &#8722; y*| / B " + num(o.stats.max_error_over_bound) +
+        ", max share of the accepted interval " + num(o.stats.max_utilization) + ", " +
+        count_text(o.stats.single_valued) + " pinned to a single value, " + count_text(o.stats.outside) + " outside" +
         (f32_output ? "" : " (bf16 output: its rounding is part of |y &#8722; y*|, so ratios above 1 can lie inside)") +
         "</figcaption></figure>";
     if (!o.outside.counts.empty()) {
       s += "<figure class=\"grid\">" + svg_failure_grid(o.outside, "data-output=\"" + name + "\"") + "<figcaption>" +
-           name + ": where the " + count_text(o.stats.outside()) + " values outside their intervals lie (" +
+           name + ": where the " + count_text(o.stats.outside) + " values outside their intervals lie (" +
            std::to_string(o.outside.cell_rows) + " &#215; " + std::to_string(o.outside.cell_cols) + " cells of " +
            count_text(o.outside.rows) + " rows &#215; " + count_text(o.outside.cols) +
            " columns)</figcaption></figure>";
@@ -324,7 +324,7 @@ std::string verdict_badge(Verdict v) {
 
 std::string projection_sections(const Report& report) {
   std::string s;
-  for (const std::string& subject : subjects_with(report, "projections/")) s += projection_section(report, subject);
+  for (const std::string& subject : projection_subjects(report)) s += projection_section(report, subject);
   return s.empty() ? "" : "<section id=\"projections\"><h2>Projections</h2>" + s + "</section>";
 }
 

@@ -1,6 +1,7 @@
 // This header defines the evidence sections of the HTML report (render_html.h), one function
 // per kind of evidence, each reading the typed evidence of the report's checks:
-//   projections  per projection: the checks by kind, |y - y*| / B histograms per output, the
+//   projections  per projection (subject "projections/<name>", or "<entry>/projections/<name>"
+//                in a campaign): the checks by kind, |y - y*| / B histograms per output, the
 //                map of values outside their intervals, the bound's first failure in full
 //   witnesses    per run: the classes, the margin distributions (absolute and in ulps), the
 //                tightest emissions
