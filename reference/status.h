@@ -23,7 +23,7 @@ namespace ncert {
 /// guards, 4xx numeric formats and descriptors, 9xx internal. docs/error-codes.md lists them all
 /// (written from the table by ncert-docgen).
 enum class ErrorCode : int {
-#define NCERT_ERROR_CODE(enumerator, number, name, exit, description) enumerator = number,
+#define NCERT_ERROR_CODE(enumerator, number, name, exit, description) enumerator = (number),
 #include "reference/error_codes.h"
 #undef NCERT_ERROR_CODE
 };

@@ -41,7 +41,7 @@ std::vector<std::string> flag_names(const CLI::Option* o) {
 }
 
 /// troff text: backslashes and leading dots/quotes escaped.
-std::string troff(std::string s) {
+std::string troff(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '\\')

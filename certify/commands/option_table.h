@@ -116,12 +116,12 @@ std::string OptionSpec<Options>::described() const {
 
 /// A flag: present means true. Its default (false) is not shown.
 template <class Options, class Field>
-OptionSpec<Options> flag_option(std::string flag, std::string help, Field field) {
+OptionSpec<Options> flag_option(const std::string& flag, const std::string& help, Field field) {
   OptionSpec<Options> s;
   s.key = option_detail::default_key(flag);
-  s.flag = std::move(flag);
+  s.flag = flag;
   s.type = OptionType::kFlag;
-  s.help = std::move(help);
+  s.help = help;
   s.set = [field](Options& o, const OptionValue& v) {
     field(o) = std::get<bool>(v);
     return Status();
@@ -132,14 +132,14 @@ OptionSpec<Options> flag_option(std::string flag, std::string help, Field field)
 
 /// A number in [lo, hi]; a field of type std::optional<double> makes it nullable (no default).
 template <class Options, class Field>
-OptionSpec<Options> number_option(std::string flag, std::string value_name, std::string help, double lo, double hi,
-                                  Field field) {
+OptionSpec<Options> number_option(const std::string& flag, const std::string& value_name, const std::string& help,
+                                  double lo, double hi, Field field) {
   OptionSpec<Options> s;
   s.key = option_detail::default_key(flag);
-  s.flag = std::move(flag);
+  s.flag = flag;
   s.type = OptionType::kNumber;
-  s.value_name = std::move(value_name);
-  s.help = std::move(help);
+  s.value_name = value_name;
+  s.help = help;
   s.lo = lo;
   s.hi = hi;
   using Stored = std::remove_reference_t<decltype(field(std::declval<Options&>()))>;
@@ -161,14 +161,14 @@ OptionSpec<Options> number_option(std::string flag, std::string value_name, std:
 
 /// A whole number in [lo, hi] (4.5 and 1e3 are refused, on the command line and in manifests).
 template <class Options, class Field>
-OptionSpec<Options> integer_option(std::string flag, std::string value_name, std::string help, std::int64_t lo,
-                                   std::int64_t hi, Field field) {
+OptionSpec<Options> integer_option(const std::string& flag, const std::string& value_name, const std::string& help,
+                                   std::int64_t lo, std::int64_t hi, Field field) {
   OptionSpec<Options> s;
   s.key = option_detail::default_key(flag);
-  s.flag = std::move(flag);
+  s.flag = flag;
   s.type = OptionType::kInteger;
-  s.value_name = std::move(value_name);
-  s.help = std::move(help);
+  s.value_name = value_name;
+  s.help = help;
   s.lo = static_cast<double>(lo);
   s.hi = static_cast<double>(hi);
   s.set = [field](Options& o, const OptionValue& v) {
@@ -184,13 +184,14 @@ OptionSpec<Options> integer_option(std::string flag, std::string value_name, std
 
 /// A text stored as given; its default is shown when not empty.
 template <class Options, class Field>
-OptionSpec<Options> text_option(std::string flag, std::string value_name, std::string help, Field field) {
+OptionSpec<Options> text_option(const std::string& flag, const std::string& value_name, const std::string& help,
+                                Field field) {
   OptionSpec<Options> s;
   s.key = option_detail::default_key(flag);
-  s.flag = std::move(flag);
+  s.flag = flag;
   s.type = OptionType::kText;
-  s.value_name = std::move(value_name);
-  s.help = std::move(help);
+  s.value_name = value_name;
+  s.help = help;
   s.set = [field](Options& o, const OptionValue& v) {
     field(o) = std::get<std::string>(v);
     return Status();
@@ -206,13 +207,12 @@ OptionSpec<Options> text_option(std::string flag, std::string value_name, std::s
 /// std::optional<T>; `name(const T&) -> std::string` shows the default (nullopt for an empty
 /// optional). A text that does not parse is a usage error carrying the parser's message.
 template <class Options, class Field, class Parse, class Name>
-OptionSpec<Options> parsed_option(std::string flag, std::string value_name, std::string help, Parse parse, Name name,
-                                  Field field) {
-  OptionSpec<Options> s =
-      text_option<Options>(std::move(flag), std::move(value_name), std::move(help), [](Options&) -> std::string& {
-        static thread_local std::string unused;
-        return unused;
-      });
+OptionSpec<Options> parsed_option(const std::string& flag, const std::string& value_name, const std::string& help,
+                                  Parse parse, Name name, Field field) {
+  OptionSpec<Options> s = text_option<Options>(flag, value_name, help, [](Options&) -> std::string& {
+    static thread_local std::string unused;
+    return unused;
+  });
   s.set = [field, parse](Options& o, const OptionValue& v) {
     auto parsed = parse(std::get<std::string>(v));
     if (!parsed.ok()) return Status(ErrorCode::kUsage, parsed.status().message());
@@ -236,14 +236,14 @@ OptionSpec<Options> parsed_option(std::string flag, std::string value_name, std:
 /// Texts, each parsed by `parse_each(text) -> Result<E>` and appended to a std::vector<E>
 /// field (a repeatable flag; a JSON list of strings in a manifest).
 template <class Options, class Field, class Parse>
-OptionSpec<Options> list_option(std::string flag, std::string value_name, std::string help, Parse parse_each,
-                                Field field) {
+OptionSpec<Options> list_option(const std::string& flag, const std::string& value_name, const std::string& help,
+                                Parse parse_each, Field field) {
   OptionSpec<Options> s;
   s.key = option_detail::default_key(flag);
-  s.flag = std::move(flag);
+  s.flag = flag;
   s.type = OptionType::kTextList;
-  s.value_name = std::move(value_name);
-  s.help = std::move(help);
+  s.value_name = value_name;
+  s.help = help;
   s.set = [field, parse_each](Options& o, const OptionValue& v) {
     auto& out = field(o);
     out.clear();

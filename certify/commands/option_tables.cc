@@ -17,14 +17,14 @@ OptionSpec<O> lambda_option() {
 }
 
 template <class O, class Field>
-OptionSpec<O> logit_error_option(std::string help, Field field) {
-  return number_option<O>("logit-error", "ABS", std::move(help), 0, 1e30, field);
+OptionSpec<O> logit_error_option(const std::string& help, Field field) {
+  return number_option<O>("logit-error", "ABS", help, 0, 1e30, field);
 }
 
 template <class O, class Field>
-OptionSpec<O> require_option(std::string help, Field field) {
+OptionSpec<O> require_option(const std::string& help, Field field) {
   return parsed_option<O>(
-      "require", "KINDS", std::move(help), [](std::string_view s) { return parse_requirement(s); },
+      "require", "KINDS", help, [](std::string_view s) { return parse_requirement(s); },
       [](const Requirement& r) { return r.text(); }, field);
 }
 
@@ -38,13 +38,13 @@ OptionSpec<O> pair_option() {
 }
 
 template <class O>
-OptionSpec<O> matched_history_option(std::string help) {
-  return flag_option<O>("matched-history", std::move(help), [](O& o) -> bool& { return o.matched_history; });
+OptionSpec<O> matched_history_option(const std::string& help) {
+  return flag_option<O>("matched-history", help, [](O& o) -> bool& { return o.matched_history; });
 }
 
 template <class O>
-OptionSpec<O> only_option(std::string help) {
-  return text_option<O>("only", "TEXT", std::move(help), [](O& o) -> std::string& { return o.only; });
+OptionSpec<O> only_option(const std::string& help) {
+  return text_option<O>("only", "TEXT", help, [](O& o) -> std::string& { return o.only; });
 }
 
 constexpr const char* kRequireHelp =

@@ -191,4 +191,3 @@ def parse_tensor_policy(s: str) -> Problem:
         return ("policy-invalid",
                 f'policy "{s}" applies to logits only; tensors take bitwise, ulp:N or abs:A[,rel:R]')
     return None
-

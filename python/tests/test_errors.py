@@ -26,7 +26,7 @@ def table_rows():
 def names_in_sources():
     """Every string literal in the package (errors.py aside) that is an error name: its modules
     raise some names themselves and take others from the reader's rule table (schema_rules.json)."""
-    found = set()
+    found: set[str] = set()
     package = os.path.dirname(errors.__file__)
     for path in glob.glob(os.path.join(package, "*.py")) + glob.glob(os.path.join(package, "*.json")):
         if os.path.basename(path) == "errors.py":

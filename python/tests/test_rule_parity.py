@@ -12,6 +12,8 @@ C++ table is swept here without a new test.
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import unittest
 
@@ -67,7 +69,7 @@ def _wrong_type(value):
 
 def _attribute_plants(rule: dict, present):
     """(label, new value or None to remove) for one attribute rule."""
-    plants = []
+    plants: list[tuple[str, Any]] = []
     if present is not None:
         plants.append(("absent", None))
     if rule["type"] == "int":
@@ -81,9 +83,9 @@ def _attribute_plants(rule: dict, present):
     return plants
 
 
-def _dataset_plants(rule: dict, node: Stored, allowed):
+def _dataset_plants(rule: dict, node: Any, allowed):
     """(label, new node or None to remove) for one dataset rule."""
-    plants = [("absent", None)]
+    plants: list[tuple[str, Any]] = [("absent", None)]
     refused = next(t for t in ("i64", "u8", "f16") if t not in allowed)
     plants.append(("refused dtype " + refused,
                    Stored(refused, node.array.astype(STORAGE_DTYPES[refused]))))
