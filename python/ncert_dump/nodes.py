@@ -45,7 +45,7 @@ class Stored:
             raise AssertionError(f"{self.dtype} stored as {self.array.dtype}, expected {want}")
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         return tuple(int(d) for d in self.array.shape)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 __all__ = ["DATA", "SCHEMA", "VERSION", "attribute", "dataset", "group", "rule", "rules_of",
            "applies", "allowed_dtypes", "expected_shape", "codes_per_element", "one_of_names"]
@@ -57,13 +57,13 @@ def rules_of(container: str, kind: Optional[str] = None) -> list:
             if r["container"] == container and (kind is None or r["kind"] == kind)]
 
 
-def applies(r: dict, context: dict) -> bool:
+def applies(r: dict, context: Mapping[str, Optional[str]]) -> bool:
     """rule_applies: the rule's condition, a conjunction over the parsed attributes
     ("epilogue", "format", "variant", "codebook"); a missing attribute satisfies nothing."""
     return all(context.get(name) in values for name, values in r["if"].items())
 
 
-def allowed_dtypes(r: dict, context: Optional[dict] = None) -> list:
+def allowed_dtypes(r: dict, context: Optional[Mapping[str, Optional[str]]] = None) -> list:
     """The element types a dataset member accepts; `context` gives what a context-dependent
     rule depends on ({"output_dtype": "bf16"}, {"packing": ...}, {"format": ...},
     {"scales": <the scales' dtype>})."""
@@ -73,7 +73,7 @@ def allowed_dtypes(r: dict, context: Optional[dict] = None) -> list:
     return list(by["map"][(context or {})[by["of"]]])
 
 
-def expected_shape(r: dict, symbols: dict) -> tuple:
+def expected_shape(r: dict, symbols: Mapping[str, Optional[int]]) -> tuple[int, ...]:
     """expected_shape: the rule's dims resolved with `symbols` ({"M": 4, "in_stride": 16, ...});
     -1 for a symbol not known yet or never known when the file is opened."""
     out = []
