@@ -12,7 +12,7 @@ dump-format.md states are marked "writer rule" below; they use the same style.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -32,6 +32,9 @@ __all__ = [
 ]
 
 INT64_MIN = -(2**63)
+
+#: A grammar check of parse.py: None when the value is valid, else (error name, message).
+Parser = Callable[[str], parse.Problem]
 
 
 # ---- attribute values, as the reader classifies and renders them ---------------------------
@@ -86,15 +89,18 @@ def render(v) -> str:
 class _Attrs:
     """Typed access to one object's attributes, raising the reader's findings."""
 
-    def __init__(self, path: str, attrs: dict):
+    def __init__(self, path: str, attrs: dict) -> None:
         self.path = path
         self.attrs = attrs
+
+    def _missing(self, name: str) -> DumpFormatError:
+        return DumpFormatError("missing-attribute", self.path, f'missing attribute "{name}"')
 
     def string(self, name: str, required: bool) -> Optional[str]:
         v = self.attrs.get(name)
         if v is None:
             if required:
-                raise DumpFormatError("missing-attribute", self.path, f'missing attribute "{name}"')
+                raise self._missing(name)
             return None
         if _kind(v) != "string":
             raise DumpFormatError("attribute-invalid", self.path,
@@ -105,7 +111,7 @@ class _Attrs:
         v = self.attrs.get(name)
         if v is None:
             if required:
-                raise DumpFormatError("missing-attribute", self.path, f'missing attribute "{name}"')
+                raise self._missing(name)
             return None
         if _kind(v) != "int":
             raise DumpFormatError("attribute-invalid", self.path,
@@ -115,21 +121,46 @@ class _Attrs:
                                   f'attribute "{name}" = {int(v)} is below {min_value}')
         return int(v)
 
-    def check(self, rule: dict, parser=None, closed: bool = True):
-        """An attribute as its rule says: presence, type and minimum, then (unless `closed` is
+    @staticmethod
+    def _expect(rule: dict, kind: str) -> None:
+        # The caller names the type it reads; the table is the authority on it.
+        if rule["type"] != kind:
+            raise TypeError(f'attribute "{rule["name"]}" is {rule["type"]} in the rule table, '
+                            f"read as {kind}")
+
+    def check_int(self, rule: dict) -> Optional[int]:
+        """An integer attribute as its rule says: presence, type and minimum."""
+        self._expect(rule, "int")
+        lo = rule["min_value"]
+        return self.integer(rule["name"], rule["required"], INT64_MIN if lo is None else lo)
+
+    def check_str(self, rule: dict, parser: Optional[Parser] = None,
+                  closed: bool = True) -> Optional[str]:
+        """A string attribute as its rule says: presence and type, then (unless `closed` is
         False, for a caller that checks the value later, as the reader does) its closed value
         set, then the grammar `parser` checks."""
-        name = rule["name"]
-        if rule["type"] == "int":
-            lo = rule["min_value"]
-            return self.integer(name, rule["required"], INT64_MIN if lo is None else lo)
-        s = self.string(name, rule["required"])
+        self._expect(rule, "string")
+        s = self.string(rule["name"], rule["required"])
         if s is not None and closed:
             self.closed(rule, s)
         if s is not None and parser is not None:
             problem = parser(s)
             if problem:
                 raise DumpFormatError(problem[0], self.path, problem[1])
+        return s
+
+    def require_int(self, rule: dict) -> int:
+        """check_int of an attribute the caller needs: absent, it is refused as missing."""
+        v = self.check_int(rule)
+        if v is None:
+            raise self._missing(rule["name"])
+        return v
+
+    def require_str(self, rule: dict, closed: bool = True) -> str:
+        """check_str of an attribute the caller needs: absent, it is refused as missing."""
+        s = self.check_str(rule, closed=closed)
+        if s is None:
+            raise self._missing(rule["name"])
         return s
 
     def closed(self, rule: dict, s: Optional[str]) -> None:
@@ -158,6 +189,11 @@ def _shape_string(shape: Sequence[int]) -> str:
     return "[" + ", ".join(str(int(d)) for d in shape) + "]"
 
 
+def _missing_dataset(path: str) -> DumpFormatError:
+    parent, leaf = path.rsplit("/", 1)
+    return DumpFormatError("missing-member", parent, f'missing dataset "{leaf}"')
+
+
 def _member(group: Optional[Group], path: str, required: bool, allowed: Iterable[str],
             expected: Sequence[int]) -> Optional[Stored]:
     """The reader's member(): presence, element type, then shape (-1 = any extent)."""
@@ -165,8 +201,7 @@ def _member(group: Optional[Group], path: str, required: bool, allowed: Iterable
     node = group.members.get(leaf) if group is not None else None
     if node is None:
         if required:
-            raise DumpFormatError("missing-member", path.rsplit("/", 1)[0],
-                                  f'missing dataset "{leaf}"')
+            raise _missing_dataset(path)
         return None
     if isinstance(node, Group):
         raise DumpFormatError("missing-member", path, "expected a dataset, found a group")
@@ -182,10 +217,20 @@ def _member(group: Optional[Group], path: str, required: bool, allowed: Iterable
     return node
 
 
-def _dataset(g: Group, path: str, rule: dict, types: dict, symbols: dict) -> Optional[Stored]:
+def _dataset(g: Group, path: str, rule: dict, types: Mapping[str, Optional[str]],
+             symbols: Mapping[str, Optional[int]]) -> Optional[Stored]:
     """A dataset member of the container at `path` as its rule says (member() of schema.cc)."""
     return _member(g, f"{path}/{rule['name']}", rule["required"],
                    rules.allowed_dtypes(rule, types), rules.expected_shape(rule, symbols))
+
+
+def _required_dataset(g: Group, path: str, rule: dict, types: Mapping[str, Optional[str]],
+                      symbols: Mapping[str, Optional[int]]) -> Stored:
+    """_dataset of a member the caller needs: absent, it is refused as member() refuses it."""
+    node = _dataset(g, path, rule, types, symbols)
+    if node is None:
+        raise _missing_dataset(f"{path}/{rule['name']}")
+    return node
 
 
 def _dtype_prose(dtypes: Sequence[str]) -> str:
@@ -217,7 +262,7 @@ def check_root(attrs: dict) -> None:
                               f"ncert_schema_version = {int(ver)}; this build of ncert reads "
                               f"version {rules.VERSION} only")
     for name in ("engine", "build", "model", "device"):
-        a.check(rules.attribute("root", name))
+        a.check_str(rules.attribute("root", name))
     check_string_attrs("/", attrs)
 
 
@@ -244,24 +289,24 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     """check_projection of schema.cc, then the writer rules of §3 (outputs, role)."""
     a = _Attrs(path, g.attrs)
     # projection_attributes: in the reader's order, which is the table's.
-    a.check(rules.attribute(_P, "op"))
-    k = a.check(rules.attribute(_P, "k"))
-    n = a.check(rules.attribute(_P, "n"))
-    in_stride = a.check(rules.attribute(_P, "in_stride"))
-    out_stride = a.check(rules.attribute(_P, "out_stride"))
-    a.check(rules.attribute(_P, "accumulator"), parse.parse_accumulator)
-    output = a.check(rules.attribute(_P, "output_dtype"))
-    epilogue = a.check(rules.attribute(_P, "epilogue"))
-    a.check(rules.attribute(_P, "residual_at"))
-    a.check(rules.attribute(_P, "output_rounding"))
-    k_walk = a.check(rules.attribute(_P, "k_walk"), parse.parse_k_walk)
-    a.check(rules.attribute(_P, "layer"))
-    role = a.check(rules.attribute(_P, "role"))
-    logits_run = a.check(rules.attribute(_P, "logits_run"))
-    requests = a.check(rules.attribute(_P, "requests"))
-    block_rows = a.check(rules.attribute(_P, "block_rows"))
-    a.check(rules.attribute(_P, "cap"))
-    xxh3 = a.check(rules.attribute(_P, "weights_xxh3"))
+    a.check_str(rules.attribute(_P, "op"))
+    k = a.require_int(rules.attribute(_P, "k"))
+    n = a.require_int(rules.attribute(_P, "n"))
+    in_stride = a.check_int(rules.attribute(_P, "in_stride"))
+    out_stride = a.check_int(rules.attribute(_P, "out_stride"))
+    a.check_str(rules.attribute(_P, "accumulator"), parse.parse_accumulator)
+    output = a.require_str(rules.attribute(_P, "output_dtype"))
+    epilogue = a.require_str(rules.attribute(_P, "epilogue"))
+    a.check_str(rules.attribute(_P, "residual_at"))
+    a.check_str(rules.attribute(_P, "output_rounding"))
+    k_walk = a.check_str(rules.attribute(_P, "k_walk"), parse.parse_k_walk)
+    a.check_int(rules.attribute(_P, "layer"))
+    role = a.check_str(rules.attribute(_P, "role"))
+    logits_run = a.check_str(rules.attribute(_P, "logits_run"))
+    requests = a.check_int(rules.attribute(_P, "requests"))
+    block_rows = a.check_int(rules.attribute(_P, "block_rows"))
+    a.check_int(rules.attribute(_P, "cap"))
+    xxh3 = a.check_str(rules.attribute(_P, "weights_xxh3"))
     if xxh3 is not None and (len(xxh3) != 32 or set(xxh3) - set("0123456789abcdef")):
         # §4.5: the canonical form (the writer declares it itself, after these checks).
         raise DumpFormatError("attribute-invalid", path,
@@ -272,17 +317,17 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     out_stride = n if out_stride is None else out_stride
 
     # projection_datasets: x gives M, the selector P, then the members shaped by them.
-    context = {"epilogue": epilogue}
-    types = {"output_dtype": output}
-    sym = {"K": k, "N": n, "in_stride": in_stride, "out_stride": out_stride}
-    x = _dataset(g, path, rules.dataset(_P, "x"), types, sym)
+    context: dict[str, Optional[str]] = {"epilogue": epilogue}
+    types: dict[str, Optional[str]] = {"output_dtype": output}
+    sym: dict[str, Optional[int]] = {"K": k, "N": n, "in_stride": in_stride, "out_stride": out_stride}
+    x = _required_dataset(g, path, rules.dataset(_P, "x"), types, sym)
     m = sym["M"] = x.shape[0]
     if requests is not None and block_rows is not None and requests * block_rows != m:
         raise DumpFormatError(
             "shape-mismatch", path + "/x",
             f"{m} rows but requests x block_rows = {requests} x {block_rows} = "
             f"{requests * block_rows}")
-    sel = _dataset(g, path, rules.dataset(_P, "selector"), types, sym)
+    sel = _required_dataset(g, path, rules.dataset(_P, "selector"), types, sym)
     p = sym["P"] = sel.shape[0]
     sym["R"] = requests
     _dataset(g, path, rules.dataset(_P, "commit_counts"), types, sym)
@@ -306,10 +351,11 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     segments = []
     for name in sorted(weight.members):
         spath = f"{wpath}/{name}"
-        if not isinstance(weight.members[name], Group):
+        segment = weight.members[name]
+        if not isinstance(segment, Group):
             raise DumpFormatError("missing-member", spath,
                                   "expected a weight segment group, found a dataset")
-        segments.append(_check_segment(spath, weight.members[name], k))
+        segments.append(_check_segment(spath, segment, k))
     if not segments:
         raise DumpFormatError("missing-member", wpath, "no weight segments")
 
@@ -332,42 +378,42 @@ def _check_segment(path: str, g: Group, k: int) -> ProjectionFacts:
     their values, then the members the format, variant and codebook call for."""
     a = _Attrs(path, g.attrs)
     format_rule = rules.attribute(_S, "format")
-    fmt = a.check(format_rule, closed=False)
-    begin = a.check(rules.attribute(_S, "row_begin"))
-    end = a.check(rules.attribute(_S, "row_end"))
+    fmt = a.require_str(format_rule, closed=False)
+    begin = a.require_int(rules.attribute(_S, "row_begin"))
+    end = a.require_int(rules.attribute(_S, "row_end"))
     a.closed(format_rule, fmt)
     if end <= begin:
         raise DumpFormatError("attribute-invalid", path, f"row_end {end} <= row_begin {begin}")
     name = path.rsplit("/", 1)[1]
     facts = ProjectionFacts(path=path, name=name, format=fmt, row_begin=begin, row_end=end)
-    context = {"format": fmt}
-    types = {"format": fmt}
-    sym = {"K": k, "rows": end - begin}
+    context: dict[str, Optional[str]] = {"format": fmt}
+    types: dict[str, Optional[str]] = {"format": fmt}
+    sym: dict[str, Optional[int]] = {"K": k, "rows": end - begin}
     values_rule = rules.dataset(_S, "values")
     if rules.applies(values_rule, context):
         _dataset(g, path, values_rule, types, sym)
         check_string_attrs(path, g.attrs)
         return facts
-    gs = a.check(rules.attribute(_S, "group_size"))
+    gs = a.require_int(rules.attribute(_S, "group_size"))
     variant_rule, packing_rule = rules.attribute(_S, "variant"), rules.attribute(_S, "packing")
-    variant = a.check(variant_rule, closed=False)
-    packing = a.check(packing_rule, closed=False)
+    variant = a.require_str(variant_rule, closed=False)
+    packing = a.require_str(packing_rule, closed=False)
     a.closed(variant_rule, variant)
     a.closed(packing_rule, packing)
     context["variant"] = variant
     types["packing"] = packing
-    a.check(rules.attribute(_S, "dequant"))
-    a.check(rules.attribute(_S, "dequant_op"))
+    a.check_str(rules.attribute(_S, "dequant"))
+    a.check_str(rules.attribute(_S, "dequant_op"))
     codebook_rule = rules.attribute(_S, "codebook")
     if rules.applies(codebook_rule, context):
-        context["codebook"] = a.check(codebook_rule)
+        context["codebook"] = a.check_str(codebook_rule)
         table_rule = rules.dataset(_S, "codebook")
         if rules.applies(table_rule, context):
             _dataset(g, path, table_rule, types, sym)
-    codes = _dataset(g, path, rules.dataset(_S, "codes"), types, sym)
-    scales = _dataset(g, path, rules.dataset(_S, "scales"), types, sym)
+    codes = _required_dataset(g, path, rules.dataset(_S, "codes"), types, sym)
+    scales = _required_dataset(g, path, rules.dataset(_S, "scales"), types, sym)
     biases_rule = rules.dataset(_S, "biases")
-    biases = None
+    biases: Optional[Stored] = None
     if rules.applies(biases_rule, context):
         types["scales"] = scales.dtype
         sym["K/group_size"] = scales.shape[1]
@@ -384,23 +430,24 @@ def _check_segment(path: str, g: Group, k: int) -> ProjectionFacts:
 
 # ---- logits runs, tensors, lm_heads ---------------------------------------------------------
 
-def check_logits(path: str, g: Group):
+def check_logits(path: str, g: Group) -> tuple[int, int]:
     """check_logits of schema.cc. Returns (tokens T, vocab V)."""
     a = _Attrs(path, g.attrs)
-    vocab = a.check(rules.attribute(_R, "vocab"))
-    a.check(rules.attribute(_R, "tie_break"))
-    a.check(rules.attribute(_R, "prompt"))
+    vocab = a.require_int(rules.attribute(_R, "vocab"))
+    a.check_str(rules.attribute(_R, "tie_break"))
+    a.check_str(rules.attribute(_R, "prompt"))
     check_string_attrs(path, g.attrs)
-    types = {}
-    sym = {"V": vocab}
-    tokens = _dataset(g, path, rules.dataset(_R, "tokens"), types, sym)
+    types: dict[str, Optional[str]] = {}
+    sym: dict[str, Optional[int]] = {"V": vocab}
+    tokens = _required_dataset(g, path, rules.dataset(_R, "tokens"), types, sym)
     t = sym["T"] = tokens.shape[0]
     # The logits are streamed, not read whole: their own sentences (schema.cc).
     logits_rule = rules.dataset(_R, "logits")
     lpath = f"{path}/{logits_rule['name']}"
     logits = g.dataset(logits_rule["name"])
     if logits is None:
-        _dataset(g, path, logits_rule, types, sym)  # raises: missing dataset "logits"
+        _dataset(g, path, logits_rule, types, sym)  # raises: missing, or a group in its place
+        raise _missing_dataset(lpath)  # (were the table ever to make it optional)
     allowed = rules.allowed_dtypes(logits_rule)
     if logits.dtype not in allowed:
         raise DumpFormatError("datatype-refused", lpath,
@@ -422,11 +469,11 @@ def check_tensor(path: str, d: Stored) -> None:
         raise DumpFormatError("datatype-refused", path,
                               f"dtype {d.dtype}; state tensors are {_dtype_prose(allowed)}")
     a = _Attrs(path, d.attrs)
-    a.check(rules.attribute("tensor", "compare"), parse.parse_tensor_policy)
+    a.check_str(rules.attribute("tensor", "compare"), parse.parse_tensor_policy)
     check_string_attrs(path, d.attrs)
 
 
-def check_lm_head(facts: ProjectionFacts, runs: dict) -> None:
+def check_lm_head(facts: ProjectionFacts, runs: Mapping[str, tuple[int, int]]) -> None:
     """check_lm_heads of schema.cc against the runs written so far ({name: (T, V)})."""
     if facts.role != "lm_head" or facts.logits_run is None:
         return
