@@ -23,6 +23,8 @@ def check_weights_and_strides(f: ProjectionFacts) -> None:
     """Guards 3 (walk split), 4 (segment table), 5 (AF4 geometry), 6 (strides), in order."""
     if f.k_walk is not None:
         parts = parse.k_walk_parts(f.k_walk)
+        if parts is None:  # check_projection refuses it first; the same finding if it did not
+            raise DumpFormatError("k-walk-invalid", f.path, parse.k_walk_message(f.k_walk))
         if f.k % parts:
             raise DumpFormatError("guard-walk-split", f.path,
                                   f"k_walk {f.k_walk}: K = {f.k} is not a multiple of {parts}")
@@ -56,25 +58,26 @@ def _check_segments(f: ProjectionFacts) -> None:
 
 def _check_af4(f: ProjectionFacts) -> None:
     for s in f.segments:
-        if s.format != "af4":
+        q = s.af4
+        if q is None:  # format bf16 or f32: the values are stored as they are
             continue
-        gs = s.group_size
+        gs = q.group_size
         if gs < 1 or f.k % gs:
             raise DumpFormatError("guard-af4-geometry", s.path,
                                   f"segment {s.name}: group_size {gs} does not divide K = {f.k}")
-        per = rules.codes_per_element(s.packing)  # 8 per u32, 2 per u8 (schema_rules.json)
-        if f.k % per or s.codes_cols != f.k // per:
+        per = rules.codes_per_element(q.packing)  # 8 per u32, 2 per u8 (schema_rules.json)
+        if f.k % per or q.codes_cols != f.k // per:
             need = " (K is not a multiple)" if f.k % per else f" = {f.k // per}"
             raise DumpFormatError(
                 "guard-af4-geometry", s.path,
-                f"segment {s.name}: codes have {s.codes_cols} columns; {s.packing} with "
+                f"segment {s.name}: codes have {q.codes_cols} columns; {q.packing} with "
                 f"K = {f.k} needs K/{per}{need}")
-        if s.scales_cols != f.k // gs:
+        if q.scales_cols != f.k // gs:
             raise DumpFormatError(
                 "guard-af4-geometry", s.path,
-                f"segment {s.name}: scales have {s.scales_cols} columns, K/group_size = "
+                f"segment {s.name}: scales have {q.scales_cols} columns, K/group_size = "
                 f"{f.k // gs}")
-        if s.variant == "affine" and s.biases_cols != s.scales_cols:
+        if q.variant == "affine" and q.biases_cols != q.scales_cols:
             raise DumpFormatError(
                 "guard-af4-geometry", s.path,
-                f"segment {s.name}: biases have {s.biases_cols} columns, scales {s.scales_cols}")
+                f"segment {s.name}: biases have {q.biases_cols} columns, scales {q.scales_cols}")

@@ -24,6 +24,7 @@ __all__ = [
     "parse_residual_at",
     "parse_k_walk",
     "k_walk_parts",
+    "k_walk_message",
     "parse_weight_format",
     "parse_af4_variant",
     "parse_af4_codebook",
@@ -120,11 +121,15 @@ def k_walk_parts(s: str) -> Optional[int]:
     return parts if parts is not None and parts >= 1 else None
 
 
+def k_walk_message(s: str) -> str:
+    """The reader's sentence on an invalid k_walk (error k-walk-invalid)."""
+    return f'k_walk "{s}" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)'
+
+
 def parse_k_walk(s: str) -> Problem:
     if k_walk_parts(s) is not None:
         return None
-    return ("k-walk-invalid",
-            f'k_walk "{s}" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)')
+    return ("k-walk-invalid", k_walk_message(s))
 
 
 def parse_weight_format(s: str) -> Problem:

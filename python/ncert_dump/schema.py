@@ -12,6 +12,7 @@ dump-format.md states are marked "writer rule" below; they use the same style.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -29,6 +30,8 @@ __all__ = [
     "check_tensor",
     "check_lm_head",
     "ProjectionFacts",
+    "SegmentFacts",
+    "Af4Facts",
 ]
 
 INT64_MIN = -(2**63)
@@ -268,18 +271,45 @@ def check_root(attrs: dict) -> None:
 
 # ---- projections ----------------------------------------------------------------------------
 
+@dataclass
+class Af4Facts:
+    """What the checks learned of a valid AF4 segment (for guard 5, AF4 geometry)."""
+
+    group_size: int
+    variant: str
+    packing: str
+    codes_cols: int
+    scales_cols: int
+    biases_cols: int  # 0 when the variant has no biases (codebook)
+
+
+@dataclass
+class SegmentFacts:
+    """What the checks learned of a valid weight segment (for guards 4 and 5)."""
+
+    path: str
+    name: str
+    format: str
+    row_begin: int
+    row_end: int
+    af4: Optional[Af4Facts] = None  # None for the formats stored as values (bf16, f32)
+
+
+@dataclass
 class ProjectionFacts:
     """What the checks learned of a valid projection (for the guards and the lm_head rule)."""
 
-    # Set from the keywords; the ones read outside this module, declared for mypy.
     path: str
-    m: int
+    k: int
     n: int
+    m: int
+    p: int
+    in_stride: int
+    out_stride: int
+    k_walk: Optional[str]
     role: Optional[str]
     logits_run: Optional[str]
-
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
+    segments: list[SegmentFacts]  # sorted by (row_begin, name)
 
 
 _P, _S, _R = "projection", "segment", "logits_run"
@@ -348,7 +378,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     weight = g.members.get(weight_rule["name"])
     if weight is None:
         raise DumpFormatError(weight_rule["refused"], path, 'missing group "weight"')
-    segments = []
+    segments: list[SegmentFacts] = []
     for name in sorted(weight.members):
         spath = f"{wpath}/{name}"
         segment = weight.members[name]
@@ -373,7 +403,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
                            logits_run=logits_run, segments=segments)
 
 
-def _check_segment(path: str, g: Group, k: int) -> ProjectionFacts:
+def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     """check_segment of schema.cc: presence and type of the attributes it needs first, then
     their values, then the members the format, variant and codebook call for."""
     a = _Attrs(path, g.attrs)
@@ -385,7 +415,7 @@ def _check_segment(path: str, g: Group, k: int) -> ProjectionFacts:
     if end <= begin:
         raise DumpFormatError("attribute-invalid", path, f"row_end {end} <= row_begin {begin}")
     name = path.rsplit("/", 1)[1]
-    facts = ProjectionFacts(path=path, name=name, format=fmt, row_begin=begin, row_end=end)
+    facts = SegmentFacts(path=path, name=name, format=fmt, row_begin=begin, row_end=end)
     context: dict[str, Optional[str]] = {"format": fmt}
     types: dict[str, Optional[str]] = {"format": fmt}
     sym: dict[str, Optional[int]] = {"K": k, "rows": end - begin}
@@ -422,9 +452,9 @@ def _check_segment(path: str, g: Group, k: int) -> ProjectionFacts:
         raise DumpFormatError("invalid-argument", path + "/biases",
                               "present but the codebook variant has no biases; it would be ignored")
     check_string_attrs(path, g.attrs)
-    facts.__dict__.update(group_size=gs, variant=variant, packing=packing,
-                          codes_cols=codes.shape[1], scales_cols=scales.shape[1],
-                          biases_cols=biases.shape[1] if biases is not None else 0)
+    facts.af4 = Af4Facts(group_size=gs, variant=variant, packing=packing,
+                         codes_cols=codes.shape[1], scales_cols=scales.shape[1],
+                         biases_cols=biases.shape[1] if biases is not None else 0)
     return facts
 
 
