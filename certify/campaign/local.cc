@@ -7,14 +7,6 @@
 
 namespace ncert::certify::detail {
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 Json job_result(const IsolatedJobs::Done& done, const IsolationOptions& isolation) {
   if (done.end.kind == ChildEnd::Kind::kExited && done.end.exit_code == 0) {
     try {

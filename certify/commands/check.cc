@@ -16,10 +16,6 @@ namespace ncert::certify {
 
 namespace {
 
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 bool selected(const std::string& name, const std::string& only) {
   return only.empty() || name.find(only) != std::string::npos;
 }
@@ -195,7 +191,7 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
     for (CheckResult& c : witness_checks(w)) part.tail.push_back(std::move(c));
     ++part.runs;
   }
-  part.logits_seconds = since(t_logits);
+  part.logits_seconds = seconds_since(t_logits);
   return part;
 }
 
@@ -342,7 +338,7 @@ Result<Report> run_check(const CheckCommandOptions& options) {
   if (!reader.ok()) {
     CheckPlan refused;
     refused.refused = reader.status();
-    return assemble_check(options, input, refused, {}, since(t0));
+    return assemble_check(options, input, refused, {}, seconds_since(t0));
   }
   NCERT_ASSIGN_OR_RETURN(CheckPlan plan, plan_check(*reader, options));
   std::vector<CheckPart> parts;
@@ -354,7 +350,7 @@ Result<Report> run_check(const CheckCommandOptions& options) {
       parts.push_back(std::move(part));
     }
   }
-  return assemble_check(options, input, plan, std::move(parts), since(t0));
+  return assemble_check(options, input, plan, std::move(parts), seconds_since(t0));
 }
 
 }  // namespace ncert::certify

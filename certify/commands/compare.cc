@@ -5,14 +5,11 @@
 
 #include "certify/logits/compare.h"
 #include "certify/logits/tensor_compare.h"
+#include "certify/report/progress.h"
 
 namespace ncert::certify {
 
 namespace {
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -88,7 +85,7 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
     if (d) bytes += 2 * d->bytes;
     report.checks.push_back(std::move(c));
   }
-  const double seconds = since(t0);
+  const double seconds = seconds_since(t0);
   report.stats["runs"] = pairs.size();
   report.stats["tensors"] = tensor_names.size();
   report.stats["bytes_compared"] = bytes;

@@ -16,14 +16,6 @@
 
 namespace ncert::certify {
 
-namespace {
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b,
                                    const LogitsRunInfo& rb, bool matched_history, const ElementTest& test,
                                    FileHashCursor* hash_a, FileHashCursor* hash_b) {
@@ -85,7 +77,7 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
             c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
       },
       [&](Index done) { progress.reach(done); }));
-  c.seconds = since(t0);
+  c.seconds = seconds_since(t0);
   return c;
 }
 

@@ -10,7 +10,8 @@ namespace ncert::certify {
 
 namespace {
 
-using Json = nlohmann::json;
+// Plain (unordered) json: report.h's ncert::certify::Json is ordered_json.
+using VocabJson = nlohmann::json;
 
 // A tokenizer.json of a 150k vocabulary is ~7 MB (11 MB with merges); 512 MiB is far beyond any
 // real one and keeps a wrong path (a dump, a model file) from being read into memory.
@@ -134,12 +135,12 @@ std::string decode_metaspace(std::string_view token) {
 }
 
 /// Whether a decoder / pre_tokenizer description (possibly a Sequence) contains a step of `type`.
-bool has_step(const Json& node, std::string_view type) {
+bool has_step(const VocabJson& node, std::string_view type) {
   if (!node.is_object()) return false;
   if (node.value("type", std::string()) == type) return true;
   for (const char* key : {"decoders", "pretokenizers"}) {
     if (node.contains(key) && node[key].is_array()) {
-      for (const Json& d : node[key]) {
+      for (const VocabJson& d : node[key]) {
         if (has_step(d, type)) return true;
       }
     }
@@ -219,7 +220,7 @@ Result<Vocabulary> Vocabulary::load(const std::string& path) {
   std::string text(static_cast<std::size_t>(size), '\0');
   if (!in.read(text.data(), static_cast<std::streamsize>(size))) return Status(ErrorCode::kIo, path + ": read failed");
   // nlohmann throws on malformed input: this is the JSON edge, converted to a status here.
-  Json j = Json::parse(text, nullptr, false);
+  VocabJson j = VocabJson::parse(text, nullptr, false);
   if (j.is_discarded()) return invalid(path, "not valid JSON");
 
   Vocabulary v;
@@ -246,7 +247,7 @@ Result<Vocabulary> Vocabulary::load(const std::string& path) {
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object() || !j["model"].contains("vocab")) {
     return invalid(path, "neither a JSON list of token strings nor a tokenizer.json (no model.vocab)");
   }
-  const Json& vocab = j["model"]["vocab"];
+  const VocabJson& vocab = j["model"]["vocab"];
   if (vocab.is_object()) {  // BPE, WordPiece: {"token": id}
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
       if (!it.value().is_number_integer())
@@ -255,7 +256,7 @@ Result<Vocabulary> Vocabulary::load(const std::string& path) {
     }
   } else if (vocab.is_array()) {  // Unigram: [[piece, score], ...], index = id
     for (std::size_t i = 0; i < vocab.size(); ++i) {
-      const Json& e = vocab[i];
+      const VocabJson& e = vocab[i];
       if (!e.is_array() || e.empty() || !e[0].is_string()) {
         return invalid(path, "model.vocab entry " + std::to_string(i) + " is not [piece, score]");
       }
@@ -265,7 +266,7 @@ Result<Vocabulary> Vocabulary::load(const std::string& path) {
     return invalid(path, "model.vocab is neither an object nor a list");
   }
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
-    for (const Json& t : j["added_tokens"]) {
+    for (const VocabJson& t : j["added_tokens"]) {
       if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
           !t["content"].is_string()) {
         return invalid(path, "an added_tokens entry lacks an integer id or a string content");
@@ -273,8 +274,8 @@ Result<Vocabulary> Vocabulary::load(const std::string& path) {
       NCERT_RETURN_IF_ERROR(put(t["id"].get<std::int64_t>(), t["content"].get<std::string>(), true));
     }
   }
-  const Json decoder = j.value("decoder", Json());
-  const Json pre = j.value("pre_tokenizer", Json());
+  const VocabJson decoder = j.value("decoder", VocabJson());
+  const VocabJson pre = j.value("pre_tokenizer", VocabJson());
   if (has_step(decoder, "ByteLevel") || has_step(pre, "ByteLevel")) {
     v.decoding_ = Decoding::kByteLevel;
   } else if (has_step(decoder, "Metaspace") || has_step(decoder, "Replace") || has_step(decoder, "ByteFallback") ||

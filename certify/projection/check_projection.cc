@@ -3,17 +3,10 @@
 #include <chrono>
 #include <optional>
 
+#include "certify/report/progress.h"
 #include "packing/guards.h"
 
 namespace ncert::certify {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 std::string projection_check_id(const ProjectionInfo& info, CheckKind kind) {
   return "projections/" + info.name + "/" + std::string(check_kind_name(kind));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "certify/projection/checks.h"
+#include "certify/report/progress.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
@@ -86,10 +87,6 @@ void add_residual(BiasTally& t, float z, double c, double b, bool nearest) {
   t.sum_s += s;
   t.sum_r2 += range * range;
   if (!nearest) t.sum_shift += beta;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::uint32_t walk_bits(float w, DType t) {

@@ -9,6 +9,11 @@
 
 namespace ncert::certify {
 
+/// Wall seconds since `t0` on the steady clock: the timing fields of reports.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 class Progress {
  public:
   /// Turns progress lines on or off for the process (off by default: library users and tests).

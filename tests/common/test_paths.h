@@ -26,4 +26,13 @@ inline std::string scratch_file(const std::string& name) {
   return p;
 }
 
+/// The two dumps of a pair (runs A and B of a compare, a fork pair), each a fresh scratch file.
+struct DumpPair {
+  std::string a, b;
+};
+
+inline DumpPair scratch_pair(const std::string& tag) {
+  return {scratch_file(tag + "-a.h5"), scratch_file(tag + "-b.h5")};
+}
+
 }  // namespace ncert::testing

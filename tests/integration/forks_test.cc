@@ -19,14 +19,12 @@ namespace {
 
 using fixtures::ForkKind;
 using ncert::testing::evidence_of;
+using ncert::testing::DumpPair;
 using ncert::testing::scratch_file;
+using ncert::testing::scratch_pair;
 
-struct Pair {
-  std::string a, b;
-};
-
-Pair fork_pair(const std::string& tag, fixtures::ForkPairSpec spec) {
-  Pair p{scratch_file(tag + "-a.h5"), scratch_file(tag + "-b.h5")};
+DumpPair fork_pair(const std::string& tag, fixtures::ForkPairSpec spec) {
+  DumpPair p = scratch_pair(tag);
   const Status s = fixtures::write_fork_pair(p.a, p.b, spec, true);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return p;
@@ -39,7 +37,7 @@ fixtures::ForkPairSpec planted(std::vector<fixtures::ForkPlant> forks, bool teac
   return s;
 }
 
-Report forks(const Pair& p, ForksOptions o = {}) {
+Report forks(const DumpPair& p, ForksOptions o = {}) {
   o.a = p.a;
   o.b = p.b;
   auto r = run_forks(o);
@@ -158,7 +156,7 @@ TEST(Forks, FreeRunningPairsStopAtTheFirstFork) {
 }
 
 TEST(Forks, TeacherForcedRunsReportEveryFork) {
-  const Pair p = fork_pair(
+  const DumpPair p = fork_pair(
       "forced",
       planted(
           {{3, ForkKind::kUlpFlip}, {8, ForkKind::kExactTie}, {14, ForkKind::kUnexplained}, {20, ForkKind::kInvalid}},
@@ -198,7 +196,7 @@ TEST(Forks, RequireIdenticalFailsOnAnyFork) {
 TEST(Forks, RunsOfDifferentLengthsAreNotAFork) {
   fixtures::ForkPairSpec s = planted({});
   s.tokens_b = 20;
-  const Pair p = fork_pair("short", s);
+  const DumpPair p = fork_pair("short", s);
   const Report r = forks(p);
   auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
@@ -219,7 +217,7 @@ TEST(Forks, RunsOfDifferentLengthsAreNotAFork) {
 TEST(Forks, AForkWithNoEnvelopeIsUndeterminedNotUnexplained) {
   // At the first row nothing was measured before the fork, and no lm_head or --logit-error
   // bounds the runs: the fork is undetermined (SKIP), and the reason names what would decide it.
-  const Pair p = fork_pair("first", planted({{0, ForkKind::kUlpFlip}}));
+  const DumpPair p = fork_pair("first", planted({{0, ForkKind::kUlpFlip}}));
   const Report r = forks(p);
   auto f = fork_results(r);
   ASSERT_EQ(f.size(), 1u);
@@ -314,7 +312,7 @@ TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
 }
 
 TEST(Forks, VocabularyTextAppearsBesideIds) {
-  const Pair p = fork_pair("text", planted({{9, ForkKind::kUlpFlip}}));
+  const DumpPair p = fork_pair("text", planted({{9, ForkKind::kUlpFlip}}));
   // A byte-level BPE vocabulary of 2000 tokens: "t<i>" with "Ġ" (a space) in front of even ids.
   const std::string path = scratch_file("tokenizer.json");
   {

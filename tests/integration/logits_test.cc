@@ -28,7 +28,9 @@ using ncert::testing::evidence_of;
 using ncert::testing::find_check;
 using ncert::testing::poke_f32;
 using ncert::testing::poke_i32;
+using ncert::testing::DumpPair;
 using ncert::testing::scratch_file;
+using ncert::testing::scratch_pair;
 using ncert::testing::write_fixture;
 
 /// A dump with one run of explicit rows (T x V) and emitted tokens.
@@ -241,12 +243,8 @@ TEST(WitnessFile, ADumpIsNotAWitnessFile) {
 
 // ---- compare ---------------------------------------------------------------------------------------
 
-struct Pair {
-  std::string a, b;
-};
-
-Pair pair(const std::string& tag, fixtures::LogitsPairSpec spec) {
-  Pair p{scratch_file(tag + "-a.h5"), scratch_file(tag + "-b.h5")};
+DumpPair pair(const std::string& tag, fixtures::LogitsPairSpec spec) {
+  DumpPair p = scratch_pair(tag);
   const Status s = fixtures::write_logits_pair(p.a, p.b, spec, true);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return p;
@@ -273,7 +271,7 @@ Report compare(const std::string& a, const std::string& b, const std::string& po
 }
 
 TEST(Compare, IdenticalRunsPassBitwise) {
-  const Pair p = pair("same", small_pair(0.0f));
+  const DumpPair p = pair("same", small_pair(0.0f));
   const Report r = compare(p.a, p.b);
   const CheckResult* c = find_check(r, "logits/greedy");
   ASSERT_NE(c, nullptr);
@@ -288,7 +286,7 @@ TEST(Compare, IdenticalRunsPassBitwise) {
 
 TEST(Compare, EachPolicyHoldsOrFailsAtTheFirstRowThatBreaksIt) {
   // Noise 1e-3 against winners 0.1 to 6 above the body: argmax never flips.
-  const Pair p = pair("noisy", small_pair(1e-3f));
+  const DumpPair p = pair("noisy", small_pair(1e-3f));
   struct Case {
     std::string policy;
     bool pass;
@@ -430,16 +428,16 @@ TEST(Compare, CountsEveryRowAndElementThatBreaksThePolicy) {
 TEST(Compare, StorageFormsAndBlockBordersGiveIdenticalRows) {
   // T = 150 rows of V = 1000: 64-row blocks (borders at 64 and 128), chunks of 7 rows, deflate.
   fixtures::LogitsPairSpec base = small_pair(1e-3f, 150, 1000);
-  const Pair flat = pair("flat", base);
+  const DumpPair flat = pair("flat", base);
   fixtures::LogitsPairSpec chunked = base;
   chunked.storage.chunk_rows = 7;
-  const Pair ch = pair("chunked", chunked);
+  const DumpPair ch = pair("chunked", chunked);
   fixtures::LogitsPairSpec packed = chunked;
   packed.storage.deflate = 4;
   packed.storage.shuffle = true;
-  const Pair df = pair("deflate", packed);
+  const DumpPair df = pair("deflate", packed);
 
-  auto rows_of = [](const Pair& p) {
+  auto rows_of = [](const DumpPair& p) {
     auto ra = DumpReader::open(p.a);
     auto rb = DumpReader::open(p.b);
     EXPECT_TRUE(ra.ok() && rb.ok());
@@ -627,7 +625,7 @@ TEST(Compare, TensorsFollowTheirComparePolicy) {
 }
 
 TEST(Compare, ReportsAreIdenticalAtOneAndTwoThreads) {
-  const Pair p = pair("threads", small_pair(1e-3f, 90, 1500));
+  const DumpPair p = pair("threads", small_pair(1e-3f, 90, 1500));
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   Json one = compare(p.a, p.b, "kl:1e-3").to_json();
