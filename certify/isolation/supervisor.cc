@@ -17,9 +17,12 @@
 
 #include "certify/isolation/activity.h"
 
-// The coverage runtime's flush (gcov's and clang's), linked only into NCERT_COVERAGE builds: a
-// child ends with _exit, which skips the atexit handler that writes the counts.
-extern "C" void __gcov_dump(void) __attribute__((weak));
+// The coverage runtime's flush (gcov's and clang's), in NCERT_COVERAGE builds only: a child
+// ends with _exit, which skips the atexit handler that writes the counts. The reference is
+// strong: the runtime is a static archive, and a weak reference does not pull it in.
+#if defined(NCERT_COVERAGE)
+extern "C" void __gcov_dump(void);
+#endif
 
 namespace ncert::certify {
 
@@ -29,7 +32,9 @@ namespace {
 /// build, and no static destructors or atexit handlers (the parent owns the process's exit).
 [[noreturn]] void end_child(int rc) {
   std::fflush(nullptr);
-  if (__gcov_dump) __gcov_dump();
+#if defined(NCERT_COVERAGE)
+  __gcov_dump();
+#endif
   _exit(rc);
 }
 

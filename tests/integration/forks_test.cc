@@ -18,8 +18,8 @@ namespace ncert::certify {
 namespace {
 
 using fixtures::ForkKind;
-using ncert::testing::evidence_of;
 using ncert::testing::DumpPair;
+using ncert::testing::evidence_of;
 using ncert::testing::scratch_file;
 using ncert::testing::scratch_pair;
 

@@ -24,11 +24,11 @@
 namespace ncert::certify {
 namespace {
 
+using ncert::testing::DumpPair;
 using ncert::testing::evidence_of;
 using ncert::testing::find_check;
 using ncert::testing::poke_f32;
 using ncert::testing::poke_i32;
-using ncert::testing::DumpPair;
 using ncert::testing::scratch_file;
 using ncert::testing::scratch_pair;
 using ncert::testing::write_fixture;
