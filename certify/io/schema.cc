@@ -17,6 +17,16 @@ const MemberRule& dataset_rule(Container c, std::string_view name) {
   return member_rule(c, MemberKind::kDataset, name);
 }
 
+/// Why a dequant_op that parses does not apply to the segment's variant (411): the values the
+/// variant accepts.
+std::string dequant_op_misfit(reference::Af4Variant variant, const std::string& value) {
+  if (variant == reference::Af4Variant::kZeroPoint) {
+    return "AF4 dequant_op \"" + value + "\" is not one of sub-mul, fused (what variant zero-point accepts)";
+  }
+  return "AF4 dequant_op \"" + value + "\" applies to variant zero-point only; variant " +
+         std::string(reference::af4_variant_name(variant)) + " accepts fma, mul-add, either";
+}
+
 /// Schema validation over the surveyed objects (docs/dump-format.md §2-6).
 class SchemaChecker {
  public:
@@ -454,11 +464,26 @@ class SchemaChecker {
       else
         return;
     }
+    L.dequant_op = reference::default_dequant_op(L.variant);
     if (auto op = str_attr(path, attr_rule(kSeg, "dequant_op"))) {
-      if (auto o = parsed(path, reference::parse_dequant_op(*op)))
-        L.dequant_op = *o;
-      else
+      // A zero-point segment's refusal lists what zero-point accepts, not all five names.
+      auto o = reference::parse_dequant_op(*op);
+      if (o.ok() ? !reference::dequant_op_fits(L.variant, *o) : L.variant == reference::Af4Variant::kZeroPoint) {
+        error(ErrorCode::kDequantOpUnknown, path, dequant_op_misfit(L.variant, *op));
         return;
+      }
+      if (!parsed(path, std::move(o)).has_value()) return;
+      L.dequant_op = *reference::parse_dequant_op(*op);
+    }
+    const MemberRule& zp_packing = attr_rule(kSeg, "zero_point_packing");
+    if (rule_applies(zp_packing.when, context)) {
+      if (auto zpp = str_attr(path, zp_packing)) {
+        if (auto z = parsed(path, reference::parse_zero_point_packing(*zpp)))
+          L.zero_point_packing = *z;
+        else
+          return;
+      }
+      types.zero_point_packing = L.zero_point_packing;
     }
     const MemberRule& codebook = attr_rule(kSeg, "codebook");
     if (rule_applies(codebook.when, context)) {
@@ -481,11 +506,16 @@ class SchemaChecker {
     if (!codes || !scales) return;
     s.values_dtype = codes->dtype;
     L.scale_dtype = scales->dtype;
+    types.scales = scales->dtype;
+    sym.scale_columns = scales->shape[1];
     const MemberRule& biases = dataset_rule(kSeg, "biases");
     if (rule_applies(biases.when, context)) {
-      types.scales = scales->dtype;
-      sym.scale_columns = scales->shape[1];
       if (!member(path, biases, types, sym)) return;
+    }
+    const MemberRule& zero_points = dataset_rule(kSeg, "zero_points");
+    if (rule_applies(zero_points.when, context)) {
+      sym.zero_point_columns = reference::zero_point_columns(L.zero_point_packing, sym.scale_columns);
+      if (!member(path, zero_points, types, sym)) return;
     }
     p.segments.push_back(std::move(s));
   }
