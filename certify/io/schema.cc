@@ -408,6 +408,34 @@ class SchemaChecker {
     if (errors_ == errors_before) model().projections.push_back(std::move(p));
   }
 
+  /// A segment's dequant_op (its variant's default when absent; one that does not fit the
+  /// variant refused, 411) and, for zero-point, zero_point_packing. False after a refusal.
+  bool read_af4_order(const std::string& path, const RuleContext& context, reference::Af4Layout& L,
+                      TypeContext& types) {
+    constexpr Container kSeg = Container::kSegment;
+    L.dequant_op = reference::default_dequant_op(L.variant);
+    if (auto op = str_attr(path, attr_rule(kSeg, "dequant_op"))) {
+      auto o = reference::parse_dequant_op(*op);
+      // A zero-point segment's refusal lists what zero-point accepts, not all five names.
+      if (o.ok() ? !reference::dequant_op_fits(L.variant, *o) : L.variant == reference::Af4Variant::kZeroPoint) {
+        error(ErrorCode::kDequantOpUnknown, path, dequant_op_misfit(L.variant, *op));
+        return false;
+      }
+      const auto parsed_op = parsed(path, std::move(o));
+      if (!parsed_op) return false;
+      L.dequant_op = *parsed_op;
+    }
+    const MemberRule& zp_packing = attr_rule(kSeg, "zero_point_packing");
+    if (!rule_applies(zp_packing.when, context)) return true;
+    if (auto zpp = str_attr(path, zp_packing)) {
+      const auto z = parsed(path, reference::parse_zero_point_packing(*zpp));
+      if (!z) return false;
+      L.zero_point_packing = *z;
+    }
+    types.zero_point_packing = L.zero_point_packing;
+    return true;
+  }
+
   void check_segment(const std::string& path, ProjectionInfo& p) {
     constexpr Container kSeg = Container::kSegment;
     SegmentInfo s;
@@ -464,27 +492,7 @@ class SchemaChecker {
       else
         return;
     }
-    L.dequant_op = reference::default_dequant_op(L.variant);
-    if (auto op = str_attr(path, attr_rule(kSeg, "dequant_op"))) {
-      // A zero-point segment's refusal lists what zero-point accepts, not all five names.
-      auto o = reference::parse_dequant_op(*op);
-      if (o.ok() ? !reference::dequant_op_fits(L.variant, *o) : L.variant == reference::Af4Variant::kZeroPoint) {
-        error(ErrorCode::kDequantOpUnknown, path, dequant_op_misfit(L.variant, *op));
-        return;
-      }
-      if (!parsed(path, std::move(o)).has_value()) return;
-      L.dequant_op = *reference::parse_dequant_op(*op);
-    }
-    const MemberRule& zp_packing = attr_rule(kSeg, "zero_point_packing");
-    if (rule_applies(zp_packing.when, context)) {
-      if (auto zpp = str_attr(path, zp_packing)) {
-        if (auto z = parsed(path, reference::parse_zero_point_packing(*zpp)))
-          L.zero_point_packing = *z;
-        else
-          return;
-      }
-      types.zero_point_packing = L.zero_point_packing;
-    }
+    if (!read_af4_order(path, context, L, types)) return;
     const MemberRule& codebook = attr_rule(kSeg, "codebook");
     if (rule_applies(codebook.when, context)) {
       const auto cb = str_attr(path, codebook);
