@@ -25,7 +25,9 @@ ColumnModel column_model(const WeightSegment& segment, Index k) {
   m.k_eff = static_cast<double>(k);
   if (segment.format == WeightFormat::kAf4 && segment.af4.layout.dequant == Dequant::kFolded) {
     // s * sum(q x) + b * sum(x) per group, then the groups: every product's path has at most
-    // G - 1 + 1 (q*x) + 1 (*s) + 1 (+) + K/G - 1 <= K + 2 roundings; K + 3 for margin.
+    // G - 1 + 1 (q*x) + 1 (*s) + 1 (+) + K/G - 1 <= K + 2 roundings; K + 3 for margin. The
+    // zero-point form s * sum(q x) - s * zp * sum(x) has the same count: its offset path is
+    // G - 1 (sum x) + 2 (the products by zp and s, in either order) + 1 (-) + K/G - 1.
     m.k_eff = static_cast<double>(k) + 3;
   }
   return m;

@@ -101,9 +101,11 @@ NCERT_ERROR_CODE(kGuardCanaryClobbered, 317, "guard-canary-clobbered", 3,
 
 // 4xx: numeric formats and descriptors. Exit 3.
 NCERT_ERROR_CODE(kFormatUnknown, 400, "format-unknown", 3, "a weight segment format other than af4, bf16, f32")
-NCERT_ERROR_CODE(kAf4VariantUnknown, 401, "af4-variant-unknown", 3, "AF4 variant other than affine, codebook")
+NCERT_ERROR_CODE(kAf4VariantUnknown, 401, "af4-variant-unknown", 3,
+                 "AF4 variant other than affine, codebook, zero-point")
 NCERT_ERROR_CODE(kAf4CodebookUnknown, 402, "af4-codebook-unknown", 3, "AF4 codebook other than nf4, af4-64, custom")
-NCERT_ERROR_CODE(kAf4PackingUnknown, 403, "af4-packing-unknown", 3, "AF4 packing other than u32-lsb, u8-msb, u8-lsb")
+NCERT_ERROR_CODE(kAf4PackingUnknown, 403, "af4-packing-unknown", 3,
+                 "AF4 packing other than u32-lsb, u8-msb, u8-lsb (zero_point_packing: other than u8 or those)")
 NCERT_ERROR_CODE(kAf4DequantUnknown, 404, "af4-dequant-unknown", 3, "AF4 dequant other than exact, f32, output, folded")
 NCERT_ERROR_CODE(kAccumulatorUnknown, 405, "accumulator-unknown", 3,
                  "accumulator other than f32-rn, f32-rz, matrix-unit, u=<x>")
@@ -114,7 +116,8 @@ NCERT_ERROR_CODE(kOutputDtypeUnknown, 408, "output-dtype-unknown", 3,
                  "output_dtype other than f32, bf16 (or residual_at invalid)")
 NCERT_ERROR_CODE(kPolicyInvalid, 409, "policy-invalid", 3, "a comparison policy string that does not parse")
 NCERT_ERROR_CODE(kOutputRoundingUnknown, 410, "output-rounding-unknown", 3, "output_rounding other than rne, rz, any")
-NCERT_ERROR_CODE(kDequantOpUnknown, 411, "dequant-op-unknown", 3, "AF4 dequant_op other than fma, mul-add, either")
+NCERT_ERROR_CODE(kDequantOpUnknown, 411, "dequant-op-unknown", 3,
+                 "AF4 dequant_op other than fma, mul-add, either (zero-point: other than sub-mul, fused)")
 
 // 9xx: internal. Exit 4 (a bug in ncert).
 NCERT_ERROR_CODE(kInternal, 900, "internal", 4, "a bug in ncert: an invariant failed")

@@ -17,6 +17,16 @@ const MemberRule& dataset_rule(Container c, std::string_view name) {
   return member_rule(c, MemberKind::kDataset, name);
 }
 
+/// Why a dequant_op that parses does not apply to the segment's variant (411): the values the
+/// variant accepts.
+std::string dequant_op_misfit(reference::Af4Variant variant, const std::string& value) {
+  if (variant == reference::Af4Variant::kZeroPoint) {
+    return "AF4 dequant_op \"" + value + "\" is not one of sub-mul, fused (what variant zero-point accepts)";
+  }
+  return "AF4 dequant_op \"" + value + "\" applies to variant zero-point only; variant " +
+         std::string(reference::af4_variant_name(variant)) + " accepts fma, mul-add, either";
+}
+
 /// Schema validation over the surveyed objects (docs/dump-format.md §2-6).
 class SchemaChecker {
  public:
@@ -398,6 +408,34 @@ class SchemaChecker {
     if (errors_ == errors_before) model().projections.push_back(std::move(p));
   }
 
+  /// A segment's dequant_op (its variant's default when absent; one that does not fit the
+  /// variant refused, 411) and, for zero-point, zero_point_packing. False after a refusal.
+  bool read_af4_order(const std::string& path, const RuleContext& context, reference::Af4Layout& L,
+                      TypeContext& types) {
+    constexpr Container kSeg = Container::kSegment;
+    L.dequant_op = reference::default_dequant_op(L.variant);
+    if (auto op = str_attr(path, attr_rule(kSeg, "dequant_op"))) {
+      auto o = reference::parse_dequant_op(*op);
+      // A zero-point segment's refusal lists what zero-point accepts, not all five names.
+      if (o.ok() ? !reference::dequant_op_fits(L.variant, *o) : L.variant == reference::Af4Variant::kZeroPoint) {
+        error(ErrorCode::kDequantOpUnknown, path, dequant_op_misfit(L.variant, *op));
+        return false;
+      }
+      const auto parsed_op = parsed(path, std::move(o));
+      if (!parsed_op) return false;
+      L.dequant_op = *parsed_op;
+    }
+    const MemberRule& zp_packing = attr_rule(kSeg, "zero_point_packing");
+    if (!rule_applies(zp_packing.when, context)) return true;
+    if (auto zpp = str_attr(path, zp_packing)) {
+      const auto z = parsed(path, reference::parse_zero_point_packing(*zpp));
+      if (!z) return false;
+      L.zero_point_packing = *z;
+    }
+    types.zero_point_packing = L.zero_point_packing;
+    return true;
+  }
+
   void check_segment(const std::string& path, ProjectionInfo& p) {
     constexpr Container kSeg = Container::kSegment;
     SegmentInfo s;
@@ -454,12 +492,7 @@ class SchemaChecker {
       else
         return;
     }
-    if (auto op = str_attr(path, attr_rule(kSeg, "dequant_op"))) {
-      if (auto o = parsed(path, reference::parse_dequant_op(*op)))
-        L.dequant_op = *o;
-      else
-        return;
-    }
+    if (!read_af4_order(path, context, L, types)) return;
     const MemberRule& codebook = attr_rule(kSeg, "codebook");
     if (rule_applies(codebook.when, context)) {
       const auto cb = str_attr(path, codebook);
@@ -481,11 +514,16 @@ class SchemaChecker {
     if (!codes || !scales) return;
     s.values_dtype = codes->dtype;
     L.scale_dtype = scales->dtype;
+    types.scales = scales->dtype;
+    sym.scale_columns = scales->shape[1];
     const MemberRule& biases = dataset_rule(kSeg, "biases");
     if (rule_applies(biases.when, context)) {
-      types.scales = scales->dtype;
-      sym.scale_columns = scales->shape[1];
       if (!member(path, biases, types, sym)) return;
+    }
+    const MemberRule& zero_points = dataset_rule(kSeg, "zero_points");
+    if (rule_applies(zero_points.when, context)) {
+      sym.zero_point_columns = reference::zero_point_columns(L.zero_point_packing, sym.scale_columns);
+      if (!member(path, zero_points, types, sym)) return;
     }
     p.segments.push_back(std::move(s));
   }

@@ -17,6 +17,7 @@ using reference::Epilogue;
 using reference::OutputRounding;
 using reference::ResidualAt;
 using reference::WeightFormat;
+using reference::ZeroPointPacking;
 
 // Every value of the enums attributes parse to, in the order the parsers' refusals list them
 // (tests/dump_format holds each list to its parser: every name parses back, any other value is
@@ -27,11 +28,14 @@ constexpr ResidualAt kResidualAts[] = {ResidualAt::kF32, ResidualAt::kOutput};
 constexpr OutputRounding kOutputRoundings[] = {OutputRounding::kNearestEven, OutputRounding::kTowardZero,
                                                OutputRounding::kAny};
 constexpr WeightFormat kFormats[] = {WeightFormat::kAf4, WeightFormat::kBf16, WeightFormat::kF32};
-constexpr Af4Variant kVariants[] = {Af4Variant::kAffine, Af4Variant::kCodebook};
+constexpr Af4Variant kVariants[] = {Af4Variant::kAffine, Af4Variant::kCodebook, Af4Variant::kZeroPoint};
 constexpr Af4Codebook kCodebooks[] = {Af4Codebook::kNf4, Af4Codebook::kAf4_64, Af4Codebook::kCustom};
 constexpr Af4Packing kPackings[] = {Af4Packing::kU32Lsb, Af4Packing::kU8Msb, Af4Packing::kU8Lsb};
 constexpr Dequant kDequants[] = {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded};
-constexpr DequantOp kDequantOps[] = {DequantOp::kFma, DequantOp::kMulAdd, DequantOp::kEither};
+constexpr DequantOp kDequantOps[] = {DequantOp::kFma, DequantOp::kMulAdd, DequantOp::kEither, DequantOp::kSubMul,
+                                     DequantOp::kFused};
+constexpr ZeroPointPacking kZeroPointPackings[] = {ZeroPointPacking::kU8, ZeroPointPacking::kU32Lsb,
+                                                   ZeroPointPacking::kU8Msb, ZeroPointPacking::kU8Lsb};
 
 template <typename E, std::size_t N>
 ValueSet named(const E (&all)[N], std::string_view (*name)(E), ErrorCode refused, std::string_view what) {
@@ -186,10 +190,16 @@ std::vector<MemberRule> build_rules() {
                      named(kCodebooks, reference::af4_codebook_name, ErrorCode::kAf4CodebookUnknown, "AF4 codebook")));
   t.push_back(one_of(when(attribute(kSeg, "packing", kRequired, kStr), When::kFormatAf4),
                      named(kPackings, reference::af4_packing_name, ErrorCode::kAf4PackingUnknown, "AF4 packing")));
+  t.push_back(
+      one_of(when(defaults(attribute(kSeg, "zero_point_packing", kOptional, kStr), "`u8`"), When::kVariantZeroPoint),
+             named(kZeroPointPackings, reference::zero_point_packing_name, ErrorCode::kAf4PackingUnknown,
+                   "AF4 zero_point_packing")));
   t.push_back(one_of(when(defaults(attribute(kSeg, "dequant", kOptional, kStr), "`exact`"), When::kFormatAf4),
                      named(kDequants, reference::dequant_name, ErrorCode::kAf4DequantUnknown, "AF4 dequant")));
-  t.push_back(one_of(when(defaults(attribute(kSeg, "dequant_op", kOptional, kStr), "`either`"), When::kFormatAf4),
-                     named(kDequantOps, reference::dequant_op_name, ErrorCode::kDequantOpUnknown, "AF4 dequant_op")));
+  t.push_back(
+      one_of(when(defaults(attribute(kSeg, "dequant_op", kOptional, kStr), "`either` (`sub-mul` for `zero-point`)"),
+                  When::kFormatAf4),
+             named(kDequantOps, reference::dequant_op_name, ErrorCode::kDequantOpUnknown, "AF4 dequant_op")));
   t.push_back(
       when(dataset(kSeg, "codes", kRequired, TypeRule::kCodesByPacking, {}, {kRows, kCodeColumns}), When::kFormatAf4));
   t.push_back(when(dataset(kSeg, "scales", kRequired, kList, {D::kBf16, D::kF16, D::kF32}, {kRows, kScaleColumns}),
@@ -197,6 +207,9 @@ std::vector<MemberRule> build_rules() {
   t.push_back(
       when(dataset(kSeg, "biases", kRequired, TypeRule::kAsScales, {}, {kRows, kScaleColumns}), When::kVariantAffine));
   t.push_back(when(dataset(kSeg, "codebook", kRequired, kList, {D::kF32}, {k16}), When::kCodebookCustom));
+  t.push_back(
+      when(dataset(kSeg, "zero_points", kRequired, TypeRule::kZeroPointsByPacking, {}, {kRows, kZeroPointColumns}),
+           When::kVariantZeroPoint));
 
   // ---- §5 a logits run ----
   t.push_back(attribute(kRun, "vocab", kRequired, kInt, 1));
@@ -240,6 +253,8 @@ std::string_view when_text(When w) {
       return "`variant` is `affine`";
     case When::kVariantCodebook:
       return "`variant` is `codebook`";
+    case When::kVariantZeroPoint:
+      return "`variant` is `zero-point`";
     case When::kCodebookCustom:
       return "`codebook` is `custom`";
   }
@@ -298,6 +313,8 @@ std::string_view dim_name(Dim d) {
       return "K/c";
     case Dim::kScaleColumns:
       return "K/group_size";
+    case Dim::kZeroPointColumns:
+      return "Z";
     case Dim::kT:
       return "T";
     case Dim::kV:
@@ -326,6 +343,8 @@ bool rule_applies(When w, const RuleContext& c) {
       return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kAffine;
     case When::kVariantCodebook:
       return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook;
+    case When::kVariantZeroPoint:
+      return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kZeroPoint;
     case When::kCodebookCustom:
       return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook && c.codebook == Af4Codebook::kCustom;
   }
@@ -365,6 +384,8 @@ std::vector<DType> allowed_dtypes(const MemberRule& rule, const TypeContext& c) 
       return {c.packing == Af4Packing::kU32Lsb ? DType::kU32 : DType::kU8};
     case TypeRule::kAsScales:
       return {c.scales};
+    case TypeRule::kZeroPointsByPacking:
+      return {c.zero_point_packing == ZeroPointPacking::kU32Lsb ? DType::kU32 : DType::kU8};
     case TypeRule::kString:
     case TypeRule::kInt:
     case TypeRule::kGroup:
@@ -421,6 +442,9 @@ std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& s)
       case Dim::kScaleColumns:
         out.push_back(s.scale_columns);
         break;
+      case Dim::kZeroPointColumns:
+        out.push_back(s.zero_point_columns);
+        break;
       case Dim::kT:
         out.push_back(s.t);
         break;
@@ -470,6 +494,8 @@ std::string_view when_name(When w) {
       return "variant-affine";
     case When::kVariantCodebook:
       return "variant-codebook";
+    case When::kVariantZeroPoint:
+      return "variant-zero-point";
     case When::kCodebookCustom:
       return "codebook-custom";
   }
@@ -477,7 +503,7 @@ std::string_view when_name(When w) {
 }
 
 std::vector<std::pair<std::string_view, std::vector<std::string_view>>> when_condition(When w) {
-  // 4 epilogues x 3 formats x 2 variants x 3 codebooks = 72 contexts: for each attribute, the
+  // 4 epilogues x 3 formats x 3 variants x 3 codebooks = 108 contexts: for each attribute, the
   // values that occur in a context where `w` holds; an attribute whose every value occurs is
   // left out (the condition does not depend on it).
   std::vector<bool> epilogue(std::size(kEpilogues)), format(std::size(kFormats)), variant(std::size(kVariants)),
@@ -538,6 +564,9 @@ RuleRow rule_row(const MemberRule& r) {
       break;
     case TypeRule::kAsScales:
       row.dtype = "as `scales`";
+      break;
+    case TypeRule::kZeroPointsByPacking:
+      row.dtype = "u8 or u32, by `zero_point_packing`";
       break;
     case TypeRule::kGroup:
       row.dtype = "—";

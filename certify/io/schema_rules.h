@@ -54,6 +54,7 @@ enum class When : std::uint8_t {
   kFormatAf4,            ///< segment format = af4
   kVariantAffine,        ///< AF4 variant = affine
   kVariantCodebook,      ///< AF4 variant = codebook
+  kVariantZeroPoint,     ///< AF4 variant = zero-point
   kCodebookCustom,       ///< AF4 codebook = custom
 };
 
@@ -68,14 +69,15 @@ bool rule_applies(When when, const RuleContext& context);
 
 /// The element type a member must have.
 enum class TypeRule : std::uint8_t {
-  kString,          ///< attribute: one string
-  kInt,             ///< attribute: one integer, at least MemberRule::min_value
-  kDTypes,          ///< dataset: one of MemberRule::dtypes
-  kOutputDtype,     ///< dataset: the projection's output_dtype
-  kFormatDtype,     ///< dataset: the segment's format (bf16 or f32)
-  kCodesByPacking,  ///< dataset: u32 for packing u32-lsb, u8 for u8-msb and u8-lsb
-  kAsScales,        ///< dataset: the type of the segment's scales
-  kGroup,           ///< group: no element type
+  kString,               ///< attribute: one string
+  kInt,                  ///< attribute: one integer, at least MemberRule::min_value
+  kDTypes,               ///< dataset: one of MemberRule::dtypes
+  kOutputDtype,          ///< dataset: the projection's output_dtype
+  kFormatDtype,          ///< dataset: the segment's format (bf16 or f32)
+  kCodesByPacking,       ///< dataset: u32 for packing u32-lsb, u8 for u8-msb and u8-lsb
+  kAsScales,             ///< dataset: the type of the segment's scales
+  kZeroPointsByPacking,  ///< dataset: u32 for zero_point_packing u32-lsb, u8 for u8, u8-msb, u8-lsb
+  kGroup,                ///< group: no element type
 };
 
 /// What the type rules depend on.
@@ -84,31 +86,34 @@ struct TypeContext {
   reference::WeightFormat format = reference::WeightFormat::kBf16;
   reference::Af4Packing packing = reference::Af4Packing::kU32Lsb;
   DType scales = DType::kBf16;
+  reference::ZeroPointPacking zero_point_packing = reference::ZeroPointPacking::kU8;
 };
 
 /// One dimension of a shape, in the format's symbols (docs/dump-format.md §1).
 enum class Dim : std::uint8_t {
-  kM,             ///< rows of x
-  kK,             ///< attribute k
-  kN,             ///< attribute n
-  kP,             ///< physical slots: length of selector
-  kR,             ///< request slots: attribute requests (else length of commit_counts)
-  kInStride,      ///< attribute in_stride (default k)
-  kOutStride,     ///< attribute out_stride (default n)
-  kRows,          ///< segment rows: row_end - row_begin
-  kCodeColumns,   ///< K/c, c = 8 codes per u32 or 2 per u8 (guard 309)
-  kScaleColumns,  ///< K/group_size (guard 309)
-  kT,             ///< emitted tokens: length of tokens
-  kV,             ///< attribute vocab
-  kP0,            ///< prompt length: length of prompt_tokens
-  k16,            ///< 16 codebook entries
+  kM,                 ///< rows of x
+  kK,                 ///< attribute k
+  kN,                 ///< attribute n
+  kP,                 ///< physical slots: length of selector
+  kR,                 ///< request slots: attribute requests (else length of commit_counts)
+  kInStride,          ///< attribute in_stride (default k)
+  kOutStride,         ///< attribute out_stride (default n)
+  kRows,              ///< segment rows: row_end - row_begin
+  kCodeColumns,       ///< K/c, c = 8 codes per u32 or 2 per u8 (guard 309)
+  kScaleColumns,      ///< K/group_size (guard 309)
+  kZeroPointColumns,  ///< Z: K/group_size zero points one per byte, ceil(K/group_size / c) packed
+  kT,                 ///< emitted tokens: length of tokens
+  kV,                 ///< attribute vocab
+  kP0,                ///< prompt length: length of prompt_tokens
+  k16,                ///< 16 codebook entries
 };
-std::string_view dim_name(Dim d);  ///< "M", "K", ..., "K/c", "K/group_size", "16"
+std::string_view dim_name(Dim d);  ///< "M", "K", ..., "K/c", "K/group_size", "Z", "16"
 
 /// The values of the symbols the checker knows so far; -1 = not known (any extent accepted).
 struct ShapeSymbols {
   Index m = -1, k = -1, n = -1, p = -1, r = -1, in_stride = -1, out_stride = -1, rows = -1;
-  Index scale_columns = -1;  ///< the scales' column count, once scales are read (for biases)
+  Index scale_columns = -1;       ///< the scales' column count, once scales are read (for biases)
+  Index zero_point_columns = -1;  ///< Z of the segment's zero_point_packing, once scales are read
   Index t = -1, v = -1;
 };
 

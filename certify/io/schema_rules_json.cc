@@ -12,9 +12,21 @@ namespace ncert::certify {
 
 namespace {
 
-constexpr Dim kAllDims[] = {Dim::kM,        Dim::kK,         Dim::kN,    Dim::kP,           Dim::kR,
-                            Dim::kInStride, Dim::kOutStride, Dim::kRows, Dim::kCodeColumns, Dim::kScaleColumns,
-                            Dim::kT,        Dim::kV,         Dim::kP0,   Dim::k16};
+constexpr Dim kAllDims[] = {Dim::kM,
+                            Dim::kK,
+                            Dim::kN,
+                            Dim::kP,
+                            Dim::kR,
+                            Dim::kInStride,
+                            Dim::kOutStride,
+                            Dim::kRows,
+                            Dim::kCodeColumns,
+                            Dim::kScaleColumns,
+                            Dim::kZeroPointColumns,
+                            Dim::kT,
+                            Dim::kV,
+                            Dim::kP0,
+                            Dim::k16};
 
 // An AF4 code is 4 bits (reference/af4.h): a stored element of b bytes holds 8b/4 codes.
 constexpr int kAf4CodeBits = 4;
@@ -66,6 +78,8 @@ std::string_view type_name(TypeRule t) {
       return "codes_by_packing";
     case TypeRule::kAsScales:
       return "as_scales";
+    case TypeRule::kZeroPointsByPacking:
+      return "zero_points_by_packing";
     case TypeRule::kGroup:
       return "group";
   }
@@ -145,6 +159,14 @@ std::string dtype_by(const MemberRule& rule) {
         cases.emplace_back(dtype_name(t), c);
       }
       break;
+    case TypeRule::kZeroPointsByPacking:
+      of = "zero_point_packing";
+      for (std::string_view name : values_of(Container::kSegment, "zero_point_packing").names) {
+        TypeContext c;
+        c.zero_point_packing = *reference::parse_zero_point_packing(name);
+        cases.emplace_back(name, c);
+      }
+      break;
     case TypeRule::kString:
     case TypeRule::kInt:
     case TypeRule::kDTypes:
@@ -203,7 +225,7 @@ std::string dim_status(Dim d) {
   if (unknown >= 0) return std::to_string(unknown);
   ShapeSymbols all;
   all.m = all.k = all.n = all.p = all.r = all.in_stride = all.out_stride = all.rows = 1;
-  all.scale_columns = all.t = all.v = 1;
+  all.scale_columns = all.zero_point_columns = all.t = all.v = 1;
   return expected_shape(probe, all)[0] < 0 ? "\"any\"" : "\"known\"";
 }
 
@@ -230,6 +252,17 @@ std::string schema_rules_json() {
     per_element += (per_element.empty() ? "" : ", ") + quoted(name) + ": " + std::to_string(bits / kAf4CodeBits);
   }
   s += "  \"af4_codes_per_element\": {" + per_element + "},\n";
+  // Zero points: one per byte for u8, else packed like codes (4 bits each).
+  std::string zero_points;
+  const MemberRule& zp = member_rule(Container::kSegment, MemberKind::kDataset, "zero_points");
+  for (std::string_view name : values_of(Container::kSegment, "zero_point_packing").names) {
+    TypeContext c;
+    c.zero_point_packing = *reference::parse_zero_point_packing(name);
+    const int bits = 8 * dtype_size(allowed_dtypes(zp, c).front());
+    const int per = c.zero_point_packing == reference::ZeroPointPacking::kU8 ? 1 : bits / kAf4CodeBits;
+    zero_points += (zero_points.empty() ? "" : ", ") + quoted(name) + ": " + std::to_string(per);
+  }
+  s += "  \"af4_zero_points_per_element\": {" + zero_points + "},\n";
   s += "  \"members\": [\n";
   const auto rules = member_rules();
   for (std::size_t i = 0; i < rules.size(); ++i) {

@@ -16,11 +16,13 @@ std::string weight_model(const SegmentInfo& s) {
     return where + std::string(reference::weight_format_name(s.format)) + " weights, exact";
   }
   const reference::Af4Layout& L = s.af4;
+  const bool zero_point = L.variant == reference::Af4Variant::kZeroPoint;
   switch (L.dequant) {
     case reference::Dequant::kExact:
-      return where + "af4 exact: s*q + b exactly";
+      return where + (zero_point ? "af4 exact: (q - zp)*s exactly" : "af4 exact: s*q + b exactly");
     case reference::Dequant::kFolded:
-      return where + "af4 folded: s*q + b exactly, K + 3 roundings charged on |s*q| + |b|";
+      return where + (zero_point ? "af4 folded: (q - zp)*s exactly, K + 3 roundings charged on |s*q| + |s*zp|"
+                                 : "af4 folded: s*q + b exactly, K + 3 roundings charged on |s*q| + |b|");
     case reference::Dequant::kF32:
     case reference::Dequant::kOutput:
       return where + "af4 " + std::string(reference::dequant_name(L.dequant)) + " (" +

@@ -92,6 +92,9 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
         hash.attribute("codebook", reference::af4_codebook_name(L.codebook));
       }
       hash.attribute("packing", reference::af4_packing_name(L.packing));
+      if (L.variant == reference::Af4Variant::kZeroPoint) {
+        hash.attribute("zero_point_packing", reference::zero_point_packing_name(L.zero_point_packing));
+      }
       hash.attribute("dequant", reference::dequant_name(L.dequant));
       hash.attribute("dequant_op", reference::dequant_op_name(L.dequant_op));
       seg.af4.layout = L;
@@ -102,6 +105,16 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
       NCERT_ASSIGN_OR_RETURN(seg.af4.scales, read(s, "scales"));
       if (L.variant == reference::Af4Variant::kAffine) {
         NCERT_ASSIGN_OR_RETURN(seg.af4.biases, read(s, "biases"));
+      }
+      if (L.variant == reference::Af4Variant::kZeroPoint) {
+        NCERT_ASSIGN_OR_RETURN(const std::uint8_t* stored, read(s, "zero_points"));
+        const Index rows = s.row_end - s.row_begin, groups = info.k / L.group_size;
+        std::vector<std::uint8_t> unpacked(static_cast<std::size_t>(rows * groups));
+        NCERT_RETURN_IF_ERROR(reference::unpack_zero_points(L.zero_point_packing, stored, rows, groups,
+                                                            reader.model().file + ": " + s.path + "/zero_points",
+                                                            unpacked.data()));
+        W->blobs.push_back(std::move(unpacked));
+        seg.af4.zero_points = W->blobs.back().data();
       }
       if (L.variant == reference::Af4Variant::kCodebook && L.codebook == reference::Af4Codebook::kCustom) {
         NCERT_ASSIGN_OR_RETURN(const std::uint8_t* table, read(s, "codebook"));

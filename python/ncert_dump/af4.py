@@ -12,6 +12,8 @@ can compute the weights its kernel should have used, per declared ``dequant`` mo
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .codecs import bf16_from_f32, decode, f16_from_f32, f32_from_bf16
@@ -22,10 +24,14 @@ __all__ = [
     "VARIANTS",
     "DEQUANTS",
     "DEQUANT_OPS",
+    "ZERO_POINT_PACKINGS",
     "codes_per_word",
     "codebook_table",
     "pack_codes",
     "unpack_codes",
+    "zero_point_columns",
+    "pack_zero_points",
+    "unpack_zero_points",
     "quantize_affine",
     "quantize_codebook",
     "dequantize",
@@ -81,10 +87,14 @@ def _table(bits) -> np.ndarray:
 #: Built-in codebooks (ascending, index = code) as read-only float32 arrays.
 CODEBOOKS = {"nf4": _table(_NF4_BITS), "af4-64": _table(_AF4_64_BITS)}
 #: Allowed attribute values, in the order the C++ parsers list them.
-VARIANTS = ("affine", "codebook")
+VARIANTS = ("affine", "codebook", "zero-point")
 PACKINGS = ("u32-lsb", "u8-msb", "u8-lsb")
 DEQUANTS = ("exact", "f32", "output", "folded")
-DEQUANT_OPS = ("fma", "mul-add", "either")
+DEQUANT_OPS = ("fma", "mul-add", "either", "sub-mul", "fused")
+# The operation orders a zero-point segment accepts (the others belong to affine / codebook).
+ZERO_POINT_OPS = ("sub-mul", "fused")
+# How zero points are stored: one per byte, or 4-bit packed along the groups like codes.
+ZERO_POINT_PACKINGS = ("u8", "u32-lsb", "u8-msb", "u8-lsb")
 
 
 def codes_per_word(packing: str) -> int:
@@ -158,6 +168,52 @@ def unpack_codes(packed, packing: str) -> np.ndarray:
         pair = (high, low) if packing == "u8-msb" else (low, high)
         out = np.stack(pair, axis=2)
     return out.reshape(rows, words * per).astype(np.uint8)
+
+
+def zero_point_columns(groups: int, packing: str) -> int:
+    """Stored columns of a zero_points dataset of `groups` zero points a row (§4.2): `groups`
+    for u8, ceil(groups / c) packed (c = 8 per u32, 2 per u8)."""
+    if packing == "u8":
+        return groups
+    per = codes_per_word(packing)
+    return -(-groups // per)
+
+
+def pack_zero_points(zero_points, packing: str) -> np.ndarray:
+    """Stores zero points ``[rows, groups]`` (0..15) as `packing` says: ``uint8 [rows, groups]``
+    for u8; packed along the groups exactly as codes are along K for the other packings, the
+    unused trailing nibbles of a row 0 (``uint32 [rows, ceil(groups/8)]`` or ``uint8 [rows,
+    ceil(groups/2)]``)."""
+    z = _check_codes(zero_points)
+    if packing == "u8":
+        return z
+    per = codes_per_word(packing)
+    rows, groups = z.shape
+    padded = np.zeros((rows, zero_point_columns(groups, packing) * per), np.uint8)
+    padded[:, :groups] = z
+    return pack_codes(padded, packing)
+
+
+def unpack_zero_points(stored, packing: str, groups: int) -> np.ndarray:
+    """The inverse of `pack_zero_points`: ``uint8 [rows, groups]``. Raises ValueError naming
+    the first row, group and value that the format refuses (a u8 value above 15, a nonzero
+    unused trailing nibble)."""
+    p = np.asarray(stored)
+    if packing == "u8":
+        bad = np.argwhere(p > 15)
+        if bad.size:
+            r, g = (int(v) for v in bad[0])
+            raise ValueError(f"row {r}, group {g}: zero point {int(p[r, g])} is above 15 "
+                             "(a zero point is a 4-bit code, 0..15)")
+        return p.astype(np.uint8)
+    nibbles = unpack_codes(p, packing)
+    bad = np.argwhere(nibbles[:, groups:] != 0)
+    if bad.size:
+        r, i = (int(v) for v in bad[0])
+        raise ValueError(f"row {r}, group {groups + i}: zero point {int(nibbles[r, groups + i])} "
+                         f"in an unused trailing nibble (past the row's {groups} groups; "
+                         "it must be 0)")
+    return nibbles[:, :groups]
 
 
 def round_to_dtype(values, dtype: str) -> np.ndarray:
@@ -259,7 +315,7 @@ def _fma_f32(s32: np.ndarray, q: np.ndarray, b32: np.ndarray) -> np.ndarray:
 
 def dequantize(codes, scales, biases=None, *, group_size: int, variant: str = "affine",
                codebook=None, dequant: str = "exact", activation: str = "bf16",
-               dequant_op: str = "fma") -> np.ndarray:
+               dequant_op: Optional[str] = None, zero_points=None) -> np.ndarray:
     """The weights an AF4 segment decodes to, ``[rows, k]``, exactly as the C++ reference.
 
     `codes` are unpacked ``[rows, k]``; `scales` / `biases` are the stored values
@@ -272,13 +328,20 @@ def dequantize(codes, scales, biases=None, *, group_size: int, variant: str = "a
       ``f32(f32(scale*q) + bias)`` for ``"mul-add"``; ``table[q]*scale`` in f32 for codebooks;
     - ``"output"``: the f32 weight then rounded to nearest even in the `activation` type (bf16),
       as tile loaders do; with f32 activations it equals ``"f32"``.
+
+    ``variant="zero-point"`` takes `zero_points` ``[rows, k/group_size]`` (0..15) and decodes
+    ``(q - zp)*scale``: exactly in float64 for exact / folded; for f32 / output
+    ``f32((q - zp)*scale)`` with ``dequant_op="sub-mul"`` (the default) or, ``"fused"``,
+    ``fmaf(q, scale, m)`` with ``m = f32(-zp*scale)``. Affine's `dequant_op` defaults to fma.
     """
     if variant not in VARIANTS:
         raise ValueError(f"AF4 variant {variant!r} is not one of {', '.join(VARIANTS)}")
     if dequant not in DEQUANTS:
         raise ValueError(f"AF4 dequant {dequant!r} is not one of {', '.join(DEQUANTS)}")
-    if dequant_op not in ("fma", "mul-add"):
-        raise ValueError(f"dequant_op {dequant_op!r}: pick fma or mul-add to compute weights")
+    ops = ZERO_POINT_OPS if variant == "zero-point" else ("fma", "mul-add")
+    op = dequant_op if dequant_op is not None else ops[0]
+    if op not in ops:
+        raise ValueError(f"dequant_op {op!r}: pick {' or '.join(ops)} to compute {variant} weights")
     if activation not in ("bf16", "f32"):
         raise ValueError(f"activation {activation!r} is not one of bf16, f32")
     c = _check_codes(codes)
@@ -302,10 +365,24 @@ def dequantize(codes, scales, biases=None, *, group_size: int, variant: str = "a
         b_full = np.repeat(b, group_size, axis=1)
         if dequant in ("exact", "folded"):
             return s_full.astype(np.float64) * q + b_full.astype(np.float64)
-        if dequant_op == "fma":
+        if op == "fma":
             w32 = _fma_f32(s_full, q, b_full)
         else:
             w32 = (s_full * q.astype(np.float32)) + b_full
+    elif variant == "zero-point":
+        if zero_points is None:
+            raise ValueError("the zero-point variant needs zero_points")
+        z = _check_codes(zero_points)
+        if z.shape != s.shape:
+            raise ValueError(f"zero_points must have the shape of scales {list(s.shape)}")
+        z_full = np.repeat(z, group_size, axis=1).astype(np.float64)
+        if dequant in ("exact", "folded"):
+            return s_full.astype(np.float64) * (q - z_full)  # 24 + 4 bits: exact
+        if op == "sub-mul":
+            w32 = (q - z_full).astype(np.float32) * s_full  # the integer difference is exact
+        else:
+            m = -(z_full.astype(np.float32) * s_full)  # f32(-zp*s): one rounding, sign exact
+            w32 = _fma_f32(s_full, q, m)
     else:
         if codebook is None:
             raise ValueError("the codebook variant needs a codebook")

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from . import parse, rules
+from . import af4, parse, rules
 from .errors import DumpFormatError
 from .nodes import Group, Stored
 
@@ -433,7 +433,10 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     context["variant"] = variant
     types["packing"] = packing
     a.check_str(rules.attribute(_S, "dequant"))
-    a.check_str(rules.attribute(_S, "dequant_op"))
+    _check_dequant_op(a, path, variant)
+    zpp_rule = rules.attribute(_S, "zero_point_packing")
+    if rules.applies(zpp_rule, context):
+        types["zero_point_packing"] = a.check_str(zpp_rule) or "u8"
     codebook_rule = rules.attribute(_S, "codebook")
     if rules.applies(codebook_rule, context):
         context["codebook"] = a.check_str(codebook_rule)
@@ -444,18 +447,55 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     scales = _required_dataset(g, path, rules.dataset(_S, "scales"), types, sym)
     biases_rule = rules.dataset(_S, "biases")
     biases: Optional[Stored] = None
+    types["scales"] = scales.dtype
+    sym["K/group_size"] = scales.shape[1]
     if rules.applies(biases_rule, context):
-        types["scales"] = scales.dtype
-        sym["K/group_size"] = scales.shape[1]
         biases = _dataset(g, path, biases_rule, types, sym)
     elif g.dataset("biases") is not None:
         raise DumpFormatError("invalid-argument", path + "/biases",
-                              "present but the codebook variant has no biases; it would be ignored")
+                              f"present but the {variant} variant has no biases; it would be ignored")
+    zp_rule = rules.dataset(_S, "zero_points")
+    if rules.applies(zp_rule, context):
+        _check_zero_points(g, path, zp_rule, types, sym)
     check_string_attrs(path, g.attrs)
     facts.af4 = Af4Facts(group_size=gs, variant=variant, packing=packing,
                          codes_cols=codes.shape[1], scales_cols=scales.shape[1],
                          biases_cols=biases.shape[1] if biases is not None else 0)
     return facts
+
+
+def _check_dequant_op(a: _Attrs, path: str, variant: str) -> None:
+    """dequant_op as schema.cc reads it: a value of the closed set that fits the variant
+    (sub-mul and fused for zero-point only, the others for affine and codebook only)."""
+    rule = rules.attribute(_S, "dequant_op")
+    op = a.check_str(rule, closed=False)
+    if op is None:
+        return
+    fits = op in af4.ZERO_POINT_OPS if variant == "zero-point" else op not in af4.ZERO_POINT_OPS
+    if variant == "zero-point" and not fits:
+        raise DumpFormatError("dequant-op-unknown", path,
+                              f'AF4 dequant_op "{op}" is not one of sub-mul, fused '
+                              "(what variant zero-point accepts)")
+    a.closed(rule, op)
+    if not fits:
+        raise DumpFormatError("dequant-op-unknown", path,
+                              f'AF4 dequant_op "{op}" applies to variant zero-point only; variant '
+                              f"{variant} accepts fma, mul-add, either")
+
+
+def _check_zero_points(g: Group, path: str, rule: dict, types: Mapping[str, Optional[str]],
+                       sym: dict[str, Optional[int]]) -> None:
+    """zero_points: present, of the type and width its packing gives (Z, §1.1), and, as ncert
+    refuses them when it reads the weights, every value 0..15 and every trailing nibble 0."""
+    packing = types.get("zero_point_packing") or "u8"
+    groups = sym["K/group_size"]
+    assert groups is not None
+    sym["Z"] = af4.zero_point_columns(groups, packing)
+    zp = _required_dataset(g, path, rule, types, sym)
+    try:
+        af4.unpack_zero_points(zp.array, packing, groups)
+    except ValueError as e:
+        raise DumpFormatError("attribute-invalid", f"{path}/{rule['name']}", str(e)) from None
 
 
 # ---- logits runs, tensors, lm_heads ---------------------------------------------------------

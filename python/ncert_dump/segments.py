@@ -29,6 +29,12 @@ class Segment:
     bf16 for uint16 patterns, f16 for float16 arrays, else f32). ``codebook`` is "nf4",
     "af4-64" or 16 custom values (written as codebook = "custom" plus a ``codebook`` dataset).
     ``dequant`` / ``dequant_op`` declare what the kernel does with the weights (§4, §8).
+
+    ``variant="zero-point"`` (w = (q - zp)*scale, GPTQ / AWQ style) takes ``zero_points``
+    ``[rows, k/group_size]`` integers 0..15, one per group, and no biases; they are stored as
+    ``zero_point_packing`` says: "u8" (one per byte, the default) or packed along the groups
+    like codes ("u32-lsb", "u8-msb", "u8-lsb"). Its ``dequant_op`` is "sub-mul" (the default)
+    or "fused".
     """
 
     format: str
@@ -45,6 +51,8 @@ class Segment:
     codebook: Any = None
     dequant: Optional[str] = None
     dequant_op: Optional[str] = None
+    zero_points: Any = None
+    zero_point_packing: Optional[str] = None
     scale_dtype: Optional[str] = None
     name: Optional[str] = None
 
@@ -104,13 +112,13 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
     """
     g = Group()
     for attr in ("format", "row_begin", "row_end", "group_size", "variant", "packing",
-                 "dequant", "dequant_op"):
+                 "zero_point_packing", "dequant", "dequant_op"):
         v = getattr(seg, attr)
         if v is not None:
             g.attrs[attr] = v
     fmt = seg.format
     if fmt in ("bf16", "f32"):
-        for other in ("codes", "packed_codes", "scales", "biases"):
+        for other in ("codes", "packed_codes", "scales", "biases", "zero_points"):
             if getattr(seg, other) is not None:
                 raise DumpFormatError("invalid-argument", path,
                                       f"{other} given for a {fmt} segment (it takes values)")
@@ -143,7 +151,40 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
             g.members["biases"] = encode_float(seg.biases, dt, path + "/biases")
     elif seg.biases is not None:
         raise DumpFormatError("missing-member", path, 'missing dataset "scales"')
+    _add_zero_points(seg, path, g)
     return g
+
+
+def _add_zero_points(seg: Segment, path: str, g: Group) -> None:
+    """Zero points, checked (integers 0..15, [rows, groups]) and packed for storage."""
+    if seg.zero_points is None:
+        return
+    where = path + "/zero_points"
+    if seg.variant != "zero-point":
+        raise DumpFormatError("invalid-argument", where,
+                              f"zero_points given for a {seg.variant} segment (only variant "
+                              "zero-point has zero points)")
+    packing = seg.zero_point_packing if seg.zero_point_packing is not None else "u8"
+    if packing not in af4.ZERO_POINT_PACKINGS:
+        return  # the schema check reports the attribute, as the reader would
+    zp = as_numpy(seg.zero_points)
+    if zp.dtype.kind not in "iu":
+        raise DumpFormatError("datatype-refused", where,
+                              f"zero points must be integers 0..15, got {zp.dtype}")
+    if zp.ndim != 2:
+        raise DumpFormatError("shape-mismatch", where,
+                              f"zero points have shape {list(zp.shape)}; [rows, K/group_size] is "
+                              "required")
+    bad = np.argwhere((zp < 0) | (zp > 15))
+    if bad.size:
+        r, grp = (int(v) for v in bad[0])
+        v = int(zp[r, grp])
+        raise DumpFormatError("attribute-invalid", where,
+                              f"row {r}, group {grp}: zero point {v} is "
+                              f"{'above 15' if v > 15 else 'negative'} (a zero point is a 4-bit "
+                              "code, 0..15)")
+    packed = af4.pack_zero_points(zp, packing)
+    g.members["zero_points"] = encode_int(packed, "u32" if packing == "u32-lsb" else "u8", where)
 
 
 def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:

@@ -80,7 +80,8 @@ class Xxh3_128:
             self._state = None
 
 
-_AF4_DEFAULTS = {"dequant": "exact", "dequant_op": "either"}
+_AF4_DEFAULTS = {"zero_point_packing": "u8", "dequant": "exact", "dequant_op": "either"}
+_ZERO_POINT_DEFAULTS = dict(_AF4_DEFAULTS, dequant_op="sub-mul")
 
 
 def weights_xxh3_of_group(weight: Group, k: int, n: int) -> str:
@@ -92,19 +93,23 @@ def weights_xxh3_of_group(weight: Group, k: int, n: int) -> str:
         raw = name.encode()
         h.update(b"segment %d " % len(raw) + raw + b"\n")
         attrs = ["format", "row_begin", "row_end"]
+        zero_point = seg.attrs.get("variant") == "zero-point"
         if seg.attrs["format"] == "af4":
             attrs += ["group_size", "variant"]
             if seg.attrs.get("variant") == "codebook":
                 attrs.append("codebook")
-            attrs += ["packing", "dequant", "dequant_op"]
+            attrs += ["packing"] + (["zero_point_packing"] if zero_point else []) + ["dequant", "dequant_op"]
+        defaults = _ZERO_POINT_DEFAULTS if zero_point else _AF4_DEFAULTS
         for a in attrs:
-            value: Optional[object] = seg.attrs.get(a, _AF4_DEFAULTS.get(a))
+            value: Optional[object] = seg.attrs.get(a, defaults.get(a))
             h.update(f"{a}={value}\n".encode())
         members = ["values"]
         if seg.attrs["format"] == "af4":
             members = ["codes", "scales"]
             if seg.attrs.get("variant") == "affine":
                 members.append("biases")
+            if zero_point:
+                members.append("zero_points")
             if seg.attrs.get("variant") == "codebook" and seg.attrs.get("codebook") == "custom":
                 members.append("codebook")
         for member in members:

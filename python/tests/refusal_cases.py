@@ -10,7 +10,7 @@ import numpy as np
 
 from ncert_dump import Segment, bf16_from_f32
 
-from .support import af4_segment, base_projection
+from .support import af4_segment, base_projection, zero_point_segment
 
 P = "/projections/q"
 
@@ -46,6 +46,10 @@ def _codebook_seg(kw, **changes):
     for key, v in changes.items():
         setattr(seg, key, v)
     return {"weights": [_w(kw)[0], seg]}
+
+
+def _zero_point_seg(kw, **changes):
+    return {"weights": [_w(kw)[0], zero_point_segment(rows=4, k=16, row_begin=4, **changes)]}
 
 
 S1 = P + "/weight/s1_bf16"
@@ -177,8 +181,36 @@ CASES = [
          'AF4 dequant "bf16" is not one of exact, f32, output, folded', A1,
          lambda kw: _with_af4(kw, dequant="bf16"), "inspect"),
     Case("af4_dequant_op_invalid", "dequant-op-unknown",
-         'AF4 dequant_op "fused" is not one of fma, mul-add, either', A1,
+         'AF4 dequant_op "fmadd" is not one of fma, mul-add, either, sub-mul, fused', A1,
+         lambda kw: _with_af4(kw, dequant="f32", dequant_op="fmadd"), "inspect"),
+    Case("af4_dequant_op_of_zero_point", "dequant-op-unknown",
+         'AF4 dequant_op "fused" applies to variant zero-point only; variant affine accepts fma, '
+         'mul-add, either', A1,
          lambda kw: _with_af4(kw, dequant="f32", dequant_op="fused"), "inspect"),
+    # ---- zero-point segments (§4.2) ----
+    Case("zp_dequant_op_of_affine", "dequant-op-unknown",
+         'AF4 dequant_op "fma" is not one of sub-mul, fused (what variant zero-point accepts)', A1,
+         lambda kw: _zero_point_seg(kw, dequant="f32", dequant_op="fma"), "inspect"),
+    Case("zp_dequant_op_unknown", "dequant-op-unknown",
+         'AF4 dequant_op "sub_mul" is not one of sub-mul, fused (what variant zero-point accepts)',
+         A1, lambda kw: _zero_point_seg(kw, dequant="f32", dequant_op="sub_mul"), "inspect"),
+    Case("zp_packing_unknown", "af4-packing-unknown",
+         'AF4 zero_point_packing "u4" is not one of u8, u32-lsb, u8-msb, u8-lsb', A1,
+         lambda kw: _zero_point_seg(kw, zero_point_packing="u4"), "inspect"),
+    Case("zp_missing", "missing-member", 'missing dataset "zero_points"', A1,
+         lambda kw: _zero_point_seg(kw, zero_points=None), "inspect"),
+    Case("zp_above_15", "attribute-invalid",
+         "row 1, group 0: zero point 16 is above 15 (a zero point is a 4-bit code, 0..15)",
+         A1 + "/zero_points",
+         lambda kw: _zero_point_seg(kw, zero_points=np.array([[1, 2], [16, 3], [0, 0], [5, 5]])),
+         None),
+    Case("zp_packed_columns", "shape-mismatch", "shape [4, 2] but the attributes require [4, 1]",
+         A1 + "/zero_points",
+         lambda kw: _zero_point_seg(kw, zero_points=np.zeros((4, 3), np.int64),
+                                    zero_point_packing="u8-lsb"), "inspect"),
+    Case("zp_for_affine", "invalid-argument", "only variant zero-point has zero points",
+         A1 + "/zero_points",
+         lambda kw: _with_af4(kw, zero_points=np.zeros((4, 2), np.int64)), None),
     Case("af4_codebook_unknown", "af4-codebook-unknown",
          'AF4 codebook "nf5" is not one of nf4, af4-64, custom', A1,
          lambda kw: _codebook_seg(kw, codebook="nf5"), "inspect"),

@@ -75,6 +75,19 @@ def base_projection(rng=None):
         y_unpacked=y)
 
 
+def zero_point_segment(rows=4, k=16, row_begin=0, group_size=8, rng=None, **changes):
+    """A valid zero-point AF4 segment (f32 scales, u8 zero points) over random codes."""
+    rng = rng or np.random.default_rng(13)
+    groups = k // group_size
+    seg = Segment("af4", row_begin, row_begin + rows, codes=rng.integers(0, 16, (rows, k)),
+                  scales=(rng.standard_normal((rows, groups)) / 16).astype(np.float32),
+                  zero_points=rng.integers(0, 16, (rows, groups)), group_size=group_size,
+                  variant="zero-point", packing="u32-lsb")
+    for key, v in changes.items():
+        setattr(seg, key, v)
+    return seg
+
+
 def af4_segment(rows=8, k=16, row_begin=0, packing="u32-lsb", group_size=8, rng=None):
     """A valid affine AF4 segment (bf16 scales) over `rows` x `k` random weights."""
     rng = rng or np.random.default_rng(11)

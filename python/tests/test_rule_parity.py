@@ -25,7 +25,7 @@ from ncert_dump.guards import check_weights_and_strides
 from ncert_dump.nodes import STORAGE_DTYPES, Group, Stored
 from ncert_dump.schema import check_logits, check_projection, check_tensor
 
-from .refusal_cases import _codebook_seg, _with_af4
+from .refusal_cases import _codebook_seg, _with_af4, _zero_point_seg
 from .support import HAVE_NCERT, TempDirCase, base_projection, ncert_json, write_raw
 from .test_reader_parity import projection_node
 
@@ -52,6 +52,8 @@ def _projection_bases():
     affine = dict(kw, **_with_af4(kw))
     nf4 = dict(kw, **_codebook_seg(kw))
     custom = dict(kw, **_codebook_seg(kw, codebook=np.linspace(-1, 1, 16)))
+    zero_point = dict(kw, **_zero_point_seg(kw, zero_point_packing="u8", dequant="f32",
+                                            dequant_op="fused"))
     return [
         ({"epilogue": "none", "format": "bf16"}, kw, "s1_bf16"),
         ({"epilogue": "bias+residual", "format": "bf16"}, epilogue, "s1_bf16"),
@@ -60,6 +62,7 @@ def _projection_bases():
          "s1_af4"),
         ({"epilogue": "none", "format": "af4", "variant": "codebook", "codebook": "custom"},
          custom, "s1_af4"),
+        ({"epilogue": "none", "format": "af4", "variant": "zero-point"}, zero_point, "s1_af4"),
     ]
 
 
@@ -153,6 +156,7 @@ class RuleParity(TempDirCase):
             for what, value in _dataset_plants(rule, member, rules.allowed_dtypes(
                     rule, {"output_dtype": node.attrs["output_dtype"],
                            "format": obj.attrs.get("format"), "packing": obj.attrs.get("packing"),
+                           "zero_point_packing": obj.attrs.get("zero_point_packing", "u8"),
                            "scales": obj.members["scales"].dtype if "scales" in obj.members
                            else None})):
                 planted = copy.deepcopy(node)

@@ -91,18 +91,20 @@ struct CodeTable {
 void fill_table(const Af4View& v, Index row, Index group, DType activation, CodeTable& t) {
   const Af4Layout& L = v.layout;
   const bool affine = L.variant == Af4Variant::kAffine;
+  const bool zero_point = L.variant == Af4Variant::kZeroPoint;
   const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
   const bool round_to_act = L.dequant == Dequant::kOutput && activation == DType::kBf16;
   const float s = af4_scale(v, row, group);
   const float b = af4_bias(v, row, group);
+  const int zp = af4_zero_point(v, row, group);
   const double sd = s;
   const double bd = b;
   // One loop per mode, each without branches inside, so the 16 codes are computed in vectors.
   if (pinned) {
-    const bool mul_add = L.dequant_op == DequantOp::kMulAdd, fma_only = L.dequant_op == DequantOp::kFma;
+    const bool mul_add = dequant_op_only_unfused(L.dequant_op), fma_only = dequant_op_only_fused(L.dequant_op);
     for (int q = 0; q < 16; ++q) {
-      const float w_fma = kernel_weight(L, s, b, q, true, round_to_act);
-      const float w_mul = kernel_weight(L, s, b, q, false, round_to_act);
+      const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to_act);
+      const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to_act);
       const float lo = mul_add ? w_mul : w_fma;
       const float hi = fma_only ? w_fma : w_mul;
       const double mid = 0.5 * (static_cast<double>(lo) + static_cast<double>(hi));
@@ -124,6 +126,15 @@ void fill_table(const Af4View& v, Index row, Index group, DType activation, Code
     }
     if (folded) {
       for (int q = 0; q < 16; ++q) t.alg[q] = std::fabs(sd * q) + std::fabs(bd);
+    }
+  } else if (zero_point) {
+    // (q - zp)*s: 24 + 4 significant bits, exact in f64.
+    for (int q = 0; q < 16; ++q) {
+      const double w = sd * (q - zp);
+      t.exact[q] = w;
+      t.alg[q] = folded_magnitude(L, sd, bd, zp, q, w);
+      t.kernel[q] = exact_kernel_weight(L, s, b, zp, q);
+      t.spread[q] = 0;
     }
   } else {
     const bool folded = L.dequant == Dequant::kFolded;
@@ -280,7 +291,7 @@ bool segment_may_spread(const WeightSegment& segment) {
   if (segment.format != WeightFormat::kAf4) return false;
   const Af4Layout& L = segment.af4.layout;
   const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
-  return pinned && L.dequant_op == DequantOp::kEither;
+  return pinned && !detail::dequant_op_only_fused(L.dequant_op) && !detail::dequant_op_only_unfused(L.dequant_op);
 }
 
 WeightRowFacts WeightRowDecoder::decode(Index j, const WeightRowOut& out) {

@@ -185,6 +185,12 @@ inline std::unique_ptr<OwnedProblem> make_problem(const ProblemOptions& o) {
           codes[(r * o.k + c) / 2] = static_cast<std::uint8_t>(msb ? (a << 4) | b2 : (b2 << 4) | a);
         }
       }
+      // Zero points (one per group, 0..15) are drawn for zero-point segments only, so that the
+      // other layouts' draws stay as they were.
+      std::vector<std::uint8_t> zero_points;
+      if (L.variant == reference::Af4Variant::kZeroPoint) {
+        for (Index i = 0; i < spec.rows * groups; ++i) zero_points.push_back(static_cast<std::uint8_t>(qd(rng)));
+      }
       seg.af4.layout = L;
       if (L.variant == reference::Af4Variant::kCodebook && L.codebook != reference::Af4Codebook::kCustom) {
         seg.af4.layout.table = reference::builtin_codebook(L.codebook);
@@ -195,6 +201,7 @@ inline std::unique_ptr<OwnedProblem> make_problem(const ProblemOptions& o) {
       p->byte_store.push_back(std::move(codes));
       p->byte_store.push_back(std::move(scales));
       p->byte_store.push_back(std::move(biases));
+      p->byte_store.push_back(std::move(zero_points));
     }
     p->weights.segments.push_back(seg);
     p->af4_plain.push_back(std::move(plain));
@@ -211,6 +218,8 @@ inline std::unique_ptr<OwnedProblem> make_problem(const ProblemOptions& o) {
       seg.af4.codes = p->byte_store[base].data();
       seg.af4.scales = p->byte_store[base + 1].data();
       seg.af4.biases = p->byte_store[base + 2].data();
+      if (seg.af4.layout.variant == reference::Af4Variant::kZeroPoint)
+        seg.af4.zero_points = p->byte_store[base + 3].data();
     }
   }
   std::normal_distribution<float> bn(0.0f, 0.5f);

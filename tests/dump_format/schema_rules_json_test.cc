@@ -27,12 +27,12 @@ using reference::WeightFormat;
 // codebook segment), so that a condition is checked over contexts the exporter did not choose.
 constexpr Epilogue kEpilogues[] = {Epilogue::kNone, Epilogue::kBias, Epilogue::kResidual, Epilogue::kBiasResidual};
 constexpr WeightFormat kFormats[] = {WeightFormat::kAf4, WeightFormat::kBf16, WeightFormat::kF32};
-constexpr Af4Variant kVariants[] = {Af4Variant::kAffine, Af4Variant::kCodebook};
+constexpr Af4Variant kVariants[] = {Af4Variant::kAffine, Af4Variant::kCodebook, Af4Variant::kZeroPoint};
 constexpr Af4Codebook kCodebooks[] = {Af4Codebook::kNone, Af4Codebook::kNf4, Af4Codebook::kAf4_64,
                                       Af4Codebook::kCustom};
 constexpr When kAllWhens[] = {When::kAlways,          When::kEpilogueHasBias, When::kEpilogueHasResidual,
                               When::kFormatValues,    When::kFormatAf4,       When::kVariantAffine,
-                              When::kVariantCodebook, When::kCodebookCustom};
+                              When::kVariantCodebook, When::kCodebookCustom,  When::kVariantZeroPoint};
 
 json exported() { return json::parse(schema_rules_json()); }
 
@@ -157,6 +157,12 @@ TEST(SchemaRulesJson, DtypeMapsAreAllowedDtypes) {
   EXPECT_EQ(y.at("of"), "output_dtype");
   EXPECT_EQ(y.at("map").at("bf16"), json::parse(R"(["bf16"])"));
   EXPECT_EQ(dataset(Container::kSegment, "biases").at("dtype_by").at("of"), "scales");
+  const json& zero_points = dataset(Container::kSegment, "zero_points").at("dtype_by");
+  EXPECT_EQ(zero_points.at("of"), "zero_point_packing");
+  EXPECT_EQ(zero_points.at("map"),
+            json::parse(R"({"u8": ["u8"], "u32-lsb": ["u32"], "u8-msb": ["u8"], "u8-lsb": ["u8"]})"));
+  EXPECT_EQ(j.at("dims").at("Z"), "known");
+  EXPECT_EQ(j.at("af4_zero_points_per_element"), json::parse(R"({"u8": 1, "u32-lsb": 8, "u8-msb": 2, "u8-lsb": 2})"));
   EXPECT_TRUE(dataset(Container::kProjection, "x").at("dtype_by").is_null());
   // Shapes: the AF4 code columns and the prompt length are never known when a file is opened;
   // a custom codebook has 16 entries; 32-bit words hold 8 four-bit codes, bytes 2.
@@ -183,6 +189,7 @@ TEST(SchemaRulesJson, ValueSetsAreTheParsers) {
       {"packing", [&](std::string_view s) { return status(reference::parse_af4_packing(s)); }},
       {"dequant", [&](std::string_view s) { return status(reference::parse_dequant(s)); }},
       {"dequant_op", [&](std::string_view s) { return status(reference::parse_dequant_op(s)); }},
+      {"zero_point_packing", [&](std::string_view s) { return status(reference::parse_zero_point_packing(s)); }},
   };
   int enumerated = 0, single = 0;
   for (const MemberRule& r : member_rules()) {
@@ -208,7 +215,7 @@ TEST(SchemaRulesJson, ValueSetsAreTheParsers) {
     EXPECT_EQ(refused.message(), std::string(r.values.what) + " \"int7\" is not one of " + listed) << r.name;
     ++enumerated;
   }
-  EXPECT_EQ(enumerated, 10);
+  EXPECT_EQ(enumerated, 11);
   EXPECT_EQ(single, 2);
 }
 

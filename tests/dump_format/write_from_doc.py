@@ -228,6 +228,11 @@ def build_example(omit_defaults: Tuple[str, ...] = ()) -> Group:
     head_scales = (rng.integers(1, 17, (vocab, 2)) * rng.choice([-1, 1], (vocab, 2)) / 16.0)
     head_scales = head_scales.astype(np.float32)
     w_head = table[head_codes] * head_scales.repeat(16, axis=1)  # exact in f32 (few bits)
+    # Rows 8-15 are a zero-point segment, w = (q - zp)*s with the same codes and scales: exact in
+    # f32, so fused and sub-mul agree. Drawn apart so that the draws above and below stay the same.
+    head_zero_points = np.random.default_rng(19).integers(0, 16, (vocab - 8, 2)).astype(np.uint8)
+    w_head[8:] = (head_codes[8:].astype(np.float32) - head_zero_points.repeat(16, axis=1)) * \
+        head_scales[8:].repeat(16, axis=1)
     hx = rng.standard_normal((t, hidden)).astype(np.float32)
     logits = seq_walk(hx, w_head)
     ordered = np.sort(logits, axis=1)
@@ -246,10 +251,16 @@ def build_example(omit_defaults: Tuple[str, ...] = ()) -> Group:
         "y_packed": Data("f32", logits.copy()),
         "y_compact": Data("f32", logits[head_selector].copy()),
         "weight": Group(members={
-            "vocab": Group({"format": "af4", "row_begin": 0, "row_end": vocab, "group_size": 16,
+            "vocab": Group({"format": "af4", "row_begin": 0, "row_end": 8, "group_size": 16,
                             "variant": "codebook", "codebook": "custom", "packing": "u8-msb"},
-                           {"codes": Data("u8", pack_u8_msb(head_codes)),
-                            "scales": Data("f32", head_scales), "codebook": Data("f32", table)}),
+                           {"codes": Data("u8", pack_u8_msb(head_codes[:8])),
+                            "scales": Data("f32", head_scales[:8]), "codebook": Data("f32", table)}),
+            "vocab_zp": Group({"format": "af4", "row_begin": 8, "row_end": vocab, "group_size": 16,
+                               "variant": "zero-point", "packing": "u8-msb", "zero_point_packing": "u8",
+                               "dequant": "f32", "dequant_op": "fused"},
+                              {"codes": Data("u8", pack_u8_msb(head_codes[8:])),
+                               "scales": Data("f32", head_scales[8:]),
+                               "zero_points": Data("u8", head_zero_points)}),
         }),
     })
     projections.members["lm_head"] = head
@@ -329,11 +340,14 @@ def weights_hash(projection: Group) -> str:
         names = ["format", "row_begin", "row_end"]
         members = ["values"]
         if seg.attrs["format"] == "af4":
+            zero_point = seg.attrs["variant"] == "zero-point"
             names += ["group_size", "variant"] + (["codebook"] if seg.attrs["variant"] == "codebook" else [])
-            names += ["packing", "dequant", "dequant_op"]
+            names += ["packing"] + (["zero_point_packing"] if zero_point else []) + ["dequant", "dequant_op"]
             members = ["codes", "scales"] + (["biases"] if seg.attrs["variant"] == "affine" else [])
+            members += ["zero_points"] if zero_point else []
             members += ["codebook"] if seg.attrs.get("codebook") == "custom" else []
-        defaults = {"dequant": "exact", "dequant_op": "either"}
+        defaults = {"zero_point_packing": "u8", "dequant": "exact",
+                    "dequant_op": "sub-mul" if seg.attrs.get("variant") == "zero-point" else "either"}
         for a in names:
             out.append(f"{a}={seg.attrs.get(a, defaults.get(a))}\n".encode())
         for m in members:
@@ -460,6 +474,8 @@ def allowed_types(row: Row, holder: Group, member: Data) -> set:
         return {holder.attrs["format"]}
     if cell == "u32 or u8, by `packing`":
         return {"u32" if holder.attrs["packing"] == "u32-lsb" else "u8"}
+    if cell == "u8 or u32, by `zero_point_packing`":
+        return {"u32" if holder.attrs.get("zero_point_packing") == "u32-lsb" else "u8"}
     if cell == "as `scales`":
         return {holder.members["scales"].dtype}
     return {t.strip() for t in cell.split(",")}

@@ -22,6 +22,7 @@
 #include "tests/common/report_checks.h"
 #include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
+#include "tests/common/zero_point_spec.h"
 
 namespace ncert::certify {
 namespace {
@@ -79,7 +80,11 @@ TEST(Check, EveryStorageFormPasses) {
 TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
   // Each planted fault fails exactly the checks its table row names: the check meant to catch
   // it, and those it also breaks where the projection has them (a declared walk, a bf16 output).
-  const fixtures::DumpSpec spec = fixtures::preset_tiny();
+  // The tiny preset has no AF4 zero-point segment: a zero-point projection (f32 scales and
+  // dequantization, sub-mul, a declared walk) is added for the zero-point faults, and must pass
+  // untouched under every other fault.
+  fixtures::DumpSpec spec = fixtures::preset_tiny();
+  spec.projections.push_back(ncert::testing::zero_point_projection({}));
   for (Fault f : fixtures::all_faults()) {
     SCOPED_TRACE(std::string(fixtures::fault_name(f)));
     const std::string path = write_fixture(spec, std::string(fixtures::fault_name(f)) + ".h5", f);

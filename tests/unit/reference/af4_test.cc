@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -67,6 +68,81 @@ TEST(Af4, AffineU8MsbFirstElementInHighNibble) {
   const std::vector<std::uint8_t> codes = {0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF,
                                            0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
   expect_affine(affine_view(Af4Packing::kU8Msb, codes));
+}
+
+// Zero-point, K = 4, one group of 4: q = 5 0 15 3, zp = 3, s = 0.1f (f32 0x3DCCCCCD).
+// exact (q - zp)*s = 2s, -3s, 12s, 0 in f64; sub-mul fl32((q - zp)*s); fused fma(q, s, m) with
+// m = fl32(-3s) = 0xBE99999A (rounded). Hand values (numpy, f64 then one f32 rounding):
+// sub-mul fl32(2s) = 0x3E4CCCCD; fused fl32(5s + m) = 0x3E4CCCCC, one ulp below; at q = zp the
+// fused weight is 3s + m = -7.45e-9 (the rounding error of 3s), not 0.
+TEST(Af4, ZeroPointOrdersByHand) {
+  const std::vector<std::uint8_t> codes = {0x05, 0x3F};  // u8-lsb: 5, 0 | 15, 3
+  const float s = std::bit_cast<float>(0x3DCCCCCDu);
+  const std::vector<std::uint8_t> zero_points = {3};
+  Af4View v;
+  v.layout.variant = Af4Variant::kZeroPoint;
+  v.layout.packing = Af4Packing::kU8Lsb;
+  v.layout.group_size = 4;
+  v.layout.scale_dtype = DType::kF32;
+  v.rows = 1;
+  v.k = 4;
+  v.codes = codes.data();
+  v.scales = &s;
+  v.zero_points = zero_points.data();
+  std::vector<double> exact(4), alg(4);
+  std::vector<float> kernel(4);
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data());
+  const double sd = static_cast<double>(s);
+  EXPECT_EQ(exact, (std::vector<double>{2 * sd, -3 * sd, 12 * sd, 0.0}));
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(kernel[0]), 0x3E4CCCCDu);  // fl32((q - zp)*s) for exact
+  v.layout.dequant = Dequant::kFolded;
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data());
+  EXPECT_EQ(alg, (std::vector<double>{8 * sd, 3 * sd, 18 * sd, 6 * sd}));  // |s q| + |s zp|
+  v.layout.dequant = Dequant::kF32;
+  v.layout.dequant_op = DequantOp::kSubMul;
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data());
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(kernel[0]), 0x3E4CCCCDu);
+  EXPECT_EQ(exact[0], static_cast<double>(kernel[0]));
+  v.layout.dequant_op = DequantOp::kFused;
+  af4_decode_row(v, 0, DType::kF32, exact.data(), alg.data(), kernel.data());
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(kernel[0]), 0x3E4CCCCCu);
+  EXPECT_EQ(exact[0], static_cast<double>(kernel[0]));
+  EXPECT_EQ(kernel[3], static_cast<float>(3 * sd + static_cast<double>(std::bit_cast<float>(0xBE99999Au))));
+  EXPECT_NE(kernel[3], 0.0f);
+}
+
+TEST(Af4, ZeroPointUnpackingAndRefusals) {
+  // G = 3 zero points a row (1 2 3), packed like codes: u8-msb 0x12 0x30, u8-lsb 0x21 0x03,
+  // u32-lsb 0x00000321; the unused fourth nibble must be 0.
+  std::uint8_t out[3];
+  const std::uint8_t msb[2] = {0x12, 0x30}, lsb[2] = {0x21, 0x03};
+  const std::uint32_t word = 0x321u;
+  std::uint8_t word_bytes[4];
+  std::memcpy(word_bytes, &word, 4);
+  for (const auto& [p, bytes] : {std::pair{ZeroPointPacking::kU8Msb, msb}, std::pair{ZeroPointPacking::kU8Lsb, lsb},
+                                 std::pair{ZeroPointPacking::kU32Lsb, static_cast<const std::uint8_t*>(word_bytes)}}) {
+    ASSERT_TRUE(unpack_zero_points(p, bytes, 1, 3, "zp", out).ok());
+    EXPECT_EQ(out[0], 1);
+    EXPECT_EQ(out[1], 2);
+    EXPECT_EQ(out[2], 3);
+  }
+  EXPECT_EQ(zero_point_columns(ZeroPointPacking::kU8, 3), 3);
+  EXPECT_EQ(zero_point_columns(ZeroPointPacking::kU8Msb, 3), 2);
+  EXPECT_EQ(zero_point_columns(ZeroPointPacking::kU32Lsb, 9), 2);
+  const std::uint8_t trailing[2] = {0x12, 0x35};
+  Status s = unpack_zero_points(ZeroPointPacking::kU8Msb, trailing, 1, 3, "seg/zero_points", out);
+  EXPECT_EQ(s.code(), ErrorCode::kAttributeInvalid);
+  EXPECT_EQ(s.message(),
+            "seg/zero_points: row 0, group 3: zero point 5 in an unused trailing nibble (past the row's 3 groups; it "
+            "must be 0)");
+  const std::uint8_t u8[4] = {0, 15, 4, 16};
+  s = unpack_zero_points(ZeroPointPacking::kU8, u8, 2, 2, "z", out);
+  EXPECT_EQ(s.message(), "z: row 1, group 1: zero point 16 is above 15 (a zero point is a 4-bit code, 0..15)");
+  EXPECT_EQ(parse_zero_point_packing("u4").status().code(), ErrorCode::kAf4PackingUnknown);
+  EXPECT_FALSE(dequant_op_fits(Af4Variant::kZeroPoint, DequantOp::kFma));
+  EXPECT_FALSE(dequant_op_fits(Af4Variant::kAffine, DequantOp::kFused));
+  EXPECT_TRUE(dequant_op_fits(Af4Variant::kCodebook, DequantOp::kEither));
+  EXPECT_EQ(default_dequant_op(Af4Variant::kZeroPoint), DequantOp::kSubMul);
 }
 
 TEST(Af4, CodebookNf4WithF16ScalesAndNegativeScale) {
@@ -239,7 +315,10 @@ TEST(Af4, ParseNames) {
   EXPECT_EQ(*parse_af4_codebook("af4-64"), Af4Codebook::kAf4_64);
   EXPECT_EQ(dequant_name(Dequant::kOutput), "output");
   EXPECT_EQ(*parse_dequant_op("mul-add"), DequantOp::kMulAdd);
-  EXPECT_EQ(parse_dequant_op("fused").status().code(), ErrorCode::kDequantOpUnknown);
+  EXPECT_EQ(*parse_dequant_op("fused"), DequantOp::kFused);  // zero-point's; schema.cc checks the fit
+  EXPECT_EQ(*parse_af4_variant("zero-point"), Af4Variant::kZeroPoint);
+  EXPECT_EQ(*parse_zero_point_packing("u8"), ZeroPointPacking::kU8);
+  EXPECT_EQ(parse_dequant_op("fmadd").status().code(), ErrorCode::kDequantOpUnknown);
 }
 
 }  // namespace

@@ -150,6 +150,42 @@ TEST(WeightRows, EveryAf4LayoutMatchesTheDecoder) {
   EXPECT_EQ(combos, 8 * 4 * 3 * 3 * 4 * 3 * 2);
 }
 
+TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
+  // w = (q - zp)*s: the table path and af4_decode_row agree for each group size, packing, scale
+  // type, dequantization, operation order (sub-mul, fused) and activation type.
+  Index combos = 0;
+  for (const Index group : {Index{8}, Index{20}, Index{32}, Index{64}}) {
+    for (const Af4Packing packing : {Af4Packing::kU32Lsb, Af4Packing::kU8Msb}) {
+      for (const DType scale : {DType::kBf16, DType::kF16, DType::kF32}) {
+        for (const Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
+          for (const DequantOp op : {DequantOp::kSubMul, DequantOp::kFused}) {
+            for (const DType act : {DType::kBf16, DType::kF32}) {
+              SegmentSpec s;
+              s.format = WeightFormat::kAf4;
+              s.rows = 3;
+              s.af4.group_size = group;
+              s.af4.variant = Af4Variant::kZeroPoint;
+              s.af4.packing = packing;
+              s.af4.scale_dtype = scale;
+              s.af4.dequant = dq;
+              s.af4.dequant_op = op;
+              ProblemOptions o;
+              o.k = 4 * group;
+              o.x_dtype = act;
+              o.segments = {s, {WeightFormat::kBf16, 2, {}}};
+              o.seed = static_cast<std::uint64_t>(combos + 101);
+              auto p = make_problem(o);
+              compare_all_rows(*p, "zero-point combo " + std::to_string(combos));
+              ++combos;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(combos, 4 * 2 * 3 * 4 * 2 * 2);
+}
+
 TEST(WeightRows, Af4SpecialScalesKeepTheirFacts) {
   // f32 scales: NaN, inf, a scale whose s * q overflows f32 (and so the f32 magnitude), zero
   // (a group of zero weights), a subnormal; with the exact and the f32 dequantizations.

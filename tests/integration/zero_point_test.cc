@@ -1,0 +1,271 @@
+// AF4 zero-point segments (w = (q - zp)*s, docs/dump-format.md §4.2) through `ncert check`:
+// dumps of the fixture engine (its own dequantization) pass for every dequantization, operation
+// order, zero-point packing and scale type; its planted zero-point faults fail the checks meant
+// for them beside their legitimate twins; every bad value of the new members is refused with
+// its code; and the weights hash covers the new members while v1 segments hash as before.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "certify/commands/check.h"
+#include "certify/io/dump_reader.h"
+#include "certify/projection/shared_weights.h"
+#include "tests/common/fixture_check.h"
+#include "tests/common/report_checks.h"
+#include "tests/common/zero_point_spec.h"
+
+namespace ncert::certify {
+namespace {
+
+using fixtures::Fault;
+using ncert::testing::check_dump;
+using ncert::testing::failing_ids;
+using ncert::testing::find_check;
+using ncert::testing::write_fixture;
+using ncert::testing::zero_point_dump;
+using ncert::testing::ZeroPointCase;
+using reference::Dequant;
+using reference::DequantOp;
+using reference::ZeroPointPacking;
+
+constexpr const char* kSegment = "/projections/zp/weight/s0_af4";
+
+Verdict verdict_of(const Report& r, const std::string& kind) {
+  const CheckResult* c = find_check(r, "projections/zp/" + kind);
+  EXPECT_NE(c, nullptr) << kind;
+  return c ? c->verdict : Verdict::kSkip;
+}
+
+TEST(ZeroPoint, EveryDequantOrderPackingAndScaleTypePasses) {
+  const ZeroPointPacking packings[] = {ZeroPointPacking::kU8, ZeroPointPacking::kU32Lsb, ZeroPointPacking::kU8Msb,
+                                       ZeroPointPacking::kU8Lsb};
+  int i = 0;
+  for (const Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
+    for (const DequantOp op : {DequantOp::kSubMul, DequantOp::kFused}) {
+      for (const DType scales : {DType::kF32, DType::kBf16, DType::kF16}) {
+        ZeroPointCase z;
+        z.dequant = dq;
+        z.op = op;
+        z.scales = scales;
+        z.packing = packings[i++ % 4];
+        z.k_walk = dq == Dequant::kFolded ? "" : "seq";  // the folded kernel has no k_walk
+        SCOPED_TRACE(std::string(reference::dequant_name(dq)) + "/" + std::string(reference::dequant_op_name(op)) +
+                     "/" + std::string(dtype_name(scales)) + "/" +
+                     std::string(reference::zero_point_packing_name(z.packing)));
+        const Report r = check_dump(write_fixture(zero_point_dump(z), "zp-pass.h5"));
+        EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+        EXPECT_EQ(verdict_of(r, "bound"), Verdict::kPass);
+        EXPECT_EQ(verdict_of(r, "identity"), Verdict::kPass);
+        EXPECT_EQ(verdict_of(r, "walk"), dq == Dequant::kFolded ? Verdict::kSkip : Verdict::kPass);
+      }
+    }
+  }
+}
+
+TEST(ZeroPoint, OffByOneZeroPointFailsBoundAndWalkAndItsTwinPasses) {
+  for (const Dequant dq : {Dequant::kF32, Dequant::kOutput, Dequant::kExact, Dequant::kFolded}) {
+    SCOPED_TRACE(std::string(reference::dequant_name(dq)));
+    ZeroPointCase z;
+    z.dequant = dq;
+    z.k_walk = dq == Dequant::kFolded ? "" : "seq";
+    const fixtures::DumpSpec spec = zero_point_dump(z);
+    const Report twin = check_dump(write_fixture(spec, "zp-twin.h5"));
+    EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
+    const Report r = check_dump(write_fixture(spec, "zp-off.h5", Fault::kZeroPointOffByOne));
+    std::set<std::string> expected = {"projections/zp/bound"};
+    if (!z.k_walk.empty()) expected.insert("projections/zp/walk");
+    EXPECT_EQ(failing_ids(r), expected) << r.to_text(true);
+    // Both paths compute with the wrong zero point: identity cannot see it.
+    EXPECT_EQ(verdict_of(r, "identity"), Verdict::kPass);
+  }
+}
+
+TEST(ZeroPoint, FusedWhereSubMulIsDeclaredFailsOnlyTheWalk) {
+  // f32 scales: fl32(-zp*s) rounds, so fma(q, s, m) and fl32((q - zp)*s) differ in some weights.
+  ZeroPointCase z;
+  z.op = DequantOp::kSubMul;
+  const Report r = check_dump(write_fixture(zero_point_dump(z), "zp-fused.h5", Fault::kFusedForSubMul));
+  EXPECT_EQ(failing_ids(r), std::set<std::string>{"projections/zp/walk"}) << r.to_text(true);
+  EXPECT_EQ(verdict_of(r, "bound"), Verdict::kPass);
+  // The twin: the same kernel declared as what it is.
+  z.op = DequantOp::kFused;
+  const Report twin = check_dump(write_fixture(zero_point_dump(z), "zp-fused-twin.h5"));
+  EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
+  EXPECT_EQ(verdict_of(twin, "walk"), Verdict::kPass);
+}
+
+// ---- refusals: each new member with a bad value --------------------------------------------
+
+void set_string_attr(const std::string& file, const std::string& object, const std::string& name,
+                     const std::string& value) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  ASSERT_GE(o, 0);
+  if (H5Aexists(o, name.c_str()) > 0) H5Adelete(o, name.c_str());
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, value.size());
+  const hid_t s = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(o, name.c_str(), t, s, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Awrite(a, t, value.data()), 0);
+  H5Aclose(a);
+  H5Sclose(s);
+  H5Tclose(t);
+  H5Oclose(o);
+  H5Fclose(f);
+}
+
+/// Replaces a dataset by a u8 or u32 one of the given shape and bytes.
+void replace_dataset(const std::string& file, const std::string& path, hid_t type, const std::vector<hsize_t>& dims,
+                     const void* data) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  if (H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0) H5Ldelete(f, path.c_str(), H5P_DEFAULT);
+  if (data) {
+    const hid_t s = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    const hid_t d = H5Dcreate2(f, path.c_str(), type, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0);
+    H5Dclose(d);
+    H5Sclose(s);
+  }
+  H5Fclose(f);
+}
+
+/// `ncert check` of a dump expected to be refused (exit 3): the error's code and message, from
+/// the report (the schema refuses when the file is opened) or the run (the weights are refused
+/// when they are read).
+Status refusal(const std::string& path) {
+  CheckCommandOptions co;
+  co.dump = path;
+  auto r = run_check(co);
+  if (!r.ok()) return r.status();
+  EXPECT_TRUE(r->error.has_value()) << r->to_text(true);
+  EXPECT_EQ(r->exit_code(), 3);
+  return r->error.value_or(Status());
+}
+
+std::string fresh(const ZeroPointCase& z, const std::string& name) { return write_fixture(zero_point_dump(z), name); }
+
+TEST(ZeroPoint, EveryBadValueOfTheNewMembersIsRefusedWithItsCode) {
+  ZeroPointCase u8;
+  std::string path = fresh(u8, "zp-bad-packing.h5");
+  set_string_attr(path, kSegment, "zero_point_packing", "u4");
+  Status s = refusal(path);
+  EXPECT_EQ(s.code(), ErrorCode::kAf4PackingUnknown) << s.to_string();
+  EXPECT_NE(s.message().find("zero_point_packing \"u4\""), std::string::npos) << s.to_string();
+
+  for (const std::string op : {"fma", "mul-add", "either", "sub_mul"}) {
+    path = fresh(u8, "zp-bad-op.h5");
+    set_string_attr(path, kSegment, "dequant_op", op);
+    s = refusal(path);
+    EXPECT_EQ(s.code(), ErrorCode::kDequantOpUnknown) << op << ": " << s.to_string();
+    EXPECT_NE(s.message().find("sub-mul, fused"), std::string::npos) << s.to_string();
+  }
+
+  // A u8 zero point above 15, named by segment, row, group and value.
+  path = fresh(u8, "zp-16.h5");
+  std::vector<std::uint8_t> zp(16 * 3, 7);
+  zp[5 * 3 + 2] = 16;
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 3}, zp.data());
+  s = refusal(path);
+  EXPECT_EQ(s.code(), ErrorCode::kAttributeInvalid) << s.to_string();
+  for (const char* part : {"s0_af4/zero_points", "row 5", "group 2", "zero point 16"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " in " << s.to_string();
+  }
+
+  // Packed: 3 groups in 2 bytes a row leave one trailing nibble, which must be 0.
+  ZeroPointCase msb;
+  msb.packing = ZeroPointPacking::kU8Msb;
+  path = fresh(msb, "zp-trailing.h5");
+  std::vector<std::uint8_t> packed;
+  for (int r = 0; r < 16; ++r) packed.insert(packed.end(), {0x77, 0x70});  // groups 7 7 7, then 0
+  packed[3 * 2 + 1] = 0x71;
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 2}, packed.data());
+  s = refusal(path);
+  EXPECT_EQ(s.code(), ErrorCode::kAttributeInvalid) << s.to_string();
+  EXPECT_NE(s.message().find("row 3, group 3"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("trailing"), std::string::npos) << s.to_string();
+
+  path = fresh(u8, "zp-missing.h5");
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {}, nullptr);
+  EXPECT_EQ(refusal(path).code(), ErrorCode::kMissingMember);
+
+  // u32 where zero_point_packing = u8 says u8; then a u8 dataset of the packed width.
+  path = fresh(u8, "zp-type.h5");
+  const std::vector<std::uint32_t> words(16 * 3, 1);
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U32LE, {16, 3}, words.data());
+  EXPECT_EQ(refusal(path).code(), ErrorCode::kDatatypeRefused);
+  path = fresh(u8, "zp-shape.h5");
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 2}, zp.data());
+  EXPECT_EQ(refusal(path).code(), ErrorCode::kShapeMismatch);
+}
+
+TEST(ZeroPoint, ZeroPointDequantOpsAreRefusedOnOtherVariants) {
+  fixtures::DumpSpec spec = zero_point_dump({});
+  spec.projections[0].segments[0].af4.variant = reference::Af4Variant::kAffine;
+  spec.projections[0].segments[0].af4.dequant_op = DequantOp::kEither;
+  const std::string path = write_fixture(spec, "affine-fused.h5");
+  EXPECT_EQ(check_dump(path).verdict(), Verdict::kPass);
+  set_string_attr(path, kSegment, "dequant_op", "fused");
+  const Status s = refusal(path);
+  EXPECT_EQ(s.code(), ErrorCode::kDequantOpUnknown) << s.to_string();
+  EXPECT_NE(s.message().find("fma, mul-add, either"), std::string::npos) << s.to_string();
+}
+
+// ---- the weights hash (§4.5) --------------------------------------------------------------
+
+std::string weights_hash(const std::string& path) {
+  auto reader = DumpReader::open(path, ReaderOptions{});
+  EXPECT_TRUE(reader.ok()) << reader.status().to_string();
+  if (!reader.ok()) return "";
+  auto w = load_weights(*reader, reader->model().projections.at(0));
+  EXPECT_TRUE(w.ok()) << w.status().to_string();
+  return w.ok() ? (*w)->xxh3 : "";
+}
+
+TEST(ZeroPoint, TheWeightsHashCoversZeroPointsAndTheirPacking) {
+  // The same zero points stored one per byte and packed hash differently (the packing and the
+  // stored bytes enter), and a changed zero point changes the hash.
+  ZeroPointCase z;
+  const std::string u8 = weights_hash(fresh(z, "zp-hash-u8.h5"));
+  z.packing = ZeroPointPacking::kU8Lsb;
+  const std::string lsb = weights_hash(fresh(z, "zp-hash-lsb.h5"));
+  EXPECT_NE(u8, lsb);
+  const std::string path = fresh(ZeroPointCase{}, "zp-hash-poked.h5");
+  std::vector<std::uint8_t> zp(16 * 3, 3);
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 3}, zp.data());
+  const std::string poked = weights_hash(path);
+  zp[0] = 4;
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 3}, zp.data());
+  EXPECT_NE(weights_hash(path), poked);
+  EXPECT_EQ(u8.size(), 32u);
+}
+
+// The tiny preset's weights hashed by an independent script (h5py and libxxhash, the §4.5 recipe
+// as the page stated it before zero points existed, at commit 665c049): affine, codebook, bf16
+// and f32 segments, whose byte strings must not change.
+const std::vector<std::string> kTinyHashes = {
+    "attn_qkv a50c2ae5d0eacebfde088da65058f598", "lm_head_greedy 5acfd192fa39d9e00189e18b9c902ca0",
+    "mlp_down baaedea802b2cff5fd6be85cab8e856d", "mlp_up 7f79722cdbce52447d23fc51524e214c"};
+
+TEST(ZeroPoint, VersionOneSegmentsHashAsBefore) {
+  const std::string path = write_fixture(fixtures::preset_tiny(), "tiny-hash.h5");
+  auto reader = DumpReader::open(path, ReaderOptions{});
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  std::vector<std::string> hashes;
+  for (const ProjectionInfo& p : reader->model().projections) {
+    auto w = load_weights(*reader, p);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    hashes.push_back(p.name + " " + (*w)->xxh3);
+  }
+  std::sort(hashes.begin(), hashes.end());
+  EXPECT_EQ(hashes, kTinyHashes);
+}
+
+}  // namespace
+}  // namespace ncert::certify
