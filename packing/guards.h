@@ -3,7 +3,7 @@
 // numbers. Checks run in a fixed, documented order (docs/packing.md):
 //   1 plan shape      R, B, cap, P within limits and consistent        kGuardPlanShape
 //   2 support matrix  format/epilogue/output combinations, model-wide  kGuardUnsupported
-//   3 walk split      split:<P> with K % P != 0                        kGuardWalkSplit
+//   3 walk split      split:<P> / splitk:<S> with K % P or K % S != 0  kGuardWalkSplit
 //   4 segment table   gaps, overlaps, wrong total                      kGuardSegmentTable
 //   5 AF4 geometry    group size divides K, codes/scales shapes        kGuardAf4Geometry
 //   6 strides         stride >= valid width (input, output, compact)   kGuardStrideBelowWidth

@@ -1,5 +1,6 @@
 #include "reference/bounds.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -20,7 +21,7 @@ double gamma(double n, double u) {
   return nu / (1.0 - nu) * kSlack;
 }
 
-ColumnModel column_model(const WeightSegment& segment, Index k) {
+ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk, double u_eff) {
   ColumnModel m;
   m.k_eff = static_cast<double>(k);
   if (segment.format == WeightFormat::kAf4 && segment.af4.layout.dequant == Dequant::kFolded) {
@@ -29,8 +30,33 @@ ColumnModel column_model(const WeightSegment& segment, Index k) {
     // zero-point form s * sum(q x) - s * zp * sum(x) has the same count: its offset path is
     // G - 1 (sum x) + 2 (the products by zp and s, in either order) + 1 (-) + K/G - 1.
     m.k_eff = static_cast<double>(k) + 3;
+    return m;
   }
+  if (!walk.declared || walk.inner != KWalkInner::kPromote) return m;
+  // docs/error-bounds.md §2a. A part of len = K/S terms is cut into nb = ceil(len/P) blocks. In
+  // a block of b <= min(P, len) terms, the term at position i passes its own product rounding
+  // (or its fused step) and the b - 1 - i later steps: at most min(P, len) roundings at u_p
+  // (the first add to the zero accumulator is exact). Block 0's sum then passes nb - 1 f32
+  // additions, and a part's sum the combine tree's: S - 1 (seq) or log2 S (halving, pairs).
+  const Index len = k / std::max<Index>(1, walk.parts);
+  const Index blocks = len == 0 ? 0 : (len - 1) / walk.promote_block + 1;
+  const double combine = walk.combine == KWalkTree::kSeq ? static_cast<double>(walk.parts - 1)
+                                                         : std::log2(static_cast<double>(walk.parts));
+  m.inner_roundings = static_cast<double>(std::min(walk.promote_block, len));
+  m.inner_u = std::max(walk.promote_unit(), u_eff);
+  m.outer_roundings = static_cast<double>(std::max<Index>(0, blocks - 1)) + combine;
+  m.inner_round_to_nearest = walk.promote_rounding == PromoteRounding::kNearestEven;
   return m;
+}
+
+double promoted_gamma(double n_in, double u_in, double n_out, double u_out) {
+  // (1 + u)^n <= 1 / (1 - n u) = 1 + gamma_n(u) for n u < 1, so the product of the two stages'
+  // factors is at most (1 + g_in)(1 + g_out). gamma() already rounds up; the two adds and the
+  // product are three f64 roundings, covered by kSlack (2^-50 > 3 * 2^-53).
+  const double g_in = gamma(n_in, u_in);
+  const double g_out = gamma(n_out, u_out);
+  if (std::isinf(g_in) || std::isinf(g_out)) return kInf;
+  return (g_in + g_out + g_in * g_out) * kSlack;
 }
 
 double inflate_s(double s_computed, Index k) {
@@ -61,6 +87,15 @@ BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double
   t.eps_coef = gamma(static_cast<double>(k) + 2, 0x1p-53);
   t.eta_base = 2 * column.k_eff + 8;
   t.round_to_nearest = acc.round_to_nearest;
+  if (column.inner_roundings > 0) {
+    // A promoted walk (§2a): its two stages replace gamma_K(u_eff). The tier is Higham and
+    // Mary's sqrt(n) u with n the path length and the larger unit, for round-to-nearest stages
+    // only; a truncating p-bit accumulator is biased, so its tier is B/2 as for f32-rz.
+    const double path = column.inner_roundings + column.outer_roundings;
+    t.gamma_acc = promoted_gamma(column.inner_roundings, column.inner_u, column.outer_roundings, acc.u_eff);
+    t.tier_coef = lambda * std::sqrt(path) * column.inner_u;
+    t.round_to_nearest = acc.round_to_nearest && column.inner_round_to_nearest;
+  }
   return t;
 }
 

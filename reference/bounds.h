@@ -19,12 +19,27 @@ double gamma(double n, double u);
 /// What the bound charges the elements of one output column, by the column's weight segment.
 struct ColumnModel {
   double k_eff = 0;  ///< roundings on the longest path of one product: K, or K + 3 (folded)
+  /// A promoted walk (k_walk promote, docs/error-bounds.md §2a): each product's path has at most
+  /// `inner_roundings` roundings at `inner_u` (the p-bit accumulator's unit, never below the
+  /// accumulator's u_eff) and `outer_roundings` f32 additions at u_eff. 0 inner roundings: no
+  /// promotion, gamma_{K_eff}(u_eff) for any order.
+  double inner_roundings = 0;
+  double inner_u = 0;
+  double outer_roundings = 0;
+  bool inner_round_to_nearest = true;  ///< the promoted accumulator rounds to nearest (rne)
 };
 
 /// bf16 / f32 weights and AF4 exact, f32 and output: {K} (the f32 and output dequantizations
 /// pin the kernel's weights down, so the reference uses those weights and charges nothing for
-/// them; docs/error-bounds.md §2). AF4 folded: {K + 3} with S_alg = S_q.
-ColumnModel column_model(const WeightSegment& segment, Index k);
+/// them; docs/error-bounds.md §2). AF4 folded: {K + 3} with S_alg = S_q. A declared promote walk
+/// (alone or inside splitk) adds its two stages (docs/error-bounds.md §2a), except for folded
+/// segments, whose kernel has its own order and no walk. `u_eff` is the accumulator's unit.
+ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk = {}, double u_eff = 0x1p-24);
+
+/// gamma for a product passing n_in roundings at u_in and n_out at u_out:
+/// (1 + u_in)^n_in (1 + u_out)^n_out - 1 <= g_in + g_out + g_in g_out with g = gamma_n(u),
+/// rounded up; +inf when either gamma is.
+double promoted_gamma(double n_in, double u_in, double n_out, double u_out);
 
 /// The computed S (an f64 GEMM of non-negative terms) made a true upper bound:
 /// S_true <= S_computed (1 + 2 gamma_{K+3}(2^-53)).

@@ -92,7 +92,8 @@ NCERT_ERROR_CODE(kGuardPartialOverlap, 311, "guard-partial-overlap", 3,
 NCERT_ERROR_CODE(kGuardOutputAliasesInput, 312, "guard-output-aliases-input", 3,
                  "the output buffer overlaps the input X")
 NCERT_ERROR_CODE(kGuardMisaligned, 313, "guard-misaligned", 3, "a buffer base address is not aligned for the kernel")
-NCERT_ERROR_CODE(kGuardWalkSplit, 314, "guard-walk-split", 3, "k_walk split:<P> with K not a multiple of P")
+NCERT_ERROR_CODE(kGuardWalkSplit, 314, "guard-walk-split", 3,
+                 "k_walk split:<P> or splitk:<S>:... with K not a multiple of P or S")
 NCERT_ERROR_CODE(kGuardPlanShape, 315, "guard-plan-shape", 3,
                  "R, B, cap or P outside the helper's limits or inconsistent")
 NCERT_ERROR_CODE(kGuardCapacity, 316, "guard-capacity", 3, "no compiled width bucket can hold the prompt")
@@ -109,7 +110,8 @@ NCERT_ERROR_CODE(kAf4PackingUnknown, 403, "af4-packing-unknown", 3,
 NCERT_ERROR_CODE(kAf4DequantUnknown, 404, "af4-dequant-unknown", 3, "AF4 dequant other than exact, f32, output, folded")
 NCERT_ERROR_CODE(kAccumulatorUnknown, 405, "accumulator-unknown", 3,
                  "accumulator other than f32-rn, f32-rz, matrix-unit, u=<x>")
-NCERT_ERROR_CODE(kKWalkInvalid, 406, "k-walk-invalid", 3, "k_walk other than seq, seq-fma, split:<P>[:fma]")
+NCERT_ERROR_CODE(kKWalkInvalid, 406, "k-walk-invalid", 3,
+                 "k_walk not one of the forms of docs/dump-format.md §3.4 (seq, split, lanes, promote, splitk)")
 NCERT_ERROR_CODE(kEpilogueUnknown, 407, "epilogue-unknown", 3,
                  "epilogue other than none, bias, residual, bias+residual")
 NCERT_ERROR_CODE(kOutputDtypeUnknown, 408, "output-dtype-unknown", 3,

@@ -1,14 +1,202 @@
 #include "reference/k_walk.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
 
 namespace ncert::reference {
 
 // This file is compiled with -ffp-contract=off (tools/cmake): `acc + x * w` is two roundings
 // unless std::fma is written out, which is exactly what "seq" and "seq-fma" mean.
 
+namespace {
+
+/// TwoSum (Knuth): hi = fl64(a + b) and lo with hi + lo = a + b exactly (no overflow here: the
+/// operands are products of two f32 values and p-bit sums, below 2^257).
+struct TwoSum {
+  double hi = 0;
+  double lo = 0;
+};
+TwoSum two_sum(double a, double b) {
+  const double s = a + b;
+  const double bb = s - a;
+  return {s, (a - (s - bb)) + (b - bb)};
+}
+
+/// The exact value hi + lo (|lo| <= half an ulp of hi, as TwoSum leaves it) rounded once to
+/// `bits` significand bits on f32's exponent range: in the binade [2^e, 2^(e+1)) the quantum is
+/// 2^(max(e, -126) + 1 - bits), so below 2^-126 the grid is gradual underflow with the quantum of
+/// the lowest normal binade (p = 24 is f32 exactly). Overflow: rne gives inf at 2^128 after
+/// rounding, rz the largest p-bit value. Bit operations on hi; lo only decides where hi is a
+/// grid point (rz) or a midpoint (rne), the only places where hi and the exact sum can round
+/// differently: grid points and midpoints are doubles (bits + 1 <= 25), so hi = fl64(exact)
+/// lies on the same side of every other one (monotonicity).
+float round_to_bits(double hi, double lo, int bits, PromoteRounding rnd) {
+  if (hi == 0 || !std::isfinite(hi)) return static_cast<float>(hi);  // the sign of an exact 0 is IEEE's
+  const auto u = std::bit_cast<std::uint64_t>(hi);
+  const bool negative = (u >> 63) != 0;
+  const int e = static_cast<int>((u >> 52) & 0x7FF) - 1023;  // hi is normal: |hi| >= 2^-298
+  const int q = std::max(e, -126) + 1 - bits;                // log2 of the quantum
+  const int drop = q - (e - 52);                             // >= 53 - 24 = 29 low bits of 53
+  if (drop > 53) return negative ? -0.0f : 0.0f;             // |exact| < quantum / 2
+  const std::uint64_t mant = (u & ((std::uint64_t{1} << 52) - 1)) | (std::uint64_t{1} << 52);
+  std::uint64_t keep = mant >> drop;
+  const std::uint64_t rem = mant & ((std::uint64_t{1} << drop) - 1);
+  const std::uint64_t half = std::uint64_t{1} << (drop - 1);
+  const bool lo_outward = lo != 0 && ((lo < 0) == negative);  // |exact| > |hi|
+  const bool lo_inward = lo != 0 && !lo_outward;              // |exact| < |hi|
+  double mag = 0;
+  if (rnd == PromoteRounding::kNearestEven) {
+    if (rem > half || (rem == half && (lo_outward || (lo == 0 && (keep & 1) != 0)))) ++keep;
+    mag = std::ldexp(static_cast<double>(keep), q);
+    if (mag >= 0x1p128) mag = std::numeric_limits<double>::infinity();
+  } else {
+    mag = std::ldexp(static_cast<double>(keep), q);
+    if (rem == 0 && lo_inward) {
+      // Just below a grid point: the next one down, whose spacing is half as large where the
+      // grid point is a power of two above the lowest normal binade.
+      const bool power = keep == (std::uint64_t{1} << (bits - 1)) && e > -126;
+      mag -= std::ldexp(1.0, power ? q - 1 : q);
+    }
+    if (mag >= 0x1p128) mag = std::ldexp(std::ldexp(1.0, bits) - 1, 128 - bits);
+  }
+  return static_cast<float>(negative ? -mag : mag);
+}
+
+/// Reduces v[0..n) to one f32 value in the tree's order (v is overwritten).
+float reduce_tree(KWalkTree tree, float* v, Index n) {
+  switch (tree) {
+    case KWalkTree::kSeq: {
+      float t = v[0];
+      for (Index i = 1; i < n; ++i) t = t + v[i];
+      return t;
+    }
+    case KWalkTree::kHalving:
+      for (Index width = n; width > 1;) {
+        width /= 2;
+        for (Index i = 0; i < width; ++i) v[i] = v[i] + v[i + width];
+      }
+      return v[0];
+    case KWalkTree::kPairs:
+      // v[i] is written after v[2i] and v[2i + 1] are read (2i >= i): in place is safe.
+      for (Index width = n; width > 1; width /= 2) {
+        for (Index i = 0; i < width / 2; ++i) v[i] = v[2 * i] + v[2 * i + 1];
+      }
+      return v[0];
+  }
+  return v[0];
+}
+
+/// The lanes a walk materializes for `k` terms. Lanes beyond K never receive a term and stay
+/// +0; a lane that received terms is never -0 (it starts at +0, and an exact zero sum or a
+/// product -0 added to +0 rounds to +0), so adding such a lane is exact and the identity. A
+/// halving or pairs tree over L >= bit_ceil(K) lanes is therefore the same tree over bit_ceil(K)
+/// lanes (the upper halves only add zeros), and a seq tree over L >= K lanes the seq tree over
+/// K: an L of 2^40 costs no memory.
+Index lanes_used(const KWalk& walk, Index k) {
+  const Index cap = walk.lane_tree == KWalkTree::kSeq
+                        ? std::max<Index>(1, k)
+                        : static_cast<Index>(std::bit_ceil(static_cast<std::uint64_t>(std::max<Index>(1, k))));
+  return std::min(walk.lanes, cap);
+}
+
+float seq_dot(bool fma, const float* x, const float* w, Index k) {
+  float acc = 0.0f;
+  if (fma) {
+    for (Index c = 0; c < k; ++c) acc = std::fma(x[c], w[c], acc);
+  } else {
+    for (Index c = 0; c < k; ++c) acc = acc + x[c] * w[c];
+  }
+  return acc;
+}
+
+/// lanes:<L>:<tree>[:fma] over x[0..k): term c into lane c mod L, then the tree. `lane` holds
+/// lanes_used() floats.
+float lanes_dot(const KWalk& walk, const float* x, const float* w, Index k, float* lane) {
+  const Index lanes = lanes_used(walk, k);
+  for (Index l = 0; l < lanes; ++l) lane[l] = 0.0f;
+  for (Index c0 = 0; c0 < k; c0 += lanes) {
+    const Index n = std::min(lanes, k - c0);  // a masked tail: the last lanes one term short
+    for (Index l = 0; l < n; ++l) {
+      lane[l] = walk.fma ? std::fma(x[c0 + l], w[c0 + l], lane[l]) : lane[l] + x[c0 + l] * w[c0 + l];
+    }
+  }
+  return reduce_tree(walk.lane_tree, lane, lanes);
+}
+
+/// promote:<P>:<p>:<rnd>[:fma] over x[0..k): blocks of P terms at p bits, each block's sum added
+/// to the f32 total. x*w of two floats is exact in f64 (24 + 24 bits).
+float promote_dot(const KWalk& walk, const float* x, const float* w, Index k) {
+  const int bits = walk.promote_bits;
+  const PromoteRounding rnd = walk.promote_rounding;
+  float total = 0.0f;
+  for (Index b0 = 0; b0 < k;) {
+    const Index b1 = k - b0 <= walk.promote_block ? k : b0 + walk.promote_block;
+    float acc = 0.0f;
+    for (Index c = b0; c < b1; ++c) {
+      const double product = static_cast<double>(x[c]) * static_cast<double>(w[c]);
+      const double term = walk.fma ? product : static_cast<double>(round_to_bits(product, 0.0, bits, rnd));
+      const TwoSum s = two_sum(term, static_cast<double>(acc));
+      acc = round_to_bits(s.hi, s.lo, bits, rnd);
+    }
+    total = b0 == 0 ? acc : total + acc;
+    b0 = b1;
+  }
+  return total;
+}
+
+/// Any walk, one dot product: each of the walk's parts by its inner walk from 0, then the
+/// combine tree. `scratch` grows to parts + lanes floats.
+float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std::vector<float>& scratch) {
+  const Index parts = walk.parts;
+  const Index len = k / parts;
+  const Index lanes = walk.inner == KWalkInner::kLanes ? lanes_used(walk, len) : 0;
+  scratch.resize(static_cast<std::size_t>(parts + lanes));
+  float* sums = scratch.data();
+  for (Index p = 0; p < parts; ++p) {
+    const float* xp = x + p * len;
+    const float* wp = w + p * len;
+    switch (walk.inner) {
+      case KWalkInner::kSeq:
+        sums[p] = seq_dot(walk.fma, xp, wp, len);
+        break;
+      case KWalkInner::kLanes:
+        sums[p] = lanes_dot(walk, xp, wp, len, sums + parts);
+        break;
+      case KWalkInner::kPromote:
+        sums[p] = promote_dot(walk, xp, wp, len);
+        break;
+    }
+  }
+  return reduce_tree(walk.combine, sums, parts);
+}
+
+/// The blocked paths' fallback for every form but the plain ones: column by column through
+/// staged_dot, gathering the column from the transposed block once for all rows. Measured with
+/// walk_rows_block on 4 rows x 128 columns at K = 4096 (one thread, AVX-512, GCC 12 -O3):
+/// split:4:fma 0.068 ms (the vectorized path), lanes:16:halving:fma 1.5 ms (22x),
+/// splitk:4:pairs/seq-fma 3.0 ms (45x), promote:128:14:rz:fma 34 ms (500x: TwoSum and the bit
+/// rounding per term, scalar). A 32 x 16480 x 5120 projection declaring promote thus spends ~45 s
+/// of one core in the walk emulation; only dumps that declare these walks pay it.
+void staged_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out) {
+  std::vector<float> column(static_cast<std::size_t>(k));
+  std::vector<float> scratch;
+  for (Index j = 0; j < width; ++j) {
+    for (Index c = 0; c < k; ++c) column[static_cast<std::size_t>(c)] = wt[c * width + j];
+    for (Index r = 0; r < rows; ++r) out[r * width + j] = staged_dot(walk, x + r * k, column.data(), k, scratch);
+  }
+}
+
+}  // namespace
+
 float walk_dot(const KWalk& walk, const float* x, const float* w, Index k) {
+  if (!walk.plain()) {
+    std::vector<float> scratch;
+    return staged_dot(walk, x, w, k, scratch);
+  }
   const Index parts = walk.parts;
   const Index len = k / parts;
   float total = 0.0f;
@@ -27,6 +215,10 @@ float walk_dot(const KWalk& walk, const float* x, const float* w, Index k) {
 
 void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width, float* out,
                     float* scratch) {
+  if (!walk.plain()) {
+    staged_block(walk, x, 1, wt, k, width, out);
+    return;
+  }
   const Index parts = walk.parts;
   const Index len = k / parts;
   for (Index p = 0; p < parts; ++p) {
@@ -96,6 +288,10 @@ void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, 
 
 void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
                      float* scratch) {
+  if (!walk.plain()) {
+    staged_block(walk, x, rows, wt, k, width, out);
+    return;
+  }
   const Index parts = walk.parts;
   const Index len = k / parts;
   for (Index r0 = 0; r0 < rows; r0 += 4) {

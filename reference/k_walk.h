@@ -5,6 +5,16 @@
 //   seq-fma        acc = 0; for k ascending: acc = fma(x_k, w_k, acc)
 //   split:<P>[:fma] K in P equal contiguous parts, each summed as seq[-fma] from 0, then
 //                  total = p_0; total = fl32(total + p_i) for i = 1..P-1
+//   lanes:<L>:<tree>[:fma]  L lane accumulators from 0, term k into lane k mod L as seq[-fma]
+//                  (a short tail leaves the last lanes one term short), then the lanes reduced
+//                  by the tree (KWalkTree: seq, halving, pairs)
+//   promote:<P>:<p>:<rnd>[:fma]  blocks of P terms (the last may be shorter), each accumulated
+//                  from 0 at p significand bits on f32's exponent range, rounded with rnd
+//                  (rne, rz) after the product and after the add, or once per fused step; then
+//                  total = b_0; total = fl32(total + b_j)
+//   splitk:<S>:<tree>/<inner>  K in S equal contiguous parts, each reduced by the inner walk
+//                  from 0 as if it were the whole K, then the S sums reduced by the tree;
+//                  split:<P>[:fma] is splitk:<P>:seq/seq[-fma]
 //   epilogue       v = fl32(acc + bias); v = fl32(v + r) (residual_at = f32); out = rnd(v);
 //                  residual_at = output: out = rnd(fl32(rnd(v) + r)); rnd is the declared
 //                  output rounding (RNE, or truncation for output_rounding = rz)
@@ -21,7 +31,8 @@ float walk_dot(const KWalk& walk, const float* x, const float* w, Index k);
 /// The same for one row against `width` weight rows at once. `wt` is the weight block
 /// transposed: wt[c * width + j] = w_j[c]. `out` receives width results; `scratch` must hold
 /// `width` floats. Results are bit-identical to walk_dot (each column's order is the same;
-/// only independent columns are computed side by side).
+/// only independent columns are computed side by side). Walks other than seq, seq-fma and
+/// split go column by column through walk_dot's own code (k_walk.cc says what that costs).
 void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width, float* out,
                     float* scratch);
 

@@ -255,9 +255,9 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   models.weights = &W;
   bool any_spread = false;
   for (const WeightSegment& seg : W.segments) {
-    const ColumnModel m = column_model(seg, K);
-    if (std::isinf(gamma(m.k_eff, p.accumulator.u_eff))) summary.vacuous_bound = true;
+    const ColumnModel m = column_model(seg, K, p.walk, p.accumulator.u_eff);
     models.terms.push_back(bound_terms(m, p.accumulator, p.lambda, K));
+    if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
     models.may_spread.push_back(detail::segment_may_spread(seg));
     any_spread = any_spread || models.may_spread.back();
   }

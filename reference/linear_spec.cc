@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 namespace ncert::reference {
 
@@ -108,30 +109,123 @@ Result<DType> parse_output_dtype(std::string_view s) {
   return Status(ErrorCode::kOutputDtypeUnknown, "output_dtype \"" + std::string(s) + "\" is not one of f32, bf16");
 }
 
+namespace {
+
+/// std::from_chars over all of `text` (decimal digits, an optional '-', nothing else).
+std::optional<long long> whole_number(std::string_view text) {
+  long long v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+bool power_of_two(Index v) { return v >= 1 && (v & (v - 1)) == 0; }
+
+std::optional<KWalkTree> parse_tree(std::string_view s) {
+  if (s == "seq") return KWalkTree::kSeq;
+  if (s == "halving") return KWalkTree::kHalving;
+  if (s == "pairs") return KWalkTree::kPairs;
+  return std::nullopt;
+}
+
+/// `s` cut at every `sep` (empty fields kept).
+std::vector<std::string_view> fields(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+  return out;
+}
+
+/// lanes:<L>:<tree>[:fma] into w; false when `f` (the fields of the form) is not one.
+bool parse_lanes(const std::vector<std::string_view>& f, KWalk& w) {
+  if (f.size() != 3 && !(f.size() == 4 && f[3] == "fma")) return false;
+  const auto lanes = whole_number(f[1]);
+  const auto tree = parse_tree(f[2]);
+  if (!lanes || *lanes < 2 || !tree || (*tree != KWalkTree::kSeq && !power_of_two(*lanes))) return false;
+  w.inner = KWalkInner::kLanes;
+  w.lanes = *lanes;
+  w.lane_tree = *tree;
+  w.fma = f.size() == 4;
+  return true;
+}
+
+/// promote:<P>:<p>:<rnd>[:fma] into w; false when `f` is not one.
+bool parse_promote(const std::vector<std::string_view>& f, KWalk& w) {
+  if (f.size() != 4 && !(f.size() == 5 && f[4] == "fma")) return false;
+  const auto block = whole_number(f[1]);
+  const auto bits = whole_number(f[2]);
+  if (!block || *block < 1 || !bits || *bits < 8 || *bits > 24 || (f[3] != "rne" && f[3] != "rz")) return false;
+  w.inner = KWalkInner::kPromote;
+  w.promote_block = *block;
+  w.promote_bits = static_cast<int>(*bits);
+  w.promote_rounding = f[3] == "rne" ? PromoteRounding::kNearestEven : PromoteRounding::kTowardZero;
+  w.fma = f.size() == 5;
+  return true;
+}
+
+/// The walks a part can be reduced by (seq, seq-fma, lanes, promote) into w.
+bool parse_inner(std::string_view s, KWalk& w) {
+  if (s == "seq") return true;
+  if (s == "seq-fma") {
+    w.fma = true;
+    return true;
+  }
+  const std::vector<std::string_view> f = fields(s, ':');
+  if (f[0] == "lanes") return parse_lanes(f, w);
+  if (f[0] == "promote") return parse_promote(f, w);
+  return false;
+}
+
+/// splitk:<S>:<combine>/<inner> (`rest` follows "splitk:") into w.
+bool parse_splitk(std::string_view rest, KWalk& w) {
+  const std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return false;
+  const std::vector<std::string_view> head = fields(rest.substr(0, slash), ':');
+  if (head.size() != 2) return false;
+  const auto parts = whole_number(head[0]);
+  const auto combine = parse_tree(head[1]);
+  if (!parts || *parts < 1 || !combine || (*combine != KWalkTree::kSeq && !power_of_two(*parts))) return false;
+  w.parts = *parts;
+  w.combine = *combine;
+  return parse_inner(rest.substr(slash + 1), w);
+}
+
+}  // namespace
+
+double KWalk::promote_unit() const {
+  // Round to nearest: at most half a unit in the last of p places, 2^-p relative; toward zero a
+  // whole unit, 2^(1-p).
+  return std::ldexp(1.0, (promote_rounding == PromoteRounding::kNearestEven ? 0 : 1) - promote_bits);
+}
+
 Result<KWalk> parse_k_walk(std::string_view s) {
   KWalk w;
   w.declared = true;
   w.name = std::string(s);
-  if (s == "seq") return w;
-  if (s == "seq-fma") {
-    w.fma = true;
-    return w;
-  }
+  if (parse_inner(s, w)) return w;
+  w = KWalk{};  // a failed inner parse may have set fields
+  w.declared = true;
+  w.name = std::string(s);
+  if (s.substr(0, 7) == "splitk:" && parse_splitk(s.substr(7), w)) return w;
   if (s.substr(0, 6) == "split:") {
     std::string_view rest = s.substr(6);
     const std::size_t colon = rest.find(':');
     std::string_view num = rest.substr(0, colon);
     std::string_view suffix = colon == std::string_view::npos ? "" : rest.substr(colon);
-    long long parts = 0;
-    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), parts);
-    if (ec == std::errc() && ptr == num.data() + num.size() && parts >= 1 && (suffix.empty() || suffix == ":fma")) {
-      w.parts = parts;
+    const auto parts = whole_number(num);
+    if (parts && *parts >= 1 && (suffix.empty() || suffix == ":fma")) {
+      w.parts = *parts;
       w.fma = suffix == ":fma";
       return w;
     }
   }
   return Status(ErrorCode::kKWalkInvalid,
-                "k_walk \"" + std::string(s) + "\" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)");
+                "k_walk \"" + std::string(s) + "\" is not one of " + std::string(kKWalkForms));
 }
 
 Result<WeightFormat> parse_weight_format(std::string_view s) {

@@ -60,14 +60,60 @@ std::string_view output_rounding_name(OutputRounding r);
 
 // ---- K walk ---------------------------------------------------------------------------------
 
-/// The kernel's exact reduction order over K (docs/dump-format.md §3 k_walk).
+/// How a walk combines several f32 values v[0..n) into one (docs/dump-format.md §3.4):
+///   seq      t = v[0]; t = fl32(t + v[i]) for i = 1..n-1
+///   halving  while width > 1: width /= 2; v[i] = fl32(v[i] + v[i + width]) for i < width (n a
+///            power of two: the horizontal sum of SIMD code)
+///   pairs    level by level v[i] = fl32(v[2i] + v[2i + 1]) (n a power of two)
+enum class KWalkTree : std::uint8_t { kSeq, kHalving, kPairs };
+/// What each part of K is reduced by, starting from 0 (see KWalk).
+enum class KWalkInner : std::uint8_t { kSeq, kLanes, kPromote };
+/// The rounding of a promoted walk's p-bit accumulator.
+enum class PromoteRounding : std::uint8_t { kNearestEven, kTowardZero };
+
+/// The kernel's exact reduction order over K (docs/dump-format.md §3.4 k_walk): K is cut into
+/// `parts` equal contiguous parts, each reduced by the inner walk from 0, and the parts' sums
+/// are combined by `combine`. The inner walk sees its part as a whole K (term t of the part is
+/// its t-th term). Forms and their descriptions:
+///   seq, seq-fma                      parts 1, inner kSeq
+///   split:<P>[:fma]                   parts P, combine seq, inner kSeq (= splitk:<P>:seq/seq[-fma])
+///   lanes:<L>:<tree>[:fma]            inner kLanes: term t goes to lane t mod L, each lane a seq
+///                                     walk from 0, the L lanes combined by lane_tree
+///   promote:<P>:<p>:<rnd>[:fma]       inner kPromote: blocks of P terms accumulated at p
+///                                     significand bits (rounding rnd), each block's sum then
+///                                     added to an f32 total: t = b_0; t = fl32(t + b_j)
+///   splitk:<S>:<combine>/<inner>      parts S, combine as named, inner any form above but split
 struct KWalk {
-  bool declared = false;  ///< false: no k_walk attribute, nothing to emulate
-  bool fma = false;       ///< each step one fused multiply-add (else multiply, then add)
-  Index parts = 1;        ///< split:<P>; 1 for seq / seq-fma
-  std::string name;       ///< as written, for reports
+  bool declared = false;                ///< false: no k_walk attribute, nothing to emulate
+  bool fma = false;                     ///< each inner step one fused multiply-add (else multiply, then add)
+  Index parts = 1;                      ///< split:<P> / splitk:<S>; 1 otherwise (guard 314: K % parts == 0)
+  KWalkTree combine = KWalkTree::kSeq;  ///< how the parts' sums are combined
+  KWalkInner inner = KWalkInner::kSeq;
+  Index lanes = 1;                        ///< kLanes: L >= 2
+  KWalkTree lane_tree = KWalkTree::kSeq;  ///< kLanes: how the lanes are reduced
+  Index promote_block = 0;                ///< kPromote: P >= 1 terms per block
+  int promote_bits = 24;                  ///< kPromote: p, 8..24, counting the implicit bit
+  PromoteRounding promote_rounding = PromoteRounding::kNearestEven;
+  std::string name;  ///< as written, for reports
+
+  /// seq, seq-fma, split:<P>[:fma] and their splitk spellings: the forms the blocked fast paths
+  /// of reference/k_walk.h compute directly.
+  bool plain() const { return inner == KWalkInner::kSeq && combine == KWalkTree::kSeq; }
+  /// The unit roundoff of a promoted walk's p-bit accumulator: 2^-p (rne), 2^(1-p) (rz).
+  double promote_unit() const;
 };
-/// "seq", "seq-fma", "split:<P>", "split:<P>:fma" with P >= 1.
+/// The accepted forms, as the k-walk-invalid message lists them.
+inline constexpr std::string_view kKWalkForms =
+    "seq, seq-fma, split:<P>, split:<P>:fma (P >= 1), lanes:<L>:<tree>, lanes:<L>:<tree>:fma (L >= 2), "
+    "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
+    "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
+    "tree seq, halving or pairs (halving and pairs need L or S a power of two)";
+
+/// "seq", "seq-fma", "split:<P>", "split:<P>:fma" (P >= 1), "lanes:<L>:<tree>[:fma]" (L >= 2,
+/// tree seq, halving or pairs, the last two with L a power of two), "promote:<P>:<p>:<rnd>[:fma]"
+/// (P >= 1, 8 <= p <= 24, rnd rne or rz), "splitk:<S>:<combine>/<inner>" (S >= 1, combine as a
+/// tree, halving and pairs with S a power of two, inner seq, seq-fma, a lanes or a promote form).
+/// Numbers are decimal digits only (std::from_chars). Anything else: kKWalkInvalid.
 Result<KWalk> parse_k_walk(std::string_view s);
 
 // ---- what a projection computes ----------------------------------------------------------------

@@ -1,5 +1,6 @@
 // bound: every engine value lies inside the rigorous interval of the exact reference
 // (docs/error-bounds.md); values beyond the probabilistic tier fail only with --strict.
+#include <algorithm>
 #include <cmath>
 
 #include "certify/projection/checks.h"
@@ -77,6 +78,13 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
                  " non-finite value(s), first at W row " + std::to_string(summary.first_nonfinite_w / info.k) +
                  " col " + std::to_string(summary.first_nonfinite_w % info.k);
     }
+  } else if (summary.vacuous_bound && info.walk.declared && info.walk.inner == reference::KWalkInner::kPromote) {
+    // docs/error-bounds.md §2a: the p-bit blocks' own roundings make the bound vacuous.
+    r.verdict = Verdict::kFail;
+    r.reason = "the deterministic bound is vacuous: k_walk " + info.walk.name + " rounds up to " +
+               std::to_string(std::min(info.walk.promote_block, info.k / info.walk.parts)) +
+               " times at u = " + format_float(std::max(info.walk.promote_unit(), info.accumulator.u_eff)) +
+               " in a block, n u >= 1/2: nothing can be certified";
   } else if (summary.vacuous_bound) {
     r.verdict = Verdict::kFail;
     r.reason = "the deterministic bound is vacuous: K_eff * u_eff >= 1/2 (K = " + std::to_string(info.k) +

@@ -110,10 +110,54 @@ def parse_residual_at(s: str) -> Problem:
     return _one_of(s, "projection", "residual_at")
 
 
-def k_walk_parts(s: str) -> Optional[int]:
-    """The number of parts P of a valid k_walk (1 for seq / seq-fma), None when invalid."""
+_K_WALK_FORMS = (
+    "seq, seq-fma, split:<P>, split:<P>:fma (P >= 1), lanes:<L>:<tree>, lanes:<L>:<tree>:fma (L >= 2), "
+    "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
+    "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
+    "tree seq, halving or pairs (halving and pairs need L or S a power of two)")
+_TREES = ("seq", "halving", "pairs")
+
+
+def _tree_fits(tree: str, n: int) -> bool:
+    """A named tree over n values: seq for any n, halving and pairs for powers of two."""
+    return tree == "seq" or (tree in _TREES and n >= 1 and n & (n - 1) == 0)
+
+
+def _inner_walk_valid(s: str) -> bool:
+    """The walks a part can be reduced by: seq, seq-fma, lanes:<L>:<tree>[:fma],
+    promote:<P>:<p>:<rnd>[:fma] (reference/linear_spec.cc parse_inner)."""
     if s in ("seq", "seq-fma"):
+        return True
+    f = s.split(":")
+    if f[0] == "lanes":
+        if len(f) != 3 and not (len(f) == 4 and f[3] == "fma"):
+            return False
+        lanes = _from_chars_int(f[1], True, 64)
+        return lanes is not None and lanes >= 2 and _tree_fits(f[2], lanes)
+    if f[0] == "promote":
+        if len(f) != 4 and not (len(f) == 5 and f[4] == "fma"):
+            return False
+        block = _from_chars_int(f[1], True, 64)
+        bits = _from_chars_int(f[2], True, 64)
+        return (block is not None and block >= 1 and bits is not None and 8 <= bits <= 24
+                and f[3] in ("rne", "rz"))
+    return False
+
+
+def k_walk_parts(s: str) -> Optional[int]:
+    """The number of equal parts a valid k_walk cuts K into (guard-walk-split: K must be a
+    multiple): P of split:<P>, S of splitk:<S>:..., 1 for every other form; None when invalid."""
+    if _inner_walk_valid(s):
         return 1
+    if s.startswith("splitk:"):
+        head, slash, inner = s[7:].partition("/")
+        fields = head.split(":")
+        if not slash or len(fields) != 2:
+            return None
+        parts = _from_chars_int(fields[0], True, 64)
+        if parts is None or parts < 1 or not _tree_fits(fields[1], parts) or not _inner_walk_valid(inner):
+            return None
+        return parts
     m = re.fullmatch(r"split:([^:]*)(:fma)?", s)
     if not m:
         return None
@@ -123,7 +167,7 @@ def k_walk_parts(s: str) -> Optional[int]:
 
 def k_walk_message(s: str) -> str:
     """The reader's sentence on an invalid k_walk (error k-walk-invalid)."""
-    return f'k_walk "{s}" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)'
+    return f'k_walk "{s}" is not one of {_K_WALK_FORMS}'
 
 
 def parse_k_walk(s: str) -> Problem:

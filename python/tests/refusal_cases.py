@@ -13,6 +13,13 @@ from ncert_dump import Segment, bf16_from_f32
 from .support import af4_segment, base_projection, zero_point_segment
 
 P = "/projections/q"
+# The accepted k_walk forms as the reader's k-walk-invalid message lists them
+# (reference/linear_spec.h kKWalkForms), written out here so that a change on either side shows.
+K_WALK_FORMS = (
+    "seq, seq-fma, split:<P>, split:<P>:fma (P >= 1), lanes:<L>:<tree>, lanes:<L>:<tree>:fma (L >= 2), "
+    "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
+    "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
+    "tree seq, halving or pairs (halving and pairs need L or S a power of two)")
 
 
 @dataclass
@@ -80,8 +87,14 @@ CASES = [
          'residual_at "bf16" is not one of f32, output', P,
          lambda kw: {"residual_at": "bf16"}, "inspect"),
     Case("k_walk_invalid", "k-walk-invalid",
-         'k_walk "split:0" is not one of seq, seq-fma, split:<P>, split:<P>:fma (P >= 1)', P,
+         'k_walk "split:0" is not one of ' + K_WALK_FORMS, P,
          lambda kw: {"k_walk": "split:0"}, "inspect"),
+    Case("k_walk_lanes_not_power_of_two", "k-walk-invalid",
+         'k_walk "lanes:6:halving" is not one of ' + K_WALK_FORMS, P,
+         lambda kw: {"k_walk": "lanes:6:halving"}, "inspect"),
+    Case("k_walk_splitk_nested", "k-walk-invalid",
+         'k_walk "splitk:2:seq/split:2" is not one of ' + K_WALK_FORMS, P,
+         lambda kw: {"k_walk": "splitk:2:seq/split:2"}, "inspect"),
     Case("layer_not_an_integer", "attribute-invalid", 'attribute "layer" = "3" is not an integer',
          P, lambda kw: {"layer": "3"}, "inspect"),
     Case("role_not_a_string", "attribute-invalid", 'attribute "role" = 5 is not a string', P,
@@ -240,6 +253,9 @@ CASES = [
     # ---- host guards that make the reference impossible (packing/guards.cc 3-6) ----
     Case("walk_split", "guard-walk-split", "k_walk split:3: K = 16 is not a multiple of 3", P,
          lambda kw: {"k_walk": "split:3"}, "check"),
+    Case("walk_splitk", "guard-walk-split",
+         "k_walk splitk:3:seq/lanes:4:halving: K = 16 is not a multiple of 3", P,
+         lambda kw: {"k_walk": "splitk:3:seq/lanes:4:halving"}, "check"),
     Case("segment_gap", "guard-segment-table",
          "gap: output columns [4, 6) belong to no segment (next is s1_bf16)", P + "/weight",
          lambda kw: {"weights": [_w(kw)[0], Segment("bf16", 6, 8, values=_bf16_rows(kw, 2))]},

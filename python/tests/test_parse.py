@@ -23,9 +23,21 @@ ACCEPTED_ACCUMULATORS = ["f32-rn", "f32-rz", "matrix-unit", "u=1e-7", "u=0x1p-24
                          "u=.25", "u=+1E-3", "u=1.e-6"]
 REFUSED_ACCUMULATORS = ["u=", "u=0", "u=0.5", "u=1e-7 ", "u=inf", "u=nan", "u=1e", "U=1e-7",
                         "u=1_0e-3", "f32"]
-ACCEPTED_WALKS = ["seq", "seq-fma", "split:1", "split:4:fma", "split:008"]
+ACCEPTED_WALKS = ["seq", "seq-fma", "split:1", "split:4:fma", "split:008",
+                  "lanes:8:halving", "lanes:6:seq:fma", "lanes:16:pairs", "lanes:02:pairs",
+                  "promote:128:14:rz", "promote:4:24:rne:fma", "promote:1:8:rne",
+                  "splitk:4:halving/lanes:8:pairs:fma", "splitk:3:seq/seq-fma",
+                  "splitk:08:pairs/promote:32:8:rne", "splitk:1:halving/seq"]
 REFUSED_WALKS = ["split:0", "split:-2", "split:+4", "split:4:x", "split:", "split:4:fma:x",
-                 "split: 4", "split:99999999999999999999", "SEQ"]
+                 "split: 4", "split:99999999999999999999", "SEQ",
+                 "lanes:1:seq", "lanes:0:seq", "lanes:6:halving", "lanes:12:pairs", "lanes:8",
+                 "lanes:8:tree", "lanes:8:seq:", "lanes:8:seq:fma:x", "lanes:+8:seq", "lanes:-8:seq",
+                 "lanes: 8:seq", "promote:0:14:rz", "promote:128:7:rz", "promote:128:25:rne",
+                 "promote:128:14", "promote:128:14:rd", "promote:128:14:rz:fma:x", "promote:128:14:rz:",
+                 "splitk:0:seq/seq", "splitk:3:halving/seq", "splitk:6:pairs/seq", "splitk:4:seq",
+                 "splitk:4/seq", "splitk:4:seq/split:2", "splitk:4:seq/splitk:2:seq/seq", "splitk:4:seq/",
+                 "splitk:4:seq/lanes:3:pairs", "splitk:4:halving:fma/seq", "lanes", "promote",
+                 "splitk:", ""]
 
 
 class Parsers(unittest.TestCase):
@@ -49,6 +61,12 @@ class Parsers(unittest.TestCase):
         for s in REFUSED_WALKS:
             self.assertEqual(_name(parse_k_walk(s)), "k-walk-invalid", s)
         self.assertEqual(k_walk_parts("split:008"), 8)
+        # The S guard-walk-split holds K to: splitk's parts; lanes and promote do not cut K.
+        self.assertEqual(k_walk_parts("splitk:08:pairs/promote:32:8:rne"), 8)
+        self.assertEqual(k_walk_parts("splitk:3:seq/lanes:4:halving"), 3)
+        self.assertEqual(k_walk_parts("lanes:8:halving"), 1)
+        self.assertEqual(k_walk_parts("promote:128:14:rz"), 1)
+        self.assertIsNone(k_walk_parts("splitk:3:pairs/seq"))
 
     def test_tensor_policies(self):
         for s in ("bitwise", "ulp:0", "ulp:18446744073709551615", "abs:1e-3", "abs:0,rel:0.5"):
@@ -66,6 +84,21 @@ class ReaderAcceptsWhatTheWriterAccepts(TempDirCase):
                 path = self.tmp(f"d{i}.h5")
                 kw = base_projection()
                 kw.update(accumulator=acc, k_walk=walk)
+                with DumpWriter(path, engine="e", build="b") as w:
+                    w.add_projection("q", **kw)
+                code, out, err = run_ncert("inspect", "--no-hashes", path)
+                self.assertEqual(code, 0, out + err)
+
+    def test_every_accepted_walk_loads_and_checks(self):
+        # K = 16 in the base projection: the walks whose parts divide it (the others are
+        # guard-walk-split, refusal_cases.py).
+        walks = [w for w in ACCEPTED_WALKS if 16 % (k_walk_parts(w) or 0) == 0]
+        self.assertGreater(len(walks), 12)
+        for i, walk in enumerate(walks):
+            with self.subTest(k_walk=walk):
+                path = self.tmp(f"w{i}.h5")
+                kw = base_projection()
+                kw.update(k_walk=walk)
                 with DumpWriter(path, engine="e", build="b") as w:
                     w.add_projection("q", **kw)
                 code, out, err = run_ncert("inspect", "--no-hashes", path)

@@ -76,6 +76,27 @@ TEST(Check, EveryStorageFormPasses) {
   EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
 }
 
+/// Projections declaring the staged walks of docs/dump-format.md §3.4, the kernels they stand
+/// for: a SIMD GEMV with 8 lanes and a halving horizontal sum, an FP8 tensor-core GEMM promoting
+/// every 32 terms from a 10-bit truncating accumulator, a split-K GEMM of 4 parts each with 4
+/// lanes. The engine computes each with its own arithmetic (fixtures/detail/engine.cc).
+std::vector<fixtures::ProjectionSpec> staged_walk_projections() {
+  std::vector<fixtures::ProjectionSpec> out;
+  for (const auto& [name, walk] :
+       std::vector<std::pair<std::string, std::string>>{{"gemv_lanes", "lanes:8:halving:fma"},
+                                                        {"fp8_promote", "promote:32:10:rz"},
+                                                        {"gemm_splitk", "splitk:4:seq/lanes:4:pairs"}}) {
+    fixtures::ProjectionSpec p;
+    p.name = name;
+    p.k = 256;
+    p.n = 24;
+    p.k_walk = walk;
+    p.seed = 7;
+    out.push_back(p);
+  }
+  return out;
+}
+
 // The fault catalogue (fixtures/faults.cc), held to its own table.
 TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
   // Each planted fault fails exactly the checks its table row names: the check meant to catch
@@ -83,8 +104,12 @@ TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
   // The tiny preset has no AF4 zero-point segment: a zero-point projection (f32 scales and
   // dequantization, sub-mul, a declared walk) is added for the zero-point faults, and must pass
   // untouched under every other fault.
+  // The tiny preset, plus a zero-point projection for the zero-point faults and one projection
+  // per staged walk for the walk faults (the other faults land in the preset's own projections,
+  // which come first).
   fixtures::DumpSpec spec = fixtures::preset_tiny();
   spec.projections.push_back(ncert::testing::zero_point_projection({}));
+  for (const fixtures::ProjectionSpec& p : staged_walk_projections()) spec.projections.push_back(p);
   for (Fault f : fixtures::all_faults()) {
     SCOPED_TRACE(std::string(fixtures::fault_name(f)));
     const std::string path = write_fixture(spec, std::string(fixtures::fault_name(f)) + ".h5", f);
@@ -197,12 +222,83 @@ TEST(Check, EveryEngineOrderAndAccumulatorPasses) {
                                    {"f32-rn", "", "pairwise"},
                                    {"f32-rz", "", "seq-rz"},
                                    {"matrix-unit", "", "block8-trunc"},
-                                   {"u=1e-7", "", "split:2"}};
+                                   {"u=1e-7", "", "split:2"},
+                                   {"f32-rn", "lanes:8:halving", ""},
+                                   {"f32-rn", "lanes:6:seq:fma", ""},
+                                   {"f32-rn", "lanes:512:pairs", ""},
+                                   {"f32-rn", "splitk:4:pairs/seq-fma", ""},
+                                   {"f32-rn", "splitk:8:halving/lanes:4:halving:fma", ""},
+                                   {"f32-rn", "splitk:2:seq/promote:64:12:rne", ""},
+                                   {"f32-rn", "promote:128:14:rz", ""},
+                                   {"f32-rz", "promote:32:8:rz:fma", ""},
+                                   {"matrix-unit", "promote:16:11:rne:fma", ""}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.acc + "/" + c.walk + "/" + c.order);
     const Report r = check_dump(write_fixture(small(c.acc, c.walk, c.order), "order.h5"));
     EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
   }
+}
+
+TEST(Check, StagedWalksAreEmulatedAndTheirFaultsFailTheWalk) {
+  for (const fixtures::ProjectionSpec& p : staged_walk_projections()) {
+    SCOPED_TRACE(p.k_walk);
+    fixtures::DumpSpec d;
+    d.projections = {p};
+    const std::string id = "projections/" + p.name + "/";
+    const Report good = check_dump(write_fixture(d, p.name + ".h5"));
+    EXPECT_EQ(good.verdict(), Verdict::kPass) << good.to_text(true);
+    const CheckResult* walk = find_check(good, id + "walk");
+    ASSERT_NE(walk, nullptr);
+    EXPECT_EQ(walk->verdict, Verdict::kPass);
+    const auto* we = evidence_of<WalkEvidence>(walk);
+    ASSERT_NE(we, nullptr);
+    EXPECT_EQ(we->k_walk, p.k_walk);
+    EXPECT_GT(we->compared, 0);
+    EXPECT_EQ(we->mismatches, 0);
+    EXPECT_EQ(find_check(good, id + "bound")->verdict, Verdict::kPass);
+
+    const Fault f = p.name == "gemv_lanes"    ? Fault::kLaneDropped
+                    : p.name == "fp8_promote" ? Fault::kPromotionDoubled
+                                              : Fault::kSplitKCombineReversed;
+    const Report bad = check_dump(write_fixture(d, p.name + "-fault.h5", f, p.name));
+    const CheckResult* bw = find_check(bad, id + "walk");
+    ASSERT_NE(bw, nullptr);
+    EXPECT_EQ(bw->verdict, Verdict::kFail);
+    const auto* be = evidence_of<WalkEvidence>(bw);
+    ASSERT_NE(be, nullptr);
+    EXPECT_GT(be->mismatches, 0);
+    EXPECT_NE(bw->reason.find("emulated " + p.k_walk + " walk"), std::string::npos) << bw->reason;
+    // Both paths carry the fault: identity holds.
+    EXPECT_EQ(find_check(bad, id + "identity")->verdict, Verdict::kPass);
+  }
+}
+
+TEST(Check, APromotedKernelIsBoundedByItsDeclaredPrecision) {
+  // The same engine (blocks of 128 at 14 bits, truncating) with and without its declaration:
+  // declared, the bound charges the 14-bit accumulator and the walk holds it bit for bit;
+  // undeclared, the f32 bound gamma_K(2^-24) S refuses its values.
+  const Report declared = check_dump(write_fixture(small("f32-rn", "promote:128:14:rz", ""), "promote.h5"));
+  EXPECT_EQ(declared.verdict(), Verdict::kPass) << declared.to_text(true);
+  EXPECT_EQ(find_check(declared, "projections/p/walk")->verdict, Verdict::kPass);
+  fixtures::DumpSpec undeclared = small("f32-rn", "", "promote:128:14:rz");
+  undeclared.projections[0].segments[0].af4.dequant = reference::Dequant::kExact;  // as declared above
+  const Report r = check_dump(write_fixture(undeclared, "promote-undeclared.h5"));
+  const CheckResult* b = find_check(r, "projections/p/bound");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  const auto* be = evidence_of<BoundEvidence>(b);
+  ASSERT_NE(be, nullptr);
+  EXPECT_GT(be->outside, 0);
+  EXPECT_EQ(failing_ids(r), std::set<std::string>{"projections/p/bound"});
+  // 100 truncations at 8 bits in a block: 100 * 2^-7 >= 1/2, a bound that certifies nothing,
+  // said as such.
+  const Report vacuous = check_dump(write_fixture(small("f32-rn", "promote:100:8:rz", ""), "promote-vacuous.h5"));
+  const CheckResult* vb = find_check(vacuous, "projections/p/bound");
+  ASSERT_NE(vb, nullptr);
+  EXPECT_EQ(vb->verdict, Verdict::kFail);
+  EXPECT_NE(vb->reason.find("vacuous: k_walk promote:100:8:rz rounds up to 100 times"), std::string::npos)
+      << vb->reason;
+  EXPECT_EQ(find_check(vacuous, "projections/p/walk")->verdict, Verdict::kPass);
 }
 
 TEST(Check, GeometryViolationsNameTheGuard) {

@@ -182,7 +182,7 @@ class BoundRatioSink final : public ReferenceSink {
       for (Index c = 0; c < K; ++c) x_abs_[i * K + c] = std::fabs(static_cast<double>(p.x.at(i, c)));
     }
     for (const WeightSegment& seg : p.weights->segments) {
-      terms_.push_back(bound_terms(column_model(seg, K), p.accumulator, p.lambda, K));
+      terms_.push_back(bound_terms(column_model(seg, K, p.walk, p.accumulator.u_eff), p.accumulator, p.lambda, K));
     }
   }
 

@@ -109,6 +109,17 @@ TEST(Guards, WalkSplitMustDivideK) {
   Fixture f;
   f.plan.walk = *reference::parse_k_walk("split:5");
   expect_code(f.check(), ErrorCode::kGuardWalkSplit, "K = 32 is not a multiple of 5");
+  // splitk cuts K into S parts the same way, whatever its inner walk; lanes and promote do not
+  // cut K (a short tail or a short last block is part of their definition).
+  Fixture g;
+  g.plan.walk = *reference::parse_k_walk("splitk:3:seq/lanes:8:halving");
+  expect_code(g.check(), ErrorCode::kGuardWalkSplit,
+              "k_walk splitk:3:seq/lanes:8:halving: K = 32 is not a multiple of 3");
+  for (const char* ok : {"splitk:4:pairs/promote:3:10:rz", "lanes:6:seq", "promote:5:8:rne:fma"}) {
+    Fixture h;
+    h.plan.walk = *reference::parse_k_walk(ok);
+    EXPECT_TRUE(h.check().ok()) << ok << ": " << h.check().to_string();
+  }
 }
 
 TEST(Guards, SegmentTable) {
