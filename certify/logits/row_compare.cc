@@ -9,6 +9,7 @@
 
 #include "certify/logits/detail/fast_exp.h"
 #include "certify/logits/detail/row_compare_paths.h"
+#include "certify/logits/detail/simd_max.h"
 #include "reference/float_bits.h"
 
 // Layout of the fast path (rows without NaN, +-Inf): three passes over chunks of 512 columns,
@@ -394,8 +395,8 @@ RowMaxima pass1(const float* a, const float* b, Index V, std::int32_t token, con
     } else {
       for (Index i = 0; i < n; ++i) ab += (b[j0 + i] > bt || (b[j0 + i] == bt && j0 + i < token)) ? 1 : 0;
     }
-    m.cmax_a[static_cast<std::size_t>(c)] = xa;
-    m.cmax_b[static_cast<std::size_t>(c)] = xb;
+    m.cmax_a[static_cast<std::size_t>(c)] = detail::simd_max_result(xa, a + j0, n);
+    m.cmax_b[static_cast<std::size_t>(c)] = detail::simd_max_result(xb, b + j0, n);
     m.c_ulp[static_cast<std::size_t>(c)] = mu;
     m.ma = std::max(m.ma, xa);
     m.mb = std::max(m.mb, xb);

@@ -9,6 +9,7 @@
 
 #include "certify/io/hash.h"
 #include "certify/io/row_stream.h"
+#include "certify/logits/detail/simd_max.h"
 #include "certify/report/format.h"
 #include "certify/report/progress.h"
 #include "reference/float_bits.h"
@@ -47,7 +48,7 @@ RowScan scan_row(const float* row, Index vocab) {
     nan += v != v;
     pinf += v == std::numeric_limits<float>::infinity();
   }
-  s.max = m;
+  s.max = m = detail::simd_max_result(m, row, vocab);
   s.nan = nan;
   s.pos_inf = pinf;
   if (nan) {
@@ -69,7 +70,7 @@ RowScan scan_row(const float* row, Index vocab) {
     r = (v < m && v > r) ? v : r;
   }
   s.ties = ties;
-  s.runner_up = r;
+  s.runner_up = r = detail::simd_max_result(r, row, vocab, m);  // the largest value below m
   s.argmax = find_first(row, 0, vocab, m);
   if (ties >= 2) s.tie_second = find_first(row, s.argmax + 1, vocab, m);
   if (ties < vocab) s.runner_up_index = find_first(row, 0, vocab, r);  // r may be -inf (masked)
