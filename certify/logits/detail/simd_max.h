@@ -17,8 +17,10 @@ namespace ncert::certify::detail {
 inline float simd_max_result(float m, const float* v, Index n, float bound = std::numeric_limits<float>::infinity()) {
   constexpr float kLowest = std::numeric_limits<float>::lowest();
   if (m != kLowest) return m;
-  for (Index i = 0; i < n; ++i) {
-    if (v[i] == kLowest && kLowest < bound) return m;
+  if (kLowest < bound) {
+    for (Index i = 0; i < n; ++i) {
+      if (v[i] == kLowest) return m;
+    }
   }
   return -std::numeric_limits<float>::infinity();
 }
