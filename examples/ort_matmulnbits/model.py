@@ -1,11 +1,11 @@
 """The weights and the ONNX model: one com.microsoft MatMulNBits node (4-bit blocks with zero
 points), built with the `onnx` package from numpy arrays this module quantizes.
 
-The quantizer is the asymmetric min/max block quantizer ONNX Runtime's own tooling applies
-(per block of `block_size` consecutive input channels of one output column: scale = (max - min)
-/ 15 in f32, zero point = round(-min / scale) clamped to 0..15, code = clamp(round(w / scale) +
-zp, 0, 15)). The dump states whatever the model holds, so any quantizer would do; this one gives
-realistic zero points spread over 0..15.
+The quantizer is an asymmetric min/max block quantizer of the kind 4-bit model converters use
+(per block of `block_size` consecutive input channels of one output column, the range widened to
+include 0: scale = (max - min) / 15 in f32, zero point = round(-min / scale) clamped to 0..15,
+code = clamp(round(w / scale) + zp, 0, 15)). The dump states whatever the model holds, so any
+quantizer would do; this one gives zero points spread over 1..14 (blocks of 32) and 2..12 (blocks of 128).
 """
 
 from __future__ import annotations
