@@ -6,7 +6,8 @@
 1. The one-row (M = 1) kernel's order: a numpy emulation of 16 FMA lanes folded as
    `FoldAccumulators` does (each 128-bit quarter's 4 lanes in order, then (Q0 + Q2) + (Q1 + Q3)),
    against the kernel's outputs, beside the single-tree lane forms ncert can declare.
-2. accuracy_level 4: the int8 activation quantization of `QuantizeARow_CompInt8_avx2`
+2. accuracy_level 1 against 0 (the same compute type, SQNBIT_CompFp32): the same bits?
+3. accuracy_level 4: the int8 activation quantization of `QuantizeARow_CompInt8_avx2`
    reproduced in numpy, the integer dot products scaled per block, against the kernel's outputs.
 
 Prints what it finds; exit 0 when it ran (the findings are data, not verdicts), 77 when
@@ -96,16 +97,21 @@ def main(argv) -> int:
         q = model.random_weights(shape.n, shape.k, block, seed=block)
         x = rng.standard_normal((4, shape.k)).astype(np.float32)
         paths = []
-        for level in (0, 4):
+        for level in (0, 1, 4):
             path = args.work / f"level{level}_block{block}.onnx"
             path.write_bytes(model.build_model(q, accuracy_level=level))
             paths.append(path)
-        jobs.append((block, q, x, runner.add(paths[0], x[:1]), runner.add(paths[1], x)))
+        levels01 = [(runner.add(paths[0], x[:m]), runner.add(paths[1], x[:m])) for m in (1, 4)]
+        jobs.append((block, q, x, levels01, runner.add(paths[2], x)))
     runner.run()
     print(f"onnxruntime-node {runner.version}")
-    for block, q, x, one_row, level4 in jobs:
+    for block, q, x, levels01, level4 in jobs:
         w = model.dequantize_f32(q)
-        y1 = runner.y(one_row, q.n)[0]
+        for (a, b), m in zip(levels01, (1, 4)):
+            same = np.array_equal(runner.y(a, q.n).view(np.uint32), runner.y(b, q.n).view(np.uint32))
+            print(f"block {block}, M = {m}: accuracy_level 1 {'equals' if same else 'DIFFERS FROM'} "
+                  "accuracy_level 0 bit for bit")
+        y1 = runner.y(levels01[0][0], q.n)[0]
         forms = {"fold of FoldAccumulators (16 lanes)": fold_quarters(fma_lanes(x[0], w, 16))}
         for lanes in (8, 16, 32):
             acc = fma_lanes(x[0], w, lanes)
