@@ -83,9 +83,8 @@ NCERT_ERROR_CODE(kGuardExtentTooSmall, 307, "guard-extent-too-small", 3,
                  "a buffer or scratch is shorter than its geometry needs")
 NCERT_ERROR_CODE(kGuardSegmentTable, 308, "guard-segment-table", 3,
                  "weight segments leave gaps, overlap or miss the total N")
-NCERT_ERROR_CODE(
-    kGuardAf4Geometry, 309, "guard-af4-geometry", 3,
-    "a quantization group (AF4, scaled weights, x_quant_group) does not divide K, or codes/scales shapes wrong")
+NCERT_ERROR_CODE(kGuardAf4Geometry, 309, "guard-af4-geometry", 3,
+                 "a group size (AF4, scaled, x_quant_group) does not divide K, or codes/scales shapes wrong")
 NCERT_ERROR_CODE(kGuardUnsupported, 310, "guard-unsupported", 3,
                  "a format/epilogue/output combination the helper cannot run")
 NCERT_ERROR_CODE(kGuardPartialOverlap, 311, "guard-partial-overlap", 3,
