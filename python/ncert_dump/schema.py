@@ -260,10 +260,10 @@ def check_root(attrs: dict) -> None:
     if _kind(ver) != "int":
         raise DumpFormatError("attribute-invalid", "/",
                               f"ncert_schema_version = {render(ver)} is not an integer")
-    if int(ver) != rules.VERSION:
+    if int(ver) not in rules.VERSIONS:
         raise DumpFormatError("schema-version", "/",
                               f"ncert_schema_version = {int(ver)}; this build of ncert reads "
-                              f"version {rules.VERSION} only")
+                              f"version {' or '.join(map(str, rules.VERSIONS))} only")
     for name in ("engine", "build", "model", "device"):
         a.check_str(rules.attribute("root", name))
     check_string_attrs("/", attrs)
@@ -371,6 +371,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
                                   f"present but the epilogue has no {leaf}; it would be ignored")
     outputs = [leaf for leaf in ("y_unpacked", "y_packed", "y_before", "y_compact")
                if _dataset(g, path, rules.dataset(_P, leaf), types, sym) is not None]
+    _check_x_quant(path, g, a, k, m)
 
     # projection_weights
     weight_rule = rules.group(_P, "weight")
@@ -403,10 +404,119 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
                            logits_run=logits_run, segments=segments)
 
 
+def _known(container: str, kind: str, name: str) -> Optional[dict]:
+    """The table's rule of a member, or None while the table does not have it."""
+    try:
+        return rules.rule(container, kind, name)
+    except KeyError:
+        return None
+
+
+def _unknown_member(path: str, what: str) -> DumpFormatError:
+    """A v2 member the generated rule table (the reader this package was built with) lacks."""
+    return DumpFormatError("invalid-argument", path,
+                           f"{what}: the reader's rule table (schema_rules.json) has no such "
+                           "member; this build cannot write it")
+
+
+def _expand_preset(path: str, attrs: dict) -> dict:
+    """The segment's attributes with what its preset stands for filled in; an attribute given
+    explicitly that contradicts the preset is refused, naming both (dump-format v2)."""
+    preset = attrs.get("preset")
+    if preset is None:
+        return attrs
+    rule = _known(_S, "attribute", "preset")
+    a = _Attrs(path, attrs)
+    if rule is not None:
+        a.check_str(rule)
+    elif _kind(preset) != "string":
+        raise DumpFormatError("attribute-invalid", path,
+                              f'attribute "preset" = {render(preset)} is not a string')
+    from .segments import PRESETS  # segments imports nothing of this module
+    if str(preset) not in PRESETS:
+        raise DumpFormatError("attribute-invalid", path,
+                              f'preset "{preset}" is not one of {", ".join(PRESETS)}')
+    out = dict(attrs)
+    for name, implied in PRESETS[str(preset)].items():
+        if name == "scale_dtype":
+            continue
+        given = attrs.get(name)
+        if given is not None and (_kind(given) != _kind(implied) or given != implied):
+            raise DumpFormatError("attribute-invalid", path,
+                                  f'preset "{preset}" stands for {name} = {render(implied)}; '
+                                  f"the segment gives {name} = {render(given)}")
+        out[name] = implied
+    return out
+
+
+_X_QUANT_MEMBERS = ("x_quant_group", "x_quant_rounding", "x_quantized", "x_scales",
+                    "x_zero_points")
+#: x_quant -> the element type of x_quantized (and of x_zero_points for the integer ones).
+_X_QUANT_TYPES = {"int8": "i8", "uint8": "u8", "e4m3": "e4m3", "e5m2": "e5m2"}
+
+
+def _check_x_quant(path: str, g: Group, a: _Attrs, k: int, m: int) -> None:
+    """The activation quantization members (dump-format v2): x_quant, its group (dividing K,
+    guard-af4-geometry as the reader's guard 309), rounding, x_quantized [M, K] of the type
+    x_quant names, x_scales [M, K / group] positive finite, x_zero_points (integer types)."""
+    given = [n for n in ("x_quant",) + _X_QUANT_MEMBERS if n in g.attrs or n in g.members]
+    if not given:
+        return
+    for name in given:
+        kind = "dataset" if name in g.members else "attribute"
+        if _known(_P, kind, name) is None:
+            raise _unknown_member(f"{path}/{name}" if kind == "dataset" else path,
+                                  f"{kind} {name}")
+    quant = a.check_str(rules.attribute(_P, "x_quant"))
+    group = a.check_int(rules.attribute(_P, "x_quant_group"))
+    rounding = a.check_str(rules.attribute(_P, "x_quant_rounding"))
+    if quant is None:
+        raise DumpFormatError("invalid-argument", path,
+                              f"{given[0]} given without x_quant; it would be ignored")
+    if quant not in _X_QUANT_TYPES:
+        raise DumpFormatError("attribute-invalid", path,
+                              f'x_quant "{quant}" is not one of {", ".join(_X_QUANT_TYPES)}')
+    if rounding is not None and rounding not in ("rne", "rna"):
+        raise DumpFormatError("attribute-invalid", path,
+                              f'x_quant_rounding "{rounding}" is not one of rne, rna')
+    if rounding == "rna" and quant in ("e4m3", "e5m2"):
+        raise DumpFormatError("attribute-invalid", path,
+                              f"x_quant_rounding rna with x_quant {quant}: FP8 quantization "
+                              "always rounds to nearest even")
+    group = k if group is None else group
+    if k % group:
+        raise DumpFormatError("guard-af4-geometry", path,
+                              f"x_quant_group {group} does not divide K = {k}")
+    stored = _X_QUANT_TYPES[quant]
+    q = _member(g, path + "/x_quantized", True, (stored,), (m, k))
+    scales = _member(g, path + "/x_scales", True, ("f32", "f16", "bf16"), (m, k // group))
+    assert q is not None and scales is not None
+    values = decode_any(scales)
+    bad = np.argwhere(~(np.isfinite(values) & (values > 0)))
+    if bad.size:
+        r, c = (int(v) for v in bad[0])
+        raise DumpFormatError("attribute-invalid", path + "/x_scales",
+                              f"row {r}, group {c}: scale {float(values[r, c])!r} is not positive "
+                              "and finite")
+    if g.dataset("x_zero_points") is not None:
+        if quant not in ("int8", "uint8"):
+            raise DumpFormatError("invalid-argument", path + "/x_zero_points",
+                                  f"present but x_quant = {quant} has no zero points")
+        _member(g, path + "/x_zero_points", True, (stored,), (m, k // group))
+
+
+def decode_any(d: Stored) -> np.ndarray:
+    """The exact values of a stored float dataset as float64."""
+    from .codecs import decode
+    raw = d.array.view(np.uint16) if d.dtype in ("bf16", "f16") else d.array
+    return decode(raw, d.dtype).astype(np.float64)
+
+
 def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     """check_segment of schema.cc: presence and type of the attributes it needs first, then
     their values, then the members the format, variant and codebook call for."""
-    a = _Attrs(path, g.attrs)
+    attrs = _expand_preset(path, g.attrs)
+    a = _Attrs(path, attrs)
     format_rule = rules.attribute(_S, "format")
     fmt = a.require_str(format_rule, closed=False)
     begin = a.require_int(rules.attribute(_S, "row_begin"))
@@ -422,6 +532,8 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     values_rule = rules.dataset(_S, "values")
     if rules.applies(values_rule, context):
         _dataset(g, path, values_rule, types, sym)
+        if fmt in _SCALED:
+            _check_scaled(path, g, a, k, end - begin, context, types, sym)
         check_string_attrs(path, g.attrs)
         return facts
     gs = a.require_int(rules.attribute(_S, "group_size"))
@@ -445,6 +557,10 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
             _dataset(g, path, table_rule, types, sym)
     codes = _required_dataset(g, path, rules.dataset(_S, "codes"), types, sym)
     scales = _required_dataset(g, path, rules.dataset(_S, "scales"), types, sym)
+    if attrs.get("preset") is not None and scales.dtype != "f16":
+        raise DumpFormatError("datatype-refused", path + "/scales",
+                              f'dtype {scales.dtype} where f16 is required (preset '
+                              f'"{attrs["preset"]}": ggml\'s d)')
     biases_rule = rules.dataset(_S, "biases")
     biases: Optional[Stored] = None
     types["scales"] = scales.dtype
@@ -455,13 +571,76 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
         raise DumpFormatError("invalid-argument", path + "/biases",
                               f"present but the {variant} variant has no biases; it would be ignored")
     zp_rule = rules.dataset(_S, "zero_points")
+    if "zero_point" in attrs and variant != "zero-point":
+        raise DumpFormatError("invalid-argument", path,
+                              f"zero_point given for a {variant} segment (only variant zero-point "
+                              "has zero points); it would be ignored")
     if rules.applies(zp_rule, context):
-        _check_zero_points(g, path, zp_rule, types, sym)
+        if "zero_point" in attrs:
+            _check_zero_point(path, g, a)
+        else:
+            _check_zero_points(g, path, zp_rule, types, sym)
     check_string_attrs(path, g.attrs)
     facts.af4 = Af4Facts(group_size=gs, variant=variant, packing=packing,
                          codes_cols=codes.shape[1], scales_cols=scales.shape[1],
                          biases_cols=biases.shape[1] if biases is not None else 0)
     return facts
+
+
+#: The scaled weight formats (values of a narrow type times scales, dump-format v2).
+_SCALED = ("int8", "e4m3", "e5m2")
+
+
+def _check_scaled(path: str, g: Group, a: _Attrs, k: int, rows: int,
+                  context: Mapping[str, Optional[str]], types: dict[str, Optional[str]],
+                  sym: dict[str, Optional[int]]) -> None:
+    """scales of an int8 / e4m3 / e5m2 segment: [ceil(rows / scale_rows), K / group_size] of
+    f32, f16 or bf16, group_size dividing K (guard-af4-geometry, as the reader's guard 5)."""
+    gs_rule = _known(_S, "attribute", "group_size")
+    gs = a.integer("group_size", False, gs_rule["min_value"] if gs_rule else 1)
+    sr_rule = _known(_S, "attribute", "scale_rows")
+    if sr_rule is None and "scale_rows" in a.attrs:
+        raise _unknown_member(path, "attribute scale_rows")
+    scale_rows = a.integer("scale_rows", False, 1)
+    gs = k if gs is None else gs
+    scale_rows = 1 if scale_rows is None else scale_rows
+    a.check_str(rules.attribute(_S, "dequant"))
+    name = path.rsplit("/", 1)[1]
+    if k % gs:
+        raise DumpFormatError("guard-af4-geometry", path,
+                              f"segment {name}: group_size {gs} does not divide K = {k}")
+    scales_rule = rules.dataset(_S, "scales")
+    expected = (-(-rows // scale_rows), k // gs)
+    scales: Optional[Stored]
+    if rules.applies(scales_rule, context):
+        scales = _required_dataset(g, path, scales_rule, types, dict(sym, **{"K/group_size": k // gs}))
+    else:
+        scales = _member(g, path + "/scales", True, ("f32", "f16", "bf16"), expected)
+    assert scales is not None
+    if scales.shape != expected:
+        raise DumpFormatError("shape-mismatch", path + "/scales",
+                              f"shape {_shape_string(scales.shape)} but the attributes require "
+                              f"[{expected[0]}, {expected[1]}] (ceil(rows / scale_rows), "
+                              "K / group_size)")
+    if a.attrs.get("preset") is not None and scales.dtype != "f16":
+        raise DumpFormatError("datatype-refused", path + "/scales",
+                              f'dtype {scales.dtype} where f16 is required (preset '
+                              f'"{a.attrs["preset"]}": ggml\'s d)')
+
+
+def _check_zero_point(path: str, g: Group, a: _Attrs) -> None:
+    """A zero-point segment's one zero point (attribute zero_point, 0..15), never together
+    with a zero_points dataset."""
+    rule = _known(_S, "attribute", "zero_point")
+    zp = a.check_int(rule) if rule is not None else a.integer("zero_point", False, 0)
+    assert zp is not None
+    if zp > 15 or zp < 0:
+        raise DumpFormatError("attribute-invalid", path,
+                              f'attribute "zero_point" = {zp} is not a 4-bit code 0..15')
+    if g.dataset("zero_points") is not None:
+        raise DumpFormatError("attribute-invalid", path,
+                              'both attribute "zero_point" and dataset "zero_points" are given; '
+                              "a zero-point segment has exactly one of the two")
 
 
 def _check_dequant_op(a: _Attrs, path: str, variant: str) -> None:

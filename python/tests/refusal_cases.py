@@ -8,7 +8,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ncert_dump import Segment, bf16_from_f32
+from ncert_dump import Segment, bf16_from_f32, rules
 
 from .support import af4_segment, base_projection, zero_point_segment
 
@@ -78,8 +78,8 @@ CASES = [
     Case("accumulator_u_trailing_blank", "accumulator-unknown", 'accumulator "u=1e-7 "', P,
          lambda kw: {"accumulator": "u=1e-7 "}, "inspect"),
     Case("output_dtype_unknown", "output-dtype-unknown",
-         'output_dtype "f16" is not one of f32, bf16', P,
-         lambda kw: {"output_dtype": "f16"}, "inspect"),
+         f'output_dtype "f8" is not one of {", ".join(rules.one_of_names("projection", "output_dtype"))}',
+         P, lambda kw: {"output_dtype": "f8"}, "inspect"),
     Case("epilogue_unknown", "epilogue-unknown",
          'epilogue "gelu" is not one of none, bias, residual, bias+residual', P,
          lambda kw: {"epilogue": "gelu"}, "inspect"),
@@ -231,7 +231,7 @@ CASES = [
          lambda kw: _codebook_seg(kw, codebook=None), "inspect"),
     Case("af4_custom_codebook_size", "shape-mismatch",
          "shape [15] but the attributes require [16]", A1 + "/codebook",
-         lambda kw: _codebook_seg(kw, codebook=np.linspace(-1, 1, 15)), "inspect"),
+         lambda kw: _codebook_seg(kw, codebook=np.linspace(-1, 1, 15).astype(np.float32)), "inspect"),
     Case("af4_packed_codes_dtype", "datatype-refused", "dtype u8 where u32 is required",
          A1 + "/codes",
          lambda kw: _with_af4(kw, codes=None, packed_codes=np.zeros((4, 8), np.uint8)), None),
