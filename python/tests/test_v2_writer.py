@@ -1,0 +1,329 @@
+"""Dump format v2 from the writer: the explicit element-type rule, f16 / FP8 / i8 members,
+scaled and preset weight segments, u8-ggml codes, activation quantization, and the version the
+writer declares; written, read back with h5py and, when the ncert binary reads v2, certified."""
+
+from __future__ import annotations
+
+import unittest
+
+import h5py
+import numpy as np
+
+from ncert_dump import DumpFormatError, DumpWriter, Segment, af4, bf16_from_f32, f32_from_bf16
+from ncert_dump.codecs import decode_narrow, e4m3_from_f32
+from ncert_dump.ggml import BLOCK_BYTES, join_blocks, segment_from_blocks, split_blocks
+from ncert_dump.quant import dequantize_activations, quantize_activations
+
+from .support import HAVE_NCERT, TempDirCase, base_projection, ncert_json
+from .v2_rules import HAVE_V2_TABLE, v2_rules
+
+M, K, N = 4, 64, 8
+
+
+def f16_values(a) -> np.ndarray:
+    return np.asarray(a, np.float64).astype(np.float16)
+
+
+class WriterCase(TempDirCase):
+    def refused(self, name, fn, *fragments):
+        with self.assertRaises(DumpFormatError) as cm:
+            fn()
+        self.assertEqual(cm.exception.name, name, str(cm.exception))
+        for f in fragments:
+            self.assertIn(f, str(cm.exception))
+        return cm.exception
+
+
+class ExplicitElementTypes(WriterCase):
+    """An array is stored as its own type, or as the type named when that changes no value."""
+
+    def kwargs(self, **changes):
+        kw = base_projection()
+        kw.update(changes)
+        return kw
+
+    def test_f32_x_is_stored_as_f32_not_rounded_to_bf16(self):
+        x = np.random.default_rng(1).standard_normal((4, 16)).astype(np.float32)
+        kw = self.kwargs(x=x)
+        del kw["x_dtype"]
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            w.add_projection("q", **kw)
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/projections/q/x"].dtype, np.float32)
+            self.assertTrue(np.array_equal(f["/projections/q/x"][()], x))
+            self.assertEqual(int(f.attrs["ncert_schema_version"]), 1)
+
+    def test_uint16_x_needs_its_type_named(self):
+        kw = self.kwargs()
+        del kw["x_dtype"]
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            self.refused("invalid-argument", lambda: w.add_projection("q", **kw),
+                         "/projections/q/x", 'x_dtype="bf16" or x_dtype="f16"')
+
+    def test_conversion_only_when_exact(self):
+        exact = f32_from_bf16(base_projection()["x"])  # f32 values that are bf16 values
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            w.add_projection("q", **self.kwargs(x=exact, x_dtype="bf16"))
+            inexact = exact.copy()
+            inexact[1, 2] = np.float32(0.1)
+            e = self.refused("datatype-refused",
+                             lambda: w.add_projection("p", **self.kwargs(x=inexact, x_dtype="bf16")),
+                             "/projections/p/x", "x:", "f32 to bf16", "[1, 2]", "0.10000000149011612",
+                             'x_dtype="f32"')
+            self.assertEqual(e.path, "/projections/p/x")
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/projections/q/x"].attrs["dtype"], "bf16")
+
+    def test_bias_residual_values_scales_follow_the_rule(self):
+        kw = self.kwargs(epilogue="bias", bias=np.full(8, 0.1))  # float64 0.1 is no f32
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            self.refused("datatype-refused", lambda: w.add_projection("q", **kw),
+                         "/projections/q/bias", "float64", "f32")
+            kw["bias"] = np.full(8, 0.5)  # exact: stored as f32
+            w.add_projection("q", **kw)
+            seg = Segment("bf16", 0, 8, values=np.full((8, 16), 0.1, np.float32))
+            self.refused("datatype-refused",
+                         lambda: w.add_projection("p", **self.kwargs(weights=[seg])),
+                         "/projections/p/weight/s0_bf16/values", "f32 to bf16")
+            scales = np.full((8, 2), 0.3, np.float32)
+            seg = Segment("af4", 0, 8, codes=np.zeros((8, 16), np.uint8), scales=scales,
+                          biases=scales, scale_dtype="f16", group_size=8, variant="affine",
+                          packing="u32-lsb")
+            self.refused("datatype-refused",
+                         lambda: w.add_projection("r", **self.kwargs(weights=[seg])),
+                         "/scales", "f32 to f16")
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/projections/q/bias"].dtype, np.float32)
+
+    def test_outputs_are_never_rounded(self):
+        y = base_projection()["y_unpacked"]
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            self.refused("datatype-refused",
+                         lambda: w.add_projection("q", **self.kwargs(output_dtype="bf16")),
+                         "not exactly representable in bf16")
+            w.add_projection("q", **self.kwargs(output_dtype="bf16", y_unpacked=bf16_from_f32(y)))
+
+    def test_tensor_type_from_the_array(self):
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            w.add_tensor("a", np.ones(3, np.float16))
+            w.add_tensor("b", np.ones(3, np.float32))
+            self.refused("invalid-argument", lambda: w.add_tensor("c", np.ones(3, np.uint16)),
+                         'dtype="bf16"')
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/tensors/a"].dtype, np.float16)
+            self.assertEqual(f["/tensors/b"].dtype, np.float32)
+
+
+class Ggml(unittest.TestCase):
+    def test_blocks_split_and_join_byte_for_byte(self):
+        rng = np.random.default_rng(3)
+        for preset, size in BLOCK_BYTES.items():
+            raw = rng.integers(0, 256, 3 * (K // 32) * size, dtype=np.uint8)
+            # keep the f16 fields finite (random bytes may hold NaNs, which compare unequal)
+            parts = split_blocks(raw.tobytes(), preset, 3, K)
+            parts["scales"] = np.where(np.isfinite(parts["scales"]), parts["scales"], 1)
+            again = split_blocks(join_blocks(preset, **parts), preset, 3, K)
+            for key, v in parts.items():
+                self.assertTrue(np.array_equal(again[key], v), (preset, key))
+
+    def test_q4_0_codes_are_ggml_nibbles(self):
+        rng = np.random.default_rng(4)
+        qs = rng.integers(0, 256, (2, K // 32, 16), dtype=np.uint8)
+        d = np.full((2, K // 32), 0.5, np.float16)
+        raw = join_blocks("q4_0", d, packed_codes=qs.reshape(2, -1))
+        seg = segment_from_blocks(raw, "q4_0", 0, 2, K)
+        codes = af4.unpack_codes(seg.packed_codes, "u8-ggml")
+        # ggml's dequantize_row_q4_0: y[j] = (qs[j] & 15) - 8, y[j + 16] = (qs[j] >> 4) - 8
+        self.assertTrue(np.array_equal(codes[:, :16], qs[:, 0, :] & 15))
+        self.assertTrue(np.array_equal(codes[:, 16:32], qs[:, 0, :] >> 4))
+        self.assertTrue(np.array_equal(codes[:, 32:48], qs[:, 1, :] & 15))
+        self.assertEqual(seg.preset, "q4_0")
+        self.assertIsNone(seg.format)
+
+
+class ActivationQuantization(unittest.TestCase):
+    def test_int8_rows_round_trip_within_half_a_step(self):
+        x = np.random.default_rng(5).standard_normal((M, K)).astype(np.float32)
+        q, s, zp = quantize_activations(x, K, "int8", group=16)
+        self.assertEqual((q.dtype, q.shape, s.shape, zp), (np.int8, (M, K), (M, 4), None))
+        back = dequantize_activations(q, s, "int8")
+        step = np.repeat(s.astype(np.float64), 16, axis=1)
+        self.assertTrue(np.all(np.abs(back - x) <= step / 2 + 1e-12))
+        self.assertEqual(int(np.abs(q).max()), 127)
+
+    def test_ties_follow_the_rounding(self):
+        x = np.array([[2.5, -2.5, 0.5, 127.0]], np.float32)  # scale 1: quotients are ties
+        self.assertEqual(quantize_activations(x, 4, "int8")[0].tolist(), [[2, -2, 0, 127]])
+        self.assertEqual(quantize_activations(x, 4, "int8", rounding="rna")[0].tolist(),
+                         [[3, -3, 1, 127]])
+
+    def test_uint8_asymmetric_and_fp8(self):
+        x = np.random.default_rng(6).uniform(-1, 3, (M, K)).astype(np.float32)
+        q, s, zp = quantize_activations(x, K, "uint8", asymmetric=True)
+        self.assertEqual((q.dtype, zp.dtype, zp.shape), (np.uint8, np.uint8, (M, 1)))
+        back = dequantize_activations(q, s, "uint8", zp)
+        self.assertTrue(np.all(np.abs(back - x) <= s.astype(np.float64) * (0.5 + 1e-9)))
+        q8, s8, _ = quantize_activations(x, K, "e4m3")
+        self.assertEqual(q8.dtype, np.uint8)
+        want = e4m3_from_f32(x.astype(np.float64) / s8.astype(np.float64))
+        self.assertTrue(np.array_equal(q8, want))
+        self.assertEqual(float(np.abs(decode_narrow(q8, "e4m3")).max()), 448.0)
+
+
+def v2_projection(rng, **changes):
+    """A valid projection over f16 x: an f16, an int8 and an e4m3 segment, q4_0 and q8_0 ggml
+    segments, f16 outputs."""
+    x = f16_values(rng.standard_normal((M, K)))
+    w16 = f16_values(rng.standard_normal((4, K)) / 8)
+    w8 = rng.integers(-127, 128, (4, K)).astype(np.int8)
+    s8 = np.full((4, 2), 1 / 256, np.float32)
+    wfp = e4m3_from_f32(rng.standard_normal((4, K)))
+    sfp = np.full((1, 1), 1 / 64, np.float32)
+    q40 = rng.integers(0, 256, 4 * (K // 32) * 18, dtype=np.uint8).reshape(4, K // 32, 18)
+    q40[:, :, 0:2] = np.frombuffer(np.float16(0.01).tobytes(), np.uint8)
+    q80 = rng.integers(0, 256, 4 * (K // 32) * 34, dtype=np.uint8).reshape(4, K // 32, 34)
+    q80[:, :, 0:2] = np.frombuffer(np.float16(0.002).tobytes(), np.uint8)
+    segs = [Segment("f16", 0, 4, values=w16),
+            Segment("int8", 4, 8, values=w8, scales=s8, group_size=32),
+            Segment("e4m3", 8, 12, values=wfp, scales=sfp, scale_rows=4),
+            segment_from_blocks(q40.tobytes(), "q4_0", 12, 4, K),
+            segment_from_blocks(q80.tobytes(), "q8_0", 16, 4, K)]
+    w = np.concatenate([
+        w16.astype(np.float64),
+        w8.astype(np.float64) * np.repeat(s8, 32, axis=1),
+        decode_narrow(wfp, "e4m3").astype(np.float64) * float(sfp[0, 0]),
+        (af4.unpack_codes(segs[3].packed_codes, "u8-ggml").astype(np.float64) - 8) * 0.01,
+        segs[4].values.astype(np.float64) * float(np.float16(0.002)),
+    ])
+    y = f16_values(x.astype(np.float64) @ w.T)
+    kw = dict(x=x, weights=segs, accumulator="f32-rn", output_dtype="f16",
+              selector=np.arange(M, dtype=np.int32), y_unpacked=y)
+    kw.update(changes)
+    return kw
+
+
+class V2Members(WriterCase):
+    def write(self, name="v2.h5", **changes):
+        path = self.tmp(name)
+        with v2_rules(), DumpWriter(path, engine="t", build="v2") as w:
+            w.add_projection("q", **v2_projection(np.random.default_rng(8), **changes))
+            self.assertEqual(w.schema_version, 2)
+        return path
+
+    def test_v2_projection_written_and_read_back(self):
+        path = self.write()
+        with h5py.File(path, "r") as f:
+            self.assertEqual(int(f.attrs["ncert_schema_version"]), 2)
+            p = f["/projections/q"]
+            self.assertEqual(p["x"].dtype, np.float16)
+            self.assertEqual(p["y_unpacked"].dtype, np.float16)
+            self.assertEqual(p["weight/s1_int8/values"].dtype, np.int8)
+            self.assertEqual(p["weight/s2_e4m3/values"].dtype, np.uint8)
+            self.assertEqual(p["weight/s2_e4m3/values"].attrs["dtype"], "e4m3")
+            self.assertEqual(int(p["weight/s2_e4m3"].attrs["scale_rows"]), 4)
+            q40 = p["weight/s3_q4_0"]
+            self.assertEqual(q40.attrs["preset"], "q4_0")
+            self.assertEqual(q40["codes"].shape, (4, K // 2))
+            self.assertEqual(q40["scales"].dtype, np.float16)
+            self.assertEqual(p["weight/s4_q8_0/values"].dtype, np.int8)
+
+    def test_v1_dump_stays_version_1(self):
+        with v2_rules(), DumpWriter(self.tmp(), engine="t", build="v1") as w:
+            w.add_projection("q", **base_projection())
+            self.assertEqual(w.schema_version, 1)
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(int(f.attrs["ncert_schema_version"]), 1)
+
+    def test_fp8_tensor_and_f16_logits_need_version_2(self):
+        with v2_rules(), DumpWriter(self.tmp(), engine="t", build="v2") as w:
+            w.add_tensor("kv", e4m3_from_f32(np.arange(6.0)), dtype="e4m3")
+            self.assertEqual(w.schema_version, 2)
+            logits = f16_values(np.random.default_rng(9).standard_normal((2, 5)))
+            w.add_logits_run("r", tokens=logits.argmax(axis=1).astype(np.int32), logits=logits)
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/tensors/kv"].attrs["dtype"], "e4m3")
+            self.assertEqual(f["/logits/r/logits"].dtype, np.float16)
+
+    def test_activation_quantization_members(self):
+        rng = np.random.default_rng(10)
+        kw = v2_projection(rng)
+        q, s, _ = quantize_activations(kw["x"], K, "int8", group=32)
+        path = self.write(x_quant="int8", x_quant_group=32, x_quantized=q, x_scales=s)
+        with h5py.File(path, "r") as f:
+            p = f["/projections/q"]
+            self.assertEqual(p.attrs["x_quant"], "int8")
+            self.assertEqual(p["x_quantized"].dtype, np.int8)
+            self.assertEqual(p["x_scales"].shape, (M, 2))
+
+    def test_planted_faults_are_refused(self):
+        rng = np.random.default_rng(11)
+        kw = v2_projection(rng)
+        q, s, _ = quantize_activations(kw["x"], K, "int8", group=32)
+        cases = [
+            ("attribute-invalid", "preset", dict(weights=kw["weights"][:3] + [
+                Segment(None, 12, 16, preset="q4_0", group_size=64,
+                        packed_codes=kw["weights"][3].packed_codes, scales=kw["weights"][3].scales)]
+                + kw["weights"][4:])),
+            ("shape-mismatch", "shape [8, 3]", dict(weights=[
+                Segment("int8", 0, N, values=np.zeros((N, K), np.int8),
+                        scales=np.ones((N, 3), np.float32))])),
+            ("guard-af4-geometry", "does not divide", dict(weights=[
+                Segment("int8", 0, N, values=np.zeros((N, K), np.int8),
+                        scales=np.ones((N, 2), np.float32), group_size=24)])),
+            ("guard-af4-geometry", "x_quant_group", dict(x_quant="int8", x_quant_group=24,
+                                                         x_quantized=q, x_scales=s)),
+            ("attribute-invalid", "not positive", dict(x_quant="int8", x_quant_group=32,
+                                                       x_quantized=q, x_scales=-s)),
+            ("attribute-invalid", "FP8", dict(x_quant="e4m3", x_quant_rounding="rna",
+                                              x_quantized=np.zeros((M, K), np.uint8),
+                                              x_scales=np.ones((M, 1), np.float32))),
+        ]
+        for i, (name, fragment, change) in enumerate(cases):
+            with self.subTest(fragment=fragment), v2_rules(), \
+                    DumpWriter(self.tmp(f"fault{i}.h5"), engine="t", build="b") as w:
+                if "weights" in change and len(change["weights"]) == 1:
+                    change = dict(change, y_unpacked=np.zeros((M, N), np.float16))
+                self.refused(name, lambda: w.add_projection("q", **dict(kw, **change)), fragment)
+
+    def test_zero_point_constant(self):
+        rng = np.random.default_rng(12)
+        codes = rng.integers(0, 16, (N, K))
+        seg = Segment("af4", 0, N, codes=codes, scales=np.ones((N, 2), np.float32), group_size=32,
+                      variant="zero-point", packing="u8-ggml", zero_point=8)
+        xs = f16_values(rng.standard_normal((M, K)))
+        w = (codes - 8).astype(np.float64)
+        y = f16_values(xs.astype(np.float64) @ w.T)
+        kw = dict(x=xs, weights=[seg], accumulator="f32-rn", output_dtype="f16",
+                  selector=np.arange(M, dtype=np.int32), y_unpacked=y)
+        with v2_rules(), DumpWriter(self.tmp(), engine="t", build="zp") as dw:
+            dw.add_projection("q", **kw)
+            both = Segment("af4", 0, N, codes=codes, scales=np.ones((N, 2), np.float32),
+                           group_size=32, variant="zero-point", packing="u8-ggml", zero_point=8,
+                           zero_points=np.zeros((N, 2), np.uint8))
+            self.refused("attribute-invalid", lambda: dw.add_projection("p", **dict(kw, weights=[both])),
+                         "exactly one of the two")
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(int(f["/projections/q/weight/s0_af4"].attrs["zero_point"]), 8)
+            self.assertNotIn("zero_points", f["/projections/q/weight/s0_af4"])
+
+    def test_without_the_v2_table_v2_members_are_refused(self):
+        if HAVE_V2_TABLE:
+            self.skipTest("the generated table reads v2")
+        with DumpWriter(self.tmp(), engine="t", build="v1") as w:
+            # the v1 reader refuses the first v2 attribute it reads: output_dtype f16
+            self.refused("output-dtype-unknown", lambda: w.add_projection(
+                "q", **v2_projection(np.random.default_rng(8))), "/projections/q", '"f16"')
+
+
+@unittest.skipUnless(HAVE_NCERT and HAVE_V2_TABLE, "needs an ncert binary that reads dump format v2")
+class CertifiedByNcert(TempDirCase):
+    def test_v2_projection_passes_check(self):
+        path = self.tmp()
+        with DumpWriter(path, engine="t", build="v2") as w:
+            w.add_projection("q", **v2_projection(np.random.default_rng(8)))
+        code, report = ncert_json("check", path)
+        self.assertEqual(code, 0, report)
+
+
+if __name__ == "__main__":
+    unittest.main()
