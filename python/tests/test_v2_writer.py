@@ -114,6 +114,23 @@ class ExplicitElementTypes(WriterCase):
             self.assertEqual(f["/tensors/b"].dtype, np.float32)
 
 
+    def test_torch_tensors_carry_their_type(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("needs torch")
+        kw = self.kwargs()
+        x = torch.from_numpy(f32_from_bf16(kw.pop("x"))).to(torch.bfloat16)
+        del kw["x_dtype"]
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            w.add_projection("q", x=x, **kw)  # bf16 without x_dtype: the tensor says so
+            w.add_tensor("h", torch.ones(3, dtype=torch.float16))
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/projections/q/x"].attrs["dtype"], "bf16")
+            self.assertTrue(np.array_equal(f["/projections/q/x"][()], base_projection()["x"]))
+            self.assertEqual(f["/tensors/h"].dtype, np.float16)
+
+
 class Ggml(unittest.TestCase):
     def test_blocks_split_and_join_byte_for_byte(self):
         rng = np.random.default_rng(3)
