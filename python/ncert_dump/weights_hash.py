@@ -84,8 +84,17 @@ _AF4_DEFAULTS = {"zero_point_packing": "u8", "dequant": "exact", "dequant_op": "
 _ZERO_POINT_DEFAULTS = dict(_AF4_DEFAULTS, dequant_op="sub-mul")
 
 
-def weights_xxh3_of_group(weight: Group, k: int, n: int) -> str:
-    """The §4.5 hash of a validated weight group (segment groups of storage-ready datasets)."""
+def weights_xxh3_of_group(weight: Group, k: int, n: int, path: str = "/weight") -> str:
+    """The §4.5 hash of a validated weight group (segment groups of storage-ready datasets) at
+    `path`; "invalid-argument" for a segment of a format the hash does not cover yet."""
+    for name, seg in weight.members.items():
+        a = seg.attrs
+        if a.get("format") not in ("af4", "bf16", "f32") or "preset" in a or "zero_point" in a \
+                or a.get("packing") == "u8-ggml":
+            what = a.get("preset") or a.get("format")
+            raise DumpFormatError("invalid-argument", f"{path}/{name}",
+                                  f"no weights hash is defined for segment {name} ({what}); §4.5 "
+                                  "covers the af4, bf16 and f32 formats")
     h = Xxh3_128()
     h.update(f"ncert-weights-v1\nk={int(k)}\nn={int(n)}\n".encode())
     order = sorted(weight.members.items(), key=lambda kv: (int(kv[1].attrs["row_begin"]), kv[0]))

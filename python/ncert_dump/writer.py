@@ -190,16 +190,11 @@ class DumpWriter:
         facts = check_projection(path, node)
         check_weights_and_strides(facts)
         features = version.projection_features(path, node)
-        unhashed = [f for f in features if "/weight/" in f and "zero-point" not in f
-                    and "zero_point_packing" not in f]
-        if (weights_hash or omit_weights) and unhashed:
-            raise DumpFormatError("invalid-argument", path,
-                                  "weights_xxh3 covers the af4, bf16 and f32 formats only; "
-                                  f"{unhashed[0]} has no hash defined yet")
         self._need_version(features)
         if weights_hash or omit_weights:
             node.attrs["weights_xxh3"] = weights_xxh3_of_group(node.members["weight"],
-                                                               node.attrs["k"], node.attrs["n"])
+                                                               node.attrs["k"], node.attrs["n"],
+                                                               path + "/weight")
         if omit_weights:
             del node.members["weight"]
         head_of = facts.logits_run if facts.role == "lm_head" else None  # the run of an lm_head

@@ -113,7 +113,6 @@ class ExplicitElementTypes(WriterCase):
             self.assertEqual(f["/tensors/a"].dtype, np.float16)
             self.assertEqual(f["/tensors/b"].dtype, np.float32)
 
-
     def test_torch_tensors_carry_their_type(self):
         try:
             import torch
@@ -243,6 +242,12 @@ class V2Members(WriterCase):
             self.assertEqual(q40["codes"].shape, (4, K // 2))
             self.assertEqual(q40["scales"].dtype, np.float16)
             self.assertEqual(p["weight/s4_q8_0/values"].dtype, np.int8)
+
+    def test_weights_hash_is_refused_for_v2_formats(self):
+        with v2_rules(), DumpWriter(self.tmp(), engine="t", build="v2") as w:
+            self.refused("invalid-argument", lambda: w.add_projection(
+                "q", weights_hash=True, **v2_projection(np.random.default_rng(8))),
+                "/projections/q/weight/s0_f16", "no weights hash is defined")
 
     def test_v1_dump_stays_version_1(self):
         with v2_rules(), DumpWriter(self.tmp(), engine="t", build="v1") as w:
