@@ -51,7 +51,7 @@ def _projection_bases():
                     residual=np.zeros((4, 8), np.float32))
     affine = dict(kw, **_with_af4(kw))
     nf4 = dict(kw, **_codebook_seg(kw))
-    custom = dict(kw, **_codebook_seg(kw, codebook=np.linspace(-1, 1, 16)))
+    custom = dict(kw, **_codebook_seg(kw, codebook=np.linspace(-1, 1, 16).astype(np.float32)))
     zero_point = dict(kw, **_zero_point_seg(kw, zero_point_packing="u8", dequant="f32",
                                             dequant_op="fused"))
     return [
