@@ -335,6 +335,14 @@ class V2Members(WriterCase):
             # the v1 reader refuses the first v2 attribute it reads: output_dtype f16
             self.refused("output-dtype-unknown", lambda: w.add_projection(
                 "q", **v2_projection(np.random.default_rng(8))), "/projections/q", '"f16"')
+            # and has no activation quantization members at all
+            kw = base_projection()
+            q, s, _ = quantize_activations(kw["x"], 16, "int8", x_dtype="bf16")
+            self.refused("invalid-argument", lambda: w.add_projection(
+                "q", x_quant="int8", x_quantized=q, x_scales=s, **kw),
+                "schema_rules.json) has no such member")
+            w.add_projection("q", **kw)
+            self.assertEqual(w.schema_version, 1)
 
 
 @unittest.skipUnless(HAVE_NCERT and HAVE_V2_TABLE, "needs an ncert binary that reads dump format v2")
