@@ -69,6 +69,8 @@ def held_type(obj) -> tuple[np.ndarray, str]:
 
         obj = tensor_to_numpy(obj)
     a = np.asarray(obj)
+    if a.dtype.str.startswith(">"):
+        a = a.astype(a.dtype.newbyteorder("<"))  # values, not bytes: storage is little-endian
     dt = a.dtype
     if dt.name in _PATTERN_NAMES and dt.itemsize in (1, 2):
         raw = np.ascontiguousarray(a).view(np.uint16 if dt.itemsize == 2 else np.uint8)

@@ -103,6 +103,14 @@ class ExplicitElementTypes(WriterCase):
                          "not exactly representable in bf16")
             w.add_projection("q", **self.kwargs(output_dtype="bf16", y_unpacked=bf16_from_f32(y)))
 
+    def test_big_endian_arrays_keep_their_values(self):
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            w.add_tensor("a", np.array([1.5, -2.0], ">f4"))
+            w.add_tensor("b", np.array([1.5, -2.0], ">f8"), dtype="f16")
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/tensors/a"][()].tolist(), [1.5, -2.0])
+            self.assertEqual(f["/tensors/b"][()].tolist(), [1.5, -2.0])
+
     def test_tensor_type_from_the_array(self):
         with DumpWriter(self.tmp(), engine="t", build="b") as w:
             w.add_tensor("a", np.ones(3, np.float16))
