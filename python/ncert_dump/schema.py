@@ -284,6 +284,16 @@ class Af4Facts:
 
 
 @dataclass
+class ScaledFacts:
+    """What the checks learned of a valid int8 / e4m3 / e5m2 segment (for guard 5)."""
+
+    group_size: int
+    scale_rows: int
+    scales_rows: int
+    scales_cols: int
+
+
+@dataclass
 class SegmentFacts:
     """What the checks learned of a valid weight segment (for guards 4 and 5)."""
 
@@ -293,6 +303,7 @@ class SegmentFacts:
     row_begin: int
     row_end: int
     af4: Optional[Af4Facts] = None  # None for the formats stored as values (bf16, f32)
+    scaled: Optional[ScaledFacts] = None  # int8, e4m3, e5m2
 
 
 @dataclass
@@ -310,6 +321,7 @@ class ProjectionFacts:
     role: Optional[str]
     logits_run: Optional[str]
     segments: list[SegmentFacts]  # sorted by (row_begin, name)
+    x_quant_group: Optional[int] = None  # declared with x_quant: for guard 309
 
 
 _P, _S, _R = "projection", "segment", "logits_run"
@@ -330,6 +342,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     a.check_str(rules.attribute(_P, "residual_at"))
     a.check_str(rules.attribute(_P, "output_rounding"))
     k_walk = a.check_str(rules.attribute(_P, "k_walk"), parse.parse_k_walk)
+    x_quant, x_quant_group = _x_quant_attributes(path, g, a)
     a.check_int(rules.attribute(_P, "layer"))
     role = a.check_str(rules.attribute(_P, "role"))
     logits_run = a.check_str(rules.attribute(_P, "logits_run"))
@@ -352,6 +365,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     sym: dict[str, Optional[int]] = {"K": k, "N": n, "in_stride": in_stride, "out_stride": out_stride}
     x = _required_dataset(g, path, rules.dataset(_P, "x"), types, sym)
     m = sym["M"] = x.shape[0]
+    _x_quant_datasets(path, g, x_quant, k if x_quant_group is None else x_quant_group, types, sym)
     if requests is not None and block_rows is not None and requests * block_rows != m:
         raise DumpFormatError(
             "shape-mismatch", path + "/x",
@@ -371,7 +385,6 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
                                   f"present but the epilogue has no {leaf}; it would be ignored")
     outputs = [leaf for leaf in ("y_unpacked", "y_packed", "y_before", "y_compact")
                if _dataset(g, path, rules.dataset(_P, leaf), types, sym) is not None]
-    _check_x_quant(path, g, a, k, m)
 
     # projection_weights
     weight_rule = rules.group(_P, "weight")
@@ -401,7 +414,8 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     segments.sort(key=lambda s: (s.row_begin, s.name))
     return ProjectionFacts(path=path, k=k, n=n, m=m, p=p, in_stride=in_stride,
                            out_stride=out_stride, k_walk=k_walk, role=role,
-                           logits_run=logits_run, segments=segments)
+                           logits_run=logits_run, segments=segments,
+                           x_quant_group=x_quant_group if x_quant is not None else None)
 
 
 def _known(container: str, kind: str, name: str) -> Optional[dict]:
@@ -449,60 +463,65 @@ def _expand_preset(path: str, attrs: dict) -> dict:
     return out
 
 
-_X_QUANT_MEMBERS = ("x_quant_group", "x_quant_rounding", "x_quantized", "x_scales",
-                    "x_zero_points")
-#: x_quant -> the element type of x_quantized (and of x_zero_points for the integer ones).
-_X_QUANT_TYPES = {"int8": "i8", "uint8": "u8", "e4m3": "e4m3", "e5m2": "e5m2"}
+_X_QUANT_ATTRS = ("x_quant", "x_quant_group", "x_quant_rounding")
+_X_QUANT_DATASETS = ("x_quantized", "x_scales", "x_zero_points")
 
 
-def _check_x_quant(path: str, g: Group, a: _Attrs, k: int, m: int) -> None:
-    """The activation quantization members (dump-format v2): x_quant, its group (dividing K,
-    guard-af4-geometry as the reader's guard 309), rounding, x_quantized [M, K] of the type
-    x_quant names, x_scales [M, K / group] positive finite, x_zero_points (integer types)."""
-    given = [n for n in ("x_quant",) + _X_QUANT_MEMBERS if n in g.attrs or n in g.members]
-    if not given:
-        return
+def _x_quant_attributes(path: str, g: Group, a: _Attrs) -> tuple[Optional[str], Optional[int]]:
+    """x_quant, x_quant_group, x_quant_rounding as the reader reads them after k_walk; the
+    group and rounding without x_quant are refused (the reader would ignore them)."""
+    given = [n for n in _X_QUANT_ATTRS if n in g.attrs]
     for name in given:
-        kind = "dataset" if name in g.members else "attribute"
-        if _known(_P, kind, name) is None:
-            raise _unknown_member(f"{path}/{name}" if kind == "dataset" else path,
-                                  f"{kind} {name}")
+        if _known(_P, "attribute", name) is None:
+            raise _unknown_member(path, f"attribute {name}")
+    if not given:
+        return None, None
     quant = a.check_str(rules.attribute(_P, "x_quant"))
     group = a.check_int(rules.attribute(_P, "x_quant_group"))
     rounding = a.check_str(rules.attribute(_P, "x_quant_rounding"))
     if quant is None:
         raise DumpFormatError("invalid-argument", path,
-                              f"{given[0]} given without x_quant; it would be ignored")
-    if quant not in _X_QUANT_TYPES:
-        raise DumpFormatError("attribute-invalid", path,
-                              f'x_quant "{quant}" is not one of {", ".join(_X_QUANT_TYPES)}')
-    if rounding is not None and rounding not in ("rne", "rna"):
-        raise DumpFormatError("attribute-invalid", path,
-                              f'x_quant_rounding "{rounding}" is not one of rne, rna')
+                              f"{given[0]} without x_quant; it would be ignored")
     if rounding == "rna" and quant in ("e4m3", "e5m2"):
+        # Writer rule: FP8 quantization always rounds to nearest even (dump-format v2).
         raise DumpFormatError("attribute-invalid", path,
-                              f"x_quant_rounding rna with x_quant {quant}: FP8 quantization "
-                              "always rounds to nearest even")
-    group = k if group is None else group
-    if k % group:
-        raise DumpFormatError("guard-af4-geometry", path,
-                              f"x_quant_group {group} does not divide K = {k}")
-    stored = _X_QUANT_TYPES[quant]
-    q = _member(g, path + "/x_quantized", True, (stored,), (m, k))
-    scales = _member(g, path + "/x_scales", True, ("f32", "f16", "bf16"), (m, k // group))
-    assert q is not None and scales is not None
-    values = decode_any(scales)
-    bad = np.argwhere(~(np.isfinite(values) & (values > 0)))
-    if bad.size:
-        r, c = (int(v) for v in bad[0])
-        raise DumpFormatError("attribute-invalid", path + "/x_scales",
-                              f"row {r}, group {c}: scale {float(values[r, c])!r} is not positive "
-                              "and finite")
-    if g.dataset("x_zero_points") is not None:
-        if quant not in ("int8", "uint8"):
-            raise DumpFormatError("invalid-argument", path + "/x_zero_points",
-                                  f"present but x_quant = {quant} has no zero points")
-        _member(g, path + "/x_zero_points", True, (stored,), (m, k // group))
+                              f'x_quant_rounding = "rna" with x_quant = "{quant}": FP8 '
+                              "quantization always rounds to nearest even")
+    return quant, group
+
+
+def _x_quant_datasets(path: str, g: Group, quant: Optional[str], group: int,
+                      types: dict[str, Optional[str]], sym: dict[str, Optional[int]]) -> None:
+    """x_quantized, x_scales, x_zero_points after x, as the reader checks them, then the
+    scales' values (writer rule: positive and finite, as the quantize check needs them)."""
+    for name in _X_QUANT_DATASETS:
+        if name in g.members and _known(_P, "dataset", name) is None:
+            raise _unknown_member(f"{path}/{name}", f"dataset {name}")
+    if quant is None and not any(name in g.members for name in _X_QUANT_DATASETS):
+        return
+    context = {"x_quant": quant}
+    types = dict(types, x_quant=quant)
+    k = sym["K"]
+    assert k is not None
+    # A group that does not divide K is guard 309 (guards.py): any column count until then.
+    sym = dict(sym, **{"K/x_quant_group": k // group if k % group == 0 else None})
+    for name in _X_QUANT_DATASETS:
+        rule = rules.dataset(_P, name)
+        if rules.applies(rule, context):
+            _dataset(g, path, rule, types, sym)
+        elif name in g.members:
+            why = ("present without x_quant" if quant is None
+                   else f"present but x_quant = {quant} has no zero points")
+            raise DumpFormatError("invalid-argument", f"{path}/{name}", f"{why}; it would be ignored")
+    scales = g.dataset("x_scales")
+    if scales is not None:
+        values = decode_any(scales)
+        bad = np.argwhere(~(np.isfinite(values) & (values > 0)))
+        if bad.size:
+            r, c = (int(v) for v in bad[0])
+            raise DumpFormatError("attribute-invalid", path + "/x_scales",
+                                  f"row {r}, group {c}: scale {float(values[r, c])!r} is not "
+                                  "positive and finite")
 
 
 def decode_any(d: Stored) -> np.ndarray:
@@ -533,9 +552,10 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     if rules.applies(values_rule, context):
         _dataset(g, path, values_rule, types, sym)
         if fmt in _SCALED:
-            _check_scaled(path, g, a, k, end - begin, context, types, sym)
+            _check_scaled(path, g, a, facts, k, context, types, sym)
         check_string_attrs(path, g.attrs)
         return facts
+    sym[_SCALE_ROWS_DIM] = end - begin
     gs = a.require_int(rules.attribute(_S, "group_size"))
     variant_rule, packing_rule = rules.attribute(_S, "variant"), rules.attribute(_S, "packing")
     variant = a.require_str(variant_rule, closed=False)
@@ -591,41 +611,41 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
 _SCALED = ("int8", "e4m3", "e5m2")
 
 
-def _check_scaled(path: str, g: Group, a: _Attrs, k: int, rows: int,
+#: The shape symbol of a scales dataset's rows: ceil(rows / scale_rows) (rows for AF4).
+_SCALE_ROWS_DIM = "⌈rows/scale_rows⌉"
+
+
+def _check_scaled(path: str, g: Group, a: _Attrs, facts: SegmentFacts, k: int,
                   context: Mapping[str, Optional[str]], types: dict[str, Optional[str]],
                   sym: dict[str, Optional[int]]) -> None:
-    """scales of an int8 / e4m3 / e5m2 segment: [ceil(rows / scale_rows), K / group_size] of
-    f32, f16 or bf16, group_size dividing K (guard-af4-geometry, as the reader's guard 5)."""
-    gs_rule = _known(_S, "attribute", "group_size")
-    gs = a.integer("group_size", False, gs_rule["min_value"] if gs_rule else 1)
+    """scaled_members of schema.cc: group_size, scale_rows, dequant, then scales of
+    [ceil(rows / scale_rows), *]; the grid itself is guard 309 (guards.py)."""
+    gs_rule = rules.attribute(_S, "group_size")
+    if rules.applies(gs_rule, context):
+        gs = a.require_int(gs_rule)
+    else:  # a table whose group_size row is AF4's only: optional, default K
+        gs = a.integer("group_size", False, 1) or k
     sr_rule = _known(_S, "attribute", "scale_rows")
     if sr_rule is None and "scale_rows" in a.attrs:
         raise _unknown_member(path, "attribute scale_rows")
-    scale_rows = a.integer("scale_rows", False, 1)
-    gs = k if gs is None else gs
-    scale_rows = 1 if scale_rows is None else scale_rows
+    scale_rows = (a.check_int(sr_rule) if sr_rule is not None else None) or 1
     a.check_str(rules.attribute(_S, "dequant"))
-    name = path.rsplit("/", 1)[1]
-    if k % gs:
-        raise DumpFormatError("guard-af4-geometry", path,
-                              f"segment {name}: group_size {gs} does not divide K = {k}")
+    rows = facts.row_end - facts.row_begin
+    scale_row_count = -(-rows // scale_rows)
+    sym = dict(sym, **{_SCALE_ROWS_DIM: scale_row_count, "K/group_size": None})
     scales_rule = rules.dataset(_S, "scales")
-    expected = (-(-rows // scale_rows), k // gs)
-    scales: Optional[Stored]
     if rules.applies(scales_rule, context):
-        scales = _required_dataset(g, path, scales_rule, types, dict(sym, **{"K/group_size": k // gs}))
-    else:
-        scales = _member(g, path + "/scales", True, ("f32", "f16", "bf16"), expected)
-    assert scales is not None
-    if scales.shape != expected:
-        raise DumpFormatError("shape-mismatch", path + "/scales",
-                              f"shape {_shape_string(scales.shape)} but the attributes require "
-                              f"[{expected[0]}, {expected[1]}] (ceil(rows / scale_rows), "
-                              "K / group_size)")
+        scales = _required_dataset(g, path, scales_rule, types, sym)
+    else:  # a table whose scales row is AF4's only: the same member, as the spec states it
+        found = _member(g, path + "/scales", True, ("bf16", "f16", "f32"), (scale_row_count, -1))
+        assert found is not None
+        scales = found
     if a.attrs.get("preset") is not None and scales.dtype != "f16":
         raise DumpFormatError("datatype-refused", path + "/scales",
                               f'dtype {scales.dtype} where f16 is required (preset '
                               f'"{a.attrs["preset"]}": ggml\'s d)')
+    facts.scaled = ScaledFacts(group_size=gs, scale_rows=scale_rows, scales_rows=scales.shape[0],
+                               scales_cols=scales.shape[1])
 
 
 def _check_zero_point(path: str, g: Group, a: _Attrs) -> None:

@@ -209,7 +209,7 @@ def v2_projection(rng, **changes):
     q80[:, :, 0:2] = np.frombuffer(np.float16(0.002).tobytes(), np.uint8)
     segs = [Segment("f16", 0, 4, values=w16),
             Segment("int8", 4, 8, values=w8, scales=s8, group_size=32),
-            Segment("e4m3", 8, 12, values=wfp, scales=sfp, scale_rows=4),
+            Segment("e4m3", 8, 12, values=wfp, scales=sfp, group_size=K, scale_rows=4),
             segment_from_blocks(q40.tobytes(), "q4_0", 12, 4, K),
             segment_from_blocks(q80.tobytes(), "q8_0", 16, 4, K)]
     w = np.concatenate([
@@ -294,9 +294,15 @@ class V2Members(WriterCase):
                 Segment(None, 12, 16, preset="q4_0", group_size=64,
                         packed_codes=kw["weights"][3].packed_codes, scales=kw["weights"][3].scales)]
                 + kw["weights"][4:])),
-            ("shape-mismatch", "shape [8, 3]", dict(weights=[
+            ("guard-af4-geometry", "scales are [8, 3], [ceil(rows/scale_rows), K/group_size] = [8, 2]",
+             dict(weights=[Segment("int8", 0, N, values=np.zeros((N, K), np.int8), group_size=32,
+                                   scales=np.ones((N, 3), np.float32))])),
+            ("shape-mismatch", "shape [8, 2] but the attributes require [2, *]", dict(weights=[
+                Segment("int8", 0, N, values=np.zeros((N, K), np.int8), group_size=32,
+                        scale_rows=4, scales=np.ones((N, 2), np.float32))])),
+            ("missing-attribute", 'missing attribute "group_size"', dict(weights=[
                 Segment("int8", 0, N, values=np.zeros((N, K), np.int8),
-                        scales=np.ones((N, 3), np.float32))])),
+                        scales=np.ones((N, 1), np.float32))])),
             ("guard-af4-geometry", "does not divide", dict(weights=[
                 Segment("int8", 0, N, values=np.zeros((N, K), np.int8),
                         scales=np.ones((N, 2), np.float32), group_size=24)])),
@@ -304,6 +310,12 @@ class V2Members(WriterCase):
                                                          x_quantized=q, x_scales=s)),
             ("attribute-invalid", "not positive", dict(x_quant="int8", x_quant_group=32,
                                                        x_quantized=q, x_scales=-s)),
+            ("invalid-argument", "x_quant_group without x_quant", dict(x_quant_group=32)),
+            ("invalid-argument", "x_quant = e4m3 has no zero points", dict(
+                x_quant="e4m3", x_quantized=np.zeros((M, K), np.uint8),
+                x_scales=np.ones((M, 1), np.float32), x_zero_points=np.zeros((M, 1), np.uint8))),
+            ("datatype-refused", "value 255 does not fit i8", dict(
+                x_quant="int8", x_quantized=q.view(np.uint8), x_scales=s)),
             ("attribute-invalid", "FP8", dict(x_quant="e4m3", x_quant_rounding="rna",
                                               x_quantized=np.zeros((M, K), np.uint8),
                                               x_scales=np.ones((M, 1), np.float32))),
