@@ -32,6 +32,23 @@ class Case:
     reader: Optional[str]   # "inspect": a schema finding; "check": a geometry guard; None: writer rule
 
 
+def _allowed(leaf: str) -> str:
+    """The element types the reader's table allows for a projection dataset, as it words them."""
+    return " or ".join(rules.dataset("projection", leaf)["dtypes"])
+
+
+def _refused_float(leaf: str) -> str:
+    """A type the table refuses for `leaf` and the writer can store there: f16 while the table
+    is v1's (f32, bf16), i8 once f16 is allowed (only a v2 reader knows i8 at all)."""
+    return "i8" if "f16" in rules.dataset("projection", leaf)["dtypes"] else "f16"
+
+
+def _refused_float_member(leaf: str, patterns: np.ndarray) -> dict:
+    if _refused_float(leaf) == "f16":
+        return {leaf: patterns, f"{leaf}_dtype": "f16"}
+    return {leaf: np.zeros(patterns.shape, np.int8), f"{leaf}_dtype": None}
+
+
 def _w(kw):
     return kw["weights"]
 
@@ -115,8 +132,9 @@ CASES = [
     Case("x_width_not_in_stride", "shape-mismatch",
          "shape [4, 16] but the attributes require [*, 20]", P + "/x",
          lambda kw: {"in_stride": 20}, "inspect"),
-    Case("x_dtype_refused", "datatype-refused", "dtype f16 where f32 or bf16 is required",
-         P + "/x", lambda kw: {"x_dtype": "f16"}, "inspect"),
+    Case("x_dtype_refused", "datatype-refused",
+         f"dtype {_refused_float('x')} where {_allowed('x')} is required",
+         P + "/x", lambda kw: _refused_float_member("x", kw["x"]), "inspect"),
     Case("selector_missing", "missing-member", 'missing dataset "selector"', P,
          lambda kw: {"selector": None}, "inspect"),
     Case("selector_not_integers", "datatype-refused", "dtype f64 where i32 is required",
@@ -132,9 +150,10 @@ CASES = [
          lambda kw: {"epilogue": "bias"}, "inspect"),
     Case("bias_shape", "shape-mismatch", "shape [7] but the attributes require [8]",
          P + "/bias", lambda kw: {"epilogue": "bias", "bias": np.zeros(7, np.float32)}, "inspect"),
-    Case("bias_dtype_refused", "datatype-refused", "dtype f16 where f32 or bf16 is required",
-         P + "/bias", lambda kw: {"epilogue": "bias", "bias": np.zeros(8, np.float16),
-                                  "bias_dtype": "f16"}, "inspect"),
+    Case("bias_dtype_refused", "datatype-refused",
+         f"dtype {_refused_float('bias')} where {_allowed('bias')} is required",
+         P + "/bias", lambda kw: dict(_refused_float_member("bias", np.zeros(8, np.uint16)),
+                                      epilogue="bias"), "inspect"),
     Case("bias_without_bias_epilogue", "invalid-argument", "the epilogue has no bias", P + "/bias",
          lambda kw: {"bias": np.zeros(8, np.float32)}, None),
     Case("residual_shape", "shape-mismatch", "shape [4, 7] but the attributes require [4, 8]",
