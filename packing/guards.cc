@@ -33,7 +33,7 @@ std::string n2s(Index v) { return std::to_string(v); }
 
 Status fail(ErrorCode code, std::string msg) { return Status(code, std::move(msg)); }
 
-bool float_dtype(DType t) { return t == DType::kF32 || t == DType::kBf16; }
+bool float_dtype(DType t) { return t == DType::kF32 || t == DType::kBf16 || t == DType::kF16; }
 
 // 1. The geometry of the call itself.
 Status check_plan_shape(const PackPlan& p) {
@@ -64,16 +64,16 @@ Status check_plan_shape(const PackPlan& p) {
 // commits are looked at, so whether a call is packed never depends on which rows it carries.
 Status check_support(const PackPlan& p) {
   if (!float_dtype(p.x_dtype) || !float_dtype(p.output)) {
-    return fail(ErrorCode::kGuardUnsupported, "activations and outputs must be f32 or bf16 (x " +
+    return fail(ErrorCode::kGuardUnsupported, "activations and outputs must be f32, bf16 or f16 (x " +
                                                   std::string(dtype_name(p.x_dtype)) + ", output " +
                                                   std::string(dtype_name(p.output)) + ")");
   }
   if (reference::has_bias(p.epilogue) && !float_dtype(p.bias_dtype)) {
-    return fail(ErrorCode::kGuardUnsupported, "bias must be f32 or bf16");
+    return fail(ErrorCode::kGuardUnsupported, "bias must be f32, bf16 or f16");
   }
   if (reference::has_residual(p.epilogue)) {
     if (!float_dtype(p.residual_dtype)) {
-      return fail(ErrorCode::kGuardUnsupported, "residual must be f32 or bf16");
+      return fail(ErrorCode::kGuardUnsupported, "residual must be f32, bf16 or f16");
     }
     if (p.residual_at == reference::ResidualAt::kOutput && p.residual_dtype != p.output) {
       // "Added after rounding, in the output type" is only defined for a residual already in
@@ -89,6 +89,11 @@ Status check_support(const PackPlan& p) {
                   "segment " + s.name + ": k_walk " + p.walk.name +
                       " is not defined for AF4 dequant = folded (the folded kernel has its own "
                       "per-group order)");
+    }
+    if (reference::is_scaled_format(s.format) && s.scaled.dequant == Dequant::kFolded && p.walk.declared) {
+      return fail(ErrorCode::kGuardUnsupported, "segment " + s.name + ": k_walk " + p.walk.name +
+                                                    " is not defined for dequant = folded (the folded kernel "
+                                                    "scales each group's sum)");
     }
   }
   return Status();
@@ -140,6 +145,22 @@ Status check_segments(const PackPlan& p) {
 // 5. AF4 groups must divide K and the codes/scales extents must match the packing.
 Status check_af4(const PackPlan& p) {
   for (const SegmentGeometry& g : p.segments) {
+    if (reference::is_scaled_format(g.format)) {
+      // A scaled segment's grid: groups along K, blocks of scale_rows rows (docs/dump-format.md §4.6).
+      const Index gs = g.scaled.group_size, sr = g.scaled.scale_rows, rows = g.row_end - g.row_begin;
+      if (gs < 1 || p.k % gs != 0) {
+        return fail(ErrorCode::kGuardAf4Geometry,
+                    "segment " + g.name + ": group_size " + n2s(gs) + " does not divide K = " + n2s(p.k));
+      }
+      if (sr < 1) return fail(ErrorCode::kGuardAf4Geometry, "segment " + g.name + ": scale_rows " + n2s(sr) + " < 1");
+      const Index want_rows = (rows + sr - 1) / sr;
+      if (g.scales_cols != p.k / gs || g.scales_rows != want_rows) {
+        return fail(ErrorCode::kGuardAf4Geometry,
+                    "segment " + g.name + ": scales are [" + n2s(g.scales_rows) + ", " + n2s(g.scales_cols) +
+                        "], [ceil(rows/scale_rows), K/group_size] = [" + n2s(want_rows) + ", " + n2s(p.k / gs) + "]");
+      }
+      continue;
+    }
     if (g.format != WeightFormat::kAf4) continue;
     const Index gs = g.af4.group_size;
     if (gs < 1 || p.k % gs != 0) {

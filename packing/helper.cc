@@ -15,16 +15,16 @@ namespace {
 constexpr Index kBlock = 64;
 
 float load(const void* base, DType t, Index i) {
-  return t == DType::kF32 ? static_cast<const float*>(base)[i]
-                          : reference::bf16_to_f32(static_cast<const std::uint16_t*>(base)[i]);
+  if (t == DType::kF32) return static_cast<const float*>(base)[i];
+  return reference::value_of_bits(static_cast<const std::uint16_t*>(base)[i], t);
 }
 
 void store(void* base, DType t, Index i, float v) {
   if (t == DType::kF32) {
     static_cast<float*>(base)[i] = v;
   } else {
-    // v is already bf16-valued (round_to_output), so this conversion is exact.
-    static_cast<std::uint16_t*>(base)[i] = reference::f32_to_bf16(v);
+    // v is already bf16- or f16-valued (round_to_output), so this conversion is exact.
+    static_cast<std::uint16_t*>(base)[i] = static_cast<std::uint16_t>(reference::bits_of_value(v, t));
   }
 }
 

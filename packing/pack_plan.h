@@ -32,6 +32,10 @@ struct SegmentGeometry {
   Index codes_cols = 0;      ///< AF4: columns of `codes` (K/8 u32 or K/2 u8)
   Index scales_cols = 0;     ///< AF4: columns of `scales` (K/group_size)
   Index biases_cols = 0;     ///< AF4 affine: columns of `biases` (same as scales)
+  /// int8 / e4m3 / e5m2: the scale grid (group_size, scale_rows, dequant) and the rows of
+  /// `scales` (ceil(rows / scale_rows)); its columns are scales_cols.
+  reference::ScaledView scaled;
+  Index scales_rows = 0;
 };
 
 /// One packed call: the projection's arithmetic and layout (reference/linear_spec.h) plus the

@@ -193,7 +193,7 @@ void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact
   const bool affine = L.variant == Af4Variant::kAffine;
   const bool zero_point = L.variant == Af4Variant::kZeroPoint;
   const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
-  const bool round_to_act = L.dequant == Dequant::kOutput && activation == DType::kBf16;
+  const DType round_to = L.dequant == Dequant::kOutput ? activation : DType::kF32;
   const bool only_fused = dequant_op_only_fused(L.dequant_op);
   const bool only_unfused = dequant_op_only_unfused(L.dequant_op);
   for (Index g = 0; g < groups; ++g) {
@@ -206,8 +206,8 @@ void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact
       const int q = af4_code(v, row, c);
       if (pinned) {
         // The kernel's weight is known: by the declared order, or as the midpoint of both.
-        const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to_act);
-        const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to_act);
+        const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to);
+        const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to);
         const float lo = only_unfused ? w_mul : w_fma;
         const float hi = only_fused ? w_fma : w_mul;
         const double mid = 0.5 * (static_cast<double>(lo) + static_cast<double>(hi));  // exact: one more bit

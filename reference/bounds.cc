@@ -21,10 +21,23 @@ double gamma(double n, double u) {
   return nu / (1.0 - nu) * kSlack;
 }
 
-ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk, double u_eff) {
+ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk, double u_eff, bool quantized_x) {
   ColumnModel m;
   m.k_eff = static_cast<double>(k);
-  if (segment.format == WeightFormat::kAf4 && segment.af4.layout.dequant == Dequant::kFolded) {
+  const bool promoted = walk.declared && walk.inner == KWalkInner::kPromote;
+  if (quantized_x && !promoted) {
+    // Quantized activations (docs/error-bounds.md §6b): a kernel that sums a group's integer (or
+    // FP8) products exactly and scales the sum passes each term through the product of the two
+    // scales, the scaling and the K/g - 1 additions of the group sums (or through an f32 walk
+    // over (q - zp)*s): at most K/g + 2 <= K + 2 roundings; K + 3 as for the folded AF4 forms.
+    // Quantized x with a folded AF4 weight is charged the same: its paths are no longer.
+    m.k_eff = static_cast<double>(k) + 3;
+    return m;
+  }
+  const bool scaled_folded = is_scaled_format(segment.format) && segment.scaled.dequant == Dequant::kFolded;
+  if ((segment.format == WeightFormat::kAf4 && segment.af4.layout.dequant == Dequant::kFolded) || scaled_folded) {
+    // A folded scaled segment (s * sum(q x) per group, then the groups) has the same paths
+    // without the offset term: G - 1 + 1 + 1 + K/G - 1 <= K + 1 roundings.
     // s * sum(q x) + b * sum(x) per group, then the groups: every product's path has at most
     // G - 1 + 1 (q*x) + 1 (*s) + 1 (+) + K/G - 1 <= K + 2 roundings; K + 3 for margin. The
     // zero-point form s * sum(q x) - s * zp * sum(x) has the same count: its offset path is
@@ -45,6 +58,9 @@ ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& wal
   m.inner_roundings = static_cast<double>(std::min(walk.promote_block, len));
   m.inner_u = std::max(walk.promote_unit(), u_eff);
   m.outer_roundings = static_cast<double>(std::max<Index>(0, blocks - 1)) + combine;
+  // A promoted kernel over quantized activations scales each block's sum by the product of two
+  // scales before the f32 total: two more f32 roundings, one more for margin.
+  if (quantized_x) m.outer_roundings += 3;
   m.inner_round_to_nearest = walk.promote_rounding == PromoteRounding::kNearestEven;
   return m;
 }

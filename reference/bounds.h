@@ -34,7 +34,8 @@ struct ColumnModel {
 /// them; docs/error-bounds.md §2). AF4 folded: {K + 3} with S_alg = S_q. A declared promote walk
 /// (alone or inside splitk) adds its two stages (docs/error-bounds.md §2a), except for folded
 /// segments, whose kernel has its own order and no walk. `u_eff` is the accumulator's unit.
-ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk = {}, double u_eff = 0x1p-24);
+ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk = {}, double u_eff = 0x1p-24,
+                         bool quantized_x = false);
 
 /// gamma for a product passing n_in roundings at u_in and n_out at u_out:
 /// (1 + u_in)^n_in (1 + u_out)^n_out - 1 <= g_in + g_out + g_in g_out with g = gamma_n(u),

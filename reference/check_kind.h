@@ -13,13 +13,14 @@
 namespace ncert {
 
 enum class CheckKind : std::uint8_t {
-  kSchema,     ///< the dump is valid (dump-format v1)
+  kSchema,     ///< the dump is valid (dump format v1 or v2)
   kGeometry,   ///< the projection's packing plan passes the host guards
   kIdentity,   ///< packed and unpacked outputs agree bit for bit (also the sweep's identity)
   kBound,      ///< every output lies in the rigorous interval of the exact reference
   kWalk,       ///< outputs equal the declared K walk emulated bit for bit
   kUntouched,  ///< unselected rows and padding columns keep y_before's bits
   kBias,       ///< the signed rounding residuals of a round-to-nearest output are centered
+  kQuantize,   ///< every quantized activation is the declared rounding of x / scale
   kVacuity,    ///< the projection, or the dump, proves something
   kWitness,    ///< every emitted token is its raw row's maximum
   kLogits,     ///< two runs' logits agree under a policy
@@ -29,10 +30,10 @@ enum class CheckKind : std::uint8_t {
   kAlias,      ///< the sweep: in-place residual cases identical to the unpacked path
 };
 
-inline constexpr std::array<CheckKind, 14> kAllCheckKinds = {
+inline constexpr std::array<CheckKind, 15> kAllCheckKinds = {
     CheckKind::kSchema,    CheckKind::kGeometry, CheckKind::kIdentity, CheckKind::kBound,   CheckKind::kWalk,
-    CheckKind::kUntouched, CheckKind::kBias,     CheckKind::kVacuity,  CheckKind::kWitness, CheckKind::kLogits,
-    CheckKind::kTensor,    CheckKind::kFork,     CheckKind::kGuard,    CheckKind::kAlias};
+    CheckKind::kUntouched, CheckKind::kBias,     CheckKind::kQuantize, CheckKind::kVacuity, CheckKind::kWitness,
+    CheckKind::kLogits,    CheckKind::kTensor,   CheckKind::kFork,     CheckKind::kGuard,   CheckKind::kAlias};
 
 /// The kind as spelled in reports and on the command line ("identity", "bound", ...).
 constexpr std::string_view check_kind_name(CheckKind k) {
@@ -51,6 +52,8 @@ constexpr std::string_view check_kind_name(CheckKind k) {
       return "untouched";
     case CheckKind::kBias:
       return "bias";
+    case CheckKind::kQuantize:
+      return "quantize";
     case CheckKind::kVacuity:
       return "vacuity";
     case CheckKind::kWitness:

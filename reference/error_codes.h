@@ -83,8 +83,9 @@ NCERT_ERROR_CODE(kGuardExtentTooSmall, 307, "guard-extent-too-small", 3,
                  "a buffer or scratch is shorter than its geometry needs")
 NCERT_ERROR_CODE(kGuardSegmentTable, 308, "guard-segment-table", 3,
                  "weight segments leave gaps, overlap or miss the total N")
-NCERT_ERROR_CODE(kGuardAf4Geometry, 309, "guard-af4-geometry", 3,
-                 "AF4 group size does not divide K, or codes/scales shapes wrong")
+NCERT_ERROR_CODE(
+    kGuardAf4Geometry, 309, "guard-af4-geometry", 3,
+    "a quantization group (AF4, scaled weights, x_quant_group) does not divide K, or codes/scales shapes wrong")
 NCERT_ERROR_CODE(kGuardUnsupported, 310, "guard-unsupported", 3,
                  "a format/epilogue/output combination the helper cannot run")
 NCERT_ERROR_CODE(kGuardPartialOverlap, 311, "guard-partial-overlap", 3,
@@ -101,7 +102,8 @@ NCERT_ERROR_CODE(kGuardCanaryClobbered, 317, "guard-canary-clobbered", 3,
                  "a canary byte around a buffer changed (out-of-bounds write)")
 
 // 4xx: numeric formats and descriptors. Exit 3.
-NCERT_ERROR_CODE(kFormatUnknown, 400, "format-unknown", 3, "a weight segment format other than af4, bf16, f32")
+NCERT_ERROR_CODE(kFormatUnknown, 400, "format-unknown", 3,
+                 "a weight segment format other than af4, bf16, f32, f16, int8, e4m3, e5m2")
 NCERT_ERROR_CODE(kAf4VariantUnknown, 401, "af4-variant-unknown", 3,
                  "AF4 variant other than affine, codebook, zero-point")
 NCERT_ERROR_CODE(kAf4CodebookUnknown, 402, "af4-codebook-unknown", 3, "AF4 codebook other than nf4, af4-64, custom")
@@ -115,11 +117,13 @@ NCERT_ERROR_CODE(kKWalkInvalid, 406, "k-walk-invalid", 3,
 NCERT_ERROR_CODE(kEpilogueUnknown, 407, "epilogue-unknown", 3,
                  "epilogue other than none, bias, residual, bias+residual")
 NCERT_ERROR_CODE(kOutputDtypeUnknown, 408, "output-dtype-unknown", 3,
-                 "output_dtype other than f32, bf16 (or residual_at invalid)")
+                 "output_dtype other than f32, bf16, f16 (or residual_at invalid)")
 NCERT_ERROR_CODE(kPolicyInvalid, 409, "policy-invalid", 3, "a comparison policy string that does not parse")
 NCERT_ERROR_CODE(kOutputRoundingUnknown, 410, "output-rounding-unknown", 3, "output_rounding other than rne, rz, any")
 NCERT_ERROR_CODE(kDequantOpUnknown, 411, "dequant-op-unknown", 3,
                  "AF4 dequant_op other than fma, mul-add, either (zero-point: other than sub-mul, fused)")
+NCERT_ERROR_CODE(kXQuantUnknown, 412, "x-quant-unknown", 3,
+                 "x_quant other than int8, uint8, e4m3, e5m2, or x_quant_rounding other than rne, rna")
 
 // 9xx: internal. Exit 4 (a bug in ncert).
 NCERT_ERROR_CODE(kInternal, 900, "internal", 4, "a bug in ncert: an invariant failed")

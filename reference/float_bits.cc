@@ -3,6 +3,8 @@
 #include <cfloat>
 #include <cstring>
 
+#include "reference/narrow_float.h"
+
 namespace ncert::reference {
 
 namespace {
@@ -75,6 +77,16 @@ float f64_to_f32_up(double x) {
   return f;
 }
 
+std::uint16_t f32_to_f16_truncate(float f) {
+  return static_cast<std::uint16_t>(narrow_round(kF16Format, f, NarrowRounding::kTowardZero));
+}
+std::uint16_t f64_to_f16_down(double x) {
+  return static_cast<std::uint16_t>(narrow_round(kF16Format, x, NarrowRounding::kDown));
+}
+std::uint16_t f64_to_f16_up(double x) {
+  return static_cast<std::uint16_t>(narrow_round(kF16Format, x, NarrowRounding::kUp));
+}
+
 std::uint16_t f64_to_bf16_down(double x) { return f32_to_bf16_down(f64_to_f32_down(x)); }
 std::uint16_t f64_to_bf16_up(double x) { return f32_to_bf16_up(f64_to_f32_up(x)); }
 
@@ -145,6 +157,15 @@ double ulp_of_f32(float x) {
   return std::ldexp(1.0, e - 24);
 }
 
+double spacing_of_type(double a, DType t) {
+  const int mantissa = t == DType::kF32 ? 23 : t == DType::kBf16 ? 7 : 10;
+  const int emin = t == DType::kF16 ? -14 : -126;
+  if (!(a >= std::ldexp(1.0, emin))) return std::ldexp(1.0, emin - mantissa);
+  int e = 0;
+  std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1
+  return std::ldexp(1.0, e - 1 - mantissa);
+}
+
 float decode_element(const void* base, DType t, Index i) {
   const auto* p = static_cast<const unsigned char*>(base);
   if (t == DType::kF32) {
@@ -152,6 +173,8 @@ float decode_element(const void* base, DType t, Index i) {
     std::memcpy(&f, p + i * 4, 4);
     return f;
   }
+  if (t == DType::kE4m3) return e4m3_to_f32(p[i]);
+  if (t == DType::kE5m2) return e5m2_to_f32(p[i]);
   std::uint16_t h;
   std::memcpy(&h, p + i * 2, 2);
   return t == DType::kBf16 ? bf16_to_f32(h) : f16_to_f32(h);
@@ -163,12 +186,20 @@ void encode_element(void* base, DType t, Index i, float v) {
     std::memcpy(p + i * 4, &v, 4);
     return;
   }
+  if (is_fp8_dtype(t)) {
+    p[i] = static_cast<unsigned char>(narrow_round(*narrow_format(t), v, NarrowRounding::kNearestEven));
+    return;
+  }
   const std::uint16_t h = t == DType::kBf16 ? f32_to_bf16(v) : f32_to_f16(v);
   std::memcpy(p + i * 2, &h, 2);
 }
 
 void encode_marker_nan(void* base, DType t, Index i) {
   auto* p = static_cast<unsigned char*>(base);
+  if (is_fp8_dtype(t)) {  // FP8 has no spare NaN payloads: its one quiet NaN pattern
+    p[i] = static_cast<unsigned char>(narrow_round(*narrow_format(t), std::nan(""), NarrowRounding::kNearestEven));
+    return;
+  }
   if (t == DType::kF32) {
     const std::uint32_t u = 0x7FA5A5A5u;
     std::memcpy(p + i * 4, &u, 4);

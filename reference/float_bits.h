@@ -49,7 +49,8 @@ inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 
 /// Exact decode of IEEE binary16 (1/5/10 bits, bias 15), subnormals and NaN payloads kept.
 float f16_to_f32(std::uint16_t h);
-/// Element i of a raw array of f32, bf16 or f16 values (native byte order), decoded exactly.
+/// Element i of a raw array of f32, bf16, f16, e4m3 or e5m2 values (native byte order), decoded
+/// exactly.
 float decode_element(const void* base, DType t, Index i);
 /// Stores v as element i of a raw array of t (f32 as is; bf16 and f16 rounded to nearest
 /// even): the one encoder beside decode_element, shared by every writer of raw buffers.
@@ -60,6 +61,35 @@ void encode_marker_nan(void* base, DType t, Index i);
 
 /// Round to nearest even; overflow (>= 65520) to +-inf; NaN stays a quiet NaN.
 std::uint16_t f32_to_f16(float f);
+/// Round toward zero (the careless kernel's truncation); NaN stays a quiet NaN.
+std::uint16_t f32_to_f16_truncate(float f);
+/// f64 -> f16 rounding toward -inf / +inf, each one correct rounding.
+std::uint16_t f64_to_f16_down(double x);
+std::uint16_t f64_to_f16_up(double x);
+
+// ---- any output type ---------------------------------------------------------------------
+
+/// The value of a stored f32, bf16 or f16 pattern (the low 16 bits for the 16-bit types).
+inline float value_of_bits(std::uint32_t bits, DType t) {
+  if (t == DType::kF32) return f32_from_bits(bits);
+  return t == DType::kBf16 ? bf16_to_f32(static_cast<std::uint16_t>(bits))
+                           : f16_to_f32(static_cast<std::uint16_t>(bits));
+}
+/// The pattern v takes in an f32, bf16 or f16 buffer (rounded to nearest even).
+inline std::uint32_t bits_of_value(float v, DType t) {
+  if (t == DType::kF32) return f32_bits(v);
+  return t == DType::kBf16 ? f32_to_bf16(v) : f32_to_f16(v);
+}
+/// v rounded to an output type and widened back (f32 unchanged): to nearest even, or toward zero.
+inline float round_to_type(float v, DType t, bool toward_zero) {
+  if (t == DType::kF32) return v;
+  if (t == DType::kBf16) return bf16_to_f32(toward_zero ? f32_to_bf16_truncate(v) : f32_to_bf16(v));
+  return f16_to_f32(toward_zero ? f32_to_f16_truncate(v) : f32_to_f16(v));
+}
+/// The spacing of an output type's values at magnitude a >= 0: 2^(e - mantissa bits) in
+/// [2^e, 2^(e+1)), the subnormal spacing below the smallest normal (bf16 2^-133, f16 2^-24,
+/// f32 2^-149).
+double spacing_of_type(double a, DType t);
 
 // ---- directed roundings -------------------------------------------------------------------
 

@@ -337,8 +337,7 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
 }
 
 float round_to_output(float v, DType output, OutputRounding rounding) {
-  if (output != DType::kBf16) return v;
-  return rounding == OutputRounding::kTowardZero ? bf16_to_f32(f32_to_bf16_truncate(v)) : round_to_bf16(v);
+  return round_to_type(v, output, rounding == OutputRounding::kTowardZero);
 }
 
 float epilogue_value(float acc, float bias, float residual, const ProjectionArithmetic& a) {

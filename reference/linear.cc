@@ -56,9 +56,26 @@ Activations prepare_activations(const LinearProblem& p, Index K, bool with_abs, 
   a.mag.resize(cells);
   if (with_abs) a.abs.resize(cells);
   a.l1.assign(static_cast<std::size_t>(M), 0.0);
+  const bool quantized = p.x_quant.type != XQuantType::kNone;
   for (Index i = 0; i < M; ++i) {
     double l1 = 0;
     for (Index c = 0; c < K; ++c) {
+      if (quantized) {
+        // The products use the engine's quantized activations (q - zp) * s: exact in f64, and
+        // in general not an f32, so S charges their magnitude rounded up to f32.
+        const double v = p.x_quantized.value(i, c);
+        a.exact[i * K + c] = v;
+        a.f32[i * K + c] = static_cast<float>(v);  // only a walk would read it, and none is defined
+        a.mag[i * K + c] = detail::f64_to_f32_up(std::fabs(v));
+        if (with_abs) a.abs[i * K + c] = std::fabs(v);
+        if (!std::isfinite(v)) {
+          if (summary.nonfinite_x++ == 0) summary.first_nonfinite_x = i * K + c;
+        } else {
+          l1 += std::fabs(v);
+        }
+        if (v != 0.0) summary.all_zero_x = false;
+        continue;
+      }
       const float v = p.x.at(i, c);
       a.f32[i * K + c] = v;
       a.exact[i * K + c] = v;
@@ -255,7 +272,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   models.weights = &W;
   bool any_spread = false;
   for (const WeightSegment& seg : W.segments) {
-    const ColumnModel m = column_model(seg, K, p.walk, p.accumulator.u_eff);
+    const ColumnModel m = column_model(seg, K, p.walk, p.accumulator.u_eff, p.x_quant.type != XQuantType::kNone);
     models.terms.push_back(bound_terms(m, p.accumulator, p.lambda, K));
     if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
     models.may_spread.push_back(detail::segment_may_spread(seg));

@@ -1,5 +1,6 @@
 #include "reference/linear_spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -106,7 +107,8 @@ std::string_view residual_at_name(ResidualAt r) {
 Result<DType> parse_output_dtype(std::string_view s) {
   if (s == "f32") return DType::kF32;
   if (s == "bf16") return DType::kBf16;
-  return Status(ErrorCode::kOutputDtypeUnknown, "output_dtype \"" + std::string(s) + "\" is not one of f32, bf16");
+  if (s == "f16") return DType::kF16;
+  return Status(ErrorCode::kOutputDtypeUnknown, "output_dtype \"" + std::string(s) + "\" is not one of f32, bf16, f16");
 }
 
 namespace {
@@ -232,7 +234,12 @@ Result<WeightFormat> parse_weight_format(std::string_view s) {
   if (s == "af4") return WeightFormat::kAf4;
   if (s == "bf16") return WeightFormat::kBf16;
   if (s == "f32") return WeightFormat::kF32;
-  return Status(ErrorCode::kFormatUnknown, "format \"" + std::string(s) + "\" is not one of af4, bf16, f32");
+  if (s == "f16") return WeightFormat::kF16;
+  if (s == "int8") return WeightFormat::kInt8;
+  if (s == "e4m3") return WeightFormat::kE4m3;
+  if (s == "e5m2") return WeightFormat::kE5m2;
+  return Status(ErrorCode::kFormatUnknown,
+                "format \"" + std::string(s) + "\" is not one of af4, bf16, f32, f16, int8, e4m3, e5m2");
 }
 
 std::string_view weight_format_name(WeightFormat f) {
@@ -243,8 +250,62 @@ std::string_view weight_format_name(WeightFormat f) {
       return "bf16";
     case WeightFormat::kF32:
       return "f32";
+    case WeightFormat::kF16:
+      return "f16";
+    case WeightFormat::kInt8:
+      return "int8";
+    case WeightFormat::kE4m3:
+      return "e4m3";
+    case WeightFormat::kE5m2:
+      return "e5m2";
   }
   return "?";
+}
+
+DType weight_values_dtype(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBf16:
+      return DType::kBf16;
+    case WeightFormat::kF32:
+      return DType::kF32;
+    case WeightFormat::kF16:
+      return DType::kF16;
+    case WeightFormat::kInt8:
+      return DType::kI8;
+    case WeightFormat::kE4m3:
+      return DType::kE4m3;
+    case WeightFormat::kE5m2:
+      return DType::kE5m2;
+    case WeightFormat::kAf4:
+      break;
+  }
+  return DType::kU8;
+}
+
+double ScaledView::code(Index r, Index c) const {
+  const Index i = r * k + c;
+  if (values_dtype == DType::kI8) return static_cast<const std::int8_t*>(values)[i];
+  return decode_element(values, values_dtype, i);
+}
+
+float ScaledView::scale(Index r, Index c) const {
+  return decode_element(scales, scale_dtype, (r / scale_rows) * (k / group_size) + c / group_size);
+}
+
+void scaled_decode_row(const ScaledView& v, Index row, DType activation, double* exact, double* alg, float* kernel) {
+  const bool pinned = v.dequant == Dequant::kF32 || v.dequant == Dequant::kOutput;
+  const DType round_to = v.dequant == Dequant::kOutput ? activation : DType::kF32;
+  for (Index c = 0; c < v.k; ++c) {
+    const double q = v.code(row, c);
+    const float s = v.scale(row, c);
+    // q has at most 8 significant bits, s 24: their product is exact in f64. The kernel's f32
+    // weight is that product rounded once (q is exact in f32).
+    const double w = q * static_cast<double>(s);
+    const float w32 = round_to_type(static_cast<float>(q) * s, round_to, false);
+    if (exact) exact[c] = pinned ? static_cast<double>(w32) : w;
+    if (alg) alg[c] = std::fabs(pinned ? static_cast<double>(w32) : w);
+    if (kernel) kernel[c] = w32;
+  }
 }
 
 const WeightSegment& segment_of(const Weights& w, Index j) {
@@ -264,10 +325,17 @@ void decode_weight_row(const Weights& w, Index j, DType activation, double* exac
     case WeightFormat::kAf4:
       af4_decode_row(s.af4, local, activation, exact, alg, kernel, spread);
       return;
-    case WeightFormat::kBf16: {
+    case WeightFormat::kInt8:
+    case WeightFormat::kE4m3:
+    case WeightFormat::kE5m2:
+      scaled_decode_row(s.scaled, local, activation, exact, alg, kernel);
+      if (spread) std::fill(spread, spread + k, 0.0);
+      return;
+    case WeightFormat::kBf16:
+    case WeightFormat::kF16: {
       const auto* v = static_cast<const std::uint16_t*>(s.values) + local * k;
       for (Index c = 0; c < k; ++c) {
-        const float f = bf16_to_f32(v[c]);
+        const float f = value_of_bits(v[c], weight_values_dtype(s.format));
         if (exact) exact[c] = f;
         if (alg) alg[c] = std::fabs(static_cast<double>(f));
         if (kernel) kernel[c] = f;
@@ -292,9 +360,7 @@ Status validate_problem(const LinearProblem& p) {
   if (p.weights == nullptr) return Status(ErrorCode::kInvalidArgument, "no weights");
   const Weights& w = *p.weights;
   if (p.x.empty()) return Status(ErrorCode::kInvalidArgument, "no activations x");
-  if (p.x.dtype != DType::kF32 && p.x.dtype != DType::kBf16) {
-    return Status(ErrorCode::kInvalidArgument, "x must be f32 or bf16");
-  }
+  if (!is_float_dtype(p.x.dtype)) return Status(ErrorCode::kInvalidArgument, "x must be f32, bf16 or f16");
   if (p.x.cols != w.k) {
     return Status(ErrorCode::kShapeMismatch,
                   "x has " + std::to_string(p.x.cols) + " valid columns but K = " + std::to_string(w.k));
@@ -312,8 +378,16 @@ Status validate_problem(const LinearProblem& p) {
                     "epilogue needs a residual of " + std::to_string(p.x.rows) + " x " + std::to_string(w.n));
     }
   }
-  if (p.output != DType::kF32 && p.output != DType::kBf16) {
-    return Status(ErrorCode::kOutputDtypeUnknown, "output must be f32 or bf16");
+  if (!is_float_dtype(p.output)) return Status(ErrorCode::kOutputDtypeUnknown, "output must be f32, bf16 or f16");
+  if (p.x_quant.type != XQuantType::kNone) {
+    const XQuantizedView& q = p.x_quantized;
+    if (q.values == nullptr || q.scales == nullptr) {
+      return Status(ErrorCode::kInvalidArgument, "x_quant declared without x_quantized and x_scales");
+    }
+    if (p.x_quant.group < 1 || w.k % p.x_quant.group != 0) {
+      return Status(ErrorCode::kGuardAf4Geometry, "x_quant_group = " + std::to_string(p.x_quant.group) +
+                                                      " does not divide K = " + std::to_string(w.k));
+    }
   }
   if (p.walk.declared && (p.walk.parts < 1 || w.k % p.walk.parts != 0)) {
     return Status(ErrorCode::kGuardWalkSplit, "k_walk " + p.walk.name + ": K = " + std::to_string(w.k) +
@@ -323,6 +397,90 @@ Status validate_problem(const LinearProblem& p) {
     return Status(ErrorCode::kInvalidArgument, "lambda must be a positive number");
   }
   return Status();
+}
+
+}  // namespace ncert::reference
+
+namespace ncert::reference {
+
+Result<XQuantType> parse_x_quant(std::string_view s) {
+  for (XQuantType t : {XQuantType::kInt8, XQuantType::kUint8, XQuantType::kE4m3, XQuantType::kE5m2}) {
+    if (x_quant_name(t) == s) return t;
+  }
+  return Status(ErrorCode::kXQuantUnknown, "x_quant \"" + std::string(s) + "\" is not one of int8, uint8, e4m3, e5m2");
+}
+
+std::string_view x_quant_name(XQuantType t) {
+  switch (t) {
+    case XQuantType::kNone:
+      return "none";
+    case XQuantType::kInt8:
+      return "int8";
+    case XQuantType::kUint8:
+      return "uint8";
+    case XQuantType::kE4m3:
+      return "e4m3";
+    case XQuantType::kE5m2:
+      return "e5m2";
+  }
+  return "?";
+}
+
+DType x_quant_storage(XQuantType t) {
+  switch (t) {
+    case XQuantType::kInt8:
+      return DType::kI8;
+    case XQuantType::kUint8:
+      return DType::kU8;
+    case XQuantType::kE4m3:
+      return DType::kE4m3;
+    case XQuantType::kE5m2:
+      return DType::kE5m2;
+    case XQuantType::kNone:
+      break;
+  }
+  return DType::kF32;
+}
+
+Result<XQuantRounding> parse_x_quant_rounding(std::string_view s) {
+  if (s == "rne") return XQuantRounding::kNearestEven;
+  if (s == "rna") return XQuantRounding::kNearestAway;
+  return Status(ErrorCode::kXQuantUnknown, "x_quant_rounding \"" + std::string(s) + "\" is not one of rne, rna");
+}
+
+std::string_view x_quant_rounding_name(XQuantRounding r) { return r == XQuantRounding::kNearestEven ? "rne" : "rna"; }
+
+double XQuantizedView::code(Index r, Index c) const {
+  const Index i = r * k + c;
+  switch (type) {
+    case XQuantType::kInt8:
+      return static_cast<const std::int8_t*>(values)[i];
+    case XQuantType::kUint8:
+      return static_cast<const std::uint8_t*>(values)[i];
+    case XQuantType::kE4m3:
+    case XQuantType::kE5m2:
+      return decode_element(values, x_quant_storage(type), i);
+    case XQuantType::kNone:
+      break;
+  }
+  return 0;
+}
+
+double XQuantizedView::zero_point(Index r, Index g) const {
+  if (zero_points == nullptr) return 0;
+  const Index i = r * (k / group) + g;
+  return type == XQuantType::kInt8 ? static_cast<const std::int8_t*>(zero_points)[i]
+                                   : static_cast<const std::uint8_t*>(zero_points)[i];
+}
+
+double XQuantizedView::scale(Index r, Index g) const {
+  return decode_element(scales, scale_dtype, r * (k / group) + g);
+}
+
+double XQuantizedView::value(Index r, Index c) const {
+  const Index g = c / group;
+  // (q - zp) is an integer of at most 9 bits, or an FP8 value; s an f32: the product is exact in f64.
+  return (code(r, c) - zero_point(r, g)) * scale(r, g);
 }
 
 }  // namespace ncert::reference

@@ -46,7 +46,7 @@ std::string_view epilogue_name(Epilogue e);
 std::string_view residual_at_name(ResidualAt r);
 inline bool has_bias(Epilogue e) { return e == Epilogue::kBias || e == Epilogue::kBiasResidual; }
 inline bool has_residual(Epilogue e) { return e == Epilogue::kResidual || e == Epilogue::kBiasResidual; }
-/// "f32" or "bf16".
+/// "f32", "bf16" or "f16".
 Result<DType> parse_output_dtype(std::string_view s);
 
 /// How a bf16 output is rounded from the f32 value after the epilogue (docs/dump-format.md §8):
@@ -124,6 +124,47 @@ Result<KWalk> parse_k_walk(std::string_view s);
 /// (LinearProblem) are each this description plus what their stage adds: where the members are
 /// in the file, the slot geometry the host guards judge, views of the data (docs/design.md
 /// "One projection, three views").
+// ---- activation quantization -------------------------------------------------------------------
+
+/// What x is quantized to before the products (docs/dump-format.md §3.6): none, int8 or uint8
+/// (integer codes, optional zero points), or FP8 (e4m3, e5m2).
+enum class XQuantType : std::uint8_t { kNone, kInt8, kUint8, kE4m3, kE5m2 };
+/// How x / s is rounded to an integer code: ties to even (`rne`, nearbyint / cvtps2dq) or away
+/// from zero (`rna`, C's roundf). FP8 codes are always rounded to nearest even.
+enum class XQuantRounding : std::uint8_t { kNearestEven, kNearestAway };
+/// "int8", "uint8", "e4m3", "e5m2"; anything else kXQuantUnknown.
+Result<XQuantType> parse_x_quant(std::string_view s);
+std::string_view x_quant_name(XQuantType t);
+/// The element type of x_quantized (and of x_zero_points): i8, u8, e4m3, e5m2.
+DType x_quant_storage(XQuantType t);
+/// "rne", "rna"; anything else kXQuantUnknown.
+Result<XQuantRounding> parse_x_quant_rounding(std::string_view s);
+std::string_view x_quant_rounding_name(XQuantRounding r);
+
+/// The declared quantizer of x.
+struct XQuantizer {
+  XQuantType type = XQuantType::kNone;
+  XQuantRounding rounding = XQuantRounding::kNearestEven;
+  Index group = 0;  ///< elements of a row sharing one scale along K (K: per token)
+};
+
+/// The engine's quantized activations: codes [M, K] (no stride), scales and optional zero points
+/// [M, K / group]. value(r, c) = (q - zp) * s exactly (f64 holds every such product).
+struct XQuantizedView {
+  XQuantType type = XQuantType::kNone;
+  Index k = 0;
+  Index group = 0;
+  const void* values = nullptr;
+  DType scale_dtype = DType::kF32;
+  const void* scales = nullptr;
+  const void* zero_points = nullptr;  ///< null: zero
+
+  double code(Index r, Index c) const;
+  double zero_point(Index r, Index g) const;
+  double scale(Index r, Index g) const;
+  double value(Index r, Index c) const;
+};
+
 struct ProjectionArithmetic {
   Accumulator accumulator;
   Epilogue epilogue = Epilogue::kNone;
@@ -131,6 +172,7 @@ struct ProjectionArithmetic {
   DType output = DType::kF32;
   OutputRounding output_rounding = OutputRounding::kNearestEven;
   KWalk walk;
+  XQuantizer x_quant;  ///< type kNone: x is used as stored
 
   ProjectionArithmetic& arithmetic() { return *this; }
   const ProjectionArithmetic& arithmetic() const { return *this; }
@@ -151,7 +193,7 @@ struct ProjectionLayout {
 
 // ---- operand views --------------------------------------------------------------------------
 
-/// A row-major matrix of f32 or bf16 values with a row stride (in elements).
+/// A row-major matrix of f32, bf16 or f16 values with a row stride (in elements).
 struct MatrixView {
   DType dtype = DType::kF32;
   const void* data = nullptr;
@@ -162,24 +204,51 @@ struct MatrixView {
   float at(Index r, Index c) const {
     const Index i = r * stride + c;
     return dtype == DType::kF32 ? static_cast<const float*>(data)[i]
-                                : bf16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
+                                : value_of_bits(static_cast<const std::uint16_t*>(data)[i], dtype);
   }
   bool empty() const { return data == nullptr; }
 };
 
-/// A vector of f32 or bf16 values (the bias).
+/// A vector of f32, bf16 or f16 values (the bias).
 struct VectorView {
   DType dtype = DType::kF32;
   const void* data = nullptr;
   Index size = 0;
   float at(Index i) const {
     return dtype == DType::kF32 ? static_cast<const float*>(data)[i]
-                                : bf16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
+                                : value_of_bits(static_cast<const std::uint16_t*>(data)[i], dtype);
   }
   bool empty() const { return data == nullptr; }
 };
 
-enum class WeightFormat : std::uint8_t { kAf4, kBf16, kF32 };
+enum class WeightFormat : std::uint8_t { kAf4, kBf16, kF32, kF16, kInt8, kE4m3, kE5m2 };
+/// The element type of a segment's `values` (bf16, f32, f16, i8, e4m3, e5m2; AF4 has none: kU8).
+DType weight_values_dtype(WeightFormat f);
+/// int8, e4m3, e5m2: codes times a scale per block (docs/dump-format.md §4.6).
+inline bool is_scaled_format(WeightFormat f) {
+  return f == WeightFormat::kInt8 || f == WeightFormat::kE4m3 || f == WeightFormat::kE5m2;
+}
+
+/// A scaled segment: codes q [rows, k] (i8, e4m3 or e5m2) and scales [ceil(rows / scale_rows),
+/// k / group_size] (f32, f16 or bf16); w = q * s with s = scales[r / scale_rows, c / group_size].
+/// Per tensor is group_size = k with scale_rows >= rows, per output channel group_size = k.
+struct ScaledView {
+  DType values_dtype = DType::kI8;
+  const void* values = nullptr;
+  DType scale_dtype = DType::kF32;
+  const void* scales = nullptr;
+  Index rows = 0, k = 0, group_size = 0, scale_rows = 1;
+  Dequant dequant = Dequant::kExact;  ///< exact, f32, output or folded (as for AF4, §4.3)
+
+  double code(Index r, Index c) const;
+  float scale(Index r, Index c) const;
+};
+
+/// Decodes row `row` of a scaled segment: exact values (q * s, exact in f64; for f32 / output
+/// dequantization the kernel's fl32(q * s), rounded to the activation type for output), their
+/// charged magnitudes, and the kernel's f32 weights (fl32(q * s) where the dequantization is
+/// exact or folded: only the walk emulation's operand). Any pointer may be null.
+void scaled_decode_row(const ScaledView& v, Index row, DType activation, double* exact, double* alg, float* kernel);
 Result<WeightFormat> parse_weight_format(std::string_view s);
 std::string_view weight_format_name(WeightFormat f);
 
@@ -189,8 +258,9 @@ struct WeightSegment {
   WeightFormat format = WeightFormat::kBf16;
   Index row_begin = 0;
   Index row_end = 0;
-  const void* values = nullptr;  ///< bf16 (raw u16) or f32, [rows, k] row-major (non-AF4)
+  const void* values = nullptr;  ///< bf16 / f16 (raw u16) or f32, [rows, k] row-major (unscaled formats)
   Af4View af4;                   ///< AF4 only
+  ScaledView scaled;             ///< int8, e4m3, e5m2 only
 };
 
 /// W in segments that tile [0, n) (sorted by row_begin; the packing guards check the tiling).
@@ -215,6 +285,9 @@ inline constexpr double kDefaultLambda = 10.0;
 /// Everything the reference needs for one projection: its arithmetic and views of its data.
 struct LinearProblem : ProjectionArithmetic {
   MatrixView x;  ///< [M, k] activations (original layout)
+  /// With x_quant declared: the engine's quantized activations, which the products use in place
+  /// of x (x itself is what the quantize check holds them to).
+  XQuantizedView x_quantized;
   const Weights* weights = nullptr;
   VectorView bias;                 ///< [n] when the epilogue has a bias
   MatrixView residual;             ///< [M, n] when the epilogue has a residual

@@ -8,7 +8,7 @@ void register_check(CLI::App& app, Action& action) {
   auto cl = std::make_shared<CommandLine<certify::CheckCommandOptions>>();
   CLI::App* cmd = app.add_subcommand(
       "check", "Certify every projection and logits run in an engine dump (PASS or FAIL, with evidence)");
-  cmd->add_option("DUMP", cl->options.dump, "Engine dump (HDF5, dump-format v1)")->required();
+  cmd->add_option("DUMP", cl->options.dump, "Engine dump (HDF5, dump format v1 or v2)")->required();
   cl->register_on(cmd, certify::check_option_table());
   cmd->callback([cl, &action] {
     action = [cl] {

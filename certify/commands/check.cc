@@ -65,9 +65,10 @@ CheckResult schema_check(const DumpModel& m) {
   e.projections = static_cast<Index>(m.projections.size());
   e.logits_runs = static_cast<Index>(m.logits.size());
   e.tensors = static_cast<Index>(m.tensors.size());
-  schema.reason = "valid ncert dump v1 (engine " + m.engine + ", build " + m.build +
-                  "): " + std::to_string(m.projections.size()) + " projection(s), " + std::to_string(m.logits.size()) +
-                  " logits run(s)" + (e.notes ? ", " + std::to_string(e.notes) + " note(s)" : "");
+  schema.reason = "valid ncert dump v" + std::to_string(m.schema_version) + " (engine " + m.engine + ", build " +
+                  m.build + "): " + std::to_string(m.projections.size()) + " projection(s), " +
+                  std::to_string(m.logits.size()) + " logits run(s)" +
+                  (e.notes ? ", " + std::to_string(e.notes) + " note(s)" : "");
   schema.evidence = std::move(e);
   return schema;
 }

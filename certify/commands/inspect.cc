@@ -29,7 +29,9 @@ void describe_dataset(const DumpReader& reader, const DatasetInfo& d, bool hashe
   dj["path"] = d.path;
   dj["shape"] = d.shape;
   dj["dtype"] = std::string(dtype_name(d.dtype));
-  if (d.bf16_as_u16) dj["storage_type"] = "u16+dtype=bf16";
+  if (d.tagged_raw)
+    dj["storage_type"] =
+        std::string(dtype_size(d.dtype) == 2 ? "u16" : "u8") + "+dtype=" + std::string(dtype_name(d.dtype));
   dj["layout"] = std::string(layout_name(d.layout));
   if (!d.chunk.empty()) dj["chunk"] = d.chunk;
   dj["filters"] = d.filters;
@@ -66,9 +68,9 @@ CheckResult schema_check(const DumpModel& m, Report& report) {
   schema.kind = CheckKind::kSchema;
   if (first.ok() && !report.error) {
     schema.verdict = Verdict::kPass;
-    schema.reason = "valid ncert dump v1: " + std::to_string(m.projections.size()) + " projection(s), " +
-                    std::to_string(m.logits.size()) + " logits run(s), " + std::to_string(m.tensors.size()) +
-                    " tensor(s)";
+    schema.reason = "valid ncert dump v" + std::to_string(m.schema_version) + ": " +
+                    std::to_string(m.projections.size()) + " projection(s), " + std::to_string(m.logits.size()) +
+                    " logits run(s), " + std::to_string(m.tensors.size()) + " tensor(s)";
   } else {
     schema.verdict = Verdict::kFail;
     if (!first.ok()) report.error = first;

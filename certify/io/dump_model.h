@@ -47,7 +47,9 @@ struct AttributeInfo {
 struct DatasetInfo {
   std::string path;  ///< absolute, e.g. "/projections/q/x"
   DType dtype = DType::kF32;
-  bool bf16_as_u16 = false;  ///< bf16 stored as uint16 + dtype = "bf16" (form b)
+  /// Raw patterns in an integer type tagged by the attribute dtype: bf16 / f16 as uint16 (form b),
+  /// e4m3 / e5m2 as uint8.
+  bool tagged_raw = false;
   std::vector<Index> shape;
   Index elements = 0;
   Index bytes = 0;
@@ -85,7 +87,10 @@ struct SegmentInfo {
   reference::WeightFormat format = reference::WeightFormat::kBf16;
   Index row_begin = 0;
   Index row_end = 0;
-  reference::Af4Layout af4;           ///< AF4 only
+  reference::Af4Layout af4;  ///< AF4 only
+  /// int8 / e4m3 / e5m2 only: the value and scale types, group_size, scale_rows and dequant
+  /// (no data: the pointers stay null until the weights are read).
+  reference::ScaledView scaled;
   DType values_dtype = DType::kBf16;  ///< bf16/f32 values, or the AF4 codes type (u8/u32)
 };
 
@@ -104,6 +109,8 @@ struct ProjectionInfo : reference::ProjectionArithmetic, reference::ProjectionLa
   std::optional<Index> cap;
   std::optional<DType> bias_dtype;
   std::optional<DType> residual_dtype;
+  DType x_scales_dtype = DType::kF32;  ///< with x_quant
+  bool has_x_zero_points = false;      ///< with an integer x_quant
   bool has_commit_counts = false;
   bool has_y_unpacked = false;
   bool has_y_packed = false;

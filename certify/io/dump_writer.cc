@@ -103,9 +103,9 @@ Status DumpWriter::create_dataset(const std::string& path, DType t, const std::v
   Hid ds = detail::own_dataset(
       H5Dcreate2(impl_->file.get(), path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create " + path);
-  if (t == DType::kBf16 && !bf16_float) {
+  if ((t == DType::kBf16 && !bf16_float) || is_fp8_dtype(t)) {
     ds.reset();
-    NCERT_RETURN_IF_ERROR(write_attr(path, "dtype", std::string("bf16")));
+    NCERT_RETURN_IF_ERROR(write_attr(path, "dtype", std::string(dtype_name(t))));
   }
   return Status();
 }

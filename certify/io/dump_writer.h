@@ -1,4 +1,4 @@
-// This header defines DumpWriter, which writes files in the ncert dump format v1
+// This header defines DumpWriter, which writes files in the ncert dump format (versions 1 and 2)
 // (docs/dump-format.md). Fixtures, tests and `ncert witness --out` use it. Values are written as
 // raw bit patterns: bf16 either as uint16 with the attribute dtype = "bf16" (form b, the
 // default) or as the custom 16-bit float of docs/formats.md "HDF5 storage" (form a); memory type == file type

@@ -1,4 +1,4 @@
-// The schema checker: the surveyed objects against dump-format v1 (docs/dump-format.md), every
+// The schema checker: the surveyed objects against the dump format (docs/dump-format.md, versions 1 and 2), every
 // violation a finding that names the object. Which members exist, whether they are required,
 // their element types and shapes come from the member rules (schema_rules.h), the table the page
 // prints, with the closed value sets; this file adds what a table cannot say: the order of the
@@ -66,10 +66,46 @@ class SchemaChecker {
     }
     if (groups_->count("/tensors")) check_tensors();
     check_lm_heads();
+    if (model_.schema_version == 1) check_version_1_features();
   }
 
  private:
   DumpModel& model() { return model_; }
+
+  /// A file that declares version 1 may use only what version 1 defined (docs/dump-format.md §2):
+  /// a reader of version 1 would misread the rest, so a writer that uses a version 2 member or
+  /// value must say so. Each use is named with its object.
+  void check_version_1_features() {
+    const auto v2 = [&](const std::string& path, const std::string& what) {
+      error(ErrorCode::kSchemaVersion, path,
+            what + " is dump format version 2, but the file declares ncert_schema_version = 1 (declare 2)");
+    };
+    for (const ProjectionInfo& p : model_.projections) {
+      if (p.x_dtype == DType::kF16) v2(p.path + "/x", "an f16 x");
+      if (p.output == DType::kF16) v2(p.path, "output_dtype = \"f16\"");
+      if (p.bias_dtype == DType::kF16) v2(p.path + "/bias", "an f16 bias");
+      if (p.residual_dtype == DType::kF16) v2(p.path + "/residual", "an f16 residual");
+      if (p.x_quant.type != reference::XQuantType::kNone) v2(p.path, "x_quant");
+      for (std::string_view form : {"lanes:", "promote:", "splitk:"}) {
+        if (p.walk.declared && p.walk.name.starts_with(form)) v2(p.path, "k_walk = \"" + p.walk.name + "\"");
+      }
+      for (const SegmentInfo& s : p.segments) {
+        if (s.format == reference::WeightFormat::kF16 || reference::is_scaled_format(s.format)) {
+          v2(s.path, "format = \"" + std::string(reference::weight_format_name(s.format)) + "\"");
+        }
+        if (s.format == reference::WeightFormat::kAf4 && s.af4.variant == reference::Af4Variant::kZeroPoint) {
+          v2(s.path, "variant = \"zero-point\"");
+        }
+      }
+    }
+    for (const LogitsRunInfo& r : model_.logits) {
+      const DatasetInfo* d = model_.dataset(r.path + "/logits");
+      if (d && d->dtype != DType::kF32) v2(d->path, std::string(dtype_name(d->dtype)) + " logits");
+    }
+    for (const TensorInfo& t : model_.tensors) {
+      if (is_fp8_dtype(t.dtype)) v2(t.path, "an " + std::string(dtype_name(t.dtype)) + " tensor");
+    }
+  }
 
   void error(ErrorCode code, const std::string& path, std::string msg) {
     model().findings.push_back({Severity::kError, code, path, std::move(msg)});
@@ -221,12 +257,12 @@ class SchemaChecker {
       error(attr_rule(kRoot, "ncert_schema_version").refused, "/", "missing attribute \"ncert_schema_version\"");
     } else if (ver->kind != AttrValue::Kind::kInt || ver->ints.size() != 1) {
       error(ErrorCode::kAttributeInvalid, "/", "ncert_schema_version = " + ver->render() + " is not an integer");
-    } else if (ver->ints[0] != kDumpFormatVersion) {
+    } else if (ver->ints[0] < kOldestDumpFormatVersion || ver->ints[0] > kDumpFormatVersion) {
       error(ErrorCode::kSchemaVersion, "/",
-            "ncert_schema_version = " + std::to_string(ver->ints[0]) + "; this build of ncert reads version " +
-                std::to_string(kDumpFormatVersion) + " only");
+            "ncert_schema_version = " + std::to_string(ver->ints[0]) + "; this build of ncert reads versions " +
+                std::to_string(kOldestDumpFormatVersion) + " to " + std::to_string(kDumpFormatVersion));
     } else {
-      m.schema_version = kDumpFormatVersion;
+      m.schema_version = ver->ints[0];
     }
     if (auto e = str_attr("/", attr_rule(kRoot, "engine"))) m.engine = *e;
     if (auto b = str_attr("/", attr_rule(kRoot, "build"))) m.build = *b;
@@ -295,6 +331,18 @@ class SchemaChecker {
     if (auto w = str_attr(path, attr_rule(kProj, "k_walk"))) {
       if (auto kw = parsed(path, reference::parse_k_walk(*w))) p.walk = *kw;
     }
+    if (auto q = str_attr(path, attr_rule(kProj, "x_quant"))) {
+      if (auto t = parsed(path, reference::parse_x_quant(*q))) p.x_quant.type = *t;
+    }
+    const auto x_quant_group = int_attr(path, attr_rule(kProj, "x_quant_group"));
+    if (auto r = str_attr(path, attr_rule(kProj, "x_quant_rounding"))) {
+      if (auto qr = parsed(path, reference::parse_x_quant_rounding(*r))) p.x_quant.rounding = *qr;
+    }
+    if (p.x_quant.type == reference::XQuantType::kNone) {
+      for (std::string_view name : {"x_quant_group", "x_quant_rounding"}) {
+        if (attr(path, std::string(name))) note(path, std::string(name) + " without x_quant; ignored");
+      }
+    }
     p.layer = int_attr(path, attr_rule(kProj, "layer"));
     if (auto r = str_attr(path, attr_rule(kProj, "role"))) p.role = *r;
     if (auto l = str_attr(path, attr_rule(kProj, "logits_run"))) p.logits_run = *l;
@@ -316,6 +364,7 @@ class SchemaChecker {
     p.n = *n;
     p.in_stride = in_stride.value_or(p.k);
     p.out_stride = out_stride.value_or(p.n);
+    p.x_quant.group = x_quant_group.value_or(p.k);
     return true;
   }
 
@@ -337,6 +386,21 @@ class SchemaChecker {
     p.x_dtype = x->dtype;
     p.m = x->shape[0];
     sym.m = p.m;
+    context.x_quant = types.x_quant = p.x_quant.type;
+    // A group that does not divide K is geometry guard 309 when the projection is checked.
+    if (p.k % p.x_quant.group == 0) sym.x_scale_columns = p.k / p.x_quant.group;
+    for (std::string_view name : {"x_quantized", "x_scales", "x_zero_points"}) {
+      const MemberRule& rule = dataset_rule(kProj, name);
+      if (rule_applies(rule.when, context)) {
+        const DatasetInfo* d = member(path, rule, types, sym);
+        if (d && name == "x_scales") p.x_scales_dtype = d->dtype;
+        if (d && name == "x_zero_points") p.has_x_zero_points = true;
+      } else if (model().dataset(path + "/" + std::string(name))) {
+        note(path + "/" + std::string(name), p.x_quant.type == reference::XQuantType::kNone
+                                                 ? "present without x_quant; ignored"
+                                                 : "present but x_quant has no zero points; ignored");
+      }
+    }
     if (p.requests && p.block_rows && *p.requests * *p.block_rows != p.m) {
       error(ErrorCode::kShapeMismatch, path + "/x",
             std::to_string(p.m) + " rows but requests x block_rows = " + std::to_string(*p.requests) + " x " +
@@ -467,9 +531,11 @@ class SchemaChecker {
       const DatasetInfo* v = member(path, values, types, sym);
       if (!v) return;
       s.values_dtype = v->dtype;
+      if (reference::is_scaled_format(s.format) && !scaled_members(path, p, s, types, sym)) return;
       p.segments.push_back(std::move(s));
       return;
     }
+    sym.scale_rows = sym.rows;
     reference::Af4Layout& L = s.af4;
     const auto gs = int_attr(path, attr_rule(kSeg, "group_size"));
     const auto variant = str_attr(path, attr_rule(kSeg, "variant"));
@@ -526,6 +592,32 @@ class SchemaChecker {
       if (!member(path, zero_points, types, sym)) return;
     }
     p.segments.push_back(std::move(s));
+  }
+
+  /// The scale grid of an int8 / e4m3 / e5m2 segment (docs/dump-format.md §4.6). The grid's
+  /// divisibility and the scales' column count are guard 309 when the projection is checked.
+  bool scaled_members(const std::string& path, const ProjectionInfo& p, SegmentInfo& s, const TypeContext& types,
+                      ShapeSymbols sym) {
+    constexpr Container kSeg = Container::kSegment;
+    reference::ScaledView& v = s.scaled;
+    const auto gs = int_attr(path, attr_rule(kSeg, "group_size"));
+    if (!gs) return false;
+    v.group_size = *gs;
+    v.scale_rows = int_attr(path, attr_rule(kSeg, "scale_rows")).value_or(1);
+    if (auto dq = str_attr(path, attr_rule(kSeg, "dequant"))) {
+      if (auto d = parsed(path, reference::parse_dequant(*dq)))
+        v.dequant = *d;
+      else
+        return false;
+    }
+    sym.scale_rows = (sym.rows + v.scale_rows - 1) / v.scale_rows;
+    const DatasetInfo* scales = member(path, dataset_rule(kSeg, "scales"), types, sym);
+    if (!scales) return false;
+    v.values_dtype = s.values_dtype;
+    v.scale_dtype = scales->dtype;
+    v.rows = s.row_end - s.row_begin;
+    v.k = p.k;
+    return true;
   }
 
   void check_logits(const std::string& path) {

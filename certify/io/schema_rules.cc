@@ -22,18 +22,27 @@ using reference::ZeroPointPacking;
 // Every value of the enums attributes parse to, in the order the parsers' refusals list them
 // (tests/dump_format holds each list to its parser: every name parses back, any other value is
 // refused with this order in the sentence).
-constexpr DType kOutputDtypes[] = {DType::kF32, DType::kBf16};
+constexpr DType kOutputDtypes[] = {DType::kF32, DType::kBf16, DType::kF16};
 constexpr Epilogue kEpilogues[] = {Epilogue::kNone, Epilogue::kBias, Epilogue::kResidual, Epilogue::kBiasResidual};
 constexpr ResidualAt kResidualAts[] = {ResidualAt::kF32, ResidualAt::kOutput};
 constexpr OutputRounding kOutputRoundings[] = {OutputRounding::kNearestEven, OutputRounding::kTowardZero,
                                                OutputRounding::kAny};
-constexpr WeightFormat kFormats[] = {WeightFormat::kAf4, WeightFormat::kBf16, WeightFormat::kF32};
+constexpr WeightFormat kFormats[] = {WeightFormat::kAf4,  WeightFormat::kBf16, WeightFormat::kF32, WeightFormat::kF16,
+                                     WeightFormat::kInt8, WeightFormat::kE4m3, WeightFormat::kE5m2};
 constexpr Af4Variant kVariants[] = {Af4Variant::kAffine, Af4Variant::kCodebook, Af4Variant::kZeroPoint};
 constexpr Af4Codebook kCodebooks[] = {Af4Codebook::kNf4, Af4Codebook::kAf4_64, Af4Codebook::kCustom};
 constexpr Af4Packing kPackings[] = {Af4Packing::kU32Lsb, Af4Packing::kU8Msb, Af4Packing::kU8Lsb};
 constexpr Dequant kDequants[] = {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded};
 constexpr DequantOp kDequantOps[] = {DequantOp::kFma, DequantOp::kMulAdd, DequantOp::kEither, DequantOp::kSubMul,
                                      DequantOp::kFused};
+constexpr reference::XQuantType kXQuants[] = {reference::XQuantType::kInt8, reference::XQuantType::kUint8,
+                                              reference::XQuantType::kE4m3, reference::XQuantType::kE5m2};
+// The contexts when_condition enumerates: kNone (not declared) first.
+constexpr reference::XQuantType kXQuantContexts[] = {reference::XQuantType::kNone, reference::XQuantType::kInt8,
+                                                     reference::XQuantType::kUint8, reference::XQuantType::kE4m3,
+                                                     reference::XQuantType::kE5m2};
+constexpr reference::XQuantRounding kXQuantRoundings[] = {reference::XQuantRounding::kNearestEven,
+                                                          reference::XQuantRounding::kNearestAway};
 constexpr ZeroPointPacking kZeroPointPackings[] = {ZeroPointPacking::kU8, ZeroPointPacking::kU32Lsb,
                                                    ZeroPointPacking::kU8Msb, ZeroPointPacking::kU8Lsb};
 
@@ -153,7 +162,19 @@ std::vector<MemberRule> build_rules() {
   t.push_back(skips(attribute(kProj, "block_rows", kOptional, kInt, 1), {"request-guards"}));
   t.push_back(skips(attribute(kProj, "cap", kOptional, kInt, 0), {"request-guards"}));
   t.push_back(attribute(kProj, "weights_xxh3", kOptional, kStr));
-  t.push_back(dataset(kProj, "x", kRequired, kList, {D::kF32, D::kBf16}, {kM, kInStride}));
+  t.push_back(one_of(attribute(kProj, "x_quant", kOptional, kStr),
+                     named(kXQuants, reference::x_quant_name, ErrorCode::kXQuantUnknown, "x_quant")));
+  t.push_back(when(defaults(attribute(kProj, "x_quant_group", kOptional, kInt, 1), "`k`"), When::kXQuant));
+  t.push_back(
+      one_of(when(defaults(attribute(kProj, "x_quant_rounding", kOptional, kStr), "`rne`"), When::kXQuant),
+             named(kXQuantRoundings, reference::x_quant_rounding_name, ErrorCode::kXQuantUnknown, "x_quant_rounding")));
+  t.push_back(dataset(kProj, "x", kRequired, kList, {D::kF32, D::kBf16, D::kF16}, {kM, kInStride}));
+  t.push_back(when(dataset(kProj, "x_quantized", kRequired, TypeRule::kXQuantDtype, {}, {kM, kK}), When::kXQuant));
+  t.push_back(when(dataset(kProj, "x_scales", kRequired, kList, {D::kF32, D::kF16, D::kBf16}, {kM, kXScaleColumns}),
+                   When::kXQuant));
+  t.push_back(
+      when(defaults(dataset(kProj, "x_zero_points", kOptional, TypeRule::kXQuantDtype, {}, {kM, kXScaleColumns}), "0"),
+           When::kXQuantInteger));
   MemberRule weight;
   weight.container = kProj;
   weight.name = "weight";
@@ -164,8 +185,9 @@ std::vector<MemberRule> build_rules() {
   weight.absent = Absent::kRefused;
   weight.refused = ErrorCode::kMissingMember;
   t.push_back(weight);
-  t.push_back(when(dataset(kProj, "bias", kRequired, kList, {D::kF32, D::kBf16}, {kN}), When::kEpilogueHasBias));
-  t.push_back(when(dataset(kProj, "residual", kRequired, kList, {D::kF32, D::kBf16}, {kM, kOutStride}),
+  t.push_back(
+      when(dataset(kProj, "bias", kRequired, kList, {D::kF32, D::kBf16, D::kF16}, {kN}), When::kEpilogueHasBias));
+  t.push_back(when(dataset(kProj, "residual", kRequired, kList, {D::kF32, D::kBf16, D::kF16}, {kM, kOutStride}),
                    When::kEpilogueHasResidual));
   t.push_back(dataset(kProj, "selector", kRequired, kList, {D::kI32}, {kP}));
   t.push_back(skips(dataset(kProj, "commit_counts", kOptional, kList, {D::kI32}, {kR}), {"request-guards"}));
@@ -183,7 +205,8 @@ std::vector<MemberRule> build_rules() {
   t.push_back(attribute(kSeg, "row_begin", kRequired, kInt, 0));
   t.push_back(attribute(kSeg, "row_end", kRequired, kInt, 0));
   t.push_back(when(dataset(kSeg, "values", kRequired, TypeRule::kFormatDtype, {}, {kRows, kK}), When::kFormatValues));
-  t.push_back(when(attribute(kSeg, "group_size", kRequired, kInt, 1), When::kFormatAf4));
+  t.push_back(when(attribute(kSeg, "group_size", kRequired, kInt, 1), When::kFormatQuantized));
+  t.push_back(when(defaults(attribute(kSeg, "scale_rows", kOptional, kInt, 1), "1"), When::kFormatScaled));
   t.push_back(one_of(when(attribute(kSeg, "variant", kRequired, kStr), When::kFormatAf4),
                      named(kVariants, reference::af4_variant_name, ErrorCode::kAf4VariantUnknown, "AF4 variant")));
   t.push_back(one_of(when(attribute(kSeg, "codebook", kRequired, kStr), When::kVariantCodebook),
@@ -194,7 +217,7 @@ std::vector<MemberRule> build_rules() {
       one_of(when(defaults(attribute(kSeg, "zero_point_packing", kOptional, kStr), "`u8`"), When::kVariantZeroPoint),
              named(kZeroPointPackings, reference::zero_point_packing_name, ErrorCode::kAf4PackingUnknown,
                    "AF4 zero_point_packing")));
-  t.push_back(one_of(when(defaults(attribute(kSeg, "dequant", kOptional, kStr), "`exact`"), When::kFormatAf4),
+  t.push_back(one_of(when(defaults(attribute(kSeg, "dequant", kOptional, kStr), "`exact`"), When::kFormatQuantized),
                      named(kDequants, reference::dequant_name, ErrorCode::kAf4DequantUnknown, "AF4 dequant")));
   t.push_back(
       one_of(when(defaults(attribute(kSeg, "dequant_op", kOptional, kStr), "`either` (`sub-mul` for `zero-point`)"),
@@ -202,8 +225,8 @@ std::vector<MemberRule> build_rules() {
              named(kDequantOps, reference::dequant_op_name, ErrorCode::kDequantOpUnknown, "AF4 dequant_op")));
   t.push_back(
       when(dataset(kSeg, "codes", kRequired, TypeRule::kCodesByPacking, {}, {kRows, kCodeColumns}), When::kFormatAf4));
-  t.push_back(when(dataset(kSeg, "scales", kRequired, kList, {D::kBf16, D::kF16, D::kF32}, {kRows, kScaleColumns}),
-                   When::kFormatAf4));
+  t.push_back(when(dataset(kSeg, "scales", kRequired, kList, {D::kBf16, D::kF16, D::kF32}, {kScaleRows, kScaleColumns}),
+                   When::kFormatQuantized));
   t.push_back(
       when(dataset(kSeg, "biases", kRequired, TypeRule::kAsScales, {}, {kRows, kScaleColumns}), When::kVariantAffine));
   t.push_back(when(dataset(kSeg, "codebook", kRequired, kList, {D::kF32}, {k16}), When::kCodebookCustom));
@@ -216,12 +239,12 @@ std::vector<MemberRule> build_rules() {
   t.push_back(one_of(defaults(attribute(kRun, "tie_break", kOptional, kStr), "`lowest`"), only("lowest")));
   t.push_back(attribute(kRun, "prompt", kOptional, kStr));
   t.push_back(dataset(kRun, "tokens", kRequired, kList, {D::kI32}, {kT}));
-  t.push_back(dataset(kRun, "logits", kRequired, kList, {D::kF32}, {kT, kV}));
+  t.push_back(dataset(kRun, "logits", kRequired, kList, {D::kF32, D::kBf16, D::kF16}, {kT, kV}));
   t.push_back(defaults(dataset(kRun, "positions", kOptional, kList, {D::kI64}, {kT}), "row index"));
   t.push_back(dataset(kRun, "prompt_tokens", kOptional, kList, {D::kI32}, {kP0}));
 
   // ---- §6 a state tensor ----
-  MemberRule tensor = dataset(kTensor, "", kOptional, kList, {D::kF32, D::kF16, D::kBf16}, {});
+  MemberRule tensor = dataset(kTensor, "", kOptional, kList, {D::kF32, D::kF16, D::kBf16, D::kE4m3, D::kE5m2}, {});
   tensor.shape = ShapeKind::kAnyRank;
   t.push_back(tensor);
   t.push_back(defaults(attribute(kTensor, "compare", kOptional, kStr), "`bitwise`"));
@@ -246,9 +269,13 @@ std::string_view when_text(When w) {
     case When::kEpilogueHasResidual:
       return "`epilogue` has a residual";
     case When::kFormatValues:
-      return "`format` is `bf16` or `f32`";
+      return "`format` is `bf16`, `f32`, `f16`, `int8`, `e4m3` or `e5m2`";
     case When::kFormatAf4:
       return "`format` is `af4`";
+    case When::kFormatQuantized:
+      return "`format` is `af4`, `int8`, `e4m3` or `e5m2`";
+    case When::kFormatScaled:
+      return "`format` is `int8`, `e4m3` or `e5m2`";
     case When::kVariantAffine:
       return "`variant` is `affine`";
     case When::kVariantCodebook:
@@ -257,6 +284,10 @@ std::string_view when_text(When w) {
       return "`variant` is `zero-point`";
     case When::kCodebookCustom:
       return "`codebook` is `custom`";
+    case When::kXQuant:
+      return "`x_quant` is given";
+    case When::kXQuantInteger:
+      return "`x_quant` is `int8` or `uint8`";
   }
   return "";
 }
@@ -313,8 +344,12 @@ std::string_view dim_name(Dim d) {
       return "K/c";
     case Dim::kScaleColumns:
       return "K/group_size";
+    case Dim::kScaleRows:
+      return "⌈rows/scale_rows⌉";
     case Dim::kZeroPointColumns:
       return "Z";
+    case Dim::kXScaleColumns:
+      return "K/x_quant_group";
     case Dim::kT:
       return "T";
     case Dim::kV:
@@ -339,6 +374,10 @@ bool rule_applies(When w, const RuleContext& c) {
       return c.format != WeightFormat::kAf4;
     case When::kFormatAf4:
       return c.format == WeightFormat::kAf4;
+    case When::kFormatQuantized:
+      return c.format == WeightFormat::kAf4 || reference::is_scaled_format(c.format);
+    case When::kFormatScaled:
+      return reference::is_scaled_format(c.format);
     case When::kVariantAffine:
       return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kAffine;
     case When::kVariantCodebook:
@@ -347,6 +386,10 @@ bool rule_applies(When w, const RuleContext& c) {
       return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kZeroPoint;
     case When::kCodebookCustom:
       return c.format == WeightFormat::kAf4 && c.variant == Af4Variant::kCodebook && c.codebook == Af4Codebook::kCustom;
+    case When::kXQuant:
+      return c.x_quant != reference::XQuantType::kNone;
+    case When::kXQuantInteger:
+      return c.x_quant == reference::XQuantType::kInt8 || c.x_quant == reference::XQuantType::kUint8;
   }
   return false;
 }
@@ -379,13 +422,15 @@ std::vector<DType> allowed_dtypes(const MemberRule& rule, const TypeContext& c) 
     case TypeRule::kOutputDtype:
       return {c.output};
     case TypeRule::kFormatDtype:
-      return {c.format == WeightFormat::kF32 ? DType::kF32 : DType::kBf16};
+      return {reference::weight_values_dtype(c.format)};
     case TypeRule::kCodesByPacking:
       return {c.packing == Af4Packing::kU32Lsb ? DType::kU32 : DType::kU8};
     case TypeRule::kAsScales:
       return {c.scales};
     case TypeRule::kZeroPointsByPacking:
       return {c.zero_point_packing == ZeroPointPacking::kU32Lsb ? DType::kU32 : DType::kU8};
+    case TypeRule::kXQuantDtype:
+      return {reference::x_quant_storage(c.x_quant)};
     case TypeRule::kString:
     case TypeRule::kInt:
     case TypeRule::kGroup:
@@ -442,8 +487,14 @@ std::vector<Index> expected_shape(const MemberRule& rule, const ShapeSymbols& s)
       case Dim::kScaleColumns:
         out.push_back(s.scale_columns);
         break;
+      case Dim::kScaleRows:
+        out.push_back(s.scale_rows);
+        break;
       case Dim::kZeroPointColumns:
         out.push_back(s.zero_point_columns);
+        break;
+      case Dim::kXScaleColumns:
+        out.push_back(s.x_scale_columns);
         break;
       case Dim::kT:
         out.push_back(s.t);
@@ -490,6 +541,10 @@ std::string_view when_name(When w) {
       return "format-values";
     case When::kFormatAf4:
       return "format-af4";
+    case When::kFormatQuantized:
+      return "format-quantized";
+    case When::kFormatScaled:
+      return "format-scaled";
     case When::kVariantAffine:
       return "variant-affine";
     case When::kVariantCodebook:
@@ -498,22 +553,29 @@ std::string_view when_name(When w) {
       return "variant-zero-point";
     case When::kCodebookCustom:
       return "codebook-custom";
+    case When::kXQuant:
+      return "x-quant";
+    case When::kXQuantInteger:
+      return "x-quant-integer";
   }
   return "";
 }
 
 std::vector<std::pair<std::string_view, std::vector<std::string_view>>> when_condition(When w) {
-  // 4 epilogues x 3 formats x 3 variants x 3 codebooks = 108 contexts: for each attribute, the
-  // values that occur in a context where `w` holds; an attribute whose every value occurs is
-  // left out (the condition does not depend on it).
+  // 4 epilogues x 3 formats x 3 variants x 3 codebooks x 5 quantizers = 540 contexts: for each
+  // attribute, the values that occur in a context where `w` holds; an attribute whose every value
+  // occurs is left out (the condition does not depend on it).
   std::vector<bool> epilogue(std::size(kEpilogues)), format(std::size(kFormats)), variant(std::size(kVariants)),
-      codebook(std::size(kCodebooks));
+      codebook(std::size(kCodebooks)), x_quant(std::size(kXQuantContexts));
   for (std::size_t e = 0; e < epilogue.size(); ++e) {
     for (std::size_t f = 0; f < format.size(); ++f) {
       for (std::size_t v = 0; v < variant.size(); ++v) {
         for (std::size_t c = 0; c < codebook.size(); ++c) {
-          if (!rule_applies(w, RuleContext{kEpilogues[e], kFormats[f], kVariants[v], kCodebooks[c]})) continue;
-          epilogue[e] = format[f] = variant[v] = codebook[c] = true;
+          for (std::size_t q = 0; q < x_quant.size(); ++q) {
+            const RuleContext context{kEpilogues[e], kFormats[f], kVariants[v], kCodebooks[c], kXQuantContexts[q]};
+            if (!rule_applies(w, context)) continue;
+            epilogue[e] = format[f] = variant[v] = codebook[c] = x_quant[q] = true;
+          }
         }
       }
     }
@@ -531,6 +593,7 @@ std::vector<std::pair<std::string_view, std::vector<std::string_view>>> when_con
   restrict("format", format, [](std::size_t i) { return reference::weight_format_name(kFormats[i]); });
   restrict("variant", variant, [](std::size_t i) { return reference::af4_variant_name(kVariants[i]); });
   restrict("codebook", codebook, [](std::size_t i) { return reference::af4_codebook_name(kCodebooks[i]); });
+  restrict("x_quant", x_quant, [](std::size_t i) { return reference::x_quant_name(kXQuantContexts[i]); });
   return out;
 }
 
@@ -567,6 +630,9 @@ RuleRow rule_row(const MemberRule& r) {
       break;
     case TypeRule::kZeroPointsByPacking:
       row.dtype = "u8 or u32, by `zero_point_packing`";
+      break;
+    case TypeRule::kXQuantDtype:
+      row.dtype = r.when == When::kXQuantInteger ? "i8 or u8, by `x_quant`" : "i8, u8, e4m3 or e5m2, by `x_quant`";
       break;
     case TypeRule::kGroup:
       row.dtype = "—";

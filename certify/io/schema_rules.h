@@ -1,4 +1,4 @@
-// This header defines the member rules of dump format v1 as a table: for each kind of container
+// This header defines the member rules of the dump format (versions 1 and 2) as a table: for each kind of container
 // (the root, a projection, a weight segment, a logits run, a state tensor) every attribute,
 // dataset and group it may hold, whether it is required (and under which condition), the element
 // types and the shape it must have in the format's symbols (M, K, N, P, R, in_stride, ...), and
@@ -31,8 +31,10 @@
 
 namespace ncert::certify {
 
-/// The one value of the root's ncert_schema_version this build reads (§2).
-inline constexpr std::int64_t kDumpFormatVersion = 1;
+/// The newest value of the root's ncert_schema_version this build reads (§2), and the oldest:
+/// every version in between is read, each with only the members and values it defines.
+inline constexpr std::int64_t kDumpFormatVersion = 2;
+inline constexpr std::int64_t kOldestDumpFormatVersion = 1;
 
 /// The kinds of object that hold members (docs/dump-format.md §2-6).
 enum class Container : std::uint8_t { kRoot, kProjection, kSegment, kLogitsRun, kTensor };
@@ -50,12 +52,16 @@ enum class When : std::uint8_t {
   kAlways,
   kEpilogueHasBias,      ///< epilogue = bias or bias+residual
   kEpilogueHasResidual,  ///< epilogue = residual or bias+residual
-  kFormatValues,         ///< segment format = bf16 or f32
+  kFormatValues,         ///< segment format other than af4: a `values` dataset
   kFormatAf4,            ///< segment format = af4
+  kFormatQuantized,      ///< segment format = af4, int8, e4m3 or e5m2 (codes times scales)
+  kFormatScaled,         ///< segment format = int8, e4m3 or e5m2
   kVariantAffine,        ///< AF4 variant = affine
   kVariantCodebook,      ///< AF4 variant = codebook
   kVariantZeroPoint,     ///< AF4 variant = zero-point
   kCodebookCustom,       ///< AF4 codebook = custom
+  kXQuant,               ///< x_quant declared (any quantizer)
+  kXQuantInteger,        ///< x_quant = int8 or uint8
 };
 
 /// What the conditions depend on, as far as the checker has parsed the container.
@@ -64,6 +70,7 @@ struct RuleContext {
   reference::WeightFormat format = reference::WeightFormat::kBf16;
   reference::Af4Variant variant = reference::Af4Variant::kAffine;
   reference::Af4Codebook codebook = reference::Af4Codebook::kNone;
+  reference::XQuantType x_quant = reference::XQuantType::kNone;
 };
 bool rule_applies(When when, const RuleContext& context);
 
@@ -77,6 +84,7 @@ enum class TypeRule : std::uint8_t {
   kCodesByPacking,       ///< dataset: u32 for packing u32-lsb, u8 for u8-msb and u8-lsb
   kAsScales,             ///< dataset: the type of the segment's scales
   kZeroPointsByPacking,  ///< dataset: u32 for zero_point_packing u32-lsb, u8 for u8, u8-msb, u8-lsb
+  kXQuantDtype,          ///< dataset: i8, u8, e4m3 or e5m2, by the projection's x_quant
   kGroup,                ///< group: no element type
 };
 
@@ -87,6 +95,7 @@ struct TypeContext {
   reference::Af4Packing packing = reference::Af4Packing::kU32Lsb;
   DType scales = DType::kBf16;
   reference::ZeroPointPacking zero_point_packing = reference::ZeroPointPacking::kU8;
+  reference::XQuantType x_quant = reference::XQuantType::kNone;
 };
 
 /// One dimension of a shape, in the format's symbols (docs/dump-format.md §1).
@@ -101,7 +110,9 @@ enum class Dim : std::uint8_t {
   kRows,              ///< segment rows: row_end - row_begin
   kCodeColumns,       ///< K/c, c = 8 codes per u32 or 2 per u8 (guard 309)
   kScaleColumns,      ///< K/group_size (guard 309)
+  kScaleRows,         ///< ceil(rows/scale_rows): rows for AF4, blocks of scale_rows for scaled formats
   kZeroPointColumns,  ///< Z: K/group_size zero points one per byte, ceil(K/group_size / c) packed
+  kXScaleColumns,     ///< K/x_quant_group (guard 309)
   kT,                 ///< emitted tokens: length of tokens
   kV,                 ///< attribute vocab
   kP0,                ///< prompt length: length of prompt_tokens
@@ -113,7 +124,9 @@ std::string_view dim_name(Dim d);  ///< "M", "K", ..., "K/c", "K/group_size", "Z
 struct ShapeSymbols {
   Index m = -1, k = -1, n = -1, p = -1, r = -1, in_stride = -1, out_stride = -1, rows = -1;
   Index scale_columns = -1;       ///< the scales' column count, once scales are read (for biases)
+  Index scale_rows = -1;          ///< ceil(rows / scale_rows) (rows for AF4)
   Index zero_point_columns = -1;  ///< Z of the segment's zero_point_packing, once scales are read
+  Index x_scale_columns = -1;     ///< K/x_quant_group when x_quant_group divides K
   Index t = -1, v = -1;
 };
 

@@ -22,7 +22,9 @@ constexpr Dim kAllDims[] = {Dim::kM,
                             Dim::kRows,
                             Dim::kCodeColumns,
                             Dim::kScaleColumns,
+                            Dim::kScaleRows,
                             Dim::kZeroPointColumns,
+                            Dim::kXScaleColumns,
                             Dim::kT,
                             Dim::kV,
                             Dim::kP0,
@@ -80,6 +82,8 @@ std::string_view type_name(TypeRule t) {
       return "as_scales";
     case TypeRule::kZeroPointsByPacking:
       return "zero_points_by_packing";
+    case TypeRule::kXQuantDtype:
+      return "x_quant";
     case TypeRule::kGroup:
       return "group";
   }
@@ -167,6 +171,15 @@ std::string dtype_by(const MemberRule& rule) {
         cases.emplace_back(name, c);
       }
       break;
+    case TypeRule::kXQuantDtype:
+      of = "x_quant";
+      for (std::string_view name : values_of(Container::kProjection, "x_quant").names) {
+        TypeContext c;
+        c.x_quant = *reference::parse_x_quant(name);
+        if (!rule_applies(rule.when, RuleContext{.x_quant = c.x_quant})) continue;
+        cases.emplace_back(name, c);
+      }
+      break;
     case TypeRule::kString:
     case TypeRule::kInt:
     case TypeRule::kDTypes:
@@ -225,7 +238,7 @@ std::string dim_status(Dim d) {
   if (unknown >= 0) return std::to_string(unknown);
   ShapeSymbols all;
   all.m = all.k = all.n = all.p = all.r = all.in_stride = all.out_stride = all.rows = 1;
-  all.scale_columns = all.zero_point_columns = all.t = all.v = 1;
+  all.scale_columns = all.scale_rows = all.zero_point_columns = all.x_scale_columns = all.t = all.v = 1;
   return expected_shape(probe, all)[0] < 0 ? "\"any\"" : "\"known\"";
 }
 

@@ -191,23 +191,32 @@ Status read_shape(hid_t ds, DatasetInfo* info) {
   return Status::ok_status();
 }
 
-/// The element type (uint16 only as tagged raw bf16) and the byte count.
+/// The element type (uint16 only as tagged raw bf16 or f16, uint8 tagged as raw e4m3 or e5m2) and
+/// the byte count.
 Status read_dtype(hid_t ds, const TypedAttrs& attrs, DatasetInfo* info) {
   Hid type = own_type(H5Dget_type(ds));
   const TypeClass tc = classify_type(type.get());
+  const auto it = std::find_if(attrs.begin(), attrs.end(), [](const auto& a) { return a.first == "dtype"; });
+  std::optional<std::string> tag;
+  if (it != attrs.end() && it->second.kind == AttrValue::Kind::kString && it->second.strings.size() == 1) {
+    tag = it->second.strings[0];
+  }
   if (tc.is_u16) {
-    const auto it = std::find_if(attrs.begin(), attrs.end(), [](const auto& a) { return a.first == "dtype"; });
-    const bool tagged = it != attrs.end() && it->second.kind == AttrValue::Kind::kString &&
-                        it->second.strings.size() == 1 && it->second.strings[0] == "bf16";
-    if (!tagged) {
+    if (tag != "bf16" && tag != "f16") {
       return Status(ErrorCode::kDatatypeRefused,
-                    "uint16 dataset without the attribute dtype = \"bf16\" (16-bit integers are "
-                    "only accepted as raw bf16 patterns)");
+                    "uint16 dataset without the attribute dtype = \"bf16\" or \"f16\" (16-bit integers are "
+                    "only accepted as raw bf16 or f16 patterns)" +
+                        (tag ? std::string(", found dtype = \"" + *tag + "\"") : std::string()));
     }
-    info->dtype = DType::kBf16;
-    info->bf16_as_u16 = true;
+    info->dtype = *tag == "bf16" ? DType::kBf16 : DType::kF16;
+    info->tagged_raw = true;
   } else if (!tc.allowed) {
     return Status(ErrorCode::kDatatypeRefused, "datatype " + tc.description + " is not allowed");
+  } else if (tc.dtype == DType::kU8 && (tag == "e4m3" || tag == "e5m2")) {
+    // uint8 holds FP8 patterns only when tagged so; other attributes named dtype on a uint8
+    // dataset were ignored by version 1 and still are.
+    info->dtype = *tag == "e4m3" ? DType::kE4m3 : DType::kE5m2;
+    info->tagged_raw = true;
   } else {
     info->dtype = tc.dtype;
   }

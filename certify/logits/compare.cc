@@ -10,6 +10,7 @@
 #include <set>
 
 #include "certify/io/row_stream.h"
+#include "certify/logits/detail/logits_row.h"
 #include "certify/report/format.h"
 #include "certify/report/progress.h"
 #include "reference/float_bits.h"
@@ -67,14 +68,19 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ra.path + "/logits", per_block, hash_a));
   NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, rb.path + "/logits", per_block, hash_b));
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
+  const DType type_a = detail::logits_dtype(a, ra.path + "/logits"),
+              type_b = detail::logits_dtype(b, rb.path + "/logits");
+  std::vector<std::vector<float>> wide_a(scratch.size()), wide_b(scratch.size());
   RowStream* streams[] = {&sa, &sb};
   Progress progress("compare " + ra.name + ": rows", c.matched);
   NCERT_RETURN_IF_ERROR(stream_rows(
       streams, c.matched,
       [&](Index t, const unsigned char* const* rows) {
-        c.rows[static_cast<std::size_t>(t)] = compare_rows(
-            reinterpret_cast<const float*>(rows[0]), reinterpret_cast<const float*>(rows[1]), c.vocab,
-            c.tokens_a[static_cast<std::size_t>(t)], test, scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+        const auto me = static_cast<std::size_t>(omp_get_thread_num());
+        c.rows[static_cast<std::size_t>(t)] =
+            compare_rows(detail::widen_row(rows[0], type_a, c.vocab, wide_a[me]),
+                         detail::widen_row(rows[1], type_b, c.vocab, wide_b[me]), c.vocab,
+                         c.tokens_a[static_cast<std::size_t>(t)], test, scratch[me]);
       },
       [&](Index done) { progress.reach(done); }));
   c.seconds = seconds_since(t0);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "certify/logits/compare.h"
+#include "certify/logits/detail/logits_row.h"
 #include "certify/report/format.h"
 #include "reference/float_bits.h"
 
@@ -115,7 +116,7 @@ Result<SideHead> side_head(const DumpReader& reader, const LogitsRunInfo& run, c
   std::vector<unsigned char> hr(static_cast<std::size_t>(yd->row_elements() * dtype_size(yd->dtype)));
   std::vector<unsigned char> xr(static_cast<std::size_t>(xd->row_elements() * dtype_size(xd->dtype)));
   for (Index f : fork_rows) {
-    NCERT_RETURN_IF_ERROR(reader.read_rows(run.path + "/logits", f, 1, lr.data()));
+    NCERT_RETURN_IF_ERROR(detail::read_row_f32(reader, run.path + "/logits", f, run.vocab, lr));
     NCERT_RETURN_IF_ERROR(reader.read_rows(y, f, 1, hr.data()));
     NCERT_RETURN_IF_ERROR(reader.read_rows(s.head->path + "/x", f, 1, xr.data()));
     s.row_matches.push_back(lm_head_row_matches(lr.data(), hr.data(), s.head->output, run.vocab));
@@ -315,8 +316,8 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
     f.position = positions.empty() ? f.row : positions[static_cast<std::size_t>(f.row)];
     f.token_a = toks[k].first;
     f.token_b = toks[k].second;
-    NCERT_RETURN_IF_ERROR(a.read_rows(ra.path + "/logits", f.row, 1, la.data()));
-    NCERT_RETURN_IF_ERROR(b.read_rows(rb.path + "/logits", f.row, 1, lb.data()));
+    NCERT_RETURN_IF_ERROR(detail::read_row_f32(a, ra.path + "/logits", f.row, V, la));
+    NCERT_RETURN_IF_ERROR(detail::read_row_f32(b, rb.path + "/logits", f.row, V, lb));
     f.a = side_view(la, f.token_a, f.token_b, f.row, wmodel);
     f.b = side_view(lb, f.token_b, f.token_a, f.row, wmodel);
     f.a.witness.position = f.b.witness.position = f.position;

@@ -6,6 +6,7 @@
 #include "certify/io/row_stream.h"
 #include "certify/report/format.h"
 #include "reference/float_bits.h"
+#include "reference/narrow_float.h"
 
 namespace ncert::certify {
 
@@ -15,6 +16,7 @@ float element(const unsigned char* base, DType t, Index i) { return reference::d
 
 std::uint64_t element_ulps(const unsigned char* a, const unsigned char* b, DType t, Index i) {
   if (t == DType::kF32) return reference::ulp_distance_f32(element(a, t, i), element(b, t, i));
+  if (is_fp8_dtype(t)) return reference::narrow_ulp_distance(*reference::narrow_format(t), a[i], b[i]);
   std::uint16_t x, y;
   std::memcpy(&x, a + i * 2, 2);
   std::memcpy(&y, b + i * 2, 2);

@@ -9,6 +9,7 @@
 
 #include "certify/io/hash.h"
 #include "certify/io/row_stream.h"
+#include "certify/logits/detail/logits_row.h"
 #include "certify/logits/detail/simd_max.h"
 #include "certify/report/format.h"
 #include "certify/report/progress.h"
@@ -163,6 +164,8 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   if (with_head) datasets.push_back(reader.model().dataset(model.head_dataset));
   const Index per_block = block_rows_for(datasets, 16 << 20, 64);
   NCERT_ASSIGN_OR_RETURN(RowStream stream, RowStream::open(reader, run.path + "/logits", per_block, hash));
+  const DType logits_type = detail::logits_dtype(reader, run.path + "/logits");
+  std::vector<std::vector<float>> widened(static_cast<std::size_t>(omp_get_max_threads()));
   std::optional<RowStream> head;
   if (with_head) {
     NCERT_ASSIGN_OR_RETURN(RowStream h, RowStream::open(reader, model.head_dataset, per_block));
@@ -178,7 +181,8 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   NCERT_RETURN_IF_ERROR(stream_rows(
       streams, run.tokens,
       [&](Index t, const unsigned char* const* rows) {
-        const float* row = reinterpret_cast<const float*>(rows[0]);
+        const float* row =
+            detail::widen_row(rows[0], logits_type, run.vocab, widened[static_cast<std::size_t>(omp_get_thread_num())]);
         const RowScan scan = scan_row(row, run.vocab);
         Witness w = witness_row(row, run.vocab, scan, tokens[static_cast<std::size_t>(t)], model, t);
         if (!positions.empty()) w.position = positions[static_cast<std::size_t>(t)];
@@ -192,9 +196,9 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
     if (!head_differs[t]) continue;
     // Re-read the one row pair to name the first differing token.
     const DatasetInfo* hd = reader.model().dataset(model.head_dataset);
-    std::vector<float> a(static_cast<std::size_t>(run.vocab));
+    std::vector<float> a;
     std::vector<unsigned char> h(static_cast<std::size_t>(hd->row_elements() * dtype_size(hd->dtype)));
-    NCERT_RETURN_IF_ERROR(reader.read_rows(run.path + "/logits", static_cast<Index>(t), 1, a.data()));
+    NCERT_RETURN_IF_ERROR(detail::read_row_f32(reader, run.path + "/logits", static_cast<Index>(t), run.vocab, a));
     NCERT_RETURN_IF_ERROR(reader.read_rows(model.head_dataset, static_cast<Index>(t), 1, h.data()));
     out.lm_head_mismatch = true;
     out.lm_head_mismatch_text =

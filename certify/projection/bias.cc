@@ -1,4 +1,4 @@
-// bias: the signed rounding residuals of a bf16 output declared round-to-nearest are centred.
+// bias: the signed rounding residuals of a bf16 or f16 output declared round-to-nearest are centred.
 // A correct kernel rounds each value to nearest, so over many values the residuals toward
 // +|c| average zero; truncation, or any rounding that prefers one side, moves the mean by a
 // good part of an ulp. The test is Hoeffding's inequality over the values of one output
@@ -21,7 +21,7 @@ constexpr double kAlpha = 1e-9;
 std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass) {
   const ProjectionInfo& info = f.info();
   // An f32 output is the accumulator's own last rounding: there is no output rounding to test.
-  if (info.output != DType::kBf16) return std::nullopt;
+  if (info.output != DType::kBf16 && info.output != DType::kF16) return std::nullopt;
   const std::string id = projection_check_id(info, CheckKind::kBias);
   const std::string subject = "projections/" + info.name;
   if (info.output_rounding != reference::OutputRounding::kNearestEven) {

@@ -115,16 +115,18 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
                detail::value_text(el.value, info.output) + " (reference " + format_short(el.center) + ")";
     r.first_failure = Location{std::string(engine_output_name(id)), el.row, el.col};
   } else {
-    // For f32 outputs |y - y*| / B is the bound utilization proper. For bf16 outputs the
-    // output rounding (up to half a bf16 ulp, ~2^-9 relative) dwarfs B (~1e-5 relative at
+    // For f32 outputs |y - y*| / B is the bound utilization proper. For bf16 (f16) outputs the
+    // output rounding (up to half an ulp, ~2^-9 (2^-12) relative) dwarfs B (~1e-5 relative at
     // K = 5120), so |y - y*| / B is in the hundreds on a correct kernel and the share of the
     // interval is 1 on every single-valued one: how many values the reference pins to one
     // bf16 value is the figure that says how tight the check was (all three are in the stats).
-    r.reason = "all " + std::to_string(e.elements) + " engine values inside the reference intervals (" +
-               (info.output == DType::kF32 ? "max |y - y*| / B " + format_short(max_err_over_b)
-                                           : "bf16 outputs, " + std::to_string(single_valued) +
-                                                 " of them the only bf16 value their interval allows") +
-               ", " + std::to_string(e.beyond_tier) + " beyond the probabilistic tier)";
+    r.reason =
+        "all " + std::to_string(e.elements) + " engine values inside the reference intervals (" +
+        (info.output == DType::kF32
+             ? "max |y - y*| / B " + format_short(max_err_over_b)
+             : std::string(dtype_name(info.output)) + " outputs, " + std::to_string(single_valued) +
+                   " of them the only " + std::string(dtype_name(info.output)) + " value their interval allows") +
+        ", " + std::to_string(e.beyond_tier) + " beyond the probabilistic tier)";
   }
   r.evidence = std::move(e);
   return r;

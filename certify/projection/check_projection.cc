@@ -107,6 +107,10 @@ void walk_step(const ProjectionFacts& f, const ReferencePass& pass, bool walk_su
                                    "(dequant_op = either): declare dequant_op to hold the kernel to its walk");
   } else if (walk_supported) {
     out.checks.push_back(walk_check(f, pass));
+  } else if (info.walk.declared && info.x_quant.type != reference::XQuantType::kNone) {
+    out.skip(CheckKind::kWalk, "k_walk " + info.walk.name + " is an f32 walk over x, but x_quant = " +
+                                   std::string(reference::x_quant_name(info.x_quant.type)) +
+                                   ": the kernel multiplies quantized codes, whose walk the format does not describe");
   } else if (info.walk.declared && !rounding_pinned) {
     // Not the engine's fault: nothing pins the value a walk would have to reproduce.
     out.skip(CheckKind::kWalk,
@@ -129,7 +133,9 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
   // A walk whose combination is unsupported (folded AF4), or whose output rounding is not pinned
   // (output_rounding = any), has no single emulated value to compare with.
   const bool rounding_pinned = info.output_rounding != reference::OutputRounding::kAny;
-  const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned;
+  const bool quantized = info.x_quant.type != reference::XQuantType::kNone;
+  const bool walk_supported =
+      info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned && !quantized;
   if (!f.any_output()) {
     // Nothing to bound: vacuity reports it.
   } else if (!ref_blocker.empty()) {
@@ -185,6 +191,7 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
   if (auto s = request_guards_skip(info)) made.checks.push_back(std::move(*s));
 
   auto t_other = std::chrono::steady_clock::now();
+  if (auto q = quantize_check(f)) made.checks.push_back(std::move(*q));
   identity_step(f, selector_broken, made);
   T.other_seconds = seconds_since(t_other);
 

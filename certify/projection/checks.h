@@ -6,7 +6,8 @@
 //   identity   y_packed == y_unpacked on selected rows, y_compact scattered == y_packed (bits)
 //   bound      every engine output inside the reference interval of every element
 //   walk       every engine output equals the emulated k_walk bit for bit (when declared)
-//   bias       the signed rounding residuals of a round-to-nearest bf16 output are centred
+//   bias       the signed rounding residuals of a round-to-nearest bf16 or f16 output are centred
+//   quantize   every quantized activation is the declared rounding of x / scale (with x_quant)
 //   untouched  unselected rows and padding columns of y_packed equal y_before (when present)
 //   vacuity    the projection proves something (selected rows, nonzero data, an output)
 #pragma once
@@ -57,6 +58,8 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
 CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// From an evaluated reference pass; nullopt for an f32 output (no output rounding to test).
 std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass);
+/// nullopt without x_quant.
+std::optional<CheckResult> quantize_check(const ProjectionFacts& f);
 /// Requires f.rows ok, y_before and y_packed.
 CheckResult untouched_check(const ProjectionFacts& f);
 /// `pass` may be null (the reference could not run).

@@ -28,7 +28,7 @@ float EngineOutput::value(DType t, Index stride, Index row, Index col) const {
   }
   std::uint16_t b;
   std::memcpy(&b, bytes.data() + i * 2, 2);
-  return reference::bf16_to_f32(b);
+  return reference::value_of_bits(b, t);
 }
 
 std::uint32_t EngineOutput::bits(DType t, Index stride, Index row, Index col) const {
@@ -63,6 +63,13 @@ Result<LoadedProjection> load_projection(const DumpReader& reader, const Project
   L.info = &info;
   const std::string& p = info.path;
   NCERT_ASSIGN_OR_RETURN(L.x, reader.read_bytes(p + "/x"));
+  if (info.x_quant.type != reference::XQuantType::kNone) {
+    NCERT_ASSIGN_OR_RETURN(L.x_quantized, reader.read_bytes(p + "/x_quantized"));
+    NCERT_ASSIGN_OR_RETURN(L.x_scales, reader.read_bytes(p + "/x_scales"));
+    if (info.has_x_zero_points) {
+      NCERT_ASSIGN_OR_RETURN(L.x_zero_points, reader.read_bytes(p + "/x_zero_points"));
+    }
+  }
   NCERT_ASSIGN_OR_RETURN(L.selector, reader.read_i32(p + "/selector"));
   if (info.has_commit_counts) {
     NCERT_ASSIGN_OR_RETURN(L.commit_counts, reader.read_i32(p + "/commit_counts"));
@@ -149,6 +156,16 @@ reference::LinearProblem LoadedProjection::problem(double lambda) const {
     p.residual = {*info->residual_dtype, residual.data(), info->m, info->n, info->out_stride};
   }
   p.arithmetic() = info->arithmetic();
+  if (info->x_quant.type != reference::XQuantType::kNone) {
+    reference::XQuantizedView& q = p.x_quantized;
+    q.type = info->x_quant.type;
+    q.k = info->k;
+    q.group = info->x_quant.group;
+    q.values = x_quantized.data();
+    q.scale_dtype = info->x_scales_dtype;
+    q.scales = x_scales.data();
+    q.zero_points = x_zero_points.empty() ? nullptr : x_zero_points.data();
+  }
   p.lambda = lambda;
   return p;
 }

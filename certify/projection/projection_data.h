@@ -39,6 +39,8 @@ std::string_view engine_output_name(EngineOutputId o);
 struct LoadedProjection {
   const ProjectionInfo* info = nullptr;
   std::vector<std::uint8_t> x;
+  /// With x_quant: the engine's quantized activations, their scales and zero points (empty: 0).
+  std::vector<std::uint8_t> x_quantized, x_scales, x_zero_points;
   std::shared_ptr<const LoadedWeights> loaded_weights;  ///< the buffers `weights` views (maybe shared)
   reference::Weights weights;
   std::vector<std::uint8_t> bias;

@@ -47,15 +47,6 @@ void BiasTally::merge(const BiasTally& o) {
 
 namespace {
 
-/// The spacing of bf16 values at magnitude a (2^(e - 7) in [2^e, 2^(e+1)); subnormal spacing
-/// 2^-133 below 2^-126).
-double bf16_spacing(double a) {
-  if (!(a >= 0x1p-126)) return 0x1p-133;
-  int e = 0;
-  std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1
-  return std::ldexp(1.0, e - 8);
-}
-
 /// Elements whose bound is wider than this many spacings carry too little information for the
 /// ranges they would add (round-to-nearest accumulators); directed ones need a quarter, where
 /// their own bias is bounded by the interval rather than modelled as centred.
@@ -63,20 +54,20 @@ constexpr double kMaxBetaNearest = 4.0;
 constexpr double kMaxBetaDirected = 0.25;
 
 /// One value's contribution to the bias statistic.
-void add_residual(BiasTally& t, float z, double c, double b, bool nearest) {
+void add_residual(BiasTally& t, DType type, float z, double c, double b, bool nearest) {
   if (!std::isfinite(z) || !std::isfinite(c) || c == 0 || !std::isfinite(b)) {
     ++t.excluded;
     return;
   }
   const double a = std::fabs(c);
-  const double ulp = bf16_spacing(a);
+  const double ulp = reference::spacing_of_type(a, type);
   // The epilogue's f32 adds may move v by up to two f32 roundings (2^-23 |c|) beyond B.
   const double beta = (b + 0x1p-22 * a) / ulp;
   if (beta > (nearest ? kMaxBetaNearest : kMaxBetaDirected)) {
     ++t.excluded;
     return;
   }
-  const double h = bf16_spacing(a + b) / (2 * ulp);
+  const double h = reference::spacing_of_type(a + b, type) / (2 * ulp);
   // Under a correct round-to-nearest output |s| <= h + beta; a value beyond that is outside its
   // interval (the bound check's failure), and is clipped so that a few wild values (a wrong row,
   // NaN-free garbage) cannot pose as a systematic bias. Clipping changes nothing under the null.
@@ -89,9 +80,7 @@ void add_residual(BiasTally& t, float z, double c, double b, bool nearest) {
   if (!nearest) t.sum_shift += beta;
 }
 
-std::uint32_t walk_bits(float w, DType t) {
-  return t == DType::kF32 ? reference::f32_bits(w) : reference::f32_to_bf16(w);
-}
+std::uint32_t walk_bits(float w, DType t) { return reference::bits_of_value(w, t); }
 
 /// |z - c| / B of one value into the histogram (the same finite values BoundStats measures).
 void add_error_over_bound(Log2Histogram& h, float z, double c, double b) {
@@ -160,7 +149,7 @@ class CompareSink final : public reference::ReferenceSink {
     const ProjectionInfo& info = f_.info();
     const DType t = info.output;
     const Index stride = info.out_stride;
-    const bool bf16 = t == DType::kBf16;
+    const bool narrow = t == DType::kBf16 || t == DType::kF16;  // the bias test's types
     const bool nearest = info.accumulator.round_to_nearest;
     for (Index i = 0; i < b.rows; ++i) {
       const Index slot = f_.slot_of_row[static_cast<std::size_t>(i)];
@@ -177,7 +166,7 @@ class CompareSink final : public reference::ReferenceSink {
           part.bound[o].add(i, c, z, b.center[e], b.bound[e], b.accept[e], b.expect[e]);
           add_error_over_bound(part.error_over_bound[o], z, b.center[e], b.bound[e]);
           if (part.bound[o].outside() != outside_before) part.outside[o].add(grid, b, i, c);
-          if (bf16) add_residual(part.bias[o], z, b.center[e], b.bound[e], nearest);
+          if (narrow) add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest);
           if (b.walk) part.walk[o].add(i, c, out.bits(t, stride, src_row, c), walk_bits(b.walk[e], t));
         }
       }

@@ -81,7 +81,23 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
     g.format = s.format;
     g.row_begin = s.row_begin;
     g.row_end = s.row_end;
-    if (s.format != reference::WeightFormat::kAf4) {
+    if (reference::is_scaled_format(s.format)) {
+      // docs/dump-format.md §4.5: the scale grid and the dequantization, then the datasets.
+      reference::ScaledView& v = seg.scaled;
+      v = s.scaled;
+      hash.attribute("group_size", std::to_string(v.group_size));
+      hash.attribute("scale_rows", std::to_string(v.scale_rows));
+      hash.attribute("dequant", reference::dequant_name(v.dequant));
+      g.values_cols = cols(s, "values");
+      g.scales_cols = cols(s, "scales");
+      const DatasetInfo* sd = reader.model().dataset(s.path + "/scales");
+      g.scales_rows = sd && !sd->shape.empty() ? sd->shape[0] : 0;
+      g.scaled = v;
+      NCERT_ASSIGN_OR_RETURN(v.values, read(s, "values"));
+      NCERT_ASSIGN_OR_RETURN(v.scales, read(s, "scales"));
+      v.rows = s.row_end - s.row_begin;
+      v.k = info.k;
+    } else if (s.format != reference::WeightFormat::kAf4) {
       g.values_cols = cols(s, "values");
       NCERT_ASSIGN_OR_RETURN(seg.values, read(s, "values"));
     } else {

@@ -327,6 +327,24 @@ struct BiasEvidence {
   bool operator==(const BiasEvidence&) const = default;
 };
 
+/// The quantize check (docs/error-bounds.md §6b): each code of x_quantized against the declared
+/// rounding of x / s (+ zp), the quotient allowed a relative slack for the engine's own f32
+/// division and, with f16 / bf16 scales, for quantizing with the scale before it was stored.
+struct QuantizeEvidence {
+  std::string quantizer;  ///< x_quant's name: "int8", "uint8", "e4m3", "e5m2"
+  std::string rounding;   ///< "rne", "rna"
+  Index group = 0;        ///< x_quant_group
+  Index values = 0;       ///< codes checked
+  Index excluded = 0;     ///< codes of non-finite x (not checked: the bound check reports those)
+  Index mismatched = 0;   ///< codes outside their allowed range
+  Index bad_scales = 0;   ///< scales that are not positive and finite (0 only for an all-zero group)
+  double tolerance = 0;   ///< the relative slack of the quotient
+  // The first failure (row and column in first_failure): x, the group's scale and zero point, the
+  // code found and the allowed codes' range (values of FP8 codes).
+  double x = 0, scale = 0, zero_point = 0, found = 0, lowest = 0, highest = 0;
+  bool operator==(const QuantizeEvidence&) const = default;
+};
+
 struct UntouchedEvidence {
   Index elements_compared = 0, changed = 0;
   bool first_in_padding = false;  ///< with a first failure: a padding column (else an unselected row)
@@ -479,9 +497,10 @@ struct DemoForkEvidence {
 /// The evidence of a check: std::monostate for none (a skipped check). Evidence that crossed a
 /// process boundary (a campaign's worker, an MPI rank, its journal) is the same typed value
 /// again (evidence_wire.h), so every renderer draws from it as from the check's own.
-using Evidence = std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
-                              BoundEvidence, WalkEvidence, BiasEvidence, UntouchedEvidence, VacuityEvidence,
-                              WitnessEvidence, VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence,
-                              NoForkEvidence, SweepEvidence, DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
+using Evidence =
+    std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
+                 BoundEvidence, WalkEvidence, BiasEvidence, QuantizeEvidence, UntouchedEvidence, VacuityEvidence,
+                 WitnessEvidence, VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence, NoForkEvidence,
+                 SweepEvidence, DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
 
 }  // namespace ncert::certify

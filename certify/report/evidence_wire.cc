@@ -258,6 +258,23 @@ void fields(auto& f, Is<BiasEvidence> auto& x) {
   f("outputs", x.outputs);
 }
 
+void fields(auto& f, Is<QuantizeEvidence> auto& x) {
+  f("quantizer", x.quantizer);
+  f("rounding", x.rounding);
+  f("group", x.group);
+  f("values", x.values);
+  f("excluded", x.excluded);
+  f("mismatched", x.mismatched);
+  f("bad_scales", x.bad_scales);
+  f("tolerance", x.tolerance);
+  f("x", x.x);
+  f("scale", x.scale);
+  f("zero_point", x.zero_point);
+  f("found", x.found);
+  f("lowest", x.lowest);
+  f("highest", x.highest);
+}
+
 void fields(auto& f, Is<UntouchedEvidence> auto& x) {
   f("elements_compared", x.elements_compared);
   f("changed", x.changed);
@@ -425,6 +442,7 @@ constexpr std::string_view wire_name(Of<IdentityEvidence>) { return "identity"; 
 constexpr std::string_view wire_name(Of<BoundEvidence>) { return "bound"; }
 constexpr std::string_view wire_name(Of<WalkEvidence>) { return "walk"; }
 constexpr std::string_view wire_name(Of<BiasEvidence>) { return "bias"; }
+constexpr std::string_view wire_name(Of<QuantizeEvidence>) { return "quantize"; }
 constexpr std::string_view wire_name(Of<UntouchedEvidence>) { return "untouched"; }
 constexpr std::string_view wire_name(Of<VacuityEvidence>) { return "vacuity"; }
 constexpr std::string_view wire_name(Of<WitnessEvidence>) { return "witness"; }

@@ -193,6 +193,23 @@ Json evidence_json(const BiasEvidence& e, const CheckResult&) {
               {"outputs", per}};
 }
 
+Json evidence_json(const QuantizeEvidence& e, const CheckResult& c) {
+  Json j = Json{{"quantizer", e.quantizer},   {"rounding", e.rounding},  {"group", e.group},
+                {"values", e.values},         {"excluded", e.excluded},  {"mismatched", e.mismatched},
+                {"bad_scales", e.bad_scales}, {"tolerance", e.tolerance}};
+  if (c.first_failure) {
+    j["first"] = Json{{"row", c.first_failure->row},
+                      {"col", c.first_failure->col},
+                      {"x", e.x},
+                      {"scale", e.scale},
+                      {"zero_point", e.zero_point},
+                      {"found", e.found},
+                      {"lowest", e.lowest},
+                      {"highest", e.highest}};
+  }
+  return j;
+}
+
 Json evidence_json(const UntouchedEvidence& e, const CheckResult& c) {
   Json j = Json::object();
   if (c.first_failure) {

@@ -75,6 +75,7 @@ ERROR_CODES = {
     "policy-invalid": 409,
     "output-rounding-unknown": 410,
     "dequant-op-unknown": 411,
+    "x-quant-unknown": 412,
     "internal": 900,
 }
 # END generated: error-codes

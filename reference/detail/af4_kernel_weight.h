@@ -17,12 +17,12 @@ inline bool dequant_op_only_fused(DequantOp op) { return op == DequantOp::kFma |
 inline bool dequant_op_only_unfused(DequantOp op) { return op == DequantOp::kMulAdd || op == DequantOp::kSubMul; }
 
 /// The f32 value s * q + b (affine), table[q] * s (codebook) or (q - zp) * s (zero-point) by
-/// one operation order, rounded to bf16 for `output` with bf16 activations. Affine: one fused
+/// one operation order, rounded to the activation type `round_to` for `output` (kF32: kept). Affine: one fused
 /// multiply-add, or a multiply then an add. Zero-point: fused is m = fl32(-zp * s), then
 /// fma(q, s, m) (one rounding after the exact q*s + m); unfused is sub-mul, the integer
 /// q - zp (exact in f32) times s, one rounding. -ffp-contract=off (CMake) keeps s * qf + b two
 /// roundings unless fma says one.
-inline float kernel_weight(const Af4Layout& L, float s, float b, int zp, int q, bool fused, bool round_to_act) {
+inline float kernel_weight(const Af4Layout& L, float s, float b, int zp, int q, bool fused, DType round_to) {
   float w;
   if (L.variant == Af4Variant::kAffine) {
     const float qf = static_cast<float>(q);
@@ -32,7 +32,7 @@ inline float kernel_weight(const Af4Layout& L, float s, float b, int zp, int q, 
   } else {
     w = L.table[q] * s;
   }
-  return round_to_act ? round_to_bf16(w) : w;
+  return round_to_type(w, round_to, false);
 }
 
 /// The f32 weight the K-walk emulation multiplies by where the dequantization is `exact` or

@@ -21,23 +21,23 @@ inline void add_into_f32(double& lo, double& hi, double c) {
 // interval onto [round(lo32), round(hi32)] exactly; a rounding the engine does not pin down
 // ("any") is covered by rounding lo down and hi up.
 inline void round_out(double& lo, double& hi, DType output, OutputRounding rounding) {
-  if (output != DType::kBf16) {
+  if (output == DType::kF32) {
     lo = detail::f64_to_f32_down(lo);
     hi = detail::f64_to_f32_up(hi);
     return;
   }
+  const bool bf16 = output == DType::kBf16;
   switch (rounding) {
     case OutputRounding::kNearestEven:
-      lo = round_to_bf16(detail::f64_to_f32_down(lo));
-      hi = round_to_bf16(detail::f64_to_f32_up(hi));
+    case OutputRounding::kTowardZero: {
+      const bool rz = rounding == OutputRounding::kTowardZero;
+      lo = round_to_type(detail::f64_to_f32_down(lo), output, rz);
+      hi = round_to_type(detail::f64_to_f32_up(hi), output, rz);
       return;
-    case OutputRounding::kTowardZero:
-      lo = bf16_to_f32(f32_to_bf16_truncate(detail::f64_to_f32_down(lo)));
-      hi = bf16_to_f32(f32_to_bf16_truncate(detail::f64_to_f32_up(hi)));
-      return;
+    }
     case OutputRounding::kAny:
-      lo = bf16_to_f32(f64_to_bf16_down(lo));
-      hi = bf16_to_f32(f64_to_bf16_up(hi));
+      lo = bf16 ? bf16_to_f32(f64_to_bf16_down(lo)) : f16_to_f32(f64_to_f16_down(lo));
+      hi = bf16 ? bf16_to_f32(f64_to_bf16_up(hi)) : f16_to_f32(f64_to_f16_up(hi));
       return;
   }
 }

@@ -93,7 +93,7 @@ void fill_table(const Af4View& v, Index row, Index group, DType activation, Code
   const bool affine = L.variant == Af4Variant::kAffine;
   const bool zero_point = L.variant == Af4Variant::kZeroPoint;
   const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
-  const bool round_to_act = L.dequant == Dequant::kOutput && activation == DType::kBf16;
+  const DType round_to = L.dequant == Dequant::kOutput ? activation : DType::kF32;
   const float s = af4_scale(v, row, group);
   const float b = af4_bias(v, row, group);
   const int zp = af4_zero_point(v, row, group);
@@ -103,8 +103,8 @@ void fill_table(const Af4View& v, Index row, Index group, DType activation, Code
   if (pinned) {
     const bool mul_add = dequant_op_only_unfused(L.dequant_op), fma_only = dequant_op_only_fused(L.dequant_op);
     for (int q = 0; q < 16; ++q) {
-      const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to_act);
-      const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to_act);
+      const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to);
+      const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to);
       const float lo = mul_add ? w_mul : w_fma;
       const float hi = fma_only ? w_fma : w_mul;
       const double mid = 0.5 * (static_cast<double>(lo) + static_cast<double>(hi));
@@ -308,6 +308,17 @@ WeightRowFacts WeightRowDecoder::decode(Index j, const WeightRowOut& out) {
     case WeightFormat::kF32: {
       return decode_plain(static_cast<const float*>(s.values) + local * k, k, out);
     }
+    case WeightFormat::kInt8:
+    case WeightFormat::kE4m3:
+    case WeightFormat::kE5m2:
+      return decode_scaled(s.scaled, local, out);
+    case WeightFormat::kF16: {
+      // Widened exactly to f32, then as an f32 row.
+      widened_.resize(static_cast<std::size_t>(k));
+      const auto* v = static_cast<const std::uint16_t*>(s.values) + local * k;
+      for (Index c = 0; c < k; ++c) widened_[static_cast<std::size_t>(c)] = f16_to_f32(v[c]);
+      return decode_plain(widened_.data(), k, out);
+    }
   }
   NCERT_UNREACHABLE("weight format");
 }
@@ -327,6 +338,24 @@ WeightRowFacts WeightRowDecoder::decode_af4_direct(const Af4View& v, Index row, 
     out.magnitude[c] = magnitude_of(alg_[c]);
     if (out.spread) out.spread[c] = spread_[c];
     facts.ambiguous += spread_[c] != 0 ? 1 : 0;
+    if (!std::isfinite(out.exact[c])) {
+      if (facts.nonfinite++ == 0) facts.first_nonfinite = c;
+    } else {
+      facts.l1 += alg_[c];
+    }
+    if (out.exact[c] != 0.0) facts.all_zero = false;
+  }
+  return facts;
+}
+
+WeightRowFacts WeightRowDecoder::decode_scaled(const ScaledView& v, Index row, const WeightRowOut& out) {
+  const Index k = v.k;
+  alg_.resize(static_cast<std::size_t>(k));
+  scaled_decode_row(v, row, activation_, out.exact, alg_.data(), out.kernel);
+  WeightRowFacts facts;
+  for (Index c = 0; c < k; ++c) {
+    out.magnitude[c] = magnitude_of(alg_[c]);
+    if (out.spread) out.spread[c] = 0;
     if (!std::isfinite(out.exact[c])) {
       if (facts.nonfinite++ == 0) facts.first_nonfinite = c;
     } else {

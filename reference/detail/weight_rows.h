@@ -51,6 +51,8 @@ class WeightRowDecoder {
   const Weights& weights_;
   DType activation_;
   std::vector<double> alg_, spread_;
+  std::vector<float> widened_;  ///< an f16 row as f32 values
+  WeightRowFacts decode_scaled(const ScaledView& v, Index row, const WeightRowOut& out);
 };
 
 }  // namespace ncert::reference::detail

@@ -26,13 +26,19 @@ using reference::WeightFormat;
 // The test's own lists of every enumerator (Af4Codebook::kNone included: a segment that is not a
 // codebook segment), so that a condition is checked over contexts the exporter did not choose.
 constexpr Epilogue kEpilogues[] = {Epilogue::kNone, Epilogue::kBias, Epilogue::kResidual, Epilogue::kBiasResidual};
-constexpr WeightFormat kFormats[] = {WeightFormat::kAf4, WeightFormat::kBf16, WeightFormat::kF32};
+constexpr WeightFormat kFormats[] = {WeightFormat::kAf4,  WeightFormat::kBf16, WeightFormat::kF32, WeightFormat::kF16,
+                                     WeightFormat::kInt8, WeightFormat::kE4m3, WeightFormat::kE5m2};
+constexpr reference::XQuantType kXQuants[] = {reference::XQuantType::kNone, reference::XQuantType::kInt8,
+                                              reference::XQuantType::kUint8, reference::XQuantType::kE4m3,
+                                              reference::XQuantType::kE5m2};
 constexpr Af4Variant kVariants[] = {Af4Variant::kAffine, Af4Variant::kCodebook, Af4Variant::kZeroPoint};
 constexpr Af4Codebook kCodebooks[] = {Af4Codebook::kNone, Af4Codebook::kNf4, Af4Codebook::kAf4_64,
                                       Af4Codebook::kCustom};
-constexpr When kAllWhens[] = {When::kAlways,          When::kEpilogueHasBias, When::kEpilogueHasResidual,
-                              When::kFormatValues,    When::kFormatAf4,       When::kVariantAffine,
-                              When::kVariantCodebook, When::kCodebookCustom,  When::kVariantZeroPoint};
+constexpr When kAllWhens[] = {When::kAlways,         When::kEpilogueHasBias,  When::kEpilogueHasResidual,
+                              When::kFormatValues,   When::kFormatAf4,        When::kFormatQuantized,
+                              When::kFormatScaled,   When::kVariantAffine,    When::kVariantCodebook,
+                              When::kCodebookCustom, When::kVariantZeroPoint, When::kXQuant,
+                              When::kXQuantInteger};
 
 json exported() { return json::parse(schema_rules_json()); }
 
@@ -50,7 +56,8 @@ bool holds(const json& condition, const RuleContext& c) {
       {"format", std::string(reference::weight_format_name(c.format))},
       {"variant", std::string(reference::af4_variant_name(c.variant))},
       {"codebook",
-       c.codebook == Af4Codebook::kNone ? std::string() : std::string(reference::af4_codebook_name(c.codebook))}};
+       c.codebook == Af4Codebook::kNone ? std::string() : std::string(reference::af4_codebook_name(c.codebook))},
+      {"x_quant", std::string(reference::x_quant_name(c.x_quant))}};
   for (const auto& [attribute, values] : condition.items()) {
     const auto names = values.get<std::vector<std::string>>();
     if (std::find(names.begin(), names.end(), value.at(attribute)) == names.end()) return false;
@@ -63,7 +70,9 @@ void for_each_context(F f) {
   for (Epilogue e : kEpilogues) {
     for (WeightFormat fm : kFormats) {
       for (Af4Variant v : kVariants) {
-        for (Af4Codebook cb : kCodebooks) f(RuleContext{e, fm, v, cb});
+        for (Af4Codebook cb : kCodebooks) {
+          for (reference::XQuantType q : kXQuants) f(RuleContext{e, fm, v, cb, q});
+        }
       }
     }
   }
@@ -152,7 +161,16 @@ TEST(SchemaRulesJson, DtypeMapsAreAllowedDtypes) {
   EXPECT_EQ(codes.at("of"), "packing");
   EXPECT_EQ(codes.at("map"), json::parse(R"({"u32-lsb": ["u32"], "u8-msb": ["u8"], "u8-lsb": ["u8"]})"));
   const json& values = dataset(Container::kSegment, "values").at("dtype_by");
-  EXPECT_EQ(values.at("map"), json::parse(R"({"bf16": ["bf16"], "f32": ["f32"]})"));
+  EXPECT_EQ(values.at("map"),
+            json::parse(R"({"bf16": ["bf16"], "f32": ["f32"], "f16": ["f16"], "int8": ["i8"], "e4m3": ["e4m3"],
+                            "e5m2": ["e5m2"]})"));
+  const json& quantized = dataset(Container::kProjection, "x_quantized").at("dtype_by");
+  EXPECT_EQ(quantized.at("of"), "x_quant");
+  EXPECT_EQ(quantized.at("map"),
+            json::parse(R"({"int8": ["i8"], "uint8": ["u8"], "e4m3": ["e4m3"], "e5m2": ["e5m2"]})"));
+  EXPECT_EQ(dataset(Container::kProjection, "x_zero_points").at("dtype_by").at("map"),
+            json::parse(R"({"int8": ["i8"], "uint8": ["u8"]})"));
+  EXPECT_EQ(j.at("dims").at("K/x_quant_group"), "known");
   const json& y = dataset(Container::kProjection, "y_unpacked").at("dtype_by");
   EXPECT_EQ(y.at("of"), "output_dtype");
   EXPECT_EQ(y.at("map").at("bf16"), json::parse(R"(["bf16"])"));
@@ -190,6 +208,8 @@ TEST(SchemaRulesJson, ValueSetsAreTheParsers) {
       {"dequant", [&](std::string_view s) { return status(reference::parse_dequant(s)); }},
       {"dequant_op", [&](std::string_view s) { return status(reference::parse_dequant_op(s)); }},
       {"zero_point_packing", [&](std::string_view s) { return status(reference::parse_zero_point_packing(s)); }},
+      {"x_quant", [&](std::string_view s) { return status(reference::parse_x_quant(s)); }},
+      {"x_quant_rounding", [&](std::string_view s) { return status(reference::parse_x_quant_rounding(s)); }},
   };
   int enumerated = 0, single = 0;
   for (const MemberRule& r : member_rules()) {
@@ -215,7 +235,7 @@ TEST(SchemaRulesJson, ValueSetsAreTheParsers) {
     EXPECT_EQ(refused.message(), std::string(r.values.what) + " \"int7\" is not one of " + listed) << r.name;
     ++enumerated;
   }
-  EXPECT_EQ(enumerated, 11);
+  EXPECT_EQ(enumerated, 13);
   EXPECT_EQ(single, 2);
 }
 

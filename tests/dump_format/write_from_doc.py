@@ -155,7 +155,7 @@ def build_example(omit_defaults: Tuple[str, ...] = ()) -> Group:
     """The §10 dump. `omit_defaults` names stride attributes to leave out: the arrays then use
     the attribute's default of §3.1 (in_stride = k, out_stride = n)."""
     rng = np.random.default_rng(20261130)
-    root = Group({"ncert_schema": "ncert-dump", "ncert_schema_version": 1, "engine": "doc-engine",
+    root = Group({"ncert_schema": "ncert-dump", "ncert_schema_version": 2, "engine": "doc-engine",
                   "build": "doc 1", "model": "toy", "device": "cpu"})
     projections = Group()
     root.members["projections"] = projections

@@ -18,6 +18,7 @@
 
 #include "fixtures/generator.h"
 #include "tests/common/fixture_check.h"
+#include "tests/common/format_v2_spec.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/report_checks.h"
 #include "tests/common/report_json.h"
@@ -110,6 +111,10 @@ TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
   fixtures::DumpSpec spec = fixtures::preset_tiny();
   spec.projections.push_back(ncert::testing::zero_point_projection({}));
   for (const fixtures::ProjectionSpec& p : staged_walk_projections()) spec.projections.push_back(p);
+  // Dump format v2: an f16 projection (f16-truncation-both) and quantized activations
+  // (x-scale-wrong); a v2 feature makes the whole file declare version 2.
+  spec.projections.push_back(ncert::testing::f16_projection());
+  spec.projections.push_back(ncert::testing::x_quant_projection({}));
   for (Fault f : fixtures::all_faults()) {
     SCOPED_TRACE(std::string(fixtures::fault_name(f)));
     const std::string path = write_fixture(spec, std::string(fixtures::fault_name(f)) + ".h5", f);
@@ -122,8 +127,8 @@ TEST(Check, EachPlantedFaultFailsExactlyTheChecksItsTableRowNames) {
     std::set<std::string> expected = {"projections/" + ps.name + "/" +
                                       std::string(check_kind_name(fixtures::fault_caught_by(f)))};
     for (CheckKind k : fixtures::fault_also_fails(f)) {
-      const bool applies =
-          (k != CheckKind::kWalk || !ps.k_walk.empty()) && (k != CheckKind::kBias || ps.output == DType::kBf16);
+      const bool applies = (k != CheckKind::kWalk || !ps.k_walk.empty()) &&
+                           (k != CheckKind::kBias || ps.output == DType::kBf16 || ps.output == DType::kF16);
       if (applies) expected.insert("projections/" + ps.name + "/" + std::string(check_kind_name(k)));
     }
     EXPECT_EQ(failing_ids(r), expected) << r.to_text(true);

@@ -64,6 +64,29 @@ def write_extra_dumps(d):
                                                      dequant="f32", dequant_op="either", scale_dtype="f32")],
                           accumulator="f32-rn", output_dtype="f32", selector=np.arange(m, dtype=np.int32),
                           y_unpacked=y, k_walk="seq-fma")
+    # Activations quantized per token to int8 (dump format v2, written member by member): the
+    # quantize check passes, and fails once one row's declared scale is not the one used.
+    xf = f32_from_bf16(x).astype(np.float64)
+    scales = (np.abs(xf).max(axis=1, keepdims=True) / 127).astype(np.float32)
+    q = np.clip(np.rint(xf / scales), -127, 127).astype(np.int8)
+    xq = q.astype(np.float64) * scales.astype(np.float64)
+    wf = rng.standard_normal((n, k)).astype(np.float32) / 8
+    for name, edit in (("quantized", None), ("quantized-bad", 1.5)):
+        paths[name] = os.path.join(d, name + ".h5")
+        with h5py.File(paths[name], "w") as f:
+            f.attrs.update({"ncert_schema": "ncert-dump", "ncert_schema_version": 2, "engine": "schema-test",
+                            "build": name})
+            g = f.create_group("projections/p")
+            g.attrs.update({"op": "linear", "k": k, "n": n, "accumulator": "f32-rn", "output_dtype": "f32",
+                            "epilogue": "none", "x_quant": "int8"})
+            g["x"] = xf.astype(np.float32)
+            g["x_quantized"] = q
+            g["x_scales"] = scales * np.float32(edit) if edit else scales
+            g["selector"] = np.arange(m, dtype=np.int32)
+            g["y_unpacked"] = (xq @ wf.astype(np.float64).T).astype(np.float32)
+            seg = g.create_group("weight/w")
+            seg.attrs.update({"format": "f32", "row_begin": 0, "row_end": n})
+            seg["values"] = wf
     # Two runs that fork at their first row: no envelope, so the fork is undetermined.
     logits = rng.standard_normal((4, 64)).astype(np.float32)
     logits[0, 3], logits[0, 7] = 5.0, 4.999
@@ -152,6 +175,8 @@ class ReportSchema(unittest.TestCase):
             ("check-good-strict-only", ["check", demo("good.h5"), "--strict", "--only", "attn"], 0),
             ("check-rounding-any", ["check", rounding_any], 0),
             ("check-ambiguous", ["check", x["ambiguous"]], 0),
+            ("check-quantized", ["check", x["quantized"]], 0),
+            ("check-quantized-bad", ["check", x["quantized-bad"]], 1),
             ("check-logits-only", ["check", demo("logits-a.h5")], 0),
             ("check-garbage", ["check", garbage], 3),
             ("check-missing", ["check", missing], 3),

@@ -118,6 +118,7 @@ TypeClass classify_type(hid_t type) {
     os << (is_signed ? "int" : "uint") << size * 8 << " " << (order == H5T_ORDER_BE ? "big" : "little") << "-endian";
     tc.description = os.str();
     if (order != H5T_ORDER_LE || H5Tget_precision(type) != size * 8) return tc;
+    if (is_signed && size == 1) tc = {true, DType::kI8, false, tc.description};
     if (!is_signed && size == 1) tc = {true, DType::kU8, false, tc.description};
     if (!is_signed && size == 2) tc = {false, DType::kBf16, true, tc.description};
     if (!is_signed && size == 4) tc = {true, DType::kU32, false, tc.description};
@@ -166,7 +167,11 @@ Hid make_file_type(DType t, bool bf16_as_float) {
     case DType::kF32:
       return own_type(H5Tcopy(H5T_IEEE_F32LE));
     case DType::kU8:
+    case DType::kE4m3:  // raw patterns, tagged with the attribute dtype by the writer
+    case DType::kE5m2:
       return own_type(H5Tcopy(H5T_STD_U8LE));
+    case DType::kI8:
+      return own_type(H5Tcopy(H5T_STD_I8LE));
     case DType::kU32:
       return own_type(H5Tcopy(H5T_STD_U32LE));
     case DType::kI32:

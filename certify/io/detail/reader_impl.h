@@ -61,7 +61,7 @@ inline std::string shape_string(const std::vector<Index>& shape) {
 /// Opens the file and surveys every link and object (survey.cc), then checks the schema.
 Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, const ReaderOptions& options);
 
-/// Validates the surveyed objects against dump-format v1 (schema.cc): fills the model's
+/// Validates the surveyed objects against the dump format, versions 1 and 2 (schema.cc): fills the model's
 /// projections, logits runs and tensors, and appends findings.
 void check_schema(const ReaderOptions& options, Surveyed& surveyed, DumpModel& model);
 

@@ -10,7 +10,7 @@
 
 namespace ncert::certify::detail {
 
-/// The raw pattern of an output element in hex (f32 bits, or the bf16 pattern).
+/// The raw pattern of an output element in hex (f32 bits, or the bf16 / f16 pattern).
 inline std::string hex_bits(std::uint32_t bits, DType t) {
   return t == DType::kF32 ? hex_bits_f32(reference::f32_from_bits(bits))
                           : hex_bits_u16(static_cast<std::uint16_t>(bits));
@@ -18,14 +18,13 @@ inline std::string hex_bits(std::uint32_t bits, DType t) {
 
 /// "0xbfb8 (-1.4375)": an element's stored pattern, then its value.
 inline std::string bits_text(std::uint32_t bits, DType t) {
-  const float v =
-      t == DType::kF32 ? reference::f32_from_bits(bits) : reference::bf16_to_f32(static_cast<std::uint16_t>(bits));
+  const float v = reference::value_of_bits(bits, t);
   return hex_bits(bits, t) + " (" + format_float(v) + ")";
 }
 
 /// "-1.4375 (0xbfb8)".
 inline std::string value_text(float v, DType t) {
-  const std::uint32_t bits = t == DType::kF32 ? reference::f32_bits(v) : reference::f32_to_bf16(v);
+  const std::uint32_t bits = reference::bits_of_value(v, t);
   return format_float(v) + " (" + hex_bits(bits, t) + ")";
 }
 

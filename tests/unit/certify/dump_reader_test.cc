@@ -67,7 +67,7 @@ TEST(DumpReader, ValidDumpLoadsIntoTheTypedModel) {
   const DatasetInfo* w = m.dataset("/projections/p/weight/a/values");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->dtype, DType::kBf16);
-  EXPECT_TRUE(w->bf16_as_u16);
+  EXPECT_TRUE(w->tagged_raw);
 }
 
 TEST(DumpReader, AllBf16PatternsRoundTripBitForBitInBothStorageForms) {
@@ -85,7 +85,7 @@ TEST(DumpReader, AllBf16PatternsRoundTripBitForBitInBothStorageForms) {
     const DatasetInfo* d = r->model().dataset("/tensors/all");
     ASSERT_NE(d, nullptr);
     EXPECT_EQ(d->dtype, DType::kBf16);
-    EXPECT_EQ(d->bf16_as_u16, form == Bf16Form::kU16Attr);
+    EXPECT_EQ(d->tagged_raw, form == Bf16Form::kU16Attr);
     auto back = r->read_u16("/tensors/all");
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, all);  // NaN payloads included: no HDF5 conversion ran
@@ -341,9 +341,9 @@ TEST(DumpReaderHostile, DatasetBeyondTheMemoryLimitIsRefused) {
 }
 
 TEST(DumpReaderHostile, WrongSchemaVersionIsRefused) {
-  const std::string path = scratch_file("v2.h5");
+  const std::string path = scratch_file("v3.h5");
   auto w = open_mini_dump(path);
-  ASSERT_TRUE(w.write_attr("/", "ncert_schema_version", std::int64_t{2}).ok());
+  ASSERT_TRUE(w.write_attr("/", "ncert_schema_version", std::int64_t{3}).ok());
   ASSERT_TRUE(w.close().ok());
   expect_refused(path, ErrorCode::kSchemaVersion, "/");
 }

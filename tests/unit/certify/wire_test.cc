@@ -162,6 +162,9 @@ Evidence sample(Of<BiasEvidence>) {
       1e-6, false, {{"y_packed", 69632, 12, -0.03, 0.5, 0.25, true}, {"y_compact", 5, 1, 0.1, 0, 2, false}}};
 }
 
+Evidence sample(Of<QuantizeEvidence>) {
+  return QuantizeEvidence{"int8", "rna", 32, 4096, 2, 3, 1, 0x1p-22, 1.5, 0.0125, 3, 119, 120, 121};
+}
 Evidence sample(Of<UntouchedEvidence>) { return UntouchedEvidence{4096, 3, true}; }
 
 Evidence sample(Of<VacuityEvidence>) { return VacuityEvidence{4, 2, {"no selected rows", "no outputs"}}; }

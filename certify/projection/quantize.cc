@@ -1,0 +1,90 @@
+// quantize: the engine's quantized activations are the declared quantization of x. Every code of
+// x_quantized must be the declared rounding of x / s (+ zp) of its row and group, saturated to
+// the code type (reference/x_quant.h); the products are then certified with those codes (the
+// reference uses (q - zp) * s in place of x), so a wrong code or scale is caught here, where it
+// happens, rather than only as outputs outside their intervals.
+#include <cmath>
+#include <string>
+
+#include "certify/projection/checks.h"
+#include "certify/report/format.h"
+#include "reference/x_quant.h"
+
+namespace ncert::certify {
+
+std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
+  const ProjectionInfo& info = f.info();
+  const reference::XQuantizer& quantizer = info.x_quant;
+  if (quantizer.type == reference::XQuantType::kNone) return std::nullopt;
+  CheckResult r = projection_check(info, CheckKind::kQuantize);
+  const reference::LinearProblem problem = f.data.problem(reference::kDefaultLambda);
+  const reference::XQuantizedView& q = problem.x_quantized;
+  QuantizeEvidence e;
+  e.quantizer = std::string(reference::x_quant_name(quantizer.type));
+  e.rounding = std::string(reference::x_quant_rounding_name(quantizer.rounding));
+  e.group = quantizer.group;
+  e.tolerance = reference::x_quant_tolerance(info.x_scales_dtype);
+  if (quantizer.group < 1 || info.k % quantizer.group != 0) {
+    r.verdict = Verdict::kFail;
+    r.reason = "x_quant_group = " + std::to_string(quantizer.group) + " does not divide K = " + std::to_string(info.k) +
+               " (guard 309)";
+    r.evidence = e;
+    return r;
+  }
+  std::string first;
+  const Index groups = info.k / quantizer.group;
+  for (Index row = 0; row < info.m; ++row) {
+    for (Index g = 0; g < groups; ++g) {
+      const double s = q.scale(row, g), zp = q.zero_point(row, g);
+      bool scale_counted = false;
+      for (Index c = g * quantizer.group; c < (g + 1) * quantizer.group; ++c) {
+        const double x = problem.x.at(row, c);
+        if (!std::isfinite(x)) {
+          ++e.excluded;
+          continue;
+        }
+        ++e.values;
+        const reference::XQuantRange allowed = reference::x_quant_allowed(quantizer, x, s, zp, e.tolerance);
+        const double found = q.code(row, c);
+        if (!allowed.valid && !scale_counted) {
+          ++e.bad_scales;
+          scale_counted = true;
+        }
+        const bool ok = allowed.valid && found >= allowed.lowest && found <= allowed.highest;
+        if (ok) continue;
+        if (e.mismatched++ == 0) {
+          e.x = x;
+          e.scale = s;
+          e.zero_point = zp;
+          e.found = found;
+          e.lowest = allowed.lowest;
+          e.highest = allowed.highest;
+          r.first_failure = Location{"x_quantized", row, c};
+          first = "row " + std::to_string(row) + " col " + std::to_string(c) + ": x = " + format_short(x) + ", scale " +
+                  format_short(s) + (q.zero_points ? ", zero point " + format_short(zp) : "") +
+                  (allowed.valid ? ": code " + format_short(found) + ", the " + e.rounding + " rounding of x / s" +
+                                       (q.zero_points ? " + zp" : "") + " allows " +
+                                       (allowed.lowest == allowed.highest
+                                            ? format_short(allowed.lowest)
+                                            : format_short(allowed.lowest) + " .. " + format_short(allowed.highest))
+                                 : ": the scale is not positive and finite (0 only for an all-zero group)");
+        }
+      }
+    }
+  }
+  const std::string what =
+      e.quantizer + " " + e.rounding + ", " +
+      (quantizer.group == info.k ? std::string("per token") : "groups of " + std::to_string(quantizer.group));
+  if (e.mismatched > 0) {
+    r.verdict = Verdict::kFail;
+    r.reason = std::to_string(e.mismatched) + " of " + std::to_string(e.values) +
+               " quantized activations are not the declared quantization of x (" + what + "); first " + first;
+  } else {
+    r.reason = "all " + std::to_string(e.values) + " quantized activations are the declared quantization of x (" +
+               what + ", quotient slack " + format_short(e.tolerance) + ")";
+  }
+  r.evidence = e;
+  return r;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,26 @@
+// This header defines what an activation quantizer may produce (docs/dump-format.md §3.6, the
+// quantize check of docs/error-bounds.md §6b): for one activation x, its group's scale s and zero
+// point zp, the range of codes that are the declared rounding of x / s (+ zp), when the engine's
+// quotient may differ from the exact x / s by a relative `tolerance` (its own f32 division, or a
+// multiplication by a rounded 1/s, or a scale rounded to its storage type after use).
+#pragma once
+
+#include "reference/linear_spec.h"
+
+namespace ncert::reference {
+
+/// The relative slack of the quotient: 2^-22 covers up to three f32 roundings (x * fl(1/s) with
+/// s itself fl(amax / 127) is three: 3 * 2^-24 < 2^-22); a scale stored in f16 or bf16 may have
+/// been used unrounded, adding its unit roundoff (2^-11, 2^-8).
+double x_quant_tolerance(DType scale_dtype);
+
+/// The allowed codes [lowest, highest] (integers for int8 / uint8, FP8 values for e4m3 / e5m2),
+/// saturated to the type's range. `valid` is false when s is not positive and finite (s = 0 is
+/// allowed only for x = 0, whose code is then zp).
+struct XQuantRange {
+  bool valid = true;
+  double lowest = 0, highest = 0;
+};
+XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance);
+
+}  // namespace ncert::reference

@@ -1,0 +1,101 @@
+// The quantize check's arithmetic (reference/x_quant.h) against an oracle that enumerates codes:
+// a code n is allowed when some quotient within the slack rounds to n under the declared rule
+// (a brute-force reading of the definition, not the monotonicity argument the code uses).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "reference/narrow_float.h"
+#include "reference/x_quant.h"
+
+namespace ncert::reference {
+namespace {
+
+// Does some t' in [lo, hi] round to the integer n? Round to nearest: the set rounding to n is
+// (n - 1/2, n + 1/2), plus an end where the tie rule sends it to n.
+bool reaches(double lo, double hi, double n, XQuantRounding r) {
+  const double a = n - 0.5, b = n + 0.5;
+  const auto tie_to_n = [&](double tie) {
+    if (r == XQuantRounding::kNearestAway) return std::fabs(n) > std::fabs(tie);
+    return std::fmod(std::fabs(n), 2.0) == 0;
+  };
+  if (hi > a && lo < b) return true;  // the open interval meets [lo, hi]
+  if (lo <= a && a <= hi && tie_to_n(a)) return true;
+  if (lo <= b && b <= hi && tie_to_n(b)) return true;
+  return false;
+}
+
+TEST(XQuant, IntegerRangesMatchAnEnumeratingOracle) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> nd;
+  for (int i = 0; i < 20000; ++i) {
+    for (XQuantType type : {XQuantType::kInt8, XQuantType::kUint8}) {
+      for (XQuantRounding rounding : {XQuantRounding::kNearestEven, XQuantRounding::kNearestAway}) {
+        XQuantizer q{type, rounding, 32};
+        const double s = std::ldexp(1.0 + std::fabs(nd(rng)), -7);
+        // Every ninth x a tie, or a tie nudged by less than the slack.
+        double x = 60 * nd(rng) * s;
+        if (i % 9 == 0) x = (std::floor(x / s) + 0.5) * s;
+        if (i % 9 == 1) x = (std::floor(x / s) + 0.5) * s * (1 + 1e-8);
+        const double zp = type == XQuantType::kUint8 ? 128 : 0;
+        const double tol = x_quant_tolerance(DType::kF32);
+        const XQuantRange got = x_quant_allowed(q, x, s, zp, tol);
+        ASSERT_TRUE(got.valid);
+        const double t = x / s, slack = std::fabs(t) * (tol + 0x1p-50);
+        const double min = type == XQuantType::kInt8 ? -128 : 0, max = type == XQuantType::kInt8 ? 127 : 255;
+        double lowest = 1e9, highest = -1e9;
+        for (double code = min; code <= max; ++code) {
+          // A saturated code is reached by every quotient beyond it.
+          const double n = code - zp;
+          bool ok = reaches(t - slack, t + slack, n, rounding);
+          if (code == max && t + slack >= n) ok = true;
+          if (code == min && t - slack <= n) ok = true;
+          if (ok) {
+            lowest = std::min(lowest, code);
+            highest = std::max(highest, code);
+          }
+        }
+        EXPECT_EQ(got.lowest, lowest) << x << " / " << s;
+        EXPECT_EQ(got.highest, highest) << x << " / " << s;
+      }
+    }
+  }
+}
+
+TEST(XQuant, Fp8RangesAreTheRoundingsOfTheSlackInterval) {
+  XQuantizer q{XQuantType::kE4m3, XQuantRounding::kNearestEven, 16};
+  // x / s exactly 2.125: the midpoint of the e4m3 values 2 (mantissa 000) and 2.25 (001) ties to
+  // 2; the slack's upper end rounds up to 2.25.
+  XQuantRange r = x_quant_allowed(q, 2.125, 1.0, 0, 0x1p-22);
+  EXPECT_EQ(r.lowest, 2.0);
+  EXPECT_EQ(r.highest, 2.25);
+  r = x_quant_allowed(q, 2.3, 1.0, 0, 0x1p-22);  // nearest 2.25 either way
+  EXPECT_EQ(r.lowest, 2.25);
+  EXPECT_EQ(r.highest, 2.25);
+  r = x_quant_allowed(q, 1e6, 1.0, 0, 0x1p-22);  // saturates
+  EXPECT_EQ(r.lowest, 448.0);
+  q.type = XQuantType::kE5m2;
+  r = x_quant_allowed(q, -1e6, 1.0, 0, 0x1p-22);
+  EXPECT_EQ(r.highest, -57344.0);
+}
+
+TEST(XQuant, ScalesMustBePositiveAndFinite) {
+  const XQuantizer q{XQuantType::kInt8, XQuantRounding::kNearestEven, 8};
+  EXPECT_FALSE(x_quant_allowed(q, 1.0, -0.5, 0, 0x1p-22).valid);
+  EXPECT_FALSE(x_quant_allowed(q, 1.0, std::nan(""), 0, 0x1p-22).valid);
+  EXPECT_FALSE(x_quant_allowed(q, 1.0, 0.0, 0, 0x1p-22).valid);
+  const XQuantRange zero = x_quant_allowed(q, 0.0, 0.0, 3, 0x1p-22);
+  EXPECT_TRUE(zero.valid);
+  EXPECT_EQ(zero.lowest, 3);
+  EXPECT_EQ(zero.highest, 3);
+}
+
+TEST(XQuant, F16ScalesWidenTheSlackByTheirRounding) {
+  EXPECT_EQ(x_quant_tolerance(DType::kF32), 0x1p-22);
+  EXPECT_EQ(x_quant_tolerance(DType::kF16), 0x1p-22 + 0x1p-11);
+  EXPECT_EQ(x_quant_tolerance(DType::kBf16), 0x1p-22 + 0x1p-8);
+}
+
+}  // namespace
+}  // namespace ncert::reference
