@@ -89,7 +89,7 @@ ERROR_NAMES = {name: ERROR_CODES[name] for name in (
     "guard-af4-geometry", "guard-walk-split", "guard-plan-shape", "format-unknown",
     "af4-variant-unknown", "af4-codebook-unknown", "af4-packing-unknown", "af4-dequant-unknown",
     "accumulator-unknown", "k-walk-invalid", "epilogue-unknown", "output-dtype-unknown",
-    "policy-invalid", "output-rounding-unknown", "dequant-op-unknown",
+    "policy-invalid", "output-rounding-unknown", "dequant-op-unknown", "x-quant-unknown",
 )}
 
 

@@ -440,12 +440,9 @@ def _expand_preset(path: str, attrs: dict) -> dict:
     if preset is None:
         return attrs
     rule = _known(_S, "attribute", "preset")
-    a = _Attrs(path, attrs)
-    if rule is not None:
-        a.check_str(rule)
-    elif _kind(preset) != "string":
-        raise DumpFormatError("attribute-invalid", path,
-                              f'attribute "preset" = {render(preset)} is not a string')
+    if rule is None:
+        raise _unknown_member(path, "attribute preset")
+    _Attrs(path, attrs).check_str(rule)
     from .segments import PRESETS  # segments imports nothing of this module
     if str(preset) not in PRESETS:
         raise DumpFormatError("attribute-invalid", path,
@@ -652,7 +649,9 @@ def _check_zero_point(path: str, g: Group, a: _Attrs) -> None:
     """A zero-point segment's one zero point (attribute zero_point, 0..15), never together
     with a zero_points dataset."""
     rule = _known(_S, "attribute", "zero_point")
-    zp = a.check_int(rule) if rule is not None else a.integer("zero_point", False, 0)
+    if rule is None:
+        raise _unknown_member(path, "attribute zero_point")
+    zp = a.check_int(rule)
     assert zp is not None
     if zp > 15 or zp < 0:
         raise DumpFormatError("attribute-invalid", path,

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 
 from ncert_dump import Segment, bf16_from_f32, f32_from_bf16, quantize_affine
-from ncert_dump import h5out  # noqa: E402
+from ncert_dump import h5out, rules  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NCERT = os.environ.get("NCERT_BINARY", os.path.join(REPO, "build", "release", "certify", "ncert"))
@@ -49,9 +49,10 @@ class TempDirCase(unittest.TestCase):
 
 def write_raw(path, members):
     """A file with a valid root and `members` ({"/projections/q": node, ...}) written as
-    given, without any validation: how a careless exporter would write them."""
+    given, without any validation: how a careless exporter would write them. It declares the
+    newest version the reader's table reads, so that every member is judged on its own."""
     with h5py.File(path, "w") as f:
-        h5out.write_attrs(f, {"ncert_schema": "ncert-dump", "ncert_schema_version": 1,
+        h5out.write_attrs(f, {"ncert_schema": "ncert-dump", "ncert_schema_version": max(rules.VERSIONS),
                               "engine": "test", "build": "raw"})
         for full, node in members.items():
             root, name = full.strip("/").split("/", 1)

@@ -5,12 +5,14 @@ writer declares; written, read back with h5py and, when the ncert binary reads v
 from __future__ import annotations
 
 import unittest
+from typing import Any
+from unittest import mock
 
 import h5py
 import numpy as np
 
-from ncert_dump import DumpFormatError, DumpWriter, Segment, af4, bf16_from_f32, f32_from_bf16
-from ncert_dump.codecs import decode_narrow, e4m3_from_f32
+from ncert_dump import DumpFormatError, DumpWriter, Segment, af4, bf16_from_f32, f32_from_bf16, rules
+from ncert_dump.codecs import decode_narrow, e4m3_from_f32, f16_truncate
 from ncert_dump.ggml import BLOCK_BYTES, join_blocks, segment_from_blocks, split_blocks
 from ncert_dump.quant import dequantize_activations, quantize_activations
 
@@ -194,35 +196,40 @@ class ActivationQuantization(unittest.TestCase):
         self.assertEqual(float(np.abs(decode_narrow(q8, "e4m3")).max()), 448.0)
 
 
-def v2_projection(rng, **changes):
-    """A valid projection over f16 x: an f16, an int8 and an e4m3 segment, q4_0 and q8_0 ggml
-    segments, f16 outputs."""
+def v2_projection(rng, ggml=True, **changes):
+    """A valid projection over f16 x: an f16, an int8 and an e4m3 segment, and with `ggml`
+    q4_0 and q8_0 segments from raw blocks; f16 outputs, each the f16 rounding of the exact
+    product (within a correct f32-accumulating kernel's rounding)."""
     x = f16_values(rng.standard_normal((M, K)))
     w16 = f16_values(rng.standard_normal((4, K)) / 8)
     w8 = rng.integers(-127, 128, (4, K)).astype(np.int8)
     s8 = np.full((4, 2), 1 / 256, np.float32)
     wfp = e4m3_from_f32(rng.standard_normal((4, K)))
     sfp = np.full((1, 1), 1 / 64, np.float32)
-    q40 = rng.integers(0, 256, 4 * (K // 32) * 18, dtype=np.uint8).reshape(4, K // 32, 18)
-    q40[:, :, 0:2] = np.frombuffer(np.float16(0.01).tobytes(), np.uint8)
-    q80 = rng.integers(0, 256, 4 * (K // 32) * 34, dtype=np.uint8).reshape(4, K // 32, 34)
-    q80[:, :, 0:2] = np.frombuffer(np.float16(0.002).tobytes(), np.uint8)
     segs = [Segment("f16", 0, 4, values=w16),
             Segment("int8", 4, 8, values=w8, scales=s8, group_size=32),
-            Segment("e4m3", 8, 12, values=wfp, scales=sfp, group_size=K, scale_rows=4),
-            segment_from_blocks(q40.tobytes(), "q4_0", 12, 4, K),
-            segment_from_blocks(q80.tobytes(), "q8_0", 16, 4, K)]
-    w = np.concatenate([
-        w16.astype(np.float64),
-        w8.astype(np.float64) * np.repeat(s8, 32, axis=1),
-        decode_narrow(wfp, "e4m3").astype(np.float64) * float(sfp[0, 0]),
-        (af4.unpack_codes(segs[3].packed_codes, "u8-ggml").astype(np.float64) - 8) * 0.01,
-        segs[4].values.astype(np.float64) * float(np.float16(0.002)),
-    ])
-    y = f16_values(x.astype(np.float64) @ w.T)
-    kw = dict(x=x, weights=segs, accumulator="f32-rn", output_dtype="f16",
-              selector=np.arange(M, dtype=np.int32), y_unpacked=y)
+            Segment("e4m3", 8, 12, values=wfp, scales=sfp, group_size=K, scale_rows=4)]
+    w = [w16.astype(np.float64),
+         w8.astype(np.float64) * np.repeat(s8, 32, axis=1),
+         decode_narrow(wfp, "e4m3").astype(np.float64) * float(sfp[0, 0])]
+    if ggml:
+        q40 = rng.integers(0, 256, 4 * (K // 32) * 18, dtype=np.uint8).reshape(4, K // 32, 18)
+        q40[:, :, 0:2] = np.frombuffer(np.float16(0.01).tobytes(), np.uint8)
+        q80 = rng.integers(0, 256, 4 * (K // 32) * 34, dtype=np.uint8).reshape(4, K // 32, 34)
+        q80[:, :, 0:2] = np.frombuffer(np.float16(0.002).tobytes(), np.uint8)
+        segs += [segment_from_blocks(q40.tobytes(), "q4_0", 12, 4, K),
+                 segment_from_blocks(q80.tobytes(), "q8_0", 16, 4, K)]
+        w += [(af4.unpack_codes(segs[3].packed_codes, "u8-ggml").astype(np.float64) - 8) * 0.01,
+              segs[4].values.astype(np.float64) * float(np.float16(0.002))]
+    weights = np.concatenate(w)
+    kw: dict[str, Any] = dict(x=x, weights=segs, accumulator="f32-rn", output_dtype="f16",
+                              selector=np.arange(M, dtype=np.int32))
     kw.update(changes)
+    xv = x.astype(np.float64)
+    if kw.get("x_quant") is not None:
+        xv = dequantize_activations(kw["x_quantized"], kw["x_scales"], kw["x_quant"],
+                                    kw.get("x_zero_points"))
+    kw.setdefault("y_unpacked", f16_values(xv @ weights.T))
     return kw
 
 
@@ -348,30 +355,119 @@ class V2Members(WriterCase):
             self.assertEqual(int(f["/projections/q/weight/s0_af4"].attrs["zero_point"]), 8)
             self.assertNotIn("zero_points", f["/projections/q/weight/s0_af4"])
 
-    def test_without_the_v2_table_v2_members_are_refused(self):
-        if HAVE_V2_TABLE:
-            self.skipTest("the generated table reads v2")
-        with DumpWriter(self.tmp(), engine="t", build="v1") as w:
-            # the v1 reader refuses the first v2 attribute it reads: output_dtype f16
-            self.refused("output-dtype-unknown", lambda: w.add_projection(
-                "q", **v2_projection(np.random.default_rng(8))), "/projections/q", '"f16"')
-            # and has no activation quantization members at all
-            kw = base_projection()
-            q, s, _ = quantize_activations(kw["x"], 16, "int8", x_dtype="bf16")
-            self.refused("invalid-argument", lambda: w.add_projection(
-                "q", x_quant="int8", x_quantized=q, x_scales=s, **kw),
-                "schema_rules.json) has no such member")
+    def test_members_the_table_lacks_are_refused(self):
+        """A member the reader's table has no row for is not written: a reader built from that
+        table would not read it. The real table's gaps, then a table without x_quant's rows."""
+        kw = base_projection()
+        known = {n: rules._RULES.get(("segment", "attribute", n)) is not None
+                 for n in ("preset", "zero_point")}
+        with DumpWriter(self.tmp(), engine="t", build="gaps") as w:
+            if not known["preset"]:
+                seg = v2_projection(np.random.default_rng(8))["weights"][4]  # q8_0
+                seg.row_begin, seg.row_end = 0, 4
+                tail = Segment("f16", 4, 8, values=np.zeros((4, K), np.float16))
+                head = v2_projection(np.random.default_rng(8), ggml=False, weights=[seg, tail],
+                                     y_unpacked=np.zeros((M, 8), np.float16))
+                self.refused("invalid-argument", lambda: w.add_projection("a", **head),
+                             "/projections/a/weight/s0_q8_0", "attribute preset",
+                             "has no such member")
+            if not known["zero_point"]:
+                seg = Segment("af4", 0, 8, codes=np.zeros((8, 16), np.uint8),
+                              scales=np.ones((8, 2), np.float32), group_size=8,
+                              variant="zero-point", packing="u8-lsb", zero_point=8)
+                self.refused("invalid-argument", lambda: w.add_projection(
+                    "b", **dict(kw, weights=[seg])), "attribute zero_point", "has no such member")
+            if "u8-ggml" not in rules.attribute("segment", "packing")["values"]["names"]:
+                seg = Segment("af4", 0, 8, codes=np.zeros((8, 32), np.uint8),
+                              scales=np.ones((8, 1), np.float32), biases=np.ones((8, 1), np.float32),
+                              group_size=32, variant="affine", packing="u8-ggml")
+                self.refused("af4-packing-unknown", lambda: w.add_projection(
+                    "c", **dict(kw, weights=[seg], x=np.zeros((4, 32), np.float32), x_dtype=None)),
+                    'AF4 packing "u8-ggml"')
+            rows = {key: r for key, r in rules._RULES.items()
+                    if not (key[0] == "projection" and key[2].startswith("x_quant"))}
+            with mock.patch.object(rules, "_RULES", rows):
+                q, s, _ = quantize_activations(kw["x"], 16, "int8", x_dtype="bf16")
+                self.refused("invalid-argument", lambda: w.add_projection(
+                    "d", x_quant="int8", x_quantized=q, x_scales=s, **kw),
+                    "schema_rules.json) has no such member")
             w.add_projection("q", **kw)
             self.assertEqual(w.schema_version, 1)
 
 
 @unittest.skipUnless(HAVE_NCERT and HAVE_V2_TABLE, "needs an ncert binary that reads dump format v2")
 class CertifiedByNcert(TempDirCase):
-    def test_v2_projection_passes_check(self):
-        path = self.tmp()
+    """v2 dumps written here, certified by ncert check: a correct engine passes, each planted
+    fault fails the check meant for it."""
+
+    def check(self, name, build):
+        path = self.tmp(name)
         with DumpWriter(path, engine="t", build="v2") as w:
-            w.add_projection("q", **v2_projection(np.random.default_rng(8)))
+            build(w)
+            self.assertEqual(w.schema_version, 2)
         code, report = ncert_json("check", path)
+        verdicts = {c["id"]: c["verdict"] for c in report["checks"]}
+        return code, verdicts, report
+
+    def quantized(self, rng, x_quant, **options):
+        x = f16_values(rng.standard_normal((M, K)))
+        q, s, zp = quantize_activations(x, K, x_quant, **options)
+        return dict(x=x, x_quant=x_quant, x_quantized=q, x_scales=s,
+                    x_zero_points=zp, x_quant_group=options.get("group"),
+                    x_quant_rounding=options.get("rounding"))
+
+    def test_f16_and_scaled_weights_pass(self):
+        code, verdicts, report = self.check("v2.h5", lambda w: w.add_projection(
+            "q", **v2_projection(np.random.default_rng(8), ggml=False)))
+        self.assertEqual(code, 0, report)
+        for check in ("geometry", "bound"):
+            self.assertEqual(verdicts.get(f"projections/q/{check}"), "PASS", check)
+
+    def test_truncated_f16_outputs_fail(self):
+        kw = v2_projection(np.random.default_rng(8), ggml=False)
+        xv = kw["x"].astype(np.float64)
+        w16 = kw["weights"][0].values.astype(np.float64)
+        y = kw["y_unpacked"].copy()
+        # rows of the f16 segment, rounded toward zero: off by an ulp wherever the result is
+        # inexact, which ncert must see
+        y[:, :4] = f16_truncate(xv @ w16.T).view(np.float16)
+        kw["y_unpacked"] = y
+        code, verdicts, _ = self.check("trunc.h5", lambda w: w.add_projection("q", **kw))
+        self.assertEqual(code, 1)
+        self.assertIn("FAIL", verdicts.values())
+
+    def test_quantized_activations_pass_and_a_wrong_code_fails(self):
+        cases: list[tuple[str, dict[str, Any]]] = [
+            ("int8", {"group": 32}), ("int8", {"rounding": "rna"}),
+            ("uint8", {"asymmetric": True, "group": 16}), ("e4m3", {"group": 32}), ("e5m2", {})]
+        for i, (x_quant, options) in enumerate(cases):
+            with self.subTest(x_quant=x_quant, **options):
+                members = self.quantized(np.random.default_rng(9), x_quant, **options)
+                kw = v2_projection(np.random.default_rng(8), ggml=False, **members)
+                code, verdicts, report = self.check(f"{i}.h5",
+                                                    lambda w: w.add_projection("q", **kw))
+                self.assertEqual(code, 0, [(c["id"], c["verdict"], c["reason"])
+                                           for c in report["checks"] if c["verdict"] != "PASS"])
+                self.assertEqual(verdicts.get("projections/q/quantize"), "PASS")
+                bad = dict(members)
+                q = bad["x_quantized"].copy()
+                q[1, 5] = q[1, 5] + 1 if x_quant in ("int8", "uint8") else q[1, 5] ^ 1
+                bad["x_quantized"] = q
+                kw = v2_projection(np.random.default_rng(8), ggml=False, **bad)
+                code, verdicts, _ = self.check(f"{i}-bad.h5",
+                                               lambda w: w.add_projection("q", **kw))
+                self.assertEqual(code, 1)
+                self.assertEqual(verdicts.get("projections/q/quantize"), "FAIL")
+
+    def test_f16_logits_and_fp8_tensor(self):
+        logits = f16_values(np.random.default_rng(10).standard_normal((3, 7)))
+
+        def build(w):
+            w.add_logits_run("r", tokens=logits.astype(np.float32).argmax(axis=1).astype(np.int32),
+                             logits=logits)
+            w.add_tensor("kv", e4m3_from_f32(np.linspace(-3, 3, 8)), dtype="e4m3")
+
+        code, verdicts, report = self.check("logits.h5", build)
         self.assertEqual(code, 0, report)
 
 
