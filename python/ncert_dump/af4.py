@@ -4,10 +4,7 @@ Codes are handled unpacked as ``uint8 [rows, k]`` arrays of 0..15 and packed onl
 
 - ``"u32-lsb"`` (MLX): ``uint32 [rows, k/8]``, element i of each word in bits 4i..4i+3;
 - ``"u8-msb"`` (bitsandbytes): ``uint8 [rows, k/2]``, the first element in the high nibble;
-- ``"u8-lsb"``: ``uint8 [rows, k/2]``, the first element in the low nibble;
-- ``"u8-ggml"`` (ggml's 4-bit blocks): ``uint8 [rows, k/2]`` in blocks of 32 elements along k,
-  16 bytes each: element j of a block is the low nibble of byte j for j < 16, the high nibble
-  of byte j - 16 for j >= 16 (k a multiple of 32).
+- ``"u8-lsb"``: ``uint8 [rows, k/2]``, the first element in the low nibble.
 
 The dequantizers reproduce the C++ reference (reference/af4.cc) bit for bit, so an engine team
 can compute the weights its kernel should have used, per declared ``dequant`` mode.
@@ -91,9 +88,7 @@ def _table(bits) -> np.ndarray:
 CODEBOOKS = {"nf4": _table(_NF4_BITS), "af4-64": _table(_AF4_64_BITS)}
 #: Allowed attribute values, in the order the C++ parsers list them.
 VARIANTS = ("affine", "codebook", "zero-point")
-PACKINGS = ("u32-lsb", "u8-msb", "u8-lsb", "u8-ggml")
-#: Elements of a ggml block (u8-ggml packs along k in blocks of this many).
-GGML_BLOCK = 32
+PACKINGS = ("u32-lsb", "u8-msb", "u8-lsb")
 DEQUANTS = ("exact", "f32", "output", "folded")
 DEQUANT_OPS = ("fma", "mul-add", "either", "sub-mul", "fused")
 # The operation orders a zero-point segment accepts (the others belong to affine / codebook).
@@ -106,7 +101,7 @@ def codes_per_word(packing: str) -> int:
     """Codes per stored element: 8 for u32-lsb, 2 for the u8 packings."""
     if packing == "u32-lsb":
         return 8
-    if packing in ("u8-msb", "u8-lsb", "u8-ggml"):
+    if packing in ("u8-msb", "u8-lsb"):
         return 2
     raise ValueError(f"AF4 packing {packing!r} is not one of {', '.join(PACKINGS)}")
 
@@ -145,11 +140,6 @@ def pack_codes(codes, packing: str) -> np.ndarray:
     rows, k = c.shape
     if k % per:
         raise ValueError(f"{packing} needs k a multiple of {per}, got k = {k}")
-    if packing == "u8-ggml":
-        if k % GGML_BLOCK:
-            raise ValueError(f"u8-ggml needs k a multiple of {GGML_BLOCK}, got k = {k}")
-        blocks = c.reshape(rows, k // GGML_BLOCK, 2, GGML_BLOCK // 2)
-        return (blocks[:, :, 0, :] | (blocks[:, :, 1, :] << 4)).astype(np.uint8).reshape(rows, k // 2)
     groups = c.reshape(rows, k // per, per)
     if packing == "u32-lsb":
         shifts = (np.arange(8, dtype=np.uint32) * np.uint32(4))
@@ -170,13 +160,6 @@ def unpack_codes(packed, packing: str) -> np.ndarray:
     if p.ndim != 2:
         raise ValueError(f"packed codes must be 2-D, got shape {list(p.shape)}")
     rows, words = p.shape
-    if packing == "u8-ggml":
-        half = GGML_BLOCK // 2
-        if words % half:
-            raise ValueError(f"u8-ggml codes have a multiple of {half} bytes a row, got {words}")
-        b = p.reshape(rows, words // half, 1, half)
-        out = np.concatenate([b & 0xF, (b >> 4) & 0xF], axis=2)
-        return out.reshape(rows, words * 2).astype(np.uint8)
     if packing == "u32-lsb":
         shifts = np.arange(8, dtype=np.uint32) * np.uint32(4)
         out = (p[:, :, None] >> shifts) & np.uint32(0xF)

@@ -12,7 +12,7 @@ writable so that `ncert check` can report it.
 
 from __future__ import annotations
 
-from . import af4, parse, rules
+from . import parse, rules
 from .errors import DumpFormatError
 from .schema import ProjectionFacts
 
@@ -89,11 +89,6 @@ def _check_af4(f: ProjectionFacts) -> None:
             raise DumpFormatError("guard-af4-geometry", s.path,
                                   f"segment {s.name}: group_size {gs} does not divide K = {f.k}")
         per = rules.codes_per_element(q.packing)  # 8 per u32, 2 per u8 (schema_rules.json)
-        if q.packing == "u8-ggml" and f.k % af4.GGML_BLOCK:
-            raise DumpFormatError(
-                "guard-af4-geometry", s.path,
-                f"segment {s.name}: u8-ggml packs blocks of {af4.GGML_BLOCK} elements; K = {f.k} "
-                "is not a multiple")
         if f.k % per or q.codes_cols != f.k // per:
             need = " (K is not a multiple)" if f.k % per else f" = {f.k // per}"
             raise DumpFormatError(

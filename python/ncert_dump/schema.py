@@ -433,33 +433,6 @@ def _unknown_member(path: str, what: str) -> DumpFormatError:
                            "member; this build cannot write it")
 
 
-def _expand_preset(path: str, attrs: dict) -> dict:
-    """The segment's attributes with what its preset stands for filled in; an attribute given
-    explicitly that contradicts the preset is refused, naming both (dump-format v2)."""
-    preset = attrs.get("preset")
-    if preset is None:
-        return attrs
-    rule = _known(_S, "attribute", "preset")
-    if rule is None:
-        raise _unknown_member(path, "attribute preset")
-    _Attrs(path, attrs).check_str(rule)
-    from .segments import PRESETS  # segments imports nothing of this module
-    if str(preset) not in PRESETS:
-        raise DumpFormatError("attribute-invalid", path,
-                              f'preset "{preset}" is not one of {", ".join(PRESETS)}')
-    out = dict(attrs)
-    for name, implied in PRESETS[str(preset)].items():
-        if name == "scale_dtype":
-            continue
-        given = attrs.get(name)
-        if given is not None and (_kind(given) != _kind(implied) or given != implied):
-            raise DumpFormatError("attribute-invalid", path,
-                                  f'preset "{preset}" stands for {name} = {render(implied)}; '
-                                  f"the segment gives {name} = {render(given)}")
-        out[name] = implied
-    return out
-
-
 _X_QUANT_ATTRS = ("x_quant", "x_quant_group", "x_quant_rounding")
 _X_QUANT_DATASETS = ("x_quantized", "x_scales", "x_zero_points")
 
@@ -531,7 +504,7 @@ def decode_any(d: Stored) -> np.ndarray:
 def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     """check_segment of schema.cc: presence and type of the attributes it needs first, then
     their values, then the members the format, variant and codebook call for."""
-    attrs = _expand_preset(path, g.attrs)
+    attrs = g.attrs
     a = _Attrs(path, attrs)
     format_rule = rules.attribute(_S, "format")
     fmt = a.require_str(format_rule, closed=False)
@@ -574,10 +547,6 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
             _dataset(g, path, table_rule, types, sym)
     codes = _required_dataset(g, path, rules.dataset(_S, "codes"), types, sym)
     scales = _required_dataset(g, path, rules.dataset(_S, "scales"), types, sym)
-    if attrs.get("preset") is not None and scales.dtype != "f16":
-        raise DumpFormatError("datatype-refused", path + "/scales",
-                              f'dtype {scales.dtype} where f16 is required (preset '
-                              f'"{attrs["preset"]}": ggml\'s d)')
     biases_rule = rules.dataset(_S, "biases")
     biases: Optional[Stored] = None
     types["scales"] = scales.dtype
@@ -588,15 +557,8 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
         raise DumpFormatError("invalid-argument", path + "/biases",
                               f"present but the {variant} variant has no biases; it would be ignored")
     zp_rule = rules.dataset(_S, "zero_points")
-    if "zero_point" in attrs and variant != "zero-point":
-        raise DumpFormatError("invalid-argument", path,
-                              f"zero_point given for a {variant} segment (only variant zero-point "
-                              "has zero points); it would be ignored")
     if rules.applies(zp_rule, context):
-        if "zero_point" in attrs:
-            _check_zero_point(path, g, a)
-        else:
-            _check_zero_points(g, path, zp_rule, types, sym)
+        _check_zero_points(g, path, zp_rule, types, sym)
     check_string_attrs(path, g.attrs)
     facts.af4 = Af4Facts(group_size=gs, variant=variant, packing=packing,
                          codes_cols=codes.shape[1], scales_cols=scales.shape[1],
@@ -637,29 +599,8 @@ def _check_scaled(path: str, g: Group, a: _Attrs, facts: SegmentFacts, k: int,
         found = _member(g, path + "/scales", True, ("bf16", "f16", "f32"), (scale_row_count, -1))
         assert found is not None
         scales = found
-    if a.attrs.get("preset") is not None and scales.dtype != "f16":
-        raise DumpFormatError("datatype-refused", path + "/scales",
-                              f'dtype {scales.dtype} where f16 is required (preset '
-                              f'"{a.attrs["preset"]}": ggml\'s d)')
     facts.scaled = ScaledFacts(group_size=gs, scale_rows=scale_rows, scales_rows=scales.shape[0],
                                scales_cols=scales.shape[1])
-
-
-def _check_zero_point(path: str, g: Group, a: _Attrs) -> None:
-    """A zero-point segment's one zero point (attribute zero_point, 0..15), never together
-    with a zero_points dataset."""
-    rule = _known(_S, "attribute", "zero_point")
-    if rule is None:
-        raise _unknown_member(path, "attribute zero_point")
-    zp = a.check_int(rule)
-    assert zp is not None
-    if zp > 15 or zp < 0:
-        raise DumpFormatError("attribute-invalid", path,
-                              f'attribute "zero_point" = {zp} is not a 4-bit code 0..15')
-    if g.dataset("zero_points") is not None:
-        raise DumpFormatError("attribute-invalid", path,
-                              'both attribute "zero_point" and dataset "zero_points" are given; '
-                              "a zero-point segment has exactly one of the two")
 
 
 def _check_dequant_op(a: _Attrs, path: str, variant: str) -> None:

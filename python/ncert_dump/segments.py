@@ -34,18 +34,17 @@ class Segment:
     ``[rows, k/group_size]`` integers 0..15, one per group, and no biases; they are stored as
     ``zero_point_packing`` says: "u8" (one per byte, the default) or packed along the groups
     like codes ("u32-lsb", "u8-msb", "u8-lsb"). Its ``dequant_op`` is "sub-mul" (the default)
-    or "fused". ``zero_point`` (an int 0..15) is one zero point for the whole segment instead.
+    or "fused".
 
     f16 segments: ``values`` ``[rows, k]`` like bf16 / f32. Scaled segments ("int8", "e4m3",
     "e5m2"): ``values`` ``[rows, k]`` of that type (int8 integers; e4m3 / e5m2 as uint8
     patterns or values exact in the type) and ``scales`` ``[ceil(rows / scale_rows),
     k / group_size]`` (w = q * s); ``group_size`` defaults to k, ``scale_rows`` to 1.
 
-    ``preset`` ("q4_0", "q4_1", "q8_0") stands for ggml's block formats (format may then be
-    None); ggml.segment_from_blocks builds such a segment from ggml's raw blocks.
+    ggml.segment_from_blocks builds the segment that declares ggml's Q4_0, Q4_1 or Q8_0 blocks.
     """
 
-    format: Optional[str]
+    format: str
     row_begin: int
     row_end: int
     values: Any = None
@@ -64,8 +63,6 @@ class Segment:
     scale_dtype: Optional[str] = None
     name: Optional[str] = None
     scale_rows: Optional[int] = None
-    zero_point: Optional[int] = None
-    preset: Optional[str] = None
 
 
 _FIELDS = {f.name for f in fields(Segment)}
@@ -90,7 +87,7 @@ def as_segment(spec, path: str) -> Segment:
 
 def segment_name(seg: Segment, index: int) -> str:
     """The group name: the caller's, or s<i>_<format> like the project's own fixtures."""
-    return seg.name if seg.name is not None else f"s{index}_{seg.format or seg.preset}"
+    return seg.name if seg.name is not None else f"s{index}_{seg.format}"
 
 
 def infer_k(seg: Segment) -> Optional[int]:
@@ -99,46 +96,20 @@ def infer_k(seg: Segment) -> Optional[int]:
         shape = shape_of(seg.values)
     elif seg.codes is not None:
         shape = shape_of(seg.codes)
-    elif seg.packed_codes is not None:
-        packing = seg.packing or PRESETS.get(seg.preset or "", {}).get("packing")
-        if packing not in af4.PACKINGS:
-            return None
+    elif seg.packed_codes is not None and seg.packing in af4.PACKINGS:
         s = shape_of(seg.packed_codes)
-        shape = (s[0], s[1] * af4.codes_per_word(packing)) if len(s) == 2 else s
+        shape = (s[0], s[1] * af4.codes_per_word(seg.packing)) if len(s) == 2 else s
     else:
         return None
     return int(shape[1]) if len(shape) == 2 else None
 
 
-def _scale_dtype(seg: Segment) -> Optional[str]:
-    """The declared scale type: scale_dtype, else the preset's (None: the array's own)."""
-    if seg.scale_dtype is not None:
-        return seg.scale_dtype
-    return PRESETS[seg.preset].get("scale_dtype") if seg.preset in PRESETS else None
-
-
-#: What each preset stands for (dump-format v2): its attributes and the scale type.
-PRESETS: dict[str, dict[str, Any]] = {
-    "q4_0": {"format": "af4", "variant": "zero-point", "zero_point": 8, "group_size": 32,
-             "packing": "u8-ggml", "dequant": "f32", "dequant_op": "sub-mul",
-             "scale_dtype": "f16"},
-    "q4_1": {"format": "af4", "variant": "affine", "group_size": 32, "packing": "u8-ggml",
-             "dequant": "f32", "dequant_op": "either", "scale_dtype": "f16"},
-    "q8_0": {"format": "int8", "group_size": 32, "scale_rows": 1, "dequant": "f32",
-             "scale_dtype": "f16"},
-}
 #: Formats stored as values, and the type of those values.
 VALUE_FORMATS = {"bf16": "bf16", "f32": "f32", "f16": "f16"}
 #: Scaled formats (values of a narrow type times scales) and the type of their values.
 SCALED_FORMATS = {"int8": "i8", "e4m3": "e4m3", "e5m2": "e5m2"}
 _ATTRS = ("format", "row_begin", "row_end", "group_size", "scale_rows", "variant", "packing",
-          "zero_point_packing", "zero_point", "dequant", "dequant_op", "preset")
-
-
-def effective_format(seg: Segment) -> Optional[str]:
-    if seg.format is not None:
-        return seg.format
-    return PRESETS[seg.preset]["format"] if seg.preset in PRESETS else None
+          "zero_point_packing", "dequant", "dequant_op")
 
 
 def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
@@ -152,7 +123,7 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
         v = getattr(seg, attr)
         if v is not None:
             g.attrs[attr] = v
-    fmt = effective_format(seg)
+    fmt = seg.format
     if fmt in VALUE_FORMATS or fmt in SCALED_FORMATS:
         others = ["codes", "packed_codes", "zero_points", "biases"]
         if fmt in VALUE_FORMATS:
@@ -189,9 +160,9 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
 
 
 def _add_scales(seg: Segment, path: str, g: Group) -> None:
-    """scales (and biases, of the same type) as scale_dtype, the preset's or the array's type."""
+    """scales (and biases, of the same type) as scale_dtype or the array's type."""
     if seg.scales is not None:
-        dt = _scale_dtype(seg)
+        dt = seg.scale_dtype
         if dt is not None and dt not in ("bf16", "f16", "f32"):
             raise DumpFormatError("datatype-refused", path + "/scales",
                                   f"dtype {dt} where bf16 or f16 or f32 is required")
@@ -238,14 +209,14 @@ def _add_zero_points(seg: Segment, path: str, g: Group) -> None:
 def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:
     if seg.packed_codes is not None:
         # Packed words are bit layouts, not numbers: no widening between u8 and u32.
-        want = "u32" if (seg.packing or "u8") == "u32-lsb" else "u8"
+        want = "u32" if seg.packing == "u32-lsb" else "u8"
         packed = as_numpy(seg.packed_codes)
         if packed.dtype != np.dtype(np.uint32 if want == "u32" else np.uint8):
             raise DumpFormatError("datatype-refused", path + "/codes",
                                   f"dtype {natural_name(packed.dtype)} where {want} is required")
         g.members["codes"] = encode_int(packed, want, path + "/codes")
         return
-    packing = seg.packing or PRESETS.get(seg.preset or "", {}).get("packing")
+    packing = seg.packing
     if seg.codes is None or packing not in af4.PACKINGS:
         return
     codes = as_numpy(seg.codes)
@@ -270,10 +241,5 @@ def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:
             "guard-af4-geometry", path,
             f"segment {name}: unpacked codes cannot be packed; {packing} with K = {width} "
             f"needs K/{per} (K is not a multiple)")
-    if packing == "u8-ggml" and width % af4.GGML_BLOCK:
-        raise DumpFormatError(
-            "guard-af4-geometry", path,
-            f"segment {name}: unpacked codes cannot be packed; u8-ggml with K = {width} needs "
-            f"K a multiple of {af4.GGML_BLOCK}")
     packed = af4.pack_codes(codes, packing)
     g.members["codes"] = encode_int(packed, "u32" if per == 8 else "u8", path + "/codes")

@@ -3,9 +3,9 @@
 The writer declares the least version that describes the file, so a v1 reader keeps reading
 every dump that needs nothing newer. v2 features: f16 or FP8/i8 element types where v1 had
 f32 / bf16 only (x, bias, residual, outputs, logits, tensors), the weight formats f16, int8,
-e4m3, e5m2, AF4 packing u8-ggml, the zero-point variant (with its zero_point and
-zero_point_packing), presets, activation quantization, and the k_walk forms lanes:, promote:
-and splitk:.
+e4m3, e5m2 (ggml's blocks are declared in these and AF4 forms), the zero-point variant,
+activation quantization, and the k_walk forms lanes:, promote: and splitk: (docs/dump-format.md
+§2's declaration table).
 """
 
 from __future__ import annotations
@@ -40,12 +40,8 @@ def projection_features(path: str, g: Group) -> list[str]:
         a = seg.attrs
         if a.get("format") in _V2_FORMATS:
             out.append(f'{spath}: format "{a["format"]}"')
-        for attr, value in (("packing", "u8-ggml"), ("variant", "zero-point")):
-            if a.get(attr) == value:
-                out.append(f'{spath}: {attr} "{value}"')
-        for attr in ("preset", "zero_point", "scale_rows"):
-            if attr in a:
-                out.append(f"{spath}: {attr}")
+        if a.get("variant") == "zero-point":
+            out.append(f'{spath}: variant "zero-point"')
     return out
 
 

@@ -80,21 +80,15 @@ class Xxh3_128:
             self._state = None
 
 
-_AF4_DEFAULTS = {"zero_point_packing": "u8", "dequant": "exact", "dequant_op": "either"}
+_AF4_DEFAULTS: dict[str, object] = {
+    "zero_point_packing": "u8", "dequant": "exact", "dequant_op": "either"}
 _ZERO_POINT_DEFAULTS = dict(_AF4_DEFAULTS, dequant_op="sub-mul")
+_SCALED_DEFAULTS: dict[str, object] = {"scale_rows": 1, "dequant": "exact"}
+_SCALED_FORMATS = ("int8", "e4m3", "e5m2")
 
 
-def weights_xxh3_of_group(weight: Group, k: int, n: int, path: str = "/weight") -> str:
-    """The §4.5 hash of a validated weight group (segment groups of storage-ready datasets) at
-    `path`; "invalid-argument" for a segment of a format the hash does not cover yet."""
-    for name, seg in weight.members.items():
-        a = seg.attrs
-        if a.get("format") not in ("af4", "bf16", "f32") or "preset" in a or "zero_point" in a \
-                or a.get("packing") == "u8-ggml":
-            what = a.get("preset") or a.get("format")
-            raise DumpFormatError("invalid-argument", f"{path}/{name}",
-                                  f"no weights hash is defined for segment {name} ({what}); §4.5 "
-                                  "covers the af4, bf16 and f32 formats")
+def weights_xxh3_of_group(weight: Group, k: int, n: int) -> str:
+    """The §4.5 hash of a validated weight group (segment groups of storage-ready datasets)."""
     h = Xxh3_128()
     h.update(f"ncert-weights-v1\nk={int(k)}\nn={int(n)}\n".encode())
     order = sorted(weight.members.items(), key=lambda kv: (int(kv[1].attrs["row_begin"]), kv[0]))
@@ -108,11 +102,14 @@ def weights_xxh3_of_group(weight: Group, k: int, n: int, path: str = "/weight") 
             if seg.attrs.get("variant") == "codebook":
                 attrs.append("codebook")
             attrs += ["packing"] + (["zero_point_packing"] if zero_point else []) + ["dequant", "dequant_op"]
-        defaults = _ZERO_POINT_DEFAULTS if zero_point else _AF4_DEFAULTS
+        scaled = seg.attrs["format"] in _SCALED_FORMATS
+        if scaled:
+            attrs += ["group_size", "scale_rows", "dequant"]
+        defaults = _SCALED_DEFAULTS if scaled else _ZERO_POINT_DEFAULTS if zero_point else _AF4_DEFAULTS
         for a in attrs:
             value: Optional[object] = seg.attrs.get(a, defaults.get(a))
             h.update(f"{a}={value}\n".encode())
-        members = ["values"]
+        members = ["values", "scales"] if scaled else ["values"]
         if seg.attrs["format"] == "af4":
             members = ["codes", "scales"]
             if seg.attrs.get("variant") == "affine":

@@ -193,8 +193,7 @@ class DumpWriter:
         self._need_version(features)
         if weights_hash or omit_weights:
             node.attrs["weights_xxh3"] = weights_xxh3_of_group(node.members["weight"],
-                                                               node.attrs["k"], node.attrs["n"],
-                                                               path + "/weight")
+                                                               node.attrs["k"], node.attrs["n"])
         if omit_weights:
             del node.members["weight"]
         head_of = facts.logits_run if facts.role == "lm_head" else None  # the run of an lm_head
