@@ -325,8 +325,6 @@ class V2Members(WriterCase):
                                                 scales=np.ones((N, 2), np.float32), group_size=24)])),
             ("guard-af4-geometry", "x_quant_group", dict(x_quant="int8", x_quant_group=24,
                                                          x_quantized=q, x_scales=s)),
-            ("attribute-invalid", "not positive", dict(x_quant="int8", x_quant_group=32,
-                                                       x_quantized=q, x_scales=-s)),
             ("invalid-argument", "x_quant_group without x_quant", dict(x_quant_group=32)),
             ("invalid-argument", "x_quant = e4m3 has no zero points", dict(
                 x_quant="e4m3", x_quantized=np.zeros((M, K), np.uint8),
@@ -432,6 +430,15 @@ class CertifiedByNcert(TempDirCase):
                                                lambda w: w.add_projection("q", **kw))
                 self.assertEqual(code, 1)
                 self.assertEqual(verdicts.get("projections/q/quantize"), "FAIL")
+
+    def test_a_negative_scale_is_written_and_fails_quantize(self):
+        members = self.quantized(np.random.default_rng(9), "int8", group=32)
+        members["x_scales"] = members["x_scales"].copy()
+        members["x_scales"][2, 1] = -members["x_scales"][2, 1]  # an engine's bug, not the dump's
+        kw = v2_projection(np.random.default_rng(8), ggml=False, **members)
+        code, verdicts, _ = self.check("negative.h5", lambda w: w.add_projection("q", **kw))
+        self.assertEqual(code, 1)
+        self.assertEqual(verdicts.get("projections/q/quantize"), "FAIL")
 
     def test_f16_logits_and_fp8_tensor(self):
         logits = f16_values(np.random.default_rng(10).standard_normal((3, 7)))
