@@ -12,7 +12,7 @@ Example (one bf16 projection, every row its own slot, and a greedy run)::
     w = bf16_from_f32(np.random.randn(32, 64) / 8)       # W [n, k]
     y = f32_from_bf16(x).astype(np.float64) @ f32_from_bf16(w).astype(np.float64).T
     with DumpWriter("dump.h5", engine="my-engine", build="abc123") as dw:
-        dw.add_projection("q", x=x, weights=[Segment("bf16", 0, 32, values=w)],
+        dw.add_projection("q", x=x, x_dtype="bf16", weights=[Segment("bf16", 0, 32, values=w)],
                           accumulator="f32-rn", output_dtype="bf16",
                           selector=np.arange(4, dtype=np.int32),
                           y_unpacked=bf16_from_f32(y))   # round to nearest even, like a kernel

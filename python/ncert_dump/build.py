@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from .encode import FLOAT_TYPES, as_numpy, encode_float, encode_int, shape_of
+from .encode import FLOAT_TYPES, VALUE_TYPES, as_numpy, encode_float, encode_int, shape_of
 from .errors import DumpFormatError
 from .nodes import Group, Stored
 from .segments import as_segment, infer_k, segment_group, segment_name
@@ -32,24 +32,18 @@ def _width(arr) -> Optional[int]:
     return int(shape[1]) if len(shape) == 2 else None
 
 
-def _io_dtype(arr: np.ndarray, declared: Optional[str], path: str) -> str:
-    """bias / residual type: as declared, else bf16 for 16-bit patterns and f32 otherwise."""
-    if declared is not None:
-        if declared not in FLOAT_TYPES:
-            raise DumpFormatError("invalid-argument", path,
-                                  f'dtype "{declared}" is not one of f32, f16, bf16')
-        return declared
-    return "bf16" if arr.dtype == np.uint16 or arr.dtype.name == "bfloat16" else "f32"
-
-
 def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilogue, selector,
                      k, n, in_stride, out_stride, residual_at, k_walk, output_rounding, bias,
                      residual, commit_counts, requests, block_rows, cap, outputs: dict, role,
-                     logits_run, layer, x_dtype, bias_dtype=None, residual_dtype=None) -> Group:
+                     logits_run, layer, x_dtype, bias_dtype=None, residual_dtype=None,
+                     x_quant=None, x_quant_group=None, x_quant_rounding=None, x_quantized=None,
+                     x_scales=None, x_zero_points=None, x_scales_dtype=None) -> Group:
     """The group of one projection (§3); `outputs` maps y_* names to arrays (or None)."""
-    if x_dtype not in FLOAT_TYPES:
-        raise DumpFormatError("invalid-argument", path,
-                              f'x_dtype "{x_dtype}" is not one of f32, f16, bf16')
+    for arg, declared in (("x_dtype", x_dtype), ("bias_dtype", bias_dtype),
+                          ("residual_dtype", residual_dtype)):
+        if declared is not None and declared not in FLOAT_TYPES:
+            raise DumpFormatError("invalid-argument", path,
+                                  f'{arg} "{declared}" is not one of f32, f16, bf16')
     if weights is not None and not isinstance(weights, (list, tuple)):
         raise DumpFormatError("invalid-argument", path + "/weight",
                               "weights is a list of segments")
@@ -79,34 +73,63 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
              "accumulator": accumulator, "output_dtype": output_dtype, "epilogue": epilogue,
              "residual_at": residual_at, "k_walk": k_walk, "output_rounding": output_rounding,
              "layer": layer, "role": role, "logits_run": logits_run, "requests": requests,
-             "block_rows": block_rows, "cap": cap}
+             "block_rows": block_rows, "cap": cap, "x_quant": x_quant,
+             "x_quant_group": x_quant_group, "x_quant_rounding": x_quant_rounding}
     g.attrs = {name: v for name, v in attrs.items() if v is not None}
 
     m = g.members
     # A member passed as None is simply absent: the schema check names it as the reader would.
     if x is not None:
-        m["x"] = encode_float(x, x_dtype, path + "/x")
+        m["x"] = encode_float(x, x_dtype, path + "/x", arg="x_dtype")
     if selector is not None:
         m["selector"] = encode_int(selector, "i32", path + "/selector")
     if commit_counts is not None:
         m["commit_counts"] = encode_int(commit_counts, "i32", path + "/commit_counts")
     if bias is not None:
-        b = as_numpy(bias)
-        m["bias"] = encode_float(b, _io_dtype(b, bias_dtype, path + "/bias"), path + "/bias")
+        m["bias"] = encode_float(bias, bias_dtype, path + "/bias", arg="bias_dtype")
     if residual is not None:
-        r = as_numpy(residual)
-        m["residual"] = encode_float(r, _io_dtype(r, residual_dtype, path + "/residual"),
-                                     path + "/residual")
-    if output_dtype in ("f32", "bf16"):  # else the schema refuses the attribute first
+        m["residual"] = encode_float(residual, residual_dtype, path + "/residual",
+                                     arg="residual_dtype")
+    if output_dtype in FLOAT_TYPES:  # else the schema refuses the attribute first
         for leaf in _OUTPUTS:
             if outputs.get(leaf) is not None:
-                m[leaf] = encode_float(outputs[leaf], output_dtype, f"{path}/{leaf}", exact=True)
+                m[leaf] = encode_float(outputs[leaf], output_dtype, f"{path}/{leaf}",
+                                       arg="output_dtype")
+    _add_x_quant(m, path, x_quant, x_quantized, x_scales, x_zero_points, x_scales_dtype)
     if weights is not None:
         weight = Group()
         for seg, name in zip(segs, names):
             weight.members[name] = segment_group(seg, f"{path}/weight/{name}", k)
         m["weight"] = weight
     return g
+
+
+def _add_x_quant(m: dict, path: str, x_quant, x_quantized, x_scales, x_zero_points,
+                 x_scales_dtype) -> None:
+    """The quantized activations: x_quantized in the type x_quant names (int8 integers, uint8,
+    e4m3 / e5m2 patterns or exact values), x_scales (f32, f16, bf16), x_zero_points (i8 for
+    int8, u8 for uint8). With an unknown x_quant they are left out for the schema to refuse."""
+    if x_scales is not None:
+        m["x_scales"] = encode_float(x_scales, x_scales_dtype, path + "/x_scales",
+                                     arg="x_scales_dtype")
+    stored = {"int8": "i8", "uint8": "u8", "e4m3": "e4m3", "e5m2": "e5m2"}.get(x_quant)
+    if stored is None:
+        for name, arr in (("x_quantized", x_quantized), ("x_zero_points", x_zero_points)):
+            if arr is not None and x_quant is None:
+                raise DumpFormatError("invalid-argument", f"{path}/{name}",
+                                      "present but x_quant is not given; it would be ignored")
+        return
+    if x_quantized is not None:
+        where = path + "/x_quantized"
+        m["x_quantized"] = encode_int(x_quantized, "u8", where) if stored == "u8" \
+            else encode_float(x_quantized, stored, where, arg="x_quant")
+    if x_zero_points is not None:
+        where = path + "/x_zero_points"
+        if stored not in ("i8", "u8"):
+            raise DumpFormatError("invalid-argument", where,
+                                  f"present but x_quant = {x_quant} has no zero points (int8 and "
+                                  "uint8 only); it would be ignored")
+        m["x_zero_points"] = encode_int(x_zero_points, stored, where)
 
 
 def check_leaf(name, parent: str, what: str) -> None:
@@ -130,8 +153,9 @@ def _compression(compression, path: str) -> Optional[int]:
 
 
 def build_logits(path: str, *, tokens, logits, positions, prompt_tokens, prompt, tie_break,
-                 chunk_rows, compression, vocab) -> Group:
-    """The group of one logits run (§5). Logits are engine outputs: stored exactly as f32."""
+                 chunk_rows, compression, vocab, logits_dtype=None) -> Group:
+    """The group of one logits run (§5). Logits are engine outputs, stored exactly in their own
+    type (f32, bf16, f16) or in `logits_dtype` when every value converts exactly."""
     lg = as_numpy(logits)
     if vocab is None and lg.ndim >= 1:
         vocab = int(lg.shape[-1])
@@ -143,13 +167,16 @@ def build_logits(path: str, *, tokens, logits, positions, prompt_tokens, prompt,
         m["tokens"] = encode_int(tokens, "i32", path + "/tokens")
     if logits is None:
         return g
-    stored = encode_float(lg, "f32", path + "/logits", exact=True)
+    if logits_dtype is not None and logits_dtype not in FLOAT_TYPES:
+        raise DumpFormatError("invalid-argument", path,
+                              f'logits_dtype "{logits_dtype}" is not one of f32, f16, bf16')
+    stored = encode_float(logits, logits_dtype, path + "/logits", arg="logits_dtype")
     level = _compression(compression, path)
     if chunk_rows is not None and (isinstance(chunk_rows, bool) or
                                    not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1):
         raise DumpFormatError("invalid-argument", path, f"chunk_rows {chunk_rows!r} is not >= 1")
     if level is not None and chunk_rows is None:
-        row_bytes = 4 * max(1, int(lg.shape[-1]) if lg.ndim else 1)
+        row_bytes = stored.array.itemsize * max(1, int(lg.shape[-1]) if lg.ndim else 1)
         chunk_rows = max(1, DEFAULT_CHUNK_BYTES // row_bytes)
     stored.chunk_rows = int(chunk_rows) if chunk_rows is not None else None
     stored.deflate = level
@@ -162,15 +189,16 @@ def build_logits(path: str, *, tokens, logits, positions, prompt_tokens, prompt,
     return g
 
 
-def build_tensor(path: str, array, dtype: str, compare) -> Stored:
-    """One /tensors dataset (§6): values rounded to nearest even into `dtype`."""
-    if dtype in FLOAT_TYPES:
+def build_tensor(path: str, array, dtype: Optional[str], compare) -> Stored:
+    """One /tensors dataset (§6) of type `dtype` (None: the array's own), converted only when
+    exact."""
+    if dtype is None or dtype in VALUE_TYPES:
         d = encode_float(array, dtype, path)
     elif dtype in ("u8", "u32", "i32", "i64"):
         d = encode_int(array, dtype, path)  # refused by the schema check, as by the reader
     else:
         raise DumpFormatError("invalid-argument", path,
-                              f'dtype "{dtype}" is not one of f32, f16, bf16')
+                              f'dtype "{dtype}" is not one of {", ".join(VALUE_TYPES)}')
     if compare is not None:
         d.attrs["compare"] = compare
     return d

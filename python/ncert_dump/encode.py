@@ -2,33 +2,44 @@
 
 Rules (README "Values and types"):
 
-- float targets (f32, f16, bf16) take float or integer arrays as *values* and round them to
-  nearest even into the target type (float64 goes to f32 first, as an engine holds f32);
-- a ``uint16`` array is taken as raw 16-bit patterns of the target type (bf16 or f16), stored
-  unchanged; a ``bfloat16`` array (ml_dtypes, or a torch tensor) is taken as its patterns too;
-- integer targets (i32, i64, u8, u32) take integer arrays whose values fit;
-- ``exact=True`` (engine outputs: ``y_*`` and logits) refuses any value the target type cannot
-  hold exactly: the writer must never round an engine's output, or it would certify its own
-  rounding instead of the engine's.
+- the element type is explicit or the array's own: float32 arrays are f32, float16 arrays f16,
+  torch / ml_dtypes bfloat16 arrays bf16 (their patterns), FP8 arrays (ml_dtypes, torch) e4m3 /
+  e5m2; float64 and integer arrays hold *values* and default to f32;
+- a ``uint16`` array holds raw 16-bit patterns of no stated type: it needs the type named
+  (bf16 or f16); a ``uint8`` array given for e4m3 / e5m2 holds their raw patterns;
+- an array of another type than the one named is converted only when every value survives the
+  conversion exactly (checked by a round trip): the writer never rounds. Rounding is the
+  engine's business, and a dump that silently rounded its inputs or outputs would describe a
+  computation the engine never did (codecs.round_narrow rounds deliberately);
+- integer targets (i8, u8, u32, i32, i64) take integer arrays whose values fit (i8 also floats
+  that are such integers).
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
-from .codecs import bf16_from_f32, decode, f16_from_f32
+from .codecs import decode, round_narrow
 from .errors import DumpFormatError
 from .nodes import STORAGE_DTYPES, Stored
 
-__all__ = ["as_numpy", "shape_of", "natural_name", "encode_float", "encode_int", "FLOAT_TYPES"]
+__all__ = ["as_numpy", "held_type", "shape_of", "natural_name", "encode_float", "encode_int",
+           "FLOAT_TYPES", "VALUE_TYPES"]
 
 FLOAT_TYPES = ("f32", "f16", "bf16")
+#: Every element type encode_float stores values of.
+VALUE_TYPES = ("f32", "f16", "bf16", "e4m3", "e5m2", "i8")
 _INT_RANGES = {
+    "i8": (-(2**7), 2**7 - 1),
     "u8": (0, 2**8 - 1),
     "u32": (0, 2**32 - 1),
     "i32": (-(2**31), 2**31 - 1),
     "i64": (-(2**63), 2**63 - 1),
 }
+# Type names of ml_dtypes / torch arrays whose elements are raw patterns of an ncert type.
+_PATTERN_NAMES = {"bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
 def shape_of(obj) -> tuple:
@@ -37,23 +48,63 @@ def shape_of(obj) -> tuple:
     return tuple(int(d) for d in shape) if shape is not None else np.shape(obj)
 
 
+def _is_torch(obj) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
+
+
+def held_type(obj) -> tuple[np.ndarray, str]:
+    """A numpy copy or view of `obj` and what it holds: "f32", "f16", "bf16", "e4m3", "e5m2"
+    (patterns as uint16 / uint8), "f64", "i8", "u8", "u16" (raw 16-bit patterns), "int" (other
+    integers), or the natural name of anything else."""
+    if _is_torch(obj):
+        name = str(obj.dtype).replace("torch.", "")
+        if name in _PATTERN_NAMES:
+            import torch  # only reached with a torch tensor in hand
+
+            t = obj.detach().to("cpu").contiguous()
+            width = torch.int16 if name == "bfloat16" else torch.uint8
+            raw = t.view(width).numpy().copy()
+            return raw.view(np.uint16) if name == "bfloat16" else raw, _PATTERN_NAMES[name]
+        from .torch_helpers import tensor_to_numpy
+
+        obj = tensor_to_numpy(obj)
+    a = np.asarray(obj)
+    if a.dtype.str.startswith(">"):
+        a = a.astype(a.dtype.newbyteorder("<"))  # values, not bytes: storage is little-endian
+    dt = a.dtype
+    if dt.name in _PATTERN_NAMES and dt.itemsize in (1, 2):
+        raw = np.ascontiguousarray(a).view(np.uint16 if dt.itemsize == 2 else np.uint8)
+        return raw, _PATTERN_NAMES[dt.name]
+    if dt == np.float32:
+        return a, "f32"
+    if dt == np.float16:
+        return a, "f16"
+    if dt == np.float64:
+        return a, "f64"
+    if dt == np.uint16:
+        return a, "u16"
+    if dt == np.int8:
+        return a, "i8"
+    if dt == np.uint8:
+        return a, "u8"
+    if dt.kind in "iu":
+        return a, "int"
+    return a, natural_name(dt)
+
+
 def as_numpy(obj) -> np.ndarray:
     """A numpy view of `obj`; torch tensors go through torch_helpers (bf16 kept as patterns)."""
-    if type(obj).__module__.startswith("torch") and hasattr(obj, "detach"):
+    if _is_torch(obj):
         from .torch_helpers import tensor_to_numpy
 
         return tensor_to_numpy(obj)
     return np.asarray(obj)
 
 
-def _is_bfloat16(dt: np.dtype) -> bool:
-    return dt.name == "bfloat16" and dt.itemsize == 2
-
-
 def natural_name(dt: np.dtype) -> str:
     """How a numpy type would be named in ncert's messages (f32, u16, i64, bool, ...)."""
-    if _is_bfloat16(dt):
-        return "bf16"
+    if dt.name in _PATTERN_NAMES:
+        return _PATTERN_NAMES[dt.name]
     if dt.kind == "b":
         return "bool"
     if dt.kind in "fiu":
@@ -65,52 +116,96 @@ def _refuse_type(path: str, got: str, want: str) -> DumpFormatError:
     return DumpFormatError("datatype-refused", path, f"dtype {got} where {want} is required")
 
 
-def encode_float(obj, dtype: str, path: str, *, exact: bool = False) -> Stored:
-    """Elements of float type `dtype` (f32, f16, bf16) for the dataset at `path`."""
-    a = as_numpy(obj)
+def _patterns(a: np.ndarray, dtype: str) -> np.ndarray:
+    """Storage of raw patterns (f16 patterns as float16 bits, the others as they are)."""
     want = STORAGE_DTYPES[dtype]
-    if _is_bfloat16(a.dtype):
-        if dtype == "bf16":
-            return Stored(dtype, np.ascontiguousarray(a).view(np.uint16).astype(want))
-        a = decode(np.ascontiguousarray(a).view(np.uint16), "bf16")
-    if a.dtype == np.uint16:
-        if dtype == "f32":
-            raise _refuse_type(path, "u16 (raw 16-bit patterns)", "f32")
+    return np.ascontiguousarray(a).view(want) if a.dtype.itemsize == want.itemsize else a
+
+
+def _values64(a: np.ndarray, held: str) -> np.ndarray:
+    """The exact values of `a` as float64 (integers beyond 2^53 would not be: none fit)."""
+    if held in ("bf16", "e4m3", "e5m2"):
+        return decode(a, held).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return a.astype(np.float64)
+
+
+def encode_float(obj, dtype: Optional[str], path: str, *, arg: str = "dtype") -> Stored:
+    """Elements of type `dtype` (f32, f16, bf16, e4m3, e5m2, i8; None: the array's own type)
+    for the dataset at `path`; `arg` names the argument that declares the type (for messages).
+
+    Raises "invalid-argument" for uint16 patterns without a declared 16-bit type and
+    "datatype-refused" for an array that cannot be stored as `dtype` without changing a value.
+    """
+    a, held = held_type(obj)
+    leaf = path.rsplit("/", 1)[-1]
+    if dtype is None:
+        if held == "u16":
+            raise DumpFormatError(
+                "invalid-argument", path,
+                f'{leaf} is a uint16 array: raw 16-bit patterns of no stated type; declare '
+                f'{arg}="bf16" or {arg}="f16"')
+        dtype = {"f64": "f32", "int": "f32", "u8": "f32"}.get(held, held)
+        if dtype not in VALUE_TYPES:
+            raise _refuse_type(path, held, " or ".join(FLOAT_TYPES))
+    if dtype not in VALUE_TYPES:
+        raise DumpFormatError("invalid-argument", path,
+                              f'{arg} "{dtype}" is not one of {", ".join(VALUE_TYPES)}')
+    want = STORAGE_DTYPES[dtype]
+    if held == dtype:
+        return Stored(dtype, np.ascontiguousarray(_patterns(a, dtype), dtype=want))
+    if held == "u16":
+        if dtype in ("bf16", "f16"):
+            return Stored(dtype, np.ascontiguousarray(_patterns(a, dtype)))
+        raise _refuse_type(path, "u16 (raw 16-bit patterns)", dtype)
+    if held == "u8" and dtype in ("e4m3", "e5m2"):
         return Stored(dtype, np.ascontiguousarray(a, dtype=want))
-    if a.dtype == np.float16 and dtype == "f16":
-        return Stored(dtype, np.ascontiguousarray(a, dtype=want))
-    if a.dtype.kind not in "fiu" or (a.dtype.kind == "f" and a.dtype.itemsize > 8):
-        raise _refuse_type(path, natural_name(a.dtype), dtype)
-    if a.dtype == np.float32 and dtype == "f32":
-        return Stored(dtype, np.ascontiguousarray(a, dtype=want))
-    with np.errstate(over="ignore", invalid="ignore"):
-        f32 = a.astype(np.float32)
+    if dtype == "i8":
+        return _encode_i8(a, held, path, arg)
+    if held not in ("f32", "f16", "bf16", "e4m3", "e5m2", "f64", "i8", "u8", "int"):
+        raise _refuse_type(path, held, dtype)
+    values = _values64(a, held)
     if dtype == "f32":
-        stored = f32.astype(want)
-    elif dtype == "bf16":
-        stored = bf16_from_f32(f32).astype(want)
+        stored = values.astype(np.float32)
+        back = stored.astype(np.float64)
     else:
-        stored = f16_from_f32(f32).view(np.float16).astype(want)
-    if exact:
-        _require_exact(a, stored, dtype, path)
-    return Stored(dtype, np.ascontiguousarray(stored))
+        pats = round_narrow(values, dtype, "rne", "ieee")
+        stored = _patterns(pats, dtype)
+        back = decode(pats, dtype).astype(np.float64)
+    _require_exact(values, back, held, dtype, path, arg)
+    return Stored(dtype, np.ascontiguousarray(stored, dtype=want))
 
 
-def _require_exact(source: np.ndarray, stored: np.ndarray, dtype: str, path: str) -> None:
-    src = source.astype(np.float64)
-    raw = stored.view(np.uint16) if dtype in ("bf16", "f16") else stored
-    back = decode(raw, dtype).astype(np.float64)
-    same = (src == back) | (np.isnan(src) & np.isnan(back))
+def _encode_i8(a: np.ndarray, held: str, path: str, arg: str) -> Stored:
+    if a.dtype.kind in "iu":
+        return encode_int(a, "i8", path)
+    if a.dtype.kind != "f" and held not in ("bf16", "e4m3", "e5m2"):
+        raise _refuse_type(path, held, "i8")
+    values = _values64(a, held)
+    with np.errstate(invalid="ignore"):
+        back = np.clip(np.nan_to_num(values, nan=0.5), -128, 127).round()
+    _require_exact(values, back, held, "i8", path, arg)
+    return Stored("i8", np.ascontiguousarray(back.astype(np.int8)))
+
+
+def _require_exact(values: np.ndarray, back: np.ndarray, held: str, dtype: str, path: str,
+                   arg: str) -> None:
+    """Refuses a conversion that would change a value (NaN to NaN counts as unchanged)."""
+    same = (values == back) | (np.isnan(values) & np.isnan(back))
     if np.all(same):
         return
     bad = np.argwhere(~same)
     where = ", ".join(str(int(i)) for i in bad[0])
-    value = src[tuple(bad[0])]
+    value, becomes = values[tuple(bad[0])], back[tuple(bad[0])]
+    leaf = path.rsplit("/", 1)[-1]
+    what = "float64 values" if held == "f64" else f"{held} values" if held != "int" else "integers"
+    remedy = (f'pass {dtype} values or declare {arg}="{held}"'
+              if held in FLOAT_TYPES + ("e4m3", "e5m2") else f"pass values exact in {dtype}")
     raise DumpFormatError(
         "datatype-refused", path,
-        f"{len(bad)} value(s) not exactly representable in {dtype} (first at [{where}]: "
-        f"{value!r}); an engine output is stored as the engine wrote it, never rounded by the "
-        f"writer (pass {dtype} bit patterns or exact values)")
+        f"{leaf}: {len(bad)} of its {what} not exactly representable in {dtype} (first at "
+        f"[{where}]: {float(value)!r} would become {float(becomes)!r}); converting {held} to "
+        f"{dtype} would change them and the writer never rounds: {remedy}")
 
 
 def encode_int(obj, dtype: str, path: str) -> Stored:

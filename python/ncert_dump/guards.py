@@ -28,6 +28,9 @@ def check_weights_and_strides(f: ProjectionFacts) -> None:
         if f.k % parts:
             raise DumpFormatError("guard-walk-split", f.path,
                                   f"k_walk {f.k_walk}: K = {f.k} is not a multiple of {parts}")
+    if f.x_quant_group is not None and (f.x_quant_group < 1 or f.k % f.x_quant_group):
+        raise DumpFormatError("guard-af4-geometry", f.path,
+                              f"x_quant_group {f.x_quant_group} does not divide K = {f.k}")
     _check_segments(f)
     _check_af4(f)
     for what, stride, width in (("input x", f.in_stride, f.k), ("output", f.out_stride, f.n)):
@@ -56,10 +59,30 @@ def _check_segments(f: ProjectionFacts) -> None:
                               f"segments cover [0, {nxt}) but N = {f.n}")
 
 
+def _check_scaled(f: ProjectionFacts, s) -> None:
+    """A scaled segment's grid (guards.cc): groups along K, blocks of scale_rows rows."""
+    q = s.scaled
+    gs, sr, rows = q.group_size, q.scale_rows, s.row_end - s.row_begin
+    if gs < 1 or f.k % gs:
+        raise DumpFormatError("guard-af4-geometry", s.path,
+                              f"segment {s.name}: group_size {gs} does not divide K = {f.k}")
+    if sr < 1:
+        raise DumpFormatError("guard-af4-geometry", s.path, f"segment {s.name}: scale_rows {sr} < 1")
+    want_rows = -(-rows // sr)
+    if q.scales_cols != f.k // gs or q.scales_rows != want_rows:
+        raise DumpFormatError(
+            "guard-af4-geometry", s.path,
+            f"segment {s.name}: scales are [{q.scales_rows}, {q.scales_cols}], "
+            f"[ceil(rows/scale_rows), K/group_size] = [{want_rows}, {f.k // gs}]")
+
+
 def _check_af4(f: ProjectionFacts) -> None:
     for s in f.segments:
+        if s.scaled is not None:
+            _check_scaled(f, s)
+            continue
         q = s.af4
-        if q is None:  # format bf16 or f32: the values are stored as they are
+        if q is None:  # format bf16, f32 or f16: the values are stored as they are
             continue
         gs = q.group_size
         if gs < 1 or f.k % gs:

@@ -5,7 +5,8 @@ Choices that make a file both acceptable and reproducible:
 - every group and dataset is created without timestamps (track_times off), so the same
   inputs give byte-identical files;
 - memory type == file type (little-endian storage dtypes), so HDF5 never converts values;
-- bf16 is stored as uint16 with the string attribute dtype = "bf16" (form b);
+- bf16 is stored as uint16 with the string attribute dtype = "bf16" (form b), e4m3 and e5m2
+  as uint8 with dtype = "e4m3" / "e5m2"; f16 as HDF5's 16-bit IEEE float, i8 as signed bytes;
 - strings are UTF-8 variable-length scalars, integers int64 scalars;
 - nothing is ever linked twice (no hard or soft links): every object is created once.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import h5py
 import numpy as np
 
-from .nodes import Group, Stored
+from .nodes import PATTERN_TYPES, Group, Stored
 
 __all__ = ["create_group", "write_attrs", "write_node"]
 
@@ -58,8 +59,8 @@ def _write_dataset(parent: h5py.Group, name: str, d: Stored) -> None:
             kwargs["shuffle"] = True
     ds = parent.create_dataset(name, data=d.array, dtype=d.array.dtype, **kwargs)
     attrs = dict(d.attrs)
-    if d.dtype == "bf16":
-        attrs["dtype"] = "bf16"
+    if d.dtype in PATTERN_TYPES:
+        attrs["dtype"] = d.dtype
     write_attrs(ds, attrs)
 
 

@@ -13,19 +13,26 @@ from typing import Optional, Union
 
 import numpy as np
 
-__all__ = ["Stored", "Group", "STORAGE_DTYPES"]
+__all__ = ["Stored", "Group", "STORAGE_DTYPES", "PATTERN_TYPES"]
 
-#: ncert element type -> the little-endian numpy type its elements are stored as. bf16 is
-#: stored as raw uint16 patterns with the dataset attribute dtype = "bf16" (form b).
+#: ncert element type -> the little-endian numpy type its elements are stored as. bf16, e4m3
+#: and e5m2 are stored as raw patterns (uint16, uint8) with the dataset attribute dtype naming
+#: the type (PATTERN_TYPES); f16 as HDF5's 16-bit IEEE float (numpy float16, form a).
 STORAGE_DTYPES: dict[str, np.dtype] = {
     "f32": np.dtype("<f4"),
     "f16": np.dtype("<f2"),
     "bf16": np.dtype("<u2"),
+    "e4m3": np.dtype("<u1"),
+    "e5m2": np.dtype("<u1"),
+    "i8": np.dtype("<i1"),
     "u8": np.dtype("<u1"),
     "u32": np.dtype("<u4"),
     "i32": np.dtype("<i4"),
     "i64": np.dtype("<i8"),
 }
+
+#: Types stored as raw patterns of an integer type, named by the dataset attribute dtype.
+PATTERN_TYPES = ("bf16", "e4m3", "e5m2")
 
 
 @dataclass

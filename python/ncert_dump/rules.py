@@ -16,7 +16,7 @@ import json
 import os
 from typing import Mapping, Optional, Sequence
 
-__all__ = ["DATA", "SCHEMA", "VERSION", "attribute", "dataset", "group", "rule", "rules_of",
+__all__ = ["DATA", "SCHEMA", "VERSION", "VERSIONS", "attribute", "dataset", "group", "rule", "rules_of",
            "applies", "allowed_dtypes", "expected_shape", "codes_per_element", "one_of_names"]
 
 _FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema_rules.json")
@@ -92,6 +92,10 @@ def expected_shape(r: dict, symbols: Mapping[str, Optional[int]]) -> tuple[int, 
 def codes_per_element(packing: str) -> int:
     """AF4 codes per stored element of the codes dataset (8 per u32, 2 per u8)."""
     return DATA["af4_codes_per_element"][packing]
+
+
+#: The ncert_schema_version values the reader accepts (the table states its newest).
+VERSIONS: tuple[int, ...] = tuple(DATA.get("versions", range(1, DATA["version"] + 1)))
 
 
 def one_of_names(container: str, name: str) -> Sequence[str]:

@@ -260,10 +260,10 @@ def check_root(attrs: dict) -> None:
     if _kind(ver) != "int":
         raise DumpFormatError("attribute-invalid", "/",
                               f"ncert_schema_version = {render(ver)} is not an integer")
-    if int(ver) != rules.VERSION:
+    if int(ver) not in rules.VERSIONS:
         raise DumpFormatError("schema-version", "/",
                               f"ncert_schema_version = {int(ver)}; this build of ncert reads "
-                              f"version {rules.VERSION} only")
+                              f"version {' or '.join(map(str, rules.VERSIONS))} only")
     for name in ("engine", "build", "model", "device"):
         a.check_str(rules.attribute("root", name))
     check_string_attrs("/", attrs)
@@ -284,6 +284,16 @@ class Af4Facts:
 
 
 @dataclass
+class ScaledFacts:
+    """What the checks learned of a valid int8 / e4m3 / e5m2 segment (for guard 5)."""
+
+    group_size: int
+    scale_rows: int
+    scales_rows: int
+    scales_cols: int
+
+
+@dataclass
 class SegmentFacts:
     """What the checks learned of a valid weight segment (for guards 4 and 5)."""
 
@@ -293,6 +303,7 @@ class SegmentFacts:
     row_begin: int
     row_end: int
     af4: Optional[Af4Facts] = None  # None for the formats stored as values (bf16, f32)
+    scaled: Optional[ScaledFacts] = None  # int8, e4m3, e5m2
 
 
 @dataclass
@@ -310,6 +321,7 @@ class ProjectionFacts:
     role: Optional[str]
     logits_run: Optional[str]
     segments: list[SegmentFacts]  # sorted by (row_begin, name)
+    x_quant_group: Optional[int] = None  # declared with x_quant: for guard 309
 
 
 _P, _S, _R = "projection", "segment", "logits_run"
@@ -330,6 +342,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     a.check_str(rules.attribute(_P, "residual_at"))
     a.check_str(rules.attribute(_P, "output_rounding"))
     k_walk = a.check_str(rules.attribute(_P, "k_walk"), parse.parse_k_walk)
+    x_quant, x_quant_group = _x_quant_attributes(path, g, a)
     a.check_int(rules.attribute(_P, "layer"))
     role = a.check_str(rules.attribute(_P, "role"))
     logits_run = a.check_str(rules.attribute(_P, "logits_run"))
@@ -352,6 +365,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     sym: dict[str, Optional[int]] = {"K": k, "N": n, "in_stride": in_stride, "out_stride": out_stride}
     x = _required_dataset(g, path, rules.dataset(_P, "x"), types, sym)
     m = sym["M"] = x.shape[0]
+    _x_quant_datasets(path, g, x_quant, k if x_quant_group is None else x_quant_group, types, sym)
     if requests is not None and block_rows is not None and requests * block_rows != m:
         raise DumpFormatError(
             "shape-mismatch", path + "/x",
@@ -400,13 +414,83 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     segments.sort(key=lambda s: (s.row_begin, s.name))
     return ProjectionFacts(path=path, k=k, n=n, m=m, p=p, in_stride=in_stride,
                            out_stride=out_stride, k_walk=k_walk, role=role,
-                           logits_run=logits_run, segments=segments)
+                           logits_run=logits_run, segments=segments,
+                           x_quant_group=x_quant_group if x_quant is not None else None)
+
+
+def _known(container: str, kind: str, name: str) -> Optional[dict]:
+    """The table's rule of a member, or None while the table does not have it."""
+    try:
+        return rules.rule(container, kind, name)
+    except KeyError:
+        return None
+
+
+def _unknown_member(path: str, what: str) -> DumpFormatError:
+    """A v2 member the generated rule table (the reader this package was built with) lacks."""
+    return DumpFormatError("invalid-argument", path,
+                           f"{what}: the reader's rule table (schema_rules.json) has no such "
+                           "member; this build cannot write it")
+
+
+_X_QUANT_ATTRS = ("x_quant", "x_quant_group", "x_quant_rounding")
+_X_QUANT_DATASETS = ("x_quantized", "x_scales", "x_zero_points")
+
+
+def _x_quant_attributes(path: str, g: Group, a: _Attrs) -> tuple[Optional[str], Optional[int]]:
+    """x_quant, x_quant_group, x_quant_rounding as the reader reads them after k_walk; the
+    group and rounding without x_quant are refused (the reader would ignore them)."""
+    given = [n for n in _X_QUANT_ATTRS if n in g.attrs]
+    for name in given:
+        if _known(_P, "attribute", name) is None:
+            raise _unknown_member(path, f"attribute {name}")
+    if not given:
+        return None, None
+    quant = a.check_str(rules.attribute(_P, "x_quant"))
+    group = a.check_int(rules.attribute(_P, "x_quant_group"))
+    rounding = a.check_str(rules.attribute(_P, "x_quant_rounding"))
+    if quant is None:
+        raise DumpFormatError("invalid-argument", path,
+                              f"{given[0]} without x_quant; it would be ignored")
+    if rounding == "rna" and quant in ("e4m3", "e5m2"):
+        # Writer rule: FP8 quantization always rounds to nearest even (dump-format v2).
+        raise DumpFormatError("attribute-invalid", path,
+                              f'x_quant_rounding = "rna" with x_quant = "{quant}": FP8 '
+                              "quantization always rounds to nearest even")
+    return quant, group
+
+
+def _x_quant_datasets(path: str, g: Group, quant: Optional[str], group: int,
+                      types: dict[str, Optional[str]], sym: dict[str, Optional[int]]) -> None:
+    """x_quantized, x_scales, x_zero_points after x, as the reader checks them. The scales'
+    values are the quantize check's business: a scale that is not positive and finite is the
+    engine's fault, which `ncert check` reports, so it is written as it is."""
+    for name in _X_QUANT_DATASETS:
+        if name in g.members and _known(_P, "dataset", name) is None:
+            raise _unknown_member(f"{path}/{name}", f"dataset {name}")
+    if quant is None and not any(name in g.members for name in _X_QUANT_DATASETS):
+        return
+    context = {"x_quant": quant}
+    types = dict(types, x_quant=quant)
+    k = sym["K"]
+    assert k is not None
+    # A group that does not divide K is guard 309 (guards.py): any column count until then.
+    sym = dict(sym, **{"K/x_quant_group": k // group if k % group == 0 else None})
+    for name in _X_QUANT_DATASETS:
+        rule = rules.dataset(_P, name)
+        if rules.applies(rule, context):
+            _dataset(g, path, rule, types, sym)
+        elif name in g.members:
+            why = ("present without x_quant" if quant is None
+                   else f"present but x_quant = {quant} has no zero points")
+            raise DumpFormatError("invalid-argument", f"{path}/{name}", f"{why}; it would be ignored")
 
 
 def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     """check_segment of schema.cc: presence and type of the attributes it needs first, then
     their values, then the members the format, variant and codebook call for."""
-    a = _Attrs(path, g.attrs)
+    attrs = g.attrs
+    a = _Attrs(path, attrs)
     format_rule = rules.attribute(_S, "format")
     fmt = a.require_str(format_rule, closed=False)
     begin = a.require_int(rules.attribute(_S, "row_begin"))
@@ -422,8 +506,11 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     values_rule = rules.dataset(_S, "values")
     if rules.applies(values_rule, context):
         _dataset(g, path, values_rule, types, sym)
+        if fmt in _SCALED:
+            _check_scaled(path, g, a, facts, k, context, types, sym)
         check_string_attrs(path, g.attrs)
         return facts
+    sym[_SCALE_ROWS_DIM] = end - begin
     gs = a.require_int(rules.attribute(_S, "group_size"))
     variant_rule, packing_rule = rules.attribute(_S, "variant"), rules.attribute(_S, "packing")
     variant = a.require_str(variant_rule, closed=False)
@@ -462,6 +549,43 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
                          codes_cols=codes.shape[1], scales_cols=scales.shape[1],
                          biases_cols=biases.shape[1] if biases is not None else 0)
     return facts
+
+
+#: The scaled weight formats (values of a narrow type times scales, dump-format v2).
+_SCALED = ("int8", "e4m3", "e5m2")
+
+
+#: The shape symbol of a scales dataset's rows: ceil(rows / scale_rows) (rows for AF4).
+_SCALE_ROWS_DIM = "⌈rows/scale_rows⌉"
+
+
+def _check_scaled(path: str, g: Group, a: _Attrs, facts: SegmentFacts, k: int,
+                  context: Mapping[str, Optional[str]], types: dict[str, Optional[str]],
+                  sym: dict[str, Optional[int]]) -> None:
+    """scaled_members of schema.cc: group_size, scale_rows, dequant, then scales of
+    [ceil(rows / scale_rows), *]; the grid itself is guard 309 (guards.py)."""
+    gs_rule = rules.attribute(_S, "group_size")
+    if rules.applies(gs_rule, context):
+        gs = a.require_int(gs_rule)
+    else:  # a table whose group_size row is AF4's only: optional, default K
+        gs = a.integer("group_size", False, 1) or k
+    sr_rule = _known(_S, "attribute", "scale_rows")
+    if sr_rule is None and "scale_rows" in a.attrs:
+        raise _unknown_member(path, "attribute scale_rows")
+    scale_rows = (a.check_int(sr_rule) if sr_rule is not None else None) or 1
+    a.check_str(rules.attribute(_S, "dequant"))
+    rows = facts.row_end - facts.row_begin
+    scale_row_count = -(-rows // scale_rows)
+    sym = dict(sym, **{_SCALE_ROWS_DIM: scale_row_count, "K/group_size": None})
+    scales_rule = rules.dataset(_S, "scales")
+    if rules.applies(scales_rule, context):
+        scales = _required_dataset(g, path, scales_rule, types, sym)
+    else:  # a table whose scales row is AF4's only: the same member, as the spec states it
+        found = _member(g, path + "/scales", True, ("bf16", "f16", "f32"), (scale_row_count, -1))
+        assert found is not None
+        scales = found
+    facts.scaled = ScaledFacts(group_size=gs, scale_rows=scale_rows, scales_rows=scales.shape[0],
+                               scales_cols=scales.shape[1])
 
 
 def _check_dequant_op(a: _Attrs, path: str, variant: str) -> None:

@@ -35,6 +35,13 @@ class Segment:
     ``zero_point_packing`` says: "u8" (one per byte, the default) or packed along the groups
     like codes ("u32-lsb", "u8-msb", "u8-lsb"). Its ``dequant_op`` is "sub-mul" (the default)
     or "fused".
+
+    f16 segments: ``values`` ``[rows, k]`` like bf16 / f32. Scaled segments ("int8", "e4m3",
+    "e5m2"): ``values`` ``[rows, k]`` of that type (int8 integers; e4m3 / e5m2 as uint8
+    patterns or values exact in the type) and ``scales`` ``[ceil(rows / scale_rows),
+    k / group_size]`` (w = q * s); ``group_size`` defaults to k, ``scale_rows`` to 1.
+
+    ggml.segment_from_blocks builds the segment that declares ggml's Q4_0, Q4_1 or Q8_0 blocks.
     """
 
     format: str
@@ -55,6 +62,7 @@ class Segment:
     zero_point_packing: Optional[str] = None
     scale_dtype: Optional[str] = None
     name: Optional[str] = None
+    scale_rows: Optional[int] = None
 
 
 _FIELDS = {f.name for f in fields(Segment)}
@@ -96,12 +104,12 @@ def infer_k(seg: Segment) -> Optional[int]:
     return int(shape[1]) if len(shape) == 2 else None
 
 
-def _scale_dtype(seg: Segment, scales: np.ndarray) -> str:
-    if seg.scale_dtype is not None:
-        return seg.scale_dtype
-    if scales.dtype == np.uint16 or scales.dtype.name == "bfloat16":
-        return "bf16"
-    return "f16" if scales.dtype == np.float16 else "f32"
+#: Formats stored as values, and the type of those values.
+VALUE_FORMATS = {"bf16": "bf16", "f32": "f32", "f16": "f16"}
+#: Scaled formats (values of a narrow type times scales) and the type of their values.
+SCALED_FORMATS = {"int8": "i8", "e4m3": "e4m3", "e5m2": "e5m2"}
+_ATTRS = ("format", "row_begin", "row_end", "group_size", "scale_rows", "variant", "packing",
+          "zero_point_packing", "dequant", "dequant_op")
 
 
 def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
@@ -111,19 +119,25 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
     are left out: the schema check then reports the attribute, as the reader would.
     """
     g = Group()
-    for attr in ("format", "row_begin", "row_end", "group_size", "variant", "packing",
-                 "zero_point_packing", "dequant", "dequant_op"):
+    for attr in _ATTRS:
         v = getattr(seg, attr)
         if v is not None:
             g.attrs[attr] = v
     fmt = seg.format
-    if fmt in ("bf16", "f32"):
-        for other in ("codes", "packed_codes", "scales", "biases", "zero_points"):
+    if fmt in VALUE_FORMATS or fmt in SCALED_FORMATS:
+        others = ["codes", "packed_codes", "zero_points", "biases"]
+        if fmt in VALUE_FORMATS:
+            others.append("scales")
+        for other in others:
             if getattr(seg, other) is not None:
                 raise DumpFormatError("invalid-argument", path,
-                                      f"{other} given for a {fmt} segment (it takes values)")
+                                      f"{other} given for a {fmt} segment (it takes values"
+                                      f"{'' if fmt in VALUE_FORMATS else ' and scales'})")
+        vtype = VALUE_FORMATS.get(fmt) or SCALED_FORMATS[fmt]
         if seg.values is not None:
-            g.members["values"] = encode_float(seg.values, fmt, path + "/values")
+            g.members["values"] = encode_float(seg.values, vtype, path + "/values", arg="format")
+        if fmt in SCALED_FORMATS:
+            _add_scales(seg, path, g)
         return g
     if fmt != "af4":
         return g
@@ -140,19 +154,24 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
             g.attrs["codebook"] = "custom"
             g.members["codebook"] = encode_float(seg.codebook, "f32", path + "/codebook")
     _add_codes(seg, path, g, k)
-    if seg.scales is not None:
-        scales = as_numpy(seg.scales)
-        dt = _scale_dtype(seg, scales)
-        if dt not in ("bf16", "f16", "f32"):
-            raise DumpFormatError("datatype-refused", path + "/scales",
-                                  f"dtype {dt} where bf16 or f16 or f32 is required")
-        g.members["scales"] = encode_float(scales, dt, path + "/scales")
-        if seg.biases is not None:
-            g.members["biases"] = encode_float(seg.biases, dt, path + "/biases")
-    elif seg.biases is not None:
-        raise DumpFormatError("missing-member", path, 'missing dataset "scales"')
+    _add_scales(seg, path, g)
     _add_zero_points(seg, path, g)
     return g
+
+
+def _add_scales(seg: Segment, path: str, g: Group) -> None:
+    """scales (and biases, of the same type) as scale_dtype or the array's type."""
+    if seg.scales is not None:
+        dt = seg.scale_dtype
+        if dt is not None and dt not in ("bf16", "f16", "f32"):
+            raise DumpFormatError("datatype-refused", path + "/scales",
+                                  f"dtype {dt} where bf16 or f16 or f32 is required")
+        g.members["scales"] = encode_float(seg.scales, dt, path + "/scales", arg="scale_dtype")
+        if seg.biases is not None:
+            g.members["biases"] = encode_float(seg.biases, g.members["scales"].dtype,
+                                               path + "/biases", arg="scale_dtype")
+    elif seg.biases is not None:
+        raise DumpFormatError("missing-member", path, 'missing dataset "scales"')
 
 
 def _add_zero_points(seg: Segment, path: str, g: Group) -> None:
@@ -197,7 +216,8 @@ def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:
                                   f"dtype {natural_name(packed.dtype)} where {want} is required")
         g.members["codes"] = encode_int(packed, want, path + "/codes")
         return
-    if seg.codes is None or seg.packing not in af4.PACKINGS:
+    packing = seg.packing
+    if seg.codes is None or packing not in af4.PACKINGS:
         return
     codes = as_numpy(seg.codes)
     if codes.dtype.kind not in "iu":
@@ -210,7 +230,7 @@ def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:
     if codes.size and (codes.min() < 0 or codes.max() > 15):
         raise DumpFormatError("invalid-argument", path + "/codes",
                               "unpacked codes must lie in 0..15")
-    per = af4.codes_per_word(seg.packing)
+    per = af4.codes_per_word(packing)
     width = codes.shape[1]
     name = path.rsplit("/", 1)[1]
     if k is not None and width != k:
@@ -219,7 +239,7 @@ def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:
     if width % per:
         raise DumpFormatError(
             "guard-af4-geometry", path,
-            f"segment {name}: unpacked codes cannot be packed; {seg.packing} with K = {width} "
+            f"segment {name}: unpacked codes cannot be packed; {packing} with K = {width} "
             f"needs K/{per} (K is not a multiple)")
-    packed = af4.pack_codes(codes, seg.packing)
+    packed = af4.pack_codes(codes, packing)
     g.members["codes"] = encode_int(packed, "u32" if per == 8 else "u8", path + "/codes")

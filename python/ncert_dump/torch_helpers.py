@@ -84,6 +84,7 @@ class LinearCall:
                                 values=self.weight)],
             "epilogue": "bias" if self.bias is not None else "none",
             "bias": self.bias,
+            "bias_dtype": self.weight_dtype if self.bias is not None else None,
             "output_dtype": self.output_dtype,
             "y_unpacked": self.y,
             "selector": np.arange(self.x.shape[0], dtype=np.int32),

@@ -80,8 +80,11 @@ class Xxh3_128:
             self._state = None
 
 
-_AF4_DEFAULTS = {"zero_point_packing": "u8", "dequant": "exact", "dequant_op": "either"}
+_AF4_DEFAULTS: dict[str, object] = {
+    "zero_point_packing": "u8", "dequant": "exact", "dequant_op": "either"}
 _ZERO_POINT_DEFAULTS = dict(_AF4_DEFAULTS, dequant_op="sub-mul")
+_SCALED_DEFAULTS: dict[str, object] = {"scale_rows": 1, "dequant": "exact"}
+_SCALED_FORMATS = ("int8", "e4m3", "e5m2")
 
 
 def weights_xxh3_of_group(weight: Group, k: int, n: int) -> str:
@@ -99,11 +102,14 @@ def weights_xxh3_of_group(weight: Group, k: int, n: int) -> str:
             if seg.attrs.get("variant") == "codebook":
                 attrs.append("codebook")
             attrs += ["packing"] + (["zero_point_packing"] if zero_point else []) + ["dequant", "dequant_op"]
-        defaults = _ZERO_POINT_DEFAULTS if zero_point else _AF4_DEFAULTS
+        scaled = seg.attrs["format"] in _SCALED_FORMATS
+        if scaled:
+            attrs += ["group_size", "scale_rows", "dequant"]
+        defaults = _SCALED_DEFAULTS if scaled else _ZERO_POINT_DEFAULTS if zero_point else _AF4_DEFAULTS
         for a in attrs:
             value: Optional[object] = seg.attrs.get(a, defaults.get(a))
             h.update(f"{a}={value}\n".encode())
-        members = ["values"]
+        members = ["values", "scales"] if scaled else ["values"]
         if seg.attrs["format"] == "af4":
             members = ["codes", "scales"]
             if seg.attrs.get("variant") == "affine":

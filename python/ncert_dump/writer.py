@@ -16,7 +16,7 @@ from typing import Literal, Optional
 
 import h5py
 
-from . import h5out, rules
+from . import h5out, rules, version
 from .build import build_logits, build_projection, build_tensor, check_leaf
 from .errors import DumpFormatError
 from .guards import check_weights_and_strides
@@ -45,7 +45,10 @@ class DumpWriter:
         if not overwrite and os.path.exists(self.path):
             raise DumpFormatError("output-exists", self.path,
                                   "exists; refusing to overwrite it")
-        root = {"ncert_schema": rules.SCHEMA, "ncert_schema_version": rules.VERSION,
+        # The least version that describes the file: 1 until a member needs 2 (version.py);
+        # close() writes the final value.
+        self._version = 1
+        root = {"ncert_schema": rules.SCHEMA, "ncert_schema_version": self._version,
                 "engine": engine, "build": build, "model": model, "device": device}
         root = {k: v for k, v in root.items() if v is not None}
         check_root(root)
@@ -89,6 +92,7 @@ class DumpWriter:
             self.abort()
             raise DumpFormatError("missing-member", heads[0].path,
                                   f'logits_run = "{run}" names no /logits run')
+        h5out.write_attrs(self._file, {"ncert_schema_version": self._version})
         self._file.close()
         self._file = None
         if not self.overwrite and os.path.exists(self.path):
@@ -117,6 +121,21 @@ class DumpWriter:
             raise DumpFormatError("invalid-argument", path, "already written")
         return path
 
+    @property
+    def schema_version(self) -> int:
+        """The ncert_schema_version the dump declares so far (written by close())."""
+        return self._version
+
+    def _need_version(self, features: list[str]) -> None:
+        """Notes that the file needs version 2 when a member uses a v2 feature.
+
+        A reader whose rule table reads version 1 only has already accepted every member by its
+        own table (schema.py): such a member (a zero-point segment, a lanes walk) was part of
+        its version 1, and the file stays at 1 for it.
+        """
+        if features and 2 in rules.VERSIONS:
+            self._version = max(self._version, 2)
+
     def _parent(self, root: str) -> h5py.Group:
         return h5out.require_group(self._file, root)
 
@@ -135,8 +154,10 @@ class DumpWriter:
                        bias=None, residual=None, commit_counts=None, requests=None,
                        block_rows=None, cap=None, y_unpacked=None, y_packed=None,
                        y_compact=None, y_before=None, role=None, logits_run=None, layer=None,
-                       x_dtype="bf16", bias_dtype=None, residual_dtype=None,
-                       weights_hash=False, omit_weights=False) -> str:
+                       x_dtype=None, bias_dtype=None, residual_dtype=None,
+                       weights_hash=False, omit_weights=False, x_quant=None, x_quant_group=None,
+                       x_quant_rounding=None, x_quantized=None, x_scales=None,
+                       x_zero_points=None, x_scales_dtype=None) -> str:
         """Writes ``/projections/<name>`` (dump-format.md §3) and returns its path.
 
         Arrays are full-stride, exactly as in the engine's buffers: ``x`` is
@@ -162,9 +183,14 @@ class DumpWriter:
             outputs={"y_unpacked": y_unpacked, "y_packed": y_packed, "y_compact": y_compact,
                      "y_before": y_before},
             role=role, logits_run=logits_run, layer=layer, x_dtype=x_dtype,
-            bias_dtype=bias_dtype, residual_dtype=residual_dtype)
+            bias_dtype=bias_dtype, residual_dtype=residual_dtype, x_quant=x_quant,
+            x_quant_group=x_quant_group, x_quant_rounding=x_quant_rounding,
+            x_quantized=x_quantized, x_scales=x_scales, x_zero_points=x_zero_points,
+            x_scales_dtype=x_scales_dtype)
         facts = check_projection(path, node)
         check_weights_and_strides(facts)
+        features = version.projection_features(path, node)
+        self._need_version(features)
         if weights_hash or omit_weights:
             node.attrs["weights_xxh3"] = weights_xxh3_of_group(node.members["weight"],
                                                                node.attrs["k"], node.attrs["n"])
@@ -181,7 +207,7 @@ class DumpWriter:
 
     def add_logits_run(self, name: str, *, tokens, logits, positions=None, prompt_tokens=None,
                        prompt=None, tie_break=None, chunk_rows=None, compression=None,
-                       vocab=None) -> str:
+                       vocab=None, logits_dtype=None) -> str:
         """Writes ``/logits/<name>`` (dump-format.md §5) and returns its path.
 
         ``tokens`` int32 ``[T]``; ``logits`` float32 ``[T, V]``, the raw rows the tokens were
@@ -192,8 +218,10 @@ class DumpWriter:
         path = self._claim("logits", name)
         node = build_logits(path, tokens=tokens, logits=logits, positions=positions,
                             prompt_tokens=prompt_tokens, prompt=prompt, tie_break=tie_break,
-                            chunk_rows=chunk_rows, compression=compression, vocab=vocab)
+                            chunk_rows=chunk_rows, compression=compression, vocab=vocab,
+                            logits_dtype=logits_dtype)
         t, v = check_logits(path, node)
+        self._need_version(version.logits_features(path, node))
         for facts in self._pending.get(name, []):
             check_lm_head(facts, {name: (t, v)})
         self._write(self._parent("logits"), name, node, path)
@@ -202,7 +230,8 @@ class DumpWriter:
         self._names.add(path)
         return path
 
-    def add_tensor(self, name: str, array, dtype: str = "f32", compare: Optional[str] = None) -> str:
+    def add_tensor(self, name: str, array, dtype: Optional[str] = None,
+                   compare: Optional[str] = None) -> str:
         """Writes ``/tensors/<name>`` (dump-format.md §6) and returns its path.
 
         ``name`` may hold '/' to nest (``"layer0/k_cache"``). Values are rounded to nearest
@@ -222,6 +251,7 @@ class DumpWriter:
                 raise DumpFormatError("invalid-argument", path, f"clashes with {other}")
         node = build_tensor(path, array, dtype, compare)
         check_tensor(path, node)
+        self._need_version(version.tensor_features(path, node))
         parent = self._parent("tensors")
         for part in parts[:-1]:
             parent = h5out.require_group(parent, part)

@@ -8,7 +8,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ncert_dump import Segment, bf16_from_f32
+from ncert_dump import Segment, bf16_from_f32, rules
 
 from .support import af4_segment, base_projection, zero_point_segment
 
@@ -30,6 +30,23 @@ class Case:
     path: str               # expected object path
     overrides: Callable[[dict], dict]  # base kwargs -> changes
     reader: Optional[str]   # "inspect": a schema finding; "check": a geometry guard; None: writer rule
+
+
+def _allowed(leaf: str) -> str:
+    """The element types the reader's table allows for a projection dataset, as it words them."""
+    return " or ".join(rules.dataset("projection", leaf)["dtypes"])
+
+
+def _refused_float(leaf: str) -> str:
+    """A type the table refuses for `leaf` and the writer can store there: f16 while the table
+    is v1's (f32, bf16), i8 once f16 is allowed (only a v2 reader knows i8 at all)."""
+    return "i8" if "f16" in rules.dataset("projection", leaf)["dtypes"] else "f16"
+
+
+def _refused_float_member(leaf: str, patterns: np.ndarray) -> dict:
+    if _refused_float(leaf) == "f16":
+        return {leaf: patterns, f"{leaf}_dtype": "f16"}
+    return {leaf: np.zeros(patterns.shape, np.int8), f"{leaf}_dtype": None}
 
 
 def _w(kw):
@@ -78,8 +95,8 @@ CASES = [
     Case("accumulator_u_trailing_blank", "accumulator-unknown", 'accumulator "u=1e-7 "', P,
          lambda kw: {"accumulator": "u=1e-7 "}, "inspect"),
     Case("output_dtype_unknown", "output-dtype-unknown",
-         'output_dtype "f16" is not one of f32, bf16', P,
-         lambda kw: {"output_dtype": "f16"}, "inspect"),
+         f'output_dtype "f8" is not one of {", ".join(rules.one_of_names("projection", "output_dtype"))}',
+         P, lambda kw: {"output_dtype": "f8"}, "inspect"),
     Case("epilogue_unknown", "epilogue-unknown",
          'epilogue "gelu" is not one of none, bias, residual, bias+residual', P,
          lambda kw: {"epilogue": "gelu"}, "inspect"),
@@ -115,8 +132,9 @@ CASES = [
     Case("x_width_not_in_stride", "shape-mismatch",
          "shape [4, 16] but the attributes require [*, 20]", P + "/x",
          lambda kw: {"in_stride": 20}, "inspect"),
-    Case("x_dtype_refused", "datatype-refused", "dtype f16 where f32 or bf16 is required",
-         P + "/x", lambda kw: {"x_dtype": "f16"}, "inspect"),
+    Case("x_dtype_refused", "datatype-refused",
+         f"dtype {_refused_float('x')} where {_allowed('x')} is required",
+         P + "/x", lambda kw: _refused_float_member("x", kw["x"]), "inspect"),
     Case("selector_missing", "missing-member", 'missing dataset "selector"', P,
          lambda kw: {"selector": None}, "inspect"),
     Case("selector_not_integers", "datatype-refused", "dtype f64 where i32 is required",
@@ -132,9 +150,10 @@ CASES = [
          lambda kw: {"epilogue": "bias"}, "inspect"),
     Case("bias_shape", "shape-mismatch", "shape [7] but the attributes require [8]",
          P + "/bias", lambda kw: {"epilogue": "bias", "bias": np.zeros(7, np.float32)}, "inspect"),
-    Case("bias_dtype_refused", "datatype-refused", "dtype f16 where f32 or bf16 is required",
-         P + "/bias", lambda kw: {"epilogue": "bias", "bias": np.zeros(8, np.float16),
-                                  "bias_dtype": "f16"}, "inspect"),
+    Case("bias_dtype_refused", "datatype-refused",
+         f"dtype {_refused_float('bias')} where {_allowed('bias')} is required",
+         P + "/bias", lambda kw: dict(_refused_float_member("bias", np.zeros(8, np.uint16)),
+                                      epilogue="bias"), "inspect"),
     Case("bias_without_bias_epilogue", "invalid-argument", "the epilogue has no bias", P + "/bias",
          lambda kw: {"bias": np.zeros(8, np.float32)}, None),
     Case("residual_shape", "shape-mismatch", "shape [4, 7] but the attributes require [4, 8]",
@@ -231,7 +250,7 @@ CASES = [
          lambda kw: _codebook_seg(kw, codebook=None), "inspect"),
     Case("af4_custom_codebook_size", "shape-mismatch",
          "shape [15] but the attributes require [16]", A1 + "/codebook",
-         lambda kw: _codebook_seg(kw, codebook=np.linspace(-1, 1, 15)), "inspect"),
+         lambda kw: _codebook_seg(kw, codebook=np.linspace(-1, 1, 15).astype(np.float32)), "inspect"),
     Case("af4_packed_codes_dtype", "datatype-refused", "dtype u8 where u32 is required",
          A1 + "/codes",
          lambda kw: _with_af4(kw, codes=None, packed_codes=np.zeros((4, 8), np.uint8)), None),

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 
 from ncert_dump import Segment, bf16_from_f32, f32_from_bf16, quantize_affine
-from ncert_dump import h5out  # noqa: E402
+from ncert_dump import h5out, rules  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NCERT = os.environ.get("NCERT_BINARY", os.path.join(REPO, "build", "release", "certify", "ncert"))
@@ -49,9 +49,10 @@ class TempDirCase(unittest.TestCase):
 
 def write_raw(path, members):
     """A file with a valid root and `members` ({"/projections/q": node, ...}) written as
-    given, without any validation: how a careless exporter would write them."""
+    given, without any validation: how a careless exporter would write them. It declares the
+    newest version the reader's table reads, so that every member is judged on its own."""
     with h5py.File(path, "w") as f:
-        h5out.write_attrs(f, {"ncert_schema": "ncert-dump", "ncert_schema_version": 1,
+        h5out.write_attrs(f, {"ncert_schema": "ncert-dump", "ncert_schema_version": max(rules.VERSIONS),
                               "engine": "test", "build": "raw"})
         for full, node in members.items():
             root, name = full.strip("/").split("/", 1)
@@ -68,7 +69,7 @@ def base_projection(rng=None):
     y = (f32_from_bf16(x).astype(np.float64) @ f32_from_bf16(w).astype(np.float64).T)
     y = y.astype(np.float32)
     return dict(
-        x=x,
+        x=x, x_dtype="bf16",
         weights=[Segment("bf16", 0, 4, values=w[:4]), Segment("bf16", 4, 8, values=w[4:])],
         accumulator="f32-rn", output_dtype="f32", selector=np.array([0, 1, 2], np.int32),
         requests=2, block_rows=2, cap=2, commit_counts=np.array([2, 1], np.int32),
@@ -93,5 +94,5 @@ def af4_segment(rows=8, k=16, row_begin=0, packing="u32-lsb", group_size=8, rng=
     rng = rng or np.random.default_rng(11)
     codes, scales, biases = quantize_affine(rng.standard_normal((rows, k)), group_size, "bf16")
     return Segment("af4", row_begin, row_begin + rows, codes=codes, scales=bf16_from_f32(scales),
-                   biases=bf16_from_f32(biases), group_size=group_size, variant="affine",
-                   packing=packing)
+                   biases=bf16_from_f32(biases), scale_dtype="bf16", group_size=group_size,
+                   variant="affine", packing=packing)

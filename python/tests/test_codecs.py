@@ -18,6 +18,8 @@ from .support import REPO
 
 CXX = shutil.which(os.environ.get("CXX", "c++"))
 FLOAT_BITS = os.path.join(REPO, "reference", "float_bits.cc")
+# float_bits.cc decodes the narrow formats through narrow_float.cc (and DType's names).
+FLOAT_BITS_DEPS = [os.path.join(REPO, "reference", f) for f in ("narrow_float.cc", "dtype.cc")]
 
 HARNESS = r"""
 #include <cstdint>
@@ -169,7 +171,8 @@ class BitExactAgainstCpp(unittest.TestCase):
         with open(src, "w") as f:
             f.write(HARNESS)
         cls.exe = os.path.join(cls.dir, "harness")
-        subprocess.run([CXX, "-std=c++20", "-O2", "-I", REPO, src, FLOAT_BITS, "-o", cls.exe],
+        deps = [d for d in FLOAT_BITS_DEPS if os.path.isfile(d)]
+        subprocess.run([CXX, "-std=c++20", "-O2", "-I", REPO, src, FLOAT_BITS, *deps, "-o", cls.exe],
                        check=True, capture_output=True, timeout=300)
         cls.sample = _boundary_sample(np.random.default_rng(2024))
 

@@ -12,8 +12,9 @@ from ncert_dump import errors
 
 from .support import REPO
 
-# One row of reference/error_codes.h: NCERT_ERROR_CODE(kName, number, "name", exit, ...
-ROW = re.compile(r'^NCERT_ERROR_CODE\((k\w+), (\d+), "([a-z0-9-]+)", (\d+),', re.M)
+# One row of reference/error_codes.h: NCERT_ERROR_CODE(kName, number, "name", exit, ... (a long
+# row is wrapped after the parenthesis by clang-format).
+ROW = re.compile(r'^NCERT_ERROR_CODE\(\s*(k\w+), (\d+), "([a-z0-9-]+)", (\d+),', re.M)
 
 
 def table_rows():

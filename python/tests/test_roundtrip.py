@@ -73,21 +73,22 @@ def build_dump(path, rng, *, truncate=False):
     with DumpWriter(path, engine="numpy-test", build="roundtrip", model="tiny",
                     device="cpu") as dw:
         dw.add_projection(
-            "mlp_up", x=x, in_stride=IN_STRIDE, out_stride=OUT_STRIDE,
+            "mlp_up", x=x, x_dtype="bf16", in_stride=IN_STRIDE, out_stride=OUT_STRIDE,
             weights=[
                 Segment("bf16", 0, 12, values=w_bf16),
                 Segment("af4", 12, 20, codes=codes_a, scales=bf16_from_f32(scales_a),
-                        biases=bf16_from_f32(biases_a), group_size=32, variant="affine",
+                        biases=bf16_from_f32(biases_a), scale_dtype="bf16", group_size=32, variant="affine",
                         packing="u32-lsb", dequant="exact"),
                 Segment("af4", 20, 24, packed_codes=pack_codes(codes_c, "u8-msb"),
                         scales=f16_from_f32(scales_c).view(np.float16), group_size=16,
                         variant="codebook", codebook="nf4", packing="u8-msb"),
             ],
             accumulator="f32-rn", output_dtype="bf16", epilogue="bias", bias=bias,
+            bias_dtype="f32",
             selector=selector, commit_counts=COMMITS, requests=R, block_rows=B, cap=CAP,
             y_unpacked=y_unpacked, y_packed=y_packed, y_compact=y_compact, y_before=y_before,
             layer=3, role="mlp_up")
-        dw.add_projection("lm_head", x=hx, weights=[Segment("bf16", 0, vocab, values=hw)],
+        dw.add_projection("lm_head", x=hx, x_dtype="bf16", weights=[Segment("bf16", 0, vocab, values=hw)],
                           accumulator="f32-rn", output_dtype="f32",
                           selector=np.arange(t, dtype=np.int32), y_unpacked=logits,
                           logits_run="greedy")
@@ -95,7 +96,7 @@ def build_dump(path, rng, *, truncate=False):
                           positions=np.arange(7, 7 + t, dtype=np.int64),
                           prompt_tokens=np.array([1, 2, 3, 4, 5, 6, 7], np.int32),
                           prompt="p0", tie_break="lowest", chunk_rows=2, compression="deflate")
-        dw.add_tensor("layer0/k_cache", rng.standard_normal((2, 3, 4)), dtype="bf16",
+        dw.add_tensor("layer0/k_cache", bf16_from_f32(rng.standard_normal((2, 3, 4))), dtype="bf16",
                       compare="ulp:1")
     return {"x": x, "y_packed": y_packed, "selector": selector, "codes_a": codes_a,
             "logits": logits}

@@ -19,7 +19,8 @@ import unittest
 
 import numpy as np
 
-from ncert_dump import DumpFormatError, rules
+from ncert_dump import DumpFormatError, Segment, rules
+from ncert_dump.quant import quantize_activations
 from ncert_dump.build import build_logits, build_tensor
 from ncert_dump.guards import check_weights_and_strides
 from ncert_dump.nodes import STORAGE_DTYPES, Group, Stored
@@ -38,6 +39,8 @@ TENSOR = "/tensors/kv"
 WRITER_ONLY = {
     ("missing-member", 'missing dataset "y_unpacked" (at least one of y_unpacked, y_packed, '
                        "y_compact is required)"),
+    # The reader notes and ignores x_quant's other members without x_quant.
+    ("invalid-argument", "x_quant_group without x_quant; it would be ignored"),
 }
 
 
@@ -51,9 +54,15 @@ def _projection_bases():
                     residual=np.zeros((4, 8), np.float32))
     affine = dict(kw, **_with_af4(kw))
     nf4 = dict(kw, **_codebook_seg(kw))
-    custom = dict(kw, **_codebook_seg(kw, codebook=np.linspace(-1, 1, 16)))
+    custom = dict(kw, **_codebook_seg(kw, codebook=np.linspace(-1, 1, 16).astype(np.float32)))
     zero_point = dict(kw, **_zero_point_seg(kw, zero_point_packing="u8", dequant="f32",
                                             dequant_op="fused"))
+    q, s, _ = quantize_activations(kw["x"], 16, "int8", group=8, x_dtype="bf16")
+    quantized = dict(kw, x_quant="int8", x_quant_group=8, x_quant_rounding="rne", x_quantized=q,
+                     x_scales=s, x_zero_points=np.zeros((4, 2), np.int8))
+    scaled = dict(kw, weights=[kw["weights"][0], Segment(
+        "int8", 4, 8, values=np.ones((4, 16), np.int8), scales=np.ones((2, 2), np.float32),
+        group_size=8, scale_rows=2, dequant="f32")])
     return [
         ({"epilogue": "none", "format": "bf16"}, kw, "s1_bf16"),
         ({"epilogue": "bias+residual", "format": "bf16"}, epilogue, "s1_bf16"),
@@ -63,6 +72,8 @@ def _projection_bases():
         ({"epilogue": "none", "format": "af4", "variant": "codebook", "codebook": "custom"},
          custom, "s1_af4"),
         ({"epilogue": "none", "format": "af4", "variant": "zero-point"}, zero_point, "s1_af4"),
+        ({"epilogue": "none", "format": "bf16", "x_quant": "int8"}, quantized, "s1_bf16"),
+        ({"epilogue": "none", "format": "int8"}, scaled, "s1_int8"),
     ]
 
 
@@ -155,6 +166,7 @@ class RuleParity(TempDirCase):
             self.assertIsNotNone(member, f"the base of {obj_path} lacks {name}")
             for what, value in _dataset_plants(rule, member, rules.allowed_dtypes(
                     rule, {"output_dtype": node.attrs["output_dtype"],
+                           "x_quant": node.attrs.get("x_quant"),
                            "format": obj.attrs.get("format"), "packing": obj.attrs.get("packing"),
                            "zero_point_packing": obj.attrs.get("zero_point_packing", "u8"),
                            "scales": obj.members["scales"].dtype if "scales" in obj.members

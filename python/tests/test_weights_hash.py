@@ -64,7 +64,7 @@ class StepWithoutWeights(TempDirCase):
         x = bf16_from_f32(np.random.default_rng(9).standard_normal((4, K)))
         y = f32_from_bf16(x).astype(np.float64) @ f32_from_bf16(w).astype(np.float64).T
         with DumpWriter(path, engine="e", build="b") as dw:
-            dw.add_projection("q", x=x, weights=segs, accumulator="f32-rn", output_dtype="bf16",
+            dw.add_projection("q", x=x, x_dtype="bf16", weights=segs, accumulator="f32-rn", output_dtype="bf16",
                               selector=np.arange(4, dtype=np.int32), y_unpacked=bf16_from_f32(y), **kw)
 
     def test_round_trip(self):

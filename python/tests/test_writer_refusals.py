@@ -9,7 +9,7 @@ import unittest
 import h5py
 import numpy as np
 
-from ncert_dump import DumpFormatError, DumpWriter, Segment
+from ncert_dump import DumpFormatError, DumpWriter, Segment, rules
 
 from .refusal_cases import CASES, case_kwargs
 from .support import HAVE_NCERT, TempDirCase, base_projection, run_ncert
@@ -217,11 +217,16 @@ class LmHeadRefusals(RefusalAssertions):
         self.assertEqual(os.listdir(self.dir), [])  # the partial file is gone too
 
 
+_ALLOWED = rules.dataset("tensor", "")["dtypes"]
+#: The tensor types as the reader lists them: "f32, f16, bf16, e4m3 or e5m2".
+TENSOR_TYPES = ", ".join(_ALLOWED[:-1]) + " or " + _ALLOWED[-1]
+
+
 class TensorRefusals(RefusalAssertions):
     def test_state_tensors_are_floats(self):
         w = self.writer()
         self.assertRefused(lambda: w.add_tensor("kv", np.zeros(4, np.int32), dtype="i32"),
-                           "datatype-refused", "dtype i32; state tensors are f32, f16 or bf16",
+                           "datatype-refused", f"dtype i32; state tensors are {TENSOR_TYPES}",
                            "/tensors/kv")
 
     def test_compare_policy_of_logits_only(self):

@@ -75,6 +75,7 @@ def _projection(dequant, dequant_op, zero_point_packing, scales_dtype="f32"):
     scales = seg.scales
     if scales_dtype == "bf16":
         seg.scales = bf16_from_f32(scales)
+        seg.scale_dtype = "bf16"
         scales = f32_from_bf16(seg.scales)
     w_zp = af4.dequantize(seg.codes, scales, group_size=8, variant="zero-point", dequant=dequant,
                           dequant_op=dequant_op, zero_points=seg.zero_points, activation="bf16")
@@ -82,7 +83,7 @@ def _projection(dequant, dequant_op, zero_point_packing, scales_dtype="f32"):
     w = np.concatenate([np.asarray(w_zp, np.float64), f32_from_bf16(w_bf16).astype(np.float64)])
     y = (f32_from_bf16(x).astype(np.float64) @ w.T).astype(np.float32)
     weights = [seg, Segment("bf16", 6, 8, values=w_bf16)]
-    return dict(x=x, weights=weights, accumulator="f32-rn", output_dtype="f32",
+    return dict(x=x, x_dtype="bf16", weights=weights, accumulator="f32-rn", output_dtype="f32",
                 selector=np.array([0, 1, 2], np.int32), requests=2, block_rows=2, cap=2,
                 commit_counts=np.array([2, 1], np.int32), y_unpacked=y, weights_hash=True)
 

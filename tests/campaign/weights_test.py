@@ -42,7 +42,8 @@ def model_weights():
     codes, scales, biases = quantize_affine(rng.standard_normal((N_AF4, K)) / 8, 32)
     segments = [Segment("bf16", 0, N_BF16, values=wq, name="q"),
                 Segment("af4", N_BF16, N_BF16 + N_AF4, codes=codes, scales=bf16_from_f32(scales),
-                        biases=bf16_from_f32(biases), group_size=32, variant="affine", packing="u32-lsb",
+                        biases=bf16_from_f32(biases), scale_dtype="bf16", group_size=32, variant="affine",
+                        packing="u32-lsb",
                         name="kv")]
     w_af4 = dequantize(codes, scales, biases, group_size=32)
     w = np.concatenate([f32_from_bf16(wq).astype(np.float64), np.asarray(w_af4, np.float64)])
@@ -54,7 +55,7 @@ def write_step(path, step, segments, w, weights_hash=False, omit_weights=False):
     y = f32_from_bf16(x).astype(np.float64) @ w.T  # exact products; bf16 rounding is in the bound
     with DumpWriter(path, engine="shared-weights", build=f"step {step}") as dw:
         for name in ("layer0_in", "layer1_in"):  # two projections with the same weights
-            dw.add_projection(name, x=x, weights=segments, accumulator="f32-rn", output_dtype="bf16",
+            dw.add_projection(name, x=x, x_dtype="bf16", weights=segments, accumulator="f32-rn", output_dtype="bf16",
                               selector=np.arange(M, dtype=np.int32), y_unpacked=bf16_from_f32(y),
                               k_walk=None, weights_hash=weights_hash, omit_weights=omit_weights)
 
@@ -211,8 +212,8 @@ class SharedWeights(unittest.TestCase):
         w = self.w[:, : K // 2]
         y = f32_from_bf16(x).astype(np.float64) @ w.T
         with DumpWriter(path, engine="shared-weights", build="narrow") as dw:
-            dw.add_projection("layer0_in", x=x, weights=[Segment("bf16", 0, N_BF16 + N_AF4,
-                                                                 values=bf16_from_f32(w), name="q")],
+            dw.add_projection("layer0_in", x=x, x_dtype="bf16",
+                              weights=[Segment("bf16", 0, N_BF16 + N_AF4, values=bf16_from_f32(w), name="q")],
                               accumulator="f32-rn", output_dtype="bf16", selector=np.arange(M, dtype=np.int32),
                               y_unpacked=bf16_from_f32(y), k_walk=None, omit_weights=True)
         with h5py.File(path, "r+") as f:  # declare the full-width weights' hash

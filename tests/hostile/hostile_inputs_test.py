@@ -187,7 +187,7 @@ class HostileInputs(unittest.TestCase):
         x = (rng.integers(0x3c00, 0x3f80, (m, k))).astype(np.uint16)
         w = (rng.integers(0x3c00, 0x3f80, (n, k))).astype(np.uint16)
         with DumpWriter(p, engine="hostile", build="big-x", overwrite=True) as dw:
-            dw.add_projection("p", x=x, weights=[Segment("bf16", 0, n, values=w)],
+            dw.add_projection("p", x=x, x_dtype="bf16", weights=[Segment("bf16", 0, n, values=w)],
                               accumulator="f32-rn", output_dtype="bf16",
                               selector=np.arange(m, dtype=np.int32),
                               y_unpacked=np.zeros((m, n), np.uint16))
@@ -386,7 +386,7 @@ class HostileInputs(unittest.TestCase):
         p = self.path("long.h5")
         m, k, n = 2048, 4096, 4096
         with DumpWriter(p, engine="hostile", build="long", overwrite=True) as dw:
-            dw.add_projection("p", x=np.full((m, k), 0x3F80, np.uint16),
+            dw.add_projection("p", x=np.full((m, k), 0x3F80, np.uint16), x_dtype="bf16",
                               weights=[Segment("bf16", 0, n, values=np.full((n, k), 0x3C00, np.uint16))],
                               accumulator="f32-rn", output_dtype="bf16",
                               selector=np.arange(m, dtype=np.int32),
