@@ -131,6 +131,9 @@ struct DumpBuilder::Impl {
 
   Status closed_error() const { return refuse(ErrorCode::kInvalidArgument, path, "the builder is closed"); }
 
+  /// A refusal of one object, named in the file as the reader names it ("F.h5: /projections/q: ...").
+  Status in_file(Status s) const { return s.ok() ? s : Status(s.code(), path + ": " + s.message()); }
+
   /// A write that failed half way poisons the file: it is discarded, so that it cannot appear.
   Status written(Status s) {
     if (!s.ok()) {
@@ -358,141 +361,147 @@ const std::string& DumpBuilder::version_2_reason() const { return impl_->version
 Status DumpBuilder::add_projection(const Projection& p) {
   Impl& im = *impl_;
   if (!im.open()) return im.closed_error();
-  NCERT_RETURN_IF_ERROR(check_leaf(p.name, "/projections", "projection name"));
-  const std::string path = "/projections/" + p.name;
-  if (im.names.count(path)) return refuse(ErrorCode::kInvalidArgument, path, "already added");
-  const Node node = projection_node(path, p);
+  return im.in_file([&]() -> Status {
+    NCERT_RETURN_IF_ERROR(check_leaf(p.name, "/projections", "projection name"));
+    const std::string path = "/projections/" + p.name;
+    if (im.names.count(path)) return refuse(ErrorCode::kInvalidArgument, path, "already added");
+    const Node node = projection_node(path, p);
 
-  NodeContext c;
-  c.rules.epilogue = p.epilogue.value_or(reference::Epilogue::kNone);
-  c.rules.x_quant = c.types.x_quant = p.x_quant.value_or(reference::XQuantType::kNone);
-  c.types.output = p.output_dtype.value_or(DType::kF32);
-  NCERT_RETURN_IF_ERROR(detail::check_attributes(node, c));
-  NCERT_RETURN_IF_ERROR(check_projection_grammars(p, path));
-  const Index k = *p.k;
-  c.symbols.k = k;
-  c.symbols.n = *p.n;
-  c.symbols.in_stride = p.in_stride.value_or(k);
-  c.symbols.out_stride = p.out_stride.value_or(*p.n);
-  c.symbols.r = p.requests.value_or(-1);
-  // A group that does not divide K is geometry guard 309 when the projection is checked.
-  const Index x_group = p.x_quant_group.value_or(k);
-  if (k % x_group == 0) c.symbols.x_scale_columns = k / x_group;
-  NCERT_RETURN_IF_ERROR(
-      detail::check_datasets(node, c, [](std::string_view name, const DumpArray& a, NodeContext& ctx) {
-        if (name == "x") ctx.symbols.m = a.shape()[0];
-        if (name == "selector") ctx.symbols.p = a.shape()[0];
-      }));
-  const Index m = c.symbols.m;
-  if (p.requests && p.block_rows && *p.requests * *p.block_rows != m) {
-    return refuse(ErrorCode::kShapeMismatch, path + "/x",
-                  std::to_string(m) + " rows but requests x block_rows = " + std::to_string(*p.requests) + " x " +
-                      std::to_string(*p.block_rows) + " = " + std::to_string(*p.requests * *p.block_rows));
-  }
-  // §4.5: without segments the weights come from a weights dump, by the declared hash.
-  if (p.weight.empty() && !p.weights_xxh3) {
-    return refuse(ErrorCode::kMissingMember, path, "missing group \"weight\" (no segment given)");
-  }
-  std::vector<Node> segments;
-  std::set<std::string> segment_names;
-  for (const WeightSegment& s : p.weight) {
-    NCERT_RETURN_IF_ERROR(check_leaf(s.name, path + "/weight", "segment name"));
-    if (!segment_names.insert(s.name).second) {
-      return refuse(ErrorCode::kInvalidArgument, path + "/weight/" + s.name, "segment given twice");
+    NodeContext c;
+    c.rules.epilogue = p.epilogue.value_or(reference::Epilogue::kNone);
+    c.rules.x_quant = c.types.x_quant = p.x_quant.value_or(reference::XQuantType::kNone);
+    c.types.output = p.output_dtype.value_or(DType::kF32);
+    NCERT_RETURN_IF_ERROR(detail::check_attributes(node, c));
+    NCERT_RETURN_IF_ERROR(check_projection_grammars(p, path));
+    const Index k = *p.k;
+    c.symbols.k = k;
+    c.symbols.n = *p.n;
+    c.symbols.in_stride = p.in_stride.value_or(k);
+    c.symbols.out_stride = p.out_stride.value_or(*p.n);
+    c.symbols.r = p.requests.value_or(-1);
+    // A group that does not divide K is geometry guard 309 when the projection is checked.
+    const Index x_group = p.x_quant_group.value_or(k);
+    if (k % x_group == 0) c.symbols.x_scale_columns = k / x_group;
+    NCERT_RETURN_IF_ERROR(
+        detail::check_datasets(node, c, [](std::string_view name, const DumpArray& a, NodeContext& ctx) {
+          if (name == "x") ctx.symbols.m = a.shape()[0];
+          if (name == "selector") ctx.symbols.p = a.shape()[0];
+        }));
+    const Index m = c.symbols.m;
+    if (p.requests && p.block_rows && *p.requests * *p.block_rows != m) {
+      return refuse(ErrorCode::kShapeMismatch, path + "/x",
+                    std::to_string(m) + " rows but requests x block_rows = " + std::to_string(*p.requests) + " x " +
+                        std::to_string(*p.block_rows) + " = " + std::to_string(*p.requests * *p.block_rows));
     }
-    segments.push_back(segment_node(path + "/weight/" + s.name, s));
-    NCERT_RETURN_IF_ERROR(check_segment(segments.back(), s, k));
-  }
-  std::optional<LmHead> head;
-  if (p.role == "lm_head" && p.logits_run && !p.logits_run->empty()) {
-    head = LmHead{path, *p.logits_run, m, *p.n};
-    if (auto run = im.runs.find(head->run); run != im.runs.end()) {
-      NCERT_RETURN_IF_ERROR(lm_head_fits(*head, run->second.first, run->second.second));
+    // §4.5: without segments the weights come from a weights dump, by the declared hash.
+    if (p.weight.empty() && !p.weights_xxh3) {
+      return refuse(ErrorCode::kMissingMember, path, "missing group \"weight\" (no segment given)");
     }
-  }
+    std::vector<Node> segments;
+    std::set<std::string> segment_names;
+    for (const WeightSegment& s : p.weight) {
+      NCERT_RETURN_IF_ERROR(check_leaf(s.name, path + "/weight", "segment name"));
+      if (!segment_names.insert(s.name).second) {
+        return refuse(ErrorCode::kInvalidArgument, path + "/weight/" + s.name, "segment given twice");
+      }
+      segments.push_back(segment_node(path + "/weight/" + s.name, s));
+      NCERT_RETURN_IF_ERROR(check_segment(segments.back(), s, k));
+    }
+    std::optional<LmHead> head;
+    if (p.role == "lm_head" && p.logits_run && !p.logits_run->empty()) {
+      head = LmHead{path, *p.logits_run, m, *p.n};
+      if (auto run = im.runs.find(head->run); run != im.runs.end()) {
+        NCERT_RETURN_IF_ERROR(lm_head_fits(*head, run->second.first, run->second.second));
+      }
+    }
 
-  NCERT_RETURN_IF_ERROR(im.written(im.write_node(node)));
-  for (const Node& s : segments) NCERT_RETURN_IF_ERROR(im.written(im.write_node(s)));
-  im.names.insert(path);
-  if (head && !im.runs.count(head->run)) im.pending.push_back(*head);
-  im.note_version_2(projection_version_2(path, p, node));
-  return Status();
+    NCERT_RETURN_IF_ERROR(im.written(im.write_node(node)));
+    for (const Node& s : segments) NCERT_RETURN_IF_ERROR(im.written(im.write_node(s)));
+    im.names.insert(path);
+    if (head && !im.runs.count(head->run)) im.pending.push_back(*head);
+    im.note_version_2(projection_version_2(path, p, node));
+    return Status();
+  }());
 }
 
 Status DumpBuilder::add_logits_run(const LogitsRun& run) {
   Impl& im = *impl_;
   if (!im.open()) return im.closed_error();
-  NCERT_RETURN_IF_ERROR(check_leaf(run.name, "/logits", "logits run name"));
-  const std::string path = "/logits/" + run.name;
-  if (im.names.count(path)) return refuse(ErrorCode::kInvalidArgument, path, "already added");
-  Node node;
-  node.container = Container::kLogitsRun;
-  node.path = path;
-  node.number("vocab", run.vocab);
-  node.text("tie_break", run.tie_break);
-  node.text("prompt", run.prompt);
-  node.array("tokens", run.tokens);
-  node.array("logits", run.logits);
-  node.array("positions", run.positions);
-  node.array("prompt_tokens", run.prompt_tokens);
-  NodeContext c;
-  NCERT_RETURN_IF_ERROR(detail::check_attributes(node, c));
-  c.symbols.v = *run.vocab;
-  NCERT_RETURN_IF_ERROR(
-      detail::check_datasets(node, c, [](std::string_view name, const DumpArray& a, NodeContext& ctx) {
-        if (name == "tokens") ctx.symbols.t = a.shape()[0];
-      }));
-  for (const LmHead& head : im.pending) {
-    if (head.run == run.name) NCERT_RETURN_IF_ERROR(lm_head_fits(head, c.symbols.t, *run.vocab));
-  }
-  NCERT_RETURN_IF_ERROR(im.written(im.write_node(node)));
-  im.names.insert(path);
-  im.runs[run.name] = {c.symbols.t, *run.vocab};
-  std::erase_if(im.pending, [&](const LmHead& h) { return h.run == run.name; });
-  if (run.logits.dtype() != DType::kF32) {
-    im.note_version_2(path + "/logits: " + std::string(dtype_name(run.logits.dtype())) + " logits");
-  }
-  return Status();
+  return im.in_file([&]() -> Status {
+    NCERT_RETURN_IF_ERROR(check_leaf(run.name, "/logits", "logits run name"));
+    const std::string path = "/logits/" + run.name;
+    if (im.names.count(path)) return refuse(ErrorCode::kInvalidArgument, path, "already added");
+    Node node;
+    node.container = Container::kLogitsRun;
+    node.path = path;
+    node.number("vocab", run.vocab);
+    node.text("tie_break", run.tie_break);
+    node.text("prompt", run.prompt);
+    node.array("tokens", run.tokens);
+    node.array("logits", run.logits);
+    node.array("positions", run.positions);
+    node.array("prompt_tokens", run.prompt_tokens);
+    NodeContext c;
+    NCERT_RETURN_IF_ERROR(detail::check_attributes(node, c));
+    c.symbols.v = *run.vocab;
+    NCERT_RETURN_IF_ERROR(
+        detail::check_datasets(node, c, [](std::string_view name, const DumpArray& a, NodeContext& ctx) {
+          if (name == "tokens") ctx.symbols.t = a.shape()[0];
+        }));
+    for (const LmHead& head : im.pending) {
+      if (head.run == run.name) NCERT_RETURN_IF_ERROR(lm_head_fits(head, c.symbols.t, *run.vocab));
+    }
+    NCERT_RETURN_IF_ERROR(im.written(im.write_node(node)));
+    im.names.insert(path);
+    im.runs[run.name] = {c.symbols.t, *run.vocab};
+    std::erase_if(im.pending, [&](const LmHead& h) { return h.run == run.name; });
+    if (run.logits.dtype() != DType::kF32) {
+      im.note_version_2(path + "/logits: " + std::string(dtype_name(run.logits.dtype())) + " logits");
+    }
+    return Status();
+  }());
 }
 
 Status DumpBuilder::add_tensor(const StateTensor& t) {
   Impl& im = *impl_;
   if (!im.open()) return im.closed_error();
-  std::vector<std::string> parts;
-  for (std::size_t from = 0;;) {
-    const std::size_t slash = t.name.find('/', from);
-    parts.push_back(t.name.substr(from, slash == std::string::npos ? std::string::npos : slash - from));
-    if (slash == std::string::npos) break;
-    from = slash + 1;
-  }
-  for (const std::string& part : parts) NCERT_RETURN_IF_ERROR(check_leaf(part, "/tensors", "tensor name component"));
-  const std::string path = "/tensors/" + t.name;
-  for (const std::string& other : im.names) {
-    if (other == path || other.starts_with(path + "/") || path.starts_with(other + "/")) {
-      return refuse(ErrorCode::kInvalidArgument, path, "clashes with " + other);
+  return im.in_file([&]() -> Status {
+    std::vector<std::string> parts;
+    for (std::size_t from = 0;;) {
+      const std::size_t slash = t.name.find('/', from);
+      parts.push_back(t.name.substr(from, slash == std::string::npos ? std::string::npos : slash - from));
+      if (slash == std::string::npos) break;
+      from = slash + 1;
     }
-  }
-  if (!t.values.present()) return refuse(ErrorCode::kMissingMember, path, "no values given");
-  const MemberRule& rule = member_rule(Container::kTensor, MemberKind::kDataset, "");
-  const std::vector<DType> allowed = allowed_dtypes(rule, TypeContext{});
-  NCERT_RETURN_IF_ERROR(
-      detail::check_array(path, t.values, allowed, std::nullopt, "; state tensors are " + dtype_prose(allowed)));
-  Node attrs;  // the compare attribute, judged by its rule
-  attrs.container = Container::kTensor;
-  attrs.path = path;
-  attrs.text("compare", t.compare);
-  NCERT_RETURN_IF_ERROR(detail::check_attributes(attrs, NodeContext{}));
+    for (const std::string& part : parts) NCERT_RETURN_IF_ERROR(check_leaf(part, "/tensors", "tensor name component"));
+    const std::string path = "/tensors/" + t.name;
+    for (const std::string& other : im.names) {
+      if (other == path || other.starts_with(path + "/") || path.starts_with(other + "/")) {
+        return refuse(ErrorCode::kInvalidArgument, path, "clashes with " + other);
+      }
+    }
+    if (!t.values.present()) return refuse(ErrorCode::kMissingMember, path, "no values given");
+    const MemberRule& rule = member_rule(Container::kTensor, MemberKind::kDataset, "");
+    const std::vector<DType> allowed = allowed_dtypes(rule, TypeContext{});
+    NCERT_RETURN_IF_ERROR(
+        detail::check_array(path, t.values, allowed, std::nullopt, "; state tensors are " + dtype_prose(allowed)));
+    Node attrs;  // the compare attribute, judged by its rule
+    attrs.container = Container::kTensor;
+    attrs.path = path;
+    attrs.text("compare", t.compare);
+    NCERT_RETURN_IF_ERROR(detail::check_attributes(attrs, NodeContext{}));
 
-  const std::string parent = path.substr(0, path.rfind('/'));
-  NCERT_RETURN_IF_ERROR(im.written(im.writer->create_group(parent)));
-  NCERT_RETURN_IF_ERROR(
-      im.written(im.writer->write_dataset(path, t.values.dtype(), t.values.shape(), t.values.data())));
-  if (t.compare) NCERT_RETURN_IF_ERROR(im.written(im.writer->write_attr(path, "compare", *t.compare)));
-  im.names.insert(path);
-  if (is_fp8_dtype(t.values.dtype())) {
-    im.note_version_2(path + ": an " + std::string(dtype_name(t.values.dtype())) + " tensor");
-  }
-  return Status();
+    const std::string parent = path.substr(0, path.rfind('/'));
+    NCERT_RETURN_IF_ERROR(im.written(im.writer->create_group(parent)));
+    NCERT_RETURN_IF_ERROR(
+        im.written(im.writer->write_dataset(path, t.values.dtype(), t.values.shape(), t.values.data())));
+    if (t.compare) NCERT_RETURN_IF_ERROR(im.written(im.writer->write_attr(path, "compare", *t.compare)));
+    im.names.insert(path);
+    if (is_fp8_dtype(t.values.dtype())) {
+      im.note_version_2(path + ": an " + std::string(dtype_name(t.values.dtype())) + " tensor");
+    }
+    return Status();
+  }());
 }
 
 void DumpBuilder::abort() {
@@ -505,8 +514,8 @@ Status DumpBuilder::close() {
   if (!im.pending.empty()) {
     const LmHead head = im.pending.front();
     im.discard();
-    return refuse(ErrorCode::kMissingMember, head.path,
-                  "logits_run = \"" + head.run + "\" names no /logits run (the dump at " + im.path + " was discarded)");
+    return im.in_file(refuse(ErrorCode::kMissingMember, head.path,
+                             "logits_run = \"" + head.run + "\" names no /logits run (the dump was discarded)"));
   }
   RootInfo root;
   root.engine = im.options.engine;

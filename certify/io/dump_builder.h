@@ -11,7 +11,8 @@
 //   (invalid-argument): round them first (reference/float_bits.h, reference/narrow_float.h).
 // - A member is refused before any of it is written, with the error code the reader gives the
 //   same file (223 missing-member, 220 datatype-refused, 224 shape-mismatch, 221/222, 400-412),
-//   and a message naming the object path, the member and the value. The builder stays usable.
+//   and the reader's message, naming the file, the object path, the member and the value. The
+//   builder stays usable.
 // - The file is written under a temporary name beside the target and appears at its name only
 //   when close() succeeds; a builder destroyed without close(), or a failed close(), leaves no
 //   file. An existing file is replaced only with BuilderOptions::overwrite.

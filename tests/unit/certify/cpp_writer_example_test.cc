@@ -2,10 +2,10 @@
 // code block to it), run on an engine step computed here: `ncert check` must pass what it writes,
 // with the walk held bit for bit, and fail the same step with one output bit flipped.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "certify/commands/check.h"

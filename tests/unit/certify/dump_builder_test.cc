@@ -8,10 +8,15 @@
 // product and sum is exact in f32: the outputs computed here by a seq walk in double are the
 // engine's bits under any order, and the bound, walk and identity checks must pass.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
-#include <cmath>
+#include <unistd.h>
+
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -750,6 +755,98 @@ TEST(DumpBuilder, AnLmHeadWithoutItsRunOrOfTheWrongShapeIsRefused) {
   const Status s = b->add_projection(lm_head(h));
   EXPECT_EQ(s.code(), ErrorCode::kShapeMismatch) << s.to_string();
   EXPECT_NE(s.message().find("3 x 5 outputs but the run has 3 tokens x vocab 4"), std::string::npos);
+}
+
+// ---- the reader, given the same fault, says the same ----
+
+/// Replaces attribute `name` of `object` by a string or an integer, or deletes the link
+/// `object/name` (value nullopt with as_link), with the plain HDF5 API: a fault the builder
+/// would not write.
+void rewrite(const std::string& file, const std::string& object, const std::string& name,
+             const std::optional<std::string>& text, std::optional<std::int64_t> number = std::nullopt,
+             bool as_link = false) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  if (as_link) {
+    EXPECT_GE(H5Ldelete(f, (object + "/" + name).c_str(), H5P_DEFAULT), 0);
+    H5Fclose(f);
+    return;
+  }
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  ASSERT_GE(o, 0);
+  if (H5Aexists(o, name.c_str()) > 0) H5Adelete(o, name.c_str());
+  const hid_t space = H5Screate(H5S_SCALAR);
+  if (text) {
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    const hid_t a = H5Acreate2(o, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+    const char* value = text->c_str();
+    EXPECT_GE(H5Awrite(a, type, &value), 0);
+    H5Aclose(a);
+    H5Tclose(type);
+  } else {
+    const hid_t a = H5Acreate2(o, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Awrite(a, H5T_NATIVE_INT64, &*number), 0);
+    H5Aclose(a);
+  }
+  H5Sclose(space);
+  H5Oclose(o);
+  H5Fclose(f);
+}
+
+TEST(DumpBuilder, TheReaderRefusesTheSameFaultWithTheSameStatus) {
+  V1 v1;
+  struct Same {
+    std::string what;
+    std::function<void(Projection&)> spoil;
+    std::string object, member;
+    std::optional<std::string> text;
+    std::optional<std::int64_t> number;
+    bool as_link = false;
+  };
+  const std::string attn = "/projections/attn";
+  const std::vector<Same> cases = {
+      {"accumulator", [](Projection& p) { p.accumulator = "f64"; }, attn, "accumulator", "f64", {}},
+      {"k_walk", [](Projection& p) { p.k_walk = "lanes:3:halving"; }, attn, "k_walk", "lanes:3:halving", {}},
+      {"epilogue", [](Projection& p) { p.epilogue = static_cast<reference::Epilogue>(9); }, attn, "epilogue", "?", {}},
+      {"output_dtype", [](Projection& p) { p.output_dtype = DType::kI8; }, attn, "output_dtype", "i8", {}},
+      {"k = 0", [](Projection& p) { p.k = 0; }, attn, "k", std::nullopt, 0},
+      {"format",
+       [](Projection& p) { p.weight[0].format = static_cast<WeightFormat>(20); },
+       attn + "/weight/s0_f32",
+       "format",
+       "?",
+       {}},
+      {"dequant_op",
+       [](Projection& p) { p.weight[2].dequant_op = reference::DequantOp::kSubMul; },
+       attn + "/weight/s3_affine",
+       "dequant_op",
+       "sub-mul",
+       {}},
+      {"no x", [](Projection& p) { p.x = {}; }, attn, "x", std::nullopt, {}, true},
+      {"no biases",
+       [](Projection& p) { p.weight[2].biases = {}; },
+       attn + "/weight/s3_affine",
+       "biases",
+       std::nullopt,
+       {},
+       true},
+  };
+  for (const Same& c : cases) {
+    const std::string path = scratch("same.h5");
+    auto b = DumpBuilder::create(path, {.engine = "e", .build = "b"});
+    ASSERT_TRUE(b.ok());
+    Projection p = v1.p;
+    c.spoil(p);
+    const Status by_builder = b->add_projection(p);
+    ASSERT_TRUE(b->add_projection(v1.p).ok());
+    ASSERT_TRUE(b->close().ok());
+    rewrite(path, c.object, c.member, c.text, c.number, c.as_link);
+    auto read = DumpReader::open(path);
+    ASSERT_FALSE(read.ok()) << c.what;
+    EXPECT_EQ(by_builder.code(), read.status().code()) << c.what;
+    EXPECT_EQ(by_builder.message(), read.status().message()) << c.what;
+  }
 }
 
 // ---- the file: appears only whole, never replaces one unless asked ----
