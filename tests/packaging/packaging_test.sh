@@ -2,7 +2,7 @@
 # Packaging: install this build into a fresh prefix and use it only from there, as an engine
 # team would. A consumer project (consumer/) finds the package with find_package(ncert CONFIG),
 # builds against the installed headers and static libraries, and writes a verify step through
-# the installed dump writer; the installed `ncert check` must pass it, and fail the same step
+# the installed dump writers; the installed `ncert check` must pass it, and fail the same step
 # with one planted bit. The installed Python package writes a dump the installed binary passes.
 #
 # Usage: packaging_test.sh CMAKE BUILD_DIR SCRATCH_DIR PYTHON GENERATOR CXX [CONSUMER_FLAGS]
@@ -42,7 +42,7 @@ finish() {
 # 1. Install.
 run "$dir/install.log" "cmake --install into $prefix" -- "$cmake" --install "$build" --prefix "$prefix" || finish
 for f in bin/ncert include/ncert/reference/dtype.h include/ncert/reference/status.h \
-         include/ncert/packing/pack_plan.h include/ncert/certify/io/dump_writer.h \
+         include/ncert/packing/pack_plan.h include/ncert/certify/io/dump_writer.h include/ncert/certify/io/dump_builder.h \
          include/ncert/certify/io/dump_reader.h share/doc/ncert/README.md; do
   [[ -e "$prefix/$f" ]] || fail "installed $f"
 done
@@ -89,6 +89,18 @@ run "$dir/export-fault.log" "export_step writes the same step with one flipped b
 expect 1 "$dir/check-fault.log" "installed ncert check fails the planted bit" -- "$prefix/bin/ncert" check "$dir/cpp-fault.h5" --json "$dir/cpp-fault.json"
 json_has "$dir/cpp-fault.json" "r['verdict']=='FAIL' and any(c['kind']=='identity' and c['verdict']=='FAIL' for c in r['checks'])" \
   "the planted bit fails the identity check"
+
+# The same step through the installed typed writer (DumpBuilder): the same checks pass, and the
+# same planted bit fails identity.
+run "$dir/export-typed.log" "export_step --typed writes the step through the installed DumpBuilder" -- "$dir/consumer/export_step" "$dir/cpp-typed.h5" --typed
+expect 0 "$dir/check-typed.log" "installed ncert check passes the typed C++ dump" -- "$prefix/bin/ncert" check "$dir/cpp-typed.h5" --json "$dir/cpp-typed.json"
+json_has "$dir/cpp-typed.json" \
+  "r['verdict']=='PASS' and {c['kind'] for c in r['checks'] if c['verdict']=='PASS'} >= {'schema','geometry','identity','bound','walk','untouched','vacuity','witness'}" \
+  "every projection check and the witness ran and passed on the typed C++ dump"
+run "$dir/export-typed-fault.log" "export_step --typed writes the step with one flipped bit" -- "$dir/consumer/export_step" "$dir/cpp-typed-fault.h5" --typed --plant-fault
+expect 1 "$dir/check-typed-fault.log" "installed ncert check fails the planted bit in the typed dump" -- "$prefix/bin/ncert" check "$dir/cpp-typed-fault.h5" --json "$dir/cpp-typed-fault.json"
+json_has "$dir/cpp-typed-fault.json" "r['verdict']=='FAIL' and any(c['kind']=='identity' and c['verdict']=='FAIL' for c in r['checks'])" \
+  "the planted bit fails the identity check of the typed dump"
 
 run "$dir/readme.log" "README.md's C++ example writes a logits run" -- "$dir/consumer/readme_example" "$dir/readme.h5"
 expect 0 "$dir/check-readme.log" "installed ncert check passes it" -- "$prefix/bin/ncert" check "$dir/readme.h5" --json "$dir/readme.json"

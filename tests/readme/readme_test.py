@@ -30,7 +30,7 @@ class ReadmeSnippets(unittest.TestCase):
             self.assertIn("verdict: PASS", r.stdout)
 
     def test_cpp_export_is_the_code_the_packaging_test_builds(self):
-        (code,) = [b for b in blocks("cpp") if "DumpWriter" in b]
+        (code,) = [b for b in blocks("cpp") if "DumpBuilder" in b]
         path = os.path.join(ROOT, "tests", "packaging", "consumer", "readme_example.cc")
         with open(path, encoding="utf-8") as f:
             src = f.read()

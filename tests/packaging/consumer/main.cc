@@ -9,14 +9,18 @@
 // ncert's emulation of the declared walk bit for bit (ncert::reference). After writing, the
 // installed reader opens the file and reads y_packed back (ncert::dump_io).
 //
-// Usage: export_step OUT.h5 [--plant-fault]. --plant-fault flips the lowest bit of y_packed's
-// first element after the scatter: `ncert check` must then fail the identity check.
+// Usage: export_step OUT.h5 [--typed] [--plant-fault]. The step is written member by member
+// through the raw DumpWriter, or with --typed as structs through the typed DumpBuilder
+// (docs/cpp-writer.md), which validates each with the reader's rules; both must certify alike.
+// --plant-fault flips the lowest bit of y_packed's first element after the scatter: `ncert
+// check` must then fail the identity check.
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "certify/io/dump_builder.h"
 #include "certify/io/dump_reader.h"
 #include "certify/io/dump_writer.h"
 #include "packing/guards.h"
@@ -159,6 +163,47 @@ Status write_step(const std::string& path, const Step& s) {
   return dw.close();
 }
 
+/// The same step through the typed writer: one struct per object, refused before writing if it
+/// broke the format.
+Status write_step_typed(const std::string& path, const Step& s) {
+  using namespace ncert::certify;
+  Projection q{.name = "attn_q",
+               .k = kK,
+               .n = kN,
+               .accumulator = "f32-rn",
+               .output_dtype = DType::kBf16,
+               .epilogue = ncert::reference::Epilogue::kNone,
+               .k_walk = "seq",
+               .requests = kRequests,
+               .block_rows = kBlockRows,
+               .cap = kCap};
+  q.x = DumpArray(DType::kBf16, s.x, {kRows, kK});
+  q.weight.push_back({.name = "s0_bf16",
+                      .format = ncert::reference::WeightFormat::kBf16,
+                      .row_begin = 0,
+                      .row_end = kN,
+                      .values = DumpArray(DType::kBf16, s.w, {kN, kK})});
+  q.selector = DumpArray(DType::kI32, kSelector, {kSlots});
+  q.commit_counts = DumpArray(DType::kI32, kCommits, {kRequests});
+  q.y_unpacked = DumpArray(DType::kBf16, s.y_unpacked, {kRows, kN});
+  q.y_packed = DumpArray(DType::kBf16, s.y_packed, {kRows, kN});
+  q.y_compact = DumpArray(DType::kBf16, s.y_compact, {kSlots, kN});
+  q.y_before = DumpArray(DType::kBf16, s.y_before, {kRows, kN});
+  NCERT_ASSIGN_OR_RETURN(
+      DumpBuilder dump,
+      DumpBuilder::create(
+          path, {.engine = "packaging-consumer", .build = "installed ncert", .device = "cpu", .overwrite = true}));
+  NCERT_RETURN_IF_ERROR(dump.add_projection(q));
+  NCERT_RETURN_IF_ERROR(dump.add_logits_run({.name = "greedy",
+                                             .vocab = kVocab,
+                                             .tokens = DumpArray(DType::kI32, s.tokens, {kTokens}),
+                                             .logits = DumpArray(DType::kF32, s.logits, {kTokens, kVocab})}));
+  if (dump.schema_version() != 1) {
+    return Status(ncert::ErrorCode::kInternal, "a bf16 step needs version 1, not " + dump.version_2_reason());
+  }
+  return dump.close();
+}
+
 /// Opens the file with the installed reader and compares y_packed with what was written.
 Status read_back(const std::string& path, const Step& s, std::string* hash) {
   NCERT_ASSIGN_OR_RETURN(const ncert::certify::DumpReader reader, ncert::certify::DumpReader::open(path));
@@ -174,21 +219,33 @@ Status read_back(const std::string& path, const Step& s, std::string* hash) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3 || (argc == 3 && std::string(argv[2]) != "--plant-fault")) {
-    std::fprintf(stderr, "usage: export_step OUT.h5 [--plant-fault]\n");
+  bool typed = false, plant_fault = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--typed") {
+      typed = true;
+    } else if (flag == "--plant-fault") {
+      plant_fault = true;
+    } else {
+      argc = 0;  // usage
+    }
+  }
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: export_step OUT.h5 [--typed] [--plant-fault]\n");
     return 2;
   }
   const std::string path = argv[1];
-  const Step step = run_engine(argc == 3);
+  const Step step = run_engine(plant_fault);
   std::string hash;
   const auto failed = [](const Status& st) {
     if (!st.ok()) std::fprintf(stderr, "export_step: %s\n", st.to_string().c_str());
     return !st.ok();
   };
-  if (failed(guard_plan()) || failed(check_walk(step)) || failed(write_step(path, step)) ||
-      failed(read_back(path, step, &hash))) {
+  if (failed(guard_plan()) || failed(check_walk(step)) ||
+      failed(typed ? write_step_typed(path, step) : write_step(path, step)) || failed(read_back(path, step, &hash))) {
     return 1;
   }
-  std::printf("wrote %s: 1 projection, 1 logits run; y_packed xxh3-128 %s\n", path.c_str(), hash.c_str());
+  std::printf("wrote %s%s: 1 projection, 1 logits run; y_packed xxh3-128 %s\n", path.c_str(),
+              typed ? " (typed writer)" : "", hash.c_str());
   return 0;
 }

@@ -5,20 +5,20 @@
 #include <vector>
 
 // ---- README example begins ----
-#include "certify/io/dump_writer.h"
+#include "certify/io/dump_builder.h"
 
 // Writes one greedy decode loop: logits [T, V] f32 (the raw rows), tokens [T] i32 (emitted).
 ncert::Status export_logits(const std::string& path, const std::vector<float>& logits,
                             const std::vector<std::int32_t>& tokens, ncert::Index vocab) {
   using ncert::DType;
+  using namespace ncert::certify;
   const auto t = static_cast<ncert::Index>(tokens.size());
-  NCERT_ASSIGN_OR_RETURN(auto dw, ncert::certify::DumpWriter::create(path));
-  NCERT_RETURN_IF_ERROR(dw.write_root({.engine = "my-engine", .build = "abc123"}));
-  NCERT_RETURN_IF_ERROR(dw.create_group("/logits/greedy"));
-  NCERT_RETURN_IF_ERROR(dw.write_attr("/logits/greedy", "vocab", vocab));
-  NCERT_RETURN_IF_ERROR(dw.write_dataset("/logits/greedy/tokens", DType::kI32, {t}, tokens.data()));
-  NCERT_RETURN_IF_ERROR(dw.write_dataset("/logits/greedy/logits", DType::kF32, {t, vocab}, logits.data()));
-  return dw.close();
+  NCERT_ASSIGN_OR_RETURN(auto dump, DumpBuilder::create(path, {.engine = "my-engine", .build = "abc123"}));
+  NCERT_RETURN_IF_ERROR(dump.add_logits_run({.name = "greedy",
+                                             .vocab = vocab,
+                                             .tokens = DumpArray(DType::kI32, tokens, {t}),
+                                             .logits = DumpArray(DType::kF32, logits, {t, vocab})}));
+  return dump.close();  // validated with the reader's rules; the file appears only here
 }
 // ---- README example ends ----
 
