@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import h5py
 import numpy as np
 from ncert_dump import DumpWriter, Segment
 from ncert_dump.af4 import pack_zero_points, unpack_codes
@@ -53,6 +54,27 @@ kPrefill = (Case("b32", 32, 6, (4, 0, 2, -1, 5), False, 11),
             Case("b128", 128, 5, (1, 3, -1, 0), False, 12))
 kDecode = (Case("b32", 32, 3, (2, 0), True, 13),
            Case("b128", 128, 3, (-1, 1, 2), True, 14))
+# accuracy_level 4 (W4A8: int8 activations), the multi-row path only. Its kernel is not batch
+# invariant everywhere: with blocks of 128 it computes rows in pairs, and the last row of an odd
+# M alone gives other bits (README.md, measure.py). So the packed path gathers a prefix of an even
+# count, in order, from an even M: every row keeps its position and its partner.
+kW4A8 = (Case("b32", 32, 8, (0, 1, 2, 3, -1), False, 21),
+         Case("b128", 128, 8, (0, 1, 2, 3, -1), False, 22))
+
+
+def quantize_activations(x: np.ndarray, block: int) -> tuple:
+    """MLAS' int8 activation quantization at accuracy_level 4 (QuantizeARow_CompInt8_avx2, the
+    AVX-512 copy alike): per block of `block` values of a row, scale = fl32(max|x| / 127),
+    multiplier = fl32(127 / max|x|) (0 for an all-zero block), code = round-half-even of
+    fl32(x * multiplier). Returns (codes int8 [M, K], scales float32 [M, K/block])."""
+    m, k = x.shape
+    xb = x.astype(np.float32).reshape(m, k // block, block)
+    amax = np.abs(xb).max(axis=2)
+    scales = (amax / np.float32(127)).astype(np.float32)
+    safe = np.where(amax != 0, amax, np.float32(1)).astype(np.float32)
+    mul = np.where(amax != 0, (np.float32(127) / safe).astype(np.float32), np.float32(0))
+    codes = np.rint((xb * mul[:, :, None].astype(np.float32)).astype(np.float32))
+    return codes.astype(np.int8).reshape(m, k), scales
 
 
 class OrtRunner:
@@ -135,28 +157,33 @@ class Exporter:
         self.runner = OrtRunner(self.work, ort_package)
         self.weights: Dict[int, model.QuantWeights] = {}
         self.models: Dict[int, Path] = {}
+        self.level4_models: Dict[int, Path] = {}
         for block, shape in kShapes.items():
             q = model.random_weights(shape.n, shape.k, block, seed=block)
             path = self.work / f"matmulnbits_block{block}.onnx"
             path.write_bytes(model.build_model(q, accuracy_level=0))
             self.weights[block], self.models[block] = q, path
+            path4 = self.work / f"matmulnbits_block{block}_level4.onnx"
+            path4.write_bytes(model.build_model(q, accuracy_level=4))
+            self.level4_models[block] = path4
         self.plans: Dict[tuple, dict] = {}
 
-    def _calls(self, block: int, x: np.ndarray, one_row: bool) -> List[int]:
+    def _calls(self, block: int, x: np.ndarray, one_row: bool, level: int = 0) -> List[int]:
+        model_path = self.models[block] if level == 0 else self.level4_models[block]
         if one_row:
-            return [self.runner.add(self.models[block], x[m:m + 1]) for m in range(x.shape[0])]
-        return [self.runner.add(self.models[block], x)]
+            return [self.runner.add(model_path, x[m:m + 1]) for m in range(x.shape[0])]
+        return [self.runner.add(model_path, x)]
 
-    def plan(self, family: str, case: Case) -> None:
+    def plan(self, family: str, case: Case, level: int = 0) -> None:
         shape = kShapes[case.block_size]
         x = np.random.default_rng(case.seed).standard_normal((case.rows, shape.k)).astype(np.float32)
         gathered = x[case.gathered]
         if not case.one_row_calls and gathered.shape[0] < 2:
             raise AssertionError(f"{case.name}: the packed call must keep M > 1 (the SGEMM path)")
         self.plans[(family, case.name)] = {
-            "case": case, "x": x,
-            "unpacked": self._calls(case.block_size, x, case.one_row_calls),
-            "packed": self._calls(case.block_size, gathered, case.one_row_calls),
+            "case": case, "x": x, "level": level,
+            "unpacked": self._calls(case.block_size, x, case.one_row_calls, level),
+            "packed": self._calls(case.block_size, gathered, case.one_row_calls, level),
             # The planted identity fault: the packed rows run as one batched call (M = 2, the
             # SGEMM path) where the unpacked path ran the one-row kernel.
             "batched": self._calls(case.block_size, gathered, False) if case.one_row_calls else None,
@@ -207,3 +234,41 @@ class Exporter:
         effect = q.scales.reshape(q.n, q.groups) * sums[None, :]
         row, group = np.unravel_index(int(np.argmax(effect)), effect.shape)
         return (name, int(row), int(group))
+
+    def write_w4a8(self, path: Path, names: List[str], *, version: str,
+                   scale_fault: Optional[tuple] = None) -> None:
+        """The accuracy_level 4 dumps: x as the engine received it, its int8 codes and scales
+        (x_quant, §3.6 of docs/dump-format.md) as MLAS computes them, the weights `exact` (the
+        kernel multiplies codes). `scale_fault` = (name, row, group): that scale declared as
+        fl32(max|x| / 128), the divide-by-128 slip, while the codes stay the kernel's."""
+        with DumpWriter(str(path), engine="onnxruntime-node", build=f"onnxruntime {version} cpu",
+                        model="MatMulNBits bits=4 accuracy_level=4", device="cpu") as dw:
+            for name in names:
+                case: Case = self.plans[("w4a8", name)]["case"]
+                q = self.weights[case.block_size]
+                seg = segment(q)
+                seg.dequant, seg.dequant_op = "exact", None
+                o = self.outputs("w4a8", name)
+                dw.add_projection(name, x=o.x, x_dtype="f32", weights=[seg], accumulator="f32-rn",
+                                  output_dtype="f32", epilogue="none",
+                                  selector=np.asarray(case.selector, np.int32),
+                                  y_unpacked=o.y_unpacked, y_packed=o.y_packed,
+                                  y_compact=o.y_compact, y_before=o.y_before)
+        # The writer has no x_quant members yet: add them with h5py, as any HDF5 binding may.
+        with h5py.File(path, "r+") as f:
+            for name in names:
+                case = self.plans[("w4a8", name)]["case"]
+                x = self.plans[("w4a8", name)]["x"]
+                codes, scales = quantize_activations(x, case.block_size)
+                if scale_fault is not None and scale_fault[0] == name:
+                    row, group = scale_fault[1], scale_fault[2]
+                    b = case.block_size
+                    amax = np.abs(x[row, group * b:(group + 1) * b]).max()
+                    scales[row, group] = np.float32(amax) / np.float32(128)
+                g = f["projections"][name]
+                g.attrs["x_quant"] = "int8"
+                g.attrs["x_quant_group"] = np.int64(case.block_size)
+                g.attrs["x_quant_rounding"] = "rne"
+                g.create_dataset("x_quantized", data=codes.astype("<i1"))
+                g.create_dataset("x_scales", data=scales.astype("<f4"))
+            f.attrs["ncert_schema_version"] = np.int64(2)

@@ -8,7 +8,8 @@
    against the kernel's outputs, beside the single-tree lane forms ncert can declare.
 2. accuracy_level 1 against 0 (the same compute type, SQNBIT_CompFp32): the same bits?
 3. accuracy_level 4: the int8 activation quantization of `QuantizeARow_CompInt8_avx2`
-   reproduced in numpy, the integer dot products scaled per block, against the kernel's outputs.
+   reproduced in numpy, the integer dot products scaled per block, against the kernel's outputs;
+   and whether a row's bits depend on the call's M (rows of an M = 3 call against an M = 4 one).
 
 Prints what it finds; exit 0 when it ran (the findings are data, not verdicts), 77 when
 onnxruntime-node is unavailable.
@@ -102,10 +103,13 @@ def main(argv) -> int:
             path.write_bytes(model.build_model(q, accuracy_level=level))
             paths.append(path)
         levels01 = [(runner.add(paths[0], x[:m]), runner.add(paths[1], x[:m])) for m in (1, 4)]
-        jobs.append((block, q, x, levels01, runner.add(paths[2], x)))
+        # accuracy_level 4's batch (in)variance: the first 3 rows alone against the same rows
+        # inside a call of 4.
+        batch = (runner.add(paths[2], x[:3]), runner.add(paths[2], x))
+        jobs.append((block, q, x, levels01, batch))
     runner.run()
     print(f"onnxruntime-node {runner.version}")
-    for block, q, x, levels01, level4 in jobs:
+    for block, q, x, levels01, (three, level4) in jobs:
         w = model.dequantize_f32(q)
         for (a, b), m in zip(levels01, (1, 4)):
             same = np.array_equal(runner.y(a, q.n).view(np.uint32), runner.y(b, q.n).view(np.uint32))
@@ -124,6 +128,10 @@ def main(argv) -> int:
         print(f"block {block}, M = 4, accuracy_level 4: max |kernel - int8 reference| "
               f"{np.abs(y4 - int8_reference(x, q)).max():.2e}, max |kernel - f32 product| "
               f"{np.abs(y4 - x.astype(np.float64) @ w.T.astype(np.float64)).max():.2e}")
+        y3 = runner.y(three, q.n)
+        moved = [r for r in range(3) if not np.array_equal(y3[r].view(np.uint32), y4[r].view(np.uint32))]
+        print(f"block {block}, accuracy_level 4: rows of an M = 3 call whose bits differ from the same "
+              f"rows in an M = 4 call: {moved or 'none'}")
     return 0
 
 

@@ -27,7 +27,7 @@ kHere = Path(__file__).resolve().parent
 kRepo = kHere.parent.parent
 kSkip = 77  # CTest's SKIP_RETURN_CODE for this example
 kOutputs = ("kernel", "reports", "prefill.h5", "decode.h5", "fault_zero_point.h5",
-            "fault_identity.h5")
+            "fault_identity.h5", "w4a8.h5", "fault_activation_scale.h5")
 
 sys.dont_write_bytecode = True  # the example runs from the source tree
 try:
@@ -105,12 +105,13 @@ def verdicts(report: dict) -> Dict[str, str]:
     return {c["id"]: c["verdict"] for c in report["checks"] if c["id"].startswith("projections/")}
 
 
-def expect_pass(label: str, rc: int, report: Optional[dict], names: List[str], walk: str) -> Expectation:
+def expect_pass(label: str, rc: int, report: Optional[dict], names: List[str], walk: str,
+                extra: Tuple[str, ...] = ()) -> Expectation:
     if report is None:
         return Expectation(label, False, f"no report (exit {rc})")
     v = verdicts(report)
     want = {f"projections/{n}/{kind}": "PASS" for n in names
-            for kind in ("geometry", "identity", "bound", "untouched", "vacuity")}
+            for kind in ("geometry", "identity", "bound", "untouched", "vacuity") + extra}
     want.update({f"projections/{n}/walk": walk for n in names})
     wrong = {i: v.get(i, "absent") for i, verdict in want.items() if v.get(i) != verdict}
     failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
@@ -120,13 +121,15 @@ def expect_pass(label: str, rc: int, report: Optional[dict], names: List[str], w
     return Expectation(label, met, detail)
 
 
-def expect_fail(label: str, rc: int, report: Optional[dict], meant: str) -> Expectation:
-    """Exit 1, and the one failing check is `meant` (every other check passes or skips)."""
+def expect_fail(label: str, rc: int, report: Optional[dict], meant: str,
+                consequent: Tuple[str, ...] = ()) -> Expectation:
+    """Exit 1, `meant` FAILs, and every other failing check is one of `consequent` (checks the
+    planted fault necessarily moves too); the rest pass or skip."""
     if report is None:
         return Expectation(label, False, f"no report (exit {rc})")
     v = verdicts(report)
     failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
-    met = rc == 1 and failed == [meant]
+    met = rc == 1 and meant in failed and set(failed) <= {meant, *consequent}
     evidence = next((c.get("reason", "") for c in report["checks"] if c["id"] == meant), "")
     return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}"
                        + (f"\n      {evidence}" if evidence else ""))
@@ -163,7 +166,7 @@ def main(argv) -> int:
     if ort_package is None:
         return skip(why)
 
-    from export import Exporter, kDecode, kPrefill, kPrefillWalk
+    from export import Exporter, kDecode, kPrefill, kPrefillWalk, kW4A8
 
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -172,6 +175,8 @@ def main(argv) -> int:
         ex.plan("prefill", c)
     for c in kDecode:
         ex.plan("decode", c)
+    for c in kW4A8:
+        ex.plan("w4a8", c, level=4)
     version = ex.run()
     kernel_s = time.monotonic() - start
     names = [c.name for c in kPrefill]
@@ -183,6 +188,8 @@ def main(argv) -> int:
              version=version)
     ex.write(out / "fault_identity.h5", "decode", ["b32"], k_walk=None, packed_from="batched",
              version=version)
+    ex.write_w4a8(out / "w4a8.h5", [c.name for c in kW4A8], version=version)
+    ex.write_w4a8(out / "fault_activation_scale.h5", ["b32"], version=version, scale_fault=("b32", 2, 5))
     print(f"onnxruntime-node {version}: {len(ex.runner.calls)} MatMulNBits calls in {kernel_s:.1f} s; "
           f"dumps in {out}")
 
@@ -201,6 +208,13 @@ def main(argv) -> int:
     rc, rep = check(ncert, out / "fault_identity.h5", reports)
     results.append(expect_fail("fault_identity.h5 (packed rows batched: the SGEMM path, unpacked the"
                                " one-row kernel): FAIL identity", rc, rep, "projections/b32/identity"))
+    rc, rep = check(ncert, out / "w4a8.h5", reports)
+    results.append(expect_pass("w4a8.h5 (accuracy_level 4, int8 activations): quantize and every check PASS,"
+                               " walk SKIP", rc, rep, [c.name for c in kW4A8], "SKIP", extra=("quantize",)))
+    rc, rep = check(ncert, out / "fault_activation_scale.h5", reports)
+    results.append(expect_fail("fault_activation_scale.h5 (row 2 group 5: scale max|x|/128, not /127): FAIL"
+                               " quantize (and bound: the products use the declared scale)", rc, rep,
+                               "projections/b32/quantize", consequent=("projections/b32/bound",)))
     for r in results:
         print(f"{'ok      ' if r.met else 'NOT MET '} {r.what}\n      {r.detail}")
     failed = [r for r in results if not r.met]
