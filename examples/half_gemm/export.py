@@ -20,7 +20,7 @@ class Projection:
     """One call of a linear layer on both paths (dump-format.md §3); arrays in `dtype`."""
 
     name: str
-    dtype: str  # "f16" or "bf16": x, the weights and every y_* have this type
+    dtype: str  # "f16" or "bf16": x and the weights have this type, and every y_* unless y_dtype
     x: np.ndarray  # [M, K]
     w: np.ndarray  # [N, K]
     selector: np.ndarray  # int32 [P]
@@ -34,6 +34,8 @@ class Projection:
     y_packed: np.ndarray  # [M, N], y_before with the used slots' rows scattered in
     accumulator: str = "f32-rn"
     output_rounding: str = "rne"
+    y_dtype: Optional[str] = None  # "f32": the accumulator's own values (measure.py's walk test)
+    k_walk: Optional[str] = None
 
 
 def _dataset(group: h5py.Group, name: str, values: np.ndarray, dtype: str) -> None:
@@ -44,6 +46,9 @@ def _dataset(group: h5py.Group, name: str, values: np.ndarray, dtype: str) -> No
         assert values.dtype == np.uint16, (name, values.dtype)
         d = group.create_dataset(name, data=values.astype("<u2"), track_times=False)
         d.attrs["dtype"] = "bf16"
+    elif dtype == "f32":
+        assert values.dtype == np.float32, (name, values.dtype)
+        group.create_dataset(name, data=values.astype("<f4"), track_times=False)
     elif dtype == "i32":
         assert values.dtype == np.int32, (name, values.dtype)
         group.create_dataset(name, data=values.astype("<i4"), track_times=False)
@@ -56,6 +61,7 @@ def write_dump(path: Path, p: Projection, *, engine: str, build: str, device: st
     m, k = p.x.shape
     n = p.w.shape[0]
     assert p.y_unpacked.shape == (m, n) and p.y_compact.shape == (p.selector.size, n)
+    y_dtype = p.y_dtype or p.dtype
     tmp = path.with_name(path.name + ".tmp.h5")
     with h5py.File(tmp, "w", track_order=True) as f:
         f.attrs["ncert_schema"] = "ncert-dump"
@@ -67,9 +73,12 @@ def write_dump(path: Path, p: Projection, *, engine: str, build: str, device: st
             f.attrs["model"] = model
         g = f.create_group("projections").create_group(p.name)
         for key, value in (("op", "linear"), ("accumulator", p.accumulator),
-                           ("output_dtype", p.dtype), ("epilogue", "none"),
-                           ("output_rounding", p.output_rounding)):
+                           ("output_dtype", y_dtype), ("epilogue", "none")):
             g.attrs[key] = value
+        if y_dtype != "f32":
+            g.attrs["output_rounding"] = p.output_rounding
+        if p.k_walk is not None:
+            g.attrs["k_walk"] = p.k_walk
         for key, value in (("k", k), ("n", n), ("requests", p.requests),
                            ("block_rows", p.block_rows), ("cap", p.cap)):
             g.attrs[key] = np.int64(value)
@@ -82,5 +91,5 @@ def write_dump(path: Path, p: Projection, *, engine: str, build: str, device: st
         _dataset(g, "selector", p.selector, "i32")
         _dataset(g, "commit_counts", p.commit_counts, "i32")
         for name in ("y_unpacked", "y_packed", "y_compact", "y_before"):
-            _dataset(g, name, getattr(p, name), p.dtype)
+            _dataset(g, name, getattr(p, name), y_dtype)
     tmp.replace(path)

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Measures what the example's kernels compute: README.md's "What was measured", by one command.
 
-    python3 examples/half_gemm/measure.py [--ort-package DIR]
+    python3 examples/half_gemm/measure.py [--ort-package DIR] [--ncert NCERT]
 
 ONNX Runtime f16 MatMul: the graph ORT really runs; whether the f16 output is the
 round-to-nearest-even of the f32 SGEMM value (the same graph without the final Cast) or its
 truncation; the f32 accumulator's error against the exact product; whether a row's output
-depends on the batch it was computed in (the packed path's identity). PyTorch bf16 linear: the
+depends on the batch it was computed in (the packed path's identity); which K walk ncert's
+emulation reproduces the f32 values with, bit for bit. PyTorch bf16 linear: the
 oneDNN implementation, the output's rounding against the exact product, the same batch
 independence, and the native fallback (oneDNN disabled) for comparison. Exit 0, or 77 when a
 prerequisite is missing (the reason printed).
@@ -15,9 +16,12 @@ prerequisite is missing (the reason printed).
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -36,7 +40,33 @@ def residual_stats(z: np.ndarray, c: np.ndarray, ulp: np.ndarray) -> str:
             f"{(s > 0).mean() * 100:.1f}% outward / {(s < 0).mean() * 100:.1f}% toward zero")
 
 
-def measure_ort(ort_package: Path, work: Path) -> None:
+kWalks = ("seq-fma", "lanes:16:halving:fma", "splitk:3:seq/seq-fma", "splitk:6:seq/seq-fma",
+          "splitk:12:seq/seq-fma")
+
+
+def walk_verdicts(ncert: Path, work: Path, x, w, y32, yc32, y32_before) -> None:
+    """The f32 SGEMM values held to each candidate K walk by `ncert check` (the walk check)."""
+    from export import Projection, write_dump
+
+    pk = data.packing()
+    yc32 = yc32.copy()
+    yc32[pk.selector < 0] = 0
+    for walk in kWalks:
+        p = Projection(name="sgemm", dtype="f16", x=x, w=w, selector=pk.selector,
+                       commit_counts=pk.commit_counts, requests=data.kRequests,
+                       block_rows=data.kBlockRows, cap=data.kCap, y_unpacked=y32, y_compact=yc32,
+                       y_before=y32_before, y_packed=data.scatter(y32_before, yc32, pk.selector),
+                       y_dtype="f32", k_walk=walk)
+        dump = work / "walk.h5"
+        write_dump(dump, p, engine="onnxruntime-node", build="measure.py", device="cpu")
+        report = work / "walk.json"
+        subprocess.run([str(ncert), "check", str(dump), "--json", str(report)], capture_output=True)
+        check = next(c for c in json.loads(report.read_text())["checks"]
+                     if c["id"] == "projections/sgemm/walk")
+        print(f"f32 SGEMM values vs k_walk {walk}: {check['verdict']}: {check['reason']}")
+
+
+def measure_ort(ort_package: Path, work: Path, ncert: Optional[Path]) -> None:
     x, w, _, _ = data.inputs(seed=7)
     pk = data.packing()
     m16, m32 = work / "f16.onnx", work / "probe.onnx"
@@ -46,6 +76,8 @@ def measure_ort(ort_package: Path, work: Path) -> None:
     i16 = run.plan(m16, x, np.float16, optimized=work / "f16.optimized.onnx")
     i32 = run.plan(m32, x, np.float32)
     ipk = run.plan(m16, data.gather(x, pk.selector), np.float16)
+    ipk32 = run.plan(m32, data.gather(x, pk.selector), np.float32)
+    ibefore32 = run.plan(m32, data.inputs(seed=8)[0], np.float32)
     ione = [run.plan(m16, x[r:r + 1], np.float16) for r in (0, 13, 31)]
     version = run.run()
     print(f"## ONNX Runtime {version} (onnxruntime-node, CPU), float16 MatMul, M={kM} K={kK} N={kN}")
@@ -73,6 +105,10 @@ def measure_ort(ort_package: Path, work: Path) -> None:
                for i, r in zip(ione, (0, 13, 31)))
     print(f"rows computed in a batch of {pk.selector.size} gathered rows equal the M={kM} rows bit "
           f"for bit: {same}; rows 0, 13, 31 alone (M=1): {ones}")
+    if ncert is None:
+        print("(no ncert binary: the K walk candidates are not tested; give --ncert)")
+    else:
+        walk_verdicts(ncert, work, x, w, y32, run.result(ipk32, kN), run.result(ibefore32, kN))
 
 
 def measure_torch() -> None:
@@ -109,6 +145,8 @@ def main(argv) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
                    "(default: the one tools/install-npm-deps installed)")
+    p.add_argument("--ncert", type=Path, help="the ncert binary, to test the K walk candidates "
+                   "(default: as run.py finds it)")
     args = p.parse_args(argv)
     import run as runner  # the example's prerequisite checks
 
@@ -117,7 +155,7 @@ def main(argv) -> int:
         print(f"SKIP ONNX Runtime: {why}")
     else:
         with tempfile.TemporaryDirectory() as d:
-            measure_ort(ort_package, Path(d))
+            measure_ort(ort_package, Path(d), runner.find_ncert(args.ncert))
     why = kernels.torch_available()
     if why:
         print(f"SKIP PyTorch: {why}")
