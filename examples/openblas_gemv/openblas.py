@@ -14,7 +14,7 @@ import os
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import numpy as np
 
@@ -50,6 +50,7 @@ kSdotBlock = 32
 kPart = 8
 kRowBlock = 16
 kSkylakeSmallK = 48
+kSkylakeSmallKT = 8  # sgemv_t_4.c: SkylakeX's sgemv_kernel_t for m (= K) <= 8
 # sgemv_t_4.c and sgemv_n_4.c cut K into NBMAX = 4096 blocks; stay inside one.
 kNbMax = 4096
 
@@ -141,6 +142,16 @@ def gemv_kn_walk(ob: OpenBlas, k: int, n: int) -> "tuple[Optional[str], str]":
     return f"splitk:{k // kPart}:seq/seq-fma", "sgemv_n_microk_haswell-4.c sgemv_kernel_4x8"
 
 
+def head2_walk(ob: OpenBlas, k: int) -> "tuple[Optional[str], str]":
+    """(k_walk, why) for gemv_nk with N = 2: every column through sgemv_t_4.c's SSE
+    sgemv_kernel_4x2 (it takes the n & 2 columns; N = 2 has no others)."""
+    if ob.version != kReadVersion or ob.core not in kReadCores:
+        return None, f"OpenBLAS {ob.version} core {ob.core}: not among the versions and cores read"
+    if k % 4 or k <= kSkylakeSmallKT or k > kNbMax:
+        return None, f"K = {k}: the one order holds for K % 4 == 0, {kSkylakeSmallKT} < K <= {kNbMax}"
+    return "lanes:4:pairs", "sgemv_t_4.c sgemv_kernel_4x2"
+
+
 # --- numpy emulation (f32 values in, f32 out, every rounding explicit) ---------------------------
 
 
@@ -184,60 +195,76 @@ def emulate_gemv_kn(x: np.ndarray, w_nk: np.ndarray, drop_part: Optional[int] = 
     return y
 
 
-def emulate_gemv_nk(x: np.ndarray, w_nk: np.ndarray, tree: str = "fold-hadd") -> np.ndarray:
-    """sgemv_t_microk_haswell-4.c sgemv_kernel_4x4 (K % 16 == 0): each output column one ymm of 8
-    f32 lanes, term k into lane k mod 8 by vfmadd231ps in k order; then vextractf128 + vaddps
-    folds lane i + 4 onto lane i (u_i = v_i + v_{i+4}) and two vhaddps add adjacent pairs:
-    (u_0 + u_1) + (u_2 + u_3). `tree` "halving" and "pairs" give the orders of dump-format §3.4
-    for comparison."""
-    m, k = x.shape
-    n = w_nk.shape[0]
-    lanes = [np.zeros((m, n), np.float32) for _ in range(8)]
-    for kk in range(k):
-        lanes[kk % 8] = fma32(np.broadcast_to(x[:, None, kk], (m, n)),
-                              np.broadcast_to(w_nk[None, :, kk], (m, n)), lanes[kk % 8])
-    v = lanes
-    if tree == "fold-hadd":
+def _tree(v: List[np.ndarray], tree: str) -> np.ndarray:
+    """The L lane sums v reduced to one f32 by `tree`: "seq", "halving" and "pairs" as in
+    dump-format §3.4; "fold-hadd" (8 lanes: vextractf128 + vaddps, then vhaddps twice) and
+    "sdot-haswell" (32 lanes: fold each ymm, add the four vectors as (a0 + a1) + (a2 + a3), then
+    vhaddps twice), the two OpenBLAS trees that fit no §3.4 form."""
+    if tree == "seq":
+        t = v[0]
+        for lane in v[1:]:
+            t = add32(t, lane)
+        return t
+    if tree == "halving":
+        width = len(v)
+        while width > 1:
+            width //= 2
+            v = [add32(v[i], v[i + width]) for i in range(width)]
+        return v[0]
+    if tree == "pairs":
+        while len(v) > 1:
+            v = [add32(v[2 * i], v[2 * i + 1]) for i in range(len(v) // 2)]
+        return v[0]
+    if tree == "fold-hadd" and len(v) == 8:
         u = [add32(v[i], v[i + 4]) for i in range(4)]
         return add32(add32(u[0], u[1]), add32(u[2], u[3]))
-    if tree == "halving":
-        width = 8
-        while width > 1:
-            width //= 2
-            v = [add32(v[i], v[i + width]) for i in range(width)]
-        return v[0]
-    if tree == "pairs":
-        while len(v) > 1:
-            v = [add32(v[2 * i], v[2 * i + 1]) for i in range(len(v) // 2)]
-        return v[0]
-    raise ValueError(tree)
+    if tree == "sdot-haswell" and len(v) == kSdotBlock:
+        f = [[add32(v[8 * j + i], v[8 * j + i + 4]) for i in range(4)] for j in range(4)]
+        s = [add32(add32(f[0][i], f[1][i]), add32(f[2][i], f[3][i])) for i in range(4)]
+        return add32(add32(s[0], s[1]), add32(s[2], s[3]))
+    raise ValueError(f"tree {tree} over {len(v)} lanes")
 
 
-def emulate_sdot(x: np.ndarray, w_nk: np.ndarray, tree: str = "haswell") -> np.ndarray:
-    """sdot_microk_haswell-2.c sdot_kernel_16 for every row of x [M, K] against every row of W
-    (K % 32 == 0): four ymm accumulators of 8 lanes, term k into lane k mod 32 by vfmadd231ps in
-    k order; then each ymm's upper 128 bits are added to its lower (lanes l and l + 4 within a
-    vector), the four vectors are added as (a0 + a1) + (a2 + a3), and two vhaddps add adjacent
-    pairs. "halving" and "pairs" give the orders of dump-format §3.4 over 32 lanes."""
+def emulate_lanes(x: np.ndarray, w_nk: np.ndarray, lanes: int, tree: str, fma: bool,
+                  drop_lane: Optional[int] = None, drop_cols: Optional[np.ndarray] = None) -> np.ndarray:
+    """Every row of x [M, K] against every row of W [N, K]: term k into lane k mod `lanes`, each
+    lane from 0 in k order (`fma`: fma(x_k, w_k, lane); else fl32(lane + fl32(x_k·w_k))), then
+    the lanes reduced by `tree`. With `drop_lane` l, lane l's sum is left out of the reduction
+    (replaced by +0, which every tree adds exactly) for the columns `drop_cols` (a planted
+    fault)."""
     m, k = x.shape
     n = w_nk.shape[0]
-    v = [np.zeros((m, n), np.float32) for _ in range(kSdotBlock)]
+    v = [np.zeros((m, n), np.float32) for _ in range(lanes)]
     for kk in range(k):
-        lane = kk % kSdotBlock
-        v[lane] = fma32(np.broadcast_to(x[:, None, kk], (m, n)),
-                        np.broadcast_to(w_nk[None, :, kk], (m, n)), v[lane])
-    if tree == "haswell":
-        u = [[add32(v[8 * j + i], v[8 * j + i + 4]) for i in range(4)] for j in range(4)]
-        s = [add32(add32(u[0][i], u[1][i]), add32(u[2][i], u[3][i])) for i in range(4)]
-        return add32(add32(s[0], s[1]), add32(s[2], s[3]))
-    if tree == "halving":
-        width = kSdotBlock
-        while width > 1:
-            width //= 2
-            v = [add32(v[i], v[i + width]) for i in range(width)]
-        return v[0]
-    if tree == "pairs":
-        while len(v) > 1:
-            v = [add32(v[2 * i], v[2 * i + 1]) for i in range(len(v) // 2)]
-        return v[0]
-    raise ValueError(tree)
+        a = np.broadcast_to(x[:, None, kk], (m, n))
+        b = np.broadcast_to(w_nk[None, :, kk], (m, n))
+        lane = kk % lanes
+        v[lane] = fma32(a, b, v[lane]) if fma else add32(v[lane], np.multiply(a, b, dtype=np.float32))
+    if drop_lane is not None and drop_cols is not None:
+        v[drop_lane] = v[drop_lane].copy()
+        v[drop_lane][:, drop_cols] = 0
+    return _tree(v, tree)
+
+
+def emulate_gemv_nk(x: np.ndarray, w_nk: np.ndarray, tree: str = "fold-hadd") -> np.ndarray:
+    """sgemv_t_microk_haswell-4.c sgemv_kernel_4x4 (K % 8 == 0, N % 4 == 0): each output column
+    one ymm of 8 f32 lanes, term k into lane k mod 8 by vfmadd231ps in k order; then
+    vextractf128 + vaddps folds lane i + 4 onto lane i (u_i = v_i + v_{i+4}) and two vhaddps add
+    adjacent pairs: (u_0 + u_1) + (u_2 + u_3). `tree` "halving" and "pairs" give the orders of
+    dump-format §3.4 for comparison."""
+    return emulate_lanes(x, w_nk, 8, tree, fma=True)
+
+
+def emulate_sdot(x: np.ndarray, w_nk: np.ndarray, tree: str = "sdot-haswell") -> np.ndarray:
+    """sdot_microk_haswell-2.c sdot_kernel_16 for every row of x [M, K] against every row of W
+    (K % 32 == 0): four ymm accumulators of 8 lanes, term k into lane k mod 32 by vfmadd231ps in
+    k order, reduced by the "sdot-haswell" tree."""
+    return emulate_lanes(x, w_nk, kSdotBlock, tree, fma=True)
+
+
+def emulate_head2(x: np.ndarray, w_nk: np.ndarray, tree: str = "pairs", fma: bool = False,
+                  drop_lane: Optional[int] = None, drop_cols: Optional[np.ndarray] = None) -> np.ndarray:
+    """sgemv_t_4.c sgemv_kernel_4x2 (N = 2, K % 4 == 0): per column one xmm of 4 lanes, term k
+    into lane k mod 4 by mulps then addps (no FMA), then vhaddps twice: (v_0 + v_1) + (v_2 + v_3),
+    k_walk lanes:4:pairs."""
+    return emulate_lanes(x, w_nk, 4, tree, fma, drop_lane, drop_cols)

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -52,6 +52,9 @@ kSlots = 6
 kTrials = 48  # random cases of the bit-for-bit confirmation (each M = 8 rows x N = 64 columns)
 kDroppedPart = 13  # the planted fault: part 13 (terms 104..111) left out ...
 kDroppedCols = np.array([5, 22, 47])  # ... of these output columns
+kDroppedLane = 2  # the planted fault of the two-column head: lane 2 left out of ...
+kDroppedHeadCols = np.array([1])  # ... column 1
+kHeadN = 2
 kOutputs = ("dumps", "reports")
 
 
@@ -89,6 +92,7 @@ def bits_differ(a: np.ndarray, b: np.ndarray) -> int:
 def confirm(ob: ob_mod.OpenBlas, walk_known: bool, rng: np.random.Generator) -> List[str]:
     """The library against the emulated orders; returns the problems (none expected)."""
     problems = []
+    head = {"lanes:4:pairs": 0, "lanes:4:pairs:fma": 0, "lanes:4:halving": 0}
     other = {"halving": 0, "pairs": 0}
     other_dot = {"halving": 0, "pairs": 0}
     kn = nk = dot = 0
@@ -101,6 +105,11 @@ def confirm(ob: ob_mod.OpenBlas, walk_known: bool, rng: np.random.Generator) -> 
         nk += bits_differ(got_nk, ob_mod.emulate_gemv_nk(x, w))
         for tree in other:
             other[tree] += bits_differ(got_nk, ob_mod.emulate_gemv_nk(x, w, tree))
+        w2 = w[:kHeadN]
+        got_head = np.stack([ob.gemv_nk(np.ascontiguousarray(w2), row) for row in x])
+        head["lanes:4:pairs"] += bits_differ(got_head, ob_mod.emulate_head2(x, w2))
+        head["lanes:4:pairs:fma"] += bits_differ(got_head, ob_mod.emulate_head2(x, w2, fma=True))
+        head["lanes:4:halving"] += bits_differ(got_head, ob_mod.emulate_head2(x, w2, "halving"))
         got_dot = np.array([[ob.sdot(row, col) for col in w] for row in x], np.float32)
         dot += bits_differ(got_dot, ob_mod.emulate_sdot(x, w))
         for tree in other_dot:
@@ -109,8 +118,17 @@ def confirm(ob: ob_mod.OpenBlas, walk_known: bool, rng: np.random.Generator) -> 
     print(f"sgemv_n (weights [K, N]) vs splitk:{kK // ob_mod.kPart}:seq/seq-fma: {kn} of {total} outputs differ")
     print(f"sgemv_t (weights [N, K]) vs lanes of 8, fold + hadd: {nk} of {total} differ; "
           f"vs lanes:8:halving:fma {other['halving']}, vs lanes:8:pairs:fma {other['pairs']}")
+    head_total = kTrials * kRequests * kBlockRows * kHeadN
+    print(f"sgemv_t, N = 2 (weights [2, K]): of {head_total} outputs " +
+          ", ".join(f"{count} differ from {walk}" for walk, count in head.items()))
     print(f"sdot vs 32 lanes, fold + vector pairs + hadd: {dot} of {total} differ; "
           f"vs lanes:32:halving:fma {other_dot['halving']}, vs lanes:32:pairs:fma {other_dot['pairs']}")
+    if walk_known:
+        if head["lanes:4:pairs"]:
+            problems.append(f"sgemv_t N = 2: {head['lanes:4:pairs']} outputs differ from lanes:4:pairs")
+        if not head["lanes:4:pairs:fma"] or not head["lanes:4:halving"]:
+            problems.append("sgemv_t N = 2: lanes:4:pairs:fma or lanes:4:halving matched every output: "
+                            "the inputs no longer tell the orders apart")
     if walk_known and ob.core in ob_mod.kSdotCores:
         if dot:
             problems.append(f"sdot: {dot} outputs differ from the order read in its source")
@@ -153,7 +171,7 @@ def write_dump(path: Path, build: str, projections: dict) -> None:
                     build=build) as dw:
         for name, p in projections.items():
             dw.add_projection(name, x=p["x"], x_dtype="f32",
-                              weights=[Segment("f32", 0, kN, values=p["w"])],
+                              weights=[Segment("f32", 0, p["w"].shape[0], values=p["w"])],
                               accumulator="f32-rn", output_dtype="f32", epilogue="none",
                               k_walk=p.get("k_walk"), requests=kRequests, block_rows=kBlockRows,
                               cap=kCap, **p["outputs"])
@@ -208,55 +226,70 @@ def main(argv) -> int:
     reports.mkdir(parents=True)
 
     walk, why = ob_mod.gemv_kn_walk(ob, kK, kN)
+    head_walk, head_why = ob_mod.head2_walk(ob, kK)
     print(f"OpenBLAS {ob.version}, core {ob.core}, loaded from {ob.path}")
-    print(f"sgemv_n k_walk: {walk} ({why})" if walk else f"sgemv_n k_walk: none declared: {why}")
+    for what, declared, reason in (("sgemv_n", walk, why), ("sgemv_t N = 2", head_walk, head_why)):
+        print(f"{what} k_walk: {declared} ({reason})" if declared else f"{what} k_walk: none declared: {reason}")
+    print("sgemv_t N % 4 == 0 k_walk: none declared: sgemv_kernel_4x4's tree fits no dump-format §3.4 form")
+    known = walk is not None and head_walk is not None
     rng = np.random.default_rng(kSeed)
-    problems = confirm(ob, walk is not None, rng)
+    problems = confirm(ob, known, rng)
 
     x, w = random_case(rng, kRequests * kBlockRows)
     w_kn = np.ascontiguousarray(w.T)  # the engine stores W^T, [K, N]
+    w2 = np.ascontiguousarray(w[:kHeadN])  # a two-column head, [2, K]
     y_before = rng.standard_normal((kRequests * kBlockRows, kN)).astype(np.float32)
+    y_before2 = np.ascontiguousarray(y_before[:, :kHeadN])
     kn = Engine(lambda row: ob.gemv_kn(w_kn, row)).outputs(x, y_before)
     nk = Engine(lambda row: ob.gemv_nk(w, row)).outputs(x, y_before)
+    head = Engine(lambda row: ob.gemv_nk(w2, row)).outputs(x, y_before2)
     build = f"OpenBLAS {ob.version} {ob.core}"
+    names = ("gemv_kn", "gemv_nk", "head2")
     good = dumps / "openblas.h5"
     write_dump(good, build, {"gemv_kn": {"x": x, "w": w, "outputs": kn, "k_walk": walk},
-                             "gemv_nk": {"x": x, "w": w, "outputs": nk}})
+                             "gemv_nk": {"x": x, "w": w, "outputs": nk},
+                             "head2": {"x": x, "w": w2, "outputs": head, "k_walk": head_walk}})
     rc, verdicts = run_check(ncert, good, reports)
-    want = {f"projections/{p}/{c}": "PASS" for p in ("gemv_kn", "gemv_nk")
+    want = {f"projections/{p}/{c}": "PASS" for p in names
             for c in ("geometry", "identity", "untouched", "bound", "vacuity")}
     want["projections/gemv_kn/walk"] = "PASS" if walk else "SKIP"
     want["projections/gemv_nk/walk"] = "SKIP"
+    want["projections/head2/walk"] = "PASS" if head_walk else "SKIP"
     problems += expect("legitimate dump", rc, verdicts, 0, set(), want)
 
-    if walk is None:
-        print(f"planted faults not run: no k_walk is known for this library ({why})")
+    if not known:
+        print(f"planted faults not run: no k_walk is known for this library ({why}; {head_why})")
     else:
         s = kK // ob_mod.kPart
-        # The engine leaves one part's partial sum out of a few columns, on both paths alike (the
-        # faulty kernel is the one kernel): identity still holds, the walk and the bound do not.
-        faulty = Engine(lambda row: ob_mod.emulate_gemv_kn(row[None, :], w, kDroppedPart, kDroppedCols)[0])
-        dropped = dumps / "fault-part-dropped.h5"
-        write_dump(dropped, build, {"gemv_kn": {"x": x, "w": w, "outputs": faulty.outputs(x, y_before),
-                                                "k_walk": walk}})
-        rc, verdicts = run_check(ncert, dropped, reports)
-        problems += expect(f"fault: part {kDroppedPart} left out of columns {kDroppedCols.tolist()}", rc, verdicts,
-                           1, {"projections/gemv_kn/walk", "projections/gemv_kn/bound"},
-                           {"projections/gemv_kn/walk": "FAIL", "projections/gemv_kn/identity": "PASS"})
-        # The true outputs with the parts combined by a wrong tree: only the walk can tell.
-        tree = dumps / "fault-wrong-tree.h5"
-        write_dump(tree, build, {"gemv_kn": {"x": x, "w": w, "outputs": kn,
-                                             "k_walk": f"splitk:{s}:pairs/seq-fma"}})
-        rc, verdicts = run_check(ncert, tree, reports)
-        problems += expect(f"fault: splitk:{s}:pairs/seq-fma declared", rc, verdicts, 1,
-                           {"projections/gemv_kn/walk"}, {"projections/gemv_kn/bound": "PASS"})
-        # sgemv_t declared as the AVX2 GEMV of dump-format §3.4's table: the real kernel folds the
-        # upper 128 bits and then uses hadd, which is neither halving nor pairs.
-        doc = dumps / "fault-halving-declared.h5"
-        write_dump(doc, build, {"gemv_nk": {"x": x, "w": w, "outputs": nk, "k_walk": "lanes:8:halving:fma"}})
-        rc, verdicts = run_check(ncert, doc, reports)
-        problems += expect("fault: sgemv_t declared lanes:8:halving:fma", rc, verdicts, 1,
-                           {"projections/gemv_nk/walk"}, {"projections/gemv_nk/bound": "PASS"})
+        # A faulty kernel is the one kernel of both paths: the faults below change the unpacked
+        # and the packed outputs alike, so identity holds and only the checks named fail.
+        part_dropped = Engine(lambda row: ob_mod.emulate_gemv_kn(row[None, :], w, kDroppedPart,
+                                                                 kDroppedCols)[0]).outputs(x, y_before)
+        lane_dropped = Engine(lambda row: ob_mod.emulate_head2(row[None, :], w2, drop_lane=kDroppedLane,
+                                                               drop_cols=kDroppedHeadCols)[0]).outputs(x, y_before2)
+        faults: List[Tuple[str, str, str, np.ndarray, dict, Optional[str], Set[str]]] = [
+            # (dump, what, projection, weights, outputs, k_walk, failing checks beside walk)
+            ("fault-lane-dropped", f"head2: lane {kDroppedLane} left out of the pairs tree in column "
+             f"{kDroppedHeadCols.tolist()}", "head2", w2, lane_dropped, head_walk, {"bound"}),
+            ("fault-head-halving", "head2: true outputs, lanes:4:halving declared", "head2", w2, head,
+             "lanes:4:halving", set()),
+            ("fault-part-dropped", f"gemv_kn: part {kDroppedPart} left out of columns {kDroppedCols.tolist()}",
+             "gemv_kn", w, part_dropped, walk, {"bound"}),
+            ("fault-wrong-tree", f"gemv_kn: true outputs, splitk:{s}:pairs/seq-fma declared", "gemv_kn", w, kn,
+             f"splitk:{s}:pairs/seq-fma", set()),
+            # What dump-format §3.4's table suggests for an AVX2 GEMV; the kernel folds the upper
+            # 128 bits and then uses hadd, which is neither halving nor pairs.
+            ("fault-halving-declared", "gemv_nk: true outputs, lanes:8:halving:fma declared", "gemv_nk", w, nk,
+             "lanes:8:halving:fma", set()),
+        ]
+        for stem, what, name, weights, outputs, declared, also in faults:
+            dump = dumps / f"{stem}.h5"
+            write_dump(dump, build, {name: {"x": x, "w": weights, "outputs": outputs, "k_walk": declared}})
+            rc, verdicts = run_check(ncert, dump, reports)
+            failing = {f"projections/{name}/{c}" for c in {"walk"} | also}
+            shown = {f"projections/{name}/{c}": v for c, v in
+                     (("walk", "FAIL"), ("identity", "PASS"), ("bound", "FAIL" if "bound" in also else "PASS"))}
+            problems += expect(f"fault {stem} ({what})", rc, verdicts, 1, failing, shown)
 
     if problems:
         print("\nNOT as expected:\n  " + "\n  ".join(problems))
