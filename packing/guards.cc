@@ -153,7 +153,7 @@ Status check_af4(const PackPlan& p) {
                     "segment " + g.name + ": group_size " + n2s(gs) + " does not divide K = " + n2s(p.k));
       }
       if (sr < 1) return fail(ErrorCode::kGuardAf4Geometry, "segment " + g.name + ": scale_rows " + n2s(sr) + " < 1");
-      const Index want_rows = (rows + sr - 1) / sr;
+      const Index want_rows = rows / sr + (rows % sr != 0);  // ceil, without overflow for huge sr
       if (g.scales_cols != p.k / gs || g.scales_rows != want_rows) {
         return fail(ErrorCode::kGuardAf4Geometry,
                     "segment " + g.name + ": scales are [" + n2s(g.scales_rows) + ", " + n2s(g.scales_cols) +

@@ -610,7 +610,8 @@ class SchemaChecker {
       else
         return false;
     }
-    sym.scale_rows = (sym.rows + v.scale_rows - 1) / v.scale_rows;
+    // ceil(rows / scale_rows) without rows + scale_rows - 1 (scale_rows may be near 2^63).
+    sym.scale_rows = sym.rows / v.scale_rows + (sym.rows % v.scale_rows != 0);
     const DatasetInfo* scales = member(path, dataset_rule(kSeg, "scales"), types, sym);
     if (!scales) return false;
     v.values_dtype = s.values_dtype;

@@ -144,13 +144,20 @@ class Engine:
         into `out` (returned, and what the model continues from); also runs the unpacked
         path on every row, and keeps both for the step's dump."""
         g = self.geo
-        with LinearCapture(module) as capture:
-            module(x)                                               # unpacked: all M rows
-            compact, selector = pack_rows(x, g.requests, g.block_rows, g.cap, g.slots, counts)
-            y_compact = module(compact)                             # packed: P slots
+        # One row per call, on both paths: a GEMM may pick its blocking from the row count
+        # (OpenBLAS's sgemm does, netlib's reference BLAS does not, and Debian's torch uses
+        # whichever libblas.so.3 points to), which would round the packed path's 32 rows and
+        # the unpacked path's 64 differently. Row by row, the kernel's arithmetic for a row
+        # depends on that row alone, so the two paths are bit-identical on any BLAS.
+        with LinearCapture(module) as unpacked_calls:
+            for r in range(x.shape[0]):                             # unpacked: all M rows
+                module(x[r:r + 1])
+        compact, selector = pack_rows(x, g.requests, g.block_rows, g.cap, g.slots, counts)
+        with LinearCapture(module) as packed_calls:                 # packed: P slots
+            y_compact = torch.cat([module(compact[s:s + 1]) for s in range(compact.shape[0])])
         y_before = tensor_to_numpy(out)
         scatter_rows(y_compact, selector, out)
-        unpacked, packed = capture.calls
+        unpacked, packed = unpacked_calls.merged(), packed_calls.merged()
         self.step_projections.append({
             "name": name, "layer": layer, "role": role, "call": unpacked,
             "selector": selector, "commit_counts": np.asarray(counts, dtype=np.int32),

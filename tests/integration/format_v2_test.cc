@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "certify/commands/check.h"
+#include "certify/commands/compare.h"
 #include "certify/io/dump_reader.h"
 #include "certify/io/dump_writer.h"
 #include "reference/float_bits.h"
@@ -225,6 +226,30 @@ TEST(FormatV2, F16LogitsAreWitnessedAsTheirExactF32Values) {
   EXPECT_EQ(verdict_of(good, "logits/greedy/witness"), Verdict::kPass) << good.to_text(true);
   const Report bad = check_dump(f16_logits_dump("f16-logits-bad.h5", 2, true));
   EXPECT_EQ(verdict_of(bad, "logits/greedy/witness"), Verdict::kFail) << bad.to_text(true);
+}
+
+TEST(FormatV2, F16LogitsCompareAsTheirExactF32Values) {
+  // Two identical f16 runs compare equal row for row; against a run that emitted another token
+  // at row 2, only the rows up to the divergence are matched.
+  CompareOptions same;
+  same.a = f16_logits_dump("f16-cmp-a.h5", 2, false);
+  same.b = f16_logits_dump("f16-cmp-b.h5", 2, false);
+  auto r = run_compare(same);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->verdict(), Verdict::kPass) << r->to_text(true);
+  const auto* e = ncert::testing::evidence_of<LogitsEvidence>(find_check(*r, "logits/greedy"));
+  ASSERT_NE(e, nullptr) << r->to_text(true);
+  EXPECT_EQ(e->matched, 6);
+  EXPECT_EQ(e->bit_identical_rows, 6);
+  EXPECT_EQ(e->vocab, 300);
+  CompareOptions other = same;
+  other.b = f16_logits_dump("f16-cmp-c.h5", 2, true);
+  auto d = run_compare(other);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  const auto* f = ncert::testing::evidence_of<LogitsEvidence>(find_check(*d, "logits/greedy"));
+  ASSERT_NE(f, nullptr) << d->to_text(true);
+  EXPECT_EQ(f->matched, 3);
+  EXPECT_EQ(f->divergence_row, 3);
 }
 
 TEST(FormatV2, AVersion2MemberInAVersion1FileIsRefusedNamingIt) {

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""ONNX Runtime's MatMulNBits CPU kernel (MLAS, 4-bit blocks with zero points) certified by
+ncert: export dumps from the real kernel, check them, and hold every verdict against README.md.
+
+    python3 examples/ort_matmulnbits/run.py --ncert build/release/certify/ncert --out /tmp/ort
+
+Exit status: 0 every verdict as expected, 1 one is not, 2 usage error, 77 a prerequisite is
+missing (python3-onnx, node, or the onnxruntime-node package, which it installs with
+tools/install-npm-deps when absent; the reason is printed and the test suite reports a skip).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+kHere = Path(__file__).resolve().parent
+kRepo = kHere.parent.parent
+kSkip = 77  # CTest's SKIP_RETURN_CODE for this example
+kOutputs = ("kernel", "reports", "prefill.h5", "decode.h5", "fault_zero_point.h5",
+            "fault_identity.h5", "w4a8.h5", "fault_activation_scale.h5")
+
+sys.dont_write_bytecode = True  # the example runs from the source tree
+try:
+    import ncert_dump  # noqa: F401  (PYTHONPATH set by the caller)
+except ImportError:
+    sys.path.insert(0, str(kRepo / "python"))
+sys.path.insert(0, str(kHere))
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
+                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
+    p.add_argument("--out", type=Path, required=True, help="directory for models, dumps and reports")
+    p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
+                   "(default: the one tools/install-npm-deps installs, installing it if absent)")
+    p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
+    return p.parse_args(argv)
+
+
+def find_ncert(given) -> Optional[Path]:
+    candidates = [given] if given else [os.environ.get("NCERT_BINARY"),
+                                        kRepo / "build/release/certify/ncert", shutil.which("ncert")]
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return Path(c).resolve()
+    return None
+
+
+def skip(reason: str) -> int:
+    print(f"SKIP: {reason}")
+    return kSkip
+
+
+def find_ort_package(given: Optional[Path]) -> Tuple[Optional[Path], str]:
+    """The onnxruntime-node package directory, or None and why it is unavailable."""
+    if given is not None:
+        if (given / "package.json").is_file():
+            return given.resolve(), ""
+        return None, f"--ort-package {given}: no package.json there"
+    script = kRepo / "tools/install-npm-deps"
+    where = subprocess.run([str(script), "--print-dir"], capture_output=True, text=True)
+    pkg = Path(where.stdout.strip())
+    if where.returncode == 0:
+        return pkg, ""
+    print(f"onnxruntime-node is not in {pkg}: installing it (tools/install-npm-deps)")
+    got = subprocess.run([str(script)], capture_output=True, text=True)
+    if got.returncode != 0:
+        lines = [ln for ln in got.stderr.strip().splitlines() if ": installing " not in ln]
+        detail = " ".join(lines[-4:])
+        return None, f"onnxruntime-node could not be installed: {detail}"
+    return pkg, ""
+
+
+@dataclass
+class Expectation:
+    what: str
+    met: bool
+    detail: str
+
+
+def check(ncert: Path, dump: Path, reports: Path) -> Tuple[int, Optional[dict]]:
+    report = reports / (dump.stem + ".json")
+    report.unlink(missing_ok=True)
+    proc = subprocess.run([str(ncert), "check", dump.name, "--json", str(report)],
+                          capture_output=True, text=True, cwd=dump.parent)
+    parsed = json.loads(report.read_text()) if report.exists() else None
+    if proc.returncode not in (0, 1):  # refused or broken: show why beside the expectation
+        print(f"ncert check {dump.name}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()}")
+    return proc.returncode, parsed
+
+
+def verdicts(report: dict) -> Dict[str, str]:
+    """check id -> verdict, for the projections' checks."""
+    return {c["id"]: c["verdict"] for c in report["checks"] if c["id"].startswith("projections/")}
+
+
+def expect_pass(label: str, rc: int, report: Optional[dict], names: List[str], walk: str,
+                extra: Tuple[str, ...] = ()) -> Expectation:
+    if report is None:
+        return Expectation(label, False, f"no report (exit {rc})")
+    v = verdicts(report)
+    want = {f"projections/{n}/{kind}": "PASS" for n in names
+            for kind in ("geometry", "identity", "bound", "untouched", "vacuity") + extra}
+    want.update({f"projections/{n}/walk": walk for n in names})
+    wrong = {i: v.get(i, "absent") for i, verdict in want.items() if v.get(i) != verdict}
+    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    met = rc == 0 and not wrong and not failed
+    detail = f"exit {rc}; " + (f"{len(want)} checks as expected (walk {walk})" if met else
+                               f"unexpected: {wrong or ''} {failed or ''}")
+    return Expectation(label, met, detail)
+
+
+def expect_fail(label: str, rc: int, report: Optional[dict], meant: str,
+                consequent: Tuple[str, ...] = ()) -> Expectation:
+    """Exit 1, `meant` FAILs, and every other failing check is one of `consequent` (checks the
+    planted fault necessarily moves too); the rest pass or skip."""
+    if report is None:
+        return Expectation(label, False, f"no report (exit {rc})")
+    v = verdicts(report)
+    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    met = rc == 1 and meant in failed and set(failed) <= {meant, *consequent}
+    evidence = next((c.get("reason", "") for c in report["checks"] if c["id"] == meant), "")
+    return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}"
+                       + (f"\n      {evidence}" if evidence else ""))
+
+
+def main(argv) -> int:
+    args = parse_args(argv)
+    ncert = find_ncert(args.ncert)
+    if ncert is None:
+        print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
+        return 2
+    out: Path = args.out
+    if out.exists() and any((out / o).exists() for o in kOutputs):
+        if not args.force:
+            print(f"run.py: {out} holds an earlier run's files; give --force to replace them",
+                  file=sys.stderr)
+            return 2
+        for o in kOutputs:
+            old = out / o
+            if old.is_dir():
+                shutil.rmtree(old)
+            elif old.exists():
+                old.unlink()
+    if platform.machine() not in ("x86_64", "AMD64"):
+        # MLAS runs other kernels elsewhere (NEON on arm64): README.md's declarations are x86-64's.
+        return skip(f"this example's declarations are measured on x86-64 MLAS, not {platform.machine()}")
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        return skip("the onnx Python package is not installed (Debian: python3-onnx; tools/install-deps)")
+    if shutil.which("node") is None:
+        return skip("node is not installed (Debian: nodejs; tools/install-deps)")
+    ort_package, why = find_ort_package(args.ort_package)
+    if ort_package is None:
+        return skip(why)
+
+    from export import Exporter, kDecode, kPrefill, kPrefillWalk, kW4A8
+
+    start = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    ex = Exporter(out, ort_package)
+    for c in kPrefill:
+        ex.plan("prefill", c)
+    for c in kDecode:
+        ex.plan("decode", c)
+    for c in kW4A8:
+        ex.plan("w4a8", c, level=4)
+    version = ex.run()
+    kernel_s = time.monotonic() - start
+    names = [c.name for c in kPrefill]
+    decode_names = [c.name for c in kDecode]
+    ex.write(out / "prefill.h5", "prefill", names, k_walk=kPrefillWalk, version=version)
+    ex.write(out / "decode.h5", "decode", decode_names, k_walk=None, version=version)
+    target = ex.zero_point_target("decode", "b128")
+    ex.write(out / "fault_zero_point.h5", "decode", ["b128"], k_walk=None, zero_point_fault=target,
+             version=version)
+    ex.write(out / "fault_identity.h5", "decode", ["b32"], k_walk=None, packed_from="batched",
+             version=version)
+    ex.write_w4a8(out / "w4a8.h5", [c.name for c in kW4A8], version=version)
+    ex.write_w4a8(out / "fault_activation_scale.h5", ["b32"], version=version, scale_fault=("b32", 2, 5))
+    print(f"onnxruntime-node {version}: {len(ex.runner.calls)} MatMulNBits calls in {kernel_s:.1f} s; "
+          f"dumps in {out}")
+
+    reports = out / "reports"
+    reports.mkdir(exist_ok=True)
+    results: List[Expectation] = []
+    rc, rep = check(ncert, out / "prefill.h5", reports)
+    results.append(expect_pass("prefill.h5 (M > 1): every check PASS, walk seq-fma reproduced",
+                               rc, rep, names, "PASS"))
+    rc, rep = check(ncert, out / "decode.h5", reports)
+    results.append(expect_pass("decode.h5 (M = 1 kernel): every check PASS, walk SKIP (no k_walk)",
+                               rc, rep, decode_names, "SKIP"))
+    rc, rep = check(ncert, out / "fault_zero_point.h5", reports)
+    results.append(expect_fail(f"fault_zero_point.h5 (row {target[1]} group {target[2]}: zero point off by one)"
+                               ": FAIL bound", rc, rep, "projections/b128/bound"))
+    rc, rep = check(ncert, out / "fault_identity.h5", reports)
+    results.append(expect_fail("fault_identity.h5 (packed rows batched: the SGEMM path, unpacked the"
+                               " one-row kernel): FAIL identity", rc, rep, "projections/b32/identity"))
+    rc, rep = check(ncert, out / "w4a8.h5", reports)
+    results.append(expect_pass("w4a8.h5 (accuracy_level 4, int8 activations): quantize and every check PASS,"
+                               " walk SKIP", rc, rep, [c.name for c in kW4A8], "SKIP", extra=("quantize",)))
+    rc, rep = check(ncert, out / "fault_activation_scale.h5", reports)
+    results.append(expect_fail("fault_activation_scale.h5 (row 2 group 5: scale max|x|/128, not /127): FAIL"
+                               " quantize (and bound: the products use the declared scale)", rc, rep,
+                               "projections/b32/quantize", consequent=("projections/b32/bound",)))
+    for r in results:
+        print(f"{'ok      ' if r.met else 'NOT MET '} {r.what}\n      {r.detail}")
+    failed = [r for r in results if not r.met]
+    print(f"{len(results) - len(failed)} of {len(results)} expectations met "
+          f"({time.monotonic() - start:.1f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
