@@ -5,6 +5,7 @@
 
 #include "certify/projection/checks.h"
 #include "certify/projection/detail/text.h"
+#include "certify/projection/diagnosis.h"
 
 namespace ncert::certify {
 
@@ -13,6 +14,15 @@ namespace {
 /// Which weights the reference used for a segment, and why (docs/error-bounds.md §2).
 std::string weight_model(const SegmentInfo& s) {
   std::string where = s.name + " [" + std::to_string(s.row_begin) + "," + std::to_string(s.row_end) + "): ";
+  if (reference::is_scaled_format(s.format)) {
+    const reference::ScaledView& v = s.scaled;
+    return where + std::string(reference::weight_format_name(s.format)) + " codes x scales per " +
+           std::to_string(v.scale_rows) + " x " + std::to_string(v.group_size) + ", dequant " +
+           std::string(reference::dequant_name(v.dequant)) +
+           (v.dequant == reference::Dequant::kF32 || v.dequant == reference::Dequant::kOutput
+                ? ": the kernel's fl32(q*s)"
+                : ": q*s exactly");
+  }
   if (s.format != reference::WeightFormat::kAf4) {
     return where + std::string(reference::weight_format_name(s.format)) + " weights, exact";
   }
@@ -31,6 +41,68 @@ std::string weight_model(const SegmentInfo& s) {
              "): the kernel's own weights, exactly; no dequantization slack charged";
   }
   return where;
+}
+
+/// The declarations the reference relied on, in one clause: "accumulator f32-rn; kv: af4 dequant
+/// exact" (docs/error-bounds.md §2). Every bound failure names them.
+std::string declarations_text(const ProjectionInfo& info) {
+  // Built with append: GCC 12 reports a false -Wrestrict on chains of operator+ here (bug 105329).
+  std::string s = "assumed: accumulator ";
+  s.append(info.accumulator.name);
+  if (info.output != DType::kF32) {
+    s.append(", ").append(dtype_name(info.output)).append(" output rounding ");
+    s.append(reference::output_rounding_name(info.output_rounding));
+  }
+  if (info.x_quant.type != reference::XQuantType::kNone) {
+    s.append(", x quantized ").append(reference::x_quant_name(info.x_quant.type));
+  }
+  for (const SegmentInfo& seg : info.segments) {
+    s.append("; ").append(seg.name).append(": ").append(reference::weight_format_name(seg.format));
+    if (seg.format == reference::WeightFormat::kAf4) {
+      s.append(" ").append(reference::af4_variant_name(seg.af4.variant));
+      s.append(" dequant ").append(reference::dequant_name(seg.af4.dequant));
+      if (seg.af4.dequant == reference::Dequant::kF32 || seg.af4.dequant == reference::Dequant::kOutput) {
+        s.append(" (").append(reference::dequant_op_name(seg.af4.dequant_op)).append(")");
+      }
+    } else if (reference::is_scaled_format(seg.format)) {
+      s.append(" dequant ").append(reference::dequant_name(seg.scaled.dequant));
+    }
+  }
+  return s;
+}
+
+/// One trial as the reason names it: "dequant = output for segment kv".
+std::string trial_text(const DeclarationTrial& t) {
+  std::string s = t.declaration;
+  if (!t.segment.empty()) s.append(" for segment ").append(t.segment);
+  return s;
+}
+
+/// "; the data fits dequant = output for segment kv (all 2048 sampled values inside; 310 as
+/// declared)" for the trials that hold every sampled value, or what the best trial reached.
+std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
+  if (trials.size() < 2) return "";
+  const DeclarationTrial& declared = trials.front();
+  std::string fits;
+  const DeclarationTrial* best = nullptr;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    const DeclarationTrial& t = trials[i];
+    if (!best || t.inside > best->inside) best = &t;
+    if (t.inside != t.sampled) continue;
+    if (!fits.empty()) fits.append("; or ");
+    fits.append(trial_text(t));
+  }
+  const std::string sampled = std::to_string(declared.sampled), as_declared = std::to_string(declared.inside);
+  std::string out;
+  if (!fits.empty()) {
+    out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
+    out.append(as_declared).append(" as declared)");
+  } else {
+    out.append("; no single other declaration fits the ").append(sampled).append(" sampled values (best: ");
+    out.append(trial_text(*best)).append(", ").append(std::to_string(best->inside)).append(" inside; ");
+    out.append(as_declared).append(" as declared): a kernel fault, or more than one mistake");
+  }
+  return out;
 }
 
 }  // namespace
@@ -98,6 +170,11 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
                " outside [" + format_float(el.accept.lo) + ", " + format_float(el.accept.hi) + "] (reference " +
                format_short(el.center) + ", B = " + format_short(el.bound) + "); " + std::to_string(e.outside) +
                " of " + std::to_string(e.elements) + " values outside";
+    r.reason.append(" (").append(declarations_text(info)).append(")");
+    if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
+      e.diagnosis = diagnose_declarations(f, options);
+      r.reason += diagnosis_text(e.diagnosis);
+    }
     r.first_failure = Location{name, el.row, el.col, slot};
     e.first = BoundFailure{name, el, slot};
   } else if (options.strict && e.beyond_tier > 0) {

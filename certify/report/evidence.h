@@ -284,6 +284,16 @@ struct BoundFailure {
   }
 };
 
+/// One re-test of a likely declaration mistake on a sample of a failing projection
+/// (certify/projection/diagnosis.h): the declaration changed, and how many of the sampled engine
+/// values its intervals hold.
+struct DeclarationTrial {
+  std::string declaration;  ///< "dequant = output", "accumulator = f32-rz", "x rounded to bf16", ...
+  std::string segment;      ///< the weight segment it concerns, "" for the projection
+  Index sampled = 0, inside = 0;
+  bool operator==(const DeclarationTrial&) const = default;
+};
+
 struct BoundEvidence {
   std::vector<OutputBound> outputs;
   std::vector<std::string> weights;  ///< per segment: which weights the reference used, and why
@@ -294,6 +304,9 @@ struct BoundEvidence {
   Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
   std::optional<BoundFailure> first;
   DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
+  /// When the check fails broadly: the declaration as declared, then each alternative re-tested
+  /// on the same sample (first the declared one, sampled/inside as found).
+  std::vector<DeclarationTrial> diagnosis;
   bool operator==(const BoundEvidence&) const = default;
 };
 

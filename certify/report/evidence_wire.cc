@@ -213,6 +213,13 @@ void fields(auto& f, Is<BoundFailure> auto& x) {
   f("slot", x.slot);
 }
 
+void fields(auto& f, Is<DeclarationTrial> auto& x) {
+  f("declaration", x.declaration);
+  f("segment", x.segment);
+  f("sampled", x.sampled);
+  f("inside", x.inside);
+}
+
 void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("outputs", x.outputs);
   f("weights", x.weights);
@@ -227,6 +234,7 @@ void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("beyond_tier", x.beyond_tier);
   f("first", x.first);
   f("output", x.output);
+  f("diagnosis", x.diagnosis);
 }
 
 void fields(auto& f, Is<WalkEvidence::Output> auto& x) {

@@ -165,6 +165,17 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                       {"lo", f.accept.lo},
                       {"hi", f.accept.hi}};
   }
+  if (!e.diagnosis.empty()) {
+    Json trials = Json::array();
+    for (const DeclarationTrial& t : e.diagnosis) {
+      trials.push_back(Json{{"declaration", t.declaration},
+                            {"segment", t.segment},
+                            {"sampled", t.sampled},
+                            {"inside", t.inside},
+                            {"fits", t.sampled > 0 && t.inside == t.sampled}});
+    }
+    j["diagnosis"] = trials;
+  }
   return j;
 }
 

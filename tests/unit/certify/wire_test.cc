@@ -150,6 +150,7 @@ Evidence sample(Of<BoundEvidence>) {
   e.beyond_tier = 2;
   e.first = BoundFailure{"y_packed", {4, 99, 1.5f, 1.25, 0.125, {1.0f, 1.375f}}, 5};
   e.output = DType::kF32;
+  e.diagnosis = {{"as declared", "", 2048, 310}, {"dequant = output", "kv", 2048, 2048}};
   return e;
 }
 

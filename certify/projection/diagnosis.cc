@@ -1,0 +1,177 @@
+// Declaration diagnosis (diagnosis.h): the sample is the first kDiagnosisRows rows of y_unpacked
+// and its first kDiagnosisCols columns; each trial is one changed declaration, evaluated by the
+// same reference over the sample and counted against the engine's values there.
+#include "certify/projection/diagnosis.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "reference/float_bits.h"
+#include "reference/linear.h"
+
+namespace ncert::certify {
+
+namespace {
+
+using reference::Dequant;
+using reference::DequantOp;
+using reference::LinearProblem;
+using reference::Weights;
+using reference::WeightSegment;
+
+/// The weights of output columns [0, cols): the segments that start there, clipped.
+Weights clip_weights(const Weights& w, Index cols) {
+  Weights out;
+  out.k = w.k;
+  out.n = std::min(w.n, cols);
+  for (const WeightSegment& s : w.segments) {
+    if (s.row_begin >= out.n) continue;
+    WeightSegment c = s;
+    c.row_end = std::min(s.row_end, out.n);
+    out.segments.push_back(c);
+  }
+  return out;
+}
+
+struct Sample {
+  Index rows = 0, cols = 0;
+  Weights weights;
+  LinearProblem problem;
+};
+
+/// Counts the sampled y_unpacked values inside the problem's intervals (-1: cannot evaluate).
+Index inside(const ProjectionFacts& f, const Sample& s, const LinearProblem& p) {
+  if (!reference::validate_problem(p).ok()) return -1;
+  auto ref = reference::compute_reference(p);
+  if (!ref.ok()) return -1;
+  const ProjectionInfo& info = f.info();
+  Index count = 0;
+  for (Index i = 0; i < s.rows; ++i) {
+    for (Index j = 0; j < s.cols; ++j) {
+      const float z = f.data.y_unpacked.value(info.output, info.out_stride, i, j);
+      count += reference::contains(ref->accept[ref->at(i, j)], z) ? 1 : 0;
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options) {
+  const ProjectionInfo& info = f.info();
+  std::vector<DeclarationTrial> trials;
+  if (!f.data.y_unpacked.present || !f.weights.ok()) return trials;
+  Sample s;
+  s.rows = std::min(info.m, kDiagnosisRows);
+  s.weights = clip_weights(f.data.weights, kDiagnosisCols);
+  s.cols = s.weights.n;
+  LinearProblem base = f.data.problem(options.lambda);
+  base.weights = &s.weights;
+  base.x.rows = s.rows;
+  if (!base.bias.empty()) base.bias.size = s.cols;
+  if (!base.residual.empty()) {
+    base.residual.rows = s.rows;
+    base.residual.cols = s.cols;
+  }
+  base.walk = {};  // the intervals do not depend on the walk; nothing is emulated here
+  const Index sampled = s.rows * s.cols;
+  const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p) {
+    const Index n = inside(f, s, p);
+    if (n >= 0) trials.push_back({std::move(declaration), std::move(segment), sampled, n});
+  };
+  trial("as declared", "", base);
+  if (trials.empty() || trials.front().inside == sampled) return trials;
+
+  // The accumulator: a wider unit roundoff than declared.
+  for (const char* acc : {"f32-rz", "matrix-unit"}) {
+    auto parsed = reference::parse_accumulator(acc);
+    if (!parsed.ok() || parsed->u_eff <= info.accumulator.u_eff) continue;
+    LinearProblem p = base;
+    p.accumulator = *parsed;
+    trial(std::string("accumulator = ") + acc, "", p);
+  }
+  // The output rounding of a narrow output.
+  if (info.output != DType::kF32 && info.output_rounding == reference::OutputRounding::kNearestEven) {
+    LinearProblem p = base;
+    p.output_rounding = reference::OutputRounding::kTowardZero;
+    trial("output_rounding = rz", "", p);
+  }
+  // Each quantized segment's dequantization, operation order and nibble order.
+  for (std::size_t i = 0; i < s.weights.segments.size(); ++i) {
+    WeightSegment& seg = s.weights.segments[i];
+    const WeightSegment saved = seg;
+    const auto with = [&](const std::string& declaration, const std::function<void(WeightSegment&)>& change) {
+      change(seg);
+      trial(declaration, seg.name, base);
+      seg = saved;
+    };
+    if (seg.format == reference::WeightFormat::kAf4) {
+      const reference::Af4Layout& L = saved.af4.layout;
+      for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
+        if (d == L.dequant) continue;
+        with("dequant = " + std::string(reference::dequant_name(d)),
+             [&](WeightSegment& w) { w.af4.layout.dequant = d; });
+      }
+      const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
+      const bool zero_point = L.variant == reference::Af4Variant::kZeroPoint;
+      for (DequantOp op : zero_point ? std::vector<DequantOp>{DequantOp::kSubMul, DequantOp::kFused}
+                                     : std::vector<DequantOp>{DequantOp::kFma, DequantOp::kMulAdd}) {
+        if (!pinned || op == L.dequant_op || (!zero_point && L.dequant_op == DequantOp::kEither)) continue;
+        with("dequant_op = " + std::string(reference::dequant_op_name(op)),
+             [&](WeightSegment& w) { w.af4.layout.dequant_op = op; });
+      }
+      // The other nibble order within a byte (u32-lsb and u8-lsb share theirs).
+      const reference::Af4Packing other =
+          L.packing == reference::Af4Packing::kU8Msb ? reference::Af4Packing::kU8Lsb : reference::Af4Packing::kU8Msb;
+      with("packing = " + std::string(reference::af4_packing_name(other)),
+           [&](WeightSegment& w) { w.af4.layout.packing = other; });
+    } else if (reference::is_scaled_format(seg.format)) {
+      for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput}) {
+        if (d == saved.scaled.dequant) continue;
+        with("dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.scaled.dequant = d; });
+      }
+    }
+  }
+  // Activations rounded to a narrower type before the kernel (x as stored is wider).
+  if (info.x_quant.type == reference::XQuantType::kNone) {
+    for (DType t : {DType::kBf16, DType::kF16}) {
+      if (dtype_size(info.x_dtype) <= dtype_size(t)) continue;
+      std::vector<float> rounded(static_cast<std::size_t>(s.rows * info.k));
+      for (Index r = 0; r < s.rows; ++r) {
+        for (Index c = 0; c < info.k; ++c) {
+          rounded[static_cast<std::size_t>(r * info.k + c)] = reference::round_to_type(base.x.at(r, c), t, false);
+        }
+      }
+      LinearProblem p = base;
+      p.x = {DType::kF32, rounded.data(), s.rows, info.k, info.k};
+      trial("x rounded to " + std::string(dtype_name(t)) + " before the kernel", "", p);
+    }
+  }
+  // Weights transposed: with a square W the engine may have multiplied by its transpose.
+  if (info.k == info.n) {
+    std::vector<float> transposed(static_cast<std::size_t>(s.cols * info.k));
+    std::vector<double> column(static_cast<std::size_t>(info.k));
+    std::vector<float> kernel(static_cast<std::size_t>(info.k));
+    for (Index c = 0; c < info.k; ++c) {  // row c of W is column c of its transpose
+      reference::decode_weight_row(f.data.weights, c, info.x_dtype, nullptr, nullptr, kernel.data());
+      for (Index j = 0; j < s.cols; ++j) transposed[static_cast<std::size_t>(j * info.k + c)] = kernel[j];
+    }
+    Weights t;
+    t.k = info.k;
+    t.n = s.cols;
+    WeightSegment seg;
+    seg.name = "transposed";
+    seg.format = reference::WeightFormat::kF32;
+    seg.row_begin = 0;
+    seg.row_end = s.cols;
+    seg.values = transposed.data();
+    t.segments = {seg};
+    LinearProblem p = base;
+    p.weights = &t;
+    trial("weights transposed ([k, n] stored as [n, k])", "", p);
+  }
+  return trials;
+}
+
+}  // namespace ncert::certify
