@@ -66,9 +66,19 @@ float round_to_bits(double hi, double lo, int bits, PromoteRounding rnd) {
   return static_cast<float>(negative ? -mag : mag);
 }
 
-/// Reduces v[0..n) to one f32 value in the tree's order (v is overwritten).
-float reduce_tree(KWalkTree tree, float* v, Index n) {
+/// Reduces v[0..n) to one f32 value in the tree's order (v is overwritten). A butterfly's
+/// distances at or above n only ever add lanes that stayed +0 (see lanes_used), and are skipped.
+float reduce_tree(KWalkTree tree, const std::vector<Index>& distances, float* v, Index n) {
   switch (tree) {
+    case KWalkTree::kButterfly:
+      // v[i + d] has bit d set and is not written in the step that reads it: in place is safe.
+      for (Index d : distances) {
+        if (d >= n) continue;
+        for (Index i = 0; i < n; ++i) {
+          if ((i & d) == 0) v[i] = v[i] + v[i + d];
+        }
+      }
+      return v[0];
     case KWalkTree::kSeq: {
       float t = v[0];
       for (Index i = 1; i < n; ++i) t = t + v[i];
@@ -93,9 +103,10 @@ float reduce_tree(KWalkTree tree, float* v, Index n) {
 /// The lanes a walk materializes for `k` terms. Lanes beyond K never receive a term and stay
 /// +0; a lane that received terms is never -0 (it starts at +0, and an exact zero sum or a
 /// product -0 added to +0 rounds to +0), so adding such a lane is exact and the identity. A
-/// halving or pairs tree over L >= bit_ceil(K) lanes is therefore the same tree over bit_ceil(K)
-/// lanes (the upper halves only add zeros), and a seq tree over L >= K lanes the seq tree over
-/// K: an L of 2^40 costs no memory.
+/// halving, pairs or butterfly tree over L >= bit_ceil(K) lanes is therefore the same tree over
+/// bit_ceil(K) lanes (the upper halves only add zeros: a butterfly drops the distances at or above
+/// bit_ceil(K) and keeps the others in their order), and a seq tree over L >= K lanes the seq
+/// tree over K: an L of 2^40 costs no memory.
 Index lanes_used(const KWalk& walk, Index k) {
   const Index cap = walk.lane_tree == KWalkTree::kSeq
                         ? std::max<Index>(1, k)
@@ -124,7 +135,7 @@ float lanes_dot(const KWalk& walk, const float* x, const float* w, Index k, floa
       lane[l] = walk.fma ? std::fma(x[c0 + l], w[c0 + l], lane[l]) : lane[l] + x[c0 + l] * w[c0 + l];
     }
   }
-  return reduce_tree(walk.lane_tree, lane, lanes);
+  return reduce_tree(walk.lane_tree, walk.lane_distances, lane, lanes);
 }
 
 /// promote:<P>:<p>:<rnd>[:fma] over x[0..k): blocks of P terms at p bits, each block's sum added
@@ -171,7 +182,7 @@ float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std
         break;
     }
   }
-  return reduce_tree(walk.combine, sums, parts);
+  return reduce_tree(walk.combine, walk.combine_distances, sums, parts);
 }
 
 /// The blocked paths' fallback for every form but the plain ones: column by column through

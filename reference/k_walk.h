@@ -7,7 +7,7 @@
 //                  total = p_0; total = fl32(total + p_i) for i = 1..P-1
 //   lanes:<L>:<tree>[:fma]  L lane accumulators from 0, term k into lane k mod L as seq[-fma]
 //                  (a short tail leaves the last lanes one term short), then the lanes reduced
-//                  by the tree (KWalkTree: seq, halving, pairs)
+//                  by the tree (KWalkTree: seq, halving, pairs, butterfly)
 //   promote:<P>:<p>:<rnd>[:fma]  blocks of P terms (the last may be shorter), each accumulated
 //                  from 0 at p significand bits on f32's exponent range, rounded with rnd
 //                  (rne, rz) after the product and after the add, or once per fused step; then

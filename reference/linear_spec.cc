@@ -123,14 +123,43 @@ std::optional<long long> whole_number(std::string_view text) {
 
 bool power_of_two(Index v) { return v >= 1 && (v & (v - 1)) == 0; }
 
-std::optional<KWalkTree> parse_tree(std::string_view s) {
-  if (s == "seq") return KWalkTree::kSeq;
-  if (s == "halving") return KWalkTree::kHalving;
-  if (s == "pairs") return KWalkTree::kPairs;
-  return std::nullopt;
-}
+struct TreeSpec {
+  KWalkTree tree = KWalkTree::kSeq;
+  std::vector<Index> distances;  ///< butterfly only
+};
 
 /// `s` cut at every `sep` (empty fields kept).
+std::vector<std::string_view> fields(std::string_view s, char sep);
+
+/// seq, halving, pairs or butterfly(<d>,...) with each d a power of two, once.
+std::optional<TreeSpec> parse_tree(std::string_view s) {
+  if (s == "seq") return TreeSpec{KWalkTree::kSeq, {}};
+  if (s == "halving") return TreeSpec{KWalkTree::kHalving, {}};
+  if (s == "pairs") return TreeSpec{KWalkTree::kPairs, {}};
+  constexpr std::string_view kOpen = "butterfly(";
+  if (s.substr(0, kOpen.size()) != kOpen || s.size() <= kOpen.size() || s.back() != ')') return std::nullopt;
+  TreeSpec t{KWalkTree::kButterfly, {}};
+  for (std::string_view d : fields(s.substr(kOpen.size(), s.size() - kOpen.size() - 1), ',')) {
+    const auto v = whole_number(d);
+    if (!v || !power_of_two(*v) || std::find(t.distances.begin(), t.distances.end(), *v) != t.distances.end()) {
+      return std::nullopt;
+    }
+    t.distances.push_back(*v);
+  }
+  return t;
+}
+
+/// Whether the tree can reduce n values: any n for seq; a power of two for the others, and for a
+/// butterfly exactly the distances 1, 2, ..., n/2 in some order.
+bool tree_fits(const TreeSpec& t, Index n) {
+  if (t.tree == KWalkTree::kSeq) return true;
+  if (!power_of_two(n)) return false;
+  if (t.tree != KWalkTree::kButterfly) return true;
+  Index covered = 0;
+  for (Index d : t.distances) covered |= d;
+  return n >= 2 && covered == n - 1;
+}
+
 std::vector<std::string_view> fields(std::string_view s, char sep) {
   std::vector<std::string_view> out;
   std::size_t begin = 0;
@@ -148,10 +177,11 @@ bool parse_lanes(const std::vector<std::string_view>& f, KWalk& w) {
   if (f.size() != 3 && !(f.size() == 4 && f[3] == "fma")) return false;
   const auto lanes = whole_number(f[1]);
   const auto tree = parse_tree(f[2]);
-  if (!lanes || *lanes < 2 || !tree || (*tree != KWalkTree::kSeq && !power_of_two(*lanes))) return false;
+  if (!lanes || *lanes < 2 || !tree || !tree_fits(*tree, *lanes)) return false;
   w.inner = KWalkInner::kLanes;
   w.lanes = *lanes;
-  w.lane_tree = *tree;
+  w.lane_tree = tree->tree;
+  w.lane_distances = tree->distances;
   w.fma = f.size() == 4;
   return true;
 }
@@ -191,9 +221,10 @@ bool parse_splitk(std::string_view rest, KWalk& w) {
   if (head.size() != 2) return false;
   const auto parts = whole_number(head[0]);
   const auto combine = parse_tree(head[1]);
-  if (!parts || *parts < 1 || !combine || (*combine != KWalkTree::kSeq && !power_of_two(*parts))) return false;
+  if (!parts || *parts < 1 || !combine || !tree_fits(*combine, *parts)) return false;
   w.parts = *parts;
-  w.combine = *combine;
+  w.combine = combine->tree;
+  w.combine_distances = combine->distances;
   return parse_inner(rest.substr(slash + 1), w);
 }
 

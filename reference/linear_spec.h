@@ -65,7 +65,12 @@ std::string_view output_rounding_name(OutputRounding r);
 ///   halving  while width > 1: width /= 2; v[i] = fl32(v[i] + v[i + width]) for i < width (n a
 ///            power of two: the horizontal sum of SIMD code)
 ///   pairs    level by level v[i] = fl32(v[2i] + v[2i + 1]) (n a power of two)
-enum class KWalkTree : std::uint8_t { kSeq, kHalving, kPairs };
+///   butterfly(d1,...,dm)  for each distance d in the order given: v[i] = fl32(v[i] + v[i + d]) for
+///            every i whose bit d is clear (n a power of two, the distances the powers of two
+///            below n, each once): the horizontal sums SIMD code writes as shuffles, e.g. the
+///            AVX2 "fold the upper 128 bits, then hadd twice" over 8 lanes is butterfly(4,1,2);
+///            halving is butterfly(n/2,...,1) and pairs butterfly(1,...,n/2)
+enum class KWalkTree : std::uint8_t { kSeq, kHalving, kPairs, kButterfly };
 /// What each part of K is reduced by, starting from 0 (see KWalk).
 enum class KWalkInner : std::uint8_t { kSeq, kLanes, kPromote };
 /// The rounding of a promoted walk's p-bit accumulator.
@@ -84,13 +89,15 @@ enum class PromoteRounding : std::uint8_t { kNearestEven, kTowardZero };
 ///                                     added to an f32 total: t = b_0; t = fl32(t + b_j)
 ///   splitk:<S>:<combine>/<inner>      parts S, combine as named, inner any form above but split
 struct KWalk {
-  bool declared = false;                ///< false: no k_walk attribute, nothing to emulate
-  bool fma = false;                     ///< each inner step one fused multiply-add (else multiply, then add)
-  Index parts = 1;                      ///< split:<P> / splitk:<S>; 1 otherwise (guard 314: K % parts == 0)
-  KWalkTree combine = KWalkTree::kSeq;  ///< how the parts' sums are combined
+  bool declared = false;                 ///< false: no k_walk attribute, nothing to emulate
+  bool fma = false;                      ///< each inner step one fused multiply-add (else multiply, then add)
+  Index parts = 1;                       ///< split:<P> / splitk:<S>; 1 otherwise (guard 314: K % parts == 0)
+  KWalkTree combine = KWalkTree::kSeq;   ///< how the parts' sums are combined
+  std::vector<Index> combine_distances;  ///< combine = kButterfly: its distances, in order
   KWalkInner inner = KWalkInner::kSeq;
   Index lanes = 1;                        ///< kLanes: L >= 2
   KWalkTree lane_tree = KWalkTree::kSeq;  ///< kLanes: how the lanes are reduced
+  std::vector<Index> lane_distances;      ///< lane_tree = kButterfly: its distances, in order
   Index promote_block = 0;                ///< kPromote: P >= 1 terms per block
   int promote_bits = 24;                  ///< kPromote: p, 8..24, counting the implicit bit
   PromoteRounding promote_rounding = PromoteRounding::kNearestEven;
@@ -107,7 +114,8 @@ inline constexpr std::string_view kKWalkForms =
     "seq, seq-fma, split:<P>, split:<P>:fma (P >= 1), lanes:<L>:<tree>, lanes:<L>:<tree>:fma (L >= 2), "
     "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
     "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
-    "tree seq, halving or pairs (halving and pairs need L or S a power of two)";
+    "tree seq, halving, pairs or butterfly(<d>,...) (all but seq need L or S a power of two; a butterfly's "
+    "distances are the powers of two below it, each once, in the order the kernel adds them)";
 
 /// "seq", "seq-fma", "split:<P>", "split:<P>:fma" (P >= 1), "lanes:<L>:<tree>[:fma]" (L >= 2,
 /// tree seq, halving or pairs, the last two with L a power of two), "promote:<P>:<p>:<rnd>[:fma]"

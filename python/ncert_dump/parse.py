@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from . import rules
 
@@ -114,13 +114,35 @@ _K_WALK_FORMS = (
     "seq, seq-fma, split:<P>, split:<P>:fma (P >= 1), lanes:<L>:<tree>, lanes:<L>:<tree>:fma (L >= 2), "
     "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
     "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
-    "tree seq, halving or pairs (halving and pairs need L or S a power of two)")
+    "tree seq, halving, pairs or butterfly(<d>,...) (all but seq need L or S a power of two; a butterfly's "
+    "distances are the powers of two below it, each once, in the order the kernel adds them)")
 _TREES = ("seq", "halving", "pairs")
 
 
+def _butterfly_distances(tree: str) -> Optional[List[int]]:
+    """The distances of butterfly(<d>,...), each a power of two given once; None otherwise."""
+    if not tree.startswith("butterfly(") or not tree.endswith(")") or len(tree) <= len("butterfly("):
+        return None
+    out: List[int] = []
+    for field in tree[len("butterfly("):-1].split(","):
+        d = _from_chars_int(field, True, 64)
+        if d is None or d < 1 or d & (d - 1) or d in out:
+            return None
+        out.append(d)
+    return out
+
+
 def _tree_fits(tree: str, n: int) -> bool:
-    """A named tree over n values: seq for any n, halving and pairs for powers of two."""
-    return tree == "seq" or (tree in _TREES and n >= 1 and n & (n - 1) == 0)
+    """A tree over n values (reference/linear_spec.cc tree_fits): seq for any n; halving, pairs
+    and butterfly for powers of two, a butterfly's distances exactly 1, 2, ..., n/2."""
+    if tree == "seq":
+        return True
+    if n < 1 or n & (n - 1):
+        return False
+    if tree in _TREES:
+        return True
+    distances = _butterfly_distances(tree)
+    return distances is not None and n >= 2 and sum(distances) == n - 1
 
 
 def _inner_walk_valid(s: str) -> bool:

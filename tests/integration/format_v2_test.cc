@@ -183,6 +183,22 @@ TEST(FormatV2, AScaleGridThatDoesNotFitIsGeometryGuard309) {
   EXPECT_NE(g->reason.find("group_size 48"), std::string::npos) << g->reason;
 }
 
+TEST(FormatV2, AButterflyLaneTreeIsEmulatedAndALaneLeftOutIsCaught) {
+  // The AVX2 horizontal sum (fold the upper 128 bits, then hadd twice) over 8 FMA lanes, computed
+  // by the fixture engine's own shuffle loop.
+  fixtures::ProjectionSpec p = scaled_projection();
+  p.name = "simd";
+  p.segments = {};
+  p.k_walk = "lanes:8:butterfly(4,1,2):fma";
+  const fixtures::DumpSpec spec = single_projection_dump(p);
+  const Report r = check_dump(write_fixture(spec, "butterfly.h5"));
+  EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+  EXPECT_EQ(verdict_of(r, "projections/simd/walk"), Verdict::kPass);
+  const Report bad = check_dump(write_fixture(spec, "butterfly-lane.h5", Fault::kLaneDropped));
+  EXPECT_EQ(verdict_of(bad, "projections/simd/walk"), Verdict::kFail) << bad.to_text(true);
+  EXPECT_EQ(verdict_of(bad, "projections/simd/identity"), Verdict::kPass);
+}
+
 // A dump written member by member (f16 logits, no projection), to hold the reader's version and
 // type rules; returns its path.
 std::string f16_logits_dump(const std::string& name, std::int64_t version, bool wrong_token) {

@@ -121,7 +121,7 @@ x = bf16_from_f32(rng.standard_normal((4, 64)))
 w = bf16_from_f32(rng.standard_normal((32, 64)) / 8)
 y = f32_from_bf16(x).astype(np.float64) @ f32_from_bf16(w).astype(np.float64).T
 with DumpWriter(out, engine="packaging-python", build="installed ncert_dump") as dw:
-    dw.add_projection("q", x=x, weights=[Segment("bf16", 0, 32, values=w)], accumulator="f32-rn",
+    dw.add_projection("q", x=x, x_dtype="bf16", weights=[Segment("bf16", 0, 32, values=w)], accumulator="f32-rn",
                       output_dtype="bf16", selector=np.arange(4, dtype=np.int32),
                       y_unpacked=bf16_from_f32(y))
     logits = rng.standard_normal((3, 100)).astype(np.float32)

@@ -121,6 +121,15 @@ TEST(KWalkParse, MalformedFormsAreKWalkInvalidListingTheForms) {
                         "splitk:4:seq/",
                         "splitk:4:seq/lanes:3:pairs",
                         "splitk:4:halving:fma/seq",
+                        "lanes:8:butterfly(4,1)",
+                        "lanes:8:butterfly(4,1,2,2)",
+                        "lanes:8:butterfly(4,1,3)",
+                        "lanes:8:butterfly(8,4,1,2)",
+                        "lanes:6:butterfly(4,1,2)",
+                        "lanes:8:butterfly()",
+                        "lanes:8:butterfly(4,1,2",
+                        "lanes:8:butterfly(4, 1, 2)",
+                        "splitk:3:butterfly(1,2)/seq",
                         "split:0",
                         "split:4:x",
                         "SEQ",
@@ -200,10 +209,23 @@ float promote_oracle(const Exact& ex, const float* x, const float* w, Index k, I
   return ex.to_float(total);
 }
 
-float tree_oracle(KWalkTree tree, std::vector<float> v) {
+float tree_oracle(KWalkTree tree, const std::vector<Index>& distances, std::vector<float> v) {
   if (v.size() == 1) return v[0];
   std::vector<float> next(v.size() / 2);
   switch (tree) {
+    case KWalkTree::kButterfly: {  // a shuffle per distance: lane i takes its xor-partner's value
+      for (Index d : distances) {
+        std::vector<float> shuffled = v;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          const std::size_t partner = i ^ static_cast<std::size_t>(d);
+          if (partner < v.size()) shuffled[i] = v[partner];
+        }
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          if ((i & static_cast<std::size_t>(d)) == 0) v[i] = v[i] + shuffled[i];
+        }
+      }
+      return v[0];
+    }
     case KWalkTree::kSeq: {
       float t = v[0];
       for (std::size_t i = 1; i < v.size(); ++i) t = t + v[i];
@@ -216,11 +238,12 @@ float tree_oracle(KWalkTree tree, std::vector<float> v) {
       for (std::size_t i = 0; i < next.size(); ++i) next[i] = v[2 * i] + v[2 * i + 1];
       break;
   }
-  return tree_oracle(tree, next);
+  return tree_oracle(tree, distances, next);
 }
 
 /// lanes:<L>:<tree>[:fma]: every lane materialized, even beyond K.
-float lanes_oracle(const float* x, const float* w, Index k, Index lanes, KWalkTree tree, bool fma) {
+float lanes_oracle(const float* x, const float* w, Index k, Index lanes, KWalkTree tree,
+                   const std::vector<Index>& distances, bool fma) {
   std::vector<float> lane(static_cast<std::size_t>(lanes), 0.0f);
   for (Index c = 0; c < k; ++c) {
     float& a = lane[static_cast<std::size_t>(c % lanes)];
@@ -231,7 +254,7 @@ float lanes_oracle(const float* x, const float* w, Index k, Index lanes, KWalkTr
       a = a + product;
     }
   }
-  return tree_oracle(tree, lane);
+  return tree_oracle(tree, distances, lane);
 }
 
 /// Any walk: its parts by the matching oracle, then the combine tree.
@@ -245,10 +268,11 @@ float walk_oracle(const KWalk& kw, const Exact& ex, const float* x, const float*
       sums.push_back(promote_oracle(ex, xp, wp, len, kw.promote_block, kw.promote_bits,
                                     kw.promote_rounding == PromoteRounding::kTowardZero, kw.fma));
     } else {
-      sums.push_back(lanes_oracle(xp, wp, len, kw.inner == KWalkInner::kLanes ? kw.lanes : 1, kw.lane_tree, kw.fma));
+      sums.push_back(lanes_oracle(xp, wp, len, kw.inner == KWalkInner::kLanes ? kw.lanes : 1, kw.lane_tree,
+                                  kw.lane_distances, kw.fma));
     }
   }
-  return tree_oracle(kw.combine, sums);
+  return tree_oracle(kw.combine, kw.combine_distances, sums);
 }
 
 /// A float with a random 24-bit significand, sign and exponent in [lo, hi].
@@ -406,6 +430,12 @@ TEST(KWalkEmulation, LanesAndSplitKEqualTheirOracles) {
       {"splitk:4:pairs/promote:16:11:rz", 256},
       {"splitk:2:halving/promote:100:9:rne:fma", 300},
       {"splitk:1:halving/lanes:4:pairs", 9},
+      {"lanes:8:butterfly(4,1,2):fma", 256},  // AVX2: fold the upper 128 bits, then hadd twice
+      {"lanes:8:butterfly(4,1,2):fma", 253},
+      {"lanes:4:butterfly(1,2)", 40},               // SSE haddps twice
+      {"lanes:32:butterfly(4,8,16,1,2):fma", 512},  // four 8-lane accumulators, then the fold
+      {"lanes:32:butterfly(4,8,16,1,2):fma", 7},    // L beyond K: the distances above 8 drop
+      {"splitk:4:butterfly(2,1)/seq-fma", 256},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.walk + " K=" + std::to_string(c.k));
@@ -418,6 +448,26 @@ TEST(KWalkEmulation, LanesAndSplitKEqualTheirOracles) {
                 f32_bits(walk_oracle(kw, ex, x.data(), w.data(), c.k)));
     }
   }
+}
+
+TEST(KWalkEmulation, ButterfliesInOrderAreHalvingAndPairsBitForBit) {
+  std::mt19937_64 rng(12);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(1000), w(1000);
+  for (int trial = 0; trial < 50; ++trial) {
+    for (auto& v : x) v = n(rng);
+    for (auto& v : w) v = n(rng);
+    for (const auto& [butterfly, named] : {std::pair{"lanes:16:butterfly(8,4,2,1):fma", "lanes:16:halving:fma"},
+                                           std::pair{"lanes:16:butterfly(1,2,4,8):fma", "lanes:16:pairs:fma"}}) {
+      EXPECT_EQ(f32_bits(walk_dot(*parse_k_walk(butterfly), x.data(), w.data(), 1000)),
+                f32_bits(walk_dot(*parse_k_walk(named), x.data(), w.data(), 1000)))
+          << butterfly;
+    }
+  }
+  const auto w8 = parse_k_walk("lanes:8:butterfly(4,1,2):fma");
+  ASSERT_TRUE(w8.ok());
+  EXPECT_EQ(w8->lane_tree, KWalkTree::kButterfly);
+  EXPECT_EQ(w8->lane_distances, (std::vector<Index>{4, 1, 2}));
 }
 
 TEST(KWalkEmulation, SplitIsSplitKWithSeqCombineBitForBit) {
@@ -449,7 +499,7 @@ TEST(KWalkEmulation, SplitIsSplitKWithSeqCombineBitForBit) {
 TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
   for (const char* name : {"seq", "split:4:fma", "lanes:8:halving", "lanes:5:seq:fma", "splitk:4:pairs/seq",
                            "splitk:2:halving/lanes:4:pairs:fma", "promote:16:12:rz", "promote:32:9:rne:fma",
-                           "splitk:4:seq/promote:8:14:rne"}) {
+                           "splitk:4:seq/promote:8:14:rne", "lanes:8:butterfly(4,1,2):fma"}) {
     SCOPED_TRACE(name);
     testing::ProblemOptions o;
     o.m = 6;  // a 4-row block and a 2-row tail
