@@ -97,12 +97,21 @@ std::string dequant_op_misfit(reference::Af4Variant variant, reference::DequantO
 
 bool is_version_2_dtype(DType t) { return t == DType::kF16 || is_fp8_dtype(t) || t == DType::kI8; }
 
-struct LmHead {
+}  // namespace
+
+namespace detail {
+
+/// An lm_head projection whose logits run is not added yet. Named (not in the anonymous
+/// namespace) because DumpBuilder::Impl holds them: a unity build includes this file into another
+/// translation unit, where GCC refuses an anonymous-namespace type in a named class's member.
+struct PendingLmHead {
   std::string path, run;
   Index m = 0, n = 0;
 };
 
-}  // namespace
+}  // namespace detail
+
+using LmHead = detail::PendingLmHead;
 
 struct DumpBuilder::Impl {
   std::string path, temp;
