@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""ONNX Runtime's real FP8 quantization (QuantizeLinear to float8e4m3fn / float8e5m2, per token)
+certified by ncert: the codes are measured against an exact rounding, exported with their
+scales and an FP8-weight MatMul's outputs as dumps, and every verdict is held against README.md.
+
+    python3 examples/ort_fp8_quantize/run.py --ncert build/release/certify/ncert --out /tmp/fp8
+
+Exit status: 0 every result as expected, 1 one is not, 2 usage error, 77 a prerequisite is
+missing (x86-64, python3-onnx, h5py, node, or the onnxruntime-node package, which it installs
+with tools/install-npm-deps when absent; the reason is printed and the test suite reports a skip).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+kHere = Path(__file__).resolve().parent
+kRepo = kHere.parent.parent
+kSkip = 77  # CTest's SKIP_RETURN_CODE for this example
+kOutputs = ("kernel", "reports", "e4m3.h5", "e5m2.h5", "fault_scale.h5", "fault_code.h5")
+
+# The projection: M tokens of K activations, N outputs. The packed path gathers rows 5, 1, 3
+# and 6 into slots 0, 1, 3, 4 (slot 2 empty).
+kM, kK, kN = 8, 512, 96
+kSelector = [5, 1, -1, 3, 6]
+kFaultRow = 3        # fault_scale.h5: this row's declared scale × 1.25
+kScaleFactor = 1.25
+
+sys.dont_write_bytecode = True  # the example runs from the source tree
+sys.path.insert(0, str(kHere))
+
+from measure import Expectation  # noqa: E402  (numpy only)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
+                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
+    p.add_argument("--out", type=Path, required=True, help="directory for models, dumps and reports")
+    p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
+                   "(default: the one tools/install-npm-deps installs, installing it if absent)")
+    p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
+    return p.parse_args(argv)
+
+
+def find_ncert(given) -> Optional[Path]:
+    candidates = [given] if given else [os.environ.get("NCERT_BINARY"),
+                                        kRepo / "build/release/certify/ncert", shutil.which("ncert")]
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return Path(c).resolve()
+    return None
+
+
+def skip(reason: str) -> int:
+    print(f"SKIP: {reason}")
+    return kSkip
+
+
+def find_ort_package(given: Optional[Path]) -> Tuple[Optional[Path], str]:
+    """The onnxruntime-node package directory, or None and why it is unavailable."""
+    if given is not None:
+        if (given / "package.json").is_file():
+            return given.resolve(), ""
+        return None, f"--ort-package {given}: no package.json there"
+    if shutil.which("node") is None:
+        return None, "node is not installed (Debian: nodejs; tools/install-deps)"
+    script = kRepo / "tools/install-npm-deps"
+    where = subprocess.run([str(script), "--print-dir"], capture_output=True, text=True)
+    pkg = Path(where.stdout.strip())
+    if where.returncode == 0:
+        return pkg, ""
+    print(f"onnxruntime-node is not in {pkg}: installing it (tools/install-npm-deps)")
+    got = subprocess.run([str(script)], capture_output=True, text=True)
+    if got.returncode != 0:
+        lines = [ln for ln in got.stderr.strip().splitlines() if ": installing " not in ln]
+        return None, f"onnxruntime-node could not be installed: {' '.join(lines[-4:])}"
+    return pkg, ""
+
+
+class OrtRunner:
+    """Plans calls of the models, runs them all in one node process, reads the outputs back."""
+
+    def __init__(self, work: Path, package: Path):
+        self.work, self.package, self.calls = work, package, []  # type: ignore[var-annotated]
+
+    def plan(self, model: Path, x, s) -> int:
+        import numpy as np
+
+        i = len(self.calls)
+        np.ascontiguousarray(x, np.float32).tofile(self.work / f"x{i}.bin")
+        np.ascontiguousarray(s, np.float32).tofile(self.work / f"s{i}.bin")
+        self.calls.append({"model": str(model), "x": str(self.work / f"x{i}.bin"),
+                           "s": str(self.work / f"s{i}.bin"), "rows": int(x.shape[0]),
+                           "k": int(x.shape[1]),
+                           "outputs": {o: str(self.work / f"{o}{i}.bin") for o in ("Q", "Xd", "Wd", "Y")}})
+        return i
+
+    def run(self) -> str:
+        job = self.work / "job.json"
+        job.write_text(json.dumps({"calls": self.calls}))
+        proc = subprocess.run(["node", str(kHere / "run_ort.js"), str(self.package), str(job)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"run_ort.js failed: {proc.stderr.strip()}")
+        return json.loads(proc.stdout)["onnxruntime"]
+
+    def out(self, i: int, name: str, cols: int):
+        import numpy as np
+
+        return np.fromfile(self.calls[i]["outputs"][name], np.float32).reshape(-1, cols)
+
+
+def check(ncert: Path, dump: Path, reports: Path) -> Tuple[int, Optional[dict]]:
+    report = reports / (dump.stem + ".json")
+    report.unlink(missing_ok=True)
+    proc = subprocess.run([str(ncert), "check", dump.name, "--json", str(report)],
+                          capture_output=True, text=True, cwd=dump.parent)
+    parsed = json.loads(report.read_text()) if report.exists() else None
+    if proc.returncode not in (0, 1):  # refused or broken: show why beside the expectation
+        print(f"ncert check {dump.name}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()}")
+    return proc.returncode, parsed
+
+
+def verdicts(report: dict) -> Dict[str, str]:
+    return {c["id"]: c["verdict"] for c in report["checks"] if c["id"].startswith("projections/")}
+
+
+def reason(report: dict, check_id: str) -> str:
+    return next((c.get("reason", "") for c in report["checks"] if c["id"] == check_id), "")
+
+
+kPassing = ("geometry", "identity", "untouched", "bound", "quantize", "vacuity")
+
+
+def expect_pass(label: str, rc: int, report: Optional[dict], name: str) -> Expectation:
+    """Exit 0; every check of kPassing PASS, walk SKIP (no walk over codes), none FAIL."""
+    if report is None:
+        return Expectation(label, False, f"no report (exit {rc})")
+    v = verdicts(report)
+    want = {f"projections/{name}/{kind}": "PASS" for kind in kPassing}
+    want[f"projections/{name}/walk"] = "SKIP"
+    wrong = {i: v.get(i, "absent") for i, verdict in want.items() if v.get(i, "absent") != verdict}
+    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    met = rc == 0 and not wrong and not failed
+    return Expectation(label, met, f"exit {rc}; " + (f"{', '.join(kPassing)} PASS, walk SKIP" if met
+                                                     else f"unexpected: {wrong or ''} {failed or ''}"))
+
+
+def expect_fail(label: str, rc: int, report: Optional[dict], meant: List[str]) -> Expectation:
+    """Exit 1, and the failing checks are exactly `meant`."""
+    if report is None:
+        return Expectation(label, False, f"no report (exit {rc})")
+    failed = sorted(i for i, verdict in verdicts(report).items() if verdict == "FAIL")
+    met = rc == 1 and failed == sorted(meant)
+    evidence = "\n      ".join(f"{m}: {reason(report, m)[:300]}" for m in meant)
+    return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}\n      {evidence}")
+
+
+def clean(out: Path, force: bool) -> bool:
+    if out.exists() and any((out / o).exists() for o in kOutputs):
+        if not force:
+            print(f"run.py: {out} holds an earlier run's files; give --force to replace them",
+                  file=sys.stderr)
+            return False
+        for o in kOutputs:
+            old = out / o
+            if old.is_dir():
+                shutil.rmtree(old)
+            elif old.exists():
+                old.unlink()
+    return True
+
+
+def main(argv) -> int:
+    args = parse_args(argv)
+    ncert = find_ncert(args.ncert)
+    if ncert is None:
+        print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
+        return 2
+    out: Path = args.out
+    if not clean(out, args.force):
+        return 2
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return skip(f"this example's kernels are measured on x86-64, not {platform.machine()}")
+    try:
+        import h5py  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError as e:
+        return skip(f"{e.name} is not installed (Debian: python3-{e.name}; tools/install-deps)")
+    ort_package, why = find_ort_package(args.ort_package)
+    if ort_package is None:
+        return skip(why)
+
+    import numpy as np
+
+    import fp8
+    import measure
+    import model
+    from export import Projection, write_dump
+
+    start = time.monotonic()
+    kernel_dir = out / "kernel"
+    kernel_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(2026)
+    sel = np.array(kSelector, np.int32)
+    used = sel >= 0
+
+    def activations():
+        # Per-token magnitudes from 0.05 to 20, and two outlier channels, as LLM activations have.
+        x = rng.standard_normal((kM, kK)) * np.exp(rng.uniform(np.log(0.05), np.log(20), (kM, 1)))
+        x[:, [17, 300]] *= 12
+        return x.astype(np.float32)
+
+    ort = OrtRunner(kernel_dir, ort_package)
+    plans = {}
+    data = {}
+    for fmt in ("e4m3", "e5m2"):
+        w = (rng.standard_normal((kK, kN)) / np.sqrt(kK)).astype(np.float32)
+        ws = (np.abs(w).max(axis=0) / np.float32(fp8.kMaxFinite[fmt])).astype(np.float32)
+        wq = fp8.encode_rne_sat(w.astype(np.float64) / ws.astype(np.float64), fmt)  # [K, N]
+        path = kernel_dir / f"fp8_{fmt}.onnx"
+        model.build(path, fmt, wq, ws)
+        x, x_prev = activations(), activations()
+        # Per-token scales as a dynamic quantizer computes them: amax / max finite, in f32.
+        s = (np.abs(x).max(axis=1) / np.float32(fp8.kMaxFinite[fmt])).astype(np.float32)
+        s_prev = (np.abs(x_prev).max(axis=1) / np.float32(fp8.kMaxFinite[fmt])).astype(np.float32)
+        data[fmt] = dict(x=x, s=s, wq=wq, ws=ws)
+        plans[fmt] = {"unpacked": ort.plan(path, x, s),
+                      "compact": ort.plan(path, x[sel[used]], s[sel[used]]),
+                      "before": ort.plan(path, x_prev, s_prev)}
+        plans[fmt + "/probe"] = measure.plan_probes(ort, path, fmt)
+    version = ort.run()
+    print(f"onnxruntime-node {version}: {len(ort.calls)} calls in {time.monotonic() - start:.1f} s")
+
+    results: List[Expectation] = []
+    dumps = {}
+    for fmt in ("e4m3", "e5m2"):
+        d, p = data[fmt], plans[fmt]
+        table = fp8.decode_table(fmt)
+        q = fp8.codes_of_values(ort.out(p["unpacked"], "Q", kK), fmt)
+        q_compact = fp8.codes_of_values(ort.out(p["compact"], "Q", kK), fmt)
+        exact = fp8.encode_rne_sat(d["x"].astype(np.float64) / d["s"].astype(np.float64)[:, None], fmt)
+        mism = int((q != exact).sum())
+        results.append(Expectation(f"{fmt}: ORT's codes equal the exact RNE of x / s, saturated",
+                                   mism == 0 and np.array_equal(q_compact, q[sel[used]]),
+                                   f"{mism} of {q.size} codes differ; the packed path's codes equal"
+                                   " the unpacked rows'" if np.array_equal(q_compact, q[sel[used]])
+                                   else "the packed path's codes differ"))
+        xd = ort.out(p["unpacked"], "Xd", kK)
+        wd = ort.out(p["unpacked"], "Wd", kN)
+        xd_ok = np.array_equal(xd.view(np.uint32), (table[q] * d["s"][:, None]).astype(np.float32).view(np.uint32))
+        wd_ok = np.array_equal(wd.view(np.uint32), (table[d["wq"]] * d["ws"][None, :]).astype(np.float32).view(np.uint32))
+        results.append(Expectation(f"{fmt}: DequantizeLinear is fl32(code · s) (x and W)", xd_ok and wd_ok,
+                                   f"{xd.size} activations {'equal' if xd_ok else 'DIFFER'}, "
+                                   f"{wd.size} weights {'equal' if wd_ok else 'DIFFER'}"))
+        results.extend(measure.judge_probes(ort, plans[fmt + "/probe"], fmt))
+        y = ort.out(p["unpacked"], "Y", kN)
+        y_before = ort.out(p["before"], "Y", kN)
+        y_compact = np.zeros((len(sel), kN), np.float32)
+        y_compact[used] = ort.out(p["compact"], "Y", kN)
+        y_packed = y_before.copy()
+        y_packed[sel[used]] = y_compact[used]
+        proj = Projection(name=f"fp8_{fmt}", fmt=fmt, x=d["x"], x_quantized=q, x_scales=d["s"][:, None],
+                          w_values=d["wq"].T.copy(), w_scales=d["ws"][:, None], selector=sel,
+                          y_unpacked=y, y_packed=y_packed, y_compact=y_compact, y_before=y_before)
+        dumps[fmt] = proj
+        write_dump(out / f"{fmt}.h5", proj, version)
+
+    # Fault (a): row kFaultRow's declared scale × 1.25, the codes and outputs unchanged.
+    e4 = dumps["e4m3"]
+    bad_scales = e4.x_scales.copy()
+    bad_scales[kFaultRow, 0] = np.float32(bad_scales[kFaultRow, 0] * np.float32(kScaleFactor))
+    write_dump(out / "fault_scale.h5", e4._replace(x_scales=bad_scales), version)
+    # Fault (b): one code one FP8 step up in magnitude: the smallest nonzero code of row 0, where
+    # the change in the product is far below the bound, so only the codes can show it.
+    bad_q = e4.x_quantized.copy()
+    mags = np.where((bad_q[0] & 0x7F) == 0, 255, bad_q[0] & 0x7F)
+    col = int(np.argmin(mags))
+    bad_q[0, col] = bad_q[0, col] + 1  # the next code away from zero (same sign bit)
+    write_dump(out / "fault_code.h5", e4._replace(x_quantized=bad_q), version)
+    print(f"dumps in {out} ({time.monotonic() - start:.1f} s); fault_code.h5 changes row 0, column {col}: "
+          f"code {e4.x_quantized[0, col]:#04x} -> {bad_q[0, col]:#04x}")
+
+    reports = out / "reports"
+    reports.mkdir(exist_ok=True)
+    for fmt in ("e4m3", "e5m2"):
+        rc, rep = check(ncert, out / f"{fmt}.h5", reports)
+        results.append(expect_pass(f"{fmt}.h5: quantize, bound, identity and the rest PASS", rc, rep, f"fp8_{fmt}"))
+    rc, rep = check(ncert, out / "fault_scale.h5", reports)
+    results.append(expect_fail(f"fault_scale.h5 (row {kFaultRow}'s scale × {kScaleFactor}): FAIL quantize and bound",
+                               rc, rep, ["projections/fp8_e4m3/quantize", "projections/fp8_e4m3/bound"]))
+    rc, rep = check(ncert, out / "fault_code.h5", reports)
+    results.append(expect_fail("fault_code.h5 (one code one FP8 step off): FAIL quantize alone",
+                               rc, rep, ["projections/fp8_e4m3/quantize"]))
+    for r in results:
+        print(f"{'ok      ' if r.met else 'NOT MET '} {r.what}\n      {r.detail}")
+    failed = [r for r in results if not r.met]
+    print(f"{len(results) - len(failed)} of {len(results)} expectations met "
+          f"({time.monotonic() - start:.1f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
