@@ -23,7 +23,6 @@ import numpy as np
 import fp8
 
 
-
 @dataclass
 class Expectation:
     what: str

@@ -258,8 +258,11 @@ def main(argv) -> int:
                                    else "the packed path's codes differ"))
         xd = ort.out(p["unpacked"], "Xd", kK)
         wd = ort.out(p["unpacked"], "Wd", kN)
-        xd_ok = np.array_equal(xd.view(np.uint32), (table[q] * d["s"][:, None]).astype(np.float32).view(np.uint32))
-        wd_ok = np.array_equal(wd.view(np.uint32), (table[d["wq"]] * d["ws"][None, :]).astype(np.float32).view(np.uint32))
+        # code · s is exact in f64 (4 significant bits times 24), so astype rounds it once.
+        xd_ok = np.array_equal(xd.view(np.uint32),
+                               (table[q] * d["s"][:, None]).astype(np.float32).view(np.uint32))
+        wd_ok = np.array_equal(wd.view(np.uint32),
+                               (table[d["wq"]] * d["ws"][None, :]).astype(np.float32).view(np.uint32))
         results.append(Expectation(f"{fmt}: DequantizeLinear is fl32(code · s) (x and W)", xd_ok and wd_ok,
                                    f"{xd.size} activations {'equal' if xd_ok else 'DIFFER'}, "
                                    f"{wd.size} weights {'equal' if wd_ok else 'DIFFER'}"))
