@@ -4,6 +4,9 @@
     q  = QuantizeLinear(X, S, axis = 0, saturate = 1, output_dtype = FP8)   opset 21
     Q  = DequantizeLinear(q, 1.0)            the codes' values, exactly (an FP8 value in f32)
     Xd = DequantizeLinear(q, S, axis = 0)    the kernel's activations, fl32(code · s)
+
+or, per block of B values along K, S [M, K/B] and `axis = 1, block_size = B` in both (the
+blocked form of opset 21), and then
     Wd = DequantizeLinear(Wq, Ws, axis = 1)  Wq [K, N] FP8 initializer, one scale per column
     Y  = MatMul(Xd, Wd)                      [M, N] f32 (MLAS SGEMM)
 
@@ -15,6 +18,7 @@ dequantization ORT ran can be compared with fl32(code · s)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import List, Optional, Union
 
 import numpy as np
 import onnx
@@ -34,9 +38,13 @@ def fp8_initializer(name: str, codes: np.ndarray, fmt: str) -> TensorProto:
     return t
 
 
-def build(path: Path, fmt: str, w_codes_kn: np.ndarray, w_scales: np.ndarray) -> None:
-    """w_codes_kn: u8 FP8 codes [K, N]; w_scales: f32 [N]."""
+def build(path: Path, fmt: str, w_codes_kn: np.ndarray, w_scales: np.ndarray,
+          block: Optional[int] = None) -> None:
+    """w_codes_kn: u8 FP8 codes [K, N]; w_scales: f32 [N]; block: None per token, else the
+    activations' block along K."""
     k, n = w_codes_kn.shape
+    per = {"axis": 0} if block is None else {"axis": 1, "block_size": block}
+    s_shape: List[Union[str, int]] = ["M"] if block is None else ["M", k // block]
     inits = [
         helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
         fp8_initializer("Wq", w_codes_kn, fmt),
@@ -44,17 +52,17 @@ def build(path: Path, fmt: str, w_codes_kn: np.ndarray, w_scales: np.ndarray) ->
     ]
     nodes = [
         # No zero point input (its absence is zero); output_dtype names the FP8 type.
-        helper.make_node("QuantizeLinear", ["X", "S"], ["q"], axis=0, saturate=1,
-                         output_dtype=kOnnxType[fmt]),
+        helper.make_node("QuantizeLinear", ["X", "S"], ["q"], saturate=1,
+                         output_dtype=kOnnxType[fmt], **per),
         helper.make_node("DequantizeLinear", ["q", "one"], ["Q"]),
-        helper.make_node("DequantizeLinear", ["q", "S"], ["Xd"], axis=0),
+        helper.make_node("DequantizeLinear", ["q", "S"], ["Xd"], **per),
         helper.make_node("DequantizeLinear", ["Wq", "Ws"], ["Wd"], axis=1),
         helper.make_node("MatMul", ["Xd", "Wd"], ["Y"]),
     ]
     graph = helper.make_graph(
         nodes, f"fp8_{fmt}_matmul",
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["M", k]),
-         helper.make_tensor_value_info("S", TensorProto.FLOAT, ["M"])],
+         helper.make_tensor_value_info("S", TensorProto.FLOAT, s_shape)],
         [helper.make_tensor_value_info("Q", TensorProto.FLOAT, ["M", k]),
          helper.make_tensor_value_info("Xd", TensorProto.FLOAT, ["M", k]),
          helper.make_tensor_value_info("Wd", TensorProto.FLOAT, [k, n]),

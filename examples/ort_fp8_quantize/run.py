@@ -26,12 +26,14 @@ from typing import Dict, List, Optional, Tuple
 kHere = Path(__file__).resolve().parent
 kRepo = kHere.parent.parent
 kSkip = 77  # CTest's SKIP_RETURN_CODE for this example
-kOutputs = ("kernel", "reports", "e4m3.h5", "e5m2.h5", "fault_scale.h5", "fault_code.h5")
+kOutputs = ("kernel", "reports", "e4m3.h5", "e5m2.h5", "e4m3_b128.h5", "fault_scale.h5", "fault_code.h5")
 
 # The projection: M tokens of K activations, N outputs. The packed path gathers rows 5, 1, 3
 # and 6 into slots 0, 1, 3, 4 (slot 2 empty).
 kM, kK, kN = 8, 512, 96
 kSelector = [5, 1, -1, 3, 6]
+# name -> (FP8 type, block of K sharing an activation scale; None: per token)
+kVariants = {"e4m3": ("e4m3", None), "e5m2": ("e5m2", None), "e4m3_b128": ("e4m3", 128)}
 kFaultRow = 3        # fault_scale.h5: this row's declared scale × 1.25
 kScaleFactor = 1.25
 
@@ -101,6 +103,7 @@ class OrtRunner:
         np.ascontiguousarray(s, np.float32).tofile(self.work / f"s{i}.bin")
         self.calls.append({"model": str(model), "x": str(self.work / f"x{i}.bin"),
                            "s": str(self.work / f"s{i}.bin"), "rows": int(x.shape[0]),
+                           "s_shape": [int(e) for e in s.shape],
                            "k": int(x.shape[1]),
                            "outputs": {o: str(self.work / f"{o}{i}.bin") for o in ("Q", "Xd", "Wd", "Y")}})
         return i
@@ -221,37 +224,44 @@ def main(argv) -> int:
         x[:, [17, 300]] *= 12
         return x.astype(np.float32)
 
+    def scales(x, fmt: str, block: Optional[int]):
+        # As a dynamic quantizer computes them: amax / max finite in f32, per token ([M]) or per
+        # block of K ([M, K/block]).
+        amax = np.abs(x).max(axis=1) if block is None else np.abs(x).reshape(kM, -1, block).max(axis=2)
+        return (amax / np.float32(fp8.kMaxFinite[fmt])).astype(np.float32)
+
     ort = OrtRunner(kernel_dir, ort_package)
     plans = {}
     data = {}
-    for fmt in ("e4m3", "e5m2"):
+    for name, (fmt, block) in kVariants.items():
         w = (rng.standard_normal((kK, kN)) / np.sqrt(kK)).astype(np.float32)
         ws = (np.abs(w).max(axis=0) / np.float32(fp8.kMaxFinite[fmt])).astype(np.float32)
         wq = fp8.encode_rne_sat(w.astype(np.float64) / ws.astype(np.float64), fmt)  # [K, N]
-        path = kernel_dir / f"fp8_{fmt}.onnx"
-        model.build(path, fmt, wq, ws)
+        path = kernel_dir / f"fp8_{name}.onnx"
+        model.build(path, fmt, wq, ws, block)
         x, x_prev = activations(), activations()
-        # Per-token scales as a dynamic quantizer computes them: amax / max finite, in f32.
-        s = (np.abs(x).max(axis=1) / np.float32(fp8.kMaxFinite[fmt])).astype(np.float32)
-        s_prev = (np.abs(x_prev).max(axis=1) / np.float32(fp8.kMaxFinite[fmt])).astype(np.float32)
-        data[fmt] = dict(x=x, s=s, wq=wq, ws=ws)
-        plans[fmt] = {"unpacked": ort.plan(path, x, s),
-                      "compact": ort.plan(path, x[sel[used]], s[sel[used]]),
-                      "before": ort.plan(path, x_prev, s_prev)}
-        plans[fmt + "/probe"] = measure.plan_probes(ort, path, fmt)
+        s, s_prev = scales(x, fmt, block), scales(x_prev, fmt, block)
+        data[name] = dict(x=x, s=s, wq=wq, ws=ws)
+        plans[name] = {"unpacked": ort.plan(path, x, s),
+                       "compact": ort.plan(path, x[sel[used]], s[sel[used]]),
+                       "before": ort.plan(path, x_prev, s_prev)}
+        if block is None:
+            plans[name + "/probe"] = measure.plan_probes(ort, path, fmt)
     version = ort.run()
     print(f"onnxruntime-node {version}: {len(ort.calls)} calls in {time.monotonic() - start:.1f} s")
 
     results: List[Expectation] = []
     dumps = {}
-    for fmt in ("e4m3", "e5m2"):
-        d, p = data[fmt], plans[fmt]
+    for name, (fmt, block) in kVariants.items():
+        d, p = data[name], plans[name]
+        s2 = d["s"].reshape(kM, -1)  # [M, groups]
+        s_full = np.repeat(s2, kK // s2.shape[1], axis=1).astype(np.float64)  # each value's scale
         table = fp8.decode_table(fmt)
         q = fp8.codes_of_values(ort.out(p["unpacked"], "Q", kK), fmt)
         q_compact = fp8.codes_of_values(ort.out(p["compact"], "Q", kK), fmt)
-        exact = fp8.encode_rne_sat(d["x"].astype(np.float64) / d["s"].astype(np.float64)[:, None], fmt)
+        exact = fp8.encode_rne_sat(d["x"].astype(np.float64) / s_full, fmt)
         mism = int((q != exact).sum())
-        results.append(Expectation(f"{fmt}: ORT's codes equal the exact RNE of x / s, saturated",
+        results.append(Expectation(f"{name}: ORT's codes equal the exact RNE of x / s, saturated",
                                    mism == 0 and np.array_equal(q_compact, q[sel[used]]),
                                    f"{mism} of {q.size} codes differ; the packed path's codes equal"
                                    " the unpacked rows'" if np.array_equal(q_compact, q[sel[used]])
@@ -260,24 +270,25 @@ def main(argv) -> int:
         wd = ort.out(p["unpacked"], "Wd", kN)
         # code · s is exact in f64 (4 significant bits times 24), so astype rounds it once.
         xd_ok = np.array_equal(xd.view(np.uint32),
-                               (table[q] * d["s"][:, None]).astype(np.float32).view(np.uint32))
+                               (table[q] * s_full).astype(np.float32).view(np.uint32))
         wd_ok = np.array_equal(wd.view(np.uint32),
                                (table[d["wq"]] * d["ws"][None, :]).astype(np.float32).view(np.uint32))
-        results.append(Expectation(f"{fmt}: DequantizeLinear is fl32(code · s) (x and W)", xd_ok and wd_ok,
+        results.append(Expectation(f"{name}: DequantizeLinear is fl32(code · s) (x and W)", xd_ok and wd_ok,
                                    f"{xd.size} activations {'equal' if xd_ok else 'DIFFER'}, "
                                    f"{wd.size} weights {'equal' if wd_ok else 'DIFFER'}"))
-        results.extend(measure.judge_probes(ort, plans[fmt + "/probe"], fmt))
+        if block is None:
+            results.extend(measure.judge_probes(ort, plans[name + "/probe"], fmt))
         y = ort.out(p["unpacked"], "Y", kN)
         y_before = ort.out(p["before"], "Y", kN)
         y_compact = np.zeros((len(sel), kN), np.float32)
         y_compact[used] = ort.out(p["compact"], "Y", kN)
         y_packed = y_before.copy()
         y_packed[sel[used]] = y_compact[used]
-        proj = Projection(name=f"fp8_{fmt}", fmt=fmt, x=d["x"], x_quantized=q, x_scales=d["s"][:, None],
+        proj = Projection(name=f"fp8_{name}", fmt=fmt, x=d["x"], x_quantized=q, x_scales=s2,
                           w_values=d["wq"].T.copy(), w_scales=d["ws"][:, None], selector=sel,
                           y_unpacked=y, y_packed=y_packed, y_compact=y_compact, y_before=y_before)
-        dumps[fmt] = proj
-        write_dump(out / f"{fmt}.h5", proj, version)
+        dumps[name] = proj
+        write_dump(out / f"{name}.h5", proj, version)
 
     # Fault (a): row kFaultRow's declared scale × 1.25, the codes and outputs unchanged.
     e4 = dumps["e4m3"]
@@ -296,9 +307,9 @@ def main(argv) -> int:
 
     reports = out / "reports"
     reports.mkdir(exist_ok=True)
-    for fmt in ("e4m3", "e5m2"):
-        rc, rep = check(ncert, out / f"{fmt}.h5", reports)
-        results.append(expect_pass(f"{fmt}.h5: quantize, bound, identity and the rest PASS", rc, rep, f"fp8_{fmt}"))
+    for name in kVariants:
+        rc, rep = check(ncert, out / f"{name}.h5", reports)
+        results.append(expect_pass(f"{name}.h5: quantize, bound, identity and the rest PASS", rc, rep, f"fp8_{name}"))
     rc, rep = check(ncert, out / "fault_scale.h5", reports)
     results.append(expect_fail(f"fault_scale.h5 (row {kFaultRow}'s scale × {kScaleFactor}): FAIL quantize and bound",
                                rc, rep, ["projections/fp8_e4m3/quantize", "projections/fp8_e4m3/bound"]))

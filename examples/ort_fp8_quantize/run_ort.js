@@ -3,9 +3,9 @@
 //   node run_ort.js ORT_PACKAGE_DIR JOB.json
 //
 // ORT_PACKAGE_DIR: the onnxruntime-node package (the directory holding its package.json).
-// JOB.json: {"calls": [{"model": PATH, "x": PATH, "s": PATH, "rows": M, "k": K,
-// "outputs": {"Q": PATH, "Y": PATH}}, ...]}: each call reads X [M, K] and the per-row scales
-// S [M] as raw little-endian float32, runs the model once and writes each named output's raw
+// JOB.json: {"calls": [{"model": PATH, "x": PATH, "s": PATH, "rows": M, "k": K, "s_shape": [M]
+// or [M, G], "outputs": {"Q": PATH, "Y": PATH}}, ...]}: each call reads X [M, K] and the scales
+// S (per row, or per row and block) as raw little-endian float32, runs the model once and writes each named output's raw
 // little-endian float32 bytes to its path. One session per model, created once, run with one
 // intra-op thread and sequential execution. Prints one JSON line: {"onnxruntime": VERSION,
 // "calls": COUNT}. Exit 1 on any error.
@@ -48,7 +48,7 @@ async function main() {
     const session = sessions.get(call.model);
     const feeds = {
       X: new ort.Tensor('float32', f32(call.x, call.rows * call.k), [call.rows, call.k]),
-      S: new ort.Tensor('float32', f32(call.s, call.rows), [call.rows]),
+      S: new ort.Tensor('float32', f32(call.s, call.s_shape.reduce((a, b) => a * b, 1)), call.s_shape),
     };
     const out = await session.run(feeds, Object.keys(call.outputs));
     for (const [name, file] of Object.entries(call.outputs)) {
