@@ -32,6 +32,29 @@ def _width(arr) -> Optional[int]:
     return int(shape[1]) if len(shape) == 2 else None
 
 
+def _refuse_transposed(seg, where: str, k: Optional[int], x_width: Optional[int]) -> None:
+    """A weight array given as [K, rows] instead of [rows, K] (W is stored one row per output
+    column; PyTorch's ``Linear.weight`` already is, its ``.T`` is not): said as such, rather than
+    as the stride or shape error it would cause further on."""
+    array = seg.values if seg.values is not None else seg.codes
+    if array is None or not isinstance(seg.row_begin, (int, np.integer)) \
+            or not isinstance(seg.row_end, (int, np.integer)):
+        return
+    shape = shape_of(array)
+    rows = int(seg.row_end) - int(seg.row_begin)
+    if len(shape) != 2 or shape[0] == rows or shape[1] != rows:
+        return
+    if k is not None and shape[0] != k:
+        return
+    if k is None and x_width is not None and shape[0] > x_width:
+        return
+    member = "values" if seg.values is not None else "codes"
+    raise DumpFormatError("shape-mismatch", f"{where}/{member}",
+                          f"{member} has shape [{shape[0]}, {shape[1]}], which is [K, rows] for this "
+                          f"segment's {rows} rows: W is stored [rows, K], one row per output column; "
+                          f"pass its transpose (PyTorch's Linear.weight is already [n, k], its .T is not)")
+
+
 def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilogue, selector,
                      k, n, in_stride, out_stride, residual_at, k_walk, output_rounding, bias,
                      residual, commit_counts, requests, block_rows, cap, outputs: dict, role,
@@ -54,6 +77,8 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
         if names.index(name) != i:
             raise DumpFormatError("invalid-argument", f"{path}/weight/{name}",
                                   "two segments have this name")
+    for seg, name in zip(segs, names):
+        _refuse_transposed(seg, f"{path}/weight/{name}", k, _width(x))
     if k is None:
         k = next((kk for kk in map(infer_k, segs) if kk is not None), None)
     if n is None:

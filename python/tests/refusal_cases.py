@@ -19,7 +19,8 @@ K_WALK_FORMS = (
     "seq, seq-fma, split:<P>, split:<P>:fma (P >= 1), lanes:<L>:<tree>, lanes:<L>:<tree>:fma (L >= 2), "
     "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
     "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
-    "tree seq, halving or pairs (halving and pairs need L or S a power of two)")
+    "tree seq, halving, pairs or butterfly(<d>,...) (all but seq need L or S a power of two; a butterfly's "
+    "distances are the powers of two below it, each once, in the order the kernel adds them)")
 
 
 @dataclass

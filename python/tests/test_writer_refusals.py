@@ -268,3 +268,22 @@ class Atomicity(TempDirCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TransposedWeights(RefusalAssertions):
+    """Weights given as [K, rows] (a transposed W) are named as such, not as a stride error."""
+
+    def test_a_transposed_segment_is_named(self):
+        kw = base_projection()
+        w = kw["weights"][0].values  # [4, 16]
+        kw["weights"] = [Segment("bf16", 0, 4, values=np.ascontiguousarray(w.T)), kw["weights"][1]]
+        e = self.assertRefused(lambda: self.writer().add_projection("q", **kw), "shape-mismatch",
+                               "[K, rows]", "/projections/q/weight/s0_bf16/values")
+        self.assertIn("pass its transpose", e.message)
+
+    def test_a_square_segment_is_not_second_guessed(self):
+        kw = base_projection()
+        # 16 rows of K = 16: [rows, K] and [K, rows] are the same shape; nothing to say.
+        kw["weights"] = [Segment("f32", 0, 16, values=np.zeros((16, 16), np.float32))]
+        kw["y_unpacked"] = np.zeros((4, 16), np.float32)
+        self.writer().add_projection("q", **kw)

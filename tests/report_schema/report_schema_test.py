@@ -59,9 +59,10 @@ def write_extra_dumps(d):
     y = (f32_from_bf16(x).astype(np.float64) @ w.T).astype(np.float32)
     paths["ambiguous"] = os.path.join(d, "ambiguous.h5")
     with DumpWriter(paths["ambiguous"], engine="schema-test", build="af4-either", overwrite=True) as dw:
-        dw.add_projection("p", x=x, x_dtype="bf16", weights=[Segment("af4", 0, n, codes=codes, scales=scales, biases=biases,
-                                                     group_size=64, variant="affine", packing="u32-lsb",
-                                                     dequant="f32", dequant_op="either", scale_dtype="f32")],
+        segment = Segment("af4", 0, n, codes=codes, scales=scales, biases=biases, group_size=64,
+                          variant="affine", packing="u32-lsb", dequant="f32", dequant_op="either",
+                          scale_dtype="f32")
+        dw.add_projection("p", x=x, x_dtype="bf16", weights=[segment],
                           accumulator="f32-rn", output_dtype="f32", selector=np.arange(m, dtype=np.int32),
                           y_unpacked=y, k_walk="seq-fma")
     # Activations quantized per token to int8 (dump format v2, written member by member): the
