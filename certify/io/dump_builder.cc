@@ -141,7 +141,7 @@ struct DumpBuilder::Impl {
   Status closed_error() const { return refuse(ErrorCode::kInvalidArgument, path, "the builder is closed"); }
 
   /// A refusal of one object, named in the file as the reader names it ("F.h5: /projections/q: ...").
-  Status in_file(Status s) const { return s.ok() ? s : Status(s.code(), path + ": " + s.message()); }
+  Status in_file(const Status& s) const { return s.ok() ? s : Status(s.code(), path + ": " + s.message()); }
 
   /// A write that failed half way poisons the file: it is discarded, so that it cannot appear.
   Status written(Status s) {

@@ -124,10 +124,10 @@ constexpr TypeRule kStr = TypeRule::kString;
 constexpr TypeRule kInt = TypeRule::kInt;
 constexpr TypeRule kList = TypeRule::kDTypes;
 
-std::vector<MemberRule> build_rules() {
+// One builder per part of the page (§2-§3, §4, §5-§6), in the page's order.
+void root_and_projection_rules(std::vector<MemberRule>& t) {
   using D = DType;
   using enum Dim;
-  std::vector<MemberRule> t;
   // ---- §2 the root ----
   MemberRule schema = attribute(kRoot, "ncert_schema", kRequired, kStr);
   schema.refused = ErrorCode::kSchemaUnknown;  // not an ncert file at all, rather than a broken one
@@ -198,7 +198,11 @@ std::vector<MemberRule> build_rules() {
   t.push_back(dataset(kProj, "y_compact", kOptional, TypeRule::kOutputDtype, {}, {kP, kOutStride}));
   t.push_back(
       skips(dataset(kProj, "y_before", kOptional, TypeRule::kOutputDtype, {}, {kM, kOutStride}), {"untouched"}));
+}
 
+void segment_rules(std::vector<MemberRule>& t) {
+  using D = DType;
+  using enum Dim;
   // ---- §4 a weight segment ----
   t.push_back(one_of(attribute(kSeg, "format", kRequired, kStr),
                      named(kFormats, reference::weight_format_name, ErrorCode::kFormatUnknown, "format")));
@@ -233,7 +237,11 @@ std::vector<MemberRule> build_rules() {
   t.push_back(
       when(dataset(kSeg, "zero_points", kRequired, TypeRule::kZeroPointsByPacking, {}, {kRows, kZeroPointColumns}),
            When::kVariantZeroPoint));
+}
 
+void run_and_tensor_rules(std::vector<MemberRule>& t) {
+  using D = DType;
+  using enum Dim;
   // ---- §5 a logits run ----
   t.push_back(attribute(kRun, "vocab", kRequired, kInt, 1));
   t.push_back(one_of(defaults(attribute(kRun, "tie_break", kOptional, kStr), "`lowest`"), only("lowest")));
@@ -248,6 +256,13 @@ std::vector<MemberRule> build_rules() {
   tensor.shape = ShapeKind::kAnyRank;
   t.push_back(tensor);
   t.push_back(defaults(attribute(kTensor, "compare", kOptional, kStr), "`bitwise`"));
+}
+
+std::vector<MemberRule> build_rules() {
+  std::vector<MemberRule> t;
+  root_and_projection_rules(t);
+  segment_rules(t);
+  run_and_tensor_rules(t);
   return t;
 }
 
