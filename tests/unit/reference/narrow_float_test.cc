@@ -26,7 +26,11 @@ namespace {
 #if defined(__F16C__)
 constexpr bool kHaveF16Oracle = true;
 float oracle_f16_to_f32(std::uint16_t h) { return _cvtsh_ss(h); }
-std::uint16_t oracle_f32_to_f16(float x) { return _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT); }
+std::uint16_t oracle_f32_to_f16(float x) {
+  // _mm_cvtps_ph rather than _cvtss_sh: clang's _cvtss_sh is a macro over a C99 compound literal.
+  const __m128i h = _mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT);
+  return static_cast<std::uint16_t>(_mm_extract_epi16(h, 0));
+}
 #elif defined(__FLT16_MAX__)
 constexpr bool kHaveF16Oracle = true;
 float oracle_f16_to_f32(std::uint16_t h) {
