@@ -23,8 +23,8 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                        "overwritten",
                        [](O& o) -> std::string& { return o.journal; }),
         flag_option<O>("resume",
-                       "Finish the campaign the journal records: finished items are not redone and the report equals "
-                       "an uninterrupted run's",
+                       "Finish the campaign the journal records: finished items are not redone unless an input they "
+                       "read changed or their journal line does not verify, and the report equals a fresh run's",
                        [](O& o) -> bool& { return o.resume; }),
     };
     for (OptionSpec<O>& s : t) s.key.clear();
