@@ -1,7 +1,8 @@
 // A campaign's input pins (certify/campaign/input_pins.h): every file of every entry hashed once,
 // with its stamp; an item's check of its pins passes on the file hashed and fails, naming the
 // file, once it is replaced or rewritten (same size included) or removed; a FIFO is stamped, never
-// opened (hashing it would block), and gets no hash.
+// opened (hashing it would block), and gets no hash; a work item whose file changed since it was
+// pinned runs nothing and returns a result the campaign reports but never journals.
 #include "certify/campaign/input_pins.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 
 #include <filesystem>
 #include <fstream>
+
+#include "certify/campaign/campaign.h"
 
 namespace ncert::certify {
 namespace {
@@ -77,6 +80,31 @@ TEST(InputPins, AFileReplacedRewrittenOrRemovedNoLongerHolds) {
   std::filesystem::remove(a);
   EXPECT_TRUE(pins_hold({pin_inputs(m).at(a)}).ok());  // absent when pinned, and still absent
   EXPECT_FALSE(pins_hold({again}).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(InputPins, AnItemWhoseFileChangedSinceItWasPinnedGivesNoVerdictAndIsNotJournaled) {
+  const std::string dir = temp_dir();
+  const std::string dump = dir + "/a.h5";
+  write_text(dump, "not even HDF5");
+  Manifest m;
+  m.path = dir + "/m.json";
+  m.entries = {CampaignEntry{"c", EntryKind::kCheck, {dump}, {}}};
+  CampaignRun run(m, CampaignSettings{}, pin_inputs(m));
+  const std::optional<WorkItem> plan = run.next();
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_EQ(plan->inputs.size(), 1u);
+  EXPECT_EQ(run.input_hashes(plan->key), (nlohmann::ordered_json{{dump, plan->inputs[0].xxh3_128}}));
+  // The file as pinned: the plan runs (and refuses it, a verdict on those bytes).
+  const nlohmann::ordered_json refused = run_work_item(m, CampaignSettings{}, *plan);
+  EXPECT_FALSE(input_changed(refused)) << refused.dump();
+  EXPECT_TRUE(refused.contains("plan")) << refused.dump();
+  // Replaced since: the item reads nothing and says why.
+  write_text(dir + "/other", "other bytes");
+  std::filesystem::rename(dir + "/other", dump);
+  const nlohmann::ordered_json changed = run_work_item(m, CampaignSettings{}, *plan);
+  EXPECT_TRUE(input_changed(changed)) << changed.dump();
+  EXPECT_NE(changed.dump().find("changed since the campaign hashed it"), std::string::npos) << changed.dump();
   std::filesystem::remove_all(dir);
 }
 
