@@ -1,7 +1,25 @@
+#include <csignal>
+#include <cstdio>
+
 #include "certify/campaign/run_campaign.h"
 #include "certify/cli/cli_common.h"
+#include "certify/report/printable.h"
 
 namespace ncert::cli {
+
+namespace {
+
+/// Ends the process the way a signal would have (docs/cli.md: 128 + the signal, no report): the
+/// campaign stopped its items and kept its journal; nothing of its report is written.
+[[noreturn]] void end_by_signal(int sig, const Status& status) {
+  std::fprintf(stderr, "ncert: %s; no report written\n", certify::printable(status.message()).c_str());
+  std::fflush(nullptr);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+  std::_Exit(128 + sig);  // a signal the process ignores even at SIG_DFL (none of SIGINT, SIGTERM)
+}
+
+}  // namespace
 
 void register_campaign(CLI::App& app, Action& action) {
   auto cl = std::make_shared<CommandLine<certify::CampaignOptions>>();
@@ -18,7 +36,16 @@ void register_campaign(CLI::App& app, Action& action) {
       // Worker ranks run items and report to rank 0, which alone writes the report.
       if (!certify::mpi_is_root()) return certify::run_campaign_worker(o);
       return run_reported(
-          "campaign", cl->common, {o.manifest}, [&] { return certify::run_campaign(o); }, /*isolate=*/false);
+          "campaign", cl->common, {o.manifest},
+          [&]() -> Result<certify::Report> {
+            int stop_signal = 0;
+            Result<certify::Report> report = certify::run_campaign(o, &stop_signal);
+            if (!report.ok() && report.status().code() == ErrorCode::kInterrupted && stop_signal != 0) {
+              end_by_signal(stop_signal, report.status());
+            }
+            return report;
+          },
+          /*isolate=*/false);
     };
   });
 }
