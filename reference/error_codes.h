@@ -32,6 +32,8 @@ NCERT_ERROR_CODE(kInvalidArgument, 101, "invalid-argument", 2,
 NCERT_ERROR_CODE(kOutputExists, 102, "output-exists", 2, "refusing to overwrite an existing output file")
 NCERT_ERROR_CODE(kFileNotFound, 103, "file-not-found", 3, "an input path does not exist or is not a regular file")
 NCERT_ERROR_CODE(kInterrupted, 104, "interrupted", 130, "stopped by SIGINT or SIGTERM (exit 128 + signal)")
+NCERT_ERROR_CODE(kSkipPolicyInvalid, 105, "skip-policy-invalid", 2,
+                 "a skip policy file (--policy) is missing, not JSON, or has an unknown key, kind or malformed rule")
 
 // 2xx: I/O, HDF5 and dump schema. Exit 3 (input refused), except report-write (5).
 NCERT_ERROR_CODE(kIo, 200, "io", 3, "the operating system failed a read, write, map or stat")

@@ -63,7 +63,12 @@ Status apply_entry_options(const CampaignEntry& e, const OptionTable<O>& table, 
     if (spec == nullptr) return bad(e, it.key(), "is not an option of this command");
     NCERT_ASSIGN_OR_RETURN(std::optional<OptionValue> value, manifest_value(e, *spec, it.value()));
     if (!value) continue;
-    if (Status s = spec->set(*out, *value); !s.ok()) return bad(e, it.key(), s.message());
+    if (Status s = spec->set(*out, *value); !s.ok()) {
+      // A refusal with its own code (a bad skip policy file: skip-policy-invalid) keeps it.
+      if (s.code() != ErrorCode::kUsage)
+        return Status(s.code(), "entry " + e.id + ": option \"" + it.key() + "\": " + s.message());
+      return bad(e, it.key(), s.message());
+    }
   }
   return Status();
 }

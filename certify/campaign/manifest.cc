@@ -53,7 +53,7 @@ Status read_manifest(const std::string& path, std::string* text, Json* j) {
 /// The top level: known keys only, the format version, defaults that some command takes.
 Status check_top_level(const std::string& path, const Json& j) {
   if (!j.is_object()) return usage(path, "expected a JSON object");
-  static const std::set<std::string> kTop = {"ncert_campaign", "name", "defaults", "entries", "weights"};
+  static const std::set<std::string> kTop = {"ncert_campaign", "name", "defaults", "entries", "weights", "skip_policy"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kTop.count(it.key())) return usage(path, "unknown key \"" + it.key() + "\"");
   }
@@ -73,6 +73,9 @@ Status check_top_level(const std::string& path, const Json& j) {
   if (j.contains("weights") && (!j["weights"].is_string() || j["weights"].get<std::string>().empty())) {
     return usage(path, "\"weights\" must be the path of a weights dump");
   }
+  if (j.contains("skip_policy") && (!j["skip_policy"].is_string() || j["skip_policy"].get<std::string>().empty())) {
+    return usage(path, "\"skip_policy\" must be the path of a skip policy file");
+  }
   return Status();
 }
 
@@ -83,6 +86,7 @@ struct EntryReader {
   Json defaults;
   std::string weights;  ///< the campaign's weights dump: check entries without their own take it
   std::set<std::string> ids;
+  std::string skip_policy;  ///< the campaign's skip policy: entries that take one and name none take it
 
   std::string resolve(const std::string& p) const {
     return std::filesystem::path(p).is_absolute() || base.empty() ? p : (base / p).string();
@@ -159,6 +163,14 @@ struct EntryReader {
     if (entry->kind == EntryKind::kForks && options.contains("vocab") && options["vocab"].is_string()) {
       options["vocab"] = resolve(options["vocab"].get<std::string>());
     }
+    // The campaign's skip policy reaches every entry that takes one and names none of its own.
+    if (accepts(kind, "skip_policy")) {
+      if (options.contains("skip_policy") && options["skip_policy"].is_string()) {
+        options["skip_policy"] = resolve(options["skip_policy"].get<std::string>());
+      } else if (!options.contains("skip_policy") && !skip_policy.empty()) {
+        options["skip_policy"] = skip_policy;
+      }
+    }
     return Status();
   }
 
@@ -193,8 +205,9 @@ Result<Manifest> load_manifest(const std::string& path) {
   m.path = path;
   m.xxh3_128 = xxh3_128_hex(text.data(), text.size());
   m.name = j.value("name", std::filesystem::path(path).stem().string());
-  EntryReader reader{path, std::filesystem::path(path).parent_path(), j.value("defaults", Json::object()), {}, {}};
+  EntryReader reader{path, std::filesystem::path(path).parent_path(), j.value("defaults", Json::object()), {}, {}, {}};
   if (j.contains("weights")) reader.weights = reader.resolve(j["weights"].get<std::string>());
+  if (j.contains("skip_policy")) reader.skip_policy = reader.resolve(j["skip_policy"].get<std::string>());
   for (std::size_t i = 0; i < j["entries"].size(); ++i) {
     NCERT_ASSIGN_OR_RETURN(CampaignEntry entry, reader.read(j["entries"][i], i));
     m.entries.push_back(std::move(entry));

@@ -85,7 +85,7 @@ int mpi_worker_ranks() { return mpi_available() ? world_size() - 1 : 0; }
 bool mpi_is_root() { return !g_mpi_started || world_rank() == 0; }
 
 int run_campaign_worker(const CampaignOptions& o) {
-  auto manifest = load_manifest(o.manifest);
+  auto manifest = campaign_manifest(o);
   for (;;) {
     MPI_Status st;
     for (int flag = 0; !flag;) {  // idle without spinning (see run_items_mpi)

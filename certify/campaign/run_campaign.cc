@@ -1,5 +1,6 @@
 #include "certify/campaign/run_campaign.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -22,6 +23,10 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                        "Where finished items are recorded (default MANIFEST.journal); never "
                        "overwritten",
                        [](O& o) -> std::string& { return o.journal; }),
+        text_option<O>("policy", "FILE",
+                       "Skip policy (JSON, docs/cli.md \"Skip policy\") for every check, witness and forks entry, "
+                       "replacing the manifest's skip_policy",
+                       [](O& o) -> std::string& { return o.skip_policy; }),
         flag_option<O>("resume",
                        "Finish the campaign the journal records: finished items are not redone unless an input they "
                        "read changed or their journal line does not verify, and the report equals a fresh run's",
@@ -34,6 +39,16 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
 }
 
 std::string journal_path(const CampaignOptions& o) { return o.journal.empty() ? o.manifest + ".journal" : o.journal; }
+
+Result<Manifest> campaign_manifest(const CampaignOptions& o) {
+  NCERT_ASSIGN_OR_RETURN(Manifest manifest, load_manifest(o.manifest));
+  if (o.skip_policy.empty()) return manifest;
+  for (CampaignEntry& e : manifest.entries) {
+    const std::vector<std::string> keys = entry_option_keys(e.kind);
+    if (std::find(keys.begin(), keys.end(), "skip_policy") != keys.end()) e.options["skip_policy"] = o.skip_policy;
+  }
+  return manifest;
+}
 
 namespace {
 
@@ -75,7 +90,7 @@ Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
 }  // namespace
 
 Result<Report> run_campaign(const CampaignOptions& o, int* stop_signal) {
-  NCERT_ASSIGN_OR_RETURN(Manifest manifest, load_manifest(o.manifest));
+  NCERT_ASSIGN_OR_RETURN(Manifest manifest, campaign_manifest(o));
   NCERT_RETURN_IF_ERROR(validate_entries(manifest));
   CampaignSettings settings = o.settings;
   settings.workers =

@@ -18,7 +18,14 @@ struct CampaignOptions {
   int workers = 1;      ///< items at once on this machine (without MPI)
   std::string journal;  ///< "" : <manifest>.journal
   bool resume = false;  ///< finish the campaign the journal records
+  /// --policy: the skip policy of every entry that takes one (check, witness, forks), replacing
+  /// the manifest's skip_policy and the entries' own.
+  std::string skip_policy;
 };
+
+/// The manifest as this campaign runs it: load_manifest, then --policy given to every entry that
+/// takes a skip policy (rank 0 and every MPI worker rank read it the same way).
+Result<Manifest> campaign_manifest(const CampaignOptions& options);
 
 /// `ncert campaign`'s own options (--workers, --journal, --resume): the command line's only,
 /// a manifest does not set them.

@@ -69,7 +69,10 @@ class TableOptions {
           const Status s = spec->type == certify::OptionType::kTextList
                                ? spec->set(scratch, std::vector<std::string>{text})
                                : spec->set(scratch, text);
-          return s.ok() ? std::string() : s.message();
+          if (s.ok()) return std::string();
+          // A refusal with a code of its own (a bad skip policy file) says it, as errors do.
+          if (s.code() != ErrorCode::kUsage) return s.to_string();
+          return s.message();
         },
         // No description: the value's name is already shown, and the help carries the grammar.
         "");

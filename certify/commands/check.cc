@@ -319,6 +319,7 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
   for (CheckResult& c : tail) report.checks.push_back(std::move(c));
   report.checks.push_back(dump_vacuity(certified, runs, plan.has_tensors));
   report.apply(options.require);
+  if (options.skip_policy) report.apply(*options.skip_policy);
   report.stats["timing_logits_seconds"] = t_logits;
   report.stats["logits_runs"] = runs;
   report.stats["projections"] = certified;

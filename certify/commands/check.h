@@ -17,9 +17,10 @@ struct CheckCommandOptions {
   std::string dump;
   ReaderOptions reader;
   CheckOptions check;
-  std::optional<double> logit_error;  ///< --logit-error ABS for runs without an lm_head
-  std::string only;                   ///< certify only objects whose name contains this
-  Requirement require;                ///< --require: skips of these kinds fail the run
+  std::optional<double> logit_error;      ///< --logit-error ABS for runs without an lm_head
+  std::string only;                       ///< certify only objects whose name contains this
+  Requirement require;                    ///< --require: skips of these kinds fail the run
+  std::optional<SkipPolicy> skip_policy;  ///< --policy: expected skips pass, unexpected ones fail
   /// --weights W.h5: the weights dump projections that omit their weights take them from, by
   /// weights hash (docs/dump-format.md §4.5). "" : none (such projections are refused).
   std::string weights;

@@ -42,6 +42,7 @@ Result<Report> run_forks(const ForksOptions& o) {
     for (CheckResult& c : fork_checks(r, o, vocab ? &*vocab : nullptr)) report.checks.push_back(std::move(c));
   }
   report.apply(o.require);
+  if (o.skip_policy) report.apply(*o.skip_policy);
   report.stats["runs"] = paired.pairs.size();
   report.stats["forks"] = forks;
   report.stats["classes"] = classes;

@@ -205,7 +205,8 @@ OptionSpec<Options> text_option(const std::string& flag, const std::string& valu
 
 /// A text with a grammar: `parse(text) -> Result<T>` stores into a field of type T or
 /// std::optional<T>; `name(const T&) -> std::string` shows the default (nullopt for an empty
-/// optional). A text that does not parse is a usage error carrying the parser's message.
+/// optional). A text that does not parse is a usage error carrying the parser's message (or the
+/// parser's own error, when it has another code).
 template <class Options, class Field, class Parse, class Name>
 OptionSpec<Options> parsed_option(const std::string& flag, const std::string& value_name, const std::string& help,
                                   Parse parse, Name name, Field field) {
@@ -215,6 +216,9 @@ OptionSpec<Options> parsed_option(const std::string& flag, const std::string& va
   });
   s.set = [field, parse](Options& o, const OptionValue& v) {
     auto parsed = parse(std::get<std::string>(v));
+    // A parser's own refusal code (skip-policy-invalid for a skip policy file) is kept; a grammar
+    // error is a usage error.
+    if (!parsed.ok() && parsed.status().code() != ErrorCode::kUsage) return parsed.status();
     if (!parsed.ok()) return Status(ErrorCode::kUsage, parsed.status().message());
     field(o) = *std::move(parsed);
     return Status();

@@ -28,6 +28,20 @@ OptionSpec<O> require_option(const std::string& help, Field field) {
       [](const Requirement& r) { return r.text(); }, field);
 }
 
+/// --policy FILE; the manifest key is skip_policy (compare's "policy" is its logits policy, and a
+/// manifest's defaults reach every kind that takes a key).
+template <class O>
+OptionSpec<O> skip_policy_option() {
+  OptionSpec<O> s = parsed_option<O>(
+      "policy", "FILE",
+      "Skip policy (JSON, docs/cli.md \"Skip policy\"): skips it expects pass and are marked expected, any "
+      "other skip fails; a bad file is refused (skip-policy-invalid, exit 2)",
+      [](std::string_view path) { return load_skip_policy(std::string(path)); },
+      [](const SkipPolicy& p) { return p.path; }, [](O & o) -> auto& { return o.skip_policy; });
+  s.key = "skip_policy";
+  return s;
+}
+
 template <class O>
 OptionSpec<O> pair_option() {
   OptionSpec<O> s = list_option<O>(
@@ -75,6 +89,7 @@ const OptionTable<CheckCommandOptions>& check_option_table() {
       only_option<O>("Certify only the projections and runs whose name contains TEXT (selecting nothing: exit 2)"),
       require_option<O>(
           kRequireHelp, [](O & o) -> auto& { return o.require; }),
+      skip_policy_option<O>(),
       text_option<O>("weights", "W.h5",
                      "Weights dump: projections that omit their weights and declare weights_xxh3 take the weights "
                      "with that hash from it (docs/dump-format.md §4.5); without it they are refused (223)",
@@ -118,6 +133,7 @@ const OptionTable<ForksOptions>& forks_option_table() {
       require_option<O>(
           "Fail when a check of these kinds is skipped: 'all', or kinds (fork: undetermined forks)",
           [](O & o) -> auto& { return o.require; }),
+      skip_policy_option<O>(),
       text_option<O>("vocab", "FILE",
                      "Token texts beside ids: a JSON list of strings (index = id) or a Hugging Face tokenizer.json",
                      [](O& o) -> std::string& { return o.vocab_file; }),
@@ -142,6 +158,7 @@ const OptionTable<WitnessOptions>& witness_option_table() {
         only_option<O>("Only runs whose name contains TEXT (selecting nothing: exit 2)"),
         require_option<O>(
             kRequireHelp, [](O & o) -> auto& { return o.require; }),
+        skip_policy_option<O>(),
     };
     // A campaign writes no witness files: --out and --force are the command line's.
     t[0].key.clear();

@@ -105,6 +105,7 @@ Result<Report> run_witness(const WitnessOptions& o) {
     report.checks.push_back(std::move(v));
   }
   report.apply(o.require);
+  if (o.skip_policy) report.apply(*o.skip_policy);
   report.extra["witnesses"] = all;
   report.stats["runs"] = runs.size();
   report.inputs = hashes.finish();

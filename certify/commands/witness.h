@@ -22,9 +22,10 @@ struct WitnessOptions {
   double lambda = reference::kDefaultLambda;
   std::string out;  ///< witness file to write ("" for none); refuses to overwrite
   bool overwrite = false;
-  std::string only;     ///< runs whose name contains this (kUsage if none does)
-  Requirement require;  ///< --require: skips of these kinds fail the run
-  bool table = false;   ///< every emission under its run's check, not only the tightest
+  std::string only;                       ///< runs whose name contains this (kUsage if none does)
+  Requirement require;                    ///< --require: skips of these kinds fail the run
+  std::optional<SkipPolicy> skip_policy;  ///< --policy: expected skips pass, unexpected ones fail
+  bool table = false;                     ///< every emission under its run's check, not only the tightest
 };
 
 /// Report with one "witness" check per run and every witness under extra["witnesses"].

@@ -53,9 +53,10 @@ struct ForksOptions {
   std::optional<double> logit_error;
   double lambda = reference::kDefaultLambda;
   bool require_identical = false;
-  Requirement require;     ///< --require: skipped (undetermined) forks of these kinds fail
-  std::string vocab_file;  ///< "" for ids only
-  Index context = 8;       ///< shared-history tokens shown per fork
+  Requirement require;                    ///< --require: skipped (undetermined) forks of these kinds fail
+  std::optional<SkipPolicy> skip_policy;  ///< --policy: expected skips pass, unexpected ones fail
+  std::string vocab_file;                 ///< "" for ids only
+  Index context = 8;                      ///< shared-history tokens shown per fork
 };
 
 /// Finds and classifies the forks of one run pair.

@@ -37,9 +37,18 @@ ProjectionFacts projection_facts(const LoadedProjection& data) {
 
 namespace {
 
+/// Whether the projection was dumped with y_unpacked only (docs/dump-format.md allows it for an
+/// lm_head computed without packing): its packed-path checks have nothing to check, by design.
+bool unpacked_only(const LoadedProjection& data) {
+  return data.y_unpacked.present && !data.y_packed.present && !data.y_compact.present;
+}
+
+constexpr const char* kUnpackedOnly = "dumped with y_unpacked only: ";
+
 /// The per-request host guards (cap, prefix, commit counts) run only with the request geometry;
-/// without it, or without commit_counts, say which part of geometry did not run.
-std::optional<CheckResult> request_guards_skip(const ProjectionInfo& info) {
+/// without it, or without commit_counts, say which part of geometry did not run (not applicable
+/// where no packed output exists to guard).
+std::optional<CheckResult> request_guards_skip(const ProjectionInfo& info, bool no_packed_path) {
   std::vector<std::string> missing;
   if (!info.requests) missing.push_back("requests");
   if (!info.block_rows) missing.push_back("block_rows");
@@ -47,6 +56,11 @@ std::optional<CheckResult> request_guards_skip(const ProjectionInfo& info) {
   const bool geometry = missing.empty();
   if (!info.has_commit_counts) missing.push_back("commit_counts");
   if (missing.empty()) return std::nullopt;
+  if (no_packed_path) {
+    return not_applicable("projections/" + info.name + "/request-guards", "projections/" + info.name,
+                          CheckKind::kGeometry,
+                          std::string(kUnpackedOnly) + "no packed output for the per-request guards to hold");
+  }
   std::string list;
   for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
   return skipped(
@@ -70,6 +84,9 @@ struct ChecksBeingMade {
   void skip(CheckKind kind, std::string why) {
     checks.push_back(skipped(projection_check_id(info, kind), subject, kind, std::move(why)));
   }
+  void inapplicable(CheckKind kind, const std::string& why) {
+    checks.push_back(not_applicable(projection_check_id(info, kind), subject, kind, kUnpackedOnly + why));
+  }
 };
 
 // 2. identity, where two engine outputs can be compared.
@@ -80,6 +97,8 @@ void identity_step(const ProjectionFacts& f, const std::string& selector_broken,
       out.checks.push_back(identity_check(f));
     else
       out.blocked(CheckKind::kIdentity, selector_broken);
+  } else if (unpacked_only(data)) {
+    out.inapplicable(CheckKind::kIdentity, "no packed output to compare with the unpacked one");
   } else {
     out.skip(CheckKind::kIdentity, std::string(data.y_packed.present ? "y_unpacked and y_compact" : "y_packed") +
                                        " not dumped: packed and unpacked outputs cannot be compared bit for bit");
@@ -182,6 +201,8 @@ void untouched_step(const ProjectionFacts& f, ChecksBeingMade& out) {
       out.checks.push_back(untouched_check(f));
     else
       out.blocked(CheckKind::kUntouched, "the selector does not map slots to rows");
+  } else if (unpacked_only(data)) {
+    out.inapplicable(CheckKind::kUntouched, "no packed output whose unselected rows could be touched");
   } else {
     out.skip(CheckKind::kUntouched, std::string(data.y_packed.present ? "y_before" : "y_packed") +
                                         " not dumped: unselected rows and padding columns cannot be checked untouched");
@@ -204,7 +225,7 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
 
   // 1. geometry, and what later checks may rely on.
   made.checks.push_back(geometry_check(f));
-  if (auto s = request_guards_skip(info)) made.checks.push_back(std::move(*s));
+  if (auto s = request_guards_skip(info, unpacked_only(data))) made.checks.push_back(std::move(*s));
 
   auto t_other = std::chrono::steady_clock::now();
   if (auto q = quantize_check(f)) made.checks.push_back(std::move(*q));

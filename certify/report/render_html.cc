@@ -35,8 +35,10 @@ th{background:#f6f8fa;font-weight:600}caption{text-align:left;font-weight:600;pa
 td.id,code{font-family:ui-monospace,monospace;font-size:12.5px;overflow-wrap:anywhere}
 table.checks td.id{min-width:15em}.side-head{max-width:540px;font-weight:600;margin:8px 0 2px}
 .badge{display:inline-block;min-width:36px;text-align:center;border-radius:4px;padding:0 5px;color:#fff;font-size:12px;font-weight:600}
-.badge.pass{background:#1a7f37}.badge.fail{background:#cf222e}.badge.skip{background:#6e7781}
+.badge.pass{background:#1a7f37}.badge.fail{background:#cf222e}.badge.skip{background:#6e7781}.badge.na{background:#afb8c1}
 td.cov.pass{background:#dafbe1}td.cov.fail{background:#ffebe9}td.cov.skip{background:#f6f8fa;color:#6e7781}
+td.cov.na{color:#8c959f}.expected{font-size:11px;color:#57606a;border:1px solid #d0d7de;border-radius:4px;padding:0 4px}
+p.policy{margin:2px 0 0;font-size:12px;color:#57606a}
 .kind{display:inline-block;margin:0 6px 4px 0;padding:0 6px;border-radius:4px;font-size:12px}
 .kind.pass{background:#dafbe1}.kind.fail{background:#ffebe9;color:#a40e26;font-weight:600}
 .kind.skip{background:#eaeef2;color:#57606a}#only-failures:checked~table tr.check:not(.fail){display:none}
@@ -62,7 +64,8 @@ std::string json_text(const Json& j, std::size_t cap = 300) {
 
 std::string header(const Report& r) {
   const Verdict v = r.verdict();
-  const int failed = r.failed_checks(), skipped = r.skipped_checks();
+  const int failed = r.failed_checks(), skipped = r.skipped_checks(), expected = r.expected_skips();
+  const int inapplicable = r.not_applicable_checks();
   const auto total = static_cast<int>(r.checks.size());
   std::string summary;
   if (r.error)
@@ -70,13 +73,16 @@ std::string header(const Report& r) {
   else if (failed > 0)
     summary = std::to_string(failed) + " of " + std::to_string(total) + " checks failed";
   else
-    summary = std::to_string(total - skipped) + " checks passed";
+    summary = std::to_string(total - skipped - inapplicable) + " checks passed";
   if (skipped > 0) summary += ", " + std::to_string(skipped) + " skipped";
+  if (expected > 0) summary += " (" + std::to_string(expected) + " expected by policy)";
+  if (inapplicable > 0) summary += ", " + std::to_string(inapplicable) + " not applicable";
   return "<header id=\"verdict\" class=\"verdict " + std::string(v == Verdict::kPass ? "pass" : "fail") +
          "\" data-verdict=\"" + std::string(verdict_name(v)) + "\" data-checks=\"" + std::to_string(total) +
          "\" data-failed=\"" + std::to_string(failed) + "\" data-skipped=\"" + std::to_string(skipped) +
-         "\" data-refused=\"" + (r.error ? "true" : "false") + "\"><h1>ncert " + markup(r.command) + ": " +
-         std::string(verdict_name(v)) + "</h1><p>" + summary + "</p></header>";
+         "\" data-expected-skips=\"" + std::to_string(expected) + "\" data-not-applicable=\"" +
+         std::to_string(inapplicable) + "\" data-refused=\"" + (r.error ? "true" : "false") + "\"><h1>ncert " +
+         markup(r.command) + ": " + std::string(verdict_name(v)) + "</h1><p>" + summary + "</p></header>";
 }
 
 std::string inputs(const Report& r) {
@@ -103,9 +109,16 @@ std::string checks(const Report& r) {
       "<th>kind</th><th>reason</th></tr>";
   for (const CheckResult& c : r.checks) {
     const std::string v(verdict_name(c.verdict));
-    s += "<tr class=\"check " + detail::verdict_class(c.verdict) + "\" data-verdict=\"" + v + "\" data-kind=\"" +
-         markup(check_kind_name(c.kind)) + "\"><td>" + verdict_badge(c.verdict) + "</td><td class=\"id\">" +
-         markup(c.id) + "</td><td>" + markup(check_kind_name(c.kind)) + "</td><td>" + markup(c.reason);
+    // An expected SKIP keeps its verdict and says so: row class and data-expected, a tag beside the
+    // badge, and the policy rule under the reason.
+    s += "<tr class=\"check " + detail::verdict_class(c.verdict) + (c.expected_skip() ? " expected" : "") +
+         "\" data-verdict=\"" + v + "\" data-kind=\"" + markup(check_kind_name(c.kind)) + "\"" +
+         (c.verdict == Verdict::kSkip ? std::string(" data-expected=\"") + (c.expected_skip() ? "true" : "false") + "\""
+                                      : std::string()) +
+         "><td>" + verdict_badge(c.verdict) + (c.expected_skip() ? " <span class=\"expected\">expected</span>" : "") +
+         "</td><td class=\"id\">" + markup(c.id) + "</td><td>" + markup(check_kind_name(c.kind)) + "</td><td>" +
+         markup(c.reason);
+    if (c.policy_match) s += "<p class=\"policy\">" + markup(policy_match_text(c)) + "</p>";
     if (!c.details.empty()) {
       s += "<details" + std::string(c.failed() ? " open" : "") + "><summary>" + std::to_string(c.details.size()) +
            " detail line" + (c.details.size() == 1 ? "" : "s") + "</summary><pre>";

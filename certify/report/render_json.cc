@@ -480,6 +480,10 @@ Json check_json(const CheckResult& c) {
   cj["verdict"] = std::string(verdict_name(c.verdict));
   cj["reason"] = c.reason;
   cj["stats"] = std::visit([&](const auto& e) { return evidence_json(e, c); }, c.evidence);
+  if (c.policy_match) {
+    cj["policy_rule"] =
+        Json{{"policy", c.policy_match->policy}, {"rule", c.policy_match->rule_text}, {"why", c.policy_match->why}};
+  }
   if (!c.details.empty()) cj["details"] = c.details;
   return cj;
 }

@@ -103,7 +103,8 @@ std::string render_junit(const Report& r) {
                              "\" errors=\"" + std::to_string(errors) + "\"";
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += "<testsuites name=\"" + suite + "\"" + counts + ">\n";
-  x += "  <testsuite name=\"" + suite + "\"" + counts + " skipped=\"" + std::to_string(r.skipped_checks()) + "\">\n";
+  x += "  <testsuite name=\"" + suite + "\"" + counts + " skipped=\"" +
+       std::to_string(r.skipped_checks() + r.not_applicable_checks()) + "\">\n";
   x += "    <properties>\n";
   const auto property = [&](const std::string& name, const std::string& escaped_value) {
     x += "      <property name=\"" + name + "\" value=\"" + escaped_value + "\"/>\n";
@@ -111,6 +112,9 @@ std::string render_junit(const Report& r) {
   property("ncert.version", markup_fixed(ncert_version()));
   property("ncert.command", markup(r.command));
   property("ncert.verdict", std::string(verdict_name(r.verdict())));
+  property("ncert.skipped.expected", std::to_string(r.expected_skips()));
+  property("ncert.skipped.unexpected", std::to_string(r.skipped_checks() - r.expected_skips()));
+  property("ncert.not_applicable", std::to_string(r.not_applicable_checks()));
   for (std::size_t i = 0; i < r.inputs.size(); ++i) {
     const std::string n = "input." + std::to_string(i + 1);
     property(n + ".path", markup(r.inputs[i].path));
@@ -123,8 +127,14 @@ std::string render_junit(const Report& r) {
     x += "    <testcase classname=\"" + markup(classname) + "\" name=\"" + markup(name) + "\">\n";
     if (static_cast<std::ptrdiff_t>(i) == refusal) {
       x += error_element(*r.error);
-    } else if (c.verdict == Verdict::kSkip) {
-      x += "      <skipped message=\"" + markup(c.reason) + "\"/>\n";
+    } else if (c.verdict == Verdict::kSkip || c.verdict == Verdict::kNotApplicable) {
+      // JUnit has one kind of skip: its type says which this is (expected by a policy rule,
+      // unexpected, or not applicable), and the message carries the rule.
+      const std::string type = c.verdict == Verdict::kNotApplicable ? "not-applicable"
+                               : c.expected_skip()                  ? "expected"
+                                                                    : "unexpected";
+      const std::string rule = c.policy_match ? "; " + policy_match_text(c) : std::string();
+      x += "      <skipped type=\"" + type + "\" message=\"" + markup(c.reason + rule) + "\"/>\n";
     } else if (c.failed()) {
       x += "      <failure message=\"" + markup(c.reason) + "\" type=\"" + markup_fixed(check_kind_name(c.kind)) +
            "\">" + text_lines(evidence_text(c)) + "</failure>\n";

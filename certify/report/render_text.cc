@@ -61,24 +61,28 @@ std::string Report::to_text(bool only_failures) const {
     // failing schema check, for the JSON and the coverage).
     if (error && c.kind == CheckKind::kSchema && c.reason == error->message()) continue;
     const std::string id = printable(c.id);
-    os << verdict_name(c.verdict) << "  " << id;
+    os << verdict_name(c.verdict) << (c.expected_skip() ? " (expected)" : "") << "  " << id;
     if (id.size() < width) os << std::string(width - id.size(), ' ');
     os << "  " << printable(c.reason) << "\n";
+    if (c.policy_match) os << "      " << printable(policy_match_text(c)) << "\n";
     if (c.failed() || c.always_show_details) {
       for (const std::string& d : c.details) os << "      " << printable(d) << "\n";
     }
   }
   if (error) os << "REFUSED  " << printable(error->to_string()) << "\n";
   if (show_coverage && !only_failures && !error) os << coverage_text(coverage());
-  const int failed = failed_checks(), skipped = skipped_checks();
-  const std::string skips = skipped > 0 ? ", " + std::to_string(skipped) + " skipped" : "";
+  const int failed = failed_checks(), skipped = skipped_checks(), expected = expected_skips();
+  const int inapplicable = not_applicable_checks();
+  std::string skips = skipped > 0 ? ", " + std::to_string(skipped) + " skipped" : "";
+  if (expected > 0) skips += " (" + std::to_string(expected) + " expected by policy)";
+  if (inapplicable > 0) skips += ", " + std::to_string(inapplicable) + " not applicable";
   os << "verdict: " << verdict_name(verdict());
   if (error) {
     os << " (input refused, exit " << exit_code() << ")";
   } else if (failed > 0) {
     os << " (" << failed << " of " << checks.size() << " checks failed" << skips << ")";
   } else {
-    const std::size_t passed = checks.size() - static_cast<std::size_t>(skipped);
+    const std::size_t passed = checks.size() - static_cast<std::size_t>(skipped + inapplicable);
     os << " (" << passed << (passed == 1 ? " check passed" : " checks passed") << skips << ")";
   }
   os << "\n";

@@ -12,6 +12,8 @@ std::string_view verdict_name(Verdict v) {
       return "FAIL";
     case Verdict::kSkip:
       return "SKIP";
+    case Verdict::kNotApplicable:
+      return "N/A";
   }
   return "?";
 }
@@ -68,6 +70,12 @@ CheckResult skipped(std::string id, std::string subject, CheckKind kind, std::st
   return r;
 }
 
+CheckResult not_applicable(std::string id, std::string subject, CheckKind kind, std::string why) {
+  CheckResult r = skipped(std::move(id), std::move(subject), kind, std::move(why));
+  r.verdict = Verdict::kNotApplicable;
+  return r;
+}
+
 bool Requirement::covers(CheckKind k) const { return all || std::find(kinds.begin(), kinds.end(), k) != kinds.end(); }
 
 std::string Requirement::text() const {
@@ -118,8 +126,20 @@ void Report::apply(const Requirement& requirement) {
 }
 
 std::vector<CoverageRow> Report::coverage() const {
-  // FAIL outranks PASS outranks SKIP: a subject's kind shows its worst outcome.
-  auto rank = [](Verdict v) { return v == Verdict::kFail ? 2 : v == Verdict::kPass ? 1 : 0; };
+  // FAIL outranks PASS outranks SKIP outranks N/A: a subject's kind shows its worst outcome.
+  auto rank = [](Verdict v) {
+    switch (v) {
+      case Verdict::kFail:
+        return 3;
+      case Verdict::kPass:
+        return 2;
+      case Verdict::kSkip:
+        return 1;
+      case Verdict::kNotApplicable:
+        return 0;
+    }
+    return 0;
+  };
   std::vector<CoverageRow> rows;
   for (const CheckResult& c : checks) {
     if (c.subject.empty()) continue;
@@ -140,6 +160,18 @@ std::vector<CoverageRow> Report::coverage() const {
 int Report::skipped_checks() const {
   int n = 0;
   for (const CheckResult& c : checks) n += c.verdict == Verdict::kSkip;
+  return n;
+}
+
+int Report::expected_skips() const {
+  int n = 0;
+  for (const CheckResult& c : checks) n += c.expected_skip();
+  return n;
+}
+
+int Report::not_applicable_checks() const {
+  int n = 0;
+  for (const CheckResult& c : checks) n += c.verdict == Verdict::kNotApplicable;
   return n;
 }
 

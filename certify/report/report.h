@@ -13,6 +13,7 @@
 
 #include "certify/io/hash.h"
 #include "certify/report/check_result.h"
+#include "certify/report/skip_policy.h"
 #include "reference/status.h"
 
 namespace ncert::certify {
@@ -52,9 +53,13 @@ struct Report {
   /// FAIL when any check failed or an input was refused.
   Verdict verdict() const;
   int failed_checks() const;
-  int skipped_checks() const;
+  int skipped_checks() const;         ///< every SKIP, expected ones included
+  int expected_skips() const;         ///< the SKIPs a skip policy expects
+  int not_applicable_checks() const;  ///< N/A: by the format, or by a policy's not_applicable
   /// Turns every SKIP of a required kind into a FAIL that says so.
   void apply(const Requirement& requirement);
+  /// Classes every SKIP under a skip policy (skip_policy.h): expected, N/A, or a FAIL.
+  void apply(const SkipPolicy& policy) { policy.apply(checks); }
   /// The coverage table: one row per subject, in the order subjects first appear.
   std::vector<CoverageRow> coverage() const;
   /// The JSON report (docs/cli.md "JSON report").

@@ -32,7 +32,7 @@ Result<T> field(const Json& j, const char* key) {
 }
 
 Result<Verdict> parse_verdict(const std::string& s) {
-  for (Verdict v : {Verdict::kPass, Verdict::kFail, Verdict::kSkip}) {
+  for (Verdict v : {Verdict::kPass, Verdict::kFail, Verdict::kSkip, Verdict::kNotApplicable}) {
     if (verdict_name(v) == s) return v;
   }
   return bad("verdict " + s);
@@ -93,6 +93,10 @@ Json check_to_wire(const CheckResult& c) {
                 {"details", c.details},
                 {"always_show_details", c.always_show_details}};
   if (c.first_failure) w["first_failure"] = location_json(*c.first_failure);
+  if (c.policy_match) {
+    const PolicyMatch& m = *c.policy_match;
+    w["policy_match"] = Json{{"policy", m.policy}, {"rule", m.rule}, {"rule_text", m.rule_text}, {"why", m.why}};
+  }
   w["evidence"] = evidence_to_wire(c.evidence);
   return utf8_repaired(std::move(w));
 }
@@ -113,6 +117,15 @@ Result<CheckResult> check_from_wire(const Json& w) {
   if (w.contains("first_failure")) {
     NCERT_ASSIGN_OR_RETURN(Location l, location_from(w.at("first_failure")));
     c.first_failure = std::move(l);
+  }
+  if (w.contains("policy_match")) {
+    const Json& m = w.at("policy_match");
+    PolicyMatch pm;
+    NCERT_ASSIGN_OR_RETURN(pm.policy, field<std::string>(m, "policy"));
+    NCERT_ASSIGN_OR_RETURN(pm.rule, field<std::size_t>(m, "rule"));
+    NCERT_ASSIGN_OR_RETURN(pm.rule_text, field<std::string>(m, "rule_text"));
+    NCERT_ASSIGN_OR_RETURN(pm.why, field<std::string>(m, "why"));
+    c.policy_match = std::move(pm);
   }
   if (!w.contains("evidence")) return bad("missing evidence");
   Result<Evidence> evidence = evidence_from_wire(w.at("evidence"));

@@ -17,6 +17,7 @@ ERROR_CODES = {
     "output-exists": 102,
     "file-not-found": 103,
     "interrupted": 104,
+    "skip-policy-invalid": 105,
     "io": 200,
     "not-hdf5": 201,
     "hdf5": 202,

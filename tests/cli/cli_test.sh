@@ -78,6 +78,33 @@ json_has "$dir/req.json" "any(c['verdict']=='FAIL' and 'required by --require al
 json_has "$dir/good.json" "any(c['verdict']=='SKIP' for c in r['checks']) and any(row['subject']=='projections/attn_qkv' for row in r['coverage'])" \
   "check JSON carries skips and the coverage table"
 
+# The skip policy (docs/cli.md "Skip policy"): the good dump's skips expected, then not.
+python3 -c "import json; r=json.load(open('$dir/good.json')); kinds=sorted({c['kind'] for c in r['checks'] if c['verdict']=='SKIP'}); json.dump({'ncert_skip_policy': 1, 'expected_skips': [{'kind': k, 'why': 'known'} for k in kinds]}, open('$dir/policy.json', 'w'))"
+printf '{"ncert_skip_policy": 1, "expected_skips": [{"kind": "guard"}]}' >"$dir/policy-none.json"
+printf '{"ncert_skip_policy": 1, "expected_skips": [{"kind": "wlak"}]}' >"$dir/policy-bad.json"
+expect 0 "check --policy expecting every skip passes" -- "$ncert" check "$dir/demo/good.h5" --policy "$dir/policy.json" --json "$dir/pol.json" --junit "$dir/pol.xml"
+json_has "$dir/pol.json" "all(c.get('policy_rule',{}).get('why')=='known' for c in r['checks'] if c['verdict']=='SKIP') and any(c['verdict']=='SKIP' for c in r['checks'])" \
+  "expected skips carry their policy rule in the JSON"
+grep -q '<skipped type="expected"' "$dir/pol.xml" && ! grep -q '<skipped type="unexpected"' "$dir/pol.xml" \
+  && echo "ok:   JUnit marks expected skips" || { echo "FAIL: JUnit expected skips"; failures=$((failures + 1)); }
+grep -q '^SKIP (expected)  ' "$dir/out.txt" && echo "ok:   text marks expected skips" \
+  || { echo "FAIL: text expected skips"; failures=$((failures + 1)); }
+expect 1 "check --policy that expects none of the skips fails" -- "$ncert" check "$dir/demo/good.h5" --policy "$dir/policy-none.json" --json "$dir/pol-none.json"
+json_has "$dir/pol-none.json" "any(c['verdict']=='FAIL' and c['reason'].startswith('skipped, and no rule of policy') for c in r['checks']) and not any(c['verdict']=='SKIP' for c in r['checks'])" \
+  "an unexpected skip is a FAIL naming the policy"
+expect 2 "a bad skip policy is refused" -- "$ncert" check "$dir/demo/good.h5" --policy "$dir/policy-bad.json"
+grep -q "skip-policy-invalid (105): $dir/policy-bad.json: expected_skips\[0\].kind: \"wlak\" is not a check kind" "$dir/err.txt" \
+  && echo "ok:   the refusal names code, file, key and value" || { echo "FAIL: bad policy message"; cat "$dir/err.txt"; failures=$((failures + 1)); }
+expect 2 "a missing skip policy is refused" -- "$ncert" witness "$dir/demo/good.h5" --policy "$dir/no-policy.json"
+cp "$dir/policy.json" "$dir/demo/policy.json"
+printf '{"ncert_campaign": 1, "skip_policy": "policy.json", "entries": [{"id": "good", "check": "good.h5"}]}' >"$dir/demo/pol-campaign.json"
+expect 0 "a campaign's skip_policy reaches its check entries" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --journal "$dir/pol-campaign.journal" --json "$dir/pol-campaign.out.json"
+json_has "$dir/pol-campaign.out.json" "any('policy_rule' in c for c in r['checks'])" "the campaign's checks carry the policy rule"
+expect 1 "campaign --policy replaces the manifest's" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --policy "$dir/policy-none.json" --journal "$dir/pol-campaign2.journal"
+expect 2 "campaign --policy with a bad file is refused" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --policy "$dir/policy-bad.json" --journal "$dir/pol-campaign3.journal"
+grep -q "skip-policy-invalid (105)" "$dir/err.txt" && echo "ok:   campaign refusal names the code" \
+  || { echo "FAIL: campaign bad policy message"; cat "$dir/err.txt"; failures=$((failures + 1)); }
+
 expect 0 "inspect a valid dump" -- "$ncert" inspect "$dir/demo/good.h5" --json "$dir/inspect.json"
 json_has "$dir/inspect.json" "all(set(d)>={'path','shape','dtype','xxh3_128'} for d in r['datasets']) and len(r['datasets'])>10" \
   "inspect JSON lists datasets with path, shape, dtype and hash"

@@ -33,12 +33,13 @@ std::vector<std::string> projection_subjects(const Report& report) {
   return out;
 }
 
-/// The worst verdict of a set of checks (FAIL over PASS over SKIP).
+/// The worst verdict of a set of checks (FAIL over PASS over SKIP over N/A).
 Verdict worst(const std::vector<const CheckResult*>& checks) {
-  Verdict v = Verdict::kSkip;
+  Verdict v = Verdict::kNotApplicable;
   for (const CheckResult* c : checks) {
     if (c->verdict == Verdict::kFail) return Verdict::kFail;
     if (c->verdict == Verdict::kPass) v = Verdict::kPass;
+    if (c->verdict == Verdict::kSkip && v == Verdict::kNotApplicable) v = Verdict::kSkip;
   }
   return v;
 }
@@ -342,6 +343,8 @@ std::string verdict_class(Verdict v) {
       return "fail";
     case Verdict::kSkip:
       return "skip";
+    case Verdict::kNotApplicable:
+      return "na";
   }
   return "skip";
 }
