@@ -102,7 +102,8 @@ expect 0 "a campaign's skip_policy reaches its check entries" -- "$ncert" campai
 json_has "$dir/pol-campaign.out.json" "any('policy_rule' in c for c in r['checks'])" "the campaign's checks carry the policy rule"
 expect 1 "campaign --policy replaces the manifest's" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --policy "$dir/policy-none.json" --journal "$dir/pol-campaign2.journal"
 expect 2 "campaign --policy with a bad file is refused" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --policy "$dir/policy-bad.json" --journal "$dir/pol-campaign3.journal"
-grep -q "skip-policy-invalid (105)" "$dir/err.txt" && echo "ok:   campaign refusal names the code" \
+cat "$dir/out.txt" "$dir/err.txt" | grep -q "skip-policy-invalid (105): .*policy-bad.json: expected_skips\[0\].kind" \
+  && echo "ok:   campaign refusal names the code" \
   || { echo "FAIL: campaign bad policy message"; cat "$dir/err.txt"; failures=$((failures + 1)); }
 
 expect 0 "inspect a valid dump" -- "$ncert" inspect "$dir/demo/good.h5" --json "$dir/inspect.json"

@@ -169,7 +169,22 @@ class ReportSchema(unittest.TestCase):
         aliased = copy_with(demo("good.h5"), os.path.join(self.dir, "aliased.h5"), self.hard_link_outputs)
         rounding_any = copy_with(demo("good.h5"), os.path.join(self.dir, "rounding-any.h5"), self.rounding_any)
         witness_file = os.path.join(self.dir, "witness.h5")
+        # Skip policies (docs/cli.md "Skip policy"): one expecting every skip of the good dump
+        # (expected SKIPs carry policy_rule), one declaring walk not applicable, one expecting none.
+        policy_all = os.path.join(self.dir, "policy-all.json")
+        with open(policy_all, "w") as f:
+            json.dump({"ncert_skip_policy": 1, "expected_skips": [{"reason": " "}]}, f)
+        policy_na = os.path.join(self.dir, "policy-na.json")
+        with open(policy_na, "w") as f:
+            json.dump({"ncert_skip_policy": 1, "not_applicable": [{"kind": "walk", "why": "no K walk"}],
+                       "expected_skips": [{"reason": " "}]}, f)
+        policy_none = os.path.join(self.dir, "policy-none.json")
+        with open(policy_none, "w") as f:
+            json.dump({"ncert_skip_policy": 1, "expected_skips": [{"kind": "guard"}]}, f)
         cases = [
+            ("check-good-policy", ["check", demo("good.h5"), "--policy", policy_all], 0),
+            ("check-good-policy-na", ["check", demo("good.h5"), "--policy", policy_na], 0),
+            ("check-good-policy-none", ["check", demo("good.h5"), "--policy", policy_none], 1),
             # check: a pass with skips, every planted fault, --require, refusals.
             ("check-good", ["check", demo("good.h5")], 0),
             ("check-good-require-all", ["check", demo("good.h5"), "--require", "all"], 1),
@@ -249,7 +264,13 @@ class ReportSchema(unittest.TestCase):
                     classes.add(c["stats"]["class"])
         self.assertEqual(commands, {"check", "compare", "witness", "forks", "sweep", "inspect", "demo", "campaign"})
         self.assertEqual(kinds, set(self.schema["$defs"]["kind"]["enum"]))
-        self.assertEqual(verdicts, {"PASS", "FAIL", "SKIP"})
+        self.assertEqual(verdicts, {"PASS", "FAIL", "SKIP", "N/A"})
+        expected = [c for c in self.reports["check-good-policy"]["checks"] if c["verdict"] == "SKIP"]
+        self.assertTrue(expected and all(c["policy_rule"]["rule"].startswith("expected_skips[0]") for c in expected))
+        na = [c for c in self.reports["check-good-policy-na"]["checks"] if "policy_rule" in c and c["verdict"] == "N/A"]
+        self.assertTrue(na and all(c["kind"] == "walk" for c in na))
+        self.assertTrue(any(c["reason"].startswith("skipped, and no rule of policy")
+                            for c in self.reports["check-good-policy-none"]["checks"]))
         self.assertEqual(classes, {"near-tie", "unexplained", "invalid", "undetermined", "none"})
         self.assertTrue({"not-hdf5", "file-not-found", "object-aliased", "vocab-mismatch",
                          "witness-file-invalid"} <= errors, errors)
