@@ -12,6 +12,13 @@ namespace ncert::certify::detail {
 
 namespace {
 
+/// The largest extent or count an attribute may declare: 2^32 - 1, thousands of times any real
+/// model's (vocabularies reach 2^18, K and N 2^17). Every other extent comes from a stored
+/// dataset's dims, which the survey bounds by what the file holds; so the sizes the memory
+/// estimate forms from a declared one (a reference block: K x 64 columns x 28 bytes, 2^43 at most)
+/// stay far below 2^64 and the budget check sees an honest figure, never a saturated one.
+constexpr Index kMaxShapeValue = (Index{1} << 32) - 1;
+
 const MemberRule& attr_rule(Container c, std::string_view name) { return member_rule(c, MemberKind::kAttribute, name); }
 const MemberRule& dataset_rule(Container c, std::string_view name) {
   return member_rule(c, MemberKind::kDataset, name);
@@ -176,10 +183,22 @@ class SchemaChecker {
     NCERT_ASSERT(rule.kind == MemberKind::kAttribute && rule.type == TypeRule::kString, "a rule of another kind");
     return str_attr(obj, std::string(rule.name), rule.required);
   }
-  /// An integer attribute as its rule says (required or optional, with its minimum).
+  /// An integer attribute as its rule says (required or optional, with its minimum). An extent
+  /// or count (every rule with a minimum of 0 or more: k, n, the strides, vocab, group sizes,
+  /// segment rows, request geometry) above kMaxShapeValue is refused as shape-limit, naming the
+  /// attribute: certifying it would need sizes beyond 64 bits, which must not reach the memory
+  /// estimate as a saturated figure.
   std::optional<Index> int_attr(const std::string& obj, const MemberRule& rule) {
     NCERT_ASSERT(rule.kind == MemberKind::kAttribute && rule.type == TypeRule::kInt, "a rule of another kind");
-    return int_attr(obj, std::string(rule.name), rule.required, rule.min_value);
+    const std::string name(rule.name);
+    const auto v = int_attr(obj, name, rule.required, rule.min_value);
+    if (v && rule.min_value >= 0 && *v > kMaxShapeValue) {
+      error(ErrorCode::kShapeLimit, obj,
+            "attribute \"" + name + "\" = " + std::to_string(*v) + " is above " + std::to_string(kMaxShapeValue) +
+                " (2^32 - 1), the largest extent ncert accepts; refused before any size is computed from it");
+      return std::nullopt;
+    }
+    return v;
   }
 
   template <typename T>
