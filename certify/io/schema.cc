@@ -4,6 +4,10 @@
 // prints, with the closed value sets; this file adds what a table cannot say: the order of the
 // checks, the grammars and rules that join members (x rows = requests x block_rows, lm_head shapes).
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "certify/io/detail/reader_impl.h"
 #include "certify/io/schema_rules.h"
@@ -122,20 +126,26 @@ class SchemaChecker {
     model().findings.push_back({Severity::kNote, ErrorCode::kOk, path, std::move(msg)});
   }
 
-  std::vector<std::string> children(const std::string& parent) {
-    std::vector<std::string> out;
-    for (const std::string& g : *groups_) {
-      if (g != "/" && parent_of(g) == parent) out.push_back(g);
+  /// The objects directly under `parent`, sorted. The surveyed objects are indexed by parent
+  /// once: scanning every object for each parent was quadratic (4,000 1x1 projections, about
+  /// 20,000 objects, took a minute; 24,000 did not finish in ten).
+  const std::vector<std::string>& children(const std::string& parent) {
+    if (!children_) {
+      children_.emplace();
+      auto add = [&](const std::string& path) { (*children_)[parent_of(path)].push_back(path); };
+      for (const std::string& g : *groups_) {
+        if (g != "/") add(g);
+      }
+      for (const DatasetInfo& d : model().datasets) add(d.path);
+      for (const std::string& f : *failed_) add(f);
+      for (auto& [key, list] : *children_) {
+        std::sort(list.begin(), list.end());
+        list.erase(std::unique(list.begin(), list.end()), list.end());
+      }
     }
-    for (const DatasetInfo& d : model().datasets) {
-      if (parent_of(d.path) == parent) out.push_back(d.path);
-    }
-    for (const std::string& f : *failed_) {
-      if (parent_of(f) == parent) out.push_back(f);
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
+    static const std::vector<std::string> kNone;
+    const auto it = children_->find(parent);
+    return it == children_->end() ? kNone : it->second;
   }
 
   const AttrValue* attr(const std::string& obj, const std::string& name) {
@@ -746,6 +756,8 @@ class SchemaChecker {
   std::map<std::string, TypedAttrs>* attrs_;
   std::set<std::string>* groups_;
   const std::set<std::string>* failed_;
+  /// children()'s index: parent path -> its objects, built on first use (the survey is done).
+  std::optional<std::map<std::string, std::vector<std::string>>> children_;
   int errors_ = 0;
 };
 
