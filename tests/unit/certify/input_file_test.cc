@@ -94,8 +94,7 @@ TEST(InputFile, TextFilesAreReadWholeAndNotJudgedAsHdf5) {
 }
 
 TEST(InputFile, OnlyRegularFilesAreOpenedAndNothingBlocks) {
-  const std::string dir = ncert::testing::scratch_file("special");
-  std::filesystem::remove_all(dir);
+  const std::string dir = ncert::testing::scratch_file("special-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string fifo = dir + "/fifo.h5";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -117,6 +116,9 @@ TEST(InputFile, OnlyRegularFilesAreOpenedAndNothingBlocks) {
   }
   ::close(sock);
   EXPECT_EQ(InputFile::open(dir + "/none.h5").status().code(), ErrorCode::kFileNotFound);
+  ::unlink(fifo.c_str());
+  ::unlink(sock_path.c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace
