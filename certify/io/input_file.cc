@@ -29,10 +29,10 @@ bool read_at(int fd, std::uint64_t offset, void* dst, std::size_t size) {
 
 /// A little-endian address of `width` bytes (2, 4 or 8); nullopt for HDF5's undefined address
 /// (all bits set).
-std::optional<std::uint64_t> address(const unsigned char* p, unsigned width) {
+std::optional<std::uint64_t> address(const unsigned char* p, std::size_t width) {
   std::uint64_t v = 0;
   bool all_ones = true;
-  for (unsigned i = 0; i < width; ++i) {
+  for (std::size_t i = 0; i < width; ++i) {
     v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
     all_ones = all_ones && p[i] == 0xff;
   }
@@ -49,7 +49,7 @@ std::optional<std::uint64_t> superblock_end(int fd, std::uint64_t at) {
   unsigned char sb[28 + 3 * 8] = {};
   if (!read_at(fd, at, sb, 16)) return std::nullopt;
   const unsigned version = sb[8];
-  unsigned width = 0;
+  std::size_t width = 0;
   std::size_t base_at = 0;
   if (version == 0 || version == 1) {
     width = sb[13];

@@ -240,7 +240,7 @@ Status read_variable_strings(hid_t attr, hid_t space, size_t n, const char* name
   for (const hvl_t& q : seqs) total += q.len;
   if (total > kMaxAttrBytes) {
     v.kind = AttrValue::Kind::kOther;
-    v.type_description = "oversized";
+    v.type_description = "oversized: " + std::to_string(total) + " bytes";
     v.strings.clear();
     return Status();
   }
@@ -308,7 +308,13 @@ Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
   if (npoints < 0 || sclass == H5S_NULL || static_cast<hsize_t>(npoints) > kMaxAttrElements ||
       size * static_cast<size_t>(std::max<hssize_t>(npoints, 0)) > kMaxAttrBytes) {
     v.kind = AttrValue::Kind::kOther;
-    v.type_description = sclass == H5S_NULL ? "empty" : "oversized";
+    if (sclass == H5S_NULL || npoints < 0) {
+      v.type_description = "empty";
+    } else if (static_cast<hsize_t>(npoints) > kMaxAttrElements) {
+      v.type_description = "oversized: " + std::to_string(npoints) + " elements";
+    } else {
+      v.type_description = "oversized: " + std::to_string(size * static_cast<size_t>(npoints)) + " bytes";
+    }
     return v;
   }
   const auto n = static_cast<size_t>(npoints);
