@@ -104,6 +104,7 @@ BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double
   t.eps_coef = gamma(static_cast<double>(k) + 2, 0x1p-53);
   t.eta_base = 2 * column.k_eff + 8;
   t.round_to_nearest = acc.round_to_nearest;
+  t.noise_coef = std::sqrt(column.k_eff) * acc.u_eff;
   if (column.inner_roundings > 0) {
     // A promoted walk (§2a): its two stages replace gamma_K(u_eff). The tier is Higham and
     // Mary's sqrt(n) u with n the path length and the larger unit, for round-to-nearest stages
@@ -112,7 +113,10 @@ BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double
     t.gamma_acc = promoted_gamma(column.inner_roundings, column.inner_u, column.outer_roundings, acc.u_eff);
     t.tier_coef = lambda * std::sqrt(path) * column.inner_u;
     t.round_to_nearest = acc.round_to_nearest && column.inner_round_to_nearest;
+    t.noise_coef = std::sqrt(column.inner_roundings * column.inner_u * column.inner_u +
+                             column.outer_roundings * acc.u_eff * acc.u_eff);
   }
+  if (!t.round_to_nearest) t.noise_coef = 0;
   return t;
 }
 

@@ -74,6 +74,9 @@ inline float f32_magnitude(float v) {
 struct ElementBound {
   double bound = 0;  ///< B: deterministic, any summation order
   double tier = 0;   ///< T: probabilistic tier (lambda sqrt(K) u S, or B/2 for non-RN units)
+  /// The part of B that is not the accumulator's rounding (the weights' spread, the f64
+  /// reference's own error, underflow): what the residual tests treat as a deterministic offset.
+  double slack = 0;
 };
 
 /// The per-column constants of B and T (one set per weight segment), so the per-element
@@ -83,6 +86,11 @@ struct BoundTerms {
   double tier_coef = 0;  ///< lambda sqrt(K_eff) u_eff (round-to-nearest accumulators)
   double eps_coef = 0;   ///< gamma_{K+2}(2^-53): the f64 reference's own error per unit of S
   double eta_base = 0;   ///< 2 K_eff + 8
+  /// sqrt(sum of u^2 over a product's roundings): sqrt(K_eff) u_eff, or for a promoted walk
+  /// sqrt(n_in u_in^2 + n_out u_eff^2). Times a bound M on every rounded operand it is the
+  /// sub-Gaussian scale of the accumulated error under the mean-independent rounding model
+  /// (docs/error-bounds.md §6c); 0 where the errors are biased (not round-to-nearest).
+  double noise_coef = 0;
   bool round_to_nearest = true;
 };
 BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double lambda, Index k);
@@ -100,6 +108,7 @@ inline ElementBound element_bound(const BoundTerms& t, double s_up, double sprea
   const double eta = 0x1p-126 * (t.eta_base + 2 * (x_l1 + a_l1));
   ElementBound e;
   e.bound = (t.gamma_acc * s_up + spread_up + eps_ref + eta) * kSlack;
+  e.slack = (spread_up + eps_ref + eta) * kSlack;
   if (t.round_to_nearest) {
     e.tier = (t.tier_coef * s_up + spread_up + eps_ref + eta) * kSlack;
     if (e.tier > e.bound) e.tier = e.bound;

@@ -20,6 +20,8 @@ enum class CheckKind : std::uint8_t {
   kWalk,       ///< outputs equal the declared K walk emulated bit for bit
   kUntouched,  ///< unselected rows and padding columns keep y_before's bits
   kBias,       ///< the signed rounding residuals of a round-to-nearest output are centered
+  kSignature,  ///< no (column, K range) of the residuals carries a fault's signature
+  kVariance,   ///< the residuals' energy is within what any f32 summation order allows
   kQuantize,   ///< every quantized activation is the declared rounding of x / scale
   kVacuity,    ///< the projection, or the dump, proves something
   kWitness,    ///< every emitted token is its raw row's maximum
@@ -30,10 +32,11 @@ enum class CheckKind : std::uint8_t {
   kAlias,      ///< the sweep: in-place residual cases identical to the unpacked path
 };
 
-inline constexpr std::array<CheckKind, 15> kAllCheckKinds = {
-    CheckKind::kSchema,    CheckKind::kGeometry, CheckKind::kIdentity, CheckKind::kBound,   CheckKind::kWalk,
-    CheckKind::kUntouched, CheckKind::kBias,     CheckKind::kQuantize, CheckKind::kVacuity, CheckKind::kWitness,
-    CheckKind::kLogits,    CheckKind::kTensor,   CheckKind::kFork,     CheckKind::kGuard,   CheckKind::kAlias};
+inline constexpr std::array<CheckKind, 17> kAllCheckKinds = {
+    CheckKind::kSchema,    CheckKind::kGeometry, CheckKind::kIdentity,  CheckKind::kBound,    CheckKind::kWalk,
+    CheckKind::kUntouched, CheckKind::kBias,     CheckKind::kSignature, CheckKind::kVariance, CheckKind::kQuantize,
+    CheckKind::kVacuity,   CheckKind::kWitness,  CheckKind::kLogits,    CheckKind::kTensor,   CheckKind::kFork,
+    CheckKind::kGuard,     CheckKind::kAlias};
 
 /// The kind as spelled in reports and on the command line ("identity", "bound", ...).
 constexpr std::string_view check_kind_name(CheckKind k) {
@@ -52,6 +55,10 @@ constexpr std::string_view check_kind_name(CheckKind k) {
       return "untouched";
     case CheckKind::kBias:
       return "bias";
+    case CheckKind::kSignature:
+      return "signature";
+    case CheckKind::kVariance:
+      return "variance";
     case CheckKind::kQuantize:
       return "quantize";
     case CheckKind::kVacuity:

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -30,8 +31,10 @@ struct BlockScratch {
   std::vector<double> s;          // M x block_cols: S inflated to a true upper bound
   std::vector<float> w_kernel;    // K x block_cols (transposed) for the walk
   std::vector<float> kernel_row;  // K
-  std::vector<double> bound, tier, center;
+  std::vector<double> bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;
+  std::vector<float> w_f32;     // block_cols x K: the exact weights rounded to f32 (tile dots)
+  std::vector<float> tile_dot;  // tiles x M x block_cols
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
   std::vector<const BoundTerms*> terms;  // per column of the block
@@ -179,6 +182,11 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
       const auto [bias, res] = epilogue_operands(p, i, j);
       t.bound[e] = eb.bound;
       t.tier[e] = eb.tier;
+      t.slack[e] = eb.slack;
+      // Every operand the kernel rounds (a product, a partial sum in any order, a group's
+      // scaled sum) is at most max(P, N) <= (S + |y*|) / 2 in exact arithmetic (P and N the
+      // sums of the positive and negative products), and the computed ones differ by at most B.
+      t.sigma[e] = t.terms[jj]->noise_coef * ((t.s[e] + std::fabs(ys)) / 2 + eb.bound);
       t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
       t.accept[e] = detail::propagate_interval(ys, eb.bound, bias, res, p);
       t.expect[e] = detail::propagate_interval(ys, eb.tier, bias, res, p);
@@ -204,6 +212,20 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
   }
 }
 
+/// The block's partial dot products over K tiles (f32 GEMMs of x and the exact weights rounded
+/// to f32; one per tile, on this thread, so bit-identical at any thread count).
+void block_tile_dots(const Activations& x, Index K, Index M, Index w, Index tile, BlockScratch& t) {
+  const Index tiles = (K + tile - 1) / tile;
+  t.w_f32.resize(static_cast<std::size_t>(w * K));
+  for (std::size_t e = 0; e < t.w_f32.size(); ++e) t.w_f32[e] = static_cast<float>(t.w_exact[e]);
+  t.tile_dot.resize(static_cast<std::size_t>(tiles * M * w));
+  for (Index g = 0; g < tiles; ++g) {
+    const Index k0 = g * tile;
+    detail::gemm_abt_strided(x.f32.data() + k0, K, M, std::min(tile, K - k0), t.w_f32.data() + k0, K, w,
+                             t.tile_dot.data() + g * M * w);
+  }
+}
+
 void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk) {
   const std::size_t cells = static_cast<std::size_t>(M * bc);
   t.w_exact.resize(static_cast<std::size_t>(bc * K));
@@ -218,6 +240,8 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
   t.bound.resize(cells);
   t.tier.resize(cells);
   t.center.resize(cells);
+  t.sigma.resize(cells);
+  t.slack.resize(cells);
   t.accept.resize(cells);
   t.expect.resize(cells);
   t.a_l1.resize(static_cast<std::size_t>(bc));
@@ -275,6 +299,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     const ColumnModel m = column_model(seg, K, p.walk, p.accumulator.u_eff, p.x_quant.type != XQuantType::kNone);
     models.terms.push_back(bound_terms(m, p.accumulator, p.lambda, K));
     if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
+    if (!models.terms.back().round_to_nearest) summary.biased_rounding = true;
     models.may_spread.push_back(detail::segment_may_spread(seg));
     any_spread = any_spread || models.may_spread.back();
   }
@@ -322,6 +347,14 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       block.accept = t.accept.data();
       block.expect = t.expect.data();
       block.walk = walk ? t.walk.data() : nullptr;
+      block.sigma = t.sigma.data();
+      block.slack = t.slack.data();
+      if (options.residual_tile > 0) {
+        block_tile_dots(x, K, M, w, options.residual_tile, t);
+        block.tile_dot = t.tile_dot.data();
+        block.tile = options.residual_tile;
+        block.tiles = (K + options.residual_tile - 1) / options.residual_tile;
+      }
       sink.consume(block);
     }
   }
@@ -351,6 +384,8 @@ class CollectSink final : public ReferenceSink {
         r_->bound[dst] = b.bound[src];
         r_->tier[dst] = b.tier[src];
         r_->center[dst] = b.center[src];
+        r_->sigma[dst] = b.sigma[src];
+        r_->slack[dst] = b.slack[src];
         r_->accept[dst] = b.accept[src];
         r_->expect[dst] = b.expect[src];
         if (b.walk) r_->walk[dst] = b.walk[src];
@@ -375,6 +410,8 @@ Result<ReferenceResult> compute_reference(const LinearProblem& problem, const Re
   r.bound.resize(n);
   r.tier.resize(n);
   r.center.resize(n);
+  r.sigma.resize(n);
+  r.slack.resize(n);
   r.accept.resize(n);
   r.expect.resize(n);
   if (problem.walk.declared && options.emulate_walk) r.walk.resize(n);

@@ -36,6 +36,17 @@ struct ReferenceBlock {
   const Interval* accept = nullptr;  ///< accepted stored values under B
   const Interval* expect = nullptr;  ///< ... under T (probabilistic tier)
   const float* walk = nullptr;       ///< emulated k_walk output, or nullptr when not declared
+  /// The residual model (docs/error-bounds.md §6c): sigma, the sub-Gaussian scale of the
+  /// accumulated rounding error under mean-independent round-to-nearest errors (0 where the
+  /// accumulator's errors are biased), and slack, B's deterministic part besides the rounding.
+  const double* sigma = nullptr;
+  const double* slack = nullptr;
+  /// With ReferenceOptions::residual_tile: the partial dot products over K tiles of that
+  /// width, tile t of element (r, c) at t * rows * width() + at(r, c) (f32: they weight the
+  /// residual tests, they do not bound anything). nullptr otherwise.
+  const float* tile_dot = nullptr;
+  Index tile = 0;   ///< K columns per tile (the last may be shorter)
+  Index tiles = 0;  ///< ceil(K / tile)
 
   Index width() const { return col_end - col_begin; }
   Index at(Index r, Index c) const { return r * width() + (c - col_begin); }
@@ -53,6 +64,7 @@ class ReferenceSink {
 struct ReferenceOptions {
   Index block_cols = 128;    ///< output columns per block (fixed: part of the result's identity)
   bool emulate_walk = true;  ///< emulate the declared k_walk (ignored when none is declared)
+  Index residual_tile = 0;   ///< > 0: hand each block its partial dots over K tiles this wide
 };
 
 /// Facts about the problem the checks report next to the per-element results.
@@ -65,6 +77,9 @@ struct ReferenceSummary {
   bool all_zero_x = true;        ///< every valid activation is +-0
   bool all_zero_w = true;        ///< every dequantized weight is +-0
   bool vacuous_bound = false;    ///< gamma_K(u_eff) undefined (K u_eff >= 1/2): B is +inf
+  /// Some segment's accumulation does not round to nearest (a directed accumulator or promoted
+  /// stage): its errors are biased, and ReferenceBlock::sigma is 0 there.
+  bool biased_rounding = false;
   /// Weights whose two allowed kernel values (dequant_op = either) differ: B charges the spread,
   /// and no single K walk can be emulated.
   Index ambiguous_weights = 0;
@@ -78,7 +93,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& problem, Refere
 struct ReferenceResult {
   Index rows = 0;
   Index cols = 0;
-  std::vector<double> y_star, s, bound, tier, center;
+  std::vector<double> y_star, s, bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;
   std::vector<float> walk;  ///< empty when no walk is declared
   ReferenceSummary summary;

@@ -121,12 +121,20 @@ const char* command_of(EntryKind k) {
   return "?";
 }
 
-/// The report an entry's own command writes when it ends in an error (the CLI's error report).
-Report error_report(const CampaignEntry& e, const Status& status) {
+/// The report an entry's own command writes when it ends in an error (the CLI's error report),
+/// its inputs with the hashes the campaign pinned.
+Report error_report(const CampaignEntry& e, std::vector<InputInfo> inputs, const Status& status) {
   Report r;
   r.command = command_of(e.kind);
-  r.inputs = describe_inputs(e.inputs);
+  r.inputs = std::move(inputs);
   r.refuse(status);
+  return r;
+}
+
+/// The result of an item that refused to read files other than the pinned ones.
+Json changed_result(const Status& status) {
+  Json r = error_result(status);
+  r["input_changed"] = true;
   return r;
 }
 
@@ -167,9 +175,14 @@ Json run_batch(const Manifest& m, const CampaignSettings& s, const WorkItem& bat
       results[w.key] = error_result(o.status());
       continue;
     }
+    if (Status held = pins_hold(w.inputs); !held.ok()) {
+      results[w.key] = changed_result(held);
+      continue;
+    }
     o->weights_cache = &cache;
     Result<CheckPart> part = run_check_part(*o, w.unit);
     results[w.key] = part.ok() ? Json{{"part", part_json(*part)}} : error_result(part.status());
+    if (Status held = pins_hold(w.inputs); !held.ok()) results[w.key] = changed_result(held);
   }
   return Json{{"batch", results}};
 }
@@ -185,7 +198,11 @@ Json run_item_unguarded(const Manifest& m, const CampaignSettings& s, const Work
   auto o = check_options(e, s.reader);
   if (!o.ok()) return error_result(o.status());
   if (item.kind == WorkItem::Kind::kPlan) {
-    const InputInfo input = describe_inputs({o->dump}).front();
+    // The dump's hash is the campaign's pin (checked before and after the item reads it).
+    InputInfo input{o->dump, ""};
+    for (const InputPin& pin : item.inputs) {
+      if (pin.path == o->dump) input.xxh3_128 = pin.xxh3_128;
+    }
     Result<CheckPlan> plan = plan_check(*o);
     if (!plan.ok()) return error_result(plan.status());
     return Json{{"plan", plan_json(*plan, input)}};
@@ -204,6 +221,9 @@ Json work_item_json(const WorkItem& item) {
                 {"projection", item.unit.projection ? Json(*item.unit.projection) : Json(nullptr)},
                 {"cost", item.cost}};
   if (!item.unit.shared_weights.empty()) j["shared_weights"] = item.unit.shared_weights;
+  Json inputs = Json::array();
+  for (const InputPin& pin : item.inputs) inputs.push_back(pin_json(pin));
+  j["inputs"] = inputs;
   if (item.kind == WorkItem::Kind::kBatch) {
     Json members = Json::array();
     for (const WorkItem& w : item.members) members.push_back(work_item_json(w));
@@ -225,6 +245,10 @@ Result<WorkItem> work_item_from_json(const Json& j) {
     if (!j.at("projection").is_null()) item.unit.projection = j.at("projection").get<std::string>();
     item.cost = j.at("cost").get<double>();
     if (j.contains("shared_weights")) item.unit.shared_weights = j.at("shared_weights").get<std::string>();
+    for (const Json& p : j.at("inputs")) {
+      NCERT_ASSIGN_OR_RETURN(InputPin pin, pin_from_json(p));
+      item.inputs.push_back(std::move(pin));
+    }
     if (item.kind == WorkItem::Kind::kBatch) {
       for (const Json& w : j.at("members")) {
         NCERT_ASSIGN_OR_RETURN(WorkItem member, work_item_from_json(w));
@@ -239,18 +263,26 @@ Result<WorkItem> work_item_from_json(const Json& j) {
 
 Json error_result(const Status& status) { return Json{{"error", status_to_wire(status)}}; }
 
+bool input_changed(const Json& result) { return result.is_object() && result.contains("input_changed"); }
+
 Json run_work_item(const Manifest& m, const CampaignSettings& s, const WorkItem& item) {
   try {
-    return utf8_repaired(run_item_unguarded(m, s, item));
+    // A batch checks each member's pins itself; any other item checks its own around its run.
+    if (Status held = pins_hold(item.inputs); !held.ok()) return changed_result(held);
+    Json result = utf8_repaired(run_item_unguarded(m, s, item));
+    if (Status held = pins_hold(item.inputs); !held.ok()) return changed_result(held);
+    return result;
   } catch (const std::bad_alloc&) {
     return error_result(Status(ErrorCode::kMemoryLimit, "ran out of memory within the budget (--max-memory)"));
   }
 }
 
-CampaignRun::CampaignRun(const Manifest& manifest, const CampaignSettings& settings)
-    : manifest_(&manifest), settings_(settings) {
+CampaignRun::CampaignRun(const Manifest& manifest, const CampaignSettings& settings,
+                         std::map<std::string, InputPin> pins)
+    : manifest_(&manifest), settings_(settings), pins_(std::move(pins)) {
   for (std::size_t i = 0; i < manifest.entries.size(); ++i) {
     const CampaignEntry& e = manifest.entries[i];
+    entry_by_id_[e.id] = i;
     WorkItem item;
     item.entry = i;
     if (e.kind == EntryKind::kCheck) {
@@ -270,8 +302,41 @@ CampaignRun::CampaignRun(const Manifest& manifest, const CampaignSettings& setti
   }
 }
 
+std::vector<InputPin> CampaignRun::pins_of(std::size_t entry) const {
+  std::vector<InputPin> pins;
+  for (const std::string& path : entry_files(manifest_->entries.at(entry))) {
+    auto it = pins_.find(path);
+    // Every entry's files were pinned together (pin_inputs); an unpinned one fails its items.
+    if (it != pins_.end()) {
+      pins.push_back(it->second);
+    } else {
+      pins.push_back(InputPin{path, "", {}, true});
+    }
+  }
+  return pins;
+}
+
+std::vector<InputInfo> CampaignRun::inputs_of(const std::vector<std::string>& paths) const {
+  std::vector<InputInfo> inputs;
+  for (const std::string& path : paths) {
+    auto it = pins_.find(path);
+    inputs.push_back(InputInfo{path, it == pins_.end() ? std::string() : it->second.xxh3_128});
+  }
+  return inputs;
+}
+
+Json CampaignRun::input_hashes(const std::string& key) const {
+  // Keys start with their entry's id, which has no '#' (manifest.cc).
+  auto it = entry_by_id_.find(key.substr(0, key.find('#')));
+  if (it == entry_by_id_.end()) return nullptr;
+  Json hashes = Json::object();
+  for (const InputPin& pin : pins_of(it->second)) hashes[pin.path] = pin.xxh3_128;
+  return hashes;
+}
+
 void CampaignRun::add(WorkItem item) {
   if (results_.count(item.key)) return;
+  item.inputs = pins_of(item.entry);
   pending_.emplace(item.key, std::move(item));
 }
 
@@ -302,7 +367,7 @@ std::optional<WorkItem> CampaignRun::next() {
   if (take == 0) return item;
   WorkItem batch;
   batch.kind = WorkItem::Kind::kBatch;
-  batch.entry = item.entry;
+  batch.entry = item.entry;  // its members carry their own pins
   batch.cost = item.cost;
   batch.members.push_back(item);
   for (std::size_t i = 0; i < take; ++i) batch.members.push_back(*same[i]);
@@ -375,7 +440,8 @@ Status CampaignRun::finish(const std::string& key, const Json& result, double se
 Report CampaignRun::report() const {
   Report campaign;
   campaign.command = "campaign";
-  campaign.inputs = describe_inputs({manifest_->path});
+  // The manifest's hash is that of the bytes the campaign was planned from.
+  campaign.inputs = {InputInfo{manifest_->path, manifest_->xxh3_128}};
   campaign.preamble.push_back("ncert campaign " + manifest_->path + "  (" + manifest_->name + ", " +
                               std::to_string(manifest_->entries.size()) + " entries, " +
                               std::to_string(results_.size()) + " work items)");
@@ -397,13 +463,13 @@ Report CampaignRun::report() const {
     if (e.kind != EntryKind::kCheck) {
       const std::string key = run_key(e.id);
       if (auto err = error_of(key)) {
-        r = error_report(e, *err);
+        r = error_report(e, inputs_of(e.inputs), *err);
       } else {
         auto parsed = report_from_wire(results_.at(key).at("report"));
-        r = parsed.ok() ? *parsed : error_report(e, parsed.status());
+        r = parsed.ok() ? *parsed : error_report(e, inputs_of(e.inputs), parsed.status());
       }
     } else if (auto err = error_of(plan_key(e.id))) {
-      r = error_report(e, *err);
+      r = error_report(e, inputs_of(e.inputs), *err);
     } else {
       CheckPlan plan;
       InputInfo input;
@@ -426,7 +492,8 @@ Report CampaignRun::report() const {
         parts.push_back(std::move(*part));
         seconds += seconds_.at(key);
       }
-      r = s.ok() ? assemble_check(*options, input, plan, std::move(parts), seconds) : error_report(e, s);
+      r = s.ok() ? assemble_check(*options, input, plan, std::move(parts), seconds)
+                 : error_report(e, inputs_of(e.inputs), s);
     }
     // The campaign's own check list: every entry's checks, ids and subjects under the entry.
     for (const CheckResult& c : r.checks) {
@@ -443,6 +510,11 @@ Report CampaignRun::report() const {
                            {"report", r.to_json()}});
   }
   campaign.extra["entries"] = entries;
+  // Journal lines that did not verify: their items ran again, and the report says so.
+  if (!journal_notices_.empty()) {
+    campaign.extra["journal_notices"] = journal_notices_;
+    for (const std::string& notice : journal_notices_) campaign.preamble.push_back("journal: " + notice);
+  }
   campaign.stats["entries"] = manifest_->entries.size();
   campaign.stats["failed_entries"] = failed_entries;
   campaign.stats["work_items"] = results_.size();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "certify/campaign/input_pins.h"
 #include "certify/campaign/manifest.h"
 #include "certify/commands/check.h"
 #include "certify/io/dump_reader.h"
@@ -35,6 +36,10 @@ struct WorkItem {
   double cost = 0;
   std::vector<WorkItem> members;  ///< kBatch: its units, each journaled under its own key
   bool alone = false;             ///< never batched again (its batch's process ended abnormally)
+  /// The pins of every file its entry reads (input_pins.h; a batch: none, its members have
+  /// theirs): the item checks them before and after it reads, and a plan's report carries their
+  /// hashes, never a hash of its own taken at another time.
+  std::vector<InputPin> inputs;
 };
 
 Json work_item_json(const WorkItem& item);
@@ -55,17 +60,24 @@ inline constexpr std::size_t kMaxBatchUnits = 16;
 /// Runs one item here and returns its result: {"plan": ...}, {"part": ...}, {"report": ...},
 /// {"batch": {key: result, ...}} (one process, one weights cache for all its units), or
 /// {"error": ...} when the command could not run. Never throws (std::bad_alloc becomes a
-/// memory-limit error).
+/// memory-limit error). An item (or a batch member) whose files are no longer those pinned, before
+/// or after it read them, is {"error": ..., "input_changed": true}: the campaign reports it but
+/// never journals it (see input_changed()).
 Json run_work_item(const Manifest& manifest, const CampaignSettings& settings, const WorkItem& item);
 
 /// The result an item gets when its process ended abnormally (a crash inside libhdf5 is a
 /// refused input, like the entry's own command would report).
 Json error_result(const Status& status);
 
+/// Whether a result is an item's refusal to give a verdict on files that changed under it: such a
+/// result is reported, never journaled, so --resume hashes the files again and reruns the item.
+bool input_changed(const Json& result);
+
 /// The scheduler and the assembly: which items are pending, what each produced.
 class CampaignRun {
  public:
-  CampaignRun(const Manifest& manifest, const CampaignSettings& settings);
+  /// `pins`: every file of every entry (pin_inputs), handed to the items that read them.
+  CampaignRun(const Manifest& manifest, const CampaignSettings& settings, std::map<std::string, InputPin> pins);
 
   /// The pending item of largest estimated cost (plans first, then ties by key), or none. A
   /// projection unit whose weights come from a weights dump is handed out as a batch with the
@@ -84,6 +96,13 @@ class CampaignRun {
   Status finish(const std::string& key, const Json& result, double seconds);
   bool done() const { return pending_.empty() && running_.empty(); }
   bool finished(const std::string& key) const { return results_.count(key) > 0; }
+  /// Whether the item is pending or handed out (a journal record for it can be replayed now).
+  bool known(const std::string& key) const { return pending_.count(key) > 0 || running_.count(key) > 0; }
+  /// The content hashes of the files the item `key` reads, {path: XXH3-128} in the entry's order
+  /// (what its journal record carries); null for a key of no entry.
+  Json input_hashes(const std::string& key) const;
+  /// Lines of the journal that were not trusted (journal.h), shown in the report.
+  void set_journal_notices(std::vector<std::string> notices) { journal_notices_ = std::move(notices); }
   std::size_t items_total() const { return results_.size() + pending_.size() + running_.size(); }
   std::size_t items_finished() const { return results_.size(); }
 
@@ -93,8 +112,13 @@ class CampaignRun {
 
  private:
   void add(WorkItem item);
+  std::vector<InputPin> pins_of(std::size_t entry) const;
+  std::vector<InputInfo> inputs_of(const std::vector<std::string>& paths) const;
   const Manifest* manifest_;
   CampaignSettings settings_;
+  std::map<std::string, InputPin> pins_;
+  std::map<std::string, std::size_t> entry_by_id_;
+  std::vector<std::string> journal_notices_;
   std::map<std::string, WorkItem> pending_;
   std::map<std::string, WorkItem> running_;
   std::map<std::string, WorkItem> batches_;  ///< handed out, by batch key

@@ -4,10 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <random>
 #include <sstream>
 
+#include "certify/io/hash.h"
 #include "certify/report/wire.h"
 
 namespace ncert::certify {
@@ -15,6 +19,15 @@ namespace ncert::certify {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+/// The journal format this ncert writes: 2, lines chained by checksums (1 had none).
+constexpr int kJournalFormat = 2;
+
+// A line is exactly kSumPrefix, 32 hex digits, kBodyPrefix, the body, '}': the sum covers the
+// body's bytes as written, never a re-serialization of them.
+constexpr std::string_view kSumPrefix = "{\"sum\":\"";
+constexpr std::string_view kBodyPrefix = "\",\"line\":";
+constexpr std::size_t kSumDigits = 32;
 
 Status io_error(const std::string& path, const std::string& what) {
   return Status(ErrorCode::kIo, path + ": " + what + ": " + std::strerror(errno));
@@ -34,33 +47,214 @@ Status write_line(int fd, const std::string& path, const std::string& line) {
   return Status();
 }
 
-/// The first line: the journal's format, the wire form of the results it holds (report/wire.h
-/// kWireVersion) and the manifest it belongs to.
-Json header(const std::string& manifest_xxh3) {
-  return Json{{"ncert_campaign_journal", 1}, {"wire", kWireVersion}, {"manifest_xxh3_128", manifest_xxh3}};
+/// 128 random bits: the campaign's id in its header, so no line of another journal (even of the
+/// same manifest) chains into this one.
+std::string campaign_id() {
+  std::random_device device;
+  char text[33];
+  std::snprintf(text, sizeof text, "%08x%08x%08x%08x", device(), device(), device(), device());
+  return text;
 }
 
-/// The wire version a journal header declares: 1 when it has none (journals written before
-/// results carried typed evidence); null when the line is no journal header.
-Json wire_version(const Json& first_line) {
-  if (!first_line.is_object() || !first_line.contains("ncert_campaign_journal")) return nullptr;
-  const auto it = first_line.find("wire");
-  return it == first_line.end() ? Json(1) : *it;
+/// The header's body: the journal's format, the wire form of the results it holds (report/wire.h
+/// kWireVersion), the manifest it belongs to and the campaign's id.
+std::string header_body(const std::string& manifest_xxh3) {
+  return Json{{"ncert_campaign_journal", kJournalFormat},
+              {"wire", kWireVersion},
+              {"manifest_xxh3_128", manifest_xxh3},
+              {"campaign", campaign_id()}}
+      .dump();
 }
+
+bool is_hex(std::string_view s) {
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+struct Framed {
+  std::string sum;
+  std::string body;
+};
+
+/// A format-2 line's sum and body, or none when the line is not one.
+std::optional<Framed> unframe(std::string_view line) {
+  const std::size_t head = kSumPrefix.size() + kSumDigits + kBodyPrefix.size();
+  if (line.size() < head + 1 || line.substr(0, kSumPrefix.size()) != kSumPrefix ||
+      line.substr(kSumPrefix.size() + kSumDigits, kBodyPrefix.size()) != kBodyPrefix || line.back() != '}') {
+    return std::nullopt;
+  }
+  const std::string_view sum = line.substr(kSumPrefix.size(), kSumDigits);
+  if (!is_hex(sum)) return std::nullopt;
+  return Framed{std::string(sum), std::string(line.substr(head, line.size() - head - 1))};
+}
+
+std::optional<Json> parse(std::string_view text) {
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const Json::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool is_header(const Json& j) { return j.is_object() && j.contains("ncert_campaign_journal"); }
+
+bool is_record(const Json& j) {
+  return j.is_object() && j.contains("key") && j["key"].is_string() && j.contains("inputs") &&
+         j["inputs"].is_object() && j.contains("result") && (!j.contains("batch") || j["batch"].is_string());
+}
+
+std::string line_name(std::size_t number, const std::optional<Json>& body) {
+  std::string name = "line " + std::to_string(number);
+  if (body && body->is_object() && body->contains("key") && (*body)["key"].is_string()) {
+    name += " (" + (*body)["key"].get<std::string>() + ")";
+  }
+  return name;
+}
+
+/// Reads the journal's lines in order: verified records into `contents`, a notice for each
+/// line not trusted. Tracks the chain: `prev` is the previous line's sum as written.
+class Reader {
+ public:
+  Reader(std::string path, std::string manifest_xxh3, JournalContents* contents)
+      : path_(std::move(path)), manifest_(std::move(manifest_xxh3)), contents_(contents) {}
+
+  Status line(std::size_t number, std::string_view text) {
+    const std::optional<Framed> framed = unframe(text);
+    if (!framed) return unframed(number, text);
+    const std::optional<Json> body = parse(framed->body);
+    if (body && is_header(*body)) return header(number, *framed, *body);
+    if (number == 1) return no_header();
+    const bool verifies = framed->sum == journal_line_sum(prev_, framed->body);
+    prev_ = framed->sum;
+    last_trusted_ = false;
+    if (!body || !is_record(*body)) {
+      notice(number, body, "is not a journal record");
+    } else if (!trusted_segment_) {
+      notice(number, body, "follows a journal header that does not verify");
+    } else if (!verifies) {
+      notice(number, body,
+             "does not verify against its content and the line before it (edited, a line before it removed, or "
+             "copied from another journal)");
+    } else {
+      contents_->records.push_back(JournalRecord{(*body)["key"].get<std::string>(), (*body)["inputs"],
+                                                 (*body)["result"], body->value("batch", std::string()), number});
+      last_trusted_ = true;
+    }
+    return Status();
+  }
+
+  /// After the last line: the notice of format-1 records, if any.
+  void finish() {
+    if (old_header_ == 0) return;
+    contents_->notices.push_back(
+        "line " + std::to_string(old_header_) + " starts a journal written before journal lines carried checksums " +
+        "(format 1): none of its " + std::to_string(old_records_) + " records is trusted; their items ran again");
+  }
+
+  bool saw_header() const { return saw_header_; }
+  /// Whether new lines may continue the chain (the last line is a trusted header or record).
+  bool chain_continues() const { return last_trusted_; }
+  const std::string& last_sum() const { return prev_; }
+
+ private:
+  Status no_header() const { return Status(ErrorCode::kUsage, path_ + " does not start with a journal header"); }
+
+  Status other_manifest() const {
+    return Status(ErrorCode::kUsage, path_ + " is the journal of another manifest (or of this one before it changed)");
+  }
+
+  /// A line without a checksum: a format-1 header or record, or not a journal line.
+  Status unframed(std::size_t number, std::string_view text) {
+    const std::optional<Json> j = parse(text);
+    prev_.clear();
+    last_trusted_ = false;
+    if (j && is_header(*j)) {
+      // Format 1: bound to the manifest like format 2, but nothing in it is trusted (read as
+      // lines only, whatever wire form its results have).
+      if (j->value("manifest_xxh3_128", std::string()) != manifest_) return other_manifest();
+      saw_header_ = true;
+      trusted_segment_ = false;
+      if (old_header_ == 0) old_header_ = number;
+      return Status();
+    }
+    if (number == 1) return no_header();
+    if (old_header_ != 0 && !trusted_segment_ && j && j->is_object() && j->contains("key")) {
+      ++old_records_;
+    } else {
+      notice(number, j, "is not a journal line (no checksum)");
+    }
+    return Status();
+  }
+
+  Status header(std::size_t number, const Framed& framed, const Json& body) {
+    const Json& format = body["ncert_campaign_journal"];
+    if (format != Json(kJournalFormat)) {
+      return Status(ErrorCode::kUsage, path_ + " is a journal of format " + format.dump() +
+                                           ", written by another ncert version (this one writes format " +
+                                           std::to_string(kJournalFormat) + "): remove it to start again");
+    }
+    // Results of another wire form are refused before any is read, with a usage error that says
+    // what to do (were they read anyway, report_from_wire and checks_from_wire would reject each,
+    // kInvalidArgument naming the member, and the entry would fail carrying the error).
+    if (const auto wire = body.find("wire"); wire == body.end() || *wire != Json(kWireVersion)) {
+      return Status(ErrorCode::kUsage,
+                    path_ + " holds results in wire format " + (wire == body.end() ? "none" : wire->dump()) +
+                        ", written by another ncert version (this one reads format " + std::to_string(kWireVersion) +
+                        "): finish that campaign with the ncert that started it, or remove the journal to start "
+                        "again");
+    }
+    if (body.value("manifest_xxh3_128", std::string()) != manifest_) return other_manifest();
+    saw_header_ = true;
+    trusted_segment_ = framed.sum == journal_line_sum(manifest_, framed.body);
+    if (!trusted_segment_) {
+      notice(number, body, "is a journal header that does not verify: the records after it are not trusted");
+    }
+    prev_ = framed.sum;
+    last_trusted_ = trusted_segment_;
+    return Status();
+  }
+
+  void notice(std::size_t number, const std::optional<Json>& body, const std::string& what) {
+    contents_->notices.push_back(line_name(number, body) + " " + what + ": not trusted, its item ran again");
+  }
+
+  std::string path_, manifest_;
+  JournalContents* contents_;
+  std::string prev_;
+  bool saw_header_ = false, trusted_segment_ = false, last_trusted_ = false;
+  std::size_t old_header_ = 0, old_records_ = 0;
+};
 
 }  // namespace
 
-Journal::Journal(Journal&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
+std::string journal_line_sum(const std::string& prev, const std::string& body) {
+  const std::string text = prev + body;
+  return xxh3_128_hex(text.data(), text.size());
+}
+
+Journal::Journal(Journal&& o) noexcept
+    : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)), last_sum_(std::move(o.last_sum_)) {}
 Journal& Journal::operator=(Journal&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) ::close(fd_);
     path_ = std::move(o.path_);
     fd_ = std::exchange(o.fd_, -1);
+    last_sum_ = std::move(o.last_sum_);
   }
   return *this;
 }
 Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+Status Journal::append_line(const std::string& prev, const std::string& body) {
+  const std::string sum = journal_line_sum(prev, body);
+  NCERT_RETURN_IF_ERROR(
+      write_line(fd_, path_, std::string(kSumPrefix) + sum + std::string(kBodyPrefix) + body + "}\n"));
+  last_sum_ = sum;
+  return Status();
 }
 
 Result<Journal> Journal::create(const std::string& path, const std::string& manifest_xxh3) {
@@ -72,73 +266,43 @@ Result<Journal> Journal::create(const std::string& path, const std::string& mani
     }
     return io_error(path, "create");
   }
-  Journal j(path, fd);
-  NCERT_RETURN_IF_ERROR(write_line(fd, path, header(manifest_xxh3).dump() + "\n"));
+  Journal j(path, fd, "");
+  NCERT_RETURN_IF_ERROR(j.append_line(manifest_xxh3, header_body(manifest_xxh3)));
   return j;
 }
 
-Result<Journal> Journal::resume(const std::string& path, const std::string& manifest_xxh3,
-                                std::vector<JournalRecord>* records) {
+Result<Journal> Journal::resume(const std::string& path, const std::string& manifest_xxh3, JournalContents* contents) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status(ErrorCode::kFileNotFound, path + ": no campaign journal to resume");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  std::size_t pos = 0, good = 0;
-  bool first = true;
+  Reader reader(path, manifest_xxh3, contents);
+  std::size_t pos = 0, number = 0;
   while (pos < text.size()) {
     const std::size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) break;  // a torn last line: never finished, dropped
-    Json line;
-    try {
-      line =
-          Json::parse(text.begin() + static_cast<std::ptrdiff_t>(pos), text.begin() + static_cast<std::ptrdiff_t>(nl));
-    } catch (const Json::exception&) {
-      return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
-    }
-    if (first) {
-      // A journal of another wire form (1: no "wire" member, written while evidence travelled
-      // as its rendered stats) is refused here, before any record is read, with a usage error
-      // that says what to do. Were its records read anyway, nothing would crash: report_from_wire
-      // and checks_from_wire reject every result not in this form (kInvalidArgument naming the
-      // member) and CampaignRun::report makes that entry a failed one carrying the error.
-      if (const Json wire = wire_version(line); !wire.is_null() && wire != Json(kWireVersion)) {
-        return Status(ErrorCode::kUsage, path + " holds results in wire format " + wire.dump() +
-                                             ", written by another ncert version (this one reads format " +
-                                             std::to_string(kWireVersion) +
-                                             "): finish that campaign with the ncert that started it, or "
-                                             "remove the journal to start again");
-      }
-      if (line != header(manifest_xxh3)) {
-        return Status(ErrorCode::kUsage,
-                      path + " is the journal of another manifest (or of this one before it changed)");
-      }
-      first = false;
-    } else {
-      if (!line.contains("key") || !line["key"].is_string() || !line.contains("result") ||
-          (line.contains("batch") && !line["batch"].is_string())) {
-        return Status(ErrorCode::kUsage, path + ": line at byte " + std::to_string(pos) + " is not a journal record");
-      }
-      records->push_back(
-          JournalRecord{line["key"].get<std::string>(), line["result"], line.value("batch", std::string())});
-    }
+    NCERT_RETURN_IF_ERROR(reader.line(++number, std::string_view(text).substr(pos, nl - pos)));
     pos = nl + 1;
-    good = pos;
   }
-  if (first) return Status(ErrorCode::kUsage, path + " has no journal header");
+  if (!reader.saw_header()) return Status(ErrorCode::kUsage, path + " has no journal header");
+  reader.finish();
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return io_error(path, "open");
-  if (good < text.size() && ::ftruncate(fd, static_cast<off_t>(good)) != 0) {
+  if (pos < text.size() && ::ftruncate(fd, static_cast<off_t>(pos)) != 0) {
     ::close(fd);
     return io_error(path, "truncate the torn last record");
   }
-  return Journal(path, fd);
+  Journal j(path, fd, reader.last_sum());
+  // New records chain to a trusted line: the last one, or a new header after lines not trusted.
+  if (!reader.chain_continues()) NCERT_RETURN_IF_ERROR(j.append_line(manifest_xxh3, header_body(manifest_xxh3)));
+  return j;
 }
 
 Status Journal::append(const JournalRecord& r) {
-  Json line = Json{{"key", r.key}, {"result", r.result}};
+  Json line = Json{{"key", r.key}, {"inputs", r.inputs}, {"result", r.result}};
   if (!r.batch.empty()) line["batch"] = r.batch;
-  return write_line(fd_, path_, utf8_repaired(line).dump() + "\n");
+  return append_line(last_sum_, utf8_repaired(line).dump());
 }
 
 }  // namespace ncert::certify

@@ -42,7 +42,8 @@ Json run_item_isolated(const Manifest& manifest, const CampaignOptions& o, const
   return result;
 }
 
-Status run_items_local(const Manifest& manifest, const CampaignOptions& o, CampaignRun& run, const Recorder& record) {
+Status run_items_local(const Manifest& manifest, const CampaignOptions& o, CampaignRun& run, const Recorder& record,
+                       int* stop_signal) {
   if (!o.isolation.enabled) {
     // In-process (a debugger): one item after another.
     while (auto item = run.next()) {
@@ -75,6 +76,7 @@ Status run_items_local(const Manifest& manifest, const CampaignOptions& o, Campa
     const Running r = running.at(done.id);
     running.erase(done.id);
     if (done.end.kind == ChildEnd::Kind::kInterrupted) {
+      if (stop_signal) *stop_signal = done.end.signal;
       return Status(ErrorCode::kInterrupted, "campaign interrupted by " + signal_name(done.end.signal) +
                                                  ": finished items are in the journal; --resume continues");
     }

@@ -185,7 +185,7 @@ std::string_view entry_kind_name(EntryKind k) {
   return "?";
 }
 
-std::vector<NamedPath> entry_files(const CampaignEntry& entry) {
+std::vector<NamedPath> named_entry_files(const CampaignEntry& entry) {
   std::vector<NamedPath> files;
   for (const std::string& in : entry.inputs) files.push_back({"entry " + entry.id, in});
   for (const char* key : {"weights", "vocab"}) {

@@ -40,7 +40,8 @@ Result<Manifest> load_manifest(const std::string& path);
 
 /// Every file an entry reads, as resolved: its inputs, its weights dump (`check`) and its
 /// vocabulary (`forks`), each named by the entry ("entry step-3", "entry step-3 weights"), so
-/// that no output of the campaign can be one of them (docs/cli.md "Reports and exit status").
-std::vector<NamedPath> entry_files(const CampaignEntry& entry);
+/// that no output of the campaign can be one of them (docs/cli.md "Reports and exit status");
+/// the same files as input_pins.h's entry_files, with a name for messages.
+std::vector<NamedPath> named_entry_files(const CampaignEntry& entry);
 
 }  // namespace ncert::certify

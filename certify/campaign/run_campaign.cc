@@ -1,6 +1,7 @@
 #include "certify/campaign/run_campaign.h"
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 
 #include "certify/campaign/detail/executors.h"
@@ -22,8 +23,8 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                        "overwritten",
                        [](O& o) -> std::string& { return o.journal; }),
         flag_option<O>("resume",
-                       "Finish the campaign the journal records: finished items are not redone and the report equals "
-                       "an uninterrupted run's",
+                       "Finish the campaign the journal records: finished items are not redone unless an input they "
+                       "read changed or their journal line does not verify, and the report equals a fresh run's",
                        [](O& o) -> bool& { return o.resume; }),
     };
     for (OptionSpec<O>& s : t) s.key.clear();
@@ -34,22 +35,66 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
 
 std::string journal_path(const CampaignOptions& o) { return o.journal.empty() ? o.manifest + ".journal" : o.journal; }
 
-Result<Report> run_campaign(const CampaignOptions& o) {
+namespace {
+
+/// A resumed campaign starts where the journal ends: the records that verified and whose files
+/// still hash as they did when the item read them are done; every other item runs again. A unit's
+/// record is replayed once its plan is (its key is known only then); records of items this
+/// campaign no longer has (a plan that ran again and listed other units) are left unused.
+Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
+  std::vector<const JournalRecord*> waiting;
+  std::size_t stale = 0;
+  for (const JournalRecord& r : records) {
+    if (r.inputs == run.input_hashes(r.key)) {
+      waiting.push_back(&r);
+    } else {
+      ++stale;
+    }
+  }
+  for (bool progress = true; progress;) {
+    progress = false;
+    std::vector<const JournalRecord*> later;
+    for (const JournalRecord* r : waiting) {
+      if (run.finished(r->key)) continue;  // a record of an item already replayed: the first wins
+      if (!run.known(r->key)) {
+        later.push_back(r);
+        continue;
+      }
+      NCERT_RETURN_IF_ERROR(run.finish(r->key, r->result, 0));
+      progress = true;
+    }
+    waiting = std::move(later);
+  }
+  if (stale > 0) {
+    std::fprintf(stderr, "ncert: campaign: %zu finished item(s) read files that changed since: they run again\n",
+                 stale);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<Report> run_campaign(const CampaignOptions& o, int* stop_signal) {
   NCERT_ASSIGN_OR_RETURN(Manifest manifest, load_manifest(o.manifest));
   NCERT_RETURN_IF_ERROR(validate_entries(manifest));
   CampaignSettings settings = o.settings;
   settings.workers =
       mpi_available() ? static_cast<std::size_t>(mpi_worker_ranks()) : static_cast<std::size_t>(o.workers);
-  CampaignRun run(manifest, settings);
-  std::vector<JournalRecord> records;
   const std::string path = journal_path(o);
-  NCERT_ASSIGN_OR_RETURN(Journal journal, o.resume ? Journal::resume(path, manifest.xxh3_128, &records)
+  JournalContents journaled;
+  NCERT_ASSIGN_OR_RETURN(Journal journal, o.resume ? Journal::resume(path, manifest.xxh3_128, &journaled)
                                                    : Journal::create(path, manifest.xxh3_128));
-  // A resumed campaign starts where the journal ends: its items are done, in their order.
-  for (const JournalRecord& r : records) NCERT_RETURN_IF_ERROR(run.finish(r.key, r.result, 0));
+  // Every file hashed once, now: a resumed campaign compares its records with these.
+  CampaignRun run(manifest, settings, pin_inputs(manifest));
+  run.set_journal_notices(journaled.notices);
+  NCERT_RETURN_IF_ERROR(replay(journaled.records, run));
   auto record_one = [&](const std::string& key, const Json& result, double seconds,
                         const std::string& batch = std::string()) -> Status {
-    NCERT_RETURN_IF_ERROR(journal.append(JournalRecord{key, result, batch}));
+    // An item that found its files changed is reported, never journaled: --resume hashes them
+    // again and runs it again.
+    if (!input_changed(result)) {
+      NCERT_RETURN_IF_ERROR(journal.append(JournalRecord{key, run.input_hashes(key), result, batch}));
+    }
     return run.finish(key, result, seconds);
   };
   // A batch is journaled unit by unit, so a resumed or re-run campaign sees the same items
@@ -77,7 +122,7 @@ Result<Report> run_campaign(const CampaignOptions& o) {
   if (mpi_available()) {
     NCERT_RETURN_IF_ERROR(detail::run_items_mpi(manifest, o, run, record));
   } else {
-    NCERT_RETURN_IF_ERROR(detail::run_items_local(manifest, o, run, record));
+    NCERT_RETURN_IF_ERROR(detail::run_items_local(manifest, o, run, record, stop_signal));
   }
   return run.report();
 }

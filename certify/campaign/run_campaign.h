@@ -28,8 +28,10 @@ const OptionTable<CampaignOptions>& campaign_option_table();
 std::string journal_path(const CampaignOptions& options);
 
 /// Runs the campaign here (rank 0 of an MPI job, or alone). kUsage for a bad manifest,
-/// kOutputExists for a journal left by an earlier run without --resume.
-Result<Report> run_campaign(const CampaignOptions& options);
+/// kOutputExists for a journal left by an earlier run without --resume. kInterrupted when
+/// SIGINT or SIGTERM stopped it (the journal keeps the finished items): `*stop_signal`, when
+/// given, is then the signal, and no report of the unfinished campaign exists.
+Result<Report> run_campaign(const CampaignOptions& options, int* stop_signal = nullptr);
 
 /// True when this process was started by an MPI launcher with more than one rank and ncert
 /// was built with MPI.

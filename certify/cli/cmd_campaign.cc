@@ -1,3 +1,4 @@
+#include <csignal>
 #include <cstdio>
 
 #include "certify/campaign/manifest.h"
@@ -6,6 +7,20 @@
 #include "certify/report/printable.h"
 
 namespace ncert::cli {
+
+namespace {
+
+/// Ends the process the way a signal would have (docs/cli.md: 128 + the signal, no report): the
+/// campaign stopped its items and kept its journal; nothing of its report is written.
+[[noreturn]] void end_by_signal(int sig, const Status& status) {
+  std::fprintf(stderr, "ncert: %s; no report written\n", certify::printable(status.message()).c_str());
+  std::fflush(nullptr);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+  std::_Exit(128 + sig);  // a signal the process ignores even at SIG_DFL (none of SIGINT, SIGTERM)
+}
+
+}  // namespace
 
 void register_campaign(CLI::App& app, Action& action) {
   auto cl = std::make_shared<CommandLine<certify::CampaignOptions>>();
@@ -27,7 +42,7 @@ void register_campaign(CLI::App& app, Action& action) {
       CommandFiles files{{{"MANIFEST", o.manifest}}, {}, {{"the journal", journal}}};
       if (auto manifest = certify::load_manifest(o.manifest); manifest.ok()) {
         for (const certify::CampaignEntry& e : manifest->entries) {
-          for (certify::NamedPath& f : certify::entry_files(e)) files.other_inputs.push_back(std::move(f));
+          for (certify::NamedPath& f : certify::named_entry_files(e)) files.other_inputs.push_back(std::move(f));
         }
       }
       // The journal is read back on --resume and appended to: a FIFO or device there would block
@@ -39,7 +54,16 @@ void register_campaign(CLI::App& app, Action& action) {
         return exit_code_for(s.code());
       }
       return run_reported(
-          "campaign", cl->common, files, [&] { return certify::run_campaign(o); }, /*isolate=*/false);
+          "campaign", cl->common, files,
+          [&]() -> Result<certify::Report> {
+            int stop_signal = 0;
+            Result<certify::Report> report = certify::run_campaign(o, &stop_signal);
+            if (!report.ok() && report.status().code() == ErrorCode::kInterrupted && stop_signal != 0) {
+              end_by_signal(stop_signal, report.status());
+            }
+            return report;
+          },
+          /*isolate=*/false);
     };
   });
 }

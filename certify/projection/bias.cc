@@ -1,8 +1,10 @@
 // bias: the signed rounding residuals of a bf16 or f16 output declared round-to-nearest are centred.
 // A correct kernel rounds each value to nearest, so over many values the residuals toward
 // +|c| average zero; truncation, or any rounding that prefers one side, moves the mean by a
-// good part of an ulp. The test is Hoeffding's inequality over the values of one output
-// (docs/error-bounds.md §6a), with a false-alarm probability of at most 1e-9 per projection.
+// good part of an ulp. The test is Azuma's inequality over the values of one output, each
+// value's accumulation sized by the residual model's sigma (docs/error-bounds.md §6c; for a
+// directed accumulator Hoeffding's over ranges that B bounds, §6a), with a false-alarm
+// probability of at most 1e-9 per projection.
 #include <cmath>
 
 #include "certify/projection/checks.h"
@@ -55,7 +57,11 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
     const double n = static_cast<double>(t.values);
     o.mean_ulps = t.sum_s / n;
     o.shift_ulps = t.sum_shift / n;
-    o.limit_ulps = std::sqrt(log_term * t.sum_r2 / 2) / n;
+    // Round to nearest (docs/error-bounds.md §6c): Azuma over sub-Gaussian values of proxy
+    // h^2 + (sigma / ulp)^2, the accumulation sized by the residual model's sigma instead of B;
+    // P(|T| >= x) <= exp(-x^2 / (2 sum proxy)) per side. Directed (§6a): Hoeffding over
+    // the ranges 2 (h + beta), which B bounds.
+    o.limit_ulps = e.nearest ? std::sqrt(2 * log_term * t.sum_proxy) / n : std::sqrt(log_term * t.sum_r2 / 2) / n;
     const double excess = std::fabs(o.mean_ulps) - o.shift_ulps - o.limit_ulps;
     if (excess > 0 && failure.empty()) {
       o.one_sided = true;

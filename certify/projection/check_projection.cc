@@ -122,6 +122,21 @@ void walk_step(const ProjectionFacts& f, const ReferencePass& pass, bool walk_su
   }
 }
 
+/// The residual tests, and the bound failure's likely location from the signature test.
+void residual_steps(const ProjectionFacts& f, const ReferencePass& pass, ChecksBeingMade& out) {
+  std::optional<CheckResult> sig = signature_check(f, pass);
+  if (sig && sig->failed()) {
+    const auto& e = std::get<SignatureEvidence>(sig->evidence);
+    for (CheckResult& c : out.checks) {
+      if (c.kind == CheckKind::kBound && c.failed()) {
+        c.reason += "; likely location: " + describe_signature(e.strongest.front(), f.info().k);
+      }
+    }
+  }
+  if (sig) out.checks.push_back(std::move(*sig));
+  if (auto v = variance_check(f, pass)) out.checks.push_back(std::move(*v));
+}
+
 // 3-5. bound, walk and bias, from one pass of the reference (left empty when it cannot run).
 Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, const BlockHook& hook,
                        const std::string& selector_broken, ChecksBeingMade& out, ProjectionOutcome& outcome,
@@ -151,6 +166,7 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
     out.checks.push_back(bound_check(f, *pass, options));
     walk_step(f, *pass, walk_supported, rounding_pinned, out);
     if (auto b = bias_check(f, *pass)) out.checks.push_back(std::move(*b));
+    residual_steps(f, *pass, out);
   }
   if (!info.walk.declared) {
     out.skip(CheckKind::kWalk, "no k_walk declared: the kernel's reduction order is not held bit for bit");

@@ -7,6 +7,8 @@
 //   bound      every engine output inside the reference interval of every element
 //   walk       every engine output equals the emulated k_walk bit for bit (when declared)
 //   bias       the signed rounding residuals of a round-to-nearest bf16 or f16 output are centred
+//   signature  no (column, K range) of the residuals carries a fault's signature
+//   variance   the residuals' energy is within what any order of the declared roundings allows
 //   quantize   every quantized activation is the declared rounding of x / scale (with x_quant)
 //   untouched  unselected rows and padding columns of y_packed equal y_before (when present)
 //   vacuity    the projection proves something (selected rows, nonzero data, an output)
@@ -58,6 +60,14 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
 CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// From an evaluated reference pass; nullopt for an f32 output (no output rounding to test).
 std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass);
+/// Why the residual model (docs/error-bounds.md §6c) does not apply, or "" when it does.
+std::string residual_model_blocker(const ProjectionFacts& f, const ReferencePass& pass);
+/// "y_packed column 88, k 1024-1279 missing: ..." for one signature finding.
+std::string describe_signature(const SignatureFinding& s, Index k);
+/// From an evaluated reference pass (nullopt when it collected no residual tallies).
+std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass);
+/// From an evaluated reference pass.
+std::optional<CheckResult> variance_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// nullopt without x_quant.
 std::optional<CheckResult> quantize_check(const ProjectionFacts& f);
 /// Requires f.rows ok, y_before and y_packed.

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <optional>
 #include <vector>
 
 #include "certify/projection/checks.h"
@@ -42,7 +44,21 @@ void BiasTally::merge(const BiasTally& o) {
   excluded += o.excluded;
   sum_s += o.sum_s;
   sum_r2 += o.sum_r2;
+  sum_proxy += o.sum_proxy;
   sum_shift += o.sum_shift;
+}
+
+Index residual_tile(const reference::Weights& w) {
+  Index tile = 0;
+  for (const reference::WeightSegment& seg : w.segments) {
+    Index g = 0;
+    if (seg.format == reference::WeightFormat::kAf4) g = seg.af4.layout.group_size;
+    if (reference::is_scaled_format(seg.format)) g = seg.scaled.group_size;
+    if (g > 0) tile = tile == 0 ? g : std::gcd(tile, g);
+  }
+  // 64 columns without groups: 80 tiles at K = 5120, about 160 ranges per column.
+  if (tile == 0) tile = 64;
+  return std::max<Index>(1, std::min(tile, w.k));
 }
 
 namespace {
@@ -50,11 +66,15 @@ namespace {
 /// Elements whose bound is wider than this many spacings carry too little information for the
 /// ranges they would add (round-to-nearest accumulators); directed ones need a quarter, where
 /// their own bias is bounded by the interval rather than modelled as centred.
-constexpr double kMaxBetaNearest = 4.0;
 constexpr double kMaxBetaDirected = 0.25;
+/// Round-to-nearest accumulators (docs/error-bounds.md §6c): values whose accumulation noise
+/// exceeds half a spacing add more to the proxy (1/4 + sigma^2) than their output rounding
+/// does (at most 1/4), so they are left out.
+constexpr double kMaxSigmaNearest = 0.5;
 
-/// One value's contribution to the bias statistic.
-void add_residual(BiasTally& t, DType type, float z, double c, double b, bool nearest) {
+/// One value's contribution to the bias statistic. `acc_var` and `slack`: the value's
+/// accumulation variance proxy and deterministic offset (round-to-nearest accumulators).
+void add_residual(BiasTally& t, DType type, float z, double c, double b, bool nearest, double acc_var, double slack) {
   if (!std::isfinite(z) || !std::isfinite(c) || c == 0 || !std::isfinite(b)) {
     ++t.excluded;
     return;
@@ -63,7 +83,10 @@ void add_residual(BiasTally& t, DType type, float z, double c, double b, bool ne
   const double ulp = reference::spacing_of_type(a, type);
   // The epilogue's f32 adds may move v by up to two f32 roundings (2^-23 |c|) beyond B.
   const double beta = (b + 0x1p-22 * a) / ulp;
-  if (beta > (nearest ? kMaxBetaNearest : kMaxBetaDirected)) {
+  // Round to nearest: the value's accumulation noise, not B, decides what it costs; directed:
+  // the shift B allows.
+  const bool too_wide = nearest ? std::sqrt(acc_var) / ulp > kMaxSigmaNearest : beta > kMaxBetaDirected;
+  if (too_wide) {
     ++t.excluded;
     return;
   }
@@ -77,7 +100,14 @@ void add_residual(BiasTally& t, DType type, float z, double c, double b, bool ne
   ++t.values;
   t.sum_s += s;
   t.sum_r2 += range * range;
-  if (!nearest) t.sum_shift += beta;
+  if (nearest) {
+    // docs/error-bounds.md §6c: the output rounding is within h and centred; the accumulation
+    // is sub-Gaussian with proxy acc_var; B's slack is a fixed offset.
+    t.sum_proxy += h * h + acc_var / (ulp * ulp);
+    t.sum_shift += slack / ulp;
+  } else {
+    t.sum_shift += beta;
+  }
 }
 
 std::uint32_t walk_bits(float w, DType t) { return reference::bits_of_value(w, t); }
@@ -131,15 +161,47 @@ class CompareSink final : public reference::ReferenceSink {
     std::array<BiasTally, kEngineOutputs> bias;
     std::array<Log2Histogram, kEngineOutputs> error_over_bound;
     std::array<GridPart, kEngineOutputs> outside;
+    std::vector<SignatureTally> signature;  ///< per output
+    std::array<VarianceTally, kEngineOutputs> variance;
     double seconds = 0;
   };
 
-  CompareSink(const ProjectionFacts& f, Index blocks, const BlockHook& hook)
-      : f_(f), hook_(hook), grid(f.info().m, f.info().n), parts(static_cast<std::size_t>(blocks)) {
+  /// The residual model's variance proxy of element (i, j) beyond the accumulation: the output
+  /// rounding (half a spacing of a bf16 / f16 output; one f32 rounding otherwise, which only
+  /// over-counts where the accumulator's last rounding already is the output) and one f32
+  /// rounding per epilogue add (docs/error-bounds.md §6c).
+  double output_var(Index i, Index j, double y_star, double c, double b) const {
+    const ProjectionInfo& info = f_.info();
+    const double a = std::fabs(c) + b;
+    double v = 0;
+    if (info.output == DType::kBf16 || info.output == DType::kF16) {
+      const double h = reference::spacing_of_type(a, info.output) / 2;
+      v = h * h;
+    } else {
+      v = 0x1p-48 * a * a;
+    }
+    const double bias = reference::has_bias(problem_.epilogue) ? std::fabs(problem_.bias.at(j)) : 0.0;
+    const double res = reference::has_residual(problem_.epilogue) ? std::fabs(problem_.residual.at(i, j)) : 0.0;
+    const double m = std::fabs(y_star) + b + bias + res;
+    const int adds = static_cast<int>(reference::has_bias(problem_.epilogue)) +
+                     static_cast<int>(reference::has_residual(problem_.epilogue));
+    return v + adds * 0x1p-48 * m * m;
+  }
+
+  CompareSink(const ProjectionFacts& f, const reference::LinearProblem& problem, Index blocks, const BlockHook& hook,
+              const std::vector<TileRange>& ranges, double threshold)
+      : f_(f),
+        problem_(problem),
+        hook_(hook),
+        ranges_(ranges),
+        threshold_(threshold),
+        grid(f.info().m, f.info().n),
+        parts(static_cast<std::size_t>(blocks)) {
     for (Partial& p : parts) {
       for (Log2Histogram& h : p.error_over_bound) {
         h = Log2Histogram(OutputBound::kErrorOverBoundLog2Min, OutputBound::kErrorOverBoundLog2Max);
       }
+      p.signature.resize(kEngineOutputs);
     }
   }
 
@@ -151,6 +213,9 @@ class CompareSink final : public reference::ReferenceSink {
     const Index stride = info.out_stride;
     const bool narrow = t == DType::kBf16 || t == DType::kF16;  // the bias test's types
     const bool nearest = info.accumulator.round_to_nearest;
+    std::optional<BlockSignatures> sig;
+    if (b.tile_dot) sig.emplace(ranges_, kEngineOutputs, b.width());
+    const Index tile_stride = b.rows * b.width();
     for (Index i = 0; i < b.rows; ++i) {
       const Index slot = f_.slot_of_row[static_cast<std::size_t>(i)];
       for (EngineOutputId id : kAllEngineOutputs) {
@@ -166,17 +231,36 @@ class CompareSink final : public reference::ReferenceSink {
           part.bound[o].add(i, c, z, b.center[e], b.bound[e], b.accept[e], b.expect[e]);
           add_error_over_bound(part.error_over_bound[o], z, b.center[e], b.bound[e]);
           if (part.bound[o].outside() != outside_before) part.outside[o].add(grid, b, i, c);
-          if (narrow) add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest);
           if (b.walk) part.walk[o].add(i, c, out.bits(t, stride, src_row, c), walk_bits(b.walk[e], t));
+          const double r = static_cast<double>(z) - b.center[e];
+          if (!std::isfinite(r) || !std::isfinite(b.sigma[e])) {
+            if (narrow) add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest, 0, 0);
+            continue;
+          }
+          const double var_out = output_var(i, c, b.y_star[e], b.center[e], b.bound[e]);
+          const double var_acc = b.sigma[e] * b.sigma[e];
+          if (narrow) add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest, var_acc, b.slack[e]);
+          const double var = var_acc + var_out;
+          VarianceTally& vt = part.variance[o];
+          const double excess = std::max(std::fabs(r) - b.slack[e], 0.0);
+          ++vt.values;
+          vt.energy += excess * excess;
+          vt.var += var;
+          vt.var2 += var * var;
+          if (sig) sig->add(static_cast<Index>(o), c - b.col_begin, r, var, b.slack[e], b.tile_dot + e, tile_stride);
         }
       }
     }
+    if (sig) sig->finish(b.col_begin, threshold_, part.signature);
     part.seconds += seconds_since(t0);
     if (hook_) hook_(b);
   }
 
   const ProjectionFacts& f_;
+  const reference::LinearProblem& problem_;
   const BlockHook& hook_;
+  const std::vector<TileRange>& ranges_;
+  const double threshold_;
   const FailureGrid grid;  ///< the geometry of every output's grid (rows x n)
   std::vector<Partial> parts;
 };
@@ -186,14 +270,30 @@ class CompareSink final : public reference::ReferenceSink {
 Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const reference::LinearProblem& problem,
                                          const reference::ReferenceOptions& options, const BlockHook& hook) {
   const Index blocks = (f.info().n + options.block_cols - 1) / options.block_cols;
-  CompareSink sink(f, blocks, hook);
+  // The signature test's candidates: every (output, column, dyadic range); Azuma's two-sided
+  // tail 2 exp(-z^2 / 2) shared out over all of them (docs/error-bounds.md §6d).
+  reference::ReferenceOptions ro = options;
+  ro.residual_tile = residual_tile(*problem.weights);
+  const Index k = problem.weights->k;
+  std::vector<TileRange> ranges = dyadic_ranges((k + ro.residual_tile - 1) / ro.residual_tile);
+  Index outputs = 0;
+  for (EngineOutputId id : kAllEngineOutputs) outputs += f.data.output(id).present;
+  const double candidates = static_cast<double>(std::max<Index>(outputs, 1)) * static_cast<double>(f.info().n) *
+                            static_cast<double>(ranges.size());
+  const double threshold = std::sqrt(2 * std::log(2 * candidates / kResidualAlpha));
+  CompareSink sink(f, problem, blocks, hook, ranges, threshold);
   const auto t0 = std::chrono::steady_clock::now();
-  auto summary = reference::evaluate_reference(problem, sink, options);
+  auto summary = reference::evaluate_reference(problem, sink, ro);
   if (!summary.ok()) return summary.status().with_context(f.info().path);
   ReferencePass pass;
   pass.seconds = seconds_since(t0);
   pass.summary = *summary;
   pass.walk_emulated = problem.walk.declared && options.emulate_walk;
+  pass.signature.resize(kEngineOutputs);
+  pass.ranges = std::move(ranges);
+  pass.tile = ro.residual_tile;
+  pass.signature_threshold = threshold;
+  pass.signature_outputs = outputs;
   double compare_cpu = 0;
   for (std::size_t o = 0; o < kEngineOutputs; ++o) {
     pass.error_over_bound[o] = Log2Histogram(OutputBound::kErrorOverBoundLog2Min, OutputBound::kErrorOverBoundLog2Max);
@@ -204,6 +304,8 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
       pass.bound[o].merge(p.bound[o]);
       pass.walk[o].merge(p.walk[o]);
       pass.bias[o].merge(p.bias[o]);
+      pass.signature[o].merge(p.signature[o]);
+      pass.variance[o].merge(p.variance[o]);
       pass.error_over_bound[o].merge(p.error_over_bound[o]);
       p.outside[o].merge_into(pass.outside[o]);
     }

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "certify/projection/projection_data.h"
+#include "certify/projection/residual_tally.h"
 #include "certify/report/evidence.h"
 #include "reference/bound_stats.h"
 #include "reference/linear.h"
@@ -36,8 +37,12 @@ struct BiasTally {
   Index values = 0;      ///< values in the statistic
   Index excluded = 0;    ///< values left out (zero or non-finite centre, bound too wide)
   double sum_s = 0;      ///< sum of s
-  double sum_r2 = 0;     ///< sum of squared ranges
-  double sum_shift = 0;  ///< sum of beta (directed accumulators only)
+  double sum_r2 = 0;     ///< sum of squared ranges (directed accumulators)
+  /// Round-to-nearest accumulators (docs/error-bounds.md §6c): the sum of each value's
+  /// sub-Gaussian proxy, h^2 for its output rounding plus (sigma / ulp)^2 for its accumulation.
+  double sum_proxy = 0;
+  /// Directed accumulators: sum of beta; round-to-nearest ones: sum of slack / ulp.
+  double sum_shift = 0;
   void merge(const BiasTally& o);
 };
 
@@ -53,10 +58,24 @@ struct ReferencePass {
   std::array<FailureGrid, kEngineOutputs> outside;
   std::array<WalkTally, kEngineOutputs> walk;
   std::array<BiasTally, kEngineOutputs> bias;  ///< bf16 outputs only
+  /// The residual tests (residual_tally.h), over the dyadic K ranges of `tile`-wide tiles.
+  std::vector<SignatureTally> signature;  ///< per EngineOutputId
+  std::array<VarianceTally, kEngineOutputs> variance;
+  std::vector<TileRange> ranges;
+  Index tile = 0;
+  double signature_threshold = 0;
+  Index signature_outputs = 0;  ///< outputs the candidates were counted over
   bool walk_emulated = false;
   double seconds = 0;          ///< wall time of the pass (comparisons included)
   double compare_seconds = 0;  ///< comparison work inside it, per thread (CPU time / threads)
 };
+
+/// The signature test's false-alarm probability per projection (as the bias test's).
+inline constexpr double kResidualAlpha = 1e-9;
+
+/// The narrowest K range of the signature test: the smallest weight group of the projection's
+/// segments (AF4, scaled), or 64 columns without groups, at most K.
+Index residual_tile(const reference::Weights& w);
 
 /// Evaluates the reference once and compares every engine output with it. Requires
 /// f.weights and (for packed outputs) f.rows to be ok and the problem to validate.

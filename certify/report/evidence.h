@@ -340,6 +340,51 @@ struct BiasEvidence {
   bool operator==(const BiasEvidence&) const = default;
 };
 
+/// One candidate of the signature test (docs/error-bounds.md §7a): a K range of one output
+/// column, the residuals of its rows weighted by their partial dot products over that range.
+struct SignatureFinding {
+  std::string output;
+  Index col = 0, k_begin = 0, k_end = 0;
+  Index group = -1;  ///< the weight segment's group number when the range is exactly one group
+  double z = 0;      ///< (|sum a r| - sum |a| slack) / sqrt(sum a^2 sigma^2)
+  double fit = 0;    ///< least squares: the outputs hold (1 + fit) times the range's exact part
+  bool operator==(const SignatureFinding&) const = default;
+};
+
+/// The signature test of one projection: every (output, column, dyadic K range) candidate.
+struct SignatureEvidence {
+  static constexpr int kZLog2Min = -4;
+  static constexpr int kZLog2Max = 10;
+  double alpha = 0;             ///< false-alarm probability of the whole check
+  Index tile = 0;               ///< K columns of the narrowest range
+  Index ranges_per_column = 0;  ///< dyadic ranges over the tiles, the whole K included
+  Index candidates = 0;         ///< candidates with a nonzero signature
+  double threshold = 0;         ///< z beyond which a candidate fails
+  Index significant = 0;        ///< candidates beyond it
+  /// (output, column) pairs with a candidate beyond it: a fault in one group of one column
+  /// makes many of that column's ranges significant (32 rows cannot tell them all apart).
+  Index significant_columns = 0;
+  std::vector<SignatureFinding> strongest;  ///< the largest z first, at most 8
+  Log2Histogram z{kZLog2Min, kZLog2Max};    ///< z of every candidate
+  bool operator==(const SignatureEvidence&) const = default;
+};
+
+/// The variance test of one output (docs/error-bounds.md §7b).
+struct VarianceOutput {
+  std::string output;
+  Index values = 0;
+  double ratio = 0;  ///< sum (|r| - slack)_+^2 over sum sigma^2
+  double limit = 0;  ///< the ratio a correct kernel stays under (false-alarm probability alpha)
+  bool operator==(const VarianceOutput&) const = default;
+};
+
+struct VarianceEvidence {
+  double alpha = 0;
+  std::string accumulator;
+  std::vector<VarianceOutput> outputs;
+  bool operator==(const VarianceEvidence&) const = default;
+};
+
 /// The quantize check (docs/error-bounds.md §6b): each code of x_quantized against the declared
 /// rounding of x / s (+ zp), the quotient allowed a relative slack for the engine's own f32
 /// division and, with f16 / bf16 scales, for quantizing with the scale before it was stored.
@@ -512,8 +557,8 @@ struct DemoForkEvidence {
 /// again (evidence_wire.h), so every renderer draws from it as from the check's own.
 using Evidence =
     std::variant<std::monostate, SchemaEvidence, NotEvaluatedEvidence, GeometryEvidence, IdentityEvidence,
-                 BoundEvidence, WalkEvidence, BiasEvidence, QuantizeEvidence, UntouchedEvidence, VacuityEvidence,
-                 WitnessEvidence, VerifyEvidence, LogitsEvidence, TensorEvidence, ForkEvidence, NoForkEvidence,
-                 SweepEvidence, DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
+                 BoundEvidence, WalkEvidence, BiasEvidence, SignatureEvidence, VarianceEvidence, QuantizeEvidence,
+                 UntouchedEvidence, VacuityEvidence, WitnessEvidence, VerifyEvidence, LogitsEvidence, TensorEvidence,
+                 ForkEvidence, NoForkEvidence, SweepEvidence, DemoDumpEvidence, DemoCompareEvidence, DemoForkEvidence>;
 
 }  // namespace ncert::certify

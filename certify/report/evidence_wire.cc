@@ -266,6 +266,41 @@ void fields(auto& f, Is<BiasEvidence> auto& x) {
   f("outputs", x.outputs);
 }
 
+void fields(auto& f, Is<SignatureFinding> auto& x) {
+  f("output", x.output);
+  f("col", x.col);
+  f("k_begin", x.k_begin);
+  f("k_end", x.k_end);
+  f("group", x.group);
+  f("z", x.z);
+  f("fit", x.fit);
+}
+
+void fields(auto& f, Is<SignatureEvidence> auto& x) {
+  f("alpha", x.alpha);
+  f("tile", x.tile);
+  f("ranges_per_column", x.ranges_per_column);
+  f("candidates", x.candidates);
+  f("threshold", x.threshold);
+  f("significant", x.significant);
+  f("significant_columns", x.significant_columns);
+  f("strongest", x.strongest);
+  f("z", x.z);
+}
+
+void fields(auto& f, Is<VarianceOutput> auto& x) {
+  f("output", x.output);
+  f("values", x.values);
+  f("ratio", x.ratio);
+  f("limit", x.limit);
+}
+
+void fields(auto& f, Is<VarianceEvidence> auto& x) {
+  f("alpha", x.alpha);
+  f("accumulator", x.accumulator);
+  f("outputs", x.outputs);
+}
+
 void fields(auto& f, Is<QuantizeEvidence> auto& x) {
   f("quantizer", x.quantizer);
   f("rounding", x.rounding);
@@ -450,6 +485,8 @@ constexpr std::string_view wire_name(Of<IdentityEvidence>) { return "identity"; 
 constexpr std::string_view wire_name(Of<BoundEvidence>) { return "bound"; }
 constexpr std::string_view wire_name(Of<WalkEvidence>) { return "walk"; }
 constexpr std::string_view wire_name(Of<BiasEvidence>) { return "bias"; }
+constexpr std::string_view wire_name(Of<SignatureEvidence>) { return "signature"; }
+constexpr std::string_view wire_name(Of<VarianceEvidence>) { return "variance"; }
 constexpr std::string_view wire_name(Of<QuantizeEvidence>) { return "quantize"; }
 constexpr std::string_view wire_name(Of<UntouchedEvidence>) { return "untouched"; }
 constexpr std::string_view wire_name(Of<VacuityEvidence>) { return "vacuity"; }

@@ -204,6 +204,36 @@ Json evidence_json(const BiasEvidence& e, const CheckResult&) {
               {"outputs", per}};
 }
 
+Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
+  Json strongest = Json::array();
+  for (const SignatureFinding& s : e.strongest) {
+    strongest.push_back(Json{{"output", s.output},
+                             {"col", s.col},
+                             {"k_begin", s.k_begin},
+                             {"k_end", s.k_end},
+                             {"group", s.group >= 0 ? Json(s.group) : Json(nullptr)},
+                             {"z", number_or_text(s.z)},
+                             {"fit", number_or_text(s.fit)}});
+  }
+  return Json{{"alpha", e.alpha},
+              {"tile", e.tile},
+              {"ranges_per_column", e.ranges_per_column},
+              {"candidates", e.candidates},
+              {"threshold", e.threshold},
+              {"significant", e.significant},
+              {"significant_columns", e.significant_columns},
+              {"strongest", strongest},
+              {"z_histogram", histogram_json(e.z)}};
+}
+
+Json evidence_json(const VarianceEvidence& e, const CheckResult&) {
+  Json per = Json::object();
+  for (const VarianceOutput& o : e.outputs) {
+    per[o.output] = Json{{"values", o.values}, {"ratio", number_or_text(o.ratio)}, {"limit", o.limit}};
+  }
+  return Json{{"alpha", e.alpha}, {"accumulator", e.accumulator}, {"outputs", per}};
+}
+
 Json evidence_json(const QuantizeEvidence& e, const CheckResult& c) {
   Json j = Json{{"quantizer", e.quantizer},   {"rounding", e.rounding},  {"group", e.group},
                 {"values", e.values},         {"excluded", e.excluded},  {"mismatched", e.mismatched},

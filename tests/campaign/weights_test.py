@@ -3,7 +3,8 @@ omit their weights and declare weights_xxh3, checked against a weights dump, giv
 the same steps written in full, alone (`ncert check --weights`) and in a campaign (a manifest's
 "weights"); and every way it can go wrong is refused with its code: a declared hash the carried
 weights do not have (222), a hash the weights dump does not hold (223), omitted weights without
-a weights dump (223), a weight group that is a link to the weights dump (210 / 215)."""
+a weights dump (223), a weight group that is a link to the weights dump (210 / 215); a weights
+dump replaced between a campaign and its --resume is read again."""
 import json
 import os
 import shutil
@@ -115,7 +116,7 @@ class SharedWeights(unittest.TestCase):
         batches = {}
         for kind in ("full", "omit"):
             with open(self.path(f"{kind}.journal")) as f:
-                records = [json.loads(line) for line in f][1:]
+                records = [json.loads(line)["line"] for line in f][1:]
             units = [r for r in records if "#unit:" in r["key"]]
             self.assertEqual(len(units), 6)
             batches[kind] = {}
@@ -152,7 +153,7 @@ class SharedWeights(unittest.TestCase):
             reports[tag] = json.loads(r.stdout)
         self.assertEqual(strip_timing(reports["mpi-omit"]["checks"]), strip_timing(reports["mpi-full"]["checks"]))
         with open(self.path("mpi-omit.journal")) as f:
-            batched = [json.loads(line) for line in f][1:]
+            batched = [json.loads(line)["line"] for line in f][1:]
         self.assertTrue(any("batch" in r for r in batched), "no unit ran in a batch over MPI")
 
     def test_declared_hash_that_the_weights_do_not_have_is_refused(self):
@@ -205,6 +206,42 @@ class SharedWeights(unittest.TestCase):
             self.assertEqual([e["exit_code"] for e in report["entries"]], [3, 3, 3])
             reports.append(strip_timing(report))
         self.assertEqual(reports[0], reports[1])
+
+    def test_a_weights_dump_replaced_before_resume_is_read_again(self):
+        """Every journal record of a check entry carries its weights dump's hash: a weights dump
+        replaced by one with other weights after a finished campaign makes --resume rerun the
+        entries that take it (now refused, 222), as a fresh run does; put back, nothing reruns."""
+        shutil.copyfile(self.path("weights.h5"), self.path("wd.h5"))
+        manifest = {"ncert_campaign": 1, "name": "replaced", "weights": "wd.h5",
+                    "entries": [{"id": f"step-{s}", "check": f"omit-{s}.h5"} for s in range(3)]}
+        with open(self.path("wd.json"), "w") as f:
+            json.dump(manifest, f)
+        journal, fresh = self.path("wd.journal"), self.path("wd-fresh.journal")
+        for path in (journal, fresh):
+            if os.path.exists(path):
+                os.remove(path)
+        code, first = ncert("campaign", "wd.json", "--workers", "2", "--journal", journal, cwd=self.dir)
+        self.assertEqual(code, 0, first)
+        with open(journal) as f:
+            records = [json.loads(line)["line"] for line in f][1:]
+        self.assertTrue(all("wd.h5" in r["inputs"] for r in records), records[0]["inputs"])
+        with h5py.File(self.path("wd.h5"), "r+") as f:  # other weights under the same declaration
+            values = f["/projections/layer1_in/weight/q/values"]
+            values[0, 0] = values[0, 0] ^ 1
+        code, resumed = ncert("campaign", "wd.json", "--workers", "2", "--journal", journal, "--resume", cwd=self.dir)
+        self.assertEqual(code, 1, resumed)
+        self.assertEqual([e["exit_code"] for e in resumed["entries"]], [3, 3, 3])
+        self.assertEqual(resumed["entries"][0]["report"]["error"]["code"], 222)
+        code, again = ncert("campaign", "wd.json", "--workers", "2", "--journal", fresh, cwd=self.dir)
+        self.assertEqual(strip_timing(resumed), strip_timing(again))
+        shutil.copyfile(self.path("weights.h5"), self.path("wd.h5"))
+        with open(journal) as f:
+            lines = len(f.readlines())
+        code, back = ncert("campaign", "wd.json", "--workers", "2", "--journal", journal, "--resume", cwd=self.dir)
+        self.assertEqual(code, 0, back)
+        self.assertEqual(strip_timing(back), strip_timing(first))
+        with open(journal) as f:
+            self.assertEqual(len(f.readlines()), lines)
 
     def test_a_step_whose_shape_differs_from_its_weights_is_refused(self):
         path = self.path("wide-step.h5")

@@ -97,7 +97,8 @@ TEST(FormatV2, AWrongActivationScaleFailsQuantizeAndBound) {
     const Report twin = check_dump(write_fixture(spec, "xq-twin.h5"));
     EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
     const Report r = check_dump(write_fixture(spec, "xq-scale.h5", Fault::kXScaleWrong));
-    EXPECT_EQ(failing_ids(r), (std::set<std::string>{"projections/w8a8/quantize", "projections/w8a8/bound"}))
+    EXPECT_EQ(failing_ids(r), (std::set<std::string>{"projections/w8a8/quantize", "projections/w8a8/bound",
+                                                     "projections/w8a8/signature", "projections/w8a8/variance"}))
         << r.to_text(true);
     const CheckResult* q = find_check(r, "projections/w8a8/quantize");
     ASSERT_NE(q, nullptr);
@@ -153,7 +154,8 @@ TEST(FormatV2, ScaledInt8AndFp8WeightsPassEveryCheck) {
   // bound and walk fail, identity holds (both paths used the same weights).
   ncert::testing::poke_f32(path, "/projections/fp8/weight/s0_int8/scales", 0, 0, 1.0f);
   const Report bad = check_dump(path);
-  EXPECT_EQ(failing_ids(bad), (std::set<std::string>{"projections/fp8/bound", "projections/fp8/walk"}))
+  EXPECT_EQ(failing_ids(bad), (std::set<std::string>{"projections/fp8/bound", "projections/fp8/walk",
+                                                     "projections/fp8/signature", "projections/fp8/variance"}))
       << bad.to_text(true);
 }
 

@@ -13,8 +13,9 @@ namespace ncert::certify::detail {
 using Recorder = std::function<Status(const std::string& key, const Json& result, double seconds)>;
 
 /// Every pending item in isolated children on this machine, `options.workers` at a time.
+/// kInterrupted when SIGINT/SIGTERM stopped them (`*stop_signal`, when given: which).
 Status run_items_local(const Manifest& manifest, const CampaignOptions& options, CampaignRun& run,
-                       const Recorder& record);
+                       const Recorder& record, int* stop_signal);
 /// Rank 0's loop: hands items to the worker ranks as they become idle (mpi.cc, or an error
 /// when ncert was built without MPI).
 Status run_items_mpi(const Manifest& manifest, const CampaignOptions& options, CampaignRun& run,

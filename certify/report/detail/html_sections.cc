@@ -100,6 +100,31 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output) {
   return s;
 }
 
+/// The signature test's z of every candidate against its threshold, and the strongest ones.
+std::string signature_figures(const SignatureEvidence& e) {
+  HistogramPlot plot;
+  plot.css_class = "signature-hist";
+  plot.caption = "z of every (output, column, K range) candidate";
+  plot.marker_log2 = static_cast<int>(std::floor(std::log2(std::max(e.threshold, 1.0))));
+  plot.marker_label = "threshold " + num(e.threshold);
+  plot.zero_label = "&#8804; 0";
+  plot.other_label = "no rounding";
+  std::string s = "<figure class=\"signature\">" + svg_histogram(e.z, plot) +
+                  "<figcaption>signature: " + count_text(e.candidates) + " candidates over K ranges from " +
+                  count_text(e.tile) + " columns wide, " + count_text(e.significant) + " (in " +
+                  count_text(e.significant_columns) + " output columns) beyond the threshold " + num(e.threshold) +
+                  " (false-alarm probability &#8804; 1e-9; the marked bin holds it)</figcaption></figure>";
+  if (e.strongest.empty()) return s;
+  s += "<table class=\"signature\"><tr><th>output</th><th>column</th><th>k</th><th>z</th><th>fit</th></tr>";
+  for (const SignatureFinding& f : e.strongest) {
+    s += "<tr><td>" + markup(f.output) + "</td><td>" + std::to_string(f.col) + "</td><td>" + std::to_string(f.k_begin) +
+         "&#8211;" + std::to_string(f.k_end - 1) +
+         (f.group >= 0 ? " (group " + std::to_string(f.group) + ")" : std::string()) + "</td><td>" + num(f.z) +
+         "</td><td>" + num(1 + f.fit) + "&#215;</td></tr>";
+  }
+  return s + "</table>";
+}
+
 std::string projection_section(const Report& report, const std::string& subject) {
   std::vector<const CheckResult*> checks;
   for (const CheckResult& c : report.checks) {
@@ -124,6 +149,9 @@ std::string projection_section(const Report& report, const std::string& subject)
     if (!bound || bound->outputs.empty()) continue;
     s += bound_figures(*bound, bound->output == DType::kF32);
     plotted = true;
+  }
+  for (const CheckResult* c : checks) {
+    if (const auto* sig = std::get_if<SignatureEvidence>(&c->evidence)) s += signature_figures(*sig);
   }
   if (!plotted) s += "<p class=\"note\">no bound evidence: the reference did not run for this projection</p>";
   return s + "</section>";

@@ -39,7 +39,7 @@ Json plan_result(int step) {
 CampaignRun planned(const Manifest& m, std::size_t workers) {
   CampaignSettings s;
   s.workers = workers;
-  CampaignRun run(m, s);
+  CampaignRun run(m, s, {});
   for (int i = 0; i < 3; ++i) {
     auto item = run.next();
     EXPECT_TRUE(item && item->kind == WorkItem::Kind::kPlan);

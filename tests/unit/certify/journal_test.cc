@@ -1,9 +1,11 @@
 // The campaign journal and the wire form it stores (certify/campaign/journal.h, report/wire.h):
-// its records come back as written, their evidence typed; a journal whose first line declares
-// another wire version (or none: journals written while evidence travelled as rendered stats)
-// is refused by --resume with a usage error naming both versions, before any record is read;
-// and a result that does not decode (a hand-edited line) is one failed entry of the campaign's
-// report, never a crash.
+// its records come back as written, with the hashes of their inputs and their evidence typed;
+// every line is chained by its checksum to the one before and the header to the manifest, so a
+// line edited, removed, or copied from another journal is not trusted (a notice names it) while
+// the others are; a journal of format 1 (no checksums) is read as untrusted lines, never as an
+// error; a journal whose header declares another wire version is refused by --resume with a usage
+// error naming both versions, before any record is read; and a result that does not decode is one
+// failed entry of the campaign's report, never a crash.
 #include "certify/campaign/journal.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +23,58 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kManifestHash = "0123456789abcdef0123456789abcdef";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  for (std::size_t pos = 0, nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+    lines.push_back(text.substr(pos, nl - pos));
+  }
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  return text;
+}
+
+JournalRecord record(const std::string& key, const std::string& verdict) {
+  return JournalRecord{key, Json{{"dump.h5", std::string(32, 'b')}}, Json{{"verdict", verdict}}, "", 0};
+}
+
+std::vector<std::string> keys_of(const JournalContents& c) {
+  std::vector<std::string> keys;
+  for (const JournalRecord& r : c.records) keys.push_back(r.key);
+  return keys;
+}
+
+/// A journal of `n` records "e#1".."e#n" at `path`, all FAIL.
+void write_journal(const std::string& path, int n) {
+  Result<Journal> j = Journal::create(path, kManifestHash);
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  for (int i = 1; i <= n; ++i) ASSERT_TRUE(j->append(record("e#" + std::to_string(i), "FAIL")).ok());
+}
+
+JournalContents resumed(const std::string& path) {
+  JournalContents c;
+  Result<Journal> j = Journal::resume(path, kManifestHash, &c);
+  EXPECT_TRUE(j.ok()) << j.status().to_string();
+  return c;
+}
+
+bool has_notice(const JournalContents& c, const std::string& text) {
+  for (const std::string& n : c.notices) {
+    if (n.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
 
 std::string temp_path(const std::string& name) {
   const auto p = std::filesystem::temp_directory_path() /
@@ -47,46 +101,186 @@ Report witness_report() {
   return r;
 }
 
-TEST(Journal, RecordsComeBackWithTheirEvidenceTyped) {
+TEST(Journal, RecordsComeBackWithTheirInputsAndTheirEvidenceTyped) {
   const std::string path = temp_path("records");
+  const Json inputs = Json{{"w.h5", std::string(32, 'a')}};
   {
     Result<Journal> j = Journal::create(path, kManifestHash);
     ASSERT_TRUE(j.ok()) << j.status().to_string();
-    ASSERT_TRUE(j->append(JournalRecord{"witness-0#run", Json{{"report", report_to_wire(witness_report())}}, ""}).ok());
+    ASSERT_TRUE(
+        j->append(JournalRecord{"witness-0#run", inputs, Json{{"report", report_to_wire(witness_report())}}, "", 0})
+            .ok());
   }
-  std::vector<JournalRecord> records;
-  Result<Journal> again = Journal::resume(path, kManifestHash, &records);
-  ASSERT_TRUE(again.ok()) << again.status().to_string();
-  ASSERT_EQ(records.size(), 1u);
-  const Result<Report> r = report_from_wire(records[0].result.at("report"));
+  JournalContents contents = resumed(path);
+  EXPECT_TRUE(contents.notices.empty());
+  ASSERT_EQ(contents.records.size(), 1u);
+  EXPECT_EQ(contents.records[0].inputs, inputs);
+  EXPECT_EQ(contents.records[0].line, 2u);
+  const Result<Report> r = report_from_wire(contents.records[0].result.at("report"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r->checks.size(), 1u);
   EXPECT_TRUE(r->checks[0] == witness_report().checks[0]);
   std::filesystem::remove(path);
 }
 
-TEST(Journal, AJournalOfAnotherWireVersionIsRefusedBeforeAnyRecordIsRead) {
-  // The first line as ncert wrote it while evidence travelled as its rendered stats (no "wire"),
-  // then a record in that form; and a journal of a later version.
-  const std::string old_line =
-      std::string("{\"ncert_campaign_journal\":1,\"manifest_xxh3_128\":\"") + kManifestHash +
-      "\"}\n{\"key\":\"c#run\",\"result\":{\"report\":{\"checks\":[{\"check\":{\"stats\":{}}}]}}}\n";
-  const std::string new_line =
-      std::string("{\"ncert_campaign_journal\":1,\"wire\":99,\"manifest_xxh3_128\":\"") + kManifestHash + "\"}\n";
-  for (const auto& [text, version] : {std::pair{old_line, "1"}, std::pair{new_line, "99"}}) {
-    const std::string path = temp_path("old");
-    std::ofstream(path, std::ios::binary) << text;
-    std::vector<JournalRecord> records;
-    const Result<Journal> j = Journal::resume(path, kManifestHash, &records);
-    ASSERT_FALSE(j.ok());
-    EXPECT_EQ(j.status().code(), ErrorCode::kUsage);
-    EXPECT_NE(j.status().message().find(std::string("wire format ") + version), std::string::npos)
-        << j.status().message();
-    EXPECT_NE(j.status().message().find("this one reads format " + std::to_string(kWireVersion)), std::string::npos)
-        << j.status().message();
-    EXPECT_TRUE(records.empty());
+TEST(Journal, EveryLineIsChainedToTheOneBeforeAndTheHeaderToTheManifest) {
+  const std::string path = temp_path("chain");
+  write_journal(path, 3);
+  const std::vector<std::string> lines = lines_of(read_text(path));
+  ASSERT_EQ(lines.size(), 4u);
+  const Json header = Json::parse(lines[0]);
+  EXPECT_EQ(header.at("line").at("ncert_campaign_journal"), 2);
+  EXPECT_EQ(header.at("line").at("manifest_xxh3_128"), kManifestHash);
+  EXPECT_EQ(header.at("sum"), journal_line_sum(kManifestHash, header.at("line").dump()));
+  const Json first = Json::parse(lines[1]);
+  EXPECT_EQ(first.at("sum"), journal_line_sum(header.at("sum"), first.at("line").dump()));
+  EXPECT_EQ(keys_of(resumed(path)), (std::vector<std::string>{"e#1", "e#2", "e#3"}));
+  std::filesystem::remove(path);
+}
+
+TEST(Journal, AnEditedLineIsNotTrustedAndNamed) {
+  const std::string path = temp_path("edited");
+  write_journal(path, 3);
+  std::vector<std::string> lines = lines_of(read_text(path));
+  const std::size_t at = lines[2].find("FAIL");
+  ASSERT_NE(at, std::string::npos);
+  lines[2].replace(at, 4, "PASS");
+  write_text(path, joined(lines));
+  const JournalContents c = resumed(path);
+  EXPECT_EQ(keys_of(c), (std::vector<std::string>{"e#1", "e#3"}));
+  ASSERT_EQ(c.notices.size(), 1u);
+  EXPECT_TRUE(has_notice(c, "line 3 (e#2) does not verify")) << c.notices[0];
+  // The edit with its own sum recomputed verifies (the checksum is no signature), but the line
+  // after it no longer does.
+  const Json edited = Json::parse(lines[2]);
+  lines[2] = "{\"sum\":\"" + journal_line_sum(Json::parse(lines[1]).at("sum"), edited.at("line").dump()) +
+             "\",\"line\":" + edited.at("line").dump() + "}";
+  write_text(path, joined(lines));
+  const JournalContents forged = resumed(path);
+  EXPECT_EQ(keys_of(forged), (std::vector<std::string>{"e#1", "e#2"}));
+  EXPECT_TRUE(has_notice(forged, "line 4 (e#3) does not verify"));
+  std::filesystem::remove(path);
+}
+
+TEST(Journal, ARemovedLineBreaksTheChainOfTheLineAfterIt) {
+  const std::string path = temp_path("removed");
+  write_journal(path, 4);
+  std::vector<std::string> lines = lines_of(read_text(path));
+  lines.erase(lines.begin() + 2);  // e#2
+  write_text(path, joined(lines));
+  const JournalContents c = resumed(path);
+  EXPECT_EQ(keys_of(c), (std::vector<std::string>{"e#1", "e#4"}));
+  ASSERT_EQ(c.notices.size(), 1u);
+  EXPECT_TRUE(has_notice(c, "line 3 (e#3) does not verify"));
+  std::filesystem::remove(path);
+}
+
+TEST(Journal, ALineFromAnotherJournalOfTheSameManifestDoesNotVerify) {
+  const std::string path = temp_path("mine"), other = temp_path("other");
+  write_journal(path, 3);
+  write_journal(other, 3);  // the same records, under another campaign id
+  std::vector<std::string> lines = lines_of(read_text(path));
+  const std::vector<std::string> theirs = lines_of(read_text(other));
+  EXPECT_NE(lines[2], theirs[2]);
+  lines[2] = theirs[2];
+  write_text(path, joined(lines));
+  const JournalContents c = resumed(path);
+  // Their line does not chain to ours, and ours after it no longer chains to its predecessor.
+  EXPECT_EQ(keys_of(c), (std::vector<std::string>{"e#1"}));
+  EXPECT_TRUE(has_notice(c, "line 3 (e#2)"));
+  EXPECT_TRUE(has_notice(c, "line 4 (e#3)"));
+  std::filesystem::remove(path);
+  std::filesystem::remove(other);
+}
+
+TEST(Journal, NewRecordsAfterAnUntrustedLastLineStartANewHeaderAndAreTrusted) {
+  const std::string path = temp_path("restart");
+  write_journal(path, 2);
+  std::vector<std::string> lines = lines_of(read_text(path));
+  lines[2].replace(lines[2].find("FAIL"), 4, "PASS");
+  write_text(path, joined(lines));
+  {
+    JournalContents c;
+    Result<Journal> j = Journal::resume(path, kManifestHash, &c);
+    ASSERT_TRUE(j.ok());
+    EXPECT_EQ(keys_of(c), (std::vector<std::string>{"e#1"}));
+    ASSERT_TRUE(j->append(record("e#2", "FAIL")).ok());
+  }
+  const std::vector<std::string> after = lines_of(read_text(path));
+  ASSERT_EQ(after.size(), 5u);
+  EXPECT_EQ(Json::parse(after[3]).at("line").at("ncert_campaign_journal"), 2);
+  const JournalContents c = resumed(path);
+  EXPECT_EQ(keys_of(c), (std::vector<std::string>{"e#1", "e#2"}));
+  EXPECT_EQ(c.records[1].result.at("verdict"), "FAIL");
+  EXPECT_EQ(c.notices.size(), 1u);  // the edited line is still there, still named
+  std::filesystem::remove(path);
+}
+
+TEST(Journal, ATornLastLineIsDroppedWithoutANotice) {
+  const std::string path = temp_path("torn");
+  write_journal(path, 2);
+  const std::string text = read_text(path);
+  write_text(path, text + "{\"sum\":\"0123");
+  const JournalContents c = resumed(path);
+  EXPECT_EQ(keys_of(c), (std::vector<std::string>{"e#1", "e#2"}));
+  EXPECT_TRUE(c.notices.empty());
+  EXPECT_EQ(read_text(path), text);
+  std::filesystem::remove(path);
+}
+
+TEST(Journal, AFormatOneJournalIsReadAsUntrustedLinesNotAnError) {
+  // Journals as ncert wrote them before lines carried checksums: with and without "wire" (the
+  // latter while evidence travelled as its rendered stats), a record in each.
+  const std::string record_line = "{\"key\":\"c#run\",\"result\":{\"report\":{\"checks\":[]}}}\n";
+  for (const std::string& wire : {std::string(), std::string("\"wire\":2,")}) {
+    const std::string path = temp_path("format1");
+    write_text(path, "{\"ncert_campaign_journal\":1," + wire + "\"manifest_xxh3_128\":\"" + kManifestHash + "\"}\n" +
+                         record_line + record_line);
+    {
+      JournalContents c;
+      Result<Journal> j = Journal::resume(path, kManifestHash, &c);
+      ASSERT_TRUE(j.ok()) << j.status().to_string();
+      EXPECT_TRUE(c.records.empty());
+      ASSERT_EQ(c.notices.size(), 1u);
+      EXPECT_TRUE(has_notice(c,
+                             "line 1 starts a journal written before journal lines carried checksums (format "
+                             "1): none of its 2 records is trusted"))
+          << c.notices[0];
+      ASSERT_TRUE(j->append(record("c#run", "PASS")).ok());
+    }
+    const JournalContents c = resumed(path);
+    EXPECT_EQ(keys_of(c), (std::vector<std::string>{"c#run"}));
+    EXPECT_EQ(c.records[0].line, 5u);
     std::filesystem::remove(path);
   }
+}
+
+TEST(Journal, AJournalOfAnotherManifestOrWireVersionIsRefused) {
+  const std::string path = temp_path("refused");
+  write_journal(path, 1);
+  JournalContents c;
+  const Result<Journal> other = Journal::resume(path, std::string(32, 'f'), &c);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), ErrorCode::kUsage);
+  EXPECT_NE(other.status().message().find("another manifest"), std::string::npos);
+  // A header of a later wire version: refused before any record is read.
+  std::vector<std::string> lines = lines_of(read_text(path));
+  Json header = Json::parse(lines[0]);
+  header["line"]["wire"] = 99;
+  lines[0] = header.dump();
+  write_text(path, joined(lines));
+  const Result<Journal> later = Journal::resume(path, kManifestHash, &c);
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.status().code(), ErrorCode::kUsage);
+  EXPECT_NE(later.status().message().find("wire format 99"), std::string::npos) << later.status().message();
+  EXPECT_NE(later.status().message().find("this one reads format " + std::to_string(kWireVersion)), std::string::npos);
+  EXPECT_TRUE(c.records.empty());
+  // A file that is no journal at all.
+  write_text(path, "{\"hello\":1}\n");
+  const Result<Journal> none = Journal::resume(path, kManifestHash, &c);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::kUsage);
+  std::filesystem::remove(path);
 }
 
 TEST(Journal, AResultThatDoesNotDecodeIsOneFailedEntry) {
@@ -95,7 +289,7 @@ TEST(Journal, AResultThatDoesNotDecodeIsOneFailedEntry) {
   m.name = "wire";
   m.entries.push_back(CampaignEntry{"compare-0", EntryKind::kCompare, {"a.h5", "b.h5"}, {}});
   m.entries.push_back(CampaignEntry{"witness-1", EntryKind::kWitness, {"w.h5"}, {}});
-  CampaignRun run(m, CampaignSettings{});
+  CampaignRun run(m, CampaignSettings{}, {});
   // A run item's result in the untyped wire form: its check has "check" and "stats", no evidence.
   const Json old_report = Json::parse(R"({"command": "compare", "inputs": [], "checks": [{"check":
       {"id": "logits/greedy", "kind": "logits", "verdict": "PASS", "reason": "ok", "stats": {}},

@@ -163,6 +163,26 @@ Evidence sample(Of<BiasEvidence>) {
       1e-6, false, {{"y_packed", 69632, 12, -0.03, 0.5, 0.25, true}, {"y_compact", 5, 1, 0.1, 0, 2, false}}};
 }
 
+Evidence sample(Of<SignatureEvidence>) {
+  SignatureEvidence e;
+  e.alpha = 1e-9;
+  e.tile = 64;
+  e.ranges_per_column = 159;
+  e.candidates = 7860960;
+  e.threshold = 8.79;
+  e.significant = 2;
+  e.significant_columns = 1;
+  e.strongest = {{"y_packed", 1234, 1088, 1152, 17, 41.5, 0.021}, {"y_unpacked", 88, 1024, 1280, -1, 9.1, -0.998}};
+  e.z.add(0.5);
+  e.z.add(41.5);
+  e.z.add(-1.0);
+  return e;
+}
+
+Evidence sample(Of<VarianceEvidence>) {
+  return VarianceEvidence{1e-9, "f32-rn", {{"y_unpacked", 527360, 3.25, 1.151}, {"y_packed", 4, 0.001, 14.2}}};
+}
+
 Evidence sample(Of<QuantizeEvidence>) {
   return QuantizeEvidence{"int8", "rna", 32, 4096, 2, 3, 1, 0x1p-22, 1.5, 0.0125, 3, 119, 120, 121};
 }
@@ -385,6 +405,10 @@ TEST(EvidenceWire, EveryMemberOfEveryAggregateHasAWireKey) {
   EXPECT_EQ(evidence_to_wire(sample(Of<WalkEvidence>{})).at("outputs").at(0).size(),
             member_count<WalkEvidence::Output>());
   EXPECT_EQ(evidence_to_wire(sample(Of<BiasEvidence>{})).at("outputs").at(0).size(), member_count<BiasOutput>());
+  EXPECT_EQ(evidence_to_wire(sample(Of<SignatureEvidence>{})).at("strongest").at(0).size(),
+            member_count<SignatureFinding>());
+  EXPECT_EQ(evidence_to_wire(sample(Of<VarianceEvidence>{})).at("outputs").at(0).size(),
+            member_count<VarianceOutput>());
   // Not aggregates (they have constructors): their members, counted by hand.
   EXPECT_EQ(bound.at("outputs").at(0).at("stats").size(), 12u);            // BoundFigures
   EXPECT_EQ(bound.at("outputs").at(0).at("error_over_bound").size(), 7u);  // Log2Histogram

@@ -1,0 +1,131 @@
+// signature: no (output column, K range) of the residuals carries a fault's signature
+// (docs/error-bounds.md §6d). A wrong scale, zero point or codebook in one weight group moves the
+// residuals of every row of its column in proportion to the group's partial dot product a; a
+// dropped or doubled K range, by minus or plus that range's partial sum; a wrong per-channel
+// scale, by the column's whole dot product. Per candidate, z = (|sum a r| - sum |a| slack) /
+// sqrt(sum a^2 sigma^2) is bounded by Azuma's inequality under the mean-independent rounding
+// model, with the two-sided tail shared over every candidate (a false-alarm probability of at
+// most 1e-9 per projection); the strongest candidate names the location and the fitted size.
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "certify/projection/checks.h"
+#include "certify/report/format.h"
+
+namespace ncert::certify {
+
+namespace {
+
+/// The group size of the weight segment holding column j, 0 without groups.
+Index group_size_of(const reference::Weights& w, Index j) {
+  const reference::WeightSegment& seg = reference::segment_of(w, j);
+  if (seg.format == reference::WeightFormat::kAf4) return seg.af4.layout.group_size;
+  if (reference::is_scaled_format(seg.format)) return seg.scaled.group_size;
+  return 0;
+}
+
+std::string range_text(const SignatureFinding& s) {
+  std::string t = "k " + std::to_string(s.k_begin) + "-" + std::to_string(s.k_end - 1);
+  return s.group >= 0 ? "group " + std::to_string(s.group) + " (" + t + ")" : t;
+}
+
+}  // namespace
+
+std::string residual_model_blocker(const ProjectionFacts& f, const ReferencePass& pass) {
+  const ProjectionInfo& info = f.info();
+  if (pass.summary.biased_rounding) {
+    return "accumulator " + info.accumulator.name + (info.walk.declared ? " with k_walk " + info.walk.name : "") +
+           " rounds with a bias: the residual model holds for round-to-nearest accumulation only";
+  }
+  const bool narrow = info.output == DType::kBf16 || info.output == DType::kF16;
+  if (narrow && info.output_rounding != reference::OutputRounding::kNearestEven) {
+    return "output_rounding = " + std::string(reference::output_rounding_name(info.output_rounding)) +
+           ": the residual model holds for round-to-nearest outputs only";
+  }
+  return std::string();
+}
+
+std::string describe_signature(const SignatureFinding& s, Index k) {
+  const std::string where = s.output + " column " + std::to_string(s.col) + ", ";
+  const std::string size = format_short(1 + s.fit);
+  std::string what;
+  if (s.k_begin == 0 && s.k_end == k) {
+    what = where + "the whole dot product: the outputs fit " + size +
+           "x their exact values (a wrong per-channel scale, or a wrong scale of the output)";
+  } else if (std::fabs(s.fit + 1) < 0.1) {
+    what = where + range_text(s) + " missing: the outputs fit " + size + "x that range's exact contribution";
+  } else if (std::fabs(s.fit - 1) < 0.1) {
+    what = where + range_text(s) + " counted twice: the outputs fit " + size + "x that range's exact contribution";
+  } else if (s.group >= 0) {
+    what = where + range_text(s) + ": the residuals fit a scale of " + size + "x the dumped scale";
+  } else {
+    what = where + range_text(s) + ": the outputs fit " + size + "x that range's exact contribution";
+  }
+  return what + " (z = " + format_short(s.z) + ")";
+}
+
+std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass) {
+  const ProjectionInfo& info = f.info();
+  if (pass.signature.empty()) return std::nullopt;
+  const std::string id = projection_check_id(info, CheckKind::kSignature);
+  const std::string subject = "projections/" + info.name;
+  if (const std::string why = residual_model_blocker(f, pass); !why.empty()) {
+    return skipped(id, subject, CheckKind::kSignature, why);
+  }
+  const reference::LinearProblem problem = f.data.problem(reference::kDefaultLambda);
+  SignatureEvidence e;
+  e.alpha = kResidualAlpha;
+  e.tile = pass.tile;
+  e.ranges_per_column = static_cast<Index>(pass.ranges.size());
+  e.threshold = pass.signature_threshold;
+  std::vector<SignatureHit> all;
+  for (EngineOutputId o : kAllEngineOutputs) {
+    const SignatureTally& t = pass.signature[static_cast<std::size_t>(o)];
+    e.candidates += t.candidates;
+    e.significant += t.significant;
+    e.significant_columns += t.significant_columns;
+    e.z.merge(t.z);
+    all.insert(all.end(), t.strongest.begin(), t.strongest.end());
+  }
+  if (e.candidates == 0) {
+    return skipped(id, subject, CheckKind::kSignature, "no output value has a residual to test (no finite value)");
+  }
+  std::sort(all.begin(), all.end(), [](const SignatureHit& a, const SignatureHit& b) {
+    if (a.z != b.z) return a.z > b.z;
+    return std::tie(a.output, a.col, a.range) < std::tie(b.output, b.col, b.range);
+  });
+  const Index k = info.k;
+  for (std::size_t i = 0; i < all.size() && i < SignatureTally::kKeep; ++i) {
+    const SignatureHit& h = all[i];
+    const TileRange& g = pass.ranges[static_cast<std::size_t>(h.range)];
+    SignatureFinding s;
+    s.output = std::string(engine_output_name(static_cast<EngineOutputId>(h.output)));
+    s.col = h.col;
+    s.k_begin = g.first * pass.tile;
+    s.k_end = std::min(k, (g.first + g.count) * pass.tile);
+    const Index gs = group_size_of(*problem.weights, h.col);
+    if (gs > 0 && gs < k && s.k_begin % gs == 0 && s.k_end - s.k_begin == gs) s.group = s.k_begin / gs;
+    s.z = h.z;
+    s.fit = h.fit;
+    e.strongest.push_back(s);
+  }
+  CheckResult r = projection_check(info, CheckKind::kSignature);
+  const std::string odds = "threshold " + format_short(e.threshold) + " over " + std::to_string(e.candidates) +
+                           " candidates, false-alarm probability <= 1e-9";
+  if (e.significant > 0) {
+    const SignatureFinding& s = e.strongest.front();
+    r.verdict = Verdict::kFail;
+    r.reason = describe_signature(s, k) + "; " + std::to_string(e.significant) + " candidate" +
+               (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) + " output column" +
+               (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds;
+    r.first_failure = Location{s.output, -1, s.col};
+  } else {
+    r.reason = "no column's residuals carry a fault's signature: largest z " +
+               format_short(e.strongest.empty() ? 0.0 : e.strongest.front().z) + " (" + odds + ")";
+  }
+  r.evidence = std::move(e);
+  return r;
+}
+
+}  // namespace ncert::certify

@@ -1,0 +1,166 @@
+// The residual tests (docs/error-bounds.md §6c-6e): faults far inside B, planted in both paths
+// so that identity cannot see them, caught by the check meant for each, with the location; and
+// their legitimate twins, which pass. Sizes are chosen a few times above each test's detection
+// limit at this shape (docs/detection.md has the limits measured at the production shape).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "tests/common/fixture_check.h"
+#include "tests/common/report_checks.h"
+
+namespace ncert::certify {
+namespace {
+
+using ncert::testing::check_dump;
+using ncert::testing::find_check;
+using ncert::testing::write_fixture;
+
+/// 8 requests x 4 rows in 32 slots, K = 4096, one AF4 segment (groups of 64) and one bf16
+/// segment: every request commits all its rows, so each output has 32 rows.
+fixtures::DumpSpec residual_spec(DType output) {
+  fixtures::ProjectionSpec p;
+  p.name = "proj";
+  p.requests = 8;
+  p.block_rows = 4;
+  p.cap = 4;
+  p.slots = 32;
+  p.k = 4096;
+  p.n = 256;
+  p.x = DType::kBf16;
+  p.output = output;
+  fixtures::SegmentSpec a;
+  a.format = reference::WeightFormat::kAf4;
+  a.rows = 128;
+  a.af4.group_size = 64;
+  // w = s * code: a scale error moves the group's whole partial dot, so the fit is the error.
+  a.af4.variant = reference::Af4Variant::kCodebook;
+  a.af4.codebook = reference::Af4Codebook::kNf4;
+  fixtures::SegmentSpec b;
+  b.format = reference::WeightFormat::kBf16;
+  b.rows = 128;
+  p.segments = {a, b};
+  p.seed = 23;
+  fixtures::DumpSpec d;
+  d.projections.push_back(p);
+  return d;
+}
+
+std::set<std::string> failing(const Report& r) {
+  std::set<std::string> out;
+  for (const CheckResult& c : r.checks) {
+    if (c.failed()) out.insert(c.id);
+  }
+  return out;
+}
+
+const CheckResult& check_of(const Report& r, const std::string& kind) {
+  const CheckResult* c = find_check(r, "projections/proj/" + kind);
+  EXPECT_NE(c, nullptr) << kind;
+  static const CheckResult kNone;
+  return c ? *c : kNone;
+}
+
+TEST(Residual, LegitimateTwinsPassEveryResidualTest) {
+  for (DType out : {DType::kF32, DType::kBf16}) {
+    SCOPED_TRACE(std::string(dtype_name(out)));
+    const Report r = check_dump(write_fixture(residual_spec(out), "residual_twin.h5"));
+    EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+    EXPECT_EQ(check_of(r, "signature").verdict, Verdict::kPass);
+    EXPECT_EQ(check_of(r, "variance").verdict, Verdict::kPass);
+    const auto* sig = std::get_if<SignatureEvidence>(&check_of(r, "signature").evidence);
+    ASSERT_NE(sig, nullptr);
+    EXPECT_EQ(sig->tile, 64);
+    EXPECT_GT(sig->candidates, 3 * 256 * 64);
+    EXPECT_LT(sig->strongest.front().z, sig->threshold);
+  }
+}
+
+TEST(Residual, OneGroupsScaleOffByOnePercentIsFoundWhereItIs) {
+  // f32 outputs: B is about 0.8 rms(p) at K = 4096, the fault moves the 32 outputs of column 0
+  // by 1 % of group 0's partial dot (about 0.08 rms(p)): inside every interval.
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  d.projections[0].engine_group_scale_error = 0.01f;
+  const Report r = check_dump(write_fixture(d, "residual_scale.h5"));
+  EXPECT_EQ(failing(r), (std::set<std::string>{"projections/proj/signature"})) << r.to_text(true);
+  const CheckResult& c = check_of(r, "signature");
+  const auto* e = std::get_if<SignatureEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  const SignatureFinding& s = e->strongest.front();
+  EXPECT_EQ(s.col, 0);
+  EXPECT_EQ(s.k_begin, 0);
+  EXPECT_EQ(s.k_end, 64);
+  EXPECT_EQ(s.group, 0);
+  EXPECT_GT(s.z, e->threshold);
+  // The fit recovers the size: the engine's group-0 part is (1 + fit) times the exact one.
+  EXPECT_NEAR(s.fit, 0.01, 0.003);
+  EXPECT_NE(c.reason.find("column 0, group 0 (k 0-63)"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("scale of 1.01"), std::string::npos) << c.reason;
+}
+
+TEST(Residual, ADroppedKRangeIsNamedMissing) {
+  // 64 terms from k = 2048 on dropped in every dot product of both paths.
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  d.projections[0].dropped_terms = 64;
+  const Report r = check_dump(write_fixture(d, "residual_dropped.h5"));
+  const CheckResult& c = check_of(r, "signature");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  const auto* e = std::get_if<SignatureEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  const SignatureFinding& s = e->strongest.front();
+  EXPECT_EQ(s.k_begin, 2048);
+  EXPECT_EQ(s.k_end, 2112);
+  EXPECT_NEAR(s.fit, -1.0, 0.05);
+  EXPECT_NE(c.reason.find("(k 2048-2111) missing"), std::string::npos) << c.reason;
+}
+
+TEST(Residual, AnAccumulatorKeepingSixteenBitsFailsVariance) {
+  // The engine sums all K products in a 16-bit accumulator (rounding to nearest) while the dump
+  // declares f32: unbiased, so only the energy of the residuals shows it.
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  d.projections[0].engine_order = "promote:4096:16:rne";
+  const Report r = check_dump(write_fixture(d, "residual_p16.h5"));
+  const CheckResult& c = check_of(r, "variance");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_NE(c.reason.find("bits coarser than declared"), std::string::npos) << c.reason;
+  const auto* e = std::get_if<VarianceEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  EXPECT_GT(e->outputs.front().ratio, e->outputs.front().limit);
+}
+
+TEST(Residual, TruncatingOneValueInSixteenOfABf16OutputFailsBias) {
+  // 32 x 2048 values per output: the bias test's limit is about 3.35 h / sqrt(n) = 0.007 ulp
+  // per half ulp of truncation share, so 6.25 % truncated (a mean of -0.031 ulp) is caught; B
+  // is several bf16 ulps for most values, which the old B-sized test could not resolve.
+  fixtures::DumpSpec d = residual_spec(DType::kBf16);
+  d.projections[0].n = 2048;
+  d.projections[0].segments[1].rows = 1920;
+  d.projections[0].engine_truncate_every = 16;
+  const Report r = check_dump(write_fixture(d, "residual_trunc.h5"));
+  const CheckResult& c = check_of(r, "bias");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_NE(c.reason.find("toward zero"), std::string::npos) << c.reason;
+  EXPECT_EQ(check_of(r, "identity").verdict, Verdict::kPass);
+}
+
+TEST(Residual, ReportsAreIdenticalAtAnyThreadCount) {
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  d.projections[0].engine_group_scale_error = 0.01f;
+  const std::string path = write_fixture(d, "residual_threads.h5");
+  CheckOptions one;
+  const Report a = check_dump(path, one);
+  omp_set_num_threads(1);
+  const Report b = check_dump(path, one);
+  omp_set_num_threads(2);
+  const Report c = check_dump(path, one);
+  for (const std::string kind : {"signature", "variance"}) {
+    EXPECT_EQ(check_of(a, kind).evidence, check_of(b, kind).evidence) << kind;
+    EXPECT_EQ(check_of(a, kind).evidence, check_of(c, kind).evidence) << kind;
+  }
+}
+
+}  // namespace
+}  // namespace ncert::certify

@@ -1,0 +1,197 @@
+// Detection power of the default `check` (docs/detection.md): each fault class is planted in
+// both paths (so identity cannot see it) at a sweep of magnitudes into generated dumps at the
+// production shape (K 5120, 8 requests x 4 rows in 32 slots, AF4 groups of 64 beside bf16
+// weights), and the smallest magnitude each check catches is printed; then the false alarms of
+// every check over legitimate dumps (seeds, output types, engine summation orders).
+// Usage: bench_power [--n N] [--legit L] [--dir D] [--threads T]
+//   --n      output columns (default 16480, the production in_proj; 4096 runs 4x faster)
+//   --legit  legitimate dumps (default 24)
+#include <omp.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "certify/commands/check.h"
+#include "fixtures/generator.h"
+#include "tools/bench/bench_common.h"
+
+namespace {
+
+using namespace ncert;
+
+struct Options {
+  Index n = 16480;
+  int legit = 24;
+  int threads = 0;
+  std::string dir = "bench-power";
+};
+
+fixtures::ProjectionSpec production(Index n, DType output, std::uint64_t seed) {
+  fixtures::ProjectionSpec p;
+  p.name = "in_proj";
+  p.requests = 8;
+  p.block_rows = 4;
+  p.cap = 4;
+  p.slots = 32;
+  p.k = 5120;
+  p.n = n;
+  p.x = DType::kBf16;
+  p.output = output;
+  p.accumulator = "f32-rn";
+  p.engine_order = "split:8:fma";
+  fixtures::SegmentSpec a;
+  a.format = reference::WeightFormat::kAf4;
+  a.rows = n / 2;
+  a.af4.variant = reference::Af4Variant::kCodebook;
+  a.af4.codebook = reference::Af4Codebook::kNf4;
+  a.af4.group_size = 64;
+  a.af4.scale_dtype = DType::kBf16;
+  fixtures::SegmentSpec b;
+  b.format = reference::WeightFormat::kBf16;
+  b.rows = n - a.rows;
+  p.segments = {a, b};
+  p.seed = seed;
+  return p;
+}
+
+/// The failing check kinds of one dump (projection checks only), and the seconds `check` took.
+std::set<std::string> failing_kinds(const std::string& path, double* seconds) {
+  certify::CheckCommandOptions co;
+  co.dump = path;
+  const double t0 = bench::now_seconds();
+  auto r = certify::run_check(co);
+  *seconds = bench::now_seconds() - t0;
+  std::set<std::string> out;
+  if (!r.ok()) {
+    out.insert("error: " + r.status().to_string());
+    return out;
+  }
+  for (const certify::CheckResult& c : r->checks) {
+    if (c.failed()) out.insert(std::string(check_kind_name(c.kind)));
+  }
+  return out;
+}
+
+struct Sweep {
+  std::string fault;
+  std::string unit;
+  std::vector<double> magnitudes;  ///< from the smallest to the largest fault
+  std::function<void(fixtures::ProjectionSpec&, double)> plant;
+  DType output = DType::kF32;
+};
+
+std::string write(const Options& o, const fixtures::ProjectionSpec& p, const std::string& name) {
+  fixtures::DumpSpec d;
+  d.projections.push_back(p);
+  const std::string path = o.dir + "/" + name + ".h5";
+  const Status s = fixtures::write_dump(path, d, {}, true);
+  if (!s.ok()) {
+    std::fprintf(stderr, "bench_power: %s: %s\n", path.c_str(), s.to_string().c_str());
+    std::exit(4);
+  }
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--n") && i + 1 < argc) o.n = std::atoll(argv[++i]);
+    if (!std::strcmp(argv[i], "--legit") && i + 1 < argc) o.legit = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) o.dir = argv[++i];
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = std::atoi(argv[++i]);
+  }
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  std::filesystem::create_directories(o.dir);
+  const std::vector<std::string> kinds = {"identity", "bound", "signature", "variance", "bias"};
+  const std::vector<Sweep> sweeps = {
+      {"one AF4 group's scale x (1 + e), f32 outputs",
+       "e",
+       {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05},
+       [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
+       DType::kF32},
+      {"one AF4 group's scale x (1 + e), bf16 outputs",
+       "e",
+       {0.002, 0.005, 0.01, 0.02, 0.05, 0.1},
+       [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
+       DType::kBf16},
+      {"an accumulator keeping p of f32's 24 bits (rounding to nearest), f32 outputs",
+       "24 - p",
+       {2, 4, 5, 6, 7, 8, 10},
+       [](fixtures::ProjectionSpec& p, double lost) {
+         p.engine_order = "promote:5120:" + std::to_string(24 - static_cast<int>(lost)) + ":rne";
+       },
+       DType::kF32},
+      {"a fraction of bf16 outputs truncated instead of rounded",
+       "fraction",
+       {0.005, 0.01, 0.02, 0.05, 0.1},
+       [](fixtures::ProjectionSpec& p, double f) { p.engine_truncate_every = static_cast<Index>(1.0 / f + 0.5); },
+       DType::kBf16},
+  };
+  std::printf("bench_power: K 5120 x N %lld, 32 rows in 32 slots, %d threads\n", static_cast<long long>(o.n),
+              omp_get_max_threads());
+  double check_seconds = 0;
+  int checks = 0;
+  for (const Sweep& s : sweeps) {
+    std::printf("\n%s\n  %-10s", s.fault.c_str(), s.unit.c_str());
+    for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
+    std::printf("\n");
+    std::map<std::string, double> smallest;
+    // Largest first: the smallest magnitude caught is the last one of an unbroken run of FAILs.
+    std::map<std::string, bool> broken;
+    for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) {
+      fixtures::ProjectionSpec p = production(o.n, s.output, 7);
+      s.plant(p, *it);
+      double secs = 0;
+      const std::set<std::string> f = failing_kinds(write(o, p, "fault"), &secs);
+      check_seconds += secs;
+      ++checks;
+      std::printf("  %-10g", *it);
+      for (const std::string& k : kinds) {
+        const bool failed = f.count(k) > 0;
+        std::printf(" %-10s", failed ? "FAIL" : "-");
+        if (failed && !broken[k]) smallest[k] = *it;
+        if (!failed) broken[k] = true;
+      }
+      for (const std::string& x : f) {
+        if (x.rfind("error", 0) == 0) std::printf(" %s", x.c_str());
+      }
+      std::printf("\n");
+    }
+    std::printf("  smallest caught:");
+    for (const std::string& k : kinds) {
+      if (smallest.count(k)) std::printf(" %s %g;", k.c_str(), smallest[k]);
+    }
+    std::printf("\n");
+  }
+  // Legitimate dumps: seeds x output types x the engine's summation order.
+  const std::vector<std::string> orders = {"split:8:fma", "pairwise", "lanes:16:halving:fma", "seq"};
+  std::map<std::string, int> alarms;
+  for (int i = 0; i < o.legit; ++i) {
+    const DType out = i % 2 ? DType::kBf16 : DType::kF32;
+    fixtures::ProjectionSpec p = production(o.n, out, 100 + static_cast<std::uint64_t>(i));
+    p.engine_order = orders[static_cast<std::size_t>(i / 2) % orders.size()];
+    double secs = 0;
+    const std::set<std::string> f = failing_kinds(write(o, p, "legit"), &secs);
+    check_seconds += secs;
+    ++checks;
+    for (const std::string& k : f) ++alarms[k];
+  }
+  std::printf(
+      "\nfalse alarms over %d legitimate dumps (f32 and bf16 outputs; orders split:8:fma, pairwise, "
+      "lanes:16:halving:fma, seq):",
+      o.legit);
+  if (alarms.empty()) std::printf(" none");
+  for (const auto& [k, n] : alarms) std::printf(" %s %d;", k.c_str(), n);
+  std::printf("\nmean check time %.2f s per dump\n", check_seconds / checks);
+  std::filesystem::remove(o.dir + "/fault.h5");
+  std::filesystem::remove(o.dir + "/legit.h5");
+  return alarms.empty() ? 0 : 1;
+}
