@@ -93,7 +93,7 @@ expect 1 "check --policy that expects none of the skips fails" -- "$ncert" check
 json_has "$dir/pol-none.json" "any(c['verdict']=='FAIL' and c['reason'].startswith('skipped, and no rule of policy') for c in r['checks']) and not any(c['verdict']=='SKIP' for c in r['checks'])" \
   "an unexpected skip is a FAIL naming the policy"
 expect 2 "a bad skip policy is refused" -- "$ncert" check "$dir/demo/good.h5" --policy "$dir/policy-bad.json"
-grep -q "skip-policy-invalid (105): $dir/policy-bad.json: expected_skips\[0\].kind: \"wlak\" is not a check kind" "$dir/err.txt" \
+grep -q "skip-policy-invalid (107): $dir/policy-bad.json: expected_skips\[0\].kind: \"wlak\" is not a check kind" "$dir/err.txt" \
   && echo "ok:   the refusal names code, file, key and value" || { echo "FAIL: bad policy message"; cat "$dir/err.txt"; failures=$((failures + 1)); }
 expect 2 "a missing skip policy is refused" -- "$ncert" witness "$dir/demo/good.h5" --policy "$dir/no-policy.json"
 cp "$dir/policy.json" "$dir/demo/policy.json"
@@ -102,7 +102,7 @@ expect 0 "a campaign's skip_policy reaches its check entries" -- "$ncert" campai
 json_has "$dir/pol-campaign.out.json" "any('policy_rule' in c for c in r['checks'])" "the campaign's checks carry the policy rule"
 expect 1 "campaign --policy replaces the manifest's" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --policy "$dir/policy-none.json" --journal "$dir/pol-campaign2.journal"
 expect 2 "campaign --policy with a bad file is refused" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --policy "$dir/policy-bad.json" --journal "$dir/pol-campaign3.journal"
-cat "$dir/out.txt" "$dir/err.txt" | grep -q "skip-policy-invalid (105): .*policy-bad.json: expected_skips\[0\].kind" \
+cat "$dir/out.txt" "$dir/err.txt" | grep -q "skip-policy-invalid (107): .*policy-bad.json: expected_skips\[0\].kind" \
   && echo "ok:   campaign refusal names the code" \
   || { echo "FAIL: campaign bad policy message"; cat "$dir/err.txt"; failures=$((failures + 1)); }
 

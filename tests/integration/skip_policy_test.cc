@@ -2,7 +2,7 @@
 // and is marked expected in every report format, a SKIP it does not expect fails naming the
 // policy, a required kind fails whatever rule matches it, a policy's not_applicable rule makes an
 // N/A; the packed-path checks of a projection dumped with y_unpacked only are N/A with or without
-// a policy; and a bad policy file is refused with skip-policy-invalid (105), naming the file, the
+// a policy; and a bad policy file is refused with skip-policy-invalid (107), naming the file, the
 // key and the value.
 #include <gtest/gtest.h>
 
