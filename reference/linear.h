@@ -66,6 +66,9 @@ struct ReferenceOptions {
   Index block_cols = 128;    ///< output columns per block (fixed: part of the result's identity)
   bool emulate_walk = true;  ///< emulate the declared k_walk (ignored when none is declared)
   Index residual_tile = 0;   ///< > 0: hand each block its partial dots over K tiles this wide
+  /// The residual tests' tile dots and tallies (certify's reference pass); off only to measure
+  /// their cost side by side (tools/bench/bench_check).
+  bool residual_tests = true;
 };
 
 /// Facts about the problem the checks report next to the per-element results.

@@ -274,8 +274,10 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
   // tail 2 exp(-z^2 / 2) shared out over all of them (docs/error-bounds.md §6d).
   reference::ReferenceOptions ro = options;
   ro.residual_tile = residual_tile(*problem.weights);
+  const Index tile = ro.residual_tile;
+  if (!options.residual_tests) ro.residual_tile = 0;
   const Index k = problem.weights->k;
-  std::vector<TileRange> ranges = dyadic_ranges((k + ro.residual_tile - 1) / ro.residual_tile);
+  std::vector<TileRange> ranges = dyadic_ranges((k + tile - 1) / tile);
   Index outputs = 0;
   for (EngineOutputId id : kAllEngineOutputs) outputs += f.data.output(id).present;
   const double candidates = static_cast<double>(std::max<Index>(outputs, 1)) * static_cast<double>(f.info().n) *
@@ -291,7 +293,7 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
   pass.walk_emulated = problem.walk.declared && options.emulate_walk;
   pass.signature.resize(kEngineOutputs);
   pass.ranges = std::move(ranges);
-  pass.tile = ro.residual_tile;
+  pass.tile = tile;
   pass.signature_threshold = threshold;
   pass.signature_outputs = outputs;
   double compare_cpu = 0;

@@ -7,6 +7,7 @@
 //   --generate writes the dump first (takes a minute) if it does not exist.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -86,6 +87,19 @@ int main(int argc, char** argv) {
       "+ identity/untouched %.2f + hashing and rest %.2f\n",
       wall, read, 100 * read / wall, ref, 100 * ref / wall, cmp, other, wall - read - ref - other);
   std::printf("  peak RSS %.0f MiB\n", rss);
+
+  // 1b. The cost of the residual tests (signature's tile dots and filters, variance): the same
+  // check without them, then with them again, side by side.
+  certify::CheckCommandOptions off = co;
+  off.check.reference.residual_tests = false;
+  double t1 = bench::now_seconds();
+  (void)certify::run_check(off);
+  const double wall_off = bench::now_seconds() - t1;
+  t1 = bench::now_seconds();
+  (void)certify::run_check(co);
+  const double wall_on = std::min(wall, bench::now_seconds() - t1);
+  std::printf("  residual tests: check %.2f s with them, %.2f s without: +%.0f%% (target <= 15%%)\n", wall_on,
+              wall_off, 100 * (wall_on / wall_off - 1));
 
   // 2. The bare reference per shape, same process, same threads.
   auto reader = certify::DumpReader::open(path);
