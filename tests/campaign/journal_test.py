@@ -280,7 +280,7 @@ class CampaignJournal(unittest.TestCase):
             with open(out) as f:
                 report = Report(f.read())
             runs.append((report, self.journal_header(journal), journal_lines(journal)))
-            self.assertEqual(sorted(os.listdir(self.dir)), inputs + ["reports"], "the inputs' folder changed")
+            self.assertEqual(sorted(os.listdir(self.dir)), sorted(inputs + ["reports"]), "the inputs' folder changed")
             self.assertEqual(sorted(os.listdir(reports)), ["campaign.json", "campaign.json.journal"])
         (first, first_header, first_lines), (second, second_header, second_lines) = runs
         # The second run is a fresh one: a new campaign id in a new journal that holds every item
