@@ -91,6 +91,12 @@ struct BoundTerms {
   /// sub-Gaussian scale of the accumulated error under the mean-independent rounding model
   /// (docs/error-bounds.md §6c); 0 where the errors are biased (not round-to-nearest).
   double noise_coef = 0;
+  /// Quantized segments (AF4, scaled): the kernel's dequantized weights may differ from the
+  /// reference's by roundings the reference does not pin (a fused zero point's fl32(-zp s) once
+  /// per group, f32 products of code and scale), each up to u of a charged magnitude. Such an
+  /// error is the same for every row of a column, so the residual tests treat it as a fixed
+  /// offset: shared_coef * S of slack (2 f32 units: two roundings per weight at most).
+  double shared_coef = 0;
   bool round_to_nearest = true;
 };
 BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double lambda, Index k);

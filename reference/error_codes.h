@@ -24,14 +24,18 @@
 
 NCERT_ERROR_CODE(kOk, 0, "ok", 0, "no error")
 
-// 1xx: input and command line. Exit 2 (usage), except file-not-found (3) and interrupted
-// (128 + the signal; 130 is SIGINT's).
+// 1xx: input and command line. Exit 2 (usage), except file-not-found and not-regular-file (3)
+// and interrupted (128 + the signal; 130 is SIGINT's).
 NCERT_ERROR_CODE(kUsage, 100, "usage", 2, "bad command-line flags or arguments")
 NCERT_ERROR_CODE(kInvalidArgument, 101, "invalid-argument", 2,
                  "a library call got an argument outside its documented range")
 NCERT_ERROR_CODE(kOutputExists, 102, "output-exists", 2, "refusing to overwrite an existing output file")
-NCERT_ERROR_CODE(kFileNotFound, 103, "file-not-found", 3, "an input path does not exist or is not a regular file")
+NCERT_ERROR_CODE(kFileNotFound, 103, "file-not-found", 3, "an input path does not exist")
 NCERT_ERROR_CODE(kInterrupted, 104, "interrupted", 130, "stopped by SIGINT or SIGTERM (exit 128 + signal)")
+NCERT_ERROR_CODE(kPathConflict, 105, "path-conflict", 2,
+                 "an output is the same file as an input or another output (it would replace it)")
+NCERT_ERROR_CODE(kNotRegularFile, 106, "not-regular-file", 3,
+                 "an input is a FIFO, socket, device or directory; refused without reading it")
 
 // 2xx: I/O, HDF5 and dump schema. Exit 3 (input refused), except report-write (5).
 NCERT_ERROR_CODE(kIo, 200, "io", 3, "the operating system failed a read, write, map or stat")
@@ -53,6 +57,8 @@ NCERT_ERROR_CODE(kObjectAliased, 216, "object-aliased", 3, "two names (hard link
 NCERT_ERROR_CODE(kTreeLimit, 217, "tree-limit", 3, "the group tree is deeper or has more objects than the limits")
 NCERT_ERROR_CODE(kStorageBomb, 218, "storage-bomb", 3,
                  "a dataset declares far more data than the file stores or can expand to")
+NCERT_ERROR_CODE(kTrailingData, 219, "trailing-data", 3,
+                 "the file extends over 1 MiB past its HDF5 end-of-file address (a sparse hole or appended bytes)")
 NCERT_ERROR_CODE(kDatatypeRefused, 220, "datatype-refused", 3, "a datatype the format does not allow for that object")
 NCERT_ERROR_CODE(kMissingAttribute, 221, "missing-attribute", 3, "a required attribute is absent")
 NCERT_ERROR_CODE(kAttributeInvalid, 222, "attribute-invalid", 3, "an attribute has the wrong type or an invalid value")
@@ -63,6 +69,8 @@ NCERT_ERROR_CODE(kSizeOverflow, 225, "size-overflow", 3, "dims whose element or 
 NCERT_ERROR_CODE(kMemoryLimit, 226, "memory-limit", 3, "a read would exceed the configured memory limit")
 NCERT_ERROR_CODE(kSchemaUnknown, 227, "schema-unknown", 3, "the root does not declare ncert_schema = \"ncert-dump\"")
 NCERT_ERROR_CODE(kSchemaVersion, 228, "schema-version", 3, "an ncert_schema_version this build does not know")
+NCERT_ERROR_CODE(kShapeLimit, 229, "shape-limit", 3,
+                 "a shape attribute (k, n, a stride, vocab, a group size...) above 2^32 - 1")
 NCERT_ERROR_CODE(kVocabMismatch, 230, "vocab-mismatch", 3, "two runs to compare have different vocabularies")
 NCERT_ERROR_CODE(kNoCommonRuns, 231, "no-common-runs", 3, "two dumps share no run or tensor to compare")
 NCERT_ERROR_CODE(kWitnessFileInvalid, 232, "witness-file-invalid", 3, "a witness file is not one ncert wrote")

@@ -182,7 +182,7 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
       const auto [bias, res] = epilogue_operands(p, i, j);
       t.bound[e] = eb.bound;
       t.tier[e] = eb.tier;
-      t.slack[e] = eb.slack;
+      t.slack[e] = eb.slack + t.terms[jj]->shared_coef * t.s[e];
       // Every operand the kernel rounds (a product, a partial sum in any order, a group's
       // scaled sum) is at most max(P, N) <= (S + |y*|) / 2 in exact arithmetic (P and N the
       // sums of the positive and negative products), and the computed ones differ by at most B.
@@ -298,6 +298,9 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   for (const WeightSegment& seg : W.segments) {
     const ColumnModel m = column_model(seg, K, p.walk, p.accumulator.u_eff, p.x_quant.type != XQuantType::kNone);
     models.terms.push_back(bound_terms(m, p.accumulator, p.lambda, K));
+    if (seg.format == WeightFormat::kAf4 || is_scaled_format(seg.format)) {
+      models.terms.back().shared_coef = 2 * std::max(p.accumulator.u_eff, 0x1p-24);
+    }
     if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
     if (!models.terms.back().round_to_nearest) summary.biased_rounding = true;
     models.may_spread.push_back(detail::segment_may_spread(seg));

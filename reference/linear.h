@@ -38,7 +38,8 @@ struct ReferenceBlock {
   const float* walk = nullptr;       ///< emulated k_walk output, or nullptr when not declared
   /// The residual model (docs/error-bounds.md §6c): sigma, the sub-Gaussian scale of the
   /// accumulated rounding error under mean-independent round-to-nearest errors (0 where the
-  /// accumulator's errors are biased), and slack, B's deterministic part besides the rounding.
+  /// accumulator's errors are biased), and slack, B's deterministic part besides the rounding
+  /// plus, for quantized segments, the dequantization roundings every row shares.
   const double* sigma = nullptr;
   const double* slack = nullptr;
   /// With ReferenceOptions::residual_tile: the partial dot products over K tiles of that

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "certify/campaign/entry_options.h"
 #include "certify/io/hash.h"
+#include "certify/io/input_file.h"
 
 namespace ncert::certify {
 
@@ -37,11 +36,13 @@ bool accepts(const KindInfo& k, const std::string& key) {
 
 /// The manifest's bytes and their JSON.
 Status read_manifest(const std::string& path, std::string* text, Json* j) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(ErrorCode::kFileNotFound, path + ": cannot read the manifest");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *text = ss.str();
+  // A regular file only, opened without blocking: a FIFO named as the manifest is refused.
+  auto in = InputFile::open(path);
+  if (!in.ok()) {
+    if (in.status().code() != ErrorCode::kFileNotFound) return in.status();
+    return Status(ErrorCode::kFileNotFound, path + ": cannot read the manifest");
+  }
+  NCERT_ASSIGN_OR_RETURN(*text, in->read_all());
   try {
     *j = Json::parse(*text);
   } catch (const Json::exception& e) {
@@ -182,6 +183,17 @@ std::string_view entry_kind_name(EntryKind k) {
     if (i.kind == k) return i.name;
   }
   return "?";
+}
+
+std::vector<NamedPath> named_entry_files(const CampaignEntry& entry) {
+  std::vector<NamedPath> files;
+  for (const std::string& in : entry.inputs) files.push_back({"entry " + entry.id, in});
+  for (const char* key : {"weights", "vocab"}) {
+    if (entry.options.contains(key) && entry.options[key].is_string()) {
+      files.push_back({"entry " + entry.id + " " + key, entry.options[key].get<std::string>()});
+    }
+  }
+  return files;
 }
 
 Result<Manifest> load_manifest(const std::string& path) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "certify/report/report_file.h"
 #include "reference/status.h"
 
 namespace ncert::certify {
@@ -33,7 +34,14 @@ struct Manifest {
 };
 
 /// Reads and validates a manifest: kUsage naming the entry and key for anything unknown or
-/// malformed (a typo must not silently drop an option), kFileNotFound for a missing manifest.
+/// malformed (a typo must not silently drop an option), kFileNotFound for a missing manifest,
+/// kNotRegularFile for one that is a FIFO, socket or device (never blocking on it).
 Result<Manifest> load_manifest(const std::string& path);
+
+/// Every file an entry reads, as resolved: its inputs, its weights dump (`check`) and its
+/// vocabulary (`forks`), each named by the entry ("entry step-3", "entry step-3 weights"), so
+/// that no output of the campaign can be one of them (docs/cli.md "Reports and exit status");
+/// the same files as input_pins.h's entry_files, with a name for messages.
+std::vector<NamedPath> named_entry_files(const CampaignEntry& entry);
 
 }  // namespace ncert::certify

@@ -7,7 +7,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <new>
 #include <string>
 
@@ -129,35 +128,15 @@ int output(const certify::Report& report, const CommonOptions& o) {
   return rc;
 }
 
-/// --json, --html and --junit checked before any work: each as check_report_path does, at most
-/// one of them on stdout, and no two naming the same file (one would silently replace the other).
-Status check_report_paths(const CommonOptions& o, const std::vector<std::string>& inputs) {
-  const std::pair<const char*, const std::string*> reports[] = {
-      {"--json", &o.json_path}, {"--html", &o.html_path}, {"--junit", &o.junit_path}};
-  for (const auto& [flag, path] : reports) {
-    if (Status s = certify::check_report_path(*path, inputs, flag); !s.ok()) return s;
-  }
-  for (std::size_t i = 0; i < 3; ++i) {
-    for (std::size_t j = i + 1; j < 3; ++j) {
-      const std::string& a = *reports[i].second;
-      const std::string& b = *reports[j].second;
-      if (a.empty() || b.empty() || (a == "-") != (b == "-")) continue;
-      // A device or pipe (/dev/null twice) is written in place and can take two reports.
-      std::error_code ec;
-      const auto status = std::filesystem::status(a, ec);
-      if (a != "-" && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) continue;
-      std::error_code ec_a, ec_b;
-      const auto canonical_a = std::filesystem::weakly_canonical(a, ec_a);
-      const auto canonical_b = std::filesystem::weakly_canonical(b, ec_b);
-      const bool same = a == b || (!ec_a && !ec_b && canonical_a == canonical_b);
-      if (same) {
-        const std::string what = a == "-" ? std::string("stdout") : a;
-        return Status(ErrorCode::kUsage, std::string(reports[i].first) + " and " + reports[j].first + " both name " +
-                                             what + ": give each report its own path");
-      }
-    }
-  }
-  return Status();
+/// Every path the command reads or writes, checked before any work (check_command_paths): the
+/// reports, the command's own outputs, its inputs.
+Status check_paths(const CommonOptions& o, const CommandFiles& files) {
+  certify::CommandPaths paths;
+  paths.inputs = files.inputs;
+  paths.inputs.insert(paths.inputs.end(), files.other_inputs.begin(), files.other_inputs.end());
+  paths.outputs = {{"--json", o.json_path}, {"--html", o.html_path}, {"--junit", o.junit_path}};
+  paths.outputs.insert(paths.outputs.end(), files.outputs.begin(), files.outputs.end());
+  return certify::check_command_paths(paths);
 }
 
 /// The report of a command that could not run to its end: the error, the inputs by name and
@@ -189,13 +168,13 @@ int run_child(const char* command, const CommonOptions& o, const std::vector<std
 
 certify::IsolationOptions command_isolation(const CommonOptions& o) { return isolation_options(o); }
 
-int run_reported(const char* command, const CommonOptions& o, const std::vector<std::string>& given,
+int run_reported(const char* command, const CommonOptions& o, const CommandFiles& files,
                  const std::function<Result<certify::Report>()>& run, bool isolate) {
   std::vector<std::string> inputs;
-  for (const std::string& p : given) {
-    if (!p.empty()) inputs.push_back(p);
+  for (const certify::NamedPath& p : files.inputs) {
+    if (!p.path.empty()) inputs.push_back(p.path);
   }
-  if (Status s = check_report_paths(o, inputs); !s.ok()) {
+  if (Status s = check_paths(o, files); !s.ok()) {
     std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
     return exit_code_for(s.code());
   }

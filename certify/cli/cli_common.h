@@ -18,6 +18,7 @@
 #include "certify/io/dump_reader.h"
 #include "certify/isolation/supervisor.h"
 #include "certify/report/report.h"
+#include "certify/report/report_file.h"
 
 namespace ncert::cli {
 
@@ -63,16 +64,24 @@ struct CommandLine {
   }
 };
 
+/// The files one command reads and writes besides its reports (docs/cli.md "Reports and exit
+/// status"), each named by what gives it ("DUMP", "--weights", "entry step-3").
+struct CommandFiles {
+  std::vector<certify::NamedPath> inputs;        ///< the report's `inputs` when the command stops on an error
+  std::vector<certify::NamedPath> other_inputs;  ///< read, listed in other reports: a campaign's entries' files
+  std::vector<certify::NamedPath> outputs;       ///< beyond --json, --html, --junit: witness --out, the journal
+};
+
 /// Runs a command the CLI way (docs/cli.md "Isolation" and "Reports and exit status"): checks
-/// --json against `inputs` first (a usage error before any work), runs `run` in a supervised
-/// child process (a crash or hang of libhdf5 becomes a refusal that names the object), prints
-/// the summary (failures only with --quiet), writes --json, --html and --junit (all three
-/// paths checked up front, none two the same file), and returns the exit code. An
-/// error the command returns is reported like a refused input: a REFUSED line and a JSON
-/// report with `error`.
+/// every path of `files` and the reports first (an output that is an input or another output is
+/// path-conflict, an unwritable place a usage error, both before any work), runs `run` in a
+/// supervised child process (a crash or hang of libhdf5 becomes a refusal that names the
+/// object), prints the summary (failures only with --quiet), writes --json, --html and --junit,
+/// and returns the exit code. An error the command returns is reported like a refused input: a
+/// REFUSED line and a JSON report with `error`.
 /// `isolate = false` runs `run` in this process: for a campaign, which isolates each of its
 /// work items itself (and whose MPI ranks must not fork before MPI_Init).
-int run_reported(const char* command, const CommonOptions& options, const std::vector<std::string>& inputs,
+int run_reported(const char* command, const CommonOptions& options, const CommandFiles& files,
                  const std::function<Result<certify::Report>()>& run, bool isolate = true);
 
 /// How commands are isolated (--hdf5-timeout, the memory budget, NCERT_ISOLATION=off).

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "certify/campaign/manifest.h"
 #include "certify/campaign/run_campaign.h"
 #include "certify/cli/cli_common.h"
 #include "certify/report/printable.h"
@@ -44,8 +45,25 @@ void register_campaign(CLI::App& app, Action& action) {
       }
       // Worker ranks run items and report to rank 0, which alone writes the report.
       if (!certify::mpi_is_root()) return certify::run_campaign_worker(o);
+      // Every entry's files are inputs too: no report and no journal may be one of them. A
+      // manifest that does not load is the campaign's own refusal, reported as such.
+      const std::string journal = certify::journal_path(o);
+      CommandFiles files{{{"MANIFEST", o.manifest}}, {}, {{"the journal", journal}}};
+      if (auto manifest = certify::load_manifest(o.manifest); manifest.ok()) {
+        for (const certify::CampaignEntry& e : manifest->entries) {
+          for (certify::NamedPath& f : certify::named_entry_files(e)) files.other_inputs.push_back(std::move(f));
+        }
+      }
+      // The journal is read back on --resume and appended to: a FIFO or device there would block
+      // or swallow it.
+      if (certify::is_stream_path(journal)) {
+        const Status s(ErrorCode::kNotRegularFile,
+                       "the journal " + journal + " is not a regular file; a campaign journal must be one");
+        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+        return exit_code_for(s.code());
+      }
       return run_reported(
-          "campaign", cl->common, {o.manifest},
+          "campaign", cl->common, files,
           [&]() -> Result<certify::Report> {
             int stop_signal = 0;
             Result<certify::Report> report = certify::run_campaign(o, &stop_signal);

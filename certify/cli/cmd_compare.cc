@@ -16,7 +16,8 @@ void register_compare(CLI::App& app, Action& action) {
       cl->apply();
       certify::CompareOptions& o = cl->options;
       o.reader.memory_limit = cl->common.max_memory;
-      return run_reported("compare", cl->common, {o.a, o.b}, [&] { return certify::run_compare(o); });
+      return run_reported("compare", cl->common, {{{"A", o.a}, {"B", o.b}}, {}, {}},
+                          [&] { return certify::run_compare(o); });
     };
   });
 }

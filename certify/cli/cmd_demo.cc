@@ -11,7 +11,7 @@ void register_demo(CLI::App& app, Action& action) {
   cmd->callback([cl, &action] {
     action = [cl] {
       cl->apply();
-      return run_reported("demo", cl->common, {}, [&] { return certify::run_demo(cl->options); });
+      return run_reported("demo", cl->common, CommandFiles{}, [&] { return certify::run_demo(cl->options); });
     };
   });
 }

@@ -14,7 +14,7 @@ void register_inspect(CLI::App& app, Action& action) {
       cl->apply();
       certify::InspectOptions& o = cl->options;
       o.reader.memory_limit = cl->common.max_memory;
-      return run_reported("inspect", cl->common, {o.dump}, [&] { return certify::run_inspect(o); });
+      return run_reported("inspect", cl->common, {{{"DUMP", o.dump}}, {}, {}}, [&] { return certify::run_inspect(o); });
     };
   });
 }

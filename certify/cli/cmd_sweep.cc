@@ -12,7 +12,7 @@ void register_sweep(CLI::App& app, Action& action) {
   cmd->callback([cl, &action] {
     action = [cl] {
       cl->apply();
-      return run_reported("sweep", cl->common, {}, [&] { return certify::run_sweep(cl->options); });
+      return run_reported("sweep", cl->common, CommandFiles{}, [&] { return certify::run_sweep(cl->options); });
     };
   });
 }

@@ -1,8 +1,6 @@
 #include "certify/cli/cli_common.h"
 #include "certify/commands/option_tables.h"
 #include "certify/commands/witness.h"
-#include "certify/report/printable.h"
-#include "certify/report/report_file.h"
 
 namespace ncert::cli {
 
@@ -16,7 +14,8 @@ int run_verify(const CommandLine<certify::WitnessOptions>& cl, const std::vector
   v.dump = verify[1];
   v.reader.memory_limit = cl.common.max_memory;
   v.lambda = cl.options.lambda;
-  return run_reported("witness", cl.common, {v.witness_file, v.dump}, [&] { return certify::run_witness_verify(v); });
+  return run_reported("witness", cl.common, {{{"--verify WITNESS", v.witness_file}, {"--verify DUMP", v.dump}}, {}, {}},
+                      [&] { return certify::run_witness_verify(v); });
 }
 
 }  // namespace
@@ -42,11 +41,10 @@ void register_witness(CLI::App& app, Action& action) {
       certify::WitnessOptions& w = cl->options;
       w.reader.memory_limit = cl->common.max_memory;
       w.table = cl->common.verbose;
-      if (Status s = certify::check_report_path(w.out, {w.dump}, "--out"); !s.ok()) {
-        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
-        return exit_code_for(s.code());
-      }
-      return run_reported("witness", cl->common, {w.dump}, [&] { return certify::run_witness(w); });
+      // --out writes the witness file and its summary beside it (WITNESS.h5.json).
+      CommandFiles files{{{"DUMP", w.dump}}, {}, {}};
+      if (!w.out.empty()) files.outputs = {{"--out", w.out}, {"--out's summary", w.out + ".json"}};
+      return run_reported("witness", cl->common, files, [&] { return certify::run_witness(w); });
     };
   });
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "certify/io/input_file.h"
 #include "certify/logits/lm_head.h"
 #include "certify/logits/witness.h"
 #include "certify/projection/check_projection.h"
@@ -216,6 +217,14 @@ Result<CheckPlan> plan_check(const DumpReader& reader, const CheckCommandOptions
   const DumpModel& m = reader.model();
   NCERT_RETURN_IF_ERROR(check_selection(m, options.only));
   CheckPlan plan;
+  // A weights dump named is an input even when no projection needs it: a FIFO, a device or a
+  // missing file there is refused at once, not only when a projection first reads it.
+  if (!options.weights.empty()) {
+    if (auto w = InputFile::open(options.weights); !w.ok()) {
+      plan.refused = Status(w.status().code(), "--weights " + w.status().message());
+      return plan;
+    }
+  }
   // The whole run within --max-memory: every projection is certified alone, so each must fit.
   // A projection that omits its weights must find them in the weights dump (and fit with them).
   WeightsAccess weights(options);
@@ -334,12 +343,20 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
 
 Result<Report> run_check(const CheckCommandOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  const InputInfo input = describe_inputs({options.dump}).front();
+  // Every file the verdict rests on is an input of the report: the dump, and the weights dump
+  // its omitted weights come from.
+  std::vector<std::string> paths = {options.dump};
+  if (!options.weights.empty()) paths.push_back(options.weights);
+  const std::vector<InputInfo> inputs = describe_inputs(paths);
+  auto with_inputs = [&](Report report) {
+    report.inputs = inputs;
+    return report;
+  };
   auto reader = DumpReader::open(options.dump, dump_reader_options(options));
   if (!reader.ok()) {
     CheckPlan refused;
     refused.refused = reader.status();
-    return assemble_check(options, input, refused, {}, seconds_since(t0));
+    return with_inputs(assemble_check(options, inputs.front(), refused, {}, seconds_since(t0)));
   }
   NCERT_ASSIGN_OR_RETURN(CheckPlan plan, plan_check(*reader, options));
   std::vector<CheckPart> parts;
@@ -351,7 +368,7 @@ Result<Report> run_check(const CheckCommandOptions& options) {
       parts.push_back(std::move(part));
     }
   }
-  return assemble_check(options, input, plan, std::move(parts), seconds_since(t0));
+  return with_inputs(assemble_check(options, inputs.front(), plan, std::move(parts), seconds_since(t0)));
 }
 
 }  // namespace ncert::certify

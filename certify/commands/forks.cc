@@ -5,7 +5,9 @@
 namespace ncert::certify {
 
 Result<Report> run_forks(const ForksOptions& o) {
-  InputHashes hashes({o.a, o.b});
+  // The vocabulary is an input too: the report's token texts come from it.
+  InputHashes hashes(o.vocab_file.empty() ? std::vector<std::string>{o.a, o.b}
+                                          : std::vector<std::string>{o.a, o.b, o.vocab_file});
   Report report;
   report.command = "forks";
   auto refuse = [&](const Status& s) {

@@ -32,6 +32,14 @@ const DatasetInfo* DumpModel::dataset(const std::string& path) const {
   return (it != datasets.end() && it->path == path) ? &*it : nullptr;
 }
 
+std::span<const DatasetInfo> DumpModel::datasets_under(const std::string& prefix) const {
+  auto first = std::lower_bound(datasets.begin(), datasets.end(), prefix,
+                                [](const DatasetInfo& d, const std::string& p) { return d.path < p; });
+  auto last = first;
+  while (last != datasets.end() && last->path.compare(0, prefix.size(), prefix) == 0) ++last;
+  return {first, last};
+}
+
 bool DumpModel::refused() const { return !first_error().ok(); }
 
 Status DumpModel::first_error() const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,9 @@ struct DumpModel {
   std::vector<Finding> findings;            ///< in traversal order (sorted paths)
 
   const DatasetInfo* dataset(const std::string& path) const;
+  /// The datasets whose path starts with `prefix` ("/projections/p/"), found by binary search
+  /// in the sorted list: a caller asking for every projection's members stays O(n log n).
+  std::span<const DatasetInfo> datasets_under(const std::string& prefix) const;
   bool refused() const;
   /// The first error finding as a Status (ok when the dump is valid).
   Status first_error() const;

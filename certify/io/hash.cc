@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "certify/io/input_file.h"
+
 // xxHash compiled inline here (its documented XXH_INLINE_ALL mode) rather than called in
 // Debian's libxxhash: built with this project's -march, XXH3 uses AVX2/AVX-512 and hashes
 // ~1.5x faster (docs/performance.md). Same algorithm, same values (the known-vector tests).
@@ -82,16 +84,14 @@ FileHashCursor& FileHashCursor::operator=(FileHashCursor&&) noexcept = default;
 FileHashCursor::~FileHashCursor() = default;
 
 Result<FileHashCursor> FileHashCursor::open(const std::string& path) {
+  // Only a regular file, opened without blocking, and never an HDF5 file that extends far past
+  // its end-of-file address (certify/io/input_file.h): hashing reads every byte up to size.
+  NCERT_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (impl->fd < 0) {
-    return Status(errno == ENOENT ? ErrorCode::kFileNotFound : ErrorCode::kIo,
-                  path + ": cannot open: " + std::strerror(errno));
-  }
-  struct stat st {};
-  if (::fstat(impl->fd, &st) != 0) return Status(ErrorCode::kIo, path + ": cannot stat: " + std::strerror(errno));
-  impl->size = static_cast<std::uint64_t>(st.st_size);
+  impl->fd = ::dup(file.fd());
+  if (impl->fd < 0) return Status(ErrorCode::kIo, path + ": cannot open: " + std::strerror(errno));
+  impl->size = file.size();
   return FileHashCursor(std::move(impl));
 }
 

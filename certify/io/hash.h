@@ -33,7 +33,8 @@ class Xxh3Stream {
   std::unique_ptr<State> state_;
 };
 
-/// Hash of a whole file's bytes (kFileNotFound / kIo on failure).
+/// Hash of a whole file's bytes (kFileNotFound / kNotRegularFile / kTrailingData / kIo on failure:
+/// the refusals of InputFile::open, certify/io/input_file.h).
 Result<std::string> file_xxh3_128(const std::string& path);
 
 /// The whole-file hash, computed in order while a reader goes through the file anyway: a
@@ -44,7 +45,7 @@ Result<std::string> file_xxh3_128(const std::string& path);
 /// Not thread-safe: one thread offers at a time.
 class FileHashCursor {
  public:
-  /// kFileNotFound / kIo if the file cannot be opened.
+  /// As InputFile::open refuses (missing, not a regular file, an HDF5 file far past its end).
   static Result<FileHashCursor> open(const std::string& path);
   FileHashCursor(FileHashCursor&&) noexcept;
   FileHashCursor& operator=(FileHashCursor&&) noexcept;

@@ -1,6 +1,5 @@
 // Opening a dump: every link is visited and every object's storage and type examined before any
 // raw data is read; hostile objects become findings that name them.
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
@@ -8,6 +7,7 @@
 #include <set>
 
 #include "certify/io/detail/reader_impl.h"
+#include "certify/io/input_file.h"
 #include "certify/isolation/activity.h"
 
 namespace ncert::certify::detail {
@@ -401,11 +401,13 @@ void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, h
 
 Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, const ReaderOptions& options) {
   hdf5_init_once();
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status(ErrorCode::kFileNotFound, path + ": no such file");
+  // A regular file, opened without blocking, and no HDF5 file that extends far past its
+  // end-of-file address (certify/io/input_file.h), before libhdf5 opens it by name.
+  std::uint64_t file_size = 0;
+  {
+    NCERT_ASSIGN_OR_RETURN(InputFile input, InputFile::open(path));
+    file_size = input.size();
   }
-  if (!S_ISREG(st.st_mode)) return Status(ErrorCode::kFileNotFound, path + ": not a regular file");
   std::optional<Hdf5Activity> opening;
   opening.emplace("opening", path);
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
@@ -415,7 +417,7 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   }
   auto impl = std::make_unique<DumpReader::Impl>();
   impl->options = options;
-  impl->file_size = static_cast<std::uint64_t>(st.st_size);
+  impl->file_size = file_size;
   impl->model.file = path;
   Hid fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
   // Read-only certification never needs the lock, and locking fails on read-only media.

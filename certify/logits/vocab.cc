@@ -2,9 +2,10 @@
 
 #include <array>
 #include <cstdio>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "certify/io/input_file.h"
 
 namespace ncert::certify {
 
@@ -206,19 +207,18 @@ Vocabulary Vocabulary::from_strings(std::vector<std::string> tokens, Decoding de
 }
 
 Result<Vocabulary> Vocabulary::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // A regular file only, opened without blocking (a FIFO named as the vocabulary is refused).
+  auto in = InputFile::open(path);
+  if (!in.ok()) {
+    if (in.status().code() != ErrorCode::kFileNotFound) return in.status();
     return Status(ErrorCode::kFileNotFound, path + ": cannot open the vocabulary file");
   }
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::uintmax_t>(in.tellg());
+  const std::uint64_t size = in->size();
   if (size > kMaxVocabFileBytes) {
     return invalid(path, std::to_string(size) + " bytes; a vocabulary file is at most " +
                              std::to_string(kMaxVocabFileBytes >> 20) + " MiB");
   }
-  in.seekg(0);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(size))) return Status(ErrorCode::kIo, path + ": read failed");
+  NCERT_ASSIGN_OR_RETURN(std::string text, in->read_all());
   // nlohmann throws on malformed input: this is the JSON edge, converted to a status here.
   VocabJson j = VocabJson::parse(text, nullptr, false);
   if (j.is_discarded()) return invalid(path, "not valid JSON");

@@ -95,7 +95,13 @@ WitnessFile::WitnessFile(DumpReader reader, std::string path) : reader_(std::mov
 
 Result<WitnessFile> WitnessFile::open(const std::string& path, const ReaderOptions& options) {
   auto reader = DumpReader::open(path, witness_reader_options(options));
-  if (!reader.ok()) return Status(ErrorCode::kWitnessFileInvalid, reader.status().message());
+  if (!reader.ok()) {
+    // What the path is (a FIFO, a file far past its end) is said as for any input; what the
+    // file holds is the witness file's own refusal.
+    const ErrorCode code = reader.status().code();
+    if (code == ErrorCode::kNotRegularFile || code == ErrorCode::kTrailingData) return reader.status();
+    return Status(ErrorCode::kWitnessFileInvalid, reader.status().message());
+  }
   WitnessFile f(std::move(*reader), path);
   if (f.runs_.empty()) return Status(ErrorCode::kWitnessFileInvalid, path + ": no /witness/<run> groups");
   return f;

@@ -41,7 +41,8 @@ struct StoredRun {
 class WitnessFile {
  public:
   /// Opens and validates the container; anything that is not a witness file ncert wrote is
-  /// kWitnessFileInvalid.
+  /// kWitnessFileInvalid, except a path that is not a regular file (kNotRegularFile) or a file
+  /// far past its HDF5 end (kTrailingData), refused as every input is.
   static Result<WitnessFile> open(const std::string& path, const ReaderOptions& options);
   /// The stored runs, sorted by name.
   const std::vector<std::string>& runs() const { return runs_; }

@@ -27,10 +27,7 @@ std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo
                                     std::uint64_t weights_elsewhere) {
   // Every member of the projection is read whole, raw.
   std::uint64_t total = weights_elsewhere;
-  const std::string prefix = info.path + "/";
-  for (const DatasetInfo& d : model.datasets) {
-    if (d.path.rfind(prefix, 0) == 0) total = add(total, u(d.bytes));
-  }
+  for (const DatasetInfo& d : model.datasets_under(info.path + "/")) total = add(total, u(d.bytes));
   const std::uint64_t M = u(info.m), K = u(info.k), N = u(info.n), bc = u(block_cols);
   // The reference's activations: exact f64, |x| f64, and the f32 the walk multiplies (20 B).
   total = add(total, mul(mul(M, K), 20));

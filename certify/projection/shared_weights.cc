@@ -151,9 +151,8 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
 std::uint64_t weight_bytes(const DumpModel& model, const ProjectionInfo& info) {
   std::uint64_t total = 0;
   for (const SegmentInfo& s : info.segments) {
-    const std::string prefix = s.path + "/";
-    for (const DatasetInfo& d : model.datasets) {
-      if (d.path.rfind(prefix, 0) == 0 && d.bytes > 0) total += static_cast<std::uint64_t>(d.bytes);
+    for (const DatasetInfo& d : model.datasets_under(s.path + "/")) {
+      if (d.bytes > 0) total += static_cast<std::uint64_t>(d.bytes);
     }
   }
   return total;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace ncert::certify {
 
@@ -81,33 +82,46 @@ std::string resolved(const std::string& path) {
   return path;
 }
 
+/// The path made absolute and normal, following the symbolic links of the part that exists: two
+/// spellings of one path not yet created compare equal ("r.json", "./sub/../r.json").
+std::string normal_path(const std::string& path) {
+  std::error_code ec;
+  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
+/// Whether two paths are one file: the same device and inode when both exist, else the same
+/// normal path (one of them is still to be created, and would be created over the other).
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {
   }, sb{};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  const bool a_exists = ::stat(a.c_str(), &sa) == 0;
+  const bool b_exists = ::stat(b.c_str(), &sb) == 0;
+  if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (a_exists != b_exists) return false;  // one exists and the other does not: two paths
+  return a == b || normal_path(a) == normal_path(b);
 }
 
-/// /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open stream: write into it, never
-/// beside it (replacing the file behind stdout would drop what was already printed).
-bool names_a_stream(const std::string& path) { return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0; }
-
-}  // namespace
-
-std::string report_temp_path(const std::string& path, long pid) {
-  return resolved(path) + ".tmp." + std::to_string(pid);
-}
-
-Status check_report_path(const std::string& path, const std::vector<std::string>& inputs, const std::string& flag) {
-  if (path.empty() || path == "-") return Status();
-  for (const std::string& in : inputs) {
-    if (same_file(path, in)) {
-      return Status(ErrorCode::kUsage, flag + " " + path + " is the input " + in + ": refusing to overwrite an input");
-    }
+/// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/thread-self/fd/N and
+/// /proc/<pid>/fd/N name a descriptor already open.
+bool names_open_descriptor(const std::string& path) {
+  if (path == "/dev/stdout" || path == "/dev/stderr") return true;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"}) {
+    if (path.rfind(prefix, 0) == 0) return true;
   }
+  if (path.rfind("/proc/", 0) != 0) return false;
+  const std::size_t digits = path.find_first_not_of("0123456789", 6);
+  return digits > 6 && digits != std::string::npos && path.compare(digits, 4, "/fd/") == 0;
+}
+
+/// The rules of one output path alone: not a directory, writable where it points.
+Status check_output_place(const NamedPath& out) {
+  const std::string& flag = out.role;
+  const std::string& path = out.path;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return Status(ErrorCode::kUsage, flag + " " + path + " is a directory");
-    if (!S_ISREG(st.st_mode) || names_a_stream(path)) {
+    if (is_stream_path(path)) {
       if (::access(path.c_str(), W_OK) != 0) {
         return Status(ErrorCode::kUsage, flag + " " + path + " is not writable: " + std::strerror(errno));
       }
@@ -121,6 +135,55 @@ Status check_report_path(const std::string& path, const std::vector<std::string>
   if (::access(dir.c_str(), W_OK) != 0) {
     return Status(ErrorCode::kUsage,
                   flag + " " + path + ": cannot create files in " + dir + ": " + std::strerror(errno));
+  }
+  return Status();
+}
+
+}  // namespace
+
+bool is_stream_path(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  return !S_ISREG(st.st_mode) || names_open_descriptor(path);
+}
+
+std::string report_temp_path(const std::string& path, long pid) {
+  return resolved(path) + ".tmp." + std::to_string(pid);
+}
+
+Status check_command_paths(const CommandPaths& paths) {
+  std::vector<const NamedPath*> outputs;
+  for (const NamedPath& out : paths.outputs) {
+    if (!out.path.empty()) outputs.push_back(&out);
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& out = *outputs[i];
+    if (out.path == "-") {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (outputs[j]->path == "-") {
+          return Status(ErrorCode::kUsage,
+                        outputs[j]->role + " and " + out.role + " both name stdout: give each report its own path");
+        }
+      }
+      continue;
+    }
+    for (const NamedPath& in : paths.inputs) {
+      if (!in.path.empty() && same_file(out.path, in.path)) {
+        return Status(ErrorCode::kPathConflict, out.role + " " + out.path + " is the input " + in.path + " (" +
+                                                    in.role + "): refusing to overwrite an input");
+      }
+    }
+    // A device or pipe (/dev/null twice) is written in place and can take several outputs.
+    if (!is_stream_path(out.path)) {
+      for (std::size_t j = 0; j < i; ++j) {
+        const NamedPath& other = *outputs[j];
+        if (other.path != "-" && same_file(out.path, other.path)) {
+          return Status(ErrorCode::kPathConflict,
+                        other.role + " and " + out.role + " both name " + out.path + ": give each output its own path");
+        }
+      }
+    }
+    NCERT_RETURN_IF_ERROR(check_output_place(out));
   }
   return Status();
 }
@@ -139,9 +202,9 @@ Status write_report_file(const std::string& path, const std::string& text) {
   if (path == "-") return write_stdout(text);
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && (!S_ISREG(st.st_mode) || names_a_stream(path))) {
-    // A device, FIFO or open stream: in place, appending (a regular file behind /dev/stdout
-    // already holds the human summary).
+  if (exists && is_stream_path(path)) {
+    // A device, FIFO or open descriptor: in place, appending (a regular file behind /dev/stdout
+    // already holds the human summary). Any other regular file, in /dev/shm too, is replaced.
     const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0) return write_failure(path, "open", errno);
     const int err = write_all(fd, text);

@@ -1,5 +1,6 @@
-// This header defines where reports go and how they get there safely: a report path is checked
-// before any work (never an input, never a directory, in a writable place), and written so
+// This header defines where reports go and how they get there safely: every path a command
+// reads or writes is checked before any work (no output is an input or another output, never a
+// directory, always in a writable place), and a report is written so
 // that a reader never sees half a report, an existing regular file is replaced only whole,
 // a device or pipe is written in place (never replaced by a regular file), write errors are
 // detected (stdout included), and no temporary file survives any path out, SIGINT and SIGTERM
@@ -13,11 +14,36 @@
 
 namespace ncert::certify {
 
-/// kUsage when `path` ("" none, "-" stdout) cannot take a report: it is one of `inputs` (the
-/// same file under any name), a directory, or in a directory that does not exist or is not
-/// writable. Checked before the command runs, so a long run never ends in a lost report.
-Status check_report_path(const std::string& path, const std::vector<std::string>& inputs,
-                         const std::string& flag = "--json");
+/// One file a command reads or writes, and what names it ("DUMP", "--weights", "--json",
+/// "entry step-3", "--journal"): the messages say which two paths meet.
+struct NamedPath {
+  std::string role;
+  std::string path;  ///< "" none; for an output "-" is stdout
+};
+
+/// Every path one command reads or writes (docs/cli.md "Reports and exit status"): inputs
+/// (dumps, weights dumps, witness files, the manifest, every campaign entry's inputs,
+/// vocabularies) and outputs (--json, --html, --junit, witness --out and its summary, the
+/// campaign journal).
+struct CommandPaths {
+  std::vector<NamedPath> inputs;
+  std::vector<NamedPath> outputs;
+};
+
+/// Checked before any work, so a long run never ends in a lost report or a replaced input:
+/// kPathConflict when an output is the same file as an input or as another output (by device
+/// and inode; by path where one of them does not exist yet), a stream excepted (an existing
+/// path that is not a regular file, such as /dev/null, takes several outputs); kUsage when an
+/// output cannot be written where it points (a directory, a missing or unwritable directory) or
+/// two outputs are stdout. Inputs may repeat (`compare A.h5 A.h5`).
+Status check_command_paths(const CommandPaths& paths);
+
+/// True when `path` is written in place rather than replaced: it exists and is not a regular
+/// file (a device, FIFO or socket), or it names a descriptor already open (/dev/stdout,
+/// /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/<pid>/fd/N: replacing the file behind stdout
+/// would drop what was already printed to it). A regular file anywhere else, /dev/shm included,
+/// is replaced whole.
+bool is_stream_path(const std::string& path);
 
 /// Writes `text` to `path` ("-": stdout). A regular file or a new path: a temporary file
 /// beside the target (removed on every failure and on SIGINT/SIGTERM), then rename; an

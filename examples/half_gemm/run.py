@@ -115,7 +115,7 @@ def bias_evidence(report: dict, name: str) -> str:
 
 # request-guards is reported only when it is skipped (docs/cli.md): with requests, block_rows, cap
 # and commit_counts dumped the per-request guards run inside `geometry`.
-kPassing = ("geometry", "identity", "untouched", "bound", "bias", "vacuity")
+kPassing = ("geometry", "identity", "untouched", "bound", "bias", "signature", "variance", "vacuity")
 
 
 def expect_pass(label: str, rc: int, report: Optional[dict], name: str) -> Expectation:

@@ -255,7 +255,7 @@ def main(argv) -> int:
                              "head2": {"x": x, "w": w2, "outputs": head, "k_walk": head_walk}})
     rc, verdicts = run_check(ncert, good, reports)
     want = {f"projections/{p}/{c}": "PASS" for p in names
-            for c in ("geometry", "identity", "untouched", "bound", "vacuity")}
+            for c in ("geometry", "identity", "untouched", "bound", "signature", "variance", "vacuity")}
     want["projections/gemv_kn/walk"] = "PASS" if walk else "SKIP"
     want["projections/gemv_nk/walk"] = "PASS" if nk_walk else "SKIP"
     want["projections/head2/walk"] = "PASS" if head_walk else "SKIP"
@@ -274,11 +274,11 @@ def main(argv) -> int:
         faults: List[Tuple[str, str, str, np.ndarray, dict, Optional[str], Set[str]]] = [
             # (dump, what, projection, weights, outputs, k_walk, failing checks beside walk)
             ("fault-lane-dropped", f"head2: lane {kDroppedLane} left out of the pairs tree in column "
-             f"{kDroppedHeadCols.tolist()}", "head2", w2, lane_dropped, head_walk, {"bound"}),
+             f"{kDroppedHeadCols.tolist()}", "head2", w2, lane_dropped, head_walk, {"bound", "signature", "variance"}),
             ("fault-head-halving", "head2: true outputs, lanes:4:halving declared", "head2", w2, head,
              "lanes:4:halving", set()),
             ("fault-part-dropped", f"gemv_kn: part {kDroppedPart} left out of columns {kDroppedCols.tolist()}",
-             "gemv_kn", w, part_dropped, walk, {"bound"}),
+             "gemv_kn", w, part_dropped, walk, {"bound", "signature", "variance"}),
             ("fault-wrong-tree", f"gemv_kn: true outputs, splitk:{s}:pairs/seq-fma declared", "gemv_kn", w, kn,
              f"splitk:{s}:pairs/seq-fma", set()),
             # A plain halving tree for the AVX2 GEMV: the kernel folds the upper 128 bits and then

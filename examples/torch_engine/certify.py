@@ -17,7 +17,7 @@ from typing import List, Optional
 # Checks every mixer projection must pass. `bias` (are the bf16 rounding residuals centred?)
 # runs on bf16 outputs only. `walk` is skipped: the export declares no K reduction order
 # (torch promises none; see engine._declared_arithmetic).
-kProjectionPass = ("geometry", "identity", "bound", "untouched", "vacuity")
+kProjectionPass = ("geometry", "identity", "bound", "signature", "variance", "untouched", "vacuity")
 kProjectionPassBf16 = kProjectionPass + ("bias",)
 kProjectionSkip = ("walk",)
 # Fork classes that mean "numerics explain the divergence" (ncert forks PASSes on them).

@@ -204,42 +204,64 @@ namespace {
 constexpr hsize_t kMaxAttrElements = 1 << 16;
 constexpr size_t kMaxAttrBytes = 1 << 20;
 
-/// The n strings of a string attribute, variable or fixed length; refuses an embedded NUL.
-Status read_string_values(hid_t attr, hid_t type, hid_t space, size_t size, size_t n, const char* name, AttrValue& v) {
-  if (H5Tis_variable_str(type) > 0) {
-    Hid mem = own_type(H5Tcopy(H5T_C_S1));
-    H5Tset_size(mem.get(), H5T_VARIABLE);
-    H5Tset_cset(mem.get(), H5Tget_cset(type));
-    std::vector<char*> ptrs(n, nullptr);
-    if (H5Aread(attr, mem.get(), ptrs.data()) < 0) {
-      return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
-    }
-    for (char* p : ptrs) v.strings.emplace_back(p ? p : "");
-    H5Dvlen_reclaim(mem.get(), space, H5P_DEFAULT, ptrs.data());
+/// One stored string: a NUL followed only by NULs ends it (padding), a NUL followed by more text
+/// is an embedded NUL (reading up to it would accept "linear\0evil" as "linear"), refused.
+Status stored_string(std::string s, bool space_padded, const char* name, AttrValue& v) {
+  const auto nul = s.find('\0');
+  if (nul != std::string::npos && s.find_first_not_of('\0', nul) != std::string::npos) {
+    return Status(ErrorCode::kAttributeInvalid,
+                  std::string("attribute ") + name + ": a string with an embedded NUL byte at offset " +
+                      std::to_string(nul) + " (text follows it); refused, it would read as \"" + s.substr(0, nul) +
+                      "\"");
+  }
+  if (nul != std::string::npos) s.resize(nul);
+  // Space-padded fixed strings (H5T_STR_SPACEPAD) are trimmed.
+  while (space_padded && !s.empty() && s.back() == ' ') s.pop_back();
+  v.strings.push_back(std::move(s));
+  return Status();
+}
+
+/// The n strings of a variable-length string attribute, each with the length it is stored with.
+/// They are read as sequences of bytes (hvl_t), not as C strings: a C string would end at an
+/// embedded NUL, and its 16-byte descriptor says nothing of the bytes behind it. Over
+/// kMaxAttrBytes in all, the attribute is oversized as a fixed-length one would be.
+Status read_variable_strings(hid_t attr, hid_t space, size_t n, const char* name, AttrValue& v) {
+  Hid mem = own_type(H5Tvlen_create(H5T_NATIVE_UCHAR));
+  std::vector<hvl_t> seqs(n, hvl_t{0, nullptr});
+  if (!mem.valid() || H5Aread(attr, mem.get(), seqs.data()) < 0) {
+    return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
+  }
+  struct Reclaim {
+    hid_t type, space;
+    std::vector<hvl_t>* seqs;
+    ~Reclaim() { H5Dvlen_reclaim(type, space, H5P_DEFAULT, seqs->data()); }
+  } reclaim{mem.get(), space, &seqs};
+  size_t total = 0;
+  for (const hvl_t& q : seqs) total += q.len;
+  if (total > kMaxAttrBytes) {
+    v.kind = AttrValue::Kind::kOther;
+    v.type_description = "oversized: " + std::to_string(total) + " bytes";
+    v.strings.clear();
     return Status();
   }
+  for (const hvl_t& q : seqs) {
+    std::string s = q.p ? std::string(static_cast<const char*>(q.p), q.len) : std::string();
+    NCERT_RETURN_IF_ERROR(stored_string(std::move(s), false, name, v));
+  }
+  return Status();
+}
+
+/// The n strings of a string attribute, variable or fixed length; refuses an embedded NUL.
+Status read_string_values(hid_t attr, hid_t type, hid_t space, size_t size, size_t n, const char* name, AttrValue& v) {
+  if (H5Tis_variable_str(type) > 0) return read_variable_strings(attr, space, n, name, v);
   std::vector<char> buf(size * n + 1, '\0');
   Hid mem = own_type(H5Tcopy(type));
   if (H5Aread(attr, mem.get(), buf.data()) < 0) {
     return hdf5_failure(ErrorCode::kHdf5, std::string("cannot read attribute ") + name);
   }
+  const bool space_padded = H5Tget_strpad(type) == H5T_STR_SPACEPAD;
   for (size_t i = 0; i < n; ++i) {
-    std::string s(buf.data() + i * size, size);
-    const auto nul = s.find('\0');
-    // NUL padding ends a fixed-length string; a NUL followed by more text is an embedded
-    // NUL, and reading up to it would accept "linear\0evil" as "linear".
-    if (nul != std::string::npos && s.find_first_not_of('\0', nul) != std::string::npos) {
-      return Status(ErrorCode::kAttributeInvalid,
-                    std::string("attribute ") + name + ": a string with an embedded NUL byte at offset " +
-                        std::to_string(nul) + " (text follows it); refused, it would read as \"" + s.substr(0, nul) +
-                        "\"");
-    }
-    if (nul != std::string::npos) s.resize(nul);
-    // Space-padded fixed strings (H5T_STR_SPACEPAD) are trimmed.
-    while (!s.empty() && s.back() == ' ' && H5Tget_strpad(type) == H5T_STR_SPACEPAD) {
-      s.pop_back();
-    }
-    v.strings.push_back(s);
+    NCERT_RETURN_IF_ERROR(stored_string(std::string(buf.data() + i * size, size), space_padded, name, v));
   }
   return Status();
 }
@@ -286,7 +308,13 @@ Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
   if (npoints < 0 || sclass == H5S_NULL || static_cast<hsize_t>(npoints) > kMaxAttrElements ||
       size * static_cast<size_t>(std::max<hssize_t>(npoints, 0)) > kMaxAttrBytes) {
     v.kind = AttrValue::Kind::kOther;
-    v.type_description = sclass == H5S_NULL ? "empty" : "oversized";
+    if (sclass == H5S_NULL || npoints < 0) {
+      v.type_description = "empty";
+    } else if (static_cast<hsize_t>(npoints) > kMaxAttrElements) {
+      v.type_description = "oversized: " + std::to_string(npoints) + " elements";
+    } else {
+      v.type_description = "oversized: " + std::to_string(size * static_cast<size_t>(npoints)) + " bytes";
+    }
     return v;
   }
   const auto n = static_cast<size_t>(npoints);

@@ -115,7 +115,7 @@ TEST(Status, ExitCodesFollowTheCliContract) {
     } else if (c == ErrorCode::kReportWrite) {
       expected = 5;
     } else if (n < 200) {
-      expected = c == ErrorCode::kFileNotFound ? 3 : 2;
+      expected = c == ErrorCode::kFileNotFound || c == ErrorCode::kNotRegularFile ? 3 : 2;
     } else if (n >= 900) {
       expected = 4;
     }
@@ -123,6 +123,8 @@ TEST(Status, ExitCodesFollowTheCliContract) {
   }
   EXPECT_EQ(exit_code_for(ErrorCode::kUsage), 2);
   EXPECT_EQ(exit_code_for(ErrorCode::kFileNotFound), 3);
+  EXPECT_EQ(exit_code_for(ErrorCode::kNotRegularFile), 3);
+  EXPECT_EQ(exit_code_for(ErrorCode::kPathConflict), 2);
   EXPECT_EQ(exit_code_for(ErrorCode::kExternalLink), 3);
   EXPECT_EQ(exit_code_for(ErrorCode::kSchemaVersion), 3);
   EXPECT_EQ(exit_code_for(ErrorCode::kAccumulatorUnknown), 3);

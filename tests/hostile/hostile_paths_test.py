@@ -1,0 +1,428 @@
+"""Paths and inputs that must never stall ncert or cost an input its bytes (docs/cli.md "Reports
+and exit status" and "Inputs"), and strings and shapes measured from what is stored
+(docs/dump-format.md §1 and §7). One generator per case, everything made in the scratch
+directory from `ncert demo`'s dumps with h5py, `truncate`, mkfifo and byte surgery:
+
+- outputs that are inputs or each other: `check S --weights W --json W`, `campaign M --json
+  <an entry's dump>`, `campaign M --json M.journal`, `witness D --out W --json W`, and more;
+  each path-conflict (105) before any work, nothing written, every input untouched;
+- a regular file in /dev/shm is replaced like any other, a device or open descriptor written in
+  place;
+- a FIFO, a socket or a device as a dump, a weights dump, a vocabulary, a manifest, a campaign
+  entry's dump or a journal: not-regular-file (106) at once;
+- a dump followed by a 64 GiB sparse hole: trailing-data (219) without reading it, and the
+  1 MiB margin exactly;
+- variable-length string attributes of 8 and 48 MiB, and `op = "linear\\0evil"` stored
+  variable-length, judged as their fixed-length forms are;
+- `k = 2^63 - 1` and `vocab = 2^40`: shape-limit (229) naming the attribute;
+- 1,500 1x1 projections: surveyed and checked in seconds (the schema check is O(n log n)).
+
+Every run must end within BUDGET seconds: a run still alive then is killed and fails its test.
+"""
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+import h5py
+import numpy as np
+
+import hostile_support as hs
+from ncert_dump import DumpWriter, Segment
+
+BUDGET = 5  # seconds per run, on two cores
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Scratch(unittest.TestCase):
+    """A scratch directory with `ncert demo`'s dumps, and the assertions the cases share."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = hs.scratch(cls.__name__.lower())
+        if hs.NCERT:
+            cls.demo = hs.demo_dumps(os.path.join(cls.dir, "demo"))
+
+    def setUp(self):
+        hs.require_binary(self)
+
+    def path(self, *names):
+        return os.path.join(self.dir, *names)
+
+    def fresh_dir(self, name):
+        d = self.path(name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        return d
+
+    def copy(self, demo_name, dest):
+        shutil.copyfile(self.demo[demo_name], dest)
+        return dest
+
+    def run_ncert(self, args, **kw):
+        t0 = time.monotonic()
+        r = hs.run(args, timeout=BUDGET, **kw)
+        self.assertFalse(r.hung, "still running after %d s:\n%s" % (BUDGET, r.describe()))
+        self.assertLess(time.monotonic() - t0, BUDGET + 1, r.describe())
+        return r
+
+    def assert_refused(self, r, code, name, report=None):
+        self.assertEqual(r.returncode, 3, r.describe())
+        refused = r.refused()
+        self.assertIsNotNone(refused, "no REFUSED line\n" + r.describe())
+        self.assertEqual(refused[:2], (name, code), r.describe())
+        if report:
+            doc = hs.load_report(report)
+            self.assertEqual((doc["error"]["name"], doc["error"]["code"]), (name, code), doc)
+            self.assertEqual(doc["error"]["message"], refused[2])
+        return refused[2]
+
+    def assert_usage_stop(self, r, code, name):
+        """A path refused before any work: `ncert: error <name> (<code>): ...` on stderr, no check
+        run, exit 2 (usage band) or 3."""
+        self.assertIn("ncert: error %s (%d): " % (name, code), r.err_text, r.describe())
+        self.assertNotRegex(r.text, r"(?m)^(PASS|FAIL|SKIP)  ", "checks ran:\n" + r.text)
+        return r.err_text
+
+    def manifest(self, d, entries, **top):
+        m = os.path.join(d, "campaign.json")
+        doc = {"ncert_campaign": 1, "name": "paths", "entries": entries}
+        doc.update(top)
+        with open(m, "w") as f:
+            json.dump(doc, f)
+        return m
+
+
+class OutputsNeverReplaceInputs(Scratch):
+    def test_check_report_over_its_weights_dump(self):
+        d = self.fresh_dir("weights")
+        dump = self.copy("good.h5", os.path.join(d, "S.h5"))
+        weights = self.copy("good.h5", os.path.join(d, "W.h5"))
+        before = sha256(weights)
+        for flag, target in (("--json", weights), ("--html", "./W.h5"), ("--junit", "W.h5")):
+            with self.subTest(flag=flag):
+                r = self.run_ncert(["check", dump, "--weights", weights, flag, target], cwd=d)
+                self.assertEqual(r.returncode, 2, r.describe())
+                message = self.assert_usage_stop(r, 105, "path-conflict")
+                self.assertIn("(--weights)", message)
+                self.assertEqual(sha256(weights), before)
+                self.assertEqual(hs.temp_leftovers(d), [])
+        # Both ways: with its own report path the run passes, and the report lists the weights
+        # dump among its inputs with its hash.
+        report = os.path.join(d, "r.json")
+        r = self.run_ncert(["check", dump, "--weights", weights, "--json", report])
+        self.assertEqual(r.returncode, 0, r.describe())
+        inputs = hs.load_report(report)["inputs"]
+        self.assertEqual([i["path"] for i in inputs], [dump, weights])
+        self.assertTrue(all(len(i["xxh3_128"]) == 32 for i in inputs), inputs)
+        self.assertEqual(sha256(weights), before)
+
+    def test_witness_out_and_reports(self):
+        d = self.fresh_dir("witness")
+        dump = self.copy("logits-a.h5", os.path.join(d, "D.h5"))
+        before = sha256(dump)
+        out = os.path.join(d, "W.h5")
+        for extra in (["--out", out, "--json", out], ["--out", out, "--html", out + ".json"],
+                      ["--out", dump], ["--out", out, "--junit", dump]):
+            with self.subTest(args=extra):
+                r = self.run_ncert(["witness", dump] + extra)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assert_usage_stop(r, 105, "path-conflict")
+                self.assertEqual(sorted(os.listdir(d)), ["D.h5"])
+                self.assertEqual(sha256(dump), before)
+        r = self.run_ncert(["witness", dump, "--out", out, "--json", os.path.join(d, "r.json")])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual(sorted(os.listdir(d)), ["D.h5", "W.h5", "W.h5.json", "r.json"])
+        with h5py.File(out, "r") as f:
+            self.assertEqual(f.attrs["ncert_schema"], "ncert-witness")
+
+    def test_campaign_reports_and_journal_against_every_entry_file(self):
+        d = self.fresh_dir("campaign")
+        one = self.copy("good.h5", os.path.join(d, "one.h5"))
+        a = self.copy("fork-near-tie-a.h5", os.path.join(d, "a.h5"))
+        b = self.copy("fork-near-tie-b.h5", os.path.join(d, "b.h5"))
+        weights = self.copy("good.h5", os.path.join(d, "weights.h5"))
+        vocab = os.path.join(d, "vocab.json")
+        with open(vocab, "w") as f:
+            json.dump(["t%d" % i for i in range(4096)], f)
+        m = self.manifest(d, [{"id": "one", "check": "one.h5"},
+                              {"id": "fork", "forks": ["a.h5", "b.h5"], "vocab": "vocab.json"}],
+                          weights="weights.h5")
+        journal = m + ".journal"
+        files = [m, one, a, b, weights, vocab]
+        before = {p: sha256(p) for p in files}
+        cases = [
+            (["--json", one], "(entry one)"),
+            (["--html", os.path.join(d, "sub", "..", "b.h5")], "(entry fork)"),
+            (["--junit", weights], "(entry one weights)"),
+            (["--json", vocab], "(entry fork vocab)"),
+            (["--json", m], "(MANIFEST)"),
+            (["--json", journal], "the journal both name"),
+            (["--journal", a], "the journal %s is the input" % a),
+            (["--journal", m], "(MANIFEST)"),
+        ]
+        os.makedirs(os.path.join(d, "sub"))
+        for extra, says in cases:
+            with self.subTest(args=extra):
+                r = self.run_ncert(["campaign", m] + extra)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assertIn(says, self.assert_usage_stop(r, 105, "path-conflict"))
+                self.assertFalse(os.path.exists(journal))
+                self.assertEqual({p: sha256(p) for p in files}, before)
+        report = os.path.join(d, "r.json")
+        r = hs.run(["campaign", m, "--json", report], timeout=120)
+        self.assertIn(r.returncode, (0, 1), r.describe())
+        doc = hs.load_report(report)
+        fork_inputs = [i["path"] for i in doc["entries"][1]["report"]["inputs"]]
+        self.assertEqual(fork_inputs, [a, b, vocab])
+        self.assertEqual({p: sha256(p) for p in files}, before)
+
+    def test_forks_report_over_its_vocabulary(self):
+        d = self.fresh_dir("vocab")
+        a, b = self.demo["fork-near-tie-a.h5"], self.demo["fork-near-tie-b.h5"]
+        vocab = os.path.join(d, "vocab.json")
+        with open(vocab, "w") as f:
+            json.dump(["t%d" % i for i in range(4096)], f)
+        before = sha256(vocab)
+        r = self.run_ncert(["forks", a, b, "--vocab", vocab, "--json", vocab])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertIn("(--vocab)", self.assert_usage_stop(r, 105, "path-conflict"))
+        self.assertEqual(sha256(vocab), before)
+        report = os.path.join(d, "r.json")
+        r = self.run_ncert(["forks", a, b, "--vocab", vocab, "--json", report])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual([i["path"] for i in hs.load_report(report)["inputs"]], [a, b, vocab])
+
+
+class StreamsAndRegularFiles(Scratch):
+    def test_a_regular_file_in_dev_shm_is_replaced_not_appended_to(self):
+        if not os.access("/dev/shm", os.W_OK):
+            self.skipTest("/dev/shm is not writable here")
+        fd, report = tempfile.mkstemp(prefix="ncert-paths-", suffix=".json", dir="/dev/shm")
+        os.close(fd)
+        try:
+            r = self.run_ncert(["check", self.demo["good.h5"], "--json", report])
+            self.assertEqual(r.returncode, 0, r.describe())
+            self.assertEqual(hs.load_report(report)["verdict"], "PASS")
+            r = self.run_ncert(["check", self.demo["nan-output.h5"], "--json", report])
+            self.assertEqual(r.returncode, 1, r.describe())
+            doc = hs.load_report(report)  # one JSON document: the second run's alone
+            self.assertEqual(doc["verdict"], "FAIL")
+        finally:
+            os.remove(report)
+
+    def test_an_open_descriptor_is_written_in_place(self):
+        # --json /dev/stdout with stdout a regular file: the summary, then the report, in that
+        # file; replacing the file would lose the summary.
+        out = self.path("stdout.txt")
+        with open(out, "wb") as f:
+            r = hs.run(["check", self.demo["good.h5"], "--json", "/dev/stdout"], stdout=f,
+                       timeout=60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        with open(out, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("verdict: PASS", text)
+        self.assertEqual(json.loads(text[text.index("\n{") + 1:])["verdict"], "PASS")
+        r = self.run_ncert(["check", self.demo["good.h5"], "--json", "/dev/null", "--junit", "/dev/null"])
+        self.assertEqual(r.returncode, 0, r.describe())
+
+
+class InputsNeverBlock(Scratch):
+    def special_files(self):
+        d = self.fresh_dir("special")
+        fifo = os.path.join(d, "fifo.h5")
+        os.mkfifo(fifo)
+        sock_path = os.path.join(d, "sock.h5")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(sock_path)
+        self.addCleanup(sock.close)
+        return d, {"FIFO": fifo, "socket": sock_path, "character device": "/dev/zero",
+                   "directory": d}
+
+    def test_special_files_as_dumps_are_refused_at_once(self):
+        d, special = self.special_files()
+        good = self.demo["good.h5"]
+        for kind, p in special.items():
+            for args in (["check", p], ["inspect", p], ["witness", p], ["compare", good, p],
+                         ["check", good, "--weights", p], ["witness", "--verify", p, good]):
+                with self.subTest(kind=kind, args=args[0:2]):
+                    report = os.path.join(d, "r.json")
+                    r = self.run_ncert(args + ["--json", report])
+                    message = self.assert_refused(r, 106, "not-regular-file", report)
+                    self.assertIn(p, message)
+                    self.assertIn(kind if kind != "character device" else "character device", message)
+        # the good direction: the same commands on regular files
+        r = self.run_ncert(["check", good, "--weights", good])
+        self.assertEqual(r.returncode, 0, r.describe())
+
+    def test_special_files_as_vocabularies_and_manifests(self):
+        d, special = self.special_files()
+        a, b = self.demo["fork-near-tie-a.h5"], self.demo["fork-near-tie-b.h5"]
+        fifo = special["FIFO"]
+        r = self.run_ncert(["forks", a, b, "--vocab", fifo])
+        self.assertIn(fifo, self.assert_refused(r, 106, "not-regular-file"))
+        r = self.run_ncert(["campaign", fifo])
+        self.assertIn(fifo, self.assert_refused(r, 106, "not-regular-file"))
+        # a campaign entry's dump: that entry fails, the campaign ends
+        m = self.manifest(d, [{"id": "pipe", "check": fifo}, {"id": "good", "check": self.demo["good.h5"]}])
+        report = os.path.join(d, "campaign.r.json")
+        r = self.run_ncert(["campaign", m, "--json", report])
+        self.assertEqual(r.returncode, 1, r.describe())
+        entries = {e["id"]: e for e in hs.load_report(report)["entries"]}
+        self.assertEqual(entries["pipe"]["report"]["error"]["code"], 106)
+        self.assertEqual(entries["good"]["exit_code"], 0)
+        # a journal that is a FIFO is refused before the campaign starts
+        os.remove(m + ".journal")
+        r = self.run_ncert(["campaign", m, "--journal", fifo, "--resume"])
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assert_usage_stop(r, 106, "not-regular-file")
+
+
+class SparseTail(Scratch):
+    def test_a_dump_followed_by_a_64_gib_hole_is_refused_unread(self):
+        d = self.fresh_dir("sparse")
+        p = self.copy("good.h5", os.path.join(d, "sparse.h5"))
+        end = os.path.getsize(p)
+        subprocess.run(["truncate", "-s", "64G", p], check=True)
+        self.assertLess(os.stat(p).st_blocks * 512, 16 << 20, "the filesystem wrote the hole out")
+        for args in (["check", p], ["inspect", p], ["witness", p], ["compare", p, self.demo["good.h5"]]):
+            with self.subTest(command=args[0]):
+                report = os.path.join(d, "r.json")
+                r = self.run_ncert(args + ["--json", report])
+                message = self.assert_refused(r, 219, "trailing-data", report)
+                self.assertIn(p, message)
+                self.assertIn(str(64 << 30), message)
+                self.assertIn("byte %d" % end, message)
+                inputs = hs.load_report(report)["inputs"]
+                self.assertEqual(inputs[0]["xxh3_128"], "", "the tail was hashed")
+
+    def test_the_margin_is_one_mib(self):
+        d = self.fresh_dir("margin")
+        p = self.copy("good.h5", os.path.join(d, "tail.h5"))
+        end = os.path.getsize(p)
+        os.truncate(p, end + (1 << 20))  # exactly the margin: accepted, hashed whole
+        r = self.run_ncert(["check", p, "--json", os.path.join(d, "r.json")])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual(len(hs.load_report(os.path.join(d, "r.json"))["inputs"][0]["xxh3_128"]), 32)
+        os.truncate(p, end + (1 << 20) + 1)
+        r = self.run_ncert(["check", p])
+        self.assert_refused(r, 219, "trailing-data")
+
+
+class StoredStrings(Scratch):
+    def test_variable_length_strings_are_measured_by_their_bytes(self):
+        d = self.fresh_dir("vlen")
+        for mib in (8, 48):
+            with self.subTest(mib=mib):
+                p = self.copy("good.h5", os.path.join(d, "note%d.h5" % mib))
+                with h5py.File(p, "r+") as f:
+                    f["projections/attn_qkv"].attrs.create("note", "x" * (mib << 20), dtype=h5py.string_dtype())
+                r = self.run_ncert(["inspect", p, "--no-hashes"])
+                self.assertEqual(r.returncode, 0, r.describe())
+                self.assertLess(len(r.out), 64 << 10)
+                self.assertIn("note=<oversized: %d bytes>" % (mib << 20), r.text)
+                p = self.copy("good.h5", os.path.join(d, "engine%d.h5" % mib))
+                with h5py.File(p, "r+") as f:
+                    del f.attrs["engine"]
+                    f.attrs.create("engine", "e" * (mib << 20), dtype=h5py.string_dtype())
+                message = self.assert_refused(self.run_ncert(["check", p]), 222, "attribute-invalid")
+                self.assertIn('"engine" = <oversized: %d bytes>' % (mib << 20), message)
+        # the good direction: a short variable-length string in either character set is read
+        p = self.copy("good.h5", os.path.join(d, "short.h5"))
+        with h5py.File(p, "r+") as f:
+            g = f["projections/attn_qkv"]
+            del g.attrs["op"]
+            g.attrs.create("op", "linear", dtype=h5py.string_dtype("ascii"))
+            f.attrs.create("note", "n" * 1000, dtype=h5py.string_dtype("utf-8"))
+        r = self.run_ncert(["check", p])
+        self.assertEqual(r.returncode, 0, r.describe())
+
+    def test_embedded_nul_refused_in_both_forms_alike(self):
+        d = self.fresh_dir("nul")
+        messages = {}
+        for form in ("fixed", "variable"):
+            p = self.copy("good.h5", os.path.join(d, form + ".h5"))
+            with h5py.File(p, "r+") as f:
+                g = f["projections/attn_qkv"]
+                del g.attrs["op"]
+                if form == "fixed":
+                    g.attrs.create("op", np.bytes_(b"linear\x00evil"))
+                else:  # h5py refuses a NUL in a variable-length string: stored as \x01, then patched
+                    g.attrs.create("op", "linear\x01evil", dtype=h5py.string_dtype())
+            if form == "variable":
+                with open(p, "r+b") as f:
+                    data = f.read()
+                    at = data.find(b"linear\x01evil")
+                    self.assertGreaterEqual(at, 0)
+                    self.assertEqual(data.find(b"linear\x01evil", at + 1), -1)
+                    f.seek(at + 6)
+                    f.write(b"\x00")
+            for command in ("inspect", "check"):
+                with self.subTest(form=form, command=command):
+                    message = self.assert_refused(self.run_ncert([command, p]), 222, "attribute-invalid")
+                    self.assertIn("/projections/attn_qkv", message)
+                    self.assertIn("embedded NUL byte at offset 6", message)
+                    messages.setdefault(command, set()).add(message.replace(p, "<file>"))
+        self.assertEqual([len(m) for m in messages.values()], [1, 1], messages)
+
+
+class AbsurdShapes(Scratch):
+    def test_shape_attributes_beyond_2_32_are_a_shape_limit(self):
+        d = self.fresh_dir("shapes")
+        cases = [("projections/attn_qkv", "k", 2**63 - 1), ("projections/attn_qkv", "in_stride", 2**40),
+                 ("logits/greedy", "vocab", 2**40)]
+        for group, name, value in cases:
+            with self.subTest(attribute=name):
+                p = self.copy("good.h5", os.path.join(d, name + ".h5"))
+                with h5py.File(p, "r+") as f:
+                    f[group].attrs[name] = np.int64(value)
+                report = os.path.join(d, name + ".json")
+                message = self.assert_refused(self.run_ncert(["check", p, "--json", report]), 229,
+                                              "shape-limit", report)
+                self.assertIn("/" + group, message)
+                self.assertIn('"%s" = %d' % (name, value), message)
+        # 2^32 - 1 itself is not refused as a shape limit (it then disagrees with the datasets)
+        p = self.copy("good.h5", os.path.join(d, "edge.h5"))
+        with h5py.File(p, "r+") as f:
+            f["projections/attn_qkv"].attrs["k"] = np.int64(2**32 - 1)
+        self.assert_refused(self.run_ncert(["check", p]), 224, "shape-mismatch")
+
+
+class ManyObjects(Scratch):
+    def test_many_projections_are_surveyed_in_seconds(self):
+        # 1,500 1x1 projections, 9,000 objects: the schema check indexes each group's children
+        # once (it scanned every object for each group: 4,000 such projections took 46 s, 1,500
+        # about 8 s; now 1,000 take 1.5 s, 4,000 4 s on an idle machine).
+        p = self.path("many.h5")
+        one = np.array([[0x3F80]], np.uint16)
+        with DumpWriter(p, engine="many", build="1500", overwrite=True) as dw:
+            for i in range(1500):
+                dw.add_projection("p%04d" % i, x=one, x_dtype="bf16", weights=[Segment("bf16", 0, 1, values=one)],
+                                  accumulator="f32-rn", output_dtype="bf16", selector=np.zeros(1, np.int32),
+                                  y_unpacked=one)
+        r = self.run_ncert(["inspect", p, "--no-hashes"])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertIn("1500 projection(s)", r.text)
+        # check surveys and validates all 1,500 too; --only keeps its own work to one projection
+        report = self.path("many.json")
+        r = self.run_ncert(["check", p, "--threads", "1", "--only", "p0777", "--json", report])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual(hs.load_report(report)["stats"]["projections"], 1)
+        # the same file with one projection broken is still refused, naming it
+        with h5py.File(p, "r+") as f:
+            f["projections/p1234"].attrs["k"] = np.int64(2)
+        message = self.assert_refused(self.run_ncert(["check", p]), 224, "shape-mismatch")
+        self.assertIn("/projections/p1234", message)
+
+
+if __name__ == "__main__":
+    unittest.main()
