@@ -1,6 +1,7 @@
 #include "certify/campaign/journal.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,6 +46,19 @@ Status write_line(int fd, const std::string& path, const std::string& line) {
   }
   if (::fdatasync(fd) != 0) return io_error(path, "fdatasync");
   return Status();
+}
+
+/// Takes the journal's lock (flock, exclusive, not waiting): one campaign at a time writes a
+/// journal. The lock goes with the descriptor, so a killed campaign never leaves it held.
+Status lock(int fd, const std::string& path) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Status();
+  if (errno == EWOULDBLOCK) {
+    return Status(ErrorCode::kOutputExists,
+                  path +
+                      ": another campaign is running with this journal: wait for it, or give this one another "
+                      "--state directory");
+  }
+  return io_error(path, "lock");
 }
 
 /// 128 random bits: the campaign's id in its header, so no line of another journal (even of the
@@ -258,22 +272,42 @@ Status Journal::append_line(const std::string& prev, const std::string& body) {
 }
 
 Result<Journal> Journal::create(const std::string& path, const std::string& manifest_xxh3) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    if (errno == EEXIST) {
-      return Status(ErrorCode::kOutputExists,
-                    path + ": a campaign journal is already there: --resume to finish that campaign, or remove it");
-    }
-    return io_error(path, "create");
+  // A journal already there (a finished campaign's, or an unfinished one's not resumed) is
+  // replaced only once this one has its header on disk: the new journal is written beside it and
+  // renamed over it, so at every moment the path holds one whole journal. One still in use by a
+  // running campaign is refused instead.
+  if (const int old = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); old >= 0) {
+    const Status locked = lock(old, path);
+    ::close(old);
+    NCERT_RETURN_IF_ERROR(locked);
+  } else if (errno != ENOENT) {
+    return io_error(path, "open");
   }
+  const std::string fresh = path + ".new-" + std::to_string(::getpid());
+  const int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0) return io_error(fresh, "create");
   Journal j(path, fd, "");
-  NCERT_RETURN_IF_ERROR(j.append_line(manifest_xxh3, header_body(manifest_xxh3)));
+  Status written = lock(fd, path);
+  if (written.ok()) written = j.append_line(manifest_xxh3, header_body(manifest_xxh3));
+  if (written.ok() && ::rename(fresh.c_str(), path.c_str()) != 0) written = io_error(path, "replace");
+  if (!written.ok()) {
+    ::unlink(fresh.c_str());
+    return written;
+  }
   return j;
 }
 
 Result<Journal> Journal::resume(const std::string& path, const std::string& manifest_xxh3, JournalContents* contents) {
+  // Locked before it is read: a campaign still writing it would add lines after the read.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status(ErrorCode::kFileNotFound, path + ": no campaign journal to resume");
+    return io_error(path, "open");
+  }
+  Journal j(path, fd, "");  // closes fd on every return below
+  NCERT_RETURN_IF_ERROR(lock(fd, path));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(ErrorCode::kFileNotFound, path + ": no campaign journal to resume");
+  if (!in) return io_error(path, "read");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
@@ -287,13 +321,10 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
   }
   if (!reader.saw_header()) return Status(ErrorCode::kUsage, path + " has no journal header");
   reader.finish();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) return io_error(path, "open");
   if (pos < text.size() && ::ftruncate(fd, static_cast<off_t>(pos)) != 0) {
-    ::close(fd);
     return io_error(path, "truncate the torn last record");
   }
-  Journal j(path, fd, reader.last_sum());
+  j.last_sum_ = reader.last_sum();
   // New records chain to a trusted line: the last one, or a new header after lines not trusted.
   if (!reader.chain_continues()) NCERT_RETURN_IF_ERROR(j.append_line(manifest_xxh3, header_body(manifest_xxh3)));
   return j;

@@ -39,12 +39,14 @@ struct JournalContents {
 
 class Journal {
  public:
-  /// A new journal; kOutputExists if one is there already (resume it, or remove it).
+  /// A new journal at `path`, replacing the one there (written beside it, then renamed over it
+  /// once its header is on disk). kOutputExists when a running campaign holds that journal.
   static Result<Journal> create(const std::string& path, const std::string& manifest_xxh3);
   /// An existing journal and its records (a torn last line, from a kill mid-write, is dropped
   /// and the file cut back to the last whole line). kUsage when it belongs to another manifest,
   /// holds results of another wire format, or does not start with a journal header. New lines
   /// continue its chain, or start a new header when its last line is not a trusted one.
+  /// kOutputExists when a running campaign holds it.
   static Result<Journal> resume(const std::string& path, const std::string& manifest_xxh3, JournalContents* contents);
 
   Journal(Journal&& o) noexcept;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <system_error>
 
 #include "certify/campaign/detail/executors.h"
 #include "certify/campaign/entry_options.h"
@@ -19,9 +21,12 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                           "Work items at once on this machine, each its own supervised process with --threads threads "
                           "(under MPI: one per rank)",
                           1, 1024, [](O& o) -> int& { return o.workers; }),
-        text_option<O>("journal", "PATH",
-                       "Where finished items are recorded (default MANIFEST.journal); never "
-                       "overwritten",
+        text_option<O>("state", "DIR",
+                       "Directory of the campaign's journal, created if missing (default: that of the first of "
+                       "--json, --html, --junit written to a file, else the working directory); the journal is "
+                       "DIR/<manifest's file name>.journal",
+                       [](O& o) -> std::string& { return o.state; }),
+        text_option<O>("journal", "PATH", "The journal's path itself, instead of one in the --state directory",
                        [](O& o) -> std::string& { return o.journal; }),
         text_option<O>("policy", "FILE",
                        "Skip policy (JSON, docs/cli.md \"Skip policy\") for every check, witness and forks entry, "
@@ -29,7 +34,8 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                        [](O& o) -> std::string& { return o.skip_policy; }),
         flag_option<O>("resume",
                        "Finish the campaign the journal records: finished items are not redone unless an input they "
-                       "read changed or their journal line does not verify, and the report equals a fresh run's",
+                       "read changed or their journal line does not verify, and the report equals a fresh run's. "
+                       "Without it a campaign starts afresh and replaces the journal there once it has started",
                        [](O& o) -> bool& { return o.resume; }),
     };
     for (OptionSpec<O>& s : t) s.key.clear();
@@ -38,7 +44,11 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
   return table;
 }
 
-std::string journal_path(const CampaignOptions& o) { return o.journal.empty() ? o.manifest + ".journal" : o.journal; }
+std::string journal_path(const CampaignOptions& o) {
+  if (!o.journal.empty()) return o.journal;
+  const std::filesystem::path dir = !o.state.empty() ? o.state : !o.report_dir.empty() ? o.report_dir : ".";
+  return (dir / (std::filesystem::path(o.manifest).filename().string() + ".journal")).string();
+}
 
 Result<Manifest> campaign_manifest(const CampaignOptions& o) {
   NCERT_ASSIGN_OR_RETURN(Manifest manifest, load_manifest(o.manifest));
@@ -95,7 +105,15 @@ Result<Report> run_campaign(const CampaignOptions& o, int* stop_signal) {
   CampaignSettings settings = o.settings;
   settings.workers =
       mpi_available() ? static_cast<std::size_t>(mpi_worker_ranks()) : static_cast<std::size_t>(o.workers);
+  if (!o.state.empty() && !o.journal.empty()) {
+    return Status(ErrorCode::kUsage, "campaign: --state and --journal both name where the journal goes: give one");
+  }
   const std::string path = journal_path(o);
+  if (const std::filesystem::path dir = std::filesystem::path(path).parent_path(); !dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status(ErrorCode::kIo, dir.string() + ": cannot create the journal's directory: " + ec.message());
+  }
   JournalContents journaled;
   NCERT_ASSIGN_OR_RETURN(Journal journal, o.resume ? Journal::resume(path, manifest.xxh3_128, &journaled)
                                                    : Journal::create(path, manifest.xxh3_128));

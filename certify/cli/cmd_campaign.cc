@@ -1,5 +1,6 @@
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include "certify/campaign/manifest.h"
 #include "certify/campaign/run_campaign.h"
@@ -34,6 +35,14 @@ void register_campaign(CLI::App& app, Action& action) {
       certify::CampaignOptions& o = cl->options;
       o.settings.reader.memory_limit = cl->common.max_memory;
       o.isolation = command_isolation(cl->common);
+      // The journal goes beside the report by default (never beside the inputs unless the
+      // report goes there): the first report written to a file names the directory.
+      for (const std::string* report : {&cl->common.json_path, &cl->common.html_path, &cl->common.junit_path}) {
+        if (report->empty() || *report == "-") continue;
+        const std::filesystem::path dir = std::filesystem::path(*report).parent_path();
+        o.report_dir = dir.empty() ? "." : dir.string();
+        break;
+      }
       // Worker ranks run items and report to rank 0, which alone writes the report.
       if (!certify::mpi_is_root()) return certify::run_campaign_worker(o);
       // Every entry's files are inputs too: no report and no journal may be one of them. A

@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from ncert_testing import strip_timing  # noqa: E402
+from ncert_testing import needs, strip_timing  # noqa: E402
 
 NCERT = os.environ["NCERT_BINARY"]
 MPIRUN = shutil.which("mpirun")
@@ -170,7 +170,7 @@ class Campaign(unittest.TestCase):
             with self.subTest(flags=flags):
                 self.assertEqual(strip_timing(self.campaign(tag, flags)), strip_timing(self.reference))
 
-    @unittest.skipUnless(MPIRUN, "mpirun not installed (openmpi-bin)")
+    @needs(MPIRUN, "mpirun not installed (openmpi-bin): no MPI campaign to run")
     def test_three_mpi_ranks_give_the_same_report(self):
         got = self.campaign("mpi3", ["--threads", "1"], launcher=[MPIRUN, "-n", "3", "--oversubscribe"], env=MPI_ENV)
         self.assertEqual(strip_timing(got), strip_timing(self.reference))
@@ -201,7 +201,7 @@ class Campaign(unittest.TestCase):
         self.assertEqual(strip_timing(got), strip_timing(self.reference))
         self.assertLess(done, got["stats"]["work_items"], "the kill came after the campaign ended")
 
-    @unittest.skipUnless(MPIRUN, "mpirun not installed (openmpi-bin)")
+    @needs(MPIRUN, "mpirun not installed (openmpi-bin): no MPI campaign to run")
     def test_a_worker_rank_that_dies_stops_the_job_and_resume_finishes_it(self):
         """SIGKILL of a worker rank (not of an item: items run in their own children) takes the
         MPI job down, as OpenMPI does; the journal keeps what finished and --resume on another

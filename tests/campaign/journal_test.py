@@ -14,6 +14,10 @@ to the line before it and, through the header, to the manifest. Each test runs a
 - SIGTERM to the campaign, SIGINT to its process group: it ends by the signal (128 + N) with no
   report, the journal keeps the finished items, and --resume gives a fresh run's report with no
   notice.
+
+Where the journal goes (no --journal): beside the report, or in --state DIR, never in the inputs'
+folder; a finished campaign run again with no cleanup is a fresh run that replaces the journal,
+and an interrupted one resumes from the journal beside its report.
 """
 import json
 import os
@@ -258,6 +262,76 @@ class CampaignJournal(unittest.TestCase):
                 self.assertNotIn("journal_notices", resumed)
                 self.assert_same_report(resumed, fresh)
                 self.assertLess(done, resumed["stats"]["work_items"], "the signal came after the campaign ended")
+
+    def journal_header(self, path):
+        return json.loads(journal_lines(path)[0])["line"]
+
+    def test_a_finished_campaign_runs_again_with_no_cleanup_and_the_inputs_get_no_journal(self):
+        manifest = self.write_manifest()
+        inputs = sorted(os.listdir(self.dir))
+        reports = self.path("reports")
+        os.mkdir(reports)
+        out = os.path.join(reports, "campaign.json")
+        journal = os.path.join(reports, "campaign.json.journal")  # beside the report, named after the manifest
+        runs = []
+        for _ in range(2):
+            r = run([NCERT, "campaign", manifest, "--json", out, "--workers", "2"], self.dir)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # step-b is faulty: FAIL, not an error
+            with open(out) as f:
+                report = Report(f.read())
+            runs.append((report, self.journal_header(journal), journal_lines(journal)))
+            self.assertEqual(sorted(os.listdir(self.dir)), sorted(inputs + ["reports"]), "the inputs' folder changed")
+            self.assertEqual(sorted(os.listdir(reports)), ["campaign.json", "campaign.json.journal"])
+        (first, first_header, first_lines), (second, second_header, second_lines) = runs
+        # The second run is a fresh one: a new campaign id in a new journal that holds every item
+        # once (nothing appended to the first run's), and the report the first run wrote.
+        self.assertNotEqual(first_header["campaign"], second_header["campaign"])
+        self.assertEqual(len(second_lines), 1 + second["stats"]["work_items"])
+        self.assertEqual(len(first_lines), len(second_lines))
+        self.assertNotIn("journal_notices", second)
+        self.assert_same_report(second, first)
+        # A report on stdout only: the journal goes to the working directory, here not the inputs'.
+        work = self.path("work")
+        os.mkdir(work)
+        r = run([NCERT, "campaign", manifest, "--quiet"], work)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(os.listdir(work), ["campaign.json.journal"])
+        self.assertEqual(sorted(os.listdir(self.dir)), sorted(inputs + ["reports", "work"]))
+
+    def test_state_names_the_journal_directory_and_resume_finds_it_there(self):
+        manifest = self.write_manifest(extra_checks=24)
+        _, fresh, _ = self.fresh(manifest)
+        state, out = self.path("state/ci"), self.path("stopped.json")
+        journal = os.path.join(state, "campaign.json.journal")
+        args = [NCERT, "campaign", manifest, "--state", state, "--json", out, "--quiet"]
+        p = subprocess.Popen(args + ["--workers", "1", "--threads", "1"], cwd=self.dir,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline and p.poll() is None:
+            if os.path.exists(journal) and len(journal_lines(journal)) >= 4:
+                break
+            time.sleep(0.005)
+        self.assertIsNone(p.poll(), "the campaign ended before the signal")
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        self.assertIn(p.returncode, (-signal.SIGTERM, 128 + signal.SIGTERM), err)
+        done = journal_lines(journal)
+        self.assertGreaterEqual(len(done), 4)
+        # --resume continues it: the items journaled are not run again, the report is a fresh run's.
+        r = run(args + ["--workers", "2", "--resume"], self.dir)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        with open(out) as f:
+            resumed = Report(f.read())
+        self.assertNotIn("journal_notices", resumed)
+        self.assert_same_report(resumed, fresh)
+        after = journal_lines(journal)
+        self.assertEqual(after[:len(done)], done)
+        self.assertEqual(len(after), 1 + resumed["stats"]["work_items"])
+        # The journal goes in one place: --state and --journal together are a usage error.
+        r = run(args + ["--journal", self.path("x.journal")], self.dir)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--state and --journal", r.stdout + r.stderr)
+        self.assertFalse(os.path.exists(self.path("x.journal")))
 
 
 if __name__ == "__main__":

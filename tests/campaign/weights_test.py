@@ -21,7 +21,7 @@ from ncert_dump import DumpWriter, Segment, bf16_from_f32, f32_from_bf16, weight
 from ncert_dump.af4 import dequantize, quantize_affine  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from ncert_testing import strip_timing  # noqa: E402
+from ncert_testing import needs, strip_timing  # noqa: E402
 
 NCERT = os.environ["NCERT_BINARY"]
 K, N_BF16, N_AF4, M = 128, 24, 40, 8
@@ -130,7 +130,7 @@ class SharedWeights(unittest.TestCase):
             self.assertEqual(strip_timing(a["report"]["checks"]), strip_timing(b["report"]["checks"]))
             self.assertEqual((a["verdict"], a["exit_code"]), (b["verdict"], b["exit_code"]))
 
-    @unittest.skipUnless(shutil.which("mpirun"), "mpirun not installed (openmpi-bin)")
+    @needs(shutil.which("mpirun"), "mpirun not installed (openmpi-bin): no MPI campaign to run")
     def test_batches_over_mpi_ranks_give_the_same_checks(self):
         manifest = {"ncert_campaign": 1, "name": "mpi", "weights": "weights.h5",
                     "entries": [{"id": f"step-{s}", "check": f"omit-{s}.h5"} for s in range(3)]}

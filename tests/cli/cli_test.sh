@@ -149,24 +149,8 @@ expect 2 "a typo is a usage error" -- "$ncert" chek "$dir/demo/good.h5"
 if grep -q 'did you mean "check"' "$dir/err.txt"; then echo "ok:   a typo suggests the command"; else
   echo "FAIL: no suggestion for chek"; failures=$((failures + 1)); fi
 
-# Progress: on a terminal only (script(1) gives the command one), never with --quiet, in pipes or
-# in JSON. NCERT_PROGRESS_DELAY=0 draws it at once (the default waits 1 s).
-if command -v script >/dev/null; then
-  NCERT_PROGRESS_DELAY=0 script -qec "'$ncert' compare '$dir/demo/logits-a.h5' '$dir/demo/logits-b.h5' --policy kl:1e-5" /dev/null >"$dir/tty.txt" 2>&1
-  if grep -q $'\033\[Kncert compare greedy: rows 64/64 (100%)' "$dir/tty.txt"; then echo "ok:   progress on a terminal"; else
-    echo "FAIL: no progress line on a terminal"; cat -v "$dir/tty.txt" | sed 's/^/  | /' | head; failures=$((failures + 1)); fi
-  NCERT_PROGRESS_DELAY=0 script -qec "'$ncert' compare '$dir/demo/logits-a.h5' '$dir/demo/logits-b.h5' --policy kl:1e-5 --quiet" /dev/null >"$dir/tty.txt" 2>&1
-  if ! grep -q "rows 64/64" "$dir/tty.txt"; then echo "ok:   no progress with --quiet"; else
-    echo "FAIL: progress printed with --quiet"; failures=$((failures + 1)); fi
-  NCERT_PROGRESS_DELAY=0 script -qec "'$ncert' compare '$dir/demo/logits-a.h5' '$dir/demo/logits-b.h5' --policy kl:1e-5 --json -" /dev/null >"$dir/tty.txt" 2>/dev/null
-  # The terminal shows stderr and stdout together: the progress line is erased before the JSON
-  # starts, and the JSON after it parses whole.
-  if python3 -c "import json,sys; t=open('$dir/tty.txt').read(); i=t.index('{'); json.loads(t[i:]); sys.exit('rows 64/64' in t[i:])" 2>/dev/null
-  then echo "ok:   no progress inside JSON on stdout"; else
-    echo "FAIL: progress mixed into the JSON"; failures=$((failures + 1)); fi
-else
-  echo "FAIL: script(1) is missing (util-linux)"; failures=$((failures + 1))
-fi
+# Progress on a terminal: cli_tty_test.sh (skipped where no pseudo-terminal can be made). Never in
+# pipes or files:
 NCERT_PROGRESS_DELAY=0 "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --policy kl:1e-5 >"$dir/out.txt" 2>"$dir/err.txt"
 if ! grep -q "rows 64/64" "$dir/out.txt" "$dir/err.txt"; then echo "ok:   no progress in pipes or files"; else
   echo "FAIL: progress written to a file"; failures=$((failures + 1)); fi

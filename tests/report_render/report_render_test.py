@@ -548,6 +548,8 @@ GROUPS = {"junit": JUnitReports, "html": HtmlInBrowser, "size": SizeAndDetermini
 
 if __name__ == "__main__":
     group = sys.argv.pop(1) if len(sys.argv) > 1 and sys.argv[1] in GROUPS else None
+    if group == "html" and not chromium_cdp.find_chromium():
+        ncert_testing.skip_whole_test("no Chromium to render the pages in (Debian's chromium: tools/install-deps)")
     suite = unittest.TestSuite()
     for name, cls in GROUPS.items():
         if group in (None, name):

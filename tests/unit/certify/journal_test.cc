@@ -255,6 +255,45 @@ TEST(Journal, AFormatOneJournalIsReadAsUntrustedLinesNotAnError) {
   }
 }
 
+TEST(Journal, ANewJournalReplacesTheOneThereWholeAndLeavesNothingBeside) {
+  const std::string path = temp_path("replaced");
+  write_journal(path, 3);
+  ASSERT_EQ(resumed(path).records.size(), 3u);
+  {
+    Result<Journal> j = Journal::create(path, kManifestHash);
+    ASSERT_TRUE(j.ok()) << j.status().to_string();
+    // From the moment create() returns, the path holds the new journal: its header alone.
+    EXPECT_EQ(lines_of(read_text(path)).size(), 1u);
+    ASSERT_TRUE(j->append(record("e#9", "PASS")).ok());
+  }
+  EXPECT_EQ(keys_of(resumed(path)), std::vector<std::string>{"e#9"});
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(f.path().string().find(path + ".new"), std::string::npos) << f.path();
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(Journal, AJournalARunningCampaignHoldsIsNeitherReplacedNorResumed) {
+  const std::string path = temp_path("held");
+  Result<Journal> running = Journal::create(path, kManifestHash);
+  ASSERT_TRUE(running.ok()) << running.status().to_string();
+  ASSERT_TRUE(running->append(record("e#1", "FAIL")).ok());
+  const Result<Journal> replacing = Journal::create(path, kManifestHash);
+  ASSERT_FALSE(replacing.ok());
+  EXPECT_EQ(replacing.status().code(), ErrorCode::kOutputExists);
+  EXPECT_NE(replacing.status().message().find("another campaign is running"), std::string::npos);
+  JournalContents c;
+  const Result<Journal> resuming = Journal::resume(path, kManifestHash, &c);
+  ASSERT_FALSE(resuming.ok());
+  EXPECT_EQ(resuming.status().code(), ErrorCode::kOutputExists);
+  // The running campaign's journal is untouched; once it ends, the journal resumes.
+  running = Journal::create(temp_path("held-other"), kManifestHash);
+  EXPECT_EQ(keys_of(resumed(path)), std::vector<std::string>{"e#1"});
+  std::filesystem::remove(path);
+  std::filesystem::remove(temp_path("held-other"));
+}
+
 TEST(Journal, AJournalOfAnotherManifestOrWireVersionIsRefused) {
   const std::string path = temp_path("refused");
   write_journal(path, 1);
