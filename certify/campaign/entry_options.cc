@@ -64,8 +64,9 @@ Status apply_entry_options(const CampaignEntry& e, const OptionTable<O>& table, 
     NCERT_ASSIGN_OR_RETURN(std::optional<OptionValue> value, manifest_value(e, *spec, it.value()));
     if (!value) continue;
     if (Status s = spec->set(*out, *value); !s.ok()) {
-      // A refusal with its own code (a bad skip policy file: skip-policy-invalid) keeps it.
-      if (s.code() != ErrorCode::kUsage)
+      // A bad skip policy file keeps its own code (skip-policy-invalid); every other refusal of
+      // an option's value is a usage error of the manifest.
+      if (s.code() == ErrorCode::kSkipPolicyInvalid)
         return Status(s.code(), "entry " + e.id + ": option \"" + it.key() + "\": " + s.message());
       return bad(e, it.key(), s.message());
     }

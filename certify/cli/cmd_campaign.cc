@@ -48,6 +48,16 @@ void register_campaign(CLI::App& app, Action& action) {
       // Every entry's files are inputs too: no report and no journal may be one of them. A
       // manifest that does not load is the campaign's own refusal, reported as such.
       const std::string journal = certify::journal_path(o);
+      // --state DIR is created if missing (docs/cli.md), before the path checks look for it.
+      if (!o.state.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(o.state, ec);
+        if (ec) {
+          const Status s(ErrorCode::kIo, "--state " + o.state + ": cannot create the directory: " + ec.message());
+          std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+          return exit_code_for(s.code());
+        }
+      }
       CommandFiles files{{{"MANIFEST", o.manifest}}, {}, {{"the journal", journal}}};
       if (auto manifest = certify::load_manifest(o.manifest); manifest.ok()) {
         for (const certify::CampaignEntry& e : manifest->entries) {

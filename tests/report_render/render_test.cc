@@ -249,10 +249,9 @@ TEST(RenderJunit, OneTestcasePerCheckWithSkipsFailuresAndTheRefusalAsError) {
   EXPECT_NE(
       x.find("<testcase classname=\"projections.attn\" name=\"bound\">\n      <system-out>all inside</system-out>"),
       std::string::npos);
-  EXPECT_NE(
-      x.find(
-          "<testcase classname=\"projections.attn\" name=\"walk\">\n      <skipped message=\"no k_walk declared\"/>"),
-      std::string::npos);
+  EXPECT_NE(x.find("<testcase classname=\"projections.attn\" name=\"walk\">\n      <skipped type=\"unexpected\" "
+                   "message=\"no k_walk declared\"/>"),
+            std::string::npos);
   EXPECT_NE(x.find("<testcase classname=\"logits.greedy\" name=\"logits\">\n      <failure message=\"row 0 differs\" "
                    "type=\"logits\">row 0 differs\nrow 0: max |d| 1\nstats: {}</failure>"),
             std::string::npos);

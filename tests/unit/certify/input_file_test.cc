@@ -98,7 +98,11 @@ TEST(InputFile, OnlyRegularFilesAreOpenedAndNothingBlocks) {
   std::filesystem::create_directories(dir);
   const std::string fifo = dir + "/fifo.h5";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const std::string sock_path = dir + "/sock.h5";
+  // sun_path holds 108 bytes: the socket goes under the temporary directory, not the (long)
+  // test directory, or bind() would truncate its name.
+  const std::string sock_path =
+      (std::filesystem::temp_directory_path() / ("ncert-sock-" + std::to_string(::getpid()) + ".h5")).string();
+  std::filesystem::remove(sock_path);
   const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
