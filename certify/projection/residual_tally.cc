@@ -67,7 +67,10 @@ BlockSignatures::BlockSignatures(const std::vector<TileRange>& ranges, Index out
     : ranges_(ranges),
       outputs_(outputs),
       width_(width),
-      sums_(static_cast<std::size_t>(outputs * width) * ranges.size()),
+      num_(static_cast<std::size_t>(outputs * width) * ranges.size(), 0.0),
+      den_(num_.size(), 0.0),
+      aa_(num_.size(), 0.0),
+      slack_(num_.size(), 0.0),
       a_(ranges.size()),
       seen_(static_cast<std::size_t>(outputs * width), false) {}
 
@@ -84,13 +87,17 @@ void BlockSignatures::add(Index o, Index jj, double r, double var, double slack,
   }
   const std::size_t cell = static_cast<std::size_t>(o * width_ + jj);
   seen_[cell] = true;
-  Sums* s = sums_.data() + cell * n;
+  double* num = num_.data() + cell * n;
+  double* den = den_.data() + cell * n;
+  double* aa = aa_.data() + cell * n;
+  double* sl = slack_.data() + cell * n;
+  const double* a = a_.data();
   for (std::size_t c = 0; c < n; ++c) {
-    const double a = a_[c];
-    s[c].num += a * r;
-    s[c].den += a * a * var;
-    s[c].aa += a * a;
-    s[c].slack += std::fabs(a) * slack;
+    const double a2 = a[c] * a[c];
+    num[c] += a[c] * r;
+    den[c] += a2 * var;
+    aa[c] += a2;
+    sl[c] += std::fabs(a[c]) * slack;
   }
 }
 
@@ -101,23 +108,26 @@ void BlockSignatures::finish(Index col_begin, double threshold, std::vector<Sign
       const std::size_t cell = static_cast<std::size_t>(o * width_ + jj);
       if (!seen_[cell]) continue;
       seen_[cell] = false;
-      Sums* s = sums_.data() + cell * n;
+      double* num = num_.data() + cell * n;
+      double* den = den_.data() + cell * n;
+      double* aa = aa_.data() + cell * n;
+      double* sl = slack_.data() + cell * n;
       const Index before = out[static_cast<std::size_t>(o)].significant;
       for (std::size_t c = 0; c < n; ++c) {
         // A range whose partial dots are all zero (zero weights or activations there) has no
         // signature to find; it is not a candidate.
-        if (s[c].aa > 0) {
+        if (aa[c] > 0) {
           SignatureHit h;
           h.output = o;
           h.col = col_begin + jj;
           h.range = static_cast<Index>(c);
-          const double excess = std::fabs(s[c].num) - s[c].slack;
+          const double excess = std::fabs(num[c]) - sl[c];
           // No rounding at all (sigma 0: exact arithmetic): any excess is a fault.
-          h.z = s[c].den > 0 ? excess / std::sqrt(s[c].den) : (excess > 0 ? HUGE_VAL : 0.0);
-          h.fit = s[c].num / s[c].aa;
+          h.z = den[c] > 0 ? excess / std::sqrt(den[c]) : (excess > 0 ? HUGE_VAL : 0.0);
+          h.fit = num[c] / aa[c];
           out[static_cast<std::size_t>(o)].add(h, threshold);
         }
-        s[c] = Sums{};
+        num[c] = den[c] = aa[c] = sl[c] = 0.0;
       }
       if (out[static_cast<std::size_t>(o)].significant > before) ++out[static_cast<std::size_t>(o)].significant_columns;
     }

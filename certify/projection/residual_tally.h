@@ -71,12 +71,11 @@ class BlockSignatures {
   void finish(Index col_begin, double threshold, std::vector<SignatureTally>& out);
 
  private:
-  struct Sums {
-    double num = 0, den = 0, aa = 0, slack = 0;
-  };
   const std::vector<TileRange>& ranges_;
   Index outputs_, width_;
-  std::vector<Sums> sums_;  ///< outputs x width x ranges
+  // outputs x width x ranges each, one array per sum (structure of arrays: the per-element loop
+  // over ranges vectorizes; each sum still adds the elements in the same order).
+  std::vector<double> num_, den_, aa_, slack_;
   std::vector<double> a_;   ///< one element's partial dots per range
   std::vector<bool> seen_;  ///< outputs x width: a column with at least one element
 };
