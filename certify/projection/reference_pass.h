@@ -34,10 +34,10 @@ struct WalkTally {
 /// output, 2 (h + beta) with beta = B / ulp(c) the accumulation error allowed and h the half
 /// spacing at |c| + B in units of ulp(c); and the shift beta a directed accumulator may add.
 struct BiasTally {
-  Index values = 0;      ///< values in the statistic
-  Index excluded = 0;    ///< values left out (zero or non-finite centre, bound too wide)
-  double sum_s = 0;      ///< sum of s
-  double sum_r2 = 0;     ///< sum of squared ranges (directed accumulators)
+  Index values = 0;    ///< values in the statistic
+  Index excluded = 0;  ///< values left out (zero or non-finite centre, bound too wide)
+  double sum_s = 0;    ///< sum of s
+  double sum_r2 = 0;   ///< sum of squared ranges (directed accumulators)
   /// Round-to-nearest accumulators (docs/error-bounds.md §6c): the sum of each value's
   /// sub-Gaussian proxy, h^2 for its output rounding plus (sigma / ulp)^2 for its accumulation.
   double sum_proxy = 0;
