@@ -51,9 +51,7 @@ void BiasTally::merge(const BiasTally& o) {
 Index residual_tile(const reference::Weights& w) {
   Index tile = 0;
   for (const reference::WeightSegment& seg : w.segments) {
-    Index g = 0;
-    if (seg.format == reference::WeightFormat::kAf4) g = seg.af4.layout.group_size;
-    if (reference::is_scaled_format(seg.format)) g = seg.scaled.group_size;
+    const Index g = segment_group_size(seg);
     if (g > 0) tile = tile == 0 ? g : std::gcd(tile, g);
   }
   // 64 columns without groups: 80 tiles at K = 5120, about 160 ranges per column.

@@ -26,12 +26,18 @@ std::vector<TileRange> dyadic_ranges(Index tiles) {
   return out;
 }
 
-namespace {
+Index segment_group_size(const reference::WeightSegment& seg) {
+  if (seg.format == reference::WeightFormat::kAf4) return seg.af4.layout.group_size;
+  if (reference::is_scaled_format(seg.format)) return seg.scaled.group_size;
+  return 0;
+}
 
 bool stronger(const SignatureHit& a, const SignatureHit& b) {
   if (a.z != b.z) return a.z > b.z;
   return std::tie(a.output, a.col, a.range) < std::tie(b.output, b.col, b.range);
 }
+
+namespace {
 
 void keep_strongest(std::vector<SignatureHit>& v, const SignatureHit& h) {
   if (v.size() == SignatureTally::kKeep && !stronger(h, v.back())) return;

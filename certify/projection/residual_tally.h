@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "certify/report/evidence.h"
+#include "reference/linear_spec.h"
 #include "reference/status.h"
 
 namespace ncert::certify {
@@ -31,6 +32,9 @@ struct TileRange {
 /// their parent.
 std::vector<TileRange> dyadic_ranges(Index tiles);
 
+/// The weight group of a segment (AF4, scaled formats), 0 for a segment without groups.
+Index segment_group_size(const reference::WeightSegment& seg);
+
 /// One candidate as found in a block (columns absolute, ranges as tile indices).
 struct SignatureHit {
   Index output = 0;  ///< EngineOutputId
@@ -39,6 +43,10 @@ struct SignatureHit {
   double z = 0, fit = 0;
   bool operator==(const SignatureHit&) const = default;
 };
+
+/// The order of candidates: larger z first, then output, column and range (a total order, so
+/// the strongest ones do not depend on how blocks were merged).
+bool stronger(const SignatureHit& a, const SignatureHit& b);
 
 struct SignatureTally {
   static constexpr std::size_t kKeep = 8;

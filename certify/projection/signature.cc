@@ -8,7 +8,6 @@
 // most 1e-9 per projection); the strongest candidate names the location and the fitted size.
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 
 #include "certify/projection/checks.h"
 #include "certify/report/format.h"
@@ -16,14 +15,6 @@
 namespace ncert::certify {
 
 namespace {
-
-/// The group size of the weight segment holding column j, 0 without groups.
-Index group_size_of(const reference::Weights& w, Index j) {
-  const reference::WeightSegment& seg = reference::segment_of(w, j);
-  if (seg.format == reference::WeightFormat::kAf4) return seg.af4.layout.group_size;
-  if (reference::is_scaled_format(seg.format)) return seg.scaled.group_size;
-  return 0;
-}
 
 std::string range_text(const SignatureFinding& s) {
   std::string t = "k " + std::to_string(s.k_begin) + "-" + std::to_string(s.k_end - 1);
@@ -73,7 +64,6 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   if (const std::string why = residual_model_blocker(f, pass); !why.empty()) {
     return skipped(id, subject, CheckKind::kSignature, why);
   }
-  const reference::LinearProblem problem = f.data.problem(reference::kDefaultLambda);
   SignatureEvidence e;
   e.alpha = kResidualAlpha;
   e.tile = pass.tile;
@@ -91,10 +81,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   if (e.candidates == 0) {
     return skipped(id, subject, CheckKind::kSignature, "no output value has a residual to test (no finite value)");
   }
-  std::sort(all.begin(), all.end(), [](const SignatureHit& a, const SignatureHit& b) {
-    if (a.z != b.z) return a.z > b.z;
-    return std::tie(a.output, a.col, a.range) < std::tie(b.output, b.col, b.range);
-  });
+  std::sort(all.begin(), all.end(), stronger);
   const Index k = info.k;
   for (std::size_t i = 0; i < all.size() && i < SignatureTally::kKeep; ++i) {
     const SignatureHit& h = all[i];
@@ -104,7 +91,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     s.col = h.col;
     s.k_begin = g.first * pass.tile;
     s.k_end = std::min(k, (g.first + g.count) * pass.tile);
-    const Index gs = group_size_of(*problem.weights, h.col);
+    const Index gs = segment_group_size(reference::segment_of(f.data.weights, h.col));
     if (gs > 0 && gs < k && s.k_begin % gs == 0 && s.k_end - s.k_begin == gs) s.group = s.k_begin / gs;
     s.z = h.z;
     s.fit = h.fit;
