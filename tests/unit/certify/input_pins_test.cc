@@ -24,7 +24,7 @@ std::string temp_dir() {
   return p.string();
 }
 
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write_pin_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 Manifest manifest_of(const std::string& dir) {
   Manifest m;
@@ -39,9 +39,9 @@ Manifest manifest_of(const std::string& dir) {
 
 TEST(InputPins, EveryFileOfEveryEntryIsHashedOnce) {
   const std::string dir = temp_dir();
-  write_text(dir + "/a.h5", "dump bytes");
-  write_text(dir + "/w.h5", "weights bytes");
-  write_text(dir + "/vocab.json", "[\"a\"]");
+  write_pin_file(dir + "/a.h5", "dump bytes");
+  write_pin_file(dir + "/w.h5", "weights bytes");
+  write_pin_file(dir + "/vocab.json", "[\"a\"]");
   ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
   const Manifest m = manifest_of(dir);
   EXPECT_EQ(entry_files(m.entries[0]), (std::vector<std::string>{dir + "/a.h5", dir + "/w.h5"}));
@@ -60,21 +60,21 @@ TEST(InputPins, EveryFileOfEveryEntryIsHashedOnce) {
 TEST(InputPins, AFileReplacedRewrittenOrRemovedNoLongerHolds) {
   const std::string dir = temp_dir();
   const std::string a = dir + "/a.h5";
-  write_text(a, "dump bytes");
+  write_pin_file(a, "dump bytes");
   Manifest m;
   m.entries = {CampaignEntry{"c", EntryKind::kCheck, {a}, {}}};
   const InputPin pin = pin_inputs(m).at(a);
   EXPECT_TRUE(pins_hold({pin}).ok());
   // Rewritten in place with bytes of the same size: its change time moves.
   ::usleep(20'000);
-  write_text(a, "DUMP BYTES");
+  write_pin_file(a, "DUMP BYTES");
   Status s = pins_hold({pin});
   EXPECT_EQ(s.code(), ErrorCode::kIo);
   EXPECT_NE(s.message().find(a + " changed since the campaign hashed it"), std::string::npos) << s.message();
   // Replaced by another file (a new inode).
   const InputPin again = pin_inputs(m).at(a);
   EXPECT_NE(again.xxh3_128, pin.xxh3_128);
-  write_text(dir + "/other", "dump bytes");
+  write_pin_file(dir + "/other", "dump bytes");
   std::filesystem::rename(dir + "/other", a);
   EXPECT_FALSE(pins_hold({again}).ok());
   std::filesystem::remove(a);
@@ -86,7 +86,7 @@ TEST(InputPins, AFileReplacedRewrittenOrRemovedNoLongerHolds) {
 TEST(InputPins, AnItemWhoseFileChangedSinceItWasPinnedGivesNoVerdictAndIsNotJournaled) {
   const std::string dir = temp_dir();
   const std::string dump = dir + "/a.h5";
-  write_text(dump, "not even HDF5");
+  write_pin_file(dump, "not even HDF5");
   Manifest m;
   m.path = dir + "/m.json";
   m.entries = {CampaignEntry{"c", EntryKind::kCheck, {dump}, {}}};
@@ -100,7 +100,7 @@ TEST(InputPins, AnItemWhoseFileChangedSinceItWasPinnedGivesNoVerdictAndIsNotJour
   EXPECT_FALSE(input_changed(refused)) << refused.dump();
   EXPECT_TRUE(refused.contains("plan")) << refused.dump();
   // Replaced since: the item reads nothing and says why.
-  write_text(dir + "/other", "other bytes");
+  write_pin_file(dir + "/other", "other bytes");
   std::filesystem::rename(dir + "/other", dump);
   const nlohmann::ordered_json changed = run_work_item(m, CampaignSettings{}, *plan);
   EXPECT_TRUE(input_changed(changed)) << changed.dump();
