@@ -8,6 +8,9 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <vector>
+
+#include <hdf5.h>
 
 #include "tests/common/fixture_check.h"
 #include "tests/common/report_checks.h"
@@ -74,9 +77,47 @@ TEST(Residual, LegitimateTwinsPassEveryResidualTest) {
     const auto* sig = std::get_if<SignatureEvidence>(&check_of(r, "signature").evidence);
     ASSERT_NE(sig, nullptr);
     EXPECT_EQ(sig->tile, 64);
-    EXPECT_GT(sig->candidates, 3 * 256 * 64);
+    // y_packed and y_compact equal y_unpacked bit for bit on their rows: every candidate is
+    // y_unpacked's (256 columns x 127 ranges), their 2 x 256 columns are tested there once.
+    EXPECT_GT(sig->candidates, 256 * 64);
+    EXPECT_EQ(sig->columns_as_unpacked, 2 * 256);
     EXPECT_LT(sig->strongest.front().z, sig->threshold);
   }
+}
+
+/// Multiplies column `col` of a 2-D f32 dataset by `factor` on every row (a fault in one output
+/// path only, planted after the engine wrote it).
+void scale_column(const std::string& path, const std::string& dataset, hsize_t col, float factor) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << path;
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  ASSERT_GE(d, 0) << dataset;
+  const hid_t space = H5Dget_space(d);
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space, dims, nullptr);
+  std::vector<float> v(dims[0] * dims[1]);
+  ASSERT_GE(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  for (hsize_t r = 0; r < dims[0]; ++r) v[r * dims[1] + col] *= factor;
+  EXPECT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+
+TEST(Residual, APackedColumnUnlikeUnpackedIsTestedOnItsOwn) {
+  // y_packed's column 3 alone scaled by 1 + 1e-3 (identity fails too): that column no longer
+  // equals y_unpacked's, so its own candidates run and name it; the other 511 packed and
+  // compact columns are still tested through y_unpacked's.
+  const std::string path = write_fixture(residual_spec(DType::kF32), "residual_packed_only.h5");
+  scale_column(path, "/projections/proj/y_packed", 3, 1.001f);
+  const Report r = check_dump(path);
+  const CheckResult& c = check_of(r, "signature");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << c.reason;
+  const auto* e = std::get_if<SignatureEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->columns_as_unpacked, 2 * 256 - 1);
+  EXPECT_EQ(e->strongest.front().output, "y_packed");
+  EXPECT_EQ(e->strongest.front().col, 3);
 }
 
 TEST(Residual, OneGroupsScaleOffByOnePercentIsFoundWhereItIs) {
