@@ -445,7 +445,6 @@ Report CampaignRun::report() const {
   campaign.preamble.push_back("ncert campaign " + manifest_->path + "  (" + manifest_->name + ", " +
                               std::to_string(manifest_->entries.size()) + " entries, " +
                               std::to_string(results_.size()) + " work items)");
-  Json entries = Json::array();
   Index failed_entries = 0;
   double seconds_total = 0;
   for (const auto& [key, s] : seconds_) seconds_total += s;
@@ -495,21 +494,11 @@ Report CampaignRun::report() const {
       r = s.ok() ? assemble_check(*options, input, plan, std::move(parts), seconds)
                  : error_report(e, inputs_of(e.inputs), s);
     }
-    // The campaign's own check list: every entry's checks, ids and subjects under the entry.
-    for (const CheckResult& c : r.checks) {
-      CheckResult flat = c;
-      flat.id = e.id + "/" + c.id;
-      flat.subject = e.id + "/" + c.subject;
-      campaign.checks.push_back(std::move(flat));
-    }
+    // The campaign's own check list: every entry's checks, ids and subjects under the entry; the
+    // entry's report itself, typed, for the JSON's `entries` and the HTML page's parts.
     failed_entries += r.verdict() == Verdict::kFail;
-    entries.push_back(Json{{"id", e.id},
-                           {"command", std::string(entry_kind_name(e.kind))},
-                           {"verdict", std::string(verdict_name(r.verdict()))},
-                           {"exit_code", r.exit_code()},
-                           {"report", r.to_json()}});
+    campaign.add_entry(e.id, std::string(entry_kind_name(e.kind)), std::move(r));
   }
-  campaign.extra["entries"] = entries;
   // Journal lines that did not verify: their items ran again, and the report says so.
   if (!journal_notices_.empty()) {
     campaign.extra["journal_notices"] = journal_notices_;

@@ -107,7 +107,7 @@ class CampaignRun {
   std::size_t items_finished() const { return results_.size(); }
 
   /// The campaign's report: one flattened check list (ids prefixed with the entry id), every
-  /// entry's own report under extra["entries"] (rendered as the JSON's top-level "entries"), one verdict.
+  /// entry's own report in `entries` (Report::add_entry; the JSON's top-level "entries"), one verdict.
   Report report() const;
 
  private:

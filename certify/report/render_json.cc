@@ -541,6 +541,17 @@ Json Report::to_json() const {
     j["coverage"] = cov;
   }
   j["stats"] = stats;
+  if (!entries.empty()) {
+    Json list = Json::array();
+    for (const ReportEntry& e : entries) {
+      list.push_back(Json{{"id", e.id},
+                          {"command", e.command},
+                          {"verdict", std::string(verdict_name(e.report.verdict()))},
+                          {"exit_code", e.report.exit_code()},
+                          {"report", e.report.to_json()}});
+    }
+    j["entries"] = list;
+  }
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return utf8_safe(std::move(j));
 }

@@ -200,4 +200,20 @@ Report& Report::refuse(const Status& status) {
   return *this;
 }
 
+void Report::add_entry(std::string id, std::string entry_command, Report report) {
+  for (const CheckResult& c : report.checks) {
+    CheckResult flat = c;
+    flat.id = id + "/" + c.id;
+    flat.subject = id + "/" + c.subject;
+    checks.push_back(std::move(flat));
+  }
+  entries.push_back(ReportEntry{std::move(id), std::move(entry_command), std::move(report)});
+}
+
+std::size_t Report::first_check(std::size_t entry) const {
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < entry && i < entries.size(); ++i) first += entries[i].report.checks.size();
+  return first;
+}
+
 }  // namespace ncert::certify

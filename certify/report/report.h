@@ -37,6 +37,8 @@ struct CoverageRow {
   std::vector<std::pair<CheckKind, Verdict>> kinds;  ///< in CheckKind order
 };
 
+struct ReportEntry;
+
 struct Report {
   std::string command;
   std::vector<InputInfo> inputs;
@@ -47,6 +49,10 @@ struct Report {
   Json extra = Json::object();        ///< command-specific top-level members (inspect: datasets)
   std::optional<Status> error;        ///< set when an input was refused (exit 3)
   std::vector<std::string> preamble;  ///< lines printed before the checks (human summary)
+  /// A campaign's entries (add_entry), each with its own command's report, typed: the JSON's
+  /// top-level `entries` and the HTML page's summary and per-entry parts are drawn from them.
+  /// Empty for every other command.
+  std::vector<ReportEntry> entries;
 
   bool show_coverage = false;  ///< print the coverage table in the human summary (check)
 
@@ -71,6 +77,20 @@ struct Report {
   int exit_code() const;
   /// Records a refused input: `error`, and a failing "schema" check carrying its message.
   Report& refuse(const Status& status);
+  /// Appends a campaign entry: its report kept whole in `entries`, and its checks to this
+  /// report's list with id and subject under the entry's id ("step-000/projections/attn/bound").
+  /// Entry i's checks are therefore checks[first_check(i), first_check(i) + its size).
+  void add_entry(std::string id, std::string entry_command, Report report);
+  /// Where entry i's checks begin in `checks`.
+  std::size_t first_check(std::size_t entry) const;
+};
+
+/// One entry of a campaign's report: the manifest entry's id and command ("check", "compare",
+/// "forks", "witness", "verify") and the report its own command writes.
+struct ReportEntry {
+  std::string id;
+  std::string command;
+  Report report;
 };
 
 /// The ncert version string ("0.1.0").

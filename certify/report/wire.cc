@@ -157,6 +157,15 @@ Json report_to_wire(const Report& r) {
       Json{{"command", r.command}, {"inputs", inputs},       {"checks", checks_to_wire(r.checks)}, {"stats", r.stats},
            {"extra", r.extra},     {"preamble", r.preamble}, {"show_coverage", r.show_coverage}};
   if (r.error) w["error"] = status_to_wire(*r.error);
+  // A campaign's entries, only when there are some: the reports of single commands (what a
+  // campaign's items send and its journal keeps) stay as they were.
+  if (!r.entries.empty()) {
+    Json entries = Json::array();
+    for (const ReportEntry& e : r.entries) {
+      entries.push_back(Json{{"id", e.id}, {"command", e.command}, {"report", report_to_wire(e.report)}});
+    }
+    w["entries"] = std::move(entries);
+  }
   return utf8_repaired(std::move(w));
 }
 
@@ -181,6 +190,17 @@ Result<Report> report_from_wire(const Json& w) {
     Status s;
     NCERT_RETURN_IF_ERROR(status_from_wire(w.at("error"), &s));
     r.error = std::move(s);
+  }
+  if (w.contains("entries")) {
+    if (!w.at("entries").is_array()) return bad("entries are not a list");
+    for (const Json& e : w.at("entries")) {
+      ReportEntry entry;
+      NCERT_ASSIGN_OR_RETURN(entry.id, field<std::string>(e, "id"));
+      NCERT_ASSIGN_OR_RETURN(entry.command, field<std::string>(e, "command"));
+      if (!e.is_object() || !e.contains("report")) return bad("entry " + entry.id + ": missing report");
+      NCERT_ASSIGN_OR_RETURN(entry.report, report_from_wire(e.at("report")));
+      r.entries.push_back(std::move(entry));
+    }
   }
   return r;
 }

@@ -26,6 +26,16 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
+def html_parts(page):
+    """data-part -> the HTML of that part's <details> block (a campaign's entry, a command's subject)."""
+    starts = [(m.start(), m.group(1)) for m in re.finditer(r'<details class="part [a-z]+" data-part="([^"]*)"', page)]
+    out = {}
+    for i, (start, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else page.index("</body>")
+        out[name] = page[start:end]
+    return out
+
+
 def html_sections(page):
     """(class, data attribute, its value) -> the <svg> elements of each such section, in order."""
     out = {}
@@ -140,6 +150,33 @@ class Campaign(unittest.TestCase):
         self.assertEqual(page.count("<svg"), plots)
         for plot in ("plot bound-hist", "plot fail-grid", "plot margin-hist", "plot series"):
             self.assertIn(plot, page)
+
+    def test_each_entry_part_of_the_page_holds_exactly_its_own_page_sections(self):
+        """The campaign's page has one part per entry (its summary row, then its block: open when
+        it failed), and each entry's block holds the same evidence sections as the entry's own
+        page, in the same number, with as many plots: nothing of another entry, nothing lost."""
+        with open(os.path.join(self.dir, "ref.html"), encoding="utf-8") as f:
+            page = f.read()
+        parts = html_parts(page)
+        self.assertEqual(sorted(parts), sorted(e["id"] for e in self.entries))
+        verdicts = {e["id"]: e["verdict"] for e in self.reference["entries"]}
+        rows = re.findall(r'<tr class="part [a-z]+" data-part="([^"]*)" data-verdict="([A-Z/]+)"', page)
+        self.assertEqual(sorted(rows), sorted(verdicts.items()))
+        self.assertEqual([v for _, v in rows], sorted((v for _, v in rows), key=lambda v: v != "FAIL"))
+        self.assertLess(page.index('<section id="summary">'), page.index("<details"))
+        for e in self.entries:
+            _, own, own_page = self.own_run(e)
+            block = parts[e["id"]]
+            with self.subTest(entry=e["id"]):
+                self.assertEqual(' open>' in block.split(">", 1)[0] + ">", verdicts[e["id"]] == "FAIL")
+                mine = html_sections(block)
+                theirs = html_sections(own_page)
+                self.assertEqual(sorted((css, value) for css, _, value in mine),
+                                 sorted((css, e["id"] + "/" + value) for css, _, value in theirs))
+                self.assertEqual(block.count("<svg"), own_page.count("<svg"))
+                self.assertEqual(block.count('<tr class="check '), len(own["checks"]))
+                failing = sum(c["verdict"] == "FAIL" for c in own["checks"])
+                self.assertEqual(block.count('<tr class="check fail'), failing)
 
     def test_a_journal_of_another_wire_version_is_refused(self):
         """A journal whose header declares results in another wire form (an ncert that wrote them

@@ -2,7 +2,9 @@
 // hand: power-of-two binning at its exact edges, failure-grid cells, the compare series and the
 // tightest witnesses built by the real checks; hostile strings (markup, quotes, control
 // characters, invalid UTF-8, XML noncharacters) that must come out inert in both pages; the
-// JUnit mapping of checks to testcases; and the size caps of a page.
+// JUnit mapping of checks to testcases; the size caps of a page; and the page's layout for people:
+// summary first, failing parts first and open, passing parts collapsed, plots of a PASS drawn
+// without alarm colours, ids that wrap at '/' only.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 
 #include "certify/logits/compare.h"
 #include "certify/logits/witness.h"
+#include "certify/report/detail/html_markup.h"
 #include "certify/report/printable.h"
 #include "certify/report/render_html.h"
 #include "certify/report/render_junit.h"
@@ -261,6 +264,190 @@ TEST(RenderJunit, OneTestcasePerCheckWithSkipsFailuresAndTheRefusalAsError) {
   EXPECT_NE(x.find("<property name=\"input.1.xxh3_128\" value=\"00000000000000000000000000000001\"/>"),
             std::string::npos);
   EXPECT_EQ(x.find("time="), std::string::npos);  // nothing that changes between identical runs
+}
+
+// ---- layout: summary, failures first, collapsed passes, calm plots, ids that wrap ---------------
+
+/// A projection's bound check of one output, passing or failing, with its histogram (a NaN in
+/// `other`, a value at B) and, when failing, its failure map.
+CheckResult bound_check(const std::string& projection, bool fail) {
+  CheckResult c;
+  c.id = "projections/" + projection + "/bound";
+  c.subject = "projections/" + projection;
+  c.kind = CheckKind::kBound;
+  c.verdict = fail ? Verdict::kFail : Verdict::kPass;
+  c.reason = fail ? "y_packed row 1 col 1: 2 outside [0.75, 1.25]" : "every value inside its interval";
+  BoundEvidence e;
+  e.accumulator = "f32-rn";
+  e.output = DType::kF32;
+  OutputBound out;
+  out.output = "y_packed";
+  out.error_over_bound.add(0.25);
+  out.error_over_bound.add(1.5);  // from B up: the warning bins
+  out.error_over_bound.add(std::numeric_limits<double>::quiet_NaN());
+  if (fail) {
+    out.outside = FailureGrid(4, 4);
+    out.outside.counts.assign(16, 0);
+    out.outside.counts[5] = 1;
+  }
+  e.outputs.push_back(out);
+  c.evidence = e;
+  return c;
+}
+
+Report check_report(bool fail) {
+  Report r;
+  r.command = "check";
+  r.inputs.push_back({fail ? "dumps/step-001.h5" : "dumps/step-000.h5", "0123456789abcdef0123456789abcdef"});
+  r.checks.push_back(bound_check("attn_qkv", false));
+  r.checks.push_back(skipped("projections/attn_qkv/walk", "projections/attn_qkv", CheckKind::kWalk, "no k_walk"));
+  r.checks.push_back(bound_check("mlp_down", fail));
+  return r;
+}
+
+/// An id as the page writes it (detail::id_markup: parts that do not wrap, joined by <wbr>).
+std::string ids(std::string_view id) { return detail::id_markup(id); }
+
+/// Where `needle` first is in `page` (npos fails the test).
+std::size_t at(const std::string& page, const std::string& needle) {
+  const std::size_t p = page.find(needle);
+  EXPECT_NE(p, std::string::npos) << needle;
+  return p;
+}
+
+TEST(RenderHtml, ACampaignPageSummarizesEveryEntryThenFailuresOpenAndPassesCollapsed) {
+  Report campaign;
+  campaign.command = "campaign";
+  campaign.add_entry("step-000", "check", check_report(false));
+  campaign.add_entry("step-001", "check", check_report(true));
+  Report refused;
+  refused.command = "check";
+  refused.refuse(Status(ErrorCode::kNotHdf5, "dumps/corrupt.h5: not an HDF5 file"));
+  campaign.add_entry("corrupt", "check", refused);
+  ASSERT_EQ(campaign.checks.size(), 7u);
+  EXPECT_EQ(campaign.checks[3].id, "step-001/projections/attn_qkv/bound");
+  EXPECT_EQ(campaign.first_check(2), 6u);
+  const std::string page = render_html(campaign);
+
+  // The summary comes first: one row per entry, the failing ones first (in manifest order), each
+  // with its counts and worst finding.
+  const std::size_t summary = at(page, "<section id=\"summary\">");
+  EXPECT_LT(at(page, "<header id=\"verdict\""), summary);
+  const std::size_t row_001 = at(page, "<tr class=\"part fail\" data-part=\"step-001\" data-verdict=\"FAIL\">");
+  const std::size_t row_corrupt = at(page, "<tr class=\"part fail\" data-part=\"corrupt\" data-verdict=\"FAIL\">");
+  const std::size_t row_000 = at(page, "<tr class=\"part pass\" data-part=\"step-000\" data-verdict=\"PASS\">");
+  EXPECT_LT(summary, row_001);
+  EXPECT_LT(row_001, row_corrupt);
+  EXPECT_LT(row_corrupt, row_000);
+  EXPECT_NE(page.find("<td>check</td><td class=\"num\">3</td><td class=\"num\">1</td><td class=\"num\">1</td>"
+                      "<td class=\"num\">1</td><td class=\"num\">0</td><td class=\"worst\"><b>" +
+                          ids("projections/mlp_down/bound") + "</b> y_packed row 1 col 1: 2 outside [0.75, 1.25]</td>",
+                      row_001),
+            std::string::npos);
+  EXPECT_NE(
+      page.find("<td class=\"worst\"><b>refused</b> not-hdf5: dumps/corrupt.h5: not an HDF5 file</td>", row_corrupt),
+      std::string::npos);
+  EXPECT_NE(page.find("<td class=\"worst\"><b>" + ids("projections/attn_qkv/walk") + "</b> no k_walk</td>", row_000),
+            std::string::npos);
+
+  // Then the failing entries, open, before the passing one, collapsed; the first failing check
+  // of the page comes before its first passing check.
+  const std::size_t failures = at(page, "<section id=\"failures\">");
+  const std::size_t open_001 =
+      at(page, "<details class=\"part fail\" data-part=\"step-001\" data-verdict=\"FAIL\" open>");
+  const std::size_t closed_000 = at(page, "<details class=\"part pass\" data-part=\"step-000\" data-verdict=\"PASS\">");
+  EXPECT_LT(summary, failures);
+  EXPECT_LT(failures, open_001);
+  EXPECT_LT(open_001, closed_000);
+  EXPECT_LT(at(page, "<tr class=\"check fail\""), at(page, "<tr class=\"check pass\""));
+  // Inside the failing entry: its failing check first, its failing projection's section first.
+  EXPECT_LT(page.find(ids("step-001/projections/mlp_down/bound") + "</td>", open_001),
+            page.find(ids("step-001/projections/attn_qkv/bound") + "</td>", open_001));
+  EXPECT_LT(page.find("data-subject=\"step-001/projections/mlp_down\"", open_001),
+            page.find("data-subject=\"step-001/projections/attn_qkv\"", open_001));
+  EXPECT_NE(page.find("<table class=\"facts error\"><caption>input refused</caption>"), std::string::npos);
+  // Each entry once: no entry's JSON dumped into a table.
+  EXPECT_EQ(page.find("\"report\""), std::string::npos);
+}
+
+TEST(RenderHtml, ASingleCommandPageHasOnePartPerSubjectFailingFirst) {
+  const std::string page = render_html(check_report(true));
+  const std::size_t fail_row = at(page, "<tr class=\"part fail\" data-part=\"projections/mlp_down\"");
+  const std::size_t pass_row = at(page, "<tr class=\"part pass\" data-part=\"projections/attn_qkv\"");
+  EXPECT_LT(fail_row, pass_row);
+  EXPECT_LT(at(page, "data-part=\"projections/mlp_down\" data-verdict=\"FAIL\" open>"),
+            at(page, "<details class=\"part pass\" data-part=\"projections/attn_qkv\" data-verdict=\"PASS\">"));
+  EXPECT_NE(page.find("<th>subject</th><th>checks</th>"), std::string::npos);  // no command column
+  EXPECT_NE(page.find("<section id=\"coverage\">"), std::string::npos);
+  // A page without failures has no failures section and every part collapsed.
+  const std::string pass = render_html(check_report(false));
+  EXPECT_EQ(pass.find("<section id=\"failures\">"), std::string::npos);
+  EXPECT_EQ(pass.find(" open>"), std::string::npos);
+}
+
+TEST(RenderHtml, PlotsOfChecksThatDidNotFailAreCalm) {
+  const std::string page = render_html(check_report(true));
+  // The failing bound's histogram keeps its warning colours (and its map); the passing one's
+  // are neutral: no red marker, no orange bins, no red non-finite bin.
+  const std::size_t failing = at(page, "data-subject=\"projections/mlp_down\"");
+  const std::size_t passing = at(page, "data-subject=\"projections/attn_qkv\"");
+  EXPECT_NE(page.find("<svg class=\"plot bound-hist\" data-output", failing), std::string::npos);
+  EXPECT_NE(page.find("<svg class=\"plot fail-grid\"", failing), std::string::npos);
+  const std::size_t calm = page.find("<svg class=\"plot bound-hist calm\" data-output", passing);
+  EXPECT_NE(calm, std::string::npos);
+  EXPECT_LT(calm, page.find("</section>", passing));
+  for (const char* rule : {"svg.calm .marker{stroke:#57606a}", "svg.calm .bar.over{fill:#0969da}",
+                           "svg.calm .bar.other,svg.calm .inf{fill:#8c959f}"}) {
+    EXPECT_NE(page.find(rule), std::string::npos) << rule;
+  }
+  // A passing page: every plot calm.
+  const std::string pass = render_html(check_report(false));
+  std::size_t plots = 0, calm_plots = 0;
+  for (std::size_t p = pass.find("<svg class=\"plot"); p != std::string::npos;
+       p = pass.find("<svg class=\"plot", p + 1)) {
+    ++plots;
+    const std::string cls = pass.substr(p, pass.find('"', p + 12) - p);
+    calm_plots += cls.find(" calm") != std::string::npos;
+  }
+  EXPECT_EQ(plots, 2u);
+  EXPECT_EQ(calm_plots, plots);
+}
+
+TEST(RenderHtml, IdsWrapAtSlashesOnly) {
+  Report campaign;
+  campaign.command = "campaign";
+  campaign.add_entry("qwen3-30b-a3b/step-000", "check", check_report(true));
+  const std::string page = render_html(campaign);
+  // Every id cell: parts that do not wrap, each ending at a '/', joined by <wbr>; the cells' own
+  // style keeps words whole (break-word breaks a word only when it alone is wider than the line;
+  // anywhere would break any word, and the ids did at 1,400 px).
+  EXPECT_NE(page.find("<td class=\"id\"><span class=\"n\">qwen3-30b-a3b/</span><wbr><span class=\"n\">step-000/"
+                      "</span><wbr><span class=\"n\">projections/</span><wbr><span class=\"n\">mlp_down/</span><wbr>"
+                      "<span class=\"n\">bound</span></td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td class=\"id\">" + ids("dumps/step-001.h5") + "</td>"), std::string::npos);  // input paths
+  EXPECT_NE(page.find("overflow-wrap:break-word}span.n{white-space:nowrap}"), std::string::npos);
+  EXPECT_EQ(page.find("overflow-wrap:anywhere}table.checks"), std::string::npos);
+  std::size_t cells = 0;
+  for (std::size_t p = page.find("<td class=\"id\">"); p != std::string::npos;
+       p = page.find("<td class=\"id\">", p + 1)) {
+    const std::size_t end = page.find("</td>", p);
+    const std::string cell = page.substr(p + 15, end - p - 15);
+    ++cells;
+    // Between parts only: each '/' ends a part, and the next part starts after a <wbr>.
+    for (std::size_t q = cell.find('/'); q != std::string::npos; q = cell.find('/', q + 1)) {
+      if (cell.compare(q - 1, 1, "<") == 0) continue;  // a closing tag
+      EXPECT_EQ(cell.compare(q + 1, 7, "</span>"), 0) << cell;
+      if (q + 8 < cell.size()) {
+        EXPECT_EQ(cell.compare(q + 8, 5, "<wbr>"), 0) << cell;
+      }
+    }
+  }
+  EXPECT_EQ(cells, 7u);  // the summary row, the input, 2 coverage rows, 3 checks
+  EXPECT_EQ(detail::id_markup("a/<b>/c"),
+            "<span class=\"n\">a/</span><wbr><span class=\"n\">&lt;b&gt;/</span><wbr><span class=\"n\">c</span>");
+  EXPECT_EQ(detail::id_markup("af4-scale-x2"), "<span class=\"n\">af4-scale-x2</span>");
+  EXPECT_EQ(detail::id_markup("a/"), "<span class=\"n\">a/</span>");
 }
 
 // ---- size -----------------------------------------------------------------------------------

@@ -9,8 +9,13 @@ reports"), in three groups, each registered as its own CTest test (the group is 
           failure, error and skipped counts, messages and input properties equal the JSON
           report's; the bound evidence behind the HTML plots adds up (histograms count every
           value, failure maps every value outside).
-  html    the HTML reports of those runs opened in headless Chromium (DevTools over a pipe):
-          the rendered DOM shows the JSON's verdict and number of failing checks, one
+  html    the HTML reports of those runs (and of a campaign over the demo's dumps) opened in
+          headless Chromium (DevTools over a pipe): the summary comes first with one row per part
+          (a campaign's entry, a command's subject), failing parts first; failing parts are open
+          and come before the passing ones, collapsed; the first failing check row precedes the
+          first passing one; no plot of a page without failures draws in red or orange; ids in a
+          narrowed page wrap only after a '/'; the rendered DOM shows the JSON's verdict and
+          number of failing checks, one
           |y - y*| / B histogram per output of every projection's bound check (a failure map
           where values lie outside, the first failure in full), two margin histograms per
           witness run, three series plots and a percentiles table per compared run, both
@@ -99,6 +104,7 @@ class Runs:
         d = lambda name: os.path.join(demo, name + ".h5")  # noqa: E731
         for name in ["good"] + FAULTS:
             self.add("check-" + name, ["check", d(name)])
+        self.add("campaign", ["campaign", self.campaign_manifest(root)])
         self.add("compare", ["compare", d("logits-a"), d("logits-b")])
         for kind in FORK_KINDS:
             self.add("forks-" + kind, ["forks", d("fork-%s-a" % kind), d("fork-%s-b" % kind), "--vocab", vocab])
@@ -111,6 +117,19 @@ class Runs:
         self.add("refused", ["check", garbage], expect=(3,))
         self.hostile = self.hostile_dump()
         self.add("hostile", ["check", self.hostile], expect=(0, 1, 3))
+
+    def campaign_manifest(self, root):
+        """A campaign of the demo's dumps: a good and a faulty check, a failing compare, a passing
+        fork pair and a witness run."""
+        path = os.path.join(root, "manifest.json")
+        d = lambda name: os.path.join("demo", name + ".h5")  # noqa: E731
+        entries = [{"id": "good", "check": d("good")}, {"id": "af4-scale-x2", "check": d("af4-scale-x2")},
+                   {"id": "logits", "compare": [d("logits-a"), d("logits-b")]},
+                   {"id": "fork-near-tie", "forks": [d("fork-near-tie-a"), d("fork-near-tie-b")]},
+                   {"id": "witness-good", "witness": d("good")}]
+        with open(path, "w") as f:
+            json.dump({"ncert_campaign": 1, "name": "demo", "entries": entries}, f)
+        return path
 
     def add(self, name, args, expect=(0, 1)):
         paths = tuple(os.path.join(self.root, name + ext) for ext in (".json", ".html", ".xml"))
@@ -183,7 +202,7 @@ class JUnitReports(unittest.TestCase):
 
     def test_every_run_writes_valid_junit_with_the_json_counts(self):
         from junitparser import Error, Failure, JUnitXml, Skipped
-        self.assertEqual(len(self.r.runs), 20)
+        self.assertEqual(len(self.r.runs), 21)
         for name, (json_path, _, xml_path) in sorted(self.r.runs.items()):
             with self.subTest(run=name):
                 report = self.r.json(name)
@@ -303,7 +322,12 @@ class JUnitReports(unittest.TestCase):
 DOM_FACTS = r"""
 (() => {
   const all = (sel, root) => Array.from((root || document).querySelectorAll(sel));
-  const visible = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  // Chromium lays out a closed <details>' content (content-visibility: hidden) when asked for its
+  // box, so a box alone does not say the element can be seen: checkVisibility() does.
+  const visible = e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && (!e.checkVisibility || e.checkVisibility());
+  };
   const h = document.getElementById('verdict');
   const nav = performance.getEntriesByType('navigation')[0];
   const facts = {
@@ -317,7 +341,6 @@ DOM_FACTS = r"""
     scripts: document.scripts.length,
     linked: all('[src],[href],link,iframe,object,embed,base').length,
     plots: all('svg.plot').length,
-    plots_drawn: all('svg.plot').every(visible),
     projections: all('section.projection').map(s => ({
       subject: s.dataset.subject,
       hists: all('svg.bound-hist', s).map(e => e.dataset.output),
@@ -339,12 +362,54 @@ DOM_FACTS = r"""
       top_a: all('table.side-A tr', s).length, top_b: all('table.side-B tr', s).length,
       text: s.textContent,
     })),
+    // The layout as the page opens: summary rows, parts (open or collapsed), what comes first.
+    summary_rows: all('table.summary tr.part').map(r => ({part: r.dataset.part, verdict: r.dataset.verdict})),
+    parts: all('details.part').map(d => ({part: d.dataset.part, verdict: d.dataset.verdict, open: d.open})),
+    visible_check_rows: all('tr.check').filter(visible).length,
   };
+  const follows = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const summary = document.getElementById('summary'), inputs = document.getElementById('inputs');
+  const firstFail = document.querySelector('tr.check.fail'), firstPass = document.querySelector('tr.check.pass');
+  facts.summary_before_inputs = !!summary && follows(summary, inputs);
+  facts.first_fail_before_first_pass = !firstFail || !firstPass || follows(firstFail, firstPass);
   const box = document.getElementById('only-failures');
   box.click();
   facts.visible_after_filter = all('tr.check').filter(visible).length;
   box.click();
+  // Everything opened: every row and plot can be seen.
+  all('details.part').forEach(d => { d.open = true; });
   facts.visible_after_unfilter = all('tr.check').filter(visible).length;
+  facts.plots_drawn = all('svg.plot').every(visible);
+  // Plot elements drawn in the failure red (#cf222e) or the warning orange (#d97706).
+  const alarm = ['rgb(207, 34, 46)', 'rgb(217, 119, 6)'];
+  facts.alarm_marks = all('svg.plot *').filter(e => {
+    const cs = getComputedStyle(e);
+    return alarm.includes(cs.fill) || alarm.includes(cs.stroke);
+  }).length;
+  // Ids in a narrow page: every line break inside an id cell falls right after a '/'.
+  document.body.style.maxWidth = '520px';
+  facts.id_wraps = 0;
+  facts.id_bad_wraps = [];
+  for (const td of all('td.id')) {
+    const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    let prev = null, prevTop = null, node;
+    while ((node = walker.nextNode())) {
+      for (let i = 0; i < node.length; i++) {
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rects = range.getClientRects();
+        if (!rects.length) continue;
+        if (prevTop !== null && rects[0].top > prevTop + 2) {
+          facts.id_wraps++;
+          if (prev !== '/') facts.id_bad_wraps.push(td.textContent);
+        }
+        prev = node.data[i];
+        prevTop = rects[0].top;
+      }
+    }
+  }
+  document.body.style.maxWidth = '';
   return facts;
 })()
 """
@@ -394,6 +459,18 @@ class HtmlInBrowser(unittest.TestCase):
             self.assertIn("%d of %d checks failed" % (failing, len(report["checks"])), facts["header_text"])
         self.assertEqual(facts["visible_after_filter"], failing)  # the CSS-only filter
         self.assertEqual(facts["visible_after_unfilter"], len(report["checks"]))
+        # Summary first, failing parts first in it, open, and above the collapsed others.
+        self.assertTrue(facts["summary_before_inputs"] or not report["checks"])
+        verdicts = [r["verdict"] for r in facts["summary_rows"]]
+        self.assertEqual(verdicts, sorted(verdicts, key=lambda v: v != "FAIL"))
+        self.assertEqual([(p["part"], p["verdict"]) for p in facts["parts"]],
+                         [(r["part"], r["verdict"]) for r in facts["summary_rows"]])
+        self.assertEqual([p["open"] for p in facts["parts"]], [p["verdict"] == "FAIL" for p in facts["parts"]])
+        self.assertTrue(facts["first_fail_before_first_pass"])
+        if not failing:
+            self.assertEqual(facts["visible_check_rows"], 0)  # every part collapsed
+            self.assertEqual(facts["alarm_marks"], 0, "a page without failures draws in red or orange")
+        self.assertEqual(facts["id_bad_wraps"], [], "ids wrap only after a '/'")
         self.assertEqual(facts["scripts"], 0)
         self.assertEqual(facts["linked"], 0)
         self.assertTrue(facts["plots_drawn"])
@@ -431,6 +508,23 @@ class HtmlInBrowser(unittest.TestCase):
                     self.assertEqual(p["first_failure"], 1 if "first" in c["stats"] else 0, c["id"])
                 witness_checks = [c for c in report["checks"] if c["kind"] == "witness" and "tokens" in c["stats"]]
                 self.assertEqual(facts["witnesses"], [2] * len(witness_checks))
+
+    def test_campaign_page(self):
+        """The campaign's page: the summary's rows are its entries, failing ones first; the
+        failing entries are open with their plots drawn in alarm colours, the passing ones
+        collapsed; ids wrap (in the narrowed page) after '/' only."""
+        page, facts, report = self.open("campaign")
+        self.assert_common("campaign", page, facts, report)
+        entries = [(e["id"], e["verdict"]) for e in report["entries"]]
+        failing = [e for e in entries if e[1] == "FAIL"]
+        self.assertEqual([e[0] for e in failing], ["af4-scale-x2", "logits"])
+        self.assertEqual([(r["part"], r["verdict"]) for r in facts["summary_rows"]],
+                         failing + [e for e in entries if e[1] != "FAIL"])
+        self.assertGreater(facts["alarm_marks"], 0)  # the failing entries' maps and markers
+        self.assertGreater(facts["id_wraps"], 0)
+        self.assertEqual(len(facts["projections"]), 8)  # 4 projections in each of the two checked dumps
+        self.assertEqual(len(facts["logits"]), 1)
+        self.assertEqual(len(facts["forks"]), 1)
 
     def test_compare_page(self):
         page, facts, report = self.open("compare")

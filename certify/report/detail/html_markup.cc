@@ -45,6 +45,23 @@ std::string markup_fixed(std::string_view text) {
 
 std::string markup(std::string_view raw) { return markup_fixed(printable(raw)); }
 
+std::string id_markup(std::string_view raw) {
+  // Escaping leaves '/' alone and never produces one, so splitting the escaped text is exact.
+  const std::string escaped = markup(raw);
+  if (escaped.empty()) return "";
+  std::string out;
+  out.reserve(escaped.size() * 2);
+  std::size_t begin = 0;
+  while (begin < escaped.size()) {
+    const std::size_t slash = escaped.find('/', begin);
+    const std::size_t end = slash == std::string::npos ? escaped.size() : slash + 1;
+    out += "<span class=\"n\">" + escaped.substr(begin, end - begin) + "</span>";
+    if (slash != std::string::npos && end < escaped.size()) out += "<wbr>";
+    begin = end;
+  }
+  return out;
+}
+
 std::string count_text(long long n) {
   const bool negative = n < 0;
   std::string digits =

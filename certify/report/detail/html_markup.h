@@ -16,6 +16,12 @@ namespace ncert::certify::detail {
 /// and in quoted attribute values, in HTML and in XML 1.0.
 std::string markup(std::string_view raw);
 
+/// A path-like id ("step-000/projections/attn_qkv/bound", a file path) as markup() gives it, cut
+/// after each '/' into <span class="n"> parts that do not wrap inside (render_html.cc's style),
+/// joined by <wbr>: the id breaks between its parts and nowhere else, never inside a name nor at a
+/// name's own '-' ("wrong-row-scattered"; an id without '/' is one part).
+std::string id_markup(std::string_view raw);
+
 /// Text that is already ASCII and printable (numbers, fixed labels), escaped the same way.
 std::string markup_fixed(std::string_view text);
 

@@ -22,16 +22,36 @@ std::string fact(const std::string& name, const std::string& escaped_value) {
   return "<tr><th>" + name + "</th><td>" + escaped_value + "</td></tr>";
 }
 
-/// The projections' subjects, in the order they first appear: "projections/<name>", or
-/// "<entry>/projections/<name>" in a campaign's report (its checks carry their entry's id).
+/// The projections' subjects, those with a failing check first, each group in the order they
+/// first appear: "projections/<name>", or "<entry>/projections/<name>" in a campaign's report (its
+/// checks carry their entry's id).
 std::vector<std::string> projection_subjects(const Report& report) {
-  std::vector<std::string> out;
+  std::vector<std::string> out, failing;
   for (const CheckResult& c : report.checks) {
     if (c.subject.rfind("projections/", 0) != 0 && c.subject.find("/projections/") == std::string::npos) continue;
     if (std::find(out.begin(), out.end(), c.subject) == out.end()) out.push_back(c.subject);
+    if (c.failed() && std::find(failing.begin(), failing.end(), c.subject) == failing.end()) {
+      failing.push_back(c.subject);
+    }
   }
+  std::stable_partition(out.begin(), out.end(), [&](const std::string& subject) {
+    return std::find(failing.begin(), failing.end(), subject) != failing.end();
+  });
   return out;
 }
+
+/// The checks in report order, failing ones first.
+std::vector<const CheckResult*> failures_first(const Report& report) {
+  std::vector<const CheckResult*> out;
+  for (const CheckResult& c : report.checks) out.push_back(&c);
+  std::stable_partition(out.begin(), out.end(), [](const CheckResult* c) { return c->failed(); });
+  return out;
+}
+
+/// The plot classes of a check or subject that did not fail: its markers, warning bars and
+/// non-finite bins are drawn in neutral colours (render_html.cc's style), so a PASS page shows no
+/// red. What counts as alarming is the verdict's to say, not the bins'.
+const char* calm(bool failed) { return failed ? "" : " calm"; }
 
 /// The worst verdict of a set of checks (FAIL over PASS over SKIP over N/A).
 Verdict worst(const std::vector<const CheckResult*>& checks) {
@@ -64,7 +84,7 @@ std::string bound_first_failure(const BoundFailure& f) {
   return s + "</table>";
 }
 
-std::string bound_figures(const BoundEvidence& e, bool f32_output) {
+std::string bound_figures(const BoundEvidence& e, bool f32_output, bool failed) {
   std::string s = "<p class=\"facts\">accumulator <code>" + markup(e.accumulator) + "</code>, u<sub>eff</sub> " +
                   exact(e.u_eff) + ", K " + count_text(e.k) + ": " + count_text(e.elements) + " values, " +
                   count_text(e.outside) + " outside their intervals, " + count_text(e.beyond_tier) +
@@ -72,7 +92,9 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output) {
   for (const OutputBound& o : e.outputs) {
     const std::string name = markup(o.output);
     HistogramPlot plot;
+    // Appended, not "..." + std::string&&: GCC 12 warns falsely on that (-Wrestrict, bug 105329).
     plot.css_class = "bound-hist";
+    plot.css_class += calm(failed);
     plot.attributes = "data-output=\"" + name + "\"";
     plot.caption = "|y &#8722; y*| / B of " + name;
     plot.marker_log2 = 0;
@@ -102,9 +124,10 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output) {
 }
 
 /// The signature test's z of every candidate against its threshold, and the strongest ones.
-std::string signature_figures(const SignatureEvidence& e) {
+std::string signature_figures(const SignatureEvidence& e, bool failed) {
   HistogramPlot plot;
   plot.css_class = "signature-hist";
+  plot.css_class += calm(failed);
   plot.caption = "z of every (output, column, K range) candidate";
   plot.marker_log2 = static_cast<int>(std::floor(std::log2(std::max(e.threshold, 1.0))));
   plot.marker_label = "threshold " + num(e.threshold);
@@ -132,7 +155,7 @@ std::string projection_section(const Report& report, const std::string& subject)
     if (c.subject == subject) checks.push_back(&c);
   }
   std::string s = "<section class=\"subject projection\" data-subject=\"" + markup(subject) + "\"><h3>" +
-                  markup(subject) + " " + verdict_badge(worst(checks)) + "</h3><p class=\"kinds\">";
+                  id_markup(subject) + " " + verdict_badge(worst(checks)) + "</h3><p class=\"kinds\">";
   for (const CheckResult* c : checks) {
     s += "<span class=\"kind " + verdict_class(c->verdict) + "\" title=\"" + markup(c->reason) + "\">" +
          markup(c->id.substr(std::min(c->id.size(), subject.size() + 1))) + " " +
@@ -148,11 +171,11 @@ std::string projection_section(const Report& report, const std::string& subject)
   for (const CheckResult* c : checks) {
     const auto* bound = std::get_if<BoundEvidence>(&c->evidence);
     if (!bound || bound->outputs.empty()) continue;
-    s += bound_figures(*bound, bound->output == DType::kF32);
+    s += bound_figures(*bound, bound->output == DType::kF32, c->failed());
     plotted = true;
   }
   for (const CheckResult* c : checks) {
-    if (const auto* sig = std::get_if<SignatureEvidence>(&c->evidence)) s += signature_figures(*sig);
+    if (const auto* sig = std::get_if<SignatureEvidence>(&c->evidence)) s += signature_figures(*sig, c->failed());
   }
   if (!plotted) s += "<p class=\"note\">no bound evidence: the reference did not run for this projection</p>";
   return s + "</section>";
@@ -162,7 +185,7 @@ std::string projection_section(const Report& report, const std::string& subject)
 
 std::string witness_section(const CheckResult& c, const WitnessEvidence& e) {
   std::string s = "<section class=\"subject witnesses\" data-subject=\"" + markup(c.subject) + "\"><h3>" +
-                  markup(c.id) + " " + verdict_badge(c.verdict) + "</h3>";
+                  id_markup(c.id) + " " + verdict_badge(c.verdict) + "</h3>";
   s += "<table class=\"facts classes\">" +
        fact("emissions", count_text(e.tokens) + " (vocabulary " + count_text(e.vocab) + ")") +
        fact("error model", markup(e.error_source)) + fact("certified", count_text(e.certified)) +
@@ -170,6 +193,7 @@ std::string witness_section(const CheckResult& c, const WitnessEvidence& e) {
        fact("unbounded", count_text(e.unbounded)) + fact("failed", count_text(e.failed)) + "</table>";
   HistogramPlot abs_plot;
   abs_plot.css_class = "margin-hist";
+  abs_plot.css_class += calm(c.failed());
   abs_plot.attributes = "data-unit=\"logit\"";
   abs_plot.caption = "margin over the runner-up (logit units)";
   abs_plot.zero_label = "tie";
@@ -206,7 +230,7 @@ std::string percentile_row(const std::string& name, const Distribution& d) {
 }
 
 std::string logits_section(const CheckResult& c, const LogitsEvidence& e) {
-  std::string s = "<section class=\"subject logits\" data-check=\"" + markup(c.id) + "\"><h3>" + markup(c.id) + " " +
+  std::string s = "<section class=\"subject logits\" data-check=\"" + markup(c.id) + "\"><h3>" + id_markup(c.id) + " " +
                   verdict_badge(c.verdict) + "</h3><p class=\"reason\">" + markup(c.reason) + "</p>";
   s += "<table class=\"facts\">" + fact("policy", "<code>" + markup(e.policy) + "</code>") +
        fact("rows",
@@ -234,9 +258,10 @@ std::string logits_section(const CheckResult& c, const LogitsEvidence& e) {
       markers.emplace_back(e.first_failure_row, "first failure, row " + std::to_string(e.first_failure_row));
     const std::string per =
         ps.rows_per_point > 1 ? " (largest of every " + std::to_string(ps.rows_per_point) + " rows)" : "";
-    SeriesPlot kl{"kl", "data-series=\"kl\"", "KL(A||B) per position" + per, true, markers};
-    SeriesPlot dmax{"max-abs", "data-series=\"max_abs\"", "max |d| per position" + per, true, markers};
-    SeriesPlot top1{"top1", "data-series=\"top1\"",
+    const std::string quiet(calm(c.failed()));
+    SeriesPlot kl{"kl" + quiet, "data-series=\"kl\"", "KL(A||B) per position" + per, true, markers};
+    SeriesPlot dmax{"max-abs" + quiet, "data-series=\"max_abs\"", "max |d| per position" + per, true, markers};
+    SeriesPlot top1{"top1" + quiet, "data-series=\"top1\"",
                     "top-1 agreement per position" +
                         (ps.rows_per_point > 1 ? " (share of every " + std::to_string(ps.rows_per_point) + " rows)"
                                                : std::string()),
@@ -271,8 +296,9 @@ std::string tensor_table(const Report& report) {
     std::string shape;
     for (Index d : t->shape) shape += (shape.empty() ? "" : " &#215; ") + std::to_string(d);
     rows +=
-        "<tr class=\"" + verdict_class(c.verdict) + "\">" + td(verdict_badge(c.verdict)) + td(markup(c.id)) +
-        td("<code>" + markup(t->policy) + "</code>") + td(markup(dtype_name(t->dtype))) + td(shape) +
+        "<tr class=\"" + verdict_class(c.verdict) + "\">" + td(verdict_badge(c.verdict)) + "<td class=\"id\">" +
+        id_markup(c.id) + "</td>" + td("<code>" + markup(t->policy) + "</code>") + td(markup(dtype_name(t->dtype))) +
+        td(shape) +
         (t->compared
              ? td(count_text(t->elements)) + td(count_text(t->violations)) + td(num(t->max_abs_diff)) +
                    td(t->max_ulp == reference::kUlpInfinite ? "inf" : count_text(static_cast<long long>(t->max_ulp)))
@@ -309,12 +335,15 @@ std::string fork_section(const CheckResult& c, const ForkEvidence& e) {
   const Fork& f = e.fork;
   const std::string cls = markup(fork_class_name(f.cls));
   std::string s = "<section class=\"fork\" data-check=\"" + markup(c.id) + "\" data-class=\"" + cls + "\"><h3>" +
-                  markup(c.id) + " " + verdict_badge(c.verdict) + " <span class=\"class\">" + cls + "</span></h3>";
+                  id_markup(c.id) + " " + verdict_badge(c.verdict) + " <span class=\"class\">" + cls + "</span></h3>";
   s += "<p>position " + std::to_string(f.position) + " (row " + std::to_string(f.row) + "): A emits " +
        std::to_string(f.token_a) + (e.has_text ? " <code>" + markup(e.text_a) + "</code>" : "") + ", B emits " +
        std::to_string(f.token_b) + (e.has_text ? " <code>" + markup(e.text_b) + "</code>" : "") + "</p>";
   std::string ids;
-  for (std::int32_t t : f.context) ids += (ids.empty() ? "" : " ") + std::to_string(t);
+  for (std::int32_t t : f.context) {
+    if (!ids.empty()) ids += ' ';
+    ids += std::to_string(t);
+  }
   s += "<p class=\"context\">after " + (e.has_text ? "<code>" + markup(e.context_text) + "</code> " : std::string()) +
        "[" + ids + "]</p>";
   s += "<div class=\"sides\">" + top_table("A", f.a, e.top_a_text, f.token_a, f.token_b) +
@@ -356,37 +385,36 @@ std::string verdict_badge(Verdict v) {
 std::string projection_sections(const Report& report) {
   std::string s;
   for (const std::string& subject : projection_subjects(report)) s += projection_section(report, subject);
-  return s.empty() ? "" : "<section id=\"projections\"><h2>Projections</h2>" + s + "</section>";
+  return s;
 }
 
 std::string witness_sections(const Report& report) {
   std::string s;
-  for (const CheckResult& c : report.checks) {
-    if (const auto* e = std::get_if<WitnessEvidence>(&c.evidence)) s += witness_section(c, *e);
+  for (const CheckResult* c : failures_first(report)) {
+    if (const auto* e = std::get_if<WitnessEvidence>(&c->evidence)) s += witness_section(*c, *e);
   }
-  return s.empty() ? "" : "<section id=\"witnesses\"><h2>Witnesses</h2>" + s + "</section>";
+  return s;
 }
 
 std::string compare_sections(const Report& report) {
   std::string s;
-  for (const CheckResult& c : report.checks) {
-    if (const auto* e = std::get_if<LogitsEvidence>(&c.evidence)) s += logits_section(c, *e);
+  for (const CheckResult* c : failures_first(report)) {
+    if (const auto* e = std::get_if<LogitsEvidence>(&c->evidence)) s += logits_section(*c, *e);
   }
-  s += tensor_table(report);
-  return s.empty() ? "" : "<section id=\"compare\"><h2>Comparison</h2>" + s + "</section>";
+  return s + tensor_table(report);
 }
 
 std::string fork_sections(const Report& report) {
   std::string s;
-  for (const CheckResult& c : report.checks) {
-    if (const auto* e = std::get_if<ForkEvidence>(&c.evidence)) {
-      s += fork_section(c, *e);
-    } else if (std::holds_alternative<NoForkEvidence>(c.evidence)) {
-      s += "<section class=\"fork\" data-check=\"" + markup(c.id) + "\" data-class=\"none\"><h3>" + markup(c.id) + " " +
-           verdict_badge(c.verdict) + "</h3><p>" + markup(c.reason) + "</p></section>";
+  for (const CheckResult* c : failures_first(report)) {
+    if (const auto* e = std::get_if<ForkEvidence>(&c->evidence)) {
+      s += fork_section(*c, *e);
+    } else if (std::holds_alternative<NoForkEvidence>(c->evidence)) {
+      s += "<section class=\"fork\" data-check=\"" + markup(c->id) + "\" data-class=\"none\"><h3>" + id_markup(c->id) +
+           " " + verdict_badge(c->verdict) + "</h3><p>" + markup(c->reason) + "</p></section>";
     }
   }
-  return s.empty() ? "" : "<section id=\"forks\"><h2>Forks</h2>" + s + "</section>";
+  return s;
 }
 
 }  // namespace ncert::certify::detail

@@ -1,5 +1,6 @@
 // This header defines the evidence sections of the HTML report (render_html.h), one function
-// per kind of evidence, each reading the typed evidence of the report's checks:
+// per kind of evidence, each reading the typed evidence of the checks of the report it is given
+// (render_html.cc hands it one part of the page: a campaign's entry, or one subject):
 //   projections  per projection (subject "projections/<name>", or "<entry>/projections/<name>"
 //                in a campaign): the checks by kind, |y - y*| / B histograms per output, the
 //                map of values outside their intervals, the bound's first failure in full
@@ -9,8 +10,9 @@
 //                percentiles table; per tensor: its comparison
 //   forks        per fork: both runs' top-5 side by side (decoded text with --vocab), the
 //                envelope, the class
-// Each returns "" when the report holds no such evidence. Every string from a dump goes through
-// markup() (html_markup.h).
+// Each returns its <section>s, those of failing checks (subjects) first, or "" when the report
+// holds no such evidence. The plots of a check that did not fail carry the class "calm" (no red,
+// no warning colour). Every string from a dump goes through markup() (html_markup.h).
 #pragma once
 
 #include <string>

@@ -575,6 +575,36 @@ TEST(ReportWire, ARefusedReportAndNonFiniteEvidenceGiveTheSameBytesToo) {
   expect_same_renderings(r);
 }
 
+TEST(ReportWire, ACampaignReportKeepsItsEntriesTyped) {
+  // A campaign's report: entries with their own reports (one refused), checks under their ids.
+  Report campaign;
+  campaign.command = "campaign";
+  campaign.add_entry("step-000", "check", every_evidence_report());
+  Report refused = every_evidence_report();
+  refused.refuse(Status(ErrorCode::kHdf5, "dump.h5: truncated"));
+  campaign.add_entry("step-001", "check", refused);
+  expect_same_renderings(campaign);
+  const Report back = through_the_wire(campaign);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[1].id, "step-001");
+  EXPECT_EQ(back.entries[1].command, "check");
+  ASSERT_TRUE(back.entries[1].report.error.has_value());
+  // (Its hostile strings come back repaired, as every renderer shows them: compare the JSON.)
+  EXPECT_EQ(back.entries[1].report.to_json(), refused.to_json());
+  EXPECT_EQ(back.first_check(1), every_evidence_report().checks.size());
+  // The JSON's entries: each entry's own report, verdict and exit code, after the stats.
+  const Json j = campaign.to_json();
+  ASSERT_EQ(j.at("entries").size(), 2u);
+  EXPECT_EQ(j.at("entries")[1].at("exit_code"), refused.exit_code());
+  EXPECT_EQ(j.at("entries")[1].at("report"), refused.to_json());
+  // A malformed entry is a clean error.
+  Json w = report_to_wire(campaign);
+  w["entries"][0].erase("report");
+  EXPECT_FALSE(report_from_wire(w).ok());
+  w["entries"] = "none";
+  EXPECT_FALSE(report_from_wire(w).ok());
+}
+
 TEST(ReportWire, ChecksComeBackTypedAndEqual) {
   for (const Evidence& e : all_samples()) {
     CheckResult c = check("projections/a/x", "projections/a", CheckKind::kBound, Verdict::kFail, e);
