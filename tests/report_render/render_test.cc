@@ -120,6 +120,7 @@ TEST(WitnessEvidence, TightestAreTheSmallestValidUntiedMargins) {
     w.logit = 10;
     w.margin = margins[i];
     w.margin_ulps = margins[i] / std::ldexp(1.0, -20);
+    w.margin_dtype_ulps = w.margin_ulps;  // f32 logits: their own ulps are f32 ulps
     w.ties = margins[i] == 0 ? 2 : 1;
     w.cls = margins[i] == 0 ? WitnessClass::kTie : WitnessClass::kUnbounded;
     run.witnesses.push_back(w);
