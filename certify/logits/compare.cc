@@ -245,7 +245,7 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
       // `forks` reports as a SKIP, fails here: a verdict policy cannot leave a divergence unjudged.
       if (!fork || fork->cls == ForkClass::kTie || fork->cls == ForkClass::kNearTie) return std::nullopt;
       return row + " (position " + std::to_string(fork->position) + "): A emits " + std::to_string(fork->token_a) +
-             ", B emits " + std::to_string(fork->token_b) + ", a fork forks classes " +
+             ", B emits " + std::to_string(fork->token_b) + ", a fork `forks` classes as " +
              std::string(fork_class_name(fork->cls)) + ": " + fork->why;
   }
   return std::nullopt;
@@ -379,6 +379,7 @@ void fail(const RunComparison& c, const std::string& failure, const LogitsEviden
                       " matched rows bit-identical, top-1 agreement " + format_short(100 * e.top1_agreement) +
                       "%, KL(A||B) p50 " + format_short(e.kl_ab.p50) + ", max " + format_short(e.kl_ab.max) +
                       ", max |d| " + format_short(e.max_abs_diff.max));
+  r.details.push_back("policy " + e.policy + " (" + e.policy_source + ")");
 }
 
 /// "token streams identical: no fork" or "2 fork(s), 1 tie and 1 near-tie".
@@ -396,8 +397,8 @@ std::pair<Policy, std::string> default_policy(DType a, DType b) {
   if (a != b) {
     return {*parse_policy("forks"), "default: A's logits are " + std::string(dtype_name(a)) + ", B's " +
                                         std::string(dtype_name(b)) +
-                                        " (they cannot be bit-identical, and a tie in the coarser type may pick "
-                                        "either token)"};
+                                        ": they cannot be bit-identical, and a tie in the coarser type may pick "
+                                        "either token"};
   }
   return {Policy{}, "default: both runs' logits are " + std::string(dtype_name(a))};
 }
