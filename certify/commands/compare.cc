@@ -4,7 +4,6 @@
 #include <set>
 
 #include "certify/logits/compare.h"
-#include "certify/logits/detail/logits_row.h"
 #include "certify/logits/forks.h"
 #include "certify/logits/tensor_compare.h"
 #include "certify/report/progress.h"
@@ -40,8 +39,11 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   Index bytes = 0;
   for (const auto& [x, y] : pairs) {
     // The default depends on the pair's dtypes, known from the dump model before any row is read.
-    const DType type_a = detail::logits_dtype(*ra, x->path + "/logits"),
-                type_b = detail::logits_dtype(*rb, y->path + "/logits");
+    const auto dtype_of = [](const DumpModel& m, const LogitsRunInfo& r) {
+      const DatasetInfo* d = m.dataset(r.path + "/logits");
+      return d ? d->dtype : DType::kF32;
+    };
+    const DType type_a = dtype_of(A, *x), type_b = dtype_of(B, *y);
     const auto [policy, source] =
         o.policy ? std::pair<Policy, std::string>{*o.policy, "--policy"} : default_policy(type_a, type_b);
     NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(*ra, *x, *rb, *y, o.matched_history, element_test(policy),
