@@ -34,7 +34,7 @@ struct BlockScratch {
   std::vector<double> bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;
   std::vector<float> w_f32;     // block_cols x K: the exact weights rounded to f32 (tile dots)
-  std::vector<float> tile_dot;  // tiles x M x block_cols
+  std::vector<float> tile_dot;  // tiles x block_cols x M
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
   std::vector<const BoundTerms*> terms;  // per column of the block
@@ -213,7 +213,8 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
 }
 
 /// The block's partial dot products over K tiles (f32 GEMMs of x and the exact weights rounded
-/// to f32; one per tile, on this thread, so bit-identical at any thread count).
+/// to f32; one per tile, on this thread, so bit-identical at any thread count), each tile as
+/// w x M: the residual tests walk one column's rows at a time.
 void block_tile_dots(const Activations& x, Index K, Index M, Index w, Index tile, BlockScratch& t) {
   const Index tiles = (K + tile - 1) / tile;
   t.w_f32.resize(static_cast<std::size_t>(w * K));
@@ -221,7 +222,7 @@ void block_tile_dots(const Activations& x, Index K, Index M, Index w, Index tile
   t.tile_dot.resize(static_cast<std::size_t>(tiles * M * w));
   for (Index g = 0; g < tiles; ++g) {
     const Index k0 = g * tile;
-    detail::gemm_abt_strided(x.f32.data() + k0, K, M, std::min(tile, K - k0), t.w_f32.data() + k0, K, w,
+    detail::gemm_abt_strided(t.w_f32.data() + k0, K, w, std::min(tile, K - k0), x.f32.data() + k0, K, M,
                              t.tile_dot.data() + g * M * w);
   }
 }
@@ -277,6 +278,14 @@ struct SegmentModels {
 
 }  // namespace
 
+bool rounds_with_bias(const LinearProblem& p) {
+  const bool quantized_x = p.x_quant.type != XQuantType::kNone;
+  return std::any_of(p.weights->segments.begin(), p.weights->segments.end(), [&](const WeightSegment& seg) {
+    const ColumnModel m = column_model(seg, p.weights->k, p.walk, p.accumulator.u_eff, quantized_x);
+    return !bound_terms(m, p.accumulator, p.lambda, p.weights->k).round_to_nearest;
+  });
+}
+
 Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSink& sink,
                                             const ReferenceOptions& options) {
   NCERT_RETURN_IF_ERROR(validate_problem(p));
@@ -291,6 +300,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
 
   ReferenceSummary summary;
   summary.blocks = nblocks;
+  summary.biased_rounding = rounds_with_bias(p);
 
   SegmentModels models;
   models.weights = &W;
@@ -302,7 +312,6 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       models.terms.back().shared_coef = 2 * std::max(p.accumulator.u_eff, 0x1p-24);
     }
     if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
-    if (!models.terms.back().round_to_nearest) summary.biased_rounding = true;
     models.may_spread.push_back(detail::segment_may_spread(seg));
     any_spread = any_spread || models.may_spread.back();
   }

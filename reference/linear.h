@@ -43,7 +43,8 @@ struct ReferenceBlock {
   const double* sigma = nullptr;
   const double* slack = nullptr;
   /// With ReferenceOptions::residual_tile: the partial dot products over K tiles of that
-  /// width, tile t of element (r, c) at t * rows * width() + at(r, c) (f32: they weight the
+  /// width, tile t of element (r, c) at t * rows * width() + (c - col_begin) * rows + r: column
+  /// by column, so the residual tests read a column's rows contiguously (f32: they weight the
   /// residual tests, they do not bound anything). nullptr otherwise.
   const float* tile_dot = nullptr;
   Index tile = 0;   ///< K columns per tile (the last may be shorter)
@@ -90,6 +91,11 @@ struct ReferenceSummary {
 };
 
 /// Evaluates the reference block by block into `sink`. Errors: validate_problem()'s codes.
+/// Whether some segment's accumulation rounds with a bias (a directed or truncating accumulator
+/// or promoted stage): ReferenceSummary::biased_rounding, known before the reference runs (the
+/// residual tests, which do not apply then, are not prepared).
+bool rounds_with_bias(const LinearProblem& problem);
+
 Result<ReferenceSummary> evaluate_reference(const LinearProblem& problem, ReferenceSink& sink,
                                             const ReferenceOptions& options = {});
 

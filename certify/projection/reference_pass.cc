@@ -211,9 +211,14 @@ class CompareSink final : public reference::ReferenceSink {
     const Index stride = info.out_stride;
     const bool narrow = t == DType::kBf16 || t == DType::kF16;  // the bias test's types
     const bool nearest = info.accumulator.round_to_nearest;
-    std::optional<BlockSignatures> sig;
-    if (b.tile_dot) sig.emplace(ranges_, kEngineOutputs, b.width());
-    const Index tile_stride = b.rows * b.width();
+    // One per thread, reused block after block (its arrays are a few MB at 128 x 128).
+    thread_local BlockSignatures sig_scratch;
+    BlockSignatures* sig = b.tile_dot ? &sig_scratch : nullptr;
+    if (sig) sig->reset(kEngineOutputs, b.rows, b.width());
+    const EngineOutput& unpacked = f_.data.output(EngineOutputId::kUnpacked);
+    // Per (packed output, block column): a value that differs from y_unpacked's bits.
+    std::array<std::vector<char>, kEngineOutputs> differs;
+    for (auto& d : differs) d.assign(static_cast<std::size_t>(b.width()), 0);
     for (Index i = 0; i < b.rows; ++i) {
       const Index slot = f_.slot_of_row[static_cast<std::size_t>(i)];
       for (EngineOutputId id : kAllEngineOutputs) {
@@ -230,6 +235,10 @@ class CompareSink final : public reference::ReferenceSink {
           add_error_over_bound(part.error_over_bound[o], z, b.center[e], b.bound[e]);
           if (part.bound[o].outside() != outside_before) part.outside[o].add(grid, b, i, c);
           if (b.walk) part.walk[o].add(i, c, out.bits(t, stride, src_row, c), walk_bits(b.walk[e], t));
+          if (sig && id != EngineOutputId::kUnpacked && unpacked.present &&
+              out.bits(t, stride, src_row, c) != unpacked.bits(t, stride, i, c)) {
+            differs[o][static_cast<std::size_t>(c - b.col_begin)] = 1;
+          }
           const double r = static_cast<double>(z) - b.center[e];
           if (!std::isfinite(r) || !std::isfinite(b.sigma[e])) {
             if (narrow) add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest, 0, 0);
@@ -245,11 +254,26 @@ class CompareSink final : public reference::ReferenceSink {
           vt.energy += excess * excess;
           vt.var += var;
           vt.var2 += var * var;
-          if (sig) sig->add(static_cast<Index>(o), c - b.col_begin, r, var, b.slack[e], b.tile_dot + e, tile_stride);
+          if (sig) sig->set(static_cast<Index>(o), i, c - b.col_begin, r, var, b.slack[e]);
         }
       }
     }
-    if (sig) sig->finish(b.col_begin, threshold_, part.signature);
+    if (sig) {
+      // A packed output's column equal to y_unpacked's on every row it holds adds nothing
+      // y_unpacked's candidates (on all rows) do not test; the identity check pins its bits.
+      if (unpacked.present) {
+        for (EngineOutputId id : kAllEngineOutputs) {
+          if (id == EngineOutputId::kUnpacked) continue;
+          const auto o = static_cast<std::size_t>(id);
+          for (Index jj = 0; jj < b.width(); ++jj) {
+            if (!differs[o][static_cast<std::size_t>(jj)]) {
+              sig->share(static_cast<Index>(o), jj, static_cast<Index>(EngineOutputId::kUnpacked));
+            }
+          }
+        }
+      }
+      sig->finish(ranges_, b.col_begin, b.tile_dot, b.rows * b.width(), threshold_, part.signature);
+    }
     part.seconds += seconds_since(t0);
     if (hook_) hook_(b);
   }
@@ -273,7 +297,10 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
   reference::ReferenceOptions ro = options;
   ro.residual_tile = residual_tile(*problem.weights);
   const Index tile = ro.residual_tile;
-  if (!options.residual_tests) ro.residual_tile = 0;
+  // Where the residual model does not apply the signature test is a SKIP: no tile dots then.
+  if (!options.residual_tests || !residual_model_blocker(f, reference::rounds_with_bias(problem)).empty()) {
+    ro.residual_tile = 0;
+  }
   const Index k = problem.weights->k;
   std::vector<TileRange> ranges = dyadic_ranges((k + tile - 1) / tile);
   Index outputs = 0;

@@ -58,6 +58,7 @@ void SignatureTally::merge(const SignatureTally& o) {
   candidates += o.candidates;
   significant += o.significant;
   significant_columns += o.significant_columns;
+  columns_as_unpacked += o.columns_as_unpacked;
   z.merge(o.z);
   for (const SignatureHit& h : o.strongest) keep_strongest(strongest, h);
 }
@@ -69,73 +70,132 @@ void VarianceTally::merge(const VarianceTally& o) {
   var2 += o.var2;
 }
 
-BlockSignatures::BlockSignatures(const std::vector<TileRange>& ranges, Index outputs, Index width)
-    : ranges_(ranges),
-      outputs_(outputs),
-      width_(width),
-      num_(static_cast<std::size_t>(outputs * width) * ranges.size(), 0.0),
-      den_(num_.size(), 0.0),
-      aa_(num_.size(), 0.0),
-      slack_(num_.size(), 0.0),
-      a_(ranges.size()),
-      seen_(static_cast<std::size_t>(outputs * width), false) {}
+namespace {
 
-void BlockSignatures::add(Index o, Index jj, double r, double var, double slack, const float* tile_dot,
-                          Index tile_stride) {
-  const std::size_t n = ranges_.size();
-  for (std::size_t c = 0; c < n; ++c) {
-    const TileRange& g = ranges_[c];
-    if (g.left < 0) {
-      a_[c] = static_cast<double>(tile_dot[g.first * tile_stride]);
-    } else {
-      a_[c] = a_[static_cast<std::size_t>(g.left)] + (g.right >= 0 ? a_[static_cast<std::size_t>(g.right)] : 0.0);
-    }
-  }
-  const std::size_t cell = static_cast<std::size_t>(o * width_ + jj);
-  seen_[cell] = true;
-  double* num = num_.data() + cell * n;
-  double* den = den_.data() + cell * n;
-  double* aa = aa_.data() + cell * n;
-  double* sl = slack_.data() + cell * n;
-  const double* a = a_.data();
-  for (std::size_t c = 0; c < n; ++c) {
-    const double a2 = a[c] * a[c];
-    num[c] += a[c] * r;
-    den[c] += a2 * var;
-    aa[c] += a2;
-    sl[c] += std::fabs(a[c]) * slack;
-  }
+/// Lanes of the per-range dot products over a column's rows: 8 partial sums, lane l adding rows
+/// l, l + 8, ..., combined in one fixed tree, so the compiler may vectorize them (they are
+/// independent) and every CPU adds the same numbers in the same order.
+constexpr Index kLanes = 8;
+
+double lane_total(const double (&v)[kLanes]) {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
 
-void BlockSignatures::finish(Index col_begin, double threshold, std::vector<SignatureTally>& out) {
-  const std::size_t n = ranges_.size();
-  for (Index o = 0; o < outputs_; ++o) {
-    for (Index jj = 0; jj < width_; ++jj) {
-      const std::size_t cell = static_cast<std::size_t>(o * width_ + jj);
-      if (!seen_[cell]) continue;
-      seen_[cell] = false;
-      double* num = num_.data() + cell * n;
-      double* den = den_.data() + cell * n;
-      double* aa = aa_.data() + cell * n;
-      double* sl = slack_.data() + cell * n;
-      const Index before = out[static_cast<std::size_t>(o)].significant;
+}  // namespace
+
+void BlockSignatures::reset(Index outputs, Index rows, Index width) {
+  outputs_ = outputs;
+  rows_ = rows;
+  width_ = width;
+  padded_ = (rows + kLanes - 1) / kLanes * kLanes;
+  const auto n = static_cast<std::size_t>(outputs * width * padded_);
+  r_.assign(n, 0.0);
+  var_.assign(n, 0.0);
+  slack_.assign(n, 0.0);
+  mask_.assign(n, 0.0);
+  shared_.assign(static_cast<std::size_t>(outputs * width), -1);
+  any_.assign(static_cast<std::size_t>(outputs * width), 0);
+}
+
+void BlockSignatures::set(Index o, Index i, Index jj, double r, double var, double slack) {
+  const std::size_t e = at(o, jj) + static_cast<std::size_t>(i);
+  r_[e] = r;
+  var_[e] = var;
+  slack_[e] = slack;
+  mask_[e] = 1.0;
+  any_[static_cast<std::size_t>(o * width_ + jj)] = 1;
+}
+
+void BlockSignatures::share(Index o, Index jj, Index same_as) {
+  shared_[static_cast<std::size_t>(o * width_ + jj)] = same_as;
+}
+
+void BlockSignatures::finish(const std::vector<TileRange>& ranges, Index col_begin, const float* dots,
+                             Index tile_stride, double threshold, std::vector<SignatureTally>& out) {
+  const std::size_t n = ranges.size();
+  const auto p = static_cast<std::size_t>(padded_);
+  a_.assign(n * p, 0.0);
+  for (Index jj = 0; jj < width_; ++jj) {
+    bool wanted = false;
+    for (Index o = 0; o < outputs_; ++o) {
+      const auto cell = static_cast<std::size_t>(o * width_ + jj);
+      wanted = wanted || (any_[cell] && shared_[cell] < 0);
+    }
+    if (!wanted) {
+      for (Index o = 0; o < outputs_; ++o) {
+        if (any_[static_cast<std::size_t>(o * width_ + jj)]) ++out[static_cast<std::size_t>(o)].columns_as_unpacked;
+      }
+      continue;
+    }
+    // The column's partial dots per range: the tiles', then each range the sum of its two
+    // children (a range carried up alone is a copy of its child, and its sums are the child's).
+    for (std::size_t c = 0; c < n; ++c) {
+      const TileRange& g = ranges[c];
+      double* a = a_.data() + c * p;
+      if (g.left < 0) {
+        const float* d = dots + g.first * tile_stride + jj * rows_;
+        for (Index i = 0; i < rows_; ++i) a[i] = static_cast<double>(d[i]);
+      } else if (g.right >= 0) {
+        const double* l = a_.data() + static_cast<std::size_t>(g.left) * p;
+        const double* r = a_.data() + static_cast<std::size_t>(g.right) * p;
+        for (std::size_t i = 0; i < p; ++i) a[i] = l[i] + r[i];
+      } else {
+        std::copy_n(a_.data() + static_cast<std::size_t>(g.left) * p, p, a);
+      }
+    }
+    for (Index o = 0; o < outputs_; ++o) {
+      const auto cell = static_cast<std::size_t>(o * width_ + jj);
+      if (!any_[cell]) continue;
+      if (shared_[cell] >= 0) {
+        ++out[static_cast<std::size_t>(o)].columns_as_unpacked;
+        continue;
+      }
+      const double* r = r_.data() + at(o, jj);
+      const double* var = var_.data() + at(o, jj);
+      const double* sl = slack_.data() + at(o, jj);
+      const double* m = mask_.data() + at(o, jj);
+      SignatureTally& tally = out[static_cast<std::size_t>(o)];
+      const Index before = tally.significant;
+      hits_.resize(n);
       for (std::size_t c = 0; c < n; ++c) {
-        // A range whose partial dots are all zero (zero weights or activations there) has no
-        // signature to find; it is not a candidate.
-        if (aa[c] > 0) {
-          SignatureHit h;
+        const TileRange& g = ranges[c];
+        SignatureHit& h = hits_[c];
+        if (g.left >= 0 && g.right < 0) {
+          h = hits_[static_cast<std::size_t>(g.left)];  // carried up alone: its child's sums
+        } else {
+          const double* a = a_.data() + c * p;
+          double num[kLanes] = {}, den[kLanes] = {}, aa[kLanes] = {}, sk[kLanes] = {};
+          for (std::size_t i0 = 0; i0 < p; i0 += kLanes) {
+            for (Index l = 0; l < kLanes; ++l) {
+              const std::size_t i = i0 + static_cast<std::size_t>(l);
+              const double a2 = a[i] * a[i];
+              num[l] += a[i] * r[i];
+              den[l] += a2 * var[i];
+              aa[l] += a2 * m[i];
+              sk[l] += std::fabs(a[i]) * sl[i];
+            }
+          }
+          const double num_t = lane_total(num), den_t = lane_total(den), aa_t = lane_total(aa);
+          const double sk_t = lane_total(sk);
+          h = SignatureHit{};
           h.output = o;
           h.col = col_begin + jj;
           h.range = static_cast<Index>(c);
-          const double excess = std::fabs(num[c]) - sl[c];
+          // A range whose partial dots are all zero (zero weights or activations there) has no
+          // signature to find; it is not a candidate (aa 0 marks it).
+          h.fit = aa_t > 0 ? num_t / aa_t : 0.0;
+          const double excess = std::fabs(num_t) - sk_t;
           // No rounding at all (sigma 0: exact arithmetic): any excess is a fault.
-          h.z = den[c] > 0 ? excess / std::sqrt(den[c]) : (excess > 0 ? HUGE_VAL : 0.0);
-          h.fit = num[c] / aa[c];
-          out[static_cast<std::size_t>(o)].add(h, threshold);
+          h.z = den_t > 0 ? excess / std::sqrt(den_t) : (excess > 0 ? HUGE_VAL : 0.0);
+          if (!(aa_t > 0)) h.col = -1;
         }
-        num[c] = den[c] = aa[c] = sl[c] = 0.0;
+        if (h.col >= 0) {
+          SignatureHit add = h;
+          add.range = static_cast<Index>(c);
+          tally.add(add, threshold);
+        }
       }
-      if (out[static_cast<std::size_t>(o)].significant > before) ++out[static_cast<std::size_t>(o)].significant_columns;
+      if (tally.significant > before) ++tally.significant_columns;
     }
   }
 }

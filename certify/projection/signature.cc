@@ -23,9 +23,9 @@ std::string range_text(const SignatureFinding& s) {
 
 }  // namespace
 
-std::string residual_model_blocker(const ProjectionFacts& f, const ReferencePass& pass) {
+std::string residual_model_blocker(const ProjectionFacts& f, bool biased_rounding) {
   const ProjectionInfo& info = f.info();
-  if (pass.summary.biased_rounding) {
+  if (biased_rounding) {
     return "accumulator " + info.accumulator.name + (info.walk.declared ? " with k_walk " + info.walk.name : "") +
            " rounds with a bias: the residual model holds for round-to-nearest accumulation only";
   }
@@ -61,7 +61,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   if (pass.signature.empty()) return std::nullopt;
   const std::string id = projection_check_id(info, CheckKind::kSignature);
   const std::string subject = "projections/" + info.name;
-  if (const std::string why = residual_model_blocker(f, pass); !why.empty()) {
+  if (const std::string why = residual_model_blocker(f, pass.summary.biased_rounding); !why.empty()) {
     return skipped(id, subject, CheckKind::kSignature, why);
   }
   SignatureEvidence e;
@@ -75,6 +75,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     e.candidates += t.candidates;
     e.significant += t.significant;
     e.significant_columns += t.significant_columns;
+    e.columns_as_unpacked += t.columns_as_unpacked;
     e.z.merge(t.z);
     all.insert(all.end(), t.strongest.begin(), t.strongest.end());
   }

@@ -17,7 +17,7 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   const ProjectionInfo& info = f.info();
   const std::string id = projection_check_id(info, CheckKind::kVariance);
   const std::string subject = "projections/" + info.name;
-  if (const std::string why = residual_model_blocker(f, pass); !why.empty()) {
+  if (const std::string why = residual_model_blocker(f, pass.summary.biased_rounding); !why.empty()) {
     return skipped(id, subject, CheckKind::kVariance, why);
   }
   Index outputs = 0;

@@ -391,6 +391,9 @@ struct SignatureEvidence {
   /// (output, column) pairs with a candidate beyond it: a fault in one group of one column
   /// makes many of that column's ranges significant (32 rows cannot tell them all apart).
   Index significant_columns = 0;
+  /// Packed / compact (output, column) pairs equal to y_unpacked's column bit for bit on every
+  /// row they hold: tested through y_unpacked's candidates (on all rows), not counted again.
+  Index columns_as_unpacked = 0;
   std::vector<SignatureFinding> strongest;  ///< the largest z first, at most 8
   Log2Histogram z{kZLog2Min, kZLog2Max};    ///< z of every candidate
   bool operator==(const SignatureEvidence&) const = default;

@@ -287,6 +287,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("threshold", x.threshold);
   f("significant", x.significant);
   f("significant_columns", x.significant_columns);
+  f("columns_as_unpacked", x.columns_as_unpacked);
   f("strongest", x.strongest);
   f("z", x.z);
 }

@@ -225,6 +225,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
               {"threshold", e.threshold},
               {"significant", e.significant},
               {"significant_columns", e.significant_columns},
+              {"columns_as_unpacked", e.columns_as_unpacked},
               {"strongest", strongest},
               {"z_histogram", histogram_json(e.z)}};
 }
