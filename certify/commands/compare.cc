@@ -4,6 +4,7 @@
 #include <set>
 
 #include "certify/logits/compare.h"
+#include "certify/logits/forks.h"
 #include "certify/logits/tensor_compare.h"
 #include "certify/report/progress.h"
 
@@ -37,10 +38,26 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   if (Status s = check_vocabularies(paired, o.a, o.b); !s.ok()) return refuse(s);
   Index bytes = 0;
   for (const auto& [x, y] : pairs) {
-    NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(*ra, *x, *rb, *y, o.matched_history, element_test(o.policy),
+    // The default depends on the pair's dtypes, known from the dump model before any row is read.
+    const auto dtype_of = [](const DumpModel& m, const LogitsRunInfo& r) {
+      const DatasetInfo* d = m.dataset(r.path + "/logits");
+      return d ? d->dtype : DType::kF32;
+    };
+    const DType type_a = dtype_of(A, *x), type_b = dtype_of(B, *y);
+    const auto [policy, source] =
+        o.policy ? std::pair<Policy, std::string>{*o.policy, "--policy"} : default_policy(type_a, type_b);
+    NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(*ra, *x, *rb, *y, o.matched_history, element_test(policy),
                                                          hashes.cursor(0), hashes.cursor(1)));
     bytes += 2 * c.matched * c.vocab * 4;
-    report.checks.push_back(logits_check(c, o.policy));
+    std::optional<RunForks> forks;
+    if (policy.kind == Policy::Kind::kForks) {
+      // The forks of the rows just compared, classed by `forks`'s own code with its defaults
+      // (the lambda of the reference bounds, no --logit-error): the one verdict both commands give.
+      ForksOptions fo;
+      fo.matched_history = o.matched_history;
+      NCERT_ASSIGN_OR_RETURN(forks, find_forks(*ra, *x, *rb, *y, c, fo));
+    }
+    report.checks.push_back(logits_check(c, policy, source, forks ? &*forks : nullptr));
   }
   for (const std::string& s : one_sided) {
     CheckResult c;

@@ -20,7 +20,9 @@ struct CompareOptions {
   ReaderOptions reader;
   std::vector<std::pair<std::string, std::string>> pairs;  ///< explicit run pairs (a:b)
   bool matched_history = false;
-  Policy policy;
+  /// --policy; without it each run pair takes default_policy (bitwise, or forks where the two
+  /// runs' logits differ in dtype).
+  std::optional<Policy> policy;
   std::optional<Policy> tensor_policy;  ///< overrides each tensor's "compare" attribute
   bool allow_missing = false;           ///< runs/tensors on one side only pass (reported)
 };

@@ -104,9 +104,11 @@ const OptionTable<CompareOptions>& compare_option_table() {
       pair_option<O>(),
       matched_history_option<O>("B was teacher-forced on A's tokens: every row is matched and judged"),
       parsed_option<O>(
-          "policy", "P", "When two runs' logits agree: bitwise, ulp:N, abs:A, abs:A,rel:R, kl:X or top1",
+          "policy", "P",
+          "When two runs' logits agree: bitwise, ulp:N, abs:A, abs:A,rel:R, kl:X, top1 or forks (default: bitwise, "
+          "or forks where the two runs' logits differ in dtype)",
           [](std::string_view s) { return parse_policy(s); }, [](const Policy& p) { return p.text; },
-          [](O& o) -> Policy& { return o.policy; }),
+          [](O& o) -> std::optional<Policy>& { return o.policy; }),
       parsed_option<O>(
           "tensor-policy", "P", "bitwise, ulp:N or abs:A[,rel:R] for every tensor, overriding their compare attributes",
           [](std::string_view s) { return parse_tensor_policy(s); }, [](const Policy& p) { return p.text; },

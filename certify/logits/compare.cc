@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "certify/io/row_stream.h"
 #include "certify/logits/detail/logits_row.h"
+#include "certify/logits/forks.h"
 #include "certify/report/format.h"
 #include "certify/report/progress.h"
 #include "reference/float_bits.h"
@@ -70,6 +72,8 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));
   const DType type_a = detail::logits_dtype(a, ra.path + "/logits"),
               type_b = detail::logits_dtype(b, rb.path + "/logits");
+  c.dtype_a = type_a;
+  c.dtype_b = type_b;
   std::vector<std::vector<float>> wide_a(scratch.size()), wide_b(scratch.size());
   RowStream* streams[] = {&sa, &sb};
   Progress progress("compare " + ra.name + ": rows", c.matched);
@@ -104,6 +108,7 @@ ElementTest element_test(const Policy& policy) {
       break;
     case Policy::Kind::kKl:
     case Policy::Kind::kTop1:
+    case Policy::Kind::kForks:
       break;
   }
   return t;
@@ -194,8 +199,25 @@ std::string ulp_distance_text(std::uint64_t u, float a, float b) {
   return std::to_string(u) + " ulps apart (" + values + ")";
 }
 
-/// Whether row x breaks the policy, and the one-line failure text when it does.
-std::optional<std::string> policy_failure(const RowComparison& x, Index t, const Policy& policy) {
+/// Where the row's two values lie farthest apart (in f32 ulps): ", max ulps at col ...". Between
+/// logits of different types an f32 ulp count says little (a bf16 value is 2^16 f32 ulps from
+/// its neighbour, and through zero the count spans every float near zero), so there the values
+/// are shown with their |d| and relative difference instead.
+std::string farthest_text(const RowComparison& x, bool cross_dtype) {
+  if (x.max_ulp == 0) return cross_dtype ? std::string(", every value equal") : std::string(", 0 ulps");
+  if (!cross_dtype) {
+    return ", max ulps at col " + std::to_string(x.max_ulp_col) + ": " +
+           ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b);
+  }
+  return ", at col " + std::to_string(x.max_ulp_col) + " (the farthest apart in f32 ulps): " + format_f32(x.max_ulp_a) +
+         " vs " + format_f32(x.max_ulp_b) + ", |d| " +
+         format_short(std::fabs(static_cast<double>(x.max_ulp_b) - static_cast<double>(x.max_ulp_a))) + ", relative " +
+         format_short(relative_difference(x.max_ulp_a, x.max_ulp_b));
+}
+
+/// Whether row x breaks the policy, and the one-line failure text when it does. `fork` is the
+/// fork at row t under the forks policy (null where the emitted tokens agree).
+std::optional<std::string> policy_failure(const RowComparison& x, Index t, const Policy& policy, const Fork* fork) {
   const std::string row = "row " + std::to_string(t);
   switch (policy.kind) {
     case Policy::Kind::kBitwise:
@@ -217,6 +239,14 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
     case Policy::Kind::kTop1:
       if (x.argmax_a == x.argmax_b) return std::nullopt;
       return row + ": argmax " + std::to_string(x.argmax_a) + " in A but " + std::to_string(x.argmax_b) + " in B";
+    case Policy::Kind::kForks:
+      // Where the emitted tokens agree the row passes (as in `forks`); where they differ, only a
+      // tie or a near-tie within the envelope does. An undetermined fork (no envelope), which
+      // `forks` reports as a SKIP, fails here: a verdict policy cannot leave a divergence unjudged.
+      if (!fork || fork->cls == ForkClass::kTie || fork->cls == ForkClass::kNearTie) return std::nullopt;
+      return row + " (position " + std::to_string(fork->position) + "): A emits " + std::to_string(fork->token_a) +
+             ", B emits " + std::to_string(fork->token_b) + ", a fork `forks` classes as " +
+             std::string(fork_class_name(fork->cls)) + ": " + fork->why;
   }
   return std::nullopt;
 }
@@ -253,8 +283,12 @@ struct RowTotals {
 };
 
 /// One pass over the matched rows: the evidence's counts and maxima, and the first failure.
-RowTotals walk_rows(const RunComparison& c, const Policy& policy, LogitsEvidence& e) {
+RowTotals walk_rows(const RunComparison& c, const Policy& policy, const RunForks* forks, LogitsEvidence& e) {
   RowTotals s;
+  std::map<Index, const Fork*> fork_at;
+  if (forks) {
+    for (const Fork& f : forks->forks) fork_at[f.row] = &f;
+  }
   for (Index t = 0; t < c.matched; ++t) {
     const RowComparison& x = c.rows[static_cast<std::size_t>(t)];
     e.bit_identical_rows += x.bit_identical;
@@ -274,7 +308,8 @@ RowTotals walk_rows(const RunComparison& c, const Policy& policy, LogitsEvidence
     s.kls.push_back(x.kl_ab);
     s.maxabs.push_back(x.max_abs);
     e.failing_elements += x.violations;
-    auto f = policy_failure(x, t, policy);
+    const auto at = fork_at.find(t);
+    auto f = policy_failure(x, t, policy, at == fork_at.end() ? nullptr : at->second);
     if (!f) continue;
     ++e.failing_rows;
     if (e.first_failure_row < 0) {
@@ -286,7 +321,8 @@ RowTotals walk_rows(const RunComparison& c, const Policy& policy, LogitsEvidence
 }
 
 /// The run as a whole: extents, the policy, means and distributions over the matched rows.
-void summarize_run(const RunComparison& c, const Policy& policy, const RowTotals& s, LogitsEvidence& e) {
+void summarize_run(const RunComparison& c, const Policy& policy, const std::string& source, const RowTotals& s,
+                   LogitsEvidence& e) {
   const double m = static_cast<double>(std::max<Index>(c.matched, 1));
   const double rate = static_cast<double>(s.top1) / m;
   e.rows_a = c.rows_a;
@@ -298,6 +334,9 @@ void summarize_run(const RunComparison& c, const Policy& policy, const RowTotals
   e.prompts_equal = c.prompts_equal;
   e.vocab = c.vocab;
   e.policy = policy.text;
+  e.policy_source = source;
+  e.dtype_a = c.dtype_a;
+  e.dtype_b = c.dtype_b;
   e.element_policy = policy.element_wise();
   e.top1_agreement = rate;
   e.top1_agreement_stderr = std::sqrt(rate * (1 - rate) / m);
@@ -331,10 +370,7 @@ void fail(const RunComparison& c, const std::string& failure, const LogitsEviden
   r.first_failure = Location{r.id, e.first_failure_row, -1};
   // The failing row in full, and how the run looks overall, for the human summary.
   r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
-                      " at col " + std::to_string(x.max_abs_col) +
-                      (x.max_ulp > 0 ? ", max ulps at col " + std::to_string(x.max_ulp_col) + ": " +
-                                           ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b)
-                                     : std::string(", 0 ulps")) +
+                      " at col " + std::to_string(x.max_abs_col) + farthest_text(x, c.dtype_a != c.dtype_b) +
                       ", mean |d| " + format_short(x.mean_abs) + ", KL(A||B) " + format_short(x.kl_ab) + ", KL(B||A) " +
                       format_short(x.kl_ba) + ", JSD " + format_short(x.jsd) + ", argmax " +
                       std::to_string(x.argmax_a) + " / " + std::to_string(x.argmax_b) + ", top-5 overlap " +
@@ -343,17 +379,39 @@ void fail(const RunComparison& c, const std::string& failure, const LogitsEviden
                       " matched rows bit-identical, top-1 agreement " + format_short(100 * e.top1_agreement) +
                       "%, KL(A||B) p50 " + format_short(e.kl_ab.p50) + ", max " + format_short(e.kl_ab.max) +
                       ", max |d| " + format_short(e.max_abs_diff.max));
+  r.details.push_back("policy " + e.policy + " (" + e.policy_source + ")");
+}
+
+/// "token streams identical: no fork" or "2 fork(s), 1 tie and 1 near-tie".
+std::string fork_summary(const std::vector<Fork>& forks) {
+  if (forks.empty()) return "token streams identical: no fork";
+  Index tie = 0;
+  for (const Fork& f : forks) tie += f.cls == ForkClass::kTie;
+  return std::to_string(forks.size()) + " fork(s), " + std::to_string(tie) + " tie and " +
+         std::to_string(static_cast<Index>(forks.size()) - tie) + " near-tie";
 }
 
 }  // namespace
 
-CheckResult logits_check(const RunComparison& c, const Policy& policy) {
+std::pair<Policy, std::string> default_policy(DType a, DType b) {
+  if (a != b) {
+    return {*parse_policy("forks"), "default: A's logits are " + std::string(dtype_name(a)) + ", B's " +
+                                        std::string(dtype_name(b)) +
+                                        ": they cannot be bit-identical, and a tie in the coarser type may pick "
+                                        "either token"};
+  }
+  return {Policy{}, "default: both runs' logits are " + std::string(dtype_name(a))};
+}
+
+CheckResult logits_check(const RunComparison& c, const Policy& policy, const std::string& source,
+                         const RunForks* forks) {
   CheckResult r;
   r.id = "logits/" + (c.run_a == c.run_b ? c.run_a : c.run_a + ":" + c.run_b);
   r.kind = CheckKind::kLogits;
   LogitsEvidence e;
-  const RowTotals totals = walk_rows(c, policy, e);
-  summarize_run(c, policy, totals, e);
+  const RowTotals totals = walk_rows(c, policy, forks, e);
+  summarize_run(c, policy, source, totals, e);
+  if (policy.kind == Policy::Kind::kForks && forks) e.forks = forks->forks;
   if (e.first_failure_row >= 0) {
     fail(c, totals.failure, e, r);
   } else if (c.matched == 0) {
@@ -367,8 +425,10 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy) {
         (c.compared > c.matched ? ", " + std::to_string(e.unmatched) +
                                       " unmatched after the histories diverge at row " + std::to_string(c.divergence)
                                 : std::string());
-    r.reason = "policy " + policy.text + " holds on " + extent + "; " + std::to_string(e.bit_identical_rows) +
-               " bit-identical, top-1 agreement " + format_short(100 * e.top1_agreement) + "%, KL(A||B) max " +
+    r.reason = "policy " + policy.text + " (" + source + ") holds on " + extent + "; " +
+               (policy.kind == Policy::Kind::kForks ? fork_summary(e.forks) + "; " : std::string()) +
+               std::to_string(e.bit_identical_rows) + " bit-identical, top-1 agreement " +
+               format_short(100 * e.top1_agreement) + "%, KL(A||B) max " +
                format_short(totals.kls.empty() ? 0 : *std::max_element(totals.kls.begin(), totals.kls.end()));
   }
   r.evidence = std::move(e);

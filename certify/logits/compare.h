@@ -17,6 +17,8 @@
 
 namespace ncert::certify {
 
+struct RunForks;
+
 /// Per-row results of one run pair (for forks and tests).
 struct RunComparison {
   std::string run_a, run_b;
@@ -28,6 +30,7 @@ struct RunComparison {
   bool prompts_equal = true;
   std::vector<RowComparison> rows;  ///< `matched` entries (unmatched rows are not compared)
   std::vector<std::int32_t> tokens_a, tokens_b;
+  DType dtype_a = DType::kF32, dtype_b = DType::kF32;  ///< the logits' stored types (rows are compared widened to f32)
   double seconds = 0;
 };
 
@@ -57,7 +60,15 @@ Status check_vocabularies(const RunPairing& pairing, const std::string& a_path, 
 /// The nearest-rank percentile of sorted values (p in [0, 100]; 0 for none).
 double nearest_rank(const std::vector<double>& sorted, double p);
 
-/// The verdict and statistics of one run pair under a policy (kind "logits").
-CheckResult logits_check(const RunComparison& c, const Policy& policy);
+/// The policy of a pair when --policy is not given: forks where the two runs' logits differ in
+/// dtype (their values cannot be bit-identical, and their argmaxes may legitimately differ at a
+/// tie of the coarser type), else bitwise; and why, for the report.
+std::pair<Policy, std::string> default_policy(DType a, DType b);
+
+/// The verdict and statistics of one run pair under a policy (kind "logits"). `source` says why
+/// the policy applies ("--policy" or default_policy's reason). The forks policy needs the pair's
+/// forks (find_forks over the same comparison); the other policies ignore them.
+CheckResult logits_check(const RunComparison& c, const Policy& policy, const std::string& source = "--policy",
+                         const RunForks* forks = nullptr);
 
 }  // namespace ncert::certify

@@ -45,10 +45,10 @@ Index rank_of(const std::vector<float>& row, std::int32_t t) {
 }
 
 ForkSide side_view(const std::vector<float>& row, std::int32_t own, std::int32_t other, Index r,
-                   const LogitErrorModel& model) {
+                   const LogitErrorModel& model, DType dtype) {
   ForkSide s;
   const auto V = static_cast<Index>(row.size());
-  s.witness = witness_row(row.data(), V, scan_row(row.data(), V), own, model, r);
+  s.witness = witness_row(row.data(), V, scan_row(row.data(), V), own, model, r, dtype);
   s.top = top_of(row);
   s.other = other;
   if (other >= 0 && other < V) {
@@ -59,6 +59,7 @@ ForkSide side_view(const std::vector<float>& row, std::int32_t own, std::int32_t
     const float lo = row[static_cast<std::size_t>(own)];
     s.gap = static_cast<double>(lo) - static_cast<double>(s.other_logit);
     s.gap_ulps = s.gap / reference::ulp_of_f32(lo);
+    s.gap_dtype_ulps = ulps_of_type(s.gap, lo, dtype);
     s.exact_tie = s.witness.ok && reference::f32_bits(lo) == reference::f32_bits(s.other_logit);
   }
   return s;
@@ -194,11 +195,12 @@ std::string witness_line(const ForkSide& s, const Vocabulary* vocab) {
   if (w.ties >= 2) {
     line += " (tied with " + std::to_string(w.ties - 1) + " other(s), lowest id wins)";
   } else {
-    line += ", margin " + format_short(w.margin) + " (" + format_short(w.margin_ulps) + " ulps) over " +
-            std::to_string(w.runner_up);
+    line += ", margin " + format_short(w.margin) + " (" + format_short(w.margin_dtype_ulps) + " " +
+            std::string(dtype_name(w.logits_dtype)) + " ulps) over " + std::to_string(w.runner_up);
   }
   line += "; the other run's token " + std::to_string(s.other) + " ranks " + std::to_string(s.other_rank) + " at " +
-          format_f32(s.other_logit) + " (gap " + format_short(s.gap) + ", " + format_short(s.gap_ulps) + " ulps)";
+          format_f32(s.other_logit) + " (gap " + format_short(s.gap) + ", " + format_short(s.gap_dtype_ulps) + " " +
+          std::string(dtype_name(w.logits_dtype)) + " ulps)";
   return line;
 }
 
@@ -271,6 +273,11 @@ void classify(Fork& f) {
 Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b, const LogitsRunInfo& rb,
                             const ForksOptions& o) {
   NCERT_ASSIGN_OR_RETURN(RunComparison c, compare_runs(a, ra, b, rb, o.matched_history, ElementTest{}));
+  return find_forks(a, ra, b, rb, c, o);
+}
+
+Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b, const LogitsRunInfo& rb,
+                            const RunComparison& c, const ForksOptions& o) {
   RunForks out;
   out.run_a = ra.name;
   out.run_b = rb.name;
@@ -318,8 +325,8 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
     f.token_b = toks[k].second;
     NCERT_RETURN_IF_ERROR(detail::read_row_f32(a, ra.path + "/logits", f.row, V, la));
     NCERT_RETURN_IF_ERROR(detail::read_row_f32(b, rb.path + "/logits", f.row, V, lb));
-    f.a = side_view(la, f.token_a, f.token_b, f.row, wmodel);
-    f.b = side_view(lb, f.token_b, f.token_a, f.row, wmodel);
+    f.a = side_view(la, f.token_a, f.token_b, f.row, wmodel, c.dtype_a);
+    f.b = side_view(lb, f.token_b, f.token_a, f.row, wmodel, c.dtype_b);
     f.a.witness.position = f.b.witness.position = f.position;
     const bool in_range = f.token_a >= 0 && f.token_a < V && f.token_b >= 0 && f.token_b < V;
     if (in_range) {

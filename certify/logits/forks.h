@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "certify/io/dump_reader.h"
+#include "certify/logits/compare.h"
 #include "certify/logits/vocab.h"
 #include "certify/logits/witness.h"
 #include "certify/report/report.h"
@@ -62,6 +63,10 @@ struct ForksOptions {
 /// Finds and classifies the forks of one run pair.
 Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b, const LogitsRunInfo& rb,
                             const ForksOptions& options);
+/// The same from the pair's comparison already made (compare_runs with options.matched_history):
+/// `compare --policy forks` classes the forks of the rows it compared, without reading them again.
+Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const DumpReader& b, const LogitsRunInfo& rb,
+                            const RunComparison& comparison, const ForksOptions& options);
 
 /// One check (kind "fork") per fork, or one for a pair without forks (class "none").
 std::vector<CheckResult> fork_checks(const RunForks& r, const ForksOptions& options, const Vocabulary* vocab);

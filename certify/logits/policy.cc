@@ -23,11 +23,15 @@ Result<Policy> parse_policy(std::string_view s) {
   p.text = std::string(s);
   auto bad = [&] {
     return Status(ErrorCode::kPolicyInvalid,
-                  "policy \"" + std::string(s) + "\" is not one of bitwise, ulp:N, abs:A[,rel:R], kl:X, top1");
+                  "policy \"" + std::string(s) + "\" is not one of bitwise, ulp:N, abs:A[,rel:R], kl:X, top1, forks");
   };
   if (s == "bitwise") return p;
   if (s == "top1") {
     p.kind = Policy::Kind::kTop1;
+    return p;
+  }
+  if (s == "forks") {
+    p.kind = Policy::Kind::kForks;
     return p;
   }
   if (s.substr(0, 4) == "ulp:") {
@@ -60,7 +64,7 @@ Result<Policy> parse_policy(std::string_view s) {
 
 Result<Policy> parse_tensor_policy(std::string_view s) {
   NCERT_ASSIGN_OR_RETURN(Policy p, parse_policy(s));
-  if (p.kind == Policy::Kind::kKl || p.kind == Policy::Kind::kTop1) {
+  if (p.kind == Policy::Kind::kKl || p.kind == Policy::Kind::kTop1 || p.kind == Policy::Kind::kForks) {
     return Status(
         ErrorCode::kPolicyInvalid,
         "policy \"" + std::string(s) + "\" applies to logits only; tensors take bitwise, ulp:N or abs:A[,rel:R]");

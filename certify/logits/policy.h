@@ -1,5 +1,6 @@
 // This header defines the verdict policies of `ncert compare`: how close two runs' logits (or
-// two dumps' tensors) must be. bitwise (default), ulp:N, abs:A[,rel:R], kl:X, top1.
+// two dumps' tensors) must be. bitwise, ulp:N, abs:A[,rel:R], kl:X, top1, forks. Without
+// --policy, compare takes bitwise, or forks where the two runs' logits differ in dtype.
 #pragma once
 
 #include <cstdint>
@@ -11,19 +12,21 @@
 namespace ncert::certify {
 
 struct Policy {
-  enum class Kind : std::uint8_t { kBitwise, kUlp, kAbs, kKl, kTop1 } kind = Kind::kBitwise;
+  enum class Kind : std::uint8_t { kBitwise, kUlp, kAbs, kKl, kTop1, kForks } kind = Kind::kBitwise;
   std::uint64_t ulp = 0;
   double abs = 0;
   double rel = 0;
   double kl = 0;
   std::string text = "bitwise";
 
-  /// Policies judged element by element (bitwise, ulp, abs) rather than row by row (kl, top1).
+  /// Policies judged element by element (bitwise, ulp, abs) rather than row by row (kl, top1)
+  /// or by the token streams (forks).
   bool element_wise() const { return kind == Kind::kBitwise || kind == Kind::kUlp || kind == Kind::kAbs; }
 };
-/// "bitwise", "ulp:N", "abs:A", "abs:A,rel:R", "kl:X", "top1" (kPolicyInvalid otherwise).
+/// "bitwise", "ulp:N", "abs:A", "abs:A,rel:R", "kl:X", "top1", "forks" (kPolicyInvalid
+/// otherwise).
 Result<Policy> parse_policy(std::string_view s);
-/// Tensor policies are bitwise, ulp:N or abs:A[,rel:R] (kl and top1 need logits).
+/// Tensor policies are bitwise, ulp:N or abs:A[,rel:R] (kl, top1 and forks need logits).
 Result<Policy> parse_tensor_policy(std::string_view s);
 
 }  // namespace ncert::certify

@@ -78,9 +78,15 @@ RowScan scan_row(const float* row, Index vocab) {
   return s;
 }
 
+double ulps_of_type(double x, float at, DType t) {
+  if (!std::isfinite(at)) return x / reference::ulp_of_f32(at);
+  return x / reference::spacing_of_type(std::fabs(static_cast<double>(at)), t);
+}
+
 Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int32_t token,
-                    const LogitErrorModel& model, Index row_index) {
+                    const LogitErrorModel& model, Index row_index, DType logits_dtype) {
   Witness w;
+  w.logits_dtype = logits_dtype;
   w.row = row_index;
   w.position = row_index;
   w.token = token;
@@ -121,6 +127,7 @@ Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int
   }
   w.margin = static_cast<double>(w.logit) - static_cast<double>(w.runner_up_logit);
   w.margin_ulps = w.margin / reference::ulp_of_f32(w.logit);
+  w.margin_dtype_ulps = ulps_of_type(w.margin, w.logit, logits_dtype);
   if (scan.ties >= 2) {
     w.cls = WitnessClass::kTie;
     return w;
@@ -165,6 +172,7 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
   const Index per_block = block_rows_for(datasets, 16 << 20, 64);
   NCERT_ASSIGN_OR_RETURN(RowStream stream, RowStream::open(reader, run.path + "/logits", per_block, hash));
   const DType logits_type = detail::logits_dtype(reader, run.path + "/logits");
+  out.logits_dtype = logits_type;
   std::vector<std::vector<float>> widened(static_cast<std::size_t>(omp_get_max_threads()));
   std::optional<RowStream> head;
   if (with_head) {
@@ -184,7 +192,7 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
         const float* row =
             detail::widen_row(rows[0], logits_type, run.vocab, widened[static_cast<std::size_t>(omp_get_thread_num())]);
         const RowScan scan = scan_row(row, run.vocab);
-        Witness w = witness_row(row, run.vocab, scan, tokens[static_cast<std::size_t>(t)], model, t);
+        Witness w = witness_row(row, run.vocab, scan, tokens[static_cast<std::size_t>(t)], model, t, logits_type);
         if (!positions.empty()) w.position = positions[static_cast<std::size_t>(t)];
         out.witnesses[static_cast<std::size_t>(t)] = std::move(w);
         if (head) {
@@ -238,6 +246,7 @@ CheckResult witness_check(const RunWitnesses& r) {
   e.tokens = static_cast<Index>(r.witnesses.size());
   e.vocab = r.vocab;
   e.error_source = r.model.source;
+  e.logits_dtype = r.logits_dtype;
   e.failed = r.failed;
   for (const Witness& w : r.witnesses) {
     if (!w.ok) {
@@ -260,7 +269,7 @@ CheckResult witness_check(const RunWitnesses& r) {
     }
     if (w.ties < 2 && (!e.smallest_margin || w.margin < e.smallest_margin->margin)) e.smallest_margin = w;
     e.margin.add(w.margin);
-    e.margin_ulps.add(w.margin_ulps);
+    e.margin_ulps.add(w.margin_dtype_ulps);
   }
   e.tightest = tightest_witnesses(r.witnesses, WitnessEvidence::kTightest);
   if (e.first_failure) {
@@ -280,8 +289,8 @@ CheckResult witness_check(const RunWitnesses& r) {
                std::to_string(e.unbounded) + " unbounded (error: " + r.model.source + ")";
     if (e.smallest_margin) {
       c.reason += "; smallest margin " + format_short(e.smallest_margin->margin) + " (" +
-                  format_short(e.smallest_margin->margin_ulps) + " ulps) at position " +
-                  std::to_string(e.smallest_margin->position);
+                  format_short(e.smallest_margin->margin_dtype_ulps) + " " + std::string(dtype_name(r.logits_dtype)) +
+                  " ulps) at position " + std::to_string(e.smallest_margin->position);
     }
   }
   c.evidence = std::move(e);

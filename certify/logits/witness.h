@@ -1,6 +1,7 @@
 // This header defines raw target-maximum witnesses: for every emitted token of a logits run,
 // proof from the raw f32 row that the token is the row's maximum under the run's tie rule
-// (lowest id), its margin to the runner-up (in f64 and in f32 ulps at the token's logit), the
+// (lowest id), its margin to the runner-up (in f64, and in ulps at the token's logit: of the
+// logits' own type, and of f32 for the JSON's margin_ulps), the
 // number of exact ties, the XXH3-128 of the row's bytes, and a class:
 //   certified  the margin provably survives numeric error (lm_head reference intervals:
 //              lo_t > max_{j != t} hi_j; or --logit-error e: margin > 2e)
@@ -37,14 +38,20 @@ struct RowScan {
 };
 RowScan scan_row(const float* row, Index vocab);
 
-/// The witness of one row given the scan and the error model (lm_head.h).
+/// The witness of one row given the scan and the error model (lm_head.h). `row` holds the
+/// logits widened to f32 from `logits_dtype`, the type its margin in ulps is counted in.
 Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int32_t token,
-                    const LogitErrorModel& model, Index row_index);
+                    const LogitErrorModel& model, Index row_index, DType logits_dtype = DType::kF32);
+
+/// x in ulps of type t at the value `at` (the spacing of t's values at |at|): a margin or gap
+/// read in the units of the values it separates.
+double ulps_of_type(double x, float at, DType t);
 
 /// The witnesses of one run, streamed row block by row block (memory O(block + T)).
 struct RunWitnesses {
   std::string run;
   Index vocab = 0;
+  DType logits_dtype = DType::kF32;  ///< the logits' stored type
   std::vector<Witness> witnesses;
   LogitErrorModel model;
   Index failed = 0;

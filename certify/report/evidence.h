@@ -8,6 +8,7 @@
 // evidence_wire.cc's table of its struct, a new alternative of Evidence its table and wire name.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -111,13 +112,17 @@ struct Witness {
   std::int32_t runner_up = -1;
   float runner_up_logit = 0;
   double margin = 0;       ///< logit - runner_up_logit in f64 (exact for f32 operands within 2^29)
-  double margin_ulps = 0;  ///< margin / ulp_f32(logit)
+  double margin_ulps = 0;  ///< margin / ulp_f32(logit) (kept for the JSON; f32 ulps whatever the logits' type)
   std::int32_t ties = 0;
   WitnessClass cls = WitnessClass::kUnbounded;
   double certified_gap = 0;  ///< lo_t - max hi_j, or margin - 2e: > 0 iff certified
   std::string row_xxh3;      ///< canonical hex of the row's raw bytes
   bool ok = true;
   std::string failure;  ///< why the emission is not the row's maximum
+  /// The logits' stored type, and the margin in its ulps at the emitted logit: a bf16 row's
+  /// values are 2^16 f32 ulps apart, so its margins read in f32 ulps look 65,536 times wider.
+  DType logits_dtype = DType::kF32;
+  double margin_dtype_ulps = 0;
   bool operator==(const Witness&) const = default;
 };
 
@@ -126,6 +131,14 @@ struct Witness {
 /// for two values of order 1e-3), so it says nothing about how close a and b are.
 inline bool ulps_cross_zero(float a, float b) {
   return a != b && (std::signbit(a) != std::signbit(b) || a == 0.0f || b == 0.0f);
+}
+
+/// |b - a| / max(|a|, |b|) in f64 (0 for equal values; NaN when either is NaN): how close two
+/// values of different types are, where an f32 ulp count is not a useful figure.
+inline double relative_difference(float a, float b) {
+  const double x = a, y = b;
+  if (x == y) return 0;
+  return std::fabs(y - x) / std::max(std::fabs(x), std::fabs(y));
 }
 
 /// The full-vocabulary comparison of two raw f32 logits rows (d = b - a), logits/row_compare.h.
@@ -171,7 +184,8 @@ struct ForkSide {
   float other_logit = 0;              ///< its logit in this row
   Index other_rank = 0;               ///< its 1-based rank in this row
   double gap = 0;                     ///< L[own] - L[other], exact
-  double gap_ulps = 0;                ///< gap / ulp(L[own])
+  double gap_ulps = 0;                ///< gap / ulp_f32(L[own]) (kept for the JSON)
+  double gap_dtype_ulps = 0;          ///< gap in ulps of this row's own type (witness.logits_dtype) at L[own]
   bool exact_tie = false;             ///< own and other are bit-identical maxima of this row
   double eps_own = 0, eps_other = 0;  ///< per-logit error of this side (model sources only)
   bool operator==(const ForkSide&) const = default;
@@ -255,6 +269,19 @@ struct BoundFigures {
         mean_signed_error(s.mean_signed_error()),
         mean_signed_error_over_bound(s.mean_signed_error_over_bound()) {}
   bool operator==(const BoundFigures&) const = default;
+
+  /// Why max_utilization is not a share ("" when it is finite): a NaN output, or a value outside
+  /// an interval that does not extend past the reference on the value's side (a single-valued
+  /// interval, or one rounded to one side of y*), has no share of it; those values are counted
+  /// in `nonfinite` and `outside`, and a reader should go by those rather than by "inf".
+  std::string utilization_note() const {
+    if (std::isfinite(max_utilization)) return "";
+    if (nonfinite > 0 && outside == 0) return "not defined: " + std::to_string(nonfinite) + " non-finite value(s)";
+    return "not defined: " + std::to_string(outside) +
+           " value(s) outside their accepted interval, some on a side where the interval does not extend past "
+           "the reference" +
+           (nonfinite > 0 ? ", and " + std::to_string(nonfinite) + " non-finite value(s)" : std::string());
+  }
 };
 
 /// One engine output against the reference intervals.
@@ -429,6 +456,7 @@ struct WitnessEvidence {
   /// power of two).
   Log2Histogram margin{-30, 10};
   Log2Histogram margin_ulps{-1, 40};
+  DType logits_dtype = DType::kF32;  ///< the unit of margin_ulps: ulps of this type at the emitted logit
   /// The valid emissions with the smallest margins (ties excluded), smallest first, equal
   /// margins by row; at most kTightest.
   std::vector<Witness> tightest;
@@ -489,6 +517,12 @@ struct LogitsEvidence {
   Index failing_rows = 0, failing_elements = 0;
   bool element_policy = false;  ///< bitwise, ulp and abs count elements; kl and top1 rows
   PositionSeries series;        ///< per-position figures along the run (capped)
+  std::string policy_source;    ///< why this policy: "--policy", or the default's reason
+  /// The logits' stored types: when they differ, f32 ulp counts between the widened values say
+  /// little (a bf16 value is 2^16 f32 ulps from its neighbour), so |d| and relative differences
+  /// are shown instead.
+  DType dtype_a = DType::kF32, dtype_b = DType::kF32;
+  std::vector<Fork> forks;  ///< under the forks policy: the forks it judged
   bool operator==(const LogitsEvidence&) const = default;
 };
 

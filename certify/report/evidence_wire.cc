@@ -74,6 +74,8 @@ void fields(auto& f, Is<Witness> auto& x) {
   f("row_xxh3", x.row_xxh3);
   f("ok", x.ok);
   f("failure", x.failure);
+  f("logits_dtype", x.logits_dtype);
+  f("margin_dtype_ulps", x.margin_dtype_ulps);
 }
 
 void fields(auto& f, Is<RowComparison> auto& x) {
@@ -117,6 +119,7 @@ void fields(auto& f, Is<ForkSide> auto& x) {
   f("other_rank", x.other_rank);
   f("gap", x.gap);
   f("gap_ulps", x.gap_ulps);
+  f("gap_dtype_ulps", x.gap_dtype_ulps);
   f("exact_tie", x.exact_tie);
   f("eps_own", x.eps_own);
   f("eps_other", x.eps_other);
@@ -344,6 +347,7 @@ void fields(auto& f, Is<WitnessEvidence> auto& x) {
   f("first_failure", x.first_failure);
   f("margin", x.margin);
   f("margin_ulps", x.margin_ulps);
+  f("logits_dtype", x.logits_dtype);
   f("tightest", x.tightest);
 }
 
@@ -405,6 +409,10 @@ void fields(auto& f, Is<LogitsEvidence> auto& x) {
   f("failing_elements", x.failing_elements);
   f("element_policy", x.element_policy);
   f("series", x.series);
+  f("policy_source", x.policy_source);
+  f("dtype_a", x.dtype_a);
+  f("dtype_b", x.dtype_b);
+  f("forks", x.forks);
 }
 
 void fields(auto& f, Is<TensorEvidence> auto& x) {

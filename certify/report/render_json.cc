@@ -50,7 +50,7 @@ Json series_json(const PositionSeries& s) {
 Json cell(const std::optional<Location>& l) { return Json{{"row", l->row}, {"col", l->col}}; }
 
 Json bound_stats_json(const BoundFigures& s) {
-  return Json{
+  Json j = Json{
       {"elements", s.elements},
       {"outside", s.outside},
       {"beyond_tier", s.beyond_tier},
@@ -62,6 +62,9 @@ Json bound_stats_json(const BoundFigures& s) {
       {"single_valued", s.single_valued},
       {"mean_signed_error", s.mean_signed_error},
       {"mean_signed_error_over_bound", s.mean_signed_error_over_bound}};
+  // "inf" stays for existing readers; the note says what it stands for.
+  if (const std::string note = s.utilization_note(); !note.empty()) j["max_utilization_note"] = note;
+  return j;
 }
 
 Json row_comparison_json(const RowComparison& x, Index row) {
@@ -276,7 +279,9 @@ Json evidence_json(const WitnessEvidence& e, const CheckResult&) {
     j["min_margin"] = e.smallest_margin->margin;
     j["min_margin_position"] = e.smallest_margin->position;
     j["min_margin_ulps"] = e.smallest_margin->margin_ulps;
+    j["min_margin_dtype_ulps"] = e.smallest_margin->margin_dtype_ulps;
   }
+  j["logits_dtype"] = std::string(dtype_name(e.logits_dtype));
   if (e.first_failure) {
     j["position"] = e.first_failure->position;
     j["token"] = e.first_failure->token;
@@ -292,6 +297,7 @@ Json evidence_json(const WitnessEvidence& e, const CheckResult&) {
                            {"runner_up", w.runner_up},
                            {"margin", w.margin},
                            {"margin_ulps", w.margin_ulps},
+                           {"margin_dtype_ulps", w.margin_dtype_ulps},
                            {"class", std::string(witness_class_name(w.cls))}});
     }
     j["tightest"] = tight;
@@ -338,6 +344,28 @@ Json evidence_json(const LogitsEvidence& e, const CheckResult&) {
                            {"col", e.max_ulp_col},
                            {"values", Json::array({number_or_text(e.max_ulp_a), number_or_text(e.max_ulp_b)})},
                            {"across_zero", ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)}};
+    // Between two logits of different types the f32 ulp count says little (a bf16 value is 2^16
+    // f32 ulps from its neighbour): the absolute and relative difference there say how close.
+    const double d = std::fabs(static_cast<double>(e.max_ulp_b) - static_cast<double>(e.max_ulp_a));
+    j["max_ulp_at"]["abs_diff"] = number_or_text(d);
+    j["max_ulp_at"]["rel_diff"] = number_or_text(relative_difference(e.max_ulp_a, e.max_ulp_b));
+  }
+  j["policy_source"] = e.policy_source;
+  j["logits_dtypes"] = Json::array({std::string(dtype_name(e.dtype_a)), std::string(dtype_name(e.dtype_b))});
+  if (!e.forks.empty()) {
+    Json forks = Json::array();
+    for (const Fork& f : e.forks) {
+      forks.push_back(Json{{"class", std::string(fork_class_name(f.cls))},
+                           {"position", f.position},
+                           {"row", f.row},
+                           {"token_a", f.token_a},
+                           {"token_b", f.token_b},
+                           {"delta_at_a", f.delta_a},
+                           {"delta_at_b", f.delta_b},
+                           {"envelope", Json{{"source", f.envelope_source}, {"at_a", f.env_a}, {"at_b", f.env_b}}},
+                           {"why", f.why}});
+    }
+    j["forks"] = forks;
   }
   Json rows = Json::array();
   for (std::size_t t = 0; t < e.first_rows.size(); ++t)
@@ -369,8 +397,10 @@ Json evidence_json(const ForkEvidence& e, const CheckResult&) {
                 {"token_b", f.token_b},
                 {"gap_a", f.a.gap},
                 {"gap_a_ulps", f.a.gap_ulps},
+                {"gap_a_dtype_ulps", f.a.gap_dtype_ulps},
                 {"gap_b", f.b.gap},
                 {"gap_b_ulps", f.b.gap_ulps},
+                {"gap_b_dtype_ulps", f.b.gap_dtype_ulps},
                 {"rank_of_b_in_a", f.a.other_rank},
                 {"logit_of_b_in_a", f.a.other_logit},
                 {"rank_of_a_in_b", f.b.other_rank},
@@ -467,6 +497,8 @@ Json witness_json(const Witness& w) {
   j["runner_up_logit"] = w.runner_up_logit;
   j["margin"] = w.margin;
   j["margin_ulps"] = w.margin_ulps;
+  j["margin_dtype_ulps"] = w.margin_dtype_ulps;
+  j["logits_dtype"] = std::string(dtype_name(w.logits_dtype));
   j["ties"] = w.ties;
   j["class"] = std::string(witness_class_name(w.cls));
   if (w.cls == WitnessClass::kCertified || w.cls == WitnessClass::kNearTie) j["certified_gap"] = w.certified_gap;

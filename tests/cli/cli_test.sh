@@ -142,6 +142,12 @@ json_has "$dir/fork.json" "[c['stats']['class'] for c in r['checks'] if c['kind'
 expect 1 "forks: an unexplained fork fails" -- "$ncert" forks "$dir/demo/fork-unexplained-a.h5" "$dir/demo/fork-unexplained-b.h5"
 expect 1 "forks: an invalid emission fails" -- "$ncert" forks "$dir/demo/fork-invalid-a.h5" "$dir/demo/fork-invalid-b.h5"
 expect 1 "forks --require-identical fails on a near-tie" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --require-identical
+# compare --policy forks gives the verdict forks gives on the same pairs.
+expect 0 "compare --policy forks passes the near-tie fork forks passes" -- "$ncert" compare "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --policy forks --json "$dir/cmp-forks.json"
+json_has "$dir/cmp-forks.json" "[f['class'] for c in r['checks'] if c['kind']=='logits' for f in c['stats']['forks']]==['near-tie'] and r['checks'][0]['stats']['policy_source']=='--policy'" \
+  "compare --policy forks JSON holds the fork's class and where the policy came from"
+expect 1 "compare --policy forks fails the unexplained fork forks fails" -- "$ncert" compare "$dir/demo/fork-unexplained-a.h5" "$dir/demo/fork-unexplained-b.h5" --policy forks
+expect 1 "compare --policy forks fails the invalid emission forks fails" -- "$ncert" compare "$dir/demo/fork-invalid-a.h5" "$dir/demo/fork-invalid-b.h5" --policy forks
 expect 3 "forks --vocab with a missing file is refused" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --vocab "$dir/nope.json"
 
 # A mistyped command gets a suggestion.

@@ -123,6 +123,7 @@ TEST(WitnessEvidence, TightestAreTheSmallestValidUntiedMargins) {
     w.logit = 10;
     w.margin = margins[i];
     w.margin_ulps = margins[i] / std::ldexp(1.0, -20);
+    w.margin_dtype_ulps = w.margin_ulps;  // f32 logits: their own ulps are f32 ulps
     w.ties = margins[i] == 0 ? 2 : 1;
     w.cls = margins[i] == 0 ? WitnessClass::kTie : WitnessClass::kUnbounded;
     run.witnesses.push_back(w);
@@ -141,6 +142,37 @@ TEST(WitnessEvidence, TightestAreTheSmallestValidUntiedMargins) {
   EXPECT_EQ(e.margin.total(), 5);
   EXPECT_EQ(e.margin.counts[static_cast<std::size_t>(-3 - e.margin.log2_min)], 2);            // 0.125 = 2^-3
   EXPECT_EQ(e.margin_ulps.counts[static_cast<std::size_t>(17 - e.margin_ulps.log2_min)], 2);  // 2^17 ulps
+}
+
+TEST(BoundFigures, AnUtilizationThatIsNotAShareSaysWhy) {
+  // Inside its interval every value uses a finite share (<= 1); a NaN, or a value outside on a
+  // side where the interval does not extend past y*, has none: "inf" in the JSON, and a note
+  // with the counts that explain it.
+  BoundFigures s;
+  s.elements = 4096;
+  s.max_utilization = 0.25;
+  EXPECT_EQ(s.utilization_note(), "");
+  s.max_utilization = std::numeric_limits<double>::infinity();
+  s.outside = 3;
+  EXPECT_EQ(s.utilization_note().rfind("not defined: 3 value(s) outside their accepted interval", 0), 0u)
+      << s.utilization_note();
+  s.outside = 0;
+  s.nonfinite = 2;
+  EXPECT_EQ(s.utilization_note(), "not defined: 2 non-finite value(s)");
+  CheckResult c;
+  c.id = "lm_head/bound";
+  c.kind = CheckKind::kBound;
+  BoundEvidence e;
+  e.outputs.push_back(OutputBound{});
+  e.outputs[0].output = "y_unpacked";
+  e.outputs[0].stats = s;
+  c.evidence = e;
+  const Json j = check_json(c)["stats"]["outputs"]["y_unpacked"];
+  EXPECT_EQ(j["max_utilization"], "inf");  // kept for existing readers
+  EXPECT_EQ(j["max_utilization_note"], "not defined: 2 non-finite value(s)");
+  e.outputs[0].stats.max_utilization = 0.5;
+  c.evidence = e;
+  EXPECT_FALSE(check_json(c)["stats"]["outputs"]["y_unpacked"].contains("max_utilization_note"));
 }
 
 // ---- hostile strings ------------------------------------------------------------------------

@@ -53,6 +53,8 @@ Witness witness(std::int32_t token, bool ok) {
   w.row_xxh3 = "0123456789abcdef0123456789abcdef";
   w.ok = ok;
   w.failure = ok ? "" : "token " + std::to_string(token) + " is not the row's maximum";
+  w.logits_dtype = DType::kBf16;
+  w.margin_dtype_ulps = 4.0;
   return w;
 }
 
@@ -94,6 +96,7 @@ ForkSide fork_side(std::int32_t own, std::int32_t other) {
   s.other_rank = 2;
   s.gap = 0.25;
   s.gap_ulps = 1048576;
+  s.gap_dtype_ulps = 16;
   s.exact_tie = true;
   s.eps_own = 1e-6;
   s.eps_other = 2e-6;
@@ -204,6 +207,7 @@ Evidence sample(Of<WitnessEvidence>) {
   e.first_failure = witness(8, false);
   e.margin = histogram(-30, 10, 3);
   e.margin_ulps = histogram(-1, 40, 4);
+  e.logits_dtype = DType::kF16;
   e.tightest = {witness(3, true), witness(4, true), witness(5, true)};
   return e;
 }
@@ -247,6 +251,19 @@ Evidence sample(Of<LogitsEvidence>) {
   e.series.kl_max = {1e-6, std::numeric_limits<double>::infinity(), 0, 2e-3};
   e.series.max_abs = {0.5, 1.5, 0, 0.25};
   e.series.top1_agree = {2, 1, 2, 1};
+  e.policy_source = "default: A's logits are f32, B's bf16";
+  e.dtype_a = DType::kF32;
+  e.dtype_b = DType::kBf16;
+  Fork f;
+  f.row = 3;
+  f.position = 9;
+  f.token_a = 4;
+  f.token_b = 5;
+  f.a = fork_side(4, 5);
+  f.b = fork_side(5, 4);
+  f.cls = ForkClass::kTie;
+  f.why = "B's row holds tokens 4 and 5 as bit-identical maxima";
+  e.forks = {f};
   return e;
 }
 

@@ -75,7 +75,9 @@ TEST(OptionTables, DefaultsAreReadFromTheOptionsStructs) {
   EXPECT_EQ(context->shown_default(certify::ForksOptions{}), "8");
   const auto* policy = certify::find_by_key(certify::compare_option_table(), "policy");
   ASSERT_NE(policy, nullptr);
-  EXPECT_EQ(policy->shown_default(certify::CompareOptions{}), "bitwise");
+  // No single default: bitwise, or forks for runs whose logits differ in dtype (the help says so).
+  EXPECT_EQ(policy->shown_default(certify::CompareOptions{}), std::nullopt);
+  EXPECT_NE(policy->described().find("default: bitwise, or forks where"), std::string::npos);
   const auto* logit_error = certify::find_by_key(certify::check_option_table(), "logit_error");
   ASSERT_NE(logit_error, nullptr);
   EXPECT_TRUE(logit_error->nullable);
@@ -111,8 +113,9 @@ TEST(OptionTables, ManifestEntriesSetTheFieldsTheFlagsSet) {
   auto compare = certify::compare_options(
       entry(EntryKind::kCompare, Json{{"policy", "ulp:4"}, {"tensor_policy", "abs:1e-3"}}), {});
   ASSERT_TRUE(compare.ok()) << compare.status().to_string();
-  EXPECT_EQ(compare->policy.kind, certify::Policy::Kind::kUlp);
-  EXPECT_EQ(compare->policy.ulp, 4u);
+  ASSERT_TRUE(compare->policy.has_value());  // unset, each run pair takes its default
+  EXPECT_EQ(compare->policy->kind, certify::Policy::Kind::kUlp);
+  EXPECT_EQ(compare->policy->ulp, 4u);
   ASSERT_TRUE(compare->tensor_policy.has_value());
   EXPECT_EQ(compare->tensor_policy->kind, certify::Policy::Kind::kAbs);
 }
