@@ -107,8 +107,10 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output, bool failed) 
     s +=
         "<figure class=\"bound\">" + svg_histogram(o.error_over_bound, plot) + "<figcaption>" + name + ": " +
         count_text(o.stats.elements) + " values; max |y &#8722; y*| / B " + num(o.stats.max_error_over_bound) +
-        ", max share of the accepted interval " + num(o.stats.max_utilization) + ", " +
-        count_text(o.stats.single_valued) + " pinned to a single value, " + count_text(o.stats.outside) + " outside" +
+        ", max share of the accepted interval " +
+        (o.stats.utilization_note().empty() ? num(o.stats.max_utilization) : markup(o.stats.utilization_note())) +
+        ", " + count_text(o.stats.single_valued) + " pinned to a single value, " + count_text(o.stats.outside) +
+        " outside" +
         (f32_output ? "" : " (bf16 output: its rounding is part of |y &#8722; y*|, so ratios above 1 can lie inside)") +
         "</figcaption></figure>";
     if (!o.outside.counts.empty()) {
@@ -200,17 +202,19 @@ std::string witness_section(const CheckResult& c, const WitnessEvidence& e) {
   abs_plot.other_label = "not finite";
   HistogramPlot ulp_plot = abs_plot;
   ulp_plot.attributes = "data-unit=\"ulp\"";
-  ulp_plot.caption = "margin over the runner-up (ulps of the emitted logit)";
+  ulp_plot.caption =
+      "margin over the runner-up (" + std::string(dtype_name(e.logits_dtype)) + " ulps of the emitted logit)";
   s += "<figure>" + svg_histogram(e.margin, abs_plot) + "</figure><figure>" + svg_histogram(e.margin_ulps, ulp_plot) +
        "</figure>";
   if (!e.tightest.empty()) {
     s += "<table class=\"tightest\"><caption>the tightest emissions</caption><tr>" + th("position") + th("token") +
-         th("logit") + th("runner-up") + th("margin") + th("ulps") + th("class") + "</tr>";
+         th("logit") + th("runner-up") + th("margin") + th(std::string(dtype_name(e.logits_dtype)) + " ulps") +
+         th("class") + "</tr>";
     for (const Witness& w : e.tightest) {
       s += "<tr>" + td(std::to_string(w.position)) + td(std::to_string(w.token)) +
            td(markup_fixed(format_f32(w.logit))) +
            td(std::to_string(w.runner_up) + " (" + markup_fixed(format_f32(w.runner_up_logit)) + ")") +
-           td(num(w.margin)) + td(num(w.margin_ulps)) + td(markup(witness_class_name(w.cls))) + "</tr>";
+           td(num(w.margin)) + td(num(w.margin_dtype_ulps)) + td(markup(witness_class_name(w.cls))) + "</tr>";
     }
     s += "</table>";
   }
@@ -232,7 +236,9 @@ std::string percentile_row(const std::string& name, const Distribution& d) {
 std::string logits_section(const CheckResult& c, const LogitsEvidence& e) {
   std::string s = "<section class=\"subject logits\" data-check=\"" + markup(c.id) + "\"><h3>" + id_markup(c.id) + " " +
                   verdict_badge(c.verdict) + "</h3><p class=\"reason\">" + markup(c.reason) + "</p>";
-  s += "<table class=\"facts\">" + fact("policy", "<code>" + markup(e.policy) + "</code>") +
+  s += "<table class=\"facts\">" +
+       fact("policy", "<code>" + markup(e.policy) + "</code>" +
+                          (e.policy_source.empty() ? std::string() : " (" + markup(e.policy_source) + ")")) +
        fact("rows",
             count_text(e.matched) + " matched of " + count_text(e.compared) + " compared (A " + count_text(e.rows_a) +
                 ", B " + count_text(e.rows_b) + ")" +
@@ -241,13 +247,26 @@ std::string logits_section(const CheckResult& c, const LogitsEvidence& e) {
        fact("top-1 agreement", num(100 * e.top1_agreement) + " % (&#177; " + num(100 * e.top1_agreement_stderr) + ")") +
        fact("top-5 / top-10 overlap", num(e.top5_overlap_mean) + " / " + num(e.top10_overlap_mean)) +
        fact("KL(A||B) mean, JSD max", num(e.kl_mean) + ", " + num(e.jsd_max)) +
-       fact("max ulps", (e.max_ulp == reference::kUlpInfinite ? std::string("inf")
-                                                              : count_text(static_cast<long long>(e.max_ulp))) +
-                            (e.max_ulp_row >= 0 && ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)
-                                 ? " counted through zero (row " + std::to_string(e.max_ulp_row) + " col " +
-                                       std::to_string(e.max_ulp_col) + ": " + num(e.max_ulp_a) + " vs " +
-                                       num(e.max_ulp_b) + ", opposite signs or a zero: not a measure of closeness)"
-                                 : std::string())) +
+       (e.dtype_a != e.dtype_b
+            ? fact("largest difference", e.max_ulp_row >= 0
+                                             ? "row " + std::to_string(e.max_ulp_row) + " col " +
+                                                   std::to_string(e.max_ulp_col) + ": " + num(e.max_ulp_a) + " (" +
+                                                   markup(dtype_name(e.dtype_a)) + ") vs " + num(e.max_ulp_b) + " (" +
+                                                   markup(dtype_name(e.dtype_b)) + "), |d| " +
+                                                   num(std::fabs(static_cast<double>(e.max_ulp_b) - e.max_ulp_a)) +
+                                                   ", relative " + num(relative_difference(e.max_ulp_a, e.max_ulp_b))
+                                             : std::string("none"))
+            : std::string()) +
+       (e.dtype_a != e.dtype_b
+            ? std::string()
+            : fact("max ulps",
+                   (e.max_ulp == reference::kUlpInfinite ? std::string("inf")
+                                                         : count_text(static_cast<long long>(e.max_ulp))) +
+                       (e.max_ulp_row >= 0 && ulps_cross_zero(e.max_ulp_a, e.max_ulp_b)
+                            ? " counted through zero (row " + std::to_string(e.max_ulp_row) + " col " +
+                                  std::to_string(e.max_ulp_col) + ": " + num(e.max_ulp_a) + " vs " + num(e.max_ulp_b) +
+                                  ", opposite signs or a zero: not a measure of closeness)"
+                            : std::string()))) +
        fact("failing", count_text(e.failing_rows) + " rows" +
                            (e.element_policy ? ", " + count_text(e.failing_elements) + " elements" : "")) +
        "</table>";
@@ -315,12 +334,14 @@ std::string tensor_table(const Report& report) {
 
 std::string top_table(const char* side, const ForkSide& s, const std::vector<std::string>& text, std::int32_t own,
                       std::int32_t other) {
+  // Margins and gaps in ulps of the run's own logits type (bf16 values are 2^16 f32 ulps apart).
+  const std::string unit = std::string(dtype_name(s.witness.logits_dtype)) + " ulps";
   std::string t = "<div class=\"side\"><p class=\"side-head\">run " + std::string(side) + ": emits " +
-                  std::to_string(own) + " (margin " + num(s.witness.margin) + ", " + num(s.witness.margin_ulps) +
-                  " ulps); the other run's " + std::to_string(other) + " ranks " + std::to_string(s.other_rank) +
-                  ", gap " + num(s.gap) + " (" + num(s.gap_ulps) + " ulps)</p><table class=\"topk side-" + side +
-                  "\"><tr>" + th("rank") + th("token") + (text.empty() ? "" : th("text")) + th("logit") + th("gap") +
-                  "</tr>";
+                  std::to_string(own) + " (margin " + num(s.witness.margin) + ", " + num(s.witness.margin_dtype_ulps) +
+                  " " + unit + "); the other run's " + std::to_string(other) + " ranks " +
+                  std::to_string(s.other_rank) + ", gap " + num(s.gap) + " (" + num(s.gap_dtype_ulps) + " " + unit +
+                  ")</p><table class=\"topk side-" + side + "\"><tr>" + th("rank") + th("token") +
+                  (text.empty() ? "" : th("text")) + th("logit") + th("gap") + "</tr>";
   for (std::size_t i = 0; i < s.top.size(); ++i) {
     const TopEntry& e = s.top[i];
     const std::string css = e.token == own ? " class=\"own\"" : e.token == other ? " class=\"other\"" : "";
