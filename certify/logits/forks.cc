@@ -96,6 +96,9 @@ Result<SideHead> side_head(const DumpReader& reader, const LogitsRunInfo& run, c
   s.head = find_lm_head(reader.model(), run.name);
   if (!s.head) {
     s.unusable = std::string(side) + " has no lm_head projection for run " + run.name;
+    if (const std::string hint = undeclared_lm_head_hint(reader.model(), run); !hint.empty()) {
+      s.unusable += " (" + hint + ")";
+    }
     return s;
   }
   s.unusable = lm_head_unusable(*s.head);

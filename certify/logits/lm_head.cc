@@ -18,6 +18,26 @@ const ProjectionInfo* find_lm_head(const DumpModel& model, const std::string& ru
   return nullptr;
 }
 
+std::string undeclared_lm_head_hint(const DumpModel& model, const LogitsRunInfo& run) {
+  for (const ProjectionInfo& p : model.projections) {
+    // Only a projection that says it is an lm_head (by role or name): a width that happens to
+    // match the vocabulary is no reason to advise declaring an MLP projection one.
+    const bool named = p.role == "lm_head" || p.name.find("lm_head") != std::string::npos;
+    if (!named || !p.has_y_unpacked || p.n != run.vocab) continue;
+    if (p.role == "lm_head" && p.logits_run == run.name) return "";
+    std::string missing;
+    if (p.role != "lm_head")
+      missing = "role = \"lm_head\"" + std::string(p.role.empty() ? "" : " (it has \"" + p.role + "\")");
+    if (p.logits_run != run.name) {
+      missing += (missing.empty() ? "" : " and ") + std::string("logits_run = \"") + run.name + "\"" +
+                 (p.logits_run.empty() ? "" : " (it has \"" + p.logits_run + "\")");
+    }
+    return "projection " + p.name + " has a y_unpacked as wide as the run's vocabulary (" + std::to_string(run.vocab) +
+           ") but is not declared as its lm_head: give it " + missing;
+  }
+  return "";
+}
+
 std::string lm_head_unusable(const ProjectionInfo& head) {
   if (!head.has_y_unpacked) {
     return "lm_head " + head.name + " has no y_unpacked, so nothing ties its intervals to the logits rows";
@@ -168,6 +188,7 @@ Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRu
   }
   LogitErrorModel m = absolute_error_model(logit_error);
   if (head) m.source += " (" + lm_head_unusable(*head) + ")";
+  if (!head) m.hint = undeclared_lm_head_hint(reader.model(), run);
   return m;
 }
 

@@ -21,6 +21,11 @@ namespace ncert::certify {
 /// The lm_head projection of run `run` in the dump, or nullptr.
 const ProjectionInfo* find_lm_head(const DumpModel& model, const std::string& run);
 
+/// Where run `run` has no lm_head: a projection that looks like it (role "lm_head" or a name
+/// containing it, and a y_unpacked as wide as the run's vocabulary) but lacks the attributes
+/// that tie it to the run, as advice naming them; "" otherwise.
+std::string undeclared_lm_head_hint(const DumpModel& model, const LogitsRunInfo& run);
+
 /// Why the lm_head's intervals cannot bound the run's logits rows without reading any row (no
 /// y_unpacked to tie them to), or "" when they can once the rows are seen to match.
 std::string lm_head_unusable(const ProjectionInfo& head);
@@ -72,7 +77,9 @@ struct LogitErrorModel {
   enum class Kind : std::uint8_t { kNone, kAbsolute, kLmHead } kind = Kind::kNone;
   double absolute = 0;
   std::string source = "none";  ///< "lm_head projection P", "--logit-error 0.01", "none"
-  std::string head_dataset;     ///< kLmHead: the y_unpacked the logits rows must equal
+  /// Without an lm_head: what would give the run one (undeclared_lm_head_hint), "" if unknown.
+  std::string hint;
+  std::string head_dataset;  ///< kLmHead: the y_unpacked the logits rows must equal
   DType head_output = DType::kF32;
   std::vector<RowIntervals> intervals;  ///< kLmHead: per row
 };

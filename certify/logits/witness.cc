@@ -302,10 +302,11 @@ CheckResult witness_check(const RunWitnesses& r) {
 std::vector<CheckResult> witness_checks(const RunWitnesses& r) {
   std::vector<CheckResult> out = {witness_check(r)};
   if (r.model.kind == LogitErrorModel::Kind::kNone) {
-    out.push_back(skipped("logits/" + r.run + "/intervals", "logits/" + r.run, CheckKind::kWitness,
-                          "no error model (" + r.model.source +
-                              "): the margins are not certified; dump the run's lm_head projection with its "
-                              "y_unpacked, or pass --logit-error"));
+    out.push_back(
+        skipped("logits/" + r.run + "/intervals", "logits/" + r.run, CheckKind::kWitness,
+                "no error model (" + r.model.source + "): the margins are not certified; " +
+                    (r.model.hint.empty() ? "dump the run's lm_head projection with its y_unpacked" : r.model.hint) +
+                    ", or pass --logit-error"));
   }
   return out;
 }

@@ -107,6 +107,26 @@ TEST(Witness, WithoutAnErrorModelTheClassIsUnboundedNotAFailure) {
   EXPECT_EQ(stats(*c)["error_source"], "none");
 }
 
+TEST(Witness, AnLmHeadWithoutItsAttributesIsNamedWithTheOnesToAdd) {
+  // The tiny preset's lm_head without role and logits_run: the run has no error model, and the
+  // skip names the projection and both attributes instead of asking to dump what is there.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "undeclared_head.h5");
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  EXPECT_GE(H5Adelete_by_name(f, "/projections/lm_head_greedy", "role", H5P_DEFAULT), 0);
+  EXPECT_GE(H5Adelete_by_name(f, "/projections/lm_head_greedy", "logits_run", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  const Report r = witness(path);
+  const CheckResult* c = find_check(r, "logits/greedy/intervals");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kSkip);
+  EXPECT_NE(c->reason.find("projection lm_head_greedy has a y_unpacked as wide as the run's vocabulary (256) but is "
+                           "not declared as its lm_head: give it role = \"lm_head\" and logits_run = \"greedy\""),
+            std::string::npos)
+      << c->reason;
+  EXPECT_EQ(c->reason.find("dump the run's lm_head"), std::string::npos) << c->reason;
+}
+
 TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
   const Index T = 4, V = 300;
   auto rows = clear_rows(T, V);
