@@ -105,6 +105,17 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   return out;
 }
 
+/// "y_unpacked 1168 of 4096, y_packed 1168 of 4096": each output buffer's own count (a sum over
+/// the buffers counts the same wrong row up to three times, once per buffer holding it).
+std::string outside_per_output(const BoundEvidence& e) {
+  std::string t;
+  for (const OutputBound& o : e.outputs) {
+    if (!t.empty()) t += ", ";
+    t += o.output + " " + std::to_string(o.stats.outside) + " of " + std::to_string(o.stats.elements);
+  }
+  return t;
+}
+
 }  // namespace
 
 CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options) {
@@ -168,8 +179,8 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
     r.verdict = Verdict::kFail;
     r.reason = name + " " + detail::where(el.row, el.col, slot) + ": " + detail::value_text(el.value, info.output) +
                " outside [" + format_float(el.accept.lo) + ", " + format_float(el.accept.hi) + "] (reference " +
-               format_short(el.center) + ", B = " + format_short(el.bound) + "); " + std::to_string(e.outside) +
-               " of " + std::to_string(e.elements) + " values outside";
+               format_short(el.center) + ", B = " + format_short(el.bound) +
+               "); values outside: " + outside_per_output(e);
     r.reason.append(" (").append(declarations_text(info)).append(")");
     if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
       e.diagnosis = diagnose_declarations(f, options);
