@@ -117,6 +117,7 @@ std::map<std::string, InputPin> pin_inputs(const Manifest& manifest) {
     for (const std::string& path : entry_files(e)) pins[path].path = path;
   }
   std::vector<InputPin*> all;
+  all.reserve(pins.size());
   for (auto& [path, pin] : pins) all.push_back(&pin);
   hash_pins(all);
   // A file written while it was hashed gets one more try; one that moves again is unstable.
