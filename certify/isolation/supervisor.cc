@@ -156,6 +156,11 @@ struct IsolatedJobs::Job {
     } else if (stop_killed) {
       end.kind = ChildEnd::Kind::kInterrupted;
       end.signal = g_received;
+    } else if (end.signal == SIGINT || end.signal == SIGTERM) {
+      // Nothing in ncert raises these: a terminal's Ctrl-C reaches the whole process group, so
+      // the child can die of it before the supervisor's handler has even run (and a campaign
+      // would then journal the stop as a crash of that item). It is a stop, never a verdict.
+      end.kind = ChildEnd::Kind::kInterrupted;
     } else {
       end.kind =
           page->depth.load(std::memory_order_acquire) > 0 ? ChildEnd::Kind::kCrashedInHdf5 : ChildEnd::Kind::kCrashed;
