@@ -24,7 +24,6 @@ std::string undeclared_lm_head_hint(const DumpModel& model, const LogitsRunInfo&
     // match the vocabulary is no reason to advise declaring an MLP projection one.
     const bool named = p.role == "lm_head" || p.name.find("lm_head") != std::string::npos;
     if (!named || !p.has_y_unpacked || p.n != run.vocab) continue;
-    if (p.role == "lm_head" && p.logits_run == run.name) return "";
     std::string missing;
     if (p.role != "lm_head")
       missing = "role = \"lm_head\"" + std::string(p.role.empty() ? "" : " (it has \"" + p.role + "\")");

@@ -21,7 +21,7 @@ namespace ncert::certify {
 /// The lm_head projection of run `run` in the dump, or nullptr.
 const ProjectionInfo* find_lm_head(const DumpModel& model, const std::string& run);
 
-/// Where run `run` has no lm_head: a projection that looks like it (role "lm_head" or a name
+/// Where run `run` has no lm_head (find_lm_head found none): a projection that looks like it (role "lm_head" or a name
 /// containing it, and a y_unpacked as wide as the run's vocabulary) but lacks the attributes
 /// that tie it to the run, as advice naming them; "" otherwise.
 std::string undeclared_lm_head_hint(const DumpModel& model, const LogitsRunInfo& run);

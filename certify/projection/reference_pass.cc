@@ -7,7 +7,6 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <optional>
 #include <vector>
 
 #include "certify/projection/checks.h"

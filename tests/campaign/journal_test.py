@@ -231,6 +231,17 @@ class CampaignJournal(unittest.TestCase):
         self.assertEqual(json.loads(after[len(old)])["line"]["ncert_campaign_journal"], 2)
         self.assertEqual(len(after) - len(old) - 1, fresh["stats"]["work_items"])
 
+    def start_until_journaled(self, args, journal, **popen):
+        """Starts a campaign and returns it running once its journal holds 3 finished items."""
+        p = subprocess.Popen(args, cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+        deadline = time.time() + 60
+        while time.time() < deadline and p.poll() is None:
+            if os.path.exists(journal) and len(journal_lines(journal)) >= 4:
+                break
+            time.sleep(0.005)
+        self.assertIsNone(p.poll(), "the campaign ended before the signal")
+        return p
+
     def test_a_signal_ends_the_campaign_without_a_report_and_resume_finishes_it(self):
         manifest = self.write_manifest(extra_checks=24)
         _, fresh, _ = self.fresh(manifest)
@@ -238,15 +249,9 @@ class CampaignJournal(unittest.TestCase):
             with self.subTest(signal=sig.name):
                 tag = "stopped-" + sig.name
                 journal, out = self.path(tag + ".journal"), self.path(tag + ".json")
-                p = subprocess.Popen([NCERT, "campaign", manifest, "--journal", journal, "--json", out, "--quiet",
-                                      "--workers", "1", "--threads", "1"], cwd=self.dir, start_new_session=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                deadline = time.time() + 60
-                while time.time() < deadline and p.poll() is None:
-                    if os.path.exists(journal) and len(journal_lines(journal)) >= 4:
-                        break
-                    time.sleep(0.005)
-                self.assertIsNone(p.poll(), "the campaign ended before the signal")
+                p = self.start_until_journaled([NCERT, "campaign", manifest, "--journal", journal, "--json", out,
+                                                "--quiet", "--workers", "1", "--threads", "1"], journal,
+                                               start_new_session=True)
                 if group:
                     os.killpg(p.pid, sig)  # as a terminal's Ctrl-C: the campaign and its items
                 else:
@@ -304,14 +309,7 @@ class CampaignJournal(unittest.TestCase):
         state, out = self.path("state/ci"), self.path("stopped.json")
         journal = os.path.join(state, "campaign.json.journal")
         args = [NCERT, "campaign", manifest, "--state", state, "--json", out, "--quiet"]
-        p = subprocess.Popen(args + ["--workers", "1", "--threads", "1"], cwd=self.dir,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline and p.poll() is None:
-            if os.path.exists(journal) and len(journal_lines(journal)) >= 4:
-                break
-            time.sleep(0.005)
-        self.assertIsNone(p.poll(), "the campaign ended before the signal")
+        p = self.start_until_journaled(args + ["--workers", "1", "--threads", "1"], journal)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=60)
         self.assertIn(p.returncode, (-signal.SIGTERM, 128 + signal.SIGTERM), err)
