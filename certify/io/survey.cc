@@ -19,6 +19,7 @@ bool mul_overflows(Index a, Index b, Index* out) { return __builtin_mul_overflow
 /// A hard link found by the walk, with what its object is.
 struct HardLink {
   std::string path;
+  std::string name;  ///< the link's name in its group
   H5O_type_t type = H5O_TYPE_UNKNOWN;
   haddr_t addr = HADDR_UNDEF;
 };
@@ -51,6 +52,7 @@ herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
     case H5L_TYPE_HARD: {
       HardLink h;
       h.path = path;
+      h.name = name;
       w->hard.push_back(std::move(h));
       break;
     }
@@ -96,9 +98,10 @@ void walk_tree(LinkWalk& w, int max_depth) {
   for (std::size_t next = 0; next < queue.size() && !w.over_limit; ++next) {
     const auto [group, depth] = queue[next];
     const std::size_t first_new = w.hard.size();
+    Hid g;
     {
       Hdf5Activity activity("listing", group + " in " + *w.file_name);
-      Hid g = own_group(H5Gopen2(w.file, group.c_str(), H5P_DEFAULT));
+      g = own_group(H5Gopen2(w.file, group.c_str(), H5P_DEFAULT));
       if (!g.valid()) {
         w.findings.push_back(
             {Severity::kError, ErrorCode::kHdf5, group, "cannot open the group: " + hdf5_error_text()});
@@ -115,7 +118,9 @@ void walk_tree(LinkWalk& w, int max_depth) {
       HardLink& h = w.hard[i];
       Hdf5Activity activity("reading the object header of", h.path + " in " + *w.file_name);
       H5O_info_t oi{};
-      if (H5Oget_info_by_name2(w.file, h.path.c_str(), &oi, H5O_INFO_BASIC, w.lapl) < 0) {
+      // Looked up in the open group, not from the root by full path: one B-tree search instead
+      // of one per level (24,000 projections: the walk's lookups were a quarter of the survey).
+      if (H5Oget_info_by_name2(g.get(), h.name.c_str(), &oi, H5O_INFO_BASIC, w.lapl) < 0) {
         hdf5_error_text();  // cleared; the object is reported when it is read below
         continue;
       }
@@ -319,7 +324,7 @@ Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_si
 
 /// Validates one dataset's storage and type; fills `info` and appends findings. Storage comes
 /// first: a virtual dataset must be refused before anything could read through it.
-bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const TypedAttrs& attrs, std::uint64_t file_size,
+bool inspect_dataset(hid_t ds, const std::string& path, const TypedAttrs& attrs, std::uint64_t file_size,
                      DatasetInfo* info, std::vector<Finding>* findings) {
   auto refused = [&](const Status& s) {
     findings->push_back({Severity::kError, s.code(), path, s.message()});
@@ -327,14 +332,12 @@ bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const Type
   };
   info->path = path;
   for (const auto& [name, v] : attrs) info->attributes.push_back({name, v});
-  Hid ds = own_dataset(H5Dopen2(file, path.c_str(), dapl));
-  if (!ds.valid()) return refused(hdf5_failure(ErrorCode::kHdf5, "cannot open dataset"));
-  Hid dcpl = own_plist(H5Dget_create_plist(ds.get()));
+  Hid dcpl = own_plist(H5Dget_create_plist(ds));
   if (!dcpl.valid()) return refused(Status(ErrorCode::kHdf5, "cannot read creation properties"));
   const H5D_layout_t layout = H5Pget_layout(dcpl.get());
   if (Status s = refuse_foreign_storage(dcpl.get(), layout); !s.ok()) return refused(s);
-  if (Status s = read_shape(ds.get(), info); !s.ok()) return refused(s);
-  if (Status s = read_dtype(ds.get(), attrs, info); !s.ok()) return refused(s);
+  if (Status s = read_shape(ds, info); !s.ok()) return refused(s);
+  if (Status s = read_dtype(ds, attrs, info); !s.ok()) return refused(s);
   if (layout == H5D_CHUNKED) {
     info->layout = Layout::kChunked;
     if (Status s = read_chunking(dcpl.get(), info); !s.ok()) return refused(s);
@@ -342,7 +345,7 @@ bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const Type
   } else {
     info->layout = layout == H5D_COMPACT ? Layout::kCompact : Layout::kContiguous;
   }
-  if (Status s = check_storage_bounds(ds.get(), layout, file_size, info); !s.ok()) return refused(s);
+  if (Status s = check_storage_bounds(ds, layout, file_size, info); !s.ok()) return refused(s);
   return true;
 }
 
@@ -367,7 +370,7 @@ void soft_link_findings(const std::vector<std::pair<std::string, std::string>>& 
 /// Opens every hard-linked object once: refuses an object reached under two names (two hard
 /// links would let an identity check compare a dataset with itself), reads its attributes, and
 /// records groups and inspected datasets in the model.
-void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, hid_t lapl, Surveyed& s,
+void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, Surveyed& s,
                     std::vector<Finding>& findings) {
   DumpModel& m = impl.model;
   std::set<std::string>& groups = s.groups;
@@ -389,7 +392,8 @@ void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, h
       failed.insert(hp);
       continue;
     }
-    Hid obj = own_object(H5Oopen(impl.file.get(), hp.c_str(), lapl));
+    // By the address the walk read from its link: no path to resolve again from the root.
+    Hid obj = own_object(H5Oopen_by_addr(impl.file.get(), link.addr));
     if (!obj.valid()) {
       findings.push_back({Severity::kError, ErrorCode::kHdf5, hp, "cannot open object: " + hdf5_error_text()});
       failed.insert(hp);
@@ -410,7 +414,7 @@ void survey_objects(DumpReader::Impl& impl, const std::vector<HardLink>& hard, h
       m.groups.push_back(std::move(g));
     } else if (link.type == H5O_TYPE_DATASET) {
       DatasetInfo info;
-      if (inspect_dataset(impl.file.get(), impl.dapl.get(), hp, *obj_attrs, impl.file_size, &info, &findings)) {
+      if (inspect_dataset(obj.get(), hp, *obj_attrs, impl.file_size, &info, &findings)) {
         m.datasets.push_back(std::move(info));
       } else {
         failed.insert(hp);
@@ -479,7 +483,7 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   std::sort(walk.hard.begin(), walk.hard.end(), [](const HardLink& a, const HardLink& b) { return a.path < b.path; });
   std::vector<Finding> findings = std::move(walk.findings);
   soft_link_findings(walk.soft, &findings);
-  survey_objects(*impl, walk.hard, lapl.get(), s, findings);
+  survey_objects(*impl, walk.hard, s, findings);
   std::sort(m.datasets.begin(), m.datasets.end(),
             [](const DatasetInfo& a, const DatasetInfo& b) { return a.path < b.path; });
   m.findings = std::move(findings);
