@@ -1,7 +1,9 @@
-// Benchmark of the exact reference (issue 3): M = 128, K = 5120, N = 16480 with (a) BF16 and
-// (b) AF4 affine (group 64) weights. In the same process and on the same threads it times one
-// Eigen f64 GEMM of the same shape (the baseline) and reports reference / GEMM. Repetitions are
-// interleaved (GEMM, bf16 reference, AF4 reference, then again), and the ratio reported is the
+// Benchmark of the exact reference: M = 128, K = 5120, N = 16480 with (a) BF16 and (b) AF4
+// affine (group 64) weights. In the same process and on the same threads it times one f64 GEMM
+// of the same shape through Eigen and, when built with it, through OpenBLAS (cblas_dgemm of the
+// pthread build, the fastest f64 GEMM Debian ships: the floor the reference is held to), and
+// reports reference / GEMM against each. Repetitions are interleaved (GEMMs, bf16 reference,
+// AF4 reference, then again), and the ratio reported is the
 // median of the per-repetition ratios: this machine is shared, and a load change between two
 // separate medians would move their quotient. The references run first, so the peak RSS reported
 // is the reference's own (the f64 baseline alone needs 675 MB for W).
@@ -28,6 +30,10 @@
 #include "reference/float_bits.h"
 #include "reference/linear.h"
 #include "tools/bench/bench_common.h"
+
+#if NCERT_BENCH_OPENBLAS
+#include <cblas.h>
+#endif
 
 namespace {
 
@@ -120,32 +126,73 @@ int run_speed(int reps) {
   time_reference(af4);
   const double rss_after_ref = bench::peak_rss_mib();
 
-  // Baseline: one Eigen f64 GEMM of the same shape, on the same threads (Eigen's own OpenMP).
+  // Baselines: one f64 GEMM of the same shape on the same threads, Eigen's (its own OpenMP)
+  // and OpenBLAS's (its own pthreads, told the same count).
   Eigen::MatrixXd a = Eigen::MatrixXd::Random(kM, kK);
   Eigen::MatrixXd b = Eigen::MatrixXd::Random(kK, kN);
   Eigen::MatrixXd c(kM, kN);
   c.noalias() = a * b;  // warm-up
-  std::vector<double> g, rb, ra, ratio_b, ratio_a;
+#if NCERT_BENCH_OPENBLAS
+  Eigen::MatrixXd c_blas(kM, kN);
+  auto blas_gemm = [&] {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kM), static_cast<int>(kN),
+                static_cast<int>(kK), 1.0, a.data(), static_cast<int>(kM), b.data(), static_cast<int>(kK), 0.0,
+                c_blas.data(), static_cast<int>(kM));
+  };
+  blas_gemm();  // warm-up
+#endif
+  std::vector<double> g, o, rb, ra, ratio_b, ratio_a, ratio_bo, ratio_ao;
   for (int r = 0; r < reps; ++r) {
-    const double t0 = bench::now_seconds();
+    double t0 = bench::now_seconds();
     c.noalias() = a * b;
     g.push_back(bench::now_seconds() - t0);
+#if NCERT_BENCH_OPENBLAS
+    t0 = bench::now_seconds();
+    blas_gemm();
+    o.push_back(bench::now_seconds() - t0);
+#endif
     rb.push_back(time_reference(bf16));
     ra.push_back(time_reference(af4));
     ratio_b.push_back(rb.back() / g.back());
     ratio_a.push_back(ra.back() / g.back());
+    if (!o.empty()) {
+      ratio_bo.push_back(rb.back() / o.back());
+      ratio_ao.push_back(ra.back() / o.back());
+    }
   }
-  const double gemm = bench::median(g);
-  const double gflops = 2.0 * kM * kK * kN / gemm * 1e-9;
-  std::printf("eigen f64 gemm       %8.3f s  (%.1f GFLOP/s)\n", gemm, gflops);
-  std::printf("reference bf16       %8.3f s  ratio %.2f x gemm (per-rep ratios %.2f..%.2f)\n", bench::median(rb),
-              bench::median(ratio_b), *std::min_element(ratio_b.begin(), ratio_b.end()),
-              *std::max_element(ratio_b.begin(), ratio_b.end()));
-  std::printf("reference af4 (g64)  %8.3f s  ratio %.2f x gemm (per-rep ratios %.2f..%.2f)\n", bench::median(ra),
-              bench::median(ratio_a), *std::min_element(ratio_a.begin(), ratio_a.end()),
-              *std::max_element(ratio_a.begin(), ratio_a.end()));
+  auto gemm_line = [](const char* name, const std::vector<double>& t) {
+    const double s = bench::median(t);
+    std::printf("%-20s %8.3f s  (%.1f GFLOP/s)\n", name, s, 2.0 * kM * kK * kN / s * 1e-9);
+  };
+  auto ratio_line = [](const char* name, const std::vector<double>& t, const std::vector<double>& ratio,
+                       const char* base) {
+    std::printf("%-20s %8.3f s  ratio %.2f x %s (per-rep ratios %.2f..%.2f)\n", name, bench::median(t),
+                bench::median(ratio), base, *std::min_element(ratio.begin(), ratio.end()),
+                *std::max_element(ratio.begin(), ratio.end()));
+  };
+  gemm_line("eigen f64 gemm", g);
+  if (!o.empty()) {
+    gemm_line("openblas f64 gemm", o);
+    std::vector<double> eo(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) eo[i] = g[i] / o[i];
+    std::printf("eigen / openblas     %8.2f x\n", bench::median(eo));
+  } else {
+    std::printf("openblas f64 gemm    not built (libopenblas-pthread-dev missing): Eigen is the only baseline\n");
+  }
+  ratio_line("reference bf16", rb, ratio_b, "eigen");
+  ratio_line("reference af4 (g64)", ra, ratio_a, "eigen");
+  if (!o.empty()) {
+    ratio_line("reference bf16", rb, ratio_bo, "openblas");
+    ratio_line("reference af4 (g64)", ra, ratio_ao, "openblas");
+  }
   std::printf("peak RSS (reference runs only) %.0f MiB\n", rss_after_ref);
   std::printf("checksum %g\n", c(0, 0));
+#if NCERT_BENCH_OPENBLAS
+  // Both baselines computed the same product: a wrong leading dimension or transpose would
+  // time a different problem.
+  std::printf("openblas - eigen: max |diff| %.3g (of values up to %.3g)\n", (c - c_blas).cwiseAbs().maxCoeff(),
+              c.cwiseAbs().maxCoeff());
+#endif
   return 0;
 }
 
@@ -285,6 +332,9 @@ int main(int argc, char** argv) {
   omp_set_dynamic(0);
   omp_set_num_threads(threads);
   Eigen::setNbThreads(threads);
+#if NCERT_BENCH_OPENBLAS
+  openblas_set_num_threads(threads);
+#endif
   if (bounds) return run_bounds(dumps);
   std::printf("bench_reference: M=%ld K=%ld N=%ld threads=%d reps=%d (interleaved)\n", (long)kM, (long)kK, (long)kN,
               threads, reps);
