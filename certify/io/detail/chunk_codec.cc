@@ -1,8 +1,9 @@
 #include "certify/io/detail/chunk_codec.h"
 
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <cstring>
+#include <memory>
 
 namespace ncert::certify::detail {
 
@@ -20,6 +21,20 @@ void unshuffle(const unsigned char* in, std::size_t size, int element_size, unsi
   if (size > n * s) std::memcpy(out + n * s, in + n * s, size - n * s);  // never memcpy from null
 }
 
+struct DecompressorFree {
+  void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+};
+
+/// This thread's decompressor: libdeflate's are not safe to share between threads, and one
+/// (11.5 KiB; each call decodes a whole stream on its own) serves every chunk the thread
+/// decodes, so it is allocated on the thread's first deflate chunk and kept until the thread
+/// ends rather than once per chunk. Null when the allocation failed; the next call tries again.
+libdeflate_decompressor* thread_decompressor() {
+  thread_local std::unique_ptr<libdeflate_decompressor, DecompressorFree> d;
+  if (!d) d.reset(libdeflate_alloc_decompressor());
+  return d.get();
+}
+
 }  // namespace
 
 Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
@@ -34,16 +49,29 @@ Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::v
     if (skipped_mask & (1u << k)) continue;
     switch (pipeline[k]) {
       case ChunkFilter::kDeflate: {
-        // A chunk decodes to at most its declared size: a larger stream is refused, never grown.
+        libdeflate_decompressor* inflater = thread_decompressor();
+        if (inflater == nullptr) {
+          return Status(ErrorCode::kMemoryLimit, where + ": out of memory allocating a deflate decompressor");
+        }
+        // HDF5's deflate filter writes zlib streams (compress2): the zlib header and the
+        // Adler-32 of the data are checked too. A chunk decodes to at most its declared size: a
+        // larger stream is refused (INSUFFICIENT_SPACE), never grown.
         next->resize(out_size);
-        uLongf got = static_cast<uLongf>(out_size);
-        const int rc = uncompress(next->data(), &got, cur, static_cast<uLong>(cur_size));
-        if (rc != Z_OK || got != out_size) {
-          return Status(
-              ErrorCode::kHdf5,
-              where + ": deflate stream " +
-                  (rc == Z_OK ? "decodes to " + std::to_string(got) + " bytes, expected " + std::to_string(out_size)
-                              : std::string("is corrupt (zlib error ") + std::to_string(rc) + ")"));
+        std::size_t got = 0;
+        const libdeflate_result rc = libdeflate_zlib_decompress(inflater, cur, cur_size, next->data(), out_size, &got);
+        if (rc != LIBDEFLATE_SUCCESS || got != out_size) {
+          std::string what;
+          if (rc == LIBDEFLATE_SUCCESS) {
+            what = "decodes to " + std::to_string(got) + " bytes, expected " + std::to_string(out_size);
+          } else if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
+            // Not only a longer stream: a truncated one decodes on past its end (libdeflate
+            // reads zeros there) until the buffer is full.
+            what = "is corrupt or longer than the chunk's " + std::to_string(out_size) + " bytes (libdeflate result " +
+                   std::to_string(static_cast<int>(rc)) + ")";
+          } else {
+            what = "is corrupt (libdeflate result " + std::to_string(static_cast<int>(rc)) + ")";
+          }
+          return Status(ErrorCode::kHdf5, where + ": deflate stream " + what);
         }
         cur_size = got;
         break;
