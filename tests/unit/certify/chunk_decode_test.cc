@@ -177,10 +177,11 @@ std::vector<unsigned char> zlib_compress(const std::vector<unsigned char>& bytes
   return z;
 }
 
-/// HDF5's shuffle of whole `s`-byte elements: byte j of element i goes to j n + i.
+/// HDF5's shuffle of `s`-byte elements (H5Z_filter_shuffle): byte j of element i goes to j n + i
+/// for the n whole elements; trailing bytes stay in place.
 std::vector<unsigned char> shuffle(const std::vector<unsigned char>& bytes, std::size_t s) {
   const std::size_t n = bytes.size() / s;
-  std::vector<unsigned char> out(bytes.size());
+  std::vector<unsigned char> out(bytes);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < s; ++j) out[j * n + i] = bytes[i * s + j];
   }
@@ -331,6 +332,26 @@ TEST(ChunkDecode, OneDecompressorPerThreadAndAllocationFailureIsAnError) {
   }).join();
   EXPECT_EQ(g_allocations, 2);
   libdeflate_set_memory_allocator(std::malloc, std::free);
+}
+
+TEST(ChunkDecode, UnshufflesEveryElementSize) {
+  // 2, 4 and 8 bytes take the word-at-a-time path, the others the per-plane one; sizes with
+  // and without trailing bytes, and chunks shorter than one element.
+  std::mt19937 rng(3);
+  for (const int s : {1, 2, 3, 4, 5, 8, 16}) {
+    for (const std::size_t size :
+         {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{64}, std::size_t{1001}, std::size_t{4096}}) {
+      SCOPED_TRACE("element " + std::to_string(s) + " bytes, chunk " + std::to_string(size) + " bytes");
+      std::vector<unsigned char> data(size);
+      for (unsigned char& b : data) b = static_cast<unsigned char>(rng());
+      const std::vector<unsigned char> shuffled = shuffle(data, static_cast<std::size_t>(s));
+      std::vector<unsigned char> out(3, 0xEE), scratch;
+      const Status st = detail::decode_chunk(shuffled.data(), shuffled.size(), {ChunkFilter::kShuffle}, 0, s, size, out,
+                                             scratch, "u");
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      EXPECT_EQ(out, data);
+    }
+  }
 }
 
 TEST(ChunkDecode, ShuffleRoundTripsIncludingTrailingBytes) {
