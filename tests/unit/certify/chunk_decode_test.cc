@@ -179,7 +179,7 @@ std::vector<unsigned char> zlib_compress(const std::vector<unsigned char>& bytes
 
 /// HDF5's shuffle of `s`-byte elements (H5Z_filter_shuffle): byte j of element i goes to j n + i
 /// for the n whole elements; trailing bytes stay in place.
-std::vector<unsigned char> shuffle(const std::vector<unsigned char>& bytes, std::size_t s) {
+std::vector<unsigned char> hdf5_shuffle(const std::vector<unsigned char>& bytes, std::size_t s) {
   const std::size_t n = bytes.size() / s;
   std::vector<unsigned char> out(bytes);
   for (std::size_t i = 0; i < n; ++i) {
@@ -215,7 +215,7 @@ TEST(ChunkDecode, DecodesZlibStreamsWithAndWithoutShuffle) {
       ASSERT_TRUE(s.ok()) << s.to_string();
       EXPECT_EQ(out, data);
       // Written shuffle first, then deflate (the filter order of H5Pset_shuffle + H5Pset_deflate).
-      const std::vector<unsigned char> zs = zlib_compress(shuffle(data, 4), level);
+      const std::vector<unsigned char> zs = zlib_compress(hdf5_shuffle(data, 4), level);
       s = detail::decode_chunk(zs.data(), zs.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 0, 4, data.size(),
                                out, scratch, "shuffle + deflate");
       ASSERT_TRUE(s.ok()) << s.to_string();
@@ -231,7 +231,7 @@ TEST(ChunkDecode, DecodesZlibStreamsWithAndWithoutShuffle) {
 
 /// decode_chunk's refusal of `z` declared as `out_size` bytes: kHdf5, naming the chunk, and
 /// the output never grown past the declared size.
-void expect_refused(const std::vector<unsigned char>& z, std::size_t out_size, const std::string& says) {
+void expect_stream_refused(const std::vector<unsigned char>& z, std::size_t out_size, const std::string& says) {
   std::vector<unsigned char> out, scratch;
   const Status s = detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 0, 4,
                                         out_size, out, scratch, "/logits/a: chunk [16, 0]");
@@ -243,7 +243,7 @@ void expect_refused(const std::vector<unsigned char>& z, std::size_t out_size, c
 
 TEST(ChunkDecode, RefusesTruncatedCorruptAndWrongLengthStreams) {
   const std::vector<unsigned char> data = chunk_data(false);
-  const std::vector<unsigned char> z = zlib_compress(shuffle(data, 4), 4);
+  const std::vector<unsigned char> z = zlib_compress(hdf5_shuffle(data, 4), 4);
   ASSERT_GT(z.size(), 64u);
   {
     SCOPED_TRACE("the good stream");  // the direction that passes, for contrast
@@ -256,8 +256,8 @@ TEST(ChunkDecode, RefusesTruncatedCorruptAndWrongLengthStreams) {
   for (const std::size_t cut : {std::size_t{1}, std::size_t{4}, z.size() / 2, z.size() - 2}) {
     SCOPED_TRACE("truncated by " + std::to_string(cut) + " bytes");
     // libdeflate reads zeros past the end: a cut stream is corrupt (1) or runs on past the chunk (3).
-    expect_refused(std::vector<unsigned char>(z.begin(), z.end() - static_cast<std::ptrdiff_t>(cut)), data.size(),
-                   "is corrupt");
+    expect_stream_refused(std::vector<unsigned char>(z.begin(), z.end() - static_cast<std::ptrdiff_t>(cut)),
+                          data.size(), "is corrupt");
   }
   {
     SCOPED_TRACE("Adler-32 off by one bit");
@@ -274,23 +274,23 @@ TEST(ChunkDecode, RefusesTruncatedCorruptAndWrongLengthStreams) {
     zs.avail_out = static_cast<uInt>(raw.size());
     EXPECT_EQ(inflate(&zs, Z_FINISH), Z_STREAM_END);
     inflateEnd(&zs);
-    EXPECT_EQ(raw, shuffle(data, 4));
-    expect_refused(bad, data.size(), "is corrupt (libdeflate result 1)");
+    EXPECT_EQ(raw, hdf5_shuffle(data, 4));
+    expect_stream_refused(bad, data.size(), "is corrupt (libdeflate result 1)");
   }
   {
     SCOPED_TRACE("a byte flipped inside the deflate data");
     // Refused by whichever check meets it first (a bad code, the length, the Adler-32).
     std::vector<unsigned char> bad = z;
     bad[bad.size() / 2] ^= 0x5A;
-    expect_refused(bad, data.size(), "");
+    expect_stream_refused(bad, data.size(), "");
   }
   {
     SCOPED_TRACE("decodes to more bytes than the chunk");
-    expect_refused(z, data.size() - 4, "longer than the chunk's 16380 bytes (libdeflate result 3)");
+    expect_stream_refused(z, data.size() - 4, "longer than the chunk's 16380 bytes (libdeflate result 3)");
   }
   {
     SCOPED_TRACE("decodes to fewer bytes than the chunk");
-    expect_refused(z, data.size() + 4, "decodes to 16384 bytes, expected 16388");
+    expect_stream_refused(z, data.size() + 4, "decodes to 16384 bytes, expected 16388");
   }
 }
 
@@ -344,7 +344,7 @@ TEST(ChunkDecode, UnshufflesEveryElementSize) {
       SCOPED_TRACE("element " + std::to_string(s) + " bytes, chunk " + std::to_string(size) + " bytes");
       std::vector<unsigned char> data(size);
       for (unsigned char& b : data) b = static_cast<unsigned char>(rng());
-      const std::vector<unsigned char> shuffled = shuffle(data, static_cast<std::size_t>(s));
+      const std::vector<unsigned char> shuffled = hdf5_shuffle(data, static_cast<std::size_t>(s));
       std::vector<unsigned char> out(3, 0xEE), scratch;
       const Status st = detail::decode_chunk(shuffled.data(), shuffled.size(), {ChunkFilter::kShuffle}, 0, s, size, out,
                                              scratch, "u");
