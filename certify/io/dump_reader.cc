@@ -46,8 +46,10 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
                                                    std::to_string(d->shape[0]) + ")");
   }
   if (const auto pipeline = detail::decodable_pipeline(*d);
-      pipeline && static_cast<std::uint64_t>(count * d->row_elements() * dtype_size(d->dtype)) >=
-                      impl_->options.parallel_decode_min_bytes) {
+      pipeline &&
+      ((!pipeline->empty() && static_cast<std::uint64_t>(count * d->row_elements() * dtype_size(d->dtype)) >=
+                                  impl_->options.parallel_decode_min_bytes) ||
+       detail::chunks_touched(*d, row, count) > impl_->options.chunk_by_chunk_min_chunks)) {
     Status s = detail::read_rows_parallel(*impl_, path, *d, *pipeline, row, count, dst);
     if (s.code() != ErrorCode::kMissingMember) return s;  // else: an unallocated chunk, HDF5 fills it
   }
@@ -60,10 +62,10 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
   herr_t rc = 0;
   // The error stack is read at once: every later HDF5 call (closing the dataspaces below)
   // clears it on entry.
-  std::string stack;
+  detail::Hdf5Error error;
   if (rank == 0) {
     rc = H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, dst);
-    if (rc < 0) stack = detail::hdf5_error_text();
+    if (rc < 0) error = detail::hdf5_error();
   } else {
     Hid fspace = detail::own_space(H5Dget_space(ds.get()));
     std::vector<hsize_t> start(rank, 0), cnt(rank);
@@ -73,14 +75,14 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
     H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, cnt.data(), nullptr);
     Hid mspace = detail::own_space(H5Screate_simple(rank, cnt.data(), nullptr));
     rc = H5Dread(ds.get(), type.get(), mspace.get(), fspace.get(), H5P_DEFAULT, dst);
-    if (rc < 0) stack = detail::hdf5_error_text();
+    if (rc < 0) error = detail::hdf5_error();
   }
   if (rc < 0) {
-    return Status(ErrorCode::kHdf5,
-                  path + ": " + rows +
-                      " cannot be read: the stored data is corrupt (a chunk that does not decompress, a "
-                      "checksum that does not match, or storage past the end of the file)")
-        .with_detail("HDF5 error stack: " + stack);
+    return detail::hdf5_failure(ErrorCode::kHdf5,
+                                path + ": " + rows +
+                                    " cannot be read: the stored data is corrupt (a chunk that does not decompress, "
+                                    "a checksum that does not match, or storage past the end of the file)",
+                                error);
   }
   return Status();
 }

@@ -21,6 +21,15 @@ namespace ncert::certify {
 /// tensors slices). Logits are streamed and only one row must fit.
 inline constexpr std::uint64_t kDefaultMemoryLimit = 8ull << 30;
 
+/// A chunk-count bomb (kChunkBomb): a chunked dataset with more than kMaxSmallChunks chunks
+/// holding under kSmallChunkBytes of data each. libhdf5 costs ~30 us and, inside one read,
+/// ~6.7 KB of memory per chunk whatever its size (4 MiB of f32 logits in 1-element chunks:
+/// 30 s and 6.7 GB), so such a file stalls or exhausts a reader while looking valid. 65,536
+/// small chunks read chunk by chunk take under 2 s; exporters chunk by rows (KiB to MiB, h5py
+/// never picks chunks under 8 KiB), far from either limit.
+inline constexpr std::uint64_t kMaxSmallChunks = 65'536;
+inline constexpr std::uint64_t kSmallChunkBytes = 1024;
+
 struct ReaderOptions {
   std::uint64_t memory_limit = kDefaultMemoryLimit;
   /// The root's ncert_schema: "ncert-dump" for engine dumps; other file types ncert writes in
@@ -34,6 +43,12 @@ struct ReaderOptions {
   /// and/or shuffle decode their chunks on every thread instead of inside HDF5 (whose global
   /// lock serialises decompression). Smaller reads go through HDF5. Tests lower it.
   std::uint64_t parallel_decode_min_bytes = 1u << 20;
+  /// Row reads of a chunked dataset (of any pipeline but fletcher32, which HDF5 verifies) that
+  /// touch more chunks than this go chunk by chunk whatever their size: libhdf5 then never holds
+  /// more than a batch of chunks' bookkeeping (~6.7 KB per chunk inside one H5Dread), and the
+  /// watchdog sees progress after every chunk. 64 chunks of a row-chunked dump are 64 rows or
+  /// more. Tests move it.
+  std::uint64_t chunk_by_chunk_min_chunks = 64;
   /// Limits of the group tree walked at open (kTreeLimit beyond them). A dump is 3-4 levels
   /// deep (/projections/<name>/segments/<seg>) with a few thousand objects for a whole model;
   /// the walk is ncert's own loop, never recursion inside libhdf5.

@@ -256,6 +256,29 @@ Status read_chunking(hid_t dcpl, DatasetInfo* info) {
   return Status::ok_status();
 }
 
+/// A chunk grid of more than kMaxSmallChunks chunks under kSmallChunkBytes each is a bomb
+/// (dump_reader.h says why), refused from the declared shape and chunk dims alone: nothing has
+/// touched the chunk index yet (H5Dget_storage_size, below, walks all of it).
+Status check_chunk_count(const DatasetInfo& info) {
+  if (info.chunk.size() != info.shape.size() || info.shape.empty()) return Status::ok_status();
+  std::uint64_t chunks = 1, chunk_bytes = static_cast<std::uint64_t>(dtype_size(info.dtype));
+  for (std::size_t k = 0; k < info.shape.size(); ++k) {
+    const auto c = static_cast<std::uint64_t>(std::max<Index>(info.chunk[k], 1));
+    const auto along = (static_cast<std::uint64_t>(info.shape[k]) + c - 1) / c;
+    chunks = along != 0 && chunks > UINT64_MAX / along ? UINT64_MAX : chunks * along;
+    chunk_bytes = chunk_bytes > UINT64_MAX / c ? UINT64_MAX : chunk_bytes * c;
+  }
+  if (chunks > kMaxSmallChunks && chunk_bytes < kSmallChunkBytes) {
+    return Status(ErrorCode::kChunkBomb,
+                  "declares " + shape_string(info.shape) + " in chunks of " + shape_string(info.chunk) + " (" +
+                      std::to_string(chunk_bytes) + " bytes each): " + std::to_string(chunks) + " chunks, over the " +
+                      std::to_string(kMaxSmallChunks) + " allowed under " + std::to_string(kSmallChunkBytes) +
+                      " bytes each: its chunk index outweighs its data; refused before reading; rewrite it with "
+                      "chunks of whole rows");
+  }
+  return Status::ok_status();
+}
+
 /// What the file stores for a dataset bounds what it can hold: unfiltered storage holds its
 /// bytes one for one, deflate expands at most ~1032:1 (zlib's limit). A declared size beyond
 /// that is unallocated space that would read as fill values (or be hashed, decompressed and
@@ -315,6 +338,7 @@ bool inspect_dataset(hid_t file, hid_t dapl, const std::string& path, const Type
   if (layout == H5D_CHUNKED) {
     info->layout = Layout::kChunked;
     if (Status s = read_chunking(dcpl.get(), info); !s.ok()) return refused(s);
+    if (Status s = check_chunk_count(*info); !s.ok()) return refused(s);
   } else {
     info->layout = layout == H5D_COMPACT ? Layout::kCompact : Layout::kContiguous;
   }

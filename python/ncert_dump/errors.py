@@ -50,6 +50,7 @@ ERROR_CODES = {
     "no-common-runs": 231,
     "witness-file-invalid": 232,
     "vocab-file-invalid": 233,
+    "chunk-bomb": 234,
     "guard-row-out-of-range": 300,
     "guard-duplicate-row": 301,
     "guard-cap-exceeded": 302,

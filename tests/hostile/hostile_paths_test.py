@@ -15,12 +15,17 @@ directory from `ncert demo`'s dumps with h5py, `truncate`, mkfifo and byte surge
 - variable-length string attributes of 8 and 48 MiB, and `op = "linear\\0evil"` stored
   variable-length, judged as their fixed-length forms are;
 - `k = 2^63 - 1` and `vocab = 2^40`: shape-limit (229) naming the attribute;
-- 1,500 1x1 projections: surveyed and checked in seconds (the schema check is O(n log n)).
+- 1,500 1x1 projections: surveyed and checked in seconds (the schema check is O(n log n));
+- logits in 61,440 one-element chunks, unfiltered and deflated: valid, read chunk by chunk with
+  progress after each, so witness and compare pass in seconds under a 5 s watchdog and in little
+  memory; 76,800 such chunks (written) or 4 MiB of logits in 1,048,576 (declared), with or without
+  --max-memory: chunk-bomb (234) before anything is read.
 
 Every run must end within BUDGET seconds: a run still alive then is killed and fails its test.
 """
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import socket
@@ -422,6 +427,80 @@ class ManyObjects(Scratch):
             f["projections/p1234"].attrs["k"] = np.int64(2)
         message = self.assert_refused(self.run_ncert(["check", p]), 224, "shape-mismatch")
         self.assertIn("/projections/p1234", message)
+
+
+def write_chunked_logits(p, shape, chunks, write, filters):
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal(shape).astype(np.float32)
+    with DumpWriter(p, engine="hostile", build=os.path.basename(p), overwrite=True) as dw:
+        dw.add_logits_run("greedy", tokens=logits.argmax(axis=1).astype(np.int32), logits=logits)
+    with h5py.File(p, "r+") as f:
+        g = f["logits/greedy"]
+        del g["logits"]
+        if write:
+            g.create_dataset("logits", data=logits, chunks=chunks, **filters)
+        else:
+            g.create_dataset("logits", shape=shape, dtype=np.float32, chunks=chunks, **filters)
+
+
+class ChunkedStorage(Scratch):
+    """Chunk grids a valid file may have, and ones no exporter writes."""
+
+    def logits_dump(self, name, shape, chunks, write=True, **filters):
+        """A logits-only dump whose run `greedy` has f32 logits of `shape` stored in `chunks`;
+        with write=False the dataset is only declared (its chunks never written). Written by a
+        child process: libhdf5 keeps ~300 MB after writing 60,000 chunks, and a forked ncert's
+        peak RSS would count this process's pages."""
+        p = self.path(name)
+        child = multiprocessing.get_context("fork").Process(
+            target=write_chunked_logits, args=(p, shape, chunks, write, filters))
+        child.start()
+        child.join()
+        self.assertEqual(child.exitcode, 0, "writing " + p)
+        return p
+
+    def test_logits_in_one_element_chunks_are_read_in_seconds(self):
+        # 240 x 256 logits in 1x1 chunks: 61,440 chunks, under the 65,536 a bomb needs. The reader
+        # used to look each chunk up with a call that scans the whole index (1.8 ms each, so the
+        # deflated file was called hung after 5 s and took minutes unwatched); reads touching
+        # more than 64 chunks now go chunk by chunk, one B-tree lookup each, with progress after
+        # each chunk.
+        plain = self.logits_dump("elements-plain.h5", (240, 256), (1, 1))
+        packed = self.logits_dump("elements-deflate.h5", (240, 256), (1, 1), compression="gzip",
+                                  compression_opts=1)
+        for p in (plain, packed):
+            t0 = time.monotonic()
+            r = hs.run_measured(["witness", p, "--hdf5-timeout", "5", "--threads", "2"], timeout=BUDGET)
+            self.assertFalse(r.hung, r.describe())
+            self.assertLess(time.monotonic() - t0, BUDGET + 1, r.describe())
+            self.assertEqual(r.returncode, 0, r.describe())
+            self.assertIn("verdict: PASS", r.text)
+            self.assertLess(r.maxrss_kib, 256 << 10, r.describe())
+        report = self.path("elements.json")
+        r = self.run_ncert(["compare", plain, packed, "--hdf5-timeout", "5", "--json", report])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual(hs.load_report(report)["verdict"], "PASS")
+
+    def test_chunk_count_bombs_are_refused_before_reading(self):
+        # 256 x 300 logits in 1x1 chunks (76,800 chunks of 4 bytes), written, plain and deflated;
+        # the issue's 4 MiB of logits in 1,048,576 such chunks, declared, at the default budget
+        # and at --max-memory 1 GiB (it took 30 s and 6.7 GB, or was refused as corrupt data).
+        cases = [
+            ("bomb-plain.h5", (256, 300), {}, True),
+            ("bomb-deflate.h5", (256, 300), {"compression": "gzip", "compression_opts": 1}, True),
+            ("bomb-4mib.h5", (256, 4096), {}, False),
+        ]
+        for name, shape, filters, write in cases:
+            p = self.logits_dump(name, shape, (1, 1), write=write, **filters)
+            for extra in ([], ["--max-memory", str(1 << 30)]):
+                with self.subTest(name=name, extra=extra):
+                    report = self.path(name + ".json")
+                    if os.path.exists(report):
+                        os.remove(report)
+                    r = self.run_ncert(["witness", p, "--json", report] + extra)
+                    message = self.assert_refused(r, 234, "chunk-bomb", report)
+                    self.assertIn("/logits/greedy/logits", message)
+                    self.assertIn("%d chunks" % (shape[0] * shape[1]), message)
 
 
 if __name__ == "__main__":

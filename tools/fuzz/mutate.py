@@ -364,10 +364,12 @@ class MutantRun:
         out_json = os.path.join(self.workdir.reports, "%s.%s.json" % (mid, c))
         argv_ = build_argv(args.ncert, c, mfile, s.run_path, out_json,
                            args.memory_limit, args.hdf5_timeout)
+        start = time.monotonic()
         rc, out, err = run_one(argv_, args.timeout, self.env)
+        seconds = time.monotonic() - start
         outcome, flags, bad, ename = classify(rc, out, err, out_json)
         run = {"command": c, "outcome": outcome, "flags": flags, "bad": bad,
-               "error_name": ename, "returncode": rc}
+               "error_name": ename, "returncode": rc, "seconds": round(seconds, 3)}
         if bad:
             run["stderr_tail"] = tail_text(err, self.workdir.path)
         if not args.keep:

@@ -14,6 +14,7 @@ from mutants import describe
 from runner import BAD_FLAGS
 
 BAD_LIST_PRINTED = 40  # bad runs listed on stdout; the JSON has them all
+SLOWEST_LISTED = 10  # the slowest runs, on stdout and in the JSON
 
 
 def new_tally(commands):
@@ -99,6 +100,7 @@ class Summary:
         """results: {(seed index, mutant index): record}; kinds: the kinds in --kinds order."""
         self.tally = new_tally(commands)
         self.bad = []
+        timed = []
         self.kinds_seen = []
         self.mutants = len(results)
         for task in sorted(results):
@@ -109,6 +111,9 @@ class Summary:
             for r in rec["runs"]:
                 add_to_tally(self.tally[r["command"]], kind, r["outcome"], r["flags"], r["bad"],
                              r["error_name"])
+                timed.append({"mutant": rec["id"], "command": r["command"],
+                              "outcome": r["outcome"], "error_name": r["error_name"],
+                              "seconds": r.get("seconds", 0.0)})
                 if r["bad"]:
                     self.bad.append({
                         "mutant": rec["id"], "seed": rec["seed"], "index": rec["index"],
@@ -125,6 +130,10 @@ class Summary:
             for e in t["by_kind"].values():
                 e["outcomes"] = {k: e["outcomes"][k] for k in sorted(e["outcomes"],
                                                                      key=outcome_order)}
+        # The slowest runs, longest first (ties by mutant and command, so the list is the same
+        # at any --jobs): what to look at when runs near --timeout.
+        self.slowest = sorted(timed, key=lambda t: (-t["seconds"], t["mutant"], t["command"]))[
+            :SLOWEST_LISTED]
         self.baselines = baselines
         self.n_bad = len(self.bad) + len([b for b in baselines if b["bad"]])
 
@@ -157,6 +166,13 @@ def print_report(summary, args, seeds, elapsed, out=None):
                 b["description"]), file=out)
         if len(bad_list) > BAD_LIST_PRINTED:
             print("  ... %d more (see --json)" % (len(bad_list) - BAD_LIST_PRINTED), file=out)
+    if summary.slowest:
+        print("\nslowest runs (--timeout %g s, --hdf5-timeout %g s):" % (
+            args.timeout, args.hdf5_timeout), file=out)
+        for t in summary.slowest:
+            print("  %-28s %-8s %7.2f s  %s%s" % (
+                t["mutant"], t["command"], t["seconds"], t["outcome"],
+                (" " + t["error_name"]) if t["error_name"] else ""), file=out)
     print("\n%s: %d bad run(s) of %d; %.1f s" % (
         "FAIL" if summary.n_bad else "PASS", summary.n_bad,
         sum(summary.tally[c]["runs"] for c in args.commands) + len(baselines), elapsed),
@@ -185,6 +201,7 @@ def write_json(path, summary, args, seeds):
         "bad_runs": summary.n_bad,
         "tally": summary.tally,
         "bad": summary.bad,
+        "slowest": summary.slowest,
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)

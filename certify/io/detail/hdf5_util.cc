@@ -27,10 +27,13 @@ namespace {
 
 struct ErrorWalk {
   std::vector<std::string> lines;
+  bool out_of_memory = false;
 };
 
 herr_t collect_error(unsigned n, const H5E_error2_t* err, void* data) {
   auto* walk = static_cast<ErrorWalk*>(data);
+  if (err != nullptr && (err->maj_num == H5E_RESOURCE || err->min_num == H5E_CANTALLOC || err->min_num == H5E_NOSPACE))
+    walk->out_of_memory = true;
   if (n < 4 && err != nullptr) {
     std::string line = err->func_name ? err->func_name : "?";
     line += ": ";
@@ -42,22 +45,33 @@ herr_t collect_error(unsigned n, const H5E_error2_t* err, void* data) {
 
 }  // namespace
 
-std::string hdf5_error_text() {
+Hdf5Error hdf5_error() {
   ErrorWalk walk;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &walk);
   H5Eclear2(H5E_DEFAULT);
-  if (walk.lines.empty()) return "HDF5 reported no detail";
-  std::string out;
+  Hdf5Error e;
+  e.out_of_memory = walk.out_of_memory;
+  if (walk.lines.empty()) e.text = "HDF5 reported no detail";
   for (const std::string& l : walk.lines) {
-    if (!out.empty()) out += "; ";
-    out += l;
+    if (!e.text.empty()) e.text += "; ";
+    e.text += l;
   }
-  return out;
+  return e;
 }
 
-Status hdf5_failure(ErrorCode code, const std::string& what) {
-  return Status(code, what).with_detail("HDF5 error stack: " + hdf5_error_text());
+std::string hdf5_error_text() { return hdf5_error().text; }
+
+Status hdf5_failure(ErrorCode code, const std::string& what, const Hdf5Error& error) {
+  if (error.out_of_memory) {
+    return Status(ErrorCode::kMemoryLimit, what +
+                                               ": libhdf5 could not allocate the memory it needs within the "
+                                               "--max-memory budget")
+        .with_detail("HDF5 error stack: " + error.text);
+  }
+  return Status(code, what).with_detail("HDF5 error stack: " + error.text);
 }
+
+Status hdf5_failure(ErrorCode code, const std::string& what) { return hdf5_failure(code, what, hdf5_error()); }
 
 namespace {
 herr_t refuse_elink(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) { return -1; }

@@ -60,13 +60,26 @@ inline Hid own_object(hid_t id) { return Hid(id, H5Oclose); }
 /// Idempotent and thread-safe; every entry point of the adapter calls it.
 void hdf5_init_once();
 
+/// The current thread's HDF5 error stack, read once (every later HDF5 call clears it).
+struct Hdf5Error {
+  std::string text;            ///< innermost messages ("H5Fopen: unable to open file: ...")
+  bool out_of_memory = false;  ///< an allocation inside libhdf5 failed (H5E_RESOURCE / H5E_CANTALLOC)
+};
+
+/// Reads and clears the current thread's HDF5 error stack.
+Hdf5Error hdf5_error();
+
 /// The innermost messages of the current thread's HDF5 error stack ("H5Fopen: unable to
 /// open file: truncated file: eof = 1024, ..."), then clears the stack.
 std::string hdf5_error_text();
 
-/// Status(code, what) with the HDF5 error stack as its detail (shown with --verbose): the
-/// first line says what is wrong in the dump's terms, not which library function failed.
+/// The status for a failed HDF5 call, its stack as the detail (shown with --verbose).
+/// Status(code, what) says what is wrong in the dump's terms, not which library function
+/// failed. When libhdf5 failed because an allocation did (the address-space limit
+/// --max-memory sets, docs/cli.md), the status is memory-limit, never the corrupt-file
+/// `code`: a valid file that needs more memory than allowed is not a damaged one.
 Status hdf5_failure(ErrorCode code, const std::string& what);
+Status hdf5_failure(ErrorCode code, const std::string& what, const Hdf5Error& error);
 
 /// A link-access property list whose external-link callback refuses every traversal, so no
 /// open through an external link can ever reach another file.

@@ -65,11 +65,15 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
 /// projections, logits runs and tensors, and appends findings.
 void check_schema(const ReaderOptions& options, Surveyed& surveyed, DumpModel& model);
 
-/// The pipeline of a chunked dataset when every filter can be decoded here (shuffle, deflate).
+/// The pipeline of a chunked dataset when every filter can be decoded here (shuffle, deflate;
+/// empty for an unfiltered one); nullopt for fletcher32 (HDF5 verifies it) and other layouts.
 std::optional<std::vector<ChunkFilter>> decodable_pipeline(const DatasetInfo& d);
 
-/// Rows [row, row + count) of a chunked, compressed dataset, decoded on every thread
-/// (chunk_reads.cc). kMissingMember when a chunk is not allocated (HDF5 then fills it).
+/// How many chunks rows [row, row + count) of a chunked dataset touch (0 when not chunked).
+std::uint64_t chunks_touched(const DatasetInfo& d, Index row, Index count);
+
+/// Rows [row, row + count) of a chunked dataset read chunk by chunk and decoded on every
+/// thread (chunk_reads.cc). kMissingMember when a chunk is not allocated (HDF5 then fills it).
 Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path, const DatasetInfo& d,
                           const std::vector<ChunkFilter>& pipeline, Index row, Index count, void* dst);
 

@@ -1,11 +1,11 @@
-// The reader's parallel chunk decoding (deflate / shuffle chunks decoded on every thread, not
-// inside HDF5): for datasets chunked along every dimension (edge chunks included), of 1 to 3
-// dimensions and 2- and 4-byte elements, every row window read in parallel equals the same
-// window read through HDF5, bit for bit; unallocated chunks fall back to HDF5's fill value; a
-// corrupt deflate stream is an error naming the dataset and the chunk, never garbage. The
-// decoder (libdeflate) is checked against streams zlib's own compress2 makes, as HDF5's deflate
-// filter does: each is decoded exactly, and a truncated stream, a bad Adler-32 and a stream of
-// the wrong length are each refused.
+// The reader's chunk-by-chunk reads (deflate / shuffle chunks decoded on every thread, not
+// inside HDF5; unfiltered chunks copied out one by one): for datasets chunked along every
+// dimension (edge chunks included), of 1 to 3 dimensions and 2- and 4-byte elements, every row
+// window read chunk by chunk equals the same window read through HDF5, bit for bit; unallocated
+// chunks fall back to HDF5's fill value; a corrupt deflate stream is an error naming the dataset
+// and the chunk, never garbage. The decoder (libdeflate) is checked against streams zlib's own
+// compress2 makes, as HDF5's deflate filter does: each is decoded exactly, and a truncated
+// stream, a bad Adler-32 and a stream of the wrong length are each refused.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <libdeflate.h>
@@ -103,6 +103,9 @@ const std::vector<Layout>& layouts() {
       {"vector", {1000}, {64}, H5T_IEEE_F32LE, true, true},
       {"cube", {9, 5, 11}, {2, 3, 4}, H5T_IEEE_F32LE, true, true},
       {"partly_unallocated", {40, 12}, {8, 5}, H5T_IEEE_F32LE, true, true, false},
+      {"rows_plain", {50, 40}, {3, 40}, H5T_IEEE_F32LE, false, false},
+      {"grid_plain", {33, 17}, {2, 3}, H5T_IEEE_F32LE, false, false},
+      {"bf16_elements_plain", {23, 31}, {1, 1}, H5T_STD_U16LE, false, false},
   };
   return l;
 }
@@ -116,9 +119,11 @@ TEST(ChunkDecode, EveryRowWindowEqualsTheHdf5Read) {
     ASSERT_TRUE(w.close().ok());
   }
   ReaderOptions parallel;
-  parallel.parallel_decode_min_bytes = 0;  // every read takes the parallel path
+  parallel.parallel_decode_min_bytes = 0;  // every read of a filtered dataset goes chunk by chunk
+  parallel.chunk_by_chunk_min_chunks = 0;  // and every read of an unfiltered one
   ReaderOptions hdf5;
   hdf5.parallel_decode_min_bytes = ~std::uint64_t{0};  // never
+  hdf5.chunk_by_chunk_min_chunks = ~std::uint64_t{0};
   auto rp = DumpReader::open(path, parallel);
   auto rh = DumpReader::open(path, hdf5);
   ASSERT_TRUE(rp.ok()) << rp.status().to_string();
