@@ -20,7 +20,9 @@ enum class ChunkFilter : std::uint8_t { kShuffle, kDeflate };
 /// Decodes `raw` (as stored) into exactly `out_size` bytes of `out`. `pipeline` is the filters
 /// in the order they were applied when writing; bit i of `skipped_mask` set means filter i was
 /// not applied to this chunk (HDF5's per-chunk filter mask). `scratch` is reused between calls.
-/// kHdf5 naming `where` when the data does not decode to exactly `out_size` bytes.
+/// kHdf5 naming `where` when the data does not decode to exactly `out_size` bytes (a corrupt or
+/// truncated deflate stream, a bad Adler-32, a stream longer or shorter than the chunk);
+/// kMemoryLimit when this thread's deflate decompressor (libdeflate) cannot be allocated.
 Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
                     std::uint32_t skipped_mask, int element_size, std::size_t out_size, std::vector<unsigned char>& out,
                     std::vector<unsigned char>& scratch, const std::string& where);

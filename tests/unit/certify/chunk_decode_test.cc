@@ -1,13 +1,21 @@
 // The reader's chunk-by-chunk reads (deflate / shuffle chunks decoded on every thread, not
 // inside HDF5; unfiltered chunks copied out one by one): for datasets chunked along every
 // dimension (edge chunks included), of 1 to 3 dimensions and 2- and 4-byte elements, every row
-// window read chunk by chunk equals the same window read through HDF5, bit for bit; unallocated chunks fall back to
-// HDF5's fill value; a corrupt deflate stream is an error naming the dataset and the chunk, never garbage.
+// window read chunk by chunk equals the same window read through HDF5, bit for bit; unallocated
+// chunks fall back to HDF5's fill value; a corrupt deflate stream is an error naming the dataset
+// and the chunk, never garbage. The decoder (libdeflate) is checked against streams zlib's own
+// compress2 makes, as HDF5's deflate filter does: each is decoded exactly, and a truncated
+// stream, a bad Adler-32 and a stream of the wrong length are each refused.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <libdeflate.h>
+#include <zlib.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "certify/io/detail/chunk_codec.h"
@@ -162,6 +170,193 @@ TEST(ChunkDecode, CorruptDeflateStreamIsAnErrorNamingTheChunk) {
   // A chunk whose size disagrees with the dataset's chunk size is refused.
   s = detail::decode_chunk(raw.data(), 200, {}, 0, 4, 256, out, scratch, "y");
   EXPECT_EQ(s.code(), ErrorCode::kHdf5);
+}
+
+/// `bytes` as HDF5's deflate filter stores them: a zlib stream (header, deflate, Adler-32) made
+/// by zlib's compress2 at `level`.
+std::vector<unsigned char> zlib_compress(const std::vector<unsigned char>& bytes, int level) {
+  uLongf size = compressBound(static_cast<uLong>(bytes.size()));
+  std::vector<unsigned char> z(size);
+  EXPECT_EQ(compress2(z.data(), &size, bytes.data(), static_cast<uLong>(bytes.size()), level), Z_OK);
+  z.resize(size);
+  return z;
+}
+
+/// HDF5's shuffle of `s`-byte elements (H5Z_filter_shuffle): byte j of element i goes to j n + i
+/// for the n whole elements; trailing bytes stay in place.
+std::vector<unsigned char> hdf5_shuffle(const std::vector<unsigned char>& bytes, std::size_t s) {
+  const std::size_t n = bytes.size() / s;
+  std::vector<unsigned char> out(bytes);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < s; ++j) out[j * n + i] = bytes[i * s + j];
+  }
+  return out;
+}
+
+/// 16 KiB of f32: small multiples of 0.25 (compressible, like logits near zero) or random bits
+/// (incompressible: level 0 and random data take deflate's stored blocks).
+std::vector<unsigned char> chunk_data(bool random_bits) {
+  std::vector<unsigned char> bytes(16384);
+  std::mt19937 rng(11);
+  for (std::size_t i = 0; i < bytes.size(); i += 4) {
+    const float f = static_cast<float>(rng() % 50) * 0.25f;
+    const std::uint32_t r = static_cast<std::uint32_t>(rng());
+    std::memcpy(&bytes[i], random_bits ? static_cast<const void*>(&r) : static_cast<const void*>(&f), 4);
+  }
+  return bytes;
+}
+
+using detail::ChunkFilter;
+
+TEST(ChunkDecode, DecodesZlibStreamsWithAndWithoutShuffle) {
+  for (const bool random_bits : {false, true}) {
+    const std::vector<unsigned char> data = chunk_data(random_bits);
+    for (const int level : {0, 1, 4, 9}) {
+      SCOPED_TRACE(std::string(random_bits ? "random" : "small values") + ", level " + std::to_string(level));
+      std::vector<unsigned char> out(7, 0xAA), scratch;  // stale contents must not survive
+      const std::vector<unsigned char> z = zlib_compress(data, level);
+      Status s =
+          detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kDeflate}, 0, 4, data.size(), out, scratch, "deflate");
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_EQ(out, data);
+      // Written shuffle first, then deflate (the filter order of H5Pset_shuffle + H5Pset_deflate).
+      const std::vector<unsigned char> zs = zlib_compress(hdf5_shuffle(data, 4), level);
+      s = detail::decode_chunk(zs.data(), zs.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 0, 4, data.size(),
+                               out, scratch, "shuffle + deflate");
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_EQ(out, data);
+      // The same bytes with the shuffle skipped for this chunk (mask bit 0): deflate alone.
+      s = detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 1u, 4, data.size(),
+                               out, scratch, "shuffle skipped");
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_EQ(out, data);
+    }
+  }
+}
+
+/// decode_chunk's refusal of `z` declared as `out_size` bytes: kHdf5, naming the chunk, and
+/// the output never grown past the declared size.
+void expect_stream_refused(const std::vector<unsigned char>& z, std::size_t out_size, const std::string& says) {
+  std::vector<unsigned char> out, scratch;
+  const Status s = detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 0, 4,
+                                        out_size, out, scratch, "/logits/a: chunk [16, 0]");
+  EXPECT_EQ(s.code(), ErrorCode::kHdf5) << s.to_string();
+  EXPECT_EQ(s.message().rfind("/logits/a: chunk [16, 0]: deflate stream ", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find(says), std::string::npos) << s.message();
+  EXPECT_LE(out.size(), out_size);
+}
+
+TEST(ChunkDecode, RefusesTruncatedCorruptAndWrongLengthStreams) {
+  const std::vector<unsigned char> data = chunk_data(false);
+  const std::vector<unsigned char> z = zlib_compress(hdf5_shuffle(data, 4), 4);
+  ASSERT_GT(z.size(), 64u);
+  {
+    SCOPED_TRACE("the good stream");  // the direction that passes, for contrast
+    std::vector<unsigned char> out, scratch;
+    ASSERT_TRUE(detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 0, 4,
+                                     data.size(), out, scratch, "good")
+                    .ok());
+    EXPECT_EQ(out, data);
+  }
+  for (const std::size_t cut : {std::size_t{1}, std::size_t{4}, z.size() / 2, z.size() - 2}) {
+    SCOPED_TRACE("truncated by " + std::to_string(cut) + " bytes");
+    // libdeflate reads zeros past the end: a cut stream is corrupt (1) or runs on past the chunk (3).
+    expect_stream_refused(std::vector<unsigned char>(z.begin(), z.end() - static_cast<std::ptrdiff_t>(cut)),
+                          data.size(), "is corrupt");
+  }
+  {
+    SCOPED_TRACE("Adler-32 off by one bit");
+    // The deflate data is intact (zlib's raw inflate of it gives the chunk back): only the
+    // checksum in the last 4 bytes disagrees.
+    std::vector<unsigned char> bad = z;
+    bad.back() ^= 0x01;
+    std::vector<unsigned char> raw(data.size());
+    z_stream zs{};
+    ASSERT_EQ(inflateInit2(&zs, -15), Z_OK);
+    zs.next_in = bad.data() + 2;
+    zs.avail_in = static_cast<uInt>(bad.size() - 6);
+    zs.next_out = raw.data();
+    zs.avail_out = static_cast<uInt>(raw.size());
+    EXPECT_EQ(inflate(&zs, Z_FINISH), Z_STREAM_END);
+    inflateEnd(&zs);
+    EXPECT_EQ(raw, hdf5_shuffle(data, 4));
+    expect_stream_refused(bad, data.size(), "is corrupt (libdeflate result 1)");
+  }
+  {
+    SCOPED_TRACE("a byte flipped inside the deflate data");
+    // Refused by whichever check meets it first (a bad code, the length, the Adler-32).
+    std::vector<unsigned char> bad = z;
+    bad[bad.size() / 2] ^= 0x5A;
+    expect_stream_refused(bad, data.size(), "");
+  }
+  {
+    SCOPED_TRACE("decodes to more bytes than the chunk");
+    expect_stream_refused(z, data.size() - 4, "longer than the chunk's 16380 bytes (libdeflate result 3)");
+  }
+  {
+    SCOPED_TRACE("decodes to fewer bytes than the chunk");
+    expect_stream_refused(z, data.size() + 4, "decodes to 16384 bytes, expected 16388");
+  }
+}
+
+// The decompressor allocator seen by libdeflate: counts allocations, fails them on request.
+std::atomic<int> g_allocations{0};
+std::atomic<bool> g_fail_allocations{false};
+void* counting_malloc(std::size_t n) {
+  if (g_fail_allocations) return nullptr;
+  ++g_allocations;
+  return std::malloc(n);
+}
+
+TEST(ChunkDecode, OneDecompressorPerThreadAndAllocationFailureIsAnError) {
+  const std::vector<unsigned char> data = chunk_data(false);
+  const std::vector<unsigned char> z = zlib_compress(data, 4);
+  libdeflate_set_memory_allocator(counting_malloc, std::free);
+  // Fresh threads: their thread_local decompressor does not exist yet.
+  std::thread([&] {
+    std::vector<unsigned char> out, scratch;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(
+          detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kDeflate}, 0, 4, data.size(), out, scratch, "c").ok());
+      EXPECT_EQ(out, data);
+    }
+  }).join();
+  EXPECT_EQ(g_allocations, 1) << "one decompressor for the thread's 3 chunks";
+  std::thread([&] {
+    std::vector<unsigned char> out, scratch;
+    g_fail_allocations = true;
+    const Status s = detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kDeflate}, 0, 4, data.size(), out, scratch,
+                                          "/logits/a: chunk [0, 0]");
+    EXPECT_EQ(s.code(), ErrorCode::kMemoryLimit) << s.to_string();
+    EXPECT_NE(s.message().find("/logits/a: chunk [0, 0]"), std::string::npos) << s.message();
+    // Memory back: the same thread allocates its decompressor on the next chunk.
+    g_fail_allocations = false;
+    ASSERT_TRUE(
+        detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kDeflate}, 0, 4, data.size(), out, scratch, "c").ok());
+    EXPECT_EQ(out, data);
+  }).join();
+  EXPECT_EQ(g_allocations, 2);
+  libdeflate_set_memory_allocator(std::malloc, std::free);
+}
+
+TEST(ChunkDecode, UnshufflesEveryElementSize) {
+  // 2, 4 and 8 bytes take the word-at-a-time path, the others the per-plane one; sizes with
+  // and without trailing bytes, and chunks shorter than one element.
+  std::mt19937 rng(3);
+  for (const int s : {1, 2, 3, 4, 5, 8, 16}) {
+    for (const std::size_t size :
+         {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{64}, std::size_t{1001}, std::size_t{4096}}) {
+      SCOPED_TRACE("element " + std::to_string(s) + " bytes, chunk " + std::to_string(size) + " bytes");
+      std::vector<unsigned char> data(size);
+      for (unsigned char& b : data) b = static_cast<unsigned char>(rng());
+      const std::vector<unsigned char> shuffled = hdf5_shuffle(data, static_cast<std::size_t>(s));
+      std::vector<unsigned char> out(3, 0xEE), scratch;
+      const Status st = detail::decode_chunk(shuffled.data(), shuffled.size(), {ChunkFilter::kShuffle}, 0, s, size, out,
+                                             scratch, "u");
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      EXPECT_EQ(out, data);
+    }
+  }
 }
 
 TEST(ChunkDecode, ShuffleRoundTripsIncludingTrailingBytes) {
