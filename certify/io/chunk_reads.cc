@@ -238,6 +238,7 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
   while (!walk.done()) {
     NCERT_RETURN_IF_ERROR(read_raw_batch(ds.get(), path, impl.model.file, chunk_bytes, walk, raws));
     if (Status s = decode_batch(raws, path, d, pipeline, chunk_bytes, row, count, out); !s.ok()) {
+      if (s.code() == ErrorCode::kMemoryLimit) return s;  // no decompressor: not the data's fault
       // Said in the dump's terms first (which rows could not be read), the chunk's fault after.
       return Status(s.code(), path + ": rows [" + std::to_string(row) + ", " + std::to_string(row + count) +
                                   ") cannot be read: the stored data is corrupt (" + s.message() + ")")
