@@ -172,6 +172,11 @@ int run_speed(int reps) {
   };
   gemm_line("eigen f64 gemm", g);
   if (!o.empty()) {
+#if NCERT_BENCH_OPENBLAS
+    // OpenBLAS picks its kernels by CPU at load time (0.3.21 runs Haswell's AVX2 kernels on
+    // AMD Zen 4; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 ones): the name says which ran.
+    std::printf("openblas core         %s\n", openblas_get_corename());
+#endif
     gemm_line("openblas f64 gemm", o);
     std::vector<double> eo(g.size());
     for (std::size_t i = 0; i < g.size(); ++i) eo[i] = g[i] / o[i];
