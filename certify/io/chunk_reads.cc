@@ -209,13 +209,24 @@ Status decode_batch(const std::vector<RawChunk>& raws, const std::string& path, 
 }  // namespace
 
 std::uint64_t chunks_touched(const DatasetInfo& d, Index row, Index count) {
-  if (d.layout != Layout::kChunked || d.shape.empty() || count <= 0) return 0;
-  std::uint64_t n = static_cast<std::uint64_t>((row + count - 1) / d.chunk[0] - row / d.chunk[0] + 1);
+  if (d.layout != Layout::kChunked || d.shape.empty() || d.chunk.size() != d.shape.size() || count <= 0) return 0;
+  // A chunk dimension of 0 is never written by HDF5; counted as 1 rather than divided by.
+  auto dim = [&](std::size_t k) { return std::max<Index>(d.chunk[k], 1); };
+  std::uint64_t n = static_cast<std::uint64_t>((row + count - 1) / dim(0) - row / dim(0) + 1);
   for (std::size_t k = 1; k < d.shape.size(); ++k) {
-    const auto along = static_cast<std::uint64_t>((d.shape[k] + d.chunk[k] - 1) / d.chunk[k]);
+    const auto along = static_cast<std::uint64_t>((d.shape[k] + dim(k) - 1) / dim(k));
     n = along != 0 && n > UINT64_MAX / along ? UINT64_MAX : n * along;
   }
   return n;
+}
+
+std::uint64_t chunk_bytes(const DatasetInfo& d) {
+  auto bytes = static_cast<std::uint64_t>(dtype_size(d.dtype));
+  for (const Index c : d.chunk) {
+    const auto dim = static_cast<std::uint64_t>(std::max<Index>(c, 1));
+    bytes = bytes > UINT64_MAX / dim ? UINT64_MAX : bytes * dim;
+  }
+  return bytes;
 }
 
 /// Rows [row, row + count) of a chunked dataset, batch by batch: the raw chunks are read
@@ -224,8 +235,7 @@ std::uint64_t chunks_touched(const DatasetInfo& d, Index row, Index count) {
 /// supply the fill value).
 Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path, const DatasetInfo& d,
                           const std::vector<ChunkFilter>& pipeline, Index row, Index count, void* dst) {
-  std::size_t chunk_bytes = static_cast<std::size_t>(dtype_size(d.dtype));
-  for (const Index c : d.chunk) chunk_bytes *= static_cast<std::size_t>(c);
+  const auto one_chunk = static_cast<std::size_t>(chunk_bytes(d));
   Hid ds;
   {
     Hdf5Activity activity("opening", path + " in " + impl.model.file);
@@ -236,8 +246,8 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
   ChunkWalk walk(d, row, count);
   std::vector<RawChunk> raws;
   while (!walk.done()) {
-    NCERT_RETURN_IF_ERROR(read_raw_batch(ds.get(), path, impl.model.file, chunk_bytes, walk, raws));
-    if (Status s = decode_batch(raws, path, d, pipeline, chunk_bytes, row, count, out); !s.ok()) {
+    NCERT_RETURN_IF_ERROR(read_raw_batch(ds.get(), path, impl.model.file, one_chunk, walk, raws));
+    if (Status s = decode_batch(raws, path, d, pipeline, one_chunk, row, count, out); !s.ok()) {
       if (s.code() == ErrorCode::kMemoryLimit) return s;  // no decompressor: not the data's fault
       // Said in the dump's terms first (which rows could not be read), the chunk's fault after.
       return Status(s.code(), path + ": rows [" + std::to_string(row) + ", " + std::to_string(row + count) +

@@ -19,7 +19,6 @@ bool mul_overflows(Index a, Index b, Index* out) { return __builtin_mul_overflow
 /// A hard link found by the walk, with what its object is.
 struct HardLink {
   std::string path;
-  std::string name;  ///< the link's name in its group
   H5O_type_t type = H5O_TYPE_UNKNOWN;
   haddr_t addr = HADDR_UNDEF;
 };
@@ -52,7 +51,6 @@ herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
     case H5L_TYPE_HARD: {
       HardLink h;
       h.path = path;
-      h.name = name;
       w->hard.push_back(std::move(h));
       break;
     }
@@ -120,7 +118,8 @@ void walk_tree(LinkWalk& w, int max_depth) {
       H5O_info_t oi{};
       // Looked up in the open group, not from the root by full path: one B-tree search instead
       // of one per level (24,000 projections: the walk's lookups were a quarter of the survey).
-      if (H5Oget_info_by_name2(g.get(), h.name.c_str(), &oi, H5O_INFO_BASIC, w.lapl) < 0) {
+      const char* name = h.path.c_str() + h.path.rfind('/') + 1;  // a link name holds no '/'
+      if (H5Oget_info_by_name2(g.get(), name, &oi, H5O_INFO_BASIC, w.lapl) < 0) {
         hdf5_error_text();  // cleared; the object is reported when it is read below
         continue;
       }
@@ -265,18 +264,12 @@ Status read_chunking(hid_t dcpl, DatasetInfo* info) {
 /// (dump_reader.h says why), refused from the declared shape and chunk dims alone: nothing has
 /// touched the chunk index yet (H5Dget_storage_size, below, walks all of it).
 Status check_chunk_count(const DatasetInfo& info) {
-  if (info.chunk.size() != info.shape.size() || info.shape.empty()) return Status::ok_status();
-  std::uint64_t chunks = 1, chunk_bytes = static_cast<std::uint64_t>(dtype_size(info.dtype));
-  for (std::size_t k = 0; k < info.shape.size(); ++k) {
-    const auto c = static_cast<std::uint64_t>(std::max<Index>(info.chunk[k], 1));
-    const auto along = (static_cast<std::uint64_t>(info.shape[k]) + c - 1) / c;
-    chunks = along != 0 && chunks > UINT64_MAX / along ? UINT64_MAX : chunks * along;
-    chunk_bytes = chunk_bytes > UINT64_MAX / c ? UINT64_MAX : chunk_bytes * c;
-  }
-  if (chunks > kMaxSmallChunks && chunk_bytes < kSmallChunkBytes) {
+  const std::uint64_t chunks = chunks_touched(info, 0, info.shape.empty() ? 0 : info.shape[0]);
+  const std::uint64_t one_chunk = chunk_bytes(info);
+  if (chunks > kMaxSmallChunks && one_chunk < kSmallChunkBytes) {
     return Status(ErrorCode::kChunkBomb,
                   "declares " + shape_string(info.shape) + " in chunks of " + shape_string(info.chunk) + " (" +
-                      std::to_string(chunk_bytes) + " bytes each): " + std::to_string(chunks) + " chunks, over the " +
+                      std::to_string(one_chunk) + " bytes each): " + std::to_string(chunks) + " chunks, over the " +
                       std::to_string(kMaxSmallChunks) + " allowed under " + std::to_string(kSmallChunkBytes) +
                       " bytes each: its chunk index outweighs its data; refused before reading; rewrite it with "
                       "chunks of whole rows");
@@ -295,11 +288,10 @@ Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_si
     const bool deflated = std::find_if(info->filters.begin(), info->filters.end(), [](const std::string& f) {
                             return f.rfind("deflate", 0) == 0;
                           }) != info->filters.end();
-    std::uint64_t chunk_bytes = static_cast<std::uint64_t>(dtype_size(info->dtype));
-    for (Index c : info->chunk) chunk_bytes *= static_cast<std::uint64_t>(c);
     const std::uint64_t expand = deflated ? 1100 : 1;
-    const std::uint64_t can_hold =
-        (stored > UINT64_MAX / expand ? UINT64_MAX : stored * expand) + (layout == H5D_CHUNKED ? chunk_bytes : 0);
+    const std::uint64_t expanded = stored > UINT64_MAX / expand ? UINT64_MAX : stored * expand;
+    const std::uint64_t slack = layout == H5D_CHUNKED ? chunk_bytes(*info) : 0;
+    const std::uint64_t can_hold = expanded > UINT64_MAX - slack ? UINT64_MAX : expanded + slack;
     if (static_cast<std::uint64_t>(info->bytes) > can_hold) {
       return Status(ErrorCode::kStorageBomb, "declares " + shape_string(info->shape) + " = " +
                                                  std::to_string(info->bytes) + " bytes but the file stores " +

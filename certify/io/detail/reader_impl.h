@@ -69,8 +69,13 @@ void check_schema(const ReaderOptions& options, Surveyed& surveyed, DumpModel& m
 /// empty for an unfiltered one); nullopt for fletcher32 (HDF5 verifies it) and other layouts.
 std::optional<std::vector<ChunkFilter>> decodable_pipeline(const DatasetInfo& d);
 
-/// How many chunks rows [row, row + count) of a chunked dataset touch (0 when not chunked).
+/// How many chunks rows [row, row + count) of a chunked dataset touch (0 when not chunked);
+/// all rows: the size of its chunk grid. Saturates at UINT64_MAX.
 std::uint64_t chunks_touched(const DatasetInfo& d, Index row, Index count);
+
+/// The bytes of data one chunk of a chunked dataset holds (its element size when not chunked).
+/// Saturates at UINT64_MAX.
+std::uint64_t chunk_bytes(const DatasetInfo& d);
 
 /// Rows [row, row + count) of a chunked dataset read chunk by chunk and decoded on every
 /// thread (chunk_reads.cc). kMissingMember when a chunk is not allocated (HDF5 then fills it).

@@ -20,15 +20,19 @@ namespace {
 using ncert::testing::open_mini_dump;
 using ncert::testing::scratch_file;
 
-/// Declares /tensors/<name> as f32 `dims` in chunks of `chunk`, writing nothing.
+/// Declares /tensors/<name> as f32 `dims` in chunks of `chunk`; writes `values` when given,
+/// else nothing.
 void declare_tensor(hid_t file, const std::string& name, const std::vector<hsize_t>& dims,
-                    const std::vector<hsize_t>& chunk) {
+                    const std::vector<hsize_t>& chunk, const float* values = nullptr) {
   const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
   const hid_t ds =
       H5Dcreate2(file, ("/tensors/" + name).c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   EXPECT_GE(ds, 0) << name;
+  if (values) {
+    EXPECT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), 0) << name;
+  }
   H5Dclose(ds);
   H5Pclose(dcpl);
   H5Sclose(space);
@@ -77,20 +81,11 @@ TEST(ChunkLimits, MoreThan65536ChunksUnder1KiBAreAChunkBombAndNoFewer) {
 TEST(ChunkLimits, ReadsOfManySmallChunksGoChunkByChunkAndEqualOneHdf5Read) {
   // 20,000 written 4-byte chunks: under the bomb limit, valid, read either way alike.
   const std::string path = scratch_file("many_chunks.h5");
-  std::vector<float> values(200 * 100);
+  std::vector<float> values(std::size_t{200} * 100);
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f;
   {
     auto w = open_mini_dump(path);
-    const auto file = static_cast<hid_t>(w.native_handle());
-    const std::vector<hsize_t> dims = {200, 100}, chunk = {1, 1};
-    const hid_t space = H5Screate_simple(2, dims.data(), nullptr);
-    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 2, chunk.data());
-    const hid_t ds = H5Dcreate2(file, "/tensors/t", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
-    H5Dclose(ds);
-    H5Pclose(dcpl);
-    H5Sclose(space);
+    declare_tensor(static_cast<hid_t>(w.native_handle()), "t", {200, 100}, {1, 1}, values.data());
     ASSERT_TRUE(w.close().ok());
   }
   ReaderOptions hdf5;
