@@ -16,6 +16,23 @@ std::string segments_text(const ProjectionInfo& info) {
   return s;
 }
 
+/// What the stored scales say the declaration should be, for guard 309: a scales array whose
+/// columns divide K fits group_size = K / columns ("" when none fits). (A scaled segment's
+/// scale rows that do not match scale_rows are refused earlier, as a shape mismatch.)
+std::string group_geometry_hint(const packing::PackPlan& plan) {
+  for (const packing::SegmentGeometry& g : plan.segments) {
+    const bool scaled = reference::is_scaled_format(g.format);
+    if (!scaled && g.format != reference::WeightFormat::kAf4) continue;
+    const Index declared = scaled ? g.scaled.group_size : g.af4.group_size;
+    if (g.scales_cols >= 1 && plan.k % g.scales_cols == 0 && plan.k / g.scales_cols != declared) {
+      return "; " + g.name + "'s stored scales fit group_size = " + std::to_string(plan.k / g.scales_cols) + " (K " +
+             std::to_string(plan.k) + " / " + std::to_string(g.scales_cols) + " columns), not the declared " +
+             std::to_string(declared);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 CheckResult geometry_check(const ProjectionFacts& f) {
@@ -41,6 +58,7 @@ CheckResult geometry_check(const ProjectionFacts& f) {
     r.verdict = Verdict::kFail;
     r.reason = std::string(error_name(f.plan.code())) + " (" + std::to_string(static_cast<int>(f.plan.code())) +
                "): " + f.plan.message();
+    if (f.plan.code() == ErrorCode::kGuardAf4Geometry) r.reason += group_geometry_hint(plan);
     r.evidence = e;
     return r;
   }

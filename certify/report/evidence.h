@@ -238,9 +238,33 @@ struct GeometryEvidence {
   bool operator==(const GeometryEvidence&) const = default;
 };
 
+/// How a packed output that differs is explained by another row's values, bit for bit: what the
+/// gather or the scatter did instead of what the selector says.
+enum class SlotMisroute : std::uint8_t {
+  kGathered,   ///< y_packed row `row` is y_unpacked row `actual`: slot `slot` computed that row
+  kScattered,  ///< y_packed row `row` is y_compact slot `actual`: the scatter wrote that slot there
+  kUnwritten,  ///< y_packed row `row` is still y_before: the scatter never wrote it
+  kCompact,    ///< y_compact slot `slot` is y_unpacked row `actual` (y_packed is right)
+};
+/// "gathered", "scattered", "unwritten", "compact".
+std::string_view slot_misroute_name(SlotMisroute m);
+
+struct SlotMapping {
+  SlotMisroute kind = SlotMisroute::kGathered;
+  Index slot = 0;     ///< the slot the selector maps to `row`
+  Index row = 0;      ///< the row the selector says
+  Index actual = -1;  ///< the row (kGathered, kCompact) or slot (kScattered) whose values are there
+  Index others = 0;   ///< further rows or slots with the same values (ambiguous when > 0)
+  bool operator==(const SlotMapping&) const = default;
+};
+
 struct IdentityEvidence {
+  static constexpr std::size_t kMaxMappings = 64;
   Index elements_compared = 0, packed_vs_unpacked = 0, compact_vs_packed = 0, differ = 0;
   Index selected_rows = 0;
+  /// Selected rows with a difference, and how many of them a SlotMapping explains.
+  Index rows_differing = 0, rows_explained = 0;
+  std::vector<SlotMapping> mappings;  ///< in slot order, at most kMaxMappings
   bool operator==(const IdentityEvidence&) const = default;
 };
 

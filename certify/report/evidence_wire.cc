@@ -180,12 +180,23 @@ void fields(auto& f, Is<GeometryEvidence> auto& x) {
   f("guard", x.guard);
 }
 
+void fields(auto& f, Is<SlotMapping> auto& x) {
+  f("kind", x.kind);
+  f("slot", x.slot);
+  f("row", x.row);
+  f("actual", x.actual);
+  f("others", x.others);
+}
+
 void fields(auto& f, Is<IdentityEvidence> auto& x) {
   f("elements_compared", x.elements_compared);
   f("packed_vs_unpacked", x.packed_vs_unpacked);
   f("compact_vs_packed", x.compact_vs_packed);
   f("differ", x.differ);
   f("selected_rows", x.selected_rows);
+  f("rows_differing", x.rows_differing);
+  f("rows_explained", x.rows_explained);
+  f("mappings", x.mappings);
 }
 
 void fields(auto& f, Is<BoundFigures> auto& x) {
@@ -670,6 +681,7 @@ Status decode_integer(const Json& j, T& v, const std::string& at) {
 
 std::string_view name_of(WitnessClass c) { return witness_class_name(c); }
 std::string_view name_of(ForkClass c) { return fork_class_name(c); }
+std::string_view name_of(SlotMisroute m) { return slot_misroute_name(m); }
 std::string_view name_of(DType t) { return dtype_name(t); }
 std::string_view name_of(CheckKind k) { return check_kind_name(k); }
 
@@ -686,6 +698,7 @@ std::optional<E> by_name(std::string_view name) {
 
 std::optional<WitnessClass> parse(Of<WitnessClass>, std::string_view s) { return by_name<WitnessClass>(s); }
 std::optional<ForkClass> parse(Of<ForkClass>, std::string_view s) { return by_name<ForkClass>(s); }
+std::optional<SlotMisroute> parse(Of<SlotMisroute>, std::string_view s) { return by_name<SlotMisroute>(s); }
 std::optional<DType> parse(Of<DType>, std::string_view s) { return parse_dtype(s); }
 std::optional<CheckKind> parse(Of<CheckKind>, std::string_view s) { return parse_check_kind(s); }
 

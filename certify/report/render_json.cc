@@ -134,6 +134,19 @@ Json evidence_json(const IdentityEvidence& e, const CheckResult& c) {
                 {"differ", e.differ},
                 {"selected_rows", e.selected_rows}};
   if (c.first_failure) j["first"] = cell(c.first_failure);
+  if (e.rows_differing > 0) {
+    j["rows_differing"] = e.rows_differing;
+    j["rows_explained"] = e.rows_explained;
+    Json maps = Json::array();
+    for (const SlotMapping& m : e.mappings) {
+      maps.push_back(Json{{"kind", std::string(slot_misroute_name(m.kind))},
+                          {"slot", m.slot},
+                          {"row", m.row},
+                          {"actual", m.actual},
+                          {"others", m.others}});
+    }
+    j["slot_mapping"] = std::move(maps);
+  }
   return j;
 }
 

@@ -48,6 +48,20 @@ std::string_view fork_class_name(ForkClass c) {
   return "?";
 }
 
+std::string_view slot_misroute_name(SlotMisroute m) {
+  switch (m) {
+    case SlotMisroute::kGathered:
+      return "gathered";
+    case SlotMisroute::kScattered:
+      return "scattered";
+    case SlotMisroute::kUnwritten:
+      return "unwritten";
+    case SlotMisroute::kCompact:
+      return "compact";
+  }
+  return "?";
+}
+
 std::string_view ncert_version() { return NCERT_VERSION; }
 
 CheckResult not_evaluated(std::string id, CheckKind kind, const std::string& why) {

@@ -59,13 +59,22 @@ def _check_segments(f: ProjectionFacts) -> None:
                               f"segments cover [0, {nxt}) but N = {f.n}")
 
 
+def _fits(f: ProjectionFacts, s, cols: int, declared: int) -> str:
+    """What group_size the stored scales fit (K / their columns), as ncert's geometry check says."""
+    if cols >= 1 and f.k % cols == 0 and f.k // cols != declared:
+        return (f"; {s.name}'s stored scales fit group_size = {f.k // cols} "
+                f"(K {f.k} / {cols} columns), not the declared {declared}")
+    return ""
+
+
 def _check_scaled(f: ProjectionFacts, s) -> None:
     """A scaled segment's grid (guards.cc): groups along K, blocks of scale_rows rows."""
     q = s.scaled
     gs, sr, rows = q.group_size, q.scale_rows, s.row_end - s.row_begin
     if gs < 1 or f.k % gs:
         raise DumpFormatError("guard-af4-geometry", s.path,
-                              f"segment {s.name}: group_size {gs} does not divide K = {f.k}")
+                              f"segment {s.name}: group_size {gs} does not divide K = {f.k}"
+                              + _fits(f, s, q.scales_cols, gs))
     if sr < 1:
         raise DumpFormatError("guard-af4-geometry", s.path, f"segment {s.name}: scale_rows {sr} < 1")
     want_rows = -(-rows // sr)
@@ -73,7 +82,8 @@ def _check_scaled(f: ProjectionFacts, s) -> None:
         raise DumpFormatError(
             "guard-af4-geometry", s.path,
             f"segment {s.name}: scales are [{q.scales_rows}, {q.scales_cols}], "
-            f"[ceil(rows/scale_rows), K/group_size] = [{want_rows}, {f.k // gs}]")
+            f"[ceil(rows/scale_rows), K/group_size] = [{want_rows}, {f.k // gs}]"
+            + _fits(f, s, q.scales_cols, gs))
 
 
 def _check_af4(f: ProjectionFacts) -> None:
@@ -87,7 +97,8 @@ def _check_af4(f: ProjectionFacts) -> None:
         gs = q.group_size
         if gs < 1 or f.k % gs:
             raise DumpFormatError("guard-af4-geometry", s.path,
-                                  f"segment {s.name}: group_size {gs} does not divide K = {f.k}")
+                                  f"segment {s.name}: group_size {gs} does not divide K = {f.k}"
+                                  + _fits(f, s, q.scales_cols, gs))
         per = rules.codes_per_element(q.packing)  # 8 per u32, 2 per u8 (schema_rules.json)
         if f.k % per or q.codes_cols != f.k // per:
             need = " (K is not a multiple)" if f.k % per else f" = {f.k // per}"
@@ -99,7 +110,7 @@ def _check_af4(f: ProjectionFacts) -> None:
             raise DumpFormatError(
                 "guard-af4-geometry", s.path,
                 f"segment {s.name}: scales have {q.scales_cols} columns, K/group_size = "
-                f"{f.k // gs}")
+                f"{f.k // gs}" + _fits(f, s, q.scales_cols, gs))
         if q.variant == "affine" and q.biases_cols != q.scales_cols:
             raise DumpFormatError(
                 "guard-af4-geometry", s.path,

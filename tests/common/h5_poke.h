@@ -41,6 +41,69 @@ inline void poke_i32(const std::string& path, const std::string& dataset, const 
   H5Fclose(f);
 }
 
+/// Overwrites row `to_row` of the 2-D dataset `to` with row `from_row` of `from` (same element
+/// type and row length), bit for bit.
+inline void copy_row(const std::string& path, const std::string& from, std::int64_t from_row, const std::string& to,
+                     std::int64_t to_row) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << path;
+  const hid_t src = H5Dopen2(f, from.c_str(), H5P_DEFAULT), dst = H5Dopen2(f, to.c_str(), H5P_DEFAULT);
+  ASSERT_GE(src, 0) << from;
+  ASSERT_GE(dst, 0) << to;
+  const hid_t file_type = H5Dget_type(src), mem_type = H5Tget_native_type(file_type, H5T_DIR_DEFAULT);
+  hsize_t dims[2] = {0, 0};
+  const hid_t src_space = H5Dget_space(src), dst_space = H5Dget_space(dst);
+  ASSERT_EQ(H5Sget_simple_extent_dims(src_space, dims, nullptr), 2) << from;
+  std::vector<unsigned char> row(dims[1] * H5Tget_size(mem_type));
+  const hsize_t count[2] = {1, dims[1]};
+  const hid_t mem_space = H5Screate_simple(2, count, nullptr);
+  const hsize_t from_start[2] = {static_cast<hsize_t>(from_row), 0}, to_start[2] = {static_cast<hsize_t>(to_row), 0};
+  H5Sselect_hyperslab(src_space, H5S_SELECT_SET, from_start, nullptr, count, nullptr);
+  H5Sselect_hyperslab(dst_space, H5S_SELECT_SET, to_start, nullptr, count, nullptr);
+  EXPECT_GE(H5Dread(src, mem_type, mem_space, src_space, H5P_DEFAULT, row.data()), 0);
+  EXPECT_GE(H5Dwrite(dst, mem_type, mem_space, dst_space, H5P_DEFAULT, row.data()), 0);
+  H5Sclose(mem_space);
+  H5Sclose(dst_space);
+  H5Sclose(src_space);
+  H5Tclose(mem_type);
+  H5Tclose(file_type);
+  H5Dclose(dst);
+  H5Dclose(src);
+  H5Fclose(f);
+}
+
+/// The whole of a 1-D i32 dataset.
+inline std::vector<std::int32_t> read_i32(const std::string& path, const std::string& dataset) {
+  std::vector<std::int32_t> v;
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return v;
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  const hid_t space = H5Dget_space(d);
+  v.resize(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));
+  if (H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0) v.clear();
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(f);
+  return v;
+}
+
+/// Sets the integer attribute `name` of the object at `object` (converted to its stored type).
+inline void poke_attr_i64(const std::string& path, const std::string& object, const std::string& name,
+                          std::int64_t value) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << path;
+  // Opened through the object, which stays open: an attribute opened by path from the file
+  // (H5Aopen_by_name) cannot be written in libhdf5 1.10 ("can't locate open attribute").
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  ASSERT_GE(o, 0) << object;
+  const hid_t a = H5Aopen(o, name.c_str(), H5P_DEFAULT);
+  ASSERT_GE(a, 0) << object << " @" << name;
+  EXPECT_GE(H5Awrite(a, H5T_NATIVE_INT64, &value), 0);
+  H5Aclose(a);
+  H5Oclose(o);
+  H5Fclose(f);
+}
+
 /// Replaces the link `alias` with a hard link to the object at `target`: after this the two
 /// names are one object.
 inline void relink_hard(const std::string& path, const std::string& target, const std::string& alias) {

@@ -183,6 +183,90 @@ TEST(Check, FaultDetailsNameRowColumnSlotAndValues) {
   EXPECT_EQ(stats(*b)["first"]["output"], "y_unpacked");
 }
 
+/// The identity failure's slot mappings, in slot order.
+std::vector<SlotMapping> mappings_of(const Report& r, const std::string& id) {
+  const CheckResult* c = find_check(r, id);
+  if (c == nullptr || c->verdict != Verdict::kFail) return {};
+  const auto* e = evidence_of<IdentityEvidence>(c);
+  return e == nullptr ? std::vector<SlotMapping>{} : e->mappings;
+}
+
+TEST(Check, IdentityFailureNamesTheSlotMappingThatExplainsIt) {
+  const std::string id = "projections/attn_qkv/identity";
+  // Two compact slots hold each other's rows: each packed row is the other's unpacked row.
+  const Report swapped =
+      check_dump(write_fixture(fixtures::preset_tiny(), "swap.h5", Fault::kSlotsSwapped, "attn_qkv"));
+  const std::vector<SlotMapping> s = mappings_of(swapped, id);
+  ASSERT_EQ(s.size(), 2u) << find_check(swapped, id)->reason;
+  EXPECT_EQ(s[0].kind, SlotMisroute::kGathered);
+  EXPECT_EQ(s[1].kind, SlotMisroute::kGathered);
+  EXPECT_EQ(s[0].actual, s[1].row);
+  EXPECT_EQ(s[1].actual, s[0].row);
+  EXPECT_NE(find_check(swapped, id)
+                ->reason.find("slot " + std::to_string(s[0].slot) + " holds row " + std::to_string(s[1].row) +
+                              ", not row " + std::to_string(s[0].row)),
+            std::string::npos)
+      << find_check(swapped, id)->reason;
+  EXPECT_NE(find_check(swapped, id)->reason.find("2 of 2 differing rows explained"), std::string::npos);
+
+  // Planted with HDF5 alone: the gather took an unselected row into one slot (compact and packed
+  // agree with each other, both hold that row's unpacked values).
+  const std::string gather = write_fixture(fixtures::preset_tiny(), "gather.h5");
+  const std::string group = "/projections/attn_qkv/";
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(gather, group + "selector");
+  std::set<std::int32_t> selected;
+  std::int64_t slot = -1, unselected = -1;
+  for (std::size_t i = 0; i < selector.size(); ++i) {
+    if (selector[i] >= 0 && slot < 0) slot = static_cast<std::int64_t>(i);
+    if (selector[i] >= 0) selected.insert(selector[i]);
+  }
+  for (std::int32_t row = 0; unselected < 0 && row < 1000; ++row) {
+    if (!selected.contains(row)) unselected = row;
+  }
+  ASSERT_GE(slot, 0);
+  ASSERT_GE(unselected, 0);
+  const std::int64_t row = selector[static_cast<std::size_t>(slot)];
+  ncert::testing::copy_row(gather, group + "y_unpacked", unselected, group + "y_packed", row);
+  ncert::testing::copy_row(gather, group + "y_unpacked", unselected, group + "y_compact", slot);
+  const Report g = check_dump(gather);
+  const std::vector<SlotMapping> gm = mappings_of(g, id);
+  ASSERT_EQ(gm.size(), 1u) << find_check(g, id)->reason;
+  EXPECT_EQ(gm[0], (SlotMapping{SlotMisroute::kGathered, slot, row, unselected, 0}));
+
+  // The scatter wrote one slot one row down: that row received the other slot, and the slot's
+  // own row was never written.
+  const Report scattered =
+      check_dump(write_fixture(fixtures::preset_tiny(), "scatter.h5", Fault::kWrongRowScattered, "attn_qkv"));
+  const std::vector<SlotMapping> sm = mappings_of(scattered, id);
+  ASSERT_FALSE(sm.empty()) << find_check(scattered, id)->reason;
+  EXPECT_TRUE(std::any_of(sm.begin(), sm.end(), [](const SlotMapping& m) {
+    return m.kind == SlotMisroute::kUnwritten;
+  })) << find_check(scattered, id)->reason;
+
+  // Values no row has: identity fails and says no mapping explains it.
+  const Report stale =
+      check_dump(write_fixture(fixtures::preset_tiny(), "stale.h5", Fault::kStaleCompactSlot, "attn_qkv"));
+  const CheckResult* st = find_check(stale, id);
+  ASSERT_EQ(st->verdict, Verdict::kFail);
+  EXPECT_EQ(evidence_of<IdentityEvidence>(st)->rows_explained, 0);
+  EXPECT_NE(st->reason.find("not a misrouted row"), std::string::npos) << st->reason;
+}
+
+TEST(Check, AWrongGroupSizeIsNamedFromTheStoredScales) {
+  // attn_qkv's AF4 segment has groups of 32 over K = 64 (two scales a row); declaring 16 is
+  // refused by guard 309, and the failure says which group size the stored scales fit.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "group16.h5");
+  ncert::testing::poke_attr_i64(path, "/projections/attn_qkv/weight/s0_af4", "group_size", 16);
+  const Report r = check_dump(path);
+  const CheckResult* g = find_check(r, "projections/attn_qkv/geometry");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->verdict, Verdict::kFail);
+  EXPECT_NE(g->reason.find("guard-af4-geometry (309)"), std::string::npos) << g->reason;
+  EXPECT_NE(g->reason.find("s0_af4's stored scales fit group_size = 32 (K 64 / 2 columns), not the declared 16"),
+            std::string::npos)
+      << g->reason;
+}
+
 TEST(Check, WalkDeclaringProjectionsAlsoCatchPackedPathFaultsBitwise) {
   // attn_qkv declares split:4:fma: truncation and a dropped tile there fail the walk too. With
   // the output rounding declared rne (the default) the accepted interval is rounded to nearest

@@ -113,7 +113,14 @@ Evidence sample(Of<GeometryEvidence>) {
   return GeometryEvidence{17, 24, 20, 5120, 4096, 5184, 4160, true, 3, 8, 12, ErrorCode::kGuardCapExceeded};
 }
 
-Evidence sample(Of<IdentityEvidence>) { return IdentityEvidence{1000, 3, 2, 5, 17}; }
+Evidence sample(Of<IdentityEvidence>) {
+  IdentityEvidence e{1000, 3, 2, 5, 17, 4, 3, {}};
+  e.mappings = {{SlotMisroute::kGathered, 3, 6, 7, 0},
+                {SlotMisroute::kScattered, 4, 7, 2, 1},
+                {SlotMisroute::kUnwritten, 5, 9, -1, 0},
+                {SlotMisroute::kCompact, 6, 11, 12, 0}};
+  return e;
+}
 
 Evidence sample(Of<BoundEvidence>) {
   BoundEvidence e;
