@@ -32,21 +32,11 @@ using reference::WeightFormat;
 /// 8 requests x 4 rows into 32 slots, K = 5120, bf16 activations and output; N = 1024 (the
 /// real 16480 adds time, not information: every output column is an independent test).
 fixtures::ProjectionSpec production(const std::string& name, std::vector<fixtures::SegmentSpec> segments) {
-  fixtures::ProjectionSpec p;
-  p.name = name;
-  p.requests = 8;
-  p.block_rows = 4;
-  p.cap = 4;
-  p.slots = 32;
-  p.k = 5120;
-  p.n = 0;
+  fixtures::ProjectionSpec p = fixtures::production_batch(name);
   for (const auto& s : segments) p.n += s.rows;
   p.out_pad = 16;
   p.segments = std::move(segments);
-  p.x = DType::kBf16;
   p.output = DType::kBf16;
-  p.accumulator = "f32-rn";
-  p.engine_order = "split:8:fma";
   return p;
 }
 

@@ -25,15 +25,8 @@ using ncert::testing::write_fixture;
 /// 8 requests x 4 rows in 32 slots, K = 4096, one AF4 segment (groups of 64) and one bf16
 /// segment: every request commits all its rows, so each output has 32 rows.
 fixtures::DumpSpec residual_spec(DType output) {
-  fixtures::ProjectionSpec p;
-  p.name = "proj";
-  p.requests = 8;
-  p.block_rows = 4;
-  p.cap = 4;
-  p.slots = 32;
-  p.k = 4096;
+  fixtures::ProjectionSpec p = fixtures::production_batch("proj", 4096);
   p.n = 256;
-  p.x = DType::kBf16;
   p.output = output;
   fixtures::SegmentSpec a;
   a.format = reference::WeightFormat::kAf4;

@@ -33,18 +33,9 @@ struct Options {
 };
 
 fixtures::ProjectionSpec production(Index n, DType output, std::uint64_t seed) {
-  fixtures::ProjectionSpec p;
-  p.name = "in_proj";
-  p.requests = 8;
-  p.block_rows = 4;
-  p.cap = 4;
-  p.slots = 32;
-  p.k = 5120;
+  fixtures::ProjectionSpec p = fixtures::production_batch("in_proj");
   p.n = n;
-  p.x = DType::kBf16;
   p.output = output;
-  p.accumulator = "f32-rn";
-  p.engine_order = "split:8:fma";
   fixtures::SegmentSpec a;
   a.format = reference::WeightFormat::kAf4;
   a.rows = n / 2;
