@@ -80,7 +80,7 @@ void explain_rows(const ProjectionFacts& f, const std::vector<std::pair<Index, I
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     if (!packed_differs[i] && !compact_differs[i]) continue;
     ++e.rows_differing;
-    const auto [slot, row] = pairs[i];
+    const Index slot = pairs[i].first, row = pairs[i].second;
     std::optional<SlotMapping> m;
     const auto mapping = [&](SlotMisroute kind, std::pair<Index, Index> found) {
       if (found.first >= 0) m = SlotMapping{kind, slot, row, found.first, found.second};
