@@ -21,10 +21,31 @@ double gamma(double n, double u) {
   return nu / (1.0 - nu) * kSlack;
 }
 
+namespace {
+
+/// A quantized segment whose kernel scales a sum of codes times activations (`output`, or
+/// `folded`): the sums it rounds are not partial sums of x_k w_k.
+bool is_dequant_after_sum(const WeightSegment& segment) {
+  Dequant d = Dequant::kExact;
+  if (segment.format == WeightFormat::kAf4) d = segment.af4.layout.dequant;
+  if (is_scaled_format(segment.format)) d = segment.scaled.dequant;
+  return d == Dequant::kOutput || d == Dequant::kFolded;
+}
+
+}  // namespace
+
+double noise_magnitude(double m, bool in_binades) {
+  if (!in_binades || !(m > 0) || !std::isfinite(m)) return m;
+  int e = 0;
+  std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1): floor(log2 m) = e - 1
+  return std::ldexp(1.0, e - 1);
+}
+
 ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk, double u_eff, bool quantized_x) {
   ColumnModel m;
   m.k_eff = static_cast<double>(k);
   const bool promoted = walk.declared && walk.inner == KWalkInner::kPromote;
+  m.rounds_own_terms = !quantized_x && !is_dequant_after_sum(segment);
   if (quantized_x && !promoted) {
     // Quantized activations (docs/error-bounds.md §6b): a kernel that sums a group's integer (or
     // FP8) products exactly and scales the sum passes each term through the product of the two
@@ -117,6 +138,9 @@ BoundTerms bound_terms(const ColumnModel& column, const Accumulator& acc, double
                              column.outer_roundings * acc.u_eff * acc.u_eff);
   }
   if (!t.round_to_nearest) t.noise_coef = 0;
+  // f32-rn's unit is 2^-24 and a promoted stage's 2^-p: binary formats rounding to nearest. An
+  // explicit u= declares a bound, not a format, and keeps u M.
+  t.noise_in_binades = column.rounds_own_terms && acc.kind == AccumulatorKind::kF32Rn;
   return t;
 }
 

@@ -27,6 +27,10 @@ struct ColumnModel {
   double inner_u = 0;
   double outer_roundings = 0;
   bool inner_round_to_nearest = true;  ///< the promoted accumulator rounds to nearest (rne)
+  /// Every operand the kernel rounds is a product or a partial sum of the dot product's own
+  /// terms x_k w_k (no scale applied after a rounding: not a group sum scaled afterwards under
+  /// `dequant = output` or `folded`, not a sum of quantized activations' codes).
+  bool rounds_own_terms = true;
 };
 
 /// bf16 / f32 weights and AF4 exact, f32 and output: {K} (the f32 and output dequantizations
@@ -79,6 +83,11 @@ struct ElementBound {
   double slack = 0;
 };
 
+/// What a rounding error's bound scales with when every rounded operand is at most `m`:
+/// 2^floor(log2 m) when `in_binades` (half a spacing of the highest binade m reaches, per unit
+/// roundoff), m otherwise; 0 for m = 0, m itself when not finite.
+double noise_magnitude(double m, bool in_binades);
+
 /// The per-column constants of B and T (one set per weight segment), so the per-element
 /// evaluation is a few multiply-adds (docs/error-bounds.md §2-3).
 struct BoundTerms {
@@ -91,6 +100,12 @@ struct BoundTerms {
   /// sub-Gaussian scale of the accumulated error under the mean-independent rounding model
   /// (docs/error-bounds.md §6c); 0 where the errors are biased (not round-to-nearest).
   double noise_coef = 0;
+  /// The rounded operands are the dot product's own partial sums and products (ColumnModel::
+  /// rounds_own_terms) in binary formats rounding to nearest (f32-rn, a promoted rne stage):
+  /// an operand of magnitude at most M lies in a binade no higher than 2^floor(log2 M), where a
+  /// rounding errs by at most u 2^floor(log2 M) (half a spacing), not u M. The residual scale is
+  /// then noise_coef * noise_magnitude(M), on average 0.54 of (noise_coef M)^2 in energy.
+  bool noise_in_binades = false;
   /// Quantized segments (AF4, scaled): the kernel's dequantized weights may differ from the
   /// reference's by roundings the reference does not pin (a fused zero point's fl32(-zp s) once
   /// per group, f32 products of code and scale), each up to u of a charged magnitude. Such an

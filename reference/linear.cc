@@ -33,8 +33,7 @@ struct BlockScratch {
   std::vector<float> kernel_row;  // K
   std::vector<double> bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;
-  std::vector<float> w_f32;     // block_cols x K: the exact weights rounded to f32 (tile dots)
-  std::vector<float> tile_dot;  // tiles x block_cols x M
+  std::vector<float> w_f32;  // block_cols x K: the exact weights rounded to f32 (tile dots)
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
   std::vector<const BoundTerms*> terms;  // per column of the block
@@ -185,8 +184,10 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
       t.slack[e] = eb.slack + t.terms[jj]->shared_coef * t.s[e];
       // Every operand the kernel rounds (a product, a partial sum in any order, a group's
       // scaled sum) is at most max(P, N) <= (S + |y*|) / 2 in exact arithmetic (P and N the
-      // sums of the positive and negative products), and the computed ones differ by at most B.
-      t.sigma[e] = t.terms[jj]->noise_coef * ((t.s[e] + std::fabs(ys)) / 2 + eb.bound);
+      // sums of the positive and negative products), and the computed ones differ by at most B;
+      // where they are the dot product's own terms, only the binade that bound reaches counts.
+      const BoundTerms& bt = *t.terms[jj];
+      t.sigma[e] = bt.noise_coef * noise_magnitude((t.s[e] + std::fabs(ys)) / 2 + eb.bound, bt.noise_in_binades);
       t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
       t.accept[e] = detail::propagate_interval(ys, eb.bound, bias, res, p);
       t.expect[e] = detail::propagate_interval(ys, eb.tier, bias, res, p);
@@ -212,19 +213,10 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
   }
 }
 
-/// The block's partial dot products over K tiles (f32 GEMMs of x and the exact weights rounded
-/// to f32; one per tile, on this thread, so bit-identical at any thread count), each tile as
-/// w x M: the residual tests walk one column's rows at a time.
-void block_tile_dots(const Activations& x, Index K, Index M, Index w, Index tile, BlockScratch& t) {
-  const Index tiles = (K + tile - 1) / tile;
+/// The block's exact weights rounded to f32, for column_tile_dots.
+void block_w_f32(Index K, Index w, BlockScratch& t) {
   t.w_f32.resize(static_cast<std::size_t>(w * K));
   for (std::size_t e = 0; e < t.w_f32.size(); ++e) t.w_f32[e] = static_cast<float>(t.w_exact[e]);
-  t.tile_dot.resize(static_cast<std::size_t>(tiles * M * w));
-  for (Index g = 0; g < tiles; ++g) {
-    const Index k0 = g * tile;
-    detail::gemm_abt_strided(t.w_f32.data() + k0, K, w, std::min(tile, K - k0), x.f32.data() + k0, K, M,
-                             t.tile_dot.data() + g * M * w);
-  }
 }
 
 void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk) {
@@ -284,6 +276,26 @@ bool rounds_with_bias(const LinearProblem& p) {
     const ColumnModel m = column_model(seg, p.weights->k, p.walk, p.accumulator.u_eff, quantized_x);
     return !bound_terms(m, p.accumulator, p.lambda, p.weights->k).round_to_nearest;
   });
+}
+
+void column_tile_dots(const ReferenceBlock& block, Index c, float* out) {
+  constexpr Index kLanes = 8;
+  const Index K = block.k, tile = block.tile;
+  const float* w = block.w_f32 + (c - block.col_begin) * K;
+  for (Index r = 0; r < block.rows; ++r) {
+    const float* x = block.x_f32 + r * K;
+    for (Index g = 0; g < block.tiles; ++g) {
+      const Index k0 = g * tile, k1 = std::min(K, k0 + tile);
+      float lane[kLanes] = {};
+      Index k = k0;
+      for (; k + kLanes <= k1; k += kLanes) {
+        for (Index l = 0; l < kLanes; ++l) lane[l] += x[k + l] * w[k + l];
+      }
+      for (Index l = 0; k < k1; ++k, ++l) lane[l] += x[k] * w[k];
+      out[g * block.rows + r] =
+          ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    }
+  }
 }
 
 Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSink& sink,
@@ -362,8 +374,10 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       block.sigma = t.sigma.data();
       block.slack = t.slack.data();
       if (options.residual_tile > 0) {
-        block_tile_dots(x, K, M, w, options.residual_tile, t);
-        block.tile_dot = t.tile_dot.data();
+        block_w_f32(K, w, t);
+        block.x_f32 = x.f32.data();
+        block.w_f32 = t.w_f32.data();
+        block.k = K;
         block.tile = options.residual_tile;
         block.tiles = (K + options.residual_tile - 1) / options.residual_tile;
       }

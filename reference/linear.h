@@ -42,17 +42,25 @@ struct ReferenceBlock {
   /// plus, for quantized segments, the dequantization roundings every row shares.
   const double* sigma = nullptr;
   const double* slack = nullptr;
-  /// With ReferenceOptions::residual_tile: the partial dot products over K tiles of that
-  /// width, tile t of element (r, c) at t * rows * width() + (c - col_begin) * rows + r: column
-  /// by column, so the residual tests read a column's rows contiguously (f32: they weight the
-  /// residual tests, they do not bound anything). nullptr otherwise.
-  const float* tile_dot = nullptr;
+  /// With ReferenceOptions::residual_tile: what column_tile_dots reads, the activations and the
+  /// block's exact weights, both rounded to f32 (rows x k and width() x k, row-major). nullptr
+  /// otherwise.
+  const float* x_f32 = nullptr;
+  const float* w_f32 = nullptr;
+  Index k = 0;
   Index tile = 0;   ///< K columns per tile (the last may be shorter)
   Index tiles = 0;  ///< ceil(K / tile)
 
   Index width() const { return col_end - col_begin; }
   Index at(Index r, Index c) const { return r * width() + (c - col_begin); }
 };
+
+/// Column c's partial dot products over the block's K tiles, tile t of row r at
+/// out[t * rows + r] (tiles x rows floats): f32 sums in one fixed order, 8 lanes combined in a
+/// fixed tree, so the same on every CPU and at any thread count. They weight the residual tests
+/// (docs/error-bounds.md §6d) and bound nothing; the tests compute them only for the columns
+/// their screen does not clear. Requires block.x_f32.
+void column_tile_dots(const ReferenceBlock& block, Index c, float* out);
 
 /// Receives blocks. consume() is called concurrently from worker threads, once per block, for
 /// distinct blocks; implementations store per-block partial results indexed by block.index and

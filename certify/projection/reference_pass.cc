@@ -11,6 +11,7 @@
 
 #include "certify/projection/checks.h"
 #include "certify/report/progress.h"
+#include "reference/bounds.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
@@ -175,14 +176,17 @@ class CompareSink final : public reference::ReferenceSink {
       const double h = reference::spacing_of_type(a, info.output) / 2;
       v = h * h;
     } else {
-      v = 0x1p-48 * a * a;
+      // One f32 rounding to nearest of a value below a: half a spacing of a's binade at most.
+      const double h = 0x1p-24 * reference::noise_magnitude(a, true);
+      v = h * h;
     }
     const double bias = reference::has_bias(problem_.epilogue) ? std::fabs(problem_.bias.at(j)) : 0.0;
     const double res = reference::has_residual(problem_.epilogue) ? std::fabs(problem_.residual.at(i, j)) : 0.0;
     const double m = std::fabs(y_star) + b + bias + res;
     const int adds = static_cast<int>(reference::has_bias(problem_.epilogue)) +
                      static_cast<int>(reference::has_residual(problem_.epilogue));
-    return v + adds * 0x1p-48 * m * m;
+    const double h_add = 0x1p-24 * reference::noise_magnitude(m, true);
+    return v + adds * h_add * h_add;
   }
 
   CompareSink(const ProjectionFacts& f, const reference::LinearProblem& problem, Index blocks, const BlockHook& hook,
@@ -212,7 +216,7 @@ class CompareSink final : public reference::ReferenceSink {
     const bool nearest = info.accumulator.round_to_nearest;
     // One per thread, reused block after block (its arrays are a few MB at 128 x 128).
     thread_local BlockSignatures sig_scratch;
-    BlockSignatures* sig = b.tile_dot ? &sig_scratch : nullptr;
+    BlockSignatures* sig = b.x_f32 ? &sig_scratch : nullptr;
     if (sig) sig->reset(kEngineOutputs, b.rows, b.width());
     const EngineOutput& unpacked = f_.data.output(EngineOutputId::kUnpacked);
     // Per (packed output, block column): a value that differs from y_unpacked's bits.
@@ -249,10 +253,12 @@ class CompareSink final : public reference::ReferenceSink {
           const double var = var_acc + var_out;
           VarianceTally& vt = part.variance[o];
           const double excess = std::max(std::fabs(r) - b.slack[e], 0.0);
-          ++vt.values;
-          vt.energy += excess * excess;
-          vt.var += var;
-          vt.var2 += var * var;
+          if (var > 0) {
+            ++vt.values;
+            vt.q += excess * excess / var;
+          } else if (excess > 0) {
+            ++vt.beyond_exact;
+          }
           if (sig) sig->set(static_cast<Index>(o), i, c - b.col_begin, r, var, b.slack[e]);
         }
       }
@@ -271,7 +277,7 @@ class CompareSink final : public reference::ReferenceSink {
           }
         }
       }
-      sig->finish(ranges_, b.col_begin, b.tile_dot, b.rows * b.width(), threshold_, part.signature);
+      sig->finish(ranges_, b, threshold_, part.signature);
     }
     part.seconds += seconds_since(t0);
     if (hook_) hook_(b);

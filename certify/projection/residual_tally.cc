@@ -54,8 +54,17 @@ void SignatureTally::add(const SignatureHit& h, double threshold) {
   keep_strongest(strongest, h);
 }
 
+void SignatureTally::add_screened(double bound, Index ranges) {
+  candidates += ranges;
+  ++columns_screened;
+  screened_max = std::max(screened_max, bound);
+  z.add(bound);
+}
+
 void SignatureTally::merge(const SignatureTally& o) {
   candidates += o.candidates;
+  columns_screened += o.columns_screened;
+  screened_max = std::max(screened_max, o.screened_max);
   significant += o.significant;
   significant_columns += o.significant_columns;
   columns_as_unpacked += o.columns_as_unpacked;
@@ -65,9 +74,8 @@ void SignatureTally::merge(const SignatureTally& o) {
 
 void VarianceTally::merge(const VarianceTally& o) {
   values += o.values;
-  energy += o.energy;
-  var += o.var;
-  var2 += o.var2;
+  q += o.q;
+  beyond_exact += o.beyond_exact;
 }
 
 namespace {
@@ -93,6 +101,7 @@ void BlockSignatures::reset(Index outputs, Index rows, Index width) {
   var_.assign(n, 0.0);
   slack_.assign(n, 0.0);
   mask_.assign(n, 0.0);
+  q_.assign(static_cast<std::size_t>(outputs * width), 0.0);
   shared_.assign(static_cast<std::size_t>(outputs * width), -1);
   any_.assign(static_cast<std::size_t>(outputs * width), 0);
 }
@@ -103,37 +112,46 @@ void BlockSignatures::set(Index o, Index i, Index jj, double r, double var, doub
   var_[e] = var;
   slack_[e] = slack;
   mask_[e] = 1.0;
-  any_[static_cast<std::size_t>(o * width_ + jj)] = 1;
+  const auto cell = static_cast<std::size_t>(o * width_ + jj);
+  any_[cell] = 1;
+  q_[cell] += var > 0 ? r * r / var : (r != 0 ? HUGE_VAL : 0.0);
 }
 
 void BlockSignatures::share(Index o, Index jj, Index same_as) {
   shared_[static_cast<std::size_t>(o * width_ + jj)] = same_as;
 }
 
-void BlockSignatures::finish(const std::vector<TileRange>& ranges, Index col_begin, const float* dots,
-                             Index tile_stride, double threshold, std::vector<SignatureTally>& out) {
+void BlockSignatures::finish(const std::vector<TileRange>& ranges, const reference::ReferenceBlock& block,
+                             double threshold, std::vector<SignatureTally>& out) {
   const std::size_t n = ranges.size();
   const auto p = static_cast<std::size_t>(padded_);
+  const Index col_begin = block.col_begin;
   a_.assign(n * p, 0.0);
+  dots_.resize(static_cast<std::size_t>(block.tiles * rows_));
   for (Index jj = 0; jj < width_; ++jj) {
+    // Which outputs' candidates this column runs: present, not a repeat of y_unpacked's, and
+    // not screened by their bound.
     bool wanted = false;
     for (Index o = 0; o < outputs_; ++o) {
       const auto cell = static_cast<std::size_t>(o * width_ + jj);
-      wanted = wanted || (any_[cell] && shared_[cell] < 0);
-    }
-    if (!wanted) {
-      for (Index o = 0; o < outputs_; ++o) {
-        if (any_[static_cast<std::size_t>(o * width_ + jj)]) ++out[static_cast<std::size_t>(o)].columns_as_unpacked;
+      if (!any_[cell]) continue;
+      if (shared_[cell] >= 0) {
+        ++out[static_cast<std::size_t>(o)].columns_as_unpacked;
+      } else if (!(std::sqrt(q_[cell]) > threshold)) {
+        out[static_cast<std::size_t>(o)].add_screened(std::sqrt(q_[cell]), static_cast<Index>(n));
+      } else {
+        wanted = true;
       }
-      continue;
     }
+    if (!wanted) continue;
+    reference::column_tile_dots(block, col_begin + jj, dots_.data());
     // The column's partial dots per range: the tiles', then each range the sum of its two
     // children (a range carried up alone is a copy of its child, and its sums are the child's).
     for (std::size_t c = 0; c < n; ++c) {
       const TileRange& g = ranges[c];
       double* a = a_.data() + c * p;
       if (g.left < 0) {
-        const float* d = dots + g.first * tile_stride + jj * rows_;
+        const float* d = dots_.data() + g.first * rows_;
         for (Index i = 0; i < rows_; ++i) a[i] = static_cast<double>(d[i]);
       } else if (g.right >= 0) {
         const double* l = a_.data() + static_cast<std::size_t>(g.left) * p;
@@ -145,11 +163,7 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, Index col_beg
     }
     for (Index o = 0; o < outputs_; ++o) {
       const auto cell = static_cast<std::size_t>(o * width_ + jj);
-      if (!any_[cell]) continue;
-      if (shared_[cell] >= 0) {
-        ++out[static_cast<std::size_t>(o)].columns_as_unpacked;
-        continue;
-      }
+      if (!any_[cell] || shared_[cell] >= 0 || !(std::sqrt(q_[cell]) > threshold)) continue;
       const double* r = r_.data() + at(o, jj);
       const double* var = var_.data() + at(o, jj);
       const double* sl = slack_.data() + at(o, jj);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "certify/report/evidence.h"
+#include "reference/linear.h"
 #include "reference/linear_spec.h"
 #include "reference/status.h"
 
@@ -52,30 +53,39 @@ struct SignatureTally {
   static constexpr std::size_t kKeep = 8;
   Index candidates = 0;
   Index significant = 0;
-  Index significant_columns = 0;        ///< (output, column) pairs with a candidate beyond it
-  Index columns_as_unpacked = 0;        ///< columns equal to y_unpacked's, tested there
+  Index significant_columns = 0;  ///< (output, column) pairs with a candidate beyond it
+  Index columns_as_unpacked = 0;  ///< columns equal to y_unpacked's, tested there
+  /// (output, column) pairs whose every candidate is below the threshold by their bound
+  /// sqrt(sum r^2 / sigma^2) (Cauchy-Schwarz): tested without computing their candidates.
+  Index columns_screened = 0;
+  double screened_max = 0;              ///< the largest bound of a screened column
   std::vector<SignatureHit> strongest;  ///< by z, then output, column and range: deterministic
+  /// z of every computed candidate, and each screened column's bound (once per column).
   Log2Histogram z{SignatureEvidence::kZLog2Min, SignatureEvidence::kZLog2Max};
   void add(const SignatureHit& h, double threshold);
+  /// A column screened by its bound: its `ranges` candidates are all at most `bound`.
+  void add_screened(double bound, Index ranges);
   void merge(const SignatureTally& o);
 };
 
 /// The variance test's sums over one output's elements.
 struct VarianceTally {
-  Index values = 0;
-  double energy = 0;  ///< sum (|r| - slack)_+^2
-  double var = 0;     ///< sum sigma^2
-  double var2 = 0;    ///< sum sigma^4
+  Index values = 0;        ///< values with sigma > 0
+  double q = 0;            ///< sum ((|r| - slack)_+ / sigma)^2 over them
+  Index beyond_exact = 0;  ///< values with sigma 0 (no rounding) whose |r| exceeds slack
   void merge(const VarianceTally& o);
 };
 
 /// The matched filters of one block. The reference pass sets each output's elements (residual,
-/// sigma^2, slack) as it compares them; finish() then runs every (output, column, range) column
-/// by column: the column's partial dots per range are built once, as ranges x rows, and each
-/// output's four sums per range are dot products over the rows (8 fixed lanes, added in a fixed
-/// order: the same sums on every CPU). Column by column keeps the working set (ranges x rows
-/// doubles, 0.5 MB at K = 16,480 and 128 rows) in cache, where element by element streamed every
-/// column's sums (16 KB per element) through memory. One per thread, reused block after block.
+/// sigma^2, slack) as it compares them; finish() then screens each (output, column): every
+/// candidate's z = (|sum a r| - sum |a| slack) / sqrt(sum a^2 sigma^2) is at most
+/// sqrt(sum r^2 / sigma^2) whatever the weights a (Cauchy-Schwarz), so a column whose bound is
+/// below the threshold cannot hold a significant candidate and is not run (a legitimate f32
+/// column's bound is about 1 against a threshold near 9). The others run every range column by
+/// column: the column's partial dots per tile (reference::column_tile_dots), then per range,
+/// are built once, as ranges x rows, and each output's four sums per range are dot products
+/// over the rows (8 fixed lanes, added in a fixed order: the same sums on every CPU). One per
+/// thread, reused block after block.
 class BlockSignatures {
  public:
   /// Sizes the block (rows x width per output) with every element absent.
@@ -85,10 +95,11 @@ class BlockSignatures {
   /// Output `o`'s column jj holds the same values as output `same_as`'s, bit for bit, on every
   /// row it has: its candidates are those of `same_as` on fewer rows, so they are not run again.
   void share(Index o, Index jj, Index same_as);
-  /// Every candidate of the block into `out` (per output), tile t of element (i, jj) at
-  /// dots[t * tile_stride + jj * rows + i], and the columns not run again as columns_as_unpacked.
-  void finish(const std::vector<TileRange>& ranges, Index col_begin, const float* dots, Index tile_stride,
-              double threshold, std::vector<SignatureTally>& out);
+  /// Every candidate of the block into `out` (per output): computed from the block's tile dots
+  /// where its column's bound reaches the threshold, screened otherwise; the columns not run
+  /// again as columns_as_unpacked.
+  void finish(const std::vector<TileRange>& ranges, const reference::ReferenceBlock& block, double threshold,
+              std::vector<SignatureTally>& out);
 
  private:
   std::size_t at(Index o, Index jj) const { return static_cast<std::size_t>((o * width_ + jj) * padded_); }
@@ -96,9 +107,13 @@ class BlockSignatures {
   Index padded_ = 0;  ///< rows rounded up to the lanes (absent rows: all zero)
   // outputs x width x padded each: r, sigma^2, slack, and 1 / 0 for present / absent.
   std::vector<double> r_, var_, slack_, mask_;
+  /// outputs x width: sum r^2 / sigma^2 over the column's rows (infinite when a row without
+  /// rounding, sigma 0, has a residual).
+  std::vector<double> q_;
   std::vector<Index> shared_;       ///< outputs x width: -1, or the output it repeats
   std::vector<char> any_;           ///< outputs x width: a column with at least one element
   std::vector<double> a_;           ///< ranges x padded: one column's partial dots
+  std::vector<float> dots_;         ///< tiles x rows: one column's tile dots
   std::vector<SignatureHit> hits_;  ///< one output's candidates of the column, per range
 };
 

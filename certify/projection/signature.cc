@@ -76,6 +76,8 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     e.significant += t.significant;
     e.significant_columns += t.significant_columns;
     e.columns_as_unpacked += t.columns_as_unpacked;
+    e.columns_screened += t.columns_screened;
+    e.screened_max = std::max(e.screened_max, t.screened_max);
     e.z.merge(t.z);
     all.insert(all.end(), t.strongest.begin(), t.strongest.end());
   }
@@ -109,8 +111,13 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
                (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds;
     r.first_failure = Location{s.output, -1, s.col};
   } else {
-    r.reason = "no column's residuals carry a fault's signature: largest z " +
-               format_short(e.strongest.empty() ? 0.0 : e.strongest.front().z) + " (" + odds + ")";
+    const std::string screened = std::to_string(e.columns_screened) + " column" + (e.columns_screened == 1 ? "" : "s") +
+                                 " screened (every z at most " + format_short(e.screened_max) + ")";
+    r.reason = "no column's residuals carry a fault's signature: " +
+               (e.strongest.empty() ? screened
+                                    : "largest z " + format_short(e.strongest.front().z) +
+                                          (e.columns_screened > 0 ? ", " + screened : std::string())) +
+               " (" + odds + ")";
   }
   r.evidence = std::move(e);
   return r;

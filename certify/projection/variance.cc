@@ -1,11 +1,11 @@
 // variance: the residuals' energy is within what any order of the declared roundings allows
-// (docs/error-bounds.md §6e). Under the mean-independent model each residual is a martingale
-// R of increments bounded by u times the operand they round, with sum of squared bounds
-// sigma^2 whatever the order; R^2 <= sigma^2 + 2 sum e_j S_{j-1}, and the cross sum is itself a
-// martingale whose increments are bounded once every partial sum stays within lambda sigma. So
-// sum (|r| - slack)_+^2 <= sum sigma^2 + 2 t lambda sqrt(sum sigma^4), except with probability
-// exp(-t^2 / 2) + 2 n exp(-lambda^2 / 2). An accumulator that keeps p < 24 bits multiplies the
-// energy of its rounding errors by 4^(24 - p).
+// (docs/error-bounds.md §6e). Under the mean-independent model every sum of a_e R_e, a_e fixed,
+// is a martingale with sub-Gaussian scale sqrt(sum a_e^2 sigma_e^2) (Azuma). Averaging that over
+// Gaussian a_e = sqrt(l) G_e / sigma_e gives E exp(l Q / 2) <= (1 - l)^(-n/2) for
+// Q = sum R_e^2 / sigma_e^2: Q is dominated by a chi-square of n degrees, and the chi-square
+// tail (Laurent and Massart 2000) gives P(Q >= n + 2 sqrt(n L) + 2 L) <= exp(-L). The statistic
+// is Q with (|r| - slack)_+ <= |R| in place of R; an accumulator that keeps p < 24 bits
+// multiplies the energy of its rounding errors by 4^(24 - p).
 #include <cmath>
 
 #include "certify/projection/checks.h"
@@ -21,14 +21,15 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
     return skipped(id, subject, CheckKind::kVariance, why);
   }
   Index outputs = 0;
-  for (EngineOutputId o : kAllEngineOutputs) outputs += pass.variance[static_cast<std::size_t>(o)].values > 0;
+  for (EngineOutputId o : kAllEngineOutputs) {
+    const VarianceTally& v = pass.variance[static_cast<std::size_t>(o)];
+    outputs += v.values > 0 || v.beyond_exact > 0;
+  }
   if (outputs == 0) {
     return skipped(id, subject, CheckKind::kVariance, "no output value has a residual to test (no finite value)");
   }
-  // Each output gets alpha / outputs, half for the cross sum (t) and half for the partial sums
-  // staying within lambda sigma (a union over the n values, both signs).
-  const double a = kResidualAlpha / static_cast<double>(outputs);
-  const double t = std::sqrt(2 * std::log(2 / a));
+  // Each output gets alpha / outputs.
+  const double log_term = std::log(static_cast<double>(outputs) / kResidualAlpha);
   CheckResult r = projection_check(info, CheckKind::kVariance);
   VarianceEvidence e;
   e.alpha = kResidualAlpha;
@@ -37,22 +38,25 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   double best_ratio = -1;
   for (EngineOutputId id_o : kAllEngineOutputs) {
     const VarianceTally& v = pass.variance[static_cast<std::size_t>(id_o)];
-    if (v.values == 0) continue;
+    if (v.values == 0 && v.beyond_exact == 0) continue;
     VarianceOutput o;
     o.output = std::string(engine_output_name(id_o));
-    o.values = v.values;
-    const double lambda = std::sqrt(2 * std::log(4 * static_cast<double>(v.values) / a));
-    o.ratio = v.var > 0 ? v.energy / v.var : (v.energy > 0 ? HUGE_VAL : 0.0);
-    o.limit = v.var > 0 ? 1 + 2 * t * lambda * std::sqrt(v.var2) / v.var : 0.0;
+    o.values = v.values + v.beyond_exact;
+    const double n = static_cast<double>(std::max<Index>(v.values, 1));
+    // A value with no rounding at all (sigma 0) that misses its centre is no rounding noise.
+    o.ratio = v.beyond_exact > 0 ? HUGE_VAL : v.q / n;
+    o.limit = 1 + 2 * std::sqrt(log_term / n) + 2 * log_term / n;
     if (o.ratio > o.limit && failure.empty()) {
       r.verdict = Verdict::kFail;
       // The energy of rounding errors scales as u^2: a ratio rho means units sqrt(rho) times
       // the declared ones at least, i.e. log2(sqrt(rho)) bits fewer.
       const double bits = 0.5 * std::log2(o.ratio);
       failure = o.output + ": residual energy " + format_short(o.ratio) +
-                "x the most any summation order of accumulator " + info.accumulator.name + " allows (limit " +
-                format_short(o.limit) + "x, false-alarm probability <= 1e-9): the kernel rounds at least " +
-                format_short(bits) + " bits coarser than declared (a narrower accumulator or lost bits)";
+                "x the most any summation order of accumulator " + info.accumulator.name +
+                " allows, per value on average (limit " + format_short(o.limit) +
+                "x, false-alarm probability <= 1e-9): the kernel rounds at least " + format_short(bits) +
+                " bits coarser than declared (a narrower accumulator, lost bits, or an output rounding that is not to "
+                "nearest)";
       r.first_failure = Location{o.output};
     }
     if (o.ratio > best_ratio) {

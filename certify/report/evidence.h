@@ -409,17 +409,24 @@ struct SignatureEvidence {
   double alpha = 0;             ///< false-alarm probability of the whole check
   Index tile = 0;               ///< K columns of the narrowest range
   Index ranges_per_column = 0;  ///< dyadic ranges over the tiles, the whole K included
-  Index candidates = 0;         ///< candidates with a nonzero signature
-  double threshold = 0;         ///< z beyond which a candidate fails
-  Index significant = 0;        ///< candidates beyond it
+  /// Candidates tested: those computed with a nonzero signature, and every range of a screened
+  /// column.
+  Index candidates = 0;
+  double threshold = 0;   ///< z beyond which a candidate fails
+  Index significant = 0;  ///< candidates beyond it
   /// (output, column) pairs with a candidate beyond it: a fault in one group of one column
   /// makes many of that column's ranges significant (32 rows cannot tell them all apart).
   Index significant_columns = 0;
   /// Packed / compact (output, column) pairs equal to y_unpacked's column bit for bit on every
   /// row they hold: tested through y_unpacked's candidates (on all rows), not counted again.
   Index columns_as_unpacked = 0;
-  std::vector<SignatureFinding> strongest;  ///< the largest z first, at most 8
-  Log2Histogram z{kZLog2Min, kZLog2Max};    ///< z of every candidate
+  /// (output, column) pairs whose bound sqrt(sum r^2 / sigma^2), which every candidate's z is
+  /// under, is itself under the threshold: tested without computing their candidates.
+  Index columns_screened = 0;
+  double screened_max = 0;                  ///< the largest bound of a screened column
+  std::vector<SignatureFinding> strongest;  ///< the largest computed z first, at most 8
+  /// z of every computed candidate, and once per screened column its bound.
+  Log2Histogram z{kZLog2Min, kZLog2Max};
   bool operator==(const SignatureEvidence&) const = default;
 };
 

@@ -299,6 +299,8 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("significant", x.significant);
   f("significant_columns", x.significant_columns);
   f("columns_as_unpacked", x.columns_as_unpacked);
+  f("columns_screened", x.columns_screened);
+  f("screened_max", x.screened_max);
   f("strongest", x.strongest);
   f("z", x.z);
 }

@@ -136,16 +136,16 @@ def expect_pass(label: str, rc: int, report: Optional[dict], name: str) -> Expec
     return Expectation(label, met, detail)
 
 
-def expect_fail(label: str, rc: int, report: Optional[dict], meant: str) -> Expectation:
-    """Exit 1, and the one failing check is `meant` (every other check passes or skips)."""
+def expect_fail(label: str, rc: int, report: Optional[dict], *meant: str) -> Expectation:
+    """Exit 1, and the failing checks are exactly `meant` (every other check passes or skips)."""
     if report is None:
         return Expectation(label, False, f"no report (exit {rc})")
     v = verdicts(report)
     failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
-    met = rc == 1 and failed == [meant]
-    evidence = next((c.get("reason", "") for c in report["checks"] if c["id"] == meant), "")
-    if meant.endswith("/bias"):
-        evidence = bias_evidence(report, meant.split("/")[1])
+    met = rc == 1 and failed == sorted(meant)
+    evidence = next((c.get("reason", "") for c in report["checks"] if c["id"] == meant[0]), "")
+    if meant[0].endswith("/bias"):
+        evidence = bias_evidence(report, meant[0].split("/")[1])
     return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}"
                        + (f"\n      {evidence}" if evidence else ""))
 
@@ -274,8 +274,10 @@ def main(argv) -> int:
     results.append(expect_pass("ort_f16.h5: identity, bound, bias (f16 RNE) and the rest PASS",
                                rc, rep, "ort_matmul"))
     rc, rep = check(ncert, out / "fault_f16_truncation.h5", reports)
-    results.append(expect_fail("fault_f16_truncation.h5 (f16 output truncated in both paths): FAIL bias",
-                               rc, rep, "projections/ort_matmul/bias"))
+    # Truncation errs by up to a whole f16 spacing where rne allows half: one-sided residuals
+    # (bias) with 4/3 of the energy the model allows (variance).
+    results.append(expect_fail("fault_f16_truncation.h5 (f16 output truncated in both paths): FAIL bias, variance",
+                               rc, rep, "projections/ort_matmul/bias", "projections/ort_matmul/variance"))
     rc, rep = check(ncert, out / "fault_identity.h5", reports)
     results.append(expect_fail("fault_identity.h5 (one packed row one ulp off): FAIL identity",
                                rc, rep, "projections/ort_matmul/identity"))

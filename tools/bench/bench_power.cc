@@ -3,11 +3,13 @@
 // production shape (K 5120, 8 requests x 4 rows in 32 slots, AF4 groups of 64 beside bf16
 // weights), and the smallest magnitude each check catches is printed; then the false alarms of
 // every check over legitimate dumps (seeds, output types, engine summation orders).
-// Usage: bench_power [--n N] [--legit L] [--dir D] [--threads T]
+// Usage: bench_power [--n N] [--legit L] [--only TEXT] [--dir D] [--threads T]
 //   --n      output columns (default 16480, the production in_proj; 4096 runs 4x faster)
 //   --legit  legitimate dumps (default 24)
+//   --only   run only the fault classes whose description contains TEXT (e.g. "truncated")
 #include <omp.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -30,6 +32,7 @@ struct Options {
   int legit = 24;
   int threads = 0;
   std::string dir = "bench-power";
+  std::string only;  ///< a fault class's description must contain it ("": every class)
 };
 
 fixtures::ProjectionSpec production(Index n, DType output, std::uint64_t seed) {
@@ -80,7 +83,7 @@ struct Sweep {
 std::string write(const Options& o, const fixtures::ProjectionSpec& p, const std::string& name) {
   fixtures::DumpSpec d;
   d.projections.push_back(p);
-  const std::string path = o.dir + "/" + name + ".h5";
+  std::string path = o.dir + "/" + name + ".h5";
   const Status s = fixtures::write_dump(path, d, {}, true);
   if (!s.ok()) {
     std::fprintf(stderr, "bench_power: %s: %s\n", path.c_str(), s.to_string().c_str());
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--n") && i + 1 < argc) o.n = std::atoll(argv[++i]);
     if (!std::strcmp(argv[i], "--legit") && i + 1 < argc) o.legit = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) o.only = argv[++i];
     if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) o.dir = argv[++i];
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = std::atoi(argv[++i]);
   }
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
       {"a fraction of bf16 outputs truncated instead of rounded",
        "fraction",
        {0.005, 0.01, 0.02, 0.05, 0.1},
-       [](fixtures::ProjectionSpec& p, double f) { p.engine_truncate_every = static_cast<Index>(1.0 / f + 0.5); },
+       [](fixtures::ProjectionSpec& p, double f) { p.engine_truncate_every = static_cast<Index>(std::lround(1.0 / f)); },
        DType::kBf16},
   };
   std::printf("bench_power: K 5120 x N %lld, 32 rows in 32 slots, %d threads\n", static_cast<long long>(o.n),
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
   double check_seconds = 0;
   int checks = 0;
   for (const Sweep& s : sweeps) {
+    if (s.fault.find(o.only) == std::string::npos) continue;
     std::printf("\n%s\n  %-10s", s.fault.c_str(), s.unit.c_str());
     for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
     std::printf("\n");

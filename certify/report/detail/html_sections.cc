@@ -130,7 +130,7 @@ std::string signature_figures(const SignatureEvidence& e, bool failed) {
   HistogramPlot plot;
   plot.css_class = "signature-hist";
   plot.css_class += calm(failed);
-  plot.caption = "z of every (output, column, K range) candidate";
+  plot.caption = "z of every (output, column, K range) candidate computed, and the bound of each column screened";
   plot.marker_log2 = static_cast<int>(std::floor(std::log2(std::max(e.threshold, 1.0))));
   plot.marker_label = "threshold " + num(e.threshold);
   plot.zero_label = "&#8804; 0";

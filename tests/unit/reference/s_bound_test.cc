@@ -369,5 +369,54 @@ TEST(F32SumBound, BothPathsAreBitIdenticalAtOneAndTwoThreads) {
   EXPECT_TRUE(same(one->expect, two->expect));
 }
 
+// docs/error-bounds.md §6c, binades: an f32 rounding to nearest of any value of magnitude at
+// most M errs by at most 2^-24 mu(M), mu(M) = 2^floor(log2 M), and that bound is reached. The
+// oracle is the CPU's own conversion of doubles to float.
+TEST(NoiseMagnitude, BoundsEveryF32RoundingOfAValueAtMostM) {
+  EXPECT_EQ(noise_magnitude(1.0, true), 1.0);
+  EXPECT_EQ(noise_magnitude(1.5, true), 1.0);
+  EXPECT_EQ(noise_magnitude(0.75, true), 0.5);
+  EXPECT_EQ(noise_magnitude(0x1.fffffp3, true), 8.0);
+  EXPECT_EQ(noise_magnitude(0.0, true), 0.0);
+  EXPECT_EQ(noise_magnitude(1.5, false), 1.5);
+  EXPECT_TRUE(std::isinf(noise_magnitude(HUGE_VAL, true)));
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-100, 100), unit(-1, 1);
+  double tightest = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double m = std::exp2(exponent(rng));
+    const double v = m * unit(rng);
+    const double err = std::fabs(static_cast<double>(static_cast<float>(v)) - v);
+    const double bound = 0x1p-24 * noise_magnitude(m, true);
+    ASSERT_LE(err, bound) << "v " << v << " m " << m;
+    tightest = std::max(tightest, err / bound);
+  }
+  EXPECT_GT(tightest, 0.99);  // reached: half a spacing of M's own binade
+}
+
+// The same for every rounding of a sequential f32 dot product: each partial sum's rounding errs
+// by at most 2^-24 mu(M) with M = max(P, N) (the sums of the positive and of the negative
+// products; every partial sum lies between -N and P, to first order).
+TEST(NoiseMagnitude, BoundsEveryRoundingOfASequentialF32Sum) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> p(512);
+    double pos = 0, neg = 0;
+    for (float& t : p) {
+      t = static_cast<float>(normal(rng) * normal(rng));
+      (t > 0 ? pos : neg) += std::fabs(static_cast<double>(t));
+    }
+    const double m = std::max(pos, neg) * (1 + 0x1p-14);  // first order: B is far below this
+    const double bound = 0x1p-24 * noise_magnitude(m, true);
+    float s = 0;
+    for (float t : p) {
+      const double exact = static_cast<double>(s) + static_cast<double>(t);
+      s += t;
+      ASSERT_LE(std::fabs(static_cast<double>(s) - exact), bound);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ncert::reference
