@@ -127,7 +127,9 @@ int main(int argc, char** argv) {
       {"a fraction of bf16 outputs truncated instead of rounded",
        "fraction",
        {0.005, 0.01, 0.02, 0.05, 0.1},
-       [](fixtures::ProjectionSpec& p, double f) { p.engine_truncate_every = static_cast<Index>(std::lround(1.0 / f)); },
+       [](fixtures::ProjectionSpec& p, double f) {
+         p.engine_truncate_every = static_cast<Index>(std::lround(1.0 / f));
+       },
        DType::kBf16},
   };
   std::printf("bench_power: K 5120 x N %lld, 32 rows in 32 slots, %d threads\n", static_cast<long long>(o.n),
