@@ -33,7 +33,6 @@ struct BlockScratch {
   std::vector<float> kernel_row;  // K
   std::vector<double> bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;
-  std::vector<float> w_f32;  // block_cols x K: the exact weights rounded to f32 (tile dots)
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
   std::vector<const BoundTerms*> terms;  // per column of the block
@@ -213,12 +212,6 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
   }
 }
 
-/// The block's exact weights rounded to f32, for column_tile_dots.
-void block_w_f32(Index K, Index w, BlockScratch& t) {
-  t.w_f32.resize(static_cast<std::size_t>(w * K));
-  for (std::size_t e = 0; e < t.w_f32.size(); ++e) t.w_f32[e] = static_cast<float>(t.w_exact[e]);
-}
-
 void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk) {
   const std::size_t cells = static_cast<std::size_t>(M * bc);
   t.w_exact.resize(static_cast<std::size_t>(bc * K));
@@ -281,7 +274,7 @@ bool rounds_with_bias(const LinearProblem& p) {
 void column_tile_dots(const ReferenceBlock& block, Index c, float* out) {
   constexpr Index kLanes = 8;
   const Index K = block.k, tile = block.tile;
-  const float* w = block.w_f32 + (c - block.col_begin) * K;
+  const double* w = block.w_exact + (c - block.col_begin) * K;
   for (Index r = 0; r < block.rows; ++r) {
     const float* x = block.x_f32 + r * K;
     for (Index g = 0; g < block.tiles; ++g) {
@@ -289,9 +282,9 @@ void column_tile_dots(const ReferenceBlock& block, Index c, float* out) {
       float lane[kLanes] = {};
       Index k = k0;
       for (; k + kLanes <= k1; k += kLanes) {
-        for (Index l = 0; l < kLanes; ++l) lane[l] += x[k + l] * w[k + l];
+        for (Index l = 0; l < kLanes; ++l) lane[l] += x[k + l] * static_cast<float>(w[k + l]);
       }
-      for (Index l = 0; k < k1; ++k, ++l) lane[l] += x[k] * w[k];
+      for (Index l = 0; k < k1; ++k, ++l) lane[l] += x[k] * static_cast<float>(w[k]);
       out[g * block.rows + r] =
           ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     }
@@ -374,9 +367,8 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       block.sigma = t.sigma.data();
       block.slack = t.slack.data();
       if (options.residual_tile > 0) {
-        block_w_f32(K, w, t);
         block.x_f32 = x.f32.data();
-        block.w_f32 = t.w_f32.data();
+        block.w_exact = t.w_exact.data();
         block.k = K;
         block.tile = options.residual_tile;
         block.tiles = (K + options.residual_tile - 1) / options.residual_tile;

@@ -42,11 +42,11 @@ struct ReferenceBlock {
   /// plus, for quantized segments, the dequantization roundings every row shares.
   const double* sigma = nullptr;
   const double* slack = nullptr;
-  /// With ReferenceOptions::residual_tile: what column_tile_dots reads, the activations and the
-  /// block's exact weights, both rounded to f32 (rows x k and width() x k, row-major). nullptr
-  /// otherwise.
+  /// With ReferenceOptions::residual_tile: what column_tile_dots reads, the activations rounded
+  /// to f32 and the block's exact weights (rows x k and width() x k, row-major; the weights are
+  /// rounded to f32 only for the columns it is asked for). nullptr otherwise.
   const float* x_f32 = nullptr;
-  const float* w_f32 = nullptr;
+  const double* w_exact = nullptr;
   Index k = 0;
   Index tile = 0;   ///< K columns per tile (the last may be shorter)
   Index tiles = 0;  ///< ceil(K / tile)

@@ -137,10 +137,10 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
       if (!any_[cell]) continue;
       if (shared_[cell] >= 0) {
         ++out[static_cast<std::size_t>(o)].columns_as_unpacked;
-      } else if (!(std::sqrt(q_[cell]) > threshold)) {
-        out[static_cast<std::size_t>(o)].add_screened(std::sqrt(q_[cell]), static_cast<Index>(n));
-      } else {
+      } else if (!screened(cell, threshold)) {
         wanted = true;
+      } else {
+        out[static_cast<std::size_t>(o)].add_screened(std::sqrt(q_[cell]), static_cast<Index>(n));
       }
     }
     if (!wanted) continue;
@@ -163,7 +163,7 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
     }
     for (Index o = 0; o < outputs_; ++o) {
       const auto cell = static_cast<std::size_t>(o * width_ + jj);
-      if (!any_[cell] || shared_[cell] >= 0 || !(std::sqrt(q_[cell]) > threshold)) continue;
+      if (!any_[cell] || shared_[cell] >= 0 || screened(cell, threshold)) continue;
       const double* r = r_.data() + at(o, jj);
       const double* var = var_.data() + at(o, jj);
       const double* sl = slack_.data() + at(o, jj);

@@ -13,6 +13,7 @@
 // results do not depend on the thread count.
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "certify/report/evidence.h"
@@ -103,6 +104,8 @@ class BlockSignatures {
 
  private:
   std::size_t at(Index o, Index jj) const { return static_cast<std::size_t>((o * width_ + jj) * padded_); }
+  /// The (output, column) cell's bound on every candidate's z is at most the threshold.
+  bool screened(std::size_t cell, double threshold) const { return !(std::sqrt(q_[cell]) > threshold); }
   Index outputs_ = 0, rows_ = 0, width_ = 0;
   Index padded_ = 0;  ///< rows rounded up to the lanes (absent rows: all zero)
   // outputs x width x padded each: r, sigma^2, slack, and 1 / 0 for present / absent.

@@ -33,15 +33,4 @@ void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, doubl
 
 void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* c) { gemm_abt_impl(a, m, k, b, n, c); }
 
-void gemm_abt_strided(const float* a, Index lda, Index m, Index k, const float* b, Index ldb, Index n, float* c) {
-  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using Strided = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
-  Strided A(a, m, k, Eigen::OuterStride<>(lda));
-  Strided B(b, n, k, Eigen::OuterStride<>(ldb));
-  Eigen::Map<RowMatrix> C(c, m, n);
-  NCERT_ASSERT(omp_get_num_threads() > 1 || Eigen::nbThreads() == 1,
-               "reference GEMM would run Eigen's own parallel path with a single-thread team");
-  C.noalias() = A * B.transpose();
-}
-
 }  // namespace ncert::reference::detail

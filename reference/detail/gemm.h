@@ -15,8 +15,5 @@ void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, doubl
 /// Each element is some summation tree of K products, each product rounded once or fused
 /// into an add: at most K roundings on any product's path, whatever Eigen's blocking.
 void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* c);
-/// The same over sub-matrices: a is m x k with row stride lda, b is n x k with row stride ldb,
-/// c is m x n contiguous.
-void gemm_abt_strided(const float* a, Index lda, Index m, Index k, const float* b, Index ldb, Index n, float* c);
 
 }  // namespace ncert::reference::detail
