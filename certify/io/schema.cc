@@ -753,7 +753,7 @@ class SchemaChecker {
 
   const ReaderOptions& options_;
   DumpModel& model_;
-  std::map<std::string, TypedAttrs>* attrs_;
+  std::unordered_map<std::string, std::span<const AttributeInfo>>* attrs_;
   std::set<std::string>* groups_;
   const std::set<std::string>* failed_;
   /// children()'s index: parent path -> its objects, built on first use (the survey is done).

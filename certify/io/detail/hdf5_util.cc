@@ -376,7 +376,7 @@ herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* data)
 
 }  // namespace
 
-Result<std::vector<std::pair<std::string, AttrValue>>> read_attributes(hid_t obj) {
+Result<std::vector<AttributeInfo>> read_attributes(hid_t obj) {
   AttrNames names;
   hsize_t idx = 0;
   if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr_name, &names) < 0) {
@@ -386,10 +386,11 @@ Result<std::vector<std::pair<std::string, AttrValue>>> read_attributes(hid_t obj
     return Status(ErrorCode::kTreeLimit, "more than " + std::to_string(kMaxAttributes) + " attributes; refused");
   }
   std::sort(names.names.begin(), names.names.end());
-  std::vector<std::pair<std::string, AttrValue>> out;
-  for (const std::string& name : names.names) {
+  std::vector<AttributeInfo> out;
+  out.reserve(names.names.size());
+  for (std::string& name : names.names) {
     NCERT_ASSIGN_OR_RETURN(AttrValue v, read_one_attribute(obj, name.c_str()));
-    out.emplace_back(name, std::move(v));
+    out.push_back({std::move(name), std::move(v)});
   }
   return out;
 }

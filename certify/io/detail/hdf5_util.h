@@ -100,6 +100,6 @@ Hid make_file_type(DType t, bool bf16_as_float);
 
 /// Reads every attribute of an object, sorted by name. Attributes larger than 1 MiB or of
 /// unsupported types come back as Kind::kOther with their type described (never read).
-Result<std::vector<std::pair<std::string, AttrValue>>> read_attributes(hid_t obj);
+Result<std::vector<AttributeInfo>> read_attributes(hid_t obj);
 
 }  // namespace ncert::certify::detail

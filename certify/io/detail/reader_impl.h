@@ -3,16 +3,20 @@
 // chunk_reads.cc, dump_reader.cc).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "certify/io/detail/chunk_codec.h"
 #include "certify/io/detail/hdf5_util.h"
+#include "certify/io/detail/survey_parts.h"
 #include "certify/io/dump_reader.h"
 #include "certify/isolation/activity.h"
 
@@ -38,11 +42,11 @@ struct DumpReader::Impl {
 
 namespace detail {
 
-using TypedAttrs = std::vector<std::pair<std::string, AttrValue>>;
-
 /// What the survey of a file found, before the schema is checked.
 struct Surveyed {
-  std::map<std::string, TypedAttrs> attrs;  ///< per object path ("/" included)
+  /// Per object path ("/" included): the attributes the model holds for it, or `loose` ones.
+  std::unordered_map<std::string, std::span<const AttributeInfo>> attrs;
+  std::deque<TypedAttrs> loose;  ///< of objects the model does not hold (refused, datatypes)
   std::set<std::string> groups = {"/"};
   std::set<std::string> failed;  ///< datasets that exist but were refused
 };

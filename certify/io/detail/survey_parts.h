@@ -1,0 +1,53 @@
+// Internal to the dump reader's survey (survey.cc): what surveying one part of a file's group
+// tree found, how parts are surveyed on helper processes, and the wire form in which a helper
+// hands its parts back to the process that merges them.
+#pragma once
+
+#include <hdf5.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "certify/io/dump_model.h"
+
+namespace ncert::certify::detail {
+
+using TypedAttrs = std::vector<AttributeInfo>;
+
+/// What surveying one part of the tree (the groups and datasets under one group, or the top
+/// two levels) found, in the order it was walked.
+struct TreePart {
+  std::vector<GroupInfo> groups;
+  std::vector<DatasetInfo> datasets;
+  /// The attributes of objects surveyed that are neither a group nor a dataset kept: refused
+  /// datasets, named datatypes (the others carry theirs).
+  std::vector<std::pair<std::string, TypedAttrs>> attrs;
+  std::vector<std::string> failed;  ///< objects that exist but were refused
+  std::vector<Finding> findings;
+  std::vector<std::pair<std::string, std::string>> soft;  ///< soft links: path, target
+  /// Every object header opened, by the address and the name it was first met under: how parts
+  /// walked apart are found to share an object (an alias across parts).
+  std::vector<std::pair<haddr_t, std::string>> objects;
+  Index seen = 0;           ///< links visited
+  bool over_limit = false;  ///< the walk stopped at its link budget
+};
+
+/// The parts, as bytes for a pipe.
+std::string encode_parts(const std::vector<TreePart>& parts);
+/// The parts back; nullopt when the bytes are not a whole encoding (a helper that died while
+/// writing).
+std::optional<std::vector<TreePart>> decode_parts(std::string_view bytes);
+
+/// Surveys items [first, last) of a list: one part per item.
+using SurveyRange = std::function<std::vector<TreePart>(std::size_t first, std::size_t last)>;
+/// The parts of items [0, units), in order, the items split in `processes` contiguous ranges,
+/// all but the first surveyed on helper processes forked for them (survey_parts.cc says how a
+/// helper's failure is handled). The calling process must be the only user of its HDF5 files
+/// until this returns.
+std::vector<TreePart> survey_in_processes(std::size_t units, std::size_t processes, const SurveyRange& survey);
+
+}  // namespace ncert::certify::detail

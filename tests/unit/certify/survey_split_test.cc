@@ -1,0 +1,114 @@
+// The survey split over helper processes (ReaderOptions::survey_processes) finds exactly what one
+// process finds: the same model and the same findings in the same order, on a valid dump and on
+// hostile ones whose findings depend on the order of the walk (objects aliased across units, the
+// link limit reached inside a unit).
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <string>
+
+#include "certify/io/dump_reader.h"
+#include "tests/common/mini_dump.h"
+#include "tests/common/test_paths.h"
+
+namespace ncert::certify {
+namespace {
+
+using ncert::testing::open_mini_dump;
+using ncert::testing::scratch_file;
+
+/// Everything the survey put into the model, one line per item, in the model's order.
+std::string describe(const DumpModel& m) {
+  std::string out;
+  for (const AttributeInfo& a : m.root_attributes) out += "root " + a.name + " = " + a.value.render() + "\n";
+  for (const GroupInfo& g : m.groups) {
+    out += "group " + g.path + "\n";
+    for (const AttributeInfo& a : g.attributes) out += "  " + a.name + " = " + a.value.render() + "\n";
+  }
+  for (const DatasetInfo& d : m.datasets) {
+    out += "dataset " + d.path + " " + std::string(dtype_name(d.dtype)) + " " + std::string(layout_name(d.layout)) +
+           " " + std::to_string(d.elements) + "\n";
+    for (const AttributeInfo& a : d.attributes) out += "  " + a.name + " = " + a.value.render() + "\n";
+  }
+  for (const Finding& f : m.findings) {
+    out += "finding " + std::to_string(static_cast<int>(f.code)) + " " + f.path + ": " + f.message + "\n";
+  }
+  out += "projections " + std::to_string(m.projections.size()) + "\n";
+  return out;
+}
+
+/// The survey of `path` by `processes` processes, three units each at most.
+std::string survey(const std::string& path, int processes, Index max_links = 200'000) {
+  ReaderOptions o;
+  o.survey_processes = processes;
+  o.survey_units_per_process = 3;
+  o.max_objects = max_links;
+  auto r = DumpReader::survey(path, o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? describe(r->model()) : std::string();
+}
+
+/// The mini dump with its projection copied to q00..q(copies-1): 1 + copies units under
+/// /projections, each 7 objects deep; `hostile` then edits the file through HDF5.
+template <typename F>
+std::string many_projections(const std::string& name, int copies, F&& hostile) {
+  std::string path = scratch_file(name);
+  auto w = open_mini_dump(path);
+  const hid_t f = static_cast<hid_t>(w.native_handle());
+  for (int i = 0; i < copies; ++i) {
+    const std::string to = "/projections/q" + std::string(i < 10 ? "0" : "") + std::to_string(i);
+    EXPECT_GE(H5Ocopy(f, "/projections/p", f, to.c_str(), H5P_DEFAULT, H5P_DEFAULT), 0) << to;
+  }
+  hostile(f);
+  EXPECT_TRUE(w.close().ok());
+  return path;
+}
+
+TEST(SurveySplit, AValidDumpIsSurveyedAlikeByOneTwoAndThreeProcesses) {
+  const std::string path = many_projections("split-valid.h5", 20, [](hid_t) {});
+  const std::string one = survey(path, 1);
+  EXPECT_NE(one.find("projections 21\n"), std::string::npos) << one;
+  EXPECT_EQ(one.find("finding "), std::string::npos) << "a valid dump has no findings:\n" << one;
+  EXPECT_EQ(survey(path, 2), one);
+  EXPECT_EQ(survey(path, 3), one);
+}
+
+TEST(SurveySplit, AliasesAcrossUnitsAreNamedAsOneWalkNamesThem) {
+  // Units are surveyed apart, so a helper cannot see that its object is another unit's; the
+  // merge walks such a unit again with what came before it.
+  const std::string path = many_projections("split-alias.h5", 20, [](hid_t f) {
+    // A dataset of q03 under a second name in q15, and q01 holding one of q18's outputs.
+    EXPECT_GE(H5Lcreate_hard(f, "/projections/q03/x", f, "/projections/q15/x_again", H5P_DEFAULT, H5P_DEFAULT), 0);
+    EXPECT_GE(H5Lcreate_hard(f, "/projections/q18/y_unpacked", f, "/projections/q01/zz", H5P_DEFAULT, H5P_DEFAULT), 0);
+    // A whole group of q02 linked into q17, and the unit q05 under a second unit's name.
+    EXPECT_GE(H5Lcreate_hard(f, "/projections/q02/weight", f, "/projections/q17/w2", H5P_DEFAULT, H5P_DEFAULT), 0);
+    EXPECT_GE(H5Lcreate_hard(f, "/projections/q05", f, "/projections/q19b", H5P_DEFAULT, H5P_DEFAULT), 0);
+  });
+  const std::string one = survey(path, 1);
+  for (const char* expected : {
+           "/projections/q15/x_again: is the same HDF5 object as /projections/q03/x",
+           "/projections/q18/y_unpacked: is the same HDF5 object as /projections/q01/zz",
+           "/projections/q17/w2: is the same HDF5 object as /projections/q02/weight",
+           "/projections/q19b: is the same HDF5 object as /projections/q05",
+       }) {
+    EXPECT_NE(one.find(expected), std::string::npos) << expected << "\n" << one;
+  }
+  EXPECT_EQ(survey(path, 2), one);
+  EXPECT_EQ(survey(path, 3), one);
+}
+
+TEST(SurveySplit, TheLinkLimitStopsTheWalkAtTheSameLinkAtAnyProcessCount) {
+  const std::string path = many_projections("split-limit.h5", 20, [](hid_t) {});
+  // The file holds 3 + 4 + 21 x 7 links; 90 ends the walk inside a unit of the second range.
+  const std::string one = survey(path, 1, 90);
+  EXPECT_NE(one.find("links in the file"), std::string::npos) << one;
+  EXPECT_EQ(survey(path, 2, 90), one);
+  EXPECT_EQ(survey(path, 3, 90), one);
+  // At the top levels, before any unit.
+  const std::string top = survey(path, 1, 10);
+  EXPECT_NE(top.find("more than 10 links"), std::string::npos) << top;
+  EXPECT_EQ(survey(path, 3, 10), top);
+}
+
+}  // namespace
+}  // namespace ncert::certify
