@@ -239,7 +239,7 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
   Hid ds;
   {
     Hdf5Activity activity("opening", path + " in " + impl.model.file);
-    ds = own_dataset(H5Dopen2(impl.file.get(), path.c_str(), impl.dapl.get()));
+    ds = open_dataset(impl, d);
   }
   if (!ds.valid()) return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
   auto* out = static_cast<unsigned char*>(dst);

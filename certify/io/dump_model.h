@@ -61,6 +61,9 @@ struct DatasetInfo {
   /// File offset of the raw bytes when they can be read directly (contiguous, no filter,
   /// allocated); used for zero-copy streaming of large logits.
   std::optional<std::uint64_t> file_offset;
+  /// Where the reader found the dataset's object header: reads reopen it there, never by a path
+  /// resolved again (inspect's hashes of 96,000 datasets spent 70 % of their time resolving).
+  std::uint64_t object_address = 0;
 
   Index rows() const { return shape.empty() ? 1 : shape[0]; }
   Index row_elements() const;  ///< product of dims after the first

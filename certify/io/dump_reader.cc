@@ -55,7 +55,7 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
   }
   const std::string rows = "rows [" + std::to_string(row) + ", " + std::to_string(row + count) + ")";
   Hdf5Activity activity("reading", rows + " of " + path + " in " + impl_->model.file);
-  Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), impl_->dapl.get()));
+  Hid ds = detail::open_dataset(*impl_, *d);
   if (!ds.valid())
     return detail::hdf5_failure(ErrorCode::kHdf5, path + ": cannot open the dataset (corrupt object header)");
   Hid type = detail::own_type(H5Dget_type(ds.get()));

@@ -42,11 +42,7 @@ std::string dequant_op_misfit(reference::Af4Variant variant, const std::string& 
 class SchemaChecker {
  public:
   SchemaChecker(const ReaderOptions& options, Surveyed& surveyed, DumpModel& model)
-      : options_(options),
-        model_(model),
-        attrs_(&surveyed.attrs),
-        groups_(&surveyed.groups),
-        failed_(&surveyed.failed) {}
+      : options_(options), model_(model), loose_(&surveyed.loose), failed_(&surveyed.failed) {}
 
   void run() {
     check_root();
@@ -55,9 +51,9 @@ class SchemaChecker {
       if (std::count(options_.extra_root_members.begin(), options_.extra_root_members.end(), leaf_of(child))) continue;
       note(child, "unknown root member, ignored");
     }
-    if (groups_->count("/projections")) {
+    if (is_group("/projections")) {
       for (const std::string& c : children("/projections")) {
-        if (!groups_->count(c)) {
+        if (!is_group(c)) {
           error(ErrorCode::kMissingMember, c, "expected a projection group, found a dataset");
           continue;
         }
@@ -66,16 +62,16 @@ class SchemaChecker {
     } else if (model_.dataset("/projections")) {
       error(ErrorCode::kMissingMember, "/projections", "expected a group");
     }
-    if (groups_->count("/logits")) {
+    if (is_group("/logits")) {
       for (const std::string& c : children("/logits")) {
-        if (!groups_->count(c)) {
+        if (!is_group(c)) {
           error(ErrorCode::kMissingMember, c, "expected a logits run group, found a dataset");
           continue;
         }
         check_logits(c);
       }
     }
-    if (groups_->count("/tensors")) check_tensors();
+    if (is_group("/tensors")) check_tensors();
     check_lm_heads();
     if (model_.schema_version == 1) check_version_1_features();
   }
@@ -133,9 +129,7 @@ class SchemaChecker {
     if (!children_) {
       children_.emplace();
       auto add = [&](const std::string& path) { (*children_)[parent_of(path)].push_back(path); };
-      for (const std::string& g : *groups_) {
-        if (g != "/") add(g);
-      }
+      for (const GroupInfo& g : model().groups) add(g.path);
       for (const DatasetInfo& d : model().datasets) add(d.path);
       for (const std::string& f : *failed_) add(f);
       for (auto& [key, list] : *children_) {
@@ -148,11 +142,27 @@ class SchemaChecker {
     return it == children_->end() ? kNone : it->second;
   }
 
-  const AttrValue* attr(const std::string& obj, const std::string& name) {
-    auto it = attrs_->find(obj);
-    if (it == attrs_->end()) return nullptr;
-    for (const auto& [n, v] : it->second) {
-      if (n == name) return &v;
+  /// Whether `path` is a surveyed group (the model's groups are sorted by path).
+  bool is_group(const std::string& path) const { return path == "/" || group(path) != nullptr; }
+  const GroupInfo* group(const std::string& path) const {
+    const auto& groups = model_.groups;
+    const auto it = std::lower_bound(groups.begin(), groups.end(), path,
+                                     [](const GroupInfo& g, const std::string& p) { return g.path < p; });
+    return it != groups.end() && it->path == path ? &*it : nullptr;
+  }
+
+  /// The attributes of a surveyed object: the model's, or those of an object it does not hold.
+  std::span<const AttributeInfo> attributes_of(const std::string& obj) const {
+    if (obj == "/") return model_.root_attributes;
+    if (const GroupInfo* g = group(obj)) return g->attributes;
+    if (const DatasetInfo* d = model_.dataset(obj)) return d->attributes;
+    const auto it = loose_->find(obj);
+    return it == loose_->end() ? std::span<const AttributeInfo>() : it->second;
+  }
+
+  const AttrValue* attr(const std::string& obj, const std::string& name) const {
+    for (const AttributeInfo& a : attributes_of(obj)) {
+      if (a.name == name) return &a.value;
     }
     return nullptr;
   }
@@ -235,7 +245,7 @@ class SchemaChecker {
     const DatasetInfo* d = model().dataset(path);
     if (!d) {
       if (failed_->count(path)) return nullptr;  // already reported
-      if (groups_->count(path)) {
+      if (is_group(path)) {
         error(ErrorCode::kMissingMember, path, "expected a dataset, found a group");
       } else if (required) {
         error(ErrorCode::kMissingMember, parent_of(path), "missing dataset \"" + leaf_of(path) + "\"");
@@ -302,10 +312,8 @@ class SchemaChecker {
       if (r.container == kRoot && r.kind == MemberKind::kAttribute) known.insert(std::string(r.name));
     }
     known.insert(options_.extra_root_attributes.begin(), options_.extra_root_attributes.end());
-    if (auto it = attrs_->find("/"); it != attrs_->end()) {
-      for (const auto& [name, v] : it->second) {
-        if (!known.count(name)) note("/", "unknown root attribute \"" + name + "\", ignored");
-      }
+    for (const AttributeInfo& a : model_.root_attributes) {
+      if (!known.count(a.name)) note("/", "unknown root attribute \"" + a.name + "\", ignored");
     }
   }
 
@@ -467,7 +475,7 @@ class SchemaChecker {
   void projection_weights(const std::string& path, ProjectionInfo& p, int errors_before) {
     const MemberRule& weight = member_rule(Container::kProjection, MemberKind::kGroup, "weight");
     const std::string wpath = path + "/" + std::string(weight.name);
-    if (!groups_->count(wpath) && !model().dataset(wpath) && !p.weights_xxh3.empty()) {
+    if (!is_group(wpath) && !model().dataset(wpath) && !p.weights_xxh3.empty()) {
       // §4.5: the weights are the weights dump's projection with this weights hash.
       if (!options_.weights_elsewhere) {
         error(weight.refused, path,
@@ -481,12 +489,12 @@ class SchemaChecker {
       if (errors_ == errors_before) model().projections.push_back(std::move(p));
       return;
     }
-    if (!groups_->count(wpath)) {
+    if (!is_group(wpath)) {
       error(weight.refused, path, "missing group \"weight\"");
       return;
     }
     for (const std::string& s : children(wpath)) {
-      if (!groups_->count(s)) {
+      if (!is_group(s)) {
         error(ErrorCode::kMissingMember, s, "expected a weight segment group, found a dataset");
         continue;
       }
@@ -753,8 +761,7 @@ class SchemaChecker {
 
   const ReaderOptions& options_;
   DumpModel& model_;
-  std::unordered_map<std::string, std::span<const AttributeInfo>>* attrs_;
-  std::set<std::string>* groups_;
+  const std::map<std::string, TypedAttrs>* loose_;
   const std::set<std::string>* failed_;
   /// children()'s index: parent path -> its objects, built on first use (the survey is done).
   std::optional<std::map<std::string, std::vector<std::string>>> children_;

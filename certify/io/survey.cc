@@ -139,7 +139,8 @@ void soft_link_findings(const std::vector<std::pair<std::string, std::string>>& 
 
 /// Surveys one hard-linked object, open as `obj`: reads its attributes and records a group or
 /// an inspected dataset. False when the object was refused.
-bool survey_object(const Walk& w, hid_t obj, const std::string& path, H5I_type_t type, TreePart& part) {
+bool survey_object(const Walk& w, hid_t obj, const HardLink& link, H5I_type_t type, TreePart& part) {
+  const std::string& path = link.path;
   auto attrs = read_attributes(obj);
   if (!attrs.ok()) {
     part.findings.push_back({Severity::kError, attrs.status().code(), path, attrs.status().message()});
@@ -154,6 +155,7 @@ bool survey_object(const Walk& w, hid_t obj, const std::string& path, H5I_type_t
     const bool ok = inspect_dataset(obj, path, *attrs, w.impl->file_size, &info, &part.findings);
     if (ok) {
       info.attributes = std::move(*attrs);
+      info.object_address = link.addr;
       part.datasets.push_back(std::move(info));
     } else {
       part.attrs.emplace_back(path, std::move(*attrs));
@@ -197,7 +199,7 @@ void survey_links(const Walk& w, const std::vector<HardLink>& links, int depth, 
       continue;
     }
     const H5I_type_t type = H5Iget_type(obj.get());
-    if (!survey_object(w, obj.get(), link.path, type, part)) {
+    if (!survey_object(w, obj.get(), link, type, part)) {
       part.failed.push_back(link.path);
       continue;
     }
@@ -252,16 +254,15 @@ void walk_unit(const Walk& w, const Queued& unit, FirstNames& names, Index budge
 
 /// Surveys units[first, last), each on its own: the names met before them are `base` only, and
 /// their budget what is left after `spent` links and the units before them in this range. The
-/// merge (merge_units) redoes any unit this could get wrong.
+/// merge (survey_tree) walks again any unit this could get wrong.
 std::vector<TreePart> survey_units(const Walk& w, const std::vector<Queued>& units, std::size_t first, std::size_t last,
                                    const std::unordered_map<haddr_t, std::string>& base, Index spent) {
-  std::vector<TreePart> parts(last - first);
-  for (std::size_t u = first; u < last; ++u) {
-    TreePart& part = parts[u - first];
+  std::vector<TreePart> parts;
+  for (std::size_t u = first; u < last && spent <= w.impl->options.max_objects; ++u) {
+    TreePart& part = parts.emplace_back();
     FirstNames names(&base, &part);
     walk_unit(w, units[u], names, w.impl->options.max_objects - spent, part);
-    spent += part.seen;
-    if (spent > w.impl->options.max_objects) break;  // every later unit is past the link limit
+    spent += part.seen;  // past the limit, every later unit is too
   }
   return parts;
 }
@@ -279,18 +280,9 @@ std::size_t survey_processes(const ReaderOptions& o, std::size_t units) {
 void take_part(TreePart&& part, DumpModel& m, Surveyed& s, std::vector<Finding>& findings,
                std::vector<std::pair<std::string, std::string>>& soft,
                std::unordered_map<haddr_t, std::string>& names) {
-  // The attributes stay where the model holds them; s.attrs views them (a vector's elements do
-  // not move when the vector does).
-  for (GroupInfo& g : part.groups) {
-    s.groups.insert(g.path);
-    s.attrs[g.path] = g.attributes;
-    m.groups.push_back(std::move(g));
-  }
-  for (DatasetInfo& d : part.datasets) {
-    s.attrs[d.path] = d.attributes;
-    m.datasets.push_back(std::move(d));
-  }
-  for (auto& [path, attrs] : part.attrs) s.attrs[path] = s.loose.emplace_back(std::move(attrs));
+  for (GroupInfo& g : part.groups) m.groups.push_back(std::move(g));
+  for (DatasetInfo& d : part.datasets) m.datasets.push_back(std::move(d));
+  for (auto& [path, attrs] : part.attrs) s.loose[path] = std::move(attrs);
   for (std::string& f : part.failed) s.failed.insert(std::move(f));
   for (Finding& f : part.findings) findings.push_back(std::move(f));
   for (auto& link : part.soft) soft.push_back(std::move(link));
@@ -326,14 +318,20 @@ void survey_tree(DumpReader::Impl& impl, hid_t lapl, Surveyed& s, std::vector<Fi
   const bool stopped = top.over_limit;
   take_part(std::move(top), impl.model, s, findings, soft, names);
   if (stopped) return;
-  std::vector<TreePart> parts = survey_in_processes(
-      units.size(), survey_processes(impl.options, units.size()),
+  SplitPlan plan;
+  plan.processes = survey_processes(impl.options, units.size());
+  // At least 8 chunks per process, so that one that runs ahead takes more; at most 128 units
+  // per chunk (24,000 projections: 188 chunks of about 4 ms each).
+  plan.chunk = std::clamp<std::size_t>(units.size() / (plan.processes * 8), 1, 128);
+  plan.link_budget = max_links - spent;
+  std::vector<std::optional<TreePart>> parts = survey_in_processes(
+      units.size(), plan,
       [&](std::size_t first, std::size_t last) { return survey_units(w, units, first, last, names, spent); });
-  for (std::size_t u = 0; u < parts.size(); ++u) {
-    TreePart& part = parts[u];
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    TreePart part = parts[u] ? std::move(*parts[u]) : TreePart();
     const bool alias =
         std::any_of(part.objects.begin(), part.objects.end(), [&](const auto& o) { return names.count(o.first) > 0; });
-    if (alias || part.over_limit || part.seen > max_links - spent) {
+    if (!parts[u] || alias || part.over_limit || part.seen > max_links - spent) {
       part = TreePart();
       FirstNames again(&names, &part);
       walk_unit(w, units[u], again, max_links - spent, part);
@@ -396,11 +394,6 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   }
   opening.reset();
   Hid lapl = make_safe_lapl();
-  impl->dapl = own_plist(H5Pcreate(H5P_DATASET_ACCESS));
-  H5Pset_elink_cb(
-      impl->dapl.get(),
-      [](const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) -> herr_t { return -1; },
-      nullptr);
 
   DumpModel& m = impl->model;
   Surveyed s;
@@ -409,7 +402,6 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
     Hdf5Activity activity("reading the root attributes of", path);
     if (auto root_attrs = read_attributes(impl->file.get()); root_attrs.ok()) {
       m.root_attributes = std::move(*root_attrs);
-      s.attrs["/"] = m.root_attributes;
     } else {
       findings.push_back({Severity::kError, root_attrs.status().code(), "/", root_attrs.status().message()});
     }

@@ -3,14 +3,11 @@
 // chunk_reads.cc, dump_reader.cc).
 #pragma once
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -25,7 +22,6 @@ namespace ncert::certify {
 struct DumpReader::Impl {
   ReaderOptions options;
   detail::Hid file;
-  detail::Hid dapl;
   DumpModel model;
   std::uint64_t file_size = 0;
 
@@ -35,19 +31,22 @@ struct DumpReader::Impl {
   /// Closing evicts the metadata cache, where corrupt files have crashed libhdf5: published.
   ~Impl() {
     Hdf5Activity activity("closing", model.file);
-    dapl.reset();
     file.reset();
   }
 };
 
 namespace detail {
 
+/// Opens a dataset of the model where the survey found its object header (no path resolved).
+inline Hid open_dataset(const DumpReader::Impl& impl, const DatasetInfo& d) {
+  return own_dataset(H5Oopen_by_addr(impl.file.get(), static_cast<haddr_t>(d.object_address)));
+}
+
 /// What the survey of a file found, before the schema is checked.
 struct Surveyed {
-  /// Per object path ("/" included): the attributes the model holds for it, or `loose` ones.
-  std::unordered_map<std::string, std::span<const AttributeInfo>> attrs;
-  std::deque<TypedAttrs> loose;  ///< of objects the model does not hold (refused, datatypes)
-  std::set<std::string> groups = {"/"};
+  /// The attributes of objects the model does not hold (refused datasets, named datatypes); the
+  /// model holds the others' (root, groups, datasets).
+  std::map<std::string, TypedAttrs> loose;
   std::set<std::string> failed;  ///< datasets that exist but were refused
 };
 

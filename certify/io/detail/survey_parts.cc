@@ -1,17 +1,21 @@
 #include "certify/io/detail/survey_parts.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <type_traits>
+#include <utility>
 
 namespace ncert::certify::detail {
 
@@ -140,6 +144,7 @@ void write_part(Writer& w, const TreePart& p) {
     w.attributes(d.attributes);
     w.pod(static_cast<std::uint8_t>(d.file_offset.has_value()));
     w.pod<std::uint64_t>(d.file_offset.value_or(0));
+    w.pod<std::uint64_t>(d.object_address);
   });
   w.list(p.attrs, [&](const std::pair<std::string, TypedAttrs>& a) {
     w.text(a.first);
@@ -187,6 +192,7 @@ TreePart read_part(Reader& r) {
     const bool has_offset = r.pod<std::uint8_t>() != 0;
     const auto offset = r.pod<std::uint64_t>();
     if (has_offset) d.file_offset = offset;
+    d.object_address = r.pod<std::uint64_t>();
     return d;
   });
   p.attrs = r.list<std::pair<std::string, TypedAttrs>>(16, [&] {
@@ -233,82 +239,180 @@ bool write_all(int fd, const std::string& bytes) {
   return true;
 }
 
-/// All a helper wrote, then its exit: the parts it surveyed, or nullopt when it did not end well.
-std::optional<std::vector<TreePart>> collect(pid_t pid, int fd) {
-  std::string bytes;
-  char buf[1 << 16];
+/// What arrives from one helper: frames (a 64-bit length, then the encoding of one chunk's
+/// parts) read and decoded as they come, between the chunks this process surveys, so that
+/// decoding overlaps the helpers' work. A frame is whole or ignored: what a helper that dies
+/// mid-frame leaves is never placed.
+class HelperStream {
+ public:
+  HelperStream(pid_t pid, int fd) : pid_(pid), fd_(fd) { fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK); }
+  HelperStream(const HelperStream&) = delete;
+  HelperStream& operator=(const HelperStream&) = delete;
+  HelperStream(HelperStream&& o) noexcept : pid_(o.pid_), fd_(std::exchange(o.fd_, -1)), buf_(std::move(o.buf_)) {}
+  HelperStream& operator=(HelperStream&&) = delete;
+  ~HelperStream() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  /// Places every whole frame that has arrived; with `to_end`, waits for all the helper sends
+  /// and for its exit.
+  template <typename Place>
+  void drain(bool to_end, Place&& place) {
+    if (fd_ < 0) return;
+    if (to_end) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    char chunk[1 << 16];
+    bool ended = false;
+    for (;;) {
+      const ssize_t n = ::read(fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ended = n == 0 || errno != EAGAIN;
+        break;
+      }
+      buf_.append(chunk, static_cast<std::size_t>(n));
+    }
+    std::size_t pos = 0;
+    while (!broken_ && buf_.size() - pos >= sizeof(std::uint64_t)) {
+      std::uint64_t len = 0;
+      std::memcpy(&len, buf_.data() + pos, sizeof len);
+      if (buf_.size() - pos - sizeof len < len) break;  // not whole yet
+      auto parts = decode_parts(std::string_view(buf_).substr(pos + sizeof len, len));
+      if (!parts) {
+        broken_ = true;  // cannot happen between one build's processes; the rest is walked again
+        break;
+      }
+      for (PartsAt& at : *parts) place(std::move(at));
+      pos += sizeof len + len;
+    }
+    buf_.erase(0, pos);
+    if (ended) {
+      close(fd_);
+      fd_ = -1;
+      int status = 0;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+
+ private:
+  pid_t pid_;
+  int fd_;
+  std::string buf_;
+  bool broken_ = false;
+};
+
+/// One chunk's parts as a frame of a helper's stream.
+std::string frame(PartsAt&& at) {
+  std::vector<PartsAt> one;
+  one.push_back(std::move(at));
+  const std::string body = encode_parts(one);
+  const std::uint64_t len = body.size();
+  std::string out(reinterpret_cast<const char*>(&len), sizeof len);
+  return out + body;
+}
+
+/// The state the processes of one split share, in memory mapped before they fork.
+struct SplitShared {
+  std::atomic<std::size_t> next_chunk{0};
+  std::atomic<Index> links_seen{0};  ///< by the chunks finished
+};
+
+/// Surveys chunks taken from `shared` until none is left or the link budget is spent, handing
+/// each chunk's parts to `deliver`.
+template <typename Deliver>
+void take_chunks(std::size_t units, const SplitPlan& plan, SplitShared& shared, const SurveyRange& survey,
+                 Deliver&& deliver) {
+  const std::size_t chunks = (units + plan.chunk - 1) / plan.chunk;
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    bytes.append(buf, static_cast<std::size_t>(n));
+    if (shared.links_seen.load() > plan.link_budget) return;
+    const std::size_t c = shared.next_chunk.fetch_add(1);
+    if (c >= chunks) return;
+    const std::size_t first = c * plan.chunk;
+    std::vector<TreePart> parts = survey(first, std::min(units, first + plan.chunk));
+    Index seen = 0;
+    for (const TreePart& p : parts) seen += p.seen;
+    shared.links_seen.fetch_add(seen);
+    deliver(PartsAt{first, std::move(parts)});
   }
-  close(fd);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return decode_parts(bytes);
 }
 
 }  // namespace
 
-std::string encode_parts(const std::vector<TreePart>& parts) {
+std::string encode_parts(const std::vector<PartsAt>& parts) {
   Writer w;
-  w.list(parts, [&](const TreePart& p) { write_part(w, p); });
+  w.list(parts, [&](const PartsAt& at) {
+    w.pod<std::uint64_t>(at.first);
+    w.list(at.parts, [&](const TreePart& p) { write_part(w, p); });
+  });
   return w.take();
 }
 
-std::optional<std::vector<TreePart>> decode_parts(std::string_view bytes) {
+std::optional<std::vector<PartsAt>> decode_parts(std::string_view bytes) {
   Reader r(bytes);
-  std::vector<TreePart> parts = r.list<TreePart>(8, [&] { return read_part(r); });
+  std::vector<PartsAt> parts = r.list<PartsAt>(16, [&] {
+    PartsAt at;
+    at.first = static_cast<std::size_t>(r.pod<std::uint64_t>());
+    at.parts = r.list<TreePart>(8, [&] { return read_part(r); });
+    return at;
+  });
   if (!r.done()) return std::nullopt;
   return parts;
 }
 
-/// Surveys ranges [first, last) of `units` items: the first range here, the others on helper
-/// processes forked here. libhdf5 runs one call at a time in a process; each helper reads the
-/// file open here through its own copy of the library's state, with pread, which moves no shared
-/// file offset. A helper that fails to start, crashes or hands back a partial encoding has its
-/// range surveyed here instead, where a crash inside libhdf5 then happens as it would have
-/// without helpers (and is reported by the supervisor as such).
-std::vector<TreePart> survey_in_processes(std::size_t units, std::size_t processes, const SurveyRange& survey) {
-  processes = std::max<std::size_t>(1, std::min(processes, units));
-  struct Helper {
-    std::size_t first = 0, last = 0;
-    pid_t pid = -1;
-    int fd = -1;
-  };
-  std::vector<Helper> helpers;
-  for (std::size_t h = 1; h < processes; ++h) {
-    Helper helper{units * h / processes, units * (h + 1) / processes};
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) == 0) {
-      std::fflush(nullptr);
-      helper.pid = fork();
-      if (helper.pid == 0) {
-        close(fds[0]);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        const bool ok = write_all(fds[1], encode_parts(survey(helper.first, helper.last)));
-        _exit(ok ? 0 : 1);  // no exit handlers: the file and the library belong to the parent
-      }
-      close(fds[1]);
-      if (helper.pid > 0) {
-        helper.fd = fds[0];
-      } else {
-        close(fds[0]);
-      }
+std::vector<std::optional<TreePart>> survey_in_processes(std::size_t units, const SplitPlan& plan,
+                                                         const SurveyRange& survey) {
+  std::vector<std::optional<TreePart>> out(units);
+  auto place = [&](PartsAt&& at) {
+    for (std::size_t i = 0; i < at.parts.size() && at.first + i < units; ++i) {
+      out[at.first + i] = std::move(at.parts[i]);
     }
-    helpers.push_back(helper);
+  };
+  SplitShared own;
+  SplitShared* shared = &own;
+  void* mem = MAP_FAILED;
+  std::size_t processes = std::min(plan.processes, units);
+  if (processes > 1) {
+    mem = mmap(nullptr, sizeof(SplitShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+      processes = 1;
+    } else {
+      shared = new (mem) SplitShared();
+    }
   }
-  std::vector<TreePart> parts = survey(0, units / processes);
-  for (const Helper& helper : helpers) {
-    std::optional<std::vector<TreePart>> got;
-    if (helper.pid > 0) got = collect(helper.pid, helper.fd);
-    if (!got || got->size() != helper.last - helper.first) got = survey(helper.first, helper.last);
-    for (TreePart& p : *got) parts.push_back(std::move(p));
+  std::vector<HelperStream> helpers;
+  for (std::size_t h = 1; h < processes; ++h) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) break;
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      bool sent = true;
+      take_chunks(units, plan, *shared, survey,
+                  [&](PartsAt&& at) { sent = sent && write_all(fds[1], frame(std::move(at))); });
+      _exit(sent ? 0 : 1);  // no exit handlers: the file and the library are the parent's
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      break;
+    }
+    // Up to 1 MiB in flight (the default 64 KiB is a fraction of one chunk's frame); where the
+    // system refuses, a helper waits for the next drain.
+    fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+    helpers.emplace_back(pid, fds[0]);
   }
-  return parts;
+  take_chunks(units, plan, *shared, survey, [&](PartsAt&& at) {
+    place(std::move(at));
+    for (HelperStream& h : helpers) h.drain(false, place);
+  });
+  for (HelperStream& h : helpers) h.drain(true, place);
+  if (mem != MAP_FAILED) {
+    shared->~SplitShared();
+    munmap(mem, sizeof(SplitShared));
+  }
+  return out;
 }
 
 }  // namespace ncert::certify::detail

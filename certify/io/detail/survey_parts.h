@@ -36,18 +36,38 @@ struct TreePart {
   bool over_limit = false;  ///< the walk stopped at its link budget
 };
 
-/// The parts, as bytes for a pipe.
-std::string encode_parts(const std::vector<TreePart>& parts);
+/// The parts of items [first, first + parts.size()) of a list.
+struct PartsAt {
+  std::size_t first = 0;
+  std::vector<TreePart> parts;
+};
+
+/// Parts, as bytes for a pipe.
+std::string encode_parts(const std::vector<PartsAt>& parts);
 /// The parts back; nullopt when the bytes are not a whole encoding (a helper that died while
 /// writing).
-std::optional<std::vector<TreePart>> decode_parts(std::string_view bytes);
+std::optional<std::vector<PartsAt>> decode_parts(std::string_view bytes);
 
-/// Surveys items [first, last) of a list: one part per item.
+/// Surveys items [first, last) of a list: one part per item, in order, possibly stopping early
+/// (at a link budget), never more than last - first.
 using SurveyRange = std::function<std::vector<TreePart>(std::size_t first, std::size_t last)>;
-/// The parts of items [0, units), in order, the items split in `processes` contiguous ranges,
-/// all but the first surveyed on helper processes forked for them (survey_parts.cc says how a
-/// helper's failure is handled). The calling process must be the only user of its HDF5 files
-/// until this returns.
-std::vector<TreePart> survey_in_processes(std::size_t units, std::size_t processes, const SurveyRange& survey);
+
+/// How items are surveyed apart.
+struct SplitPlan {
+  std::size_t processes = 1;  ///< this one and processes - 1 helpers
+  std::size_t chunk = 128;    ///< items a process takes at a time
+  /// Links the whole walk may still visit: once the chunks finished have seen more, no process
+  /// takes another (every later item is past the limit).
+  Index link_budget = 0;
+};
+
+/// The parts of items [0, units), each at its item's index. The items are taken a chunk at a time,
+/// in order, by this process and by helper processes forked for the call, as each becomes free
+/// (the two cores of a machine do not run a libhdf5 survey at the same pace). An item no process
+/// delivered (a helper that failed, a chunk past the link budget) is nullopt: the caller walks
+/// it itself, where a crash inside libhdf5 then happens as it would have without helpers. The
+/// calling process must be the only user of its HDF5 files until this returns.
+std::vector<std::optional<TreePart>> survey_in_processes(std::size_t units, const SplitPlan& plan,
+                                                         const SurveyRange& survey);
 
 }  // namespace ncert::certify::detail
