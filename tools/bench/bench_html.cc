@@ -9,8 +9,6 @@
 //      JUnit (render_html, render_junit), each timed alone.
 // Usage: bench_html DIR [--rows R] [--vocab V] [--threads T] [--reps N]
 #include <omp.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -28,26 +26,6 @@
 namespace {
 
 using namespace ncert;
-
-/// Runs the binary as a child process (stdout to /dev/null); its wall time, or -1 on failure.
-double run_seconds(const std::vector<std::string>& argv_s) {
-  std::vector<char*> argv;
-  for (const std::string& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  const double t0 = bench::now_seconds();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen("/dev/null", "w", stdout)) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  const double t = bench::now_seconds() - t0;
-  const bool ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 1);
-  return ok ? t : -1;
-}
 
 void warm(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -101,10 +79,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> with_html = base;
   with_html.insert(with_html.end(), {"--html", dir + "/bench-html.html"});
   std::vector<double> plain, html;
-  run_seconds(base);  // one unmeasured run: the first touches the binary's pages
+  bench::run_seconds(base, true);  // one unmeasured run: the first touches the binary's pages
   for (int r = 0; r < reps; ++r) {
-    const double x = run_seconds(r % 2 ? base : with_html);
-    const double y = run_seconds(r % 2 ? with_html : base);
+    const double x = bench::run_seconds(r % 2 ? base : with_html, true);
+    const double y = bench::run_seconds(r % 2 ? with_html : base, true);
     if (x < 0 || y < 0) {
       std::fprintf(stderr, "ncert compare failed\n");
       return 1;

@@ -7,8 +7,6 @@
 //      `ncert inspect DUMP --no-hashes`: seconds, against the 5 s a hostile-looking valid file
 //      may take (docs/testing.md).
 // Usage: bench_survey DIR [--projections P] [--processes N] [--reps R]
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -23,26 +21,6 @@
 namespace {
 
 using namespace ncert;
-
-/// Runs the binary as a child process (stdout to /dev/null); its wall time, or -1 on failure.
-double run_seconds(const std::vector<std::string>& argv_s) {
-  std::vector<char*> argv;
-  argv.reserve(argv_s.size() + 1);
-  for (const std::string& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  const double t0 = bench::now_seconds();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen("/dev/null", "w", stdout)) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  const double t = bench::now_seconds() - t0;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? t : -1;
-}
 
 /// A dump of `count` projections of one row, K = N = 1, unpacked output only.
 Status write_many(const std::string& path, int count) {
@@ -120,8 +98,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     one.push_back(open_seconds(path, 1));
     many.push_back(open_seconds(path, processes));
-    check.push_back(run_seconds({NCERT_BINARY, "check", path, "--only", only}));
-    inspect.push_back(run_seconds({NCERT_BINARY, "inspect", path, "--no-hashes"}));
+    check.push_back(bench::run_seconds({NCERT_BINARY, "check", path, "--only", only}));
+    inspect.push_back(bench::run_seconds({NCERT_BINARY, "inspect", path, "--no-hashes"}));
   }
   const double t1 = bench::median(one), tn = bench::median(many);
   std::printf("DumpReader::open, 1 process:   %.2f s (median of %d)\n", t1, reps);
