@@ -324,6 +324,7 @@ void survey_tree(DumpReader::Impl& impl, hid_t lapl, Surveyed& s, std::vector<Fi
   // per chunk (24,000 projections: 188 chunks of about 4 ms each).
   plan.chunk = std::clamp<std::size_t>(units.size() / (plan.processes * 8), 1, 128);
   plan.link_budget = max_links - spent;
+  plan.file = impl.model.file;
   std::vector<std::optional<TreePart>> parts = survey_in_processes(
       units.size(), plan,
       [&](std::size_t first, std::size_t last) { return survey_units(w, units, first, last, names, spent); });

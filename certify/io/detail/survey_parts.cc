@@ -14,8 +14,12 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
+
+#include "certify/isolation/activity.h"
 
 namespace ncert::certify::detail {
 
@@ -255,14 +259,19 @@ class HelperStream {
   }
 
   /// Places every whole frame that has arrived; with `to_end`, waits for all the helper sends
-  /// and for its exit.
+  /// and for its exit. Helpers publish no activity of their own (one that died inside libhdf5
+  /// would leave the page's count of open scopes raised for good): while this process waits, it
+  /// is inside libhdf5 on their behalf, a scope renewed with every read that returns, so that a
+  /// helper making no progress is stopped by the watchdog as a hung libhdf5 call would be.
   template <typename Place>
-  void drain(bool to_end, Place&& place) {
+  void drain(bool to_end, Place&& place, const std::string& file) {
     if (fd_ < 0) return;
     if (to_end) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
     char chunk[1 << 16];
     bool ended = false;
     for (;;) {
+      std::optional<Hdf5Activity> waiting;
+      if (to_end) waiting.emplace("waiting for a helper process surveying", file);
       const ssize_t n = ::read(fd_, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
@@ -388,6 +397,7 @@ std::vector<std::optional<TreePart>> survey_in_processes(std::size_t units, cons
     if (pid == 0) {
       close(fds[0]);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
+      set_activity_page(nullptr);  // the parent's waiting covers this process (HelperStream::drain)
       bool sent = true;
       take_chunks(units, plan, *shared, survey,
                   [&](PartsAt&& at) { sent = sent && write_all(fds[1], frame(std::move(at))); });
@@ -405,9 +415,9 @@ std::vector<std::optional<TreePart>> survey_in_processes(std::size_t units, cons
   }
   take_chunks(units, plan, *shared, survey, [&](PartsAt&& at) {
     place(std::move(at));
-    for (HelperStream& h : helpers) h.drain(false, place);
+    for (HelperStream& h : helpers) h.drain(false, place, plan.file);
   });
-  for (HelperStream& h : helpers) h.drain(true, place);
+  for (HelperStream& h : helpers) h.drain(true, place, plan.file);
   if (mem != MAP_FAILED) {
     shared->~SplitShared();
     munmap(mem, sizeof(SplitShared));

@@ -59,6 +59,7 @@ struct SplitPlan {
   /// Links the whole walk may still visit: once the chunks finished have seen more, no process
   /// takes another (every later item is past the limit).
   Index link_budget = 0;
+  std::string file;  ///< named while this process waits for helpers (certify/isolation/activity.h)
 };
 
 /// The parts of items [0, units), each at its item's index. The items are taken a chunk at a time,

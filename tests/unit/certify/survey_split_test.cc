@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <string>
 
+#include "certify/io/detail/survey_parts.h"
 #include "certify/io/dump_reader.h"
 #include "tests/common/mini_dump.h"
 #include "tests/common/test_paths.h"
@@ -108,6 +112,58 @@ TEST(SurveySplit, TheLinkLimitStopsTheWalkAtTheSameLinkAtAnyProcessCount) {
   const std::string top = survey(path, 1, 10);
   EXPECT_NE(top.find("more than 10 links"), std::string::npos) << top;
   EXPECT_EQ(survey(path, 3, 10), top);
+}
+
+TEST(SurveySplit, WhatHelpersThatDieDidNotSendIsLeftToTheCaller) {
+  // Items are "surveyed" into parts that record their index; every helper dies (abort) in the
+  // first chunk it takes. The call still returns; every item delivered holds its own index, and
+  // the others are nullopt in whole chunks, for the caller to walk itself (survey_tree does).
+  const pid_t parent = getpid();
+  detail::SplitPlan plan;
+  plan.processes = 3;
+  plan.chunk = 2;
+  plan.link_budget = 1'000'000;
+  plan.file = "test";
+  const auto parts = detail::survey_in_processes(40, plan, [&](std::size_t first, std::size_t last) {
+    if (getpid() != parent) std::abort();
+    std::vector<detail::TreePart> out;
+    for (std::size_t i = first; i < last; ++i) {
+      detail::TreePart p;
+      p.seen = static_cast<Index>(i);
+      p.failed.push_back("item " + std::to_string(i));
+      out.push_back(std::move(p));
+    }
+    return out;
+  });
+  ASSERT_EQ(parts.size(), 40u);
+  std::size_t delivered = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(parts[i].has_value(), parts[i ^ 1].has_value()) << "chunks of 2 are delivered whole, item " << i;
+    if (!parts[i]) continue;
+    ++delivered;
+    EXPECT_EQ(parts[i]->seen, static_cast<Index>(i));
+    ASSERT_EQ(parts[i]->failed.size(), 1u);
+    EXPECT_EQ(parts[i]->failed[0], "item " + std::to_string(i));
+  }
+  EXPECT_GE(delivered, 36u) << "this process takes every chunk the two helpers did not";
+}
+
+TEST(SurveySplit, NoProcessTakesAChunkOnceTheLinkBudgetIsSpent) {
+  // Each item sees 10 links; with a budget of 35 the chunks after the first few finished are
+  // never surveyed (they are past the limit whatever came before them).
+  detail::SplitPlan plan;
+  plan.processes = 2;
+  plan.chunk = 1;
+  plan.link_budget = 35;
+  const auto parts = detail::survey_in_processes(200, plan, [&](std::size_t first, std::size_t last) {
+    std::vector<detail::TreePart> out(last - first);
+    for (auto& p : out) p.seen = 10;
+    return out;
+  });
+  std::size_t delivered = 0;
+  for (const auto& p : parts) delivered += p.has_value();
+  EXPECT_GE(delivered, 4u);
+  EXPECT_LE(delivered, 8u) << "at most one chunk per process past the budget";
 }
 
 }  // namespace
