@@ -54,11 +54,11 @@ struct ReaderOptions {
   /// the walk is ncert's own loop, never recursion inside libhdf5.
   int max_depth = 32;
   Index max_objects = 200'000;
-  /// Processes that survey a file's groups (the reader forks helpers for all but one; libhdf5
-  /// runs one call at a time per process): 0, as many as OpenMP threads. Fewer when the file has
-  /// fewer than survey_units_per_process groups per process below /projections and /logits
-  /// (a whole model has a few hundred; forking costs more than surveying them). The survey's
-  /// result is the same at any count. Tests move both.
+  /// Processes that survey a file (the reader forks helpers for all but one; libhdf5 runs one
+  /// call at a time per process): 0, as many as OpenMP threads. Fewer when the file has fewer
+  /// than survey_units_per_process objects per process two links below the root, such as
+  /// /projections/<name> (a whole model has a few hundred; forking costs more than surveying
+  /// them). The survey's result is the same at any count. Tests move both.
   int survey_processes = 0;
   std::size_t survey_units_per_process = 2048;
   /// A weights dump is given (`ncert check --weights`, a campaign's "weights"): a projection
