@@ -32,6 +32,12 @@ const DatasetInfo* DumpModel::dataset(const std::string& path) const {
   return (it != datasets.end() && it->path == path) ? &*it : nullptr;
 }
 
+const GroupInfo* DumpModel::group(const std::string& path) const {
+  auto it = std::lower_bound(groups.begin(), groups.end(), path,
+                             [](const GroupInfo& g, const std::string& p) { return g.path < p; });
+  return (it != groups.end() && it->path == path) ? &*it : nullptr;
+}
+
 std::span<const DatasetInfo> DumpModel::datasets_under(const std::string& prefix) const {
   auto first = std::lower_bound(datasets.begin(), datasets.end(), prefix,
                                 [](const DatasetInfo& d, const std::string& p) { return d.path < p; });

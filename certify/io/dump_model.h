@@ -167,6 +167,7 @@ struct DumpModel {
   std::vector<Finding> findings;            ///< in traversal order (sorted paths)
 
   const DatasetInfo* dataset(const std::string& path) const;
+  const GroupInfo* group(const std::string& path) const;  ///< "/" is not in `groups`
   /// The datasets whose path starts with `prefix` ("/projections/p/"), found by binary search
   /// in the sorted list: a caller asking for every projection's members stays O(n log n).
   std::span<const DatasetInfo> datasets_under(const std::string& prefix) const;

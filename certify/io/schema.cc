@@ -142,19 +142,12 @@ class SchemaChecker {
     return it == children_->end() ? kNone : it->second;
   }
 
-  /// Whether `path` is a surveyed group (the model's groups are sorted by path).
-  bool is_group(const std::string& path) const { return path == "/" || group(path) != nullptr; }
-  const GroupInfo* group(const std::string& path) const {
-    const auto& groups = model_.groups;
-    const auto it = std::lower_bound(groups.begin(), groups.end(), path,
-                                     [](const GroupInfo& g, const std::string& p) { return g.path < p; });
-    return it != groups.end() && it->path == path ? &*it : nullptr;
-  }
+  bool is_group(const std::string& path) const { return path == "/" || model_.group(path) != nullptr; }
 
   /// The attributes of a surveyed object: the model's, or those of an object it does not hold.
   std::span<const AttributeInfo> attributes_of(const std::string& obj) const {
     if (obj == "/") return model_.root_attributes;
-    if (const GroupInfo* g = group(obj)) return g->attributes;
+    if (const GroupInfo* g = model_.group(obj)) return g->attributes;
     if (const DatasetInfo* d = model_.dataset(obj)) return d->attributes;
     const auto it = loose_->find(obj);
     return it == loose_->end() ? std::span<const AttributeInfo>() : it->second;

@@ -36,23 +36,20 @@ struct Queued {
 /// read only) and this part's own, in the order met (TreePart::objects).
 class FirstNames {
  public:
-  explicit FirstNames(const std::unordered_map<haddr_t, std::string>* base, TreePart* part)
-      : base_(base), part_(part) {}
+  FirstNames(const std::unordered_map<haddr_t, std::string>& base, TreePart& part) : base_(base), part_(part) {}
   /// The name `addr` was first met under, or nullptr after recording `path` as its first name.
   const std::string* met(haddr_t addr, const std::string& path) {
-    if (base_) {
-      if (const auto it = base_->find(addr); it != base_->end()) return &it->second;
-    }
+    if (const auto it = base_.find(addr); it != base_.end()) return &it->second;
     const auto [it, fresh] = own_.emplace(addr, path);
     if (!fresh) return &it->second;
-    part_->objects.emplace_back(addr, path);
+    part_.objects.emplace_back(addr, path);
     return nullptr;
   }
 
  private:
-  const std::unordered_map<haddr_t, std::string>* base_;
+  const std::unordered_map<haddr_t, std::string>& base_;
   std::unordered_map<haddr_t, std::string> own_;
-  TreePart* part_;
+  TreePart& part_;
 };
 
 /// What every part's walk shares: the open file and its limits.
@@ -260,7 +257,7 @@ std::vector<TreePart> survey_units(const Walk& w, const std::vector<Queued>& uni
   std::vector<TreePart> parts;
   for (std::size_t u = first; u < last && spent <= w.impl->options.max_objects; ++u) {
     TreePart& part = parts.emplace_back();
-    FirstNames names(&base, &part);
+    FirstNames names(base, part);
     walk_unit(w, units[u], names, w.impl->options.max_objects - spent, part);
     spent += part.seen;  // past the limit, every later unit is too
   }
@@ -311,7 +308,7 @@ void survey_tree(DumpReader::Impl& impl, hid_t lapl, Surveyed& s, std::vector<Fi
       return;
     }
     names.emplace(root.addr, "/");
-    FirstNames top_names(&names, &top);
+    FirstNames top_names(names, top);
     walk_groups(w, {{"/", root.addr, 0}}, top_names, max_links, top, &units);
   }
   Index spent = top.seen;
@@ -334,7 +331,7 @@ void survey_tree(DumpReader::Impl& impl, hid_t lapl, Surveyed& s, std::vector<Fi
         std::any_of(part.objects.begin(), part.objects.end(), [&](const auto& o) { return names.count(o.first) > 0; });
     if (!parts[u] || alias || part.over_limit || part.seen > max_links - spent) {
       part = TreePart();
-      FirstNames again(&names, &part);
+      FirstNames again(names, part);
       walk_unit(w, units[u], again, max_links - spent, part);
     }
     spent += part.seen;

@@ -252,7 +252,8 @@ class HelperStream {
   HelperStream(pid_t pid, int fd) : pid_(pid), fd_(fd) { fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK); }
   HelperStream(const HelperStream&) = delete;
   HelperStream& operator=(const HelperStream&) = delete;
-  HelperStream(HelperStream&& o) noexcept : pid_(o.pid_), fd_(std::exchange(o.fd_, -1)), buf_(std::move(o.buf_)) {}
+  HelperStream(HelperStream&& o) noexcept
+      : pid_(o.pid_), fd_(std::exchange(o.fd_, -1)), buf_(std::move(o.buf_)), broken_(o.broken_) {}
   HelperStream& operator=(HelperStream&&) = delete;
   ~HelperStream() {
     if (fd_ >= 0) close(fd_);
@@ -285,12 +286,12 @@ class HelperStream {
       std::uint64_t len = 0;
       std::memcpy(&len, buf_.data() + pos, sizeof len);
       if (buf_.size() - pos - sizeof len < len) break;  // not whole yet
-      auto parts = decode_parts(std::string_view(buf_).substr(pos + sizeof len, len));
-      if (!parts) {
+      std::optional<PartsAt> at = decode_parts(std::string_view(buf_).substr(pos + sizeof len, len));
+      if (!at) {
         broken_ = true;  // cannot happen between one build's processes; the rest is walked again
         break;
       }
-      for (PartsAt& at : *parts) place(std::move(at));
+      place(std::move(*at));
       pos += sizeof len + len;
     }
     buf_.erase(0, pos);
@@ -311,13 +312,10 @@ class HelperStream {
 };
 
 /// One chunk's parts as a frame of a helper's stream.
-std::string frame(PartsAt&& at) {
-  std::vector<PartsAt> one;
-  one.push_back(std::move(at));
-  const std::string body = encode_parts(one);
+std::string frame(const PartsAt& at) {
+  const std::string body = encode_parts(at);
   const std::uint64_t len = body.size();
-  std::string out(reinterpret_cast<const char*>(&len), sizeof len);
-  return out + body;
+  return std::string(reinterpret_cast<const char*>(&len), sizeof len) + body;
 }
 
 /// The state the processes of one split share, in memory mapped before they fork.
@@ -347,25 +345,20 @@ void take_chunks(std::size_t units, const SplitPlan& plan, SplitShared& shared, 
 
 }  // namespace
 
-std::string encode_parts(const std::vector<PartsAt>& parts) {
+std::string encode_parts(const PartsAt& at) {
   Writer w;
-  w.list(parts, [&](const PartsAt& at) {
-    w.pod<std::uint64_t>(at.first);
-    w.list(at.parts, [&](const TreePart& p) { write_part(w, p); });
-  });
+  w.pod<std::uint64_t>(at.first);
+  w.list(at.parts, [&](const TreePart& p) { write_part(w, p); });
   return w.take();
 }
 
-std::optional<std::vector<PartsAt>> decode_parts(std::string_view bytes) {
+std::optional<PartsAt> decode_parts(std::string_view bytes) {
   Reader r(bytes);
-  std::vector<PartsAt> parts = r.list<PartsAt>(16, [&] {
-    PartsAt at;
-    at.first = static_cast<std::size_t>(r.pod<std::uint64_t>());
-    at.parts = r.list<TreePart>(8, [&] { return read_part(r); });
-    return at;
-  });
+  PartsAt at;
+  at.first = static_cast<std::size_t>(r.pod<std::uint64_t>());
+  at.parts = r.list<TreePart>(8, [&] { return read_part(r); });
   if (!r.done()) return std::nullopt;
-  return parts;
+  return at;
 }
 
 std::vector<std::optional<TreePart>> survey_in_processes(std::size_t units, const SplitPlan& plan,
@@ -399,8 +392,7 @@ std::vector<std::optional<TreePart>> survey_in_processes(std::size_t units, cons
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       set_activity_page(nullptr);  // the parent's waiting covers this process (HelperStream::drain)
       bool sent = true;
-      take_chunks(units, plan, *shared, survey,
-                  [&](PartsAt&& at) { sent = sent && write_all(fds[1], frame(std::move(at))); });
+      take_chunks(units, plan, *shared, survey, [&](PartsAt&& at) { sent = sent && write_all(fds[1], frame(at)); });
       _exit(sent ? 0 : 1);  // no exit handlers: the file and the library are the parent's
     }
     close(fds[1]);

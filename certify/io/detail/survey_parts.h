@@ -42,11 +42,10 @@ struct PartsAt {
   std::vector<TreePart> parts;
 };
 
-/// Parts, as bytes for a pipe.
-std::string encode_parts(const std::vector<PartsAt>& parts);
-/// The parts back; nullopt when the bytes are not a whole encoding (a helper that died while
-/// writing).
-std::optional<std::vector<PartsAt>> decode_parts(std::string_view bytes);
+/// One chunk's parts, as bytes for a pipe.
+std::string encode_parts(const PartsAt& at);
+/// The parts back; nullopt when the bytes are not a whole encoding.
+std::optional<PartsAt> decode_parts(std::string_view bytes);
 
 /// Surveys items [first, last) of a list: one part per item, in order, possibly stopping early
 /// (at a link budget), never more than last - first.
