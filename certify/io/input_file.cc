@@ -168,6 +168,20 @@ Result<InputFile> InputFile::open(const std::string& path) {
   return file;
 }
 
+Status InputFile::same_file_as(int other_fd) const {
+  struct stat checked {};
+  struct stat opened {};
+  if (::fstat(fd_, &checked) != 0 || ::fstat(other_fd, &opened) != 0) {
+    return Status(ErrorCode::kIo, path_ + ": cannot stat the file opened: " + std::strerror(errno));
+  }
+  if (opened.st_dev != checked.st_dev || opened.st_ino != checked.st_ino) {
+    return Status(ErrorCode::kInputChanged, path_ +
+                                                ": the file was replaced while ncert opened it (another file now has "
+                                                "its name); certify a file nothing renames or writes to");
+  }
+  return Status();
+}
+
 Result<std::string> InputFile::read_all() const {
   std::string text(static_cast<std::size_t>(size_), '\0');
   std::size_t done = 0;

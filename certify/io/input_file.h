@@ -46,6 +46,11 @@ class InputFile {
   /// The superblock's end-of-file address of an HDF5 file (certify::hdf5_end_of_file).
   std::optional<std::uint64_t> hdf5_end() const { return hdf5_end_; }
 
+  /// kInputChanged unless `other_fd` is open on this same file (device and inode): ncert checks
+  /// a path, then libhdf5 opens it by name; a file renamed over the path in between would be
+  /// read in place of the one checked. kIo when either cannot be stat'ed.
+  Status same_file_as(int other_fd) const;
+
   /// The whole file as text, for inputs read whole (manifests, vocabularies); kIo on failure.
   Result<std::string> read_all() const;
 

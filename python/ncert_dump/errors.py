@@ -51,6 +51,7 @@ ERROR_CODES = {
     "witness-file-invalid": 232,
     "vocab-file-invalid": 233,
     "chunk-bomb": 234,
+    "input-changed": 235,
     "guard-row-out-of-range": 300,
     "guard-duplicate-row": 301,
     "guard-cap-exceeded": 302,

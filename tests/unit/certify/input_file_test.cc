@@ -4,6 +4,7 @@
 // on close, so the end found must be the file's size.
 #include "certify/io/input_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <sys/socket.h>
@@ -82,6 +83,31 @@ TEST(InputFile, MoreThanOneMibPastTheEndIsTrailingData) {
   std::filesystem::resize_file(path, end + kTrailingBytesAllowed + 1);
   EXPECT_EQ(InputFile::open(path).status().code(), ErrorCode::kTrailingData);
   std::filesystem::remove(path);
+}
+
+TEST(InputFile, AFileRenamedOverThePathAfterTheCheckIsNotTheSameFile) {
+  // The survey checks the path, then libhdf5 opens it by name; what libhdf5 opened must be the
+  // file checked. The same file under a second name (a hard link) is; another file renamed over
+  // the path is input-changed.
+  const std::string path = write_hdf5("checked.h5", false, 0);
+  const std::string other = write_hdf5("other.h5", false, 0);
+  const std::string linked = ncert::testing::scratch_file("checked-link.h5");
+  std::filesystem::remove(linked);
+  std::filesystem::create_hard_link(path, linked);
+  auto checked = InputFile::open(path);
+  ASSERT_TRUE(checked.ok()) << checked.status().to_string();
+  std::filesystem::rename(other, path);
+  const int by_link = ::open(linked.c_str(), O_RDONLY);
+  const int by_name = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(by_link, 0);
+  ASSERT_GE(by_name, 0);
+  EXPECT_TRUE(checked->same_file_as(by_link).ok());
+  const Status replaced = checked->same_file_as(by_name);
+  EXPECT_EQ(replaced.code(), ErrorCode::kInputChanged);
+  EXPECT_NE(replaced.message().find(path), std::string::npos) << replaced.message();
+  EXPECT_EQ(checked->same_file_as(-1).code(), ErrorCode::kIo);
+  ::close(by_link);
+  ::close(by_name);
 }
 
 TEST(InputFile, TextFilesAreReadWholeAndNotJudgedAsHdf5) {
