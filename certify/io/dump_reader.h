@@ -61,6 +61,13 @@ struct ReaderOptions {
   /// them). The survey's result is the same at any count. Tests move both.
   int survey_processes = 0;
   std::size_t survey_units_per_process = 2048;
+  /// The survey reads object headers from a read-only mapping of the file instead of one pread
+  /// each (detail/file_image.h): 24,000 1x1 projections surveyed in 1.65 s instead of 2.43 s.
+  /// Files larger than half of memory_limit are never mapped (the mapping counts against the
+  /// address-space limit). Another process truncating the file while it is mapped raises
+  /// SIGBUS in this one; a process embedding the reader that cannot accept that turns it off.
+  /// The survey's result is the same either way.
+  bool survey_mapped = true;
   /// A weights dump is given (`ncert check --weights`, a campaign's "weights"): a projection
   /// that declares weights_xxh3 may omit its weight group (docs/dump-format.md §4.5). Without
   /// it such a projection is refused as missing-member, as every projection without weights.

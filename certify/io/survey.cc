@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "certify/io/detail/dataset_checks.h"
+#include "certify/io/detail/file_image.h"
 #include "certify/io/detail/reader_impl.h"
 #include "certify/io/detail/survey_parts.h"
 #include "certify/io/input_file.h"
@@ -55,6 +56,7 @@ class FirstNames {
 /// What every part's walk shares: the open file and its limits.
 struct Walk {
   DumpReader::Impl* impl = nullptr;
+  hid_t file = H5I_INVALID_HID;  ///< the file surveyed: impl's, or the same bytes mapped (FileImage)
   hid_t lapl = H5I_INVALID_HID;
   int max_depth = 0;
 };
@@ -78,7 +80,7 @@ herr_t visit_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
     l->part->over_limit = true;
     return 1;  // stop iterating
   }
-  const hid_t file = l->walk->impl->file.get();
+  const hid_t file = l->walk->file;
   const std::string path = child_path(*l->group, name);
   switch (info->type) {
     case H5L_TYPE_HARD:
@@ -174,7 +176,7 @@ constexpr int kUnitDepth = 2;
 /// `units`, objects kUnitDepth links down are handed there unopened instead.
 void survey_links(const Walk& w, const std::vector<HardLink>& links, int depth, FirstNames& names, TreePart& part,
                   std::vector<Queued>& queue, std::vector<Queued>* units) {
-  const hid_t fid = w.impl->file.get();
+  const hid_t fid = w.file;
   for (const HardLink& link : links) {
     if (units && depth >= kUnitDepth) {
       units->push_back({link.path, link.addr, depth});
@@ -221,7 +223,7 @@ void walk_groups(const Walk& w, std::vector<Queued> queue, FirstNames& names, In
     Listing listing{&w, &group.path, &part, budget, {}};
     {
       Hdf5Activity activity("listing", group.path + " in " + w.impl->model.file);
-      Hid g = own_object(H5Oopen_by_addr(w.impl->file.get(), group.addr));
+      Hid g = own_object(H5Oopen_by_addr(w.file, group.addr));
       if (!g.valid()) {
         part.findings.push_back(
             {Severity::kError, ErrorCode::kHdf5, group.path, "cannot open the group: " + hdf5_error_text()});
@@ -293,16 +295,16 @@ void take_part(TreePart&& part, DumpModel& m, Surveyed& s, std::vector<Finding>&
 /// exhaust the link limit. Either shows in what it hands back (an object met earlier, or more
 /// links than were left), and such a unit is walked again here with what the units before it
 /// met, exactly as one walk would. So the findings are the same at any process count.
-void survey_tree(DumpReader::Impl& impl, hid_t lapl, Surveyed& s, std::vector<Finding>& findings,
+void survey_tree(DumpReader::Impl& impl, hid_t file, hid_t lapl, Surveyed& s, std::vector<Finding>& findings,
                  std::vector<std::pair<std::string, std::string>>& soft) {
-  Walk w{&impl, lapl, impl.options.max_depth};
+  Walk w{&impl, file, lapl, impl.options.max_depth};
   const Index max_links = impl.options.max_objects;
   std::unordered_map<haddr_t, std::string> names;
   TreePart top;
   std::vector<Queued> units;
   {
     H5O_info_t root{};
-    if (H5Oget_info2(impl.file.get(), &root, H5O_INFO_BASIC) < 0) {
+    if (H5Oget_info2(file, &root, H5O_INFO_BASIC) < 0) {
       findings.push_back(
           {Severity::kError, ErrorCode::kHdf5, "/", "cannot read the root group's header: " + hdf5_error_text()});
       return;
@@ -341,23 +343,30 @@ void survey_tree(DumpReader::Impl& impl, hid_t lapl, Surveyed& s, std::vector<Fi
   }
 }
 
-/// Gives `fapl` a fixed 256 KiB metadata cache for the survey and returns the default it
-/// replaced. The survey opens each object header once, so a cache only costs: libhdf5's default
-/// (2 MiB growing to 32 MiB, sized by the headers' size on disk, several times smaller than
-/// their decoded form) held 1.4 GB and took 23 s on 24,000 1x1 projections (168,000 objects);
-/// with 256 KiB, 565 MB and 18 s, before anything else changed.
-H5AC_cache_config_t set_survey_cache(hid_t fapl) {
-  H5AC_cache_config_t config{};
-  config.version = H5AC__CURR_CACHE_CONFIG_VERSION;
-  H5Pget_mdc_config(fapl, &config);
-  const H5AC_cache_config_t default_config = config;
+/// The survey's metadata cache: a fixed 256 KiB in place of libhdf5's `default_config`. The
+/// survey opens each object header once, so a cache only costs: libhdf5's default (2 MiB growing
+/// to 32 MiB, sized by the headers' size on disk, several times smaller than their decoded form)
+/// held 1.4 GB and took 23 s on 24,000 1x1 projections (168,000 objects); with 256 KiB, 565 MB
+/// and 18 s, before anything else changed.
+H5AC_cache_config_t survey_cache(const H5AC_cache_config_t& default_config) {
+  H5AC_cache_config_t config = default_config;
   config.set_initial_size = true;
   config.initial_size = config.min_size = config.max_size = std::size_t{256} * 1024;
   config.incr_mode = H5C_incr__off;
   config.flash_incr_mode = H5C_flash_incr__off;
   config.decr_mode = H5C_decr__off;
-  H5Pset_mdc_config(fapl, &config);
-  return default_config;
+  return config;
+}
+
+/// kInputChanged unless libhdf5 opened, by name, the file checked as `input`: the path was
+/// replaced in between, and the survey (through a mapping of `input`) and the reads would see
+/// two files.
+Status same_file(hid_t file, const InputFile& input, const std::string& path) {
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == nullptr) {
+    return hdf5_failure(ErrorCode::kIo, path + ": cannot get the file libhdf5 opened");
+  }
+  return input.same_file_as(*static_cast<int*>(handle));
 }
 
 }  // namespace
@@ -366,11 +375,8 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   hdf5_init_once();
   // A regular file, opened without blocking, and no HDF5 file that extends far past its
   // end-of-file address (certify/io/input_file.h), before libhdf5 opens it by name.
-  std::uint64_t file_size = 0;
-  {
-    NCERT_ASSIGN_OR_RETURN(InputFile input, InputFile::open(path));
-    file_size = input.size();
-  }
+  NCERT_ASSIGN_OR_RETURN(InputFile input, InputFile::open(path));
+  const std::uint64_t file_size = input.size();
   std::optional<Hdf5Activity> opening;
   opening.emplace("opening", path);
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
@@ -385,11 +391,22 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   Hid fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
   // Read-only certification never needs the lock, and locking fails on read-only media.
   H5Pset_file_locking(fapl.get(), false, true);
-  H5AC_cache_config_t default_cache = set_survey_cache(fapl.get());
+  H5AC_cache_config_t default_cache{};
+  default_cache.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+  H5Pget_mdc_config(fapl.get(), &default_cache);
+  H5AC_cache_config_t surveying = survey_cache(default_cache);
+  H5Pset_mdc_config(fapl.get(), &surveying);
   impl->file = own_file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
   if (!impl->file.valid()) {
     return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open (corrupt or truncated)");
   }
+  NCERT_RETURN_IF_ERROR(same_file(impl->file.get(), input, path));
+  // The survey reads the same bytes from a mapping when it may (detail/file_image.h).
+  std::optional<FileImage> image = options.survey_mapped && file_size <= options.memory_limit / 2
+                                       ? FileImage::open(input.fd(), file_size)
+                                       : std::optional<FileImage>();
+  if (image) H5Fset_mdc_config(image->file(), &surveying);
+  const hid_t surveyed_file = image ? image->file() : impl->file.get();
   opening.reset();
   Hid lapl = make_safe_lapl();
 
@@ -398,14 +415,18 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   std::vector<Finding> findings;
   {
     Hdf5Activity activity("reading the root attributes of", path);
-    if (auto root_attrs = read_attributes(impl->file.get()); root_attrs.ok()) {
+    if (auto root_attrs = read_attributes(surveyed_file); root_attrs.ok()) {
       m.root_attributes = std::move(*root_attrs);
     } else {
       findings.push_back({Severity::kError, root_attrs.status().code(), "/", root_attrs.status().message()});
     }
   }
   std::vector<std::pair<std::string, std::string>> soft;
-  survey_tree(*impl, lapl.get(), s, findings, soft);
+  survey_tree(*impl, surveyed_file, lapl.get(), s, findings, soft);
+  if (image) {
+    Hdf5Activity activity("closing the mapping of", path);
+    image.reset();
+  }
   soft_link_findings(soft, &findings);
   std::sort(m.groups.begin(), m.groups.end(), [](const GroupInfo& a, const GroupInfo& b) { return a.path < b.path; });
   std::sort(m.datasets.begin(), m.datasets.end(),

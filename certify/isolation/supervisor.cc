@@ -336,8 +336,12 @@ Status child_end_status(const ChildEnd& end, const IsolationOptions& o) {
     case ChildEnd::Kind::kExited:
       return Status();
     case ChildEnd::Kind::kCrashedInHdf5:
+      // SIGBUS inside libhdf5 is also what a file truncated while the survey reads its mapping
+      // raises (certify/io/detail/file_image.h).
       return Status(ErrorCode::kHdf5Crashed,
-                    "the HDF5 library crashed (" + signal_name(end.signal) + ")" + where + ": the file is corrupt");
+                    "the HDF5 library crashed (" + signal_name(end.signal) + ")" + where +
+                        (end.signal == SIGBUS ? ": the file is corrupt, or another process truncated it"
+                                              : ": the file is corrupt"));
     case ChildEnd::Kind::kHungInHdf5: {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.0f", o.hdf5_timeout_seconds);

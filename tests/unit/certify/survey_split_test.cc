@@ -1,12 +1,15 @@
 // The survey split over helper processes (ReaderOptions::survey_processes) finds exactly what one
 // process finds: the same model and the same findings in the same order, on a valid dump and on
 // hostile ones whose findings depend on the order of the walk (objects aliased across units, the
-// link limit reached inside a unit).
+// link limit reached inside a unit); and, read from a mapping of the file, what libhdf5 reads
+// through its file driver.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -41,9 +44,11 @@ std::string describe(const DumpModel& m) {
   return out;
 }
 
-/// The survey of `path` by `processes` processes, three units each at most.
-std::string survey(const std::string& path, int processes, Index max_links = 200'000) {
+/// The survey of `path` by `processes` processes, three units each at most, reading headers
+/// from a mapping of the file or through libhdf5's file driver.
+std::string survey(const std::string& path, int processes, Index max_links = 200'000, bool mapped = true) {
   ReaderOptions o;
+  o.survey_mapped = mapped;
   o.survey_processes = processes;
   o.survey_units_per_process = 3;
   o.max_objects = max_links;
@@ -112,6 +117,60 @@ TEST(SurveySplit, TheLinkLimitStopsTheWalkAtTheSameLinkAtAnyProcessCount) {
   const std::string top = survey(path, 1, 10);
   EXPECT_NE(top.find("more than 10 links"), std::string::npos) << top;
   EXPECT_EQ(survey(path, 3, 10), top);
+}
+
+TEST(SurveySplit, AMappedFileIsSurveyedAsTheFileReadThroughLibhdf5) {
+  // ReaderOptions::survey_mapped only changes where the header bytes come from.
+  const std::string valid = many_projections("mapped-valid.h5", 20, [](hid_t) {});
+  const std::string alias = many_projections("mapped-alias.h5", 6, [](hid_t f) {
+    EXPECT_GE(H5Lcreate_hard(f, "/projections/q03/x", f, "/projections/q01/x_again", H5P_DEFAULT, H5P_DEFAULT), 0);
+  });
+  for (const std::string& path : {valid, alias}) {
+    for (int processes : {1, 3}) {
+      const std::string mapped = survey(path, processes, 200'000, true);
+      EXPECT_FALSE(mapped.empty());
+      EXPECT_EQ(survey(path, processes, 200'000, false), mapped) << path << " by " << processes;
+      EXPECT_EQ(survey(path, processes, 90, false), survey(path, processes, 90, true)) << path << " link limit";
+    }
+  }
+}
+
+TEST(SurveySplit, ADamagedOrTruncatedFileGetsTheSameAnswerMappedOrNot) {
+  // Copies of a valid dump with a stretch of bytes overwritten (headers, heaps and B-trees the
+  // survey reads from the mapping) or cut short (libhdf5 refuses those before any mapping).
+  // Whatever the answer, a refusal or findings, it is the same from the mapping.
+  const std::string valid = many_projections("mapped-damaged-source.h5", 4, [](hid_t) {});
+  std::FILE* in = std::fopen(valid.c_str(), "rb");
+  ASSERT_NE(in, nullptr);
+  std::string bytes;
+  char buffer[65536];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, in)) > 0;) bytes.append(buffer, n);
+  std::fclose(in);
+  int with_findings = 0;
+  for (int step = 1; step <= 24; ++step) {
+    std::string damaged = bytes;
+    const std::size_t at = bytes.size() * static_cast<std::size_t>(step) / 25;
+    if (step == 24) {
+      damaged.resize(at);
+    } else {
+      for (std::size_t i = at; i < std::min(at + 48, damaged.size()); ++i) damaged[i] = static_cast<char>(0x5a ^ i);
+    }
+    const std::string path = scratch_file("mapped-damaged-" + std::to_string(step) + ".h5");
+    std::FILE* out = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    ASSERT_EQ(std::fwrite(damaged.data(), 1, damaged.size(), out), damaged.size());
+    std::fclose(out);
+    std::string answers[2];
+    for (bool mapped : {false, true}) {
+      ReaderOptions o;
+      o.survey_mapped = mapped;
+      auto r = DumpReader::survey(path, o);
+      answers[mapped] = r.ok() ? describe(r->model()) : r.status().to_string();
+    }
+    with_findings += answers[0].find("finding ") != std::string::npos;
+    EXPECT_EQ(answers[1], answers[0]) << "bytes from " << at << " damaged";
+  }
+  EXPECT_GE(with_findings, 3) << "damage the survey reads from the mapping, not only refusals at open";
 }
 
 TEST(SurveySplit, WhatHelpersThatDieDidNotSendIsLeftToTheCaller) {
