@@ -1,6 +1,7 @@
 #include "certify/io/row_stream.h"
 
 #include <fcntl.h>
+#include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "certify/io/detail/page_buffer.h"
+
 namespace ncert::certify {
 
 struct RowStream::Impl {
@@ -17,7 +20,7 @@ struct RowStream::Impl {
   struct Window {
     void* map = nullptr;
     std::size_t map_len = 0;
-    std::vector<unsigned char> buffer;
+    detail::PageBuffer buffer;  // read or decoded into whole: never zero-filled
 
     void unmap() {
       if (map) {
@@ -110,9 +113,13 @@ Result<RowBlock> RowStream::next() {
     b.data = static_cast<const unsigned char*>(m) + (begin - aligned);
     if (s.hash) NCERT_RETURN_IF_ERROR(s.hash->offer(begin, b.data, static_cast<std::size_t>(b.rows * s.row_bytes)));
   } else {
-    w.buffer.resize(static_cast<std::size_t>(s.per_block * s.row_bytes));
-    NCERT_RETURN_IF_ERROR(s.reader->read_rows(s.path, b.first_row, b.rows, w.buffer.data()));
-    b.data = w.buffer.data();
+    unsigned char* buffer = w.buffer.reserve(static_cast<std::size_t>(s.per_block * s.row_bytes));
+    if (buffer == nullptr) {
+      return Status(ErrorCode::kMemoryLimit, s.path + ": no memory for a block of " + std::to_string(s.per_block) +
+                                                 " rows (" + std::to_string(s.per_block * s.row_bytes) + " bytes)");
+    }
+    NCERT_RETURN_IF_ERROR(s.reader->read_rows(s.path, b.first_row, b.rows, buffer));
+    b.data = buffer;
   }
   s.next_row += b.rows;
   return b;
@@ -137,10 +144,30 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
   const std::size_t S = streams.size();
   if (S == 0 || S > kMaxStreams) return Status(ErrorCode::kInvalidArgument, "stream_rows: 1 to 4 streams");
   std::vector<RowBlock> cur(S), nxt(S);
+  // Mapped blocks are cheap to fetch: one thread maps the next ones while the team works.
+  // Blocks read through the reader (chunked, compressed) decode their chunks on every thread,
+  // which a nested region could not do: those are fetched after the team, in the open.
+  const bool overlap = std::all_of(streams.begin(), streams.end(), [](RowStream* x) { return x->zero_copy(); });
+  auto fetch_one = [&](std::vector<RowBlock>& out, std::size_t k) -> Status {
+    NCERT_ASSIGN_OR_RETURN(out[k], streams[k]->next());
+    return Status::ok_status();
+  };
+  const auto decoded = std::count_if(streams.begin(), streams.end(), [](RowStream* x) { return !x->zero_copy(); });
   auto fetch = [&](std::vector<RowBlock>& out) -> Status {
-    for (std::size_t k = 0; k < S; ++k) {
-      NCERT_ASSIGN_OR_RETURN(out[k], streams[k]->next());
+    if (decoded < 2) {
+      for (std::size_t k = 0; k < S; ++k) NCERT_RETURN_IF_ERROR(fetch_one(out, k));
+      return Status::ok_status();
     }
+    // Two or more streams read through the reader go one per thread: a block of deflated logits is often one
+    // chunk per stream (16-row chunks, 16-row blocks), which one read_rows call decodes on one
+    // thread; compare's two files then decoded one after the other with the second thread idle
+    // (2 x 2048 x 151,936 f32, shuffle + deflate: docs/performance.md "Compressed logits").
+    // (Each stream's read_rows then decodes its chunks on its own thread: nested regions are
+    // inactive.)
+    std::array<Status, kMaxStreams> status;
+#pragma omp parallel for schedule(static, 1)
+    for (std::size_t k = 0; k < S; ++k) status[k] = fetch_one(out, k);
+    for (std::size_t k = 0; k < S; ++k) NCERT_RETURN_IF_ERROR(std::move(status[k]));
     return Status::ok_status();
   };
   NCERT_RETURN_IF_ERROR(fetch(cur));
@@ -149,10 +176,6 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
     for (const RowBlock& b : cur) n = std::min(n, b.rows);
     if (n <= 0) break;
     const bool more = cur[0].first_row + n < limit;
-    // Mapped blocks are cheap to fetch: one thread maps the next ones while the team works.
-    // Blocks read through the reader (chunked, compressed) decode on every thread, which a
-    // nested region could not do: those are fetched after the team, in the open.
-    const bool overlap = std::all_of(streams.begin(), streams.end(), [](RowStream* x) { return x->zero_copy(); });
     Status fetched = Status::ok_status();
 #pragma omp parallel
     {

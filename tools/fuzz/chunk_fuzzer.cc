@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int element_size = 1 + (data[1] & 7);
   const std::size_t out_size = static_cast<std::size_t>(data[2]) | static_cast<std::size_t>(data[3]) << 8 |
                                static_cast<std::size_t>(data[4]) << 16;
-  std::vector<unsigned char> out, scratch;
+  std::vector<unsigned char> out;
+  ncert::certify::detail::PageBuffer scratch;
   (void)ncert::certify::detail::decode_chunk(data + kHeader, size - kHeader, pipeline, skipped, element_size, out_size,
                                              out, scratch, "/fuzz chunk [0, 0]");
   return 0;

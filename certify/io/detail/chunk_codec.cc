@@ -59,28 +59,44 @@ libdeflate_decompressor* thread_decompressor() {
 
 }  // namespace
 
-Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
-                    std::uint32_t skipped_mask, int element_size, std::size_t out_size, std::vector<unsigned char>& out,
-                    std::vector<unsigned char>& scratch, const std::string& where) {
-  // The data moves raw -> scratch/out alternately; nothing is copied for its own sake.
+Status decode_chunk_into(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
+                         std::uint32_t skipped_mask, int element_size, std::size_t out_size, unsigned char* into,
+                         PageBuffer& scratch, PageBuffer& spare, const std::string& where) {
+  // The filters applied to this chunk, in decoding order (the reverse of the pipeline's).
+  std::size_t stages = 0;
+  for (std::size_t k = 0; k < pipeline.size(); ++k) stages += (skipped_mask & (1u << k)) == 0;
+  if (stages == 0) {
+    if (raw_size != out_size) {
+      return Status(ErrorCode::kHdf5, where + ": chunk holds " + std::to_string(raw_size) + " bytes, expected " +
+                                          std::to_string(out_size));
+    }
+    if (out_size > 0) std::memcpy(into, raw, out_size);  // no filter applied to this chunk
+    return Status();
+  }
+  // The data moves raw -> scratch/spare alternately -> into: the last stage writes its result
+  // in place, nothing is copied for its own sake.
   const unsigned char* cur = raw;
   std::size_t cur_size = raw_size;
-  std::vector<unsigned char>* next = &out;
-  std::vector<unsigned char>* spare = &scratch;
+  PageBuffer* buffers[2] = {&scratch, &spare};
+  int turn = 0;
+  std::size_t stage = 0;
   for (std::size_t k = pipeline.size(); k-- > 0;) {
     if (skipped_mask & (1u << k)) continue;
+    const bool last = ++stage == stages;
+    unsigned char* next = nullptr;
     switch (pipeline[k]) {
       case ChunkFilter::kDeflate: {
         libdeflate_decompressor* inflater = thread_decompressor();
         if (inflater == nullptr) {
           return Status(ErrorCode::kMemoryLimit, where + ": out of memory allocating a deflate decompressor");
         }
+        next = last ? into : buffers[turn]->reserve(out_size);
+        if (next == nullptr) return Status(ErrorCode::kMemoryLimit, where + ": no memory to decode the chunk");
         // HDF5's deflate filter writes zlib streams (compress2): the zlib header and the
         // Adler-32 of the data are checked too. A chunk decodes to at most its declared size: a
         // larger stream is refused (INSUFFICIENT_SPACE), never grown.
-        next->resize(out_size);
         std::size_t got = 0;
-        const libdeflate_result rc = libdeflate_zlib_decompress(inflater, cur, cur_size, next->data(), out_size, &got);
+        const libdeflate_result rc = libdeflate_zlib_decompress(inflater, cur, cur_size, next, out_size, &got);
         if (rc != LIBDEFLATE_SUCCESS || got != out_size) {
           std::string what;
           if (rc == LIBDEFLATE_SUCCESS) {
@@ -99,23 +115,33 @@ Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::v
         break;
       }
       case ChunkFilter::kShuffle:
-        next->resize(cur_size);
-        unshuffle(cur, cur_size, element_size, next->data());
+        if (last) {
+          // Unshuffling keeps the size: the result must be the chunk's before it is written.
+          if (cur_size != out_size) {
+            return Status(ErrorCode::kHdf5, where + ": chunk holds " + std::to_string(cur_size) + " bytes, expected " +
+                                                std::to_string(out_size));
+          }
+          next = into;
+        } else {
+          next = buffers[turn]->reserve(cur_size);
+          if (next == nullptr) return Status(ErrorCode::kMemoryLimit, where + ": no memory to decode the chunk");
+        }
+        unshuffle(cur, cur_size, element_size, next);
         break;
     }
-    cur = next->data();
-    std::swap(next, spare);
-  }
-  if (cur_size != out_size) {
-    return Status(ErrorCode::kHdf5,
-                  where + ": chunk holds " + std::to_string(cur_size) + " bytes, expected " + std::to_string(out_size));
-  }
-  if (cur == scratch.data()) {
-    out.swap(scratch);  // the buffers trade places: no copy
-  } else if (cur != out.data()) {
-    out.assign(cur, cur + cur_size);  // no filter applied to this chunk
+    cur = next;
+    turn ^= 1;
   }
   return Status();
+}
+
+Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
+                    std::uint32_t skipped_mask, int element_size, std::size_t out_size, std::vector<unsigned char>& out,
+                    PageBuffer& scratch, const std::string& where) {
+  out.resize(out_size);
+  PageBuffer spare;  // used only by a pipeline of three or more filters
+  return decode_chunk_into(raw, raw_size, pipeline, skipped_mask, element_size, out_size, out.data(), scratch, spare,
+                           where);
 }
 
 }  // namespace ncert::certify::detail

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "certify/io/detail/page_buffer.h"
 #include "reference/status.h"
 
 namespace ncert::certify::detail {
@@ -23,8 +24,17 @@ enum class ChunkFilter : std::uint8_t { kShuffle, kDeflate };
 /// kHdf5 naming `where` when the data does not decode to exactly `out_size` bytes (a corrupt or
 /// truncated deflate stream, a bad Adler-32, a stream longer or shorter than the chunk);
 /// kMemoryLimit when this thread's deflate decompressor (libdeflate) cannot be allocated.
+/// The same, written to `into` (out_size bytes; nothing past them is written, and on a refusal
+/// its contents are unspecified): the last filter's output goes there directly, so a chunk that
+/// is a contiguous run of the rows asked decodes in place. `scratch` and `spare` hold the
+/// stages before the last (`spare` only for three or more filters) and are reused; kMemoryLimit
+/// when they cannot grow.
+Status decode_chunk_into(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
+                         std::uint32_t skipped_mask, int element_size, std::size_t out_size, unsigned char* into,
+                         PageBuffer& scratch, PageBuffer& spare, const std::string& where);
+
 Status decode_chunk(const unsigned char* raw, std::size_t raw_size, const std::vector<ChunkFilter>& pipeline,
                     std::uint32_t skipped_mask, int element_size, std::size_t out_size, std::vector<unsigned char>& out,
-                    std::vector<unsigned char>& scratch, const std::string& where);
+                    PageBuffer& scratch, const std::string& where);
 
 }  // namespace ncert::certify::detail

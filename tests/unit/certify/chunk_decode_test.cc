@@ -156,7 +156,8 @@ TEST(ChunkDecode, CorruptDeflateStreamIsAnErrorNamingTheChunk) {
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
   std::vector<unsigned char> raw(reinterpret_cast<unsigned char*>(values.data()),
                                  reinterpret_cast<unsigned char*>(values.data()) + 256);
-  std::vector<unsigned char> out, scratch;
+  std::vector<unsigned char> out;
+  detail::PageBuffer scratch;
   // Not a zlib stream at all.
   Status s = detail::decode_chunk(raw.data(), raw.size(), {detail::ChunkFilter::kDeflate}, 0, 4, 256, out, scratch,
                                   "/tensors/t: chunk [0, 0]");
@@ -213,7 +214,8 @@ TEST(ChunkDecode, DecodesZlibStreamsWithAndWithoutShuffle) {
     const std::vector<unsigned char> data = chunk_data(random_bits);
     for (const int level : {0, 1, 4, 9}) {
       SCOPED_TRACE(std::string(random_bits ? "random" : "small values") + ", level " + std::to_string(level));
-      std::vector<unsigned char> out(7, 0xAA), scratch;  // stale contents must not survive
+      std::vector<unsigned char> out(7, 0xAA);  // stale contents must not survive
+      detail::PageBuffer scratch;
       const std::vector<unsigned char> z = zlib_compress(data, level);
       Status s =
           detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kDeflate}, 0, 4, data.size(), out, scratch, "deflate");
@@ -237,7 +239,8 @@ TEST(ChunkDecode, DecodesZlibStreamsWithAndWithoutShuffle) {
 /// decode_chunk's refusal of `z` declared as `out_size` bytes: kHdf5, naming the chunk, and
 /// the output never grown past the declared size.
 void expect_stream_refused(const std::vector<unsigned char>& z, std::size_t out_size, const std::string& says) {
-  std::vector<unsigned char> out, scratch;
+  std::vector<unsigned char> out;
+  detail::PageBuffer scratch;
   const Status s = detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 0, 4,
                                         out_size, out, scratch, "/logits/a: chunk [16, 0]");
   EXPECT_EQ(s.code(), ErrorCode::kHdf5) << s.to_string();
@@ -252,7 +255,8 @@ TEST(ChunkDecode, RefusesTruncatedCorruptAndWrongLengthStreams) {
   ASSERT_GT(z.size(), 64u);
   {
     SCOPED_TRACE("the good stream");  // the direction that passes, for contrast
-    std::vector<unsigned char> out, scratch;
+    std::vector<unsigned char> out;
+    detail::PageBuffer scratch;
     ASSERT_TRUE(detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kShuffle, ChunkFilter::kDeflate}, 0, 4,
                                      data.size(), out, scratch, "good")
                     .ok());
@@ -314,7 +318,8 @@ TEST(ChunkDecode, OneDecompressorPerThreadAndAllocationFailureIsAnError) {
   libdeflate_set_memory_allocator(counting_malloc, std::free);
   // Fresh threads: their thread_local decompressor does not exist yet.
   std::thread([&] {
-    std::vector<unsigned char> out, scratch;
+    std::vector<unsigned char> out;
+    detail::PageBuffer scratch;
     for (int i = 0; i < 3; ++i) {
       ASSERT_TRUE(
           detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kDeflate}, 0, 4, data.size(), out, scratch, "c").ok());
@@ -323,7 +328,8 @@ TEST(ChunkDecode, OneDecompressorPerThreadAndAllocationFailureIsAnError) {
   }).join();
   EXPECT_EQ(g_allocations, 1) << "one decompressor for the thread's 3 chunks";
   std::thread([&] {
-    std::vector<unsigned char> out, scratch;
+    std::vector<unsigned char> out;
+    detail::PageBuffer scratch;
     g_fail_allocations = true;
     const Status s = detail::decode_chunk(z.data(), z.size(), {ChunkFilter::kDeflate}, 0, 4, data.size(), out, scratch,
                                           "/logits/a: chunk [0, 0]");
@@ -350,7 +356,8 @@ TEST(ChunkDecode, UnshufflesEveryElementSize) {
       std::vector<unsigned char> data(size);
       for (unsigned char& b : data) b = static_cast<unsigned char>(rng());
       const std::vector<unsigned char> shuffled = hdf5_shuffle(data, static_cast<std::size_t>(s));
-      std::vector<unsigned char> out(3, 0xEE), scratch;
+      std::vector<unsigned char> out(3, 0xEE);
+      detail::PageBuffer scratch;
       const Status st = detail::decode_chunk(shuffled.data(), shuffled.size(), {ChunkFilter::kShuffle}, 0, s, size, out,
                                              scratch, "u");
       ASSERT_TRUE(st.ok()) << st.to_string();
@@ -363,7 +370,8 @@ TEST(ChunkDecode, ShuffleRoundTripsIncludingTrailingBytes) {
   // 10 bytes of 4-byte elements: two whole elements shuffled, two trailing bytes in place.
   const std::vector<unsigned char> data = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   const std::vector<unsigned char> shuffled = {1, 5, 2, 6, 3, 7, 4, 8, 9, 10};
-  std::vector<unsigned char> out, scratch;
+  std::vector<unsigned char> out;
+  detail::PageBuffer scratch;
   ASSERT_TRUE(detail::decode_chunk(shuffled.data(), shuffled.size(), {detail::ChunkFilter::kShuffle}, 0, 4, 10, out,
                                    scratch, "z")
                   .ok());
