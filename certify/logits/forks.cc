@@ -175,12 +175,20 @@ void set_envelope(Fork& f, std::size_t k, const SideHead& ha, const SideHead& hb
     f.envelope_source = "certified: lm_head intervals of both runs (" + ha.head->name + " and " + hb.head->name +
                         ", the same hidden state and weights at row " + std::to_string(f.row) + ")";
     f.has_envelope = true;
-  } else if (f.before.rows > 0) {
+  } else if (f.before.rows > 0 && f.before.max_abs > 0) {
+    // Rows that were all bit-identical measured no disagreement to compare the fork's with:
+    // an envelope of 0 would call a one-ulp difference at the fork "beyond what numerics
+    // allow" on the strength of nothing (those forks are undetermined, below).
     f.env_a = f.env_b = f.before.max_abs;
     f.envelope_source =
         "observed: the largest |d| over the " + std::to_string(f.before.rows) +
         " matched rows before the fork (a measurement, not a proof); lm_head intervals not used: " + why_not;
     f.has_envelope = true;
+  } else if (f.before.rows > 0) {
+    f.envelope_source = "none: the " + std::to_string(f.before.rows) +
+                        " matched rows before the fork are bit-identical, so they measure no disagreement; no "
+                        "--logit-error, and lm_head intervals not usable: " +
+                        why_not;
   } else {
     f.envelope_source =
         "none: no --logit-error, no matched row before the fork, and lm_head intervals not usable: " + why_not;
@@ -251,7 +259,10 @@ void classify(Fork& f) {
     f.why = "|d| " + format_short(f.delta_a) + " at " + std::to_string(f.token_a) + " and " + format_short(f.delta_b) +
             " at " + std::to_string(f.token_b) +
             " cannot be judged without an envelope: pass --logit-error, or dump both runs' lm_heads fed the same "
-            "hidden state, or a run pair with matched rows before the fork";
+            "hidden state" +
+            (f.before.rows > 0 ? std::string(" (the matched rows before the fork are bit-identical: they measure no "
+                                             "envelope)")
+                               : std::string(", or a run pair with matched rows before the fork"));
   } else if (f.delta_a > f.env_a || f.delta_b > f.env_b) {
     const bool at_a = f.delta_a / std::max(f.env_a, 1e-300) >= f.delta_b / std::max(f.env_b, 1e-300);
     f.cls = ForkClass::kUnexplained;

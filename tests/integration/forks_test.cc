@@ -243,6 +243,28 @@ TEST(Forks, AForkWithNoEnvelopeIsUndeterminedNotUnexplained) {
   EXPECT_EQ(forks(p, req).verdict(), Verdict::kFail);
 }
 
+TEST(Forks, BitIdenticalRowsBeforeTheForkMeasureNoEnvelope) {
+  // Two builds identical bit for bit on rows 0-5 that flip a 1-ulp near-tie at row 6: the
+  // matched rows measured no disagreement, so nothing says a one-ulp difference is beyond what
+  // numerics allow. It was called unexplained "beyond the envelope 0"; it is undetermined.
+  fixtures::ForkPairSpec spec = planted({{6, ForkKind::kUlpFlip}});
+  spec.noise = 0;
+  const DumpPair p = fork_pair("identical-before", spec);
+  const Report r = forks(p);
+  auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(stats(*f[0])["class"], "undetermined") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kSkip);
+  const std::string src = stats(*f[0])["envelope"]["source"].get<std::string>();
+  EXPECT_EQ(src.rfind("none:", 0), 0u) << src;
+  EXPECT_NE(src.find("bit-identical"), std::string::npos) << src;
+  EXPECT_NE(f[0]->reason.find("--logit-error"), std::string::npos) << f[0]->reason;
+  // --logit-error decides it.
+  ForksOptions o;
+  o.logit_error = 1e-3;
+  EXPECT_EQ(stats(*fork_results(forks(p, o))[0])["class"], "near-tie");
+}
+
 TEST(Forks, DifferentHiddenStatesUseTheObservedEnvelopeNotTheLmHeadIntervals) {
   // Both dumps carry their f32 lm_heads, but B's model body fed a different hidden state: each
   // lm_head's interval certifies its own run, not the distance between them (~0.3 here against
