@@ -97,10 +97,15 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   if (!fits.empty()) {
     out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
     out.append(as_declared).append(" as declared)");
-  } else {
+  } else if (best->inside > declared.inside) {
     out.append("; no single other declaration fits the ").append(sampled).append(" sampled values (best: ");
     out.append(trial_text(*best)).append(", ").append(std::to_string(best->inside)).append(" inside; ");
     out.append(as_declared).append(" as declared): a kernel fault, or more than one mistake");
+  } else {
+    // No trial does better than the declaration: naming one as "best" would point nowhere.
+    out.append("; none of the ").append(std::to_string(trials.size() - 1));
+    out.append(" other declarations tried fits the sampled values better than the declared one (");
+    out.append(as_declared).append(" of ").append(sampled).append(" inside): not a declaration mistake ncert tries");
   }
   return out;
 }

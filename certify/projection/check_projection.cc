@@ -141,19 +141,52 @@ void walk_step(const ProjectionFacts& f, const ReferencePass& pass, bool walk_su
   }
 }
 
-/// The residual tests, and the bound failure's likely location from the signature test.
+/// What an earlier check already explains about a broad failure, or "": a declaration the
+/// bound's diagnosis found the data to fit, or an identity failure whose every differing row a
+/// slot mapping explains. The residual tests read their residuals against the declarations and
+/// the selector, so their own cause (a scale, an accumulator) would then point elsewhere.
+std::string explained_earlier(const ChecksBeingMade& out) {
+  for (const CheckResult& c : out.checks) {
+    if (!c.failed()) continue;
+    if (const auto* b = std::get_if<BoundEvidence>(&c.evidence)) {
+      for (std::size_t i = 1; i < b->diagnosis.size(); ++i) {
+        const DeclarationTrial& t = b->diagnosis[i];
+        if (t.sampled > 0 && t.inside == t.sampled) {
+          return "bound finds the data fits " + t.declaration + (t.segment.empty() ? "" : " for segment " + t.segment) +
+                 ", not the declarations the residuals are read against: correct the declaration first";
+        }
+      }
+    }
+    if (const auto* id = std::get_if<IdentityEvidence>(&c.evidence)) {
+      if (id->rows_differing > 0 && id->rows_explained == id->rows_differing) {
+        return "identity explains every differing row by a slot mapping (a misrouted row, not its arithmetic): "
+               "correct the selector or the packing first";
+      }
+    }
+  }
+  return "";
+}
+
+/// The residual tests, and the bound failure's likely location from the signature test; not
+/// evaluated where an earlier check already explains the failure (explained_earlier).
 void residual_steps(const ProjectionFacts& f, const ReferencePass& pass, ChecksBeingMade& out) {
   std::optional<CheckResult> sig = signature_check(f, pass);
-  if (sig && sig->failed()) {
+  std::optional<CheckResult> var = variance_check(f, pass);
+  const std::string explained = explained_earlier(out);
+  if (!explained.empty()) {
+    for (std::optional<CheckResult>* c : {&sig, &var}) {
+      if (*c && (*c)->failed()) **c = skipped((*c)->id, (*c)->subject, (*c)->kind, "not evaluated: " + explained);
+    }
+  } else if (sig && sig->failed()) {
     const auto& e = std::get<SignatureEvidence>(sig->evidence);
     for (CheckResult& c : out.checks) {
       if (c.kind == CheckKind::kBound && c.failed()) {
-        c.reason += "; likely location: " + describe_signature(e.strongest.front(), f.info().k);
+        c.reason += "; likely location: " + describe_signature(e.strongest.front(), f.info());
       }
     }
   }
   if (sig) out.checks.push_back(std::move(*sig));
-  if (auto v = variance_check(f, pass)) out.checks.push_back(std::move(*v));
+  if (var) out.checks.push_back(std::move(*var));
 }
 
 // 3-5. bound, walk and bias, from one pass of the reference (left empty when it cannot run).

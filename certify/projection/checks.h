@@ -63,7 +63,7 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
 /// Why the residual model (docs/error-bounds.md §6c) does not apply, or "" when it does.
 std::string residual_model_blocker(const ProjectionFacts& f, bool biased_rounding);
 /// "y_packed column 88, k 1024-1279 missing: ..." for one signature finding.
-std::string describe_signature(const SignatureFinding& s, Index k);
+std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& info);
 /// From an evaluated reference pass (nullopt when it collected no residual tallies).
 std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// From an evaluated reference pass.

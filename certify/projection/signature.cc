@@ -37,9 +37,27 @@ std::string residual_model_blocker(const ProjectionFacts& f, bool biased_roundin
   return std::string();
 }
 
-std::string describe_signature(const SignatureFinding& s, Index k) {
+namespace {
+
+/// Whether the weights of output column `col` are a scale times their codes (AF4 codebook and
+/// zero-point, int8 / FP8 scaled), so that a group's contribution is proportional to its scale;
+/// an affine AF4 group's also holds its bias terms, which a scale error leaves alone.
+bool contribution_is_scaled(const ProjectionInfo& info, Index col) {
+  for (const SegmentInfo& seg : info.segments) {
+    if (col < seg.row_begin || col >= seg.row_end) continue;
+    if (seg.format == reference::WeightFormat::kAf4) return seg.af4.variant != reference::Af4Variant::kAffine;
+    return reference::is_scaled_format(seg.format);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& info) {
+  const Index k = info.k;
   const std::string where = s.output + " column " + std::to_string(s.col) + ", ";
   const std::string size = format_short(1 + s.fit);
+  const bool scaled_group = s.group >= 0 && contribution_is_scaled(info, s.col);
   std::string what;
   if (s.k_begin == 0 && s.k_end == k) {
     what = where + "the whole dot product: the outputs fit " + size +
@@ -47,9 +65,14 @@ std::string describe_signature(const SignatureFinding& s, Index k) {
   } else if (std::fabs(s.fit + 1) < 0.1) {
     what = where + range_text(s) + " missing: the outputs fit " + size + "x that range's exact contribution";
   } else if (std::fabs(s.fit - 1) < 0.1) {
-    what = where + range_text(s) + " counted twice: the outputs fit " + size + "x that range's exact contribution";
-  } else if (s.group >= 0) {
+    what = where + range_text(s) + (scaled_group ? " counted twice, or its scale doubled" : " counted twice") +
+           ": the outputs fit " + size + "x that range's exact contribution";
+  } else if (scaled_group) {
     what = where + range_text(s) + ": the residuals fit a scale of " + size + "x the dumped scale";
+  } else if (s.group >= 0) {
+    what = where + range_text(s) + ": the outputs fit " + size +
+           "x that group's exact contribution (a wrong scale or bias of the group: an affine group's "
+           "contribution holds its bias terms, which a scale error leaves alone)";
   } else {
     what = where + range_text(s) + ": the outputs fit " + size + "x that range's exact contribution";
   }
@@ -106,7 +129,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   if (e.significant > 0) {
     const SignatureFinding& s = e.strongest.front();
     r.verdict = Verdict::kFail;
-    r.reason = describe_signature(s, k) + "; " + std::to_string(e.significant) + " candidate" +
+    r.reason = describe_signature(s, info) + "; " + std::to_string(e.significant) + " candidate" +
                (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) + " output column" +
                (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds;
     r.first_failure = Location{s.output, -1, s.col};

@@ -12,6 +12,7 @@
 
 #include <hdf5.h>
 
+#include "certify/projection/checks.h"
 #include "tests/common/fixture_check.h"
 #include "tests/common/report_checks.h"
 
@@ -100,6 +101,36 @@ TEST(Residual, ALegitimateResidualEpilogueRoundedAtTheOutputPassesEveryResidualT
       }
     }
   }
+}
+
+TEST(Residual, AnAffineGroupIsNamedByItsContributionACodebookGroupByItsScale) {
+  // An affine AF4 group's contribution holds its bias terms, which a wrong scale leaves alone:
+  // a doubled scale fit 1.42x there, and "a scale of 1.42x the dumped scale" misstated it.
+  ProjectionInfo info;
+  info.k = 4096;
+  SegmentInfo affine;
+  affine.format = reference::WeightFormat::kAf4;
+  affine.row_begin = 0;
+  affine.row_end = 128;
+  affine.af4.variant = reference::Af4Variant::kAffine;
+  SegmentInfo codebook = affine;
+  codebook.row_begin = 128;
+  codebook.row_end = 256;
+  codebook.af4.variant = reference::Af4Variant::kCodebook;
+  info.segments = {affine, codebook};
+  SignatureFinding s{"y_unpacked", 5, 64, 128, 1, 20.0, 0.42};
+  const std::string a = describe_signature(s, info);
+  EXPECT_NE(a.find("group 1 (k 64-127): the outputs fit 1.42x that group's exact contribution"), std::string::npos)
+      << a;
+  EXPECT_EQ(a.find("dumped scale"), std::string::npos) << a;
+  s.col = 130;
+  const std::string c = describe_signature(s, info);
+  EXPECT_NE(c.find("group 1 (k 64-127): the residuals fit a scale of 1.42x the dumped scale"), std::string::npos) << c;
+  s.fit = 1.0;
+  EXPECT_NE(describe_signature(s, info).find("counted twice, or its scale doubled"), std::string::npos);
+  s.col = 5;
+  const std::string twice = describe_signature(s, info);
+  EXPECT_NE(twice.find("counted twice:"), std::string::npos) << twice;
 }
 
 /// Multiplies column `col` of a 2-D f32 dataset by `factor` on every row (a fault in one output
