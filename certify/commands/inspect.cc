@@ -88,7 +88,12 @@ Result<Report> run_inspect(const InspectOptions& options) {
   report.inputs = describe_inputs({path});
   const InputInfo input = report.inputs.front();
 
-  auto reader = DumpReader::survey(path, options.reader);
+  // A step dump whose projections declare weights_xxh3 and leave their weights to a weights
+  // dump (docs/dump-format.md §4.5) is valid as it is: inspect lists it and says so, where it
+  // once refused it asking for a --weights option inspect does not take.
+  ReaderOptions reader_options = options.reader;
+  reader_options.weights_elsewhere = true;
+  auto reader = DumpReader::survey(path, reader_options);
   if (!reader.ok()) return report.refuse(reader.status());
   const DumpModel& m = reader->model();
   report.preamble.push_back("dump " + path + "  xxh3_128 " + input.xxh3_128);
@@ -120,6 +125,13 @@ Result<Report> run_inspect(const InspectOptions& options) {
                         {"message", f.message}});
     report.preamble.push_back(std::string(err ? "  ERROR " : "  note  ") + f.path + ": " + f.message +
                               (err ? "  [" + std::string(error_name(f.code)) + "]" : ""));
+  }
+  for (const ProjectionInfo& p : m.projections) {
+    if (!p.weights_omitted) continue;
+    const std::string message = "weights omitted (weights_xxh3 = " + p.weights_xxh3 + "): `ncert check " + path +
+                                " --weights W.h5` reads them from the weights dump";
+    findings.push_back({{"severity", "note"}, {"code", "note"}, {"path", p.path}, {"message", message}});
+    report.preamble.push_back("  note  " + p.path + ": " + message);
   }
   // ordered_json keeps members in a vector of pair<const string, json>, which copies (not
   // moves) every member when it grows: room first, or each large member is copied deep (1 s on

@@ -72,6 +72,9 @@ struct ReaderOptions {
   /// that declares weights_xxh3 may omit its weight group (docs/dump-format.md §4.5). Without
   /// it such a projection is refused as missing-member, as every projection without weights.
   bool weights_elsewhere = false;
+  /// This file is read as the weights dump of others: a projection omitting its weights is
+  /// refused saying so (a weights dump carries them), not asking for a weights dump.
+  bool is_weights_dump = false;
 };
 
 class DumpReader {

@@ -470,6 +470,14 @@ class SchemaChecker {
     const std::string wpath = path + "/" + std::string(weight.name);
     if (!is_group(wpath) && !model().dataset(wpath) && !p.weights_xxh3.empty()) {
       // §4.5: the weights are the weights dump's projection with this weights hash.
+      if (options_.is_weights_dump) {
+        error(weight.refused, path,
+              "missing group \"weight\": the projection declares weights_xxh3 = " + p.weights_xxh3 +
+                  " and omits its weights, but this file is given as the weights dump, which must carry them "
+                  "(a step dump cannot be its own or another's weights dump; write the weights dump with each "
+                  "projection's weight group and its weights_xxh3)");
+        return;
+      }
       if (!options_.weights_elsewhere) {
         error(weight.refused, path,
               "missing group \"weight\": the projection declares weights_xxh3 = " + p.weights_xxh3 +

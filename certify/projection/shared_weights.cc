@@ -183,6 +183,7 @@ Result<const WeightsDump*> WeightsCache::weights_dump(const std::string& path, c
 Result<WeightsDump> WeightsDump::open(const std::string& path, const ReaderOptions& options) {
   ReaderOptions own = options;
   own.weights_elsewhere = false;  // a weights dump carries its weights: no chains of dumps
+  own.is_weights_dump = true;
   NCERT_ASSIGN_OR_RETURN(DumpReader reader, DumpReader::open(path, own));
   WeightsDump w;
   w.path_ = path;

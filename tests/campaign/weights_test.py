@@ -286,6 +286,25 @@ class SharedWeights(unittest.TestCase):
         self.assertEqual((entries["a"]["exit_code"], entries["b"]["exit_code"]), (3, 0))
         self.assertEqual(entries["a"]["report"]["error"]["code"], 223)
 
+    def test_inspect_lists_a_step_dump_and_names_its_omitted_weights(self):
+        # inspect takes no --weights: a step dump is valid as written (§4.5), and each projection
+        # that omits its weights is a note naming the hash and how check supplies them.
+        code, report = ncert("inspect", "omit-0.h5", "--no-hashes", cwd=self.dir)
+        self.assertEqual(code, 0, report)
+        self.assertEqual(report["stats"]["projections"], 2)
+        notes = [f for f in report["findings"] if "weights omitted" in f["message"]]
+        self.assertEqual(sorted(f["path"] for f in notes), ["/projections/layer0_in", "/projections/layer1_in"])
+        self.assertTrue(all(f["severity"] == "note" and "--weights" in f["message"] for f in notes), notes)
+
+    def test_a_step_dump_given_as_its_own_weights_dump_is_named_as_such(self):
+        # The weights dump must carry the weights; the refusal says that, not "no weights dump
+        # was given" (one was).
+        code, report = ncert("check", "omit-0.h5", "--weights", "omit-1.h5", cwd=self.dir)
+        self.assertEqual((code, report["error"]["code"]), (3, 223), report)
+        message = report["error"]["message"]
+        self.assertIn("given as the weights dump", message)
+        self.assertNotIn("no weights dump was given", message)
+
     def test_weight_group_linked_to_weights_dump_is_refused(self):
         for kind, want in (("external", 210), ("soft", 215)):
             path = self.path(f"link-{kind}.h5")
