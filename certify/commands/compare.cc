@@ -33,7 +33,7 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
   for (const auto& t : A.tensors) tensor_names.insert(t.name);
   for (const auto& t : B.tensors) tensor_names.insert(t.name);
   if (pairs.empty() && tensor_names.empty()) {
-    return refuse(Status(ErrorCode::kNoCommonRuns, o.a + " and " + o.b + " share no logits run or tensor to compare"));
+    return refuse(no_common_runs(A, B, o.a, o.b, true));
   }
   if (Status s = check_vocabularies(paired, o.a, o.b); !s.ok()) return refuse(s);
   Index bytes = 0;

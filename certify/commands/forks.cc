@@ -30,7 +30,7 @@ Result<Report> run_forks(const ForksOptions& o) {
                             " " + B.build + ")" + (o.matched_history ? ", teacher-forced" : ""));
   NCERT_ASSIGN_OR_RETURN(RunPairing paired, pair_runs(A, B, o.pairs, o.a, o.b));
   if (paired.pairs.empty()) {
-    return refuse(Status(ErrorCode::kNoCommonRuns, o.a + " and " + o.b + " share no logits run"));
+    return refuse(no_common_runs(A, B, o.a, o.b, false));
   }
   if (Status s = check_vocabularies(paired, o.a, o.b); !s.ok()) return refuse(s);
   Index forks = 0;

@@ -15,20 +15,6 @@ namespace ncert::certify {
 
 namespace {
 
-std::string class_text(const Witness& w) {
-  switch (w.cls) {
-    case WitnessClass::kCertified:
-      return "certified";
-    case WitnessClass::kNearTie:
-      return "near-tie";
-    case WitnessClass::kTie:
-      return "tie";
-    case WitnessClass::kUnbounded:
-      return "unbounded";
-  }
-  return "?";
-}
-
 std::string witness_line(const Witness& w) {
   std::string s = "position " + std::to_string(w.position) + "  token " + std::to_string(w.token) + "  logit " +
                   format_f32(w.logit);
@@ -36,8 +22,8 @@ std::string witness_line(const Witness& w) {
     s += "  runner-up " + std::to_string(w.runner_up) + " at " + format_f32(w.runner_up_logit) + "  margin " +
          format_short(w.margin) + " (" + format_short(w.margin_ulps) + " ulps of the logit)";
   }
-  s += "  " + class_text(w);
-  if (!w.ok) s += ": " + w.failure;
+  // A failed emission has no class (the JSON counts it under failed, not unbounded).
+  s += w.ok ? "  " + std::string(witness_class_name(w.cls)) : "  FAILED: " + w.failure;
   return s;
 }
 
@@ -180,7 +166,7 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
         } else if (s.ties[i] != w.ties) {
           differs("ties", std::to_string(s.ties[i]), std::to_string(w.ties));
         } else if (s.cls[i] != stored_class(w)) {
-          differs("class", std::to_string(s.cls[i]), w.ok ? std::string(witness_class_name(w.cls)) : "failure");
+          differs("class", stored_class_name(s.cls[i]), stored_class_name(stored_class(w)));
         }
         ++checked;
       }

@@ -140,6 +140,28 @@ double nearest_rank(const std::vector<double>& sorted, double p) {
   return sorted[i];
 }
 
+Status no_common_runs(const DumpModel& a, const DumpModel& b, const std::string& a_path, const std::string& b_path,
+                      bool with_tensors) {
+  const auto held = [&](const DumpModel& m, const std::string& path) {
+    std::string runs;
+    for (const LogitsRunInfo& r : m.logits) runs += (runs.empty() ? "" : ", ") + r.name;
+    std::string text = path + " holds " + (runs.empty() ? "no logits run" : "logits runs " + runs);
+    if (with_tensors) {
+      std::string tensors;
+      for (const TensorInfo& t : m.tensors) tensors += (tensors.empty() ? "" : ", ") + t.name;
+      text += tensors.empty() ? ", no tensor" : ", tensors " + tensors;
+    }
+    return text;
+  };
+  const bool both_have_runs = !a.logits.empty() && !b.logits.empty();
+  return Status(ErrorCode::kNoCommonRuns,
+                a_path + " and " + b_path + " share no logits run" + (with_tensors ? " or tensor" : "") +
+                    " to compare: " + held(a, a_path) + "; " + held(b, b_path) +
+                    (both_have_runs ? "; runs of different names pair with --pair A_RUN:B_RUN (e.g. --pair " +
+                                          a.logits.front().name + ":" + b.logits.front().name + ")"
+                                    : std::string()));
+}
+
 Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
                              const std::vector<std::pair<std::string, std::string>>& explicit_pairs,
                              const std::string& a_path, const std::string& b_path) {
@@ -217,7 +239,8 @@ std::string farthest_text(const RowComparison& x, bool cross_dtype) {
 
 /// Whether row x breaks the policy, and the one-line failure text when it does. `fork` is the
 /// fork at row t under the forks policy (null where the emitted tokens agree).
-std::optional<std::string> policy_failure(const RowComparison& x, Index t, const Policy& policy, const Fork* fork) {
+std::optional<std::string> policy_failure(const RowComparison& x, Index t, const Policy& policy, const Fork* fork,
+                                          DType dtype_a, DType dtype_b) {
   const std::string row = "row " + std::to_string(t);
   switch (policy.kind) {
     case Policy::Kind::kBitwise:
@@ -225,6 +248,17 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
       return row + " col " + std::to_string(x.first_diff) + " differs (bitwise policy)";
     case Policy::Kind::kUlp:
       if (x.max_ulp <= policy.ulp) return std::nullopt;
+      if (dtype_a != dtype_b) {
+        // An f32 ulp count between logits of two types measures the coarser type's spacing
+        // (a bf16 value is 2^16 f32 ulps from its neighbour), not the runs' agreement.
+        return row + " col " + std::to_string(x.max_ulp_col) + ": " + format_f32(x.max_ulp_a) + " vs " +
+               format_f32(x.max_ulp_b) + ", |d| " +
+               format_short(std::fabs(static_cast<double>(x.max_ulp_b) - static_cast<double>(x.max_ulp_a))) +
+               ", relative " + format_short(relative_difference(x.max_ulp_a, x.max_ulp_b)) +
+               ": ulp:" + std::to_string(policy.ulp) + " counts f32 ulps, which cannot compare " +
+               std::string(dtype_name(dtype_a)) + " with " + std::string(dtype_name(dtype_b)) +
+               " logits: use the forks policy (the default across dtypes), abs: or kl:";
+      }
       return row + " col " + std::to_string(x.max_ulp_col) + ": " +
              ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b) + " > " + std::to_string(policy.ulp) + " ulps";
     case Policy::Kind::kAbs:
@@ -309,7 +343,7 @@ RowTotals walk_rows(const RunComparison& c, const Policy& policy, const RunForks
     s.maxabs.push_back(x.max_abs);
     e.failing_elements += x.violations;
     const auto at = fork_at.find(t);
-    auto f = policy_failure(x, t, policy, at == fork_at.end() ? nullptr : at->second);
+    auto f = policy_failure(x, t, policy, at == fork_at.end() ? nullptr : at->second, c.dtype_a, c.dtype_b);
     if (!f) continue;
     ++e.failing_rows;
     if (e.first_failure_row < 0) {

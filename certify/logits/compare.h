@@ -54,6 +54,10 @@ struct RunPairing {
 Result<RunPairing> pair_runs(const DumpModel& a, const DumpModel& b,
                              const std::vector<std::pair<std::string, std::string>>& explicit_pairs,
                              const std::string& a_path, const std::string& b_path);
+/// kNoCommonRuns for two dumps with nothing to pair: what each holds (its logits runs, and its
+/// tensors when `with_tensors`) and how to pair runs of different names.
+Status no_common_runs(const DumpModel& a, const DumpModel& b, const std::string& a_path, const std::string& b_path,
+                      bool with_tensors);
 /// kVocabMismatch (naming the run, both vocabularies and both files) if a pair's differ.
 Status check_vocabularies(const RunPairing& pairing, const std::string& a_path, const std::string& b_path);
 

@@ -63,8 +63,9 @@ std::string lm_head_row_mismatch(const float* logits_row, const unsigned char* h
   for (Index j = 0; j < vocab; ++j) {
     const float h = head_value(head_row, output, j);
     if (reference::f32_bits(logits_row[j]) == reference::f32_bits(h)) continue;
-    return "row " + std::to_string(row) + " token " + std::to_string(j) + ": logits " + hex_bits_f32(logits_row[j]) +
-           " but the lm_head output is " + hex_bits_f32(h);
+    return "row " + std::to_string(row) + " token " + std::to_string(j) + ": logits " + format_f32(logits_row[j]) +
+           " (" + hex_bits_f32(logits_row[j]) + ") but the lm_head output is " + format_f32(h) + " (" +
+           hex_bits_f32(h) + ")";
   }
   return "";
 }

@@ -213,6 +213,12 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
         lm_head_row_mismatch(a.data(), h.data(), model.head_output, run.vocab, static_cast<Index>(t));
     break;
   }
+  // The lm_head's intervals bound its own outputs, not rows that differ from them: no margin
+  // there is certified (a tie, two bit-identical maxima, needs no interval).
+  for (std::size_t t = 0; t < head_differs.size(); ++t) {
+    Witness& w = out.witnesses[t];
+    if (head_differs[t] && w.ok && w.cls != WitnessClass::kTie) w.cls = WitnessClass::kUnbounded;
+  }
   for (const Witness& w : out.witnesses) out.failed += !w.ok;
   out.model = std::move(model);
   return out;
@@ -276,12 +282,16 @@ CheckResult witness_check(const RunWitnesses& r) {
     const Witness& f = *e.first_failure;
     c.verdict = Verdict::kFail;
     c.reason = "run " + r.run + " position " + std::to_string(f.position) + ": " + f.failure + "; " +
-               std::to_string(r.failed) + " of " + std::to_string(r.witnesses.size()) + " emissions fail";
+               std::to_string(r.failed) + " of " + std::to_string(r.witnesses.size()) +
+               " emissions fail (witness certifies greedy decoding: a token sampled, or chosen after a "
+               "temperature, top-k or mask the logits do not hold, is not its row's maximum)";
     c.first_failure = Location{"logits/" + r.run, f.row, -1, -1, f.position, f.token};
   } else if (r.lm_head_mismatch) {
     c.verdict = Verdict::kFail;
     c.reason = "run " + r.run + ": the logits rows are not the lm_head's outputs (" + r.lm_head_mismatch_text +
-               "), so its reference intervals do not bound them";
+               "), so its reference intervals do not bound them and their emissions are unbounded: dump the raw "
+               "logits (the lm_head's outputs, before temperature, softcap or any scaling), or declare no lm_head "
+               "for the run";
   } else {
     c.reason = std::to_string(r.witnesses.size()) +
                " emissions are their rows' maxima: " + std::to_string(e.certified) + " certified, " +

@@ -27,6 +27,14 @@ ReaderOptions witness_reader_options(ReaderOptions o) {
 
 std::uint8_t stored_class(const Witness& w) { return w.ok ? static_cast<std::uint8_t>(w.cls) : std::uint8_t{255}; }
 
+std::string stored_class_name(std::uint8_t code) {
+  if (code == 255) return "failed";
+  if (code <= static_cast<std::uint8_t>(WitnessClass::kUnbounded)) {
+    return std::string(witness_class_name(static_cast<WitnessClass>(code)));
+  }
+  return "unknown class code " + std::to_string(code);
+}
+
 std::string StoredRun::row_hash(Index t) const {
   static const char* d = "0123456789abcdef";
   std::string s(32, '0');

@@ -20,6 +20,9 @@ namespace ncert::certify {
 
 /// The class code stored for a witness (255 for a failed one).
 std::uint8_t stored_class(const Witness& w);
+/// What a stored class code means: "certified", "near-tie", "tie", "unbounded", "failed", or
+/// "unknown class code N".
+std::string stored_class_name(std::uint8_t code);
 
 /// Writes the witnesses of `runs`, made from `dump` (whose whole-file hash is `dump_hash`).
 /// kOutputExists when the file exists and overwrite is false.

@@ -294,6 +294,13 @@ TEST(LogitsUnits, CrossDtypeDifferencesAreAbsoluteAndRelativeNotUlpCounts) {
   EXPECT_LT(at["abs_diff"].get<double>(), 0.05);
   EXPECT_GT(at["rel_diff"].get<double>(), 0);
   EXPECT_LE(at["rel_diff"].get<double>(), 2);
+  // An ulp:N policy across dtypes fails saying why an f32 ulp count cannot judge the pair, with
+  // |d| and the relative difference, and names the policies that can.
+  const CheckResult u = logits_check_of(compare_with(p, "ulp:4"));
+  ASSERT_EQ(u.verdict, Verdict::kFail);
+  EXPECT_EQ(u.reason.find("ulps apart"), std::string::npos) << u.reason;
+  EXPECT_NE(u.reason.find("|d| "), std::string::npos) << u.reason;
+  EXPECT_NE(u.reason.find("cannot compare f32 with bf16 logits: use the forks policy"), std::string::npos) << u.reason;
   // Within one dtype the ulp count stays.
   const NamedPair f32{"noisy", planted_pair("ulp", {{9, ForkKind::kUlpFlip}})};
   const CheckResult g = logits_check_of(compare_with(f32, "bitwise"));

@@ -502,6 +502,11 @@ TEST(Compare, RunsPairByNameOrExplicitly) {
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->code(), ErrorCode::kNoCommonRuns);
   EXPECT_EQ(r.exit_code(), 3);
+  // The refusal says what each holds and how to pair them.
+  const std::string said = r.error->message();
+  EXPECT_NE(said.find(a + " holds logits runs alpha, no tensor"), std::string::npos) << said;
+  EXPECT_NE(said.find(b + " holds logits runs beta, no tensor"), std::string::npos) << said;
+  EXPECT_NE(said.find("--pair alpha:beta"), std::string::npos) << said;
   // --pair alpha:beta.
   CompareOptions o;
   o.pairs = {{"alpha", "beta"}};
