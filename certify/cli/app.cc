@@ -92,6 +92,40 @@ std::string suggest_subcommand(const CLI::App& app, std::string_view typo) {
   return best;
 }
 
+std::string unknown_option(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.empty()) return "";
+  const CLI::App* command = nullptr;
+  for (const CLI::App* s : subcommands(app)) {
+    if (s->get_name() == args[0]) command = s;
+  }
+  if (command == nullptr) return "";
+  std::vector<std::string> known;
+  for (const CLI::App* owner : {command, &app}) {
+    for (const CLI::Option* o : owner->get_options()) {
+      for (const std::string& n : flag_names(o)) known.push_back(n);
+    }
+  }
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--") break;
+    if (args[i].rfind("--", 0) != 0 || args[i].size() == 2) continue;
+    const std::string name = args[i].substr(0, args[i].find('='));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string best;
+    std::size_t best_d = 3;
+    for (const std::string& k : known) {
+      if (k.rfind("--", 0) != 0) continue;
+      const std::size_t d = k.rfind(name, 0) == 0 ? 1 : distance(name, k);
+      if (d < best_d) {
+        best_d = d;
+        best = k;
+      }
+    }
+    return "unknown option " + name + " for `ncert " + args[0] + "`" +
+           (best.empty() ? std::string() : "; did you mean " + best + "?");
+  }
+  return "";
+}
+
 std::string bash_completion(const CLI::App& app) {
   std::ostringstream os;
   os << "# bash completion for ncert, generated from its command line (ncert-docgen).\n"

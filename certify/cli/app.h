@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "certify/cli/cli_common.h"
 
@@ -18,6 +19,12 @@ bool is_subcommand(const CLI::App& app, std::string_view name);
 
 /// The subcommand closest to `typo` (Damerau-Levenshtein distance <= 2, or a prefix), or "".
 std::string suggest_subcommand(const CLI::App& app, std::string_view typo);
+
+/// For a command line CLI11 refused with arguments left over: the first `--name` (or
+/// `--name=value`) that is not an option of the command `args[0]` names, said as "unknown option
+/// --thread for `ncert check`; did you mean --threads?", or "" when every option is known (the
+/// left-over argument is then a positional one, and CLI11's message stands).
+std::string unknown_option(const CLI::App& app, const std::vector<std::string>& args);
 
 /// The bash completion script (subcommands, their flags, files for positional arguments).
 std::string bash_completion(const CLI::App& app);

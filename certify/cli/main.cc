@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "certify/campaign/run_campaign.h"
 #include "certify/cli/app.h"
@@ -26,6 +27,15 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A misspelt option is left over as an extra argument, and CLI11 names the dump beside it
+    // ("The following arguments were not expected: D.h5 --thread"): name the option instead.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      const std::string unknown = ncert::cli::unknown_option(app, std::vector<std::string>(argv + 1, argv + argc));
+      if (!unknown.empty()) {
+        std::fprintf(stderr, "ncert: %s\nRun `ncert %s --help` for its options.\n", unknown.c_str(), argv[1]);
+        return 2;
+      }
+    }
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }

@@ -7,7 +7,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,6 +81,30 @@ class TableOptions {
         "");
   }
 
+  /// A CLI11 validator for a number option: "8GiB is not a whole number of bytes (e.g. 8589934592 for
+  /// 8 GiB)", "0 is outside 1–1000", in the terms of the help, where CLI11's Range said "Value
+  /// 8GiB not in range 1048576 to 1125899906842624" for both.
+  static CLI::Validator bounded(const certify::OptionSpec<Options>* spec) {
+    return CLI::Validator(
+        [spec](const std::string& text) {
+          const bool integer = spec->type == certify::OptionType::kInteger;
+          const char* begin = text.c_str();
+          char* end = nullptr;
+          errno = 0;
+          const double v = integer ? static_cast<double>(std::strtoll(begin, &end, 10)) : std::strtod(begin, &end);
+          const bool parsed = !text.empty() && end == begin + text.size() && errno == 0 && std::isfinite(v);
+          if (!parsed) {
+            if (spec->value_name == "BYTES")
+              return text + " is not a whole number of bytes (e.g. 8589934592 for 8 GiB)";
+            if (spec->value_name == "SECONDS") return text + " is not a number of seconds";
+            return text + " is not " + (integer ? "an integer" : "a number");
+          }
+          if (v < spec->lo || v > spec->hi) return text + " is outside " + spec->range_text();
+          return std::string();
+        },
+        "");
+  }
+
   void add(CLI::App* cmd, const certify::OptionSpec<Options>& spec) {
     slots_.push_back(std::make_unique<Slot>());
     Slot& s = *slots_.back();
@@ -90,13 +117,10 @@ class TableOptions {
         return;
       case certify::OptionType::kNumber:
         // The range is in the help ("(1–1000; default 10)"), as in the man page and the docs.
-        s.option = cmd->add_option(name, s.number, help)->check(CLI::Range(spec.lo, spec.hi).description(""));
+        s.option = cmd->add_option(name, s.number, help)->check(bounded(&spec));
         break;
       case certify::OptionType::kInteger:
-        s.option =
-            cmd->add_option(name, s.integer, help)
-                ->check(
-                    CLI::Range(static_cast<std::int64_t>(spec.lo), static_cast<std::int64_t>(spec.hi)).description(""));
+        s.option = cmd->add_option(name, s.integer, help)->check(bounded(&spec));
         break;
       case certify::OptionType::kText:
         s.option = cmd->add_option(name, s.text, help)->check(grammar(&spec));

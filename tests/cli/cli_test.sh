@@ -155,6 +155,20 @@ expect 2 "a typo is a usage error" -- "$ncert" chek "$dir/demo/good.h5"
 if grep -q 'did you mean "check"' "$dir/err.txt"; then echo "ok:   a typo suggests the command"; else
   echo "FAIL: no suggestion for chek"; failures=$((failures + 1)); fi
 
+# A misspelt option is named with the nearest one, not blamed on the dump beside it; a value
+# that is not a number says so in the option's unit, and one out of range gives the range.
+expect 2 "a misspelt option is a usage error" -- "$ncert" check --thread 4 "$dir/demo/good.h5"
+if grep -q 'unknown option --thread for `ncert check`; did you mean --threads?' "$dir/err.txt" &&
+  ! grep -q "good.h5" "$dir/err.txt"; then echo "ok:   a misspelt option suggests the option"; else
+  echo "FAIL: no suggestion for --thread"; sed 's/^/  | /' "$dir/err.txt"; failures=$((failures + 1)); fi
+expect 2 "--max-memory 8GiB is a usage error" -- "$ncert" check "$dir/demo/good.h5" --max-memory 8GiB
+if grep -q -- '--max-memory: 8GiB is not a whole number of bytes (e.g. 8589934592 for 8 GiB)' "$dir/err.txt"; then
+  echo "ok:   a value that is not a number says so"; else
+  echo "FAIL: --max-memory 8GiB"; sed 's/^/  | /' "$dir/err.txt"; failures=$((failures + 1)); fi
+expect 2 "--threads 0 is out of range" -- "$ncert" check "$dir/demo/good.h5" --threads 0
+if grep -q -- '--threads: 0 is outside 1–1024' "$dir/err.txt"; then echo "ok:   an out-of-range value gives the range"; else
+  echo "FAIL: --threads 0"; sed 's/^/  | /' "$dir/err.txt"; failures=$((failures + 1)); fi
+
 # Progress on a terminal: cli_tty_test.sh (skipped where no pseudo-terminal can be made). Never in
 # pipes or files:
 NCERT_PROGRESS_DELAY=0 "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --policy kl:1e-5 >"$dir/out.txt" 2>"$dir/err.txt"
