@@ -180,7 +180,11 @@ class SchemaChecker {
       return std::nullopt;
     }
     if (v->kind != AttrValue::Kind::kInt || v->ints.size() != 1) {
-      error(ErrorCode::kAttributeInvalid, obj, "attribute \"" + name + "\" = " + v->render() + " is not an integer");
+      // A float attribute renders as "64": say what is stored, or the value reads as an integer.
+      const bool floating = v->kind == AttrValue::Kind::kFloat && v->scalar;
+      error(ErrorCode::kAttributeInvalid, obj,
+            "attribute \"" + name + "\" = " + v->render() + " is not an integer" +
+                (floating ? std::string(" (stored as a float: write an integer attribute)") : std::string()));
       return std::nullopt;
     }
     if (v->ints[0] < min_value) {

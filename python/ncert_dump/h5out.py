@@ -39,10 +39,13 @@ def require_group(parent: h5py.Group, name: str) -> h5py.Group:
 
 
 def write_attrs(obj, attrs: dict) -> None:
-    """Attributes of validated values: str as UTF-8 strings, integers as int64."""
+    """Attributes of validated values: str as UTF-8 strings, integers as int64 (a float, which
+    validation refuses, is written as float64 as given: the tests write unvalidated members)."""
     for name, v in attrs.items():
         if isinstance(v, (str, np.str_)):
             obj.attrs.create(name, str(v), dtype=_STR)
+        elif isinstance(v, (float, np.floating)):
+            obj.attrs.create(name, np.float64(v), dtype=np.dtype("<f8"))
         else:
             obj.attrs.create(name, np.int64(int(v)), dtype=np.dtype("<i8"))
 

@@ -117,8 +117,11 @@ class _Attrs:
                 raise self._missing(name)
             return None
         if _kind(v) != "int":
+            # A float attribute renders as "64": say what is stored (the reader's words).
+            floating = _kind(v) == "float" and np.ndim(v) == 0
+            hint = " (stored as a float: write an integer attribute)" if floating else ""
             raise DumpFormatError("attribute-invalid", self.path,
-                                  f'attribute "{name}" = {render(v)} is not an integer')
+                                  f'attribute "{name}" = {render(v)} is not an integer{hint}')
         if int(v) < min_value:
             raise DumpFormatError("attribute-invalid", self.path,
                                   f'attribute "{name}" = {int(v)} is below {min_value}')
