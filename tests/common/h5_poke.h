@@ -104,6 +104,27 @@ inline void poke_attr_i64(const std::string& path, const std::string& object, co
   H5Fclose(f);
 }
 
+/// Sets the string attribute `name` of the object at `object` to `value` (fixed-length ASCII,
+/// scalar), replacing any attribute of that name.
+inline void poke_attr_string(const std::string& path, const std::string& object, const std::string& name,
+                             const std::string& value) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << path;
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  ASSERT_GE(o, 0) << object;
+  if (H5Aexists(o, name.c_str()) > 0) H5Adelete(o, name.c_str());
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, value.size());
+  const hid_t s = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(o, name.c_str(), t, s, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Awrite(a, t, value.data()), 0) << object << " @" << name;
+  H5Aclose(a);
+  H5Sclose(s);
+  H5Tclose(t);
+  H5Oclose(o);
+  H5Fclose(f);
+}
+
 /// Replaces the link `alias` with a hard link to the object at `target`: after this the two
 /// names are one object.
 inline void relink_hard(const std::string& path, const std::string& target, const std::string& alias) {

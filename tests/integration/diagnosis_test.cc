@@ -11,6 +11,7 @@
 
 #include "certify/commands/check.h"
 #include "tests/common/fixture_check.h"
+#include "tests/common/h5_poke.h"
 #include "tests/common/report_checks.h"
 
 namespace ncert::certify {
@@ -20,25 +21,6 @@ using fixtures::Fault;
 using ncert::testing::check_dump;
 using ncert::testing::find_check;
 using ncert::testing::write_fixture;
-
-/// Rewrites a string attribute of an object in place.
-void set_string_attr(const std::string& path, const std::string& object, const std::string& name,
-                     const std::string& value) {
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(f, 0);
-  ASSERT_GE(H5Adelete_by_name(f, object.c_str(), name.c_str(), H5P_DEFAULT), 0);
-  const hid_t obj = H5Oopen(f, object.c_str(), H5P_DEFAULT);
-  const hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, value.size());
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
-  EXPECT_GE(H5Awrite(a, type, value.data()), 0);
-  H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
-  H5Oclose(obj);
-  H5Fclose(f);
-}
 
 /// Replaces a square f32 dataset by its transpose.
 void transpose_f32(const std::string& path, const std::string& dataset, Index n) {
@@ -124,7 +106,8 @@ TEST(Diagnosis, AnUndeclaredDequantizationToTheActivationTypeIsNamed) {
   s.af4.dequant_op = reference::DequantOp::kFma;
   p.segments = {s};
   const std::string path = write_fixture(one(p), "diag-dequant.h5");
-  set_string_attr(path, "/projections/dq/weight/s0_af4", "dequant", "exact");  // ... the dump says exact
+  ncert::testing::poke_attr_string(path, "/projections/dq/weight/s0_af4", "dequant",
+                                   "exact");  // ... the dump says exact
   expect_fits(path, "dq", "dequant = output");
 }
 

@@ -16,6 +16,7 @@
 #include "certify/io/dump_reader.h"
 #include "certify/projection/shared_weights.h"
 #include "tests/common/fixture_check.h"
+#include "tests/common/h5_poke.h"
 #include "tests/common/report_checks.h"
 #include "tests/common/zero_point_spec.h"
 
@@ -101,25 +102,6 @@ TEST(ZeroPoint, FusedWhereSubMulIsDeclaredFailsOnlyTheWalk) {
 
 // ---- refusals: each new member with a bad value --------------------------------------------
 
-void set_string_attr(const std::string& file, const std::string& object, const std::string& name,
-                     const std::string& value) {
-  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(f, 0);
-  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
-  ASSERT_GE(o, 0);
-  if (H5Aexists(o, name.c_str()) > 0) H5Adelete(o, name.c_str());
-  const hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, value.size());
-  const hid_t s = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(o, name.c_str(), t, s, H5P_DEFAULT, H5P_DEFAULT);
-  EXPECT_GE(H5Awrite(a, t, value.data()), 0);
-  H5Aclose(a);
-  H5Sclose(s);
-  H5Tclose(t);
-  H5Oclose(o);
-  H5Fclose(f);
-}
-
 /// Replaces a dataset by a u8 or u32 one of the given shape and bytes.
 void replace_dataset(const std::string& file, const std::string& path, hid_t type, const std::vector<hsize_t>& dims,
                      const void* data) {
@@ -154,14 +136,14 @@ std::string fresh(const ZeroPointCase& z, const std::string& name) { return writ
 TEST(ZeroPoint, EveryBadValueOfTheNewMembersIsRefusedWithItsCode) {
   ZeroPointCase u8;
   std::string path = fresh(u8, "zp-bad-packing.h5");
-  set_string_attr(path, kSegment, "zero_point_packing", "u4");
+  ncert::testing::poke_attr_string(path, kSegment, "zero_point_packing", "u4");
   Status s = refusal(path);
   EXPECT_EQ(s.code(), ErrorCode::kAf4PackingUnknown) << s.to_string();
   EXPECT_NE(s.message().find("zero_point_packing \"u4\""), std::string::npos) << s.to_string();
 
   for (const std::string op : {"fma", "mul-add", "either", "sub_mul"}) {
     path = fresh(u8, "zp-bad-op.h5");
-    set_string_attr(path, kSegment, "dequant_op", op);
+    ncert::testing::poke_attr_string(path, kSegment, "dequant_op", op);
     s = refusal(path);
     EXPECT_EQ(s.code(), ErrorCode::kDequantOpUnknown) << op << ": " << s.to_string();
     EXPECT_NE(s.message().find("sub-mul, fused"), std::string::npos) << s.to_string();
@@ -211,7 +193,7 @@ TEST(ZeroPoint, ZeroPointDequantOpsAreRefusedOnOtherVariants) {
   spec.projections[0].segments[0].af4.dequant_op = DequantOp::kEither;
   const std::string path = write_fixture(spec, "affine-fused.h5");
   EXPECT_EQ(check_dump(path).verdict(), Verdict::kPass);
-  set_string_attr(path, kSegment, "dequant_op", "fused");
+  ncert::testing::poke_attr_string(path, kSegment, "dequant_op", "fused");
   const Status s = refusal(path);
   EXPECT_EQ(s.code(), ErrorCode::kDequantOpUnknown) << s.to_string();
   EXPECT_NE(s.message().find("fma, mul-add, either"), std::string::npos) << s.to_string();
