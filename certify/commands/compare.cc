@@ -90,12 +90,18 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
     if (o.tensor_policy) {
       p = *o.tensor_policy;
       overridden = true;
-    } else if (!ta->compare.empty()) {
-      auto parsed = parse_tensor_policy(ta->compare);
-      if (!parsed.ok())
-        return refuse(Status(parsed.status().code(),
-                             ta->path + ": compare = \"" + ta->compare + "\": " + parsed.status().message()));
-      p = *parsed;
+    } else {
+      // A's attribute applies where both declare one (docs/cli.md); each is held to the
+      // grammar, so that a typo on B's side is refused as on A's rather than passed over.
+      for (const auto& [t, file] : {std::pair{ta, &o.a}, std::pair{tb, &o.b}}) {
+        if (t->compare.empty()) continue;
+        auto parsed = parse_tensor_policy(t->compare);
+        if (!parsed.ok()) {
+          return refuse(Status(parsed.status().code(), *file + ": " + t->path + ": compare = \"" + t->compare +
+                                                           "\": " + parsed.status().message()));
+        }
+        if (t == ta || ta->compare.empty()) p = *parsed;
+      }
     }
     NCERT_ASSIGN_OR_RETURN(CheckResult c, tensor_check(*ra, *ta, *rb, *tb, p, overridden));
     const DatasetInfo* d = A.dataset(ta->path);

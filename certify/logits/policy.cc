@@ -63,7 +63,14 @@ Result<Policy> parse_policy(std::string_view s) {
 }
 
 Result<Policy> parse_tensor_policy(std::string_view s) {
-  NCERT_ASSIGN_OR_RETURN(Policy p, parse_policy(s));
+  Result<Policy> parsed = parse_policy(s);
+  if (!parsed.ok()) {
+    // The logits policies are not offered for a tensor.
+    return Status(
+        ErrorCode::kPolicyInvalid,
+        "policy \"" + std::string(s) + "\" is not one of bitwise, ulp:N, abs:A[,rel:R] (the tensor policies)");
+  }
+  Policy p = *parsed;
   if (p.kind == Policy::Kind::kKl || p.kind == Policy::Kind::kTop1 || p.kind == Policy::Kind::kForks) {
     return Status(
         ErrorCode::kPolicyInvalid,

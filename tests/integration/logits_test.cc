@@ -643,6 +643,19 @@ TEST(Compare, TensorsFollowTheirComparePolicy) {
   EXPECT_EQ(find_check(r, "tensors/kv_cache")->verdict, Verdict::kFail);
   ASSERT_NE(find_check(r, "tensors/only_here"), nullptr);
   EXPECT_EQ(find_check(r, "tensors/only_here")->verdict, Verdict::kFail);
+  // A compare attribute that is not a tensor policy is refused on either side, naming the file
+  // (B's typo once passed unread under A's attribute), and the refusal offers tensor policies.
+  for (const bool on_b : {false, true}) {
+    const std::string typo = dump(on_b ? "typo-b.h5" : "typo-a.h5", 0.0f, false);
+    ncert::testing::poke_attr_string(typo, "/tensors/kv_cache", "compare", "ulp4");
+    const Report refused = on_b ? compare(a, typo) : compare(typo, a);
+    ASSERT_TRUE(refused.error.has_value()) << on_b;
+    EXPECT_EQ(refused.error->code(), ErrorCode::kPolicyInvalid);
+    EXPECT_NE(refused.error->message().find(typo + ": /tensors/kv_cache: compare = \"ulp4\""), std::string::npos)
+        << refused.error->message();
+    EXPECT_NE(refused.error->message().find("(the tensor policies)"), std::string::npos) << refused.error->message();
+    EXPECT_EQ(refused.error->message().find("kl:"), std::string::npos) << refused.error->message();
+  }
   // Logits policies make no sense for tensors.
   EXPECT_FALSE(parse_tensor_policy("kl:1e-3").ok());
   EXPECT_FALSE(parse_tensor_policy("top1").ok());
