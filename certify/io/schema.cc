@@ -233,12 +233,12 @@ class SchemaChecker {
                             const ShapeSymbols& symbols) {
     NCERT_ASSERT(rule.kind == MemberKind::kDataset && rule.shape == ShapeKind::kDims, "a rule of another kind");
     return member(parent + "/" + std::string(rule.name), rule.required, allowed_dtypes(rule, types),
-                  expected_shape(rule, symbols));
+                  expected_shape(rule, symbols), &rule.dims);
   }
 
   /// A dataset member with a dtype from `allowed` and an expected shape (-1 = any extent).
   const DatasetInfo* member(const std::string& path, bool required, const std::vector<DType>& allowed,
-                            const std::vector<Index>& expected_shape) {
+                            const std::vector<Index>& expected_shape, const std::vector<Dim>* dims = nullptr) {
     const DatasetInfo* d = model().dataset(path);
     if (!d) {
       if (failed_->count(path)) return nullptr;  // already reported
@@ -259,12 +259,7 @@ class SchemaChecker {
       match = expected_shape[i] < 0 || expected_shape[i] == d->shape[i];
     }
     if (!match) {
-      std::string want = "[";
-      for (std::size_t i = 0; i < expected_shape.size(); ++i) {
-        want += (i ? ", " : "") + (expected_shape[i] < 0 ? std::string("*") : std::to_string(expected_shape[i]));
-      }
-      error(ErrorCode::kShapeMismatch, path,
-            "shape " + shape_string(d->shape) + " but the attributes require " + want + "]");
+      error(ErrorCode::kShapeMismatch, path, shape_mismatch_text(d->shape, expected_shape, dims));
       return nullptr;
     }
     if (static_cast<std::uint64_t>(d->bytes) > options_.memory_limit) {

@@ -377,6 +377,62 @@ std::string_view dim_name(Dim d) {
   return "";
 }
 
+std::string_view dim_origin(Dim d) {
+  switch (d) {
+    case Dim::kM:
+      return "M: the rows of x";
+    case Dim::kK:
+      return "K: attribute k";
+    case Dim::kN:
+      return "N: attribute n";
+    case Dim::kP:
+      return "P: the length of selector";
+    case Dim::kR:
+      return "R: attribute requests, else the length of commit_counts";
+    case Dim::kInStride:
+      return "in_stride: attribute in_stride, k when absent";
+    case Dim::kOutStride:
+      return "out_stride: attribute out_stride, n when absent";
+    case Dim::kRows:
+      return "rows: row_end - row_begin, row_end exclusive";
+    case Dim::kScaleColumns:
+      return "K/group_size: one scale per group of group_size weights along K";
+    case Dim::kXScaleColumns:
+      return "K/x_quant_group: one scale per group of x_quant_group activations along K";
+    case Dim::kT:
+      return "T: the length of tokens";
+    case Dim::kV:
+      return "V: attribute vocab";
+    case Dim::kCodeColumns:
+    case Dim::kScaleRows:
+    case Dim::kZeroPointColumns:
+    case Dim::kP0:
+    case Dim::k16:
+      return "";
+  }
+  return "";
+}
+
+std::string shape_mismatch_text(const std::vector<Index>& shape, const std::vector<Index>& expected,
+                                const std::vector<Dim>* dims) {
+  auto text = [](const std::vector<Index>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i)
+      s += (i ? ", " : "") + (v[i] < 0 ? std::string("*") : std::to_string(v[i]));
+    return s + "]";
+  };
+  // Where each extent that did not match comes from: "[31, 64]" alone invites deleting a
+  // weight row where row_end was written inclusive.
+  std::string origins;
+  for (std::size_t i = 0; dims && shape.size() == expected.size() && i < expected.size() && i < dims->size(); ++i) {
+    if (expected[i] < 0 || expected[i] == shape[i]) continue;
+    const std::string_view origin = dim_origin((*dims)[i]);
+    if (!origin.empty()) origins += (origins.empty() ? " (" : "; ") + std::string(origin);
+  }
+  return "shape " + text(shape) + " but the attributes require " + text(expected) +
+         (origins.empty() ? "" : origins + ")");
+}
+
 bool rule_applies(When w, const RuleContext& c) {
   switch (w) {
     case When::kAlways:

@@ -119,6 +119,15 @@ enum class Dim : std::uint8_t {
   k16,                ///< 16 codebook entries
 };
 std::string_view dim_name(Dim d);  ///< "M", "K", ..., "K/c", "K/group_size", "Z", "16"
+/// Where a dimension's extent comes from, said in a shape refusal beside the extent it did not
+/// match ("rows: row_end - row_begin, row_end exclusive"); "" where the name says it.
+std::string_view dim_origin(Dim d);
+/// The shape refusal's text, for the reader and the writers alike: "shape [5, 16] but the
+/// attributes require [4, 16] (rows: row_end - row_begin, row_end exclusive)"; -1 in `expected`
+/// is any extent ("*"), and `dims` (the rule's, when known) adds where each extent that did not
+/// match comes from.
+std::string shape_mismatch_text(const std::vector<Index>& shape, const std::vector<Index>& expected,
+                                const std::vector<Dim>* dims);
 
 /// The values of the symbols the checker knows so far; -1 = not known (any extent accepted).
 struct ShapeSymbols {

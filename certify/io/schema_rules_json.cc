@@ -256,6 +256,12 @@ std::string schema_rules_json() {
   std::string dims;
   for (Dim d : kAllDims) dims += (dims.empty() ? "" : ", ") + quoted(dim_name(d)) + ": " + dim_status(d);
   s += "  \"dims\": {" + dims + "},\n";
+  std::string origins;
+  for (Dim d : kAllDims) {
+    if (!dim_origin(d).empty())
+      origins += (origins.empty() ? "" : ", ") + quoted(dim_name(d)) + ": " + quoted(dim_origin(d));
+  }
+  s += "  \"dim_origins\": {" + origins + "},\n";
   std::string per_element;
   const MemberRule& codes = member_rule(Container::kSegment, MemberKind::kDataset, "codes");
   for (std::string_view name : values_of(Container::kSegment, "packing").names) {

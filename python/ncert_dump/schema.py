@@ -201,7 +201,7 @@ def _missing_dataset(path: str) -> DumpFormatError:
 
 
 def _member(group: Optional[Group], path: str, required: bool, allowed: Iterable[str],
-            expected: Sequence[int]) -> Optional[Stored]:
+            expected: Sequence[int], dims: Optional[Sequence[str]] = None) -> Optional[Stored]:
     """The reader's member(): presence, element type, then shape (-1 = any extent)."""
     leaf = path.rsplit("/", 1)[1]
     node = group.members.get(leaf) if group is not None else None
@@ -218,8 +218,16 @@ def _member(group: Optional[Group], path: str, required: bool, allowed: Iterable
     shape = node.shape
     if len(shape) != len(expected) or any(e >= 0 and e != d for e, d in zip(expected, shape)):
         want = ", ".join("*" if e < 0 else str(e) for e in expected)
+        # Where each extent that did not match comes from (the reader's words, dim_origin).
+        origins = []
+        if dims is not None and len(shape) == len(expected):
+            for i, (e, d) in enumerate(zip(expected, shape)):
+                origin = rules.DATA["dim_origins"].get(dims[i], "") if i < len(dims) else ""
+                if e >= 0 and e != d and origin:
+                    origins.append(origin)
+        why = f" ({'; '.join(origins)})" if origins else ""
         raise DumpFormatError("shape-mismatch", path,
-                              f"shape {_shape_string(shape)} but the attributes require [{want}]")
+                              f"shape {_shape_string(shape)} but the attributes require [{want}]{why}")
     return node
 
 
@@ -227,7 +235,7 @@ def _dataset(g: Group, path: str, rule: dict, types: Mapping[str, Optional[str]]
              symbols: Mapping[str, Optional[int]]) -> Optional[Stored]:
     """A dataset member of the container at `path` as its rule says (member() of schema.cc)."""
     return _member(g, f"{path}/{rule['name']}", rule["required"],
-                   rules.allowed_dtypes(rule, types), rules.expected_shape(rule, symbols))
+                   rules.allowed_dtypes(rule, types), rules.expected_shape(rule, symbols), rule["dims"])
 
 
 def _required_dataset(g: Group, path: str, rule: dict, types: Mapping[str, Optional[str]],

@@ -99,7 +99,8 @@ Status check_attributes(const Node& node, const NodeContext& context) {
 }
 
 Status check_array(const std::string& path, const DumpArray& a, const std::vector<DType>& allowed,
-                   const std::optional<std::vector<Index>>& expected, std::string_view allowed_prose) {
+                   const std::optional<std::vector<Index>>& expected, std::string_view allowed_prose,
+                   const std::vector<Dim>* dims) {
   if (a.given() != element_storage(a.dtype())) {
     return refuse(ErrorCode::kInvalidArgument, path,
                   std::string(element_storage_name(a.given())) + " elements declared " +
@@ -141,8 +142,7 @@ Status check_array(const std::string& path, const DumpArray& a, const std::vecto
       match = (*expected)[i] < 0 || (*expected)[i] == a.shape()[i];
     }
     if (!match) {
-      return refuse(ErrorCode::kShapeMismatch, path,
-                    "shape " + shape_text(a.shape()) + " but the attributes require " + shape_text(*expected));
+      return refuse(ErrorCode::kShapeMismatch, path, shape_mismatch_text(a.shape(), *expected, dims));
     }
   }
   return Status();
@@ -166,8 +166,8 @@ Status check_datasets(const Node& node, NodeContext& context,
       if (rule.required) return refuse(rule.refused, node.path, "missing dataset \"" + std::string(rule.name) + "\"");
       continue;
     }
-    NCERT_RETURN_IF_ERROR(
-        check_array(path, *a, allowed_dtypes(rule, context.types), expected_shape(rule, context.symbols)));
+    NCERT_RETURN_IF_ERROR(check_array(path, *a, allowed_dtypes(rule, context.types),
+                                      expected_shape(rule, context.symbols), {}, &rule.dims));
     known(rule.name, *a, context);
   }
   for (const auto& [name, a] : node.datasets) {

@@ -62,6 +62,7 @@ Status check_datasets(const Node& node, NodeContext& context,
 /// One array alone: storage and count (invalid-argument), the dtype in `allowed` (220) and the
 /// extents in `expected` (-1 any; 224). For members the table holds outside a node (the tensor).
 Status check_array(const std::string& path, const DumpArray& a, const std::vector<DType>& allowed,
-                   const std::optional<std::vector<Index>>& expected, std::string_view allowed_prose = {});
+                   const std::optional<std::vector<Index>>& expected, std::string_view allowed_prose = {},
+                   const std::vector<Dim>* dims = nullptr);
 
 }  // namespace ncert::certify::detail

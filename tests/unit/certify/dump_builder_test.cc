@@ -610,7 +610,9 @@ TEST(DumpBuilder, EachWrongProjectionIsRefusedWithTheReadersCode) {
        [&](Projection& p) {
          p.x = DumpArray(DType::kF32, short_x, {kM, 9});
        },
-       E::kShapeMismatch, "/projections/attn/x: shape [4, 9] but the attributes require [*, 10]"},
+       E::kShapeMismatch,
+       "/projections/attn/x: shape [4, 9] but the attributes require [*, 10] (in_stride: attribute in_stride, k when "
+       "absent)"},
       {"float elements declared bf16",
        [&](Projection& p) {
          p.weight[1].values = DumpArray(DType::kBf16, float_patterns, {2, kK});
