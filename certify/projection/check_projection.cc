@@ -142,8 +142,9 @@ void walk_step(const ProjectionFacts& f, const ReferencePass& pass, bool walk_su
 }
 
 /// What an earlier check already explains about a broad failure, or "": a declaration the
-/// bound's diagnosis found the data to fit, or an identity failure whose every differing row a
-/// slot mapping explains. The residual tests read their residuals against the declarations and
+/// bound's diagnosis found the data to fit, a quantize failure (the activations the products
+/// used are not the declared ones), or an identity failure whose every differing row a slot
+/// mapping explains. The residual tests read their residuals against the declarations and
 /// the selector, so their own cause (a scale, an accumulator) would then point elsewhere.
 std::string explained_earlier(const ChecksBeingMade& out) {
   for (const CheckResult& c : out.checks) {
@@ -156,6 +157,10 @@ std::string explained_earlier(const ChecksBeingMade& out) {
                  ", not the declarations the residuals are read against: correct the declaration first";
         }
       }
+    }
+    if (std::holds_alternative<QuantizeEvidence>(c.evidence)) {
+      return "quantize finds the stored quantized activations are not x's declared quantization, so the products "
+             "are not the declared ones: correct the activation quantization first";
     }
     if (const auto* id = std::get_if<IdentityEvidence>(&c.evidence)) {
       if (id->rows_differing > 0 && id->rows_explained == id->rows_differing) {
