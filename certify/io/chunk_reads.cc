@@ -6,10 +6,10 @@
 // marks progress after every chunk.
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <optional>
 #include <span>
 
+#include "certify/io/detail/page_buffer.h"
 #include "certify/io/detail/reader_impl.h"
 #include "certify/isolation/activity.h"
 
@@ -80,27 +80,22 @@ void copy_chunk(const unsigned char* chunk, const std::vector<hsize_t>& offset, 
 }
 
 /// One stored chunk as HDF5 holds it: still filtered, with its filter mask. Its buffer is
-/// reused from read to read and never zero-filled: a fresh 9.7 MB vector per chunk (a deflated
-/// 16-row chunk of 151,936-wide f32 logits) cost a zero-fill and its page faults, 20 % and 17 %
-/// of the CPU of a compare of two such files, more than inflating them.
+/// reused from read to read and never zero-filled (PageBuffer): a fresh 9.7 MB vector per chunk
+/// (a deflated 16-row chunk of 151,936-wide f32 logits) cost a zero-fill and its page faults,
+/// 20 % and 17 % of the CPU of a compare of two such files, more than inflating them.
 struct RawChunk {
   std::vector<hsize_t> offset;
   std::uint32_t mask = 0;
-  std::unique_ptr<unsigned char[]> buffer;
+  PageBuffer buffer;
   std::size_t size = 0;
-  std::size_t capacity = 0;
 
-  const unsigned char* data() const { return buffer.get(); }
+  const unsigned char* data() const { return buffer.data(); }
   /// Room for `n` bytes, their values unspecified; grown to `most` at once (stored sizes
   /// differ from chunk to chunk, and growing by the difference each time reallocated most
-  /// chunks: 53 MB of fresh pages where 17 MB are needed).
+  /// chunks: 53 MB of fresh pages where 17 MB are needed). Null when the memory is refused.
   unsigned char* reserve(std::size_t n, std::size_t most) {
-    if (n > capacity) {
-      capacity = std::max(n, most);
-      buffer.reset(new unsigned char[capacity]);
-    }
     size = n;
-    return buffer.get();
+    return buffer.reserve(n <= buffer.capacity() ? n : std::max(n, most));
   }
 };
 
@@ -182,6 +177,10 @@ Status read_raw_batch(hid_t ds, const std::string& path, const std::string& file
                                           " stored bytes for " + std::to_string(chunk_bytes) + " bytes of data");
     }
     unsigned char* bytes = r.reserve(static_cast<std::size_t>(size), most);
+    if (bytes == nullptr) {
+      return Status(ErrorCode::kMemoryLimit, path + ": chunk " + coords_text(r.offset) + ": no memory for its " +
+                                                 std::to_string(size) + " stored bytes");
+    }
     std::uint32_t filters = 0;
     if (H5Dread_chunk(ds, H5P_DEFAULT, r.offset.data(), &filters, bytes) < 0) {
       return hdf5_failure(ErrorCode::kHdf5, path + ": chunk " + coords_text(r.offset) +
@@ -221,8 +220,7 @@ Status decode_batch(std::span<const RawChunk> raws, const std::string& path, con
   {
     // Reused across calls: a fresh 10 MB buffer per chunk costs more in page faults than
     // inflating it (0.6 s of system time per 0.3 GB measured).
-    thread_local std::vector<unsigned char> chunk;
-    thread_local PageBuffer scratch, spare;
+    thread_local PageBuffer chunk, scratch, spare;
 #pragma omp for schedule(dynamic, 16)
     for (std::ptrdiff_t c = 0; c < n; ++c) {
       const RawChunk& r = raws[static_cast<std::size_t>(c)];
@@ -233,10 +231,11 @@ Status decode_batch(std::span<const RawChunk> raws, const std::string& path, con
       // A chunk of whole rows decodes straight into place: for 16-row chunks of 151,936-wide
       // f32 logits that saves copying 9.7 MB per chunk through a buffer the size of the chunk.
       const std::optional<std::size_t> at = in_place(r.offset, d, row, count);
-      if (!at) chunk.resize(chunk_bytes);
-      Status s =
-          decode_chunk_into(r.data(), r.size, pipeline, r.mask, esize, chunk_bytes, at ? out + *at : chunk.data(),
-                            scratch, spare, path + ": chunk " + coords_text(r.offset));
+      unsigned char* into = at ? out + *at : chunk.reserve(chunk_bytes);
+      Status s = into == nullptr ? Status(ErrorCode::kMemoryLimit,
+                                          path + ": chunk " + coords_text(r.offset) + ": no memory to decode it")
+                                 : decode_chunk_into(r.data(), r.size, pipeline, r.mask, esize, chunk_bytes, into,
+                                                     scratch, spare, path + ": chunk " + coords_text(r.offset));
       if (!s.ok()) {
         status[static_cast<std::size_t>(c)] = std::move(s);
         continue;
@@ -296,7 +295,7 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
   struct Release {
     ~Release() {
       std::size_t kept = 0;
-      for (const RawChunk& r : raws) kept += r.capacity;
+      for (const RawChunk& r : raws) kept += r.buffer.capacity();
       if (kept > kKeptBytes) raws.clear();
     }
   } release;
