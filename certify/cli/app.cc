@@ -26,6 +26,21 @@ std::size_t distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
+/// The name in `names` closest to `typo`: one it begins (counted as distance 1), else the
+/// first nearest within distance 2; "" when none is that close.
+std::string nearest(std::string_view typo, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t best_d = 3;
+  for (const std::string& name : names) {
+    const std::size_t d = name.rfind(typo, 0) == 0 && !typo.empty() ? 1 : distance(typo, name);
+    if (d < best_d) {
+      best_d = d;
+      best = name;
+    }
+  }
+  return best;
+}
+
 std::vector<const CLI::App*> subcommands(const CLI::App& app) {
   std::vector<const CLI::App*> out;
   for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) out.push_back(s);
@@ -79,17 +94,9 @@ bool is_subcommand(const CLI::App& app, std::string_view name) {
 }
 
 std::string suggest_subcommand(const CLI::App& app, std::string_view typo) {
-  std::string best;
-  std::size_t best_d = 3;
-  for (const CLI::App* s : subcommands(app)) {
-    const std::string& name = s->get_name();
-    const std::size_t d = name.rfind(typo, 0) == 0 && !typo.empty() ? 1 : distance(typo, name);
-    if (d < best_d) {
-      best_d = d;
-      best = name;
-    }
-  }
-  return best;
+  std::vector<std::string> names;
+  for (const CLI::App* s : subcommands(app)) names.push_back(s->get_name());
+  return nearest(typo, names);
 }
 
 std::string unknown_option(const CLI::App& app, const std::vector<std::string>& args) {
@@ -110,16 +117,11 @@ std::string unknown_option(const CLI::App& app, const std::vector<std::string>& 
     if (args[i].rfind("--", 0) != 0 || args[i].size() == 2) continue;
     const std::string name = args[i].substr(0, args[i].find('='));
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    std::string best;
-    std::size_t best_d = 3;
+    std::vector<std::string> long_names;
     for (const std::string& k : known) {
-      if (k.rfind("--", 0) != 0) continue;
-      const std::size_t d = k.rfind(name, 0) == 0 ? 1 : distance(name, k);
-      if (d < best_d) {
-        best_d = d;
-        best = k;
-      }
+      if (k.rfind("--", 0) == 0) long_names.push_back(k);
     }
+    const std::string best = nearest(name, long_names);
     return "unknown option " + name + " for `ncert " + args[0] + "`" +
            (best.empty() ? std::string() : "; did you mean " + best + "?");
   }

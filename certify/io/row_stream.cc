@@ -147,12 +147,12 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
   // Mapped blocks are cheap to fetch: one thread maps the next ones while the team works.
   // Blocks read through the reader (chunked, compressed) decode their chunks on every thread,
   // which a nested region could not do: those are fetched after the team, in the open.
-  const bool overlap = std::all_of(streams.begin(), streams.end(), [](RowStream* x) { return x->zero_copy(); });
+  const auto decoded = std::count_if(streams.begin(), streams.end(), [](RowStream* x) { return !x->zero_copy(); });
+  const bool overlap = decoded == 0;
   auto fetch_one = [&](std::vector<RowBlock>& out, std::size_t k) -> Status {
     NCERT_ASSIGN_OR_RETURN(out[k], streams[k]->next());
     return Status::ok_status();
   };
-  const auto decoded = std::count_if(streams.begin(), streams.end(), [](RowStream* x) { return !x->zero_copy(); });
   auto fetch = [&](std::vector<RowBlock>& out) -> Status {
     if (decoded < 2) {
       for (std::size_t k = 0; k < S; ++k) NCERT_RETURN_IF_ERROR(fetch_one(out, k));

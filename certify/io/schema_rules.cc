@@ -413,14 +413,16 @@ std::string_view dim_origin(Dim d) {
   return "";
 }
 
+std::string shape_text(const std::vector<Index>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("*") : std::to_string(shape[i]));
+  }
+  return s + "]";
+}
+
 std::string shape_mismatch_text(const std::vector<Index>& shape, const std::vector<Index>& expected,
                                 const std::vector<Dim>* dims) {
-  auto text = [](const std::vector<Index>& v) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i)
-      s += (i ? ", " : "") + (v[i] < 0 ? std::string("*") : std::to_string(v[i]));
-    return s + "]";
-  };
   // Where each extent that did not match comes from: "[31, 64]" alone invites deleting a
   // weight row where row_end was written inclusive.
   std::string origins;
@@ -429,7 +431,7 @@ std::string shape_mismatch_text(const std::vector<Index>& shape, const std::vect
     const std::string_view origin = dim_origin((*dims)[i]);
     if (!origin.empty()) origins += (origins.empty() ? " (" : "; ") + std::string(origin);
   }
-  return "shape " + text(shape) + " but the attributes require " + text(expected) +
+  return "shape " + shape_text(shape) + " but the attributes require " + shape_text(expected) +
          (origins.empty() ? "" : origins + ")");
 }
 

@@ -122,6 +122,8 @@ std::string_view dim_name(Dim d);  ///< "M", "K", ..., "K/c", "K/group_size", "Z
 /// Where a dimension's extent comes from, said in a shape refusal beside the extent it did not
 /// match ("rows: row_end - row_begin, row_end exclusive"); "" where the name says it.
 std::string_view dim_origin(Dim d);
+/// "[4, *, 16]": a shape or an expected one, -1 (any extent) as "*".
+std::string shape_text(const std::vector<Index>& shape);
 /// The shape refusal's text, for the reader and the writers alike: "shape [5, 16] but the
 /// attributes require [4, 16] (rows: row_end - row_begin, row_end exclusive)"; -1 in `expected`
 /// is any extent ("*"), and `dims` (the rule's, when known) adds where each extent that did not

@@ -221,6 +221,14 @@ std::string ulp_distance_text(std::uint64_t u, float a, float b) {
   return std::to_string(u) + " ulps apart (" + values + ")";
 }
 
+/// "0.0023786097 vs 0.002456665, |d| 7.806e-05, relative 0.03177": two values of logits of
+/// different types, where an f32 ulp count would measure the coarser type's spacing.
+std::string values_apart_text(float a, float b) {
+  return format_f32(a) + " vs " + format_f32(b) + ", |d| " +
+         format_short(std::fabs(static_cast<double>(b) - static_cast<double>(a))) + ", relative " +
+         format_short(relative_difference(a, b));
+}
+
 /// Where the row's two values lie farthest apart (in f32 ulps): ", max ulps at col ...". Between
 /// logits of different types an f32 ulp count says little (a bf16 value is 2^16 f32 ulps from
 /// its neighbour, and through zero the count spans every float near zero), so there the values
@@ -231,10 +239,8 @@ std::string farthest_text(const RowComparison& x, bool cross_dtype) {
     return ", max ulps at col " + std::to_string(x.max_ulp_col) + ": " +
            ulp_distance_text(x.max_ulp, x.max_ulp_a, x.max_ulp_b);
   }
-  return ", at col " + std::to_string(x.max_ulp_col) + " (the farthest apart in f32 ulps): " + format_f32(x.max_ulp_a) +
-         " vs " + format_f32(x.max_ulp_b) + ", |d| " +
-         format_short(std::fabs(static_cast<double>(x.max_ulp_b) - static_cast<double>(x.max_ulp_a))) + ", relative " +
-         format_short(relative_difference(x.max_ulp_a, x.max_ulp_b));
+  return ", at col " + std::to_string(x.max_ulp_col) +
+         " (the farthest apart in f32 ulps): " + values_apart_text(x.max_ulp_a, x.max_ulp_b);
 }
 
 /// Whether row x breaks the policy, and the one-line failure text when it does. `fork` is the
@@ -251,10 +257,7 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
       if (dtype_a != dtype_b) {
         // An f32 ulp count between logits of two types measures the coarser type's spacing
         // (a bf16 value is 2^16 f32 ulps from its neighbour), not the runs' agreement.
-        return row + " col " + std::to_string(x.max_ulp_col) + ": " + format_f32(x.max_ulp_a) + " vs " +
-               format_f32(x.max_ulp_b) + ", |d| " +
-               format_short(std::fabs(static_cast<double>(x.max_ulp_b) - static_cast<double>(x.max_ulp_a))) +
-               ", relative " + format_short(relative_difference(x.max_ulp_a, x.max_ulp_b)) +
+        return row + " col " + std::to_string(x.max_ulp_col) + ": " + values_apart_text(x.max_ulp_a, x.max_ulp_b) +
                ": ulp:" + std::to_string(policy.ulp) + " counts f32 ulps, which cannot compare " +
                std::string(dtype_name(dtype_a)) + " with " + std::string(dtype_name(dtype_b)) +
                " logits: use the forks policy (the default across dtypes), abs: or kl:";

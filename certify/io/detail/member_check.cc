@@ -32,14 +32,6 @@ Status refuse(ErrorCode code, const std::string& path, const std::string& messag
   return Status(code, path + ": " + message);
 }
 
-std::string shape_text(const std::vector<Index>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("*") : std::to_string(shape[i]));
-  }
-  return s + "]";
-}
-
 /// A string attribute against its closed value set, refused as the reader refuses it.
 Status check_value(const std::string& path, const MemberRule& rule, const std::string& value) {
   const ValueSet& set = rule.values;
