@@ -3,9 +3,14 @@
 // +|c| average zero; truncation, or any rounding that prefers one side, moves the mean by a
 // good part of an ulp. The test is Azuma's inequality over the values of one output, each
 // value's accumulation sized by the residual model's sigma (docs/error-bounds.md §6c; for a
-// directed accumulator Hoeffding's over ranges that B bounds, §6a), with a false-alarm
-// probability of at most 1e-9 per projection.
+// directed accumulator Hoeffding's over ranges that B bounds, §6a). For round-to-nearest
+// accumulators each value is also tested on its own: a correct kernel stores it within half a
+// spacing of its accumulated value, and that value within the accumulation's sub-Gaussian tail
+// of the exact one, so a value stored at the other neighbour is seen even when one in a
+// thousand is (the mean moves by 0.0005 ulp then, below any mean test's reach at 527,360
+// values). The two parts share a false-alarm probability of at most 1e-9 per projection.
 #include <cmath>
+#include <limits>
 
 #include "certify/projection/checks.h"
 #include "certify/report/format.h"
@@ -18,9 +23,47 @@ namespace {
 /// directions.
 constexpr double kAlpha = 1e-9;
 
+/// The per-value part's finding of one output: its worst value, then how many lie beyond and
+/// which way (docs/error-bounds.md §6a).
+std::string beyond_text(const BiasOutput& o, double threshold) {
+  const BiasValue& w = *o.worst;
+  const Index n = o.beyond + o.far;
+  std::string s =
+      o.output + " row " + std::to_string(w.row) + " column " + std::to_string(w.col) + ": stored " +
+      format_float(w.stored) + " against an exact " + format_float(w.exact) + ", " +
+      format_short(std::fabs(w.residual_ulps)) + " ulp " + (w.residual_ulps < 0 ? "toward zero" : "away from zero") +
+      " where a round-to-nearest output allows " + format_short(w.allowed_ulps) + " (its accumulation's tail at " +
+      format_short(threshold) + " sigma; this value is " + format_short(w.z) + " sigma beyond its roundings); ";
+  s += n == 1 ? "it is the only value beyond what rounding to nearest allows"
+              : std::to_string(n) + " values lie beyond what rounding to nearest allows";
+  // Values beyond in a single column point at that column's weights, not at the rounding.
+  if (n > 1 && o.col_min == o.col_max) s += ", all in column " + std::to_string(o.col_min);
+  if (o.far > 0) {
+    s += n == 1 ? ", by more than a spacing: a wrong value, not a wrong rounding"
+                : ", " + std::to_string(o.far) +
+                      " of them by more than a spacing: wrong values, not only a wrong rounding";
+  } else if (o.beyond_toward_zero == o.beyond) {
+    s += n == 1 ? ", toward zero by less than a spacing: truncation"
+                : ", every one toward zero and by less than a spacing: truncation";
+  } else if (o.beyond_toward_zero == 0) {
+    s += n == 1 ? ", away from zero by less than a spacing: a rounding that is not to nearest"
+                : ", every one away from zero and by less than a spacing: a rounding that is not to nearest";
+  } else if (o.col_min == o.col_max) {
+    s += ", by less than a spacing and both ways (" + std::to_string(o.beyond_toward_zero) +
+         " toward zero): that column's values are wrong by less than a spacing (its weights or arithmetic), not "
+         "rounded wrongly";
+  } else {
+    s += " by less than a spacing (" + std::to_string(o.beyond_toward_zero) +
+         " toward zero): values stored at a neighbour of their round-to-nearest value (a rounding that is not to "
+         "nearest, or values wrong by less than a spacing)";
+  }
+  return s + " (false-alarm probability <= 1e-9)";
+}
+
 }  // namespace
 
-std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass) {
+std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass,
+                                      std::string_view failing_elsewhere) {
   const ProjectionInfo& info = f.info();
   // An f32 output is the accumulator's own last rounding: there is no output rounding to test.
   if (info.output != DType::kBf16 && info.output != DType::kF16) return std::nullopt;
@@ -35,13 +78,17 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
   BiasEvidence e;
   e.alpha = kAlpha;
   e.nearest = info.accumulator.round_to_nearest;
+  e.value_threshold = pass.bias_value_threshold;
+  const bool per_value = e.value_threshold > 0;
   int outputs = 0;
   for (EngineOutputId id_o : kAllEngineOutputs) outputs += f.data.output(id_o).present;
   // Two-sided, over every output: Hoeffding's P(|T - E T| >= t) per side is
-  // exp(-2 t^2 / sum R_i^2), so each side of each output gets alpha / (2 outputs).
-  const double log_term = std::log(2.0 * std::max(outputs, 1) / kAlpha);
-  std::string failure;
+  // exp(-2 t^2 / sum R_i^2), so each side of each output gets alpha / (2 outputs), halved
+  // where the per-value part takes the other half (reference_pass.cc).
+  const double log_term = std::log(2.0 * std::max(outputs, 1) / (per_value ? kAlpha / 2 : kAlpha));
+  std::string mean_failure, value_failure;
   Index counted = 0;
+  Index left_elsewhere = 0;  // values beyond a spacing, in outputs another check fails on
   for (EngineOutputId id_o : kAllEngineOutputs) {
     if (!f.data.output(id_o).present) continue;
     const BiasTally& t = pass.bias[static_cast<std::size_t>(id_o)];
@@ -49,6 +96,23 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
     o.output = std::string(engine_output_name(id_o));
     o.values = t.values;
     o.excluded = t.excluded;
+    o.tested = t.tested;
+    o.beyond = t.beyond;
+    o.beyond_toward_zero = t.beyond_toward_zero;
+    o.far = t.far;
+    o.col_min = t.col_min;
+    o.col_max = t.col_max;
+    if (t.peak_z > -std::numeric_limits<double>::infinity()) o.peak_z = t.peak_z;
+    if (t.worst.row >= 0) {
+      o.worst = BiasValue{t.worst.row,          t.worst.col,    t.worst.z,    t.worst.residual_ulps,
+                          t.worst.allowed_ulps, t.worst.stored, t.worst.exact};
+    }
+    if (o.far > 0 && !failing_elsewhere.empty()) {
+      left_elsewhere += o.far;
+    } else if (o.worst && value_failure.empty()) {
+      value_failure = beyond_text(o, e.value_threshold);
+      r.first_failure = Location{o.output, o.worst->row, o.worst->col};
+    }
     if (t.values == 0) {
       e.outputs.push_back(o);
       continue;
@@ -63,33 +127,56 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
     // the ranges 2 (h + beta), which B bounds.
     o.limit_ulps = e.nearest ? std::sqrt(2 * log_term * t.sum_proxy) / n : std::sqrt(log_term * t.sum_r2 / 2) / n;
     const double excess = std::fabs(o.mean_ulps) - o.shift_ulps - o.limit_ulps;
-    if (excess > 0 && failure.empty()) {
+    if (excess > 0) {
       o.one_sided = true;
-      r.verdict = Verdict::kFail;
-      failure = o.output + ": systematic rounding residual " + (o.mean_ulps < 0 ? "toward zero" : "away from zero") +
-                ", mean " + format_short(o.mean_ulps) + " ulp over " + std::to_string(t.values) +
-                " values, beyond the limit " + format_short(o.shift_ulps + o.limit_ulps) +
-                " (false-alarm probability <= 1e-9): truncation, or a rounding that is not to nearest";
-      r.first_failure = Location{o.output};
-    } else if (excess > 0) {
-      o.one_sided = true;
+      if (mean_failure.empty()) {
+        mean_failure = o.output + ": systematic rounding residual " +
+                       (o.mean_ulps < 0 ? "toward zero" : "away from zero") + ", mean " + format_short(o.mean_ulps) +
+                       " ulp over " + std::to_string(t.values) + " values, beyond the limit " +
+                       format_short(o.shift_ulps + o.limit_ulps) + " (false-alarm probability <= 1e-9)";
+        if (value_failure.empty()) r.first_failure = Location{o.output};
+      }
     }
     e.outputs.push_back(o);
   }
-  if (counted == 0) {
+  if (counted == 0 && value_failure.empty()) {
     return skipped(id, subject, CheckKind::kBias,
                    e.nearest ? "no value has a centre and a bound tight enough to test (within 4 ulps)"
                              : "accumulator " + info.accumulator.name +
                                    " has biased rounding errors and no value's bound is within a quarter ulp: the "
                                    "output rounding cannot be told from the accumulator's own bias");
   }
-  if (r.verdict != Verdict::kFail) {
+  if (!value_failure.empty() || !mean_failure.empty()) {
+    r.verdict = Verdict::kFail;
+    r.reason = value_failure.empty() ? mean_failure + ": truncation, or a rounding that is not to nearest"
+                                     : value_failure + (mean_failure.empty() ? "" : "; " + mean_failure);
+  } else {
     const BiasOutput& o = e.outputs.front().values > 0 ? e.outputs.front() : e.outputs.back();
     r.reason = "rounding residuals centred: " + o.output + " mean " + format_short(o.mean_ulps) + " ulp over " +
-               std::to_string(o.values) + " values (limit " + format_short(o.shift_ulps + o.limit_ulps) +
-               ", false-alarm probability <= 1e-9)";
-  } else {
-    r.reason = failure;
+               std::to_string(o.values) + " values (limit " + format_short(o.shift_ulps + o.limit_ulps) + ")";
+    if (per_value) {
+      Index tested = 0, beyond = 0;
+      std::optional<double> peak;
+      for (const BiasOutput& x : e.outputs) {
+        tested += x.tested;
+        beyond += x.beyond + x.far;
+        if (x.peak_z && (!peak || *x.peak_z > *peak)) peak = x.peak_z;
+      }
+      r.reason += beyond == 0
+                      ? ", and each of " + std::to_string(tested) + " values"
+                      : ", and " + std::to_string(tested - beyond) + " of " + std::to_string(tested) + " values";
+      r.reason += " within " + format_short(e.value_threshold) + " sigma of its roundings";
+      if (peak && beyond == 0) {
+        r.reason += *peak > 0 ? " (the largest " + format_short(*peak) + ")"
+                              : " (every one within the roundings bounded outright)";
+      }
+    }
+    r.reason += " (false-alarm probability <= 1e-9)";
+  }
+  if (left_elsewhere > 0) {
+    r.reason += "; " + std::to_string(left_elsewhere) + (left_elsewhere == 1 ? " value lies" : " values lie") +
+                " more than a spacing beyond its rounding: wrong values, not a rounding fault, left to " +
+                std::string(failing_elsewhere);
   }
   r.evidence = std::move(e);
   return r;

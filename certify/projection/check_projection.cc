@@ -222,8 +222,19 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
     T.compare_seconds = pass->compare_seconds;
     out.checks.push_back(bound_check(f, *pass, options));
     walk_step(f, *pass, walk_supported, rounding_pinned, out);
-    if (auto b = bias_check(f, *pass)) out.checks.push_back(std::move(*b));
+    // bias is reported before the residual tests but decided after them: values wrong by more
+    // than a spacing are its business only where no other check already fails on them.
+    const auto bias_at = static_cast<std::ptrdiff_t>(out.checks.size());
     residual_steps(f, *pass, out);
+    std::string_view failing;
+    for (const CheckResult& c : out.checks) {
+      if (c.failed() && (c.kind == CheckKind::kIdentity || c.kind == CheckKind::kBound ||
+                         c.kind == CheckKind::kSignature || c.kind == CheckKind::kVariance)) {
+        failing = check_kind_name(c.kind);
+        break;
+      }
+    }
+    if (auto b = bias_check(f, *pass, failing)) out.checks.insert(out.checks.begin() + bias_at, std::move(*b));
   }
   if (!info.walk.declared) {
     out.skip(CheckKind::kWalk, "no k_walk declared: the kernel's reduction order is not held bit for bit");

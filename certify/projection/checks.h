@@ -59,7 +59,10 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
 /// From a reference pass that emulated the declared walk.
 CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// From an evaluated reference pass; nullopt for an f32 output (no output rounding to test).
-std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass);
+/// `failing_elsewhere`: a check of the projection that already fails on its values ("bound"),
+/// or "": values wrong by more than a spacing are then left to it, not called a rounding fault.
+std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass,
+                                      std::string_view failing_elsewhere);
 /// Why the residual model (docs/error-bounds.md §6c) does not apply, or "" when it does.
 std::string residual_model_blocker(const ProjectionFacts& f, bool biased_rounding);
 /// "y_packed column 88, k 1024-1279 missing: ..." for one signature finding.

@@ -46,6 +46,35 @@ void BiasTally::merge(const BiasTally& o) {
   sum_r2 += o.sum_r2;
   sum_proxy += o.sum_proxy;
   sum_shift += o.sum_shift;
+  tested += o.tested;
+  beyond += o.beyond;
+  beyond_toward_zero += o.beyond_toward_zero;
+  far += o.far;
+  if (o.col_min >= 0) {
+    col_min = col_min < 0 ? o.col_min : std::min(col_min, o.col_min);
+    col_max = std::max(col_max, o.col_max);
+  }
+  peak_z = std::max(peak_z, o.peak_z);
+  if (o.worst.row >= 0 &&
+      (worst.row < 0 || o.worst.z > worst.z ||
+       (o.worst.z == worst.z && (o.worst.row < worst.row || (o.worst.row == worst.row && o.worst.col < worst.col))))) {
+    worst = o.worst;
+  }
+}
+
+void BiasTally::add_beyond(Index row, Index col, double z, double residual_ulps, double allowed_ulps, float stored,
+                           double exact, bool toward_zero, bool is_far) {
+  col_min = col_min < 0 ? col : std::min(col_min, col);
+  col_max = std::max(col_max, col);
+  if (is_far) {
+    ++far;
+  } else {
+    ++beyond;
+    beyond_toward_zero += toward_zero;
+  }
+  if (worst.row < 0 || z > worst.z || (z == worst.z && (row < worst.row || (row == worst.row && col < worst.col)))) {
+    worst = Worst{row, col, z, residual_ulps, allowed_ulps, stored, exact};
+  }
 }
 
 Index residual_tile(const reference::Weights& w) {
@@ -108,6 +137,32 @@ void add_residual(BiasTally& t, DType type, float z, double c, double b, bool ne
   }
 }
 
+/// The per-value part of the bias test (docs/error-bounds.md §6a): value (i, j) with residual
+/// r = z - c against what a correct kernel's roundings allow it. `hard` bounds the roundings
+/// that are bounded outright (the output's, the one before a residual added at the output
+/// type, the epilogue's f32 adds) plus the slack; the accumulation is sub-Gaussian with scale
+/// `sigma`, so beyond hard + threshold * sigma lies a value that a correct kernel stores with
+/// probability at most 2 exp(-threshold^2 / 2).
+void add_value(BiasTally& t, DType type, Index i, Index j, float z, double c, double b, double hard, double sigma,
+               double threshold) {
+  if (!std::isfinite(z) || !std::isfinite(c) || !std::isfinite(b) || !std::isfinite(hard) || !std::isfinite(sigma)) {
+    return;
+  }
+  ++t.tested;
+  const double r = static_cast<double>(z) - c;
+  const double allowed = hard + threshold * sigma;
+  if (sigma > 0) t.peak_z = std::max(t.peak_z, (std::fabs(r) - hard) / sigma);
+  if (std::fabs(r) <= allowed) return;
+  const double a = std::fabs(c);
+  const double ulp = reference::spacing_of_type(a, type);
+  // Truncation or a wrong rounding moves the stored value by less than one spacing of the
+  // output type at |c| + B; a value beyond that is wrong by more than its rounding.
+  const double spacing = reference::spacing_of_type(a + b, type);
+  const double signed_r = c < 0 ? -r : r;
+  const double z_score = sigma > 0 ? (std::fabs(r) - hard) / sigma : std::numeric_limits<double>::infinity();
+  t.add_beyond(i, j, z_score, signed_r / ulp, allowed / ulp, z, c, signed_r<0, std::fabs(r)> allowed + spacing);
+}
+
 std::uint32_t walk_bits(float w, DType t) { return reference::bits_of_value(w, t); }
 
 /// |z - c| / B of one value into the histogram (the same finite values BoundStats measures).
@@ -164,29 +219,38 @@ class CompareSink final : public reference::ReferenceSink {
     double seconds = 0;
   };
 
-  /// The residual model's variance proxy of element (i, j) beyond the accumulation: the output
-  /// rounding (half a spacing of a bf16 / f16 output; one f32 rounding otherwise, which only
-  /// over-counts where the accumulator's last rounding already is the output) and one f32
-  /// rounding per epilogue add (docs/error-bounds.md §6c).
-  double output_var(Index i, Index j, double y_star, double c, double b) const {
+  /// The roundings of element (i, j) after its accumulation, each bounded outright by a half
+  /// width (docs/error-bounds.md §6c): the output rounding (half a spacing of a bf16 / f16
+  /// output; one f32 rounding otherwise, which only over-counts where the accumulator's last
+  /// rounding already is the output), one f32 rounding per epilogue add, and the rounding before
+  /// a residual added at the output type.
+  struct OutputRoundings {
+    double output = 0;
+    double add = 0;
+    int adds = 0;
+    double before_residual = 0;
+    /// The residual model's variance proxy beyond the accumulation.
+    double variance() const { return output * output + adds * add * add + before_residual * before_residual; }
+  };
+
+  OutputRoundings output_roundings(Index i, Index j, double y_star, double c, double b) const {
     const ProjectionInfo& info = f_.info();
     const double a = std::fabs(c) + b;
-    double v = 0;
+    OutputRoundings o;
     if (info.output == DType::kBf16 || info.output == DType::kF16) {
-      const double h = reference::spacing_of_type(a, info.output) / 2;
-      v = h * h;
+      o.output = reference::spacing_of_type(a, info.output) / 2;
     } else {
       // One f32 rounding to nearest of a value below a: half a spacing of a's binade at most.
-      const double h = 0x1p-24 * reference::noise_magnitude(a, true);
-      v = h * h;
+      o.output = 0x1p-24 * reference::noise_magnitude(a, true);
     }
     const double bias = reference::has_bias(problem_.epilogue) ? std::fabs(problem_.bias.at(j)) : 0.0;
     const double res = reference::has_residual(problem_.epilogue) ? std::fabs(problem_.residual.at(i, j)) : 0.0;
     const double m = std::fabs(y_star) + b + bias + res;
-    const int adds = static_cast<int>(reference::has_bias(problem_.epilogue)) +
-                     static_cast<int>(reference::has_residual(problem_.epilogue));
-    const double h_add = 0x1p-24 * reference::noise_magnitude(m, true);
-    return v + adds * h_add * h_add + rounding_before_residual_var(j, y_star, b);
+    o.adds = static_cast<int>(reference::has_bias(problem_.epilogue)) +
+             static_cast<int>(reference::has_residual(problem_.epilogue));
+    o.add = 0x1p-24 * reference::noise_magnitude(m, true);
+    o.before_residual = std::sqrt(rounding_before_residual_var(j, y_star, b));
+    return o;
   }
 
   /// residual_at = output rounds the value to the output type before the residual is added
@@ -206,12 +270,13 @@ class CompareSink final : public reference::ReferenceSink {
   }
 
   CompareSink(const ProjectionFacts& f, const reference::LinearProblem& problem, Index blocks, const BlockHook& hook,
-              const std::vector<TileRange>& ranges, double threshold)
+              const std::vector<TileRange>& ranges, double threshold, double value_threshold)
       : f_(f),
         problem_(problem),
         hook_(hook),
         ranges_(ranges),
         threshold_(threshold),
+        value_threshold_(value_threshold),
         grid(f.info().m, f.info().n),
         parts(static_cast<std::size_t>(blocks)) {
     for (Partial& p : parts) {
@@ -263,15 +328,23 @@ class CompareSink final : public reference::ReferenceSink {
             if (narrow) add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest, 0, 0);
             continue;
           }
-          const double var_out = output_var(i, c, b.y_star[e], b.center[e], b.bound[e]);
+          const OutputRoundings after = output_roundings(i, c, b.y_star[e], b.center[e], b.bound[e]);
           const double var_acc = b.sigma[e] * b.sigma[e];
           // For the bias test a rounding before the residual's add is centred noise below the
           // output's rounding, as the accumulation's is.
           if (narrow) {
             add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest,
-                         var_acc + rounding_before_residual_var(c, b.y_star[e], b.bound[e]), b.slack[e]);
+                         var_acc + after.before_residual * after.before_residual, b.slack[e]);
+            if (value_threshold_ > 0) {
+              // The stored value may lie v's half spacing from v, and v beyond |c| + B by the
+              // epilogue's two f32 roundings (2^-22 |c|): the half spacing is taken there.
+              const double a_hi = (std::fabs(b.center[e]) + b.bound[e]) * (1 + 0x1p-22);
+              const double hard =
+                  reference::spacing_of_type(a_hi, t) / 2 + after.adds * after.add + after.before_residual + b.slack[e];
+              add_value(part.bias[o], t, i, c, z, b.center[e], b.bound[e], hard, b.sigma[e], value_threshold_);
+            }
           }
-          const double var = var_acc + var_out;
+          const double var = var_acc + after.variance();
           VarianceTally& vt = part.variance[o];
           const double excess = std::max(std::fabs(r) - b.slack[e], 0.0);
           if (var > 0) {
@@ -309,7 +382,8 @@ class CompareSink final : public reference::ReferenceSink {
   const BlockHook& hook_;
   const std::vector<TileRange>& ranges_;
   const double threshold_;
-  const FailureGrid grid;  ///< the geometry of every output's grid (rows x n)
+  const double value_threshold_;  ///< the bias test's per-value threshold (0: not tested)
+  const FailureGrid grid;         ///< the geometry of every output's grid (rows x n)
   std::vector<Partial> parts;
 };
 
@@ -334,7 +408,17 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
   const double candidates = static_cast<double>(std::max<Index>(outputs, 1)) * static_cast<double>(f.info().n) *
                             static_cast<double>(ranges.size());
   const double threshold = std::sqrt(2 * std::log(2 * candidates / kResidualAlpha));
-  CompareSink sink(f, problem, blocks, hook, ranges, threshold);
+  // The bias test's per-value part, where the residual model applies: Azuma's two-sided tail
+  // 2 exp(-t^2 / 2) shared out over every value of every output (at most rows x n each), with
+  // half of the check's alpha (the mean test has the other half).
+  double value_threshold = 0;
+  if (options.residual_tests && f.info().accumulator.round_to_nearest &&
+      residual_model_blocker(f, reference::rounds_with_bias(problem)).empty()) {
+    const double values = static_cast<double>(std::max<Index>(outputs, 1)) * static_cast<double>(f.info().m) *
+                          static_cast<double>(f.info().n);
+    value_threshold = std::sqrt(2 * std::log(2 * values / (kBiasAlpha / 2)));
+  }
+  CompareSink sink(f, problem, blocks, hook, ranges, threshold, value_threshold);
   const auto t0 = std::chrono::steady_clock::now();
   auto summary = reference::evaluate_reference(problem, sink, ro);
   if (!summary.ok()) return summary.status().with_context(f.info().path);
@@ -347,6 +431,7 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
   pass.tile = tile;
   pass.signature_threshold = threshold;
   pass.signature_outputs = outputs;
+  pass.bias_value_threshold = value_threshold;
   double compare_cpu = 0;
   for (std::size_t o = 0; o < kEngineOutputs; ++o) {
     pass.error_over_bound[o] = Log2Histogram(OutputBound::kErrorOverBoundLog2Min, OutputBound::kErrorOverBoundLog2Max);

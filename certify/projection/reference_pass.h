@@ -7,6 +7,7 @@
 
 #include <array>
 #include <functional>
+#include <limits>
 
 #include "certify/projection/projection_data.h"
 #include "certify/projection/residual_tally.h"
@@ -43,6 +44,29 @@ struct BiasTally {
   double sum_proxy = 0;
   /// Directed accumulators: sum of beta; round-to-nearest ones: sum of slack / ulp.
   double sum_shift = 0;
+
+  /// The per-value test (round-to-nearest accumulators, docs/error-bounds.md §6a): each value's
+  /// |r| against what its roundings allow, the output's within half a spacing and the
+  /// accumulation's sub-Gaussian tail at `threshold` sigma.
+  Index tested = 0;
+  Index beyond = 0;                  ///< values beyond, by at most one spacing more (a neighbour)
+  Index beyond_toward_zero = 0;      ///< of `beyond`, those below the exact value in magnitude
+  Index far = 0;                     ///< values beyond by more than a spacing
+  Index col_min = -1, col_max = -1;  ///< the columns the values beyond lie in (-1: none)
+  /// The largest (|r| - the roundings bounded outright - slack) / sigma of a tested value (its
+  /// margin to the threshold); -inf before any.
+  double peak_z = -std::numeric_limits<double>::infinity();
+  /// The value beyond by the most accumulation sigmas (the first in (row, col) order on ties).
+  struct Worst {
+    Index row = -1, col = -1;
+    double z = 0;              ///< (|r| - what rounding allows beyond the tail) / sigma
+    double residual_ulps = 0;  ///< sign(c) (z - c) / ulp(c)
+    double allowed_ulps = 0;   ///< the largest |residual| within the test's threshold, in ulp(c)
+    float stored = 0;
+    double exact = 0;
+  } worst;
+  void add_beyond(Index row, Index col, double z, double residual_ulps, double allowed_ulps, float stored, double exact,
+                  bool toward_zero, bool is_far);
   void merge(const BiasTally& o);
 };
 
@@ -65,6 +89,9 @@ struct ReferencePass {
   Index tile = 0;
   double signature_threshold = 0;
   Index signature_outputs = 0;  ///< outputs the candidates were counted over
+  /// The bias test's per-value threshold in accumulation sigmas (0 where the residual model
+  /// does not apply: no value was tested).
+  double bias_value_threshold = 0;
   bool walk_emulated = false;
   double seconds = 0;          ///< wall time of the pass (comparisons included)
   double compare_seconds = 0;  ///< comparison work inside it, per thread (CPU time / threads)
@@ -72,6 +99,9 @@ struct ReferencePass {
 
 /// The signature test's false-alarm probability per projection (as the bias test's).
 inline constexpr double kResidualAlpha = 1e-9;
+/// The bias test's false-alarm probability per projection, half for its mean and half for its
+/// per-value part.
+inline constexpr double kBiasAlpha = 1e-9;
 
 /// The narrowest K range of the signature test: the smallest weight group of the projection's
 /// segments (AF4, scaled), or 64 columns without groups, at most K.

@@ -373,7 +373,18 @@ struct WalkEvidence {
   bool operator==(const WalkEvidence&) const = default;
 };
 
-/// The bias test of one bf16 output (docs/error-bounds.md §6a).
+/// The value of one output that lies farthest beyond what its roundings allow, in
+/// accumulation sigmas (the bias test's per-value part).
+struct BiasValue {
+  Index row = -1, col = -1;
+  double z = 0;              ///< (|r| - the roundings bounded outright - slack) / sigma
+  double residual_ulps = 0;  ///< sign(c) (stored - c) / ulp(c) (negative: toward zero)
+  double allowed_ulps = 0;   ///< the largest |residual| within the threshold, in ulp(c)
+  double stored = 0, exact = 0;
+  bool operator==(const BiasValue&) const = default;
+};
+
+/// The bias test of one bf16 or f16 output (docs/error-bounds.md §6a).
 struct BiasOutput {
   std::string output;
   Index values = 0, excluded = 0;
@@ -381,12 +392,23 @@ struct BiasOutput {
   double shift_ulps = 0;  ///< the mean bias a directed accumulator may add (0 for round-to-nearest)
   double limit_ulps = 0;  ///< |mean| beyond shift + limit fails
   bool one_sided = false;
+  /// The per-value part (round-to-nearest accumulators): values tested, values beyond what
+  /// their roundings allow by at most one more spacing (a neighbour of the round-to-nearest
+  /// value), of those the ones toward zero, and values beyond by more.
+  Index tested = 0, beyond = 0, beyond_toward_zero = 0, far = 0;
+  Index col_min = -1, col_max = -1;  ///< the columns the values beyond lie in (-1: none)
+  /// The largest (|r| - the roundings bounded outright - slack) / sigma over the tested values
+  /// (negative: every value within its outright bounds); nullopt when none was tested.
+  std::optional<double> peak_z;
+  std::optional<BiasValue> worst;
   bool operator==(const BiasOutput&) const = default;
 };
 
 struct BiasEvidence {
   double alpha = 0;     ///< false-alarm probability of the whole check
   bool nearest = true;  ///< round-to-nearest accumulator (errors modelled as centred)
+  /// The per-value threshold in accumulation sigmas (0: the per-value part did not run).
+  double value_threshold = 0;
   std::vector<BiasOutput> outputs;
   bool operator==(const BiasEvidence&) const = default;
 };

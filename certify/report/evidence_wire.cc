@@ -264,6 +264,16 @@ void fields(auto& f, Is<WalkEvidence> auto& x) {
   f("mismatches", x.mismatches);
 }
 
+void fields(auto& f, Is<BiasValue> auto& x) {
+  f("row", x.row);
+  f("col", x.col);
+  f("z", x.z);
+  f("residual_ulps", x.residual_ulps);
+  f("allowed_ulps", x.allowed_ulps);
+  f("stored", x.stored);
+  f("exact", x.exact);
+}
+
 void fields(auto& f, Is<BiasOutput> auto& x) {
   f("output", x.output);
   f("values", x.values);
@@ -272,11 +282,20 @@ void fields(auto& f, Is<BiasOutput> auto& x) {
   f("shift_ulps", x.shift_ulps);
   f("limit_ulps", x.limit_ulps);
   f("one_sided", x.one_sided);
+  f("tested", x.tested);
+  f("beyond", x.beyond);
+  f("beyond_toward_zero", x.beyond_toward_zero);
+  f("far", x.far);
+  f("col_min", x.col_min);
+  f("col_max", x.col_max);
+  f("peak_z", x.peak_z);
+  f("worst", x.worst);
 }
 
 void fields(auto& f, Is<BiasEvidence> auto& x) {
   f("alpha", x.alpha);
   f("nearest", x.nearest);
+  f("value_threshold", x.value_threshold);
   f("outputs", x.outputs);
 }
 

@@ -211,12 +211,31 @@ Json evidence_json(const WalkEvidence& e, const CheckResult& c) {
 Json evidence_json(const BiasEvidence& e, const CheckResult&) {
   Json per = Json::object();
   for (const BiasOutput& o : e.outputs) {
-    per[o.output] =
-        Json{{"values", o.values},         {"excluded", o.excluded},     {"mean_residual_ulps", o.mean_ulps},
-             {"shift_ulps", o.shift_ulps}, {"limit_ulps", o.limit_ulps}, {"one_sided", o.one_sided}};
+    Json j{{"values", o.values},         {"excluded", o.excluded},     {"mean_residual_ulps", o.mean_ulps},
+           {"shift_ulps", o.shift_ulps}, {"limit_ulps", o.limit_ulps}, {"one_sided", o.one_sided}};
+    if (e.value_threshold > 0) {
+      j["tested"] = o.tested;
+      j["beyond"] = o.beyond;
+      j["beyond_toward_zero"] = o.beyond_toward_zero;
+      j["far"] = o.far;
+      if (o.col_min >= 0) j["columns"] = Json::array({o.col_min, o.col_max});
+      j["peak_z"] = o.peak_z ? number_or_text(*o.peak_z) : Json(nullptr);
+      if (o.worst) {
+        const BiasValue& w = *o.worst;
+        j["worst"] = Json{{"row", w.row},
+                          {"col", w.col},
+                          {"z", number_or_text(w.z)},
+                          {"residual_ulps", w.residual_ulps},
+                          {"allowed_ulps", w.allowed_ulps},
+                          {"stored", w.stored},
+                          {"exact", w.exact}};
+      }
+    }
+    per[o.output] = std::move(j);
   }
   return Json{{"alpha", e.alpha},
               {"accumulator_model", e.nearest ? "round-to-nearest: centred errors" : "directed: bias within B"},
+              {"value_threshold", e.value_threshold > 0 ? Json(e.value_threshold) : Json(nullptr)},
               {"outputs", per}};
 }
 

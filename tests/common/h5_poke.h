@@ -30,6 +30,60 @@ inline void poke_f32(const std::string& path, const std::string& dataset, std::i
   H5Fclose(f);
 }
 
+/// Element (row, col) of a 2-D dataset of 16-bit raw patterns (bf16 / f16, either form of
+/// docs/dump-format.md §2), moved by `steps` patterns: for a finite value away from zero, that
+/// many representable values farther from zero (negative: toward it). Returns the new pattern.
+inline std::uint16_t step_bits16(const std::string& path, const std::string& dataset, std::int64_t row,
+                                 std::int64_t col, int steps) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  EXPECT_GE(f, 0) << path;
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  EXPECT_GE(d, 0) << dataset;
+  const hid_t type = H5Dget_type(d);
+  EXPECT_EQ(H5Tget_size(type), 2U) << dataset;
+  const hid_t file_space = H5Dget_space(d);
+  const hsize_t start[2] = {static_cast<hsize_t>(row), static_cast<hsize_t>(col)};
+  const hsize_t count[2] = {1, 1};
+  H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  const hid_t mem_space = H5Screate_simple(2, count, nullptr);
+  std::uint16_t bits = 0;
+  EXPECT_GE(H5Dread(d, type, mem_space, file_space, H5P_DEFAULT, &bits), 0);
+  // Sign-magnitude: adding to the magnitude bits moves away from zero in either sign.
+  bits = static_cast<std::uint16_t>(bits + steps);
+  EXPECT_GE(H5Dwrite(d, type, mem_space, file_space, H5P_DEFAULT, &bits), 0);
+  H5Sclose(mem_space);
+  H5Sclose(file_space);
+  H5Tclose(type);
+  H5Dclose(d);
+  H5Fclose(f);
+  return bits;
+}
+
+/// Row `row` of a 2-D dataset of 16-bit raw patterns, as stored.
+inline std::vector<std::uint16_t> read_row_bits16(const std::string& path, const std::string& dataset,
+                                                  std::int64_t row) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(f, 0) << path;
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  EXPECT_GE(d, 0) << dataset;
+  const hid_t type = H5Dget_type(d);
+  const hid_t file_space = H5Dget_space(d);
+  hsize_t dims[2] = {0, 0};
+  EXPECT_EQ(H5Sget_simple_extent_dims(file_space, dims, nullptr), 2) << dataset;
+  std::vector<std::uint16_t> bits(dims[1]);
+  const hsize_t start[2] = {static_cast<hsize_t>(row), 0};
+  const hsize_t count[2] = {1, dims[1]};
+  H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  const hid_t mem_space = H5Screate_simple(2, count, nullptr);
+  EXPECT_GE(H5Dread(d, type, mem_space, file_space, H5P_DEFAULT, bits.data()), 0);
+  H5Sclose(mem_space);
+  H5Sclose(file_space);
+  H5Tclose(type);
+  H5Dclose(d);
+  H5Fclose(f);
+  return bits;
+}
+
 /// Replaces the whole of a 1-D i32 dataset (same length).
 inline void poke_i32(const std::string& path, const std::string& dataset, const std::vector<std::int32_t>& v) {
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);

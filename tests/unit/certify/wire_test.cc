@@ -169,8 +169,12 @@ Evidence sample(Of<WalkEvidence>) {
 }
 
 Evidence sample(Of<BiasEvidence>) {
-  return BiasEvidence{
-      1e-6, false, {{"y_packed", 69632, 12, -0.03, 0.5, 0.25, true}, {"y_compact", 5, 1, 0.1, 0, 2, false}}};
+  return BiasEvidence{1e-6,
+                      false,
+                      8.5,
+                      {{"y_packed", 69632, 12, -0.03, 0.5, 0.25, true, 69644, 7, 6, 1, 88, 1234, 14.25,
+                        BiasValue{3, 1234, 12.5, -0.875, 0.625, 1.2265625, 1.2329101562500001}},
+                       {"y_compact", 5, 1, 0.1, 0, 2, false, 0, 0, 0, 0, -1, -1, std::nullopt, std::nullopt}}};
 }
 
 Evidence sample(Of<SignatureEvidence>) {
@@ -432,6 +436,8 @@ TEST(EvidenceWire, EveryMemberOfEveryAggregateHasAWireKey) {
   EXPECT_EQ(evidence_to_wire(sample(Of<WalkEvidence>{})).at("outputs").at(0).size(),
             member_count<WalkEvidence::Output>());
   EXPECT_EQ(evidence_to_wire(sample(Of<BiasEvidence>{})).at("outputs").at(0).size(), member_count<BiasOutput>());
+  EXPECT_EQ(evidence_to_wire(sample(Of<BiasEvidence>{})).at("outputs").at(0).at("worst").size(),
+            member_count<BiasValue>());
   EXPECT_EQ(evidence_to_wire(sample(Of<SignatureEvidence>{})).at("strongest").at(0).size(),
             member_count<SignatureFinding>());
   EXPECT_EQ(evidence_to_wire(sample(Of<VarianceEvidence>{})).at("outputs").at(0).size(),
