@@ -22,20 +22,31 @@ from typing import List, Optional
 import numpy as np
 
 
-def build_matmul_model(path: Path, w: np.ndarray, output: str) -> None:
+def build_matmul_model(path: Path, w: np.ndarray, output: str, input_dtype: str = "f16") -> None:
     """Writes an ONNX model Y = A · Wᵀ with A float16 [M, K] (M free) and W float16 [N, K].
 
     `output` "f16": one MatMul node on float16 tensors, the model an f16 engine ships.
     `output` "f32": Cast(A -> f32) then MatMul with the same weights widened to f32, Y float32:
     the graph ORT runs for the "f16" model without its final Cast, so Y is the f32 accumulator
     the f16 output is rounded from (README.md, "What was measured").
+    `input_dtype` "f32" (with `output` "f32"): A float32 and W's float32 values as they are, one
+    MatMul node, MLAS SGEMM on f32 data (examples/legit_sweep runs it).
     """
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     n, k = w.shape
+    a_type = TensorProto.FLOAT16
     b16 = np.ascontiguousarray(w.astype(np.float16).T)  # MatMul's B is [K, N]
-    if output == "f16":
+    if input_dtype == "f32":
+        if output != "f32":
+            raise ValueError(f"input_dtype f32 takes output f32, not {output!r}")
+        nodes = [helper.make_node("MatMul", ["A", "B"], ["Y"])]
+        inits = [numpy_helper.from_array(np.ascontiguousarray(w.astype(np.float32).T), "B")]
+        a_type, y_type = TensorProto.FLOAT, TensorProto.FLOAT
+    elif input_dtype != "f16":
+        raise ValueError(f"input_dtype {input_dtype!r} is not f16 or f32")
+    elif output == "f16":
         nodes = [helper.make_node("MatMul", ["A", "B"], ["Y"])]
         inits = [numpy_helper.from_array(b16, "B")]
         y_type = TensorProto.FLOAT16
@@ -47,7 +58,7 @@ def build_matmul_model(path: Path, w: np.ndarray, output: str) -> None:
     else:
         raise ValueError(f"output {output!r} is not f16 or f32")
     graph = helper.make_graph(nodes, "half_gemm",
-                              [helper.make_tensor_value_info("A", TensorProto.FLOAT16, ["M", k])],
+                              [helper.make_tensor_value_info("A", a_type, ["M", k])],
                               [helper.make_tensor_value_info("Y", y_type, ["M", n])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
                               producer_name="ncert-examples-half_gemm")

@@ -1,0 +1,249 @@
+"""What each dump's `ncert check --json` report must say, and the margins read from it.
+
+A legitimate dump: exit 0, verdict PASS, and its projection's `geometry`, `identity`, `bound`,
+`signature`, `variance`, `untouched` and `vacuity` each PASS (not SKIP); `bias` PASS where the
+output is bf16 or f16 (an f32 output has no rounding to test, and the report has no `bias`);
+`quantize` PASS where the activations are int8-quantized; `walk` PASS where a `k_walk` is
+declared, else SKIP; no check FAILs.
+
+A planted fault: exit 1, at least one of its meant checks FAILs, `identity` PASSes (both paths
+carry the fault), and every failing check is a meant or an allowed one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from cases import Case, Fault
+
+kProjection = "linear"
+kAlways = ("geometry", "identity", "bound", "signature", "variance", "untouched", "vacuity")
+
+
+def _check(report: dict, kind: str) -> Optional[dict]:
+    return next((c for c in report.get("checks", [])
+                 if c["id"] == f"projections/{kProjection}/{kind}"), None)
+
+
+def _number(v) -> Optional[float]:
+    """A report number (real_or_text: "inf" and "nan" are text), or None."""
+    if v is None:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def required(case: Case, k_walk: Optional[str]) -> Dict[str, str]:
+    want = {kind: "PASS" for kind in kAlways}
+    if case.out != "f32":
+        want["bias"] = "PASS"
+    if case.family == "ort-w4a8":
+        want["quantize"] = "PASS"
+    want["walk"] = "PASS" if k_walk else "SKIP"
+    return want
+
+
+def legit_problems(case: Case, k_walk: Optional[str], rc: int, report: Optional[dict]) -> List[str]:
+    if report is None:
+        return [f"no report (exit {rc})"]
+    problems = []
+    if rc != 0 or report.get("verdict") != "PASS":
+        problems.append(f"exit {rc}, verdict {report.get('verdict')}")
+    want = required(case, k_walk)
+    for kind, verdict in want.items():
+        c = _check(report, kind)
+        got = c["verdict"] if c else "absent"
+        if got != verdict:
+            problems.append(f"{kind} {got} (expected {verdict})" + (f": {c['reason']}" if c else ""))
+    named = {f"projections/{kProjection}/{kind}" for kind in want}
+    for other in report.get("checks", []):
+        if other["verdict"] == "FAIL" and other["id"] not in named:
+            problems.append(f"{other['id']} FAIL: {other['reason']}")
+    return problems
+
+
+def unexpected(case: Case, k_walk: Optional[str], report: Optional[dict]) -> List[dict]:
+    """The checks of a legitimate dump's report that are not as required (FAIL, or a SKIP
+    where a PASS is due): their JSON, for the evidence a false alarm is reported with."""
+    want = {f"projections/{kProjection}/{kind}": v for kind, v in required(case, k_walk).items()}
+    return [c for c in (report or {}).get("checks", [])
+            if c["verdict"] == "FAIL" or c["id"] in want and c["verdict"] != want[c["id"]]]
+
+
+def failing(report: Optional[dict]) -> Set[str]:
+    """The kinds of the projection's failing checks."""
+    prefix = f"projections/{kProjection}/"
+    return {c["id"][len(prefix):] for c in (report or {}).get("checks", [])
+            if c["verdict"] == "FAIL" and c["id"].startswith(prefix)}
+
+
+def fault_problems(fault: Fault, rc: int, report: Optional[dict]) -> List[str]:
+    if report is None:
+        return [f"no report (exit {rc})"]
+    fails = failing(report)
+    problems = []
+    if rc != 1:
+        problems.append(f"exit {rc}, expected 1")
+    if not fails & set(fault.meant):
+        problems.append(f"none of {', '.join(fault.meant)} FAILs")
+    stray = fails - set(fault.meant) - set(fault.allowed)
+    if stray:
+        problems.append(f"unexpected FAIL of {', '.join(sorted(stray))}")
+    identity = _check(report, "identity")
+    if identity is None or identity["verdict"] != "PASS":
+        problems.append("identity does not PASS: the fault was meant in both paths")
+    return problems
+
+
+def reasons(report: Optional[dict], kinds) -> List[str]:
+    out = []
+    for kind in kinds:
+        c = _check(report or {}, kind)
+        if c is not None:
+            out.append(f"{kind} {c['verdict']}: {c['reason']}")
+    return out
+
+
+@dataclass
+class Margins:
+    """How far inside its limit each residual test stayed on one dump (None: not run there,
+    or absent from the report)."""
+
+    variance: Optional[float] = None  # max over outputs of ratio / limit
+    signature_z: Optional[float] = None  # the largest z computed, or the screened columns' bound
+    signature_threshold: Optional[float] = None
+    bias_peak_z: Optional[float] = None  # max over outputs of the per-value peak_z
+    bias_threshold: Optional[float] = None  # value_threshold
+    bias_mean: Optional[float] = None  # max over outputs of (|mean| - shift) / limit
+    bound: Optional[float] = None  # f32 outputs: max over outputs of max |y - y*| / B
+
+    @property
+    def signature(self) -> Optional[float]:
+        if self.signature_z is None or not self.signature_threshold:
+            return None
+        return self.signature_z / self.signature_threshold
+
+    @property
+    def bias_value(self) -> Optional[float]:
+        if self.bias_peak_z is None or not self.bias_threshold:
+            return None
+        return self.bias_peak_z / self.bias_threshold
+
+
+def _max(values) -> Optional[float]:
+    kept = [v for v in values if v is not None]
+    return max(kept) if kept else None
+
+
+def margins(report: Optional[dict]) -> Margins:
+    m = Margins()
+    if report is None:
+        return m
+    v = _check(report, "variance")
+    if v and v["verdict"] == "PASS":
+        outs = v.get("stats", {}).get("outputs", {}).values()
+        m.variance = _max(_ratio(_number(o.get("ratio")), _number(o.get("limit"))) for o in outs)
+    s = _check(report, "signature")
+    if s and s["verdict"] == "PASS":
+        st = s.get("stats", {})
+        m.signature_threshold = _number(st.get("threshold"))
+        m.signature_z = _max([_number(c.get("z")) for c in st.get("strongest", [])]
+                             + [_number(st.get("screened_max"))])
+    b = _check(report, "bias")
+    if b and b["verdict"] == "PASS":
+        st = b.get("stats", {})
+        outs = list(st.get("outputs", {}).values())
+        m.bias_threshold = _number(st.get("value_threshold"))
+        m.bias_peak_z = _max(_number(o.get("peak_z")) for o in outs)
+        m.bias_mean = _max(_ratio(max(abs(o["mean_residual_ulps"]) - o["shift_ulps"], 0.0), o["limit_ulps"])
+                           for o in outs)
+    bd = _check(report, "bound")
+    # With a bf16 or f16 output |y - y*| includes the output's rounding, which B leaves to the
+    # interval's own rounding step: the ratio says something only for f32 outputs.
+    if bd and bd["verdict"] == "PASS" and _check(report, "bias") is None:
+        outs = bd.get("stats", {}).get("outputs", {}).values()
+        m.bound = _max(_number(o.get("max_error_over_bound")) for o in outs)
+    return m
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    if a is None or not b:
+        return None
+    return a / b
+
+
+@dataclass
+class Worst:
+    """The largest of one margin over a family, and the dump it came from."""
+
+    value: Optional[float] = None
+    dump: str = ""
+    detail: str = ""
+
+    def offer(self, value: Optional[float], dump: str, detail: str) -> None:
+        if value is not None and (self.value is None or value > self.value):
+            self.value, self.dump, self.detail = value, dump, detail
+
+
+@dataclass
+class FamilyTally:
+    dumps: int = 0
+    passed: int = 0
+    variance: Worst = field(default_factory=Worst)  # f32 outputs
+    variance_narrow: Worst = field(default_factory=Worst)  # bf16 / f16 outputs: their rounding dominates
+    signature: Worst = field(default_factory=Worst)
+    bias_value: Worst = field(default_factory=Worst)
+    bias_mean: Worst = field(default_factory=Worst)
+    bound: Worst = field(default_factory=Worst)
+
+    def add(self, name: str, ok: bool, m: Margins, narrow_output: bool) -> None:
+        self.dumps += 1
+        self.passed += ok
+        (self.variance_narrow if narrow_output else self.variance).offer(
+            m.variance, name, f"{m.variance:.3g}" if m.variance is not None else "")
+        self.signature.offer(m.signature, name, f"z {m.signature_z:.3g} / {m.signature_threshold:.3g}"
+                             if m.signature is not None else "")
+        self.bias_value.offer(m.bias_value, name, f"peak_z {m.bias_peak_z:.3g} / {m.bias_threshold:.3g}"
+                              if m.bias_value is not None else "")
+        self.bias_mean.offer(m.bias_mean, name, f"{m.bias_mean:.3g}" if m.bias_mean is not None else "")
+        self.bound.offer(m.bound, name, f"{m.bound:.3g}" if m.bound is not None else "")
+
+
+def cell(w: Worst) -> str:
+    """The margin, or n/a: no dump of the family has that test (f32 outputs have no bias), or
+    the binary predates the field (peak_z)."""
+    return "n/a" if w.value is None else f"{w.value:.3g}"
+
+
+def table(tallies: Dict[str, FamilyTally]) -> Tuple[List[str], List[List[str]]]:
+    """The summary table: one row per family and a total row."""
+    head = ["family", "dumps", "PASS", "variance ratio/limit, f32 out", "the same, bf16/f16 out",
+            "signature z/threshold", "bias peak_z/threshold", "bias |mean|/limit", "max |y-y*|/B, f32 out"]
+    attrs = ("variance", "variance_narrow", "signature", "bias_value", "bias_mean", "bound")
+    rows = []
+    total = FamilyTally()
+    for family, t in list(tallies.items()) + [("all", total)]:
+        rows.append([family, str(t.dumps), str(t.passed)] + [cell(getattr(t, a)) for a in attrs])
+        if t is total:
+            break
+        total.dumps += t.dumps
+        total.passed += t.passed
+        for attr in attrs:
+            w: Worst = getattr(t, attr)
+            getattr(total, attr).offer(w.value, w.dump, w.detail)
+    return head, rows
+
+
+def worst_lines(tallies: Dict[str, FamilyTally]) -> List[str]:
+    """Which dump set each family's worst margin."""
+    out = []
+    for family, t in tallies.items():
+        for what, w in (("variance (f32 out)", t.variance), ("variance (bf16/f16 out)", t.variance_narrow),
+                        ("signature", t.signature),
+                        ("bias per value", t.bias_value), ("bias mean", t.bias_mean)):
+            if w.value is not None:
+                out.append(f"{family}: worst {what} {w.detail} ({w.dump})")
+    return out
