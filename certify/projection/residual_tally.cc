@@ -97,9 +97,11 @@ void BlockSignatures::reset(Index outputs, Index rows, Index width) {
   width_ = width;
   padded_ = (rows + kLanes - 1) / kLanes * kLanes;
   const auto n = static_cast<std::size_t>(outputs * width * padded_);
-  r_.assign(n, 0.0);
-  var_.assign(n, 0.0);
-  slack_.assign(n, 0.0);
+  r_w_.assign(n, 0.0);
+  w_.assign(n, 0.0);
+  slack_w_.assign(n, 0.0);
+  exact_r_.assign(n, 0.0);
+  exact_slack_.assign(n, 0.0);
   mask_.assign(n, 0.0);
   q_.assign(static_cast<std::size_t>(outputs * width), 0.0);
   shared_.assign(static_cast<std::size_t>(outputs * width), -1);
@@ -108,9 +110,14 @@ void BlockSignatures::reset(Index outputs, Index rows, Index width) {
 
 void BlockSignatures::set(Index o, Index i, Index jj, double r, double var, double slack) {
   const std::size_t e = at(o, jj) + static_cast<std::size_t>(i);
-  r_[e] = r;
-  var_[e] = var;
-  slack_[e] = slack;
+  if (var > 0) {
+    w_[e] = 1 / var;
+    r_w_[e] = r / var;
+    slack_w_[e] = slack / var;
+  } else {
+    exact_r_[e] = r;
+    exact_slack_[e] = slack;
+  }
   mask_[e] = 1.0;
   const auto cell = static_cast<std::size_t>(o * width_ + jj);
   any_[cell] = 1;
@@ -164,9 +171,11 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
     for (Index o = 0; o < outputs_; ++o) {
       const auto cell = static_cast<std::size_t>(o * width_ + jj);
       if (!any_[cell] || shared_[cell] >= 0 || screened(cell, threshold)) continue;
-      const double* r = r_.data() + at(o, jj);
-      const double* var = var_.data() + at(o, jj);
-      const double* sl = slack_.data() + at(o, jj);
+      const double* rw = r_w_.data() + at(o, jj);
+      const double* w = w_.data() + at(o, jj);
+      const double* slw = slack_w_.data() + at(o, jj);
+      const double* er = exact_r_.data() + at(o, jj);
+      const double* es = exact_slack_.data() + at(o, jj);
       const double* m = mask_.data() + at(o, jj);
       SignatureTally& tally = out[static_cast<std::size_t>(o)];
       const Index before = tally.significant;
@@ -178,29 +187,36 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
           h = hits_[static_cast<std::size_t>(g.left)];  // carried up alone: its child's sums
         } else {
           const double* a = a_.data() + c * p;
+          // Weights a / sigma^2 (docs/error-bounds.md §6d): the rows that rounding disturbs
+          // least count most, as in a weighted least-squares fit. Rows without rounding
+          // (sigma 0) are summed apart: on them any excess over the slack is a fault.
           double num[kLanes] = {}, den[kLanes] = {}, aa[kLanes] = {}, sk[kLanes] = {};
+          double ex[kLanes] = {}, exs[kLanes] = {};
           for (std::size_t i0 = 0; i0 < p; i0 += kLanes) {
             for (Index l = 0; l < kLanes; ++l) {
               const std::size_t i = i0 + static_cast<std::size_t>(l);
               const double a2 = a[i] * a[i];
-              num[l] += a[i] * r[i];
-              den[l] += a2 * var[i];
+              num[l] += a[i] * rw[i];
+              den[l] += a2 * w[i];
               aa[l] += a2 * m[i];
-              sk[l] += std::fabs(a[i]) * sl[i];
+              sk[l] += std::fabs(a[i]) * slw[i];
+              ex[l] += a[i] * er[i];
+              exs[l] += std::fabs(a[i]) * es[i];
             }
           }
           const double num_t = lane_total(num), den_t = lane_total(den), aa_t = lane_total(aa);
-          const double sk_t = lane_total(sk);
+          const double sk_t = lane_total(sk), ex_t = lane_total(ex), exs_t = lane_total(exs);
           h = SignatureHit{};
           h.output = o;
           h.col = col_begin + jj;
           h.range = static_cast<Index>(c);
           // A range whose partial dots are all zero (zero weights or activations there) has no
           // signature to find; it is not a candidate (aa 0 marks it).
-          h.fit = aa_t > 0 ? num_t / aa_t : 0.0;
-          const double excess = std::fabs(num_t) - sk_t;
+          h.fit = den_t > 0 ? num_t / den_t : (aa_t > 0 ? ex_t / aa_t : 0.0);
+          // sum (a / sigma^2)^2 sigma^2 = sum a^2 / sigma^2: the weighted sum's scale.
+          h.z = den_t > 0 ? (std::fabs(num_t) - sk_t) / std::sqrt(den_t) : 0.0;
           // No rounding at all (sigma 0: exact arithmetic): any excess is a fault.
-          h.z = den_t > 0 ? excess / std::sqrt(den_t) : (excess > 0 ? HUGE_VAL : 0.0);
+          if (std::fabs(ex_t) - exs_t > 0) h.z = HUGE_VAL;
           if (!(aa_t > 0)) h.col = -1;
         }
         if (h.col >= 0) {

@@ -6,7 +6,7 @@
 //   signature  a wrong scale, zero point or codebook in one weight group, or a dropped or
 //              doubled K range, moves every row's residual of one column in proportion to that
 //              range's partial dot product a. Per (column, dyadic K range) the matched filter
-//              sum a r, against Azuma's bound on it, finds it and fits its size.
+//              sum a r / sigma^2, against Azuma's bound on it, finds it and fits its size.
 //   variance   an accumulator with fewer bits than declared raises sum r^2 above the most any
 //              order of rounding errors of the declared size allows.
 // Each block adds its elements to its own tallies, merged in block order afterwards, so the
@@ -79,8 +79,8 @@ struct VarianceTally {
 
 /// The matched filters of one block. The reference pass sets each output's elements (residual,
 /// sigma^2, slack) as it compares them; finish() then screens each (output, column): every
-/// candidate's z = (|sum a r| - sum |a| slack) / sqrt(sum a^2 sigma^2) is at most
-/// sqrt(sum r^2 / sigma^2) whatever the weights a (Cauchy-Schwarz), so a column whose bound is
+/// candidate's z = (|sum a r / sigma^2| - sum |a| slack / sigma^2) / sqrt(sum a^2 / sigma^2) is
+/// at most sqrt(sum r^2 / sigma^2) whatever the weights a (Cauchy-Schwarz), so a column whose bound is
 /// below the threshold cannot hold a significant candidate and is not run (a legitimate f32
 /// column's bound is about 1 against a threshold near 9). The others run every range column by
 /// column: the column's partial dots per tile (reference::column_tile_dots), then per range,
@@ -108,8 +108,9 @@ class BlockSignatures {
   bool screened(std::size_t cell, double threshold) const { return !(std::sqrt(q_[cell]) > threshold); }
   Index outputs_ = 0, rows_ = 0, width_ = 0;
   Index padded_ = 0;  ///< rows rounded up to the lanes (absent rows: all zero)
-  // outputs x width x padded each: r, sigma^2, slack, and 1 / 0 for present / absent.
-  std::vector<double> r_, var_, slack_, mask_;
+  // outputs x width x padded each: r / sigma^2, 1 / sigma^2 and slack / sigma^2 (0 where
+  // sigma is 0), r and slack where sigma is 0 (0 elsewhere), and 1 / 0 for present / absent.
+  std::vector<double> r_w_, w_, slack_w_, exact_r_, exact_slack_, mask_;
   /// outputs x width: sum r^2 / sigma^2 over the column's rows (infinite when a row without
   /// rounding, sigma 0, has a residual).
   std::vector<double> q_;

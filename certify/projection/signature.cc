@@ -2,8 +2,8 @@
 // (docs/error-bounds.md §6d). A wrong scale, zero point or codebook in one weight group moves the
 // residuals of every row of its column in proportion to the group's partial dot product a; a
 // dropped or doubled K range, by minus or plus that range's partial sum; a wrong per-channel
-// scale, by the column's whole dot product. Per candidate, z = (|sum a r| - sum |a| slack) /
-// sqrt(sum a^2 sigma^2) is bounded by Azuma's inequality under the mean-independent rounding
+// scale, by the column's whole dot product. Per candidate, z = (|sum a r / s^2| - sum |a| slack
+// / s^2) / sqrt(sum a^2 / s^2), s = sigma, is bounded by Azuma's inequality under the mean-independent rounding
 // model, with the two-sided tail shared over every candidate (a false-alarm probability of at
 // most 1e-9 per projection); the strongest candidate names the location and the fitted size.
 #include <algorithm>

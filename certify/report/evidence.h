@@ -419,8 +419,8 @@ struct SignatureFinding {
   std::string output;
   Index col = 0, k_begin = 0, k_end = 0;
   Index group = -1;  ///< the weight segment's group number when the range is exactly one group
-  double z = 0;      ///< (|sum a r| - sum |a| slack) / sqrt(sum a^2 sigma^2)
-  double fit = 0;    ///< least squares: the outputs hold (1 + fit) times the range's exact part
+  double z = 0;      ///< (|sum a r / s^2| - sum |a| slack / s^2) / sqrt(sum a^2 / s^2), s = sigma
+  double fit = 0;    ///< weighted least squares: the outputs hold (1 + fit) times the range's exact part
   bool operator==(const SignatureFinding&) const = default;
 };
 

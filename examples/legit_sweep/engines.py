@@ -22,7 +22,7 @@ import platform
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 from ncert_dump import (DumpWriter, Segment, bf16_from_f32, bf16_truncate, f16_from_f32,
@@ -115,16 +115,16 @@ def epilogue(y32: np.ndarray, out: str, truncate_step: int = 0) -> np.ndarray:
     raise ValueError(f"output type {out!r}")
 
 
-def fault_group(q) -> tuple:
-    """(column, group) whose scale a group-scale fault changes: a column a third of the way in,
-    the middle group of K."""
-    return q.n // 3, q.groups // 2
+def fault_group(n: int, groups: int) -> Tuple[int, int]:
+    """(column, group) whose scale a group-scale fault changes, of N columns of `groups` groups
+    each: a column a third of the way in, the middle group of K."""
+    return n // 3, groups // 2
 
 
 def scaled(q, factor: float):
     """The QuantWeights with one group's scale times `factor` (the engine's model, not the
     dump's: the planted fault)."""
-    col, group = fault_group(q)
+    col, group = fault_group(q.n, q.groups)
     scales = q.scales.copy()
     scales[col * q.groups + group] = np.float32(scales[col * q.groups + group] * np.float32(factor))
     return dataclasses.replace(q, scales=scales)

@@ -185,7 +185,11 @@ class Sweep:
             if not job.problems and not self.keep:
                 job.path.unlink()
         else:
-            job.problems = verdicts.fault_problems(job.fault, job.rc, job.report)
+            where = None
+            if job.fault.kind == "group-scale":
+                col, group = self.engines.fault_group(job.case.n, job.case.k // job.case.block)
+                where = (col, group * job.case.block, (group + 1) * job.case.block)
+            job.problems = verdicts.fault_problems(job.fault, job.rc, job.report, where)
 
     def write(self, case: Case, data, run, k_walk: Optional[str], fault: Optional[Fault] = None) -> None:
         """The case's dump (or, with `fault`, the fault's), written and handed to the checks;

@@ -80,7 +80,9 @@ def failing(report: Optional[dict]) -> Set[str]:
             if c["verdict"] == "FAIL" and c["id"].startswith(prefix)}
 
 
-def fault_problems(fault: Fault, rc: int, report: Optional[dict]) -> List[str]:
+def fault_problems(fault: Fault, rc: int, report: Optional[dict],
+                   where: Optional[Tuple[int, int, int]] = None) -> List[str]:
+    """`where`: the (column, k_begin, k_end) a failing signature check must name first."""
     if report is None:
         return [f"no report (exit {rc})"]
     fails = failing(report)
@@ -95,6 +97,13 @@ def fault_problems(fault: Fault, rc: int, report: Optional[dict]) -> List[str]:
     identity = _check(report, "identity")
     if identity is None or identity["verdict"] != "PASS":
         problems.append("identity does not PASS: the fault was meant in both paths")
+    signature = _check(report, "signature")
+    if where is not None and signature is not None and signature["verdict"] == "FAIL":
+        top = ((signature.get("stats") or {}).get("strongest") or [{}])[0]
+        named = (top.get("col"), top.get("k_begin"), top.get("k_end"))
+        if named != where:
+            problems.append(f"signature names column {named[0]}, k {named[1]}-{named[2]}, "
+                            f"not the planted column {where[0]}, k {where[1]}-{where[2]}")
     return problems
 
 
