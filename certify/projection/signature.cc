@@ -56,7 +56,9 @@ bool contribution_is_scaled(const ProjectionInfo& info, Index col) {
 std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& info) {
   const Index k = info.k;
   const std::string where = s.output + " column " + std::to_string(s.col) + ", ";
-  const std::string size = format_short(1 + s.fit);
+  // A range dropped outright fits 1 + fit of order 1e-8 (the fit's own rounding): "0x".
+  const double times = std::fabs(1 + s.fit) < 5e-5 ? 0.0 : 1 + s.fit;
+  const std::string size = format_short(times);
   const bool scaled_group = s.group >= 0 && contribution_is_scaled(info, s.col);
   std::string what;
   if (s.k_begin == 0 && s.k_end == k) {

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   t1 = bench::now_seconds();
   (void)certify::run_check(co);
   const double wall_on = std::min(wall, bench::now_seconds() - t1);
-  std::printf("  residual tests: check %.2f s with them, %.2f s without: +%.0f%% (target <= 15%%)\n", wall_on, wall_off,
+  std::printf("  residual tests: check %.2f s with them, %.2f s without: %+.0f%% (target <= 15%%)\n", wall_on, wall_off,
               100 * (wall_on / wall_off - 1));
 
   // 2. The bare reference per shape, same process, same threads.
