@@ -49,7 +49,7 @@ class SchemaChecker {
     for (const std::string& child : children("/")) {
       if (child == "/projections" || child == "/logits" || child == "/tensors") continue;
       if (std::count(options_.extra_root_members.begin(), options_.extra_root_members.end(), leaf_of(child))) continue;
-      note(child, "unknown root member, ignored");
+      ignore_member(child, "unknown root member, ignored");
     }
     if (is_group("/projections")) {
       for (const std::string& c : children("/projections")) {
@@ -120,6 +120,15 @@ class SchemaChecker {
   }
   void note(const std::string& path, std::string msg) {
     model().findings.push_back({Severity::kNote, ErrorCode::kOk, path, std::move(msg)});
+  }
+  /// A member the dump format does not define: noted as ignored. ncert never reads it, so a
+  /// datatype the survey refused in it or below it is no fault of the dump (a plain HDF5 file's
+  /// int16 dataset was listed both as refused and as ignored).
+  void ignore_member(const std::string& path, std::string msg) {
+    std::erase_if(model().findings, [&](const Finding& x) {
+      return x.code == ErrorCode::kDatatypeRefused && (x.path == path || x.path.starts_with(path + "/"));
+    });
+    note(path, std::move(msg));
   }
 
   /// The objects directly under `parent`, sorted. The surveyed objects are indexed by parent
@@ -326,7 +335,7 @@ class SchemaChecker {
     p.name = leaf_of(path);
     if (!projection_attributes(path, p)) return;
     for (const std::string& c : children(path)) {
-      if (!is_member_name(Container::kProjection, leaf_of(c))) note(c, "unknown projection member, ignored");
+      if (!is_member_name(Container::kProjection, leaf_of(c))) ignore_member(c, "unknown projection member, ignored");
     }
     if (!projection_datasets(path, p)) return;
     projection_weights(path, p, errors_before);
@@ -710,7 +719,7 @@ class SchemaChecker {
     run.has_positions = member(path, dataset_rule(kRun, "positions"), types, sym) != nullptr;
     run.has_prompt_tokens = member(path, dataset_rule(kRun, "prompt_tokens"), types, sym) != nullptr;
     for (const std::string& c : children(path)) {
-      if (!is_member_name(kRun, leaf_of(c))) note(c, "unknown logits member, ignored");
+      if (!is_member_name(kRun, leaf_of(c))) ignore_member(c, "unknown logits member, ignored");
     }
     if (errors_ == errors_before) model().logits.push_back(std::move(run));
   }

@@ -426,5 +426,32 @@ TEST(DumpReaderHostile, SurveyKeepsEveryFinding) {
   EXPECT_GE(notes, 1);   // /extras is an unknown root member
 }
 
+TEST(DumpReaderHostile, AnUnknownMemberIsIgnoredWhateverItsDatatype) {
+  // ncert never reads a member the format does not define, so an int16 dataset there (refused
+  // as a member ncert reads) is only noted as ignored, not also refused.
+  const std::string path = scratch_file("extra-int16.h5");
+  auto w = open_mini_dump(path);
+  const hid_t f = static_cast<hid_t>(w.native_handle());
+  const hsize_t dims[1] = {4};
+  const hid_t space = H5Screate_simple(1, dims, nullptr);
+  ASSERT_TRUE(w.create_group("/extras").ok());
+  for (const char* name : {"/counts", "/extras/counts"}) {
+    const hid_t d = H5Dcreate2(f, name, H5T_STD_I16LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(d, 0) << name;
+    H5Dclose(d);
+  }
+  H5Sclose(space);
+  ASSERT_TRUE(w.close().ok());
+  auto s = DumpReader::survey(path);
+  ASSERT_TRUE(s.ok());
+  int ignored = 0;
+  for (const Finding& fd : s->model().findings) {
+    EXPECT_NE(fd.code, ErrorCode::kDatatypeRefused) << fd.path << ": " << fd.message;
+    ignored += fd.severity == Severity::kNote && fd.message == "unknown root member, ignored";
+  }
+  EXPECT_EQ(ignored, 2);  // /counts and /extras
+  EXPECT_TRUE(DumpReader::open(path).ok());
+}
+
 }  // namespace
 }  // namespace ncert::certify
