@@ -116,6 +116,14 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
   if (!wf.ok()) return report.refuse(wf.status());
   auto dump = DumpReader::open(o.dump, o.reader);
   if (!dump.ok()) return report.refuse(dump.status());
+  // The witness file records the whole-file hash of the dump it was made from: a failure on
+  // another file says so (modified, or another dump), and so does a pass on one.
+  const std::string witnessed = wf->source_hash();
+  const std::string& dump_hash = report.inputs[1].xxh3_128;
+  std::optional<bool> same_file;
+  if (!witnessed.empty() && !dump_hash.empty()) same_file = witnessed == dump_hash;
+  const std::string other_file =
+      "the dump file is not the one witnessed (xxh3_128 " + dump_hash + ", witnessed " + witnessed + ")";
   for (const std::string& name : wf->runs()) {
     CheckResult c;
     c.id = "logits/" + name + "/witness";
@@ -175,11 +183,14 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
       e.tokens = T;
       e.verified = c.failed() ? checked - 1 : T;
       e.error_source = fresh.model.source;
+      e.same_file = same_file;
       c.evidence = std::move(e);
       if (!c.failed()) {
         c.reason = "all " + std::to_string(T) + " stored witnesses match the dump's rows, tokens and hashes";
+        if (same_file == false) c.reason += "; " + other_file + ", but every witnessed row is unchanged";
       }
     }
+    if (c.failed() && same_file == false) c.reason += "; " + other_file + ": it was modified, or is another dump";
     report.checks.push_back(std::move(c));
   }
   return report;

@@ -115,6 +115,15 @@ Result<WitnessFile> WitnessFile::open(const std::string& path, const ReaderOptio
   return f;
 }
 
+std::string WitnessFile::source_hash() const {
+  for (const AttributeInfo& a : reader_.model().root_attributes) {
+    if (a.name == "source_xxh3_128" && a.value.kind == AttrValue::Kind::kString && a.value.strings.size() == 1) {
+      return a.value.strings[0];
+    }
+  }
+  return "";
+}
+
 Index WitnessFile::stored_tokens(const std::string& run) const {
   const DatasetInfo* d = reader_.model().dataset("/witness/" + run + "/token");
   return d && d->shape.size() == 1 ? d->shape[0] : 0;

@@ -54,6 +54,8 @@ class WitnessFile {
   Result<StoredRun> read(const std::string& run, Index tokens) const;
   /// The number of witnesses stored for a run (the length of its token dataset; 0 if absent).
   Index stored_tokens(const std::string& run) const;
+  /// The whole-file XXH3-128 of the dump the witnesses were made from (source_xxh3_128).
+  std::string source_hash() const;
 
  private:
   explicit WitnessFile(DumpReader reader, std::string path);

@@ -522,6 +522,9 @@ struct VerifyEvidence {
   std::optional<std::int64_t> position;  ///< the first position that differs
   Index tokens = 0, verified = 0;
   std::string error_source;
+  /// Whether the dump file's XXH3-128 is the one the witness file records for its source
+  /// (nullopt when it records none).
+  std::optional<bool> same_file;
   bool operator==(const VerifyEvidence&) const = default;
 };
 

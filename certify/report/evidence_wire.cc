@@ -388,6 +388,7 @@ void fields(auto& f, Is<VerifyEvidence> auto& x) {
   f("tokens", x.tokens);
   f("verified", x.verified);
   f("error_source", x.error_source);
+  f("same_file", x.same_file);
 }
 
 void fields(auto& f, Is<Distribution> auto& x) {

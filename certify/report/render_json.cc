@@ -345,6 +345,7 @@ Json evidence_json(const VerifyEvidence& e, const CheckResult&) {
   j["tokens"] = e.tokens;
   j["verified"] = e.verified;
   j["error_source"] = e.error_source;
+  if (e.same_file) j["same_file"] = *e.same_file;
   return j;
 }
 

@@ -219,6 +219,8 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   auto ok = run_witness_verify(v);
   ASSERT_TRUE(ok.ok()) << ok.status().to_string();
   EXPECT_EQ(ok->verdict(), Verdict::kPass) << ok->to_text(true);
+  ASSERT_NE(find_check(*ok, "logits/run/witness"), nullptr);
+  EXPECT_EQ(evidence_of<VerifyEvidence>(find_check(*ok, "logits/run/witness"))->same_file, true);
 
   // One logit far from the maximum changes: the witness (token, margin) still holds, but the
   // row is no longer the one the witness was made from.
@@ -237,6 +239,10 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   EXPECT_EQ(stats(*c)["position"], 9);
   // Which stored field differs has no typed form: only the reason names it.
   EXPECT_NE(c->reason.find("row hash differs"), std::string::npos) << c->reason;
+  // The whole file is not the one witnessed either, and the reason says so.
+  EXPECT_EQ(ve->same_file, false);
+  EXPECT_NE(c->reason.find("the dump file is not the one witnessed (xxh3_128 "), std::string::npos) << c->reason;
+  EXPECT_NE(c->reason.find("it was modified, or is another dump"), std::string::npos) << c->reason;
 
   // The witness file is never overwritten silently.
   WitnessOptions again;

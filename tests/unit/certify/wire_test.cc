@@ -226,7 +226,7 @@ Evidence sample(Of<WitnessEvidence>) {
   return e;
 }
 
-Evidence sample(Of<VerifyEvidence>) { return VerifyEvidence{42, 100, 41, "model"}; }
+Evidence sample(Of<VerifyEvidence>) { return VerifyEvidence{42, 100, 41, "model", false}; }
 
 Evidence sample(Of<LogitsEvidence>) {
   LogitsEvidence e;
