@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "certify/io/hash.h"
+#include "certify/isolation/fd_write.h"
 #include "certify/report/wire.h"
 
 namespace ncert::certify {
@@ -35,14 +36,9 @@ Status io_error(const std::string& path, const std::string& what) {
 }
 
 Status write_line(int fd, const std::string& path, const std::string& line) {
-  std::size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return io_error(path, "write");
-    }
-    done += static_cast<std::size_t>(n);
+  if (const int err = write_all(fd, line); err != 0) {
+    errno = err;
+    return io_error(path, "write");
   }
   if (::fdatasync(fd) != 0) return io_error(path, "fdatasync");
   return Status();

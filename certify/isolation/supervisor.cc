@@ -16,6 +16,7 @@
 #include <new>
 
 #include "certify/isolation/activity.h"
+#include "certify/isolation/fd_write.h"
 
 // The coverage runtime's flush (gcov's and clang's), in NCERT_COVERAGE builds only: a child
 // ends with _exit, which skips the atexit handler that writes the counts. The reference is
@@ -102,19 +103,6 @@ int guarded(F&& f) {
     std::fprintf(stderr, "ncert: internal error (900): %s\n", e.what());
   }
   return 4;
-}
-
-int write_all(int fd, const std::string& s) {
-  std::size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return 4;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return 0;
 }
 
 }  // namespace
@@ -271,7 +259,7 @@ Result<int> IsolatedJobs::start(const std::function<std::string()>& body) {
   if (pid == 0) {
     close(fds[0]);
     prepare_child(job->page, options_);
-    end_child(guarded([&] { return write_all(fds[1], body()); }));
+    end_child(guarded([&] { return write_all(fds[1], body()) == 0 ? 0 : 4; }));
   }
   close(fds[1]);
   fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "certify/isolation/fd_write.h"
+
 namespace ncert::certify {
 
 namespace {
@@ -53,20 +55,6 @@ class TempGuard {
 Status write_failure(const std::string& path, const std::string& what, int err) {
   return Status(ErrorCode::kReportWrite,
                 "cannot write the report to " + path + ": " + what + ": " + std::strerror(err));
-}
-
-/// Writes all of `text` to fd, retrying short writes and EINTR.
-int write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return 0;
 }
 
 std::string directory_of(const std::string& path) {

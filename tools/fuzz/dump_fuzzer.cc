@@ -18,10 +18,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "certify/io/dump_reader.h"
 #include "certify/io/row_stream.h"
+#include "certify/isolation/fd_write.h"
 
 namespace {
 
@@ -54,17 +56,12 @@ std::string input_file(const std::uint8_t* data, std::size_t size) {
   ::unlink(path.c_str());
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return {};
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(path.c_str());
-      return {};
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  const int err = ncert::certify::write_all(fd, std::string_view(reinterpret_cast<const char*>(data), size));
   ::close(fd);
+  if (err != 0) {
+    ::unlink(path.c_str());
+    return {};
+  }
   return path;
 }
 

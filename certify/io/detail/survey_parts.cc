@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "certify/isolation/activity.h"
+#include "certify/isolation/fd_write.h"
 
 namespace ncert::certify::detail {
 
@@ -231,18 +232,6 @@ TreePart read_part(Reader& r) {
   return p;
 }
 
-/// Writes all of `bytes` to `fd`; false on an error.
-bool write_all(int fd, const std::string& bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 /// What arrives from one helper: frames (a 64-bit length, then the encoding of one chunk's
 /// parts) read and decoded as they come, between the chunks this process surveys, so that
 /// decoding overlaps the helpers' work. A frame is whole or ignored: what a helper that dies
@@ -392,7 +381,8 @@ std::vector<std::optional<TreePart>> survey_in_processes(std::size_t units, cons
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       set_activity_page(nullptr);  // the parent's waiting covers this process (HelperStream::drain)
       bool sent = true;
-      take_chunks(units, plan, *shared, survey, [&](PartsAt&& at) { sent = sent && write_all(fds[1], frame(at)); });
+      take_chunks(units, plan, *shared, survey,
+                  [&](PartsAt&& at) { sent = sent && write_all(fds[1], frame(at)) == 0; });
       _exit(sent ? 0 : 1);  // no exit handlers: the file and the library are the parent's
     }
     close(fds[1]);
