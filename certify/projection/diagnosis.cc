@@ -4,6 +4,7 @@
 #include "certify/projection/diagnosis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -13,6 +14,11 @@
 namespace ncert::certify {
 
 namespace {
+
+/// Sampled rows below which an undeclared per-column bias is not tried: a constant per column
+/// has one degree of freedom, so with one row it fits any column and says nothing; with 4, each
+/// column's 4 values must agree on it.
+constexpr Index kMinBiasRows = 4;
 
 using reference::Dequant;
 using reference::DequantOp;
@@ -146,6 +152,32 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
       LinearProblem p = base;
       p.x = {DType::kF32, rounded.data(), s.rows, info.k, info.k};
       trial("x rounded to " + std::string(dtype_name(t)) + " before the kernel", "", p);
+    }
+  }
+  // An undeclared per-column bias: the engine adds b_j to column j, the dump declares none.
+  // Each sampled value z admits the shifts b with z inside its interval moved by b, about
+  // [z - hi, z - lo]; the trial takes the middle of what every row of the column admits. It
+  // needs several rows: with one, any column fits some constant (kMinBiasRows).
+  if (!reference::has_bias(base.epilogue) && s.rows >= kMinBiasRows) {
+    if (auto ref = reference::compute_reference(base); ref.ok()) {
+      std::vector<float> bias(static_cast<std::size_t>(s.cols));
+      for (Index j = 0; j < s.cols; ++j) {
+        double lo = -HUGE_VAL, hi = HUGE_VAL;
+        for (Index i = 0; i < s.rows; ++i) {
+          const double z = f.data.y_unpacked.value(info.output, info.out_stride, i, j);
+          const reference::Interval& a = ref->accept[ref->at(i, j)];
+          lo = std::max(lo, z - a.hi);
+          hi = std::min(hi, z - a.lo);
+        }
+        // Where no shift fits every row (lo > hi) the middle still fits some; the trial counts.
+        const double mid = (lo + hi) / 2;
+        bias[static_cast<std::size_t>(j)] = std::isfinite(mid) ? static_cast<float>(mid) : 0.0f;
+      }
+      LinearProblem p = base;
+      p.epilogue =
+          reference::has_residual(base.epilogue) ? reference::Epilogue::kBiasResidual : reference::Epilogue::kBias;
+      p.bias = {DType::kF32, bias.data(), s.cols};
+      trial("epilogue = bias (a per-column bias the dump does not declare)", "", p);
     }
   }
   // Weights transposed: with a square W the engine may have multiplied by its transpose.

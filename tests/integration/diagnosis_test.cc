@@ -1,7 +1,8 @@
 // Declaration diagnosis (certify/projection/diagnosis.h): a dump whose declaration does not
 // describe its kernel fails `bound` broadly, and the failure names the declaration the data
 // fits, found by re-testing the likely mistakes on a sample: the dequantization, the output
-// rounding, the nibble order, activations rounded before the kernel, transposed weights. A
+// rounding, the nibble order, activations rounded before the kernel, transposed weights, an
+// undeclared per-column bias. A
 // genuine kernel fault in one place is not diagnosed as a declaration (too few values move).
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -154,6 +155,16 @@ TEST(Diagnosis, TransposedWeightsAreNamed) {
   const std::string path = write_fixture(one(p), "diag-transposed.h5");
   transpose_f32(path, "/projections/sq/weight/s0_f32/values", 128);
   expect_fits(path, "sq", "weights transposed ([k, n] stored as [n, k])");
+}
+
+TEST(Diagnosis, AnUndeclaredPerColumnBiasIsNamed) {
+  // The engine adds its bias, the dump declares epilogue = none (the /bias it still holds is
+  // ignored): every column is off by its own constant, which the sampled rows agree on.
+  fixtures::ProjectionSpec p = base("b");
+  p.epilogue = reference::Epilogue::kBias;
+  const std::string path = write_fixture(one(p), "diag-bias.h5");
+  ncert::testing::poke_attr_string(path, "/projections/b", "epilogue", "none");
+  expect_fits(path, "b", "epilogue = bias (a per-column bias the dump does not declare)");
 }
 
 TEST(Diagnosis, AFaultInOneGroupIsNotMistakenForADeclaration) {
