@@ -62,6 +62,51 @@ Index inside(const ProjectionFacts& f, const Sample& s, const LinearProblem& p) 
   return count;
 }
 
+/// Per sampled column, the shift of its values an undeclared bias would be: each value z admits
+/// the shifts b with z inside its interval moved by b, about [z - hi, z - lo]; the middle of
+/// what every row of the column admits (where none fits every row, the middle still fits some,
+/// and the trial counts). Empty when the reference cannot be evaluated.
+std::vector<float> column_shifts(const ProjectionFacts& f, const Sample& s, const LinearProblem& base) {
+  auto ref = reference::compute_reference(base);
+  if (!ref.ok()) return {};
+  const ProjectionInfo& info = f.info();
+  std::vector<float> bias(static_cast<std::size_t>(s.cols));
+  for (Index j = 0; j < s.cols; ++j) {
+    double lo = -HUGE_VAL, hi = HUGE_VAL;
+    for (Index i = 0; i < s.rows; ++i) {
+      const double z = f.data.y_unpacked.value(info.output, info.out_stride, i, j);
+      const reference::Interval& a = ref->accept[ref->at(i, j)];
+      lo = std::max(lo, z - a.hi);
+      hi = std::min(hi, z - a.lo);
+    }
+    const double mid = (lo + hi) / 2;
+    bias[static_cast<std::size_t>(j)] = std::isfinite(mid) ? static_cast<float>(mid) : 0.0f;
+  }
+  return bias;
+}
+
+/// The first `cols` columns of W's transpose (K = N), as f32 weights over `storage`.
+Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<float>& storage) {
+  const Index k = f.info().k;
+  storage.assign(static_cast<std::size_t>(cols * k), 0.0f);
+  std::vector<float> kernel(static_cast<std::size_t>(k));
+  for (Index c = 0; c < k; ++c) {  // row c of W is column c of its transpose
+    reference::decode_weight_row(f.data.weights, c, f.info().x_dtype, nullptr, nullptr, kernel.data());
+    for (Index j = 0; j < cols; ++j) storage[static_cast<std::size_t>(j * k + c)] = kernel[j];
+  }
+  Weights t;
+  t.k = k;
+  t.n = cols;
+  WeightSegment seg;
+  seg.name = "transposed";
+  seg.format = reference::WeightFormat::kF32;
+  seg.row_begin = 0;
+  seg.row_end = cols;
+  seg.values = storage.data();
+  t.segments = {seg};
+  return t;
+}
+
 }  // namespace
 
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options) {
@@ -155,24 +200,9 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     }
   }
   // An undeclared per-column bias: the engine adds b_j to column j, the dump declares none.
-  // Each sampled value z admits the shifts b with z inside its interval moved by b, about
-  // [z - hi, z - lo]; the trial takes the middle of what every row of the column admits. It
-  // needs several rows: with one, any column fits some constant (kMinBiasRows).
   if (!reference::has_bias(base.epilogue) && s.rows >= kMinBiasRows) {
-    if (auto ref = reference::compute_reference(base); ref.ok()) {
-      std::vector<float> bias(static_cast<std::size_t>(s.cols));
-      for (Index j = 0; j < s.cols; ++j) {
-        double lo = -HUGE_VAL, hi = HUGE_VAL;
-        for (Index i = 0; i < s.rows; ++i) {
-          const double z = f.data.y_unpacked.value(info.output, info.out_stride, i, j);
-          const reference::Interval& a = ref->accept[ref->at(i, j)];
-          lo = std::max(lo, z - a.hi);
-          hi = std::min(hi, z - a.lo);
-        }
-        // Where no shift fits every row (lo > hi) the middle still fits some; the trial counts.
-        const double mid = (lo + hi) / 2;
-        bias[static_cast<std::size_t>(j)] = std::isfinite(mid) ? static_cast<float>(mid) : 0.0f;
-      }
+    const std::vector<float> bias = column_shifts(f, s, base);
+    if (!bias.empty()) {
       LinearProblem p = base;
       p.epilogue =
           reference::has_residual(base.epilogue) ? reference::Epilogue::kBiasResidual : reference::Epilogue::kBias;
@@ -182,23 +212,8 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   }
   // Weights transposed: with a square W the engine may have multiplied by its transpose.
   if (info.k == info.n) {
-    std::vector<float> transposed(static_cast<std::size_t>(s.cols * info.k));
-    std::vector<double> column(static_cast<std::size_t>(info.k));
-    std::vector<float> kernel(static_cast<std::size_t>(info.k));
-    for (Index c = 0; c < info.k; ++c) {  // row c of W is column c of its transpose
-      reference::decode_weight_row(f.data.weights, c, info.x_dtype, nullptr, nullptr, kernel.data());
-      for (Index j = 0; j < s.cols; ++j) transposed[static_cast<std::size_t>(j * info.k + c)] = kernel[j];
-    }
-    Weights t;
-    t.k = info.k;
-    t.n = s.cols;
-    WeightSegment seg;
-    seg.name = "transposed";
-    seg.format = reference::WeightFormat::kF32;
-    seg.row_begin = 0;
-    seg.row_end = s.cols;
-    seg.values = transposed.data();
-    t.segments = {seg};
+    std::vector<float> storage;
+    const Weights t = transposed_sample(f, s.cols, storage);
     LinearProblem p = base;
     p.weights = &t;
     trial("weights transposed ([k, n] stored as [n, k])", "", p);
