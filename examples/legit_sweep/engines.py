@@ -12,18 +12,25 @@ Both paths as an engine that packs rows runs them: `y_unpacked` is the kernel on
 scattered over `y_before` (what an earlier step left in the output buffer) into `y_packed`.
 Kernels that are called one row at a time (MatMulNBits decode, OpenBLAS) run each used slot's
 row on its own call.
+
+A declaration mistake (cases.Mistake) runs the kernel otherwise than its dump declares: fed other
+inputs (`fed_inputs`), OpenBLAS under another rounding mode (`OpenBlasRows.run`), ATen's own bf16
+GEMM (`torch_run`), its outputs truncated (`epilogue`); or it writes attributes the kernel does
+not match (`write_dump`'s `declare`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import platform
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
+import h5py
 import numpy as np
 from ncert_dump import (DumpWriter, Segment, bf16_from_f32, bf16_truncate, f16_from_f32,
                         f32_from_bf16)
@@ -41,6 +48,11 @@ ob_mod = example_module("openblas_gemv", "openblas")
 kDevice = f"cpu ({platform.machine()})"
 # The truncated columns of a truncate-columns fault: column 5, then every column_step-th.
 kFirstTruncated = 5
+# A segment's attributes (docs/dump-format.md §4); `declare` writes any other on the projection.
+kSegmentAttributes = ("format", "group_size", "variant", "packing", "zero_point_packing", "dequant",
+                      "dequant_op")
+# <fenv.h> on x86-64 glibc: fesetround sets the x87 and the SSE (MXCSR) rounding of the thread.
+kFeToNearest, kFeTowardZero = 0x000, 0xC00
 
 
 @dataclass
@@ -96,23 +108,56 @@ class KernelRun:
     native: bool = False
 
 
-def epilogue(y32: np.ndarray, out: str, truncate_step: int = 0) -> np.ndarray:
+def epilogue(y32: np.ndarray, out: str, truncated: Optional[slice] = None) -> np.ndarray:
     """An engine's output conversion of f32 kernel values: round to nearest even into bf16 or
-    f16 (bf16 as uint16 patterns, f16 as float16). `truncate_step` > 0 plants a fault: columns
-    5, 5 + step, ... truncated toward zero instead."""
+    f16 (bf16 as uint16 patterns, f16 as float16). `truncated`: the columns truncated toward
+    zero instead (a planted fault's few, or a mistake's every one)."""
     if out == "f32":
         return y32.astype(np.float32)
     if out == "bf16":
         y = bf16_from_f32(y32)
-        if truncate_step:
-            y[:, kFirstTruncated::truncate_step] = bf16_truncate(y32[:, kFirstTruncated::truncate_step])
+        if truncated is not None:
+            y[:, truncated] = bf16_truncate(y32[:, truncated])
         return y
     if out == "f16":
         y = f16_from_f32(y32)
-        if truncate_step:
-            y[:, kFirstTruncated::truncate_step] = f16_truncate(y32[:, kFirstTruncated::truncate_step])
+        if truncated is not None:
+            y[:, truncated] = f16_truncate(y32[:, truncated])
         return y.view(np.float16)
     raise ValueError(f"output type {out!r}")
+
+
+def fault_columns(step: int) -> slice:
+    """A truncate-columns fault's columns: 5, 5 + step, ..."""
+    return slice(kFirstTruncated, None, step)
+
+
+def fed_inputs(data: Inputs, fed: str) -> Inputs:
+    """What a mistake's kernel is fed in place of the dump's inputs: x rounded to nearest even
+    into bf16 or f16 (the dump keeps the f32 values), or the transpose of a square W."""
+    if not fed:
+        return data
+    if fed == "x-bf16":
+        return dataclasses.replace(data, x32=f32_from_bf16(bf16_from_f32(data.x32)))
+    if fed == "x-f16":
+        return dataclasses.replace(data, x32=data.x32.astype(np.float16).astype(np.float32))
+    if fed == "w-transposed":
+        assert data.w32 is not None and data.w32.shape[0] == data.w32.shape[1], "a square W"
+        return dataclasses.replace(data, w=np.ascontiguousarray(data.w.T), w32=np.ascontiguousarray(data.w32.T))
+    raise ValueError(f"fed {fed!r}")
+
+
+@contextlib.contextmanager
+def rounding_mode(mode: int) -> Iterator[None]:
+    """The calling thread's floating-point rounding (MXCSR and x87) set to `mode` for the block:
+    OpenBLAS called in it (one thread: the caller's) rounds every operation so."""
+    libm = ctypes.CDLL("libm.so.6")
+    if libm.fesetround(mode) != 0:
+        raise OSError(f"fesetround({mode:#x}) failed")
+    try:
+        yield
+    finally:
+        libm.fesetround(kFeToNearest)
 
 
 def fault_group(n: int, groups: int) -> Tuple[int, int]:
@@ -157,10 +202,10 @@ class OrtBatch:
             return y
         return rows
 
-    def plan(self, case: Case, data: Inputs, tag: str, kernel_weights=None) -> Callable[[], KernelRun]:
-        """Queues the case's calls on both paths; returns what reads them after run().
-        `kernel_weights`: the 4-bit weights the engine's model holds, when they are not the
-        dump's (a planted fault)."""
+    def plan(self, case: Case, data: Inputs, tag: str) -> Callable[[], KernelRun]:
+        """Queues the case's calls on both paths, the kernel fed `data` (the dump's inputs, or
+        what a planted fault's or a mistake's engine holds instead); returns what reads them
+        after run()."""
         sel = case.packing.selector_array
         everything = np.ones(case.m, bool)
         n = case.n
@@ -174,8 +219,7 @@ class OrtBatch:
             c = self.f16.plan(model, hg_data.gather(data.x, sel), out_type)
             return lambda: KernelRun(self.f16.result(u, n), self.f16.result(c, n), native=case.out == "f16")
         else:  # MatMulNBits: level 4 for int8 activations
-            q = data.w if kernel_weights is None else kernel_weights
-            model.write_bytes(mnb_model.build_model(q, accuracy_level=4 if case.family == "ort-w4a8" else 0))
+            model.write_bytes(mnb_model.build_model(data.w, accuracy_level=4 if case.family == "ort-w4a8" else 0))
         one_row = case.kernel == "decode"
         unpacked = self._rows(model, data.x32, everything, one_row)
         compact = self._rows(model, hg_data.gather(data.x32, sel), sel >= 0, one_row)
@@ -232,7 +276,9 @@ class OpenBlasRows:
         return (f"OpenBLAS sgemm: 8 rows run among 16 and on their own differ in {differ} of "
                 f"{part.size} outputs (K = 1024, N = 512): the sweep calls it one row at a time")
 
-    def run(self, case: Case, data: Inputs) -> KernelRun:
+    def run(self, case: Case, data: Inputs, rounding: int = kFeToNearest) -> KernelRun:
+        """Both paths, one row a call, every operation rounded as `rounding` says (a mistake's
+        kFeTowardZero: the accumulator the dump does not declare)."""
         assert data.w32 is not None
         w = data.w32
         if case.kernel == "sgemv_n":
@@ -249,10 +295,13 @@ class OpenBlasRows:
         sel = case.packing.selector_array
         compact_x = hg_data.gather(data.x32, sel)
         y_compact = np.zeros((sel.size, case.n), np.float32)
-        for p in np.flatnonzero(sel >= 0):
-            y_compact[p] = row(np.ascontiguousarray(compact_x[p]))
-        y_unpacked = np.stack([row(np.ascontiguousarray(v)) for v in data.x32])
-        return KernelRun(y_unpacked, y_compact)
+        x_rows = [np.ascontiguousarray(v) for v in data.x32]
+        compact = {int(p): np.ascontiguousarray(compact_x[p]) for p in np.flatnonzero(sel >= 0)}
+        with rounding_mode(rounding):  # only OpenBLAS computes in here
+            y_rows = [row(v) for v in x_rows]
+            for p, v in compact.items():
+                y_compact[p] = row(v)
+        return KernelRun(np.stack(y_rows), y_compact)
 
     def k_walk(self, case: Case) -> Optional[str]:
         """sgemv_n's order where examples/openblas_gemv read and confirmed it (that library
@@ -263,11 +312,25 @@ class OpenBlasRows:
         return walk
 
 
-def torch_run(case: Case, data: Inputs) -> KernelRun:
-    """torch.nn.functional.linear on bf16 (oneDNN), on all M rows and on the compact buffer."""
+def aten_bf16_mm(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """torch.mm(X, Wᵀ) on bf16 CPU tensors with oneDNN off, Wᵀ stored [K, N] as a GEMM's B:
+    ATen's own GEMM, whose loop for an untransposed B adds every product into the bf16 output
+    (torch 1.13: a bf16 accumulator). Patterns in and out as torch_bf16_linear's."""
+    import torch
+
+    xt = torch.from_numpy(x.astype(np.int16)).view(torch.bfloat16)
+    wt = torch.from_numpy(np.ascontiguousarray(w.T).astype(np.int16)).view(torch.bfloat16)
+    with torch.no_grad(), torch.backends.mkldnn.flags(enabled=False):
+        y = torch.mm(xt, wt)
+    return y.contiguous().view(torch.int16).numpy().astype(np.uint16)
+
+
+def torch_run(case: Case, data: Inputs, onednn: bool = True) -> KernelRun:
+    """torch.nn.functional.linear on bf16 (oneDNN), on all M rows and on the compact buffer;
+    `onednn` False: ATen's own bf16 GEMM (aten_bf16_mm), a mistake's kernel."""
     sel = case.packing.selector_array
-    return KernelRun(hg_kernels.torch_bf16_linear(data.x, data.w),
-                     hg_kernels.torch_bf16_linear(hg_data.gather(data.x, sel), data.w), native=True)
+    kernel = hg_kernels.torch_bf16_linear if onednn else aten_bf16_mm
+    return KernelRun(kernel(data.x, data.w), kernel(hg_data.gather(data.x, sel), data.w), native=True)
 
 
 def _same_type(values: np.ndarray, out: str) -> np.ndarray:
@@ -276,16 +339,19 @@ def _same_type(values: np.ndarray, out: str) -> np.ndarray:
 
 
 def write_dump(path: Path, case: Case, data: Inputs, run: KernelRun, *, engine: str, build: str,
-               k_walk: Optional[str] = None, truncate_step: int = 0) -> None:
+               k_walk: Optional[str] = None, truncated: Optional[slice] = None,
+               declare: Sequence[Tuple[str, Union[str, int]]] = ()) -> None:
     """One projection "linear": x, the weights as the model holds them, the packing geometry
-    and both paths' outputs in the case's output type."""
+    and both paths' outputs in the case's output type. `declare`: attributes then written
+    over the exporter's (a mistake's), with h5py: ncert_dump refuses some of them (a
+    group_size the scales do not fit), as an exporter of its own would not."""
     p = case.packing
     used = p.used
     if run.native:
         y_unpacked, y_compact = run.y_unpacked, run.y_compact.copy()
     else:
-        y_unpacked = epilogue(run.y_unpacked, case.out, truncate_step)
-        y_compact = epilogue(run.y_compact, case.out, truncate_step)
+        y_unpacked = epilogue(run.y_unpacked, case.out, truncated)
+        y_compact = epilogue(run.y_compact, case.out, truncated)
     y_compact[~used] = 0  # an empty slot's row is never compared; zeros, as its input
     rng = np.random.default_rng([case.seed, 1])
     y_before = _same_type(rng.standard_normal((case.m, case.n)), case.out)
@@ -311,6 +377,14 @@ def write_dump(path: Path, case: Case, data: Inputs, run: KernelRun, *, engine: 
                           commit_counts=np.asarray(p.commit_counts, np.int32), requests=p.requests,
                           block_rows=p.block_rows, cap=p.cap, y_unpacked=y_unpacked,
                           y_packed=y_packed, y_compact=y_compact, y_before=y_before, **extra)
+    if declare:
+        with h5py.File(path, "r+") as f:
+            projection = f["projections/linear"]
+            for attr, value in declare:
+                where = [projection["weight"][s] for s in projection["weight"]] \
+                    if attr in kSegmentAttributes else [projection]
+                for node in where:
+                    node.attrs.modify(attr, value)  # keeps the attribute's stored type
 
 
 def engine_name(case: Case) -> str:
@@ -319,8 +393,27 @@ def engine_name(case: Case) -> str:
             "openblas": "OpenBLAS (ctypes)", "torch-bf16": "pytorch"}[case.family]
 
 
-def build_name(case: Case, versions: Dict[str, str]) -> str:
+def kernel_text(case: Case, run: str = "") -> str:
+    """The kernel, shortly, as the mistakes' table names it; `run` as build_name's."""
+    if run == "no-onednn":
+        return "torch.mm bf16, oneDNN off (ATen's GEMM)"
+    if run == "rz":
+        return f"OpenBLAS {case.kernel}, MXCSR toward zero"
+    w = f"{case.w_format} W" if case.w_format != "af4-zp" else f"4-bit W, blocks of {case.block}"
+    what = {"ort-sgemm": "ORT MatMul f32 (MLAS SGEMM)", "ort-f16": "ORT float16 MatMul",
+            "ort-nbits": f"ORT MatMulNBits {case.kernel}", "ort-w4a8": "ORT MatMulNBits level 4",
+            "openblas": f"OpenBLAS {case.kernel}", "torch-bf16": "torch linear bf16 (oneDNN)"}[case.family]
+    return f"{what}, {case.x_dtype} x, {w}, {case.out} out"
+
+
+def build_name(case: Case, versions: Dict[str, str], run: str = "") -> str:
+    """The build the dump names; `run`: a mistake's other kernel ("rz", "no-onednn")."""
     ort = f"onnxruntime {versions.get('ort', '?')} CPU EP, one intra-op thread"
+    if run == "no-onednn":
+        return f"torch {versions.get('torch', '?')}, torch.mm bf16 with oneDNN off (ATen's own GEMM)"
+    if run == "rz":
+        return (f"OpenBLAS {versions.get('openblas', '?')}, cblas_sgemv ({case.kernel}), one thread, "
+                f"MXCSR rounding toward zero")
     return {"ort-sgemm": f"{ort}, MatMul f32 (MLAS SGEMM)",
             "ort-f16": f"{ort}, float16 MatMul (Cast, MLAS SGEMM{', Cast' if case.out == 'f16' else ''})",
             "ort-nbits": f"{ort}, MatMulNBits bits=4 block_size={case.block} accuracy_level=0 ({case.kernel})",

@@ -2,12 +2,15 @@
 """Real kernels, no false alarms: at least 200 legitimate dumps from ONNX Runtime's MLAS
 kernels, OpenBLAS and (when installed) PyTorch's oneDNN, over many shapes, seeds, packings,
 weight formats and output types, each certified by ncert and required to PASS every check that
-applies; then faults planted in the engine runs of a few of them, each required to FAIL.
+applies; then faults planted in the engine runs of a few of them, each required to FAIL; then
+declaration mistakes made on the runs of others, each required to FAIL with a message naming the
+mistake (those where ncert does not yet are its known gaps: printed, not failed on).
 
     /usr/bin/python3 examples/legit_sweep/run.py --ncert build/release/certify/ncert --out /tmp/legit-sweep
 
 Exit status: 0 every verdict as expected, 1 one is not (a legitimate dump that does not PASS is
-a false alarm: its case, check, reason and report are printed), 2 usage error, 77 a
+a false alarm: its case, check, reason and report are printed; a mistake outside the known gaps
+that ncert does not name is printed with its reasons), 2 usage error, 77 a
 prerequisite is missing (x86-64, python3-onnx, h5py, node, the onnxruntime-node package, which
 it installs with tools/install-npm-deps when absent, or OpenBLAS; the reason is printed and the
 test suite reports a skip). Without torch its family is left out, with a printed note.
@@ -16,6 +19,7 @@ test suite reports a skip). Without torch its family is left out, with a printed
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -25,7 +29,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 kHere = Path(__file__).resolve().parent
 kRepo = kHere.parent.parent
@@ -44,7 +48,7 @@ sys.path.insert(0, str(kHere))
 
 import cases as cases_mod  # noqa: E402
 import verdicts  # noqa: E402
-from cases import Case, Fault  # noqa: E402
+from cases import Case, Fault, Mistake  # noqa: E402
 from reuse import example_module  # noqa: E402
 
 
@@ -78,11 +82,13 @@ class Job:
     path: Path
     reports: Path
     fault: Optional[Fault] = None  # a planted fault, in the engine run of `case`
+    mistake: Optional[Mistake] = None  # a declaration mistake, made on the run of `case`
     size: int = 0
     future: Optional[Future] = None
     rc: int = -1
     report: Optional[dict] = None
     problems: List[str] = field(default_factory=list)
+    said: str = ""  # a mistake's: what ncert said, its key phrase
 
 
 def clean(out: Path, force: bool) -> bool:
@@ -168,6 +174,7 @@ class Sweep:
         self.engines = engines
         self.cases = cases
         self.twins = cases_mod.fault_twins(cases)
+        self.mistakes = cases_mod.mistake_twins(cases)
         self.out, self.versions, self.check, self.keep = out, versions, check, keep
         self.dumps, self.reports, self.work = out / "dumps", out / "reports", out / "kernel"
         for d in (self.dumps, self.reports, self.work):
@@ -180,7 +187,10 @@ class Sweep:
         """In a pool thread: check the dump, hold the report to its expectation, and drop a
         legitimate dump that passed (unless --keep): the sweep writes 0.57 GiB."""
         job.rc, job.report = self.check(job)
-        if job.fault is None:
+        if job.mistake is not None:
+            named, job.said = verdicts.mistake_named(job.mistake, job.rc, job.report)
+            job.problems = [] if named else [f"ncert does not name it: {job.said}"]
+        elif job.fault is None:
             job.problems = verdicts.legit_problems(job.case, job.k_walk, job.rc, job.report)
             if not job.problems and not self.keep:
                 job.path.unlink()
@@ -191,24 +201,38 @@ class Sweep:
                 where = (col, group * job.case.block, (group + 1) * job.case.block)
             job.problems = verdicts.fault_problems(job.fault, job.rc, job.report, where)
 
-    def write(self, case: Case, data, run, k_walk: Optional[str], fault: Optional[Fault] = None) -> None:
-        """The case's dump (or, with `fault`, the fault's), written and handed to the checks;
-        a truncate-columns fault of this case is written from the same kernel run."""
-        name = fault.name if fault else case.name
-        job = Job(name, case, k_walk, self.dumps / f"{name}.h5", self.reports, fault=fault)
+    def write(self, case: Case, data, run, k_walk: Optional[str], fault: Optional[Fault] = None,
+              mistake: Optional[Mistake] = None) -> None:
+        """The case's dump (or, with `fault` or `mistake`, theirs), written and handed to the
+        checks; a truncate-columns fault of this case, and its mistakes that need no kernel run
+        of their own, are written from the same kernel run."""
+        name = fault.name if fault else mistake.name if mistake else case.name
+        job = Job(name, case, k_walk, self.dumps / f"{name}.h5", self.reports, fault=fault, mistake=mistake)
         e = self.engines
+        truncated = e.fault_columns(fault.column_step) if fault and fault.column_step else \
+            slice(None) if mistake and mistake.truncated else None
         e.write_dump(job.path, case, data, run, k_walk=k_walk, engine=e.engine_name(case),
-                     build=e.build_name(case, self.versions), truncate_step=fault.column_step if fault else 0)
+                     build=e.build_name(case, self.versions, mistake.run if mistake else ""),
+                     truncated=truncated, declare=mistake.declare if mistake else ())
         job.size = job.path.stat().st_size
         job.future = self.pool.submit(self._certify, job)
         self.jobs.append(job)
+        if fault is not None or mistake is not None:
+            return
         twin = self.twins.get(case.name)
-        if fault is None and twin is not None and twin.kind == "truncate-columns":
+        if twin is not None and twin.kind == "truncate-columns":
             self.write(case, data, run, k_walk, twin)
+        for m in self.mistakes.get(case.name, []):
+            if not m.own_run:
+                self.write(case, data, run, k_walk, mistake=m)
+
+    def own_runs(self, case: Case) -> List[Mistake]:
+        """The case's mistakes that run the kernel again, otherwise than the dump declares."""
+        return [m for m in self.mistakes.get(case.name, []) if m.own_run]
 
     def run_ort(self, ort_package: Path) -> None:
         """The ONNX Runtime families, kOrtChunk cases per node process; a group-scale fault's
-        kernel run (its own model) beside its twin's."""
+        kernel run (its own model) and a mistake's (fed other inputs) beside their twin's."""
         e = self.engines
         ort_cases = [c for c in self.cases if c.family.startswith("ort-")]
         for i in range(0, len(ort_cases), kOrtChunk):
@@ -219,14 +243,17 @@ class Sweep:
                 fault = self.twins.get(case.name)
                 read_fault = None
                 if fault is not None and fault.kind == "group-scale":
-                    read_fault = batch.plan(case, data, "fault", e.scaled(data.w, fault.scale))
-                planned.append((case, data, batch.plan(case, data, "legit"), fault, read_fault))
+                    read_fault = batch.plan(case, dataclasses.replace(data, w=e.scaled(data.w, fault.scale)), "fault")
+                mistakes = [(m, batch.plan(case, e.fed_inputs(data, m.fed), m.name)) for m in self.own_runs(case)]
+                planned.append((case, data, batch.plan(case, data, "legit"), fault, read_fault, mistakes))
             self.versions["ort"] = batch.run()
-            for case, data, read, fault, read_fault in planned:
+            for case, data, read, fault, read_fault, mistakes in planned:
                 k_walk = e.mnb_export.kPrefillWalk if (case.family, case.kernel) == ("ort-nbits", "prefill") else None
                 self.write(case, data, read(), k_walk)
                 if read_fault is not None:
                     self.write(case, data, read_fault(), k_walk, fault)
+                for m, read_mistake in mistakes:
+                    self.write(case, data, read_mistake(), k_walk, mistake=m)
             batch.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
@@ -234,23 +261,35 @@ class Sweep:
         openblas = [c for c in self.cases if c.family == "openblas"]
         if openblas:
             print(rows.batch_variance(cases_mod.kSeed))
+        e = self.engines
         for case in openblas:
-            data = self.engines.inputs(case)
+            data = e.inputs(case)
             self.write(case, data, rows.run(case, data), rows.k_walk(case))
+            for m in self.own_runs(case):
+                rounding = e.kFeTowardZero if m.run == "rz" else e.kFeToNearest
+                self.write(case, data, rows.run(case, e.fed_inputs(data, m.fed), rounding), rows.k_walk(case),
+                           mistake=m)
 
     def run_torch(self) -> None:
+        e = self.engines
         for case in (c for c in self.cases if c.family == "torch-bf16"):
-            data = self.engines.inputs(case)
-            self.write(case, data, self.engines.torch_run(case, data), None)
+            data = e.inputs(case)
+            self.write(case, data, e.torch_run(case, data), None)
+            for m in self.own_runs(case):
+                self.write(case, data, e.torch_run(case, e.fed_inputs(data, m.fed), onednn=m.run != "no-onednn"),
+                           None, mistake=m)
 
     def summary(self, partial: bool) -> int:
         """Waits for every check, prints each dump, the planted faults and the summary table,
         writes sweep.json; the exit status."""
         produced = time.monotonic() - self.start
-        legit = [j for j in self.jobs if j.fault is None]
+        legit = [j for j in self.jobs if j.fault is None and j.mistake is None]
         planted = [j for j in self.jobs if j.fault is not None]
-        print(f"\n{len(legit)} legitimate dumps ({sum(j.size for j in legit) / 2**30:.2f} GiB) and "
-              f"{len(planted)} planted faults written in {produced:.0f} s (checks running alongside)")
+        order = {m.name: i for i, m in enumerate(cases_mod.kMistakes)}
+        mistaken = sorted((j for j in self.jobs if j.mistake is not None), key=lambda j: order[j.name])
+        print(f"\n{len(legit)} legitimate dumps ({sum(j.size for j in legit) / 2**30:.2f} GiB), "
+              f"{len(planted)} planted faults and {len(mistaken)} declaration mistakes written in {produced:.0f} s "
+              "(checks running alongside)")
         tallies: Dict[str, verdicts.FamilyTally] = {}
         for job in legit:
             assert job.future is not None
@@ -276,11 +315,14 @@ class Sweep:
                 print(f"      {line[:400]}")
             for p in job.problems:
                 print(f"      NOT MET: {p}")
+        failed_mistakes = self.print_mistakes(mistaken)
         self.pool.shutdown()
         total = time.monotonic() - self.start
-        missing = [] if partial else [f.name for f in cases_mod.kFaults if f.name not in {j.name for j in planted}]
+        written = {j.name for j in self.jobs}
+        made: List[Union[Fault, Mistake]] = [*cases_mod.kFaults, *cases_mod.kMistakes]
+        missing = [] if partial else [x.name for x in made if x.name not in written and self.runnable(x)]
         if missing:
-            print(f"NOT MET: no twin for the faults {', '.join(missing)}")
+            print(f"NOT MET: no twin for {', '.join(missing)}")
 
         head, table = verdicts.table(tallies)
         print("\n" + markdown(head, table))
@@ -295,12 +337,59 @@ class Sweep:
                        "problems": j.problems, "margins": asdict(verdicts.margins(j.report))} for j in legit],
             "faults": [{"name": j.name, "twin": j.case.name, "exit": j.rc,
                         "failing": sorted(verdicts.failing(j.report)), "problems": j.problems} for j in planted],
+            "mistakes": [{"name": j.name, "twin": j.case.name, "what": j.mistake.what, "exit": j.rc,
+                          "failing": sorted(verdicts.failing(j.report)), "said": j.said,
+                          "known_gap": bool(j.mistake.gap), "problems": j.problems}
+                         for j in mistaken if j.mistake is not None],
             "summary": [dict(zip(head, r)) for r in table]}, indent=1))
+        named = sum(not j.problems for j in mistaken)
         print(f"\n{len(legit) - len(false_alarms)} of {len(legit)} legitimate dumps PASS"
               f"{' (fewer than ' + str(kMinDumps) + ')' if short else ''}; "
               f"{len(planted) - len(failed_faults)} of {len(planted)} planted faults caught as expected; "
-              f"{total:.0f} s in all; reports in {self.reports}")
-        return 1 if false_alarms or failed_faults or short or missing else 0
+              f"{named} of {len(mistaken)} declaration mistakes named ({len(mistaken) - named - len(failed_mistakes)} "
+              f"known gaps); {total:.0f} s in all; reports in {self.reports}")
+        return 1 if false_alarms or failed_faults or failed_mistakes or short or missing else 0
+
+    def runnable(self, x: Union[Fault, Mistake]) -> bool:
+        """A fault or mistake this run can make: torch's only with torch (its family is left out
+        without it, with a printed note)."""
+        return x.family in {c.family for c in self.cases}
+
+    def print_mistakes(self, mistaken: List[Job]) -> List[Job]:
+        """The declaration mistakes' table, the known gaps, and the mistakes ncert does not name
+        outside them (returned: each fails the run)."""
+        print("\ndeclaration mistakes (each made on the run of the legitimate dump named):")
+        rows: List[List[str]] = []
+        gaps: List[Job] = []
+        failed: List[Job] = []
+        for job in mistaken:
+            assert job.future is not None and job.mistake is not None
+            job.future.result()
+            m = job.mistake
+            state = "named" if not job.problems else "KNOWN GAP" if m.gap else "NOT NAMED"
+            rows.append([m.name, m.what, f"{job.case.name}: {self.engines.kernel_text(job.case, m.run)}",
+                         f"K={job.case.k} N={job.case.n} M={job.case.m}", f"exit {job.rc}", state, job.said])
+            if not job.problems:
+                if m.gap:
+                    print(f"NOTE: {m.name} is named now ({job.said}): remove it from the known gaps")
+                continue
+            (gaps if m.gap else failed).append(job)
+        print(markdown(["mistake", "what the dump declares wrong", "kernel (twin)", "shape", "exit", "ncert",
+                        "what ncert said"], rows))
+        if gaps:
+            print("\nknown gaps (ncert does not name the mistake yet; not failed on):")
+        for job in gaps + failed:
+            assert job.mistake is not None
+            m = job.mistake
+            print(f"{'KNOWN GAP' if m.gap else 'NOT NAMED'} {job.name} ({job.case.name}: {job.case.describe()})\n"
+                  f"      {m.what}; must name it: "
+                  + " or ".join(f"{c} '{p}'" for c, p in m.names) + (f"\n      known: {m.gap}" if m.gap else ""))
+            for line in verdicts.reasons(job.report, sorted(verdicts.failing(job.report)) or ["bound"]):
+                print(f"      {line[:700]}")
+            diagnosis = verdicts.diagnosis(job.report)
+            if diagnosis:
+                print(f"      bound diagnosis: {json.dumps(diagnosis)[:1500]}")
+        return failed
 
 
 if __name__ == "__main__":

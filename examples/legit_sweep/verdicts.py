@@ -8,6 +8,10 @@ declared, else SKIP; no check FAILs.
 
 A planted fault: exit 1, at least one of its meant checks FAILs, `identity` PASSes (both paths
 carry the fault), and every failing check is a meant or an allowed one.
+
+A declaration mistake: exit 1, a failing check whose reason names the mistake (one of the
+mistake's (check, phrase) pairs), and where the bound's diagnosis names it no residual test
+failing with a cause of its own; the phrase ncert said is kept for the table.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
-from cases import Case, Fault
+from cases import Case, Fault, Mistake, kFits
 
 kProjection = "linear"
 kAlways = ("geometry", "identity", "bound", "signature", "variance", "untouched", "vacuity")
@@ -105,6 +109,95 @@ def fault_problems(fault: Fault, rc: int, report: Optional[dict],
             problems.append(f"signature names column {named[0]}, k {named[1]}-{named[2]}, "
                             f"not the planted column {where[0]}, k {where[1]}-{where[2]}")
     return problems
+
+
+# The order a mistake's checks are quoted in: the refusals of the plan, then the bound (with its
+# declaration diagnosis), then the tests that see what stays inside the bound.
+kQuoted = ("geometry", "bound", "walk", "bias", "signature", "variance", "identity", "quantize", "untouched")
+kFitsFrom = kFits
+
+
+def diagnosis(report: Optional[dict]) -> List[dict]:
+    """The bound check's declaration trials (docs/cli.md), empty where none ran."""
+    b = _check(report or {}, "bound")
+    return list(((b or {}).get("stats") or {}).get("diagnosis") or [])
+
+
+def _clause(reason: str, phrase: str) -> str:
+    """The part of a reason that holds `phrase`: the bound's "the data fits ..." list up to its
+    counts, else the "; "-separated clause holding it."""
+    at = reason.find(kFitsFrom)
+    if at >= 0 and (phrase.startswith(kFitsFrom) or phrase in reason[at:]):
+        end = reason.find(" (all ", at)
+        return reason[at:end if end >= 0 else None]
+    return next((c for c in reason.split("; ") if phrase in c), reason)
+
+
+def _gist(kind: str, reason: str) -> str:
+    """What one failing check says, shortly: the bound's diagnosis (or its likely location), or
+    the first clause of another check's reason."""
+    if kind == "bound":
+        for start in (kFitsFrom, "no single other declaration fits", "none of the", "likely location"):
+            at = reason.find(start)
+            if at >= 0:  # the diagnosis, then the likely location, end the reason
+                return (_clause(reason, start) if start == kFitsFrom else reason[at:])[:300]
+    if kind == "geometry" and "): " in reason:
+        reason = reason.split("): ", 1)[1]
+    return reason.split("; ")[0][:200]
+
+
+def _leading_fit(reason: str) -> str:
+    """The first declaration the bound's diagnosis says the data fit ("the data fits X; or Y
+    (all ...": X), empty where it names none: what the reason leads with, and what the residual
+    tests' SKIP names."""
+    at = reason.find(kFitsFrom)
+    if at < 0:
+        return ""
+    rest = reason[at + len(kFitsFrom):]
+    for end in ("; or ", " (all "):
+        rest = rest.split(end, 1)[0]
+    return rest
+
+
+def _says(reason: str, phrase: str) -> bool:
+    """A phrase "the data fits X" holds where the diagnosis leads with a fit naming X; any
+    other where the reason holds it."""
+    if phrase.startswith(kFitsFrom):
+        return phrase[len(kFitsFrom):] in _leading_fit(reason)
+    return phrase in reason
+
+
+def _stray(m: Mistake, failing_checks: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
+    """Residual tests that FAIL naming a cause of their own (truncation, a scale, a narrower
+    accumulator) where the bound's diagnosis found the declaration the data fit: they read the
+    residuals against declarations the data do not fit (signature and variance SKIP there,
+    saying so), so their cause misleads. A test the mistake itself names is not stray."""
+    if not any(kind == "bound" and kFitsFrom in reason for kind, reason in failing_checks):
+        return []
+    named = {kind for kind, _ in m.names}
+    return [(k, r) for k, r in failing_checks if k in ("bias", "signature", "variance") and k not in named]
+
+
+def mistake_named(m: Mistake, rc: int, report: Optional[dict]) -> Tuple[bool, str]:
+    """Whether ncert names the mistake (exit 1, one of its (check, phrase) pairs met), and what
+    it said: the clause naming it, or the gist of each failing check."""
+    if report is None:
+        return False, f"no report (exit {rc})"
+    failing_checks = [(c["id"].rsplit("/", 1)[1], c["reason"]) for c in report.get("checks", [])
+                      if c["verdict"] == "FAIL" and c["id"].startswith(f"projections/{kProjection}/")]
+    if rc == 1:
+        for kind, phrase in m.names:
+            for got, reason in failing_checks:
+                if kind in ("*", got) and _says(reason, phrase):
+                    said = f"{got}: {_clause(reason, phrase)}"
+                    stray = _stray(m, failing_checks)
+                    if stray:
+                        return False, said + " / but also " + " / ".join(f"{k}: {_gist(k, r)}" for k, r in stray)
+                    return True, said
+    if not failing_checks:
+        return False, f"exit {rc}, verdict {report.get('verdict')}: no check FAILs"
+    ordered = sorted(failing_checks, key=lambda c: kQuoted.index(c[0]) if c[0] in kQuoted else len(kQuoted))
+    return False, " / ".join(f"{kind}: {_gist(kind, reason)}" for kind, reason in ordered)
 
 
 def reasons(report: Optional[dict], kinds) -> List[str]:
