@@ -103,10 +103,7 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
     o.col_min = t.col_min;
     o.col_max = t.col_max;
     if (t.peak_z > -std::numeric_limits<double>::infinity()) o.peak_z = t.peak_z;
-    if (t.worst.row >= 0) {
-      o.worst = BiasValue{t.worst.row,          t.worst.col,    t.worst.z,    t.worst.residual_ulps,
-                          t.worst.allowed_ulps, t.worst.stored, t.worst.exact};
-    }
+    o.worst = t.worst;
     if (o.far > 0 && !failing_elsewhere.empty()) {
       left_elsewhere += o.far;
     } else if (o.worst && value_failure.empty()) {

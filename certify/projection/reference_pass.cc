@@ -55,26 +55,27 @@ void BiasTally::merge(const BiasTally& o) {
     col_max = std::max(col_max, o.col_max);
   }
   peak_z = std::max(peak_z, o.peak_z);
-  if (o.worst.row >= 0 &&
-      (worst.row < 0 || o.worst.z > worst.z ||
-       (o.worst.z == worst.z && (o.worst.row < worst.row || (o.worst.row == worst.row && o.worst.col < worst.col))))) {
-    worst = o.worst;
+  if (o.worst) keep_worst(*o.worst);
+}
+
+void BiasTally::keep_worst(const BiasValue& v) {
+  // The most sigmas first, then (row, col) order: the same value at any thread count.
+  if (!worst || v.z > worst->z ||
+      (v.z == worst->z && (v.row < worst->row || (v.row == worst->row && v.col < worst->col)))) {
+    worst = v;
   }
 }
 
-void BiasTally::add_beyond(Index row, Index col, double z, double residual_ulps, double allowed_ulps, float stored,
-                           double exact, bool toward_zero, bool is_far) {
-  col_min = col_min < 0 ? col : std::min(col_min, col);
-  col_max = std::max(col_max, col);
+void BiasTally::add_beyond(const BiasValue& v, bool toward_zero, bool is_far) {
+  col_min = col_min < 0 ? v.col : std::min(col_min, v.col);
+  col_max = std::max(col_max, v.col);
   if (is_far) {
     ++far;
   } else {
     ++beyond;
     beyond_toward_zero += toward_zero;
   }
-  if (worst.row < 0 || z > worst.z || (z == worst.z && (row < worst.row || (row == worst.row && col < worst.col)))) {
-    worst = Worst{row, col, z, residual_ulps, allowed_ulps, stored, exact};
-  }
+  keep_worst(v);
 }
 
 Index residual_tile(const reference::Weights& w) {
@@ -160,7 +161,8 @@ void add_value(BiasTally& t, DType type, Index i, Index j, float z, double c, do
   const double spacing = reference::spacing_of_type(a + b, type);
   const double signed_r = c < 0 ? -r : r;
   const double z_score = sigma > 0 ? (std::fabs(r) - hard) / sigma : std::numeric_limits<double>::infinity();
-  t.add_beyond(i, j, z_score, signed_r / ulp, allowed / ulp, z, c, signed_r<0, std::fabs(r)> allowed + spacing);
+  t.add_beyond(BiasValue{i, j, z_score, signed_r / ulp, allowed / ulp, z, c},
+               signed_r<0, std::fabs(r)> allowed + spacing);
 }
 
 std::uint32_t walk_bits(float w, DType t) { return reference::bits_of_value(w, t); }

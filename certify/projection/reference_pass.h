@@ -8,6 +8,7 @@
 #include <array>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "certify/projection/projection_data.h"
 #include "certify/projection/residual_tally.h"
@@ -57,16 +58,9 @@ struct BiasTally {
   /// margin to the threshold); -inf before any.
   double peak_z = -std::numeric_limits<double>::infinity();
   /// The value beyond by the most accumulation sigmas (the first in (row, col) order on ties).
-  struct Worst {
-    Index row = -1, col = -1;
-    double z = 0;              ///< (|r| - what rounding allows beyond the tail) / sigma
-    double residual_ulps = 0;  ///< sign(c) (z - c) / ulp(c)
-    double allowed_ulps = 0;   ///< the largest |residual| within the test's threshold, in ulp(c)
-    float stored = 0;
-    double exact = 0;
-  } worst;
-  void add_beyond(Index row, Index col, double z, double residual_ulps, double allowed_ulps, float stored, double exact,
-                  bool toward_zero, bool is_far);
+  std::optional<BiasValue> worst;
+  void add_beyond(const BiasValue& v, bool toward_zero, bool is_far);
+  void keep_worst(const BiasValue& v);
   void merge(const BiasTally& o);
 };
 
