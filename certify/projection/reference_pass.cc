@@ -352,6 +352,15 @@ class CompareSink final : public reference::ReferenceSink {
           if (var > 0) {
             ++vt.values;
             vt.q += excess * excess / var;
+            if (b.center[e] != 0) {
+              // Weights sign(c) / sigma are fixed by the data, not by the roundings.
+              const double sd = std::sqrt(var);
+              const double toward = b.center[e] < 0 ? -r : r;
+              ++vt.leaning;
+              vt.lean += toward / sd;
+              vt.lean_shift += b.slack[e] / sd;
+              vt.toward_zero += toward < 0;
+            }
           } else if (excess > 0) {
             ++vt.beyond_exact;
           }

@@ -76,6 +76,10 @@ void VarianceTally::merge(const VarianceTally& o) {
   values += o.values;
   q += o.q;
   beyond_exact += o.beyond_exact;
+  leaning += o.leaning;
+  lean += o.lean;
+  lean_shift += o.lean_shift;
+  toward_zero += o.toward_zero;
 }
 
 namespace {

@@ -74,6 +74,13 @@ struct VarianceTally {
   Index values = 0;        ///< values with sigma > 0
   double q = 0;            ///< sum ((|r| - slack)_+ / sigma)^2 over them
   Index beyond_exact = 0;  ///< values with sigma 0 (no rounding) whose |r| exceeds slack
+  /// The centre part (docs/error-bounds.md §6e): over the values with sigma > 0 and a nonzero
+  /// centre c, the sum of sign(c) r / sigma (a martingale of proxy `leaning` under the model),
+  /// the sum of slack / sigma it may move by, and how many residuals lie toward zero.
+  Index leaning = 0;
+  double lean = 0;
+  double lean_shift = 0;
+  Index toward_zero = 0;
   void merge(const VarianceTally& o);
 };
 

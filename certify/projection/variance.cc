@@ -13,6 +13,35 @@
 
 namespace ncert::certify {
 
+namespace {
+
+/// The centre part's finding: residuals that lean one way. Round to nearest is centred; toward
+/// zero is what truncation in the accumulator (or a scale a little under 1) does.
+std::string lean_text(const VarianceOutput& o, const std::string& accumulator) {
+  const bool toward = *o.lean_z < 0;
+  const Index n = toward ? o.toward_zero : o.leaning - o.toward_zero;
+  return o.output + ": residuals lean " + (toward ? "toward" : "away from") + " zero (" + std::to_string(n) + " of " +
+         std::to_string(o.leaning) + " values; z = " + format_short(std::fabs(*o.lean_z)) + " where accumulator " +
+         accumulator + " allows " + format_short(o.lean_limit) + ", false-alarm probability <= 1e-9): " +
+         (toward ? "the kernel rounds toward zero, not to nearest (accumulator = f32-rz: a truncating "
+                   "accumulator, such as MXCSR set to round toward zero), or scales its values by slightly less "
+                   "than 1"
+                 : "the kernel rounds away from zero, not to nearest, or scales its values by slightly more than 1");
+}
+
+/// The energy part's finding. The energy of rounding errors scales as u^2: a ratio rho means
+/// units sqrt(rho) times the declared ones at least, i.e. log2(sqrt(rho)) bits fewer.
+std::string energy_text(const VarianceOutput& o, const std::string& accumulator) {
+  const double bits = 0.5 * std::log2(o.ratio);
+  return o.output + ": residual energy " + format_short(o.ratio) + "x the most any summation order of accumulator " +
+         accumulator + " allows, per value on average (limit " + format_short(o.limit) +
+         "x, false-alarm probability <= 1e-9): the kernel rounds at least " + format_short(bits) +
+         " bits coarser than declared (a narrower accumulator, lost bits, or an output rounding that is not to "
+         "nearest)";
+}
+
+}  // namespace
+
 std::optional<CheckResult> variance_check(const ProjectionFacts& f, const ReferencePass& pass) {
   const ProjectionInfo& info = f.info();
   const std::string id = projection_check_id(info, CheckKind::kVariance);
@@ -28,14 +57,22 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   if (outputs == 0) {
     return skipped(id, subject, CheckKind::kVariance, "no output value has a residual to test (no finite value)");
   }
-  // Each output gets alpha / outputs.
-  const double log_term = std::log(static_cast<double>(outputs) / kResidualAlpha);
+  // An f32 output is the accumulator's last rounding: no output rounding is tested by `bias`,
+  // so this check also tests that its residuals are centred (the centre part), with half of
+  // alpha; each output gets its share of the rest.
+  const bool centre_part = info.output == DType::kF32;
+  const double parts = centre_part ? 2.0 : 1.0;
+  const double log_term = std::log(parts * static_cast<double>(outputs) / kResidualAlpha);
+  // Azuma, two-sided: P(|sum sign(c) R / sigma| >= t sqrt(n)) <= 2 exp(-t^2 / 2).
+  const double lean_t = std::sqrt(2 * std::log(2 * parts * static_cast<double>(outputs) / kResidualAlpha));
   CheckResult r = projection_check(info, CheckKind::kVariance);
   VarianceEvidence e;
   e.alpha = kResidualAlpha;
   e.accumulator = info.accumulator.name;
-  std::string failure, best;
+  // A lean names its direction, which the energy does not: it leads where both fail.
+  std::string energy_failure, lean_failure, best;
   double best_ratio = -1;
+  std::optional<VarianceOutput> lean_worst;  // the output nearest its centre limit
   for (EngineOutputId id_o : kAllEngineOutputs) {
     const VarianceTally& v = pass.variance[static_cast<std::size_t>(id_o)];
     if (v.values == 0 && v.beyond_exact == 0) continue;
@@ -46,18 +83,24 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
     // A value with no rounding at all (sigma 0) that misses its centre is no rounding noise.
     o.ratio = v.beyond_exact > 0 ? HUGE_VAL : v.q / n;
     o.limit = 1 + 2 * std::sqrt(log_term / n) + 2 * log_term / n;
-    if (o.ratio > o.limit && failure.empty()) {
-      r.verdict = Verdict::kFail;
-      // The energy of rounding errors scales as u^2: a ratio rho means units sqrt(rho) times
-      // the declared ones at least, i.e. log2(sqrt(rho)) bits fewer.
-      const double bits = 0.5 * std::log2(o.ratio);
-      failure = o.output + ": residual energy " + format_short(o.ratio) +
-                "x the most any summation order of accumulator " + info.accumulator.name +
-                " allows, per value on average (limit " + format_short(o.limit) +
-                "x, false-alarm probability <= 1e-9): the kernel rounds at least " + format_short(bits) +
-                " bits coarser than declared (a narrower accumulator, lost bits, or an output rounding that is not to "
-                "nearest)";
-      r.first_failure = Location{o.output};
+    if (o.ratio > o.limit && energy_failure.empty()) {
+      energy_failure = energy_text(o, info.accumulator.name);
+      if (lean_failure.empty()) r.first_failure = Location{o.output};
+    }
+    if (centre_part && v.leaning > 0) {
+      const double root_n = std::sqrt(static_cast<double>(v.leaning));
+      o.lean_z = v.lean / root_n;
+      o.lean_limit = lean_t + v.lean_shift / root_n;
+      o.leaning = v.leaning;
+      o.toward_zero = v.toward_zero;
+      if (!lean_worst ||
+          std::fabs(*o.lean_z) - o.lean_limit > std::fabs(*lean_worst->lean_z) - lean_worst->lean_limit) {
+        lean_worst = o;
+      }
+      if (std::fabs(*o.lean_z) > o.lean_limit && lean_failure.empty()) {
+        lean_failure = lean_text(o, info.accumulator.name);
+        r.first_failure = Location{o.output};
+      }
     }
     if (o.ratio > best_ratio) {
       best_ratio = o.ratio;
@@ -65,9 +108,19 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
     }
     e.outputs.push_back(o);
   }
-  r.reason = failure.empty() ? "residual energy within what accumulator " + info.accumulator.name +
-                                   " allows in any order: " + best + ", false-alarm probability <= 1e-9"
-                             : failure;
+  if (energy_failure.empty() && lean_failure.empty()) {
+    r.reason = "residual energy within what accumulator " + info.accumulator.name + " allows in any order: " + best;
+    if (lean_worst) {
+      r.reason += "; residuals centred: " + lean_worst->output + " z = " + format_short(*lean_worst->lean_z) +
+                  " (limit " + format_short(lean_worst->lean_limit) + ")";
+    }
+    r.reason += ", false-alarm probability <= 1e-9";
+  } else {
+    r.verdict = Verdict::kFail;
+    r.reason = lean_failure.empty()     ? energy_failure
+               : energy_failure.empty() ? lean_failure
+                                        : lean_failure + "; " + energy_failure;
+  }
   r.evidence = std::move(e);
   return r;
 }

@@ -458,6 +458,13 @@ struct VarianceOutput {
   Index values = 0;
   double ratio = 0;  ///< sum (|r| - slack)_+^2 over sum sigma^2
   double limit = 0;  ///< the ratio a correct kernel stays under (false-alarm probability alpha)
+  /// The centre part (f32 outputs, docs/error-bounds.md §6e): sum sign(c) r / sigma over
+  /// sqrt(leaning), signed (negative: toward zero), against lean_limit; how many of the
+  /// `leaning` residuals lie toward zero.
+  std::optional<double> lean_z;
+  double lean_limit = 0;
+  Index leaning = 0;
+  Index toward_zero = 0;
   bool operator==(const VarianceOutput&) const = default;
 };
 

@@ -329,6 +329,10 @@ void fields(auto& f, Is<VarianceOutput> auto& x) {
   f("values", x.values);
   f("ratio", x.ratio);
   f("limit", x.limit);
+  f("lean_z", x.lean_z);
+  f("lean_limit", x.lean_limit);
+  f("leaning", x.leaning);
+  f("toward_zero", x.toward_zero);
 }
 
 void fields(auto& f, Is<VarianceEvidence> auto& x) {

@@ -267,7 +267,11 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
 Json evidence_json(const VarianceEvidence& e, const CheckResult&) {
   Json per = Json::object();
   for (const VarianceOutput& o : e.outputs) {
-    per[o.output] = Json{{"values", o.values}, {"ratio", number_or_text(o.ratio)}, {"limit", o.limit}};
+    Json& j = per[o.output] = Json{{"values", o.values}, {"ratio", number_or_text(o.ratio)}, {"limit", o.limit}};
+    if (o.lean_z) {
+      j["centre"] =
+          Json{{"z", *o.lean_z}, {"limit", o.lean_limit}, {"values", o.leaning}, {"toward_zero", o.toward_zero}};
+    }
   }
   return Json{{"alpha", e.alpha}, {"accumulator", e.accumulator}, {"outputs", per}};
 }

@@ -215,6 +215,7 @@ class Margins:
     or absent from the report)."""
 
     variance: Optional[float] = None  # max over outputs of ratio / limit
+    centre: Optional[float] = None  # f32 outputs: max over outputs of variance's centre |z| / limit
     signature_z: Optional[float] = None  # the largest z computed, or the screened columns' bound
     signature_threshold: Optional[float] = None
     bias_peak_z: Optional[float] = None  # max over outputs of the per-value peak_z
@@ -248,6 +249,7 @@ def margins(report: Optional[dict]) -> Margins:
     if v and v["verdict"] == "PASS":
         outs = v.get("stats", {}).get("outputs", {}).values()
         m.variance = _max(_ratio(_number(o.get("ratio")), _number(o.get("limit"))) for o in outs)
+        m.centre = _max(_ratio(abs(o["centre"]["z"]), o["centre"]["limit"]) for o in outs if "centre" in o)
     s = _check(report, "signature")
     if s and s["verdict"] == "PASS":
         st = s.get("stats", {})
@@ -296,6 +298,7 @@ class FamilyTally:
     passed: int = 0
     variance: Worst = field(default_factory=Worst)  # f32 outputs
     variance_narrow: Worst = field(default_factory=Worst)  # bf16 / f16 outputs: their rounding dominates
+    centre: Worst = field(default_factory=Worst)  # f32 outputs
     signature: Worst = field(default_factory=Worst)
     bias_value: Worst = field(default_factory=Worst)
     bias_mean: Worst = field(default_factory=Worst)
@@ -306,6 +309,7 @@ class FamilyTally:
         self.passed += ok
         (self.variance_narrow if narrow_output else self.variance).offer(
             m.variance, name, f"{m.variance:.3g}" if m.variance is not None else "")
+        self.centre.offer(m.centre, name, f"{m.centre:.3g}" if m.centre is not None else "")
         self.signature.offer(m.signature, name, f"z {m.signature_z:.3g} / {m.signature_threshold:.3g}"
                              if m.signature is not None else "")
         self.bias_value.offer(m.bias_value, name, f"peak_z {m.bias_peak_z:.3g} / {m.bias_threshold:.3g}"
@@ -323,8 +327,9 @@ def cell(w: Worst) -> str:
 def table(tallies: Dict[str, FamilyTally]) -> Tuple[List[str], List[List[str]]]:
     """The summary table: one row per family and a total row."""
     head = ["family", "dumps", "PASS", "variance ratio/limit, f32 out", "the same, bf16/f16 out",
-            "signature z/threshold", "bias peak_z/threshold", "bias |mean|/limit", "max |y-y*|/B, f32 out"]
-    attrs = ("variance", "variance_narrow", "signature", "bias_value", "bias_mean", "bound")
+            "variance centre |z|/limit, f32 out", "signature z/threshold", "bias peak_z/threshold",
+            "bias |mean|/limit", "max |y-y*|/B, f32 out"]
+    attrs = ("variance", "variance_narrow", "centre", "signature", "bias_value", "bias_mean", "bound")
     rows = []
     total = FamilyTally()
     for family, t in list(tallies.items()) + [("all", total)]:
@@ -344,6 +349,7 @@ def worst_lines(tallies: Dict[str, FamilyTally]) -> List[str]:
     out = []
     for family, t in tallies.items():
         for what, w in (("variance (f32 out)", t.variance), ("variance (bf16/f16 out)", t.variance_narrow),
+                        ("variance centre (f32 out)", t.centre),
                         ("signature", t.signature),
                         ("bias per value", t.bias_value), ("bias mean", t.bias_mean)):
             if w.value is not None:

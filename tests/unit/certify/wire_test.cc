@@ -197,7 +197,10 @@ Evidence sample(Of<SignatureEvidence>) {
 }
 
 Evidence sample(Of<VarianceEvidence>) {
-  return VarianceEvidence{1e-9, "f32-rn", {{"y_unpacked", 527360, 3.25, 1.151}, {"y_packed", 4, 0.001, 14.2}}};
+  return VarianceEvidence{1e-9,
+                          "f32-rn",
+                          {{"y_unpacked", 527360, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
+                           {"y_packed", 4, 0.001, 14.2, std::nullopt, 0, 0, 0}}};
 }
 
 Evidence sample(Of<QuantizeEvidence>) {
