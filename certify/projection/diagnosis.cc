@@ -85,6 +85,24 @@ std::vector<float> column_shifts(const ProjectionFacts& f, const Sample& s, cons
   return bias;
 }
 
+/// The zero points of `v` as the other nibble order reads the same bytes: within each byte
+/// the two groups trade places, and with an odd group count the last group reads the byte's
+/// unused nibble, which the reader requires to be 0.
+std::vector<std::uint8_t> swap_zero_point_nibbles(const reference::Af4View& v) {
+  const Index groups = v.k / v.layout.group_size;
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(v.rows * groups));
+  for (Index r = 0; r < v.rows; ++r) {
+    const std::uint8_t* in = v.zero_points + r * groups;
+    std::uint8_t* o = out.data() + r * groups;
+    for (Index g = 0; g + 1 < groups; g += 2) {
+      o[g] = in[g + 1];
+      o[g + 1] = in[g];
+    }
+    if (groups % 2 == 1) o[groups - 1] = 0;
+  }
+  return out;
+}
+
 /// The first `cols` columns of W's transpose (K = N), as f32 weights over `storage`.
 Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<float>& storage) {
   const Index k = f.info().k;
@@ -177,6 +195,24 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
           L.packing == reference::Af4Packing::kU8Msb ? reference::Af4Packing::kU8Lsb : reference::Af4Packing::kU8Msb;
       with("packing = " + std::string(reference::af4_packing_name(other)),
            [&](WeightSegment& w) { w.af4.layout.packing = other; });
+      // Zero points packed two a byte in the other nibble order: an exporter with the other
+      // convention writes them so, alone or with the codes (MatMulNBits packs both alike).
+      const reference::ZeroPointPacking zp = L.zero_point_packing;
+      if (zero_point && (zp == reference::ZeroPointPacking::kU8Msb || zp == reference::ZeroPointPacking::kU8Lsb)) {
+        const auto zp_other = zp == reference::ZeroPointPacking::kU8Msb ? reference::ZeroPointPacking::kU8Lsb
+                                                                        : reference::ZeroPointPacking::kU8Msb;
+        const std::vector<std::uint8_t> swapped = swap_zero_point_nibbles(saved.af4);
+        const std::string zp_text = "zero_point_packing = " + std::string(reference::zero_point_packing_name(zp_other));
+        const auto flip_zp = [&](WeightSegment& w) {
+          w.af4.zero_points = swapped.data();
+          w.af4.layout.zero_point_packing = zp_other;
+        };
+        with(zp_text, flip_zp);
+        with("packing = " + std::string(reference::af4_packing_name(other)) + " and " + zp_text, [&](WeightSegment& w) {
+          flip_zp(w);
+          w.af4.layout.packing = other;
+        });
+      }
     } else if (reference::is_scaled_format(seg.format)) {
       for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput}) {
         if (d == saved.scaled.dequant) continue;

@@ -384,9 +384,7 @@ kMistakes = (
     Mistake("mistake-nibble-order-zp", "the other nibble order declared for the codes and the zero points "
             "alike (u8-msb)", "ort-nbits", "prefill", out="f32", block=64,
             declare=(("packing", "u8-msb"), ("zero_point_packing", "u8-msb")),
-            names=(("bound", kFits + "zero_point_packing = u8-lsb"),),
-            gap="bound: 'no single other declaration fits (best: packing = u8-lsb ..., 27 inside)': the "
-                "diagnosis does not flip the zero points' order; its likely location a K range's scale (-8.19x)"),
+            names=(("bound", kFits + "packing = u8-lsb and zero_point_packing = u8-lsb"),)),
     Mistake("mistake-group-size", "group_size = 128 declared for blocks of 64", "ort-nbits", "prefill",
             out="f32", block=64, declare=(("group_size", 128),),
             names=(("geometry", "not the declared 128"),)),

@@ -135,6 +135,33 @@ TEST(Diagnosis, TheOtherNibbleOrderIsNamed) {
   expect_fits(path, "nib", "packing = u8-lsb");
 }
 
+TEST(Diagnosis, TheOtherNibbleOrderOfZeroPointsIsNamedAloneOrWithTheCodes) {
+  // A zero-point segment written u8-lsb throughout (as MatMulNBits packs codes and zero
+  // points), then declared u8-msb for the zero points only, or for both: 8 groups a row, so
+  // each byte's two zero points trade places.
+  for (const bool codes_too : {false, true}) {
+    SCOPED_TRACE(codes_too ? "codes and zero points" : "zero points");
+    fixtures::ProjectionSpec p = base("zpn");
+    fixtures::SegmentSpec s;
+    s.format = reference::WeightFormat::kAf4;
+    s.rows = 64;
+    s.af4.variant = reference::Af4Variant::kZeroPoint;
+    s.af4.packing = reference::Af4Packing::kU8Lsb;
+    s.af4.zero_point_packing = reference::ZeroPointPacking::kU8Lsb;
+    s.af4.group_size = 32;
+    s.af4.scale_dtype = DType::kF32;
+    s.af4.dequant = reference::Dequant::kF32;
+    s.af4.dequant_op = reference::DequantOp::kSubMul;
+    p.segments = {s};
+    const std::string path = write_fixture(one(p), "diag-zp-nibble.h5");
+    const std::string segment = "/projections/zpn/weight/s0_af4";
+    ncert::testing::poke_attr_string(path, segment, "zero_point_packing", "u8-msb");
+    if (codes_too) ncert::testing::poke_attr_string(path, segment, "packing", "u8-msb");
+    expect_fits(path, "zpn",
+                codes_too ? "packing = u8-lsb and zero_point_packing = u8-lsb" : "zero_point_packing = u8-lsb");
+  }
+}
+
 TEST(Diagnosis, ActivationsRoundedBeforeTheKernelAreNamed) {
   fixtures::ProjectionSpec p = base("xr");
   p.x = DType::kF32;
