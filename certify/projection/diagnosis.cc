@@ -103,6 +103,49 @@ std::vector<std::uint8_t> swap_zero_point_nibbles(const reference::Af4View& v) {
   return out;
 }
 
+/// Changes one segment for a trial, tries it, and restores it.
+using SegmentTrial = std::function<void(const std::string&, const std::function<void(WeightSegment&)>&)>;
+
+/// An AF4 segment's trials: each other dequantization, operation order and nibble order.
+void af4_trials(const WeightSegment& saved, const SegmentTrial& with) {
+  const reference::Af4Layout& L = saved.af4.layout;
+  for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
+    if (d == L.dequant) continue;
+    with("dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.af4.layout.dequant = d; });
+  }
+  const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
+  const bool zero_point = L.variant == reference::Af4Variant::kZeroPoint;
+  for (DequantOp op : zero_point ? std::vector<DequantOp>{DequantOp::kSubMul, DequantOp::kFused}
+                                 : std::vector<DequantOp>{DequantOp::kFma, DequantOp::kMulAdd}) {
+    if (!pinned || op == L.dequant_op || (!zero_point && L.dequant_op == DequantOp::kEither)) continue;
+    with("dequant_op = " + std::string(reference::dequant_op_name(op)),
+         [&](WeightSegment& w) { w.af4.layout.dequant_op = op; });
+  }
+  // The other nibble order within a byte (u32-lsb and u8-lsb share theirs).
+  const reference::Af4Packing other =
+      L.packing == reference::Af4Packing::kU8Msb ? reference::Af4Packing::kU8Lsb : reference::Af4Packing::kU8Msb;
+  with("packing = " + std::string(reference::af4_packing_name(other)),
+       [&](WeightSegment& w) { w.af4.layout.packing = other; });
+  // Zero points packed two a byte in the other nibble order: an exporter with the other
+  // convention writes them so, alone or with the codes (MatMulNBits packs both alike).
+  const reference::ZeroPointPacking zp = L.zero_point_packing;
+  if (zero_point && (zp == reference::ZeroPointPacking::kU8Msb || zp == reference::ZeroPointPacking::kU8Lsb)) {
+    const auto zp_other = zp == reference::ZeroPointPacking::kU8Msb ? reference::ZeroPointPacking::kU8Lsb
+                                                                    : reference::ZeroPointPacking::kU8Msb;
+    const std::vector<std::uint8_t> swapped = swap_zero_point_nibbles(saved.af4);
+    const std::string zp_text = "zero_point_packing = " + std::string(reference::zero_point_packing_name(zp_other));
+    const auto flip_zp = [&](WeightSegment& w) {
+      w.af4.zero_points = swapped.data();
+      w.af4.layout.zero_point_packing = zp_other;
+    };
+    with(zp_text, flip_zp);
+    with("packing = " + std::string(reference::af4_packing_name(other)) + " and " + zp_text, [&](WeightSegment& w) {
+      flip_zp(w);
+      w.af4.layout.packing = other;
+    });
+  }
+}
+
 /// The first `cols` columns of W's transpose (K = N), as f32 weights over `storage`.
 Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<float>& storage) {
   const Index k = f.info().k;
@@ -176,43 +219,7 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
       seg = saved;
     };
     if (seg.format == reference::WeightFormat::kAf4) {
-      const reference::Af4Layout& L = saved.af4.layout;
-      for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
-        if (d == L.dequant) continue;
-        with("dequant = " + std::string(reference::dequant_name(d)),
-             [&](WeightSegment& w) { w.af4.layout.dequant = d; });
-      }
-      const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
-      const bool zero_point = L.variant == reference::Af4Variant::kZeroPoint;
-      for (DequantOp op : zero_point ? std::vector<DequantOp>{DequantOp::kSubMul, DequantOp::kFused}
-                                     : std::vector<DequantOp>{DequantOp::kFma, DequantOp::kMulAdd}) {
-        if (!pinned || op == L.dequant_op || (!zero_point && L.dequant_op == DequantOp::kEither)) continue;
-        with("dequant_op = " + std::string(reference::dequant_op_name(op)),
-             [&](WeightSegment& w) { w.af4.layout.dequant_op = op; });
-      }
-      // The other nibble order within a byte (u32-lsb and u8-lsb share theirs).
-      const reference::Af4Packing other =
-          L.packing == reference::Af4Packing::kU8Msb ? reference::Af4Packing::kU8Lsb : reference::Af4Packing::kU8Msb;
-      with("packing = " + std::string(reference::af4_packing_name(other)),
-           [&](WeightSegment& w) { w.af4.layout.packing = other; });
-      // Zero points packed two a byte in the other nibble order: an exporter with the other
-      // convention writes them so, alone or with the codes (MatMulNBits packs both alike).
-      const reference::ZeroPointPacking zp = L.zero_point_packing;
-      if (zero_point && (zp == reference::ZeroPointPacking::kU8Msb || zp == reference::ZeroPointPacking::kU8Lsb)) {
-        const auto zp_other = zp == reference::ZeroPointPacking::kU8Msb ? reference::ZeroPointPacking::kU8Lsb
-                                                                        : reference::ZeroPointPacking::kU8Msb;
-        const std::vector<std::uint8_t> swapped = swap_zero_point_nibbles(saved.af4);
-        const std::string zp_text = "zero_point_packing = " + std::string(reference::zero_point_packing_name(zp_other));
-        const auto flip_zp = [&](WeightSegment& w) {
-          w.af4.zero_points = swapped.data();
-          w.af4.layout.zero_point_packing = zp_other;
-        };
-        with(zp_text, flip_zp);
-        with("packing = " + std::string(reference::af4_packing_name(other)) + " and " + zp_text, [&](WeightSegment& w) {
-          flip_zp(w);
-          w.af4.layout.packing = other;
-        });
-      }
+      af4_trials(saved, with);
     } else if (reference::is_scaled_format(seg.format)) {
       for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput}) {
         if (d == saved.scaled.dequant) continue;
