@@ -71,26 +71,25 @@ std::string declarations_text(const ProjectionInfo& info) {
   return s;
 }
 
-/// One trial as the reason names it: "dequant = output for segment kv".
-std::string trial_text(const DeclarationTrial& t) {
-  std::string s = t.declaration;
-  if (!t.segment.empty()) s.append(" for segment ").append(t.segment);
-  return s;
-}
-
 /// "; the data fits dequant = output for segment kv (all 2048 sampled values inside; 310 as
 /// declared)" for the trials that hold every sampled value, or what the best trial reached.
 std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   if (trials.size() < 2) return "";
   const DeclarationTrial& declared = trials.front();
-  std::string fits;
   const DeclarationTrial* best = nullptr;
+  std::vector<const DeclarationTrial*> fitting;
   for (std::size_t i = 1; i < trials.size(); ++i) {
     const DeclarationTrial& t = trials[i];
     if (!best || t.inside > best->inside) best = &t;
-    if (t.inside != t.sampled) continue;
+    if (t.inside == t.sampled) fitting.push_back(&t);
+  }
+  // Several may hold every value (a wider accumulator's B holds a mistake's few values outside):
+  // the one whose residuals are least energetic leads, the kernel's own declaration leaving
+  // rounding noise only.
+  std::string fits;
+  for (const DeclarationTrial* t : rank_by_energy(fitting)) {
     if (!fits.empty()) fits.append("; or ");
-    fits.append(trial_text(t));
+    fits.append(trial_text(*t));
   }
   const std::string sampled = std::to_string(declared.sampled), as_declared = std::to_string(declared.inside);
   std::string out;

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <optional>
 
+#include "certify/projection/diagnosis.h"
+#include "certify/report/format.h"
 #include "certify/report/progress.h"
 #include "packing/guards.h"
 
@@ -148,8 +150,8 @@ void walk_step(const ProjectionFacts& f, const ReferencePass& pass, bool walk_su
 /// the selector, so their own cause (a scale, an accumulator) would then point elsewhere.
 /// `for_bias`: a fit of another output rounding is what bias itself tests (its "truncation"
 /// agrees with it), so that one does not count.
-std::string explained_earlier(const ChecksBeingMade& out, bool for_bias = false) {
-  for (const CheckResult& c : out.checks) {
+std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_bias = false) {
+  for (const CheckResult& c : checks) {
     if (!c.failed()) continue;
     if (const auto* b = std::get_if<BoundEvidence>(&c.evidence)) {
       for (std::size_t i = 1; i < b->diagnosis.size(); ++i) {
@@ -159,6 +161,12 @@ std::string explained_earlier(const ChecksBeingMade& out, bool for_bias = false)
           return "bound finds the data fits " + t.declaration + (t.segment.empty() ? "" : " for segment " + t.segment) +
                  ", not the declarations the residuals are read against: correct the declaration first";
         }
+      }
+    }
+    if (const auto* v = std::get_if<VarianceEvidence>(&c.evidence)) {
+      if (const DeclarationTrial* t = residual_fit(v->diagnosis)) {
+        return "variance finds the residuals fit " + trial_text(*t) +
+               ", not the declarations they are read against: correct the declaration first";
       }
     }
     if (std::holds_alternative<QuantizeEvidence>(c.evidence)) {
@@ -175,12 +183,46 @@ std::string explained_earlier(const ChecksBeingMade& out, bool for_bias = false)
   return "";
 }
 
+/// Where variance fails and bound's diagnosis did not run (every value, or all but under 1 %,
+/// inside B: a mistake too small for B at large K), the likely declaration mistakes re-tested on
+/// the sample by their residual energy; one that brings it within the limit while the
+/// declaration does not leads variance's reason. Returns whether one did.
+bool residual_diagnosis(const ProjectionFacts& f, const CheckOptions& options, const ChecksBeingMade& out,
+                        CheckResult& var) {
+  for (const CheckResult& c : out.checks) {
+    const auto* b = std::get_if<BoundEvidence>(&c.evidence);
+    if (b && !b->diagnosis.empty()) return false;
+  }
+  std::vector<DeclarationTrial> trials = diagnose_declarations(f, options, DiagnosisReason::kResiduals);
+  auto& e = std::get<VarianceEvidence>(var.evidence);
+  const DeclarationTrial* t = residual_fit(trials);
+  if (t) {
+    const DeclarationTrial& declared = trials.front();
+    var.reason = "the data fits " + trial_text(*t) + " (residual energy " + format_short(t->energy) + "x on " +
+                 std::to_string(declared.sampled) + " sampled values, " + format_short(declared.energy) +
+                 "x as declared, limit " + format_short(diagnosis_energy_limit(declared.sampled)) + "x); " + var.reason;
+  }
+  if (trials.size() > 1) e.diagnosis = std::move(trials);
+  return t != nullptr;
+}
+
 /// The residual tests, and the bound failure's likely location from the signature test; not
 /// evaluated where an earlier check already explains the failure (explained_earlier).
-void residual_steps(const ProjectionFacts& f, const ReferencePass& pass, ChecksBeingMade& out) {
+void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const ReferencePass& pass,
+                    ChecksBeingMade& out) {
   std::optional<CheckResult> sig = signature_check(f, pass);
   std::optional<CheckResult> var = variance_check(f, pass);
-  const std::string explained = explained_earlier(out);
+  const std::string explained = explained_earlier(out.checks);
+  if (explained.empty() && var && var->failed() && residual_diagnosis(f, options, out, *var)) {
+    // The variance check now names the declaration the residuals fit; the signature's own
+    // cause (a scale, a range) would point elsewhere.
+    if (sig && sig->failed()) {
+      *sig = skipped(sig->id, sig->subject, sig->kind, "not evaluated: " + explained_earlier({*var}));
+    }
+    if (sig) out.checks.push_back(std::move(*sig));
+    out.checks.push_back(std::move(*var));
+    return;
+  }
   if (!explained.empty()) {
     for (std::optional<CheckResult>* c : {&sig, &var}) {
       if (*c && (*c)->failed()) **c = skipped((*c)->id, (*c)->subject, (*c)->kind, "not evaluated: " + explained);
@@ -228,7 +270,7 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
     // bias is reported before the residual tests but decided after them: values wrong by more
     // than a spacing are its business only where no other check already fails on them.
     const auto bias_at = static_cast<std::ptrdiff_t>(out.checks.size());
-    residual_steps(f, *pass, out);
+    residual_steps(f, options, *pass, out);
     std::string_view failing;
     for (const CheckResult& c : out.checks) {
       if (c.failed() && (c.kind == CheckKind::kIdentity || c.kind == CheckKind::kBound ||
@@ -242,7 +284,7 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
       // fits another one (transposed weights, x rounded before the kernel), its "truncation"
       // would point elsewhere.
       if (b->failed()) {
-        if (const std::string explained = explained_earlier(out, true); !explained.empty()) {
+        if (const std::string explained = explained_earlier(out.checks, true); !explained.empty()) {
           *b = skipped(b->id, b->subject, b->kind, "not evaluated: " + explained);
         }
       }

@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "certify/projection/reference_pass.h"
+#include "reference/bounds.h"
 #include "reference/float_bits.h"
 #include "reference/linear.h"
 
@@ -46,20 +48,50 @@ struct Sample {
   LinearProblem problem;
 };
 
-/// Counts the sampled y_unpacked values inside the problem's intervals (-1: cannot evaluate).
-Index inside(const ProjectionFacts& f, const Sample& s, const LinearProblem& p) {
-  if (!reference::validate_problem(p).ok()) return -1;
+/// One trial on the sample: the values inside its intervals (-1: cannot evaluate) and their
+/// mean r^2 / sigma^2, sigma the residual model's accumulation with the output rounding added
+/// (half a spacing of a bf16 / f16 output, one f32 rounding of an f32 one; reference_pass.cc),
+/// always the declaration's: a trial that only widens the model (a wider accumulator, folded
+/// dequantization) would otherwise lower every energy whatever the cause, and only a trial that
+/// moves the centres onto the data lowers it here.
+struct Evaluation {
+  Index inside = -1;
+  double energy = -1;
+};
+
+Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProblem& p, std::vector<double>& var) {
+  if (!reference::validate_problem(p).ok()) return {};
   auto ref = reference::compute_reference(p);
-  if (!ref.ok()) return -1;
+  if (!ref.ok()) return {};
   const ProjectionInfo& info = f.info();
-  Index count = 0;
+  const bool narrow = info.output == DType::kBf16 || info.output == DType::kF16;
+  const bool declared = var.empty();  // the first evaluation is the declaration's
+  if (declared) var.assign(static_cast<std::size_t>(s.rows * s.cols), 0.0);
+  Evaluation e;
+  e.inside = 0;
+  double q = 0;
+  Index n = 0;
   for (Index i = 0; i < s.rows; ++i) {
     for (Index j = 0; j < s.cols; ++j) {
       const float z = f.data.y_unpacked.value(info.output, info.out_stride, i, j);
-      count += reference::contains(ref->accept[ref->at(i, j)], z) ? 1 : 0;
+      const Index at = ref->at(i, j);
+      e.inside += reference::contains(ref->accept[at], z) ? 1 : 0;
+      double& v = var[static_cast<std::size_t>(i * s.cols + j)];
+      if (declared) {
+        const double a = std::fabs(ref->center[at]) + ref->bound[at];
+        const double h =
+            narrow ? reference::spacing_of_type(a, info.output) / 2 : 0x1p-24 * reference::noise_magnitude(a, true);
+        v = ref->sigma[at] * ref->sigma[at] + h * h;
+      }
+      const double r = static_cast<double>(z) - ref->center[at];
+      if (std::isfinite(r) && std::isfinite(v) && v > 0) {
+        q += r * r / v;
+        ++n;
+      }
     }
   }
-  return count;
+  if (n > 0) e.energy = q / static_cast<double>(n);
+  return e;
 }
 
 /// Per sampled column, the shift of its values an undeclared bias would be: each value z admits
@@ -170,7 +202,8 @@ Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<floa
 
 }  // namespace
 
-std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options) {
+std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
+                                                    DiagnosisReason reason) {
   const ProjectionInfo& info = f.info();
   std::vector<DeclarationTrial> trials;
   if (!f.data.y_unpacked.present || !f.weights.ok()) return trials;
@@ -188,12 +221,20 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   }
   base.walk = {};  // the intervals do not depend on the walk; nothing is emulated here
   const Index sampled = s.rows * s.cols;
+  std::vector<double> declared_var;  // sigma^2 per sampled value, as declared
   const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p) {
-    const Index n = inside(f, s, p);
-    if (n >= 0) trials.push_back({std::move(declaration), std::move(segment), sampled, n});
+    const Evaluation e = evaluate(f, s, p, declared_var);
+    if (e.inside >= 0) trials.push_back({std::move(declaration), std::move(segment), sampled, e.inside, e.energy});
   };
   trial("as declared", "", base);
-  if (trials.empty() || trials.front().inside == sampled) return trials;
+  // Nothing to explain: every sampled value inside (bound), or their energy within the limit
+  // (the residual tests).
+  if (trials.empty()) return trials;
+  const DeclarationTrial& declared = trials.front();
+  if (reason == DiagnosisReason::kBound ? declared.inside == sampled
+                                        : declared.energy <= diagnosis_energy_limit(sampled)) {
+    return trials;
+  }
 
   // The accumulator: a wider unit roundoff than declared.
   for (const char* acc : {"f32-rz", "matrix-unit"}) {
@@ -262,6 +303,43 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     trial("weights transposed ([k, n] stored as [n, k])", "", p);
   }
   return trials;
+}
+
+std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const DeclarationTrial*> trials) {
+  const auto key = [](const DeclarationTrial* t) { return t->energy < 0 ? HUGE_VAL : t->energy; };
+  double least = HUGE_VAL;
+  for (const DeclarationTrial* t : trials) least = std::min(least, key(t));
+  // Energies within twice the least are one: trials that move the centres alike (exact and f32
+  // dequantization of zero-point weights, or folded, which only widens B) keep their order.
+  const auto rank = [&](const DeclarationTrial* t) { return key(t) <= 2 * least ? least : key(t); };
+  std::stable_sort(trials.begin(), trials.end(),
+                   [&](const DeclarationTrial* a, const DeclarationTrial* b) { return rank(a) < rank(b); });
+  return trials;
+}
+
+std::string trial_text(const DeclarationTrial& t) {
+  std::string s = t.declaration;
+  if (!t.segment.empty()) s.append(" for segment ").append(t.segment);
+  return s;
+}
+
+double diagnosis_energy_limit(Index sampled) {
+  const double n = static_cast<double>(std::max<Index>(sampled, 1));
+  const double l = std::log(1 / kResidualAlpha);
+  return 1 + 2 * std::sqrt(l / n) + 2 * l / n;
+}
+
+const DeclarationTrial* residual_fit(const std::vector<DeclarationTrial>& trials) {
+  if (trials.size() < 2) return nullptr;
+  const double limit = diagnosis_energy_limit(trials.front().sampled);
+  if (!(trials.front().energy > limit)) return nullptr;
+  std::vector<const DeclarationTrial*> fits;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    const DeclarationTrial& t = trials[i];
+    if (t.inside == t.sampled && t.energy >= 0 && t.energy <= limit) fits.push_back(&t);
+  }
+  const std::vector<const DeclarationTrial*> ranked = rank_by_energy(fits);
+  return ranked.empty() ? nullptr : ranked.front();
 }
 
 }  // namespace ncert::certify

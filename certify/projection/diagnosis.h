@@ -6,6 +6,8 @@
 // does not is named in the failure: "the data fits dequant = output for segment kv".
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "certify/projection/checks.h"
@@ -20,8 +22,31 @@ inline constexpr Index kDiagnosisCols = 256;
 /// declaration moves most outputs; a real kernel fault may move a few).
 inline constexpr double kDiagnosisShare = 0.01;
 
-/// The declared model first, then every alternative tried; empty when there is nothing to sample
-/// (no y_unpacked) or the reference cannot run on the sample.
-std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options);
+/// What a diagnosis explains: a broad `bound` failure (trials that hold every sampled value),
+/// or a residual test's failure with every value inside B (trials whose residual energy on the
+/// sample is within the limit where the declaration's is not: a mistake too small for B at
+/// large K, such as x rounded to f16 at K = 3072).
+enum class DiagnosisReason : std::uint8_t { kBound, kResiduals };
+
+/// The declared model first, then every alternative tried (none when the declaration already
+/// explains the sample); empty when there is nothing to sample (no y_unpacked) or the reference
+/// cannot run on the sample.
+std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
+                                                    DiagnosisReason reason = DiagnosisReason::kBound);
+
+/// The trials ordered by their energy on the sample, least first (energies within twice the
+/// least keep their order; a trial without one last).
+std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const DeclarationTrial*> trials);
+
+/// One trial as a reason names it: "dequant = output for segment kv".
+std::string trial_text(const DeclarationTrial& t);
+
+/// The residual energy a correct kernel's `sampled` values stay under (docs/error-bounds.md §6e's
+/// limit, at the residual tests' alpha).
+double diagnosis_energy_limit(Index sampled);
+
+/// The trial that holds every sampled value with its energy within the limit (the first of
+/// rank_by_energy), where the declaration's energy is beyond it; null when none does.
+const DeclarationTrial* residual_fit(const std::vector<DeclarationTrial>& trials);
 
 }  // namespace ncert::certify

@@ -342,6 +342,10 @@ struct DeclarationTrial {
   std::string declaration;  ///< "dequant = output", "accumulator = f32-rz", "x rounded to bf16", ...
   std::string segment;      ///< the weight segment it concerns, "" for the projection
   Index sampled = 0, inside = 0;
+  /// The sampled values' mean r^2 / sigma^2 under this declaration (sigma the residual model's,
+  /// output rounding included; docs/error-bounds.md §6c): about 1e-2 or less where the
+  /// declaration is the kernel's, far above 1 where a systematic error remains. -1: not computed.
+  double energy = -1;
   bool operator==(const DeclarationTrial&) const = default;
 };
 
@@ -472,6 +476,9 @@ struct VarianceEvidence {
   double alpha = 0;
   std::string accumulator;
   std::vector<VarianceOutput> outputs;
+  /// Where the check fails and bound's diagnosis did not run: the declaration as declared, then
+  /// each likely mistake re-tested on the sample (check_projection.cc, docs/cli.md).
+  std::vector<DeclarationTrial> diagnosis;
   bool operator==(const VarianceEvidence&) const = default;
 };
 

@@ -232,6 +232,7 @@ void fields(auto& f, Is<DeclarationTrial> auto& x) {
   f("segment", x.segment);
   f("sampled", x.sampled);
   f("inside", x.inside);
+  f("energy", x.energy);
 }
 
 void fields(auto& f, Is<BoundEvidence> auto& x) {
@@ -339,6 +340,7 @@ void fields(auto& f, Is<VarianceEvidence> auto& x) {
   f("alpha", x.alpha);
   f("accumulator", x.accumulator);
   f("outputs", x.outputs);
+  f("diagnosis", x.diagnosis);
 }
 
 void fields(auto& f, Is<QuantizeEvidence> auto& x) {

@@ -150,6 +150,22 @@ Json evidence_json(const IdentityEvidence& e, const CheckResult& c) {
   return j;
 }
 
+/// The declaration trials of bound's or variance's diagnosis; `fits`: every sampled value
+/// inside its interval.
+Json diagnosis_json(const std::vector<DeclarationTrial>& diagnosis) {
+  Json trials = Json::array();
+  for (const DeclarationTrial& t : diagnosis) {
+    Json j = Json{{"declaration", t.declaration},
+                  {"segment", t.segment},
+                  {"sampled", t.sampled},
+                  {"inside", t.inside},
+                  {"fits", t.sampled > 0 && t.inside == t.sampled}};
+    if (t.energy >= 0) j["energy"] = t.energy;
+    trials.push_back(j);
+  }
+  return trials;
+}
+
 Json evidence_json(const BoundEvidence& e, const CheckResult&) {
   Json per = Json::object();
   for (const OutputBound& o : e.outputs) {
@@ -181,17 +197,7 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                       {"lo", f.accept.lo},
                       {"hi", f.accept.hi}};
   }
-  if (!e.diagnosis.empty()) {
-    Json trials = Json::array();
-    for (const DeclarationTrial& t : e.diagnosis) {
-      trials.push_back(Json{{"declaration", t.declaration},
-                            {"segment", t.segment},
-                            {"sampled", t.sampled},
-                            {"inside", t.inside},
-                            {"fits", t.sampled > 0 && t.inside == t.sampled}});
-    }
-    j["diagnosis"] = trials;
-  }
+  if (!e.diagnosis.empty()) j["diagnosis"] = diagnosis_json(e.diagnosis);
   return j;
 }
 
@@ -273,7 +279,9 @@ Json evidence_json(const VarianceEvidence& e, const CheckResult&) {
           Json{{"z", *o.lean_z}, {"limit", o.lean_limit}, {"values", o.leaning}, {"toward_zero", o.toward_zero}};
     }
   }
-  return Json{{"alpha", e.alpha}, {"accumulator", e.accumulator}, {"outputs", per}};
+  Json j = Json{{"alpha", e.alpha}, {"accumulator", e.accumulator}, {"outputs", per}};
+  if (!e.diagnosis.empty()) j["diagnosis"] = diagnosis_json(e.diagnosis);
+  return j;
 }
 
 Json evidence_json(const QuantizeEvidence& e, const CheckResult& c) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "certify/commands/check.h"
+#include "certify/projection/diagnosis.h"
 #include "tests/common/fixture_check.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/report_checks.h"
@@ -170,6 +171,47 @@ TEST(Diagnosis, ActivationsRoundedBeforeTheKernelAreNamed) {
   p.engine_x_rounding = DType::kBf16;
   const std::string path = write_fixture(one(p), "diag-x.h5");
   expect_fits(path, "xr", "x rounded to bf16 before the kernel");
+}
+
+TEST(Diagnosis, AMistakeInsideBIsNamedByTheResidualEnergyOfEachTrial) {
+  // x rounded to f16 before the kernel at K = 4096: each product errs by about 2^-12 of itself,
+  // about 0.1 of B, so every value lies inside B and bound's diagnosis does not run. The
+  // residual energy does see it (variance FAILs), and on the sample the trial "x rounded to f16"
+  // brings that energy from far above the limit to rounding noise: variance names it, and
+  // signature, whose own cause would be a K range's scale, is not evaluated.
+  fixtures::ProjectionSpec p = base("xk");
+  p.k = 4096;
+  p.n = 128;
+  p.x = DType::kF32;
+  p.engine_x_rounding = DType::kF16;
+  fixtures::SegmentSpec s;
+  s.format = reference::WeightFormat::kF32;
+  s.rows = 128;
+  p.segments = {s};
+  const Report r = check_dump(write_fixture(one(p), "diag-x-f16-large-k.h5"));
+  const CheckResult* bound = find_check(r, "projections/xk/bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound->verdict, Verdict::kPass) << bound->reason;
+  const CheckResult* var = find_check(r, "projections/xk/variance");
+  ASSERT_NE(var, nullptr);
+  EXPECT_EQ(var->verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
+      << var->reason;
+  const auto* e = ncert::testing::evidence_of<VarianceEvidence>(var);
+  ASSERT_NE(e, nullptr);
+  ASSERT_GE(e->diagnosis.size(), 2u);
+  EXPECT_GT(e->diagnosis.front().energy, diagnosis_energy_limit(e->diagnosis.front().sampled));
+  const DeclarationTrial* fit = residual_fit(e->diagnosis);
+  ASSERT_NE(fit, nullptr);
+  EXPECT_EQ(fit->declaration, "x rounded to f16 before the kernel");
+  EXPECT_LT(fit->energy, 0.1);
+  const CheckResult* sig = find_check(r, "projections/xk/signature");
+  ASSERT_NE(sig, nullptr);
+  EXPECT_FALSE(sig->failed()) << sig->reason;
+  // Its legitimate twin: nothing to diagnose.
+  p.engine_x_rounding = DType::kF32;
+  const Report twin = check_dump(write_fixture(one(p), "diag-x-f16-large-k-twin.h5"));
+  EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
 }
 
 TEST(Diagnosis, TransposedWeightsAreNamed) {

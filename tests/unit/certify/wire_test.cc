@@ -160,7 +160,7 @@ Evidence sample(Of<BoundEvidence>) {
   e.beyond_tier = 2;
   e.first = BoundFailure{"y_packed", {4, 99, 1.5f, 1.25, 0.125, {1.0f, 1.375f}}, 5};
   e.output = DType::kF32;
-  e.diagnosis = {{"as declared", "", 2048, 310}, {"dequant = output", "kv", 2048, 2048}};
+  e.diagnosis = {{"as declared", "", 2048, 310, 41.5}, {"dequant = output", "kv", 2048, 2048, 0.0125}};
   return e;
 }
 
@@ -197,10 +197,12 @@ Evidence sample(Of<SignatureEvidence>) {
 }
 
 Evidence sample(Of<VarianceEvidence>) {
-  return VarianceEvidence{1e-9,
-                          "f32-rn",
-                          {{"y_unpacked", 527360, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
-                           {"y_packed", 4, 0.001, 14.2, std::nullopt, 0, 0, 0}}};
+  return VarianceEvidence{
+      1e-9,
+      "f32-rn",
+      {{"y_unpacked", 527360, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
+       {"y_packed", 4, 0.001, 14.2, std::nullopt, 0, 0, 0}},
+      {{"as declared", "", 2048, 2048, 30.2}, {"x rounded to f16 before the kernel", "", 2048, 2048, 0.0021}}};
 }
 
 Evidence sample(Of<QuantizeEvidence>) {
