@@ -1,5 +1,6 @@
 #include "certify/projection/check_projection.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -119,15 +120,52 @@ std::string reference_blocker(const ProjectionFacts& f, const reference::LinearP
 
 /// 4. walk, from an evaluated reference pass: checked where the pass emulated the declared walk,
 /// else skipped saying why.
-void walk_step(const ProjectionFacts& f, const ReferencePass& pass, bool walk_supported, bool rounding_pinned,
-               ChecksBeingMade& out) {
+/// The first trial after the declaration that reproduces every sampled value, or null.
+const DeclarationTrial* walk_fit(const std::vector<DeclarationTrial>& trials) {
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    if (trials[i].sampled > 0 && trials[i].inside == trials[i].sampled) return &trials[i];
+  }
+  return nullptr;
+}
+
+/// A walk failing broadly (1 % of the values or more) is re-emulated on the sample under each
+/// quantized segment's other declarations; one that reproduces every sampled value is named.
+void diagnose_walk_failure(const ProjectionFacts& f, const CheckOptions& options, CheckResult& walk) {
+  auto& e = std::get<WalkEvidence>(walk.evidence);
+  if (static_cast<double>(e.mismatches) < kDiagnosisShare * static_cast<double>(e.compared)) return;
+  e.diagnosis = diagnose_walk(f, options);
+  if (e.diagnosis.size() < 2) {
+    e.diagnosis.clear();
+    return;
+  }
+  const DeclarationTrial& declared = e.diagnosis.front();
+  // Every fit is named: for zero-point weights `dequant = exact` and `sub-mul` are the same f32
+  // weights, and the walk cannot tell them apart. The operation order leads: it is what only the
+  // walk sees (the two orders' weights differ by one f32 rounding, inside B).
+  std::vector<const DeclarationTrial*> fits;
+  for (std::size_t i = 1; i < e.diagnosis.size(); ++i) {
+    if (e.diagnosis[i].inside == e.diagnosis[i].sampled) fits.push_back(&e.diagnosis[i]);
+  }
+  if (fits.empty()) return;
+  std::stable_partition(fits.begin(), fits.end(),
+                        [](const DeclarationTrial* t) { return t->declaration.starts_with("dequant_op"); });
+  std::string text;
+  for (const DeclarationTrial* t : fits) text += (text.empty() ? "" : "; or ") + trial_text(*t);
+  walk.reason += "; the data fits " + text + " (its walk reproduces all " + std::to_string(declared.sampled) +
+                 " sampled values bit for bit; " + std::to_string(declared.inside) + " as declared)";
+}
+
+void walk_step(const ProjectionFacts& f, const CheckOptions& options, const ReferencePass& pass, bool walk_supported,
+               bool rounding_pinned, ChecksBeingMade& out) {
   const ProjectionInfo& info = out.info;
   if (walk_supported && pass.summary.ambiguous_weights > 0) {
     out.skip(CheckKind::kWalk, std::to_string(pass.summary.ambiguous_weights) +
                                    " weights differ between the fused and the multiply-then-add dequantization "
                                    "(dequant_op = either): declare dequant_op to hold the kernel to its walk");
   } else if (walk_supported) {
-    out.checks.push_back(walk_check(f, pass));
+    CheckResult walk = walk_check(f, pass);
+    if (walk.failed()) diagnose_walk_failure(f, options, walk);
+    out.checks.push_back(std::move(walk));
   } else if (info.walk.declared && info.x_quant.type != reference::XQuantType::kNone) {
     out.skip(CheckKind::kWalk, "k_walk " + info.walk.name + " is an f32 walk over x, but x_quant = " +
                                    std::string(reference::x_quant_name(info.x_quant.type)) +
@@ -161,6 +199,12 @@ std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_b
           return "bound finds the data fits " + t.declaration + (t.segment.empty() ? "" : " for segment " + t.segment) +
                  ", not the declarations the residuals are read against: correct the declaration first";
         }
+      }
+    }
+    if (const auto* w = std::get_if<WalkEvidence>(&c.evidence)) {
+      if (const DeclarationTrial* t = walk_fit(w->diagnosis)) {
+        return "walk finds the data fits " + trial_text(*t) +
+               ", not the declarations the residuals are read against: correct the declaration first";
       }
     }
     if (const auto* v = std::get_if<VarianceEvidence>(&c.evidence)) {
@@ -266,7 +310,7 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
     T.reference_seconds = pass->seconds;
     T.compare_seconds = pass->compare_seconds;
     out.checks.push_back(bound_check(f, *pass, options));
-    walk_step(f, *pass, walk_supported, rounding_pinned, out);
+    walk_step(f, options, *pass, walk_supported, rounding_pinned, out);
     // bias is reported before the residual tests but decided after them: values wrong by more
     // than a spacing are its business only where no other check already fails on them.
     const auto bias_at = static_cast<std::ptrdiff_t>(out.checks.size());

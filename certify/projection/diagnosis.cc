@@ -94,6 +94,42 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
   return e;
 }
 
+/// The sample's rows and columns of y_unpacked, and the projection's problem restricted to them.
+LinearProblem sample_problem(const ProjectionFacts& f, const CheckOptions& options, Sample& s) {
+  s.rows = std::min(f.info().m, kDiagnosisRows);
+  s.weights = clip_weights(f.data.weights, kDiagnosisCols);
+  s.cols = s.weights.n;
+  LinearProblem base = f.data.problem(options.lambda);
+  base.weights = &s.weights;
+  base.x.rows = s.rows;
+  if (!base.bias.empty()) base.bias.size = s.cols;
+  if (!base.residual.empty()) {
+    base.residual.rows = s.rows;
+    base.residual.cols = s.cols;
+  }
+  return base;
+}
+
+/// The sampled y_unpacked values the problem's emulated walk reproduces bit for bit (-1: cannot
+/// evaluate).
+Index walk_equal(const ProjectionFacts& f, const Sample& s, const LinearProblem& p) {
+  if (!reference::validate_problem(p).ok()) return -1;
+  reference::ReferenceOptions ro;
+  ro.emulate_walk = true;
+  ro.residual_tests = false;
+  auto ref = reference::compute_reference(p, ro);
+  if (!ref.ok() || ref->walk.empty()) return -1;
+  const ProjectionInfo& info = f.info();
+  Index equal = 0;
+  for (Index i = 0; i < s.rows; ++i) {
+    for (Index j = 0; j < s.cols; ++j) {
+      const std::uint32_t engine = f.data.y_unpacked.bits(info.output, info.out_stride, i, j);
+      equal += engine == reference::bits_of_value(ref->walk[ref->at(i, j)], info.output) ? 1 : 0;
+    }
+  }
+  return equal;
+}
+
 /// Per sampled column, the shift of its values an undeclared bias would be: each value z admits
 /// the shifts b with z inside its interval moved by b, about [z - hi, z - lo]; the middle of
 /// what every row of the column admits (where none fits every row, the middle still fits some,
@@ -208,17 +244,7 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   std::vector<DeclarationTrial> trials;
   if (!f.data.y_unpacked.present || !f.weights.ok()) return trials;
   Sample s;
-  s.rows = std::min(info.m, kDiagnosisRows);
-  s.weights = clip_weights(f.data.weights, kDiagnosisCols);
-  s.cols = s.weights.n;
-  LinearProblem base = f.data.problem(options.lambda);
-  base.weights = &s.weights;
-  base.x.rows = s.rows;
-  if (!base.bias.empty()) base.bias.size = s.cols;
-  if (!base.residual.empty()) {
-    base.residual.rows = s.rows;
-    base.residual.cols = s.cols;
-  }
+  LinearProblem base = sample_problem(f, options, s);
   base.walk = {};  // the intervals do not depend on the walk; nothing is emulated here
   const Index sampled = s.rows * s.cols;
   std::vector<double> declared_var;  // sigma^2 per sampled value, as declared
@@ -314,6 +340,33 @@ std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const Declaratio
   const auto rank = [&](const DeclarationTrial* t) { return key(t) <= 2 * least ? least : key(t); };
   std::stable_sort(trials.begin(), trials.end(),
                    [&](const DeclarationTrial* a, const DeclarationTrial* b) { return rank(a) < rank(b); });
+  return trials;
+}
+
+std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const CheckOptions& options) {
+  std::vector<DeclarationTrial> trials;
+  if (!f.data.y_unpacked.present || !f.weights.ok() || !f.info().walk.declared) return trials;
+  Sample s;
+  const LinearProblem base = sample_problem(f, options, s);
+  const Index sampled = s.rows * s.cols;
+  const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p) {
+    const Index n = walk_equal(f, s, p);
+    if (n >= 0) trials.push_back({std::move(declaration), std::move(segment), sampled, n});
+  };
+  trial("as declared", "", base);
+  if (trials.empty() || trials.front().inside == sampled) return trials;
+  // The walk fixes the order of every operation; what else it reproduces bit for bit is the
+  // weights each product uses: each AF4 segment's dequantization and its order.
+  for (std::size_t i = 0; i < s.weights.segments.size(); ++i) {
+    WeightSegment& seg = s.weights.segments[i];
+    if (seg.format != reference::WeightFormat::kAf4) continue;
+    const WeightSegment saved = seg;
+    af4_trials(saved, [&](const std::string& declaration, const std::function<void(WeightSegment&)>& change) {
+      change(seg);
+      trial(declaration, seg.name, base);
+      seg = saved;
+    });
+  }
   return trials;
 }
 

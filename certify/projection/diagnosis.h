@@ -38,6 +38,13 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
 /// least keep their order; a trial without one last).
 std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const DeclarationTrial*> trials);
 
+/// Where `walk` fails broadly: the declared walk emulated on the same sample, then each AF4
+/// segment's other dequantization, operation order and nibble order, each counted by the sampled
+/// values its emulated walk reproduces bit for bit (`inside`). A trial that reproduces every one
+/// names a mistake the bound cannot see (dequant_op: the two orders' weights differ by one f32
+/// rounding, inside B).
+std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const CheckOptions& options);
+
 /// One trial as a reason names it: "dequant = output for segment kv".
 std::string trial_text(const DeclarationTrial& t);
 

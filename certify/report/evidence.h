@@ -374,6 +374,10 @@ struct WalkEvidence {
   std::string k_walk;
   std::vector<Output> outputs;
   Index compared = 0, mismatches = 0;
+  /// Where at least 1 % of the values differ: the declaration as declared, then each quantized
+  /// segment's other declarations, `inside` counting the sampled values its emulated walk
+  /// reproduces bit for bit (check_projection.cc, docs/cli.md).
+  std::vector<DeclarationTrial> diagnosis;
   bool operator==(const WalkEvidence&) const = default;
 };
 

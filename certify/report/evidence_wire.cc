@@ -263,6 +263,7 @@ void fields(auto& f, Is<WalkEvidence> auto& x) {
   f("outputs", x.outputs);
   f("compared", x.compared);
   f("mismatches", x.mismatches);
+  f("diagnosis", x.diagnosis);
 }
 
 void fields(auto& f, Is<BiasValue> auto& x) {

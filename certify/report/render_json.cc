@@ -211,6 +211,7 @@ Json evidence_json(const WalkEvidence& e, const CheckResult& c) {
     j["first"] =
         Json{{"output", c.first_failure->object}, {"row", c.first_failure->row}, {"col", c.first_failure->col}};
   }
+  if (!e.diagnosis.empty()) j["diagnosis"] = diagnosis_json(e.diagnosis);
   return j;
 }
 

@@ -214,6 +214,40 @@ TEST(Diagnosis, AMistakeInsideBIsNamedByTheResidualEnergyOfEachTrial) {
   EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
 }
 
+TEST(Diagnosis, AnotherDequantOpIsNamedByTheWalk) {
+  // The kernel subtracts the zero point, then multiplies (sub-mul); the dump says fused. The
+  // two orders' weights differ by one f32 rounding, inside B: only the declared walk sees it,
+  // and re-emulated on the sample with sub-mul it reproduces every value bit for bit.
+  fixtures::ProjectionSpec p = base("op");
+  p.x = DType::kF32;
+  p.k_walk = "seq-fma";
+  fixtures::SegmentSpec s;
+  s.format = reference::WeightFormat::kAf4;
+  s.rows = 64;
+  s.af4.variant = reference::Af4Variant::kZeroPoint;
+  s.af4.packing = reference::Af4Packing::kU8Lsb;
+  s.af4.group_size = 32;
+  s.af4.scale_dtype = DType::kF32;
+  s.af4.dequant = reference::Dequant::kF32;
+  s.af4.dequant_op = reference::DequantOp::kSubMul;
+  p.segments = {s};
+  const std::string path = write_fixture(one(p), "diag-dequant-op.h5");
+  ncert::testing::poke_attr_string(path, "/projections/op/weight/s0_af4", "dequant_op", "fused");
+  const Report r = check_dump(path);
+  const CheckResult* walk = find_check(r, "projections/op/walk");
+  ASSERT_NE(walk, nullptr);
+  EXPECT_EQ(walk->verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_NE(walk->reason.find("; the data fits dequant_op = sub-mul for segment s0_af4"), std::string::npos)
+      << walk->reason;
+  const auto* e = ncert::testing::evidence_of<WalkEvidence>(walk);
+  ASSERT_NE(e, nullptr);
+  ASSERT_GE(e->diagnosis.size(), 2u);
+  EXPECT_LT(e->diagnosis.front().inside, e->diagnosis.front().sampled);
+  const CheckResult* bound = find_check(r, "projections/op/bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound->verdict, Verdict::kPass) << bound->reason;
+}
+
 TEST(Diagnosis, TransposedWeightsAreNamed) {
   // With bf16 outputs bias, read against the transposed weights, once called the residuals
   // truncation as well; it is not evaluated now, as signature and variance are not.

@@ -165,7 +165,11 @@ Evidence sample(Of<BoundEvidence>) {
 }
 
 Evidence sample(Of<WalkEvidence>) {
-  return WalkEvidence{"split:4", {{"y_unpacked", 100, 0}, {"y_packed", 100, 3}}, 200, 3};
+  return WalkEvidence{"split:4",
+                      {{"y_unpacked", 100, 0}, {"y_packed", 100, 3}},
+                      200,
+                      3,
+                      {{"as declared", "", 1536, 270}, {"dequant_op = sub-mul", "w4", 1536, 1536}}};
 }
 
 Evidence sample(Of<BiasEvidence>) {
