@@ -130,6 +130,30 @@ Index walk_equal(const ProjectionFacts& f, const Sample& s, const LinearProblem&
   return equal;
 }
 
+/// A bf16 or f16 accumulator, held bit for bit: the kernel adds every product into a narrow sum
+/// in k order (ATen's own bf16 GEMM, torch 1.13). As a bound its K roundings of 2^-8 are vacuous
+/// at usual K (K u >= 1/2: it "fits" dropped tiles and doubled scales too), so it is tried as a
+/// walk, promote:K:p:rne, and fits only where it reproduces every sampled value (its energy is
+/// then 0: no residual against the emulated values).
+void narrow_accumulator_trials(const ProjectionFacts& f, const Sample& s, const LinearProblem& base,
+                               std::vector<DeclarationTrial>& trials) {
+  const ProjectionInfo& info = f.info();
+  if (info.walk.declared || info.x_quant.type != reference::XQuantType::kNone) return;
+  const Index sampled = s.rows * s.cols;
+  for (const auto& [bits, type] : {std::pair<int, const char*>{8, "bf16"}, {11, "f16"}}) {
+    const std::string walk = "promote:" + std::to_string(info.k) + ":" + std::to_string(bits) + ":rne";
+    auto parsed = reference::parse_k_walk(walk);
+    if (!parsed.ok()) continue;
+    LinearProblem p = base;
+    p.walk = *parsed;
+    const Index equal = walk_equal(f, s, p);
+    if (equal < 0) continue;
+    trials.push_back({std::string("accumulator = ") + type + " (k_walk = " + walk +
+                          ": every product and partial sum rounded to " + type + ", k ascending)",
+                      "", sampled, equal, equal == sampled ? 0.0 : -1.0});
+  }
+}
+
 /// Per sampled column, the shift of its values an undeclared bias would be: each value z admits
 /// the shifts b with z inside its interval moved by b, about [z - hi, z - lo]; the middle of
 /// what every row of the column admits (where none fits every row, the middle still fits some,
@@ -270,6 +294,7 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     p.accumulator = *parsed;
     trial(std::string("accumulator = ") + acc, "", p);
   }
+  narrow_accumulator_trials(f, s, base, trials);
   // The output rounding of a narrow output.
   if (info.output != DType::kF32 && info.output_rounding == reference::OutputRounding::kNearestEven) {
     LinearProblem p = base;

@@ -248,6 +248,18 @@ TEST(Diagnosis, AnotherDequantOpIsNamedByTheWalk) {
   EXPECT_EQ(bound->verdict, Verdict::kPass) << bound->reason;
 }
 
+TEST(Diagnosis, ABf16AccumulatorIsNamedAsTheWalkThatReproducesIt) {
+  // The engine adds every product into a bf16 sum, k ascending; the dump declares f32-rn and no
+  // walk. As a bound a bf16 accumulator is vacuous at K = 256 (K u = 1), so it is tried as the
+  // walk promote:256:8:rne, which must reproduce every sampled value bit for bit.
+  fixtures::ProjectionSpec p = base("acc");
+  p.output = DType::kBf16;
+  p.engine_order = "promote:256:8:rne";
+  expect_fits(write_fixture(one(p), "diag-bf16-acc.h5"), "acc",
+              "accumulator = bf16 (k_walk = promote:256:8:rne: every product and partial sum rounded to bf16, k "
+              "ascending)");
+}
+
 TEST(Diagnosis, TransposedWeightsAreNamed) {
   // With bf16 outputs bias, read against the transposed weights, once called the residuals
   // truncation as well; it is not evaluated now, as signature and variance are not.
