@@ -343,11 +343,12 @@ class Sweep:
                          for j in mistaken if j.mistake is not None],
             "summary": [dict(zip(head, r)) for r in table]}, indent=1))
         named = sum(not j.problems for j in mistaken)
+        gaps = len(mistaken) - named - len(failed_mistakes)
         print(f"\n{len(legit) - len(false_alarms)} of {len(legit)} legitimate dumps PASS"
               f"{' (fewer than ' + str(kMinDumps) + ')' if short else ''}; "
               f"{len(planted) - len(failed_faults)} of {len(planted)} planted faults caught as expected; "
-              f"{named} of {len(mistaken)} declaration mistakes named ({len(mistaken) - named - len(failed_mistakes)} "
-              f"known gaps); {total:.0f} s in all; reports in {self.reports}")
+              f"{named} of {len(mistaken)} declaration mistakes named ({gaps} known gap{'' if gaps == 1 else 's'}); "
+              f"{total:.0f} s in all; reports in {self.reports}")
         return 1 if false_alarms or failed_faults or failed_mistakes or short or missing else 0
 
     def runnable(self, x: Union[Fault, Mistake]) -> bool:
