@@ -59,6 +59,28 @@ fixtures::DumpSpec one(const fixtures::ProjectionSpec& p) {
   return d;
 }
 
+/// A 64-row AF4 segment of `variant` in groups of `group` (the rest as SegmentSpec has it).
+fixtures::SegmentSpec af4_segment(reference::Af4Variant variant, Index group) {
+  fixtures::SegmentSpec s;
+  s.format = reference::WeightFormat::kAf4;
+  s.rows = 64;
+  s.af4.variant = variant;
+  s.af4.group_size = group;
+  return s;
+}
+
+/// ONNX Runtime MatMulNBits' layout: zero points, codes and zero points two a byte (u8-lsb), f32
+/// scales, dequantized to f32 by subtracting the zero point, then multiplying; groups of 32.
+fixtures::SegmentSpec nbits_segment() {
+  fixtures::SegmentSpec s = af4_segment(reference::Af4Variant::kZeroPoint, 32);
+  s.af4.packing = reference::Af4Packing::kU8Lsb;
+  s.af4.zero_point_packing = reference::ZeroPointPacking::kU8Lsb;
+  s.af4.scale_dtype = DType::kF32;
+  s.af4.dequant = reference::Dequant::kF32;
+  s.af4.dequant_op = reference::DequantOp::kSubMul;
+  return s;
+}
+
 /// The bound check of projection `name`, expected to fail with a diagnosis that fits `fits`.
 void expect_fits(const std::string& path, const std::string& name, const std::string& fits) {
   const Report r = check_dump(path);
@@ -99,12 +121,8 @@ void expect_fits(const std::string& path, const std::string& name, const std::st
 
 TEST(Diagnosis, AnUndeclaredDequantizationToTheActivationTypeIsNamed) {
   fixtures::ProjectionSpec p = base("dq");
-  fixtures::SegmentSpec s;
-  s.format = reference::WeightFormat::kAf4;
-  s.rows = 64;
-  s.af4.variant = reference::Af4Variant::kAffine;
+  fixtures::SegmentSpec s = af4_segment(reference::Af4Variant::kAffine, 32);
   s.af4.packing = reference::Af4Packing::kU32Lsb;
-  s.af4.group_size = 32;
   s.af4.scale_dtype = DType::kF32;
   s.af4.dequant = reference::Dequant::kOutput;  // the kernel rounds its weights to bf16 ...
   s.af4.dequant_op = reference::DequantOp::kFma;
@@ -125,13 +143,9 @@ TEST(Diagnosis, TruncatedOutputsDeclaredRoundToNearestAreNamed) {
 
 TEST(Diagnosis, TheOtherNibbleOrderIsNamed) {
   fixtures::ProjectionSpec p = base("nib");
-  fixtures::SegmentSpec s;
-  s.format = reference::WeightFormat::kAf4;
-  s.rows = 64;
-  s.af4.variant = reference::Af4Variant::kCodebook;
+  fixtures::SegmentSpec s = af4_segment(reference::Af4Variant::kCodebook, 64);
   s.af4.codebook = reference::Af4Codebook::kNf4;
   s.af4.packing = reference::Af4Packing::kU8Msb;
-  s.af4.group_size = 64;
   s.af4.scale_dtype = DType::kBf16;
   p.segments = {s};
   const std::string path = write_fixture(one(p), "diag-nibble.h5", Fault::kNibbleOrderSwapped);
@@ -145,17 +159,7 @@ TEST(Diagnosis, TheOtherNibbleOrderOfZeroPointsIsNamedAloneOrWithTheCodes) {
   for (const bool codes_too : {false, true}) {
     SCOPED_TRACE(codes_too ? "codes and zero points" : "zero points");
     fixtures::ProjectionSpec p = base("zpn");
-    fixtures::SegmentSpec s;
-    s.format = reference::WeightFormat::kAf4;
-    s.rows = 64;
-    s.af4.variant = reference::Af4Variant::kZeroPoint;
-    s.af4.packing = reference::Af4Packing::kU8Lsb;
-    s.af4.zero_point_packing = reference::ZeroPointPacking::kU8Lsb;
-    s.af4.group_size = 32;
-    s.af4.scale_dtype = DType::kF32;
-    s.af4.dequant = reference::Dequant::kF32;
-    s.af4.dequant_op = reference::DequantOp::kSubMul;
-    p.segments = {s};
+    p.segments = {nbits_segment()};
     const std::string path = write_fixture(one(p), "diag-zp-nibble.h5");
     const std::string segment = "/projections/zpn/weight/s0_af4";
     ncert::testing::poke_attr_string(path, segment, "zero_point_packing", "u8-msb");
@@ -221,16 +225,7 @@ TEST(Diagnosis, AnotherDequantOpIsNamedByTheWalk) {
   fixtures::ProjectionSpec p = base("op");
   p.x = DType::kF32;
   p.k_walk = "seq-fma";
-  fixtures::SegmentSpec s;
-  s.format = reference::WeightFormat::kAf4;
-  s.rows = 64;
-  s.af4.variant = reference::Af4Variant::kZeroPoint;
-  s.af4.packing = reference::Af4Packing::kU8Lsb;
-  s.af4.group_size = 32;
-  s.af4.scale_dtype = DType::kF32;
-  s.af4.dequant = reference::Dequant::kF32;
-  s.af4.dequant_op = reference::DequantOp::kSubMul;
-  p.segments = {s};
+  p.segments = {nbits_segment()};
   const std::string path = write_fixture(one(p), "diag-dequant-op.h5");
   ncert::testing::poke_attr_string(path, "/projections/op/weight/s0_af4", "dequant_op", "fused");
   const Report r = check_dump(path);
@@ -303,12 +298,9 @@ TEST(Diagnosis, AFaultInOneGroupIsNotMistakenForADeclaration) {
   // the failure names only the element and the declarations.
   fixtures::ProjectionSpec p = base("one");
   p.n = 256;  // the faulty column is 1/256 of the values
-  fixtures::SegmentSpec s;
-  s.format = reference::WeightFormat::kAf4;
+  fixtures::SegmentSpec s = af4_segment(reference::Af4Variant::kAffine, 32);
   s.rows = 256;
-  s.af4.variant = reference::Af4Variant::kAffine;
   s.af4.packing = reference::Af4Packing::kU32Lsb;
-  s.af4.group_size = 32;
   s.af4.scale_dtype = DType::kBf16;
   p.segments = {s};
   const Report r = check_dump(write_fixture(one(p), "diag-local.h5", Fault::kAf4ScaleTimes2));
