@@ -87,7 +87,7 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
   return Status();
 }
 
-Result<std::vector<std::uint8_t>> DumpReader::read_bytes(const std::string& path) const {
+Result<Bytes> DumpReader::read_bytes(const std::string& path) const {
   const DatasetInfo* d = impl_->model.dataset(path);
   if (!d) return Status(ErrorCode::kMissingMember, path + ": not a validated dataset of this dump");
   if (static_cast<std::uint64_t>(d->bytes) > impl_->options.memory_limit) {
@@ -95,7 +95,7 @@ Result<std::vector<std::uint8_t>> DumpReader::read_bytes(const std::string& path
                                                " bytes exceed the memory limit of " +
                                                std::to_string(impl_->options.memory_limit));
   }
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(d->bytes));
+  Bytes out(static_cast<std::size_t>(d->bytes));
   NCERT_RETURN_IF_ERROR(read_rows(path, 0, d->shape.empty() ? 1 : d->shape[0], out.data()));
   return out;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "certify/io/bytes.h"
 #include "certify/io/dump_model.h"
 #include "reference/status.h"
 
@@ -95,7 +96,7 @@ class DumpReader {
 
   /// The raw bytes of a whole dataset, row-major, little-endian. kMemoryLimit if it exceeds
   /// the limit, kMissingMember if the path is not a validated dataset.
-  Result<std::vector<std::uint8_t>> read_bytes(const std::string& path) const;
+  Result<Bytes> read_bytes(const std::string& path) const;
   /// Typed whole-dataset reads; the dataset's element size must match T (kDatatypeRefused).
   Result<std::vector<float>> read_f32(const std::string& path) const;
   Result<std::vector<std::uint16_t>> read_u16(const std::string& path) const;  ///< bf16/f16

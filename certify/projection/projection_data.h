@@ -19,7 +19,7 @@ namespace ncert::certify {
 /// One engine output dataset, raw.
 struct EngineOutput {
   bool present = false;
-  std::vector<std::uint8_t> bytes;
+  Bytes bytes;
   Index rows = 0;
 
   /// The stored value of element (row, col) as f32 (bf16 patterns widened exactly).
@@ -38,13 +38,13 @@ std::string_view engine_output_name(EngineOutputId o);
 
 struct LoadedProjection {
   const ProjectionInfo* info = nullptr;
-  std::vector<std::uint8_t> x;
+  Bytes x;
   /// With x_quant: the engine's quantized activations, their scales and zero points (empty: 0).
-  std::vector<std::uint8_t> x_quantized, x_scales, x_zero_points;
+  Bytes x_quantized, x_scales, x_zero_points;
   std::shared_ptr<const LoadedWeights> loaded_weights;  ///< the buffers `weights` views (maybe shared)
   reference::Weights weights;
-  std::vector<std::uint8_t> bias;
-  std::vector<std::uint8_t> residual;
+  Bytes bias;
+  Bytes residual;
   std::vector<std::int32_t> selector;
   std::vector<std::int32_t> commit_counts;  ///< empty when the dump has none
   EngineOutput y_unpacked, y_packed, y_compact, y_before;

@@ -28,7 +28,7 @@ class WeightsHasher {
     text(line);
   }
   /// One dataset member: "<member> <dtype> <dims...>\n", then its raw bytes.
-  void member(std::string_view name, const DatasetInfo& d, const std::vector<std::uint8_t>& bytes) {
+  void member(std::string_view name, const DatasetInfo& d, const Bytes& bytes) {
     std::string line;
     line.append(name).append(" ").append(dtype_name(d.dtype));
     for (Index e : d.shape) line.append(" ").append(std::to_string(e));
@@ -125,7 +125,7 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
       if (L.variant == reference::Af4Variant::kZeroPoint) {
         NCERT_ASSIGN_OR_RETURN(const std::uint8_t* stored, read(s, "zero_points"));
         const Index rows = s.row_end - s.row_begin, groups = info.k / L.group_size;
-        std::vector<std::uint8_t> unpacked(static_cast<std::size_t>(rows * groups));
+        Bytes unpacked(static_cast<std::size_t>(rows * groups));
         NCERT_RETURN_IF_ERROR(reference::unpack_zero_points(L.zero_point_packing, stored, rows, groups,
                                                             reader.model().file + ": " + s.path + "/zero_points",
                                                             unpacked.data()));

@@ -20,9 +20,8 @@ namespace ncert::certify {
 
 /// A projection's weights, read whole (raw bit patterns) and hashed as they were read.
 struct LoadedWeights {
-  std::string xxh3;  ///< the §4.5 weights hash of what was read
-  std::vector<std::vector<std::uint8_t>>
-      blobs;  ///< values / codes / scales / biases / codebook / zero points (stored, unpacked)
+  std::string xxh3;          ///< the §4.5 weights hash of what was read
+  std::vector<Bytes> blobs;  ///< values / codes / scales / biases / codebook / zero points (stored, unpacked)
   std::vector<reference::WeightSegment> segments;  ///< views into blobs
   std::vector<packing::SegmentGeometry> geometry;  ///< the segment table the guards check
   std::uint64_t bytes = 0;                         ///< raw bytes read
