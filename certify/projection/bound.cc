@@ -77,17 +77,14 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   if (trials.size() < 2) return "";
   const DeclarationTrial& declared = trials.front();
   const DeclarationTrial* best = nullptr;
-  std::vector<const DeclarationTrial*> fitting;
   for (std::size_t i = 1; i < trials.size(); ++i) {
-    const DeclarationTrial& t = trials[i];
-    if (!best || t.inside > best->inside) best = &t;
-    if (t.inside == t.sampled) fitting.push_back(&t);
+    if (!best || trials[i].inside > best->inside) best = &trials[i];
   }
   // Several may hold every value (a wider accumulator's B holds a mistake's few values outside):
   // the one whose residuals are least energetic leads, the kernel's own declaration leaving
   // rounding noise only.
   std::string fits;
-  for (const DeclarationTrial* t : rank_by_energy(fitting)) {
+  for (const DeclarationTrial* t : rank_by_energy(fitting_trials(trials))) {
     if (!fits.empty()) fits.append("; or ");
     fits.append(trial_text(*t));
   }

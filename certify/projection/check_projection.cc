@@ -120,12 +120,15 @@ std::string reference_blocker(const ProjectionFacts& f, const reference::LinearP
 
 /// 4. walk, from an evaluated reference pass: checked where the pass emulated the declared walk,
 /// else skipped saying why.
-/// The first trial after the declaration that reproduces every sampled value, or null.
-const DeclarationTrial* walk_fit(const std::vector<DeclarationTrial>& trials) {
-  for (std::size_t i = 1; i < trials.size(); ++i) {
-    if (trials[i].sampled > 0 && trials[i].inside == trials[i].sampled) return &trials[i];
-  }
-  return nullptr;
+/// The walk diagnosis's fits, the operation order first: for zero-point weights `dequant =
+/// exact` and `sub-mul` are the same f32 weights, which the walk cannot tell apart, and the
+/// order is what only the walk sees (the two orders' weights differ by one f32 rounding, inside
+/// B).
+std::vector<const DeclarationTrial*> walk_fits(const std::vector<DeclarationTrial>& trials) {
+  std::vector<const DeclarationTrial*> fits = fitting_trials(trials);
+  std::stable_partition(fits.begin(), fits.end(),
+                        [](const DeclarationTrial* t) { return t->declaration.starts_with("dequant_op"); });
+  return fits;
 }
 
 /// A walk failing broadly (1 % of the values or more) is re-emulated on the sample under each
@@ -139,16 +142,9 @@ void diagnose_walk_failure(const ProjectionFacts& f, const CheckOptions& options
     return;
   }
   const DeclarationTrial& declared = e.diagnosis.front();
-  // Every fit is named: for zero-point weights `dequant = exact` and `sub-mul` are the same f32
-  // weights, and the walk cannot tell them apart. The operation order leads: it is what only the
-  // walk sees (the two orders' weights differ by one f32 rounding, inside B).
-  std::vector<const DeclarationTrial*> fits;
-  for (std::size_t i = 1; i < e.diagnosis.size(); ++i) {
-    if (e.diagnosis[i].inside == e.diagnosis[i].sampled) fits.push_back(&e.diagnosis[i]);
-  }
+  // Every fit is named (walk_fits says why, and in which order).
+  const std::vector<const DeclarationTrial*> fits = walk_fits(e.diagnosis);
   if (fits.empty()) return;
-  std::stable_partition(fits.begin(), fits.end(),
-                        [](const DeclarationTrial* t) { return t->declaration.starts_with("dequant_op"); });
   std::string text;
   for (const DeclarationTrial* t : fits) text += (text.empty() ? "" : "; or ") + trial_text(*t);
   walk.reason += "; the data fits " + text + " (its walk reproduces all " + std::to_string(declared.sampled) +
@@ -192,18 +188,15 @@ std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_b
   for (const CheckResult& c : checks) {
     if (!c.failed()) continue;
     if (const auto* b = std::get_if<BoundEvidence>(&c.evidence)) {
-      for (std::size_t i = 1; i < b->diagnosis.size(); ++i) {
-        const DeclarationTrial& t = b->diagnosis[i];
-        if (for_bias && t.declaration.starts_with("output_rounding")) continue;
-        if (t.sampled > 0 && t.inside == t.sampled) {
-          return "bound finds the data fits " + t.declaration + (t.segment.empty() ? "" : " for segment " + t.segment) +
-                 ", not the declarations the residuals are read against: correct the declaration first";
-        }
+      for (const DeclarationTrial* t : fitting_trials(b->diagnosis)) {
+        if (for_bias && t->declaration.starts_with("output_rounding")) continue;
+        return "bound finds the data fits " + trial_text(*t) +
+               ", not the declarations the residuals are read against: correct the declaration first";
       }
     }
     if (const auto* w = std::get_if<WalkEvidence>(&c.evidence)) {
-      if (const DeclarationTrial* t = walk_fit(w->diagnosis)) {
-        return "walk finds the data fits " + trial_text(*t) +
+      if (const auto fits = walk_fits(w->diagnosis); !fits.empty()) {
+        return "walk finds the data fits " + trial_text(*fits.front()) +
                ", not the declarations the residuals are read against: correct the declaration first";
       }
     }

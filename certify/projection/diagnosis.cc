@@ -9,7 +9,6 @@
 #include <string>
 
 #include "certify/projection/reference_pass.h"
-#include "reference/bounds.h"
 #include "reference/float_bits.h"
 #include "reference/linear.h"
 
@@ -45,7 +44,6 @@ Weights clip_weights(const Weights& w, Index cols) {
 struct Sample {
   Index rows = 0, cols = 0;
   Weights weights;
-  LinearProblem problem;
 };
 
 /// One trial on the sample: the values inside its intervals (-1: cannot evaluate) and their
@@ -64,7 +62,6 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
   auto ref = reference::compute_reference(p);
   if (!ref.ok()) return {};
   const ProjectionInfo& info = f.info();
-  const bool narrow = info.output == DType::kBf16 || info.output == DType::kF16;
   const bool declared = var.empty();  // the first evaluation is the declaration's
   if (declared) var.assign(static_cast<std::size_t>(s.rows * s.cols), 0.0);
   Evaluation e;
@@ -78,9 +75,7 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
       e.inside += reference::contains(ref->accept[at], z) ? 1 : 0;
       double& v = var[static_cast<std::size_t>(i * s.cols + j)];
       if (declared) {
-        const double a = std::fabs(ref->center[at]) + ref->bound[at];
-        const double h =
-            narrow ? reference::spacing_of_type(a, info.output) / 2 : 0x1p-24 * reference::noise_magnitude(a, true);
+        const double h = output_rounding_bound(std::fabs(ref->center[at]) + ref->bound[at], info.output);
         v = ref->sigma[at] * ref->sigma[at] + h * h;
       }
       const double r = static_cast<double>(z) - ref->center[at];
@@ -238,6 +233,29 @@ void af4_trials(const WeightSegment& saved, const SegmentTrial& with) {
   }
 }
 
+/// Each quantized segment's trials, on `weights` (the sample's) changed in place, tried, then
+/// restored: AF4 segments' af4_trials, and with `scaled_formats` each other dequantization of
+/// an int8 / FP8 segment.
+void segment_trials(Weights& weights, bool scaled_formats,
+                    const std::function<void(const std::string& declaration, const std::string& segment)>& trial) {
+  for (WeightSegment& seg : weights.segments) {
+    const WeightSegment saved = seg;
+    const auto with = [&](const std::string& declaration, const std::function<void(WeightSegment&)>& change) {
+      change(seg);
+      trial(declaration, seg.name);
+      seg = saved;
+    };
+    if (seg.format == reference::WeightFormat::kAf4) {
+      af4_trials(saved, with);
+    } else if (scaled_formats && reference::is_scaled_format(seg.format)) {
+      for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput}) {
+        if (d == saved.scaled.dequant) continue;
+        with("dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.scaled.dequant = d; });
+      }
+    }
+  }
+}
+
 /// The first `cols` columns of W's transpose (K = N), as f32 weights over `storage`.
 Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<float>& storage) {
   const Index k = f.info().k;
@@ -302,23 +320,9 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     trial("output_rounding = rz", "", p);
   }
   // Each quantized segment's dequantization, operation order and nibble order.
-  for (std::size_t i = 0; i < s.weights.segments.size(); ++i) {
-    WeightSegment& seg = s.weights.segments[i];
-    const WeightSegment saved = seg;
-    const auto with = [&](const std::string& declaration, const std::function<void(WeightSegment&)>& change) {
-      change(seg);
-      trial(declaration, seg.name, base);
-      seg = saved;
-    };
-    if (seg.format == reference::WeightFormat::kAf4) {
-      af4_trials(saved, with);
-    } else if (reference::is_scaled_format(seg.format)) {
-      for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput}) {
-        if (d == saved.scaled.dequant) continue;
-        with("dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.scaled.dequant = d; });
-      }
-    }
-  }
+  segment_trials(s.weights, true, [&](const std::string& declaration, const std::string& segment) {
+    trial(declaration, segment, base);
+  });
   // Activations rounded to a narrower type before the kernel (x as stored is wider).
   if (info.x_quant.type == reference::XQuantType::kNone) {
     for (DType t : {DType::kBf16, DType::kF16}) {
@@ -382,16 +386,9 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
   if (trials.empty() || trials.front().inside == sampled) return trials;
   // The walk fixes the order of every operation; what else it reproduces bit for bit is the
   // weights each product uses: each AF4 segment's dequantization and its order.
-  for (std::size_t i = 0; i < s.weights.segments.size(); ++i) {
-    WeightSegment& seg = s.weights.segments[i];
-    if (seg.format != reference::WeightFormat::kAf4) continue;
-    const WeightSegment saved = seg;
-    af4_trials(saved, [&](const std::string& declaration, const std::function<void(WeightSegment&)>& change) {
-      change(seg);
-      trial(declaration, seg.name, base);
-      seg = saved;
-    });
-  }
+  segment_trials(s.weights, false, [&](const std::string& declaration, const std::string& segment) {
+    trial(declaration, segment, base);
+  });
   return trials;
 }
 
@@ -407,15 +404,20 @@ double diagnosis_energy_limit(Index sampled) {
   return 1 + 2 * std::sqrt(l / n) + 2 * l / n;
 }
 
+std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials) {
+  std::vector<const DeclarationTrial*> fits;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    if (trials[i].sampled > 0 && trials[i].inside == trials[i].sampled) fits.push_back(&trials[i]);
+  }
+  return fits;
+}
+
 const DeclarationTrial* residual_fit(const std::vector<DeclarationTrial>& trials) {
   if (trials.size() < 2) return nullptr;
   const double limit = diagnosis_energy_limit(trials.front().sampled);
   if (!(trials.front().energy > limit)) return nullptr;
-  std::vector<const DeclarationTrial*> fits;
-  for (std::size_t i = 1; i < trials.size(); ++i) {
-    const DeclarationTrial& t = trials[i];
-    if (t.inside == t.sampled && t.energy >= 0 && t.energy <= limit) fits.push_back(&t);
-  }
+  std::vector<const DeclarationTrial*> fits = fitting_trials(trials);
+  std::erase_if(fits, [&](const DeclarationTrial* t) { return t->energy < 0 || t->energy > limit; });
   const std::vector<const DeclarationTrial*> ranked = rank_by_energy(fits);
   return ranked.empty() ? nullptr : ranked.front();
 }

@@ -34,6 +34,10 @@ enum class DiagnosisReason : std::uint8_t { kBound, kResiduals };
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
                                                     DiagnosisReason reason = DiagnosisReason::kBound);
 
+/// The trials after the declaration that hold every sampled value (`fits` in the JSON), in
+/// trial order.
+std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials);
+
 /// The trials ordered by their energy on the sample, least first (energies within twice the
 /// least keep their order; a trial without one last).
 std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const DeclarationTrial*> trials);

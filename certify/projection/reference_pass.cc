@@ -39,6 +39,12 @@ void WalkTally::merge(const WalkTally& o) {
   }
 }
 
+double output_rounding_bound(double a, DType output) {
+  if (output == DType::kBf16 || output == DType::kF16) return reference::spacing_of_type(a, output) / 2;
+  // One f32 rounding to nearest of a value below a: half a spacing of a's binade at most.
+  return 0x1p-24 * reference::noise_magnitude(a, true);
+}
+
 void BiasTally::merge(const BiasTally& o) {
   values += o.values;
   excluded += o.excluded;
@@ -239,12 +245,7 @@ class CompareSink final : public reference::ReferenceSink {
     const ProjectionInfo& info = f_.info();
     const double a = std::fabs(c) + b;
     OutputRoundings o;
-    if (info.output == DType::kBf16 || info.output == DType::kF16) {
-      o.output = reference::spacing_of_type(a, info.output) / 2;
-    } else {
-      // One f32 rounding to nearest of a value below a: half a spacing of a's binade at most.
-      o.output = 0x1p-24 * reference::noise_magnitude(a, true);
-    }
+    o.output = output_rounding_bound(a, info.output);
     const double bias = reference::has_bias(problem_.epilogue) ? std::fabs(problem_.bias.at(j)) : 0.0;
     const double res = reference::has_residual(problem_.epilogue) ? std::fabs(problem_.residual.at(i, j)) : 0.0;
     const double m = std::fabs(y_star) + b + bias + res;

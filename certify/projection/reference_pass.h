@@ -93,6 +93,11 @@ struct ReferencePass {
 
 /// The signature test's false-alarm probability per projection (as the bias test's).
 inline constexpr double kResidualAlpha = 1e-9;
+
+/// The most the output's own rounding moves a value of magnitude at most `a`: half a spacing
+/// of a bf16 / f16 output there, one f32 rounding (in a's binade) of an f32 one. The residual
+/// model's h (docs/error-bounds.md §6c).
+double output_rounding_bound(double a, DType output);
 /// The bias test's false-alarm probability per projection, half for its mean and half for its
 /// per-value part.
 inline constexpr double kBiasAlpha = 1e-9;
