@@ -9,8 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace ncert::certify {
