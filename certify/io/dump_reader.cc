@@ -1,5 +1,7 @@
 #include "certify/io/dump_reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -87,6 +89,33 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
   return Status();
 }
 
+namespace {
+
+/// A dataset read_bytes maps from the file instead of reading it: contiguous, unfiltered,
+/// allocated (file_offset), at least ReaderOptions::mapped_min_bytes, and stored at an offset
+/// that keeps its elements aligned (HDF5 aligns nothing by default; the typed views over the
+/// bytes need it). Mapped from the descriptor libhdf5 opened, so the bytes are those of the file
+/// the survey validated even if its path was replaced since. nullopt: read it instead (also
+/// when the file has shrunk below the dataset since it was opened: the read then reports it).
+std::optional<Bytes> map_dataset(const DumpReader::Impl& impl, const DatasetInfo& d) {
+  if (!impl.options.data_mapped || !d.file_offset || !d.filters.empty() || d.layout != Layout::kContiguous ||
+      static_cast<std::uint64_t>(d.bytes) < impl.options.mapped_min_bytes ||
+      *d.file_offset % static_cast<std::uint64_t>(dtype_size(d.dtype)) != 0) {
+    return std::nullopt;
+  }
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(impl.file.get(), H5P_DEFAULT, &handle) < 0 || handle == nullptr) {
+    detail::hdf5_error_text();  // clear the stack
+    return std::nullopt;
+  }
+  const int fd = *static_cast<int*>(handle);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < *d.file_offset + d.bytes) return std::nullopt;
+  return Bytes::map_file(fd, *d.file_offset, static_cast<std::size_t>(d.bytes));
+}
+
+}  // namespace
+
 Result<Bytes> DumpReader::read_bytes(const std::string& path) const {
   const DatasetInfo* d = impl_->model.dataset(path);
   if (!d) return Status(ErrorCode::kMissingMember, path + ": not a validated dataset of this dump");
@@ -95,6 +124,7 @@ Result<Bytes> DumpReader::read_bytes(const std::string& path) const {
                                                " bytes exceed the memory limit of " +
                                                std::to_string(impl_->options.memory_limit));
   }
+  if (auto mapped = map_dataset(*impl_, *d)) return std::move(*mapped);
   Bytes out(static_cast<std::size_t>(d->bytes));
   NCERT_RETURN_IF_ERROR(read_rows(path, 0, d->shape.empty() ? 1 : d->shape[0], out.data()));
   return out;

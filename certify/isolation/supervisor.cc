@@ -341,7 +341,9 @@ Status child_end_status(const ChildEnd& end, const IsolationOptions& o) {
       return Status(ErrorCode::kInternal,
                     "ncert crashed (" + signal_name(end.signal) + ") outside the HDF5 library" +
                         (end.signal == SIGKILL ? " (SIGKILL: perhaps the system ran out of memory)" : std::string()) +
-                        ": this is a bug in ncert, please report it with the input");
+                        (end.signal == SIGBUS ? ": another process truncated an input file while its data was mapped "
+                                                "(certify files nothing writes to), or this is a bug in ncert"
+                                              : ": this is a bug in ncert, please report it with the input"));
     case ChildEnd::Kind::kInterrupted:
       return Status(ErrorCode::kInterrupted, "interrupted by " + signal_name(end.signal));
   }
