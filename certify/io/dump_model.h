@@ -59,7 +59,7 @@ struct DatasetInfo {
   std::vector<std::string> filters;  ///< "deflate(4)", "shuffle", "fletcher32"
   std::vector<AttributeInfo> attributes;
   /// File offset of the raw bytes when they can be read directly (contiguous, no filter,
-  /// allocated); used for zero-copy streaming of large logits.
+  /// allocated); read_bytes maps such datasets and RowStream reads them with pread.
   std::optional<std::uint64_t> file_offset;
   /// Where the reader found the dataset's object header: reads reopen it there, never by a path
   /// resolved again (inspect's hashes of 96,000 datasets spent 70 % of their time resolving).

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <omp.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,21 +15,10 @@
 namespace ncert::certify {
 
 struct RowStream::Impl {
-  // One block's memory: a mapped window of the file, or a buffer HDF5 read into.
+  // One block's memory, read into from the file or through HDF5; reused block after block, so
+  // its pages are mapped once (never zero-filled again).
   struct Window {
-    void* map = nullptr;
-    std::size_t map_len = 0;
-    detail::PageBuffer buffer;  // read or decoded into whole: never zero-filled
-
-    void unmap() {
-      if (map) {
-        // The pages were only read: drop them from this process (RSS stays two windows).
-        ::madvise(map, map_len, MADV_DONTNEED);
-        ::munmap(map, map_len);
-      }
-      map = nullptr;
-      map_len = 0;
-    }
+    detail::PageBuffer buffer;
   };
 
   const DumpReader* reader = nullptr;
@@ -39,16 +27,14 @@ struct RowStream::Impl {
   Index row_bytes = 0;
   Index per_block = 1;
   Index next_row = 0;
-  int fd = -1;               // zero-copy: the file, mapped window by window
+  int fd = -1;               // direct: the file, read block by block with pread
   std::uint64_t offset = 0;  // of the dataset's first byte
   // Two windows, used in turn, so a block stays valid while the next one is fetched.
   Window window[2];
   int slot = 0;
-  FileHashCursor* hash = nullptr;  // offered every mapped block
+  FileHashCursor* hash = nullptr;  // offered every block read directly
 
   ~Impl() {
-    window[0].unmap();
-    window[1].unmap();
     if (fd >= 0) ::close(fd);
   }
 };
@@ -81,7 +67,7 @@ Result<RowStream> RowStream::open(const DumpReader& reader, const std::string& d
 
 Index RowStream::rows() const { return impl_->rows; }
 Index RowStream::row_bytes() const { return impl_->row_bytes; }
-bool RowStream::zero_copy() const { return impl_->fd >= 0; }
+bool RowStream::direct() const { return impl_->fd >= 0; }
 
 Result<RowBlock> RowStream::next() {
   Impl& s = *impl_;
@@ -92,32 +78,35 @@ Result<RowBlock> RowStream::next() {
     b.rows = 0;
     return b;
   }
-  // The window of two calls ago is released; the previous call's block stays valid.
+  // The window of two calls ago is reused; the previous call's block stays valid.
   s.slot ^= 1;
   Impl::Window& w = s.window[s.slot];
-  w.unmap();
+  const std::size_t block_bytes = static_cast<std::size_t>(b.rows * s.row_bytes);
+  unsigned char* buffer = w.buffer.reserve(static_cast<std::size_t>(s.per_block * s.row_bytes));
+  if (buffer == nullptr) {
+    return Status(ErrorCode::kMemoryLimit, s.path + ": no memory for a block of " + std::to_string(s.per_block) +
+                                               " rows (" + std::to_string(s.per_block * s.row_bytes) + " bytes)");
+  }
   if (s.fd >= 0) {
-    static const long page = ::sysconf(_SC_PAGESIZE);
+    // pread, not a mapping of the file: the kernel copies from the page cache through its own
+    // mapping of all memory, where a mapping's pages each cost a first-touch fault in user
+    // space. 1 GiB of logits read and hashed at 6.7 GB/s in 16 MiB blocks this way, 2.6-2.9 GB/s
+    // mapped (docs/performance.md, "Hashing and streaming by pread").
     const std::uint64_t begin = s.offset + static_cast<std::uint64_t>(b.first_row * s.row_bytes);
-    const std::uint64_t aligned = begin - begin % static_cast<std::uint64_t>(page);
-    const std::size_t len = static_cast<std::size_t>(begin - aligned) + static_cast<std::size_t>(b.rows * s.row_bytes);
-    // MAP_POPULATE maps every page in one call: ~3x cheaper than faulting 4 KiB at a time.
-    void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, s.fd, static_cast<off_t>(aligned));
-    if (m == MAP_FAILED) {
-      return Status(ErrorCode::kIo,
-                    s.path + ": cannot map rows " + std::to_string(b.first_row) + ": " + std::strerror(errno));
+    std::size_t done = 0;
+    while (done < block_bytes) {
+      const ssize_t got = ::pread(s.fd, buffer + done, block_bytes - done, static_cast<off_t>(begin + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        return Status(ErrorCode::kIo, s.path + ": cannot read rows " + std::to_string(b.first_row) + ": " +
+                                          (got == 0 ? std::string("the file shrank while it was read")
+                                                    : std::string(std::strerror(errno))));
+      }
+      done += static_cast<std::size_t>(got);
     }
-    ::madvise(m, len, MADV_SEQUENTIAL);
-    w.map = m;
-    w.map_len = len;
-    b.data = static_cast<const unsigned char*>(m) + (begin - aligned);
-    if (s.hash) NCERT_RETURN_IF_ERROR(s.hash->offer(begin, b.data, static_cast<std::size_t>(b.rows * s.row_bytes)));
+    b.data = buffer;
+    if (s.hash) NCERT_RETURN_IF_ERROR(s.hash->offer(begin, b.data, block_bytes));
   } else {
-    unsigned char* buffer = w.buffer.reserve(static_cast<std::size_t>(s.per_block * s.row_bytes));
-    if (buffer == nullptr) {
-      return Status(ErrorCode::kMemoryLimit, s.path + ": no memory for a block of " + std::to_string(s.per_block) +
-                                                 " rows (" + std::to_string(s.per_block * s.row_bytes) + " bytes)");
-    }
     NCERT_RETURN_IF_ERROR(s.reader->read_rows(s.path, b.first_row, b.rows, buffer));
     b.data = buffer;
   }
@@ -144,10 +133,10 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
   const std::size_t S = streams.size();
   if (S == 0 || S > kMaxStreams) return Status(ErrorCode::kInvalidArgument, "stream_rows: 1 to 4 streams");
   std::vector<RowBlock> cur(S), nxt(S);
-  // Mapped blocks are cheap to fetch: one thread maps the next ones while the team works.
+  // Blocks read directly are cheap to fetch: one thread reads the next ones while the team works.
   // Blocks read through the reader (chunked, compressed) decode their chunks on every thread,
   // which a nested region could not do: those are fetched after the team, in the open.
-  const auto decoded = std::count_if(streams.begin(), streams.end(), [](RowStream* x) { return !x->zero_copy(); });
+  const auto decoded = std::count_if(streams.begin(), streams.end(), [](RowStream* x) { return !x->direct(); });
   const bool overlap = decoded == 0;
   auto fetch_one = [&](std::vector<RowBlock>& out, std::size_t k) -> Status {
     NCERT_ASSIGN_OR_RETURN(out[k], streams[k]->next());

@@ -1,9 +1,9 @@
 // This header defines RowStream: blocks of consecutive rows of a 2-D dataset (logits rows,
 // tensor slices), in order, with memory bounded by one block whatever the number of rows.
-// A validated contiguous, unfiltered dataset is read straight from the page cache through an
-// mmap window (no copy; the reader has checked that its bytes lie inside the file); chunked or
-// compressed datasets go through DumpReader::read_rows (which decodes deflate/shuffle chunks on
-// every thread) into a reused buffer.
+// A validated contiguous, unfiltered dataset is read straight from the file with pread into a
+// reused buffer (the reader has checked that its bytes lie inside the file), and those bytes are
+// offered to the file's hash; chunked or compressed datasets go through DumpReader::read_rows
+// (which decodes deflate/shuffle chunks on every thread) into a reused buffer.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,8 @@ struct RowBlock {
 
 class RowStream {
  public:
-  /// `rows_per_block` >= 1. kMissingMember if the dataset is not a validated one. Mapped
-  /// blocks are offered to `hash` (the reader's file's cursor), if given.
+  /// `rows_per_block` >= 1. kMissingMember if the dataset is not a validated one. Blocks read
+  /// directly are offered to `hash` (the reader's file's cursor), if given.
   static Result<RowStream> open(const DumpReader& reader, const std::string& dataset, Index rows_per_block,
                                 FileHashCursor* hash = nullptr);
   RowStream(RowStream&&) noexcept;
@@ -36,7 +36,7 @@ class RowStream {
 
   Index rows() const;
   Index row_bytes() const;
-  bool zero_copy() const;  ///< mapped from the file rather than read through HDF5
+  bool direct() const;  ///< read from the file with pread rather than through HDF5
   /// The next block (rows == 0 at the end). kIo / kHdf5 on read failures.
   Result<RowBlock> next();
 
@@ -59,10 +59,10 @@ using RowVisitor = std::function<void(Index t, const unsigned char* const* rows)
 
 /// Visits rows [0, limit) of up to kMaxStreams streams in lockstep (opened with the same
 /// rows_per_block), each row once, on the OpenMP team (dynamic schedule, so `visit` must write
-/// only row t's results). For mapped streams one thread fetches the next blocks while the team
-/// works on the current ones (mapping 2.5 GB with MAP_POPULATE costs ~0.15 s that would
-/// otherwise be serial); compressed streams are fetched between blocks, so every thread
-/// decodes chunks (DumpReader::read_rows).
+/// only row t's results). For streams read directly one thread reads (and hashes) the next
+/// blocks while the team works on the current ones (reading and hashing 2.5 GB would otherwise
+/// be serial); compressed streams are fetched between blocks, so every thread decodes chunks
+/// (DumpReader::read_rows).
 /// `after_block`, when set, is called on the calling thread after each block with the rows
 /// visited so far (progress lines; it must not touch the rows).
 Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit,

@@ -65,8 +65,12 @@ Result<RunComparison> compare_runs(const DumpReader& a, const LogitsRunInfo& ra,
   // Only matched rows are judged, so only they are compared: rows after the histories diverge
   // come from other contexts (for forks too, which need only the rows before the fork).
   c.rows.resize(static_cast<std::size_t>(c.matched));
+  // Blocks of about 4 MiB per file (6 rows of a 151,936 vocabulary): a block read and hashed
+  // is still in the cache when its rows are compared. 2 x 2048 rows compared in 0.83-0.86 s
+  // with 2 and 4 MiB blocks, 0.87-0.90 with 8, 0.95-1.13 with 16 (2 threads).
+  constexpr Index kBlockBytes = Index{4} << 20;
   const Index per_block =
-      block_rows_for({a.model().dataset(ra.path + "/logits"), b.model().dataset(rb.path + "/logits")}, 16 << 20, 64);
+      block_rows_for({a.model().dataset(ra.path + "/logits"), b.model().dataset(rb.path + "/logits")}, kBlockBytes, 64);
   NCERT_ASSIGN_OR_RETURN(RowStream sa, RowStream::open(a, ra.path + "/logits", per_block, hash_a));
   NCERT_ASSIGN_OR_RETURN(RowStream sb, RowStream::open(b, rb.path + "/logits", per_block, hash_b));
   std::vector<CompareScratch> scratch(static_cast<std::size_t>(omp_get_max_threads()));

@@ -5,12 +5,13 @@
 // measurement runs the real `ncert` binary as a child process (fork + exec: libgomp is not
 // fork-safe without exec), so its time is end to end and its peak RSS its own. Side by side,
 // the numpy + h5py baseline (tools/bench/logits_baseline.py) computes the same core statistics.
-// Usage: bench_logits DIR [--rows R] [--vocab V] [--threads T] [--python PATH]
+// Usage: bench_logits DIR [--rows R] [--vocab V] [--threads T] [--reps N] [--python PATH] [--no-numpy]
 #include <omp.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -35,6 +36,7 @@ struct Measured {
 /// Runs a command as a child process; returns its wall time, peak RSS and success.
 Measured run(const std::vector<std::string>& argv_s) {
   std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
   for (const std::string& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::fflush(stdout);  // or the child's freopen would flush our buffered lines a second time
@@ -69,18 +71,35 @@ double file_gb(const std::string& p) { return static_cast<double>(std::filesyste
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_logits DIR [--rows R] [--vocab V] [--threads T] [--python PATH]\n");
+    std::fprintf(
+        stderr,
+        "usage: bench_logits DIR [--rows R] [--vocab V] [--threads T] [--reps N] [--python PATH] [--no-numpy]\n");
     return 2;
   }
   const std::string dir = argv[1];
   Index rows = 2048, vocab = 151936;
   int threads = 2;
   std::string python = "/usr/bin/python3";
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--vocab")) vocab = std::atoll(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--python")) python = argv[i + 1];
+  int reps = 3;
+  bool skip_numpy = false;
+  for (int i = 2; i < argc; ++i) {
+    const bool value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--no-numpy")) {
+      skip_numpy = true;
+    } else if (value && !std::strcmp(argv[i], "--rows")) {
+      rows = std::atoll(argv[++i]);
+    } else if (value && !std::strcmp(argv[i], "--vocab")) {
+      vocab = std::atoll(argv[++i]);
+    } else if (value && !std::strcmp(argv[i], "--threads")) {
+      threads = std::atoi(argv[++i]);
+    } else if (value && !std::strcmp(argv[i], "--reps")) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (value && !std::strcmp(argv[i], "--python")) {
+      python = argv[++i];
+    } else {
+      std::fprintf(stderr, "bench_logits: unknown or incomplete argument %s\n", argv[i]);
+      return 2;
+    }
   }
   omp_set_dynamic(0);
   omp_set_num_threads(threads);
@@ -96,6 +115,7 @@ int main(int argc, char** argv) {
   deflate.shuffle = true;
   const std::vector<Size> sizes = {{"full", rows, {}}, {"quarter", rows / 4, {}}, {"deflate", rows / 8, deflate}};
   std::printf("bench_logits: vocab %ld, threads %d, dir %s\n", (long)vocab, threads, dir.c_str());
+  double full_rate = 0;  // GB/s of the uncompressed compare
   for (const Size& s : sizes) {
     const std::string stem = dir + "/" + s.tag + "-" + std::to_string(s.rows) + "x" + std::to_string(vocab);
     const std::string a = stem + "-a.h5", b = stem + "-b.h5";
@@ -116,17 +136,33 @@ int main(int argc, char** argv) {
     warm(b);
     const double logits_gb = 2.0 * static_cast<double>(s.rows * vocab * 4) / 1e9;
     const std::string t = std::to_string(threads);
-    const Measured cmp = run({NCERT_BINARY, "compare", a, b, "--matched-history", "--policy", "kl:1", "--threads", t,
-                              "--json", dir + "/" + s.tag + "-compare.json"});
-    const Measured wit =
-        run({NCERT_BINARY, "witness", a, "--threads", t, "--json", dir + "/" + s.tag + "-witness.json"});
+    // compare and witness alternate, so a load change on a shared machine moves both; medians.
+    Measured cmp, wit;
+    std::vector<double> cmp_s, wit_s;
+    for (int rep = 0; rep < reps; ++rep) {
+      cmp = run({NCERT_BINARY, "compare", a, b, "--matched-history", "--policy", "kl:1", "--threads", t, "--json",
+                 dir + "/" + s.tag + "-compare.json"});
+      wit = run({NCERT_BINARY, "witness", a, "--threads", t, "--json", dir + "/" + s.tag + "-witness.json"});
+      cmp_s.push_back(cmp.seconds);
+      wit_s.push_back(wit.seconds);
+    }
+    cmp.seconds = bench::median(cmp_s);
+    wit.seconds = bench::median(wit_s);
     std::printf("%-8s %5ld rows  %.2f GB logits (files %.2f GB)\n", s.tag.c_str(), (long)s.rows, logits_gb,
                 file_gb(a) + file_gb(b));
     std::printf("  ncert compare  %7.3f s  %6.2f GB/s  peak RSS %5.0f MiB%s\n", cmp.seconds, logits_gb / cmp.seconds,
                 cmp.rss_mib, cmp.ok ? "" : "  (FAILED)");
     std::printf("  ncert witness  %7.3f s  %6.2f GB/s  peak RSS %5.0f MiB%s (one file: %.2f GB)\n", wit.seconds,
                 logits_gb / 2 / wit.seconds, wit.rss_mib, wit.ok ? "" : "  (FAILED)", logits_gb / 2);
-    if (s.tag == "full") {
+    // Rates in bytes per second: compare streams both files, witness one.
+    std::printf("  compare / witness rate: %.2f (medians of %d alternated runs; target >= 0.75)\n",
+                2 * wit.seconds / cmp.seconds, reps);
+    if (s.tag == "full") full_rate = logits_gb / cmp.seconds;
+    if (s.tag == "deflate" && full_rate > 0) {
+      std::printf("  deflate / uncompressed compare rate: %.2f (target >= 0.30)\n",
+                  logits_gb / cmp.seconds / full_rate);
+    }
+    if (s.tag == "full" && !skip_numpy) {
       const Measured np = run({python, std::string(NCERT_BENCH_DIR) + "/logits_baseline.py", a, b});
       std::printf("  numpy + h5py   %7.3f s  %6.2f GB/s  peak RSS %5.0f MiB%s\n", np.seconds, logits_gb / np.seconds,
                   np.rss_mib, np.ok ? "" : "  (FAILED: is python3-numpy installed?)");

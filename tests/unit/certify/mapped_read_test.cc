@@ -4,7 +4,7 @@
 // their elements are read as before; writing into a mapped Bytes changes only this process's
 // copy, never the file; `ncert check` gives the same report, PASS or FAIL, mapped or not; and
 // a file truncated while its data is mapped ends the isolated child with SIGBUS, reported with
-// that cause.
+// that cause, while one truncated under a row stream (read, not mapped) is an I/O error.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <unistd.h>
@@ -19,6 +19,8 @@
 #include "certify/commands/check.h"
 #include "certify/io/bytes.h"
 #include "certify/io/dump_reader.h"
+#include "certify/io/hash.h"
+#include "certify/io/row_stream.h"
 #include "certify/isolation/supervisor.h"
 #include "fixtures/generator.h"
 #include "tests/common/fixture_check.h"
@@ -178,6 +180,32 @@ TEST(MappedRead, CheckReportsAreTheSameMappedOrRead) {
   expect_same_report_mapped_or_read(write_fixture(fixtures::preset_tiny(), "mapped_pass.h5"));
   expect_same_report_mapped_or_read(
       write_fixture(fixtures::preset_tiny(), "mapped_fail.h5", fixtures::Fault::kNibbleOrderSwapped));
+}
+
+// RowStream reads with pread, never a mapping: a file truncated under it is an I/O error naming
+// the rows and the cause, and the file hash reports the shrink the same way.
+TEST(MappedRead, AFileTruncatedWhileStreamedIsAnIoErrorNotACrash) {
+  const std::string path = scratch_file("streamed.h5");
+  std::filesystem::copy_file(written().path, path);
+  auto r = DumpReader::open(path);
+  ASSERT_TRUE(r.ok());
+  auto hash = FileHashCursor::open(path);
+  ASSERT_TRUE(hash.ok());
+  auto stream = RowStream::open(*r, "/tensors/big", 64, &*hash);
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE(stream->direct());
+  auto first = stream->next();
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(0, std::memcmp(first->data, written().big.data(), static_cast<std::size_t>(first->rows * 512 * 4)));
+  ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+  auto second = stream->next();
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), ErrorCode::kIo);
+  EXPECT_NE(second.status().message().find("the file shrank while it was read"), std::string::npos)
+      << second.status().to_string();
+  auto digest = hash->finish();
+  ASSERT_FALSE(digest.ok());
+  EXPECT_EQ(digest.status().code(), ErrorCode::kIo);
 }
 
 // AddressSanitizer handles SIGBUS itself (its report, then exit 1), so the child would not end
