@@ -295,6 +295,31 @@ void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, 
   }
 }
 
+// The same for 5 to 8 rows: eight accumulator chains hide the FMA latency that four leave
+// exposed (4 cycles, two FMA units: 8 chains in flight), and each weight vector feeds 8 FMAs.
+template <bool kFma>
+void part_8x16(const float* x, Index nr, const float* wt, Index k, Index width, Index c0, Index c1, float* acc) {
+  float a0[16] = {}, a1[16] = {}, a2[16] = {}, a3[16] = {}, a4[16] = {}, a5[16] = {}, a6[16] = {}, a7[16] = {};
+  auto row = [&](Index r) { return x + (nr > r ? r : 0) * k; };  // rows beyond nr repeat row 0
+  const float *x0 = row(0), *x1 = row(1), *x2 = row(2), *x3 = row(3);
+  const float *x4 = row(4), *x5 = row(5), *x6 = row(6), *x7 = row(7);
+  for (Index c = c0; c < c1; ++c) {
+    const float* w = wt + c * width;
+    step16<kFma>(a0, x0[c], w);
+    step16<kFma>(a1, x1[c], w);
+    step16<kFma>(a2, x2[c], w);
+    step16<kFma>(a3, x3[c], w);
+    step16<kFma>(a4, x4[c], w);
+    step16<kFma>(a5, x5[c], w);
+    step16<kFma>(a6, x6[c], w);
+    step16<kFma>(a7, x7[c], w);
+  }
+  const float* rows[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+  for (Index r = 0; r < nr; ++r) {
+    for (int l = 0; l < 16; ++l) acc[r * width + l] = rows[r][l];
+  }
+}
+
 }  // namespace
 
 void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
@@ -305,8 +330,8 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
   }
   const Index parts = walk.parts;
   const Index len = k / parts;
-  for (Index r0 = 0; r0 < rows; r0 += 4) {
-    const Index nr = std::min<Index>(4, rows - r0);
+  for (Index r0 = 0; r0 < rows; r0 += 8) {
+    const Index nr = std::min<Index>(8, rows - r0);
     const float* xr = x + r0 * k;
     float* total = out + r0 * width;
     float* part = scratch + r0 * width;
@@ -317,10 +342,10 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
       const Index c0 = p * len, c1 = (p + 1) * len;
       Index j0 = 0;
       for (; j0 + 16 <= width; j0 += 16) {
-        if (walk.fma) {
-          part_4x16<true>(xr, nr, wt + j0, k, width, c0, c1, acc + j0);
+        if (nr > 4) {
+          (walk.fma ? part_8x16<true> : part_8x16<false>)(xr, nr, wt + j0, k, width, c0, c1, acc + j0);
         } else {
-          part_4x16<false>(xr, nr, wt + j0, k, width, c0, c1, acc + j0);
+          (walk.fma ? part_4x16<true> : part_4x16<false>)(xr, nr, wt + j0, k, width, c0, c1, acc + j0);
         }
       }
       if (j0 < width) {  // the last < 16 columns: the plain loop, same per-column order

@@ -37,8 +37,8 @@ void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k,
                     float* scratch);
 
 /// The same for `rows` activation rows at once (x row stride = k, out row stride = width):
-/// blocks of 4 rows x 16 columns keep their accumulators in registers for a whole part, so
-/// each weight is loaded once for 4 rows. `scratch` must hold rows * width floats.
+/// blocks of up to 8 rows x 16 columns keep their accumulators in registers for a whole part,
+/// so each weight is loaded once for 8 rows. `scratch` must hold rows * width floats.
 /// Bit-identical to walk_dot on every element.
 void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
                      float* scratch);

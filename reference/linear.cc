@@ -15,9 +15,9 @@ namespace ncert::reference {
 
 namespace {
 
-// Rows emulated together: each weight of the block is loaded once for 4 rows (the walk's
-// order per element is unchanged).
-constexpr Index kWalkRows = 4;
+// Rows emulated together: each weight of the block is loaded once for 8 rows (the walk's
+// order per element is unchanged; walk_rows_block's 8 x 16 register block).
+constexpr Index kWalkRows = 8;
 
 struct BlockScratch {
   std::vector<double> w_exact;    // block_cols x K: the weights y* multiplies by
