@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
@@ -165,6 +165,42 @@ def row(label: str, values: List[float], note: str = "") -> str:
     return f"{label:34} {statistics.median(values):8.4f}s {min(values):8.4f}s   {note}".rstrip()
 
 
+@dataclass
+class CheckRuns:
+    """`ncert check` runs of one dump, with a cat-like read after each."""
+    seconds: List[float] = field(default_factory=list)
+    cat: List[float] = field(default_factory=list)
+    inside: List[Tuple[float, float, float]] = field(default_factory=list)  # check's own: total, reading, reference
+    verdict_line: str = ""
+
+    def run(self, ncert: Path, dump: Path, report: Path, threads: int) -> bool:
+        """One check and one read; False (with the failure printed) if the check did not PASS."""
+        seconds, code, parsed, text = run_check(ncert, dump, report, threads)
+        self.seconds.append(seconds)
+        verdict = parsed.get("verdict") if isinstance(parsed, dict) else None
+        if code != 0 or verdict != "PASS":
+            print(f"ncert check: exit {code}, verdict {verdict}: {first_failure(parsed)}")
+            print(text.rstrip())
+            return False
+        self.verdict_line = text.strip().splitlines()[-1] if text.strip() else ""
+        self.inside.append(check_timing(parsed))
+        self.cat.append(read_like_cat(dump))
+        return True
+
+    def print_rows(self, size: int, engine_s: List[float]) -> float:
+        """The check, read and own-timing rows and the ratio to the engine; returns check's median."""
+        cm, rm = statistics.median(self.seconds), statistics.median(self.cat)
+        print(row("ncert check", self.seconds, self.verdict_line))
+        print(row("read in 1 MiB blocks (cat)", self.cat, f"{size / rm / 1e9:.2f} GB/s"))
+        total, read, reference = (statistics.median(t[i] for t in self.inside) for i in range(3))
+        print(f"check's own timing (medians): {total:.4f} s = reading {read:.4f} + reference {reference:.4f} "
+              f"+ rest {total - read - reference:.4f}")
+        ratios = [c / e for c, e in zip(self.seconds, engine_s)]
+        print(f"check / engine: {cm / statistics.median(engine_s):.2f} (medians), {statistics.median(ratios):.2f} "
+              f"(median of per-repetition ratios); target <= 1.5")
+        return cm
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     missing = [name for name in ("torch", "h5py") if importlib.util.find_spec(name) is None]
@@ -237,41 +273,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         read_like_cat(dump)  # the page cache holds the dump for both readers
         engine_s: List[float] = []
         context_s: List[float] = []
-        check_s: List[float] = []
-        cat_s: List[float] = []
-        inside: List[Tuple[float, float, float]] = []  # check's own timing: total, reading, reference
+        checks = CheckRuns()
         differ = 0
-        verdict_line = ""
         for rep in range(args.reps):
             seconds, yu, yc = timed(engine)
             engine_s.append(seconds)
             differ += int(not (torch.equal(yu, y_unpacked_t) and torch.equal(yc, y_compact_t)))
             if context is not None:
                 context_s.append(timed(context)[0])
-            seconds, code, report, text = run_check(args.ncert, dump, out / f"check-{rep}.json", args.threads)
-            check_s.append(seconds)
-            verdict = report.get("verdict") if isinstance(report, dict) else None
-            if code != 0 or verdict != "PASS":
-                print(f"ncert check: exit {code}, verdict {verdict}: {first_failure(report)}")
-                print(text.rstrip())
+            if not checks.run(args.ncert, dump, out / f"check-{rep}.json", args.threads):
                 return 1
-            verdict_line = text.strip().splitlines()[-1] if text.strip() else ""
-            inside.append(check_timing(report))
-            cat_s.append(read_like_cat(dump))
 
-        em, cm, rm = (statistics.median(v) for v in (engine_s, check_s, cat_s))
         print(f"{'':34} {'median':>9} {'best':>9}   ({args.reps} repetitions, interleaved)")
         print(row("engine, two calls", engine_s))
         if context is not None:
             print(row("F.linear, two calls (context)", context_s, f"{blas_name}; not the kernel the dump holds"))
-        print(row("ncert check", check_s, verdict_line))
-        print(row("read in 1 MiB blocks (cat)", cat_s, f"{size / rm / 1e9:.2f} GB/s"))
-        total, read, reference = (statistics.median(t[i] for t in inside) for i in range(3))
-        print(f"check's own timing (medians): {total:.4f} s = reading {read:.4f} + reference {reference:.4f} "
-              f"+ rest {total - read - reference:.4f}")
-        ratios = [c / e for c, e in zip(check_s, engine_s)]
-        print(f"check / engine: {cm / em:.2f} (medians), {statistics.median(ratios):.2f} (median of per-repetition "
-              f"ratios); target <= 1.5")
+        cm = checks.print_rows(size, engine_s)
         if context is not None:
             print(f"check / F.linear: {cm / statistics.median(context_s):.2f} (medians)")
         if differ:

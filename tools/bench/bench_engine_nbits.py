@@ -123,7 +123,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import numpy as np
 
     import model  # examples/ort_matmulnbits: the quantizer and the ONNX model
-    from bench_engine import check_timing, first_failure, inputs, packing, read_like_cat, row, run_check
+    from bench_engine import CheckRuns, inputs, packing, read_like_cat, row
     from export import kPrefillWalk, segment
     from ncert_dump import DumpWriter, pack_rows, scatter_rows
 
@@ -176,34 +176,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         read_like_cat(dump)  # the page cache holds the dump for both readers
         engine_s = [sum(times) for times in ran["seconds"]]
-        check_s: List[float] = []
-        cat_s: List[float] = []
-        inside: List[Tuple[float, float, float]] = []  # check's own timing: total, reading, reference
-        verdict_line = ""
+        checks = CheckRuns()
         for rep in range(args.reps):
-            seconds, code, report, text = run_check(args.ncert, dump, out / f"check-{rep}.json", args.threads)
-            check_s.append(seconds)
-            verdict = report.get("verdict") if isinstance(report, dict) else None
-            if code != 0 or verdict != "PASS":
-                print(f"ncert check: exit {code}, verdict {verdict}: {first_failure(report)}")
-                print(text.rstrip())
+            if not checks.run(args.ncert, dump, out / f"check-{rep}.json", args.threads):
                 return 1
-            verdict_line = text.strip().splitlines()[-1] if text.strip() else ""
-            inside.append(check_timing(report))
-            cat_s.append(read_like_cat(dump))
 
-        em, cm, rm = (statistics.median(v) for v in (engine_s, check_s, cat_s))
         print(f"{'':34} {'median':>9} {'best':>9}   ({args.reps} repetitions; the kernel's first, in one process)")
         print(row("engine, two calls", engine_s, f"(unpacked {statistics.median(t[0] for t in ran['seconds']):.4f}"
                                                  f" + packed {statistics.median(t[1] for t in ran['seconds']):.4f})"))
-        print(row("ncert check", check_s, verdict_line))
-        print(row("read in 1 MiB blocks (cat)", cat_s, f"{size / rm / 1e9:.2f} GB/s"))
-        total, read, reference = (statistics.median(t[i] for t in inside) for i in range(3))
-        print(f"check's own timing (medians): {total:.4f} s = reading {read:.4f} + reference {reference:.4f} "
-              f"+ rest {total - read - reference:.4f}")
-        ratios = [c / e for c, e in zip(check_s, engine_s)]
-        print(f"check / engine: {cm / em:.2f} (medians), {statistics.median(ratios):.2f} (median of per-repetition "
-              f"ratios); target <= 1.5")
+        checks.print_rows(size, engine_s)
         differ = ran["differ"]
         if any(differ):
             print(f"note: the kernel's outputs differed from the dumped ones in {differ[0]} (unpacked) and "
