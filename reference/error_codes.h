@@ -80,7 +80,7 @@ NCERT_ERROR_CODE(kVocabFileInvalid, 233, "vocab-file-invalid", 3,
                  "a --vocab file is neither a JSON list of strings nor a tokenizer.json")
 NCERT_ERROR_CODE(kChunkBomb, 234, "chunk-bomb", 3,
                  "a chunked dataset of over 65,536 chunks under 1 KiB each (its index outweighs its data)")
-NCERT_ERROR_CODE(kInputChanged, 235, "input-changed", 3, "an input file was replaced while ncert opened it")
+NCERT_ERROR_CODE(kInputChanged, 235, "input-changed", 3, "an input file was replaced or shortened while ncert read it")
 
 // 3xx: packing host guards. Exit 3; in `ncert check` a guard trip is a FAIL of the geometry check.
 NCERT_ERROR_CODE(kGuardRowOutOfRange, 300, "guard-row-out-of-range", 3, "a selector row is not in [0, M) (or is < -1)")

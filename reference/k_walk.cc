@@ -320,6 +320,14 @@ void part_8x16(const float* x, Index nr, const float* wt, Index k, Index width, 
   }
 }
 
+// 8 x 16 floats are 8 AVX-512 registers; with AVX2 they would be 16 of its 16 and spill, and
+// the 8-row block is measured only with AVX-512 (docs/performance.md).
+#if defined(__AVX512F__)
+constexpr Index kBlockRows = 8;
+#else
+constexpr Index kBlockRows = 4;
+#endif
+
 }  // namespace
 
 void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
@@ -330,8 +338,8 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
   }
   const Index parts = walk.parts;
   const Index len = k / parts;
-  for (Index r0 = 0; r0 < rows; r0 += 8) {
-    const Index nr = std::min<Index>(8, rows - r0);
+  for (Index r0 = 0; r0 < rows; r0 += kBlockRows) {
+    const Index nr = std::min<Index>(kBlockRows, rows - r0);
     const float* xr = x + r0 * k;
     float* total = out + r0 * width;
     float* part = scratch + r0 * width;

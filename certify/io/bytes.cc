@@ -88,7 +88,7 @@ Bytes& Bytes::operator=(Bytes&& other) noexcept {
 
 Bytes::~Bytes() { release(); }
 
-std::uint8_t* Bytes::data() {
+std::uint8_t* Bytes::mutable_data() {
   if (kind_ == Kind::kMapped) {
     // Private mapping: pages written from now on are copied for this process alone. If the
     // system refuses, a copy in memory serves instead.

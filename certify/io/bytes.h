@@ -11,7 +11,7 @@
 // read would deliver them; mapping them there costs no copy at all (DumpReader::read_bytes, the
 // file's own descriptor): check's reading of that dump went from 0.22-0.26 s to 0.021 s. The
 // first pass over mapped bytes is slower than over a copy (about 6 GB/s here against 20-30: the
-// page cache's 4 KiB pages), far less than the copy costs. Written through data() (non-const),
+// page cache's 4 KiB pages), far less than the copy costs. Written through mutable_data(),
 // a mapped Bytes becomes copy-on-write, page by page: the file is never changed.
 #pragma once
 
@@ -37,14 +37,16 @@ class Bytes {
   ~Bytes();
 
   const std::uint8_t* data() const { return data_; }
-  /// Writable: a mapped Bytes is made copy-on-write first (the pages written become private).
-  std::uint8_t* data();
+  /// Writable: a mapped Bytes is made copy-on-write first (the pages written become private;
+  /// mapped() is false from then on). A separate name, so that reading through a non-const
+  /// Bytes never makes its mapping writable (which commits memory for it). Not thread-safe.
+  std::uint8_t* mutable_data();
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   const std::uint8_t* begin() const { return data_; }
   const std::uint8_t* end() const { return data_ + size_; }
   const std::uint8_t& operator[](std::size_t i) const { return data_[i]; }
-  bool mapped() const { return kind_ == Kind::kMapped; }
+  bool mapped() const { return kind_ == Kind::kMapped; }  ///< a read-only mapping of the file
 
  private:
   enum class Kind : std::uint8_t { kNone, kOwned, kMapped, kWritableMap };

@@ -91,27 +91,38 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
 
 namespace {
 
-/// A dataset read_bytes maps from the file instead of reading it: contiguous, unfiltered,
-/// allocated (file_offset), at least ReaderOptions::mapped_min_bytes, and stored at an offset
-/// that keeps its elements aligned (HDF5 aligns nothing by default; the typed views over the
-/// bytes need it). Mapped from the descriptor libhdf5 opened, so the bytes are those of the file
-/// the survey validated even if its path was replaced since. nullopt: read it instead (also
-/// when the file has shrunk below the dataset since it was opened: the read then reports it).
-std::optional<Bytes> map_dataset(const DumpReader::Impl& impl, const DatasetInfo& d) {
-  if (!impl.options.data_mapped || !d.file_offset || !d.filters.empty() || d.layout != Layout::kContiguous ||
-      static_cast<std::uint64_t>(d.bytes) < impl.options.mapped_min_bytes ||
-      *d.file_offset % static_cast<std::uint64_t>(dtype_size(d.dtype)) != 0) {
-    return std::nullopt;
-  }
+/// The descriptor libhdf5 opened the dump with, or -1 (another file driver).
+int hdf5_fd(const DumpReader::Impl& impl) {
   void* handle = nullptr;
   if (H5Fget_vfd_handle(impl.file.get(), H5P_DEFAULT, &handle) < 0 || handle == nullptr) {
     detail::hdf5_error_text();  // clear the stack
-    return std::nullopt;
+    return -1;
   }
-  const int fd = *static_cast<int*>(handle);
+  return *static_cast<int*>(handle);
+}
+
+/// kInputChanged if the file is now shorter than when it was opened: libhdf5 reads the missing
+/// bytes as zeros without an error (its default driver, inside the end-of-file address the file
+/// records), and a mapping of them would raise SIGBUS.
+Status still_whole(const DumpReader::Impl& impl, int fd, const std::string& path) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < *d.file_offset + d.bytes) return std::nullopt;
-  return Bytes::map_file(fd, *d.file_offset, static_cast<std::size_t>(d.bytes));
+  if (fd < 0 || ::fstat(fd, &st) != 0) return Status::ok_status();
+  const auto now = static_cast<std::uint64_t>(st.st_size);
+  if (now >= impl.file_size) return Status::ok_status();
+  return Status(ErrorCode::kInputChanged, impl.model.file + ": " + path + ": the file shrank from " +
+                                              std::to_string(impl.file_size) + " to " + std::to_string(now) +
+                                              " bytes since it was opened (another process writes to it)");
+}
+
+/// Whether read_bytes maps a dataset instead of reading it: contiguous, unfiltered, allocated
+/// (file_offset), at least ReaderOptions::mapped_min_bytes, and stored at an offset that keeps
+/// its elements aligned (HDF5 aligns nothing by default; the typed views over the bytes need
+/// it). It is mapped from the descriptor libhdf5 opened, so the bytes are those of the file the
+/// survey validated even if its path was replaced since.
+bool mappable(const DumpReader::Impl& impl, const DatasetInfo& d) {
+  return impl.options.data_mapped && d.file_offset && d.filters.empty() && d.layout == Layout::kContiguous &&
+         static_cast<std::uint64_t>(d.bytes) >= impl.options.mapped_min_bytes &&
+         *d.file_offset % static_cast<std::uint64_t>(dtype_size(d.dtype)) == 0;
 }
 
 }  // namespace
@@ -124,9 +135,16 @@ Result<Bytes> DumpReader::read_bytes(const std::string& path) const {
                                                " bytes exceed the memory limit of " +
                                                std::to_string(impl_->options.memory_limit));
   }
-  if (auto mapped = map_dataset(*impl_, *d)) return std::move(*mapped);
+  const int fd = hdf5_fd(*impl_);
+  NCERT_RETURN_IF_ERROR(still_whole(*impl_, fd, path));
+  if (fd >= 0 && mappable(*impl_, *d)) {
+    // nullopt: the system refused the mapping (the address-space limit); read it instead.
+    if (auto mapped = Bytes::map_file(fd, *d->file_offset, static_cast<std::size_t>(d->bytes))) {
+      return std::move(*mapped);
+    }
+  }
   Bytes out(static_cast<std::size_t>(d->bytes));
-  NCERT_RETURN_IF_ERROR(read_rows(path, 0, d->shape.empty() ? 1 : d->shape[0], out.data()));
+  NCERT_RETURN_IF_ERROR(read_rows(path, 0, d->shape.empty() ? 1 : d->shape[0], out.mutable_data()));
   return out;
 }
 

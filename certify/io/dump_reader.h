@@ -76,6 +76,8 @@ struct ReaderOptions {
   /// truncating the file while its data is mapped raises SIGBUS in this one; a process that
   /// cannot accept that turns it off. Results are the same either way (tested).
   bool data_mapped = true;
+  /// Below 1 MiB a read costs microseconds and a mapping a system call and page-table work of
+  /// its own (check reads dozens of small datasets per projection); tests lower it to 0.
   std::uint64_t mapped_min_bytes = std::uint64_t{1} << 20;
   /// A weights dump is given (`ncert check --weights`, a campaign's "weights"): a projection
   /// that declares weights_xxh3 may omit its weight group (docs/dump-format.md §4.5). Without

@@ -38,10 +38,10 @@ class Xxh3Stream {
 Result<std::string> file_xxh3_128(const std::string& path);
 
 /// The whole-file hash, computed in order while a reader goes through the file anyway: a
-/// reader that maps regions of the file offers them; a gap before an offered region is hashed
-/// from the file itself, bytes already hashed are skipped, finish() hashes to the end. Any
-/// sequence of offers gives file_xxh3_128's value. Comparing two 1.24 GB dumps this saves
-/// mapping every page twice (0.1 s of system time per file, docs/performance.md).
+/// reader that reads regions of the file straight into memory (RowStream) offers them; a gap
+/// before an offered region is read from the file (1 MiB preads) and hashed, bytes already
+/// hashed are skipped, finish() hashes to the end. Any sequence of offers gives
+/// file_xxh3_128's value. Comparing two 1.24 GB dumps this saves reading every byte twice.
 /// Not thread-safe: one thread offers at a time.
 class FileHashCursor {
  public:

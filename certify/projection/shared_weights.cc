@@ -128,7 +128,7 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
         Bytes unpacked(static_cast<std::size_t>(rows * groups));
         NCERT_RETURN_IF_ERROR(reference::unpack_zero_points(L.zero_point_packing, stored, rows, groups,
                                                             reader.model().file + ": " + s.path + "/zero_points",
-                                                            unpacked.data()));
+                                                            unpacked.mutable_data()));
         W->blobs.push_back(std::move(unpacked));
         seg.af4.zero_points = W->blobs.back().data();
       }

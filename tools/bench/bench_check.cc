@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -72,6 +73,10 @@ void report_reading(const std::string& path) {
   auto measure = [&](const certify::ReaderOptions& options, std::vector<double>& cat) {
     auto r = certify::DumpReader::open(path, options);
     double bytes = 0;
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s\n", r.status().to_string().c_str());
+      std::exit(1);
+    }
     std::vector<double> reads, hashed;
     for (int rep = 0; rep < 3; ++rep) {
       for (int hash = 0; hash < 2; ++hash) {

@@ -145,7 +145,9 @@ TEST(MappedRead, WritingIntoAMappedDatasetChangesOnlyThisCopy) {
   Bytes copy = *a;  // a copy is always in memory
   EXPECT_FALSE(copy.mapped());
   EXPECT_TRUE(equals(copy, w.big));
-  std::memset(a->data(), 0x5A, 4096 + 3);  // non-const data(): copy-on-write from here on
+  EXPECT_TRUE(a->mapped());
+  std::memset(a->mutable_data(), 0x5A, 4096 + 3);  // copy-on-write from here on
+  EXPECT_FALSE(a->mapped());
   EXPECT_EQ((*a)[4096 + 2], 0x5A);
   EXPECT_TRUE(equals(copy, w.big));
   auto again = r->read_bytes("/tensors/big");
@@ -180,6 +182,25 @@ TEST(MappedRead, CheckReportsAreTheSameMappedOrRead) {
   expect_same_report_mapped_or_read(write_fixture(fixtures::preset_tiny(), "mapped_pass.h5"));
   expect_same_report_mapped_or_read(
       write_fixture(fixtures::preset_tiny(), "mapped_fail.h5", fixtures::Fault::kNibbleOrderSwapped));
+}
+
+// A file that shrank after it was opened is refused, mapped or not: libhdf5 itself would read
+// the missing bytes as zeros, and a mapping of them would raise SIGBUS.
+TEST(MappedRead, AFileThatShrankSinceItWasOpenedIsRefusedMappedOrNot) {
+  for (const bool mapped : {true, false}) {
+    SCOPED_TRACE(mapped ? "mapped" : "read");
+    const std::string path = scratch_file(mapped ? "shrank-mapped.h5" : "shrank-read.h5");
+    std::filesystem::copy_file(written().path, path);
+    ReaderOptions o;
+    o.data_mapped = mapped;
+    auto r = DumpReader::open(path, o);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(std::filesystem::file_size(path) - 4096)), 0);
+    auto b = r->read_bytes("/tensors/big");
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), ErrorCode::kInputChanged);
+    EXPECT_NE(b.status().message().find("the file shrank from"), std::string::npos) << b.status().to_string();
+  }
 }
 
 // RowStream reads with pread, never a mapping: a file truncated under it is an I/O error naming

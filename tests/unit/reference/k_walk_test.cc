@@ -500,32 +500,34 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
   for (const char* name : {"seq", "split:4:fma", "lanes:8:halving", "lanes:5:seq:fma", "splitk:4:pairs/seq",
                            "splitk:2:halving/lanes:4:pairs:fma", "promote:16:12:rz", "promote:32:9:rne:fma",
                            "splitk:4:seq/promote:8:14:rne", "lanes:8:butterfly(4,1,2):fma"}) {
-    SCOPED_TRACE(name);
-    testing::ProblemOptions o;
-    o.m = 6;  // a 4-row block and a 2-row tail
-    o.k = 96;
-    o.x_dtype = DType::kF32;
-    o.walk = name;
-    o.segments = {{WeightFormat::kF32, 37, {}}};  // 37 columns: a 16-wide block tail
-    auto p = testing::make_problem(o);
-    ReferenceOptions ro;
-    ro.block_cols = 20;
-    auto r = compute_reference(p->problem, ro);
-    ASSERT_TRUE(r.ok()) << r.status().to_string();
-    const KWalk& kw = p->problem.walk;
-    const Index n = p->weights.n;
-    std::vector<float> wt(static_cast<std::size_t>(o.k * n));
-    for (Index j = 0; j < n; ++j) {
-      for (Index c = 0; c < o.k; ++c) wt[static_cast<std::size_t>(c * n + j)] = p->f32_store[0][j * o.k + c];
-    }
-    std::vector<float> row(static_cast<std::size_t>(n)), scratch(row.size());
-    for (Index i = 0; i < p->m; ++i) {
-      const float* x = p->x_values.data() + i * o.k;
-      walk_row_block(kw, x, wt.data(), o.k, n, row.data(), scratch.data());
+    for (const Index m : {3, 6, 11}) {  // register blocks of 4 and 8 rows (AVX-512), 8 rows and a 3-row tail
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows");
+      testing::ProblemOptions o;
+      o.m = m;
+      o.k = 96;
+      o.x_dtype = DType::kF32;
+      o.walk = name;
+      o.segments = {{WeightFormat::kF32, 37, {}}};  // 37 columns: a 16-wide block tail
+      auto p = testing::make_problem(o);
+      ReferenceOptions ro;
+      ro.block_cols = 20;
+      auto r = compute_reference(p->problem, ro);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      const KWalk& kw = p->problem.walk;
+      const Index n = p->weights.n;
+      std::vector<float> wt(static_cast<std::size_t>(o.k * n));
       for (Index j = 0; j < n; ++j) {
-        const float want = walk_dot(kw, x, p->f32_store[0].data() + j * o.k, o.k);
-        ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(want)) << i << "," << j;
-        ASSERT_EQ(f32_bits(row[static_cast<std::size_t>(j)]), f32_bits(want)) << i << "," << j;
+        for (Index c = 0; c < o.k; ++c) wt[static_cast<std::size_t>(c * n + j)] = p->f32_store[0][j * o.k + c];
+      }
+      std::vector<float> row(static_cast<std::size_t>(n)), scratch(row.size());
+      for (Index i = 0; i < p->m; ++i) {
+        const float* x = p->x_values.data() + i * o.k;
+        walk_row_block(kw, x, wt.data(), o.k, n, row.data(), scratch.data());
+        for (Index j = 0; j < n; ++j) {
+          const float want = walk_dot(kw, x, p->f32_store[0].data() + j * o.k, o.k);
+          ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(want)) << i << "," << j;
+          ASSERT_EQ(f32_bits(row[static_cast<std::size_t>(j)]), f32_bits(want)) << i << "," << j;
+        }
       }
     }
   }
