@@ -7,12 +7,14 @@
 #include <new>
 #include <utility>
 
+#include "reference/address_sanitizer.h"
+
 namespace ncert::certify {
 
 namespace {
 /// From here on a block is mapped: below it operator new's pools serve better. Under
 /// AddressSanitizer every block comes from operator new, so that it still sees overflows.
-#if defined(__SANITIZE_ADDRESS__)
+#if NCERT_ADDRESS_SANITIZER
 constexpr std::size_t kMapped = SIZE_MAX;
 #else
 constexpr std::size_t kMapped = std::size_t{1} << 20;

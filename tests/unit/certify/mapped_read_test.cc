@@ -23,6 +23,7 @@
 #include "certify/io/row_stream.h"
 #include "certify/isolation/supervisor.h"
 #include "fixtures/generator.h"
+#include "reference/address_sanitizer.h"
 #include "tests/common/fixture_check.h"
 #include "tests/common/mini_dump.h"
 #include "tests/common/test_paths.h"
@@ -231,7 +232,7 @@ TEST(MappedRead, AFileTruncatedWhileStreamedIsAnIoErrorNotACrash) {
 
 // AddressSanitizer handles SIGBUS itself (its report, then exit 1), so the child would not end
 // by the signal this test is about: it exists in the builds without ASan.
-#if !defined(__SANITIZE_ADDRESS__)
+#if !NCERT_ADDRESS_SANITIZER
 TEST(MappedRead, AFileTruncatedWhileMappedEndsTheChildNamingThatCause) {
   const std::string path = scratch_file("truncated.h5");
   std::filesystem::copy_file(written().path, path);
