@@ -91,22 +91,12 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
 
 namespace {
 
-/// The descriptor libhdf5 opened the dump with, or -1 (another file driver).
-int hdf5_fd(const DumpReader::Impl& impl) {
-  void* handle = nullptr;
-  if (H5Fget_vfd_handle(impl.file.get(), H5P_DEFAULT, &handle) < 0 || handle == nullptr) {
-    detail::hdf5_error_text();  // clear the stack
-    return -1;
-  }
-  return *static_cast<int*>(handle);
-}
-
 /// kInputChanged if the file is now shorter than when it was opened: libhdf5 reads the missing
 /// bytes as zeros without an error (its default driver, inside the end-of-file address the file
 /// records), and a mapping of them would raise SIGBUS.
-Status still_whole(const DumpReader::Impl& impl, int fd, const std::string& path) {
+Status still_whole(const DumpReader::Impl& impl, const std::string& path) {
   struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0) return Status::ok_status();
+  if (::fstat(impl.fd, &st) != 0) return Status::ok_status();
   const auto now = static_cast<std::uint64_t>(st.st_size);
   if (now >= impl.file_size) return Status::ok_status();
   return Status(ErrorCode::kInputChanged, impl.model.file + ": " + path + ": the file shrank from " +
@@ -135,11 +125,10 @@ Result<Bytes> DumpReader::read_bytes(const std::string& path) const {
                                                " bytes exceed the memory limit of " +
                                                std::to_string(impl_->options.memory_limit));
   }
-  const int fd = hdf5_fd(*impl_);
-  NCERT_RETURN_IF_ERROR(still_whole(*impl_, fd, path));
-  if (fd >= 0 && mappable(*impl_, *d)) {
+  NCERT_RETURN_IF_ERROR(still_whole(*impl_, path));
+  if (mappable(*impl_, *d)) {
     // nullopt: the system refused the mapping (the address-space limit); read it instead.
-    if (auto mapped = Bytes::map_file(fd, *d->file_offset, static_cast<std::size_t>(d->bytes))) {
+    if (auto mapped = Bytes::map_file(impl_->fd, *d->file_offset, static_cast<std::size_t>(d->bytes))) {
       return std::move(*mapped);
     }
   }

@@ -68,15 +68,15 @@ struct FileHashCursor::Impl {
     if (!buffer) buffer = std::make_unique<unsigned char[]>(kBlock);
     while (pos < to) {
       const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, to - pos));
-      const ssize_t got = ::pread(fd, buffer.get(), want, static_cast<off_t>(pos));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Status(ErrorCode::kIo, path + ": cannot read: " + std::strerror(errno));
-      if (got == 0) {
-        return Status(ErrorCode::kIo, path + ": ends at byte " + std::to_string(pos) + " of " + std::to_string(size) +
-                                          ": the file shrank while it was read");
+      int error = 0;
+      const std::size_t got = read_at_most(fd, pos, buffer.get(), want, error);
+      if (error != 0) return Status(ErrorCode::kIo, path + ": cannot read: " + std::strerror(error));
+      if (got < want) {
+        return Status(ErrorCode::kIo, path + ": ends at byte " + std::to_string(pos + got) + " of " +
+                                          std::to_string(size) + ": the file shrank while it was read");
       }
-      stream.update(buffer.get(), static_cast<std::size_t>(got));
-      pos += static_cast<std::uint64_t>(got);
+      stream.update(buffer.get(), got);
+      pos += got;
     }
     return Status::ok_status();
   }

@@ -16,15 +16,8 @@ constexpr unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, 
 
 /// Reads exactly `size` bytes at `offset`; false on a short read or an error.
 bool read_at(int fd, std::uint64_t offset, void* dst, std::size_t size) {
-  auto* out = static_cast<unsigned char*>(dst);
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
+  int error = 0;
+  return read_at_most(fd, offset, dst, size, error) == size;
 }
 
 /// A little-endian address of `width` bytes (2, 4 or 8); nullopt for HDF5's undefined address
@@ -82,6 +75,20 @@ std::string size_text(std::uint64_t bytes) {
 }
 
 }  // namespace
+
+std::size_t read_at_most(int fd, std::uint64_t offset, void* dst, std::size_t size, int& error) {
+  auto* out = static_cast<unsigned char*>(dst);
+  error = 0;
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = errno;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
 
 std::string file_kind_name(unsigned mode) {
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -184,15 +191,10 @@ Status InputFile::same_file_as(int other_fd) const {
 
 Result<std::string> InputFile::read_all() const {
   std::string text(static_cast<std::size_t>(size_), '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::pread(fd_, text.data() + done, text.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status(ErrorCode::kIo, path_ + ": cannot read: " + std::strerror(errno));
-    if (n == 0) break;  // the file shrank under us: what is there
-    done += static_cast<std::size_t>(n);
-  }
-  text.resize(done);
+  int error = 0;
+  const std::size_t done = read_at_most(fd_, 0, text.data(), text.size(), error);
+  if (error != 0) return Status(ErrorCode::kIo, path_ + ": cannot read: " + std::strerror(error));
+  text.resize(done);  // the file shrank under us: what is there
   return text;
 }
 

@@ -13,6 +13,7 @@
 //   HDF5 file (a manifest, a vocabulary) or one HDF5 itself refuses.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,12 @@ namespace ncert::certify {
 /// to that address when it closes it, so a file written by HDF5 has none; the margin leaves room
 /// for a writer that pads its last block, and costs under a millisecond to hash.
 inline constexpr std::uint64_t kTrailingBytesAllowed = std::uint64_t{1} << 20;
+
+/// Reads `size` bytes of `fd` from `offset` into `dst` with pread, retrying short reads and
+/// EINTR; returns how many it read, fewer only at the end of the file or on an error (`error`
+/// then holds errno, else 0). Every pread loop of the reader, the row streams and the file
+/// hash is this one.
+std::size_t read_at_most(int fd, std::uint64_t offset, void* dst, std::size_t size, int& error);
 
 /// A regular file open read-only (the descriptor is closed with the object).
 class InputFile {

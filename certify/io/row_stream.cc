@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "certify/io/detail/page_buffer.h"
+#include "certify/io/input_file.h"
 
 namespace ncert::certify {
 
@@ -94,16 +94,11 @@ Result<RowBlock> RowStream::next() {
     // ones (compare's) this way, 2.6-2.9 GB/s mapped (docs/performance.md, "Hashing and
     // streaming by pread").
     const std::uint64_t begin = s.offset + static_cast<std::uint64_t>(b.first_row * s.row_bytes);
-    std::size_t done = 0;
-    while (done < block_bytes) {
-      const ssize_t got = ::pread(s.fd, buffer + done, block_bytes - done, static_cast<off_t>(begin + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        return Status(ErrorCode::kIo, s.path + ": cannot read rows " + std::to_string(b.first_row) + ": " +
-                                          (got == 0 ? std::string("the file shrank while it was read")
-                                                    : std::string(std::strerror(errno))));
-      }
-      done += static_cast<std::size_t>(got);
+    int error = 0;
+    if (read_at_most(s.fd, begin, buffer, block_bytes, error) < block_bytes) {
+      return Status(ErrorCode::kIo, s.path + ": cannot read rows " + std::to_string(b.first_row) + ": " +
+                                        (error == 0 ? std::string("the file shrank while it was read")
+                                                    : std::string(std::strerror(error))));
     }
     b.data = buffer;
     if (s.hash) NCERT_RETURN_IF_ERROR(s.hash->offer(begin, b.data, block_bytes));

@@ -358,15 +358,13 @@ H5AC_cache_config_t survey_cache(const H5AC_cache_config_t& default_config) {
   return config;
 }
 
-/// kInputChanged unless libhdf5 opened, by name, the file checked as `input`: the path was
-/// replaced in between, and the survey (through a mapping of `input`) and the reads would see
-/// two files.
-Status same_file(hid_t file, const InputFile& input, const std::string& path) {
+/// The descriptor libhdf5 opened `file` with.
+Result<int> hdf5_fd(hid_t file, const std::string& path) {
   void* handle = nullptr;
   if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == nullptr) {
     return hdf5_failure(ErrorCode::kIo, path + ": cannot get the file libhdf5 opened");
   }
-  return input.same_file_as(*static_cast<int*>(handle));
+  return *static_cast<int*>(handle);
 }
 
 }  // namespace
@@ -400,7 +398,11 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   if (!impl->file.valid()) {
     return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open (corrupt or truncated)");
   }
-  NCERT_RETURN_IF_ERROR(same_file(impl->file.get(), input, path));
+  // kInputChanged unless libhdf5 opened, by name, the file checked as `input`: the path was
+  // replaced in between, and the survey (through a mapping of `input`) and the reads would see
+  // two files.
+  NCERT_ASSIGN_OR_RETURN(impl->fd, hdf5_fd(impl->file.get(), path));
+  NCERT_RETURN_IF_ERROR(input.same_file_as(impl->fd));
   // The survey reads the same bytes from a mapping when it may (detail/file_image.h).
   std::optional<FileImage> image = options.survey_mapped && file_size <= options.memory_limit / 2
                                        ? FileImage::open(input.fd(), file_size)

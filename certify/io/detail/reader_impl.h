@@ -24,6 +24,9 @@ struct DumpReader::Impl {
   detail::Hid file;
   DumpModel model;
   std::uint64_t file_size = 0;
+  /// The descriptor libhdf5 opened the file with (its default driver's), found once at open:
+  /// the survey checks it is the file checked, read_bytes maps from it. libhdf5 owns it.
+  int fd = -1;
 
   Impl() = default;
   Impl(const Impl&) = delete;
