@@ -26,6 +26,7 @@
 #include "reference/address_sanitizer.h"
 #include "tests/common/fixture_check.h"
 #include "tests/common/mini_dump.h"
+#include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {
@@ -169,12 +170,7 @@ void expect_same_report_mapped_or_read(const std::string& path) {
     co.reader.mapped_min_bytes = 0;
     auto r = run_check(co);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
-    reports[mapped] = r->to_json();
-    std::vector<std::string> timing;
-    for (auto it = reports[mapped]["stats"].begin(); it != reports[mapped]["stats"].end(); ++it) {
-      if (it.key().rfind("timing_", 0) == 0) timing.push_back(it.key());
-    }
-    for (const std::string& k : timing) reports[mapped]["stats"].erase(k);
+    reports[mapped] = without_timing(r->to_json());
   }
   EXPECT_EQ(reports[0].dump(), reports[1].dump());
 }
