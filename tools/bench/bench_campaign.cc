@@ -11,10 +11,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,7 +65,7 @@ Status generate(const std::string& dir) {
     spec.root.engine = "ncert-bench";
     spec.root.build = "campaign";
     for (int l = 0; l < 2; ++l) {
-      const auto seed = static_cast<std::uint64_t>(1000 * d + 10 * l);
+      const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(d) + 10 * static_cast<std::uint64_t>(l);
       spec.projections.push_back(projection("layer" + std::to_string(l) + "_in_proj", 1280, 4096, seed + 1));
       spec.projections.push_back(projection("layer" + std::to_string(l) + "_out_proj", 4096, 1280, seed + 2));
     }
@@ -130,7 +130,7 @@ Status generate_shared(const std::string& dir, const std::string& python_path) {
     spec.root.engine = "ncert-bench";
     spec.root.build = "campaign";
     for (int l = 0; l < 2; ++l) {
-      const auto seed = static_cast<std::uint64_t>(10 * l);
+      const std::uint64_t seed = 10 * static_cast<std::uint64_t>(l);
       spec.projections.push_back(projection("layer" + std::to_string(l) + "_in_proj", 1280, 4096, seed + 1));
       spec.projections.push_back(projection("layer" + std::to_string(l) + "_out_proj", 4096, 1280, seed + 2));
     }
@@ -219,18 +219,19 @@ struct Run {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_campaign DIR NCERT [--generate] [--repeat R] [--shared-weights]\n");
-    return 2;
-  }
-  const std::string dir = argv[1], ncert = argv[2];
+  CLI::App app{
+      "Benchmark of `ncert campaign` (16 step dumps x 4 projections) on local workers and MPI ranks: wall time, "
+      "parallel efficiency and the cost model's constants"};
+  std::string dir, ncert;
   bool gen = false, shared = false;
   int repeat = 1;
-  for (int i = 3; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--generate")) gen = true;
-    if (!std::strcmp(argv[i], "--shared-weights")) shared = true;
-    if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
-  }
+  app.add_option("DIR", dir, "Holds the generated dumps and the campaign's manifest, journal and report")->required();
+  app.add_option("NCERT", ncert, "The ncert binary run")->required();
+  app.add_flag("--generate", gen, "Write the dumps even if DIR/campaign.json exists (always when it does not)");
+  app.add_option("--repeat", repeat, "Runs of each configuration; times are their medians")->check(bench::at_least(1));
+  app.add_flag("--shared-weights", shared,
+               "Instead: full step dumps against weights-omitted ones plus a weights dump (generated once)");
+  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   if (shared) return bench_shared(dir, ncert, repeat);
   if (gen || !std::filesystem::exists(dir + "/campaign.json")) {
     const double t0 = bench::now_seconds();

@@ -11,9 +11,9 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,19 +37,21 @@ void warm(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_html DIR [--rows R] [--vocab V] [--threads T] [--reps N]\n");
-    return 2;
-  }
-  const std::string dir = argv[1];
+  CLI::App app{
+      "Benchmark of the HTML report (`ncert compare --html`) on bench_logits' R x V f32 logits pair: the cost the "
+      "flag adds end to end, the page's size, and rendering against the comparison in process"};
+  std::string dir;
   Index rows = 2048, vocab = 151936;
   int threads = 2, reps = 5;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--vocab")) vocab = std::atoll(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-  }
+  app.add_option("DIR", dir, "Holds the pair (bench_logits' \"full\" pair: written on the first run, reused after)")
+      ->required();
+  app.add_option("--rows", rows, "Rows of the pair")->check(bench::at_least(1));
+  app.add_option("--vocab", vocab, "Logits per row")->check(bench::at_least(1));
+  app.add_option("--threads", threads, "Threads of ncert compare and of the in-process comparison")
+      ->check(bench::at_least(1));
+  app.add_option("--reps", reps, "Runs with and without --html each (alternating) and renderings; times are medians")
+      ->check(bench::at_least(1));
+  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   omp_set_dynamic(0);
   omp_set_num_threads(threads);
   std::filesystem::create_directories(dir);

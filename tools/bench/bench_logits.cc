@@ -14,11 +14,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "fixtures/generator.h"
@@ -72,40 +72,26 @@ double file_gb(const std::string& p) { return static_cast<double>(std::filesyste
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr,
-                 "usage: bench_logits DIR [--rows R] [--deflate-rows D] [--vocab V] [--threads T] [--reps N] "
-                 "[--python PATH] [--no-numpy]\n"
-                 "  DIR holds the generated dumps (written on the first run, reused after)\n");
-    return 2;
-  }
-  const std::string dir = argv[1];
+  CLI::App app{
+      "Benchmark of `ncert compare` and `ncert witness` on full-vocabulary logits (two dumps of R x V f32 logits), "
+      "beside the numpy + h5py baseline"};
+  std::string dir;
   Index rows = 2048, vocab = 151936, deflate_rows = 0;
   int threads = 2;
   std::string python = "/usr/bin/python3";
   int reps = 3;
   bool skip_numpy = false;
-  for (int i = 2; i < argc; ++i) {
-    const bool value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--no-numpy")) {
-      skip_numpy = true;
-    } else if (value && !std::strcmp(argv[i], "--rows")) {
-      rows = std::atoll(argv[++i]);
-    } else if (value && !std::strcmp(argv[i], "--deflate-rows")) {
-      deflate_rows = std::atoll(argv[++i]);
-    } else if (value && !std::strcmp(argv[i], "--vocab")) {
-      vocab = std::atoll(argv[++i]);
-    } else if (value && !std::strcmp(argv[i], "--threads")) {
-      threads = std::atoi(argv[++i]);
-    } else if (value && !std::strcmp(argv[i], "--reps")) {
-      reps = std::max(1, std::atoi(argv[++i]));
-    } else if (value && !std::strcmp(argv[i], "--python")) {
-      python = argv[++i];
-    } else {
-      std::fprintf(stderr, "bench_logits: unknown or incomplete argument %s\n", argv[i]);
-      return 2;
-    }
-  }
+  app.add_option("DIR", dir, "Holds the generated dumps (written on the first run, reused after)")->required();
+  app.add_option("--rows", rows, "Rows of the full pair (the quarter pair has R/4)")->check(bench::at_least(1));
+  app.add_option("--deflate-rows", deflate_rows, "Rows of the chunked + deflate pair (0: R/4, at least 1)")
+      ->check(bench::at_least(0));
+  app.add_option("--vocab", vocab, "Logits per row")->check(bench::at_least(1));
+  app.add_option("--threads", threads, "Threads of ncert compare and witness")->check(bench::at_least(1));
+  app.add_option("--reps", reps, "Alternated compare and witness runs per pair; times are their medians")
+      ->check(bench::at_least(1));
+  app.add_option("--python", python, "The interpreter of the numpy + h5py baseline");
+  app.add_flag("--no-numpy", skip_numpy, "Skip the numpy + h5py baseline");
+  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   omp_set_dynamic(0);
   omp_set_num_threads(threads);
   std::filesystem::create_directories(dir);

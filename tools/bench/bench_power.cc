@@ -12,10 +12,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -96,14 +96,19 @@ std::string write(const Options& o, const fixtures::ProjectionSpec& p, const std
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{
+      "Detection power of the default `check`: the smallest magnitude of each planted fault class each check "
+      "catches, then every check's false alarms over legitimate dumps"};
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--n") && i + 1 < argc) o.n = std::atoll(argv[++i]);
-    if (!std::strcmp(argv[i], "--legit") && i + 1 < argc) o.legit = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) o.only = argv[++i];
-    if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) o.dir = argv[++i];
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = std::atoi(argv[++i]);
-  }
+  app.add_option("--n", o.n, "Output columns (16480: the production in_proj; 4096 runs 4x faster)")
+      ->check(bench::at_least(1));
+  app.add_option("--legit", o.legit, "Legitimate dumps checked for false alarms")->check(bench::at_least(0));
+  app.add_option("--only", o.only,
+                 "Run only the fault classes whose description contains TEXT (e.g. \"truncated\"; default: every "
+                 "class)");
+  app.add_option("--dir", o.dir, "Where the generated dumps are written");
+  app.add_option("--threads", o.threads, "Threads of the check (0: OpenMP's default)")->check(bench::at_least(0));
+  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   if (o.threads > 0) omp_set_num_threads(o.threads);
   std::filesystem::create_directories(o.dir);
   const std::vector<std::string> kinds = {"identity", "bound", "signature", "variance", "bias", "check"};

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -320,20 +321,24 @@ int run_bounds(const std::vector<std::string>& dumps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{
+      "Benchmark of the exact reference (M 128, K 5120, N 16480; bf16 and AF4 weights) against an f64 GEMM of the "
+      "same shape (Eigen, and OpenBLAS when built with it)"};
   int reps = 5, threads = omp_get_max_threads();
   std::vector<std::string> dumps;
   bool bounds = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
-      reps = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--bounds")) {
-      bounds = true;
-    } else if (bounds) {
-      dumps.emplace_back(argv[i]);
-    }
-  }
+  app.add_option("--reps", reps, "Interleaved repetitions; the ratios reported are their medians")
+      ->check(bench::at_least(1));
+  app.add_option("--threads", threads, "Threads of the reference and the GEMMs (default: OpenMP's)")
+      ->check(bench::at_least(1));
+  CLI::Option* bounds_flag = app.add_flag(
+      "--bounds", bounds,
+      "Instead of timing: for every projection of DUMP.h5..., B with S from the f32 GEMM against B with S from an "
+      "f64 GEMM inflated by its error (max and mean of B_new / B_old)");
+  CLI::Option* dumps_arg = app.add_option("DUMP.h5", dumps, "The dumps of --bounds");
+  bounds_flag->needs(dumps_arg);
+  dumps_arg->needs(bounds_flag);
+  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   omp_set_dynamic(0);
   omp_set_num_threads(threads);
   Eigen::setNbThreads(threads);

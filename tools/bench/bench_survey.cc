@@ -9,8 +9,8 @@
 // Usage: bench_survey DIR [--projections P] [--processes N] [--reps R]
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,26 +61,18 @@ double open_seconds(const std::string& path, int processes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_survey DIR [--projections P] [--processes N] [--reps R]\n");
-    return 2;
-  }
-  const std::string dir = argv[1];
+  CLI::App app{
+      "Benchmark of opening a dump of many small objects (P projections of 1 x 1): DumpReader::open on one process "
+      "against several, and `ncert check --only` / `ncert inspect` end to end"};
+  std::string dir;
   int projections = 24000, processes = 2, reps = 3;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (flag == "--projections") {
-      projections = v;
-    } else if (flag == "--processes") {
-      processes = v;
-    } else if (flag == "--reps") {
-      reps = v;
-    } else {
-      std::fprintf(stderr, "bench_survey: unknown option %s\n", flag.c_str());
-      return 2;
-    }
-  }
+  app.add_option("DIR", dir, "Holds the dump, DIR/survey-P.h5 (written on the first run, reused after)")->required();
+  app.add_option("--projections", projections, "Projections of 1 x 1 in the dump (7 objects each)")
+      ->check(bench::at_least(1));
+  app.add_option("--processes", processes, "Processes the survey is split over, against one")
+      ->check(bench::at_least(1));
+  app.add_option("--reps", reps, "Alternated runs of each figure; times are their medians")->check(bench::at_least(1));
+  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/survey-" + std::to_string(projections) + ".h5";
   if (!std::filesystem::exists(path)) {
