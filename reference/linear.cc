@@ -8,6 +8,7 @@
 
 #include "reference/detail/gemm.h"
 #include "reference/detail/interval.h"
+#include "reference/detail/s_bf16.h"
 #include "reference/detail/weight_rows.h"
 #include "reference/k_walk.h"
 
@@ -20,23 +21,25 @@ namespace {
 constexpr Index kWalkRows = 8;
 
 struct BlockScratch {
-  std::vector<double> w_exact;    // block_cols x K: the weights y* multiplies by
-  std::vector<float> w_mag;       // block_cols x K: charged magnitudes rounded up to f32
-  std::vector<double> w_spread;   // block_cols x K: half the gap between two allowed kernel
-                                  // weights (only for blocks whose segments can have two)
-  std::vector<double> w_alg;      // block_cols x K: f64 magnitudes (only when the f32 S overflows)
-  std::vector<double> d;          // M x block_cols: sum |x| spread, where any spread is nonzero
-  std::vector<double> y;          // M x block_cols
-  std::vector<float> s32;         // M x block_cols: S as the f32 GEMM computed it
-  std::vector<double> s;          // M x block_cols: S inflated to a true upper bound
-  std::vector<float> w_kernel;    // K x block_cols (transposed) for the walk
-  std::vector<float> kernel_row;  // K
+  std::vector<double> w_exact;        // block_cols x K: the weights y* multiplies by
+  std::vector<float> w_mag;           // block_cols x K: charged magnitudes rounded up to f32
+  std::vector<double> w_spread;       // block_cols x K: half the gap between two allowed kernel
+                                      // weights (only for blocks whose segments can have two)
+  std::vector<double> w_alg;          // block_cols x K: f64 magnitudes (only when the f32 S overflows)
+  std::vector<double> d;              // M x block_cols: sum |x| spread, where any spread is nonzero
+  std::vector<double> y;              // M x block_cols
+  std::vector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for the S kernel
+  std::vector<float> s32;             // M x block_cols: S as the f32 GEMM or the bf16 kernel computed it
+  std::vector<double> s;              // M x block_cols: S inflated to a true upper bound
+  std::vector<float> w_kernel;        // K x block_cols (transposed) for the walk
+  std::vector<float> kernel_row;      // K
   std::vector<double> bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
   std::vector<const BoundTerms*> terms;  // per column of the block
   std::vector<double> x_abs;             // M x K: |x| in f64 when the problem has no shared copy
+  Index s_bf16_blocks = 0;               // blocks whose S the bf16 kernel computed
 };
 
 /// The activations once: exact values (f64 for y*, f32 for the walk), magnitudes (f32 for the
@@ -46,6 +49,8 @@ struct Activations {
   std::vector<double> exact, abs;
   std::vector<float> f32, mag;
   std::vector<double> l1;
+  // mag rounded up to bf16 (M x bf16_padded(K)) for the S kernel; empty where it cannot serve.
+  std::vector<std::uint16_t> mag_bf16;
 };
 
 Activations prepare_activations(const LinearProblem& p, Index K, bool with_abs, ReferenceSummary& summary) {
@@ -146,7 +151,15 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
              BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   const Index cells = M * w;
-  detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
+  // The bf16 kernel where the activations' magnitudes rounded up to bf16 exist and the
+  // block's weight magnitudes are bf16 numbers (bf16 weights): rounding the weights up too
+  // could grow S, and B, by 2^-7 more (docs/error-bounds.md §1).
+  if (!x.mag_bf16.empty() && detail::to_bf16_magnitudes(t.w_mag.data(), w, K, false, t.w_bf16.data())) {
+    detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data());
+    ++t.s_bf16_blocks;
+  } else {
+    detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
+  }
   bool finite = true;
   for (Index e = 0; e < cells; ++e) finite &= std::isfinite(t.s32[e]);
   if (finite) {
@@ -222,6 +235,7 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
   }
   t.y.resize(cells);
   t.s32.resize(cells);
+  if (detail::kSBf16Kernel) t.w_bf16.resize(static_cast<std::size_t>(bc * detail::bf16_padded(K)));
   t.s.resize(cells);
   t.bound.resize(cells);
   t.tier.resize(cells);
@@ -320,7 +334,11 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     models.may_spread.push_back(detail::segment_may_spread(seg));
     any_spread = any_spread || models.may_spread.back();
   }
-  const Activations x = prepare_activations(p, K, any_spread, summary);
+  Activations x = prepare_activations(p, K, any_spread, summary);
+  if (detail::kSBf16Kernel && options.bf16_s) {
+    x.mag_bf16.resize(static_cast<std::size_t>(M * detail::bf16_padded(K)));
+    if (!detail::to_bf16_magnitudes(x.mag.data(), M, K, true, x.mag_bf16.data())) x.mag_bf16.clear();
+  }
   const F32SumInflation inflation = f32_sum_inflation(K);
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
@@ -375,6 +393,8 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       }
       sink.consume(block);
     }
+#pragma omp atomic
+    summary.s_bf16_blocks += t.s_bf16_blocks;
   }
 
   for (const BlockWeightFacts& f : facts) {

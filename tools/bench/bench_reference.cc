@@ -28,6 +28,7 @@
 
 #include "certify/io/dump_reader.h"
 #include "certify/projection/projection_data.h"
+#include "reference/detail/s_bf16.h"
 #include "reference/float_bits.h"
 #include "reference/linear.h"
 #include "tools/bench/bench_common.h"
@@ -106,10 +107,12 @@ void fill(Data& d, bool af4) {
   d.problem.output = DType::kBf16;
 }
 
-double time_reference(const Data& d) {
+double time_reference(const Data& d, bool bf16_s = true) {
   ChecksumSink sink;
+  ReferenceOptions options;
+  options.bf16_s = bf16_s;
   const double t0 = bench::now_seconds();
-  auto s = evaluate_reference(d.problem, sink);
+  auto s = evaluate_reference(d.problem, sink, options);
   const double t = bench::now_seconds() - t0;
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", s.status().to_string().c_str());
@@ -142,7 +145,11 @@ int run_speed(int reps) {
   };
   blas_gemm();  // warm-up
 #endif
-  std::vector<double> g, o, rb, ra, ratio_b, ratio_a, ratio_bo, ratio_ao;
+  // With the AVX512-BF16 kernel built, the bf16 reference runs a second time with S from the
+  // f32 GEMM (ReferenceOptions::bf16_s off), side by side: what the kernel saves.
+  const bool kernel = reference::detail::kSBf16Kernel;
+  if (kernel) time_reference(bf16, false);
+  std::vector<double> g, o, rb, ra, rf, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f;
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::now_seconds();
     c.noalias() = a * b;
@@ -154,6 +161,10 @@ int run_speed(int reps) {
 #endif
     rb.push_back(time_reference(bf16));
     ra.push_back(time_reference(af4));
+    if (kernel) {
+      rf.push_back(time_reference(bf16, false));
+      ratio_f.push_back(rf.back() / rb.back());
+    }
     ratio_b.push_back(rb.back() / g.back());
     ratio_a.push_back(ra.back() / g.back());
     if (!o.empty()) {
@@ -187,6 +198,11 @@ int run_speed(int reps) {
   }
   ratio_line("reference bf16", rb, ratio_b, "eigen");
   ratio_line("reference af4 (g64)", ra, ratio_a, "eigen");
+  if (kernel) {
+    ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the bf16 S kernel's");
+  } else {
+    std::printf("bf16 S kernel        not built (no AVX512-BF16 on the build's target): S is the f32 GEMM\n");
+  }
   if (!o.empty()) {
     ratio_line("reference bf16", rb, ratio_bo, "openblas");
     ratio_line("reference af4 (g64)", ra, ratio_ao, "openblas");

@@ -9,14 +9,21 @@
 //    at most that over the previous f64 S (measured: max and mean printed);
 //  - an f32 overflow, and non-finite operands, give the f64 results; subnormal products are
 //    covered, also in a process that flushes subnormals (FTZ/DAZ); blocks that take either
-//    path are identical at one and two threads.
+//    path are identical at one and two threads;
+//  - S from bf16 magnitudes (the AVX512-BF16 kernel, reference/detail/s_bf16.h): the operands
+//    round up and stay in the range that keeps every product exact; the kernel sums in the
+//    order its header states, bit for bit (an oracle written from those words); S stays above
+//    the exact S and B grows by at most 2^-7 (activations rounded up to bf16) over the f32 S;
+//    magnitudes out of range keep the f32 GEMM, and threads do not change bits.
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -27,6 +34,7 @@
 
 #include "reference/bounds.h"
 #include "reference/detail/gemm.h"
+#include "reference/detail/s_bf16.h"
 #include "reference/linear.h"
 #include "tests/common/linear_fixture.h"
 #include "tests/common/summation_orders.h"
@@ -367,6 +375,205 @@ TEST(F32SumBound, BothPathsAreBitIdenticalAtOneAndTwoThreads) {
   EXPECT_TRUE(same(one->tier, two->tier));
   EXPECT_TRUE(same(one->accept, two->accept));
   EXPECT_TRUE(same(one->expect, two->expect));
+}
+
+// ---- S from bf16 magnitudes (reference/detail/s_bf16.h; docs/error-bounds.md §1) -------------
+
+float bf16_value(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+TEST(Bf16S, MagnitudesRoundUpStayInRangeAndKeepBf16NumbersExact) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> e(-60, 60);
+  const Index k = 37;  // padded to 64
+  std::vector<float> mag(static_cast<std::size_t>(2 * k));
+  for (float& m : mag) m = static_cast<float>(std::exp2(e(rng)));
+  mag[3] = 0.0f;
+  std::vector<std::uint16_t> out(static_cast<std::size_t>(2 * detail::bf16_padded(k)), 0xFFFF);
+  ASSERT_TRUE(detail::to_bf16_magnitudes(mag.data(), 2, k, true, out.data()));
+  for (Index r = 0; r < 2; ++r) {
+    for (Index c = 0; c < k; ++c) {
+      const float m = mag[static_cast<std::size_t>(r * k + c)];
+      const std::uint16_t h = out[static_cast<std::size_t>(r * 64 + c)];
+      EXPECT_GE(bf16_value(h), m);  // never below the magnitude
+      if (m != 0) {
+        EXPECT_LT(bf16_value(static_cast<std::uint16_t>(h - 1)), m);  // the next bf16 up
+      }
+      EXPECT_LE(bf16_value(h), m * (1 + 0x1p-7f));
+    }
+    for (Index c = k; c < 64; ++c) EXPECT_EQ(out[static_cast<std::size_t>(r * 64 + c)], 0) << "padding";
+  }
+  EXPECT_EQ(out[3], 0);
+  // bf16 numbers pass unrounded; anything else is refused where exactness is asked.
+  std::vector<float> exact = {0.0f, 1.0f, bf16_value(0x3F81), 0x1p-63f, bf16_value(0x5EFF)};
+  std::vector<std::uint16_t> e_out(32);
+  ASSERT_TRUE(detail::to_bf16_magnitudes(exact.data(), 1, 5, false, e_out.data()));
+  EXPECT_EQ(e_out[2], 0x3F81);
+  EXPECT_EQ(e_out[3], 64 << 7);
+  const float not_bf16 = std::nextafter(1.0f, 2.0f);
+  EXPECT_FALSE(detail::to_bf16_magnitudes(&not_bf16, 1, 1, false, e_out.data()));
+  // The range that keeps every product a normal, exact f32: [2^-63, 2^63), after rounding.
+  const float below = std::nextafter(0x1p-63f, 0.0f);
+  ASSERT_TRUE(detail::to_bf16_magnitudes(&below, 1, 1, true, e_out.data()));
+  EXPECT_EQ(e_out[0], 64 << 7);
+  for (const float v : {0x1p-64f, 0x1.8p-64f, 0x1p63f, std::nextafter(bf16_value(0x5EFF), 1e30f), 0x1p-140f,
+                        std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    EXPECT_FALSE(detail::to_bf16_magnitudes(&v, 1, 1, true, e_out.data())) << v;
+  }
+}
+
+/// The kernel's documented order in plain f32 arithmetic: chunks of 1,024, 16 lanes adding
+/// (acc + odd product) + even product, the lanes' tree l + l+8, + l+4, + l+2, + l+1, chunk
+/// sums into C. An oracle written from the header's words, not from the kernel.
+void s_gemm_by_the_words(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      float total = 0;
+      for (Index k0 = 0; k0 < kp; k0 += 1024) {
+        float lane[16] = {};
+        for (Index k = k0; k < std::min(kp, k0 + 1024); k += 32) {
+          for (Index l = 0; l < 16; ++l) {
+            const float odd = bf16_value(a[i * kp + k + 2 * l + 1]) * bf16_value(b[j * kp + k + 2 * l + 1]);
+            const float even = bf16_value(a[i * kp + k + 2 * l]) * bf16_value(b[j * kp + k + 2 * l]);
+            lane[l] = (lane[l] + odd) + even;
+          }
+        }
+        float t[8], u[4];
+        for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
+        for (int l = 0; l < 4; ++l) u[l] = t[l] + t[l + 4];
+        total += (u[0] + u[2]) + (u[1] + u[3]);
+      }
+      c[i * n + j] = total;
+    }
+  }
+}
+
+TEST(Bf16S, KernelSumsInItsDocumentedOrderBitForBit) {
+  if (!detail::kSBf16Kernel) GTEST_SKIP() << "this build has no AVX512-BF16 kernel (the f32 GEMM computes S)";
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> e(-20, 20);
+  struct Shape {
+    Index m, n, k;
+  };
+  // Tile edges (1-3 rows or columns left over), K below, at and across a chunk.
+  const std::vector<Shape> shapes = {{1, 1, 1},    {3, 5, 31},   {4, 4, 32},   {5, 7, 33},
+                                     {9, 6, 1000}, {4, 8, 1024}, {6, 3, 1025}, {13, 17, 5120}};
+  Index differ = 0, cases = 0;
+  for (const Shape& s : shapes) {
+    const Index kp = detail::bf16_padded(s.k);
+    std::vector<float> am(static_cast<std::size_t>(s.m * s.k)), bm(static_cast<std::size_t>(s.n * s.k));
+    for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
+    for (float& v : bm) v = static_cast<float>(std::exp2(e(rng)));
+    std::vector<std::uint16_t> a(static_cast<std::size_t>(s.m * kp)), b(static_cast<std::size_t>(s.n * kp));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), s.m, s.k, true, a.data()));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), s.n, s.k, true, b.data()));
+    std::vector<float> got(static_cast<std::size_t>(s.m * s.n)), want(got.size());
+    detail::s_gemm_bf16(a.data(), s.m, b.data(), s.n, kp, got.data());
+    s_gemm_by_the_words(a.data(), s.m, b.data(), s.n, kp, want.data());
+    for (std::size_t x = 0; x < got.size(); ++x) {
+      differ += std::bit_cast<std::uint32_t>(got[x]) != std::bit_cast<std::uint32_t>(want[x]);
+    }
+    cases += static_cast<Index>(got.size());
+  }
+  EXPECT_EQ(differ, 0) << "of " << cases << " elements";
+  // The comparison can fail: another order (lanes summed left to right) changes bits here.
+  std::vector<std::uint16_t> a(5120), b(5120);
+  std::vector<float> am(5120), bm(5120);
+  for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
+  for (float& v : bm) v = static_cast<float>(std::exp2(e(rng)));
+  ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), 1, 5120, true, a.data()));
+  ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), 1, 5120, true, b.data()));
+  float kernel = 0, sequential = 0;
+  detail::s_gemm_bf16(a.data(), 1, b.data(), 1, 5120, &kernel);
+  for (Index k = 0; k < 5120; ++k) sequential += bf16_value(a[k]) * bf16_value(b[k]);
+  EXPECT_NE(kernel, sequential);
+}
+
+TEST(Bf16S, SStaysAnUpperBoundAndBGrowsByAtMostTheActivationsRounding) {
+  struct Shape {
+    const char* name;
+    Index m, k;
+    DType x;
+    std::vector<SegmentSpec> segments;
+    Index bf16_blocks;  // blocks of 16 columns whose S the kernel computes (the rest hold AF4 weights)
+  };
+  const std::vector<Shape> shapes = {
+      {"K=5120 bf16, f32 x", 6, 5120, DType::kF32, {{WeightFormat::kBf16, 40, {}}}, 3},
+      {"K=5120 bf16, bf16 x", 6, 5120, DType::kBf16, {{WeightFormat::kBf16, 40, {}}}, 3},
+      {"K=100 bf16 + af4, f32 x",
+       5,
+       100,
+       DType::kF32,
+       {{WeightFormat::kBf16, 37, {}}, af4_segment(21, Dequant::kF32, DType::kBf16, 20)},
+       2},
+  };
+  const double max_growth = 0x1p-7;  // |x| rounded up to bf16; bf16 weights are exact
+  for (const Shape& shape : shapes) {
+    ProblemOptions o;
+    o.m = shape.m;
+    o.k = shape.k;
+    o.x_dtype = shape.x;
+    o.segments = shape.segments;
+    auto p = make_problem(o);
+    ReferenceOptions on, off;
+    on.block_cols = off.block_cols = 16;
+    off.bf16_s = false;
+    auto r_on = compute_reference(p->problem, on);
+    auto r_off = compute_reference(p->problem, off);
+    ASSERT_TRUE(r_on.ok() && r_off.ok());
+    if (detail::kSBf16Kernel) {
+      EXPECT_EQ(r_on->summary.s_bf16_blocks, shape.bf16_blocks) << shape.name;
+    }
+    EXPECT_EQ(r_off->summary.s_bf16_blocks, 0);
+    EXPECT_EQ(std::memcmp(r_on->y_star.data(), r_off->y_star.data(), r_on->y_star.size() * sizeof(double)), 0);
+    const std::vector<double> s_exact = exact_s(*p);
+    const double g = gamma_k(shape.k);
+    RatioStats b_ratio;
+    for (std::size_t e = 0; e < s_exact.size(); ++e) {
+      ASSERT_GE(r_on->s[e], s_exact[e]) << shape.name << " element " << e;
+      ASSERT_LE(r_on->s[e], s_exact[e] * (1 + max_growth) * (1 + 2.0 * g * (1 + 1e-6)) + 1e-30) << shape.name;
+      b_ratio.add(r_on->bound[e] / r_off->bound[e]);
+    }
+    EXPECT_GE(b_ratio.min, 1 - 2.0 * g * (1 + 1e-6)) << shape.name;
+    EXPECT_LE(b_ratio.max, 1 + max_growth + 2.0 * g * (1 + 1e-6)) << shape.name;
+    std::printf("  %-62s B (bf16 S) / B (f32 S): min 1 %+.3g, max 1 %+.3g, mean 1 %+.3g\n", shape.name, b_ratio.min - 1,
+                b_ratio.max - 1, b_ratio.sum / static_cast<double>(b_ratio.n) - 1);
+  }
+}
+
+TEST(Bf16S, MagnitudesOutOfRangeKeepTheF32GemmAndThreadsDoNotChangeBits) {
+  ProblemOptions o;
+  o.m = 5;
+  o.k = 96;
+  o.x_dtype = DType::kF32;
+  o.segments = {{WeightFormat::kBf16, 48, {}}};
+  auto p = make_problem(o);
+  ReferenceOptions ro;
+  ro.block_cols = 16;
+  // A weight of 2^-70 in column 20 (block 1): that block's products could be subnormal.
+  p->u16_store[0][20 * o.k + 7] = reference::f32_to_bf16(0x1p-70f);
+  auto r = compute_reference(p->problem, ro);
+  ASSERT_TRUE(r.ok());
+  if (detail::kSBf16Kernel) {
+    EXPECT_EQ(r->summary.s_bf16_blocks, 2) << "blocks 0 and 2 only";
+  }
+  const std::vector<double> s_exact = exact_s(*p);
+  for (std::size_t e = 0; e < s_exact.size(); ++e) ASSERT_GE(r->s[e], s_exact[e]);
+  // An activation of 1e-30: no block can use the kernel.
+  p->x_f32[3] = p->x_values[3] = 1e-30f;
+  auto tiny = compute_reference(p->problem, ro);
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ(tiny->summary.s_bf16_blocks, 0);
+  // One and two threads: the same bits, kernel or not.
+  p->x_f32[3] = p->x_values[3] = 0.5f;
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  auto one = compute_reference(p->problem, ro);
+  omp_set_num_threads(2);
+  auto two = compute_reference(p->problem, ro);
+  omp_set_num_threads(saved);
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(std::memcmp(one->s.data(), two->s.data(), one->s.size() * sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(one->bound.data(), two->bound.data(), one->bound.size() * sizeof(double)), 0);
 }
 
 // docs/error-bounds.md §6c, binades: an f32 rounding to nearest of any value of magnitude at
