@@ -26,6 +26,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE__)
@@ -173,6 +174,17 @@ SegmentSpec af4_segment(Index rows, Dequant dq, DType scale, Index group = 64) {
   s.af4.dequant = dq;
   s.af4.dequant_op = DequantOp::kFma;
   return s;
+}
+
+/// The reference of `problem` computed with one thread, then with two.
+auto at_one_and_two_threads(const LinearProblem& problem, const ReferenceOptions& options) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  auto one = compute_reference(problem, options);
+  omp_set_num_threads(2);
+  auto two = compute_reference(problem, options);
+  omp_set_num_threads(saved);
+  return std::pair{std::move(one), std::move(two)};
 }
 
 struct RatioStats {
@@ -357,12 +369,7 @@ TEST(F32SumBound, BothPathsAreBitIdenticalAtOneAndTwoThreads) {
   for (Index c = 0; c < o.k; ++c) p->f32_store[0][50 * o.k + c] = 1e36f;  // an f32 overflow: f64 S
   ReferenceOptions ro;
   ro.block_cols = 16;
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  auto one = compute_reference(p->problem, ro);
-  omp_set_num_threads(2);
-  auto two = compute_reference(p->problem, ro);
-  omp_set_num_threads(saved);
+  auto [one, two] = at_one_and_two_threads(p->problem, ro);
   ASSERT_TRUE(one.ok() && two.ok());
   EXPECT_GT(one->summary.ambiguous_weights, 0);
   EXPECT_GT(one->s[static_cast<std::size_t>(one->at(0, 40 + 50))], 1e36);
@@ -565,12 +572,7 @@ TEST(Bf16S, MagnitudesOutOfRangeKeepTheF32GemmAndThreadsDoNotChangeBits) {
   EXPECT_EQ(tiny->summary.s_bf16_blocks, 0);
   // One and two threads: the same bits, kernel or not.
   p->x_f32[3] = p->x_values[3] = 0.5f;
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  auto one = compute_reference(p->problem, ro);
-  omp_set_num_threads(2);
-  auto two = compute_reference(p->problem, ro);
-  omp_set_num_threads(saved);
+  auto [one, two] = at_one_and_two_threads(p->problem, ro);
   ASSERT_TRUE(one.ok() && two.ok());
   EXPECT_EQ(std::memcmp(one->s.data(), two->s.data(), one->s.size() * sizeof(double)), 0);
   EXPECT_EQ(std::memcmp(one->bound.data(), two->bound.data(), one->bound.size() * sizeof(double)), 0);
