@@ -225,7 +225,7 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
   }
 }
 
-void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk) {
+void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk, bool bf16_s) {
   const std::size_t cells = static_cast<std::size_t>(M * bc);
   t.w_exact.resize(static_cast<std::size_t>(bc * K));
   t.w_mag.resize(t.w_exact.size());
@@ -235,7 +235,7 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
   }
   t.y.resize(cells);
   t.s32.resize(cells);
-  if (detail::kSBf16Kernel) t.w_bf16.resize(static_cast<std::size_t>(bc * detail::bf16_padded(K)));
+  if (bf16_s) t.w_bf16.resize(static_cast<std::size_t>(bc * detail::bf16_padded(K)));
   t.s.resize(cells);
   t.bound.resize(cells);
   t.tier.resize(cells);
@@ -345,7 +345,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
 #pragma omp parallel
   {
     BlockScratch t;
-    size_scratch(t, M, K, bc, any_spread, walk);
+    size_scratch(t, M, K, bc, any_spread, walk, !x.mag_bf16.empty());
     detail::WeightRowDecoder decoder(W, p.x.dtype);
 #pragma omp for schedule(dynamic, 1)
     for (Index b = 0; b < nblocks; ++b) {

@@ -68,39 +68,40 @@ inline float lanes_sum(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(w, _mm_shuffle_ps(w, w, 1)));
 }
 
-/// C's R x S tile += its sums over one chunk of K ([k0, k1), a multiple of 32 long).
-template <int R, int S>
+/// C's kRows x kCols tile += its sums over one chunk of K ([k0, k1), a multiple of 32 long): a 4 x 4
+/// tile holds 16 accumulators and 8 operands, 24 of the 32 vector registers.
+template <int kRows, int kCols>
 void tile_chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index k0, Index k1, float* c, Index ldc) {
-  __m512 acc[R][S];
-  for (int r = 0; r < R; ++r) {
-    for (int s = 0; s < S; ++s) acc[r][s] = _mm512_setzero_ps();
+  __m512 acc[kRows][kCols];
+  for (int r = 0; r < kRows; ++r) {
+    for (int col = 0; col < kCols; ++col) acc[r][col] = _mm512_setzero_ps();
   }
   for (Index k = k0; k < k1; k += kBf16Pairs) {
-    __m512bh av[R], bv[S];
-    for (int r = 0; r < R; ++r) av[r] = (__m512bh)_mm512_loadu_si512(a + r * kp + k);
-    for (int s = 0; s < S; ++s) bv[s] = (__m512bh)_mm512_loadu_si512(b + s * kp + k);
-    for (int r = 0; r < R; ++r) {
-      for (int s = 0; s < S; ++s) acc[r][s] = _mm512_dpbf16_ps(acc[r][s], av[r], bv[s]);
+    __m512bh x_pairs[kRows], w_pairs[kCols];
+    for (int r = 0; r < kRows; ++r) x_pairs[r] = (__m512bh)_mm512_loadu_si512(a + r * kp + k);
+    for (int col = 0; col < kCols; ++col) w_pairs[col] = (__m512bh)_mm512_loadu_si512(b + col * kp + k);
+    for (int r = 0; r < kRows; ++r) {
+      for (int col = 0; col < kCols; ++col) acc[r][col] = _mm512_dpbf16_ps(acc[r][col], x_pairs[r], w_pairs[col]);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    for (int s = 0; s < S; ++s) c[r * ldc + s] += lanes_sum(acc[r][s]);
+  for (int r = 0; r < kRows; ++r) {
+    for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(acc[r][col]);
   }
 }
 
-template <int R>
+template <int kRows>
 void tile_row(const std::uint16_t* a, const std::uint16_t* b, Index n, Index kp, Index k0, Index k1, float* c) {
   Index j = 0;
-  for (; j + 4 <= n; j += 4) tile_chunk<R, 4>(a, b + j * kp, kp, k0, k1, c + j, n);
+  for (; j + 4 <= n; j += 4) tile_chunk<kRows, 4>(a, b + j * kp, kp, k0, k1, c + j, n);
   switch (n - j) {
     case 3:
-      tile_chunk<R, 3>(a, b + j * kp, kp, k0, k1, c + j, n);
+      tile_chunk<kRows, 3>(a, b + j * kp, kp, k0, k1, c + j, n);
       break;
     case 2:
-      tile_chunk<R, 2>(a, b + j * kp, kp, k0, k1, c + j, n);
+      tile_chunk<kRows, 2>(a, b + j * kp, kp, k0, k1, c + j, n);
       break;
     case 1:
-      tile_chunk<R, 1>(a, b + j * kp, kp, k0, k1, c + j, n);
+      tile_chunk<kRows, 1>(a, b + j * kp, kp, k0, k1, c + j, n);
       break;
     default:
       break;

@@ -37,9 +37,10 @@ bool to_bf16_magnitudes(const float* mag, Index rows, Index k, bool round_up, st
 /// (kp = bf16_padded(K)). Each element is summed in one fixed order: K in chunks of 1,024; in a
 /// chunk, lane l (0-15) adds pair after pair, (acc + a[2l+1] b[2l+1]) + a[2l] b[2l], from 0; the
 /// 16 lanes then meet in a fixed tree (l + l+8, then + l+4, + l+2, + l+1); chunk sums add in
-/// order into C. Every operation rounds to nearest once, and a product's path passes at most
-/// 64 + 4 + K/1,024 of them (fewer than K from K = 72 on; at most K - 1 additions in any tree,
-/// as zero padding adds exactly). Only where kSBf16Kernel.
+/// order into C. The instruction rounds to nearest whatever the process's modes; the lanes' tree
+/// and the chunk sums are ordinary f32 additions. A product's path passes at most
+/// min(kp/16, 64) + 4 + ceil(kp/1,024) - 1 roundings, and never more than K - 1 additions (zero
+/// padding adds exactly): what the f32 GEMM's inflation assumes. Only where kSBf16Kernel.
 void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c);
 
 }  // namespace ncert::reference::detail

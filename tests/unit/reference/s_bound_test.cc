@@ -4,7 +4,8 @@
 //    first so that small terms are absorbed), checked against sums in binary128, including an
 //    order that attains the worst case to within one unit roundoff and gamma_K's second-order
 //    term;
-//  - end to end, the reference's S is >= the exact S and exceeds it by at most 2 gamma_K, for
+//  - end to end, the reference's S is >= the exact S and exceeds it by at most 2 gamma_K, by the
+//    f32 GEMM and (bf16 shapes, where the build has it) the bf16 kernel, for
 //    bf16, f32 and AF4 weights (exact f64 weights rounded up to f32 included), and B grows by
 //    at most that over the previous f64 S (measured: max and mean printed);
 //  - an f32 overflow, and non-finite operands, give the f64 results; subnormal products are
@@ -12,8 +13,9 @@
 //    path are identical at one and two threads;
 //  - S from bf16 magnitudes (the AVX512-BF16 kernel, reference/detail/s_bf16.h): the operands
 //    round up and stay in the range that keeps every product exact; the kernel sums in the
-//    order its header states, bit for bit (an oracle written from those words); S stays above
-//    the exact S and B grows by at most 2^-7 (activations rounded up to bf16) over the f32 S;
+//    order its header states, bit for bit (an oracle written from those words), operands at the
+//    range's ends included; S stays above the exact S and B grows by at most 2^-7 (activations
+//    rounded up to bf16) over the f32 S; an overflow in the kernel falls back to the f64 GEMM;
 //    magnitudes out of range keep the f32 GEMM, and threads do not change bits.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -222,41 +224,49 @@ TEST(F32SumBound, ReferenceSIsAnUpperBoundAndBGrowsByAtMostTheInflation) {
       {"K=5120 af4-folded", 5120, {af4_segment(32, Dequant::kFolded, DType::kBf16)}, DType::kBf16},
       {"K=16480 bf16", 16480, {{WeightFormat::kBf16, 16, {}}}, DType::kBf16},
   };
-  for (const Shape& shape : shapes) {
-    ProblemOptions o;
-    o.m = 6;
-    o.k = shape.k;
-    o.segments = shape.segments;
-    o.x_dtype = shape.x;
-    auto p = make_problem(o);
-    auto r = compute_reference(p->problem);
-    ASSERT_TRUE(r.ok()) << r.status().to_string();
-    const std::vector<double> s_exact = exact_s(*p);
-    const double g = gamma_k(shape.k);
-    RatioStats s_ratio, b_ratio;
-    for (Index i = 0; i < p->m; ++i) {
-      double x_l1 = 0;
-      for (Index c = 0; c < p->k; ++c) x_l1 += std::fabs(static_cast<double>(p->x_values[i * p->k + c]));
-      for (Index j = 0; j < p->n; ++j) {
-        const std::size_t e = static_cast<std::size_t>(r->at(i, j));
-        ASSERT_GE(r->s[e], s_exact[e]) << shape.name << " (" << i << ", " << j << ")";
-        ASSERT_LE(r->s[e], s_exact[e] * (1 + 2.0 * g * (1 + 1e-6)) + 1e-30) << shape.name;
-        // B as the f64 S gave it: the same formula over S (1 + 2 gamma_{K+3}(2^-53)).
-        const WeightSegment& seg = segment_of(p->weights, j);
-        const BoundTerms terms = bound_terms(column_model(seg, p->k), p->problem.accumulator, p->problem.lambda, p->k);
-        const double b_old = element_bound(terms, inflate_s(s_exact[e], p->k), 0.0, x_l1, 0.0).bound;
-        s_ratio.add(r->s[e] / s_exact[e]);
-        b_ratio.add(r->bound[e] / b_old);
+  // Both ways to S: the f32 GEMM (bf16_s off) and, where the build has it, the bf16 kernel,
+  // which the bf16 shapes take by default.
+  for (const bool bf16_s : {false, true}) {
+    for (const Shape& shape : shapes) {
+      ProblemOptions o;
+      o.m = 6;
+      o.k = shape.k;
+      o.segments = shape.segments;
+      o.x_dtype = shape.x;
+      auto p = make_problem(o);
+      ReferenceOptions ro;
+      ro.bf16_s = bf16_s;
+      auto r = compute_reference(p->problem, ro);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      const std::vector<double> s_exact = exact_s(*p);
+      const double g = gamma_k(shape.k);
+      RatioStats s_ratio, b_ratio;
+      for (Index i = 0; i < p->m; ++i) {
+        double x_l1 = 0;
+        for (Index c = 0; c < p->k; ++c) x_l1 += std::fabs(static_cast<double>(p->x_values[i * p->k + c]));
+        for (Index j = 0; j < p->n; ++j) {
+          const std::size_t e = static_cast<std::size_t>(r->at(i, j));
+          ASSERT_GE(r->s[e], s_exact[e]) << shape.name << " (" << i << ", " << j << ")";
+          ASSERT_LE(r->s[e], s_exact[e] * (1 + 2.0 * g * (1 + 1e-6)) + 1e-30) << shape.name;
+          // B as the f64 S gave it: the same formula over S (1 + 2 gamma_{K+3}(2^-53)).
+          const WeightSegment& seg = segment_of(p->weights, j);
+          const BoundTerms terms =
+              bound_terms(column_model(seg, p->k), p->problem.accumulator, p->problem.lambda, p->k);
+          const double b_old = element_bound(terms, inflate_s(s_exact[e], p->k), 0.0, x_l1, 0.0).bound;
+          s_ratio.add(r->s[e] / s_exact[e]);
+          b_ratio.add(r->bound[e] / b_old);
+        }
       }
+      // B_new / B_old lies in [1, 1 + 2 gamma_K]; it is ~1 + gamma_K for typical data.
+      EXPECT_GE(b_ratio.min, 1 - 1e-9) << shape.name;
+      EXPECT_LE(b_ratio.max, 1 + 2.0 * g * (1 + 1e-6)) << shape.name;
+      std::printf(
+          "  %-30s %s S_up/S: max 1 + %.3g, mean 1 + %.3g | B_new/B_old: max 1 + %.3g, mean 1 + %.3g "
+          "(gamma_K = %.3g)\n",
+          shape.name, bf16_s ? "(bf16 S)" : "(f32 S) ", s_ratio.max - 1,
+          s_ratio.sum / static_cast<double>(s_ratio.n) - 1, b_ratio.max - 1,
+          b_ratio.sum / static_cast<double>(b_ratio.n) - 1, g);
     }
-    // B_new / B_old lies in [1, 1 + 2 gamma_K]; it is ~1 + gamma_K for typical data.
-    EXPECT_GE(b_ratio.min, 1 - 1e-9) << shape.name;
-    EXPECT_LE(b_ratio.max, 1 + 2.0 * g * (1 + 1e-6)) << shape.name;
-    std::printf(
-        "  %-30s S_up/S: max 1 + %.3g, mean 1 + %.3g | B_new/B_old: max 1 + %.3g, mean 1 + %.3g "
-        "(gamma_K = %.3g)\n",
-        shape.name, s_ratio.max - 1, s_ratio.sum / static_cast<double>(s_ratio.n) - 1, b_ratio.max - 1,
-        b_ratio.sum / static_cast<double>(b_ratio.n) - 1, g);
   }
 }
 
@@ -481,6 +491,26 @@ TEST(Bf16S, KernelSumsInItsDocumentedOrderBitForBit) {
     }
     cases += static_cast<Index>(got.size());
   }
+  // Operands at both ends of the range, 2^-63 and just under 2^63: the smallest products are
+  // 2^-126 (normal), the largest overflow to +inf, in the kernel and the oracle alike.
+  {
+    std::uniform_int_distribution<int> end(0, 1);
+    const Index m = 5, n = 6, k = 200, kp = detail::bf16_padded(k);
+    std::vector<float> am(static_cast<std::size_t>(m * k)), bm(static_cast<std::size_t>(n * k));
+    for (float& v : am) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
+    for (float& v : bm) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
+    std::vector<std::uint16_t> a(static_cast<std::size_t>(m * kp)), b(static_cast<std::size_t>(n * kp));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), m, k, true, a.data()));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), n, k, true, b.data()));
+    std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
+    detail::s_gemm_bf16(a.data(), m, b.data(), n, kp, got.data());
+    s_gemm_by_the_words(a.data(), m, b.data(), n, kp, want.data());
+    for (std::size_t x = 0; x < got.size(); ++x) {
+      differ += std::bit_cast<std::uint32_t>(got[x]) != std::bit_cast<std::uint32_t>(want[x]);
+    }
+    cases += static_cast<Index>(got.size());
+    EXPECT_TRUE(std::isinf(got[0])) << "a sum of 2^124-sized products overflows";
+  }
   EXPECT_EQ(differ, 0) << "of " << cases << " elements";
   // The comparison can fail: another order (lanes summed left to right) changes bits here.
   std::vector<std::uint16_t> a(5120), b(5120);
@@ -545,6 +575,29 @@ TEST(Bf16S, SStaysAnUpperBoundAndBGrowsByAtMostTheActivationsRounding) {
     std::printf("  %-62s B (bf16 S) / B (f32 S): min 1 %+.3g, max 1 %+.3g, mean 1 %+.3g\n", shape.name, b_ratio.min - 1,
                 b_ratio.max - 1, b_ratio.sum / static_cast<double>(b_ratio.n) - 1);
   }
+}
+
+TEST(Bf16S, AnOverflowInTheKernelFallsBackToTheF64Gemm) {
+  // bf16 weights and f32 activations near 2^62: each product 2^124 is finite, their sum over
+  // K = 64 is not; the block's S must come from the f64 GEMM, finite and above the exact S.
+  ProblemOptions o;
+  o.m = 3;
+  o.k = 64;
+  o.x_dtype = DType::kF32;
+  o.segments = {{WeightFormat::kBf16, 8, {}}};
+  auto p = make_problem(o);
+  for (Index c = 0; c < o.k; ++c) p->u16_store[0][2 * o.k + c] = reference::f32_to_bf16(0x1p62f);
+  for (Index c = 0; c < o.k; ++c) p->x_f32[c] = p->x_values[c] = 0x1.8p61f;
+  auto r = compute_reference(p->problem);
+  ASSERT_TRUE(r.ok());
+  if (detail::kSBf16Kernel) {
+    EXPECT_EQ(r->summary.s_bf16_blocks, 1) << "the kernel ran, then its infinity sent the block to f64";
+  }
+  const std::vector<double> s_exact = exact_s(*p);
+  const double s02 = r->s[static_cast<std::size_t>(r->at(0, 2))];
+  EXPECT_TRUE(std::isfinite(s02));
+  EXPECT_GT(s02, 1e38);
+  for (std::size_t e = 0; e < s_exact.size(); ++e) ASSERT_GE(r->s[e], s_exact[e]);
 }
 
 TEST(Bf16S, MagnitudesOutOfRangeKeepTheF32GemmAndThreadsDoNotChangeBits) {
