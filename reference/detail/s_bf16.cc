@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 #include "reference/status.h"
 
@@ -89,23 +90,31 @@ void tile_chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index 
   }
 }
 
-template <int kRows>
-void tile_row(const std::uint16_t* a, const std::uint16_t* b, Index n, Index kp, Index k0, Index k1, float* c) {
-  Index j = 0;
-  for (; j + 4 <= n; j += 4) tile_chunk<kRows, 4>(a, b + j * kp, kp, k0, k1, c + j, n);
-  switch (n - j) {
+/// Calls f(std::integral_constant<int, r>{}) for the r = 1 to 3 rows or columns left after the
+/// tiles of 4: the one dispatch of both dimensions' edges to their fixed-size tiles.
+template <typename F>
+void with_remainder(Index r, F&& f) {
+  switch (r) {
     case 3:
-      tile_chunk<kRows, 3>(a, b + j * kp, kp, k0, k1, c + j, n);
+      f(std::integral_constant<int, 3>{});
       break;
     case 2:
-      tile_chunk<kRows, 2>(a, b + j * kp, kp, k0, k1, c + j, n);
+      f(std::integral_constant<int, 2>{});
       break;
     case 1:
-      tile_chunk<kRows, 1>(a, b + j * kp, kp, k0, k1, c + j, n);
+      f(std::integral_constant<int, 1>{});
       break;
     default:
       break;
   }
+}
+
+template <int kRows>
+void tile_row(const std::uint16_t* a, const std::uint16_t* b, Index n, Index kp, Index k0, Index k1, float* c) {
+  Index j = 0;
+  for (; j + 4 <= n; j += 4) tile_chunk<kRows, 4>(a, b + j * kp, kp, k0, k1, c + j, n);
+  with_remainder(n - j,
+                 [&](auto cols) { tile_chunk<kRows, decltype(cols)::value>(a, b + j * kp, kp, k0, k1, c + j, n); });
 }
 
 }  // namespace
@@ -120,19 +129,7 @@ void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index 
     const Index k1 = std::min(kp, k0 + kChunk);
     Index i = 0;
     for (; i + 4 <= m; i += 4) tile_row<4>(a + i * kp, b, n, kp, k0, k1, c + i * n);
-    switch (m - i) {
-      case 3:
-        tile_row<3>(a + i * kp, b, n, kp, k0, k1, c + i * n);
-        break;
-      case 2:
-        tile_row<2>(a + i * kp, b, n, kp, k0, k1, c + i * n);
-        break;
-      case 1:
-        tile_row<1>(a + i * kp, b, n, kp, k0, k1, c + i * n);
-        break;
-      default:
-        break;
-    }
+    with_remainder(m - i, [&](auto rows) { tile_row<decltype(rows)::value>(a + i * kp, b, n, kp, k0, k1, c + i * n); });
   }
 }
 
