@@ -39,7 +39,7 @@ struct BlockScratch {
   std::vector<double> a_l1;
   std::vector<const BoundTerms*> terms;  // per column of the block
   std::vector<double> x_abs;             // M x K: |x| in f64 when the problem has no shared copy
-  Index s_bf16_blocks = 0;               // blocks whose S the bf16 kernel computed
+  Index s_bf16_blocks = 0;               // blocks whose S came from bf16 magnitudes
 };
 
 /// The activations once: exact values (f64 for y*, f32 for the walk), magnitudes (f32 for the
@@ -148,14 +148,14 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
 /// §1), or, when it overflowed (an inf or a 0 * inf NaN anywhere in the block), the f64 GEMM
 /// over the unrounded magnitudes inflated by its own error.
 void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, const F32SumInflation& inflation,
-             BlockScratch& t) {
+             bool instruction, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   const Index cells = M * w;
   // The bf16 kernel where the activations' magnitudes rounded up to bf16 exist and the
   // block's weight magnitudes are bf16 numbers (bf16 weights): rounding the weights up too
   // could grow S, and B, by 2^-7 more (docs/error-bounds.md §1).
   if (!x.mag_bf16.empty() && detail::to_bf16_magnitudes(t.w_mag.data(), w, K, false, t.w_bf16.data())) {
-    detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data());
+    detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data(), instruction);
     ++t.s_bf16_blocks;
   } else {
     detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
@@ -335,7 +335,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     any_spread = any_spread || models.may_spread.back();
   }
   Activations x = prepare_activations(p, K, any_spread, summary);
-  if (detail::kSBf16Kernel && options.bf16_s) {
+  if (options.bf16_s) {
     x.mag_bf16.resize(static_cast<std::size_t>(M * detail::bf16_padded(K)));
     if (!detail::to_bf16_magnitudes(x.mag.data(), M, K, true, x.mag_bf16.data())) x.mag_bf16.clear();
   }
@@ -359,7 +359,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
       detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
-      block_s(p, x, j0, w, inflation, t);
+      block_s(p, x, j0, w, inflation, options.bf16_s_instruction, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both
       // orders agree and this costs nothing in the common case.

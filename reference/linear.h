@@ -78,9 +78,13 @@ struct ReferenceOptions {
   /// The residual tests' tile dots and tallies (certify's reference pass); off only to measure
   /// their cost side by side (tools/bench/bench_check).
   bool residual_tests = true;
-  /// S through the AVX512-BF16 kernel where the build has it (detail/s_bf16.h) and the
-  /// magnitudes allow; off: the f32 GEMM everywhere (to compare the two; docs/error-bounds.md §1).
+  /// S from the magnitudes rounded up to bf16, in one fixed order (detail/s_bf16.h), where they
+  /// allow; off: the f32 GEMM everywhere (to compare the two; docs/error-bounds.md §1).
   bool bf16_s = true;
+  /// That S through AVX512-BF16's VDPBF16PS where the build has it; off: the same sums in plain
+  /// f32 arithmetic, as builds without it compute them. The same bits either way (tested): off
+  /// only to show that, and to time the portable path (tools/bench/bench_reference).
+  bool bf16_s_instruction = true;
 };
 
 /// Facts about the problem the checks report next to the per-element results.
@@ -99,7 +103,7 @@ struct ReferenceSummary {
   /// Weights whose two allowed kernel values (dequant_op = either) differ: B charges the spread,
   /// and no single K walk can be emulated.
   Index ambiguous_weights = 0;
-  Index s_bf16_blocks = 0;  ///< blocks whose S came from the bf16 kernel (the rest: the f32 GEMM)
+  Index s_bf16_blocks = 0;  ///< blocks whose S came from bf16 magnitudes (the rest: the f32 GEMM)
 };
 
 /// Evaluates the reference block by block into `sink`. Errors: validate_problem()'s codes.

@@ -1,13 +1,15 @@
 #include "reference/detail/s_bf16.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <type_traits>
 
 #include "reference/status.h"
+
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+#include <immintrin.h>
+#endif
 
 namespace ncert::reference::detail {
 
@@ -53,45 +55,12 @@ bool to_bf16_magnitudes(const float* mag, Index rows, Index k, bool round_up, st
   return true;
 }
 
-#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
-
 namespace {
 
 constexpr Index kChunk = 1024;  // K per chunk (the sum's order depends on it: fixed)
 
-/// The 16 lanes' sum in the fixed tree of s_gemm_bf16: l + l+8, + l+4, + l+2, + l+1.
-inline float lanes_sum(__m512 v) {
-  // Extracts, not casts, for the low halves: GCC 12's casts go through _mm512_undefined_*, which
-  // it then reports as uninitialized (fixed in GCC 13).
-  const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
-  const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 0), _mm256_extractf128_ps(t, 1));
-  const __m128 w = _mm_add_ps(u, _mm_movehl_ps(u, u));
-  return _mm_cvtss_f32(_mm_add_ss(w, _mm_shuffle_ps(w, w, 1)));
-}
-
-/// C's kRows x kCols tile += its sums over one chunk of K ([k0, k1), a multiple of 32 long): a 4 x 4
-/// tile holds 16 accumulators and 8 operands, 24 of the 32 vector registers.
-template <int kRows, int kCols>
-void tile_chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index k0, Index k1, float* c, Index ldc) {
-  __m512 acc[kRows][kCols];
-  for (int r = 0; r < kRows; ++r) {
-    for (int col = 0; col < kCols; ++col) acc[r][col] = _mm512_setzero_ps();
-  }
-  for (Index k = k0; k < k1; k += kBf16Pairs) {
-    __m512bh x_pairs[kRows], w_pairs[kCols];
-    for (int r = 0; r < kRows; ++r) x_pairs[r] = (__m512bh)_mm512_loadu_si512(a + r * kp + k);
-    for (int col = 0; col < kCols; ++col) w_pairs[col] = (__m512bh)_mm512_loadu_si512(b + col * kp + k);
-    for (int r = 0; r < kRows; ++r) {
-      for (int col = 0; col < kCols; ++col) acc[r][col] = _mm512_dpbf16_ps(acc[r][col], x_pairs[r], w_pairs[col]);
-    }
-  }
-  for (int r = 0; r < kRows; ++r) {
-    for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(acc[r][col]);
-  }
-}
-
 /// Calls f(std::integral_constant<int, r>{}) for the r = 1 to 3 rows or columns left after the
-/// tiles of 4: the one dispatch of both dimensions' edges to their fixed-size tiles.
+/// tiles: the one dispatch of both dimensions' edges to their fixed-size tiles.
 template <typename F>
 void with_remainder(Index r, F&& f) {
   switch (r) {
@@ -109,36 +78,146 @@ void with_remainder(Index r, F&& f) {
   }
 }
 
-template <int kRows>
-void tile_row(const std::uint16_t* a, const std::uint16_t* b, Index n, Index kp, Index k0, Index k1, float* c) {
-  Index j = 0;
-  for (; j + 4 <= n; j += 4) tile_chunk<kRows, 4>(a, b + j * kp, kp, k0, k1, c + j, n);
-  with_remainder(n - j,
-                 [&](auto cols) { tile_chunk<kRows, decltype(cols)::value>(a, b + j * kp, kp, k0, k1, c + j, n); });
-}
-
-}  // namespace
-
-void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
+/// C += A B^T chunk by chunk over the whole block, in Kernel's tiles (Kernel::kTile square, its
+/// chunk<rows, cols>() one tile over one chunk of K). The tile shape only decides which elements
+/// are computed together: each element's order is the chunk's, so every shape gives the same
+/// bits. A chunk of both operands (128 rows x 1,024 x 2 bytes each, 512 KB) stays in L2 while
+/// every tile uses it; each element adds its chunks in order, the first into an exact 0.
+template <typename Kernel>
+void s_gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
   NCERT_ASSERT(kp % kBf16Pairs == 0, "s_gemm_bf16: K not padded to 32");
+  constexpr int kTile = Kernel::kTile;
   std::fill(c, c + m * n, 0.0f);
-  // Chunk by chunk over the whole block: a chunk of both operands (128 rows x 1,024 x 2 bytes
-  // each, 512 KB) stays in L2 while every tile uses it. Each element still adds its chunks in
-  // order, the first into an exact 0.
+  const auto tile_row = [&](auto rows, Index i, Index k0, Index k1) {
+    constexpr int kRows = decltype(rows)::value;
+    Index j = 0;
+    for (; j + kTile <= n; j += kTile) {
+      Kernel::template chunk<kRows, kTile>(a + i * kp, b + j * kp, kp, k0, k1, c + i * n + j, n);
+    }
+    with_remainder(n - j, [&](auto cols) {
+      Kernel::template chunk<kRows, decltype(cols)::value>(a + i * kp, b + j * kp, kp, k0, k1, c + i * n + j, n);
+    });
+  };
   for (Index k0 = 0; k0 < kp; k0 += kChunk) {
     const Index k1 = std::min(kp, k0 + kChunk);
     Index i = 0;
-    for (; i + 4 <= m; i += 4) tile_row<4>(a + i * kp, b, n, kp, k0, k1, c + i * n);
-    with_remainder(m - i, [&](auto rows) { tile_row<decltype(rows)::value>(a + i * kp, b, n, kp, k0, k1, c + i * n); });
+    for (; i + kTile <= m; i += kTile) tile_row(std::integral_constant<int, kTile>{}, i, k0, k1);
+    with_remainder(m - i, [&](auto rows) { tile_row(rows, i, k0, k1); });
   }
 }
 
+/// The same order in plain f32 arithmetic, for every CPU. A bf16 number widened to f32 is its
+/// bits shifted up by 16, so 32 bit words holding the pairs (even value low, odd high) give the
+/// even values as word << 16 and the odd ones as word & 0xFFFF0000. Every product of two bf16
+/// numbers is exact in f32 (8 x 8 significant bits <= 24, and the operands' range keeps it
+/// normal), so a fused multiply-add rounds exactly as the instruction's add does: this file is
+/// compiled with -ffp-contract=fast (reference/CMakeLists.txt), and contracting or not gives the
+/// same bits (the tests compare both paths and an oracle compiled without contraction).
+struct Portable {
+  // The 16 lanes as parts of the widest vector the target has: GCC keeps a 64-byte vector of a
+  // target without AVX-512 in memory, and ran 3.9x slower than Eigen's f32 GEMM that way
+  // (AVX2). Tiles of 4 x 4 hold 16 accumulators, 16 of AVX-512's 32 registers; 2 x 2 on AVX2
+  // (8 of 16), 1 x 1 with 16-byte vectors (4 of 16).
+#if defined(__AVX512F__)
+  static constexpr int kLanesPerPart = 16, kTile = 4;
+#elif defined(__AVX__)
+  static constexpr int kLanesPerPart = 8, kTile = 2;
 #else
+  static constexpr int kLanesPerPart = 4, kTile = 1;
+#endif
+  static constexpr int kParts = 16 / kLanesPerPart;
+  using Floats = float __attribute__((vector_size(4 * kLanesPerPart)));
+  using Words = std::uint32_t __attribute__((vector_size(4 * kLanesPerPart)));
 
-void s_gemm_bf16(const std::uint16_t*, Index, const std::uint16_t*, Index, Index, float*) {
-  NCERT_ASSERT(false, "s_gemm_bf16: this build has no AVX512-BF16 kernel (kSBf16Kernel is false)");
-}
+  static Words load(const std::uint16_t* p) {
+    Words w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+  }
+
+  static float lanes_sum(const Floats (&parts)[kParts]) {
+    float lane[16], t[8], u[4];
+    for (int l = 0; l < 16; ++l) lane[l] = parts[l / kLanesPerPart][l % kLanesPerPart];
+    for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
+    for (int l = 0; l < 4; ++l) u[l] = t[l] + t[l + 4];
+    return (u[0] + u[2]) + (u[1] + u[3]);
+  }
+
+  template <int kRows, int kCols>
+  static void chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index k0, Index k1, float* c, Index ldc) {
+    Floats acc[kRows][kCols][kParts] = {};
+    for (Index k = k0; k < k1; k += kBf16Pairs) {
+      for (int part = 0; part < kParts; ++part) {
+        const Index at = k + Index{2} * kLanesPerPart * part;  // the part's first pair
+        Words x[kRows], w[kCols];
+        for (int r = 0; r < kRows; ++r) x[r] = load(a + r * kp + at);
+        for (int col = 0; col < kCols; ++col) w[col] = load(b + col * kp + at);
+        for (int r = 0; r < kRows; ++r) {
+          const auto x_odd = std::bit_cast<Floats>(x[r] & 0xFFFF0000u);
+          for (int col = 0; col < kCols; ++col) {
+            acc[r][col][part] += x_odd * std::bit_cast<Floats>(w[col] & 0xFFFF0000u);
+          }
+        }
+        for (int r = 0; r < kRows; ++r) {
+          const auto x_even = std::bit_cast<Floats>(x[r] << 16);
+          for (int col = 0; col < kCols; ++col) acc[r][col][part] += x_even * std::bit_cast<Floats>(w[col] << 16);
+        }
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {
+      for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(acc[r][col]);
+    }
+  }
+};
+
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+
+/// VDPBF16PS: 32 products into 16 lanes an instruction, (acc + odd) + even, rounded to nearest.
+struct Instruction {
+  static constexpr int kTile = 4;  // 16 accumulators and 8 operands: 24 of the 32 registers
+
+  /// The 16 lanes' sum in the fixed tree: l + l+8, + l+4, + l+2, + l+1.
+  static float lanes_sum(__m512 v) {
+    // Extracts, not casts, for the low halves: GCC 12's casts go through _mm512_undefined_*,
+    // which it then reports as uninitialized (fixed in GCC 13).
+    const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 0), _mm256_extractf128_ps(t, 1));
+    const __m128 w = _mm_add_ps(u, _mm_movehl_ps(u, u));
+    return _mm_cvtss_f32(_mm_add_ss(w, _mm_shuffle_ps(w, w, 1)));
+  }
+
+  template <int kRows, int kCols>
+  static void chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index k0, Index k1, float* c, Index ldc) {
+    __m512 acc[kRows][kCols];
+    for (int r = 0; r < kRows; ++r) {
+      for (int col = 0; col < kCols; ++col) acc[r][col] = _mm512_setzero_ps();
+    }
+    for (Index k = k0; k < k1; k += kBf16Pairs) {
+      __m512bh x_pairs[kRows], w_pairs[kCols];
+      for (int r = 0; r < kRows; ++r) x_pairs[r] = (__m512bh)_mm512_loadu_si512(a + r * kp + k);
+      for (int col = 0; col < kCols; ++col) w_pairs[col] = (__m512bh)_mm512_loadu_si512(b + col * kp + k);
+      for (int r = 0; r < kRows; ++r) {
+        for (int col = 0; col < kCols; ++col) acc[r][col] = _mm512_dpbf16_ps(acc[r][col], x_pairs[r], w_pairs[col]);
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {
+      for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(acc[r][col]);
+    }
+  }
+};
 
 #endif
+
+}  // namespace
+
+void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c,
+                 bool instruction) {
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+  if (instruction) return s_gemm<Instruction>(a, m, b, n, kp, c);
+#else
+  (void)instruction;
+#endif
+  s_gemm<Portable>(a, m, b, n, kp, c);
+}
 
 }  // namespace ncert::reference::detail

@@ -1,8 +1,9 @@
-// Internal: S = |x| |w|^T from magnitudes that are bf16 numbers, through AVX512-BF16's
-// VDPBF16PS where the build targets it (docs/error-bounds.md §1, "S from bf16 magnitudes").
-// One instruction multiplies 32 pairs and adds them into 16 f32 lanes; the f32 GEMM it replaces
-// does 16 per fused multiply-add, and its operands take half the memory: on the reference's
-// blocks (128 x 5,120 x 128) it ran 3.1-3.6x faster than Eigen's f32 GEMM.
+// Internal: S = |x| |w|^T from magnitudes that are bf16 numbers, summed in one fixed order
+// (docs/error-bounds.md §1, "S from bf16 magnitudes"): through AVX512-BF16's VDPBF16PS where
+// the build targets it, and in plain f32 arithmetic elsewhere, with the same bits. The
+// instruction multiplies 32 pairs and adds them into 16 f32 lanes; the f32 GEMM it replaces does
+// 16 per fused multiply-add, and its operands take half the memory: on the reference's blocks
+// (128 x 5,120 x 128) it ran 3.1-3.6x faster than Eigen's f32 GEMM.
 #pragma once
 
 #include <cstdint>
@@ -11,12 +12,12 @@
 
 namespace ncert::reference::detail {
 
-/// Whether this build has the kernel (compiled for a CPU with AVX512-BF16); without it the
-/// reference keeps the f32 GEMM for S.
+/// Whether this build has the instruction (compiled for a CPU with AVX512-BF16); without it
+/// s_gemm_bf16 computes the same sums in plain f32 arithmetic.
 #if defined(__AVX512BF16__) && defined(__AVX512DQ__)
-inline constexpr bool kSBf16Kernel = true;
+inline constexpr bool kSBf16Instruction = true;
 #else
-inline constexpr bool kSBf16Kernel = false;
+inline constexpr bool kSBf16Instruction = false;
 #endif
 
 /// K padded with zero magnitudes to a multiple of one instruction's 32 products.
@@ -40,7 +41,11 @@ bool to_bf16_magnitudes(const float* mag, Index rows, Index k, bool round_up, st
 /// order into C. The instruction rounds to nearest whatever the process's modes; the lanes' tree
 /// and the chunk sums are ordinary f32 additions. A product's path passes at most
 /// min(kp/16, 64) + 4 + ceil(kp/1,024) - 1 roundings, and never more than K - 1 additions (zero
-/// padding adds exactly): what the f32 GEMM's inflation assumes. Only where kSBf16Kernel.
-void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c);
+/// padding adds exactly): what the f32 GEMM's inflation assumes. Through the instruction when
+/// `instruction` and kSBf16Instruction, else by widening each pair to f32 (the products are
+/// exact) and adding in the same order: the same bits either way, so a verdict does not depend
+/// on the CPU the build targets.
+void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c,
+                 bool instruction = true);
 
 }  // namespace ncert::reference::detail

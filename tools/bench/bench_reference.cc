@@ -12,7 +12,13 @@
 // f32 GEMM (as the reference computes it) against B with S from an f64 GEMM inflated by its own
 // error (as it was computed before): max and mean of B_new / B_old (docs/error-bounds.md §1).
 //
+// --s-block: S of one reference block (128 x 5,120 x 128 magnitudes) on one thread, interleaved:
+// from bf16 magnitudes through the AVX512-BF16 instruction (where the build has it) and through
+// the portable path, and by the f32 GEMM; with the same bits from both bf16 paths. Build with
+// -DNCERT_MARCH=<cpu> to see what a build for a CPU without the instruction pays.
+//
 // Usage: bench_reference [--reps N] [--threads T]
+//        bench_reference --s-block [--reps N]
 //        bench_reference --bounds DUMP.h5... [--threads T]
 #include <omp.h>
 
@@ -28,6 +34,7 @@
 
 #include "certify/io/dump_reader.h"
 #include "certify/projection/projection_data.h"
+#include "reference/detail/gemm.h"
 #include "reference/detail/s_bf16.h"
 #include "reference/float_bits.h"
 #include "reference/linear.h"
@@ -107,10 +114,15 @@ void fill(Data& d, bool af4) {
   d.problem.output = DType::kBf16;
 }
 
-double time_reference(const Data& d, bool bf16_s = true) {
+/// How the reference computes S: from bf16 magnitudes (through the instruction where the build
+/// has it, else portably), the same sums portably, or by the f32 GEMM.
+enum class SPath { kBf16, kBf16Portable, kF32Gemm };
+
+double time_reference(const Data& d, SPath s_path = SPath::kBf16) {
   ChecksumSink sink;
   ReferenceOptions options;
-  options.bf16_s = bf16_s;
+  options.bf16_s = s_path != SPath::kF32Gemm;
+  options.bf16_s_instruction = s_path == SPath::kBf16;
   const double t0 = bench::now_seconds();
   auto s = evaluate_reference(d.problem, sink, options);
   const double t = bench::now_seconds() - t0;
@@ -145,11 +157,14 @@ int run_speed(int reps) {
   };
   blas_gemm();  // warm-up
 #endif
-  // With the AVX512-BF16 kernel built, the bf16 reference runs a second time with S from the
-  // f32 GEMM (ReferenceOptions::bf16_s off), side by side: what the kernel saves.
-  const bool kernel = reference::detail::kSBf16Kernel;
-  if (kernel) time_reference(bf16, false);
-  std::vector<double> g, o, rb, ra, rf, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f;
+  // The bf16 reference runs a second time with S from the f32 GEMM (ReferenceOptions::bf16_s
+  // off), side by side: what S from bf16 magnitudes saves (or, without the instruction, costs).
+  // With the AVX512-BF16 instruction built, a third time with the same sums computed portably
+  // (bf16_s_instruction off): what builds for CPUs without it pay, on this CPU.
+  const bool instruction = reference::detail::kSBf16Instruction;
+  time_reference(bf16, SPath::kF32Gemm);
+  if (instruction) time_reference(bf16, SPath::kBf16Portable);
+  std::vector<double> g, o, rb, ra, rf, rp, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f, ratio_p;
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::now_seconds();
     c.noalias() = a * b;
@@ -161,9 +176,11 @@ int run_speed(int reps) {
 #endif
     rb.push_back(time_reference(bf16));
     ra.push_back(time_reference(af4));
-    if (kernel) {
-      rf.push_back(time_reference(bf16, false));
-      ratio_f.push_back(rf.back() / rb.back());
+    rf.push_back(time_reference(bf16, SPath::kF32Gemm));
+    ratio_f.push_back(rf.back() / rb.back());
+    if (instruction) {
+      rp.push_back(time_reference(bf16, SPath::kBf16Portable));
+      ratio_p.push_back(rp.back() / rb.back());
     }
     ratio_b.push_back(rb.back() / g.back());
     ratio_a.push_back(ra.back() / g.back());
@@ -198,10 +215,12 @@ int run_speed(int reps) {
   }
   ratio_line("reference bf16", rb, ratio_b, "eigen");
   ratio_line("reference af4 (g64)", ra, ratio_a, "eigen");
-  if (kernel) {
-    ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the bf16 S kernel's");
+  if (instruction) {
+    ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "S by the instruction's");
+    ratio_line("bf16, S portable", rp, ratio_p, "S by the instruction's");
   } else {
-    std::printf("bf16 S kernel        not built (no AVX512-BF16 on the build's target): S is the f32 GEMM\n");
+    // No AVX512-BF16 on the build's target: the reference's bf16 S is the portable path.
+    ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the portable bf16 S's");
   }
   if (!o.empty()) {
     ratio_line("reference bf16", rb, ratio_bo, "openblas");
@@ -215,6 +234,62 @@ int run_speed(int reps) {
   std::printf("openblas - eigen: max |diff| %.3g (of values up to %.3g)\n", (c - c_blas).cwiseAbs().maxCoeff(),
               c.cwiseAbs().maxCoeff());
 #endif
+  return 0;
+}
+
+// ---- --s-block ---------------------------------------------------------------------------------
+
+int run_s_block(int reps) {
+  constexpr Index kBlock = 128, kp = reference::detail::bf16_padded(kK);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> magnitude(0.01f, 2.0f);
+  std::vector<float> xm(static_cast<std::size_t>(kM * kK)), wm(static_cast<std::size_t>(kBlock * kK));
+  for (float& v : xm) v = magnitude(rng);
+  // Weight magnitudes that are bf16 numbers, as the reference requires of a block it sums so.
+  for (float& v : wm) v = bf16_to_f32(f32_to_bf16(magnitude(rng)));
+  std::vector<std::uint16_t> xb(static_cast<std::size_t>(kM * kp)), wb(static_cast<std::size_t>(kBlock * kp));
+  if (!reference::detail::to_bf16_magnitudes(xm.data(), kM, kK, true, xb.data()) ||
+      !reference::detail::to_bf16_magnitudes(wm.data(), kBlock, kK, false, wb.data())) {
+    std::fprintf(stderr, "bench_reference: magnitudes out of the bf16 path's range\n");
+    return 1;
+  }
+  std::vector<float> c_instruction(static_cast<std::size_t>(kM * kBlock)), c_portable(c_instruction.size()),
+      c_gemm(c_instruction.size());
+  const bool instruction = reference::detail::kSBf16Instruction;
+  constexpr int kInner = 20;  // blocks per timing (one takes ~1-3 ms)
+  auto time_it = [&](auto&& f) {
+    const double t0 = bench::now_seconds();
+    for (int i = 0; i < kInner; ++i) f();
+    return (bench::now_seconds() - t0) / kInner;
+  };
+  std::vector<double> ti, tp, tg;
+  for (int r = 0; r < reps; ++r) {
+    if (instruction) {
+      ti.push_back(time_it(
+          [&] { reference::detail::s_gemm_bf16(xb.data(), kM, wb.data(), kBlock, kp, c_instruction.data(), true); }));
+    }
+    tp.push_back(time_it(
+        [&] { reference::detail::s_gemm_bf16(xb.data(), kM, wb.data(), kBlock, kp, c_portable.data(), false); }));
+    tg.push_back(time_it([&] { reference::detail::gemm_abt(xm.data(), kM, kK, wm.data(), kBlock, c_gemm.data()); }));
+  }
+  const double flops = 2.0 * kM * kK * kBlock;
+  auto line = [&](const char* name, const std::vector<double>& t) {
+    const double s = bench::median(t);
+    std::printf("%-28s %7.3f ms  %6.1f GFLOP/s  %5.2f x the f32 GEMM's speed\n", name, s * 1e3, flops / s * 1e-9,
+                bench::median(tg) / s);
+  };
+  std::printf("bench_reference --s-block: S of %ld x %ld x %ld on one thread, reps=%d (x %d blocks, interleaved)\n",
+              (long)kM, (long)kK, (long)kBlock, reps, kInner);
+  if (instruction) line("bf16 S, the instruction", ti);
+  line("bf16 S, portable", tp);
+  line("f32 GEMM (Eigen)", tg);
+  if (instruction) {
+    const bool same = std::memcmp(c_instruction.data(), c_portable.data(), c_portable.size() * sizeof(float)) == 0;
+    std::printf("instruction and portable: %s\n", same ? "the same bits" : "DIFFERENT BITS");
+    if (!same) return 1;
+  } else {
+    std::printf("no AVX512-BF16 on the build's target: the reference's bf16 S is the portable path\n");
+  }
   return 0;
 }
 
@@ -351,6 +426,12 @@ int main(int argc, char** argv) {
       "--bounds", bounds,
       "Instead of timing: for every projection of DUMP.h5..., B with S from the f32 GEMM against B with S from an "
       "f64 GEMM inflated by its error (max and mean of B_new / B_old)");
+  bool s_block = false;
+  CLI::Option* s_block_flag = app.add_flag(
+      "--s-block", s_block,
+      "Instead of the reference: S of one block on one thread, from bf16 magnitudes (the AVX512-BF16 instruction "
+      "where built, the portable path) and by the f32 GEMM");
+  s_block_flag->excludes(bounds_flag);
   CLI::Option* dumps_arg = app.add_option("DUMP.h5", dumps, "The dumps of --bounds");
   bounds_flag->needs(dumps_arg);
   dumps_arg->needs(bounds_flag);
@@ -362,6 +443,11 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(threads);
 #endif
   if (bounds) return run_bounds(dumps);
+  if (s_block) {
+    omp_set_num_threads(1);
+    Eigen::setNbThreads(1);
+    return run_s_block(reps);
+  }
   std::printf("bench_reference: M=%ld K=%ld N=%ld threads=%d reps=%d (interleaved)\n", (long)kM, (long)kK, (long)kN,
               threads, reps);
   return run_speed(reps);

@@ -5,18 +5,19 @@
 //    order that attains the worst case to within one unit roundoff and gamma_K's second-order
 //    term;
 //  - end to end, the reference's S is >= the exact S and exceeds it by at most 2 gamma_K, by the
-//    f32 GEMM and (bf16 shapes, where the build has it) the bf16 kernel, for
+//    f32 GEMM and (bf16 shapes) S from bf16 magnitudes, for
 //    bf16, f32 and AF4 weights (exact f64 weights rounded up to f32 included), and B grows by
 //    at most that over the previous f64 S (measured: max and mean printed);
 //  - an f32 overflow, and non-finite operands, give the f64 results; subnormal products are
 //    covered, also in a process that flushes subnormals (FTZ/DAZ); blocks that take either
 //    path are identical at one and two threads;
-//  - S from bf16 magnitudes (the AVX512-BF16 kernel, reference/detail/s_bf16.h): the operands
-//    round up and stay in the range that keeps every product exact; the kernel sums in the
-//    order its header states, bit for bit (an oracle written from those words), operands at the
-//    range's ends included; S stays above the exact S and B grows by at most 2^-7 (activations
-//    rounded up to bf16) over the f32 S; an overflow in the kernel falls back to the f64 GEMM;
-//    magnitudes out of range keep the f32 GEMM, and threads do not change bits.
+//  - S from bf16 magnitudes (reference/detail/s_bf16.h): the operands round up and stay in the
+//    range that keeps every product exact; the AVX512-BF16 instruction (where the build has it)
+//    and the portable path both sum in the order the header states, bit for bit (an oracle
+//    written from those words), operands at the range's ends included, and masking the
+//    instruction changes no bit of the reference; S stays above the exact S and B grows by at
+//    most 2^-7 (activations rounded up to bf16) over the f32 S; an overflow falls back to the
+//    f64 GEMM; magnitudes out of range keep the f32 GEMM, and threads do not change bits.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -224,8 +225,8 @@ TEST(F32SumBound, ReferenceSIsAnUpperBoundAndBGrowsByAtMostTheInflation) {
       {"K=5120 af4-folded", 5120, {af4_segment(32, Dequant::kFolded, DType::kBf16)}, DType::kBf16},
       {"K=16480 bf16", 16480, {{WeightFormat::kBf16, 16, {}}}, DType::kBf16},
   };
-  // Both ways to S: the f32 GEMM (bf16_s off) and, where the build has it, the bf16 kernel,
-  // which the bf16 shapes take by default.
+  // Both ways to S: the f32 GEMM (bf16_s off) and S from bf16 magnitudes, which the bf16
+  // shapes take by default.
   for (const bool bf16_s : {false, true}) {
     for (const Shape& shape : shapes) {
       ProblemOptions o;
@@ -438,9 +439,9 @@ TEST(Bf16S, MagnitudesRoundUpStayInRangeAndKeepBf16NumbersExact) {
   }
 }
 
-/// The kernel's documented order in plain f32 arithmetic: chunks of 1,024, 16 lanes adding
+/// s_gemm_bf16's documented order in plain f32 arithmetic: chunks of 1,024, 16 lanes adding
 /// (acc + odd product) + even product, the lanes' tree l + l+8, + l+4, + l+2, + l+1, chunk
-/// sums into C. An oracle written from the header's words, not from the kernel.
+/// sums into C. An oracle written from the header's words, not from either path.
 void s_gemm_by_the_words(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
   for (Index i = 0; i < m; ++i) {
     for (Index j = 0; j < n; ++j) {
@@ -464,65 +465,105 @@ void s_gemm_by_the_words(const std::uint16_t* a, Index m, const std::uint16_t* b
   }
 }
 
-TEST(Bf16S, KernelSumsInItsDocumentedOrderBitForBit) {
-  if (!detail::kSBf16Kernel) GTEST_SKIP() << "this build has no AVX512-BF16 kernel (the f32 GEMM computes S)";
+/// Both ways s_gemm_bf16 computes: the instruction where this build has it, the portable path
+/// always.
+std::vector<bool> s_gemm_paths() {
+  if (detail::kSBf16Instruction) return {true, false};
+  return {false};
+}
+
+/// Elements of s_gemm_bf16(a, b) by `instruction` whose bits differ from the oracle's.
+Index differ_from_the_words(const std::vector<std::uint16_t>& a, Index m, const std::vector<std::uint16_t>& b, Index n,
+                            Index kp, bool instruction, float* first = nullptr) {
+  std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
+  detail::s_gemm_bf16(a.data(), m, b.data(), n, kp, got.data(), instruction);
+  s_gemm_by_the_words(a.data(), m, b.data(), n, kp, want.data());
+  if (first != nullptr) *first = got[0];
+  Index differ = 0;
+  for (std::size_t x = 0; x < got.size(); ++x) {
+    differ += std::bit_cast<std::uint32_t>(got[x]) != std::bit_cast<std::uint32_t>(want[x]);
+  }
+  return differ;
+}
+
+TEST(Bf16S, BothPathsSumInTheDocumentedOrderBitForBit) {
   std::mt19937_64 rng(9);
   std::uniform_real_distribution<double> e(-20, 20);
   struct Shape {
     Index m, n, k;
   };
-  // Tile edges (1-3 rows or columns left over), K below, at and across a chunk.
+  // Tile edges (1-3 rows or columns left over, for the instruction's tiles of 4 and the
+  // portable path's of 2 or 4), K below, at and across a chunk.
   const std::vector<Shape> shapes = {{1, 1, 1},    {3, 5, 31},   {4, 4, 32},   {5, 7, 33},
                                      {9, 6, 1000}, {4, 8, 1024}, {6, 3, 1025}, {13, 17, 5120}};
-  Index differ = 0, cases = 0;
-  for (const Shape& s : shapes) {
-    const Index kp = detail::bf16_padded(s.k);
-    std::vector<float> am(static_cast<std::size_t>(s.m * s.k)), bm(static_cast<std::size_t>(s.n * s.k));
+  for (const bool instruction : s_gemm_paths()) {
+    SCOPED_TRACE(instruction ? "the instruction" : "portable");
+    Index differ = 0, cases = 0;
+    for (const Shape& s : shapes) {
+      const Index kp = detail::bf16_padded(s.k);
+      std::vector<float> am(static_cast<std::size_t>(s.m * s.k)), bm(static_cast<std::size_t>(s.n * s.k));
+      for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
+      for (float& v : bm) v = static_cast<float>(std::exp2(e(rng)));
+      std::vector<std::uint16_t> a(static_cast<std::size_t>(s.m * kp)), b(static_cast<std::size_t>(s.n * kp));
+      ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), s.m, s.k, true, a.data()));
+      ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), s.n, s.k, true, b.data()));
+      differ += differ_from_the_words(a, s.m, b, s.n, kp, instruction);
+      cases += s.m * s.n;
+    }
+    // Operands at both ends of the range, 2^-63 and just under 2^63: the smallest products are
+    // 2^-126 (normal), the largest overflow to +inf, in both paths and the oracle alike.
+    {
+      std::uniform_int_distribution<int> end(0, 1);
+      const Index m = 5, n = 6, k = 200, kp = detail::bf16_padded(k);
+      std::vector<float> am(static_cast<std::size_t>(m * k)), bm(static_cast<std::size_t>(n * k));
+      for (float& v : am) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
+      for (float& v : bm) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
+      std::vector<std::uint16_t> a(static_cast<std::size_t>(m * kp)), b(static_cast<std::size_t>(n * kp));
+      ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), m, k, true, a.data()));
+      ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), n, k, true, b.data()));
+      float first = 0;
+      differ += differ_from_the_words(a, m, b, n, kp, instruction, &first);
+      cases += m * n;
+      EXPECT_TRUE(std::isinf(first)) << "a sum of 2^124-sized products overflows";
+    }
+    EXPECT_EQ(differ, 0) << "of " << cases << " elements";
+    // The comparison can fail: another order (lanes summed left to right) changes bits here.
+    std::vector<std::uint16_t> a(5120), b(5120);
+    std::vector<float> am(5120), bm(5120);
     for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
     for (float& v : bm) v = static_cast<float>(std::exp2(e(rng)));
-    std::vector<std::uint16_t> a(static_cast<std::size_t>(s.m * kp)), b(static_cast<std::size_t>(s.n * kp));
-    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), s.m, s.k, true, a.data()));
-    ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), s.n, s.k, true, b.data()));
-    std::vector<float> got(static_cast<std::size_t>(s.m * s.n)), want(got.size());
-    detail::s_gemm_bf16(a.data(), s.m, b.data(), s.n, kp, got.data());
-    s_gemm_by_the_words(a.data(), s.m, b.data(), s.n, kp, want.data());
-    for (std::size_t x = 0; x < got.size(); ++x) {
-      differ += std::bit_cast<std::uint32_t>(got[x]) != std::bit_cast<std::uint32_t>(want[x]);
-    }
-    cases += static_cast<Index>(got.size());
+    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), 1, 5120, true, a.data()));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), 1, 5120, true, b.data()));
+    float computed = 0, sequential = 0;
+    detail::s_gemm_bf16(a.data(), 1, b.data(), 1, 5120, &computed, instruction);
+    for (Index k = 0; k < 5120; ++k) sequential += bf16_value(a[k]) * bf16_value(b[k]);
+    EXPECT_NE(computed, sequential);
   }
-  // Operands at both ends of the range, 2^-63 and just under 2^63: the smallest products are
-  // 2^-126 (normal), the largest overflow to +inf, in the kernel and the oracle alike.
-  {
-    std::uniform_int_distribution<int> end(0, 1);
-    const Index m = 5, n = 6, k = 200, kp = detail::bf16_padded(k);
-    std::vector<float> am(static_cast<std::size_t>(m * k)), bm(static_cast<std::size_t>(n * k));
-    for (float& v : am) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
-    for (float& v : bm) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
-    std::vector<std::uint16_t> a(static_cast<std::size_t>(m * kp)), b(static_cast<std::size_t>(n * kp));
-    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), m, k, true, a.data()));
-    ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), n, k, true, b.data()));
-    std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
-    detail::s_gemm_bf16(a.data(), m, b.data(), n, kp, got.data());
-    s_gemm_by_the_words(a.data(), m, b.data(), n, kp, want.data());
-    for (std::size_t x = 0; x < got.size(); ++x) {
-      differ += std::bit_cast<std::uint32_t>(got[x]) != std::bit_cast<std::uint32_t>(want[x]);
-    }
-    cases += static_cast<Index>(got.size());
-    EXPECT_TRUE(std::isinf(got[0])) << "a sum of 2^124-sized products overflows";
-  }
-  EXPECT_EQ(differ, 0) << "of " << cases << " elements";
-  // The comparison can fail: another order (lanes summed left to right) changes bits here.
-  std::vector<std::uint16_t> a(5120), b(5120);
-  std::vector<float> am(5120), bm(5120);
-  for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
-  for (float& v : bm) v = static_cast<float>(std::exp2(e(rng)));
-  ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), 1, 5120, true, a.data()));
-  ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), 1, 5120, true, b.data()));
-  float kernel = 0, sequential = 0;
-  detail::s_gemm_bf16(a.data(), 1, b.data(), 1, 5120, &kernel);
-  for (Index k = 0; k < 5120; ++k) sequential += bf16_value(a[k]) * bf16_value(b[k]);
-  EXPECT_NE(kernel, sequential);
+}
+
+// The reference with S by the instruction and with the instruction masked off (the path builds
+// for CPUs without AVX512-BF16 take): the same S and B, bit for bit, so a verdict does not
+// depend on the CPU a build targets.
+TEST(Bf16S, MaskingTheInstructionChangesNoBitOfTheReference) {
+  if (!detail::kSBf16Instruction) GTEST_SKIP() << "this build has no AVX512-BF16 instruction to mask";
+  ProblemOptions o;
+  o.m = 7;
+  o.k = 5120;
+  o.x_dtype = DType::kF32;
+  o.segments = {{WeightFormat::kBf16, 45, {}}, af4_segment(19, Dequant::kF32, DType::kBf16, 64)};
+  auto p = make_problem(o);
+  ReferenceOptions on, masked;
+  on.block_cols = masked.block_cols = 16;
+  masked.bf16_s_instruction = false;
+  auto r_on = compute_reference(p->problem, on);
+  auto r_masked = compute_reference(p->problem, masked);
+  ASSERT_TRUE(r_on.ok() && r_masked.ok());
+  // Columns 0-31 (blocks 0 and 1) hold bf16 weights only; blocks 2-3 hold AF4's, whose S stays
+  // the f32 GEMM's.
+  EXPECT_EQ(r_on->summary.s_bf16_blocks, 2);
+  EXPECT_EQ(r_masked->summary.s_bf16_blocks, 2);
+  EXPECT_EQ(std::memcmp(r_on->s.data(), r_masked->s.data(), r_on->s.size() * sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(r_on->bound.data(), r_masked->bound.data(), r_on->bound.size() * sizeof(double)), 0);
 }
 
 TEST(Bf16S, SStaysAnUpperBoundAndBGrowsByAtMostTheActivationsRounding) {
@@ -531,7 +572,7 @@ TEST(Bf16S, SStaysAnUpperBoundAndBGrowsByAtMostTheActivationsRounding) {
     Index m, k;
     DType x;
     std::vector<SegmentSpec> segments;
-    Index bf16_blocks;  // blocks of 16 columns whose S the kernel computes (the rest hold AF4 weights)
+    Index bf16_blocks;  // blocks of 16 columns whose S comes from bf16 magnitudes (the rest hold AF4 weights)
   };
   const std::vector<Shape> shapes = {
       {"K=5120 bf16, f32 x", 6, 5120, DType::kF32, {{WeightFormat::kBf16, 40, {}}}, 3},
@@ -557,9 +598,7 @@ TEST(Bf16S, SStaysAnUpperBoundAndBGrowsByAtMostTheActivationsRounding) {
     auto r_on = compute_reference(p->problem, on);
     auto r_off = compute_reference(p->problem, off);
     ASSERT_TRUE(r_on.ok() && r_off.ok());
-    if (detail::kSBf16Kernel) {
-      EXPECT_EQ(r_on->summary.s_bf16_blocks, shape.bf16_blocks) << shape.name;
-    }
+    EXPECT_EQ(r_on->summary.s_bf16_blocks, shape.bf16_blocks) << shape.name;
     EXPECT_EQ(r_off->summary.s_bf16_blocks, 0);
     EXPECT_EQ(std::memcmp(r_on->y_star.data(), r_off->y_star.data(), r_on->y_star.size() * sizeof(double)), 0);
     const std::vector<double> s_exact = exact_s(*p);
@@ -590,9 +629,7 @@ TEST(Bf16S, AnOverflowInTheKernelFallsBackToTheF64Gemm) {
   for (Index c = 0; c < o.k; ++c) p->x_f32[c] = p->x_values[c] = 0x1.8p61f;
   auto r = compute_reference(p->problem);
   ASSERT_TRUE(r.ok());
-  if (detail::kSBf16Kernel) {
-    EXPECT_EQ(r->summary.s_bf16_blocks, 1) << "the kernel ran, then its infinity sent the block to f64";
-  }
+  EXPECT_EQ(r->summary.s_bf16_blocks, 1) << "the bf16 S ran, then its infinity sent the block to f64";
   const std::vector<double> s_exact = exact_s(*p);
   const double s02 = r->s[static_cast<std::size_t>(r->at(0, 2))];
   EXPECT_TRUE(std::isfinite(s02));
@@ -613,17 +650,15 @@ TEST(Bf16S, MagnitudesOutOfRangeKeepTheF32GemmAndThreadsDoNotChangeBits) {
   p->u16_store[0][20 * o.k + 7] = reference::f32_to_bf16(0x1p-70f);
   auto r = compute_reference(p->problem, ro);
   ASSERT_TRUE(r.ok());
-  if (detail::kSBf16Kernel) {
-    EXPECT_EQ(r->summary.s_bf16_blocks, 2) << "blocks 0 and 2 only";
-  }
+  EXPECT_EQ(r->summary.s_bf16_blocks, 2) << "blocks 0 and 2 only";
   const std::vector<double> s_exact = exact_s(*p);
   for (std::size_t e = 0; e < s_exact.size(); ++e) ASSERT_GE(r->s[e], s_exact[e]);
-  // An activation of 1e-30: no block can use the kernel.
+  // An activation of 1e-30: no block can take S from bf16 magnitudes.
   p->x_f32[3] = p->x_values[3] = 1e-30f;
   auto tiny = compute_reference(p->problem, ro);
   ASSERT_TRUE(tiny.ok());
   EXPECT_EQ(tiny->summary.s_bf16_blocks, 0);
-  // One and two threads: the same bits, kernel or not.
+  // One and two threads: the same bits, bf16 S or not.
   p->x_f32[3] = p->x_values[3] = 0.5f;
   auto [one, two] = at_one_and_two_threads(p->problem, ro);
   ASSERT_TRUE(one.ok() && two.ok());
