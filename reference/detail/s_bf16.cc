@@ -114,16 +114,19 @@ void s_gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, In
 /// compiled with -ffp-contract=fast (reference/CMakeLists.txt), and contracting or not gives the
 /// same bits (the tests compare both paths and an oracle compiled without contraction).
 struct Portable {
-  // The 16 lanes as parts of the widest vector the target has: GCC keeps a 64-byte vector of a
-  // target without AVX-512 in memory, and ran 3.9x slower than Eigen's f32 GEMM that way
-  // (AVX2). Tiles of 4 x 4 hold 16 accumulators, 16 of AVX-512's 32 registers; 2 x 2 on AVX2
-  // (8 of 16), 1 x 1 with 16-byte vectors (4 of 16).
+  // The 16 lanes as parts of the widest vector the target has (GCC keeps a 64-byte vector of a
+  // target without AVX-512 in memory: 3.9x slower on AVX2). A lane's sum never meets another
+  // lane's before the tree, so the parts run one after the other over the chunk (its operands
+  // stay in L1, 1,024 x 2 bytes a row) and a tile's accumulators are one part's. 4 x 4 tiles on
+  // AVX-512 (16 accumulators of 32 registers); 3 x 3 with 16 registers (9, and 3 widened
+  // weights and an activation), where 2 x 2 widened one operand per multiply-add and ran 0.66x
+  // Eigen's f32 GEMM on AVX2.
 #if defined(__AVX512F__)
   static constexpr int kLanesPerPart = 16, kTile = 4;
 #elif defined(__AVX__)
-  static constexpr int kLanesPerPart = 8, kTile = 2;
+  static constexpr int kLanesPerPart = 8, kTile = 3;
 #else
-  static constexpr int kLanesPerPart = 4, kTile = 1;
+  static constexpr int kLanesPerPart = 4, kTile = 3;
 #endif
   static constexpr int kParts = 16 / kLanesPerPart;
   using Floats = float __attribute__((vector_size(4 * kLanesPerPart)));
@@ -134,39 +137,47 @@ struct Portable {
     std::memcpy(&w, p, sizeof w);
     return w;
   }
-
-  static float lanes_sum(const Floats (&parts)[kParts]) {
-    float lane[16], t[8], u[4];
-    for (int l = 0; l < 16; ++l) lane[l] = parts[l / kLanesPerPart][l % kLanesPerPart];
-    for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
-    for (int l = 0; l < 4; ++l) u[l] = t[l] + t[l + 4];
-    return (u[0] + u[2]) + (u[1] + u[3]);
-  }
+  static Floats odd(Words w) { return std::bit_cast<Floats>(w & 0xFFFF0000u); }
+  static Floats even(Words w) { return std::bit_cast<Floats>(w << 16); }
 
   template <int kRows, int kCols>
   static void chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index k0, Index k1, float* c, Index ldc) {
-    Floats acc[kRows][kCols][kParts] = {};
-    for (Index k = k0; k < k1; k += kBf16Pairs) {
-      for (int part = 0; part < kParts; ++part) {
-        const Index at = k + Index{2} * kLanesPerPart * part;  // the part's first pair
+    float lane[kRows][kCols][16];
+    for (int part = 0; part < kParts; ++part) {
+      Floats acc[kRows][kCols] = {};
+      for (Index at = k0 + Index{2} * kLanesPerPart * part; at < k1; at += kBf16Pairs) {
         Words x[kRows], w[kCols];
         for (int r = 0; r < kRows; ++r) x[r] = load(a + r * kp + at);
         for (int col = 0; col < kCols; ++col) w[col] = load(b + col * kp + at);
+        Floats wide[kCols];
+        for (int col = 0; col < kCols; ++col) wide[col] = odd(w[col]);
         for (int r = 0; r < kRows; ++r) {
-          const auto x_odd = std::bit_cast<Floats>(x[r] & 0xFFFF0000u);
-          for (int col = 0; col < kCols; ++col) {
-            acc[r][col][part] += x_odd * std::bit_cast<Floats>(w[col] & 0xFFFF0000u);
-          }
+          const Floats x_odd = odd(x[r]);
+          for (int col = 0; col < kCols; ++col) acc[r][col] += x_odd * wide[col];
         }
+        for (int col = 0; col < kCols; ++col) wide[col] = even(w[col]);
         for (int r = 0; r < kRows; ++r) {
-          const auto x_even = std::bit_cast<Floats>(x[r] << 16);
-          for (int col = 0; col < kCols; ++col) acc[r][col][part] += x_even * std::bit_cast<Floats>(w[col] << 16);
+          const Floats x_even = even(x[r]);
+          for (int col = 0; col < kCols; ++col) acc[r][col] += x_even * wide[col];
+        }
+      }
+      for (int r = 0; r < kRows; ++r) {
+        for (int col = 0; col < kCols; ++col) {
+          for (int l = 0; l < kLanesPerPart; ++l) lane[r][col][part * kLanesPerPart + l] = acc[r][col][l];
         }
       }
     }
     for (int r = 0; r < kRows; ++r) {
-      for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(acc[r][col]);
+      for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(lane[r][col]);
     }
+  }
+
+  /// The 16 lanes' sum in the fixed tree: l + l+8, + l+4, + l+2, + l+1.
+  static float lanes_sum(const float (&lane)[16]) {
+    float t[8], u[4];
+    for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
+    for (int l = 0; l < 4; ++l) u[l] = t[l] + t[l + 4];
+    return (u[0] + u[2]) + (u[1] + u[3]);
   }
 };
 

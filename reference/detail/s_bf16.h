@@ -3,7 +3,8 @@
 // the build targets it, and in plain f32 arithmetic elsewhere, with the same bits. The
 // instruction multiplies 32 pairs and adds them into 16 f32 lanes; the f32 GEMM it replaces does
 // 16 per fused multiply-add, and its operands take half the memory: on the reference's blocks
-// (128 x 5,120 x 128) it ran 3.1-3.6x faster than Eigen's f32 GEMM.
+// (128 x 5,120 x 128, one core) it ran 2.0-2.1x the speed of Eigen's f32 GEMM, the portable
+// path 0.8-0.9x built for CPUs without it (docs/performance.md).
 #pragma once
 
 #include <cstdint>

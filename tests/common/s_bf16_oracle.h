@@ -1,0 +1,120 @@
+// Test support: s_gemm_bf16's documented order (reference/detail/s_bf16.h) written from the
+// header's words in plain f32 arithmetic, and the test that holds a path of s_gemm_bf16 to it
+// bit for bit. Shared by tests/unit/reference/s_bound_test.cc (the build's own paths) and
+// s_bf16_targets_test.cc (the portable path built for other vector widths). Compiled with
+// -ffp-contract=off: every product and sum below rounds on its own.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "reference/detail/s_bf16.h"
+
+namespace ncert::testing {
+
+inline float bf16_value(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+/// s_gemm_bf16's documented order in plain f32 arithmetic: chunks of 1,024, 16 lanes adding
+/// (acc + odd product) + even product, the lanes' tree l + l+8, + l+4, + l+2, + l+1, chunk
+/// sums into C. An oracle written from the header's words, not from either path.
+inline void s_gemm_by_the_words(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      float total = 0;
+      for (Index k0 = 0; k0 < kp; k0 += 1024) {
+        float lane[16] = {};
+        for (Index k = k0; k < std::min(kp, k0 + 1024); k += 32) {
+          for (Index l = 0; l < 16; ++l) {
+            const float odd = bf16_value(a[i * kp + k + 2 * l + 1]) * bf16_value(b[j * kp + k + 2 * l + 1]);
+            const float even = bf16_value(a[i * kp + k + 2 * l]) * bf16_value(b[j * kp + k + 2 * l]);
+            lane[l] = (lane[l] + odd) + even;
+          }
+        }
+        float t[8], u[4];
+        for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
+        for (int l = 0; l < 4; ++l) u[l] = t[l] + t[l + 4];
+        total += (u[0] + u[2]) + (u[1] + u[3]);
+      }
+      c[i * n + j] = total;
+    }
+  }
+}
+
+/// Elements of s_gemm_bf16(a, b) by `instruction` whose bits differ from the oracle's.
+inline Index differ_from_the_words(const std::vector<std::uint16_t>& a, Index m, const std::vector<std::uint16_t>& b,
+                                   Index n, Index kp, bool instruction, float* first = nullptr) {
+  std::vector<float> got(static_cast<std::size_t>(m * n)), want(got.size());
+  reference::detail::s_gemm_bf16(a.data(), m, b.data(), n, kp, got.data(), instruction);
+  s_gemm_by_the_words(a.data(), m, b.data(), n, kp, want.data());
+  if (first != nullptr) *first = got[0];
+  Index differ = 0;
+  for (std::size_t x = 0; x < got.size(); ++x) {
+    differ += std::bit_cast<std::uint32_t>(got[x]) != std::bit_cast<std::uint32_t>(want[x]);
+  }
+  return differ;
+}
+
+/// s_gemm_bf16 by `instruction` against the oracle: tile edges, K below, at and across a chunk,
+/// operands at the range's ends; and a check that the comparison can fail.
+inline void expect_the_documented_order(bool instruction) {
+  namespace detail = reference::detail;
+
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> e(-20, 20);
+  struct Shape {
+    Index m, n, k;
+  };
+  // Tile edges (1-3 rows or columns left over, for the instruction's tiles of 4 and the
+  // portable path's of 4 or 3), K below, at and across a chunk.
+  const std::vector<Shape> shapes = {{1, 1, 1},    {3, 5, 31},   {4, 4, 32},   {5, 7, 33},
+                                     {9, 6, 1000}, {4, 8, 1024}, {6, 3, 1025}, {13, 17, 5120}};
+  SCOPED_TRACE(instruction ? "the instruction" : "portable");
+  Index differ = 0, cases = 0;
+  for (const Shape& s : shapes) {
+    const Index kp = detail::bf16_padded(s.k);
+    std::vector<float> am(static_cast<std::size_t>(s.m * s.k)), bm(static_cast<std::size_t>(s.n * s.k));
+    for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
+    for (float& v : bm) v = static_cast<float>(std::exp2(e(rng)));
+    std::vector<std::uint16_t> a(static_cast<std::size_t>(s.m * kp)), b(static_cast<std::size_t>(s.n * kp));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), s.m, s.k, true, a.data()));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), s.n, s.k, true, b.data()));
+    differ += differ_from_the_words(a, s.m, b, s.n, kp, instruction);
+    cases += s.m * s.n;
+  }
+  // Operands at both ends of the range, 2^-63 and just under 2^63: the smallest products are
+  // 2^-126 (normal), the largest overflow to +inf, in both paths and the oracle alike.
+  {
+    std::uniform_int_distribution<int> end(0, 1);
+    const Index m = 5, n = 6, k = 200, kp = detail::bf16_padded(k);
+    std::vector<float> am(static_cast<std::size_t>(m * k)), bm(static_cast<std::size_t>(n * k));
+    for (float& v : am) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
+    for (float& v : bm) v = end(rng) ? 0x1p-63f : 0x1.fcp62f;
+    std::vector<std::uint16_t> a(static_cast<std::size_t>(m * kp)), b(static_cast<std::size_t>(n * kp));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), m, k, true, a.data()));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), n, k, true, b.data()));
+    float first = 0;
+    differ += differ_from_the_words(a, m, b, n, kp, instruction, &first);
+    cases += m * n;
+    EXPECT_TRUE(std::isinf(first)) << "a sum of 2^124-sized products overflows";
+  }
+  EXPECT_EQ(differ, 0) << "of " << cases << " elements";
+  // The comparison can fail: another order (lanes summed left to right) changes bits here.
+  std::vector<std::uint16_t> a(5120), b(5120);
+  std::vector<float> am(5120), bm(5120);
+  for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
+  for (float& v : bm) v = static_cast<float>(std::exp2(e(rng)));
+  ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), 1, 5120, true, a.data()));
+  ASSERT_TRUE(detail::to_bf16_magnitudes(bm.data(), 1, 5120, true, b.data()));
+  float computed = 0, sequential = 0;
+  detail::s_gemm_bf16(a.data(), 1, b.data(), 1, 5120, &computed, instruction);
+  for (Index k = 0; k < 5120; ++k) sequential += bf16_value(a[k]) * bf16_value(b[k]);
+  EXPECT_NE(computed, sequential);
+}
+
+}  // namespace ncert::testing
