@@ -49,8 +49,10 @@ struct Activations {
   std::vector<double> exact, abs;
   std::vector<float> f32, mag;
   std::vector<double> l1;
-  // mag rounded up to bf16 (M x bf16_padded(K)) for the S kernel; empty where it cannot serve.
+  // mag rounded up to bf16 (M x bf16_padded(K)) for S from bf16 magnitudes; empty where it
+  // cannot serve. mag_bf16_exact: no magnitude needed rounding (bf16 activations).
   std::vector<std::uint16_t> mag_bf16;
+  bool mag_bf16_exact = false;
 };
 
 Activations prepare_activations(const LinearProblem& p, Index K, bool with_abs, ReferenceSummary& summary) {
@@ -151,10 +153,11 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
              bool instruction, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   const Index cells = M * w;
-  // The bf16 kernel where the activations' magnitudes rounded up to bf16 exist and the
-  // block's weight magnitudes are bf16 numbers (bf16 weights): rounding the weights up too
-  // could grow S, and B, by 2^-7 more (docs/error-bounds.md §1).
-  if (!x.mag_bf16.empty() && detail::to_bf16_magnitudes(t.w_mag.data(), w, K, false, t.w_bf16.data())) {
+  // S from bf16 magnitudes where the activations' exist and at most one operand was rounded
+  // up: the block's weight magnitudes are bf16 numbers (bf16 weights), or the activations'
+  // were (bf16 activations) and the weights' round up. S, and B, then grow by at most 2^-7;
+  // rounding both could reach 2^-6 (docs/error-bounds.md §1).
+  if (!x.mag_bf16.empty() && detail::to_bf16_magnitudes(t.w_mag.data(), w, K, x.mag_bf16_exact, t.w_bf16.data())) {
     detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data(), instruction);
     ++t.s_bf16_blocks;
   } else {
@@ -337,7 +340,10 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   Activations x = prepare_activations(p, K, any_spread, summary);
   if (options.bf16_s) {
     x.mag_bf16.resize(static_cast<std::size_t>(M * detail::bf16_padded(K)));
-    if (!detail::to_bf16_magnitudes(x.mag.data(), M, K, true, x.mag_bf16.data())) x.mag_bf16.clear();
+    x.mag_bf16_exact = detail::to_bf16_magnitudes(x.mag.data(), M, K, false, x.mag_bf16.data());
+    if (!x.mag_bf16_exact && !detail::to_bf16_magnitudes(x.mag.data(), M, K, true, x.mag_bf16.data())) {
+      x.mag_bf16.clear();
+    }
   }
   const F32SumInflation inflation = f32_sum_inflation(K);
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
