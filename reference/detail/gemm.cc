@@ -1,18 +1,15 @@
 #include "reference/detail/gemm.h"
 
-#include <omp.h>
-
 #include <Eigen/Core>
 #include <cstddef>
-
-#include "reference/status.h"
 
 namespace ncert::reference::detail {
 
 namespace {
 
 /// Eigen's packing buffers for one thread, kept from one GEMM to the next. Eigen allocates them
-/// for every product (heap above 128 KiB: 320 KiB a buffer at the reference's blocks), and
+/// for every product (from the heap above 128 KiB; their size follows the cache sizes Eigen
+/// reads at run time: 428 KiB for each f32 buffer at the reference's blocks here), and
 /// glibc gives the pages back on free and maps fresh ones on the next call: every block
 /// paid page faults for ~0.6 MiB. On the project's VM, where a page's first touch runs at
 /// 0.3-5 GB/s, that made Eigen's f32 GEMM of a 128 x 5,120 x 128 block 3x slower (4.2 ms
@@ -34,6 +31,8 @@ class PackingBuffers {
   static T* grown(T*& p, Index& have, Index want) {
     if (want > have) {
       Eigen::internal::aligned_free(p);
+      p = nullptr;  // nothing freed stays reachable if the allocation below throws
+      have = 0;
       p = static_cast<T*>(Eigen::internal::aligned_malloc(static_cast<std::size_t>(want) * sizeof(T)));
       have = want;
     }
@@ -69,12 +68,9 @@ void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
   Eigen::Map<const RowMatrix> A(a, m, k);
   Eigen::Map<const RowMatrix> B(b, n, k);
   Eigen::Map<RowMatrix> C(c, m, n);
-  // Eigen runs its GEMM serially inside an active parallel region of > 1 threads, or when the
-  // OpenMP team limit is 1; in either case its blocking is computed for one thread, which is
-  // what makes the reference bit-identical at any thread count. Guard the assumption.
-  NCERT_ASSERT(omp_get_num_threads() > 1 || Eigen::nbThreads() == 1,
-               "reference GEMM would run Eigen's own parallel path (Eigen::setNbThreads > 1 "
-               "with a single-thread team); results would depend on the thread count");
+  // Every path below runs on the calling thread alone, with Eigen's blocking for one thread
+  // (the GEMM is called serially; the coefficient-wise and GEMV products never parallelize):
+  // the bits depend on the shape only, at any thread count.
   // `C.noalias() = A * B^T` takes Eigen's GEMM unless the shape is tiny (k + m + n below
   // EIGEN_GEMM_TO_COEFFBASED_THRESHOLD: a coefficient-wise product), a vector (one row or
   // column: GEMV) or empty; those keep Eigen's own evaluation. The GEMM itself is what Eigen's

@@ -29,8 +29,9 @@ inline constexpr Index bf16_padded(Index k) { return (k + kBf16Pairs - 1) / kBf1
 /// them) as bf16 bit patterns, each row padded with zeros to bf16_padded(k). Rounded up to bf16
 /// when `round_up`, else each must be a bf16 number already. Every nonzero result lies in
 /// [2^-63, 2^63), so that every product of two is a normal f32, exact, and every partial sum of
-/// them normal or zero: no flush to zero or denormal input can apply, and the instruction's
-/// arithmetic is plain f32 rounding to nearest. False, `out` unspecified, when a value cannot be
+/// them normal, zero or, past FLT_MAX, +inf (the caller then takes the f64 GEMM): no flush to
+/// zero or denormal input can apply, and the instruction's arithmetic is plain f32 rounding to
+/// nearest. False, `out` unspecified, when a value cannot be
 /// (outside that range, not finite, or not a bf16 number when !round_up): the caller then uses
 /// the f32 GEMM.
 bool to_bf16_magnitudes(const float* mag, Index rows, Index k, bool round_up, std::uint16_t* out);
@@ -44,8 +45,9 @@ bool to_bf16_magnitudes(const float* mag, Index rows, Index k, bool round_up, st
 /// min(kp/16, 64) + 4 + ceil(kp/1,024) - 1 roundings, and never more than K - 1 additions (zero
 /// padding adds exactly): what the f32 GEMM's inflation assumes. Through the instruction when
 /// `instruction` and kSBf16Instruction, else by widening each pair to f32 (the products are
-/// exact) and adding in the same order: the same bits either way, so a verdict does not depend
-/// on the CPU the build targets.
+/// exact) and adding in the same order: the same bits either way under rounding to nearest (the
+/// process's default, which ncert never changes; the instruction ignores the mode, the portable
+/// path follows it), so a verdict does not depend on the CPU the build targets.
 void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c,
                  bool instruction = true);
 

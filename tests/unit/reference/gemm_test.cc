@@ -21,10 +21,24 @@ struct Shape {
   Index m, k, n;
 };
 
-// Tiny (coefficient-wise), vectors (GEMV), the GEMM's with edges, the reference's block and its
-// last, narrower block; large then small then large, so the kept buffers shrink in use and grow.
-const std::vector<Shape> kShapes = {{2, 3, 4},        {1, 300, 64}, {300, 64, 1},    {7, 96, 16},      {33, 1000, 65},
-                                    {128, 5120, 128}, {5, 7, 9},    {128, 5120, 16}, {64, 16480, 128}, {3, 20, 2}};
+// Tiny (coefficient-wise: k + m + n below Eigen's threshold of 20, and at 19, 20 and 21 on
+// either side of it), vectors (GEMV), the GEMM's with edges, the reference's block and its last,
+// narrower block; large then small then large, so the kept buffers shrink in use and grow.
+const std::vector<Shape> kShapes = {{2, 3, 4},       {5, 9, 5},        {2, 16, 2},     {2, 17, 2},       {1, 300, 64},
+                                    {300, 64, 1},    {7, 96, 16},      {33, 1000, 65}, {128, 5120, 128}, {5, 7, 9},
+                                    {128, 5120, 16}, {64, 16480, 128}, {3, 20, 2}};
+
+/// Eigen's serial GEMM, as the reference runs it, for the oracle's products; restored after.
+class SerialEigen {
+ public:
+  SerialEigen() : threads_(Eigen::nbThreads()) { Eigen::setNbThreads(1); }
+  SerialEigen(const SerialEigen&) = delete;
+  SerialEigen& operator=(const SerialEigen&) = delete;
+  ~SerialEigen() { Eigen::setNbThreads(threads_); }
+
+ private:
+  int threads_;
+};
 
 template <typename T>
 Index differing_elements(const Shape& s, std::mt19937_64& rng) {
@@ -44,7 +58,7 @@ Index differing_elements(const Shape& s, std::mt19937_64& rng) {
 }
 
 TEST(GemmTest, KeptBuffersGiveEigensOwnProductBitForBit) {
-  Eigen::setNbThreads(1);  // Eigen's serial GEMM, as the reference runs it
+  const SerialEigen serial;
   std::mt19937_64 rng(21);
   for (const Shape& s : kShapes) {
     EXPECT_EQ(differing_elements<double>(s, rng), 0) << "f64 " << s.m << " x " << s.k << " x " << s.n;
@@ -53,17 +67,20 @@ TEST(GemmTest, KeptBuffersGiveEigensOwnProductBitForBit) {
 }
 
 TEST(GemmTest, TwoThreadsKeepTheirOwnBuffers) {
-  Eigen::setNbThreads(1);
+  const SerialEigen serial;
   Index differ[2] = {0, 0};
+  int team = 0;
 #pragma omp parallel num_threads(2)
   {
     const int t = omp_get_thread_num();
+    if (t == 0) team = omp_get_num_threads();
     std::mt19937_64 rng(100 + static_cast<unsigned>(t));
     for (int round = 0; round < 3; ++round) {
       for (const Shape& s : kShapes)
         differ[t] += differing_elements<double>(s, rng) + differing_elements<float>(s, rng);
     }
   }
+  ASSERT_EQ(team, 2) << "OpenMP gave one thread: nothing ran concurrently";
   EXPECT_EQ(differ[0], 0);
   EXPECT_EQ(differ[1], 0);
 }
