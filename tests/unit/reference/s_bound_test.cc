@@ -191,6 +191,17 @@ auto at_one_and_two_threads(const LinearProblem& problem, const ReferenceOptions
   return std::pair{std::move(one), std::move(two)};
 }
 
+/// The reference of `problem` in blocks of 16 columns with the option `member` on (its
+/// default) and off: two ways to S side by side.
+auto with_and_without(const LinearProblem& problem, bool ReferenceOptions::*member) {
+  ReferenceOptions on, off;
+  on.block_cols = off.block_cols = 16;
+  off.*member = false;
+  auto with = compute_reference(problem, on);
+  auto without = compute_reference(problem, off);
+  return std::pair{std::move(with), std::move(without)};
+}
+
 struct RatioStats {
   double max = 0, sum = 0, min = 1e300;
   Index n = 0;
@@ -469,11 +480,7 @@ TEST(Bf16S, MaskingTheInstructionChangesNoBitOfTheReference) {
   o.x_dtype = DType::kF32;
   o.segments = {{WeightFormat::kBf16, 45, {}}, af4_segment(19, Dequant::kF32, DType::kBf16, 64)};
   auto p = make_problem(o);
-  ReferenceOptions on, masked;
-  on.block_cols = masked.block_cols = 16;
-  masked.bf16_s_instruction = false;
-  auto r_on = compute_reference(p->problem, on);
-  auto r_masked = compute_reference(p->problem, masked);
+  auto [r_on, r_masked] = with_and_without(p->problem, &ReferenceOptions::bf16_s_instruction);
   ASSERT_TRUE(r_on.ok() && r_masked.ok());
   // Columns 0-31 (blocks 0 and 1) hold bf16 weights only; blocks 2-3 hold AF4's, whose S stays
   // the f32 GEMM's.
@@ -517,11 +524,7 @@ TEST(Bf16S, SStaysAnUpperBoundAndBGrowsByAtMostOneOperandsRounding) {
     o.x_dtype = shape.x;
     o.segments = shape.segments;
     auto p = make_problem(o);
-    ReferenceOptions on, off;
-    on.block_cols = off.block_cols = 16;
-    off.bf16_s = false;
-    auto r_on = compute_reference(p->problem, on);
-    auto r_off = compute_reference(p->problem, off);
+    auto [r_on, r_off] = with_and_without(p->problem, &ReferenceOptions::bf16_s);
     ASSERT_TRUE(r_on.ok() && r_off.ok());
     EXPECT_EQ(r_on->summary.s_bf16_blocks, shape.bf16_blocks) << shape.name;
     EXPECT_EQ(r_off->summary.s_bf16_blocks, 0);
