@@ -29,7 +29,7 @@ struct BlockScratch {
   std::vector<double> d;              // M x block_cols: sum |x| spread, where any spread is nonzero
   std::vector<double> y;              // M x block_cols
   std::vector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for the S kernel
-  std::vector<float> s32;             // M x block_cols: S as the f32 GEMM or the bf16 kernel computed it
+  std::vector<float> s32;             // M x block_cols: S as the f32 GEMM or from bf16 magnitudes
   std::vector<double> s;              // M x block_cols: S inflated to a true upper bound
   std::vector<float> w_kernel;        // K x block_cols (transposed) for the walk
   std::vector<float> kernel_row;      // K
