@@ -28,7 +28,7 @@ struct BlockScratch {
   std::vector<double> w_alg;          // block_cols x K: f64 magnitudes (only when the f32 S overflows)
   std::vector<double> d;              // M x block_cols: sum |x| spread, where any spread is nonzero
   std::vector<double> y;              // M x block_cols
-  std::vector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for the S kernel
+  std::vector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for S from bf16 magnitudes
   std::vector<float> s32;             // M x block_cols: S as the f32 GEMM or from bf16 magnitudes
   std::vector<double> s;              // M x block_cols: S inflated to a true upper bound
   std::vector<float> w_kernel;        // K x block_cols (transposed) for the walk
@@ -146,8 +146,8 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
   return facts;
 }
 
-/// S for the block as a true upper bound in t.s: the f32 GEMM inflated (docs/error-bounds.md
-/// §1), or, when it overflowed (an inf or a 0 * inf NaN anywhere in the block), the f64 GEMM
+/// S for the block as a true upper bound in t.s: from bf16 magnitudes or the f32 GEMM, inflated
+/// (docs/error-bounds.md §1), or, when that overflowed (an inf or a 0 * inf NaN anywhere in the block), the f64 GEMM
 /// over the unrounded magnitudes inflated by its own error.
 void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, const F32SumInflation& inflation,
              bool instruction, BlockScratch& t) {

@@ -83,8 +83,8 @@ struct ReferenceOptions {
   bool bf16_s = true;
   /// That S through AVX512-BF16's VDPBF16PS where the build has it; off: the same sums in plain
   /// f32 arithmetic, as builds without it compute them. The same bits either way under rounding
-  /// to nearest, the process's default (tested): off
-  /// only to show that, and to time the portable path (tools/bench/bench_reference).
+  /// to nearest, the process's default (tested): off only to show that, and to time the
+  /// portable path (tools/bench/bench_reference).
   bool bf16_s_instruction = true;
 };
 

@@ -187,7 +187,10 @@ struct Portable {
 struct Instruction {
   static constexpr int kTile = 4;  // 16 accumulators and 8 operands: 24 of the 32 registers
 
-  /// The 16 lanes' sum in the fixed tree: l + l+8, + l+4, + l+2, + l+1.
+  /// The 16 lanes' sum in the fixed tree: l + l+8, + l+4, + l+2, + l+1; Portable::lanes_sum's
+  /// in registers. Storing the lanes and calling that one instead made this path 1.2x slower
+  /// (bench_reference --s-block: 0.63-0.65 ms against 0.78-0.80 ms a block); both are held to
+  /// the oracle's tree by the order tests.
   static float lanes_sum(__m512 v) {
     // Extracts, not casts, for the low halves: GCC 12's casts go through _mm512_undefined_*,
     // which it then reports as uninitialized (fixed in GCC 13).
