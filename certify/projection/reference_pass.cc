@@ -20,6 +20,10 @@ void WalkTally::add(Index r, Index c, std::uint32_t e, std::uint32_t w) {
   ++compared;
   if (e == w) return;
   ++mismatches;
+  row_min = row_min < 0 ? r : std::min(row_min, r);
+  row_max = std::max(row_max, r);
+  col_min = col_min < 0 ? c : std::min(col_min, c);
+  col_max = std::max(col_max, c);
   if (row < 0 || r < row || (r == row && c < col)) {
     row = r;
     col = c;
@@ -31,6 +35,12 @@ void WalkTally::add(Index r, Index c, std::uint32_t e, std::uint32_t w) {
 void WalkTally::merge(const WalkTally& o) {
   compared += o.compared;
   mismatches += o.mismatches;
+  if (o.row_min >= 0) {
+    row_min = row_min < 0 ? o.row_min : std::min(row_min, o.row_min);
+    row_max = std::max(row_max, o.row_max);
+    col_min = col_min < 0 ? o.col_min : std::min(col_min, o.col_min);
+    col_max = std::max(col_max, o.col_max);
+  }
   if (o.row >= 0 && (row < 0 || o.row < row || (o.row == row && o.col < col))) {
     row = o.row;
     col = o.col;

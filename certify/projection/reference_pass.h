@@ -26,6 +26,9 @@ struct WalkTally {
   Index mismatches = 0;
   Index row = -1, col = -1;  ///< the first mismatch in (row, col) order
   std::uint32_t engine = 0, walk = 0;
+  /// The rows and columns the mismatches span (-1: none): all in one column points at that
+  /// column's weights, all in one row at that row's activations.
+  Index row_min = -1, row_max = -1, col_min = -1, col_max = -1;
   void add(Index r, Index c, std::uint32_t e, std::uint32_t w);
   void merge(const WalkTally& o);
 };

@@ -1,9 +1,32 @@
 // walk: when the dump declares the kernel's K walk, every engine value equals the walk emulated
 // bit for bit (reference/k_walk.h), epilogue included.
+#include <algorithm>
+#include <string>
+
 #include "certify/projection/checks.h"
 #include "certify/projection/detail/text.h"
 
 namespace ncert::certify {
+namespace {
+
+/// Where the values that differ lie. A wrong walk declaration, accumulator or epilogue moves
+/// values in every column; values that differ in one column only point at that column's weights
+/// (a group's scale 0.2 % off in a bf16 output moves a few of its 32 values, docs/detection.md),
+/// in one row only at that row's activations.
+std::string where_they_lie(const WalkEvidence::Output& span, Index mismatches) {
+  if (mismatches < 2) return "";
+  if (span.col_min == span.col_max) {
+    return ", all in column " + std::to_string(span.col_min) +
+           ": that column's weights (or their scales) are not those the kernel used";
+  }
+  if (span.row_min == span.row_max) {
+    return ", all in row " + std::to_string(span.row_min) + ": that row's activations are not those the kernel used";
+  }
+  return ", in rows " + std::to_string(span.row_min) + "-" + std::to_string(span.row_max) + " and columns " +
+         std::to_string(span.col_min) + "-" + std::to_string(span.col_max);
+}
+
+}  // namespace
 
 CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
   const ProjectionInfo& info = f.info();
@@ -11,10 +34,18 @@ CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
   WalkEvidence e;
   e.k_walk = info.walk.name;
   std::optional<EngineOutputId> first;
+  WalkEvidence::Output span;  // the rows and columns the mismatches of every output span
   for (EngineOutputId id : kAllEngineOutputs) {
     if (!f.data.output(id).present) continue;
     const WalkTally& w = pass.walk[static_cast<std::size_t>(id)];
-    e.outputs.push_back({std::string(engine_output_name(id)), w.compared, w.mismatches});
+    e.outputs.push_back(
+        {std::string(engine_output_name(id)), w.compared, w.mismatches, w.row_min, w.row_max, w.col_min, w.col_max});
+    if (w.mismatches > 0) {
+      span.row_min = span.row_min < 0 ? w.row_min : std::min(span.row_min, w.row_min);
+      span.row_max = std::max(span.row_max, w.row_max);
+      span.col_min = span.col_min < 0 ? w.col_min : std::min(span.col_min, w.col_min);
+      span.col_max = std::max(span.col_max, w.col_max);
+    }
     e.compared += w.compared;
     e.mismatches += w.mismatches;
     if (!first && w.mismatches > 0) first = id;
@@ -27,7 +58,7 @@ CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
     r.reason = name + " " + detail::where(w.row, w.col, slot) + " differs from the emulated " + info.walk.name +
                " walk: engine " + detail::hex_bits(w.engine, info.output) + " vs walk " +
                detail::hex_bits(w.walk, info.output) + "; " + std::to_string(e.mismatches) + " of " +
-               std::to_string(e.compared) + " values differ";
+               std::to_string(e.compared) + " values differ" + where_they_lie(span, e.mismatches);
     r.first_failure = Location{name, w.row, w.col, slot};
   } else {
     r.reason = "all " + std::to_string(e.compared) + " engine values equal the emulated " + info.walk.name +

@@ -369,6 +369,8 @@ struct WalkEvidence {
   struct Output {
     std::string output;
     Index compared = 0, mismatches = 0;
+    /// The rows and columns the mismatches span (-1: none).
+    Index row_min = -1, row_max = -1, col_min = -1, col_max = -1;
     bool operator==(const Output&) const = default;
   };
   std::string k_walk;

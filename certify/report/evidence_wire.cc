@@ -256,6 +256,10 @@ void fields(auto& f, Is<WalkEvidence::Output> auto& x) {
   f("output", x.output);
   f("compared", x.compared);
   f("mismatches", x.mismatches);
+  f("row_min", x.row_min);
+  f("row_max", x.row_max);
+  f("col_min", x.col_min);
+  f("col_max", x.col_max);
 }
 
 void fields(auto& f, Is<WalkEvidence> auto& x) {

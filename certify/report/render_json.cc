@@ -205,6 +205,10 @@ Json evidence_json(const WalkEvidence& e, const CheckResult& c) {
   Json per = Json::object();
   for (const WalkEvidence::Output& o : e.outputs) {
     per[o.output] = Json{{"compared", o.compared}, {"mismatches", o.mismatches}};
+    if (o.row_min >= 0) {
+      per[o.output]["rows"] = Json::array({o.row_min, o.row_max});
+      per[o.output]["columns"] = Json::array({o.col_min, o.col_max});
+    }
   }
   Json j = Json{{"k_walk", e.k_walk}, {"outputs", per}, {"compared", e.compared}, {"mismatches", e.mismatches}};
   if (c.first_failure) {
