@@ -4,13 +4,22 @@
 // weights), and the smallest magnitude each check catches is printed (column `check`: the whole
 // check's verdict, whichever check fails); then the false alarms of every check over
 // legitimate dumps (seeds, output types, engine summation orders).
-// Usage: bench_power [--n N] [--legit L] [--only TEXT] [--dir D] [--threads T]
+// Beside the checks, column `changed` counts the stored outputs the fault changed at all (bits
+// of y_unpacked differing from the same dump made without it): a dump whose count is 0 is byte
+// for byte a legitimate dump, so no check can catch the fault there, and a handful of changed
+// values is all the evidence any check has.
+// Usage: bench_power [--n N] [--legit L] [--seeds S] [--only TEXT] [--dir D] [--threads T]
 //   --n      output columns (default 16480, the production in_proj; 4096 runs 4x faster)
 //   --legit  legitimate dumps (default 24)
+//   --seeds  dumps per fault magnitude, seeds 7, 8, ... (default 1); a check catches a magnitude
+//            when it fails on every one ("3/5": on 3 of 5)
 //   --only   run only the fault classes whose description contains TEXT (e.g. "truncated")
 #include <omp.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -21,6 +30,7 @@
 #include <vector>
 
 #include "certify/commands/check.h"
+#include "certify/io/dump_reader.h"
 #include "fixtures/generator.h"
 #include "tools/bench/bench_common.h"
 
@@ -31,6 +41,7 @@ using namespace ncert;
 struct Options {
   Index n = 16480;
   int legit = 24;
+  int seeds = 1;
   int threads = 0;
   std::string dir = "bench-power";
   std::string only;  ///< a fault class's description must contain it ("": every class)
@@ -79,6 +90,7 @@ struct Sweep {
   std::vector<double> magnitudes;  ///< from the smallest to the largest fault
   std::function<void(fixtures::ProjectionSpec&, double)> plant;
   DType output = DType::kF32;
+  std::string k_walk;  ///< the walk the dump declares ("": none; the engine sums split:8:fma)
 };
 
 std::string write(const Options& o, const fixtures::ProjectionSpec& p, const std::string& name) {
@@ -93,6 +105,49 @@ std::string write(const Options& o, const fixtures::ProjectionSpec& p, const std
   return path;
 }
 
+/// The stored bytes of the projection's y_unpacked (copied: the file is rewritten next).
+std::vector<std::uint8_t> stored_outputs(const std::string& path) {
+  auto reader = certify::DumpReader::open(path);
+  Result<certify::Bytes> b =
+      reader.ok() ? reader->read_bytes("/projections/in_proj/y_unpacked") : Result<certify::Bytes>(reader.status());
+  if (!b.ok()) {
+    std::fprintf(stderr, "bench_power: %s: %s\n", path.c_str(), b.status().to_string().c_str());
+    std::exit(4);
+  }
+  return {b->begin(), b->end()};
+}
+
+/// |scale| of the faulted AF4 group (row 0, group 0 of the first segment) over the rms of the
+/// segment's scales: the fault moves the weights by e times this group's share, so a group whose
+/// scale is a tenth of the others' needs a ten times larger e to move the outputs as far.
+double faulted_scale_share(const std::string& path) {
+  auto reader = certify::DumpReader::open(path);
+  Result<std::vector<std::uint16_t>> s = reader.ok() ? reader->read_u16("/projections/in_proj/weight/s0_af4/scales")
+                                                     : Result<std::vector<std::uint16_t>>(reader.status());
+  if (!s.ok() || s->empty()) {
+    std::fprintf(stderr, "bench_power: %s: no AF4 scales\n", path.c_str());
+    std::exit(4);
+  }
+  const auto value = [](std::uint16_t b) { return static_cast<double>(std::bit_cast<float>(std::uint32_t{b} << 16)); };
+  double sum = 0;
+  for (std::uint16_t b : *s) sum += value(b) * value(b);
+  return std::abs(value(s->front())) / std::sqrt(sum / static_cast<double>(s->size()));
+}
+
+/// How many values of `element_bytes` each differ between two stored outputs.
+long long changed_values(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                         std::size_t element_bytes) {
+  long long n = 0;
+  for (std::size_t i = 0; i + element_bytes <= std::min(a.size(), b.size()); i += element_bytes) {
+    n += std::equal(a.begin() + static_cast<std::ptrdiff_t>(i),
+                    a.begin() + static_cast<std::ptrdiff_t>(i + element_bytes),
+                    b.begin() + static_cast<std::ptrdiff_t>(i))
+             ? 0
+             : 1;
+  }
+  return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,6 +158,9 @@ int main(int argc, char** argv) {
   app.add_option("--n", o.n, "Output columns (16480: the production in_proj; 4096 runs 4x faster)")
       ->check(bench::at_least(1));
   app.add_option("--legit", o.legit, "Legitimate dumps checked for false alarms")->check(bench::at_least(0));
+  app.add_option("--seeds", o.seeds,
+                 "Dumps per fault magnitude (seeds 7, 8, ...); a check catches a magnitude when it fails on every one")
+      ->check(bench::at_least(1));
   app.add_option("--only", o.only,
                  "Run only the fault classes whose description contains TEXT (e.g. \"truncated\"; default: every "
                  "class)");
@@ -111,70 +169,126 @@ int main(int argc, char** argv) {
   if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   if (o.threads > 0) omp_set_num_threads(o.threads);
   std::filesystem::create_directories(o.dir);
-  const std::vector<std::string> kinds = {"identity", "bound", "signature", "variance", "bias", "check"};
+  const std::vector<std::string> kinds = {"identity", "bound", "walk", "signature", "variance", "bias", "check"};
   const std::vector<Sweep> sweeps = {
       {"one AF4 group's scale x (1 + e), f32 outputs",
        "e",
        {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05},
        [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
-       DType::kF32},
+       DType::kF32,
+       ""},
       {"one AF4 group's scale x (1 + e), bf16 outputs",
        "e",
        {0.002, 0.005, 0.01, 0.02, 0.05, 0.1},
        [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
-       DType::kBf16},
+       DType::kBf16,
+       ""},
+      {"one AF4 group's scale x (1 + e), bf16 outputs, the engine's walk declared (k_walk split:8:fma)",
+       "e",
+       {0.002, 0.005, 0.01, 0.02, 0.05, 0.1},
+       [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
+       DType::kBf16,
+       "split:8:fma"},
       {"an accumulator keeping p of f32's 24 bits (rounding to nearest), f32 outputs",
        "24 - p",
        {2, 4, 5, 6, 7, 8, 10},
        [](fixtures::ProjectionSpec& p, double lost) {
          p.engine_order = "promote:5120:" + std::to_string(24 - static_cast<int>(lost)) + ":rne";
        },
-       DType::kF32},
+       DType::kF32,
+       ""},
       {"a fraction of bf16 outputs truncated instead of rounded",
        "fraction",
        {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1},
        [](fixtures::ProjectionSpec& p, double f) {
          p.engine_truncate_every = static_cast<Index>(std::lround(1.0 / f));
        },
-       DType::kBf16},
+       DType::kBf16,
+       ""},
   };
-  std::printf("bench_power: K 5120 x N %lld, 32 rows in 32 slots, %d threads\n", static_cast<long long>(o.n),
-              omp_get_max_threads());
+  std::printf("bench_power: K 5120 x N %lld, 32 rows in 32 slots, %d threads, %d seed(s) per magnitude\n",
+              static_cast<long long>(o.n), omp_get_max_threads(), o.seeds);
   double check_seconds = 0;
   int checks = 0;
   for (const Sweep& s : sweeps) {
     if (s.fault.find(o.only) == std::string::npos) continue;
     std::printf("\n%s\n  %-10s", s.fault.c_str(), s.unit.c_str());
     for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
-    std::printf("\n");
+    std::printf(" changed (of %lld stored outputs; min-max over seeds)\n", static_cast<long long>(32 * o.n));
+    const auto dump_spec = [&](int seed) {
+      fixtures::ProjectionSpec p = production(o.n, s.output, 7 + static_cast<std::uint64_t>(seed));
+      p.k_walk = s.k_walk;
+      return p;
+    };
+    // The legitimate twin of each seed: the same dump without the fault.
+    std::vector<std::vector<std::uint8_t>> twins;
+    std::vector<double> shares;
+    for (int seed = 0; seed < o.seeds; ++seed) {
+      const std::string twin = write(o, dump_spec(seed), "twin");
+      twins.push_back(stored_outputs(twin));
+      shares.push_back(faulted_scale_share(twin));
+    }
+    // Per seed and magnitude (largest first): the outputs the fault changed, "*" when check fails.
+    std::vector<std::string> per_seed(static_cast<std::size_t>(o.seeds));
+    const std::size_t element_bytes = s.output == DType::kF32 ? 4 : 2;
     std::map<std::string, double> smallest;
     // Largest first: the smallest magnitude caught is the last one of an unbroken run of FAILs.
     std::map<std::string, bool> broken;
     for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) {
-      fixtures::ProjectionSpec p = production(o.n, s.output, 7);
-      s.plant(p, *it);
-      double secs = 0;
-      const std::set<std::string> f = failing_kinds(write(o, p, "fault"), &secs);
-      check_seconds += secs;
-      ++checks;
+      std::map<std::string, int> fails;
+      long long fewest = -1, most = 0;
+      for (int seed = 0; seed < o.seeds; ++seed) {
+        fixtures::ProjectionSpec p = dump_spec(seed);
+        s.plant(p, *it);
+        double secs = 0;
+        const std::string path = write(o, p, "fault");
+        const std::set<std::string> f = failing_kinds(path, &secs);
+        check_seconds += secs;
+        ++checks;
+        const long long changed =
+            changed_values(stored_outputs(path), twins[static_cast<std::size_t>(seed)], element_bytes);
+        fewest = fewest < 0 ? changed : std::min(fewest, changed);
+        most = std::max(most, changed);
+        // "check": the whole check's verdict, whichever of its checks fails.
+        for (const std::string& k : kinds) fails[k] += (k == "check" ? !f.empty() : f.count(k) > 0) ? 1 : 0;
+        const auto si = static_cast<std::size_t>(seed);
+        char cell[32];
+        std::snprintf(cell, sizeof cell, " %7lld%s", changed, f.empty() ? " " : "*");
+        per_seed[si] += cell;
+        for (const std::string& x : f) {
+          if (x.rfind("error", 0) == 0) std::printf("  seed %d: %s\n", 7 + seed, x.c_str());
+        }
+      }
       std::printf("  %-10g", *it);
       for (const std::string& k : kinds) {
-        // "check": the whole check's verdict, whichever of its checks fails.
-        const bool failed = k == "check" ? !f.empty() : f.count(k) > 0;
-        std::printf(" %-10s", failed ? "FAIL" : "-");
-        if (failed && !broken[k]) smallest[k] = *it;
-        if (!failed) broken[k] = true;
+        const int n = fails[k];
+        const std::string cell = n == o.seeds ? "FAIL"
+                                 : n == 0     ? "-"
+                                              : std::to_string(n) + "/" + std::to_string(o.seeds);
+        std::printf(" %-10s", cell.c_str());
+        if (n == o.seeds && !broken[k]) smallest[k] = *it;
+        if (n < o.seeds) broken[k] = true;
       }
-      for (const std::string& x : f) {
-        if (x.rfind("error", 0) == 0) std::printf(" %s", x.c_str());
-      }
-      std::printf("\n");
+      std::printf(" %lld-%lld\n", fewest, most);
     }
     std::printf("  smallest caught:");
     for (const std::string& k : kinds) {
       if (smallest.count(k)) std::printf(" %s %g;", k.c_str(), smallest[k]);
     }
     std::printf("\n");
+    if (s.fault.find("group's scale") != std::string::npos) {
+      // The fault moves the weights by e |s|: a group whose scale is a tenth of the others' needs
+      // a ten times larger e to move the outputs as far.
+      std::printf(
+          "  per seed: the faulted group's |scale| / rms of the segment's scales; per e, the outputs the "
+          "fault changed, * where check FAILs\n  seed  |s|/rms ");
+      for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) std::printf(" %8g", *it);
+      std::printf("\n");
+      for (int seed = 0; seed < o.seeds; ++seed) {
+        const auto si = static_cast<std::size_t>(seed);
+        std::printf("  %-5d %6.3f  %s\n", 7 + seed, shares[si], per_seed[si].c_str());
+      }
+    }
   }
   // Legitimate dumps: seeds x output types x the engine's summation order.
   const std::vector<std::string> orders = {"split:8:fma", "pairwise", "lanes:16:halving:fma", "seq"};
@@ -195,8 +309,10 @@ int main(int argc, char** argv) {
       o.legit);
   if (alarms.empty()) std::printf(" none");
   for (const auto& [k, n] : alarms) std::printf(" %s %d;", k.c_str(), n);
-  std::printf("\nmean check time %.2f s per dump\n", check_seconds / checks);
+  std::printf("\n");
+  if (checks > 0) std::printf("mean check time %.2f s per dump\n", check_seconds / checks);
   std::filesystem::remove(o.dir + "/fault.h5");
   std::filesystem::remove(o.dir + "/legit.h5");
+  std::filesystem::remove(o.dir + "/twin.h5");
   return alarms.empty() ? 0 : 1;
 }
