@@ -100,20 +100,35 @@ void fill_table(const Af4View& v, Index row, Index group, DType activation, Code
   const double sd = s;
   const double bd = b;
   // One loop per mode, each without branches inside, so the 16 codes are computed in vectors.
-  if (pinned) {
-    const bool mul_add = dequant_op_only_unfused(L.dequant_op), fma_only = dequant_op_only_fused(L.dequant_op);
+  // Where every weight is an f32 value (one declared op), its charged magnitude is |w| itself
+  // and needs no rounding up from f64.
+  bool magnitudes_f32 = false;
+  if (pinned && (dequant_op_only_unfused(L.dequant_op) || dequant_op_only_fused(L.dequant_op))) {
+    // A declared single op: both ends of the table's interval are the kernel's weight w, so
+    // exact = w, alg = |w|, no spread (what the general loop below computes, without its
+    // second weight and the f64 rounding of each magnitude: this table was 24 % of check's CPU
+    // on a MatMulNBits dump with blocks of 32).
+    const bool fused = dequant_op_only_fused(L.dequant_op);
     for (int q = 0; q < 16; ++q) {
-      // A declared single op needs only its own weight (half of this table's cost: the table
-      // was 15 % of check's CPU on a MatMulNBits dump with blocks of 32).
-      const float w_fma = mul_add ? 0.0f : kernel_weight(L, s, b, zp, q, true, round_to);
-      const float w_mul = fma_only ? 0.0f : kernel_weight(L, s, b, zp, q, false, round_to);
-      const float lo = mul_add ? w_mul : w_fma;
-      const float hi = fma_only ? w_fma : w_mul;
-      const double mid = 0.5 * (static_cast<double>(lo) + static_cast<double>(hi));
-      const double half = 0.5 * std::fabs(static_cast<double>(hi) - static_cast<double>(lo));
+      const float w = kernel_weight(L, s, b, zp, q, fused, round_to);
+      t.exact[q] = w;
+      t.alg[q] = std::fabs(static_cast<double>(w));
+      t.kernel[q] = w;
+      t.spread[q] = 0;
+    }
+    magnitudes_f32 = true;
+  } else if (pinned) {
+    // dequant_op = either: the weight is one of the fused and the unfused order's; the table
+    // holds their midpoint and half their distance (and the fused one as the kernel's weight,
+    // which no walk uses: walk is a SKIP for `either`).
+    for (int q = 0; q < 16; ++q) {
+      const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to);
+      const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to);
+      const double mid = 0.5 * (static_cast<double>(w_fma) + static_cast<double>(w_mul));
+      const double half = 0.5 * std::fabs(static_cast<double>(w_mul) - static_cast<double>(w_fma));
       t.exact[q] = mid;
       t.alg[q] = std::fabs(mid) + half;
-      t.kernel[q] = mul_add ? w_mul : w_fma;
+      t.kernel[q] = w_fma;
       t.spread[q] = half;
     }
   } else if (affine) {
@@ -149,9 +164,13 @@ void fill_table(const Af4View& v, Index row, Index group, DType activation, Code
     }
   }
   std::uint32_t nonfinite = 0, ambiguous = 0, nonzero = 0;
+  if (magnitudes_f32) {
+    for (int q = 0; q < 16; ++q) t.magnitude[q] = f32_magnitude(static_cast<float>(t.alg[q]));
+  } else {
+    for (int q = 0; q < 16; ++q) t.magnitude[q] = magnitude_of(t.alg[q]);
+  }
   for (int q = 0; q < 16; ++q) {
     const bool finite = std::isfinite(t.exact[q]);
-    t.magnitude[q] = magnitude_of(t.alg[q]);
     t.l1_term[q] = finite ? t.alg[q] : 0.0;
     nonfinite |= static_cast<std::uint32_t>(!finite) << q;
     ambiguous |= static_cast<std::uint32_t>(t.spread[q] != 0) << q;
