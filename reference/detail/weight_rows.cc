@@ -100,23 +100,40 @@ void fill_table(const Af4View& v, Index row, Index group, DType activation, Code
   const double sd = s;
   const double bd = b;
   // One loop per mode, each without branches inside, so the 16 codes are computed in vectors.
-  // Where every weight is an f32 value (one declared op), its charged magnitude is |w| itself
-  // and needs no rounding up from f64.
-  bool magnitudes_f32 = false;
   if (pinned && (dequant_op_only_unfused(L.dequant_op) || dequant_op_only_fused(L.dequant_op))) {
-    // A declared single op: both ends of the table's interval are the kernel's weight w, so
-    // exact = w, alg = |w|, no spread (what the general loop below computes, without its
-    // second weight and the f64 rounding of each magnitude: this table was 24 % of check's CPU
-    // on a MatMulNBits dump with blocks of 32).
+    // A declared single op: both ends of the table's interval are the kernel's f32 weight w, so
+    // exact = w, alg = |w|, no spread, and the charged magnitude is |w| itself, with no rounding
+    // up from f64 (what the general path computes: this table, with that path's second weight
+    // and its f64 magnitudes, was 24 % of check's CPU on a MatMulNBits dump with blocks of 32).
+    // Everything in one pass over registers: reading back the doubles just stored stalled.
     const bool fused = dequant_op_only_fused(L.dequant_op);
-    for (int q = 0; q < 16; ++q) {
-      const float w = kernel_weight(L, s, b, zp, q, fused, round_to);
-      t.exact[q] = w;
-      t.alg[q] = std::fabs(static_cast<double>(w));
-      t.kernel[q] = w;
-      t.spread[q] = 0;
+    alignas(64) float w[16];
+    if (L.variant == Af4Variant::kZeroPoint && !fused && round_to == DType::kF32) {
+      // ONNX Runtime's MatMulNBits (sub-mul): a loop the compiler turns into one vector.
+      for (int q = 0; q < 16; ++q) w[q] = static_cast<float>(q - zp) * s;
+    } else {
+      for (int q = 0; q < 16; ++q) w[q] = kernel_weight(L, s, b, zp, q, fused, round_to);
     }
-    magnitudes_f32 = true;
+    std::uint32_t nonfinite = 0, nonzero = 0;
+#pragma omp simd reduction(| : nonfinite, nonzero)
+    for (int q = 0; q < 16; ++q) {
+      // Bit operations, as f32_magnitude: |w|, and the finite test on the exponent.
+      const std::uint32_t mag = std::bit_cast<std::uint32_t>(w[q]) & 0x7FFFFFFFu;
+      const float m = std::bit_cast<float>(mag);
+      const std::uint32_t finite = 0u - static_cast<std::uint32_t>(mag < 0x7F800000u);
+      t.exact[q] = w[q];
+      t.alg[q] = m;
+      t.kernel[q] = w[q];
+      t.spread[q] = 0;
+      t.magnitude[q] = f32_magnitude(m);
+      t.l1_term[q] = std::bit_cast<float>(mag & finite);  // non-finite: + 0
+      nonfinite |= (~finite & 1u) << q;
+      nonzero |= static_cast<std::uint32_t>(mag != 0) << q;  // NaN counts as nonzero, as w != 0 does
+    }
+    t.nonfinite_mask = nonfinite;
+    t.ambiguous_mask = 0;
+    t.nonzero_mask = nonzero;
+    return;
   } else if (pinned) {
     // dequant_op = either: the weight is one of the fused and the unfused order's; the table
     // holds their midpoint and half their distance (and the fused one as the kernel's weight,
@@ -164,13 +181,9 @@ void fill_table(const Af4View& v, Index row, Index group, DType activation, Code
     }
   }
   std::uint32_t nonfinite = 0, ambiguous = 0, nonzero = 0;
-  if (magnitudes_f32) {
-    for (int q = 0; q < 16; ++q) t.magnitude[q] = f32_magnitude(static_cast<float>(t.alg[q]));
-  } else {
-    for (int q = 0; q < 16; ++q) t.magnitude[q] = magnitude_of(t.alg[q]);
-  }
   for (int q = 0; q < 16; ++q) {
     const bool finite = std::isfinite(t.exact[q]);
+    t.magnitude[q] = magnitude_of(t.alg[q]);
     t.l1_term[q] = finite ? t.alg[q] : 0.0;
     nonfinite |= static_cast<std::uint32_t>(!finite) << q;
     ambiguous |= static_cast<std::uint32_t>(t.spread[q] != 0) << q;
