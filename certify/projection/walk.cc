@@ -13,11 +13,11 @@ namespace {
 /// values in every column; values that differ in one column only point at that column's weights
 /// (a group's scale 0.2 % off in a bf16 output moves a few of its 32 values, docs/detection.md),
 /// in one row only at that row's activations.
-std::string where_they_lie(const WalkEvidence::Output& span, Index mismatches) {
+std::string where_they_lie(const WalkEvidence::Output& span, Index mismatches, bool bias) {
   if (mismatches < 2) return "";
   if (span.col_min == span.col_max) {
-    return ", all in column " + std::to_string(span.col_min) +
-           ": that column's weights (or their scales) are not those the kernel used";
+    return ", all in column " + std::to_string(span.col_min) + ": that column's weights (or their scales" +
+           (bias ? ", or its bias" : "") + ") are not those the kernel used";
   }
   if (span.row_min == span.row_max) {
     return ", all in row " + std::to_string(span.row_min) + ": that row's activations are not those the kernel used";
@@ -58,7 +58,8 @@ CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
     r.reason = name + " " + detail::where(w.row, w.col, slot) + " differs from the emulated " + info.walk.name +
                " walk: engine " + detail::hex_bits(w.engine, info.output) + " vs walk " +
                detail::hex_bits(w.walk, info.output) + "; " + std::to_string(e.mismatches) + " of " +
-               std::to_string(e.compared) + " values differ" + where_they_lie(span, e.mismatches);
+               std::to_string(e.compared) + " values differ" +
+               where_they_lie(span, e.mismatches, info.bias_dtype.has_value());
     r.first_failure = Location{name, w.row, w.col, slot};
   } else {
     r.reason = "all " + std::to_string(e.compared) + " engine values equal the emulated " + info.walk.name +

@@ -383,6 +383,15 @@ TEST(Check, StagedWalksAreEmulatedAndTheirFaultsFailTheWalk) {
     ASSERT_NE(be, nullptr);
     EXPECT_GT(be->mismatches, 0);
     EXPECT_NE(bw->reason.find("emulated " + p.k_walk + " walk"), std::string::npos) << bw->reason;
+    // A fault of the kernel's order moves values in many columns and rows: the reason gives
+    // their span, and blames no single column's weights.
+    EXPECT_NE(bw->reason.find(" in rows "), std::string::npos) << bw->reason;
+    EXPECT_EQ(bw->reason.find("all in column"), std::string::npos) << bw->reason;
+    for (const WalkEvidence::Output& o : be->outputs) {
+      if (o.mismatches > 1) {
+        EXPECT_LT(o.col_min, o.col_max) << o.output;
+      }
+    }
     // Both paths carry the fault: identity holds.
     EXPECT_EQ(find_check(bad, id + "identity")->verdict, Verdict::kPass);
   }
