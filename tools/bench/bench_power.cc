@@ -148,29 +148,9 @@ long long changed_values(const std::vector<std::uint8_t>& a, const std::vector<s
   return n;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Detection power of the default `check`: the smallest magnitude of each planted fault class each check "
-      "catches, then every check's false alarms over legitimate dumps"};
-  Options o;
-  app.add_option("--n", o.n, "Output columns (16480: the production in_proj; 4096 runs 4x faster)")
-      ->check(bench::at_least(1));
-  app.add_option("--legit", o.legit, "Legitimate dumps checked for false alarms")->check(bench::at_least(0));
-  app.add_option("--seeds", o.seeds,
-                 "Dumps per fault magnitude (seeds 7, 8, ...); a check catches a magnitude when it fails on every one")
-      ->check(bench::at_least(1));
-  app.add_option("--only", o.only,
-                 "Run only the fault classes whose description contains TEXT (e.g. \"truncated\"; default: every "
-                 "class)");
-  app.add_option("--dir", o.dir, "Where the generated dumps are written");
-  app.add_option("--threads", o.threads, "Threads of the check (0: OpenMP's default)")->check(bench::at_least(0));
-  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
-  if (o.threads > 0) omp_set_num_threads(o.threads);
-  std::filesystem::create_directories(o.dir);
-  const std::vector<std::string> kinds = {"identity", "bound", "walk", "signature", "variance", "bias", "check"};
-  const std::vector<Sweep> sweeps = {
+/// The fault classes, each at a sweep of magnitudes from the smallest to the largest.
+std::vector<Sweep> fault_sweeps() {
+  return {
       {"one AF4 group's scale x (1 + e), f32 outputs",
        "e",
        {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05},
@@ -206,89 +186,121 @@ int main(int argc, char** argv) {
        DType::kBf16,
        ""},
   };
+}
+
+/// Check seconds and checks run, for the mean time per check.
+struct CheckTime {
+  double seconds = 0;
+  int checks = 0;
+};
+
+/// One fault class: each magnitude on every seed, the checks that fail it, and per seed the
+/// outputs the fault changed against the legitimate twin.
+void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>& kinds, CheckTime& time) {
+  std::printf("\n%s\n  %-10s", s.fault.c_str(), s.unit.c_str());
+  for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
+  std::printf(" changed (of %lld stored outputs; min-max over seeds)\n", 32LL * static_cast<long long>(o.n));
+  const auto dump_spec = [&](int seed) {
+    fixtures::ProjectionSpec p = production(o.n, s.output, 7 + static_cast<std::uint64_t>(seed));
+    p.k_walk = s.k_walk;
+    return p;
+  };
+  // The legitimate twin of each seed: the same dump without the fault.
+  std::vector<std::vector<std::uint8_t>> twins;
+  std::vector<double> shares;
+  for (int seed = 0; seed < o.seeds; ++seed) {
+    const std::string twin = write(o, dump_spec(seed), "twin");
+    twins.push_back(stored_outputs(twin));
+    shares.push_back(faulted_scale_share(twin));
+  }
+  // Per seed and magnitude (largest first): the outputs the fault changed, "*" when check fails.
+  std::vector<std::string> per_seed(static_cast<std::size_t>(o.seeds));
+  const std::size_t element_bytes = s.output == DType::kF32 ? 4 : 2;
+  std::map<std::string, double> smallest;
+  // Largest first: the smallest magnitude caught is the last one of an unbroken run of FAILs.
+  std::map<std::string, bool> broken;
+  for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) {
+    std::map<std::string, int> fails;
+    long long fewest = -1, most = 0;
+    for (int seed = 0; seed < o.seeds; ++seed) {
+      fixtures::ProjectionSpec p = dump_spec(seed);
+      s.plant(p, *it);
+      double secs = 0;
+      const std::string path = write(o, p, "fault");
+      const std::set<std::string> f = failing_kinds(path, &secs);
+      time.seconds += secs;
+      ++time.checks;
+      const long long changed =
+          changed_values(stored_outputs(path), twins[static_cast<std::size_t>(seed)], element_bytes);
+      fewest = fewest < 0 ? changed : std::min(fewest, changed);
+      most = std::max(most, changed);
+      // "check": the whole check's verdict, whichever of its checks fails.
+      for (const std::string& k : kinds) fails[k] += (k == "check" ? !f.empty() : f.count(k) > 0) ? 1 : 0;
+      const auto si = static_cast<std::size_t>(seed);
+      char cell[32];
+      std::snprintf(cell, sizeof cell, " %7lld%s", changed, f.empty() ? " " : "*");
+      per_seed[si] += cell;
+      for (const std::string& x : f) {
+        if (x.rfind("error", 0) == 0) std::printf("  seed %d: %s\n", 7 + seed, x.c_str());
+      }
+    }
+    std::printf("  %-10g", *it);
+    for (const std::string& k : kinds) {
+      const int n = fails[k];
+      const std::string cell = n == o.seeds ? "FAIL" : n == 0 ? "-" : std::to_string(n) + "/" + std::to_string(o.seeds);
+      std::printf(" %-10s", cell.c_str());
+      if (n == o.seeds && !broken[k]) smallest[k] = *it;
+      if (n < o.seeds) broken[k] = true;
+    }
+    std::printf(" %lld-%lld\n", fewest, most);
+  }
+  std::printf("  smallest caught:");
+  for (const std::string& k : kinds) {
+    if (smallest.count(k)) std::printf(" %s %g;", k.c_str(), smallest[k]);
+  }
+  std::printf("\n");
+  if (s.fault.find("group's scale") != std::string::npos) {
+    // The fault moves the weights by e |s|: a group whose scale is a tenth of the others' needs
+    // a ten times larger e to move the outputs as far.
+    std::printf(
+        "  per seed: the faulted group's |scale| / rms of the segment's scales; per e, the outputs the "
+        "fault changed, * where check FAILs\n  seed  |s|/rms ");
+    for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) std::printf(" %8g", *it);
+    std::printf("\n");
+    for (int seed = 0; seed < o.seeds; ++seed) {
+      const auto si = static_cast<std::size_t>(seed);
+      std::printf("  %-5d %6.3f  %s\n", 7 + seed, shares[si], per_seed[si].c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Detection power of the default `check`: the smallest magnitude of each planted fault class each check "
+      "catches, then every check's false alarms over legitimate dumps"};
+  Options o;
+  app.add_option("--n", o.n, "Output columns (16480: the production in_proj; 4096 runs 4x faster)")
+      ->check(bench::at_least(1));
+  app.add_option("--legit", o.legit, "Legitimate dumps checked for false alarms")->check(bench::at_least(0));
+  app.add_option("--seeds", o.seeds,
+                 "Dumps per fault magnitude (seeds 7, 8, ...); a check catches a magnitude when it fails on every one")
+      ->check(bench::at_least(1));
+  app.add_option("--only", o.only,
+                 "Run only the fault classes whose description contains TEXT (e.g. \"truncated\"; default: every "
+                 "class)");
+  app.add_option("--dir", o.dir, "Where the generated dumps are written");
+  app.add_option("--threads", o.threads, "Threads of the check (0: OpenMP's default)")->check(bench::at_least(0));
+  if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  std::filesystem::create_directories(o.dir);
+  const std::vector<std::string> kinds = {"identity", "bound", "walk", "signature", "variance", "bias", "check"};
   std::printf("bench_power: K 5120 x N %lld, 32 rows in 32 slots, %d threads, %d seed(s) per magnitude\n",
               static_cast<long long>(o.n), omp_get_max_threads(), o.seeds);
-  double check_seconds = 0;
-  int checks = 0;
-  for (const Sweep& s : sweeps) {
-    if (s.fault.find(o.only) == std::string::npos) continue;
-    std::printf("\n%s\n  %-10s", s.fault.c_str(), s.unit.c_str());
-    for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
-    std::printf(" changed (of %lld stored outputs; min-max over seeds)\n", static_cast<long long>(32 * o.n));
-    const auto dump_spec = [&](int seed) {
-      fixtures::ProjectionSpec p = production(o.n, s.output, 7 + static_cast<std::uint64_t>(seed));
-      p.k_walk = s.k_walk;
-      return p;
-    };
-    // The legitimate twin of each seed: the same dump without the fault.
-    std::vector<std::vector<std::uint8_t>> twins;
-    std::vector<double> shares;
-    for (int seed = 0; seed < o.seeds; ++seed) {
-      const std::string twin = write(o, dump_spec(seed), "twin");
-      twins.push_back(stored_outputs(twin));
-      shares.push_back(faulted_scale_share(twin));
-    }
-    // Per seed and magnitude (largest first): the outputs the fault changed, "*" when check fails.
-    std::vector<std::string> per_seed(static_cast<std::size_t>(o.seeds));
-    const std::size_t element_bytes = s.output == DType::kF32 ? 4 : 2;
-    std::map<std::string, double> smallest;
-    // Largest first: the smallest magnitude caught is the last one of an unbroken run of FAILs.
-    std::map<std::string, bool> broken;
-    for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) {
-      std::map<std::string, int> fails;
-      long long fewest = -1, most = 0;
-      for (int seed = 0; seed < o.seeds; ++seed) {
-        fixtures::ProjectionSpec p = dump_spec(seed);
-        s.plant(p, *it);
-        double secs = 0;
-        const std::string path = write(o, p, "fault");
-        const std::set<std::string> f = failing_kinds(path, &secs);
-        check_seconds += secs;
-        ++checks;
-        const long long changed =
-            changed_values(stored_outputs(path), twins[static_cast<std::size_t>(seed)], element_bytes);
-        fewest = fewest < 0 ? changed : std::min(fewest, changed);
-        most = std::max(most, changed);
-        // "check": the whole check's verdict, whichever of its checks fails.
-        for (const std::string& k : kinds) fails[k] += (k == "check" ? !f.empty() : f.count(k) > 0) ? 1 : 0;
-        const auto si = static_cast<std::size_t>(seed);
-        char cell[32];
-        std::snprintf(cell, sizeof cell, " %7lld%s", changed, f.empty() ? " " : "*");
-        per_seed[si] += cell;
-        for (const std::string& x : f) {
-          if (x.rfind("error", 0) == 0) std::printf("  seed %d: %s\n", 7 + seed, x.c_str());
-        }
-      }
-      std::printf("  %-10g", *it);
-      for (const std::string& k : kinds) {
-        const int n = fails[k];
-        const std::string cell = n == o.seeds ? "FAIL"
-                                 : n == 0     ? "-"
-                                              : std::to_string(n) + "/" + std::to_string(o.seeds);
-        std::printf(" %-10s", cell.c_str());
-        if (n == o.seeds && !broken[k]) smallest[k] = *it;
-        if (n < o.seeds) broken[k] = true;
-      }
-      std::printf(" %lld-%lld\n", fewest, most);
-    }
-    std::printf("  smallest caught:");
-    for (const std::string& k : kinds) {
-      if (smallest.count(k)) std::printf(" %s %g;", k.c_str(), smallest[k]);
-    }
-    std::printf("\n");
-    if (s.fault.find("group's scale") != std::string::npos) {
-      // The fault moves the weights by e |s|: a group whose scale is a tenth of the others' needs
-      // a ten times larger e to move the outputs as far.
-      std::printf(
-          "  per seed: the faulted group's |scale| / rms of the segment's scales; per e, the outputs the "
-          "fault changed, * where check FAILs\n  seed  |s|/rms ");
-      for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) std::printf(" %8g", *it);
-      std::printf("\n");
-      for (int seed = 0; seed < o.seeds; ++seed) {
-        const auto si = static_cast<std::size_t>(seed);
-        std::printf("  %-5d %6.3f  %s\n", 7 + seed, shares[si], per_seed[si].c_str());
-      }
-    }
+  CheckTime time;
+  for (const Sweep& s : fault_sweeps()) {
+    if (s.fault.find(o.only) != std::string::npos) run_sweep(o, s, kinds, time);
   }
   // Legitimate dumps: seeds x output types x the engine's summation order.
   const std::vector<std::string> orders = {"split:8:fma", "pairwise", "lanes:16:halving:fma", "seq"};
@@ -299,8 +311,8 @@ int main(int argc, char** argv) {
     p.engine_order = orders[static_cast<std::size_t>(i / 2) % orders.size()];
     double secs = 0;
     const std::set<std::string> f = failing_kinds(write(o, p, "legit"), &secs);
-    check_seconds += secs;
-    ++checks;
+    time.seconds += secs;
+    ++time.checks;
     for (const std::string& k : f) ++alarms[k];
   }
   std::printf(
@@ -310,7 +322,7 @@ int main(int argc, char** argv) {
   if (alarms.empty()) std::printf(" none");
   for (const auto& [k, n] : alarms) std::printf(" %s %d;", k.c_str(), n);
   std::printf("\n");
-  if (checks > 0) std::printf("mean check time %.2f s per dump\n", check_seconds / checks);
+  if (time.checks > 0) std::printf("mean check time %.2f s per dump\n", time.seconds / time.checks);
   std::filesystem::remove(o.dir + "/fault.h5");
   std::filesystem::remove(o.dir + "/legit.h5");
   std::filesystem::remove(o.dir + "/twin.h5");
