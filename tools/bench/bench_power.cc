@@ -150,25 +150,18 @@ long long changed_values(const std::vector<std::uint8_t>& a, const std::vector<s
 
 /// The fault classes, each at a sweep of magnitudes from the smallest to the largest.
 std::vector<Sweep> fault_sweeps() {
+  const auto scale = [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); };
+  const std::vector<double> bf16_scale = {0.002, 0.005, 0.01, 0.02, 0.05, 0.1};
   return {
       {"one AF4 group's scale x (1 + e), f32 outputs",
        "e",
        {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05},
-       [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
+       scale,
        DType::kF32,
        ""},
-      {"one AF4 group's scale x (1 + e), bf16 outputs",
-       "e",
-       {0.002, 0.005, 0.01, 0.02, 0.05, 0.1},
-       [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
-       DType::kBf16,
-       ""},
-      {"one AF4 group's scale x (1 + e), bf16 outputs, the engine's walk declared (k_walk split:8:fma)",
-       "e",
-       {0.002, 0.005, 0.01, 0.02, 0.05, 0.1},
-       [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); },
-       DType::kBf16,
-       "split:8:fma"},
+      {"one AF4 group's scale x (1 + e), bf16 outputs", "e", bf16_scale, scale, DType::kBf16, ""},
+      {"one AF4 group's scale x (1 + e), bf16 outputs, the engine's walk declared (k_walk split:8:fma)", "e",
+       bf16_scale, scale, DType::kBf16, "split:8:fma"},
       {"an accumulator keeping p of f32's 24 bits (rounding to nearest), f32 outputs",
        "24 - p",
        {2, 4, 5, 6, 7, 8, 10},
