@@ -208,13 +208,21 @@ void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact
         // The kernel's weight is known: by the declared order, or as the midpoint of both.
         const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to);
         const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to);
-        const float lo = only_unfused ? w_mul : w_fma;
-        const float hi = only_fused ? w_fma : w_mul;
-        const double mid = 0.5 * (static_cast<double>(lo) + static_cast<double>(hi));  // exact: one more bit
-        const double half = 0.5 * std::fabs(static_cast<double>(hi) - static_cast<double>(lo));
+        if (only_fused || only_unfused) {
+          // One weight, no spread, also where it is inf or NaN (inf - inf would make a NaN
+          // spread: a two-valued weight in a segment that cannot have one).
+          const float w = only_fused ? w_fma : w_mul;
+          if (exact) exact[c] = w;
+          if (alg) alg[c] = std::fabs(static_cast<double>(w));
+          if (kernel) kernel[c] = w;
+          if (spread) spread[c] = 0;
+          continue;
+        }
+        const double mid = 0.5 * (static_cast<double>(w_fma) + static_cast<double>(w_mul));  // exact: one more bit
+        const double half = 0.5 * std::fabs(static_cast<double>(w_mul) - static_cast<double>(w_fma));
         if (exact) exact[c] = mid;
         if (alg) alg[c] = std::fabs(mid) + half;
-        if (kernel) kernel[c] = only_unfused ? w_mul : w_fma;
+        if (kernel) kernel[c] = w_fma;
         if (spread) spread[c] = half;
         continue;
       }

@@ -4,7 +4,9 @@
 // for them beside their legitimate twins; every bad value of the new members is refused with
 // its code; and the weights hash covers the new members while v1 segments hash as before.
 #include <gtest/gtest.h>
+
 #include <hdf5.h>
+#include <cmath>
 
 #include <algorithm>
 #include <cstdint>
@@ -27,6 +29,7 @@ using fixtures::Fault;
 using ncert::testing::check_dump;
 using ncert::testing::failing_ids;
 using ncert::testing::find_check;
+using ncert::testing::poke_f32;
 using ncert::testing::write_fixture;
 using ncert::testing::zero_point_dump;
 using ncert::testing::ZeroPointCase;
@@ -82,6 +85,23 @@ TEST(ZeroPoint, OffByOneZeroPointFailsBoundAndWalkAndItsTwinPasses) {
     if (!z.k_walk.empty()) expected.insert("projections/zp/walk");
     EXPECT_EQ(failing_ids(r), expected) << r.to_text(true);
     // Both paths compute with the wrong zero point: identity cannot see it.
+    EXPECT_EQ(verdict_of(r, "identity"), Verdict::kPass);
+  }
+}
+
+TEST(ZeroPoint, AnInfiniteScaleUnderADeclaredOrderFailsTheBoundNotTheProcess) {
+  // An inf scale makes inf weights. Under one declared dequant_op each has one value (inf): its
+  // spread was inf - inf = NaN, a two-valued weight in a segment that cannot have one, and check
+  // stopped on an internal assertion. The kernel never used that scale, so bound must fail.
+  for (const DequantOp op : {DequantOp::kSubMul, DequantOp::kFused}) {
+    SCOPED_TRACE(std::string(reference::dequant_op_name(op)));
+    ZeroPointCase z;
+    z.op = op;
+    const std::string path = write_fixture(zero_point_dump(z), "zp-inf-scale.h5");
+    poke_f32(path, "/projections/zp/weight/s0_af4/scales", 0, 0, INFINITY);
+    const Report r = check_dump(path);
+    EXPECT_EQ(r.verdict(), Verdict::kFail) << r.to_text(true);
+    EXPECT_EQ(verdict_of(r, "bound"), Verdict::kFail) << r.to_text(true);
     EXPECT_EQ(verdict_of(r, "identity"), Verdict::kPass);
   }
 }

@@ -188,31 +188,46 @@ TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
 
 TEST(WeightRows, Af4SpecialScalesKeepTheirFacts) {
   // f32 scales: NaN, inf, a scale whose s * q overflows f32 (and so the f32 magnitude), zero
-  // (a group of zero weights), a subnormal; with the exact and the f32 dequantizations.
+  // (a group of zero weights), a subnormal; with the exact and the f32 dequantizations, and for
+  // f32 each declared operation order (a single one gives an inf or NaN weight no spread).
   for (const Dequant dq : {Dequant::kExact, Dequant::kF32}) {
-    for (const Index group : {Index{8}, Index{64}}) {
-      SegmentSpec s;
-      s.format = WeightFormat::kAf4;
-      s.rows = 2;
-      s.af4.group_size = group;
-      s.af4.scale_dtype = DType::kF32;
-      s.af4.dequant = dq;
-      ProblemOptions o;
-      o.k = 320;
-      o.segments = {s};
-      auto p = make_problem(o);
-      const auto set = [&](std::size_t store, Index i, float v) {
-        std::memcpy(p->byte_store[store].data() + i * 4, &v, 4);
-      };
-      set(1, 0, NAN);
-      set(1, 1, INFINITY);
-      set(1, 2, 3e38f);
-      set(2, 2, 3e38f);
-      set(1, 3, 0.0f);
-      set(2, 3, 0.0f);
-      set(1, 4, 1e-42f);
-      set(2, 4, 0.0f);
-      compare_all_rows(*p, std::string("special scales ") + std::string(dequant_name(dq)));
+    for (const DequantOp op : {DequantOp::kEither, DequantOp::kFma, DequantOp::kMulAdd}) {
+      if (dq == Dequant::kExact && op != DequantOp::kEither) continue;
+      for (const Index group : {Index{8}, Index{64}}) {
+        SegmentSpec s;
+        s.format = WeightFormat::kAf4;
+        s.rows = 2;
+        s.af4.group_size = group;
+        s.af4.scale_dtype = DType::kF32;
+        s.af4.dequant = dq;
+        s.af4.dequant_op = op;
+        ProblemOptions o;
+        o.k = 320;
+        o.segments = {s};
+        auto p = make_problem(o);
+        const auto set = [&](std::size_t store, Index i, float v) {
+          std::memcpy(p->byte_store[store].data() + i * 4, &v, 4);
+        };
+        set(1, 0, NAN);
+        set(1, 1, INFINITY);
+        set(1, 2, 3e38f);
+        set(2, 2, 3e38f);
+        set(1, 3, 0.0f);
+        set(2, 3, 0.0f);
+        set(1, 4, 1e-42f);
+        set(2, 4, 0.0f);
+        compare_all_rows(*p, std::string("special scales ") + std::string(dequant_name(dq)) + " op " +
+                                 std::to_string(static_cast<int>(op)));
+        if (op != DequantOp::kEither) {
+          // One declared order: no weight has two values, not even a non-finite one.
+          std::vector<double> exact(320), alg(320), spread(320);
+          std::vector<float> kernel(320);
+          for (Index j = 0; j < 2; ++j) {
+            decode_weight_row(p->weights, j, DType::kF32, exact.data(), alg.data(), kernel.data(), spread.data());
+            for (double h : spread) EXPECT_EQ(h, 0.0);
+          }
+        }
+      }
     }
   }
 }
