@@ -23,7 +23,9 @@ namespace ncert::certify {
 /// version is refused before any of its results is read (certify/campaign/journal.cc).
 ///   1  evidence as the JSON `stats` it rendered to where it ran, untyped (journals without "wire")
 ///   2  typed evidence, every member (evidence_wire.h)
-inline constexpr int kWireVersion = 2;
+///   3  walk evidence with its diagnosis (2026-12-03) and each output's row and column span of
+///      the values that differ (2026-12-04): version 2 journals lack those members
+inline constexpr int kWireVersion = 3;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);
