@@ -5,9 +5,10 @@
 // check's verdict, whichever check fails); then the false alarms of every check over
 // legitimate dumps (seeds, output types, engine summation orders).
 // Beside the checks, column `changed` counts the stored outputs the fault changed at all (bits
-// of y_unpacked differing from the same dump made without it): a dump whose count is 0 is byte
-// for byte a legitimate dump, so no check can catch the fault there, and a handful of changed
-// values is all the evidence any check has.
+// of y_unpacked differing from the same dump made without it): where it is 0 the dump holds what
+// the legitimate one holds (the fault is the engine's, in both paths: the inputs and the packed
+// rows are the same), so no check can catch the fault there, and a handful of changed values is
+// all the evidence any check has.
 // Usage: bench_power [--n N] [--legit L] [--seeds S] [--only TEXT] [--dir D] [--threads T]
 //   --n      output columns (default 16480, the production in_proj; 4096 runs 4x faster)
 //   --legit  legitimate dumps (default 24)
