@@ -26,6 +26,19 @@ struct SegmentSpec {
   Af4Layout af4;  ///< for AF4 segments (packing, variant, group size, dequant, scale dtype)
 };
 
+/// An AF4 segment of `rows` rows (the other layout members at their defaults).
+inline SegmentSpec af4_segment(Index rows, reference::Dequant dq, DType scale, Index group = 64,
+                               reference::DequantOp op = reference::DequantOp::kFma) {
+  SegmentSpec s;
+  s.format = WeightFormat::kAf4;
+  s.rows = rows;
+  s.af4.group_size = group;
+  s.af4.scale_dtype = scale;
+  s.af4.dequant = dq;
+  s.af4.dequant_op = op;
+  return s;
+}
+
 /// Parameters of one AF4 segment kept in plain form, so tests can compute weights without
 /// ncert's decoder.
 struct Af4Plain {

@@ -47,6 +47,7 @@
 namespace ncert::reference {
 namespace {
 
+using ncert::testing::af4_segment;
 using ncert::testing::make_problem;
 using ncert::testing::OwnedProblem;
 using ncert::testing::ProblemOptions;
@@ -167,17 +168,6 @@ std::vector<double> exact_s(const OwnedProblem& p) {
     }
   }
   return out;
-}
-
-SegmentSpec af4_segment(Index rows, Dequant dq, DType scale, Index group = 64) {
-  SegmentSpec s;
-  s.format = WeightFormat::kAf4;
-  s.rows = rows;
-  s.af4.group_size = group;
-  s.af4.scale_dtype = scale;
-  s.af4.dequant = dq;
-  s.af4.dequant_op = DequantOp::kFma;
-  return s;
 }
 
 /// The reference of `problem` computed with one thread, then with two.

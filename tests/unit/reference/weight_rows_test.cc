@@ -22,6 +22,7 @@
 namespace ncert::reference {
 namespace {
 
+using ncert::testing::af4_segment;
 using ncert::testing::make_problem;
 using ncert::testing::OwnedProblem;
 using ncert::testing::ProblemOptions;
@@ -160,15 +161,9 @@ TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
         for (const Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
           for (const DequantOp op : {DequantOp::kSubMul, DequantOp::kFused}) {
             for (const DType act : {DType::kBf16, DType::kF32}) {
-              SegmentSpec s;
-              s.format = WeightFormat::kAf4;
-              s.rows = 3;
-              s.af4.group_size = group;
+              SegmentSpec s = af4_segment(3, dq, scale, group, op);
               s.af4.variant = Af4Variant::kZeroPoint;
               s.af4.packing = packing;
-              s.af4.scale_dtype = scale;
-              s.af4.dequant = dq;
-              s.af4.dequant_op = op;
               ProblemOptions o;
               o.k = 4 * group;
               o.x_dtype = act;
@@ -194,13 +189,7 @@ TEST(WeightRows, Af4SpecialScalesKeepTheirFacts) {
     for (const DequantOp op : {DequantOp::kEither, DequantOp::kFma, DequantOp::kMulAdd}) {
       if (dq == Dequant::kExact && op != DequantOp::kEither) continue;
       for (const Index group : {Index{8}, Index{64}}) {
-        SegmentSpec s;
-        s.format = WeightFormat::kAf4;
-        s.rows = 2;
-        s.af4.group_size = group;
-        s.af4.scale_dtype = DType::kF32;
-        s.af4.dequant = dq;
-        s.af4.dequant_op = op;
+        const SegmentSpec s = af4_segment(2, dq, DType::kF32, group, op);
         ProblemOptions o;
         o.k = 320;
         o.segments = {s};
