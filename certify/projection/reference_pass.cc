@@ -15,15 +15,24 @@
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
+namespace {
+
+/// Widens [lo, hi] (lo = -1: empty) to cover [from, to]; min and max, so the same in any order
+/// of adds and merges (any thread count).
+void widen(Index& lo, Index& hi, Index from, Index to) {
+  if (from < 0) return;
+  lo = lo < 0 ? from : std::min(lo, from);
+  hi = std::max(hi, to);
+}
+
+}  // namespace
 
 void WalkTally::add(Index r, Index c, std::uint32_t e, std::uint32_t w) {
   ++compared;
   if (e == w) return;
   ++mismatches;
-  row_min = row_min < 0 ? r : std::min(row_min, r);
-  row_max = std::max(row_max, r);
-  col_min = col_min < 0 ? c : std::min(col_min, c);
-  col_max = std::max(col_max, c);
+  widen(row_min, row_max, r, r);
+  widen(col_min, col_max, c, c);
   if (row < 0 || r < row || (r == row && c < col)) {
     row = r;
     col = c;
@@ -35,12 +44,8 @@ void WalkTally::add(Index r, Index c, std::uint32_t e, std::uint32_t w) {
 void WalkTally::merge(const WalkTally& o) {
   compared += o.compared;
   mismatches += o.mismatches;
-  if (o.row_min >= 0) {
-    row_min = row_min < 0 ? o.row_min : std::min(row_min, o.row_min);
-    row_max = std::max(row_max, o.row_max);
-    col_min = col_min < 0 ? o.col_min : std::min(col_min, o.col_min);
-    col_max = std::max(col_max, o.col_max);
-  }
+  widen(row_min, row_max, o.row_min, o.row_max);
+  widen(col_min, col_max, o.col_min, o.col_max);
   if (o.row >= 0 && (row < 0 || o.row < row || (o.row == row && o.col < col))) {
     row = o.row;
     col = o.col;
@@ -66,10 +71,7 @@ void BiasTally::merge(const BiasTally& o) {
   beyond += o.beyond;
   beyond_toward_zero += o.beyond_toward_zero;
   far += o.far;
-  if (o.col_min >= 0) {
-    col_min = col_min < 0 ? o.col_min : std::min(col_min, o.col_min);
-    col_max = std::max(col_max, o.col_max);
-  }
+  widen(col_min, col_max, o.col_min, o.col_max);
   peak_z = std::max(peak_z, o.peak_z);
   if (o.worst) keep_worst(*o.worst);
 }
@@ -83,8 +85,7 @@ void BiasTally::keep_worst(const BiasValue& v) {
 }
 
 void BiasTally::add_beyond(const BiasValue& v, bool toward_zero, bool is_far) {
-  col_min = col_min < 0 ? v.col : std::min(col_min, v.col);
-  col_max = std::max(col_max, v.col);
+  widen(col_min, col_max, v.col, v.col);
   if (is_far) {
     ++far;
   } else {

@@ -1,6 +1,5 @@
 // walk: when the dump declares the kernel's K walk, every engine value equals the walk emulated
 // bit for bit (reference/k_walk.h), epilogue included.
-#include <algorithm>
 #include <string>
 
 #include "certify/projection/checks.h"
@@ -13,8 +12,8 @@ namespace {
 /// values in every column; values that differ in one column only point at that column's weights
 /// (a group's scale 0.2 % off in a bf16 output moves a few of its 32 values, docs/detection.md),
 /// in one row only at that row's activations.
-std::string where_they_lie(const WalkEvidence::Output& span, Index mismatches, bool bias) {
-  if (mismatches < 2) return "";
+std::string where_they_lie(const WalkTally& span, bool bias) {
+  if (span.mismatches < 2) return "";
   if (span.col_min == span.col_max) {
     return ", all in column " + std::to_string(span.col_min) + ": that column's weights (or their scales" +
            (bias ? ", or its bias" : "") + ") are not those the kernel used";
@@ -34,18 +33,13 @@ CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
   WalkEvidence e;
   e.k_walk = info.walk.name;
   std::optional<EngineOutputId> first;
-  WalkEvidence::Output span;  // the rows and columns the mismatches of every output span
+  WalkTally span;  // every output's tally merged: the rows and columns all mismatches span
   for (EngineOutputId id : kAllEngineOutputs) {
     if (!f.data.output(id).present) continue;
     const WalkTally& w = pass.walk[static_cast<std::size_t>(id)];
     e.outputs.push_back(
         {std::string(engine_output_name(id)), w.compared, w.mismatches, w.row_min, w.row_max, w.col_min, w.col_max});
-    if (w.mismatches > 0) {
-      span.row_min = span.row_min < 0 ? w.row_min : std::min(span.row_min, w.row_min);
-      span.row_max = std::max(span.row_max, w.row_max);
-      span.col_min = span.col_min < 0 ? w.col_min : std::min(span.col_min, w.col_min);
-      span.col_max = std::max(span.col_max, w.col_max);
-    }
+    span.merge(w);
     e.compared += w.compared;
     e.mismatches += w.mismatches;
     if (!first && w.mismatches > 0) first = id;
@@ -58,8 +52,7 @@ CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
     r.reason = name + " " + detail::where(w.row, w.col, slot) + " differs from the emulated " + info.walk.name +
                " walk: engine " + detail::hex_bits(w.engine, info.output) + " vs walk " +
                detail::hex_bits(w.walk, info.output) + "; " + std::to_string(e.mismatches) + " of " +
-               std::to_string(e.compared) + " values differ" +
-               where_they_lie(span, e.mismatches, info.bias_dtype.has_value());
+               std::to_string(e.compared) + " values differ" + where_they_lie(span, info.bias_dtype.has_value());
     r.first_failure = Location{name, w.row, w.col, slot};
   } else {
     r.reason = "all " + std::to_string(e.compared) + " engine values equal the emulated " + info.walk.name +
