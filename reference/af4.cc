@@ -206,18 +206,18 @@ void af4_decode_row(const Af4View& v, Index row, DType activation, double* exact
       const int q = af4_code(v, row, c);
       if (pinned) {
         // The kernel's weight is known: by the declared order, or as the midpoint of both.
-        const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to);
-        const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to);
         if (only_fused || only_unfused) {
           // One weight, no spread, also where it is inf or NaN (inf - inf would make a NaN
           // spread: a two-valued weight in a segment that cannot have one).
-          const float w = only_fused ? w_fma : w_mul;
+          const float w = kernel_weight(L, s, b, zp, q, only_fused, round_to);
           if (exact) exact[c] = w;
           if (alg) alg[c] = std::fabs(static_cast<double>(w));
           if (kernel) kernel[c] = w;
           if (spread) spread[c] = 0;
           continue;
         }
+        const float w_fma = kernel_weight(L, s, b, zp, q, true, round_to);
+        const float w_mul = kernel_weight(L, s, b, zp, q, false, round_to);
         const double mid = 0.5 * (static_cast<double>(w_fma) + static_cast<double>(w_mul));  // exact: one more bit
         const double half = 0.5 * std::fabs(static_cast<double>(w_mul) - static_cast<double>(w_fma));
         if (exact) exact[c] = mid;
