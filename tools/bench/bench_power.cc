@@ -106,8 +106,29 @@ std::string write(const Options& o, const fixtures::ProjectionSpec& p, const std
   return path;
 }
 
-/// The stored bytes of the projection's y_unpacked (copied: the file is rewritten next).
-std::vector<std::uint8_t> stored_outputs(const std::string& path) {
+/// |scale| of the faulted AF4 group (row 0, group 0 of the first segment) over the rms of the
+/// segment's scales: the fault moves the weights by e times this group's share, so a group whose
+/// scale is a tenth of the others' needs a ten times larger e to move the outputs as far.
+double faulted_scale_share(const certify::DumpReader& reader) {
+  Result<std::vector<std::uint16_t>> s = reader.read_u16("/projections/in_proj/weight/s0_af4/scales");
+  if (!s.ok() || s->empty()) {
+    std::fprintf(stderr, "bench_power: no AF4 scales\n");
+    std::exit(4);
+  }
+  const auto value = [](std::uint16_t b) { return static_cast<double>(std::bit_cast<float>(std::uint32_t{b} << 16)); };
+  double sum = 0;
+  for (std::uint16_t b : *s) sum += value(b) * value(b);
+  return std::abs(value(s->front())) / std::sqrt(sum / static_cast<double>(s->size()));
+}
+
+/// What bench_power reads back from a dump it wrote.
+struct StoredDump {
+  std::vector<std::uint8_t> outputs;  ///< y_unpacked's bytes (copied: the file is rewritten next)
+  double share = 0;                   ///< faulted_scale_share, where asked for
+};
+
+/// Opens the dump once for its outputs and, for the group-scale sweeps, the faulted group's share.
+StoredDump read_back(const std::string& path, bool share) {
   auto reader = certify::DumpReader::open(path);
   Result<certify::Bytes> b =
       reader.ok() ? reader->read_bytes("/projections/in_proj/y_unpacked") : Result<certify::Bytes>(reader.status());
@@ -115,24 +136,7 @@ std::vector<std::uint8_t> stored_outputs(const std::string& path) {
     std::fprintf(stderr, "bench_power: %s: %s\n", path.c_str(), b.status().to_string().c_str());
     std::exit(4);
   }
-  return {b->begin(), b->end()};
-}
-
-/// |scale| of the faulted AF4 group (row 0, group 0 of the first segment) over the rms of the
-/// segment's scales: the fault moves the weights by e times this group's share, so a group whose
-/// scale is a tenth of the others' needs a ten times larger e to move the outputs as far.
-double faulted_scale_share(const std::string& path) {
-  auto reader = certify::DumpReader::open(path);
-  Result<std::vector<std::uint16_t>> s = reader.ok() ? reader->read_u16("/projections/in_proj/weight/s0_af4/scales")
-                                                     : Result<std::vector<std::uint16_t>>(reader.status());
-  if (!s.ok() || s->empty()) {
-    std::fprintf(stderr, "bench_power: %s: no AF4 scales\n", path.c_str());
-    std::exit(4);
-  }
-  const auto value = [](std::uint16_t b) { return static_cast<double>(std::bit_cast<float>(std::uint32_t{b} << 16)); };
-  double sum = 0;
-  for (std::uint16_t b : *s) sum += value(b) * value(b);
-  return std::abs(value(s->front())) / std::sqrt(sum / static_cast<double>(s->size()));
+  return {{b->begin(), b->end()}, share ? faulted_scale_share(*reader) : 0.0};
 }
 
 /// How many values of `element_bytes` each differ between two stored outputs.
@@ -199,14 +203,11 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
     p.k_walk = s.k_walk;
     return p;
   };
+  const bool group_fault = s.fault.find("group's scale") != std::string::npos;
   // The legitimate twin of each seed: the same dump without the fault.
-  std::vector<std::vector<std::uint8_t>> twins;
-  std::vector<double> shares;
-  for (int seed = 0; seed < o.seeds; ++seed) {
-    const std::string twin = write(o, dump_spec(seed), "twin");
-    twins.push_back(stored_outputs(twin));
-    shares.push_back(faulted_scale_share(twin));
-  }
+  std::vector<StoredDump> twins;
+  twins.reserve(static_cast<std::size_t>(o.seeds));
+  for (int seed = 0; seed < o.seeds; ++seed) twins.push_back(read_back(write(o, dump_spec(seed), "twin"), group_fault));
   // Per seed and magnitude (largest first): the outputs the fault changed, "*" when check fails.
   std::vector<std::string> per_seed(static_cast<std::size_t>(o.seeds));
   const std::size_t element_bytes = s.output == DType::kF32 ? 4 : 2;
@@ -225,7 +226,7 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
       time.seconds += secs;
       ++time.checks;
       const long long changed =
-          changed_values(stored_outputs(path), twins[static_cast<std::size_t>(seed)], element_bytes);
+          changed_values(read_back(path, false).outputs, twins[static_cast<std::size_t>(seed)].outputs, element_bytes);
       fewest = fewest < 0 ? changed : std::min(fewest, changed);
       most = std::max(most, changed);
       // "check": the whole check's verdict, whichever of its checks fails.
@@ -253,7 +254,7 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
     if (smallest.count(k)) std::printf(" %s %g;", k.c_str(), smallest[k]);
   }
   std::printf("\n");
-  if (s.fault.find("group's scale") != std::string::npos) {
+  if (group_fault) {
     // The fault moves the weights by e |s|: a group whose scale is a tenth of the others' needs
     // a ten times larger e to move the outputs as far.
     std::printf(
@@ -263,7 +264,7 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
     std::printf("\n");
     for (int seed = 0; seed < o.seeds; ++seed) {
       const auto si = static_cast<std::size_t>(seed);
-      std::printf("  %-5d %6.3f  %s\n", 7 + seed, shares[si], per_seed[si].c_str());
+      std::printf("  %-5d %6.3f  %s\n", 7 + seed, twins[si].share, per_seed[si].c_str());
     }
   }
 }
