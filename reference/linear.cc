@@ -9,6 +9,7 @@
 #include "reference/detail/gemm.h"
 #include "reference/detail/interval.h"
 #include "reference/detail/s_bf16.h"
+#include "reference/detail/transpose.h"
 #include "reference/detail/weight_rows.h"
 #include "reference/k_walk.h"
 
@@ -19,8 +20,6 @@ namespace {
 // Rows emulated together: each weight of the block is loaded once for 8 rows (the walk's
 // order per element is unchanged; walk_rows_block's 8 x 16 register block).
 constexpr Index kWalkRows = 8;
-/// Weight rows decoded before they are transposed for the walk (decode_block).
-constexpr Index kTransposeRows = 16;
 
 struct BlockScratch {
   std::vector<double> w_exact;        // block_cols x K: the weights y* multiplies by
@@ -134,22 +133,19 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
     out.exact = t.w_exact.data() + jj * K;
     out.magnitude = t.w_mag.data() + jj * K;
     out.spread = spread ? t.w_spread.data() + jj * K : nullptr;
-    out.kernel = walk ? t.kernel_rows.data() + (jj % kTransposeRows) * K : nullptr;
+    out.kernel = walk ? t.kernel_rows.data() + (jj % detail::kTransposeRows) * K : nullptr;
     const detail::WeightRowFacts row = decoder.decode(j0 + jj, out);
     if (row.nonfinite > 0 && facts.nonfinite == 0) facts.first_nonfinite = (j0 + jj) * K + row.first_nonfinite;
     facts.nonfinite += row.nonfinite;
     facts.ambiguous += row.ambiguous;
     if (!row.all_zero) facts.all_zero = false;
     t.a_l1[jj] = inflate_s(row.l1, K);
-    if (walk && (jj % kTransposeRows == kTransposeRows - 1 || jj == w - 1)) {
+    if (walk && (jj % detail::kTransposeRows == detail::kTransposeRows - 1 || jj == w - 1)) {
       // Up to 16 rows at once: each store then fills 16 consecutive floats of a row of
       // w_kernel. One row at a time stored a float per cache line, every line K times over,
       // which was 17 % of check's CPU on a MatMulNBits dump (M 32, K 5120, N 16480).
-      const Index r0 = jj - jj % kTransposeRows, rows = jj - r0 + 1;
-      for (Index c = 0; c < K; ++c) {
-        float* dst = t.w_kernel.data() + c * w + r0;
-        for (Index r = 0; r < rows; ++r) dst[r] = t.kernel_rows[static_cast<std::size_t>(r * K + c)];
-      }
+      const Index r0 = jj - jj % detail::kTransposeRows;
+      detail::transpose_rows(t.kernel_rows.data(), jj - r0 + 1, K, t.w_kernel.data() + r0, w);
     }
   }
   return facts;
@@ -260,7 +256,7 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
   t.terms.resize(static_cast<std::size_t>(bc));
   if (walk) {
     t.w_kernel.resize(static_cast<std::size_t>(K * bc));
-    t.kernel_rows.resize(static_cast<std::size_t>(kTransposeRows * K));
+    t.kernel_rows.resize(static_cast<std::size_t>(detail::kTransposeRows * K));
     t.walk.resize(cells);
     t.walk_scratch.resize(static_cast<std::size_t>(kWalkRows * bc));
   }
