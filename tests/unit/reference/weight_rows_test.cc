@@ -221,6 +221,36 @@ TEST(WeightRows, Af4SpecialScalesKeepTheirFacts) {
   }
 }
 
+TEST(WeightRows, ZeroPointSpecialScalesKeepTheirFacts) {
+  // The same special scales for (q - zp) * s, under each operation order and at a group of 8 (the
+  // per-row decoder) and of 64 (with `dequant = f32` and sub-mul, ONNX Runtime's order, the
+  // weights straight from the codes with no table; else the table): an inf or NaN weight is
+  // counted non-finite and left out of l1, an overflowing product too, a zero scale gives a group
+  // of zero weights, a subnormal one subnormal weights whose f32 magnitudes are raised.
+  for (const Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput}) {
+    for (const DequantOp op : {DequantOp::kSubMul, DequantOp::kFused}) {
+      for (const Index group : {Index{8}, Index{64}}) {
+        SegmentSpec s = af4_segment(3, dq, DType::kF32, group, op);
+        s.af4.variant = Af4Variant::kZeroPoint;
+        ProblemOptions o;
+        o.k = 320;
+        o.x_dtype = DType::kF32;
+        o.segments = {s};
+        auto p = make_problem(o);
+        const auto set = [&](Index i, float v) { std::memcpy(p->byte_store[1].data() + i * 4, &v, 4); };
+        set(0, NAN);
+        set(1, INFINITY);
+        set(2, 3e38f);
+        set(3, 0.0f);
+        set(4, 1e-42f);
+        set(2 * (o.k / group), -INFINITY);  // row 2's first group: its first weight is the row's first non-finite
+        compare_all_rows(*p, std::string("zero-point special scales ") + std::string(dequant_name(dq)) + " op " +
+                                 std::to_string(static_cast<int>(op)) + " group " + std::to_string(group));
+      }
+    }
+  }
+}
+
 TEST(WeightRows, OnlyEitherWithPinnedDequantizationCanSpread) {
   WeightSegment seg;
   EXPECT_FALSE(detail::segment_may_spread(seg));  // bf16
