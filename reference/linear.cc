@@ -12,6 +12,7 @@
 #include "reference/detail/transpose.h"
 #include "reference/detail/weight_rows.h"
 #include "reference/k_walk.h"
+#include "reference/large_block.h"
 
 namespace ncert::reference {
 
@@ -21,18 +22,19 @@ namespace {
 // order per element is unchanged; walk_rows_block's 8 x 16 register block).
 constexpr Index kWalkRows = 8;
 
+/// Each thread's buffers for its blocks; the block_cols x K ones (several MB each) in huge pages.
 struct BlockScratch {
-  std::vector<double> w_exact;        // block_cols x K: the weights y* multiplies by
-  std::vector<float> w_mag;           // block_cols x K: charged magnitudes rounded up to f32
-  std::vector<double> w_spread;       // block_cols x K: half the gap between two allowed kernel
+  LargeVector<double> w_exact;        // block_cols x K: the weights y* multiplies by
+  LargeVector<float> w_mag;           // block_cols x K: charged magnitudes rounded up to f32
+  LargeVector<double> w_spread;       // block_cols x K: half the gap between two allowed kernel
                                       // weights (only for blocks whose segments can have two)
-  std::vector<double> w_alg;          // block_cols x K: f64 magnitudes (only when the f32 S overflows)
+  LargeVector<double> w_alg;          // block_cols x K: f64 magnitudes (only when the f32 S overflows)
   std::vector<double> d;              // M x block_cols: sum |x| spread, where any spread is nonzero
   std::vector<double> y;              // M x block_cols
-  std::vector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for S from bf16 magnitudes
+  LargeVector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for S from bf16 magnitudes
   std::vector<float> s32;             // M x block_cols: S as the f32 GEMM or from bf16 magnitudes
   std::vector<double> s;              // M x block_cols: S inflated to a true upper bound
-  std::vector<float> w_kernel;        // K x block_cols (transposed) for the walk
+  LargeVector<float> w_kernel;        // K x block_cols (transposed) for the walk
   std::vector<float> kernel_rows;     // kTransposeRows x K: rows waiting to be transposed
   std::vector<double> bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;

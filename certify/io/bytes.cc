@@ -7,34 +7,13 @@
 #include <new>
 #include <utility>
 
-#include "reference/address_sanitizer.h"
+#include "reference/large_block.h"
 
 namespace ncert::certify {
 
-namespace {
-/// From here on a block is mapped: below it operator new's pools serve better. Under
-/// AddressSanitizer every block comes from operator new, so that it still sees overflows.
-#if NCERT_ADDRESS_SANITIZER
-constexpr std::size_t kMapped = SIZE_MAX;
-#else
-constexpr std::size_t kMapped = std::size_t{1} << 20;
-#endif
-
-void* allocate(std::size_t n) {
-  if (n < kMapped) return ::operator new(n);
-  void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) throw std::bad_alloc();
-  // Huge pages where the system grants them (transparent_hugepage = madvise), then every page
-  // at once; either may be refused (an older kernel), and the pages then fault in as read.
-  (void)::madvise(m, n, MADV_HUGEPAGE);
-  (void)::madvise(m, n, MADV_POPULATE_WRITE);
-  return m;
-}
-}  // namespace
-
 Bytes::Bytes(std::size_t n) {
   if (n == 0) return;
-  block_ = allocate(n);
+  block_ = allocate_large_block(n);
   block_len_ = n;
   data_ = static_cast<std::uint8_t*>(block_);
   size_ = n;
@@ -106,11 +85,7 @@ std::uint8_t* Bytes::mutable_data() {
 void Bytes::release() noexcept {
   switch (kind_) {
     case Kind::kOwned:
-      if (block_len_ < kMapped) {
-        ::operator delete(block_);
-      } else {
-        ::munmap(block_, block_len_);
-      }
+      free_large_block(block_, block_len_);
       break;
     case Kind::kMapped:
     case Kind::kWritableMap:
