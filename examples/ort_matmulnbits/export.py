@@ -254,7 +254,8 @@ class Exporter:
                                   selector=np.asarray(case.selector, np.int32),
                                   y_unpacked=o.y_unpacked, y_packed=o.y_packed,
                                   y_compact=o.y_compact, y_before=o.y_before)
-        # The writer has no x_quant members yet: add them with h5py, as any HDF5 binding may.
+        # The x_quant members added with h5py, as any HDF5 binding may (the writer's
+        # add_projection(..., x_quant=...) would write the same members).
         with h5py.File(path, "r+") as f:
             for name in names:
                 case = self.plans[("w4a8", name)]["case"]
