@@ -19,30 +19,6 @@ std::string_view engine_output_name(EngineOutputId o) {
   return "?";
 }
 
-float EngineOutput::value(DType t, Index stride, Index row, Index col) const {
-  const Index i = row * stride + col;
-  if (t == DType::kF32) {
-    float f;
-    std::memcpy(&f, bytes.data() + i * 4, 4);
-    return f;
-  }
-  std::uint16_t b;
-  std::memcpy(&b, bytes.data() + i * 2, 2);
-  return reference::value_of_bits(b, t);
-}
-
-std::uint32_t EngineOutput::bits(DType t, Index stride, Index row, Index col) const {
-  const Index i = row * stride + col;
-  if (t == DType::kF32) {
-    std::uint32_t u;
-    std::memcpy(&u, bytes.data() + i * 4, 4);
-    return u;
-  }
-  std::uint16_t b;
-  std::memcpy(&b, bytes.data() + i * 2, 2);
-  return b;
-}
-
 namespace {
 
 Status read_output(const DumpReader& r, const std::string& path, bool present, EngineOutput* out) {

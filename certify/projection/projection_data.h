@@ -6,12 +6,14 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
 #include "certify/io/dump_reader.h"
 #include "certify/projection/shared_weights.h"
 #include "packing/pack_plan.h"
+#include "reference/float_bits.h"
 #include "reference/linear_spec.h"
 
 namespace ncert::certify {
@@ -22,10 +24,23 @@ struct EngineOutput {
   Bytes bytes;
   Index rows = 0;
 
-  /// The stored value of element (row, col) as f32 (bf16 patterns widened exactly).
-  float value(DType t, Index stride, Index row, Index col) const;
-  /// The raw pattern of element (row, col): f32 bits, or the bf16 pattern.
-  std::uint32_t bits(DType t, Index stride, Index row, Index col) const;
+  /// The stored value of element (row, col) as f32 (bf16 / f16 patterns widened exactly).
+  /// Inline: the reference pass reads every value of every output through it.
+  float value(DType t, Index stride, Index row, Index col) const {
+    return reference::value_of_bits(bits(t, stride, row, col), t);
+  }
+  /// The raw pattern of element (row, col): f32 bits, or the bf16 / f16 pattern.
+  std::uint32_t bits(DType t, Index stride, Index row, Index col) const {
+    const Index i = row * stride + col;
+    if (t == DType::kF32) {
+      std::uint32_t u;
+      std::memcpy(&u, bytes.data() + i * 4, 4);
+      return u;
+    }
+    std::uint16_t b;
+    std::memcpy(&b, bytes.data() + i * 2, 2);
+    return b;
+  }
 };
 
 /// The engine outputs a projection can carry, in report order.

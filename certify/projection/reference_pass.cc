@@ -317,8 +317,14 @@ class CompareSink final : public reference::ReferenceSink {
     // Per (packed output, block column): a value that differs from y_unpacked's bits.
     std::array<std::vector<char>, kEngineOutputs> differs;
     for (auto& d : differs) d.assign(static_cast<std::size_t>(b.width()), 0);
+    // The roundings after an element's accumulation depend on the element, not on the output
+    // holding it: worked out once per element of a row, for the first output that needs them.
+    thread_local std::vector<OutputRoundings> row_after;
+    thread_local std::vector<char> row_after_ready;
+    row_after.resize(static_cast<std::size_t>(b.width()));
     for (Index i = 0; i < b.rows; ++i) {
       const Index slot = f_.slot_of_row[static_cast<std::size_t>(i)];
+      row_after_ready.assign(static_cast<std::size_t>(b.width()), 0);
       for (EngineOutputId id : kAllEngineOutputs) {
         const EngineOutput& out = f_.data.output(id);
         // Packed outputs hold reference values only on selected rows.
@@ -342,7 +348,12 @@ class CompareSink final : public reference::ReferenceSink {
             if (narrow) add_residual(part.bias[o], t, z, b.center[e], b.bound[e], nearest, 0, 0);
             continue;
           }
-          const OutputRoundings after = output_roundings(i, c, b.y_star[e], b.center[e], b.bound[e]);
+          const auto jj = static_cast<std::size_t>(c - b.col_begin);
+          if (!row_after_ready[jj]) {
+            row_after[jj] = output_roundings(i, c, b.y_star[e], b.center[e], b.bound[e]);
+            row_after_ready[jj] = 1;
+          }
+          const OutputRoundings& after = row_after[jj];
           const double var_acc = b.sigma[e] * b.sigma[e];
           // For the bias test a rounding before the residual's add is centred noise below the
           // output's rounding, as the accumulation's is.
