@@ -122,7 +122,14 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
       if (L.variant == reference::Af4Variant::kAffine) {
         NCERT_ASSIGN_OR_RETURN(seg.af4.biases, read(s, "biases"));
       }
-      if (L.variant == reference::Af4Variant::kZeroPoint) {
+      // The schema holds zero_points to the scales' columns; only where those are K/group_size
+      // (guard 309, which the geometry check runs later) do they hold K/group_size groups a row.
+      // Unpacked on another count, a group_size or k attribute that disagrees with the stored
+      // arrays read past the buffer (a crash found by tools/fuzz/values.py); such a projection
+      // fails geometry instead, and no check reads its weights.
+      const bool groups_match =
+          L.group_size >= 1 && info.k % L.group_size == 0 && g.scales_cols == info.k / L.group_size;
+      if (L.variant == reference::Af4Variant::kZeroPoint && groups_match) {
         NCERT_ASSIGN_OR_RETURN(const std::uint8_t* stored, read(s, "zero_points"));
         const Index rows = s.row_end - s.row_begin, groups = info.k / L.group_size;
         Bytes unpacked(static_cast<std::size_t>(rows * groups));

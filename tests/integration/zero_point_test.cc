@@ -153,6 +153,28 @@ Status refusal(const std::string& path) {
 
 std::string fresh(const ZeroPointCase& z, const std::string& name) { return write_fixture(zero_point_dump(z), name); }
 
+TEST(ZeroPoint, AGroupSizeThatDisagreesWithTheStoredArraysFailsGeometryWithoutReadingPastThem) {
+  // The schema ties zero_points to the scales' columns (3 groups of 32 at K = 96). A group_size
+  // of 1 or 3 made the loader unpack 96 or 32 groups a row out of 3 bytes: a read past the
+  // buffer (a crash where it left the mapping), or a refusal naming a zero point the file does
+  // not hold. Both disagree with the scales' shape, which guard 309 reports: geometry fails.
+  for (const std::int64_t group : {1, 3, 16}) {
+    SCOPED_TRACE("group_size " + std::to_string(group));
+    for (const ZeroPointPacking packing : {ZeroPointPacking::kU8, ZeroPointPacking::kU32Lsb}) {
+      ZeroPointCase z;
+      z.packing = packing;
+      const std::string path = write_fixture(zero_point_dump(z), "zp-group-size.h5");
+      ncert::testing::poke_attr_i64(path, kSegment, "group_size", group);
+      const Report r = check_dump(path);
+      EXPECT_EQ(r.verdict(), Verdict::kFail) << r.to_text(true);
+      const CheckResult* g = find_check(r, "projections/zp/geometry");
+      ASSERT_NE(g, nullptr);
+      EXPECT_EQ(g->verdict, Verdict::kFail);
+      EXPECT_NE(g->reason.find("guard-af4-geometry"), std::string::npos) << g->reason;
+    }
+  }
+}
+
 TEST(ZeroPoint, EveryBadValueOfTheNewMembersIsRefusedWithItsCode) {
   ZeroPointCase u8;
   std::string path = fresh(u8, "zp-bad-packing.h5");
