@@ -4,6 +4,7 @@
 // reference uses (q - zp) * s in place of x), so a wrong code or scale is caught here, where it
 // happens, rather than only as outputs outside their intervals.
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "certify/projection/checks.h"
@@ -32,6 +33,7 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
     return r;
   }
   std::string first;
+  std::optional<Location> first_nonfinite;
   const Index groups = info.k / quantizer.group;
   for (Index row = 0; row < info.m; ++row) {
     for (Index g = 0; g < groups; ++g) {
@@ -40,7 +42,7 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
       for (Index c = g * quantizer.group; c < (g + 1) * quantizer.group; ++c) {
         const double x = problem.x.at(row, c);
         if (!std::isfinite(x)) {
-          ++e.excluded;
+          if (e.excluded++ == 0) first_nonfinite = Location{"x", row, c};
           continue;
         }
         ++e.values;
@@ -75,7 +77,21 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
   const std::string what =
       e.quantizer + " " + e.rounding + ", " +
       (quantizer.group == info.k ? std::string("per token") : "groups of " + std::to_string(quantizer.group));
-  if (e.mismatched > 0) {
+  if (e.excluded > 0) {
+    // The declared quantizers define codes of finite values only (x / s of an inf or NaN has no
+    // rounding): the engine's codes there came from something else, and the reference, which
+    // multiplies the codes, would certify products of an x that was never quantized. Without
+    // x_quant the bound check fails such an x the same way.
+    r.verdict = Verdict::kFail;
+    r.first_failure = first_nonfinite;
+    r.reason = "x holds " + std::to_string(e.excluded) + " non-finite value(s), first at row " +
+               std::to_string(first_nonfinite->row) + " col " + std::to_string(first_nonfinite->col) +
+               ": no code is the declared quantization (" + what + ") of an infinite or NaN activation";
+    if (e.mismatched > 0) {
+      r.reason += "; and " + std::to_string(e.mismatched) + " of the " + std::to_string(e.values) +
+                  " finite values' codes are not their declared quantization, first " + first;
+    }
+  } else if (e.mismatched > 0) {
     r.verdict = Verdict::kFail;
     r.reason = std::to_string(e.mismatched) + " of " + std::to_string(e.values) +
                " quantized activations are not the declared quantization of x (" + what + "); first " + first;

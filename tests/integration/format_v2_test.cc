@@ -121,6 +121,30 @@ TEST(FormatV2, AWrongActivationScaleFailsQuantizeAndBound) {
   }
 }
 
+TEST(FormatV2, ANonFiniteActivationFailsQuantize) {
+  // No declared quantizer has a code for an inf or NaN x, and the reference multiplies the
+  // codes, not x: quantize is the one check that reads x, so it fails (it had skipped such
+  // values and passed, found by tools/fuzz/values.py).
+  for (const char* type : {"int8", "uint8", "e4m3", "e5m2"}) {
+    for (const float bad : {NAN, INFINITY, -INFINITY}) {
+      SCOPED_TRACE(std::string(type) + " " + std::to_string(bad));
+      const std::string path =
+          write_fixture(single_projection_dump(x_quant_projection({type, 32, "", ""})), "xq-nonfinite.h5");
+      ncert::testing::poke_f32(path, "/projections/w8a8/x", 1, 37, bad);
+      const Report r = check_dump(path);
+      EXPECT_EQ(r.verdict(), Verdict::kFail) << r.to_text(true);
+      const CheckResult* q = find_check(r, "projections/w8a8/quantize");
+      ASSERT_NE(q, nullptr);
+      EXPECT_EQ(q->verdict, Verdict::kFail) << q->reason;
+      EXPECT_NE(q->reason.find("1 non-finite value(s), first at row 1 col 37"), std::string::npos) << q->reason;
+      ASSERT_TRUE(q->first_failure.has_value());
+      EXPECT_EQ(q->first_failure->object, "x");
+      EXPECT_EQ(q->first_failure->row, 1);
+      EXPECT_EQ(q->first_failure->col, 37);
+    }
+  }
+}
+
 fixtures::ProjectionSpec scaled_projection() {
   // Three scaled segments: int8 per output channel (f32 scales, dequant f32), e4m3 in 2-D
   // blocks of 8 rows x 32 columns (f16 scales, exact), e5m2 per tensor (bf16 scales, output).
