@@ -383,7 +383,14 @@ class SchemaChecker {
     }
     p.layer = int_attr(path, attr_rule(kProj, "layer"));
     if (auto r = str_attr(path, attr_rule(kProj, "role"))) p.role = *r;
-    if (auto l = str_attr(path, attr_rule(kProj, "logits_run"))) p.logits_run = *l;
+    if (auto l = str_attr(path, attr_rule(kProj, "logits_run"))) {
+      p.logits_run = *l;
+      // An empty name names no run; read as absent, the run's witnesses went uncertified.
+      if (l->empty() && p.role == "lm_head") {
+        error(ErrorCode::kMissingMember, path,
+              "logits_run = \"\" names no /logits run (omit it for an lm_head of no run)");
+      }
+    }
     p.requests = int_attr(path, attr_rule(kProj, "requests"));
     p.block_rows = int_attr(path, attr_rule(kProj, "block_rows"));
     p.cap = int_attr(path, attr_rule(kProj, "cap"));

@@ -12,6 +12,7 @@
 
 #include "certify/commands/compare.h"
 #include "certify/commands/witness.h"
+#include "certify/io/dump_reader.h"
 #include "certify/logits/compare.h"
 #include "fixtures/generator.h"
 #include "fixtures/logits.h"
@@ -125,6 +126,17 @@ TEST(Witness, AnLmHeadWithoutItsAttributesIsNamedWithTheOnesToAdd) {
             std::string::npos)
       << c->reason;
   EXPECT_EQ(c->reason.find("dump the run's lm_head"), std::string::npos) << c->reason;
+}
+
+TEST(Witness, AnLmHeadWhoseLogitsRunIsEmptyIsRefused) {
+  // "" names no run; read as absent, the run's witnesses went uncertified without a word.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "empty_logits_run.h5");
+  ncert::testing::poke_attr_string(path, "/projections/lm_head_greedy", "logits_run", "");
+  auto reader = certify::DumpReader::open(path);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), ErrorCode::kMissingMember) << reader.status().to_string();
+  EXPECT_NE(reader.status().message().find("logits_run = \"\" names no /logits run"), std::string::npos)
+      << reader.status().to_string();
 }
 
 TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
