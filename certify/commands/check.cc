@@ -186,6 +186,12 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
     auto it = head ? heads.find(head->name) : heads.end();
     if (it != heads.end() && it->second.evaluated) {
       model = lm_head_error_model(*head, it->second.collector->rows());
+    } else if (it != heads.end()) {
+      // Checked above without its reference (a host guard, the weights or the selector failed
+      // its checks, which say why): evaluating it again for the run would refuse the whole dump
+      // on what is one projection's FAIL.
+      model = absolute_error_model(options.logit_error);
+      model.source += " (lm_head " + head->name + " could not be evaluated: see its checks)";
     } else {
       NCERT_ASSIGN_OR_RETURN(model, error_model_for(reader, run, options.logit_error, options.check.lambda));
     }

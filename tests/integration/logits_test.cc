@@ -139,6 +139,23 @@ TEST(Witness, AnLmHeadWhoseLogitsRunIsEmptyIsRefused) {
       << reader.status().to_string();
 }
 
+TEST(Witness, AnLmHeadFailingAHostGuardFailsItsGeometryNotTheDump) {
+  // The lm_head is checked like any projection (a guard is its geometry's FAIL); its run then
+  // has no error model. It was evaluated a second time for the run, and that refused the dump.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "head_guard.h5");
+  ncert::testing::poke_attr_string(path, "/projections/lm_head_greedy", "k_walk", "split:7");
+  const Report r = ncert::testing::check_dump(path);
+  EXPECT_EQ(r.verdict(), Verdict::kFail) << r.to_text(true);
+  const CheckResult* g = find_check(r, "projections/lm_head_greedy/geometry");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->verdict, Verdict::kFail);
+  EXPECT_NE(g->reason.find("guard-walk-split"), std::string::npos) << g->reason;
+  const CheckResult* w = find_check(r, "logits/greedy/witness");
+  ASSERT_NE(w, nullptr);
+  EXPECT_NE(stats(*w)["error_source"].get<std::string>().find("lm_head lm_head_greedy could not be evaluated"),
+            std::string::npos);
+}
+
 TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
   const Index T = 4, V = 300;
   auto rows = clear_rows(T, V);
