@@ -516,9 +516,14 @@ class SchemaChecker {
       }
       check_segment(s, p);
     }
-    if (p.segments.empty() && errors_ == errors_before) {
+    // A segment whose dataset the survey already refused (its datatype, say) is left out with
+    // that error reported: "no weight segments" would then be the first, and false, reason.
+    const auto refused_under = failed_->lower_bound(wpath + "/");
+    const bool member_refused = refused_under != failed_->end() && refused_under->starts_with(wpath + "/");
+    if (p.segments.empty() && errors_ == errors_before && !member_refused) {
       error(ErrorCode::kMissingMember, wpath, "no weight segments");
     }
+    if (p.segments.empty()) return;
     std::sort(p.segments.begin(), p.segments.end(), [](const SegmentInfo& a, const SegmentInfo& b) {
       return a.row_begin != b.row_begin ? a.row_begin < b.row_begin : a.name < b.name;
     });

@@ -227,6 +227,16 @@ TEST(ZeroPoint, EveryBadValueOfTheNewMembersIsRefusedWithItsCode) {
   path = fresh(u8, "zp-shape.h5");
   replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 2}, zp.data());
   EXPECT_EQ(refusal(path).code(), ErrorCode::kShapeMismatch);
+
+  // The only segment's bf16 scales retagged e5m2: the refusal names the scales' datatype, not
+  // "no weight segments" (which it did first, the segment being left out).
+  ZeroPointCase bf16_scales;
+  bf16_scales.scales = DType::kBf16;
+  path = fresh(bf16_scales, "zp-scale-dtype.h5");
+  ncert::testing::poke_attr_string(path, std::string(kSegment) + "/scales", "dtype", "e5m2");
+  s = refusal(path);
+  EXPECT_EQ(s.code(), ErrorCode::kDatatypeRefused) << s.to_string();
+  EXPECT_NE(s.message().find("s0_af4/scales"), std::string::npos) << s.to_string();
 }
 
 TEST(ZeroPoint, ZeroPointDequantOpsAreRefusedOnOtherVariants) {

@@ -254,6 +254,25 @@ TEST(DumpReaderHostile, Uint16WithoutBf16TagIsRefused) {
   expect_refused(path, ErrorCode::kDatatypeRefused, "/tensors/raw16");
 }
 
+TEST(DumpReaderHostile, SegmentsRefusedForTheirDatatypeAreNamedNotNoSegments) {
+  // Every segment's values untagged uint16: each segment is left out with its datatype error,
+  // and the refusal names that, not "no weight segments" (which came first and was false).
+  const std::string path = scratch_file("u16-segments.h5");
+  auto w = open_mini_dump(path);
+  const hid_t f = static_cast<hid_t>(w.native_handle());
+  for (const char* values : {"/projections/p/weight/a/values", "/projections/p/weight/b/values"}) {
+    ASSERT_GE(H5Ldelete(f, values, H5P_DEFAULT), 0);
+    hsize_t dims[2] = {2, 8};
+    hid_t space = H5Screate_simple(2, dims, nullptr);
+    hid_t d = H5Dcreate2(f, values, H5T_STD_U16LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    H5Dclose(d);
+    H5Sclose(space);
+  }
+  ASSERT_TRUE(w.close().ok());
+  expect_refused(path, ErrorCode::kDatatypeRefused, "/projections/p/weight/a/values");
+}
+
 TEST(DumpReaderHostile, BigEndianFloatIsRefused) {
   const std::string path = scratch_file("be.h5");
   auto w = open_mini_dump(path);
