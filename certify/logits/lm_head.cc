@@ -153,7 +153,7 @@ Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, do
     LmHeadCollector* c_;
   } sink(&collector);
   auto s = reference::evaluate_reference(data.problem(lambda), sink, ro);
-  if (!s.ok()) return s.status().with_context(head.path);
+  if (!s.ok()) return s.status().with_context(reader.model().file + ": " + head.path);
   return Status();
 }
 

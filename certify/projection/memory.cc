@@ -45,12 +45,12 @@ Status check_projection_memory(const DumpModel& model, const ProjectionInfo& inf
                                std::uint64_t budget, std::uint64_t weights_elsewhere) {
   const std::uint64_t need = projection_peak_bytes(model, info, threads, block_cols, weights_elsewhere);
   if (need <= budget) return Status();
-  return Status(ErrorCode::kMemoryLimit, info.path + ": certifying this projection needs about " + gib(need) + " (" +
-                                             std::to_string(need) + " bytes: x [" + std::to_string(info.m) + ", " +
-                                             std::to_string(info.k) + "], W [" + std::to_string(info.n) + ", " +
-                                             std::to_string(info.k) + "], " + std::to_string(threads) +
-                                             " threads), over the memory budget of " + gib(budget) + " (--max-memory " +
-                                             std::to_string(budget) + "); refused before reading it");
+  return Status(ErrorCode::kMemoryLimit,
+                model.file + ": " + info.path + ": certifying this projection needs about " + gib(need) + " (" +
+                    std::to_string(need) + " bytes: x [" + std::to_string(info.m) + ", " + std::to_string(info.k) +
+                    "], W [" + std::to_string(info.n) + ", " + std::to_string(info.k) + "], " +
+                    std::to_string(threads) + " threads), over the memory budget of " + gib(budget) +
+                    " (--max-memory " + std::to_string(budget) + "); refused before reading it");
 }
 
 }  // namespace ncert::certify
