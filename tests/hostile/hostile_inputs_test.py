@@ -175,6 +175,22 @@ class HostileInputs(unittest.TestCase):
                 self.assertIn("/projections/attn_qkv", message)
                 self.assertRegex(message, r"\bop\b")
 
+    def test_an_oversized_dtype_tag_is_named_as_oversized_not_as_missing(self):
+        # A 2 MiB variable-length dtype on raw bf16 biases: refused as the oversized attribute
+        # it is (222, with its size), not as a uint16 dataset without the tag (220).
+        p = self.copy_good("dtype-oversized.h5")
+        with h5py.File(p, "r+") as f:
+            d = f["projections/attn_qkv/weight/s0_af4/biases"]
+            del d.attrs["dtype"]
+            d.attrs.create("dtype", "bf16" + "x" * (2 * 1024 * 1024 - 4), dtype=h5py.string_dtype())
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                report = self.path("dtype-oversized.%s.json" % command)
+                r = hs.run([command, p, "--json", report])
+                message = self.assert_refused(r, 222, "attribute-invalid", report)
+                self.assertIn("s0_af4/biases", message)
+                self.assertIn("oversized", message)
+
     # ---------------------------------------------------------------- memory and storage bombs
 
     def test_declared_4gib_activation_is_a_memory_limit_without_allocating_it(self):

@@ -74,6 +74,12 @@ Status read_dtype(hid_t ds, const TypedAttrs& attrs, DatasetInfo* info) {
   if (it != attrs.end() && it->value.kind == AttrValue::Kind::kString && it->value.strings.size() == 1) {
     tag = it->value.strings[0];
   }
+  const bool tag_defined = tc.is_u16 || (tc.allowed && tc.dtype == DType::kU8);  // where dtype means a type
+  if (tag_defined && it != attrs.end() && it->value.type_description.starts_with("oversized")) {
+    // Read as absent, it was refused as a missing tag; it is there, and too large (§1).
+    return Status(ErrorCode::kAttributeInvalid, "attribute dtype <" + it->value.type_description +
+                                                    ">: not a dtype tag (\"bf16\", \"f16\", \"e4m3\", \"e5m2\")");
+  }
   if (tc.is_u16) {
     if (tag != "bf16" && tag != "f16") {
       return Status(ErrorCode::kDatatypeRefused,
