@@ -1,7 +1,6 @@
 #include "reference/linear_spec.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -34,9 +33,9 @@ Result<Accumulator> parse_accumulator(std::string_view s) {
     const std::string num(s.substr(2));
     char* end = nullptr;
     const double u = std::strtod(num.c_str(), &end);
-    // strtod skips leading blanks; the declaration may not have them (nor trailing ones).
-    if (!num.empty() && std::isspace(static_cast<unsigned char>(num[0])) == 0 && end == num.c_str() + num.size() &&
-        std::isfinite(u) && u > 0 && u < 0.5) {
+    // strtod skips leading blanks, so 'u= 1e-7' has loaded since format v1 and keeps loading
+    // (python/ncert_dump accepts it too); a trailing blank never did.
+    if (!num.empty() && end == num.c_str() + num.size() && std::isfinite(u) && u > 0 && u < 0.5) {
       a.kind = AccumulatorKind::kExplicit;
       a.u_eff = u;
       a.round_to_nearest = u <= 0x1p-24;
