@@ -154,7 +154,8 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
   // projection is checked, so its reference is evaluated once.
   struct Head {
     std::unique_ptr<LmHeadCollector> collector;
-    bool evaluated = false;
+    bool checked = false;    // selected by --only, so checked in this part
+    bool evaluated = false;  // and its reference evaluated (its host guards held)
   };
   std::map<std::string, Head> heads;  // by projection name
   WeightsAccess weights(options);
@@ -173,6 +174,7 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
     LmHeadCollector* c = head->second.collector.get();
     const BlockHook hook = [c](const reference::ReferenceBlock& b) { c->consume(b); };
     NCERT_ASSIGN_OR_RETURN(ProjectionOutcome outcome, check_bound(reader, p, options, weights, hook));
+    head->second.checked = true;
     head->second.evaluated = outcome.reference_evaluated;
     add_timing(part, outcome);
     part.projections.emplace_back(p.name, std::move(outcome.checks));
@@ -186,7 +188,7 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
     auto it = head ? heads.find(head->name) : heads.end();
     if (it != heads.end() && it->second.evaluated) {
       model = lm_head_error_model(*head, it->second.collector->rows());
-    } else if (it != heads.end()) {
+    } else if (it != heads.end() && it->second.checked) {
       // Checked above without its reference (a host guard, the weights or the selector failed
       // its checks, which say why): evaluating it again for the run would refuse the whole dump
       // on what is one projection's FAIL.

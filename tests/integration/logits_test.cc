@@ -156,6 +156,32 @@ TEST(Witness, AnLmHeadFailingAHostGuardFailsItsGeometryNotTheDump) {
             std::string::npos);
 }
 
+TEST(Witness, ARunSelectedWithoutItsLmHeadIsStillBoundedByIt) {
+  // --only names the run and not its lm_head (here "output", as other writers name it): the head
+  // is not checked in this part, so the run evaluates it for its intervals, and logits that are
+  // not its outputs still fail. Taking "checked but not evaluated" for "not checked" gave the run
+  // no interval and passed it.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "head_only_run.h5");
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    EXPECT_GE(H5Lmove(f, "/projections/lm_head_greedy", f, "/projections/output", H5P_DEFAULT, H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  poke_f32(path, "/logits/greedy/logits", 2, 5, -1000.0f);
+  CheckCommandOptions co;
+  co.dump = path;
+  co.only = "greedy";
+  auto r = run_check(co);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(find_check(*r, "projections/output/geometry"), nullptr) << "the head is not selected";
+  const CheckResult* w = find_check(*r, "logits/greedy/witness");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->verdict, Verdict::kFail) << w->reason;
+  EXPECT_NE(w->reason.find("row 2 token 5"), std::string::npos) << w->reason;
+  EXPECT_EQ(stats(*w)["error_source"].get<std::string>().find("could not be evaluated"), std::string::npos);
+}
+
 TEST(Witness, LogitErrorSplitsCertifiedFromNearTies) {
   const Index T = 4, V = 300;
   auto rows = clear_rows(T, V);
