@@ -126,18 +126,21 @@ Result<std::shared_ptr<const LoadedWeights>> load_weights(const DumpReader& read
       // (guard 309, which the geometry check runs later) do they hold K/group_size groups a row.
       // Unpacked on another count, a group_size or k attribute that disagrees with the stored
       // arrays read past the buffer (a crash found by tools/fuzz/values.py); such a projection
-      // fails geometry instead, and no check reads its weights.
+      // fails geometry instead, and no check reads its weights. The stored bytes are read (and
+      // hashed, for weights_xxh3) either way.
       const bool groups_match =
           L.group_size >= 1 && info.k % L.group_size == 0 && g.scales_cols == info.k / L.group_size;
-      if (L.variant == reference::Af4Variant::kZeroPoint && groups_match) {
+      if (L.variant == reference::Af4Variant::kZeroPoint) {
         NCERT_ASSIGN_OR_RETURN(const std::uint8_t* stored, read(s, "zero_points"));
-        const Index rows = s.row_end - s.row_begin, groups = info.k / L.group_size;
-        Bytes unpacked(static_cast<std::size_t>(rows * groups));
-        NCERT_RETURN_IF_ERROR(reference::unpack_zero_points(L.zero_point_packing, stored, rows, groups,
-                                                            reader.model().file + ": " + s.path + "/zero_points",
-                                                            unpacked.mutable_data()));
-        W->blobs.push_back(std::move(unpacked));
-        seg.af4.zero_points = W->blobs.back().data();
+        if (groups_match) {
+          const Index rows = s.row_end - s.row_begin, groups = info.k / L.group_size;
+          Bytes unpacked(static_cast<std::size_t>(rows * groups));
+          NCERT_RETURN_IF_ERROR(reference::unpack_zero_points(L.zero_point_packing, stored, rows, groups,
+                                                              reader.model().file + ": " + s.path + "/zero_points",
+                                                              unpacked.mutable_data()));
+          W->blobs.push_back(std::move(unpacked));
+          seg.af4.zero_points = W->blobs.back().data();
+        }
       }
       if (L.variant == reference::Af4Variant::kCodebook && L.codebook == reference::Af4Codebook::kCustom) {
         NCERT_ASSIGN_OR_RETURN(const std::uint8_t* table, read(s, "codebook"));

@@ -278,6 +278,14 @@ TEST(ZeroPoint, TheWeightsHashCoversZeroPointsAndTheirPacking) {
   replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 3}, zp.data());
   EXPECT_NE(weights_hash(path), poked);
   EXPECT_EQ(u8.size(), 32u);
+  // Where group_size disagrees with the stored arrays the zero points are not unpacked (geometry
+  // fails), but their bytes still enter the hash: a writer's weights_xxh3 over that dump agrees
+  // with ncert's, so the check says "geometry", not "weights hash".
+  ncert::testing::poke_attr_i64(path, kSegment, "group_size", 16);
+  const std::string before = weights_hash(path);
+  zp[0] = 5;
+  replace_dataset(path, std::string(kSegment) + "/zero_points", H5T_STD_U8LE, {16, 3}, zp.data());
+  EXPECT_NE(weights_hash(path), before);
 }
 
 // The tiny preset's weights hashed by an independent script (h5py and libxxhash, the §4.5 recipe
