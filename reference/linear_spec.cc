@@ -422,6 +422,29 @@ Status validate_problem(const LinearProblem& p) {
                                                       " does not divide K = " + std::to_string(w.k));
     }
   }
+  // The host guard (packing::validate_weights) holds every AF4 segment to these before a check
+  // evaluates it; a caller that skipped it (a run's lm_head evaluated alone) must not read
+  // K/group_size groups a row out of arrays stored for another count, or a null member.
+  for (const WeightSegment& s : w.segments) {
+    if (s.format != WeightFormat::kAf4) continue;
+    const Af4View& a = s.af4;
+    const Index g = a.layout.group_size;
+    if (g < 1 || w.k % g != 0) {
+      return Status(ErrorCode::kGuardAf4Geometry, "segment " + s.name + ": group_size " + std::to_string(g) +
+                                                      " does not divide K = " + std::to_string(w.k));
+    }
+    const bool zero_point = a.layout.variant == Af4Variant::kZeroPoint;
+    const bool affine = a.layout.variant == Af4Variant::kAffine;
+    if (a.codes == nullptr || a.scales == nullptr || (affine && a.biases == nullptr) ||
+        (zero_point && a.zero_points == nullptr)) {
+      return Status(ErrorCode::kInvalidArgument, "segment " + s.name + ": AF4 " +
+                                                     std::string(af4_variant_name(a.layout.variant)) +
+                                                     " weights without their codes, scales" +
+                                                     (affine       ? ", biases"
+                                                      : zero_point ? ", zero points"
+                                                                   : ""));
+    }
+  }
   if (p.walk.declared && (p.walk.parts < 1 || w.k % p.walk.parts != 0)) {
     return Status(ErrorCode::kGuardWalkSplit, "k_walk " + p.walk.name + ": K = " + std::to_string(w.k) +
                                                   " is not a multiple of " + std::to_string(p.walk.parts));

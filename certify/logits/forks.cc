@@ -110,7 +110,11 @@ Result<SideHead> side_head(const DumpReader& reader, const LogitsRunInfo& run, c
   }
   NCERT_ASSIGN_OR_RETURN(auto tokens, reader.read_i32(run.path + "/tokens"));
   LmHeadCollector collector(std::move(tokens), std::move(cells), omp_get_max_threads());
-  NCERT_RETURN_IF_ERROR(evaluate_lm_head(reader, *s.head, o.lambda, collector));
+  NCERT_ASSIGN_OR_RETURN(const std::string blocked, evaluate_lm_head(reader, *s.head, o.lambda, collector));
+  if (!blocked.empty()) {
+    s.unusable = "lm_head " + s.head->name + " could not be evaluated: " + blocked;
+    return s;
+  }
   s.cells = collector.cells();
   // Its intervals bound the logits only where the logits row is the lm_head's output row.
   const std::string y = s.head->path + "/y_unpacked";

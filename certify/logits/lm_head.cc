@@ -7,6 +7,7 @@
 #include "certify/projection/memory.h"
 #include "certify/projection/projection_data.h"
 #include "certify/report/format.h"
+#include "packing/guards.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
@@ -138,14 +139,20 @@ std::vector<RowIntervals> LmHeadCollector::rows() const {
   return out;
 }
 
-Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, double lambda,
-                        LmHeadCollector& collector) {
+Result<std::string> evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, double lambda,
+                                     LmHeadCollector& collector) {
   reference::ReferenceOptions ro;
   ro.emulate_walk = false;
   NCERT_RETURN_IF_ERROR(check_projection_memory(reader.model(), head, omp_get_max_threads(), ro.block_cols,
                                                 reader.options().memory_limit));
   NCERT_ASSIGN_OR_RETURN(LoadedProjection data, load_projection(reader, head));
   data.info = &head;
+  // The host guards `check` runs before it evaluates a projection (its geometry check): weights
+  // that fail one (a K the walk or an AF4 group does not divide, segments that do not tile N)
+  // have no reference, and the head is one projection's FAIL there, not a refused dump.
+  if (const Status g = packing::validate_weights(data.plan); !g.ok()) {
+    return std::string(error_name(g.code())) + ": " + g.message();
+  }
   class Sink final : public reference::ReferenceSink {
    public:
     explicit Sink(LmHeadCollector* c) : c_(c) {}
@@ -154,7 +161,7 @@ Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, do
   } sink(&collector);
   auto s = reference::evaluate_reference(data.problem(lambda), sink, ro);
   if (!s.ok()) return s.status().with_context(reader.model().file + ": " + head.path);
-  return Status();
+  return std::string();
 }
 
 LogitErrorModel absolute_error_model(std::optional<double> logit_error) {
@@ -183,8 +190,11 @@ Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRu
   if (head && lm_head_unusable(*head).empty()) {
     NCERT_ASSIGN_OR_RETURN(auto tokens, reader.read_i32(run.path + "/tokens"));
     LmHeadCollector collector(std::move(tokens), {}, omp_get_max_threads());
-    NCERT_RETURN_IF_ERROR(evaluate_lm_head(reader, *head, lambda, collector));
-    return lm_head_error_model(*head, collector.rows());
+    NCERT_ASSIGN_OR_RETURN(const std::string blocked, evaluate_lm_head(reader, *head, lambda, collector));
+    if (blocked.empty()) return lm_head_error_model(*head, collector.rows());
+    LogitErrorModel m = absolute_error_model(logit_error);
+    m.source += " (lm_head " + head->name + " could not be evaluated: " + blocked + ")";
+    return m;
   }
   LogitErrorModel m = absolute_error_model(logit_error);
   if (head) m.source += " (" + lm_head_unusable(*head) + ")";

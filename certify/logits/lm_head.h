@@ -68,9 +68,10 @@ class LmHeadCollector {
 };
 
 /// Evaluates the lm_head's reference once into `collector` (its walk is not emulated: only the
-/// intervals are wanted).
-Status evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, double lambda,
-                        LmHeadCollector& collector);
+/// intervals are wanted). Returns "" when it did; else, with the collector untouched, the host
+/// guard its weights fail (`check` fails the head's geometry for it; its run has no intervals).
+Result<std::string> evaluate_lm_head(const DumpReader& reader, const ProjectionInfo& head, double lambda,
+                                     LmHeadCollector& collector);
 
 /// How large the error of each logit of a run may be.
 struct LogitErrorModel {

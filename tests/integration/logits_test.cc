@@ -156,6 +156,23 @@ TEST(Witness, AnLmHeadFailingAHostGuardFailsItsGeometryNotTheDump) {
             std::string::npos);
 }
 
+TEST(Witness, AnLmHeadFailingAHostGuardLeavesTheRunUnboundedInWitness) {
+  // `witness` evaluates the lm_head alone, without check's geometry step: weights that fail a
+  // host guard (here a walk that does not divide K) gave it no reference, which refused the
+  // dump (or, for AF4 geometry, read past the arrays). The run is witnessed without intervals,
+  // saying why.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "head_guard_witness.h5");
+  ncert::testing::poke_attr_string(path, "/projections/lm_head_greedy", "k_walk", "split:7");
+  const Report r = witness(path);
+  const CheckResult* c = find_check(r, "logits/greedy/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  const std::string source = stats(*c)["error_source"].get<std::string>();
+  EXPECT_NE(source.find("lm_head lm_head_greedy could not be evaluated: guard-walk-split"), std::string::npos)
+      << source;
+  EXPECT_EQ(stats(*c)["certified"], 0);
+}
+
 TEST(Witness, ARunSelectedWithoutItsLmHeadIsStillBoundedByIt) {
   // --only names the run and not its lm_head (here "output", as other writers name it): the head
   // is not checked in this part, so the run evaluates it for its intervals, and logits that are

@@ -527,6 +527,31 @@ TEST(ReferenceErrors, InvalidProblemsAreRejected) {
   EXPECT_EQ(compute_reference(p->problem).status().code(), ErrorCode::kShapeMismatch);
 }
 
+TEST(ReferenceErrors, Af4SegmentsTheHostGuardWouldRefuseAreRefusedNotRead) {
+  // A caller that evaluates without the host guards (a run's lm_head, alone) got a read past
+  // the arrays or a null zero-point table; the reference refuses both itself.
+  ProblemOptions o;
+  o.k = 64;
+  o.segments = {ncert::testing::af4_segment(16, reference::Dequant::kExact, DType::kBf16, 32)};
+  auto p = make_problem(o);
+  ASSERT_TRUE(compute_reference(p->problem).ok());
+  reference::Af4View& a = p->weights.segments[0].af4;
+  a.layout.group_size = 24;  // does not divide K = 64
+  auto r = compute_reference(p->problem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kGuardAf4Geometry);
+  EXPECT_NE(r.status().message().find("group_size 24 does not divide K = 64"), std::string::npos)
+      << r.status().to_string();
+  a.layout.group_size = 32;
+  a.layout.variant = reference::Af4Variant::kZeroPoint;
+  a.layout.dequant_op = reference::DequantOp::kSubMul;
+  a.zero_points = nullptr;
+  r = compute_reference(p->problem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("zero points"), std::string::npos) << r.status().to_string();
+}
+
 TEST(AccumulatorDeclaration, TheDocumentedFormsParseAndNearMissesAreRefused) {
   for (const char* ok : {"f32-rn", "f32-rz", "matrix-unit", "u=0.001", "u=+0.001", "u=.001", "u=0x1p-24", "u=1e-300",
                          "u= 0.001", "u=\t0.001"}) {
@@ -537,8 +562,8 @@ TEST(AccumulatorDeclaration, TheDocumentedFormsParseAndNearMissesAreRefused) {
   EXPECT_FALSE(parse_accumulator("u=0.001")->round_to_nearest);
   // A leading blank loads (strtod skips it, and dumps written so since format v1 keep loading, as
   // python/ncert_dump's parse agrees); a trailing one, signs and bounds do not.
-  for (const char* bad : {"u=0.001 ", "u=", "u=0", "u=-0.001", "u=0.5", "u=nan", "u=inf",
-                          "u=1/3", "u=0.001x", "f32", "F32-RN", " f32-rn"}) {
+  for (const char* bad : {"u=0.001 ", "u=", "u=0", "u=-0.001", "u=0.5", "u=nan", "u=inf", "u=1/3", "u=0.001x", "f32",
+                          "F32-RN", " f32-rn"}) {
     const auto a = parse_accumulator(bad);
     EXPECT_FALSE(a.ok()) << bad;
     if (!a.ok()) {
