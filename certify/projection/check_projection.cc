@@ -206,7 +206,11 @@ std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_b
                ", not the declarations they are read against: correct the declaration first";
       }
     }
-    if (std::holds_alternative<QuantizeEvidence>(c.evidence)) {
+    if (const auto* q = std::get_if<QuantizeEvidence>(&c.evidence)) {
+      if (q->mismatched == 0 && q->excluded > 0) {
+        return "quantize finds x holds " + std::to_string(q->excluded) +
+               " inf or NaN value(s), which no code quantizes, so the products are not of x: correct x first";
+      }
       return "quantize finds the stored quantized activations are not x's declared quantization, so the products "
              "are not the declared ones: correct the activation quantization first";
     }

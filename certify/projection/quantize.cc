@@ -33,7 +33,6 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
     return r;
   }
   std::string first;
-  std::optional<Location> first_nonfinite;
   const Index groups = info.k / quantizer.group;
   for (Index row = 0; row < info.m; ++row) {
     for (Index g = 0; g < groups; ++g) {
@@ -42,7 +41,10 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
       for (Index c = g * quantizer.group; c < (g + 1) * quantizer.group; ++c) {
         const double x = problem.x.at(row, c);
         if (!std::isfinite(x)) {
-          if (e.excluded++ == 0) first_nonfinite = Location{"x", row, c};
+          if (e.excluded++ == 0) {
+            e.nonfinite_row = row;
+            e.nonfinite_col = c;
+          }
           continue;
         }
         ++e.values;
@@ -82,10 +84,10 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
     // rounding): the engine's codes there came from something else, and the reference, which
     // multiplies the codes, would certify products of an x that was never quantized. Without
     // x_quant the bound check fails such an x the same way.
+    // first_failure stays the first mismatched code's, which the evidence's x .. highest describe.
     r.verdict = Verdict::kFail;
-    r.first_failure = first_nonfinite;
     r.reason = "x holds " + std::to_string(e.excluded) + " non-finite value(s), first at row " +
-               std::to_string(first_nonfinite->row) + " col " + std::to_string(first_nonfinite->col) +
+               std::to_string(e.nonfinite_row) + " col " + std::to_string(e.nonfinite_col) +
                ": no code is the declared quantization (" + what + ") of an infinite or NaN activation";
     if (e.mismatched > 0) {
       r.reason += "; and " + std::to_string(e.mismatched) + " of the " + std::to_string(e.values) +

@@ -496,13 +496,15 @@ struct QuantizeEvidence {
   std::string rounding;   ///< "rne", "rna"
   Index group = 0;        ///< x_quant_group
   Index values = 0;       ///< codes checked
-  Index excluded = 0;     ///< codes of non-finite x (not checked: the bound check reports those)
+  Index excluded = 0;     ///< values of x that are inf or NaN (no code quantizes them: any fails the check)
   Index mismatched = 0;   ///< codes outside their allowed range
   Index bad_scales = 0;   ///< scales that are not positive and finite (0 only for an all-zero group)
   double tolerance = 0;   ///< the relative slack of the quotient
-  // The first failure (row and column in first_failure): x, the group's scale and zero point, the
-  // code found and the allowed codes' range (values of FP8 codes).
+  // The first mismatched code (row and column in first_failure): x, the group's scale and zero
+  // point, the code found and the allowed codes' range (values of FP8 codes).
   double x = 0, scale = 0, zero_point = 0, found = 0, lowest = 0, highest = 0;
+  /// The first inf or NaN of x (row-major), -1 when excluded = 0.
+  Index nonfinite_row = -1, nonfinite_col = -1;
   bool operator==(const QuantizeEvidence&) const = default;
 };
 

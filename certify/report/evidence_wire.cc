@@ -363,6 +363,8 @@ void fields(auto& f, Is<QuantizeEvidence> auto& x) {
   f("found", x.found);
   f("lowest", x.lowest);
   f("highest", x.highest);
+  f("nonfinite_row", x.nonfinite_row);
+  f("nonfinite_col", x.nonfinite_col);
 }
 
 void fields(auto& f, Is<UntouchedEvidence> auto& x) {

@@ -303,6 +303,7 @@ Json evidence_json(const QuantizeEvidence& e, const CheckResult& c) {
                       {"lowest", e.lowest},
                       {"highest", e.highest}};
   }
+  if (e.excluded > 0) j["first_nonfinite"] = Json{{"row", e.nonfinite_row}, {"col", e.nonfinite_col}};
   return j;
 }
 

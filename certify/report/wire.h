@@ -25,7 +25,8 @@ namespace ncert::certify {
 ///   2  typed evidence, every member (evidence_wire.h)
 ///   3  walk evidence with its diagnosis (2026-12-03) and each output's row and column span of
 ///      the values that differ (2026-12-04): version 2 journals lack those members
-inline constexpr int kWireVersion = 3;
+///   4  quantize evidence with its first non-finite x (2026-12-04)
+inline constexpr int kWireVersion = 4;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

@@ -22,6 +22,7 @@
 #include "tests/common/format_v2_spec.h"
 #include "tests/common/h5_poke.h"
 #include "tests/common/report_checks.h"
+#include "tests/common/report_json.h"
 
 namespace ncert::certify {
 namespace {
@@ -137,10 +138,18 @@ TEST(FormatV2, ANonFiniteActivationFailsQuantize) {
       ASSERT_NE(q, nullptr);
       EXPECT_EQ(q->verdict, Verdict::kFail) << q->reason;
       EXPECT_NE(q->reason.find("1 non-finite value(s), first at row 1 col 37"), std::string::npos) << q->reason;
-      ASSERT_TRUE(q->first_failure.has_value());
-      EXPECT_EQ(q->first_failure->object, "x");
-      EXPECT_EQ(q->first_failure->row, 1);
-      EXPECT_EQ(q->first_failure->col, 37);
+      // Every code is its finite x's: first_failure (whose x .. highest the evidence holds) is
+      // the first mismatched code's, so here none; the non-finite x has its own members.
+      EXPECT_FALSE(q->first_failure.has_value());
+      const auto* e = ncert::testing::evidence_of<QuantizeEvidence>(q);
+      ASSERT_NE(e, nullptr);
+      EXPECT_EQ(e->mismatched, 0);
+      EXPECT_EQ(e->excluded, 1);
+      EXPECT_EQ(e->nonfinite_row, 1);
+      EXPECT_EQ(e->nonfinite_col, 37);
+      const Json st = stats(*q);
+      EXPECT_EQ(st["first_nonfinite"], (Json{{"row", 1}, {"col", 37}})) << st.dump();
+      EXPECT_FALSE(st.contains("first")) << st.dump();
     }
   }
 }
