@@ -416,8 +416,14 @@ Status DumpBuilder::add_projection(const Projection& p) {
       segments.push_back(segment_node(path + "/weight/" + s.name, s));
       NCERT_RETURN_IF_ERROR(check_segment(segments.back(), s, k));
     }
+    // The reader's rule (schema.cc): an empty name names no run, and read as absent the run's
+    // witnesses would go uncertified.
+    if (p.role == "lm_head" && p.logits_run && p.logits_run->empty()) {
+      return refuse(ErrorCode::kMissingMember, path,
+                    "logits_run = \"\" names no /logits run (omit it for an lm_head of no run)");
+    }
     std::optional<LmHead> head;
-    if (p.role == "lm_head" && p.logits_run && !p.logits_run->empty()) {
+    if (p.role == "lm_head" && p.logits_run) {
       head = LmHead{path, *p.logits_run, m, *p.n};
       if (auto run = im.runs.find(head->run); run != im.runs.end()) {
         NCERT_RETURN_IF_ERROR(lm_head_fits(*head, run->second.first, run->second.second));

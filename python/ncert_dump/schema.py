@@ -419,6 +419,9 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
         raise DumpFormatError("missing-member", path,
                               'missing dataset "y_unpacked" (at least one of y_unpacked, '
                               "y_packed, y_compact is required)")
+    if logits_run == "" and role == "lm_head":
+        raise DumpFormatError("missing-member", path,
+                              'logits_run = "" names no /logits run (omit it for an lm_head of no run)')
     if logits_run is not None and role != "lm_head":
         raise DumpFormatError("attribute-invalid", path,
                               f'logits_run = "{logits_run}" is only read with role = "lm_head"')

@@ -180,6 +180,9 @@ CASES = [
     Case("logits_run_without_lm_head_role", "attribute-invalid",
          'is only read with role = "lm_head"', P,
          lambda kw: {"logits_run": "r", "role": "ffn"}, None),
+    Case("lm_head_logits_run_empty", "missing-member",
+         'logits_run = "" names no /logits run (omit it for an lm_head of no run)', P,
+         lambda kw: {"logits_run": "", "role": "lm_head"}, "inspect"),
     # ---- weight segments (schema.cc check_segment) ----
     Case("weight_group_missing", "missing-member", 'missing group "weight"', P,
          lambda kw: {"weights": None, "k": 16, "n": 8}, "inspect"),

@@ -851,6 +851,32 @@ TEST(DumpBuilder, TheReaderRefusesTheSameFaultWithTheSameStatus) {
   }
 }
 
+TEST(DumpBuilder, AnLmHeadOfAnEmptyRunNameIsRefusedAsTheReaderRefusesIt) {
+  // logits_run = "" names no run; read as absent, the run's witnesses went uncertified. The
+  // builder wrote it; the reader refuses it (223), and now the builder does, in the same words.
+  const HeadData h = head_data();
+  const std::string path = scratch("lm_head_empty_run.h5");
+  Projection empty = lm_head(h);
+  empty.logits_run = "";
+  Status by_builder;
+  {
+    auto b = DumpBuilder::create(path, {.engine = "e", .build = "b"});
+    ASSERT_TRUE(b.ok());
+    by_builder = b->add_projection(empty);
+    EXPECT_EQ(by_builder.code(), ErrorCode::kMissingMember) << by_builder.to_string();
+    EXPECT_NE(by_builder.message().find("logits_run = \"\" names no /logits run"), std::string::npos)
+        << by_builder.to_string();
+    ASSERT_TRUE(b->add_logits_run(greedy(h)).ok());
+    ASSERT_TRUE(b->add_projection(lm_head(h)).ok());
+    ASSERT_TRUE(b->close().ok());
+  }
+  rewrite(path, "/projections/lm_head", "logits_run", std::string());
+  auto read = DumpReader::open(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), by_builder.code());
+  EXPECT_EQ(read.status().message(), by_builder.message());
+}
+
 // ---- the file: appears only whole, never replaces one unless asked ----
 
 TEST(DumpBuilder, NoHalfWrittenFileAndNoSilentOverwrite) {
