@@ -73,7 +73,9 @@ CheckResult schema_check(const DumpModel& m, Report& report) {
                     " logits run(s), " + std::to_string(m.tensors.size()) + " tensor(s)";
   } else {
     schema.verdict = Verdict::kFail;
-    if (!first.ok()) report.error = first;
+    // Named by file as every other command's refusal is (DumpReader::open): the listing above
+    // names it, but a log line or a JSON "error" read alone must too.
+    if (!first.ok()) report.error = Status(first.code(), m.file + ": " + first.message());
     schema.reason = report.error->message();
   }
   return schema;

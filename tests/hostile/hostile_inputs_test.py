@@ -118,6 +118,21 @@ class HostileInputs(unittest.TestCase):
                 r = hs.run([command, p, "--json", report], timeout=120)
                 message = self.assert_refused(r, 217, "tree-limit", report)
                 self.assertIn("/chain/g/g/g", message)
+                self.assertIn("deep.h5: /", message)
+
+    def test_a_schema_refusal_names_file_object_and_value_in_every_command(self):
+        # inspect listed the file above its refusal, but the refusal itself (the line a log
+        # keeps, the JSON error) named only the object.
+        p = self.copy_good("acc.h5")
+        with h5py.File(p, "r+") as f:
+            f["projections/attn_qkv"].attrs["accumulator"] = "f64"
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                report = self.path("acc.%s.json" % command)
+                r = hs.run([command, p, "--json", report], timeout=120)
+                message = self.assert_refused(r, 405, "accumulator-unknown", report)
+                self.assertIn("acc.h5: /projections/attn_qkv: accumulator \"f64\"", message)
+                self.assertEqual(hs.load_report(report)["error"]["message"], message)
 
     def test_names_cannot_forge_report_lines_or_drive_the_terminal(self):
         p = self.copy_good("forged.h5")
