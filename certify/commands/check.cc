@@ -194,6 +194,7 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
       // on what is one projection's FAIL.
       model = absolute_error_model(options.logit_error);
       model.source += " (lm_head " + head->name + " could not be evaluated: see its checks)";
+      model.hint = "correct lm_head " + head->name + " as its failing checks say";
     } else {
       NCERT_ASSIGN_OR_RETURN(model, error_model_for(reader, run, options.logit_error, options.check.lambda));
     }

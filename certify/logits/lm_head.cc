@@ -194,6 +194,7 @@ Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRu
     if (blocked.empty()) return lm_head_error_model(*head, collector.rows());
     LogitErrorModel m = absolute_error_model(logit_error);
     m.source += " (lm_head " + head->name + " could not be evaluated: " + blocked + ")";
+    m.hint = "correct lm_head " + head->name + "'s weights or declarations (check fails its geometry)";
     return m;
   }
   LogitErrorModel m = absolute_error_model(logit_error);
