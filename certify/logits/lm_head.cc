@@ -7,7 +7,6 @@
 #include "certify/projection/memory.h"
 #include "certify/projection/projection_data.h"
 #include "certify/report/format.h"
-#include "packing/guards.h"
 #include "reference/float_bits.h"
 
 namespace ncert::certify {
@@ -150,7 +149,7 @@ Result<std::string> evaluate_lm_head(const DumpReader& reader, const ProjectionI
   // The host guards `check` runs before it evaluates a projection (its geometry check): weights
   // that fail one (a K the walk or an AF4 group does not divide, segments that do not tile N)
   // have no reference, and the head is one projection's FAIL there, not a refused dump.
-  if (const Status g = packing::validate_weights(data.plan); !g.ok()) {
+  if (const Status g = data.weights_evaluable(); !g.ok()) {
     return std::string(error_name(g.code())) + ": " + g.message();
   }
   class Sink final : public reference::ReferenceSink {

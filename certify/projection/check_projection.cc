@@ -25,7 +25,7 @@ CheckResult projection_check(const ProjectionInfo& info, CheckKind kind) {
 ProjectionFacts projection_facts(const LoadedProjection& data) {
   ProjectionFacts f{data,
                     packing::validate_plan(data.plan),
-                    packing::validate_weights(data.plan),
+                    data.weights_evaluable(),
                     packing::validate_selector_rows(data.plan),
                     {}};
   f.slot_of_row.assign(static_cast<std::size_t>(data.info->m), -1);

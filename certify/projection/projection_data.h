@@ -12,6 +12,7 @@
 
 #include "certify/io/dump_reader.h"
 #include "certify/projection/shared_weights.h"
+#include "packing/guards.h"
 #include "packing/pack_plan.h"
 #include "reference/float_bits.h"
 #include "reference/linear_spec.h"
@@ -68,6 +69,10 @@ struct LoadedProjection {
 
   /// The reference problem over all M rows (lambda and walk from the arguments/dump).
   reference::LinearProblem problem(double lambda) const;
+  /// The host guards a reference of these weights needs (packing::validate_weights: K >= 1,
+  /// the walk's parts and every AF4 group divide K, the segments tile N). check's geometry
+  /// runs them before it evaluates; a caller that evaluates alone (a run's lm_head) asks here.
+  Status weights_evaluable() const { return packing::validate_weights(plan); }
   const EngineOutput& output(EngineOutputId o) const {
     return o == EngineOutputId::kUnpacked ? y_unpacked : o == EngineOutputId::kPacked ? y_packed : y_compact;
   }
