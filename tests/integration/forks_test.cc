@@ -333,6 +333,37 @@ TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
   EXPECT_LT(stats(*f[0])["envelope"]["at_a"].get<double>(), 1.0);
 }
 
+TEST(Forks, AnLmHeadFailingAHostGuardGivesNoEnvelopeAndSaysWhy) {
+  // forks evaluates each lm_head alone, without check's geometry step: weights failing a host
+  // guard (a walk that does not divide K here; an AF4 group that does not divide K read past
+  // its arrays) refused the pair. The fork is judged without those intervals, saying why.
+  const std::string a = scratch_file("guard-a.h5"), b = scratch_file("guard-b.h5");
+  ASSERT_TRUE(fixtures::write_dump(a, fixtures::preset_tiny(), {}, true).ok());
+  ASSERT_TRUE(fixtures::write_dump(b, fixtures::preset_tiny(), {}, true).ok());
+  std::vector<std::int32_t> t;
+  {
+    auto reader = DumpReader::open(b);  // closed before the file is modified
+    ASSERT_TRUE(reader.ok());
+    t = *reader->read_i32("/logits/greedy/tokens");
+    const Index V = reader->model().logits[0].vocab;
+    std::vector<float> row(static_cast<std::size_t>(V));
+    ASSERT_TRUE(reader->read_rows("/logits/greedy/logits", 3, 1, row.data()).ok());
+    t[3] = static_cast<std::int32_t>(scan_row(row.data(), V).runner_up_index);
+  }
+  ncert::testing::poke_i32(b, "/logits/greedy/tokens", t);
+  for (const std::string& path : {a, b}) {
+    ncert::testing::poke_attr_string(path, "/projections/lm_head_greedy", "k_walk", "split:7");
+  }
+  ForksOptions o;
+  o.matched_history = true;
+  const Report r = forks({a, b}, o);
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  const std::string src = stats(*f[0])["envelope"]["source"];
+  EXPECT_EQ(src.find("certified:"), std::string::npos) << src;
+  EXPECT_NE(src.find("lm_head lm_head_greedy could not be evaluated: guard-walk-split"), std::string::npos) << src;
+}
+
 TEST(Forks, VocabularyTextAppearsBesideIds) {
   const DumpPair p = fork_pair("text", planted({{9, ForkKind::kUlpFlip}}));
   // A byte-level BPE vocabulary of 2000 tokens: "t<i>" with "Ġ" (a space) in front of even ids.
