@@ -389,6 +389,19 @@ void decode_weight_row(const Weights& w, Index j, DType activation, double* exac
   }
 }
 
+Status rows_hold_widths(const ProjectionLayout& l) {
+  if (l.in_stride < l.k) {
+    return Status(ErrorCode::kGuardStrideBelowWidth, "rows of x hold in_stride = " + std::to_string(l.in_stride) +
+                                                         " values, fewer than K = " + std::to_string(l.k));
+  }
+  if (l.out_stride < l.n) {
+    return Status(ErrorCode::kGuardStrideBelowWidth,
+                  "rows of the outputs hold out_stride = " + std::to_string(l.out_stride) +
+                      " values, fewer than N = " + std::to_string(l.n));
+  }
+  return Status();
+}
+
 Status validate_problem(const LinearProblem& p) {
   if (p.weights == nullptr) return Status(ErrorCode::kInvalidArgument, "no weights");
   const Weights& w = *p.weights;

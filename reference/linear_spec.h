@@ -199,6 +199,11 @@ struct ProjectionLayout {
   const ProjectionLayout& layout() const { return *this; }
 };
 
+/// Whether rows of x hold K values and rows of every output N (guard 306,
+/// kGuardStrideBelowWidth). A dump may declare narrower strides, its datasets stored that
+/// narrow (geometry then fails); nothing may read K or N values from such rows.
+Status rows_hold_widths(const ProjectionLayout& l);
+
 // ---- operand views --------------------------------------------------------------------------
 
 /// A row-major matrix of f32, bf16 or f16 values with a row stride (in elements).

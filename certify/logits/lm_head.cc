@@ -8,6 +8,7 @@
 #include "certify/projection/projection_data.h"
 #include "certify/report/format.h"
 #include "reference/float_bits.h"
+#include "reference/linear_spec.h"
 
 namespace ncert::certify {
 
@@ -40,6 +41,11 @@ std::string undeclared_lm_head_hint(const DumpModel& model, const LogitsRunInfo&
 std::string lm_head_unusable(const ProjectionInfo& head) {
   if (!head.has_y_unpacked) {
     return "lm_head " + head.name + " has no y_unpacked, so nothing ties its intervals to the logits rows";
+  }
+  // Its rows are read K (x) and vocabulary (y_unpacked) values wide; narrower ones fail its
+  // geometry, and reading them would run past the stored arrays.
+  if (const Status rows = reference::rows_hold_widths(head); !rows.ok()) {
+    return "lm_head " + head.name + " cannot be read: " + std::string(error_name(rows.code())) + ": " + rows.message();
   }
   return "";
 }
@@ -152,13 +158,19 @@ Result<std::string> evaluate_lm_head(const DumpReader& reader, const ProjectionI
   if (const Status g = data.weights_evaluable(); !g.ok()) {
     return std::string(error_name(g.code())) + ": " + g.message();
   }
+  // And what check's reference blocker asks of the problem (an x_quant_group that does not
+  // divide K, an x narrower than K): one projection's FAIL there, not a refused dump here.
+  const reference::LinearProblem problem = data.problem(lambda);
+  if (const Status p = reference::validate_problem(problem); !p.ok()) {
+    return std::string(error_name(p.code())) + ": " + p.message();
+  }
   class Sink final : public reference::ReferenceSink {
    public:
     explicit Sink(LmHeadCollector* c) : c_(c) {}
     void consume(const reference::ReferenceBlock& b) override { c_->consume(b); }
     LmHeadCollector* c_;
   } sink(&collector);
-  auto s = reference::evaluate_reference(data.problem(lambda), sink, ro);
+  auto s = reference::evaluate_reference(problem, sink, ro);
   if (!s.ok()) return s.status().with_context(reader.model().file + ": " + head.path);
   return std::string();
 }
@@ -199,6 +211,7 @@ Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRu
   LogitErrorModel m = absolute_error_model(logit_error);
   if (head) m.source += " (" + lm_head_unusable(*head) + ")";
   if (!head) m.hint = undeclared_lm_head_hint(reader.model(), run);
+  if (head && head->has_y_unpacked) m.hint = "correct lm_head " + head->name + " as its geometry check says";
   return m;
 }
 

@@ -371,6 +371,19 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
   // 1. geometry, and what later checks may rely on.
   made.checks.push_back(geometry_check(f));
   if (auto s = request_guards_skip(info, unpacked_only(data))) made.checks.push_back(std::move(*s));
+  if (const Status rows = reference::rows_hold_widths(info); !rows.ok()) {
+    // Rows narrower than K or N (guard 306, geometry's FAIL): every other check reads K values
+    // of x or N of an output per row, past the stored arrays (a heap over-read ASan found).
+    const std::string why = std::string(error_name(rows.code())) + ": " + rows.message();
+    if (info.x_quant.type != reference::XQuantType::kNone) made.blocked(CheckKind::kQuantize, why);
+    made.blocked(CheckKind::kIdentity, why);
+    made.blocked(CheckKind::kBound, why);
+    if (info.walk.declared) made.blocked(CheckKind::kWalk, why);
+    made.blocked(CheckKind::kUntouched, why);
+    made.checks.push_back(vacuity_check(f, nullptr, options));
+    for (CheckResult& c : made.checks) c.subject = made.subject;
+    return out;
+  }
 
   auto t_other = std::chrono::steady_clock::now();
   if (auto q = quantize_check(f)) made.checks.push_back(std::move(*q));

@@ -120,6 +120,44 @@ class HostileInputs(unittest.TestCase):
                 self.assertIn("/chain/g/g/g", message)
                 self.assertIn("deep.h5: /", message)
 
+    def narrow_rows(self, path, projection, out_stride):
+        """Stores every output (and the residual) of `projection` out_stride wide, as its
+        attribute then says: a layout the reader passes to the geometry guard (306)."""
+        with h5py.File(path, "r+") as f:
+            p = f["projections/" + projection]
+            p.attrs["out_stride"] = np.int64(out_stride)
+            for d in [d for d in p if d.startswith("y_") or d == "residual"]:
+                data, attrs = p[d][...][:, :out_stride], dict(p[d].attrs)
+                del p[d]
+                nd = p.create_dataset(d, data=data)
+                for a, v in attrs.items():
+                    nd.attrs[a] = v
+
+    def test_output_rows_narrower_than_n_fail_geometry_and_are_not_read(self):
+        # Every check after geometry read N values a row: past the stored arrays (a heap
+        # over-read under ASan). They are now not evaluated, and an lm_head that narrow gives
+        # its run no intervals.
+        p = self.copy_good("narrow.h5")
+        self.narrow_rows(p, "mlp_down", 24)
+        self.narrow_rows(p, "lm_head_greedy", 200)
+        report = self.path("narrow.json")
+        r = hs.run(["check", p, "--json", report], timeout=120)
+        self.assertEqual(r.returncode, 1, r.describe())
+        by_id = {c["id"]: c for c in hs.load_report(report)["checks"]}
+        geometry = by_id["projections/mlp_down/geometry"]
+        self.assertEqual(geometry["verdict"], "FAIL")
+        self.assertIn("guard-stride-below-width", geometry["reason"])
+        for kind in ("identity", "bound", "untouched"):
+            c = by_id["projections/mlp_down/" + kind]
+            self.assertEqual(c["verdict"], "FAIL", c)
+            self.assertIn("not evaluated: guard-stride-below-width: rows of the outputs hold out_stride = 24",
+                          c["reason"])
+        witness = by_id["logits/greedy/witness"]
+        self.assertIn("lm_head lm_head_greedy cannot be read", witness["stats"]["error_source"])
+        r = hs.run(["witness", p], timeout=120)
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertIn("out_stride = 200 values, fewer than N = 256", r.text)
+
     def test_a_schema_refusal_names_file_object_and_value_in_every_command(self):
         # inspect listed the file above its refusal, but the refusal itself (the line a log
         # keeps, the JSON error) named only the object.
