@@ -304,10 +304,9 @@ TEST(Forks, TheSameHiddenStateUsesBothRunsLmHeadIntervals) {
   EXPECT_EQ(src.rfind("certified: lm_head intervals of both runs", 0), 0u) << src;
 }
 
-TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
-  // Two copies of the tiny preset (logits computed by its lm_head); B emits its row 3's
-  // runner-up, an invalid emission, which still shows the lm_head envelope at the fork.
-  const std::string a = scratch_file("head-a.h5"), b = scratch_file("head-b.h5");
+/// Two copies of the tiny preset (logits computed by its lm_head) in which B emits its row 3's
+/// runner-up: one invalid fork at position 3.
+void runner_up_fork_pair(const std::string& a, const std::string& b) {
   ASSERT_TRUE(fixtures::write_dump(a, fixtures::preset_tiny(), {}, true).ok());
   ASSERT_TRUE(fixtures::write_dump(b, fixtures::preset_tiny(), {}, true).ok());
   std::vector<std::int32_t> t;
@@ -321,6 +320,13 @@ TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
     t[3] = static_cast<std::int32_t>(scan_row(row.data(), V).runner_up_index);
   }
   ncert::testing::poke_i32(b, "/logits/greedy/tokens", t);
+}
+
+TEST(Forks, LmHeadIntervalsAreTheEnvelopeWhenBothDumpsHaveOne) {
+  // B emits its row 3's runner-up, an invalid emission, which still shows the lm_head envelope
+  // at the fork.
+  const std::string a = scratch_file("head-a.h5"), b = scratch_file("head-b.h5");
+  ASSERT_NO_FATAL_FAILURE(runner_up_fork_pair(a, b));
   ForksOptions o;
   o.matched_history = true;
   const Report r = forks({a, b}, o);
@@ -338,19 +344,7 @@ TEST(Forks, AnLmHeadFailingAHostGuardGivesNoEnvelopeAndSaysWhy) {
   // guard (a walk that does not divide K here; an AF4 group that does not divide K read past
   // its arrays) refused the pair. The fork is judged without those intervals, saying why.
   const std::string a = scratch_file("guard-a.h5"), b = scratch_file("guard-b.h5");
-  ASSERT_TRUE(fixtures::write_dump(a, fixtures::preset_tiny(), {}, true).ok());
-  ASSERT_TRUE(fixtures::write_dump(b, fixtures::preset_tiny(), {}, true).ok());
-  std::vector<std::int32_t> t;
-  {
-    auto reader = DumpReader::open(b);  // closed before the file is modified
-    ASSERT_TRUE(reader.ok());
-    t = *reader->read_i32("/logits/greedy/tokens");
-    const Index V = reader->model().logits[0].vocab;
-    std::vector<float> row(static_cast<std::size_t>(V));
-    ASSERT_TRUE(reader->read_rows("/logits/greedy/logits", 3, 1, row.data()).ok());
-    t[3] = static_cast<std::int32_t>(scan_row(row.data(), V).runner_up_index);
-  }
-  ncert::testing::poke_i32(b, "/logits/greedy/tokens", t);
+  ASSERT_NO_FATAL_FAILURE(runner_up_fork_pair(a, b));
   for (const std::string& path : {a, b}) {
     ncert::testing::poke_attr_string(path, "/projections/lm_head_greedy", "k_walk", "split:7");
   }
