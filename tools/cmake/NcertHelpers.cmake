@@ -78,4 +78,15 @@ function(ncert_add_gtest name)
   file(WRITE ${script} "set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${arg_LABELS}\" "
                        "ENVIRONMENT \"NCERT_TEST_TMP=${CMAKE_CURRENT_BINARY_DIR}/tmp;OMP_NUM_THREADS=2\")\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
+  ncert_label_targets("${arg_LABELS}" ${name})
+endfunction()
+
+# ncert_label_targets(labels target...): the targets a test of these labels runs. Each label
+# gathers its targets in a global property; tests/CMakeLists.txt makes `<label>_tests` targets of
+# the sanitizer labels from them, which the sanitize and tsan build presets build alone. A test
+# added with a label thus brings its executable into that stage's build, with no list to keep.
+function(ncert_label_targets labels)
+  foreach(label IN LISTS labels)
+    set_property(GLOBAL APPEND PROPERTY NCERT_LABEL_TARGETS_${label} ${ARGN})
+  endforeach()
 endfunction()
