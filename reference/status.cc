@@ -66,6 +66,11 @@ std::string Status::to_string() const {
   return s;
 }
 
+std::string Status::named_message() const {
+  if (ok()) return "ok";
+  return std::string(error_name(code_)) + ": " + message_;
+}
+
 Status Status::with_context(std::string_view context) const {
   if (ok()) return *this;
   return Status(code_, std::string(context) + ": " + message_).with_detail(detail_);

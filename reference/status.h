@@ -53,6 +53,9 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   /// "error guard-duplicate-row (301): <message>".
   std::string to_string() const;
+  /// "guard-duplicate-row: <message>": the code's name and the message, for a check's reason or
+  /// a report line, where the number and the word "error" would be noise.
+  std::string named_message() const;
 
   /// Prefix the message with more context ("while reading /logits/a: ...").
   Status with_context(std::string_view context) const;

@@ -45,7 +45,7 @@ std::string lm_head_unusable(const ProjectionInfo& head) {
   // Its rows are read K (x) and vocabulary (y_unpacked) values wide; narrower ones fail its
   // geometry, and reading them would run past the stored arrays.
   if (const Status rows = reference::rows_hold_widths(head); !rows.ok()) {
-    return "lm_head " + head.name + " cannot be read: " + std::string(error_name(rows.code())) + ": " + rows.message();
+    return "lm_head " + head.name + " cannot be read: " + rows.named_message();
   }
   return "";
 }
@@ -156,13 +156,13 @@ Result<std::string> evaluate_lm_head(const DumpReader& reader, const ProjectionI
   // that fail one (a K the walk or an AF4 group does not divide, segments that do not tile N)
   // have no reference, and the head is one projection's FAIL there, not a refused dump.
   if (const Status g = data.weights_evaluable(); !g.ok()) {
-    return std::string(error_name(g.code())) + ": " + g.message();
+    return g.named_message();
   }
   // And what check's reference blocker asks of the problem (an x_quant_group that does not
   // divide K, an x narrower than K): one projection's FAIL there, not a refused dump here.
   const reference::LinearProblem problem = data.problem(lambda);
   if (const Status p = reference::validate_problem(problem); !p.ok()) {
-    return std::string(error_name(p.code())) + ": " + p.message();
+    return p.named_message();
   }
   class Sink final : public reference::ReferenceSink {
    public:

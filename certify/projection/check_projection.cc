@@ -374,7 +374,7 @@ Result<ProjectionOutcome> check_projection(const DumpReader& reader, const Proje
   if (const Status rows = reference::rows_hold_widths(info); !rows.ok()) {
     // Rows narrower than K or N (guard 306, geometry's FAIL): every other check reads K values
     // of x or N of an output per row, past the stored arrays (a heap over-read ASan found).
-    const std::string why = std::string(error_name(rows.code())) + ": " + rows.message();
+    const std::string why = rows.named_message();
     if (info.x_quant.type != reference::XQuantType::kNone) made.blocked(CheckKind::kQuantize, why);
     made.blocked(CheckKind::kIdentity, why);
     made.blocked(CheckKind::kBound, why);

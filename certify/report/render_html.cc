@@ -239,8 +239,7 @@ std::string worst_finding(const Part& p) {
     std::string reason = c.reason.size() > kMaxReason ? c.reason.substr(0, kMaxReason) + "..." : c.reason;
     return "<b>" + id_markup(short_id(p, c)) + "</b> " + markup(reason);
   };
-  if (p.view.error)
-    return "<b>refused</b> " + markup(error_name(p.view.error->code())) + ": " + markup(p.view.error->message());
+  if (p.view.error) return "<b>refused</b> " + markup(p.view.error->named_message());
   for (const CheckResult& c : p.view.checks) {
     if (c.failed()) return line(c);
   }

@@ -142,6 +142,8 @@ TEST(Status, ResultCarriesValueOrStatus) {
   Result<int> misuse = Status();
   EXPECT_EQ(misuse.status().code(), ErrorCode::kInternal);
   EXPECT_EQ(Status(ErrorCode::kGuardDuplicateRow, "row 3").to_string(), "error guard-duplicate-row (301): row 3");
+  EXPECT_EQ(Status(ErrorCode::kGuardDuplicateRow, "row 3").named_message(), "guard-duplicate-row: row 3");
+  EXPECT_EQ(Status().named_message(), "ok");
 }
 
 // docs/error-codes.md lists every code by number and name (ncert-docgen writes its table; this
