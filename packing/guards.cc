@@ -190,17 +190,15 @@ Status check_af4(const PackPlan& p) {
 // 6. A row stride below the valid width makes rows overlap: reads and writes of one row would
 // hit the next.
 Status check_strides(const PackPlan& p, bool packed) {
+  NCERT_RETURN_IF_ERROR(reference::rows_hold_widths(p));  // x and the outputs, as the reference reads them
   struct S {
     const char* what;
     Index stride, width;
-    bool applies;
   };
-  const S all[] = {{"input x", p.in_stride, p.k, true},
-                   {"output", p.out_stride, p.n, true},
-                   {"compact input scratch", p.compact_in_stride, p.k, packed},
-                   {"compact output scratch", p.compact_out_stride, p.n, packed}};
-  for (const S& s : all) {
-    if (s.applies && s.stride < s.width) {
+  const S scratch[] = {{"compact input scratch", p.compact_in_stride, p.k},
+                       {"compact output scratch", p.compact_out_stride, p.n}};
+  for (const S& s : scratch) {
+    if (packed && s.stride < s.width) {
       return fail(ErrorCode::kGuardStrideBelowWidth,
                   std::string(s.what) + " stride " + n2s(s.stride) + " < valid width " + n2s(s.width));
     }

@@ -390,14 +390,15 @@ void decode_weight_row(const Weights& w, Index j, DType activation, double* exac
 }
 
 Status rows_hold_widths(const ProjectionLayout& l) {
+  // The packing helper's own guard (packing/guards.cc check_strides) starts with this one, so
+  // the words are the same wherever the guard trips (python/ncert_dump/guards.py mirrors them).
   if (l.in_stride < l.k) {
-    return Status(ErrorCode::kGuardStrideBelowWidth, "rows of x hold in_stride = " + std::to_string(l.in_stride) +
-                                                         " values, fewer than K = " + std::to_string(l.k));
+    return Status(ErrorCode::kGuardStrideBelowWidth,
+                  "input x stride " + std::to_string(l.in_stride) + " < valid width " + std::to_string(l.k));
   }
   if (l.out_stride < l.n) {
     return Status(ErrorCode::kGuardStrideBelowWidth,
-                  "rows of the outputs hold out_stride = " + std::to_string(l.out_stride) +
-                      " values, fewer than N = " + std::to_string(l.n));
+                  "output stride " + std::to_string(l.out_stride) + " < valid width " + std::to_string(l.n));
   }
   return Status();
 }

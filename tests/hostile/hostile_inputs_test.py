@@ -150,13 +150,12 @@ class HostileInputs(unittest.TestCase):
         for kind in ("identity", "bound", "untouched"):
             c = by_id["projections/mlp_down/" + kind]
             self.assertEqual(c["verdict"], "FAIL", c)
-            self.assertIn("not evaluated: guard-stride-below-width: rows of the outputs hold out_stride = 24",
-                          c["reason"])
+            self.assertIn("not evaluated: guard-stride-below-width: output stride 24 < valid width", c["reason"])
         witness = by_id["logits/greedy/witness"]
         self.assertIn("lm_head lm_head_greedy cannot be read", witness["stats"]["error_source"])
         r = hs.run(["witness", p], timeout=120)
         self.assertEqual(r.returncode, 0, r.describe())
-        self.assertIn("out_stride = 200 values, fewer than N = 256", r.text)
+        self.assertIn("output stride 200 < valid width 256", r.text)
 
     def test_a_schema_refusal_names_file_object_and_value_in_every_command(self):
         # inspect listed the file above its refusal, but the refusal itself (the line a log
