@@ -192,9 +192,8 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
       // Checked above without its reference (a host guard, the weights or the selector failed
       // its checks, which say why): evaluating it again for the run would refuse the whole dump
       // on what is one projection's FAIL.
-      model = absolute_error_model(options.logit_error);
-      model.source += " (lm_head " + head->name + " could not be evaluated: see its checks)";
-      model.hint = "correct lm_head " + head->name + " as its failing checks say";
+      model = unevaluated_head_model(options.logit_error, head_not_evaluated(*head, "see its checks"),
+                                     "correct lm_head " + head->name + " as its failing checks say");
     } else {
       NCERT_ASSIGN_OR_RETURN(model, error_model_for(reader, run, options.logit_error, options.check.lambda));
     }

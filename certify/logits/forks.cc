@@ -112,7 +112,7 @@ Result<SideHead> side_head(const DumpReader& reader, const LogitsRunInfo& run, c
   LmHeadCollector collector(std::move(tokens), std::move(cells), omp_get_max_threads());
   NCERT_ASSIGN_OR_RETURN(const std::string blocked, evaluate_lm_head(reader, *s.head, o.lambda, collector));
   if (!blocked.empty()) {
-    s.unusable = "lm_head " + s.head->name + " could not be evaluated: " + blocked;
+    s.unusable = head_not_evaluated(*s.head, blocked);
     return s;
   }
   s.cells = collector.cells();

@@ -195,6 +195,17 @@ LogitErrorModel lm_head_error_model(const ProjectionInfo& head, std::vector<RowI
   return m;
 }
 
+std::string head_not_evaluated(const ProjectionInfo& head, std::string_view why) {
+  return "lm_head " + head.name + " could not be evaluated: " + std::string(why);
+}
+
+LogitErrorModel unevaluated_head_model(std::optional<double> logit_error, const std::string& why, std::string hint) {
+  LogitErrorModel m = absolute_error_model(logit_error);
+  m.source += " (" + why + ")";
+  m.hint = std::move(hint);
+  return m;
+}
+
 Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRunInfo& run,
                                         std::optional<double> logit_error, double lambda) {
   const ProjectionInfo* head = find_lm_head(reader.model(), run.name);
@@ -203,16 +214,18 @@ Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRu
     LmHeadCollector collector(std::move(tokens), {}, omp_get_max_threads());
     NCERT_ASSIGN_OR_RETURN(const std::string blocked, evaluate_lm_head(reader, *head, lambda, collector));
     if (blocked.empty()) return lm_head_error_model(*head, collector.rows());
+    return unevaluated_head_model(
+        logit_error, head_not_evaluated(*head, blocked),
+        "correct lm_head " + head->name + "'s weights or declarations (check fails its geometry)");
+  }
+  if (!head) {
     LogitErrorModel m = absolute_error_model(logit_error);
-    m.source += " (lm_head " + head->name + " could not be evaluated: " + blocked + ")";
-    m.hint = "correct lm_head " + head->name + "'s weights or declarations (check fails its geometry)";
+    m.hint = undeclared_lm_head_hint(reader.model(), run);
     return m;
   }
-  LogitErrorModel m = absolute_error_model(logit_error);
-  if (head) m.source += " (" + lm_head_unusable(*head) + ")";
-  if (!head) m.hint = undeclared_lm_head_hint(reader.model(), run);
-  if (head && head->has_y_unpacked) m.hint = "correct lm_head " + head->name + " as its geometry check says";
-  return m;
+  return unevaluated_head_model(
+      logit_error, lm_head_unusable(*head),
+      head->has_y_unpacked ? "correct lm_head " + head->name + " as its geometry check says" : "");
 }
 
 }  // namespace ncert::certify

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -89,6 +90,12 @@ struct LogitErrorModel {
 LogitErrorModel absolute_error_model(std::optional<double> logit_error);
 /// A model from intervals already collected (check's own pass of the lm_head).
 LogitErrorModel lm_head_error_model(const ProjectionInfo& head, std::vector<RowIntervals> intervals);
+/// "lm_head P could not be evaluated: <why>": the one wording of a head that exists but gives
+/// its run no intervals (witness, forks and check alike).
+std::string head_not_evaluated(const ProjectionInfo& head, std::string_view why);
+/// A run whose lm_head could not be evaluated: --logit-error (or none) as the model, its source
+/// saying why in parentheses, and `hint` saying what to correct.
+LogitErrorModel unevaluated_head_model(std::optional<double> logit_error, const std::string& why, std::string hint);
 /// The error model of a run: the lm_head's intervals (evaluating its reference) when the dump
 /// has a usable one, else --logit-error, else none.
 Result<LogitErrorModel> error_model_for(const DumpReader& reader, const LogitsRunInfo& run,
