@@ -45,11 +45,14 @@ try:
 except ImportError:
     sys.path.insert(0, str(kRepo / "python"))
 sys.path.insert(0, str(kHere))
+sys.path.insert(0, str(kHere.parent / "common"))
 
 import cases as cases_mod  # noqa: E402
 import verdicts  # noqa: E402
 from cases import Case, Fault, Mistake  # noqa: E402
 from reuse import example_module  # noqa: E402
+
+import harness  # noqa: E402
 
 
 def parse_args(argv):
@@ -91,21 +94,6 @@ class Job:
     said: str = ""  # a mistake's: what ncert said, its key phrase
 
 
-def clean(out: Path, force: bool) -> bool:
-    if out.exists() and any((out / o).exists() for o in kOutputs):
-        if not force:
-            print(f"run.py: {out} holds an earlier run's files; give --force to replace them",
-                  file=sys.stderr)
-            return False
-        for o in kOutputs:
-            old = out / o
-            if old.is_dir():
-                shutil.rmtree(old)
-            elif old.exists():
-                old.unlink()
-    return True
-
-
 def markdown(head: List[str], rows: List[List[str]]) -> str:
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
@@ -114,13 +102,12 @@ def markdown(head: List[str], rows: List[List[str]]) -> str:
 
 def main(argv) -> int:
     args = parse_args(argv)
-    hg_run = example_module("half_gemm", "run")  # find_ncert, find_ort_package, check, skip
-    ncert = hg_run.find_ncert(args.ncert)
+    ncert = harness.find_ncert(args.ncert)
     if ncert is None:
         print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
         return 2
     out: Path = args.out
-    if not clean(out, args.force):
+    if not harness.clean(out, args.force, kOutputs):
         return 2
     families = args.families.split(",") if args.families else None
     unknown = sorted(set(families or []) - set(cases_mod.kFamilies))
@@ -130,19 +117,19 @@ def main(argv) -> int:
         return 2
     if platform.machine() not in ("x86_64", "AMD64"):
         # The kernels' batch invariance and orders were measured on x86-64 (the examples' READMEs).
-        return hg_run.skip(f"these kernels are measured on x86-64, not {platform.machine()}")
+        return harness.skip(f"these kernels are measured on x86-64, not {platform.machine()}")
     try:
         import h5py  # noqa: F401
         import onnx  # noqa: F401
     except ImportError as e:
-        return hg_run.skip(f"{e.name} is not installed (Debian: python3-{e.name}; tools/install-deps)")
-    ort_package, why = hg_run.find_ort_package(args.ort_package)
+        return harness.skip(f"{e.name} is not installed (Debian: python3-{e.name}; tools/install-deps)")
+    ort_package, why = harness.find_ort_package(args.ort_package)
     if ort_package is None:
-        return hg_run.skip(why)
+        return harness.skip(why)
     ob_mod = example_module("openblas_gemv", "openblas")
     ob = ob_mod.load()
     if isinstance(ob, str):
-        return hg_run.skip(ob)
+        return harness.skip(ob)
     # Every kernel runs on one thread (ONNX Runtime's sessions say so, OpenBLAS was loaded so);
     # torch reads this when it is imported, and each ncert check gets --jobs' share.
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -156,7 +143,7 @@ def main(argv) -> int:
     else:
         print(f"NOTE: the torch-bf16 family is left out: {why_no_torch}")
         families = [f for f in (families or cases_mod.kFamilies) if f != "torch-bf16"]
-    sweep = Sweep(cases_mod.sweep(families), out, versions, lambda job: hg_run.check(ncert, job.path, job.reports),
+    sweep = Sweep(cases_mod.sweep(families), out, versions, lambda job: harness.check(ncert, job.path, job.reports),
                   args.jobs, args.keep)
     sweep.run_ort(ort_package)
     sweep.run_openblas(sweep.engines.OpenBlasRows(ob))

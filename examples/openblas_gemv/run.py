@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,15 +27,16 @@ kHere = Path(__file__).resolve().parent
 kRepo = kHere.parent.parent
 sys.dont_write_bytecode = True  # the example runs from the source tree: no __pycache__ there
 sys.path.insert(0, str(kHere))
+sys.path.insert(0, str(kHere.parent / "common"))
 try:
     import ncert_dump  # noqa: F401  (PYTHONPATH set by the caller)
 except ImportError:  # run from a checkout: the package lives in python/
     sys.path.insert(0, str(kRepo / "python"))
 
 import openblas as ob_mod  # noqa: E402
+from harness import clean, find_ncert, skip  # noqa: E402
 from ncert_dump import DumpWriter, Segment, pack_rows, scatter_rows  # noqa: E402
 
-kSkip = 77
 kSeed = 20261201
 # A decode step's shape: K = 256 (32 parts of 8 for sgemv_n; 16 | K for sgemv_t), N = 64 (a
 # multiple of 16 and of 4: every output column takes the one kernel), R = 2 requests of B = 4 rows,
@@ -67,14 +66,6 @@ def parse_args(argv):
                    "-serial or -openmp one, by its own path)")
     p.add_argument("--force", action="store_true", help="replace dumps of an earlier run in --out")
     return p.parse_args(argv)
-
-
-def find_ncert(given) -> Optional[Path]:
-    for c in ([given] if given else [os.environ.get("NCERT_BINARY"), kRepo / "build/release/certify/ncert",
-                                     shutil.which("ncert")]):
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return Path(c).resolve()
-    return None
 
 
 def random_case(rng: np.random.Generator, m: int):
@@ -209,18 +200,13 @@ def main(argv) -> int:
     args = parse_args(argv)
     ob = ob_mod.load(args.library)
     if isinstance(ob, str):
-        print(f"skipped: {ob}")
-        return kSkip
+        return skip(ob)
     ncert = find_ncert(args.ncert)
     if ncert is None:
         print("no ncert binary: pass --ncert or set NCERT_BINARY", file=sys.stderr)
         return 2
-    existing = [n for n in kOutputs if (args.out / n).exists()]
-    if existing and not args.force:
-        print(f"{args.out} already holds {', '.join(existing)}: pass --force", file=sys.stderr)
+    if not clean(args.out, args.force, kOutputs):
         return 2
-    for n in existing:
-        shutil.rmtree(args.out / n)
     dumps, reports = args.out / "dumps", args.out / "reports"
     dumps.mkdir(parents=True)
     reports.mkdir(parents=True)

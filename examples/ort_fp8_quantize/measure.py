@@ -15,19 +15,12 @@ model with 8 probe rows, each row its own scale):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List
 
 import numpy as np
 
 import fp8
-
-
-@dataclass
-class Expectation:
-    what: str
-    met: bool
-    detail: str
+from harness import Expectation  # examples/common, on sys.path as run.py puts it
 
 
 kTau = 2.0 ** -22  # ncert's relative slack on the quotient (f32 scales)

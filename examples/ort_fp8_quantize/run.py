@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional
 
 kHere = Path(__file__).resolve().parent
 kRepo = kHere.parent.parent
-kSkip = 77  # CTest's SKIP_RETURN_CODE for this example
 kOutputs = ("kernel", "reports", "e4m3.h5", "e5m2.h5", "e4m3_b128.h5", "fault_scale.h5", "fault_code.h5")
 
 # The projection: M tokens of K activations, N outputs. The packed path gathers rows 5, 1, 3
@@ -39,8 +36,9 @@ kScaleFactor = 1.25
 
 sys.dont_write_bytecode = True  # the example runs from the source tree
 sys.path.insert(0, str(kHere))
+sys.path.insert(0, str(kHere.parent / "common"))
 
-from measure import Expectation  # noqa: E402  (numpy only)
+from harness import Expectation, check, clean, find_ncert, find_ort_package, skip, verdicts  # noqa: E402
 
 
 def parse_args(argv):
@@ -52,41 +50,6 @@ def parse_args(argv):
                    "(default: the one tools/install-npm-deps installs, installing it if absent)")
     p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
     return p.parse_args(argv)
-
-
-def find_ncert(given) -> Optional[Path]:
-    candidates = [given] if given else [os.environ.get("NCERT_BINARY"),
-                                        kRepo / "build/release/certify/ncert", shutil.which("ncert")]
-    for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return Path(c).resolve()
-    return None
-
-
-def skip(reason: str) -> int:
-    print(f"SKIP: {reason}")
-    return kSkip
-
-
-def find_ort_package(given: Optional[Path]) -> Tuple[Optional[Path], str]:
-    """The onnxruntime-node package directory, or None and why it is unavailable."""
-    if given is not None:
-        if (given / "package.json").is_file():
-            return given.resolve(), ""
-        return None, f"--ort-package {given}: no package.json there"
-    if shutil.which("node") is None:
-        return None, "node is not installed (Debian: nodejs; tools/install-deps)"
-    script = kRepo / "tools/install-npm-deps"
-    where = subprocess.run([str(script), "--print-dir"], capture_output=True, text=True)
-    pkg = Path(where.stdout.strip())
-    if where.returncode == 0:
-        return pkg, ""
-    print(f"onnxruntime-node is not in {pkg}: installing it (tools/install-npm-deps)")
-    got = subprocess.run([str(script)], capture_output=True, text=True)
-    if got.returncode != 0:
-        lines = [ln for ln in got.stderr.strip().splitlines() if ": installing " not in ln]
-        return None, f"onnxruntime-node could not be installed: {' '.join(lines[-4:])}"
-    return pkg, ""
 
 
 class OrtRunner:
@@ -123,21 +86,6 @@ class OrtRunner:
         return np.fromfile(self.calls[i]["outputs"][name], np.float32).reshape(-1, cols)
 
 
-def check(ncert: Path, dump: Path, reports: Path) -> Tuple[int, Optional[dict]]:
-    report = reports / (dump.stem + ".json")
-    report.unlink(missing_ok=True)
-    proc = subprocess.run([str(ncert), "check", dump.name, "--json", str(report)],
-                          capture_output=True, text=True, cwd=dump.parent)
-    parsed = json.loads(report.read_text()) if report.exists() else None
-    if proc.returncode not in (0, 1):  # refused or broken: show why beside the expectation
-        print(f"ncert check {dump.name}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()}")
-    return proc.returncode, parsed
-
-
-def verdicts(report: dict) -> Dict[str, str]:
-    return {c["id"]: c["verdict"] for c in report["checks"] if c["id"].startswith("projections/")}
-
-
 def reason(report: dict, check_id: str) -> str:
     return next((c.get("reason", "") for c in report["checks"] if c["id"] == check_id), "")
 
@@ -169,21 +117,6 @@ def expect_fail(label: str, rc: int, report: Optional[dict], meant: List[str]) -
     return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}\n      {evidence}")
 
 
-def clean(out: Path, force: bool) -> bool:
-    if out.exists() and any((out / o).exists() for o in kOutputs):
-        if not force:
-            print(f"run.py: {out} holds an earlier run's files; give --force to replace them",
-                  file=sys.stderr)
-            return False
-        for o in kOutputs:
-            old = out / o
-            if old.is_dir():
-                shutil.rmtree(old)
-            elif old.exists():
-                old.unlink()
-    return True
-
-
 def main(argv) -> int:
     args = parse_args(argv)
     ncert = find_ncert(args.ncert)
@@ -191,7 +124,7 @@ def main(argv) -> int:
         print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
         return 2
     out: Path = args.out
-    if not clean(out, args.force):
+    if not clean(out, args.force, kOutputs):
         return 2
     if platform.machine() not in ("x86_64", "AMD64"):
         return skip(f"this example's kernels are measured on x86-64, not {platform.machine()}")

@@ -12,20 +12,15 @@ tools/install-npm-deps when absent; the reason is printed and the test suite rep
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 kHere = Path(__file__).resolve().parent
 kRepo = kHere.parent.parent
-kSkip = 77  # CTest's SKIP_RETURN_CODE for this example
 kOutputs = ("kernel", "reports", "prefill.h5", "decode.h5", "fault_zero_point.h5",
             "fault_identity.h5", "w4a8.h5", "fault_activation_scale.h5")
 
@@ -35,6 +30,9 @@ try:
 except ImportError:
     sys.path.insert(0, str(kRepo / "python"))
 sys.path.insert(0, str(kHere))
+sys.path.insert(0, str(kHere.parent / "common"))
+
+from harness import Expectation, check, find_ncert, find_ort_package, skip, verdicts  # noqa: E402
 
 
 def parse_args(argv):
@@ -46,63 +44,6 @@ def parse_args(argv):
                    "(default: the one tools/install-npm-deps installs, installing it if absent)")
     p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
     return p.parse_args(argv)
-
-
-def find_ncert(given) -> Optional[Path]:
-    candidates = [given] if given else [os.environ.get("NCERT_BINARY"),
-                                        kRepo / "build/release/certify/ncert", shutil.which("ncert")]
-    for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return Path(c).resolve()
-    return None
-
-
-def skip(reason: str) -> int:
-    print(f"SKIP: {reason}")
-    return kSkip
-
-
-def find_ort_package(given: Optional[Path]) -> Tuple[Optional[Path], str]:
-    """The onnxruntime-node package directory, or None and why it is unavailable."""
-    if given is not None:
-        if (given / "package.json").is_file():
-            return given.resolve(), ""
-        return None, f"--ort-package {given}: no package.json there"
-    script = kRepo / "tools/install-npm-deps"
-    where = subprocess.run([str(script), "--print-dir"], capture_output=True, text=True)
-    pkg = Path(where.stdout.strip())
-    if where.returncode == 0:
-        return pkg, ""
-    print(f"onnxruntime-node is not in {pkg}: installing it (tools/install-npm-deps)")
-    got = subprocess.run([str(script)], capture_output=True, text=True)
-    if got.returncode != 0:
-        lines = [ln for ln in got.stderr.strip().splitlines() if ": installing " not in ln]
-        detail = " ".join(lines[-4:])
-        return None, f"onnxruntime-node could not be installed: {detail}"
-    return pkg, ""
-
-
-@dataclass
-class Expectation:
-    what: str
-    met: bool
-    detail: str
-
-
-def check(ncert: Path, dump: Path, reports: Path) -> Tuple[int, Optional[dict]]:
-    report = reports / (dump.stem + ".json")
-    report.unlink(missing_ok=True)
-    proc = subprocess.run([str(ncert), "check", dump.name, "--json", str(report)],
-                          capture_output=True, text=True, cwd=dump.parent)
-    parsed = json.loads(report.read_text()) if report.exists() else None
-    if proc.returncode not in (0, 1):  # refused or broken: show why beside the expectation
-        print(f"ncert check {dump.name}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()}")
-    return proc.returncode, parsed
-
-
-def verdicts(report: dict) -> Dict[str, str]:
-    """check id -> verdict, for the projections' checks."""
-    return {c["id"]: c["verdict"] for c in report["checks"] if c["id"].startswith("projections/")}
 
 
 def expect_pass(label: str, rc: int, report: Optional[dict], names: List[str], walk: str,

@@ -12,7 +12,6 @@ torch is not installed (the test suite reports the example as skipped).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
@@ -34,6 +33,9 @@ try:
     import ncert_dump  # noqa: F401  (PYTHONPATH set by the caller)
 except ImportError:  # run from a checkout: the package lives in python/
     sys.path.insert(0, str(kRepo / "python"))
+sys.path.insert(0, str(kHere.parent / "common"))
+
+from harness import find_ncert  # noqa: E402
 
 
 def parse_args(argv):
@@ -46,16 +48,6 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=kSeed, help=f"model and prompt seed (default {kSeed})")
     p.add_argument("--force", action="store_true", help="replace dumps of an earlier run in --out")
     return p.parse_args(argv)
-
-
-def find_ncert(given):
-    candidates = [given] if given else [os.environ.get("NCERT_BINARY"),
-                                        kRepo / "build/release/certify/ncert",
-                                        shutil.which("ncert")]
-    for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return Path(c).resolve()
-    return None
 
 
 def prepare_out(out: Path, force: bool) -> str:

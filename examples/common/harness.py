@@ -1,0 +1,103 @@
+"""What the examples' scripts share around their kernels, in one copy: finding the ncert binary
+and the onnxruntime-node package, running `ncert check` for its JSON report, the expectation
+each script prints and judges, the skip (exit 77) a missing prerequisite gives, and an output
+folder cleared only on --force.
+
+An example imports it with its own folder's parent on sys.path:
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "common"))
+    from harness import Expectation, check, find_ncert, skip
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
+
+kRepo = Path(__file__).resolve().parent.parent.parent
+kSkip = 77  # CTest's SKIP_RETURN_CODE for the examples
+
+
+def find_ncert(given) -> Optional[Path]:
+    """The ncert binary: `given`, else $NCERT_BINARY, else this checkout's release build, else
+    ncert on PATH; None when none of them is an executable file."""
+    candidates = [given] if given else [os.environ.get("NCERT_BINARY"),
+                                        kRepo / "build/release/certify/ncert", shutil.which("ncert")]
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return Path(c).resolve()
+    return None
+
+
+def skip(reason: str) -> int:
+    print(f"SKIP: {reason}")
+    return kSkip
+
+
+def find_ort_package(given: Optional[Path]) -> Tuple[Optional[Path], str]:
+    """The onnxruntime-node package directory, or None and why it is unavailable."""
+    if given is not None:
+        if (given / "package.json").is_file():
+            return given.resolve(), ""
+        return None, f"--ort-package {given}: no package.json there"
+    if shutil.which("node") is None:
+        return None, "node is not installed (Debian: nodejs; tools/install-deps)"
+    script = kRepo / "tools/install-npm-deps"
+    where = subprocess.run([str(script), "--print-dir"], capture_output=True, text=True)
+    pkg = Path(where.stdout.strip())
+    if where.returncode == 0:
+        return pkg, ""
+    print(f"onnxruntime-node is not in {pkg}: installing it (tools/install-npm-deps)")
+    got = subprocess.run([str(script)], capture_output=True, text=True)
+    if got.returncode != 0:
+        lines = [ln for ln in got.stderr.strip().splitlines() if ": installing " not in ln]
+        detail = " ".join(lines[-4:])
+        return None, f"onnxruntime-node could not be installed: {detail}"
+    return pkg, ""
+
+
+@dataclass
+class Expectation:
+    what: str
+    met: bool
+    detail: str
+
+
+def check(ncert: Path, dump: Path, reports: Path) -> Tuple[int, Optional[dict]]:
+    """`ncert check DUMP --json reports/<stem>.json`: its exit code and the parsed report (None
+    when none was written); a refusal or a broken run is printed with ncert's own words."""
+    report = reports / (dump.stem + ".json")
+    report.unlink(missing_ok=True)
+    proc = subprocess.run([str(ncert), "check", dump.name, "--json", str(report)],
+                          capture_output=True, text=True, cwd=dump.parent)
+    parsed = json.loads(report.read_text()) if report.exists() else None
+    if proc.returncode not in (0, 1):  # refused or broken: show why beside the expectation
+        print(f"ncert check {dump.name}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()}")
+    return proc.returncode, parsed
+
+
+def verdicts(report: dict) -> Dict[str, str]:
+    """check id -> verdict, for the projections' checks."""
+    return {c["id"]: c["verdict"] for c in report["checks"] if c["id"].startswith("projections/")}
+
+
+def clean(out: Path, force: bool, outputs: Sequence[str]) -> bool:
+    """Whether `out` may be written: it holds none of `outputs`, or --force removed them."""
+    if out.exists() and any((out / o).exists() for o in outputs):
+        if not force:
+            print(f"run.py: {out} holds an earlier run's files; give --force to replace them",
+                  file=sys.stderr)
+            return False
+        for o in outputs:
+            old = out / o
+            if old.is_dir():
+                shutil.rmtree(old)
+            elif old.exists():
+                old.unlink()
+    return True
