@@ -11,14 +11,16 @@ An example imports it with its own folder's parent on sys.path:
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 kRepo = Path(__file__).resolve().parent.parent.parent
 kSkip = 77  # CTest's SKIP_RETURN_CODE for the examples
@@ -101,3 +103,30 @@ def clean(out: Path, force: bool, outputs: Sequence[str]) -> bool:
             elif old.exists():
                 old.unlink()
     return True
+
+
+def prepare_ort_example(args, outputs: Sequence[str],
+                        modules: Sequence[str] = ("h5py", "onnx")) -> Union[int, Tuple[Path, Path]]:
+    """The start every ONNX Runtime example makes, from its arguments (--ncert, --out, --force,
+    --ort-package): the ncert binary and a clean output folder, else exit 2; then x86-64 (where
+    the kernels' orders were measured), the Python `modules`, node and the onnxruntime-node
+    package, each missing one a skip (77). Returns that exit code, or (ncert, ort_package)."""
+    ncert = find_ncert(args.ncert)
+    if ncert is None:
+        print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
+        return 2
+    if not clean(args.out, args.force, outputs):
+        return 2
+    if platform.machine() not in ("x86_64", "AMD64"):
+        # Elsewhere ONNX Runtime runs other kernels (NEON, native f16 GEMMs on arm64): the
+        # examples' READMEs measure x86-64's.
+        return skip(f"these kernels are measured on x86-64, not {platform.machine()}")
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return skip(f"the {name} Python package is not installed (Debian: python3-{name}; tools/install-deps)")
+    ort_package, why = find_ort_package(args.ort_package)
+    if ort_package is None:
+        return skip(why)
+    return ncert, ort_package

@@ -22,7 +22,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -102,30 +101,17 @@ def markdown(head: List[str], rows: List[List[str]]) -> str:
 
 def main(argv) -> int:
     args = parse_args(argv)
-    ncert = harness.find_ncert(args.ncert)
-    if ncert is None:
-        print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
-        return 2
-    out: Path = args.out
-    if not harness.clean(out, args.force, kOutputs):
-        return 2
     families = args.families.split(",") if args.families else None
     unknown = sorted(set(families or []) - set(cases_mod.kFamilies))
     if unknown:
         print(f"run.py: --families {', '.join(unknown)}: not one of {', '.join(cases_mod.kFamilies)}",
               file=sys.stderr)
         return 2
-    if platform.machine() not in ("x86_64", "AMD64"):
-        # The kernels' batch invariance and orders were measured on x86-64 (the examples' READMEs).
-        return harness.skip(f"these kernels are measured on x86-64, not {platform.machine()}")
-    try:
-        import h5py  # noqa: F401
-        import onnx  # noqa: F401
-    except ImportError as e:
-        return harness.skip(f"{e.name} is not installed (Debian: python3-{e.name}; tools/install-deps)")
-    ort_package, why = harness.find_ort_package(args.ort_package)
-    if ort_package is None:
-        return harness.skip(why)
+    ready = harness.prepare_ort_example(args, kOutputs)
+    if isinstance(ready, int):
+        return ready
+    ncert, ort_package = ready
+    out: Path = args.out
     ob_mod = example_module("openblas_gemv", "openblas")
     ob = ob_mod.load()
     if isinstance(ob, str):

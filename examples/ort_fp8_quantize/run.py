@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ sys.dont_write_bytecode = True  # the example runs from the source tree
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import Expectation, check, clean, find_ncert, find_ort_package, skip, verdicts  # noqa: E402
+from harness import Expectation, check, prepare_ort_example, verdicts  # noqa: E402
 
 
 def parse_args(argv):
@@ -119,23 +118,11 @@ def expect_fail(label: str, rc: int, report: Optional[dict], meant: List[str]) -
 
 def main(argv) -> int:
     args = parse_args(argv)
-    ncert = find_ncert(args.ncert)
-    if ncert is None:
-        print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
-        return 2
+    ready = prepare_ort_example(args, kOutputs)
+    if isinstance(ready, int):
+        return ready
+    ncert, ort_package = ready
     out: Path = args.out
-    if not clean(out, args.force, kOutputs):
-        return 2
-    if platform.machine() not in ("x86_64", "AMD64"):
-        return skip(f"this example's kernels are measured on x86-64, not {platform.machine()}")
-    try:
-        import h5py  # noqa: F401
-        import onnx  # noqa: F401
-    except ImportError as e:
-        return skip(f"{e.name} is not installed (Debian: python3-{e.name}; tools/install-deps)")
-    ort_package, why = find_ort_package(args.ort_package)
-    if ort_package is None:
-        return skip(why)
 
     import numpy as np
 

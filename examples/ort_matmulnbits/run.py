@@ -12,8 +12,6 @@ tools/install-npm-deps when absent; the reason is printed and the test suite rep
 from __future__ import annotations
 
 import argparse
-import platform
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -32,7 +30,7 @@ except ImportError:
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import Expectation, check, find_ncert, find_ort_package, skip, verdicts  # noqa: E402
+from harness import Expectation, check, prepare_ort_example, verdicts  # noqa: E402
 
 
 def parse_args(argv):
@@ -78,34 +76,11 @@ def expect_fail(label: str, rc: int, report: Optional[dict], meant: str,
 
 def main(argv) -> int:
     args = parse_args(argv)
-    ncert = find_ncert(args.ncert)
-    if ncert is None:
-        print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
-        return 2
+    ready = prepare_ort_example(args, kOutputs, modules=("onnx",))
+    if isinstance(ready, int):
+        return ready
+    ncert, ort_package = ready
     out: Path = args.out
-    if out.exists() and any((out / o).exists() for o in kOutputs):
-        if not args.force:
-            print(f"run.py: {out} holds an earlier run's files; give --force to replace them",
-                  file=sys.stderr)
-            return 2
-        for o in kOutputs:
-            old = out / o
-            if old.is_dir():
-                shutil.rmtree(old)
-            elif old.exists():
-                old.unlink()
-    if platform.machine() not in ("x86_64", "AMD64"):
-        # MLAS runs other kernels elsewhere (NEON on arm64): README.md's declarations are x86-64's.
-        return skip(f"this example's declarations are measured on x86-64 MLAS, not {platform.machine()}")
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        return skip("the onnx Python package is not installed (Debian: python3-onnx; tools/install-deps)")
-    if shutil.which("node") is None:
-        return skip("node is not installed (Debian: nodejs; tools/install-deps)")
-    ort_package, why = find_ort_package(args.ort_package)
-    if ort_package is None:
-        return skip(why)
 
     from export import Exporter, kDecode, kPrefill, kPrefillWalk, kW4A8
 
