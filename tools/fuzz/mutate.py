@@ -20,7 +20,6 @@ import argparse
 import concurrent.futures
 import os
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -35,32 +34,12 @@ if __name__ == "__main__":
 import tally  # noqa: E402
 from h5map import H5Map  # noqa: E402
 from mutants import KINDS, Seed, describe, make_mutant  # noqa: E402
-from runner import (TWO_INPUT_COMMANDS, build_argv, classify, run_one, stop_all,  # noqa: E402
-                    stopping, tail_text)
+from runner import (TWO_INPUT_COMMANDS, build_argv, classify, collect_seed_paths,  # noqa: E402
+                    disable_core_files, discard, fail_usage, run_one, stop_all, stopping, tail_text)
 
 SMOKE_MUTANTS = 75
 SMOKE_SEEDS = ("good.h5", "logits-a.h5", "fork-near-tie-a.h5", "stale-compact-slot.h5")
 SMOKE_SEED_COUNT = 4
-
-
-def fail_usage(msg):
-    print("mutate.py: error: " + msg, file=sys.stderr)
-    sys.exit(2)
-
-
-def collect_seed_paths(items):
-    paths = []
-    for item in items:
-        if os.path.isdir(item):
-            found = sorted(os.path.join(item, n) for n in os.listdir(item) if n.endswith(".h5"))
-            if not found:
-                fail_usage("no .h5 file in %s" % item)
-            paths += found
-        elif os.path.isfile(item):
-            paths.append(item)
-        else:
-            fail_usage("seed %s: no such file or directory" % item)
-    return paths
 
 
 def make_demo_seeds(ncert, workdir, timeout):
@@ -216,15 +195,6 @@ def write_repro(path_txt, mutant_file, rec, runs, args, seed):
         f.write("\n".join(lines) + "\n")
 
 
-def disable_core_files():
-    """No core files from crashing children (the limit is inherited)."""
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
-    except (ValueError, OSError):
-        pass
-
-
 class Workdir:
     """The work directory: mutants/, reports/, baseline/ and, without --seeds, seeds/."""
 
@@ -373,10 +343,7 @@ class MutantRun:
         if bad:
             run["stderr_tail"] = tail_text(err, self.workdir.path)
         if not args.keep:
-            try:
-                os.remove(out_json)
-            except FileNotFoundError:
-                pass
+            discard(out_json)
         return run
 
     def count_done(self):

@@ -1,17 +1,21 @@
-"""Running ncert for the mutation runner (mutate.py): one run, and how it ended.
+"""Running ncert for the fuzz runners (mutate.py, values.py): one run, and how it ended.
 
 run_one starts ncert in its own process group and kills the whole group when it outlives its
 timeout (a hang); classify turns the exit status, the output streams and the --json report
 into an outcome (exit0..exit4, exit_other:N, signal:NAME, hang) and the flags of BAD_FLAGS.
 Every live process group is recorded, so an interrupted run can kill them all (stop_all).
+Also what both runners do around the runs: a usage error's exit, the seed paths of
+--seeds, no core files from crashing children, and a report that is not kept.
 
 Python 3 standard library only. See tools/fuzz/README.md, "Outcomes".
 """
 
 import json
 import os
+import resource
 import signal
 import subprocess
+import sys
 import threading
 
 # Commands that take two dumps: the mutant is the first, its unmodified seed the second.
@@ -161,3 +165,42 @@ def tail_text(b, workdir, limit=1500):
     if workdir:
         s = s.replace(workdir, "<workdir>")
     return s[-limit:]
+
+
+def fail_usage(msg):
+    """A usage error: the runner's name, the message, exit 2."""
+    print("%s: error: %s" % (os.path.basename(sys.argv[0]), msg), file=sys.stderr)
+    sys.exit(2)
+
+
+def collect_seed_paths(items):
+    """--seeds: files, and every *.h5 of a directory (sorted)."""
+    paths = []
+    for item in items:
+        if os.path.isdir(item):
+            found = sorted(os.path.join(item, n) for n in os.listdir(item) if n.endswith(".h5"))
+            if not found:
+                fail_usage("no .h5 file in %s" % item)
+            paths += found
+        elif os.path.isfile(item):
+            paths.append(item)
+        else:
+            fail_usage("seed %s: no such file or directory" % item)
+    return paths
+
+
+def disable_core_files():
+    """No core files from crashing children (the limit is inherited)."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def discard(path):
+    """Removes a run's report that is not kept (--keep not given); absent is fine."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass

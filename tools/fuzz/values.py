@@ -50,7 +50,6 @@ import hashlib
 import json
 import os
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -62,7 +61,8 @@ if __name__ == "__main__":
     # no __pycache__ in the source tree.
     sys.dont_write_bytecode = True
 
-from runner import build_argv, classify, run_one, stop_all, stopping, tail_text  # noqa: E402
+from runner import (build_argv, classify, collect_seed_paths, disable_core_files, discard,  # noqa: E402
+                    fail_usage, run_one, stop_all, stopping, tail_text)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -1708,10 +1708,7 @@ class Runner:
             text = (out + b"\n" + err).decode("utf-8", "replace")
             run["output_tail"] = tail_text(text.encode(), self.workdir, 1500)
         if not args.keep:
-            try:
-                os.remove(out_json)
-            except FileNotFoundError:
-                pass
+            discard(out_json)
         return run
 
     def count_done(self):
@@ -1887,10 +1884,6 @@ def print_report(tally, bad, findings, write_errors, slow, commands, n_mutants, 
 
 # ---- the command line -------------------------------------------------------------------------
 
-def fail_usage(msg):
-    print("values.py: error: " + msg, file=sys.stderr)
-    sys.exit(2)
-
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
@@ -1963,21 +1956,6 @@ def parse_args(argv):
         except re.error as e:
             p.error("--match: %s" % e)
     return a
-
-
-def collect_seed_paths(items):
-    paths = []
-    for item in items:
-        if os.path.isdir(item):
-            found = sorted(os.path.join(item, n) for n in os.listdir(item) if n.endswith(".h5"))
-            if not found:
-                fail_usage("no .h5 file in %s" % item)
-            paths += found
-        elif os.path.isfile(item):
-            paths.append(item)
-        else:
-            fail_usage("seed %s: no such file or directory" % item)
-    return paths
 
 
 def default_seed_paths(args, workdir):
@@ -2081,14 +2059,6 @@ def run_baselines(args, seeds, workdir):
             out.append({"seed": s.name, "command": c, "outcome": outcome, "flags": flags,
                         "bad": bad})
     return out
-
-
-def disable_core_files():
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
-    except (ValueError, OSError):
-        pass
 
 
 def main(argv=None):
