@@ -105,18 +105,28 @@ def clean(out: Path, force: bool, outputs: Sequence[str]) -> bool:
     return True
 
 
-def prepare_ort_example(args, outputs: Sequence[str],
-                        modules: Sequence[str] = ("h5py", "onnx")) -> Union[int, Tuple[Path, Path]]:
-    """The start every ONNX Runtime example makes, from its arguments (--ncert, --out, --force,
-    --ort-package): the ncert binary and a clean output folder, else exit 2; then x86-64 (where
-    the kernels' orders were measured), the Python `modules`, node and the onnxruntime-node
-    package, each missing one a skip (77). Returns that exit code, or (ncert, ort_package)."""
+def prepare_example(args, outputs: Sequence[str]) -> Union[int, Path]:
+    """The start every example makes, from its arguments (--ncert, --out, --force): the ncert
+    binary and an output folder clear of an earlier run's `outputs`. Returns the binary, or exit
+    code 2 with the reason printed."""
     ncert = find_ncert(args.ncert)
     if ncert is None:
-        print("run.py: no ncert binary (give --ncert)", file=sys.stderr)
+        print("run.py: no ncert binary (give --ncert, or set NCERT_BINARY)", file=sys.stderr)
         return 2
     if not clean(args.out, args.force, outputs):
         return 2
+    return ncert
+
+
+def prepare_ort_example(args, outputs: Sequence[str],
+                        modules: Sequence[str] = ("h5py", "onnx")) -> Union[int, Tuple[Path, Path]]:
+    """prepare_example, then what an ONNX Runtime example needs (--ort-package too): x86-64
+    (where the kernels' orders were measured), the Python `modules`, node and the
+    onnxruntime-node package, each missing one a skip (77). Returns that exit code, or
+    (ncert, ort_package)."""
+    ncert = prepare_example(args, outputs)
+    if isinstance(ncert, int):
+        return ncert
     if platform.machine() not in ("x86_64", "AMD64"):
         # Elsewhere ONNX Runtime runs other kernels (NEON, native f16 GEMMs on arm64): the
         # examples' READMEs measure x86-64's.

@@ -34,7 +34,7 @@ except ImportError:  # run from a checkout: the package lives in python/
     sys.path.insert(0, str(kRepo / "python"))
 
 import openblas as ob_mod  # noqa: E402
-from harness import clean, find_ncert, skip  # noqa: E402
+from harness import prepare_example, skip  # noqa: E402
 from ncert_dump import DumpWriter, Segment, pack_rows, scatter_rows  # noqa: E402
 
 kSeed = 20261201
@@ -201,12 +201,9 @@ def main(argv) -> int:
     ob = ob_mod.load(args.library)
     if isinstance(ob, str):
         return skip(ob)
-    ncert = find_ncert(args.ncert)
-    if ncert is None:
-        print("no ncert binary: pass --ncert or set NCERT_BINARY", file=sys.stderr)
-        return 2
-    if not clean(args.out, args.force, kOutputs):
-        return 2
+    ncert = prepare_example(args, kOutputs)
+    if isinstance(ncert, int):
+        return ncert
     dumps, reports = args.out / "dumps", args.out / "reports"
     dumps.mkdir(parents=True)
     reports.mkdir(parents=True)
