@@ -94,7 +94,7 @@ def prerequisites(ort_package: Optional[Path]) -> Tuple[Optional[Path], str]:
         return None, f"the declarations are measured on x86-64 MLAS, not {platform.machine()}"
     if shutil.which("node") is None:
         return None, "node is not installed (Debian: nodejs; tools/install-deps)"
-    from run import find_ort_package  # examples/ort_matmulnbits/run.py: installs the package if absent
+    from harness import find_ort_package  # examples/common/harness.py: installs the package if absent
     return find_ort_package(ort_package)
 
 
@@ -113,7 +113,8 @@ def run_kernel(ort_package: Path, job: dict, work: Path) -> dict:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     sys.dont_write_bytecode = True  # the example's modules run from the source tree
-    for d in (kRepo / "python", kExample, kHere):  # ncert_dump, the example's modules, bench_engine
+    # ncert_dump, the examples' harness, the example's modules, bench_engine
+    for d in (kRepo / "python", kRepo / "examples" / "common", kExample, kHere):
         sys.path.insert(0, str(d))
     ort_package, why = prerequisites(args.ort_package)
     if ort_package is None:
