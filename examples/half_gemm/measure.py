@@ -148,14 +148,15 @@ def main(argv) -> int:
     p.add_argument("--ncert", type=Path, help="the ncert binary, to test the K walk candidates "
                    "(default: as run.py finds it)")
     args = p.parse_args(argv)
-    import run as runner  # the example's prerequisite checks
+    import run  # noqa: F401  (first: it puts python/ncert_dump and examples/common on sys.path)
+    from harness import find_ncert, find_ort_package
 
-    ort_package, why = runner.find_ort_package(args.ort_package)
+    ort_package, why = find_ort_package(args.ort_package)
     if ort_package is None:
         print(f"SKIP ONNX Runtime: {why}")
     else:
         with tempfile.TemporaryDirectory() as d:
-            measure_ort(ort_package, Path(d), runner.find_ncert(args.ncert))
+            measure_ort(ort_package, Path(d), find_ncert(args.ncert))
     why = kernels.torch_available()
     if why:
         print(f"SKIP PyTorch: {why}")

@@ -27,7 +27,8 @@ kHere = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(kHere))
 
-from run import find_ort_package, kSkip  # noqa: E402  (first: it finds python/ncert_dump)
+import run  # noqa: E402, F401  (first: it puts python/ncert_dump and examples/common on sys.path)
+from harness import find_ort_package, kSkip  # noqa: E402
 
 import model  # noqa: E402
 from export import OrtRunner, kShapes  # noqa: E402
