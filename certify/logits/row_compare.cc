@@ -64,17 +64,18 @@ inline constexpr double kPsiCoef[] = {1.0 / 2,   1.0 / 12,  1.0 / 30,  1.0 / 56,
 
 // phi(x) = expm1(x) - x = sum_{k>=2} x^k / k!, N terms; psi(t) = sum_{n>=1} t^(2n)/(2n(2n-1)).
 // Horner with the degree fixed at compile time, so the calling loops vectorize.
-template <int N>
-inline double phi_fixed(double x) {
-  double p = kPhiCoef[N - 1];
+// T is double or Lanes (below): the same Horner steps, one element or eight at once.
+template <int N, typename T = double>
+inline T phi_fixed(T x) {
+  T p = T{} + kPhiCoef[N - 1];  // T{} + c: c in every lane
   for (int i = N - 2; i >= 0; --i) p = p * x + kPhiCoef[i];
   return p * x * x;
 }
 
-template <int N>
-inline double psi_fixed(double t) {
-  const double u = t * t;
-  double p = kPsiCoef[N - 1];
+template <int N, typename T = double>
+inline T psi_fixed(T t) {
+  const T u = t * t;
+  T p = T{} + kPsiCoef[N - 1];
   for (int i = N - 2; i >= 0; --i) p = p * u + kPsiCoef[i];
   return p * u;
 }
@@ -98,16 +99,31 @@ int psi_terms(double m) {
   return 12;
 }
 
-// Explicit lanes: kLanes independent accumulators per sum, added in a fixed order at the end.
-// GCC 12 turns the fixed inner lane loop into vector code (SLP) without reassociating anything.
-// Measured per row pair (V = 151,936, AVX-512): the fused pass 3 under `omp simd reduction`
-// kept its per-lane arrays in memory (1.7 ms in all, against 0.56 ms with lanes); pass 2 is the
-// other way round (0.69 ms with lanes, 0.56 ms with `omp simd`). The lane loop must be written
-// out in the kernel: behind a helper template the step is not inlined and nothing vectorizes.
+// Explicit lanes: kLanes independent accumulators per sum, added in a fixed order at the end,
+// as one vector of eight doubles (GCC and clang vector extensions: one zmm register with
+// AVX-512, two ymm with AVX2; the lanes and their order are the same either way). Measured per
+// row pair (V = 151,936, AVX-512): the fused pass 3 under `omp simd reduction` kept its
+// per-lane arrays in memory (1.7 ms in all, against 0.56 ms with lanes); a lane array of
+// doubles that GCC 12's SLP vectorizer turned into vector code ran in ymm halves (pass 3 was
+// 32 % of compare's time on a Xeon, 2026-12-04); the vector type puts it in whole zmm
+// registers. Pass 2 is the other way round (0.69 ms with lanes, 0.56 ms with `omp simd`).
 constexpr int kLanes = 8;
+using Lanes = double __attribute__((vector_size(kLanes * sizeof(double))));
+using LanesF = float __attribute__((vector_size(kLanes * sizeof(float))));
 
-inline double lane_sum(const double (&s)[kLanes]) {
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+inline double lane_sum(const Lanes& s) { return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])); }
+
+/// Eight consecutive elements (no alignment needed).
+inline Lanes load_lanes(const double* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline Lanes load_lanes(const float* p) {
+  LanesF v;
+  std::memcpy(&v, p, sizeof v);
+  return __builtin_convertvector(v, Lanes);
 }
 
 // ---- pass 2 kernel -----------------------------------------------------------------------------
@@ -212,18 +228,21 @@ struct Pass3Sums {
 /// Both series apply to the whole chunk: one vectorized loop.
 template <int NPhi, int NPsi>
 void pass3_fused(const Pass3Args& x, Pass3Sums& out) {
-  double s1[kLanes] = {}, s2[kLanes] = {}, s3[kLanes] = {};
-  auto step = [&](Index i, int l) {
+  Lanes s1 = {}, s2 = {}, s3 = {};
+  Index i = 0;
+  for (; i + kLanes <= x.n; i += kLanes) {
+    const Lanes d = load_lanes(x.b + i) - load_lanes(x.a + i);
+    const Lanes ea = load_lanes(x.ea + i), eb = load_lanes(x.eb + i);
+    s1 += ea * phi_fixed<NPhi>(d - x.cp);
+    s2 += eb * phi_fixed<NPhi>(x.cq - d);
+    s3 += (ea * x.ia + eb * x.ib) * psi_fixed<NPsi>(tanh_half_small(d - x.delta));
+  }
+  for (int l = 0; i < x.n; ++i, ++l) {
     const double d = static_cast<double>(x.b[i]) - static_cast<double>(x.a[i]);
     s1[l] += x.ea[i] * phi_fixed<NPhi>(d - x.cp);
     s2[l] += x.eb[i] * phi_fixed<NPhi>(x.cq - d);
     s3[l] += (x.ea[i] * x.ia + x.eb[i] * x.ib) * psi_fixed<NPsi>(tanh_half_small(d - x.delta));
-  };
-  Index i = 0;
-  for (; i + kLanes <= x.n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) step(i + l, l);
   }
-  for (int l = 0; i < x.n; ++i, ++l) step(i, l);
   out = Pass3Sums{lane_sum(s1), lane_sum(s2), lane_sum(s3)};
 }
 

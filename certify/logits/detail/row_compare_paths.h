@@ -13,8 +13,10 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 inline constexpr float kPosInfF = std::numeric_limits<float>::infinity();
 
 /// |r| <= 0.02: tanh(r/2) = r/2 - r^3/24 + r^5/240, the next term below 1e-17 relative.
-inline double tanh_half_small(double rr) {
-  const double r2 = rr * rr;
+/// T is double or a vector of doubles (row_compare.cc's lanes).
+template <typename T>
+inline T tanh_half_small(T rr) {
+  const T r2 = rr * rr;
   return rr * (0.5 + r2 * (-1.0 / 24 + r2 * (1.0 / 240)));
 }
 
