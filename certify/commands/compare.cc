@@ -95,11 +95,8 @@ Result<Report> compare_files(const CompareOptions& o, InputHashes& hashes) {
       // grammar, so that a typo on B's side is refused as on A's rather than passed over.
       for (const auto& [t, file] : {std::pair{ta, &o.a}, std::pair{tb, &o.b}}) {
         if (t->compare.empty()) continue;
-        auto parsed = parse_tensor_policy(t->compare);
-        if (!parsed.ok()) {
-          return refuse(Status(parsed.status().code(), *file + ": " + t->path + ": compare = \"" + t->compare +
-                                                           "\": " + parsed.status().message()));
-        }
+        auto parsed = tensor_attribute_policy(*t);
+        if (!parsed.ok()) return refuse(parsed.status().with_context(*file + ": " + t->path));
         if (t == ta || ta->compare.empty()) p = *parsed;
       }
     }

@@ -1,5 +1,7 @@
 #include "certify/commands/inspect.h"
 
+#include "certify/logits/policy.h"
+
 namespace ncert::certify {
 
 namespace {
@@ -59,10 +61,16 @@ void describe_dataset(const DumpReader& reader, const DatasetInfo& d, bool hashe
   report.preamble.push_back(line);
 }
 
-/// The schema check: PASS for a valid dump, else FAIL with the first error (the survey's, or a
-/// failed hash read's), which becomes the report's error.
-CheckResult schema_check(const DumpModel& m, Report& report) {
-  const Status first = m.first_error();
+/// The schema check: PASS for a valid dump, else FAIL with the first error (the survey's, a
+/// tensor's `compare` attribute's, or a failed hash read's), which becomes the report's error.
+CheckResult schema_check(const DumpModel& m, const std::vector<Finding>& found, Report& report) {
+  Status first;
+  for (const Finding& f : found) {
+    if (f.severity == Severity::kError) {
+      first = Status(f.code, f.path + ": " + f.message);
+      break;
+    }
+  }
   CheckResult schema;
   schema.id = "schema";
   schema.kind = CheckKind::kSchema;
@@ -118,8 +126,16 @@ Result<Report> run_inspect(const InspectOptions& options) {
     describe_dataset(*reader, d, !options.skip_hashes, report, datasets);
     total_bytes += d.bytes;
   }
+  // The survey checks each attribute's type; a tensor's `compare` must also parse as a tensor
+  // policy, or `ncert compare` refuses the dump (409): inspect says so first.
+  std::vector<Finding> found = m.findings;
+  for (const TensorInfo& t : m.tensors) {
+    if (t.compare.empty()) continue;
+    auto policy = tensor_attribute_policy(t);
+    if (!policy.ok()) found.push_back({Severity::kError, policy.status().code(), t.path, policy.status().message()});
+  }
   Json findings = Json::array();
-  for (const Finding& f : m.findings) {
+  for (const Finding& f : found) {
     const bool err = f.severity == Severity::kError;
     findings.push_back({{"severity", err ? "error" : "note"},
                         {"code", err ? std::string(error_name(f.code)) : std::string("note")},
@@ -149,11 +165,11 @@ Result<Report> run_inspect(const InspectOptions& options) {
   report.stats["tensors"] = m.tensors.size();
   report.stats["errors"] = [&] {
     int n = 0;
-    for (const Finding& f : m.findings) n += f.severity == Severity::kError;
+    for (const Finding& f : found) n += f.severity == Severity::kError;
     return n;
   }();
 
-  report.checks.push_back(schema_check(m, report));
+  report.checks.push_back(schema_check(m, found, report));
   return report;
 }
 

@@ -79,4 +79,10 @@ Result<Policy> parse_tensor_policy(std::string_view s) {
   return p;
 }
 
+Result<Policy> tensor_attribute_policy(const TensorInfo& tensor) {
+  Result<Policy> parsed = parse_tensor_policy(tensor.compare);
+  if (parsed.ok()) return parsed;
+  return Status(parsed.status().code(), "compare = \"" + tensor.compare + "\": " + parsed.status().message());
+}
+
 }  // namespace ncert::certify

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "certify/io/dump_model.h"
 #include "reference/status.h"
 
 namespace ncert::certify {
@@ -28,5 +29,9 @@ struct Policy {
 Result<Policy> parse_policy(std::string_view s);
 /// Tensor policies are bitwise, ulp:N or abs:A[,rel:R] (kl, top1 and forks need logits).
 Result<Policy> parse_tensor_policy(std::string_view s);
+/// A tensor's `compare` attribute (non-empty) as its policy; kPolicyInvalid saying
+/// `compare = "<value>": ...` when it is not a tensor policy. compare refuses such a dump with
+/// it (after the file and the tensor's path), inspect lists it as one of the dump's errors.
+Result<Policy> tensor_attribute_policy(const TensorInfo& tensor);
 
 }  // namespace ncert::certify

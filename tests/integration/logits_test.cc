@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "certify/commands/compare.h"
+#include "certify/commands/inspect.h"
 #include "certify/commands/witness.h"
 #include "certify/io/dump_reader.h"
 #include "certify/logits/compare.h"
@@ -737,6 +738,27 @@ TEST(Compare, TensorsFollowTheirComparePolicy) {
         << refused.error->message();
     EXPECT_NE(refused.error->message().find("(the tensor policies)"), std::string::npos) << refused.error->message();
     EXPECT_EQ(refused.error->message().find("kl:"), std::string::npos) << refused.error->message();
+    // inspect, the "is my dump valid?" command, says the same before any compare is tried.
+    InspectOptions io;
+    io.dump = typo;
+    auto inspected = run_inspect(io);
+    ASSERT_TRUE(inspected.ok());
+    ASSERT_TRUE(inspected->error.has_value());
+    EXPECT_EQ(inspected->error->code(), ErrorCode::kPolicyInvalid);
+    EXPECT_NE(inspected->error->message().find(typo + ": /tensors/kv_cache: compare = \"ulp4\""), std::string::npos)
+        << inspected->error->message();
+    ASSERT_EQ(inspected->checks.size(), 1u);
+    EXPECT_EQ(inspected->checks[0].verdict, Verdict::kFail);
+    EXPECT_EQ(inspected->stats["errors"], 1);
+  }
+  {
+    // A valid attribute leaves inspect's verdict alone.
+    InspectOptions io;
+    io.dump = a;
+    auto inspected = run_inspect(io);
+    ASSERT_TRUE(inspected.ok());
+    EXPECT_FALSE(inspected->error.has_value()) << inspected->error->message();
+    EXPECT_EQ(inspected->checks[0].verdict, Verdict::kPass);
   }
   // Logits policies make no sense for tensors.
   EXPECT_FALSE(parse_tensor_policy("kl:1e-3").ok());
