@@ -71,13 +71,16 @@ class Expectation:
     detail: str
 
 
-def check(ncert: Path, dump: Path, reports: Path) -> Tuple[int, Optional[dict]]:
+def check(ncert: Path, dump: Path, reports: Path,
+          timeout: Optional[float] = None) -> Tuple[int, Optional[dict]]:
     """`ncert check DUMP --json reports/<stem>.json`: its exit code and the parsed report (None
-    when none was written); a refusal or a broken run is printed with ncert's own words."""
-    report = reports / (dump.stem + ".json")
+    when none was written); a refusal or a broken run is printed with ncert's own words. ncert
+    runs in the dump's folder (the report names the dump as it is there), so the report's path
+    is made absolute: a relative --out once sent every report astray (exit 2, no report)."""
+    report = (reports / (dump.stem + ".json")).resolve()
     report.unlink(missing_ok=True)
-    proc = subprocess.run([str(ncert), "check", dump.name, "--json", str(report)],
-                          capture_output=True, text=True, cwd=dump.parent)
+    proc = subprocess.run([str(Path(ncert).resolve()), "check", dump.name, "--json", str(report)],
+                          capture_output=True, text=True, cwd=dump.parent, timeout=timeout)
     parsed = json.loads(report.read_text()) if report.exists() else None
     if proc.returncode not in (0, 1):  # refused or broken: show why beside the expectation
         print(f"ncert check {dump.name}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()}")

@@ -15,8 +15,6 @@ loadable (the test suite reports the example as skipped).
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional, Set, Tuple
@@ -34,7 +32,7 @@ except ImportError:  # run from a checkout: the package lives in python/
     sys.path.insert(0, str(kRepo / "python"))
 
 import openblas as ob_mod  # noqa: E402
-from harness import prepare_example, skip  # noqa: E402
+from harness import check, prepare_example, skip  # noqa: E402
 from ncert_dump import DumpWriter, Segment, pack_rows, scatter_rows  # noqa: E402
 
 kSeed = 20261201
@@ -169,12 +167,9 @@ def write_dump(path: Path, build: str, projections: dict) -> None:
 
 
 def run_check(ncert: Path, dump: Path, reports: Path):
-    report = reports / (dump.stem + ".json")
-    proc = subprocess.run([str(ncert), "check", str(dump), "--json", str(report)],
-                          capture_output=True, text=True, timeout=120)
-    parsed = json.loads(report.read_text()) if report.exists() else {"checks": []}
-    verdicts = {c["id"]: (c["verdict"], c.get("reason", "")) for c in parsed["checks"]}
-    return proc.returncode, verdicts
+    """harness.check, then every check's (verdict, reason) by id."""
+    rc, parsed = check(ncert, dump, reports, timeout=120)
+    return rc, {c["id"]: (c["verdict"], c.get("reason", "")) for c in (parsed or {"checks": []})["checks"]}
 
 
 def expect(what: str, rc: int, verdicts: dict, want_rc: int, want_failing: set, want: dict) -> List[str]:
