@@ -313,6 +313,40 @@ TEST(CompareRows, NanOrInfinityMakesProbabilitiesUndefined) {
   }
 }
 
+// Pass 1 counts special values only in chunks whose largest exponent field is all ones: one
+// value in the last, partial chunk of a long row, or in a middle one, must still be found.
+TEST(CompareRows, ASpecialValueInAnyChunkIsFound) {
+  const Index V = 151936 + 37;
+  const std::vector<float> a = random_row(V, 21);
+  const std::vector<float> b = perturb(a, 1e-3f, 22);
+  for (const Index col : {Index{0}, Index{70000}, V - 1}) {
+    SCOPED_TRACE(col);
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), kInfF}) {
+      std::vector<float> bb = b;
+      bb[static_cast<std::size_t>(col)] = bad;
+      const RowComparison r = run(a, bb, 3);
+      EXPECT_TRUE(r.nonfinite);
+      EXPECT_FALSE(r.masked);
+      EXPECT_TRUE(std::isnan(r.kl_ab));
+    }
+    std::vector<float> am = a, bm = b;  // masked in both: a masked row, still finite divergences
+    am[static_cast<std::size_t>(col)] = -kInfF;
+    bm[static_cast<std::size_t>(col)] = -kInfF;
+    const RowComparison m = run(am, bm, 3);
+    EXPECT_TRUE(m.masked);
+    EXPECT_FALSE(m.nonfinite);
+    const QuadStats q = quad_stats(am, bm, 3);
+    expect_rel(m.kl_ab, q.kl_ab, 1e-9, "KL(A||B)");
+  }
+  // And a row of finite values with the largest finite exponent is not special.
+  std::vector<float> big = a;
+  big[5] = std::numeric_limits<float>::max();
+  const RowComparison f = run(big, big, 3);
+  EXPECT_FALSE(f.nonfinite);
+  EXPECT_FALSE(f.masked);
+  EXPECT_EQ(f.kl_ab, 0);
+}
+
 TEST(CompareRows, MaskedVocabularyCarriesNoProbability) {
   std::vector<float> a = random_row(3000, 2);
   for (std::size_t j = 100; j < 3000; j += 7) a[j] = -kInfF;
