@@ -185,6 +185,9 @@ float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std
   return reduce_tree(walk.combine, walk.combine_distances, sums, parts);
 }
 
+/// walk_rows_block's weight panels: 16 columns, one AVX-512 register of f32 (k_walk.h).
+constexpr Index kPanelCols = 16;
+
 /// The blocked paths' fallback for every form but the plain ones: column by column through
 /// staged_dot, gathering the column from the transposed block once for all rows. Measured with
 /// walk_rows_block on 4 rows x 128 columns at K = 4096 (one thread, AVX-512, GCC 12 -O3):
@@ -192,11 +195,15 @@ float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std
 /// splitk:4:pairs/seq-fma 3.0 ms (45x), promote:128:14:rz:fma 34 ms (500x: TwoSum and the bit
 /// rounding per term, scalar). A 32 x 16480 x 5120 projection declaring promote thus spends ~45 s
 /// of one core in the walk emulation; only dumps that declare these walks pay it.
-void staged_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out) {
+void staged_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, bool panels,
+                  float* out) {
   std::vector<float> column(static_cast<std::size_t>(k));
   std::vector<float> scratch;
   for (Index j = 0; j < width; ++j) {
-    for (Index c = 0; c < k; ++c) column[static_cast<std::size_t>(c)] = wt[c * width + j];
+    // Row-major (wt[c * width + j]) or in panels of kPanelCols columns (walk_rows_block's).
+    const Index p0 = panels ? j - j % kPanelCols : 0, pw = panels ? std::min(kPanelCols, width - p0) : width;
+    const float* base = wt + p0 * k + (j - p0);
+    for (Index c = 0; c < k; ++c) column[static_cast<std::size_t>(c)] = base[c * pw];
     for (Index r = 0; r < rows; ++r) out[r * width + j] = staged_dot(walk, x + r * k, column.data(), k, scratch);
   }
 }
@@ -227,7 +234,7 @@ float walk_dot(const KWalk& walk, const float* x, const float* w, Index k) {
 void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width, float* out,
                     float* scratch) {
   if (!walk.plain()) {
-    staged_block(walk, x, 1, wt, k, width, out);
+    staged_block(walk, x, 1, wt, k, width, false, out);
     return;
   }
   const Index parts = walk.parts;
@@ -259,8 +266,9 @@ void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k,
 
 namespace {
 
-// One part of the walk for `nr` <= 4 rows and exactly 16 columns: the 4 x 16 accumulators stay
-// in registers for the whole k range, so each weight vector is loaded once and feeds 4 FMAs.
+// One part of the walk for `nr` <= 4 rows and one panel of exactly 16 columns (16 consecutive
+// floats per k step): the 4 x 16 accumulators stay in registers for the whole k range, so each
+// weight vector is loaded once and feeds 4 FMAs.
 // Every lane keeps its own column's k order: the bits equal walk_dot's.
 template <bool kFma>
 inline void step16(float (&a)[16], float xv, const float* w) {
@@ -274,7 +282,7 @@ inline void step16(float (&a)[16], float xv, const float* w) {
 }
 
 template <bool kFma>
-void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, Index c0, Index c1, float* acc) {
+void part_4x16(const float* x, Index nr, const float* panel, Index k, Index width, Index c0, Index c1, float* acc) {
   // Four named accumulator rows (not a 2-D array): the compiler keeps each in one vector
   // register (or two) for the whole loop instead of reloading it around every FMA.
   float a0[16] = {}, a1[16] = {}, a2[16] = {}, a3[16] = {};
@@ -283,7 +291,7 @@ void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, 
   const float* x2 = x + (nr > 2 ? 2 : 0) * k;
   const float* x3 = x + (nr > 3 ? 3 : 0) * k;
   for (Index c = c0; c < c1; ++c) {
-    const float* w = wt + c * width;
+    const float* w = panel + c * kPanelCols;
     step16<kFma>(a0, x0[c], w);
     step16<kFma>(a1, x1[c], w);  // rows beyond nr repeat row 0; their results are dropped
     step16<kFma>(a2, x2[c], w);
@@ -298,13 +306,13 @@ void part_4x16(const float* x, Index nr, const float* wt, Index k, Index width, 
 // The same for 5 to 8 rows: eight accumulator chains hide the FMA latency that four leave
 // exposed (4 cycles, two FMA units: 8 chains in flight), and each weight vector feeds 8 FMAs.
 template <bool kFma>
-void part_8x16(const float* x, Index nr, const float* wt, Index k, Index width, Index c0, Index c1, float* acc) {
+void part_8x16(const float* x, Index nr, const float* panel, Index k, Index width, Index c0, Index c1, float* acc) {
   float a0[16] = {}, a1[16] = {}, a2[16] = {}, a3[16] = {}, a4[16] = {}, a5[16] = {}, a6[16] = {}, a7[16] = {};
   auto row = [&](Index r) { return x + (nr > r ? r : 0) * k; };  // rows beyond nr repeat row 0
   const float *x0 = row(0), *x1 = row(1), *x2 = row(2), *x3 = row(3);
   const float *x4 = row(4), *x5 = row(5), *x6 = row(6), *x7 = row(7);
   for (Index c = c0; c < c1; ++c) {
-    const float* w = wt + c * width;
+    const float* w = panel + c * kPanelCols;
     step16<kFma>(a0, x0[c], w);
     step16<kFma>(a1, x1[c], w);
     step16<kFma>(a2, x2[c], w);
@@ -327,53 +335,72 @@ constexpr Index kBlockRows = 8;
 #else
 constexpr Index kBlockRows = 4;
 #endif
+// Rows whose activations stay in L2 while a panel is read for each of their blocks: 32 rows x
+// k = 5,120 f32 are 640 KB, beside the panel's 320 KB, in a 2 MB L2.
+constexpr Index kPanelRows = 32;
 
 }  // namespace
 
 void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
                      float* scratch) {
   if (!walk.plain()) {
-    staged_block(walk, x, rows, wt, k, width, out);
+    staged_block(walk, x, rows, wt, k, width, true, out);
     return;
   }
   const Index parts = walk.parts;
   const Index len = k / parts;
-  for (Index r0 = 0; r0 < rows; r0 += kBlockRows) {
-    const Index nr = std::min<Index>(kBlockRows, rows - r0);
-    const float* xr = x + r0 * k;
-    float* total = out + r0 * width;
-    float* part = scratch + r0 * width;
-    for (Index p = 0; p < parts; ++p) {
-      // Part 0 goes straight into the total; each later part into scratch, then total += part
-      // right away: total = ((p0 + p1) + p2) + ..., as the walk defines.
-      float* acc = p == 0 ? total : part;
-      const Index c0 = p * len, c1 = (p + 1) * len;
-      Index j0 = 0;
-      for (; j0 + 16 <= width; j0 += 16) {
-        if (nr > 4) {
-          (walk.fma ? part_8x16<true> : part_8x16<false>)(xr, nr, wt + j0, k, width, c0, c1, acc + j0);
-        } else {
-          (walk.fma ? part_4x16<true> : part_4x16<false>)(xr, nr, wt + j0, k, width, c0, c1, acc + j0);
-        }
-      }
-      if (j0 < width) {  // the last < 16 columns: the plain loop, same per-column order
-        for (Index r = 0; r < nr; ++r) {
-          for (Index j = j0; j < width; ++j) acc[r * width + j] = 0.0f;
-        }
-        for (Index c = c0; c < c1; ++c) {
-          const float* w = wt + c * width;
-          for (Index r = 0; r < nr; ++r) {
-            const float xv = xr[r * k + c];
-            for (Index j = j0; j < width; ++j) {
-              float& a = acc[r * width + j];
-              a = walk.fma ? std::fma(xv, w[j], a) : a + xv * w[j];
+  // Up to kPanelRows rows at a time; for each panel of 16 columns, every block of 8 of those
+  // rows before the next panel, so the panel (k x 16 consecutive floats) is read from L2 after
+  // its first block. Row-major weights (wt[c * width + j]) made each k step of a block load a
+  // cache line 512 B from the last, from L3: 22 % of a 4-bit check's CPU stalled on those loads
+  // (M 32, K 5120, N 16480), 9 % with panels. Every element's order is unchanged: bits equal
+  // walk_dot's.
+  const Index full = width - width % kPanelCols;
+  for (Index q0 = 0; q0 < rows; q0 += kPanelRows) {
+    const Index q1 = std::min<Index>(rows, q0 + kPanelRows);
+    for (Index j0 = 0; j0 < full; j0 += kPanelCols) {
+      const float* panel = wt + j0 * k;
+      for (Index r0 = q0; r0 < q1; r0 += kBlockRows) {
+        const Index nr = std::min<Index>(kBlockRows, q1 - r0);
+        const float* xr = x + r0 * k;
+        float* total = out + r0 * width + j0;
+        float* part = scratch + r0 * width + j0;
+        for (Index p = 0; p < parts; ++p) {
+          // Part 0 goes straight into the total; each later part into scratch, then
+          // total += part right away: total = ((p0 + p1) + p2) + ..., as the walk defines.
+          float* acc = p == 0 ? total : part;
+          const Index c0 = p * len, c1 = (p + 1) * len;
+          if (nr > 4) {
+            (walk.fma ? part_8x16<true> : part_8x16<false>)(xr, nr, panel, k, width, c0, c1, acc);
+          } else {
+            (walk.fma ? part_4x16<true> : part_4x16<false>)(xr, nr, panel, k, width, c0, c1, acc);
+          }
+          if (p > 0) {
+            for (Index r = 0; r < nr; ++r) {
+              for (Index j = 0; j < kPanelCols; ++j) total[r * width + j] = total[r * width + j] + part[r * width + j];
             }
           }
         }
       }
-      if (p > 0) {
-        for (Index r = 0; r < nr; ++r) {
-          for (Index j = 0; j < width; ++j) total[r * width + j] = total[r * width + j] + part[r * width + j];
+    }
+    if (full == width) continue;
+    // The last panel, narrower than 16 columns: the plain loop, same per-column order.
+    const Index tw = width - full;
+    const float* panel = wt + full * k;
+    for (Index r = q0; r < q1; ++r) {
+      const float* xr = x + r * k;
+      float* total = out + r * width + full;
+      float* part = scratch + r * width + full;
+      for (Index p = 0; p < parts; ++p) {
+        float* acc = p == 0 ? total : part;
+        for (Index j = 0; j < tw; ++j) acc[j] = 0.0f;
+        for (Index c = p * len; c < (p + 1) * len; ++c) {
+          const float xv = xr[c];
+          const float* w = panel + c * tw;
+          for (Index j = 0; j < tw; ++j) acc[j] = walk.fma ? std::fma(xv, w[j], acc[j]) : acc[j] + xv * w[j];
+        }
+        if (p > 0) {
+          for (Index j = 0; j < tw; ++j) total[j] = total[j] + part[j];
         }
       }
     }

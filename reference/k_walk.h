@@ -36,10 +36,12 @@ float walk_dot(const KWalk& walk, const float* x, const float* w, Index k);
 void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width, float* out,
                     float* scratch);
 
-/// The same for `rows` activation rows at once (x row stride = k, out row stride = width):
-/// blocks of up to 8 rows x 16 columns keep their accumulators in registers for a whole part,
-/// so each weight is loaded once for 8 rows. `scratch` must hold rows * width floats.
-/// Bit-identical to walk_dot on every element.
+/// The same for `rows` activation rows at once (x row stride = k, out row stride = width), the
+/// weight block in panels of 16 columns: columns [j0, j0 + pw), pw = min(16, width - j0), are
+/// the k x pw floats at wt + j0 * k, w_j[c] at wt[j0 * k + c * pw + (j - j0)] (transpose_rows
+/// of 16 weight rows at a time writes them so). Blocks of up to 8 rows x 16 columns keep their
+/// accumulators in registers for a whole part, so each weight is loaded once for 8 rows.
+/// `scratch` must hold rows * width floats. Bit-identical to walk_dot on every element.
 void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
                      float* scratch);
 

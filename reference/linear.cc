@@ -18,10 +18,6 @@ namespace ncert::reference {
 
 namespace {
 
-// Rows emulated together: each weight of the block is loaded once for 8 rows (the walk's
-// order per element is unchanged; walk_rows_block's 8 x 16 register block).
-constexpr Index kWalkRows = 8;
-
 /// Each thread's buffers for its blocks; the block_cols x K ones (several MB each) in huge pages.
 struct BlockScratch {
   LargeVector<double> w_exact;        // block_cols x K: the weights y* multiplies by
@@ -34,7 +30,7 @@ struct BlockScratch {
   LargeVector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for S from bf16 magnitudes
   std::vector<float> s32;             // M x block_cols: S as the f32 GEMM or from bf16 magnitudes
   std::vector<double> s;              // M x block_cols: S inflated to a true upper bound
-  LargeVector<float> w_kernel;        // K x block_cols (transposed) for the walk
+  LargeVector<float> w_kernel;        // the block's f32 weights for the walk, in 16-column panels
   std::vector<float> kernel_rows;     // kTransposeRows x K: rows waiting to be transposed
   std::vector<double> bound, tier, center, sigma, slack;
   std::vector<Interval> accept, expect;
@@ -143,11 +139,13 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
     if (!row.all_zero) facts.all_zero = false;
     t.a_l1[jj] = inflate_s(row.l1, K);
     if (walk && (jj % detail::kTransposeRows == detail::kTransposeRows - 1 || jj == w - 1)) {
-      // Up to 16 rows at once: each store then fills 16 consecutive floats of a row of
-      // w_kernel. One row at a time stored a float per cache line, every line K times over,
-      // which was 17 % of check's CPU on a MatMulNBits dump (M 32, K 5120, N 16480).
-      const Index r0 = jj - jj % detail::kTransposeRows;
-      detail::transpose_rows(t.kernel_rows.data(), jj - r0 + 1, K, t.w_kernel.data() + r0, w);
+      // Up to 16 rows at once, into their own panel of w_kernel (walk_rows_block's layout: K x
+      // 16 consecutive floats), so each store fills 16 consecutive floats. One row at a time
+      // stored a float per cache line, every line K times over, which was 17 % of check's CPU
+      // on a MatMulNBits dump (M 32, K 5120, N 16480).
+      static_assert(detail::kTransposeRows == 16, "a transpose fills one 16-column panel");
+      const Index r0 = jj - jj % detail::kTransposeRows, rows = jj - r0 + 1;
+      detail::transpose_rows(t.kernel_rows.data(), rows, K, t.w_kernel.data() + r0 * K, rows);
     }
   }
   return facts;
@@ -220,17 +218,14 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
 /// The declared K walk of every row over the block's columns, epilogue included.
 void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
-  for (Index i0 = 0; i0 < M; i0 += kWalkRows) {
-    const Index nr = std::min(kWalkRows, M - i0);
-    float* out = t.walk.data() + i0 * w;
-    walk_rows_block(p.walk, x.f32.data() + i0 * K, nr, t.w_kernel.data(), K, w, out, t.walk_scratch.data());
-    for (Index i = i0; i < i0 + nr; ++i) {
-      for (Index jj = 0; jj < w; ++jj) {
-        const Index j = j0 + jj;
-        const auto [bias, res] = epilogue_operands(p, i, j);
-        float& v = t.walk[static_cast<std::size_t>(i * w + jj)];
-        v = epilogue_value(v, bias, res, p);
-      }
+  // Every row at once: walk_rows_block orders rows and weight panels for the caches.
+  walk_rows_block(p.walk, x.f32.data(), M, t.w_kernel.data(), K, w, t.walk.data(), t.walk_scratch.data());
+  for (Index i = 0; i < M; ++i) {
+    for (Index jj = 0; jj < w; ++jj) {
+      const Index j = j0 + jj;
+      const auto [bias, res] = epilogue_operands(p, i, j);
+      float& v = t.walk[static_cast<std::size_t>(i * w + jj)];
+      v = epilogue_value(v, bias, res, p);
     }
   }
 }
@@ -260,7 +255,7 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
     t.w_kernel.resize(static_cast<std::size_t>(K * bc));
     t.kernel_rows.resize(static_cast<std::size_t>(detail::kTransposeRows * K));
     t.walk.resize(cells);
-    t.walk_scratch.resize(static_cast<std::size_t>(kWalkRows * bc));
+    t.walk_scratch.resize(cells);
   }
 }
 

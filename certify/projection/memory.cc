@@ -32,8 +32,9 @@ std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo
   // The reference's activations: exact f64, |x| f64, and the f32 the walk multiplies (20 B).
   total = add(total, mul(mul(M, K), 20));
   // Per thread, one block: three f64 weight forms and the f32 kernel copy (28 B per weight),
-  // and ~11 f64/f32 values per (row, block column) (reference/linear.cc size_scratch).
-  const std::uint64_t per_thread = add(mul(mul(bc, K), 28), mul(mul(M, bc), 88));
+  // and 92 B of f64/f32 values per (row, block column) (reference/linear.cc size_scratch: S in
+  // f32 and f64, bound, tier, center, sigma, slack, two intervals, the walk and its scratch).
+  const std::uint64_t per_thread = add(mul(mul(bc, K), 28), mul(mul(M, bc), 92));
   total = add(total, mul(per_thread, u(threads)));
   // The comparisons' per-element facts over the outputs (row maps, accepted-interval flags and
   // bias residuals) and the widened f32 values of each output present: 24 B per element.

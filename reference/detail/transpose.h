@@ -1,5 +1,6 @@
 // Internal: rows of floats stored as columns, for the walk's weights (reference/linear.cc keeps
-// them K x block_cols, so that one k step of walk_rows_block reads 16 columns' weights at once).
+// them in panels of K x 16 consecutive floats, so that one k step of walk_rows_block reads 16
+// columns' weights at once and its k steps read the panel in order).
 #pragma once
 
 #include "reference/dtype.h"

@@ -500,7 +500,9 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
   for (const char* name : {"seq", "split:4:fma", "lanes:8:halving", "lanes:5:seq:fma", "splitk:4:pairs/seq",
                            "splitk:2:halving/lanes:4:pairs:fma", "promote:16:12:rz", "promote:32:9:rne:fma",
                            "splitk:4:seq/promote:8:14:rne", "lanes:8:butterfly(4,1,2):fma"}) {
-    for (const Index m : {3, 6, 11}) {  // register blocks of 4 and 8 rows (AVX-512), 8 rows and a 3-row tail
+    // Register blocks of 4 and 8 rows (AVX-512), 8 rows and a 3-row tail; 37 rows cross a panel
+    // of 32 rows (walk_rows_block reads each weight panel for 32 rows at a time).
+    for (const Index m : {3, 6, 11, 37}) {
       SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows");
       testing::ProblemOptions o;
       o.m = m;
@@ -510,7 +512,7 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
       o.segments = {{WeightFormat::kF32, 37, {}}};  // 37 columns: a 16-wide block tail
       auto p = testing::make_problem(o);
       ReferenceOptions ro;
-      ro.block_cols = 20;
+      ro.block_cols = 20;  // blocks of one 16-column weight panel and a narrower one (4 and 1 columns)
       auto r = compute_reference(p->problem, ro);
       ASSERT_TRUE(r.ok()) << r.status().to_string();
       const KWalk& kw = p->problem.walk;
