@@ -2,10 +2,12 @@
 // (in_proj 128 x 5120 -> 16480 of 16640, out_proj 128 x 16480 of 16640 -> 5120). Reports wall
 // time, the share spent in HDF5 reads, reference and comparisons, and peak RSS; then, in the
 // same process, times the bare reference on each shape (the issue-3 benchmark's computation)
-// and reports check time per projection / reference time for its shape (target <= 1.5). The
+// and reports check time per projection / reference time for its shape (target <= 1.5):
+// --reps rounds of one check and the bare references, alternated, and the ratio of the medians
+// (one round's ratio ranged 1.26-1.70 on one machine within minutes). The
 // reader's rate over every dataset is set against what `cat FILE > /dev/null` reaches on the
 // same file from the page cache (read(2) in 1 MiB blocks, interleaved with the reads).
-// Usage: bench_check DUMP.h5 [--threads T] [--generate [--round-to-nearest]]
+// Usage: bench_check DUMP.h5 [--threads T] [--reps N] [--generate [--round-to-nearest]]
 //   --generate writes the dump first (takes a minute) if it does not exist.
 //   --round-to-nearest generates it with every accumulator f32-rn: the preset's rz and
 //   matrix-unit projections are where the residual tests do not apply (a SKIP, nothing
@@ -21,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "certify/commands/check.h"
 #include "certify/io/dump_reader.h"
@@ -115,6 +118,50 @@ void report_reading(const std::string& path) {
               in_memory.read, in_memory.read / cat_rate, in_memory.read_hash, in_memory.read_hash / cat_rate);
 }
 
+/// Rounds of one check and every shape's bare reference, so both meet the machine in the same
+/// phase; prints the medians and check time per projection / bare reference time per projection.
+void check_against_bare_reference(const std::string& path, const certify::CheckCommandOptions& co, int reps) {
+  auto reader = certify::DumpReader::open(path);
+  std::map<std::string, int> count;  // shape key -> projections of that shape
+  std::map<std::string, const certify::ProjectionInfo*> first;
+  for (const auto& p : reader->model().projections) {
+    const std::string key = std::to_string(p.m) + "x" + std::to_string(p.k) + "x" + std::to_string(p.n) +
+                            (p.segments.size() > 2 ? " (in_proj)" : " (out_proj)");
+    if (count[key]++ == 0) first[key] = &p;
+  }
+  std::map<std::string, std::vector<double>> bare;  // shape key -> seconds per round
+  std::vector<double> checks, bare_totals, ratios;
+  for (int r = 0; r < reps; ++r) {
+    const double t1 = bench::now_seconds();
+    (void)certify::run_check(co);
+    checks.push_back(bench::now_seconds() - t1);
+    double total = 0;
+    for (const auto& [key, info] : first) {
+      auto L = certify::load_projection(*reader, *info);
+      NullSink sink;
+      reference::ReferenceOptions ro;
+      ro.emulate_walk = false;
+      auto problem = L->problem(10.0);
+      const double r0 = bench::now_seconds();
+      (void)reference::evaluate_reference(problem, sink, ro);
+      const double seconds = bench::now_seconds() - r0;
+      bare[key].push_back(seconds);
+      total += seconds * count[key];
+    }
+    bare_totals.push_back(total);
+    ratios.push_back(checks.back() / total);
+  }
+  for (const auto& [k, s] : bare) {
+    std::printf("  bare reference %-26s %.2f s median (x%d projections)\n", k.c_str(), bench::median(s), count[k]);
+  }
+  std::printf("  check %.2f s median of %d\n", bench::median(checks), reps);
+  std::printf(
+      "  check time per projection / bare reference time per projection: %.2f, medians of %d alternated rounds "
+      "(per round %.2f..%.2f; target <= 1.5)\n",
+      bench::median(checks) / bench::median(bare_totals), reps, *std::min_element(ratios.begin(), ratios.end()),
+      *std::max_element(ratios.begin(), ratios.end()));
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "Benchmark of `ncert check` on a qwen-mixer dump (4 layers, 8 projections): time per projection against the "
@@ -123,8 +170,11 @@ int main(int argc, char** argv) {
   int threads = omp_get_max_threads();
   bool generate = false;
   bool round_to_nearest = false;
+  int reps = 3;
   app.add_option("DUMP.h5", path, "The dump checked")->required();
   app.add_option("--threads", threads, "Threads of the check and the reference (default: OpenMP's)")
+      ->check(bench::at_least(1));
+  app.add_option("--reps", reps, "Rounds of check and bare references, alternated; medians (default 3)")
       ->check(bench::at_least(1));
   app.add_flag("--generate", generate, "Write DUMP.h5 first (takes a minute) if it does not exist");
   app.add_flag("--round-to-nearest", round_to_nearest,
@@ -195,30 +245,7 @@ int main(int argc, char** argv) {
   std::printf("  residual tests: check %.2f s with them, %.2f s without: %+.0f%% (target <= 15%%)\n", wall_on, wall_off,
               100 * (wall_on / wall_off - 1));
 
-  // 2. The bare reference per shape, same process, same threads.
-  auto reader = certify::DumpReader::open(path);
-  std::map<std::string, double> bare;  // shape key -> seconds
-  std::map<std::string, int> count;
-  for (const auto& p : reader->model().projections) {
-    const std::string key = std::to_string(p.m) + "x" + std::to_string(p.k) + "x" + std::to_string(p.n) +
-                            (p.segments.size() > 2 ? " (in_proj)" : " (out_proj)");
-    ++count[key];
-    if (bare.count(key)) continue;
-    auto L = certify::load_projection(*reader, p);
-    NullSink sink;
-    reference::ReferenceOptions ro;
-    ro.emulate_walk = false;
-    auto problem = L->problem(10.0);
-    const double r0 = bench::now_seconds();
-    (void)reference::evaluate_reference(problem, sink, ro);
-    bare[key] = bench::now_seconds() - r0;
-  }
-  double bare_total = 0;
-  for (const auto& [k, s] : bare) {
-    std::printf("  bare reference %-26s %.2f s (x%d projections)\n", k.c_str(), s, count[k]);
-    bare_total += s * count[k];
-  }
-  std::printf("  check time per projection / bare reference time per projection: %.2f (target <= 1.5)\n",
-              wall / bare_total);
+  // 2. The bare reference per shape, same process, same threads, alternated with check.
+  check_against_bare_reference(path, co, reps);
   return 0;
 }
