@@ -1,0 +1,202 @@
+// stream_rows (certify/io/row_stream.h), the one loop under compare, witness, forks and tensor
+// comparisons: every row in [0, min(limit, rows)) is visited exactly once with its own bytes in
+// every stream, at any thread count and block size, whether the streams are read directly (one
+// thread reads the next blocks while the team works) or one is decoded from compressed chunks
+// (blocks fetched between the team's passes); progress is reported on the calling thread, in
+// order, ending with every row; a file truncated while it streams is an I/O error, never a
+// crash or a hang.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "certify/io/dump_reader.h"
+#include "certify/io/row_stream.h"
+#include "tests/common/mini_dump.h"
+#include "tests/common/test_paths.h"
+
+namespace ncert::certify {
+namespace {
+
+using ncert::testing::open_mini_dump;
+using ncert::testing::scratch_file;
+
+constexpr hsize_t kRows = 203;  // 40 blocks of 5 rows and a last one of 3
+constexpr hsize_t kCols = 64;
+
+/// /tensors/<name>: f32 [kRows, kCols], contiguous, or in chunks of 8 rows with deflate.
+std::vector<float> add_tensor(hid_t file, const std::string& name, bool chunked, unsigned seed) {
+  std::vector<float> v(kRows * kCols);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  for (float& x : v) x = dist(rng);
+  const hsize_t dims[2] = {kRows, kCols};
+  const hid_t space = H5Screate_simple(2, dims, nullptr);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (chunked) {
+    const hsize_t chunk[2] = {8, kCols};
+    H5Pset_chunk(dcpl, 2, chunk);
+    H5Pset_deflate(dcpl, 1);
+  }
+  const std::string path = "/tensors/" + name;
+  const hid_t ds = H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  EXPECT_GE(ds, 0) << path;
+  EXPECT_GE(H5Dwrite(ds, H5T_IEEE_F32LE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  return v;
+}
+
+struct Written {
+  std::string path;
+  std::vector<float> a, b, packed;
+};
+
+const Written& written() {
+  static const Written w = [] {
+    Written out{scratch_file("rows.h5"), {}, {}, {}};
+    auto writer = open_mini_dump(out.path);
+    const auto file = static_cast<hid_t>(writer.native_handle());
+    out.a = add_tensor(file, "a", false, 1);
+    out.b = add_tensor(file, "b", false, 2);
+    out.packed = add_tensor(file, "packed", true, 3);
+    EXPECT_TRUE(writer.close().ok());
+    return out;
+  }();
+  return w;
+}
+
+struct Outcome {
+  Status status;
+  std::vector<int> visits;      // per row
+  int wrong_bytes = 0;          // rows whose bytes differ from the written ones
+  std::vector<Index> progress;  // after_block's arguments, in call order
+  int progress_off_thread = 0;  // after_block calls not on the calling thread
+};
+
+/// Streams `names` of `path` together, rows [0, limit), on `threads` threads.
+Outcome stream(const std::string& path, const std::vector<std::string>& names, Index limit, int threads,
+               Index per_block = 5, const std::function<void(Index)>& on_visit = {}) {
+  const Written& w = written();
+  Outcome out;
+  auto reader = DumpReader::open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status().to_string();
+  std::vector<RowStream> streams;
+  streams.reserve(names.size());
+  for (const std::string& n : names) {
+    auto s = RowStream::open(*reader, "/tensors/" + n, per_block);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    streams.push_back(std::move(*s));
+  }
+  std::vector<RowStream*> ptrs;
+  std::vector<const std::vector<float>*> want;
+  ptrs.reserve(streams.size());
+  want.reserve(names.size());
+  for (RowStream& s : streams) ptrs.push_back(&s);
+  for (const std::string& n : names) want.push_back(n == "a" ? &w.a : n == "b" ? &w.b : &w.packed);
+  std::vector<std::atomic<int>> visits(kRows + 64);
+  std::atomic<int> wrong{0};
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  out.status = stream_rows(
+      ptrs, limit,
+      [&](Index t, const unsigned char* const* rows) {
+        visits[static_cast<std::size_t>(t)].fetch_add(1);
+        for (std::size_t k = 0; k < ptrs.size(); ++k) {
+          // Bit patterns on purpose: the bytes streamed must be the bytes written.
+          // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
+          if (std::memcmp(rows[k], want[k]->data() + t * static_cast<Index>(kCols), kCols * 4) != 0) wrong.fetch_add(1);
+        }
+        if (on_visit) on_visit(t);
+      },
+      [&](Index done) {
+        out.progress.push_back(done);
+        if (omp_get_thread_num() != 0) ++out.progress_off_thread;
+      });
+  omp_set_num_threads(saved);
+  for (const auto& v : visits) out.visits.push_back(v.load());
+  out.wrong_bytes = wrong.load();
+  return out;
+}
+
+void expect_each_row_once(const Outcome& o, Index rows) {
+  for (Index t = 0; t < static_cast<Index>(o.visits.size()); ++t) {
+    ASSERT_EQ(o.visits[static_cast<std::size_t>(t)], t < rows ? 1 : 0) << "row " << t;
+  }
+  EXPECT_EQ(o.wrong_bytes, 0);
+  ASSERT_FALSE(o.progress.empty());
+  for (std::size_t i = 1; i < o.progress.size(); ++i) EXPECT_LE(o.progress[i - 1], o.progress[i]);
+  EXPECT_EQ(o.progress.back(), rows);
+  EXPECT_EQ(o.progress_off_thread, 0);
+}
+
+TEST(StreamRows, DirectStreamsVisitEveryRowOnceAtAnyThreadCount) {
+  for (const int threads : {1, 2, 3, 8}) {
+    SCOPED_TRACE(threads);
+    const Outcome o = stream(written().path, {"a", "b"}, kRows, threads);
+    ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+    expect_each_row_once(o, kRows);
+  }
+}
+
+TEST(StreamRows, BlocksOfOneRowAndOfAllRows) {
+  for (const Index per_block : {Index{1}, Index{kRows}, Index{kRows + 10}}) {
+    SCOPED_TRACE(per_block);
+    const Outcome o = stream(written().path, {"a", "b"}, kRows, 2, per_block);
+    ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+    expect_each_row_once(o, kRows);
+  }
+}
+
+TEST(StreamRows, ALimitStopsTheRowsAndOneBeyondThemIsTheRows) {
+  for (const Index limit : {Index{0}, Index{1}, Index{77}, Index{200}}) {
+    SCOPED_TRACE(limit);
+    const Outcome o = stream(written().path, {"a", "b"}, limit, 2);
+    ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+    for (Index t = 0; t < static_cast<Index>(o.visits.size()); ++t) {
+      ASSERT_EQ(o.visits[static_cast<std::size_t>(t)], t < limit ? 1 : 0) << "row " << t;
+    }
+    EXPECT_EQ(o.wrong_bytes, 0);
+  }
+  const Outcome beyond = stream(written().path, {"a"}, kRows + 40, 2);
+  ASSERT_TRUE(beyond.status.ok()) << beyond.status.to_string();
+  expect_each_row_once(beyond, kRows);
+}
+
+TEST(StreamRows, ADecodedStreamBesideADirectOneVisitsTheSameRows) {
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    const Outcome o = stream(written().path, {"a", "packed"}, kRows, threads, 8);
+    ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+    expect_each_row_once(o, kRows);
+  }
+}
+
+TEST(StreamRows, AFileTruncatedWhileItStreamsIsAnIoErrorNotAHang) {
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    const std::string path = scratch_file("truncated-rows-" + std::to_string(threads) + ".h5");
+    std::filesystem::copy_file(written().path, path, std::filesystem::copy_options::overwrite_existing);
+    std::atomic<bool> cut{false};
+    const Outcome o = stream(path, {"a", "b"}, kRows, threads, 5, [&](Index) {
+      if (!cut.exchange(true)) {
+        EXPECT_EQ(::truncate(path.c_str(), 0), 0);
+      }
+    });
+    ASSERT_FALSE(o.status.ok());
+    EXPECT_EQ(o.status.code(), ErrorCode::kIo) << o.status.to_string();
+    for (const int v : o.visits) EXPECT_LE(v, 1);
+    EXPECT_EQ(o.wrong_bytes, 0);  // rows visited were read before the cut
+  }
+}
+
+}  // namespace
+}  // namespace ncert::certify
