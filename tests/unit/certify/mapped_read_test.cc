@@ -12,7 +12,6 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@
 #include "fixtures/generator.h"
 #include "reference/address_sanitizer.h"
 #include "tests/common/fixture_check.h"
+#include "tests/common/h5_tensor.h"
 #include "tests/common/mini_dump.h"
 #include "tests/common/report_json.h"
 #include "tests/common/test_paths.h"
@@ -32,37 +32,10 @@
 namespace ncert::certify {
 namespace {
 
+using ncert::testing::add_f32_tensor;
 using ncert::testing::open_mini_dump;
 using ncert::testing::scratch_file;
 using ncert::testing::write_fixture;
-
-/// Adds /tensors/<name>, f32 [rows, cols] of random values, contiguous (chunk empty) or
-/// chunked with deflate; returns its bytes.
-std::vector<unsigned char> add_f32(hid_t file, const std::string& name, hsize_t rows, hsize_t cols, hsize_t chunk_rows,
-                                   unsigned seed) {
-  std::vector<float> v(rows * cols);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  for (float& x : v) x = dist(rng);
-  const hsize_t dims[2] = {rows, cols};
-  const hid_t space = H5Screate_simple(2, dims, nullptr);
-  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  if (chunk_rows > 0) {
-    const hsize_t chunk[2] = {chunk_rows, cols};
-    H5Pset_chunk(dcpl, 2, chunk);
-    H5Pset_deflate(dcpl, 1);
-  }
-  const std::string path = "/tensors/" + name;
-  const hid_t ds = H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  EXPECT_GE(ds, 0) << path;
-  EXPECT_GE(H5Dwrite(ds, H5T_IEEE_F32LE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
-  H5Dclose(ds);
-  H5Pclose(dcpl);
-  H5Sclose(space);
-  std::vector<unsigned char> bytes(v.size() * 4);
-  std::memcpy(bytes.data(), v.data(), bytes.size());
-  return bytes;
-}
 
 struct Written {
   std::string path;
@@ -74,8 +47,8 @@ const Written& written() {
     Written out{scratch_file("mapped.h5"), {}, {}};
     auto writer = open_mini_dump(out.path);
     const auto file = static_cast<hid_t>(writer.native_handle());
-    out.big = add_f32(file, "big", 640, 512, 0, 1);  // 1.25 MiB: over the default threshold
-    out.chunked = add_f32(file, "chunked", 640, 512, 64, 2);
+    out.big = add_f32_tensor(file, "big", 640, 512, 0, 1);  // 1.25 MiB: over the default threshold
+    out.chunked = add_f32_tensor(file, "chunked", 640, 512, 64, 2);
     EXPECT_TRUE(writer.close().ok());
     return out;
   }();

@@ -13,51 +13,28 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "certify/io/dump_reader.h"
 #include "certify/io/row_stream.h"
+#include "tests/common/h5_tensor.h"
 #include "tests/common/mini_dump.h"
 #include "tests/common/test_paths.h"
 
 namespace ncert::certify {
 namespace {
 
+using ncert::testing::add_f32_tensor;
 using ncert::testing::open_mini_dump;
 using ncert::testing::scratch_file;
 
 constexpr hsize_t kRows = 203;  // 40 blocks of 5 rows and a last one of 3
 constexpr hsize_t kCols = 64;
 
-/// /tensors/<name>: f32 [kRows, kCols], contiguous, or in chunks of 8 rows with deflate.
-std::vector<float> add_tensor(hid_t file, const std::string& name, bool chunked, unsigned seed) {
-  std::vector<float> v(kRows * kCols);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  for (float& x : v) x = dist(rng);
-  const hsize_t dims[2] = {kRows, kCols};
-  const hid_t space = H5Screate_simple(2, dims, nullptr);
-  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  if (chunked) {
-    const hsize_t chunk[2] = {8, kCols};
-    H5Pset_chunk(dcpl, 2, chunk);
-    H5Pset_deflate(dcpl, 1);
-  }
-  const std::string path = "/tensors/" + name;
-  const hid_t ds = H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  EXPECT_GE(ds, 0) << path;
-  EXPECT_GE(H5Dwrite(ds, H5T_IEEE_F32LE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
-  H5Dclose(ds);
-  H5Pclose(dcpl);
-  H5Sclose(space);
-  return v;
-}
-
 struct Written {
   std::string path;
-  std::vector<float> a, b, packed;
+  std::vector<unsigned char> a, b, packed;  // the bytes written
 };
 
 const Written& written() {
@@ -65,9 +42,9 @@ const Written& written() {
     Written out{scratch_file("rows.h5"), {}, {}, {}};
     auto writer = open_mini_dump(out.path);
     const auto file = static_cast<hid_t>(writer.native_handle());
-    out.a = add_tensor(file, "a", false, 1);
-    out.b = add_tensor(file, "b", false, 2);
-    out.packed = add_tensor(file, "packed", true, 3);
+    out.a = add_f32_tensor(file, "a", kRows, kCols, 0, 1);
+    out.b = add_f32_tensor(file, "b", kRows, kCols, 0, 2);
+    out.packed = add_f32_tensor(file, "packed", kRows, kCols, 8, 3);  // chunks of 8 rows, deflate
     EXPECT_TRUE(writer.close().ok());
     return out;
   }();
@@ -97,7 +74,7 @@ Outcome stream(const std::string& path, const std::vector<std::string>& names, I
     streams.push_back(std::move(*s));
   }
   std::vector<RowStream*> ptrs;
-  std::vector<const std::vector<float>*> want;
+  std::vector<const std::vector<unsigned char>*> want;
   ptrs.reserve(streams.size());
   want.reserve(names.size());
   for (RowStream& s : streams) ptrs.push_back(&s);
@@ -111,9 +88,10 @@ Outcome stream(const std::string& path, const std::vector<std::string>& names, I
       [&](Index t, const unsigned char* const* rows) {
         visits[static_cast<std::size_t>(t)].fetch_add(1);
         for (std::size_t k = 0; k < ptrs.size(); ++k) {
-          // Bit patterns on purpose: the bytes streamed must be the bytes written.
-          // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
-          if (std::memcmp(rows[k], want[k]->data() + t * static_cast<Index>(kCols), kCols * 4) != 0) wrong.fetch_add(1);
+          // The bytes streamed must be the bytes written.
+          if (std::memcmp(rows[k], want[k]->data() + t * static_cast<Index>(kCols) * 4, kCols * 4) != 0) {
+            wrong.fetch_add(1);
+          }
         }
         if (on_visit) on_visit(t);
       },
