@@ -64,13 +64,7 @@ void describe_dataset(const DumpReader& reader, const DatasetInfo& d, bool hashe
 /// The schema check: PASS for a valid dump, else FAIL with the first error (the survey's, a
 /// tensor's `compare` attribute's, or a failed hash read's), which becomes the report's error.
 CheckResult schema_check(const DumpModel& m, const std::vector<Finding>& found, Report& report) {
-  Status first;
-  for (const Finding& f : found) {
-    if (f.severity == Severity::kError) {
-      first = Status(f.code, f.path + ": " + f.message);
-      break;
-    }
-  }
+  const Status first = first_error(found);
   CheckResult schema;
   schema.id = "schema";
   schema.kind = CheckKind::kSchema;

@@ -48,7 +48,9 @@ std::span<const DatasetInfo> DumpModel::datasets_under(const std::string& prefix
 
 bool DumpModel::refused() const { return !first_error().ok(); }
 
-Status DumpModel::first_error() const {
+Status DumpModel::first_error() const { return certify::first_error(findings); }
+
+Status first_error(std::span<const Finding> findings) {
   for (const Finding& f : findings) {
     if (f.severity == Severity::kError) return Status(f.code, f.path + ": " + f.message);
   }

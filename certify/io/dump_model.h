@@ -176,4 +176,7 @@ struct DumpModel {
   Status first_error() const;
 };
 
+/// The first error among `findings` as a Status, "path: message" (ok when there is none).
+Status first_error(std::span<const Finding> findings);
+
 }  // namespace ncert::certify
