@@ -4,7 +4,7 @@
 // reference's per-thread scratch (about 11 MB at 128 columns and K = 5,120) faulted in 4 KiB
 // at a time was ~7 % of a 4-bit check's CPU in memset and as much again in the kernel.
 // Smaller blocks come from operator new, and every block does under AddressSanitizer, so that it
-// still sees overflows.
+// still sees overflows. Every block starts on a 64-byte boundary.
 #pragma once
 
 #include <cstddef>

@@ -50,7 +50,7 @@ struct Activations {
   std::vector<double> l1;
   // mag rounded up to bf16 (M x bf16_padded(K)) for S from bf16 magnitudes; empty where it
   // cannot serve. mag_bf16_exact: no magnitude needed rounding (bf16 activations).
-  std::vector<std::uint16_t> mag_bf16;
+  LargeVector<std::uint16_t> mag_bf16;  // aligned rows for the S kernels
   bool mag_bf16_exact = false;
 };
 
@@ -348,6 +348,8 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     }
   }
   const F32SumInflation inflation = f32_sum_inflation(K);
+  const bool instruction = options.bf16_s_kernel == Bf16SKernel::kInstruction ||
+                           (options.bf16_s_kernel == Bf16SKernel::kFastest && detail::instruction_is_faster());
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
 #pragma omp parallel
@@ -367,7 +369,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
       detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
-      block_s(p, x, j0, w, inflation, options.bf16_s_instruction, t);
+      block_s(p, x, j0, w, inflation, instruction, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both
       // orders agree and this costs nothing in the common case.

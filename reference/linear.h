@@ -14,6 +14,7 @@
 // a sink and dropped.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "reference/bounds.h"
@@ -71,6 +72,13 @@ class ReferenceSink {
   virtual void consume(const ReferenceBlock& block) = 0;
 };
 
+/// The kernels that sum S from bf16 magnitudes (detail/s_bf16.h).
+enum class Bf16SKernel : std::uint8_t {
+  kFastest,      ///< the instruction where the build has it and this CPU runs it faster, else portable
+  kInstruction,  ///< AVX512-BF16's VDPBF16PS where the build has it, else portable
+  kPortable,     ///< fused f32 multiply-adds, as builds for CPUs without the instruction run
+};
+
 struct ReferenceOptions {
   Index block_cols = 128;    ///< output columns per block (fixed: part of the result's identity)
   bool emulate_walk = true;  ///< emulate the declared k_walk (ignored when none is declared)
@@ -81,11 +89,10 @@ struct ReferenceOptions {
   /// S from the magnitudes rounded up to bf16, in one fixed order (detail/s_bf16.h), where they
   /// allow; off: the f32 GEMM everywhere (to compare the two; docs/error-bounds.md §1).
   bool bf16_s = true;
-  /// That S through AVX512-BF16's VDPBF16PS where the build has it; off: the same sums in plain
-  /// f32 arithmetic, as builds without it compute them. The same bits either way under rounding
-  /// to nearest, the process's default (tested): off only to show that, and to time the
-  /// portable path (tools/bench/bench_reference).
-  bool bf16_s_instruction = true;
+  /// Which kernel sums that S. The same bits whichever, under rounding to nearest, the
+  /// process's default (tested): the choice is speed only, and explicit only to show that and
+  /// to time each (tools/bench/bench_reference).
+  Bf16SKernel bf16_s_kernel = Bf16SKernel::kFastest;
 };
 
 /// Facts about the problem the checks report next to the per-element results.

@@ -4,7 +4,10 @@
 #include <bit>
 #include <cstring>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "reference/large_block.h"
 #include "reference/status.h"
 
 #if defined(__AVX512BF16__) && defined(__AVX512DQ__)
@@ -59,23 +62,36 @@ namespace {
 
 constexpr Index kChunk = 1024;  // K per chunk (the sum's order depends on it: fixed)
 
-/// Calls f(std::integral_constant<int, r>{}) for the r = 1 to 3 rows or columns left after the
-/// tiles: the one dispatch of both dimensions' edges to their fixed-size tiles.
-template <typename F>
-void with_remainder(Index r, F&& f) {
-  switch (r) {
-    case 3:
-      f(std::integral_constant<int, 3>{});
-      break;
-    case 2:
-      f(std::integral_constant<int, 2>{});
-      break;
-    case 1:
-      f(std::integral_constant<int, 1>{});
-      break;
-    default:
-      break;
+/// Calls f(std::integral_constant<int, r>{}) for r = 1 to kMax (nothing for 0): the one dispatch
+/// of both dimensions' edges to their fixed-size tiles.
+template <int kMax, typename F>
+void with_count(Index r, F&& f) {
+  if constexpr (kMax > 0) {
+    if (r == kMax) return f(std::integral_constant<int, kMax>{});
+    with_count<kMax - 1>(r, std::forward<F>(f));
   }
+}
+
+/// The 16 lanes' sum in the fixed tree: l + l+8, + l+4, + l+2, + l+1.
+float lanes_sum(const float (&lane)[16]) {
+  float t[8], u[4];
+  for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
+  for (int l = 0; l < 4; ++l) u[l] = t[l] + t[l + 4];
+  return (u[0] + u[2]) + (u[1] + u[3]);
+}
+
+/// The same tree over one vector of the 16 lanes (a GCC/clang vector of 16 floats, __m512
+/// included), in registers: storing the lanes and summing them from memory made the
+/// instruction's path 1.2x slower and cost the portable one a third of its time (a tile sums
+/// its lanes every 32 steps, at each chunk's end).
+template <typename V>
+float vector_lanes_sum(V v) {
+  using Half = float __attribute__((vector_size(32)));
+  using Quarter = float __attribute__((vector_size(16)));
+  const Half t = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                 __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Quarter u = __builtin_shufflevector(t, t, 0, 1, 2, 3) + __builtin_shufflevector(t, t, 4, 5, 6, 7);
+  return (u[0] + u[2]) + (u[1] + u[3]);
 }
 
 /// C += A B^T chunk by chunk over the whole block, in Kernel's tiles (Kernel::kTile square, its
@@ -94,7 +110,7 @@ void s_gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, In
     for (; j + kTile <= n; j += kTile) {
       Kernel::template chunk<kRows, kTile>(a + i * kp, b + j * kp, kp, k0, k1, c + i * n + j, n);
     }
-    with_remainder(n - j, [&](auto cols) {
+    with_count<kTile - 1>(n - j, [&](auto cols) {
       Kernel::template chunk<kRows, decltype(cols)::value>(a + i * kp, b + j * kp, kp, k0, k1, c + i * n + j, n);
     });
   };
@@ -102,7 +118,7 @@ void s_gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, In
     const Index k1 = std::min(kp, k0 + kChunk);
     Index i = 0;
     for (; i + kTile <= m; i += kTile) tile_row(std::integral_constant<int, kTile>{}, i, k0, k1);
-    with_remainder(m - i, [&](auto rows) { tile_row(rows, i, k0, k1); });
+    with_count<kTile - 1>(m - i, [&](auto rows) { tile_row(rows, i, k0, k1); });
   }
 }
 
@@ -113,71 +129,125 @@ void s_gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, In
 /// normal), so a fused multiply-add rounds exactly as the instruction's add does: this file is
 /// compiled with -ffp-contract=fast (reference/CMakeLists.txt), and contracting or not gives the
 /// same bits (the tests compare both paths and an oracle compiled without contraction).
+///
+/// Both operands are widened once per chunk into buffers aligned to the vector, each 32-pair
+/// step of a row as its 16 odd values then its 16 even values, so the kernel is loads and fused
+/// multiply-adds only, two per 32 products. Widening inside the kernel (a shift and a mask per
+/// operand vector, for every tile) ran 0.66x Eigen's f32 GEMM on one core of a Xeon
+/// (Sapphire Rapids class); widened once, with the rows 64-byte aligned (unaligned, every load
+/// split two cache lines: 0.85x) and the lanes summed in registers, 0.93-0.97x, 1.2-1.4x the
+/// instruction's speed there (bench_reference --s-block; docs/performance.md).
 struct Portable {
   // The 16 lanes as parts of the widest vector the target has (GCC keeps a 64-byte vector of a
   // target without AVX-512 in memory: 3.9x slower on AVX2). A lane's sum never meets another
-  // lane's before the tree, so the parts run one after the other over the chunk (its operands
-  // stay in L1, 1,024 x 2 bytes a row) and a tile's accumulators are one part's. 4 x 4 tiles on
-  // AVX-512 (16 accumulators of 32 registers); 3 x 3 with 16 registers (9, and 3 widened
-  // weights and an activation), where 2 x 2 widened one operand per multiply-add and ran 0.66x
-  // Eigen's f32 GEMM on AVX2.
+  // lane's before the tree, so the parts run one after the other over the chunk. 4 x 4 tiles
+  // on AVX-512 (16 accumulators, 4 + 1 operands, of 32 registers; 8 x 2 and 6 x 2 measured no
+  // faster, 2 x 8 slower); 3 x 3 with 16 registers (9 accumulators, 3 + 1 operands).
 #if defined(__AVX512F__)
-  static constexpr int kLanesPerPart = 16, kTile = 4;
+  static constexpr int kLanesPerPart = 16, kRows = 4, kCols = 4;
 #elif defined(__AVX__)
-  static constexpr int kLanesPerPart = 8, kTile = 3;
+  static constexpr int kLanesPerPart = 8, kRows = 3, kCols = 3;
 #else
-  static constexpr int kLanesPerPart = 4, kTile = 3;
+  static constexpr int kLanesPerPart = 4, kRows = 3, kCols = 3;
 #endif
   static constexpr int kParts = 16 / kLanesPerPart;
+  /// Columns widened at a time: 512 KB of one chunk's f32 operands, which the tiles then read
+  /// from L2 (the reference's blocks are 128 wide: one panel).
+  static constexpr Index kPanelCols = 128;
   using Floats = float __attribute__((vector_size(4 * kLanesPerPart)));
   using Words = std::uint32_t __attribute__((vector_size(4 * kLanesPerPart)));
 
-  static Words load(const std::uint16_t* p) {
-    Words w;
-    std::memcpy(&w, p, sizeof w);
-    return w;
+  static Floats load(const float* p) {
+    Floats v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
   }
-  static Floats odd(Words w) { return std::bit_cast<Floats>(w & 0xFFFF0000u); }
-  static Floats even(Words w) { return std::bit_cast<Floats>(w << 16); }
 
-  template <int kRows, int kCols>
-  static void chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index k0, Index k1, float* c, Index ldc) {
-    float lane[kRows][kCols][16];
+  /// `rows` rows of pairs k0..k1 of `src` (row stride kp) into `dst` (row stride k1 - k0), each
+  /// 32-pair step as 16 odd values, then 16 even, in f32.
+  static void widen(const std::uint16_t* src, Index rows, Index kp, Index k0, Index k1, float* dst) {
+    const Index len = k1 - k0;
+    for (Index r = 0; r < rows; ++r) {
+      const std::uint16_t* s = src + r * kp + k0;
+      float* d = dst + r * len;
+      for (Index at = 0; at < len; at += kBf16Pairs) {
+        for (int part = 0; part < kParts; ++part) {
+          Words w;
+          std::memcpy(&w, s + at + 2 * kLanesPerPart * part, sizeof w);
+          const Floats odd = std::bit_cast<Floats>(w & 0xFFFF0000u), even = std::bit_cast<Floats>(w << 16);
+          std::memcpy(d + at + kLanesPerPart * part, &odd, sizeof odd);
+          std::memcpy(d + at + 16 + kLanesPerPart * part, &even, sizeof even);
+        }
+      }
+    }
+  }
+
+  /// One tile over one widened chunk of `len` pairs, C += the chunk's sums: R rows of `a`, C
+  /// columns of `b`, both of row stride len. Part by part, each lane adds its odd product, then
+  /// its even one, step after step.
+  template <int R, int C>
+  static void tile(const float* a, const float* b, Index len, float* c, Index ldc) {
+    float lane[R][C][16];
     for (int part = 0; part < kParts; ++part) {
-      Floats acc[kRows][kCols] = {};
-      for (Index at = k0 + Index{2} * kLanesPerPart * part; at < k1; at += kBf16Pairs) {
-        Words x[kRows], w[kCols];
-        for (int r = 0; r < kRows; ++r) x[r] = load(a + r * kp + at);
-        for (int col = 0; col < kCols; ++col) w[col] = load(b + col * kp + at);
-        Floats wide[kCols];
-        for (int col = 0; col < kCols; ++col) wide[col] = odd(w[col]);
-        for (int r = 0; r < kRows; ++r) {
-          const Floats x_odd = odd(x[r]);
-          for (int col = 0; col < kCols; ++col) acc[r][col] += x_odd * wide[col];
+      const Index off = Index{kLanesPerPart} * part;
+      Floats acc[R][C] = {};
+      for (Index at = off; at < len; at += kBf16Pairs) {
+        Floats w[C];
+        for (int col = 0; col < C; ++col) w[col] = load(b + col * len + at);
+        for (int r = 0; r < R; ++r) {
+          const Floats x = load(a + r * len + at);
+          for (int col = 0; col < C; ++col) acc[r][col] += x * w[col];
         }
-        for (int col = 0; col < kCols; ++col) wide[col] = even(w[col]);
-        for (int r = 0; r < kRows; ++r) {
-          const Floats x_even = even(x[r]);
-          for (int col = 0; col < kCols; ++col) acc[r][col] += x_even * wide[col];
+        for (int col = 0; col < C; ++col) w[col] = load(b + col * len + at + 16);
+        for (int r = 0; r < R; ++r) {
+          const Floats x = load(a + r * len + at + 16);
+          for (int col = 0; col < C; ++col) acc[r][col] += x * w[col];
         }
       }
-      for (int r = 0; r < kRows; ++r) {
-        for (int col = 0; col < kCols; ++col) {
-          for (int l = 0; l < kLanesPerPart; ++l) lane[r][col][part * kLanesPerPart + l] = acc[r][col][l];
+      if constexpr (kParts == 1) {
+        for (int r = 0; r < R; ++r) {
+          for (int col = 0; col < C; ++col) c[r * ldc + col] += vector_lanes_sum(acc[r][col]);
+        }
+        return;
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int col = 0; col < C; ++col) {
+          for (int l = 0; l < kLanesPerPart; ++l) lane[r][col][off + l] = acc[r][col][l];
         }
       }
     }
-    for (int r = 0; r < kRows; ++r) {
-      for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(lane[r][col]);
+    for (int r = 0; r < R; ++r) {
+      for (int col = 0; col < C; ++col) c[r * ldc + col] += lanes_sum(lane[r][col]);
     }
   }
 
-  /// The 16 lanes' sum in the fixed tree: l + l+8, + l+4, + l+2, + l+1.
-  static float lanes_sum(const float (&lane)[16]) {
-    float t[8], u[4];
-    for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
-    for (int l = 0; l < 4; ++l) u[l] = t[l] + t[l + 4];
-    return (u[0] + u[2]) + (u[1] + u[3]);
+  static void gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
+    NCERT_ASSERT(kp % kBf16Pairs == 0, "s_gemm_bf16: K not padded to 32");
+    // Kept from call to call, as gemm.cc keeps Eigen's, and 64-byte aligned (LargeVector).
+    thread_local LargeVector<float> wa, wb;
+    std::fill(c, c + m * n, 0.0f);
+    for (Index k0 = 0; k0 < kp; k0 += kChunk) {
+      const Index k1 = std::min(kp, k0 + kChunk), len = k1 - k0;
+      for (Index j0 = 0; j0 < n; j0 += kPanelCols) {
+        const Index cols = std::min(kPanelCols, n - j0);
+        wb.resize(static_cast<std::size_t>(cols * len));
+        wa.resize(static_cast<std::size_t>(kRows * len));
+        widen(b + j0 * kp, cols, kp, k0, k1, wb.data());
+        for (Index i = 0; i < m; i += kRows) {
+          const Index rows = std::min<Index>(kRows, m - i);
+          widen(a + i * kp, rows, kp, k0, k1, wa.data());
+          with_count<kRows>(rows, [&](auto r) {
+            constexpr int kR = decltype(r)::value;
+            float* const ci = c + i * n + j0;
+            Index j = 0;
+            for (; j + kCols <= cols; j += kCols) tile<kR, kCols>(wa.data(), wb.data() + j * len, len, ci + j, n);
+            with_count<kCols - 1>(cols - j, [&](auto rest) {
+              tile<kR, decltype(rest)::value>(wa.data(), wb.data() + j * len, len, ci + j, n);
+            });
+          });
+        }
+      }
+    }
   }
 };
 
@@ -186,19 +256,6 @@ struct Portable {
 /// VDPBF16PS: 32 products into 16 lanes an instruction, (acc + odd) + even, rounded to nearest.
 struct Instruction {
   static constexpr int kTile = 4;  // 16 accumulators and 8 operands: 24 of the 32 registers
-
-  /// The 16 lanes' sum in the fixed tree: l + l+8, + l+4, + l+2, + l+1; Portable::lanes_sum's
-  /// in registers. Storing the lanes and calling that one instead made this path 1.2x slower
-  /// (bench_reference --s-block: 0.63-0.65 ms against 0.78-0.80 ms a block); both are held to
-  /// the oracle's tree by the order tests.
-  static float lanes_sum(__m512 v) {
-    // Extracts, not casts, for the low halves: GCC 12's casts go through _mm512_undefined_*,
-    // which it then reports as uninitialized (fixed in GCC 13).
-    const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
-    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 0), _mm256_extractf128_ps(t, 1));
-    const __m128 w = _mm_add_ps(u, _mm_movehl_ps(u, u));
-    return _mm_cvtss_f32(_mm_add_ss(w, _mm_shuffle_ps(w, w, 1)));
-  }
 
   template <int kRows, int kCols>
   static void chunk(const std::uint16_t* a, const std::uint16_t* b, Index kp, Index k0, Index k1, float* c, Index ldc) {
@@ -215,7 +272,7 @@ struct Instruction {
       }
     }
     for (int r = 0; r < kRows; ++r) {
-      for (int col = 0; col < kCols; ++col) c[r * ldc + col] += lanes_sum(acc[r][col]);
+      for (int col = 0; col < kCols; ++col) c[r * ldc + col] += vector_lanes_sum(acc[r][col]);
     }
   }
 };
@@ -224,6 +281,18 @@ struct Instruction {
 
 }  // namespace
 
+bool instruction_is_faster() {
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+  static const bool amd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") != 0;
+  }();
+  return amd;
+#else
+  return false;
+#endif
+}
+
 void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c,
                  bool instruction) {
 #if defined(__AVX512BF16__) && defined(__AVX512DQ__)
@@ -231,7 +300,7 @@ void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index 
 #else
   (void)instruction;
 #endif
-  s_gemm<Portable>(a, m, b, n, kp, c);
+  Portable::gemm(a, m, b, n, kp, c);
 }
 
 }  // namespace ncert::reference::detail

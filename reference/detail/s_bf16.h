@@ -3,8 +3,10 @@
 // the build targets it, and in plain f32 arithmetic elsewhere, with the same bits. The
 // instruction multiplies 32 pairs and adds them into 16 f32 lanes; the f32 GEMM it replaces does
 // 16 per fused multiply-add, and its operands take half the memory: on the reference's blocks
-// (128 x 5,120 x 128, one core) it ran 2.0-2.1x the speed of Eigen's f32 GEMM, the portable
-// path 0.8-0.9x built for CPUs without it (docs/performance.md).
+// (128 x 5,120 x 128, one core) it ran 2.0-2.1x the speed of Eigen's f32 GEMM on an AMD EPYC
+// (Zen 4), but 0.7-0.8x on an Intel Xeon (Sapphire Rapids class), which retires one VDPBF16PS
+// every two cycles, where the portable path's fused multiply-adds run at 0.93-0.97x
+// (docs/performance.md).
 #pragma once
 
 #include <cstdint>
@@ -21,12 +23,22 @@ inline constexpr bool kSBf16Instruction = true;
 inline constexpr bool kSBf16Instruction = false;
 #endif
 
+/// Whether this CPU runs the instruction faster than the portable path: where the build has it,
+/// on AMD's CPUs. Measured on one core (bench_reference --s-block): AMD EPYC (Zen 4), the
+/// instruction 221 GFLOP/s against Eigen's f32 GEMM's 106 (an earlier portable path, 114);
+/// Intel Xeon (Sapphire Rapids class), 84-95 against the portable path's
+/// 112-115: VDPBF16PS retires one every two cycles there (1.7 G/s against 7 G/s of 16-lane fused
+/// multiply-adds), so 16 products a cycle against 32. Speed only: both give the same bits.
+bool instruction_is_faster();
+
 /// K padded with zero magnitudes to a multiple of one instruction's 32 products.
 inline constexpr Index kBf16Pairs = 32;
 inline constexpr Index bf16_padded(Index k) { return (k + kBf16Pairs - 1) / kBf16Pairs * kBf16Pairs; }
 
 /// The kernel's operand: `rows` rows of `k` f32 magnitudes (non-negative, as the f32 GEMM reads
-/// them) as bf16 bit patterns, each row padded with zeros to bf16_padded(k). Rounded up to bf16
+/// them) as bf16 bit patterns, each row padded with zeros to bf16_padded(k) (so rows start
+/// 64-byte aligned in a 64-byte aligned buffer, as LargeVector's are: unaligned, every 64-byte
+/// load of a row spans two cache lines, and the instruction's path ran 10-13 % slower). Rounded up to bf16
 /// when `round_up`, else each must be a bf16 number already. Every nonzero result lies in
 /// [2^-63, 2^63), so that every product of two is a normal f32, exact, and every partial sum of
 /// them normal, zero or, past FLT_MAX, +inf (the caller then takes the f64 GEMM): no flush to

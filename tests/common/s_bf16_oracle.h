@@ -71,9 +71,10 @@ inline void expect_the_documented_order(bool instruction) {
     Index m, n, k;
   };
   // Tile edges (1-3 rows or columns left over, for the instruction's tiles of 4 and the
-  // portable path's of 4 or 3), K below, at and across a chunk.
-  const std::vector<Shape> shapes = {{1, 1, 1},    {3, 5, 31},   {4, 4, 32},   {5, 7, 33},
-                                     {9, 6, 1000}, {4, 8, 1024}, {6, 3, 1025}, {13, 17, 5120}};
+  // portable path's of 4 or 3), K below, at and across a chunk, and columns across the portable
+  // path's 128-column panels.
+  const std::vector<Shape> shapes = {{1, 1, 1},    {3, 5, 31},   {4, 4, 32},     {5, 7, 33},    {9, 6, 1000},
+                                     {4, 8, 1024}, {6, 3, 1025}, {13, 17, 5120}, {5, 259, 1100}};
   SCOPED_TRACE(instruction ? "the instruction" : "portable");
   Index differ = 0, cases = 0;
   for (const Shape& s : shapes) {

@@ -14,8 +14,9 @@
 //
 // --s-block: S of one reference block (128 x 5,120 x 128 magnitudes) on one thread, interleaved:
 // from bf16 magnitudes through the AVX512-BF16 instruction (where the build has it) and through
-// the portable path, and by the f32 GEMM; with the same bits from both bf16 paths. Build with
-// -DNCERT_MARCH=<cpu> to see what a build for a CPU without the instruction pays.
+// the portable path, and by the f32 GEMM; with the same bits from both bf16 paths, and which
+// one the reference takes on this CPU. Build with -DNCERT_MARCH=<cpu> to see what a build for a
+// CPU without the instruction pays.
 //
 // Usage: bench_reference [--reps N] [--threads T]
 //        bench_reference --s-block [--reps N]
@@ -37,6 +38,7 @@
 #include "reference/detail/gemm.h"
 #include "reference/detail/s_bf16.h"
 #include "reference/float_bits.h"
+#include "reference/large_block.h"
 #include "reference/linear.h"
 #include "tools/bench/bench_common.h"
 
@@ -114,15 +116,16 @@ void fill(Data& d, bool af4) {
   d.problem.output = DType::kBf16;
 }
 
-/// How the reference computes S: from bf16 magnitudes (through the instruction where the build
-/// has it, else portably), the same sums portably, or by the f32 GEMM.
-enum class SPath { kBf16, kBf16Portable, kF32Gemm };
+/// How the reference computes S: from bf16 magnitudes by the kernel it picks for this CPU (the
+/// default), by the instruction, portably, or by the f32 GEMM.
+enum class SPath { kBf16, kBf16Instruction, kBf16Portable, kF32Gemm };
 
 double time_reference(const Data& d, SPath s_path = SPath::kBf16) {
   ChecksumSink sink;
   ReferenceOptions options;
   options.bf16_s = s_path != SPath::kF32Gemm;
-  options.bf16_s_instruction = s_path == SPath::kBf16;
+  if (s_path == SPath::kBf16Instruction) options.bf16_s_kernel = Bf16SKernel::kInstruction;
+  if (s_path == SPath::kBf16Portable) options.bf16_s_kernel = Bf16SKernel::kPortable;
   const double t0 = bench::now_seconds();
   auto s = evaluate_reference(d.problem, sink, options);
   const double t = bench::now_seconds() - t0;
@@ -159,12 +162,14 @@ int run_speed(int reps) {
 #endif
   // The bf16 reference runs a second time with S from the f32 GEMM (ReferenceOptions::bf16_s
   // off), side by side: what S from bf16 magnitudes saves (or, without the instruction, costs).
-  // With the AVX512-BF16 instruction built, a third time with the same sums computed portably
-  // (bf16_s_instruction off): what builds for CPUs without it pay, on this CPU.
+  // With the AVX512-BF16 instruction built, twice more with S by the instruction and by the
+  // portable path (ReferenceOptions::bf16_s_kernel), whichever the default took: what each
+  // kernel costs on this CPU, the same bits either way.
   const bool instruction = reference::detail::kSBf16Instruction;
   time_reference(bf16, SPath::kF32Gemm);
   if (instruction) time_reference(bf16, SPath::kBf16Portable);
-  std::vector<double> g, o, rb, ra, rf, rp, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f, ratio_p;
+  if (instruction) time_reference(bf16, SPath::kBf16Instruction);
+  std::vector<double> g, o, rb, ra, rf, rp, ri, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f, ratio_p, ratio_i;
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::now_seconds();
     c.noalias() = a * b;
@@ -181,6 +186,8 @@ int run_speed(int reps) {
     if (instruction) {
       rp.push_back(time_reference(bf16, SPath::kBf16Portable));
       ratio_p.push_back(rp.back() / rb.back());
+      ri.push_back(time_reference(bf16, SPath::kBf16Instruction));
+      ratio_i.push_back(ri.back() / rb.back());
     }
     ratio_b.push_back(rb.back() / g.back());
     ratio_a.push_back(ra.back() / g.back());
@@ -216,8 +223,11 @@ int run_speed(int reps) {
   ratio_line("reference bf16", rb, ratio_b, "eigen");
   ratio_line("reference af4 (g64)", ra, ratio_a, "eigen");
   if (instruction) {
-    ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "S by the instruction's");
-    ratio_line("bf16, S portable", rp, ratio_p, "S by the instruction's");
+    const char* picked = reference::detail::instruction_is_faster() ? "instruction" : "portable";
+    std::printf("bf16 S kernel        the %s one (this CPU's pick)\n", picked);
+    ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the pick's");
+    ratio_line("bf16, S instruction", ri, ratio_i, "the pick's");
+    ratio_line("bf16, S portable", rp, ratio_p, "the pick's");
   } else {
     // No AVX512-BF16 on the build's target: the reference's bf16 S is the portable path.
     ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the portable bf16 S's");
@@ -247,7 +257,7 @@ int run_s_block(int reps) {
   for (float& v : xm) v = magnitude(rng);
   // Weight magnitudes that are bf16 numbers, as the reference requires of a block it sums so.
   for (float& v : wm) v = bf16_to_f32(f32_to_bf16(magnitude(rng)));
-  std::vector<std::uint16_t> xb(static_cast<std::size_t>(kM * kp)), wb(static_cast<std::size_t>(kBlock * kp));
+  LargeVector<std::uint16_t> xb(static_cast<std::size_t>(kM * kp)), wb(static_cast<std::size_t>(kBlock * kp));
   if (!reference::detail::to_bf16_magnitudes(xm.data(), kM, kK, true, xb.data()) ||
       !reference::detail::to_bf16_magnitudes(wm.data(), kBlock, kK, false, wb.data())) {
     std::fprintf(stderr, "bench_reference: magnitudes out of the bf16 path's range\n");
@@ -286,6 +296,8 @@ int run_s_block(int reps) {
   if (instruction) {
     const bool same = std::memcmp(c_instruction.data(), c_portable.data(), c_portable.size() * sizeof(float)) == 0;
     std::printf("instruction and portable: %s\n", same ? "the same bits" : "DIFFERENT BITS");
+    std::printf("the reference takes the %s one on this CPU\n",
+                reference::detail::instruction_is_faster() ? "instruction's" : "portable");
     if (!same) return 1;
   } else {
     std::printf("no AVX512-BF16 on the build's target: the reference's bf16 S is the portable path\n");

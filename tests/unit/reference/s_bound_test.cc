@@ -181,15 +181,23 @@ auto at_one_and_two_threads(const LinearProblem& problem, const ReferenceOptions
   return std::pair{std::move(one), std::move(two)};
 }
 
-/// The reference of `problem` in blocks of 16 columns with the option `member` on (its
-/// default) and off: two ways to S side by side.
+/// The reference of `problem` in blocks of 16 columns with the options as set by `first` and
+/// by `second`: two ways to S side by side.
+template <typename F, typename G>
+auto two_ways(const LinearProblem& problem, F&& first, G&& second) {
+  ReferenceOptions one, two;
+  one.block_cols = two.block_cols = 16;
+  first(one);
+  second(two);
+  auto a = compute_reference(problem, one);
+  auto b = compute_reference(problem, two);
+  return std::pair{std::move(a), std::move(b)};
+}
+
+/// The reference with the option `member` on (its default) and off.
 auto with_and_without(const LinearProblem& problem, bool ReferenceOptions::*member) {
-  ReferenceOptions on, off;
-  on.block_cols = off.block_cols = 16;
-  off.*member = false;
-  auto with = compute_reference(problem, on);
-  auto without = compute_reference(problem, off);
-  return std::pair{std::move(with), std::move(without)};
+  return two_ways(
+      problem, [](ReferenceOptions&) {}, [member](ReferenceOptions& o) { o.*member = false; });
 }
 
 struct RatioStats {
@@ -470,7 +478,8 @@ TEST(Bf16S, MaskingTheInstructionChangesNoBitOfTheReference) {
   o.x_dtype = DType::kF32;
   o.segments = {{WeightFormat::kBf16, 45, {}}, af4_segment(19, Dequant::kF32, DType::kBf16, 64)};
   auto p = make_problem(o);
-  auto [r_on, r_masked] = with_and_without(p->problem, &ReferenceOptions::bf16_s_instruction);
+  const auto kernel = [](Bf16SKernel k) { return [k](ReferenceOptions& options) { options.bf16_s_kernel = k; }; };
+  auto [r_on, r_masked] = two_ways(p->problem, kernel(Bf16SKernel::kInstruction), kernel(Bf16SKernel::kPortable));
   ASSERT_TRUE(r_on.ok() && r_masked.ok());
   // Columns 0-31 (blocks 0 and 1) hold bf16 weights only; blocks 2-3 hold AF4's, whose S stays
   // the f32 GEMM's.
