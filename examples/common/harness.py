@@ -1,5 +1,5 @@
 """What the examples' scripts share around their kernels, in one copy: finding the ncert binary
-and the onnxruntime-node package, running `ncert check` for its JSON report, the expectation
+and the onnxruntime-node package, running ncert (`check` and any other verb) for its JSON report, the expectation
 each script prints and judges, the skip (exit 77) a missing prerequisite gives, and an output
 folder cleared only on --force.
 
@@ -71,17 +71,28 @@ class Expectation:
     detail: str
 
 
+def run_ncert(ncert: Path, verb: str, args: Sequence[str], report: Path, cwd: Path,
+              timeout: Optional[float] = None) -> Tuple[subprocess.CompletedProcess, Optional[dict]]:
+    """`ncert VERB ARGS... --json REPORT` run in `cwd`: the finished process (output captured)
+    and the parsed report, None when none was written. A report left from an earlier run is
+    removed first, so it cannot stand in for a failed one, and REPORT's path is made absolute:
+    ncert runs in `cwd`, and a relative --out once sent every report astray (exit 2, no
+    report)."""
+    report = Path(report).resolve()
+    report.unlink(missing_ok=True)
+    proc = subprocess.run([str(Path(ncert).resolve()), verb, *args, "--json", str(report)],
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    parsed = json.loads(report.read_text()) if report.exists() else None
+    return proc, parsed
+
+
 def check(ncert: Path, dump: Path, reports: Path,
           timeout: Optional[float] = None) -> Tuple[int, Optional[dict]]:
-    """`ncert check DUMP --json reports/<stem>.json`: its exit code and the parsed report (None
-    when none was written); a refusal or a broken run is printed with ncert's own words. ncert
-    runs in the dump's folder (the report names the dump as it is there), so the report's path
-    is made absolute: a relative --out once sent every report astray (exit 2, no report)."""
-    report = (reports / (dump.stem + ".json")).resolve()
-    report.unlink(missing_ok=True)
-    proc = subprocess.run([str(Path(ncert).resolve()), "check", dump.name, "--json", str(report)],
-                          capture_output=True, text=True, cwd=dump.parent, timeout=timeout)
-    parsed = json.loads(report.read_text()) if report.exists() else None
+    """`ncert check DUMP --json reports/<stem>.json`, run in the dump's folder (the report names
+    the dump as it is there): its exit code and the parsed report (None when none was written);
+    a refusal or a broken run is printed with ncert's own words."""
+    proc, parsed = run_ncert(ncert, "check", [dump.name], reports / (dump.stem + ".json"), dump.parent,
+                             timeout)
     if proc.returncode not in (0, 1):  # refused or broken: show why beside the expectation
         print(f"ncert check {dump.name}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()}")
     return proc.returncode, parsed

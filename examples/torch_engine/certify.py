@@ -7,12 +7,12 @@ output ncert prints is shown as it is.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
+
+from harness import Expectation, run_ncert  # examples/common, on sys.path as run.py puts it
 
 # Checks every mixer projection must pass. `bias` (are the bf16 rounding residuals centred?)
 # runs on bf16 outputs only. `walk` is skipped: the export declares no K reduction order
@@ -35,13 +35,6 @@ class NcertRun:
     report_name: str  # reports/<report_name>.json
 
 
-@dataclass
-class Expectation:
-    what: str
-    met: bool
-    detail: str
-
-
 class Ncert:
     def __init__(self, binary: Path, root: Path):
         self.binary = binary
@@ -50,14 +43,11 @@ class Ncert:
         self.reports.mkdir(parents=True, exist_ok=True)
 
     def run(self, verb: str, *paths: Path, report_name: str, extra=()) -> NcertRun:
-        report = self.reports / f"{report_name}.json"
-        report.unlink(missing_ok=True)  # a stale report must not stand in for a failed run
         # Run from the output directory with relative paths, so ncert's output reads as it
         # would for a person typing the command there.
         relative = [str(p.relative_to(self.root)) for p in paths]
-        args = [str(self.binary), verb, *relative, *extra, "--json", str(report)]
-        proc = subprocess.run(args, capture_output=True, text=True, cwd=self.root)
-        parsed = json.loads(report.read_text()) if report.exists() else None
+        proc, parsed = run_ncert(self.binary, verb, [*relative, *extra],
+                                 self.reports / f"{report_name}.json", self.root)
         return NcertRun(" ".join(["ncert", verb, *relative, *extra]), proc.returncode,
                         proc.stdout, proc.stderr, parsed, relative[0], report_name)
 
