@@ -21,7 +21,8 @@ constexpr std::size_t kMapped = std::size_t{1} << 20;
 /// A transparent huge page on x86-64: only a 2 MiB-aligned range of a mapping can become one.
 constexpr std::size_t kHugePage = std::size_t{1} << 21;
 /// Every block starts on a cache line, so that rows of a multiple of 64 bytes do too: a 64-byte
-/// vector load across two lines costs two (the bf16 S kernels ran 10-25 % slower unaligned).
+/// vector load across two lines costs two (the portable bf16 S kernel, reading rows of 4 KiB,
+/// ran 75 GFLOP/s on them unaligned and 98 aligned).
 constexpr std::align_val_t kLine{64};
 
 std::size_t page_rounded(std::size_t n) {

@@ -1,12 +1,9 @@
 // Internal: S = |x| |w|^T from magnitudes that are bf16 numbers, summed in one fixed order
 // (docs/error-bounds.md §1, "S from bf16 magnitudes"): through AVX512-BF16's VDPBF16PS where
-// the build targets it, and in plain f32 arithmetic elsewhere, with the same bits. The
-// instruction multiplies 32 pairs and adds them into 16 f32 lanes; the f32 GEMM it replaces does
-// 16 per fused multiply-add, and its operands take half the memory: on the reference's blocks
-// (128 x 5,120 x 128, one core) it ran 2.0-2.1x the speed of Eigen's f32 GEMM on an AMD EPYC
-// (Zen 4), but 0.7-0.8x on an Intel Xeon (Sapphire Rapids class), which retires one VDPBF16PS
-// every two cycles, where the portable path's fused multiply-adds run at 0.93-0.97x
-// (docs/performance.md).
+// the build has it and the CPU runs it fast (instruction_is_faster), else in plain f32
+// arithmetic, with the same bits. The instruction multiplies 32 pairs and adds them into 16 f32
+// lanes, from operands of half the f32 GEMM's memory; the portable path does 16 products per
+// fused multiply-add, as the f32 GEMM does.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +21,11 @@ inline constexpr bool kSBf16Instruction = false;
 #endif
 
 /// Whether this CPU runs the instruction faster than the portable path: where the build has it,
-/// on AMD's CPUs. Measured on one core (bench_reference --s-block): AMD EPYC (Zen 4), the
-/// instruction 221 GFLOP/s against Eigen's f32 GEMM's 106 (an earlier portable path, 114);
-/// Intel Xeon (Sapphire Rapids class), 84-95 against the portable path's
-/// 112-115: VDPBF16PS retires one every two cycles there (1.7 G/s against 7 G/s of 16-lane fused
-/// multiply-adds), so 16 products a cycle against 32. Speed only: both give the same bits.
+/// on AMD's CPUs. Measured on one core (bench_reference --s-block), against Eigen's f32 GEMM:
+/// on an AMD EPYC (Zen 4) the instruction ran 2.08x its speed (221 GFLOP/s; an earlier, slower
+/// portable path 1.07x); on an Intel Xeon (Sapphire Rapids class) 0.65-0.72x, the portable path
+/// 0.93-0.97x: VDPBF16PS retires one every two cycles there (1.7 G/s against 7 G/s of 16-lane
+/// fused multiply-adds), 16 products a cycle against 32. Speed only: both give the same bits.
 bool instruction_is_faster();
 
 /// K padded with zero magnitudes to a multiple of one instruction's 32 products.
@@ -38,7 +35,7 @@ inline constexpr Index bf16_padded(Index k) { return (k + kBf16Pairs - 1) / kBf1
 /// The kernel's operand: `rows` rows of `k` f32 magnitudes (non-negative, as the f32 GEMM reads
 /// them) as bf16 bit patterns, each row padded with zeros to bf16_padded(k) (so rows start
 /// 64-byte aligned in a 64-byte aligned buffer, as LargeVector's are: unaligned, every 64-byte
-/// load of a row spans two cache lines, and the instruction's path ran 10-13 % slower). Rounded up to bf16
+/// load of a row spans two cache lines). Rounded up to bf16
 /// when `round_up`, else each must be a bf16 number already. Every nonzero result lies in
 /// [2^-63, 2^63), so that every product of two is a normal f32, exact, and every partial sum of
 /// them normal, zero or, past FLT_MAX, +inf (the caller then takes the f64 GEMM): no flush to

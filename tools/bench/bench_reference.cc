@@ -25,12 +25,14 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "certify/io/dump_reader.h"
@@ -153,12 +155,19 @@ int run_speed(int reps) {
   c.noalias() = a * b;  // warm-up
 #if NCERT_BENCH_OPENBLAS
   Eigen::MatrixXd c_blas(kM, kN);
+  // OpenBLAS's threads spin for 2^28 cycles after a call before they sleep (its default
+  // OPENBLAS_THREAD_TIMEOUT, 28: 0.08-0.13 s at 2-3.5 GHz), and whatever runs next shares the
+  // cores with them: the reference timed right after this GEMM ran ~10 % slower on 2 cores
+  // (0.341-0.359 s against 0.309-0.316 s), which every ratio printed before 2026-12-04 carried.
+  // So the GEMM is followed by a pause longer than the spin, outside the timings.
   auto blas_gemm = [&] {
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kM), static_cast<int>(kN),
                 static_cast<int>(kK), 1.0, a.data(), static_cast<int>(kM), b.data(), static_cast<int>(kK), 0.0,
                 c_blas.data(), static_cast<int>(kM));
   };
+  auto after_blas = [] { std::this_thread::sleep_for(std::chrono::milliseconds(400)); };
   blas_gemm();  // warm-up
+  after_blas();
 #endif
   // The bf16 reference runs a second time with S from the f32 GEMM (ReferenceOptions::bf16_s
   // off), side by side: what S from bf16 magnitudes saves (or, without the instruction, costs).
@@ -178,6 +187,7 @@ int run_speed(int reps) {
     t0 = bench::now_seconds();
     blas_gemm();
     o.push_back(bench::now_seconds() - t0);
+    after_blas();
 #endif
     rb.push_back(time_reference(bf16));
     ra.push_back(time_reference(af4));
