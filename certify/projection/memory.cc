@@ -31,10 +31,13 @@ std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo
   const std::uint64_t M = u(info.m), K = u(info.k), N = u(info.n), bc = u(block_cols);
   // The reference's activations: exact f64, |x| f64, and the f32 the walk multiplies (20 B).
   total = add(total, mul(mul(M, K), 20));
-  // Per thread, one block: three f64 weight forms and the f32 kernel copy (28 B per weight),
-  // and 92 B of f64/f32 values per (row, block column) (reference/linear.cc size_scratch: S in
-  // f32 and f64, bound, tier, center, sigma, slack, two intervals, the walk and its scratch).
-  const std::uint64_t per_thread = add(mul(mul(bc, K), 28), mul(mul(M, bc), 92));
+  // Per thread, one block (reference/linear.cc size_scratch and block_s), at most 38 B per
+  // weight: three f64 forms (exact; the spread of two-valued weights; the magnitudes, only when
+  // S overflows f32), the f32 magnitudes and kernel copy, the bf16 magnitudes, and the portable
+  // S kernel's widened chunk (4 B per weight up to 1,024 of K, reference/detail/s_bf16.cc);
+  // and 92 B of f64/f32 values per (row, block column): S in f32 and f64, bound, tier, center,
+  // sigma, slack, two intervals, the walk and its scratch.
+  const std::uint64_t per_thread = add(mul(mul(bc, K), 38), mul(mul(M, bc), 92));
   total = add(total, mul(per_thread, u(threads)));
   // The comparisons' per-element facts over the outputs (row maps, accepted-interval flags and
   // bias residuals) and the widened f32 values of each output present: 24 B per element.
