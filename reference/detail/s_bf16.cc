@@ -82,8 +82,8 @@ float lanes_sum(const float (&lane)[16]) {
 
 /// The same tree over one vector of the 16 lanes (a GCC/clang vector of 16 floats, __m512
 /// included), in registers: storing the lanes and summing them from memory made the
-/// instruction's path 1.2x slower and cost the portable one a third of its time (a tile sums
-/// its lanes every 32 steps, at each chunk's end).
+/// instruction's path 1.2x slower and the portable one 1.12x (a tile sums its lanes every 32
+/// steps, at each chunk's end).
 template <typename V>
 float vector_lanes_sum(V v) {
   using Half = float __attribute__((vector_size(32)));
@@ -132,11 +132,12 @@ void s_gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, In
 ///
 /// Both operands are widened once per chunk into buffers aligned to the vector, each 32-pair
 /// step of a row as its 16 odd values then its 16 even values, so the kernel is loads and fused
-/// multiply-adds only, two per 32 products. Widening inside the kernel (a shift and a mask per
-/// operand vector, for every tile) ran 0.66x Eigen's f32 GEMM on one core of a Xeon
-/// (Sapphire Rapids class); widened once, with the rows 64-byte aligned (unaligned, every load
-/// split two cache lines: 0.85x) and the lanes summed in registers, 0.93-0.97x, 1.2-1.4x the
-/// instruction's speed there (bench_reference --s-block; docs/performance.md).
+/// multiply-adds only, two per 32 products. On one core of a Xeon (Sapphire Rapids class),
+/// against Eigen's f32 GEMM: widening inside the kernel (a shift and a mask per operand vector,
+/// for every tile) ran 0.61-0.63x; widened once into unaligned rows (every load split across
+/// two cache lines) 0.63x, into aligned ones 0.85x, and with the lanes summed in registers
+/// 0.93-0.97x, 1.3-1.4x the instruction's speed there (bench_reference --s-block;
+/// docs/performance.md).
 struct Portable {
   // The 16 lanes as parts of the widest vector the target has (GCC keeps a 64-byte vector of a
   // target without AVX-512 in memory: 3.9x slower on AVX2). A lane's sum never meets another
@@ -172,12 +173,12 @@ struct Portable {
       const std::uint16_t* s = src + r * kp + k0;
       float* d = dst + r * len;
       for (Index at = 0; at < len; at += kBf16Pairs) {
-        for (int part = 0; part < kParts; ++part) {
+        for (Index off = 0; off < 16; off += kLanesPerPart) {  // part by part
           Words w;
-          std::memcpy(&w, s + at + 2 * kLanesPerPart * part, sizeof w);
+          std::memcpy(&w, s + at + 2 * off, sizeof w);
           const Floats odd = std::bit_cast<Floats>(w & 0xFFFF0000u), even = std::bit_cast<Floats>(w << 16);
-          std::memcpy(d + at + kLanesPerPart * part, &odd, sizeof odd);
-          std::memcpy(d + at + 16 + kLanesPerPart * part, &even, sizeof even);
+          std::memcpy(d + at + off, &odd, sizeof odd);
+          std::memcpy(d + at + 16 + off, &even, sizeof even);
         }
       }
     }
