@@ -27,7 +27,7 @@ struct BlockScratch {
   LargeVector<double> w_alg;          // block_cols x K: f64 magnitudes (only when the f32 S overflows)
   std::vector<double> d;              // M x block_cols: sum |x| spread, where any spread is nonzero
   std::vector<double> y;              // M x block_cols
-  LargeVector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for S from bf16 magnitudes
+  LargeVector<std::uint16_t> w_bf16;  // block_cols x bf16_padded(K): w_mag as bf16, for S by the instruction
   std::vector<float> s32;             // M x block_cols: S as the f32 GEMM or from bf16 magnitudes
   std::vector<double> s;              // M x block_cols: S inflated to a true upper bound
   LargeVector<float> w_kernel;        // the block's f32 weights for the walk, in 16-column panels
@@ -52,6 +52,8 @@ struct Activations {
   // cannot serve. mag_bf16_exact: no magnitude needed rounding (bf16 activations).
   LargeVector<std::uint16_t> mag_bf16;  // aligned rows for the S kernels
   bool mag_bf16_exact = false;
+  // mag_bf16 widened for the portable S kernel (detail::widen_bf16_rows), where it runs.
+  LargeVector<float> mag_wide;
 };
 
 Activations prepare_activations(const LinearProblem& p, Index K, bool with_abs, ReferenceSummary& summary) {
@@ -162,8 +164,18 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
   // up: the block's weight magnitudes are bf16 numbers (bf16 weights), or the activations'
   // were (bf16 activations) and the weights' round up. S, and B, then grow by at most 2^-7;
   // rounding both could reach 2^-6 (docs/error-bounds.md §1).
-  if (!x.mag_bf16.empty() && detail::to_bf16_magnitudes(t.w_mag.data(), w, K, x.mag_bf16_exact, t.w_bf16.data())) {
-    detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data(), instruction);
+  // The same bits by either kernel; the portable one takes the weights' f32 magnitudes as they
+  // are, with no bf16 copy of the block.
+  bool from_bf16 = false;
+  if (!x.mag_bf16.empty() && instruction) {
+    from_bf16 = detail::to_bf16_magnitudes(t.w_mag.data(), w, K, x.mag_bf16_exact, t.w_bf16.data());
+    if (from_bf16) {
+      detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data(), true);
+    }
+  } else if (!x.mag_bf16.empty()) {
+    from_bf16 = detail::s_gemm_bf16_widened(x.mag_wide.data(), M, t.w_mag.data(), w, K, x.mag_bf16_exact, t.s32.data());
+  }
+  if (from_bf16) {
     ++t.s_bf16_blocks;
   } else {
     detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
@@ -230,7 +242,7 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
   }
 }
 
-void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk, bool bf16_s) {
+void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk, bool bf16_copy) {
   const std::size_t cells = static_cast<std::size_t>(M * bc);
   t.w_exact.resize(static_cast<std::size_t>(bc * K));
   t.w_mag.resize(t.w_exact.size());
@@ -240,7 +252,7 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
   }
   t.y.resize(cells);
   t.s32.resize(cells);
-  if (bf16_s) t.w_bf16.resize(static_cast<std::size_t>(bc * detail::bf16_padded(K)));
+  if (bf16_copy) t.w_bf16.resize(static_cast<std::size_t>(bc * detail::bf16_padded(K)));
   t.s.resize(cells);
   t.bound.resize(cells);
   t.tier.resize(cells);
@@ -350,12 +362,16 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   const F32SumInflation inflation = f32_sum_inflation(K);
   const bool instruction = options.bf16_s_kernel == Bf16SKernel::kInstruction ||
                            (options.bf16_s_kernel == Bf16SKernel::kFastest && detail::instruction_is_faster());
+  if (!x.mag_bf16.empty() && !instruction) {
+    x.mag_wide.resize(x.mag_bf16.size());
+    detail::widen_bf16_rows(x.mag_bf16.data(), M, detail::bf16_padded(K), x.mag_wide.data());
+  }
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
 #pragma omp parallel
   {
     BlockScratch t;
-    size_scratch(t, M, K, bc, any_spread, walk, !x.mag_bf16.empty());
+    size_scratch(t, M, K, bc, any_spread, walk, !x.mag_bf16.empty() && instruction);
     detail::WeightRowDecoder decoder(W, p.x.dtype);
 #pragma omp for schedule(dynamic, 1)
     for (Index b = 0; b < nblocks; ++b) {

@@ -22,24 +22,31 @@ namespace {
 constexpr std::uint16_t kLowest = 64 << 7;
 constexpr std::uint16_t kBeyond = 190 << 7;
 
-/// One row: nonzero when some value is out of range or (!kRoundUp) not a bf16 number. No branch
-/// per element, so GCC vectorizes it (16 values an instruction on AVX-512); with the `&&` of a
-/// first version it did not, and converting the block's weights cost as much as the kernel.
+/// The bf16 bits of a magnitude's bits `u`, rounded up when kRoundUp; `bad` gets nonzero bits
+/// when it cannot serve: out of range, or (!kRoundUp) not a bf16 number. The one rule of both
+/// operand forms (to_bf16_magnitudes, s_gemm_bf16_widened). No branch, so that GCC vectorizes
+/// the loops around it (16 values an instruction on AVX-512); with the `&&` of a first version
+/// it did not, and converting the block's weights cost as much as the kernel.
+template <bool kRoundUp>
+inline std::uint32_t bf16_bits(std::uint32_t u, std::uint32_t& bad) {
+  const std::uint32_t low = u & 0xFFFFu;
+  std::uint32_t h = u >> 16;
+  if constexpr (kRoundUp) {
+    h += static_cast<std::uint32_t>(low != 0);  // carries into the exponent
+  } else {
+    bad |= low;
+  }
+  // Out of [kLowest, kBeyond) unless zero (one unsigned comparison for both ends).
+  bad |= static_cast<std::uint32_t>(u != 0) & static_cast<std::uint32_t>(h - kLowest >= kBeyond - kLowest);
+  return h;
+}
+
+/// One row: nonzero when some value cannot serve.
 template <bool kRoundUp>
 std::uint32_t convert_row(const float* src, Index k, std::uint16_t* dst) {
   std::uint32_t bad = 0;
   for (Index c = 0; c < k; ++c) {
-    const std::uint32_t u = std::bit_cast<std::uint32_t>(src[c]);
-    const std::uint32_t low = u & 0xFFFFu;
-    std::uint32_t h = u >> 16;
-    if constexpr (kRoundUp) {
-      h += static_cast<std::uint32_t>(low != 0);  // carries into the exponent
-    } else {
-      bad |= low;
-    }
-    // Out of [kLowest, kBeyond) unless zero (one unsigned comparison for both ends).
-    bad |= static_cast<std::uint32_t>(u != 0) & static_cast<std::uint32_t>(h - kLowest >= kBeyond - kLowest);
-    dst[c] = static_cast<std::uint16_t>(h);
+    dst[c] = static_cast<std::uint16_t>(bf16_bits<kRoundUp>(std::bit_cast<std::uint32_t>(src[c]), bad));
   }
   return bad;
 }
@@ -165,30 +172,47 @@ struct Portable {
     return v;
   }
 
-  /// `rows` rows of pairs k0..k1 of `src` (row stride kp) into `dst` (row stride k1 - k0), each
-  /// 32-pair step as 16 odd values, then 16 even, in f32.
-  static void widen(const std::uint16_t* src, Index rows, Index kp, Index k0, Index k1, float* dst) {
-    const Index len = k1 - k0;
-    for (Index r = 0; r < rows; ++r) {
-      const std::uint16_t* s = src + r * kp + k0;
-      float* d = dst + r * len;
-      for (Index at = 0; at < len; at += kBf16Pairs) {
-        for (Index off = 0; off < 16; off += kLanesPerPart) {  // part by part
-          Words w;
-          std::memcpy(&w, s + at + 2 * off, sizeof w);
-          const Floats odd = std::bit_cast<Floats>(w & 0xFFFF0000u), even = std::bit_cast<Floats>(w << 16);
-          std::memcpy(d + at + off, &odd, sizeof odd);
-          std::memcpy(d + at + 16 + off, &even, sizeof even);
-        }
+  /// One row's pairs [0, len) of bf16 bits widened into `dst`, each 32-pair step as its 16 odd
+  /// values, then its 16 even, in f32.
+  static void widen_row(const std::uint16_t* src, Index len, float* dst) {
+    for (Index at = 0; at < len; at += kBf16Pairs) {
+      for (Index off = 0; off < 16; off += kLanesPerPart) {  // part by part
+        Words w;
+        std::memcpy(&w, src + at + 2 * off, sizeof w);
+        const Floats odd = std::bit_cast<Floats>(w & 0xFFFF0000u), even = std::bit_cast<Floats>(w << 16);
+        std::memcpy(dst + at + off, &odd, sizeof odd);
+        std::memcpy(dst + at + 16 + off, &even, sizeof even);
       }
     }
   }
 
-  /// One tile over one widened chunk of `len` pairs, C += the chunk's sums: R rows of `a`, C
-  /// columns of `b`, both of row stride len. Part by part, each lane adds its odd product, then
-  /// its even one, step after step.
+  /// The same from f32 magnitudes, `avail` of them real (zeros after), each turned into bf16 by
+  /// bf16_bits: nonzero when one cannot serve.
+  template <bool kRoundUp>
+  static std::uint32_t widen_row(const float* src, Index avail, Index len, float* dst) {
+    std::uint32_t bad = 0;
+    for (Index at = 0; at < len; at += kBf16Pairs) {
+      float tail[kBf16Pairs] = {};
+      const float* step = src + at;
+      if (at + kBf16Pairs > avail) {  // the row's last, partial step: zero padded
+        std::copy(src + std::min(at, avail), src + avail, tail);
+        step = tail;
+      }
+      for (Index l = 0; l < 16; ++l) {
+        const std::uint32_t odd = bf16_bits<kRoundUp>(std::bit_cast<std::uint32_t>(step[2 * l + 1]), bad);
+        const std::uint32_t even = bf16_bits<kRoundUp>(std::bit_cast<std::uint32_t>(step[2 * l]), bad);
+        dst[at + l] = std::bit_cast<float>(odd << 16);
+        dst[at + 16 + l] = std::bit_cast<float>(even << 16);
+      }
+    }
+    return bad;
+  }
+
+  /// One tile over one widened chunk of `len` pairs, C += the chunk's sums: R rows of `a` (row
+  /// stride lda), C columns of `b` (row stride len). Part by part, each lane adds its odd
+  /// product, then its even one, step after step.
   template <int R, int C>
-  static void tile(const float* a, const float* b, Index len, float* c, Index ldc) {
+  static void tile(const float* a, Index lda, const float* b, Index len, float* c, Index ldc) {
     float lane[R][C][16];
     for (int part = 0; part < kParts; ++part) {
       const Index off = Index{kLanesPerPart} * part;
@@ -197,12 +221,12 @@ struct Portable {
         Floats w[C];
         for (int col = 0; col < C; ++col) w[col] = load(b + col * len + at);
         for (int r = 0; r < R; ++r) {
-          const Floats x = load(a + r * len + at);
+          const Floats x = load(a + r * lda + at);
           for (int col = 0; col < C; ++col) acc[r][col] += x * w[col];
         }
         for (int col = 0; col < C; ++col) w[col] = load(b + col * len + at + 16);
         for (int r = 0; r < R; ++r) {
-          const Floats x = load(a + r * len + at + 16);
+          const Floats x = load(a + r * lda + at + 16);
           for (int col = 0; col < C; ++col) acc[r][col] += x * w[col];
         }
       }
@@ -223,33 +247,47 @@ struct Portable {
     }
   }
 
-  static void gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
+  /// C = A B^T from `a_wide` (m rows of kp, widened) and B widened a chunk of a panel of
+  /// columns at a time by widen_b(j0, cols, k0, k1, dst), which returns false when B cannot
+  /// serve (then so does this, C unspecified).
+  template <typename WidenB>
+  static bool gemm(const float* a_wide, Index m, Index n, Index kp, float* c, WidenB&& widen_b) {
     NCERT_ASSERT(kp % kBf16Pairs == 0, "s_gemm_bf16: K not padded to 32");
     // Kept from call to call, as gemm.cc keeps Eigen's, and 64-byte aligned (LargeVector).
-    thread_local LargeVector<float> wa, wb;
+    thread_local LargeVector<float> wb;
     std::fill(c, c + m * n, 0.0f);
     for (Index k0 = 0; k0 < kp; k0 += kChunk) {
       const Index k1 = std::min(kp, k0 + kChunk), len = k1 - k0;
       for (Index j0 = 0; j0 < n; j0 += kPanelCols) {
         const Index cols = std::min(kPanelCols, n - j0);
         wb.resize(static_cast<std::size_t>(cols * len));
-        wa.resize(static_cast<std::size_t>(kRows * len));
-        widen(b + j0 * kp, cols, kp, k0, k1, wb.data());
+        if (!widen_b(j0, cols, k0, k1, wb.data())) return false;
         for (Index i = 0; i < m; i += kRows) {
-          const Index rows = std::min<Index>(kRows, m - i);
-          widen(a + i * kp, rows, kp, k0, k1, wa.data());
-          with_count<kRows>(rows, [&](auto r) {
+          with_count<kRows>(std::min<Index>(kRows, m - i), [&](auto r) {
             constexpr int kR = decltype(r)::value;
+            const float* const ai = a_wide + i * kp + k0;
             float* const ci = c + i * n + j0;
             Index j = 0;
-            for (; j + kCols <= cols; j += kCols) tile<kR, kCols>(wa.data(), wb.data() + j * len, len, ci + j, n);
+            for (; j + kCols <= cols; j += kCols) tile<kR, kCols>(ai, kp, wb.data() + j * len, len, ci + j, n);
             with_count<kCols - 1>(cols - j, [&](auto rest) {
-              tile<kR, decltype(rest)::value>(wa.data(), wb.data() + j * len, len, ci + j, n);
+              tile<kR, decltype(rest)::value>(ai, kp, wb.data() + j * len, len, ci + j, n);
             });
           });
         }
       }
     }
+    return true;
+  }
+
+  /// Both operands as bf16 bits (to_bf16_magnitudes').
+  static void gemm(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c) {
+    thread_local LargeVector<float> wa;
+    wa.resize(static_cast<std::size_t>(m * kp));
+    widen_bf16_rows(a, m, kp, wa.data());
+    gemm(wa.data(), m, n, kp, c, [&](Index j0, Index cols, Index k0, Index k1, float* dst) {
+      for (Index r = 0; r < cols; ++r) widen_row(b + (j0 + r) * kp + k0, k1 - k0, dst + r * (k1 - k0));
+      return true;
+    });
   }
 };
 
@@ -293,6 +331,31 @@ bool instruction_is_faster() {
 #else
   return false;
 #endif
+}
+
+void widen_bf16_rows(const std::uint16_t* a, Index m, Index kp, float* out) {
+  for (Index r = 0; r < m; ++r) Portable::widen_row(a + r * kp, kp, out + r * kp);
+}
+
+namespace {
+
+template <bool kRoundUp>
+bool s_gemm_widened(const float* a_wide, Index m, const float* b_mag, Index n, Index k, float* c) {
+  return Portable::gemm(a_wide, m, n, bf16_padded(k), c, [&](Index j0, Index cols, Index k0, Index k1, float* dst) {
+    // k0 < k: k0 is a multiple of 1,024 below bf16_padded(k), which is below k + 32.
+    const Index avail = std::min(k, k1) - k0, len = k1 - k0;
+    std::uint32_t bad = 0;
+    for (Index r = 0; r < cols; ++r) {
+      bad |= Portable::widen_row<kRoundUp>(b_mag + (j0 + r) * k + k0, avail, len, dst + r * len);
+    }
+    return bad == 0;
+  });
+}
+
+}  // namespace
+
+bool s_gemm_bf16_widened(const float* a_wide, Index m, const float* b_mag, Index n, Index k, bool round_up, float* c) {
+  return round_up ? s_gemm_widened<true>(a_wide, m, b_mag, n, k, c) : s_gemm_widened<false>(a_wide, m, b_mag, n, k, c);
 }
 
 void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c,

@@ -60,4 +60,17 @@ bool to_bf16_magnitudes(const float* mag, Index rows, Index k, bool round_up, st
 void s_gemm_bf16(const std::uint16_t* a, Index m, const std::uint16_t* b, Index n, Index kp, float* c,
                  bool instruction = true);
 
+/// The portable path's form of A, for a caller that multiplies it by many B: to_bf16_magnitudes'
+/// rows (m x kp) widened into f32 once (twice the memory), each 32-pair step as its 16 odd
+/// values, then its 16 even.
+void widen_bf16_rows(const std::uint16_t* a, Index m, Index kp, float* out);
+
+/// S by the portable path from A widened (widen_bf16_rows) and B as f32 magnitudes (n rows of
+/// k), which it rounds up to bf16 when `round_up` and else requires to be bf16 numbers, chunk
+/// by chunk: the bits of to_bf16_magnitudes(b_mag, n, k, round_up) then s_gemm_bf16, without
+/// B's bf16 copy (a pass over the block's weights). False, C unspecified, where
+/// to_bf16_magnitudes would refuse B (possibly found after some chunks: the caller then takes
+/// the f32 GEMM, as it would have).
+bool s_gemm_bf16_widened(const float* a_wide, Index m, const float* b_mag, Index n, Index k, bool round_up, float* c);
+
 }  // namespace ncert::reference::detail

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -116,6 +117,58 @@ inline void expect_the_documented_order(bool instruction) {
   detail::s_gemm_bf16(a.data(), 1, b.data(), 1, 5120, &computed, instruction);
   for (Index k = 0; k < 5120; ++k) sequential += bf16_value(a[k]) * bf16_value(b[k]);
   EXPECT_NE(computed, sequential);
+}
+
+/// s_gemm_bf16_widened (B as f32 magnitudes) against to_bf16_magnitudes then s_gemm_bf16 on
+/// the same values: the same bits, and the same refusals, for B rounded up or required exact,
+/// K with and without a partial last step, across chunks and column panels, a value out of
+/// range or (exact) not a bf16 number in the first or the last chunk.
+inline void expect_the_f32_route_to_match() {
+  namespace detail = reference::detail;
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> e(-20, 20);
+  struct Shape {
+    Index m, n, k;
+  };
+  for (const Shape& s :
+       std::vector<Shape>{{1, 1, 1}, {2, 3, 63}, {5, 7, 33}, {4, 9, 1000}, {6, 131, 1025}, {3, 5, 2100}}) {
+    const Index kp = detail::bf16_padded(s.k);
+    std::vector<float> am(static_cast<std::size_t>(s.m * s.k)), bm(static_cast<std::size_t>(s.n * s.k));
+    for (float& v : am) v = static_cast<float>(std::exp2(e(rng)));
+    std::vector<std::uint16_t> a(static_cast<std::size_t>(s.m * kp)), b(static_cast<std::size_t>(s.n * kp));
+    ASSERT_TRUE(detail::to_bf16_magnitudes(am.data(), s.m, s.k, true, a.data()));
+    std::vector<float> a_wide(a.size());
+    detail::widen_bf16_rows(a.data(), s.m, kp, a_wide.data());
+    for (const bool round_up : {true, false}) {
+      // Exact: every value a bf16 number; rounded up: any f32, a zero among them.
+      for (float& v : bm) {
+        const auto x = static_cast<float>(std::exp2(e(rng)));
+        v = round_up ? x : bf16_value(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16));
+      }
+      bm[bm.size() / 2] = 0;
+      const std::vector<float> good = bm;
+      // The values as they are, then one that cannot serve at the start or at the end of B.
+      const float out_of_range = 0x1p70f, not_bf16 = 1.0f + 0x1p-20f;
+      for (int variant = 0; variant < (round_up ? 3 : 5); ++variant) {
+        bm = good;
+        if (variant == 1) bm.front() = out_of_range;
+        if (variant == 2) bm.back() = out_of_range;
+        if (variant == 3) bm.front() = not_bf16;
+        if (variant == 4) bm.back() = not_bf16;
+        SCOPED_TRACE(::testing::Message() << "m " << s.m << " n " << s.n << " k " << s.k << " round_up " << round_up
+                                          << " variant " << variant);
+        const bool want_ok = detail::to_bf16_magnitudes(bm.data(), s.n, s.k, round_up, b.data());
+        std::vector<float> want(static_cast<std::size_t>(s.m * s.n)), got(want.size());
+        if (want_ok) detail::s_gemm_bf16(a.data(), s.m, b.data(), s.n, kp, want.data(), false);
+        const bool got_ok = detail::s_gemm_bf16_widened(a_wide.data(), s.m, bm.data(), s.n, s.k, round_up, got.data());
+        ASSERT_EQ(got_ok, want_ok);
+        EXPECT_EQ(want_ok, variant == 0);
+        if (want_ok) {
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace ncert::testing

@@ -39,5 +39,10 @@ NCERT_S_BF16_TEST(NCERT_S_BF16_SUITE, PortablePathSumsInTheDocumentedOrderBitFor
   testing::expect_the_documented_order(false);
 }
 
+NCERT_S_BF16_TEST(NCERT_S_BF16_SUITE, WeightsFromF32MagnitudesGiveTheBitsOfTheirBf16Copy) {
+  if (!cpu_has_the_level()) GTEST_SKIP() << "this CPU lacks the x86-64 level the test is built for";
+  testing::expect_the_f32_route_to_match();
+}
+
 }  // namespace
 }  // namespace ncert::reference

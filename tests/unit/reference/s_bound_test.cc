@@ -467,6 +467,10 @@ TEST(Bf16S, BothPathsSumInTheDocumentedOrderBitForBit) {
   for (const bool instruction : s_gemm_paths()) testing::expect_the_documented_order(instruction);
 }
 
+// The portable path fed the weights' f32 magnitudes, as the reference feeds it: the bits and
+// the refusals of the route through their bf16 copy.
+TEST(Bf16S, WeightsFromF32MagnitudesGiveTheBitsOfTheirBf16Copy) { testing::expect_the_f32_route_to_match(); }
+
 // The reference with S by the instruction and with the instruction masked off (the path builds
 // for CPUs without AVX512-BF16 take): the same S and B, bit for bit, so a verdict does not
 // depend on the CPU a build targets.
