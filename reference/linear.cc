@@ -360,8 +360,11 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     }
   }
   const F32SumInflation inflation = f32_sum_inflation(K);
-  const bool instruction = options.bf16_s_kernel == Bf16SKernel::kInstruction ||
-                           (options.bf16_s_kernel == Bf16SKernel::kFastest && detail::instruction_is_faster());
+  // Whether the instruction runs; on a build without it every request takes the portable path
+  // (and its route with no bf16 copy of the weights).
+  const bool instruction = detail::kSBf16Instruction &&
+                           (options.bf16_s_kernel == Bf16SKernel::kInstruction ||
+                            (options.bf16_s_kernel == Bf16SKernel::kFastest && detail::instruction_is_faster()));
   if (!x.mag_bf16.empty() && !instruction) {
     x.mag_wide.resize(x.mag_bf16.size());
     detail::widen_bf16_rows(x.mag_bf16.data(), M, detail::bf16_padded(K), x.mag_wide.data());
