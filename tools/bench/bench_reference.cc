@@ -171,14 +171,15 @@ int run_speed(int reps) {
 #endif
   // The bf16 reference runs a second time with S from the f32 GEMM (ReferenceOptions::bf16_s
   // off), side by side: what S from bf16 magnitudes saves (or, without the instruction, costs).
-  // With the AVX512-BF16 instruction built, twice more with S by the instruction and by the
-  // portable path (ReferenceOptions::bf16_s_kernel), whichever the default took: what each
-  // kernel costs on this CPU, the same bits either way.
+  // With the AVX512-BF16 instruction built, a third time with the kernel the default did not
+  // pick for this CPU (ReferenceOptions::bf16_s_kernel): what the other one would cost here,
+  // the same bits either way.
   const bool instruction = reference::detail::kSBf16Instruction;
+  const bool picked_instruction = reference::detail::instruction_is_faster();
+  const SPath other = picked_instruction ? SPath::kBf16Portable : SPath::kBf16Instruction;
   time_reference(bf16, SPath::kF32Gemm);
-  if (instruction) time_reference(bf16, SPath::kBf16Portable);
-  if (instruction) time_reference(bf16, SPath::kBf16Instruction);
-  std::vector<double> g, o, rb, ra, rf, rp, ri, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f, ratio_p, ratio_i;
+  if (instruction) time_reference(bf16, other);
+  std::vector<double> g, o, rb, ra, rf, rk, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f, ratio_k;
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::now_seconds();
     c.noalias() = a * b;
@@ -194,10 +195,8 @@ int run_speed(int reps) {
     rf.push_back(time_reference(bf16, SPath::kF32Gemm));
     ratio_f.push_back(rf.back() / rb.back());
     if (instruction) {
-      rp.push_back(time_reference(bf16, SPath::kBf16Portable));
-      ratio_p.push_back(rp.back() / rb.back());
-      ri.push_back(time_reference(bf16, SPath::kBf16Instruction));
-      ratio_i.push_back(ri.back() / rb.back());
+      rk.push_back(time_reference(bf16, other));
+      ratio_k.push_back(rk.back() / rb.back());
     }
     ratio_b.push_back(rb.back() / g.back());
     ratio_a.push_back(ra.back() / g.back());
@@ -233,11 +232,9 @@ int run_speed(int reps) {
   ratio_line("reference bf16", rb, ratio_b, "eigen");
   ratio_line("reference af4 (g64)", ra, ratio_a, "eigen");
   if (instruction) {
-    const char* picked = reference::detail::instruction_is_faster() ? "instruction" : "portable";
-    std::printf("bf16 S kernel        the %s one (this CPU's pick)\n", picked);
+    std::printf("bf16 S kernel        the %s one (this CPU's pick)\n", picked_instruction ? "instruction" : "portable");
     ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the pick's");
-    ratio_line("bf16, S instruction", ri, ratio_i, "the pick's");
-    ratio_line("bf16, S portable", rp, ratio_p, "the pick's");
+    ratio_line(picked_instruction ? "bf16, S portable" : "bf16, S instruction", rk, ratio_k, "the pick's");
   } else {
     // No AVX512-BF16 on the build's target: the reference's bf16 S is the portable path.
     ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the portable bf16 S's");
