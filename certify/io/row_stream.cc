@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -67,6 +68,7 @@ Result<RowStream> RowStream::open(const DumpReader& reader, const std::string& d
 
 Index RowStream::rows() const { return impl_->rows; }
 Index RowStream::row_bytes() const { return impl_->row_bytes; }
+Index RowStream::rows_per_block() const { return impl_->per_block; }
 bool RowStream::direct() const { return impl_->fd >= 0; }
 
 Result<RowBlock> RowStream::next() {
@@ -124,16 +126,142 @@ Index block_rows_for(const std::vector<const DatasetInfo*>& datasets, Index targ
   return rows;
 }
 
-Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit,
-                   const std::function<void(Index rows_done)>& after_block) {
+namespace {
+
+using RowsDone = std::function<void(Index rows_done)>;
+
+/// stream_rows for streams read directly. Block k is read once two things have
+/// happened: block k-1 was read (reads go in order: the windows alternate and the hash is
+/// offered bytes in order) and block k-2 was visited whole (block k reuses its windows). The
+/// thread that brings about the second of the two reads block k, at once; the others go on
+/// claiming rows, in order, across block borders, and wait only for a block not read yet.
+class Pipeline {
+ public:
+  Pipeline(std::span<RowStream* const> streams, Index rows, const RowVisitor& visit, const RowsDone& after_block)
+      : streams_(streams),
+        rows_(rows),
+        per_block_(streams[0]->rows_per_block()),
+        blocks_((rows + per_block_ - 1) / per_block_),
+        conditions_(static_cast<std::size_t>(blocks_)),
+        state_(static_cast<std::size_t>(blocks_)),
+        unvisited_(static_cast<std::size_t>(blocks_)),
+        data_(static_cast<std::size_t>(blocks_)),
+        visit_(visit),
+        after_block_(after_block) {
+    for (Index k = 0; k < blocks_; ++k) {
+      // Block 0 waits for the start only, block 1 for block 0's read, the others for both.
+      conditions_[static_cast<std::size_t>(k)].store(k < 2 ? 1 : 2, std::memory_order_relaxed);
+      unvisited_[static_cast<std::size_t>(k)].store(block_rows(k), std::memory_order_relaxed);
+    }
+  }
+
+  Status run() {
+#pragma omp parallel
+    {
+      if (omp_get_thread_num() == 0) meet_condition(0);
+      work();
+    }
+    if (failed_.load(std::memory_order_acquire)) return std::move(error_);
+    report_progress();
+    return Status::ok_status();
+  }
+
+ private:
+  enum : int { kUnread = 0, kRead = 1, kFailed = 2 };
+
+  Index block_rows(Index k) const { return std::min(per_block_, rows_ - k * per_block_); }
+
+  void work() {
+    const bool calling_thread = omp_get_thread_num() == 0;
+    std::array<const unsigned char*, kMaxStreams> rows{};
+    for (;;) {
+      if (failed_.load(std::memory_order_acquire)) return;
+      const Index t = next_row_.fetch_add(1, std::memory_order_relaxed);
+      if (t >= rows_) return;
+      const Index k = t / per_block_;
+      std::atomic<int>& state = state_[static_cast<std::size_t>(k)];
+      int s = state.load(std::memory_order_acquire);
+      while (s == kUnread) {
+        state.wait(kUnread, std::memory_order_acquire);
+        s = state.load(std::memory_order_acquire);
+      }
+      if (s == kFailed) return;
+      const std::array<const unsigned char*, kMaxStreams>& block = data_[static_cast<std::size_t>(k)];
+      for (std::size_t i = 0; i < streams_.size(); ++i) {
+        rows[i] = block[i] + (t - k * per_block_) * streams_[i]->row_bytes();
+      }
+      visit_(t, rows.data());
+      if (unvisited_[static_cast<std::size_t>(k)].fetch_sub(1, std::memory_order_acq_rel) == 1 && k + 2 < blocks_) {
+        meet_condition(k + 2);
+      }
+      if (calling_thread) report_progress();
+    }
+  }
+
+  /// One of block k's conditions is met; the thread meeting the last one reads it, and then
+  /// every block that its read makes due.
+  void meet_condition(Index k) {
+    while (k < blocks_ && conditions_[static_cast<std::size_t>(k)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (!read(k)) return;
+      ++k;
+    }
+  }
+
+  bool read(Index k) {
+    std::array<const unsigned char*, kMaxStreams>& block = data_[static_cast<std::size_t>(k)];
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      Result<RowBlock> b = streams_[i]->next();
+      if (!b.ok()) {
+        fail(k, b.status());
+        return false;
+      }
+      block[i] = b->data;
+    }
+    state_[static_cast<std::size_t>(k)].store(kRead, std::memory_order_release);
+    state_[static_cast<std::size_t>(k)].notify_all();
+    return true;
+  }
+
+  /// Block k cannot be read: every block from k on fails, and whoever waits for one stops.
+  void fail(Index k, Status status) {
+    error_ = std::move(status);
+    failed_.store(true, std::memory_order_release);
+    for (Index j = k; j < blocks_; ++j) {
+      state_[static_cast<std::size_t>(j)].store(kFailed, std::memory_order_release);
+      state_[static_cast<std::size_t>(j)].notify_all();
+    }
+  }
+
+  /// The calling thread reports each block visited whole, in order.
+  void report_progress() {
+    while (reported_ < blocks_ &&
+           unvisited_[static_cast<std::size_t>(reported_)].load(std::memory_order_acquire) == 0) {
+      ++reported_;
+      if (after_block_) after_block_(std::min(rows_, reported_ * per_block_));
+    }
+  }
+
+  std::span<RowStream* const> streams_;
+  Index rows_, per_block_, blocks_;
+  std::vector<std::atomic<int>> conditions_;                         // per block: conditions not met yet
+  std::vector<std::atomic<int>> state_;                              // per block: kUnread, kRead, kFailed
+  std::vector<std::atomic<Index>> unvisited_;                        // per block: rows not visited yet
+  std::vector<std::array<const unsigned char*, kMaxStreams>> data_;  // per block: each stream's rows
+  std::atomic<Index> next_row_{0};
+  std::atomic<bool> failed_{false};
+  Status error_ = Status::ok_status();  // set before failed_
+  Index reported_ = 0;                  // blocks reported (calling thread only)
+  const RowVisitor& visit_;
+  const RowsDone& after_block_;
+};
+
+/// stream_rows with at least one stream read through the reader: the team waits while each
+/// next block is fetched, so the decoding of its chunks runs on every thread (a nested region,
+/// beside the team, could not do that).
+Status stream_between_blocks(std::span<RowStream* const> streams, std::ptrdiff_t decoded, Index limit,
+                             const RowVisitor& visit, const RowsDone& after_block) {
   const std::size_t S = streams.size();
-  if (S == 0 || S > kMaxStreams) return Status(ErrorCode::kInvalidArgument, "stream_rows: 1 to 4 streams");
   std::vector<RowBlock> cur(S), nxt(S);
-  // Blocks read directly are cheap to fetch: one thread reads the next ones while the team works.
-  // Blocks read through the reader (chunked, compressed) decode their chunks on every thread,
-  // which a nested region could not do: those are fetched after the team, in the open.
-  const auto decoded = std::count_if(streams.begin(), streams.end(), [](RowStream* x) { return !x->direct(); });
-  const bool overlap = decoded == 0;
   auto fetch_one = [&](std::vector<RowBlock>& out, std::size_t k) -> Status {
     NCERT_ASSIGN_OR_RETURN(out[k], streams[k]->next());
     return Status::ok_status();
@@ -160,28 +288,40 @@ Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVi
     Index n = limit - cur[0].first_row;
     for (const RowBlock& b : cur) n = std::min(n, b.rows);
     if (n <= 0) break;
-    const bool more = cur[0].first_row + n < limit;
-    Status fetched = Status::ok_status();
-#pragma omp parallel
-    {
-#pragma omp single nowait
-      if (more && overlap) fetched = fetch(nxt);
-#pragma omp for schedule(dynamic, 1)
-      for (Index i = 0; i < n; ++i) {
-        std::array<const unsigned char*, kMaxStreams> rows{};
-        for (std::size_t k = 0; k < S; ++k) {
-          rows[k] = cur[k].data + i * streams[k]->row_bytes();
-        }
-        visit(cur[0].first_row + i, rows.data());
+#pragma omp parallel for schedule(dynamic, 1)
+    for (Index i = 0; i < n; ++i) {
+      std::array<const unsigned char*, kMaxStreams> rows{};
+      for (std::size_t k = 0; k < S; ++k) {
+        rows[k] = cur[k].data + i * streams[k]->row_bytes();
       }
+      visit(cur[0].first_row + i, rows.data());
     }
     if (after_block) after_block(cur[0].first_row + n);
-    if (more && !overlap) fetched = fetch(nxt);
-    NCERT_RETURN_IF_ERROR(fetched);
-    if (!more) break;
+    if (cur[0].first_row + n >= limit) break;
+    NCERT_RETURN_IF_ERROR(fetch(nxt));
     std::swap(cur, nxt);
   }
   return Status::ok_status();
+}
+
+}  // namespace
+
+Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit,
+                   const std::function<void(Index rows_done)>& after_block) {
+  if (streams.empty() || streams.size() > kMaxStreams) {
+    return Status(ErrorCode::kInvalidArgument, "stream_rows: 1 to 4 streams");
+  }
+  Index streamed = limit;  // rows every stream has, up to the limit
+  for (RowStream* x : streams) {
+    if (x->rows_per_block() != streams[0]->rows_per_block()) {
+      return Status(ErrorCode::kInvalidArgument, "stream_rows: streams opened with different rows_per_block");
+    }
+    streamed = std::min(streamed, x->rows());
+  }
+  const auto decoded = std::count_if(streams.begin(), streams.end(), [](RowStream* x) { return !x->direct(); });
+  if (decoded > 0) return stream_between_blocks(streams, decoded, limit, visit, after_block);
+  if (streamed <= 0) return Status::ok_status();
+  return Pipeline(streams, streamed, visit, after_block).run();
 }
 
 }  // namespace ncert::certify

@@ -1,19 +1,21 @@
 // stream_rows (certify/io/row_stream.h), the one loop under compare, witness, forks and tensor
 // comparisons: every row in [0, min(limit, rows)) is visited exactly once with its own bytes in
-// every stream, at any thread count and block size, whether the streams are read directly (one
-// thread reads the next blocks while the team works) or one is decoded from compressed chunks
-// (blocks fetched between the team's passes); progress is reported on the calling thread, in
-// order, ending with every row; a file truncated while it streams is an I/O error, never a
-// crash or a hang.
+// every stream, at any thread count and block size, whether the streams are read directly (rows
+// claimed across block borders, the next blocks read by whichever thread makes them due) or one
+// is decoded from compressed chunks (blocks fetched between the team's passes); progress is
+// reported on the calling thread, in order, ending with every row; a file truncated while it
+// streams is an I/O error, never a crash or a hang.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <omp.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "certify/io/dump_reader.h"
@@ -156,6 +158,37 @@ TEST(StreamRows, ADecodedStreamBesideADirectOneVisitsTheSameRows) {
     ASSERT_TRUE(o.status.ok()) << o.status.to_string();
     expect_each_row_once(o, kRows);
   }
+}
+
+TEST(StreamRows, NoThreadWaitsAtABlockBorderForAnothersLastRow) {
+  // Row 0 (block 0) is held until row 7 (block 1) has been visited: with a barrier between
+  // blocks that could never happen, and row 0 would give up after 20 s.
+  std::atomic<bool> seven{false}, seen{false};
+  const Outcome o = stream(written().path, {"a", "b"}, kRows, 2, 5, [&](Index t) {
+    if (t == 7) seven.store(true);
+    if (t != 0) return;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!seven.load() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    seen.store(seven.load());
+  });
+  ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+  EXPECT_TRUE(seen.load());
+  expect_each_row_once(o, kRows);
+}
+
+TEST(StreamRows, StreamsOfDifferentBlockSizesAreRefused) {
+  auto reader = DumpReader::open(written().path);
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  auto a = RowStream::open(*reader, "/tensors/a", 5);
+  auto b = RowStream::open(*reader, "/tensors/b", 6);
+  ASSERT_TRUE(a.ok() && b.ok());
+  RowStream* streams[] = {&*a, &*b};
+  int visits = 0;
+  const Status s = stream_rows(streams, kRows, [&](Index, const unsigned char* const*) { ++visits; });
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.to_string();
+  EXPECT_EQ(visits, 0);
 }
 
 TEST(StreamRows, AFileTruncatedWhileItStreamsIsAnIoErrorNotAHang) {
