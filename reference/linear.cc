@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "reference/detail/gemm.h"
 #include "reference/detail/interval.h"
@@ -45,7 +46,10 @@ struct BlockScratch {
 /// S GEMM; f64 only for the spread's GEMM, when a segment can have two-valued weights), upper
 /// bounds of the row 1-norms.
 struct Activations {
-  std::vector<double> exact, abs;
+  // Mapped (large_block.h), so that once packed for y* (detail::PackedActivations) its pages go
+  // back to the system at once.
+  LargeVector<double> exact;
+  std::vector<double> abs;
   std::vector<float> f32, mag;
   std::vector<double> l1;
   // mag rounded up to bf16 (M x bf16_padded(K)) for S from bf16 magnitudes; empty where it
@@ -369,6 +373,12 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     x.mag_wide.resize(x.mag_bf16.size());
     detail::widen_bf16_rows(x.mag_bf16.data(), M, detail::bf16_padded(K), x.mag_wide.data());
   }
+  // y* takes the activations packed once for every block (else Eigen packs them in each);
+  // they are then read only in that form.
+  const std::unique_ptr<detail::PackedActivations> x_packed =
+      N % bc == 0 ? detail::PackedActivations::pack(x.exact.data(), M, K, {std::min(bc, N)})
+                  : detail::PackedActivations::pack(x.exact.data(), M, K, {std::min(bc, N), N % bc});
+  if (x_packed) LargeVector<double>().swap(x.exact);
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
 #pragma omp parallel
@@ -387,7 +397,11 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       // The GEMMs run on this thread (Eigen does not parallelize inside an active region),
       // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
-      detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
+      if (x_packed) {
+        detail::gemm_abt(*x_packed, t.w_exact.data(), w, t.y.data());
+      } else {
+        detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
+      }
       block_s(p, x, j0, w, inflation, instruction, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both

@@ -1,7 +1,12 @@
 #include "reference/detail/gemm.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstddef>
+#include <vector>
+
+#include "reference/large_block.h"
+#include "reference/status.h"
 
 namespace ncert::reference::detail {
 
@@ -62,6 +67,11 @@ class KeptBlocking : public Eigen::internal::gemm_blocking_space<Eigen::RowMajor
       Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
 };
 
+/// Whether gemm_abt takes Eigen's GEMM for this shape (else a coefficient-wise product or a GEMV).
+bool runs_gemm(Index m, Index k, Index n) {
+  return !(m <= 1 || n <= 1 || k == 0 || k + m + n < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD);
+}
+
 template <typename T>
 void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
   using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -77,7 +87,7 @@ void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
   // product runs (generic_product_impl<..., GemmProduct>: zero C, then the serial
   // general_matrix_matrix_product on its blocking for the shape, alpha 1), with the packing
   // buffers kept; GemmTest.KeptBuffersGiveEigensOwnProductBitForBit holds it to Eigen's product.
-  if (m <= 1 || n <= 1 || k == 0 || k + m + n < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD) {
+  if (!runs_gemm(m, k, n)) {
     C.noalias() = A * B.transpose();
     return;
   }
@@ -89,7 +99,131 @@ void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
                                                                           nullptr);
 }
 
+// ---- activations packed once ------------------------------------------------------------------
+//
+// What general_matrix_matrix_product<..., RowMajor result>::run does for C = A B^T: it computes
+// C^T = B A^T column-major, so its "lhs" is B (the weight rows, RowMajor) and its "rhs" is A^T
+// (the activations, ColMajor), with kc along k, mc along B's rows, nc along A's rows. Its
+// sequential loop (Eigen 3.4, GeneralMatrixMatrix.h):
+//   for i2 in B's rows by mc:  for k2 in k by kc:  pack_lhs(B[i2.., k2..]);
+//     for j2 in A's rows by nc:  pack_rhs(A^T[k2.., j2..]);  gebp(C^T[i2.., j2..], ...)
+// The rhs panel of (k2, j2) holds the same values whatever i2 and B are, so it is packed once
+// here; gebp then sees the same operands in the same order: the same bits.
+
+using Traits = Eigen::internal::gebp_traits<double, double>;
+using LhsMapper = Eigen::internal::const_blas_data_mapper<double, Index, Eigen::RowMajor>;
+using RhsMapper = Eigen::internal::const_blas_data_mapper<double, Index, Eigen::ColMajor>;
+using ResMapper = Eigen::internal::blas_data_mapper<double, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
+using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, double, double, Eigen::Dynamic, Eigen::Dynamic,
+                                                      Eigen::Dynamic>;
+
+/// kc and nc of Eigen's blocking for the product of m x k activations with n weight rows.
+std::pair<Index, Index> depth_and_column_blocks(Index m, Index k, Index n) {
+  Blocking blocking(m, n, k, 1, true);
+  return {blocking.kc(), std::min(m, blocking.nc())};
+}
+
 }  // namespace
+
+/// The activations as one blocking's products read them.
+struct Packing {
+  Index kc = 0, nc = 0;
+  std::vector<Index> offset;  // of panel (k2 / kc, j2 / nc), row-major over k blocks
+  LargeVector<double> data;   // mapped: huge pages where the system gives them
+};
+
+struct PackedActivations::Impl {
+  Index m = 0, k = 0;
+  // One per blocking among the block widths: Eigen blocks a narrow last block (16 or 7 rows
+  // at K 5,120) with another kc than the 128-row ones, and packs the activations otherwise.
+  std::vector<Packing> packings;
+};
+
+PackedActivations::PackedActivations(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PackedActivations::~PackedActivations() = default;
+Index PackedActivations::rows() const { return impl_->m; }
+Index PackedActivations::depth() const { return impl_->k; }
+
+namespace {
+
+Packing pack_for(const double* a, Index m, Index k, Index kc, Index nc) {
+  Packing p;
+  p.kc = kc;
+  p.nc = nc;
+  // Each panel starts on a 64-byte boundary, as Eigen's own packing buffer does (the buffer
+  // itself does: large_block.h).
+  constexpr Index kAlign = 8;
+  Index total = 0;
+  for (Index k2 = 0; k2 < k; k2 += kc) {
+    for (Index j2 = 0; j2 < m; j2 += nc) {
+      p.offset.push_back(total);
+      total += (std::min(k2 + kc, k) - k2) * (std::min(j2 + nc, m) - j2);
+      total = (total + kAlign - 1) / kAlign * kAlign;
+    }
+  }
+  p.data.resize(static_cast<std::size_t>(total));
+  Eigen::internal::gemm_pack_rhs<double, Index, RhsMapper, Traits::nr, Eigen::ColMajor> pack_rhs;
+  const RhsMapper rhs(a, k);
+  std::size_t panel = 0;
+  for (Index k2 = 0; k2 < k; k2 += kc) {
+    for (Index j2 = 0; j2 < m; j2 += nc, ++panel) {
+      pack_rhs(p.data.data() + p.offset[panel], rhs.getSubMapper(k2, j2), std::min(k2 + kc, k) - k2,
+               std::min(j2 + nc, m) - j2);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<PackedActivations> PackedActivations::pack(const double* a, Index m, Index k,
+                                                           std::initializer_list<Index> block_rows) {
+  if (block_rows.size() == 0) return nullptr;
+  auto impl = std::make_unique<Impl>();
+  impl->m = m;
+  impl->k = k;
+  for (const Index n : block_rows) {
+    if (!runs_gemm(m, k, n)) return nullptr;
+    const std::pair<Index, Index> blocks = depth_and_column_blocks(m, k, n);
+    const bool have = std::any_of(impl->packings.begin(), impl->packings.end(),
+                                  [&](const Packing& p) { return p.kc == blocks.first && p.nc == blocks.second; });
+    if (!have) impl->packings.push_back(pack_for(a, m, k, blocks.first, blocks.second));
+  }
+  return std::unique_ptr<PackedActivations>(new PackedActivations(std::move(impl)));
+}
+
+void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c) {
+  const Index m = a.impl_->m, k = a.impl_->k;
+  Blocking blocking(m, n, k, 1, true);
+  const auto found = std::find_if(a.impl_->packings.begin(), a.impl_->packings.end(), [&](const Packing& x) {
+    return x.kc == blocking.kc() && x.nc == std::min(m, blocking.nc());
+  });
+  NCERT_ASSERT(runs_gemm(m, k, n) && found != a.impl_->packings.end(),
+               "activations not packed for this product's blocking");
+  const Packing& p = *found;
+  const Index mc = std::min(n, blocking.mc());
+  thread_local PackingBuffers<double> buffers;
+  double* block_a = buffers.a(mc * p.kc);
+  Eigen::internal::gemm_pack_lhs<double, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
+                                 typename Traits::LhsPacket4Packing, Eigen::RowMajor>
+      pack_lhs;
+  Eigen::internal::gebp_kernel<double, double, Index, ResMapper, Traits::mr, Traits::nr, false, false> gebp;
+  const LhsMapper lhs(b, k);
+  const ResMapper res(c, n, 1);
+  std::fill(c, c + m * n, 0.0);
+  for (Index i2 = 0; i2 < n; i2 += mc) {
+    const Index actual_mc = std::min(i2 + mc, n) - i2;
+    std::size_t panel = 0;
+    for (Index k2 = 0; k2 < k; k2 += p.kc) {
+      const Index actual_kc = std::min(k2 + p.kc, k) - k2;
+      pack_lhs(block_a, lhs.getSubMapper(i2, k2), actual_kc, actual_mc);
+      for (Index j2 = 0; j2 < m; j2 += p.nc, ++panel) {
+        const Index actual_nc = std::min(j2 + p.nc, m) - j2;
+        gebp(res.getSubMapper(i2, j2), block_a, p.data.data() + p.offset[panel], actual_mc, actual_kc, actual_nc, 1.0);
+      }
+    }
+  }
+}
 
 void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, double* c) {
   gemm_abt_impl(a, m, k, b, n, c);

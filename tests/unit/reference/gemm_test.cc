@@ -1,13 +1,16 @@
 // reference/detail/gemm.cc runs the GEMM path of Eigen's product on packing buffers each
 // thread keeps. The oracle is Eigen's own `C.noalias() = A * B^T` on the same operands: the same
 // bits for every shape, the GEMM's and those Eigen evaluates otherwise (tiny, one row or one
-// column), in f64 and f32, with buffers grown and reused across shapes, on two threads at once.
+// column), in f64 and f32, with buffers grown and reused across shapes, on two threads at once;
+// and the same bits from activations packed once (PackedActivations) for blocks of several widths,
+// shared by two threads.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <Eigen/Core>
 #include <bit>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -83,6 +86,87 @@ TEST(GemmTest, TwoThreadsKeepTheirOwnBuffers) {
   ASSERT_EQ(team, 2) << "OpenMP gave one thread: nothing ran concurrently";
   EXPECT_EQ(differ[0], 0);
   EXPECT_EQ(differ[1], 0);
+}
+
+/// Rows x k activations and weight blocks of the given widths: Eigen's product of each block and
+/// the product from the activations packed once; elements whose bits differ.
+Index packed_differing_elements(Index m, Index k, std::initializer_list<Index> widths, std::mt19937_64& rng) {
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::normal_distribution<double> value(0, 1);
+  RowMatrix a(m, k);
+  for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
+  const auto packed = detail::PackedActivations::pack(a.data(), m, k, widths);
+  EXPECT_TRUE(packed) << m << " x " << k;
+  if (!packed) return -1;
+  EXPECT_EQ(packed->rows(), m);
+  EXPECT_EQ(packed->depth(), k);
+  Index differ = 0;
+  for (const Index n : widths) {
+    RowMatrix b(n, k), eigen(m, n), ours(m, n);
+    for (Index i = 0; i < b.size(); ++i) b.data()[i] = value(rng);
+    eigen.noalias() = a * b.transpose();
+    ours.setConstant(7.0);  // what was there must not leak into the product
+    detail::gemm_abt(*packed, b.data(), n, ours.data());
+    for (Index i = 0; i < eigen.size(); ++i) {
+      differ += std::bit_cast<std::uint64_t>(eigen.data()[i]) != std::bit_cast<std::uint64_t>(ours.data()[i]);
+    }
+  }
+  return differ;
+}
+
+TEST(GemmTest, ActivationsPackedOnceGiveEigensOwnProductBitForBit) {
+  const SerialEigen serial;
+  std::mt19937_64 rng(5);
+  // The reference's blocks (128 wide, the last 96 or 16), several k blocks (kc < k) and column
+  // blocks (nc < m), edges that fill no register panel, and a block wider than Eigen's mc.
+  EXPECT_EQ(packed_differing_elements(128, 5120, {128, 96, 16}, rng), 0);
+  EXPECT_EQ(packed_differing_elements(33, 1000, {65, 128, 3}, rng), 0);
+  EXPECT_EQ(packed_differing_elements(300, 2100, {128, 7}, rng), 0);
+  EXPECT_EQ(packed_differing_elements(7, 96, {16, 2}, rng), 0);
+  EXPECT_EQ(packed_differing_elements(64, 700, {1000}, rng), 0);
+}
+
+TEST(GemmTest, ShapesEigenDoesNotMultiplyByItsGemmAreNotPacked) {
+  const std::vector<double> a(600, 1.0);
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 1, 300, {64}));     // one row: GEMV
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 300, 2, {1}));      // one column
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 2, 3, {4}));        // tiny: coefficient-wise
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 20, 30, {64, 1}));  // one width of two is a GEMV
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 20, 30, {}));
+  EXPECT_TRUE(detail::PackedActivations::pack(a.data(), 20, 30, {64}));
+}
+
+TEST(GemmTest, TwoThreadsShareOnePacking) {
+  const SerialEigen serial;
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> value(0, 1);
+  const Index m = 64, k = 2000, n = 48;
+  RowMatrix a(m, k);
+  for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
+  const auto packed = detail::PackedActivations::pack(a.data(), m, k, {n});
+  ASSERT_TRUE(packed);
+  std::vector<RowMatrix> b(8, RowMatrix(n, k)), eigen(8, RowMatrix(m, n));
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    for (Index j = 0; j < b[i].size(); ++j) b[i].data()[j] = value(rng);
+    eigen[i].noalias() = a * b[i].transpose();
+  }
+  Index differ = 0;
+  int team = 0;
+#pragma omp parallel num_threads(2) reduction(+ : differ)
+  {
+    if (omp_get_thread_num() == 0) team = omp_get_num_threads();
+    RowMatrix ours(m, n);
+#pragma omp for schedule(static, 1)
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      detail::gemm_abt(*packed, b[i].data(), n, ours.data());
+      for (Index j = 0; j < ours.size(); ++j) {
+        differ += std::bit_cast<std::uint64_t>(eigen[i].data()[j]) != std::bit_cast<std::uint64_t>(ours.data()[j]);
+      }
+    }
+  }
+  ASSERT_EQ(team, 2) << "OpenMP gave one thread: nothing ran concurrently";
+  EXPECT_EQ(differ, 0);
 }
 
 }  // namespace
