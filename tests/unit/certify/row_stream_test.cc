@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "certify/io/dump_reader.h"
+#include "certify/io/hash.h"
 #include "certify/io/row_stream.h"
 #include "tests/common/h5_tensor.h"
 #include "tests/common/mini_dump.h"
@@ -33,20 +34,22 @@ using ncert::testing::scratch_file;
 
 constexpr hsize_t kRows = 203;  // 40 blocks of 5 rows and a last one of 3
 constexpr hsize_t kCols = 64;
+constexpr hsize_t kShortRows = 151;  // "short": fewer rows than the others
 
 struct Written {
   std::string path;
-  std::vector<unsigned char> a, b, packed;  // the bytes written
+  std::vector<unsigned char> a, b, packed, short_rows;  // the bytes written
 };
 
 const Written& written() {
   static const Written w = [] {
-    Written out{scratch_file("rows.h5"), {}, {}, {}};
+    Written out{scratch_file("rows.h5"), {}, {}, {}, {}};
     auto writer = open_mini_dump(out.path);
     const auto file = static_cast<hid_t>(writer.native_handle());
     out.a = add_f32_tensor(file, "a", kRows, kCols, 0, 1);
     out.b = add_f32_tensor(file, "b", kRows, kCols, 0, 2);
     out.packed = add_f32_tensor(file, "packed", kRows, kCols, 8, 3);  // chunks of 8 rows, deflate
+    out.short_rows = add_f32_tensor(file, "short", kShortRows, kCols, 0, 4);
     EXPECT_TRUE(writer.close().ok());
     return out;
   }();
@@ -63,7 +66,8 @@ struct Outcome {
 
 /// Streams `names` of `path` together, rows [0, limit), on `threads` threads.
 Outcome stream(const std::string& path, const std::vector<std::string>& names, Index limit, int threads,
-               Index per_block = 5, const std::function<void(Index)>& on_visit = {}) {
+               Index per_block = 5, const std::function<void(Index)>& on_visit = {},
+               FileHashCursor* hash_first = nullptr) {
   const Written& w = written();
   Outcome out;
   auto reader = DumpReader::open(path);
@@ -71,7 +75,7 @@ Outcome stream(const std::string& path, const std::vector<std::string>& names, I
   std::vector<RowStream> streams;
   streams.reserve(names.size());
   for (const std::string& n : names) {
-    auto s = RowStream::open(*reader, "/tensors/" + n, per_block);
+    auto s = RowStream::open(*reader, "/tensors/" + n, per_block, streams.empty() ? hash_first : nullptr);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     streams.push_back(std::move(*s));
   }
@@ -80,7 +84,9 @@ Outcome stream(const std::string& path, const std::vector<std::string>& names, I
   ptrs.reserve(streams.size());
   want.reserve(names.size());
   for (RowStream& s : streams) ptrs.push_back(&s);
-  for (const std::string& n : names) want.push_back(n == "a" ? &w.a : n == "b" ? &w.b : &w.packed);
+  for (const std::string& n : names) {
+    want.push_back(n == "a" ? &w.a : n == "b" ? &w.b : n == "short" ? &w.short_rows : &w.packed);
+  }
   std::vector<std::atomic<int>> visits(kRows + 64);
   std::atomic<int> wrong{0};
   const int saved = omp_get_max_threads();
@@ -151,6 +157,35 @@ TEST(StreamRows, ALimitStopsTheRowsAndOneBeyondThemIsTheRows) {
   expect_each_row_once(beyond, kRows);
 }
 
+TEST(StreamRows, StreamsOfDifferentLengthsStopAtTheShortest) {
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    const Outcome o = stream(written().path, {"a", "short"}, kRows, threads);
+    ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+    expect_each_row_once(o, kShortRows);
+  }
+}
+
+TEST(StreamRows, BytesReadOnAnyThreadHashAsTheWholeFile) {
+  // Thread 0 visits slowly, so the other thread completes most blocks and reads the next ones:
+  // the hash is offered blocks from both threads, one at a time.
+  const auto expected = file_xxh3_128(written().path);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  auto cursor = FileHashCursor::open(written().path);
+  ASSERT_TRUE(cursor.ok()) << cursor.status().to_string();
+  const Outcome o = stream(
+      written().path, {"a", "b"}, kRows, 2, 5,
+      [](Index) {
+        if (omp_get_thread_num() == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      },
+      &*cursor);
+  ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+  expect_each_row_once(o, kRows);
+  const auto got = cursor->finish();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*got, *expected);
+}
+
 TEST(StreamRows, ADecodedStreamBesideADirectOneVisitsTheSameRows) {
   for (const int threads : {1, 2}) {
     SCOPED_TRACE(threads);
@@ -164,7 +199,9 @@ TEST(StreamRows, NoThreadWaitsAtABlockBorderForAnothersLastRow) {
   // Row 0 (block 0) is held until row 7 (block 1) has been visited: with a barrier between
   // blocks that could never happen, and row 0 would give up after 20 s.
   std::atomic<bool> seven{false}, seen{false};
+  std::atomic<int> team{0};
   const Outcome o = stream(written().path, {"a", "b"}, kRows, 2, 5, [&](Index t) {
+    team.store(std::max(team.load(), omp_get_num_threads()));
     if (t == 7) seven.store(true);
     if (t != 0) return;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -174,6 +211,7 @@ TEST(StreamRows, NoThreadWaitsAtABlockBorderForAnothersLastRow) {
     seen.store(seven.load());
   });
   ASSERT_TRUE(o.status.ok()) << o.status.to_string();
+  ASSERT_EQ(team.load(), 2) << "OpenMP gave one thread: nothing ran concurrently";
   EXPECT_TRUE(seen.load());
   expect_each_row_once(o, kRows);
 }
@@ -207,6 +245,51 @@ TEST(StreamRows, AFileTruncatedWhileItStreamsIsAnIoErrorNotAHang) {
     for (const int v : o.visits) EXPECT_LE(v, 1);
     EXPECT_EQ(o.wrong_bytes, 0);  // rows visited were read before the cut
   }
+}
+
+TEST(StreamRows, AFileTruncatedBeforeTheFirstReadIsAnIoErrorWithNoVisit) {
+  for (const int threads : {1, 2, 3}) {
+    SCOPED_TRACE(threads);
+    const std::string path = scratch_file("truncated-first-" + std::to_string(threads) + ".h5");
+    std::filesystem::copy_file(written().path, path, std::filesystem::copy_options::overwrite_existing);
+    auto reader = DumpReader::open(path);  // validated while whole
+    ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+    auto a = RowStream::open(*reader, "/tensors/a", 5);
+    auto b = RowStream::open(*reader, "/tensors/b", 5);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+    RowStream* streams[] = {&*a, &*b};
+    std::atomic<int> visits{0};
+    int progress = 0;
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    const Status s = stream_rows(
+        streams, kRows, [&](Index, const unsigned char* const*) { visits.fetch_add(1); }, [&](Index) { ++progress; });
+    omp_set_num_threads(saved);
+    EXPECT_EQ(s.code(), ErrorCode::kIo) << s.to_string();
+    EXPECT_EQ(visits.load(), 0);
+    EXPECT_EQ(progress, 0);
+  }
+}
+
+TEST(StreamRows, AReadFailingOnAnotherThreadStopsTheTeam) {
+  // The file is cut on the first row the second thread visits while the first thread's visits
+  // are slow, so the second thread completes blocks and its next read is the one that fails.
+  const std::string path = scratch_file("truncated-worker.h5");
+  std::filesystem::copy_file(written().path, path, std::filesystem::copy_options::overwrite_existing);
+  std::atomic<bool> cut{false};
+  const Outcome o = stream(path, {"a", "b"}, kRows, 2, 5, [&](Index) {
+    if (omp_get_thread_num() == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    } else if (!cut.exchange(true)) {
+      EXPECT_EQ(::truncate(path.c_str(), 0), 0);
+    }
+  });
+  ASSERT_FALSE(o.status.ok());
+  EXPECT_EQ(o.status.code(), ErrorCode::kIo) << o.status.to_string();
+  for (const int v : o.visits) EXPECT_LE(v, 1);
+  EXPECT_EQ(o.wrong_bytes, 0);
+  EXPECT_TRUE(cut.load());
 }
 
 }  // namespace

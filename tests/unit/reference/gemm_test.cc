@@ -9,6 +9,7 @@
 
 #include <Eigen/Core>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <random>
@@ -117,13 +118,46 @@ Index packed_differing_elements(Index m, Index k, std::initializer_list<Index> w
 TEST(GemmTest, ActivationsPackedOnceGiveEigensOwnProductBitForBit) {
   const SerialEigen serial;
   std::mt19937_64 rng(5);
-  // The reference's blocks (128 wide, the last 96 or 16), several k blocks (kc < k) and column
-  // blocks (nc < m), edges that fill no register panel, and a block wider than Eigen's mc.
+  // The reference's blocks (128 wide, the last 96 or 16), edges that fill no register panel,
+  // wide blocks; with this machine's caches (the next test forces small ones, so that every
+  // dimension spans several blocks wherever it runs).
   EXPECT_EQ(packed_differing_elements(128, 5120, {128, 96, 16}, rng), 0);
   EXPECT_EQ(packed_differing_elements(33, 1000, {65, 128, 3}, rng), 0);
   EXPECT_EQ(packed_differing_elements(300, 2100, {128, 7}, rng), 0);
   EXPECT_EQ(packed_differing_elements(7, 96, {16, 2}, rng), 0);
   EXPECT_EQ(packed_differing_elements(64, 700, {1000}, rng), 0);
+}
+
+/// Eigen's blocking follows the cache sizes it reads at run time: set smaller ones for a test,
+/// so that k, the weight rows and the activation rows each span several blocks on any machine.
+class SmallCaches {
+ public:
+  SmallCaches() : l1_(Eigen::l1CacheSize()), l2_(Eigen::l2CacheSize()), l3_(Eigen::l3CacheSize()) {
+    Eigen::setCpuCacheSizes(std::ptrdiff_t{16} << 10, std::ptrdiff_t{128} << 10, std::ptrdiff_t{1} << 20);
+  }
+  SmallCaches(const SmallCaches&) = delete;
+  SmallCaches& operator=(const SmallCaches&) = delete;
+  ~SmallCaches() { Eigen::setCpuCacheSizes(l1_, l2_, l3_); }
+
+ private:
+  std::ptrdiff_t l1_, l2_, l3_;
+};
+
+TEST(GemmTest, ActivationsPackedOnceGiveEigensBitsWhenEveryDimensionSpansBlocks) {
+  const SerialEigen serial;
+  const SmallCaches small;
+  using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, double, double, Eigen::Dynamic, Eigen::Dynamic,
+                                                        Eigen::Dynamic>;
+  // kc along k, mc along the weight rows, nc along the activation rows (gemm.cc). No shape
+  // splits all three at once; these two split each of them.
+  const Blocking deep(20, 20, 700, 1, true);
+  ASSERT_LT(deep.kc(), 700);
+  ASSERT_LT(deep.nc(), 20);
+  const Blocking wide(20, 60, 200, 1, true);
+  ASSERT_LT(wide.mc(), 60);
+  std::mt19937_64 rng(17);
+  EXPECT_EQ(packed_differing_elements(20, 700, {20, 13}, rng), 0);
+  EXPECT_EQ(packed_differing_elements(20, 200, {60, 37}, rng), 0);
 }
 
 TEST(GemmTest, ShapesEigenDoesNotMultiplyByItsGemmAreNotPacked) {
