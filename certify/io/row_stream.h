@@ -70,6 +70,7 @@ using RowVisitor = std::function<void(Index t, const unsigned char* const* rows)
 ///   decodes chunks (DumpReader::read_rows).
 /// `after_block`, when set, is called on the calling thread, in order, with the rows of the
 /// blocks visited whole so far (progress lines; it must not touch the rows), last with every row.
+/// `visit` and `after_block` run inside the OpenMP team: neither may throw.
 Status stream_rows(std::span<RowStream* const> streams, Index limit, const RowVisitor& visit,
                    const std::function<void(Index rows_done)>& after_block = {});
 
