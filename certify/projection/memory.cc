@@ -30,8 +30,10 @@ std::uint64_t projection_peak_bytes(const DumpModel& model, const ProjectionInfo
   for (const DatasetInfo& d : model.datasets_under(info.path + "/")) total = add(total, u(d.bytes));
   const std::uint64_t M = u(info.m), K = u(info.k), N = u(info.n), bc = u(block_cols);
   // The reference's activations: exact f64, |x| f64, the f32 the walk multiplies, the f32
-  // magnitudes, their bf16 copy and its widened f32 form for S (30 B).
-  total = add(total, mul(mul(M, K), 30));
+  // magnitudes, their bf16 copy and its widened f32 form for S (30 B), and the exact f64 packed
+  // once for y* (8 B: the unpacked copy is given back once packed, but both exist meanwhile;
+  // reference/detail/gemm.h PackedActivations).
+  total = add(total, mul(mul(M, K), 38));
   // Per thread, one block (reference/linear.cc size_scratch and block_s), at most 38 B per
   // weight: three f64 forms (exact; the spread of two-valued weights; the magnitudes, only when
   // S overflows f32), the f32 magnitudes and kernel copy, the bf16 magnitudes, and the portable

@@ -134,15 +134,11 @@ struct Packing {
 
 struct PackedActivations::Impl {
   Index m = 0, k = 0;
-  // One per blocking among the block widths: Eigen blocks a narrow last block (16 or 7 rows
-  // at K 5,120) with another kc than the 128-row ones, and packs the activations otherwise.
-  std::vector<Packing> packings;
+  Packing packing;
 };
 
 PackedActivations::PackedActivations(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PackedActivations::~PackedActivations() = default;
-Index PackedActivations::rows() const { return impl_->m; }
-Index PackedActivations::depth() const { return impl_->k; }
 
 namespace {
 
@@ -176,31 +172,27 @@ Packing pack_for(const double* a, Index m, Index k, Index kc, Index nc) {
 
 }  // namespace
 
-std::unique_ptr<PackedActivations> PackedActivations::pack(const double* a, Index m, Index k,
-                                                           std::initializer_list<Index> block_rows) {
-  if (block_rows.size() == 0) return nullptr;
+std::unique_ptr<PackedActivations> PackedActivations::pack(const double* a, Index m, Index k, Index block_rows) {
+  if (!runs_gemm(m, k, block_rows)) return nullptr;
   auto impl = std::make_unique<Impl>();
   impl->m = m;
   impl->k = k;
-  for (const Index n : block_rows) {
-    if (!runs_gemm(m, k, n)) return nullptr;
-    const std::pair<Index, Index> blocks = depth_and_column_blocks(m, k, n);
-    const bool have = std::any_of(impl->packings.begin(), impl->packings.end(),
-                                  [&](const Packing& p) { return p.kc == blocks.first && p.nc == blocks.second; });
-    if (!have) impl->packings.push_back(pack_for(a, m, k, blocks.first, blocks.second));
-  }
+  const std::pair<Index, Index> blocks = depth_and_column_blocks(m, k, block_rows);
+  impl->packing = pack_for(a, m, k, blocks.first, blocks.second);
   return std::unique_ptr<PackedActivations>(new PackedActivations(std::move(impl)));
 }
 
+bool PackedActivations::covers(Index block_rows) const {
+  const Impl& p = *impl_;
+  return runs_gemm(p.m, p.k, block_rows) &&
+         depth_and_column_blocks(p.m, p.k, block_rows) == std::pair<Index, Index>{p.packing.kc, p.packing.nc};
+}
+
 void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c) {
+  NCERT_ASSERT(a.covers(n), "activations not packed for this product's blocking");
   const Index m = a.impl_->m, k = a.impl_->k;
+  const Packing& p = a.impl_->packing;
   Blocking blocking(m, n, k, 1, true);
-  const auto found = std::find_if(a.impl_->packings.begin(), a.impl_->packings.end(), [&](const Packing& x) {
-    return x.kc == blocking.kc() && x.nc == std::min(m, blocking.nc());
-  });
-  NCERT_ASSERT(runs_gemm(m, k, n) && found != a.impl_->packings.end(),
-               "activations not packed for this product's blocking");
-  const Packing& p = *found;
   const Index mc = std::min(n, blocking.mc());
   thread_local PackingBuffers<double> buffers;
   double* block_a = buffers.a(mc * p.kc);

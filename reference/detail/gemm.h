@@ -2,7 +2,6 @@
 // plain-pointer interface so Eigen is confined to one translation unit.
 #pragma once
 
-#include <initializer_list>
 #include <memory>
 
 #include "reference/dtype.h"
@@ -25,17 +24,20 @@ void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* 
 /// time. Read-only once made: any thread may use it.
 class PackedActivations {
  public:
-  /// Packed for products with weight blocks of each of the given row counts (once per distinct
-  /// blocking Eigen picks for them). Null where one of them would not run Eigen's GEMM (one
-  /// row, one column, or a tiny product): then gemm_abt(a, m, k, ...) is the way.
-  static std::unique_ptr<PackedActivations> pack(const double* a, Index m, Index k,
-                                                 std::initializer_list<Index> block_rows);
+  /// Packed for products with blocks of `block_rows` weight rows, and of any other width Eigen
+  /// blocks alike (covers()). Null where that product would not run Eigen's GEMM (one row, one
+  /// column, or a tiny product): then gemm_abt(a, m, k, ...) is the way. One packing only: a
+  /// second, for a last block Eigen blocks otherwise (at K 5,120 a 16-row block takes another kc
+  /// than 128-row ones), would cost another copy of the activations (168 MB at M 2,048, K 5,120)
+  /// to save one product's packing.
+  static std::unique_ptr<PackedActivations> pack(const double* a, Index m, Index k, Index block_rows);
   PackedActivations(const PackedActivations&) = delete;
   PackedActivations& operator=(const PackedActivations&) = delete;
   ~PackedActivations();
 
-  Index rows() const;
-  Index depth() const;
+  /// Whether gemm_abt(*this, b, block_rows, c) may be called: Eigen blocks that product as the
+  /// one packed for.
+  bool covers(Index block_rows) const;
 
   struct Impl;
 
@@ -45,8 +47,8 @@ class PackedActivations {
   friend void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c);
 };
 
-/// C[m x n] = A * B[n x k]^T for A packed (m, k its rows and depth): the bits of
-/// gemm_abt(a, m, k, b, n, c), for any n among the block rows it was packed for.
+/// C[m x n] = A * B[n x k]^T for A packed, m x k: the bits of gemm_abt(a, m, k, b, n, c), for
+/// any n it covers().
 void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c);
 
 }  // namespace ncert::reference::detail

@@ -2,8 +2,8 @@
 // thread keeps. The oracle is Eigen's own `C.noalias() = A * B^T` on the same operands: the same
 // bits for every shape, the GEMM's and those Eigen evaluates otherwise (tiny, one row or one
 // column), in f64 and f32, with buffers grown and reused across shapes, on two threads at once;
-// and the same bits from activations packed once (PackedActivations) for blocks of several widths,
-// shared by two threads.
+// and the same bits from activations packed once (PackedActivations) for every block width it
+// covers, shared by two threads.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -89,20 +89,21 @@ TEST(GemmTest, TwoThreadsKeepTheirOwnBuffers) {
   EXPECT_EQ(differ[1], 0);
 }
 
-/// Rows x k activations and weight blocks of the given widths: Eigen's product of each block and
-/// the product from the activations packed once; elements whose bits differ.
+/// Rows x k activations packed for blocks of the first width, and weight blocks of each width
+/// the packing covers (the first always): Eigen's product of each block and the product from the
+/// packed activations; elements whose bits differ.
 Index packed_differing_elements(Index m, Index k, std::initializer_list<Index> widths, std::mt19937_64& rng) {
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   std::normal_distribution<double> value(0, 1);
   RowMatrix a(m, k);
   for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
-  const auto packed = detail::PackedActivations::pack(a.data(), m, k, widths);
+  const auto packed = detail::PackedActivations::pack(a.data(), m, k, *widths.begin());
   EXPECT_TRUE(packed) << m << " x " << k;
   if (!packed) return -1;
-  EXPECT_EQ(packed->rows(), m);
-  EXPECT_EQ(packed->depth(), k);
+  EXPECT_TRUE(packed->covers(*widths.begin()));
   Index differ = 0;
   for (const Index n : widths) {
+    if (!packed->covers(n)) continue;
     RowMatrix b(n, k), eigen(m, n), ours(m, n);
     for (Index i = 0; i < b.size(); ++i) b.data()[i] = value(rng);
     eigen.noalias() = a * b.transpose();
@@ -162,12 +163,32 @@ TEST(GemmTest, ActivationsPackedOnceGiveEigensBitsWhenEveryDimensionSpansBlocks)
 
 TEST(GemmTest, ShapesEigenDoesNotMultiplyByItsGemmAreNotPacked) {
   const std::vector<double> a(600, 1.0);
-  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 1, 300, {64}));     // one row: GEMV
-  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 300, 2, {1}));      // one column
-  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 2, 3, {4}));        // tiny: coefficient-wise
-  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 20, 30, {64, 1}));  // one width of two is a GEMV
-  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 20, 30, {}));
-  EXPECT_TRUE(detail::PackedActivations::pack(a.data(), 20, 30, {64}));
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 1, 300, 64));  // one row: GEMV
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 300, 2, 1));   // one column
+  EXPECT_FALSE(detail::PackedActivations::pack(a.data(), 2, 3, 4));     // tiny: coefficient-wise
+  const auto packed = detail::PackedActivations::pack(a.data(), 20, 30, 64);
+  ASSERT_TRUE(packed);
+  EXPECT_TRUE(packed->covers(64));
+  EXPECT_FALSE(packed->covers(1));  // a last block of one row: a GEMV
+}
+
+TEST(GemmTest, AWidthEigenBlocksOtherwiseIsNotCovered) {
+  const SmallCaches small;
+  using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, double, double, Eigen::Dynamic, Eigen::Dynamic,
+                                                        Eigen::Dynamic>;
+  const Index m = 20, k = 700, n = 20;
+  const Blocking first(m, n, k, 1, true);
+  Index other = 0;  // the first width Eigen blocks with another kc or nc
+  for (Index w = 2; w <= 200 && other == 0; ++w) {
+    const Blocking b(m, w, k, 1, true);
+    if (b.kc() != first.kc() || std::min(m, b.nc()) != std::min(m, first.nc())) other = w;
+  }
+  ASSERT_GT(other, 0);
+  const std::vector<double> a(static_cast<std::size_t>(m * k), 0.5);
+  const auto packed = detail::PackedActivations::pack(a.data(), m, k, n);
+  ASSERT_TRUE(packed);
+  EXPECT_TRUE(packed->covers(n));
+  EXPECT_FALSE(packed->covers(other)) << other;
 }
 
 TEST(GemmTest, TwoThreadsShareOnePacking) {
@@ -178,7 +199,7 @@ TEST(GemmTest, TwoThreadsShareOnePacking) {
   const Index m = 64, k = 2000, n = 48;
   RowMatrix a(m, k);
   for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
-  const auto packed = detail::PackedActivations::pack(a.data(), m, k, {n});
+  const auto packed = detail::PackedActivations::pack(a.data(), m, k, n);
   ASSERT_TRUE(packed);
   std::vector<RowMatrix> b(8, RowMatrix(n, k)), eigen(8, RowMatrix(m, n));
   for (std::size_t i = 0; i < b.size(); ++i) {
