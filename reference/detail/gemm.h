@@ -28,7 +28,7 @@ class PackedActivations {
   /// blocks alike (covers()). Null where that product would not run Eigen's GEMM (one row, one
   /// column, or a tiny product): then gemm_abt(a, m, k, ...) is the way. One packing only: a
   /// second, for a last block Eigen blocks otherwise (at K 5,120 a 16-row block takes another kc
-  /// than 128-row ones), would cost another copy of the activations (168 MB at M 2,048, K 5,120)
+  /// than 128-row ones), would cost another copy of the activations (84 MB at M 2,048, K 5,120)
   /// to save one product's packing.
   static std::unique_ptr<PackedActivations> pack(const double* a, Index m, Index k, Index block_rows);
   PackedActivations(const PackedActivations&) = delete;
