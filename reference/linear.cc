@@ -231,28 +231,19 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
   }
 }
 
-/// y*'s left operand: the activations packed once (else Eigen packs them in each block's
-/// product) for full blocks and any last block Eigen blocks alike; a last block it blocks
-/// otherwise multiplies the unpacked copy, which is given back where no block needs it.
-struct YStarOperand {
-  std::unique_ptr<detail::PackedActivations> packed;
-  Index full = 0;             ///< a full block's width
-  bool last_covered = false;  ///< the last block is full or blocked alike
-  bool covers(Index w) const { return packed && (w == full || last_covered); }
-};
-
-YStarOperand pack_for_y_star(Activations& x, Index M, Index K, Index N, Index bc) {
-  YStarOperand op;
-  op.full = std::min(bc, N);
-  op.packed = detail::PackedActivations::pack(x.exact.data(), M, K, op.full);
-  op.last_covered = op.packed && (N % bc == 0 || op.packed->covers(N % bc));
-  if (op.last_covered) LargeVector<double>().swap(x.exact);
-  return op;
+/// y*'s left operand: the activations packed once for a full block's product (else Eigen packs
+/// them in each block's). A last block Eigen blocks otherwise (PackedActivations::covers)
+/// multiplies the unpacked copy, which is given back where no block needs it.
+std::unique_ptr<detail::PackedActivations> pack_for_y_star(Activations& x, Index M, Index K, Index N, Index bc) {
+  auto packed = detail::PackedActivations::pack(x.exact.data(), M, K, std::min(bc, N));
+  if (packed && (N % bc == 0 || packed->covers(N % bc))) LargeVector<double>().swap(x.exact);
+  return packed;
 }
 
-void block_y_star(const YStarOperand& op, const Activations& x, Index M, Index K, Index w, BlockScratch& t) {
-  if (op.covers(w)) {
-    detail::gemm_abt(*op.packed, t.w_exact.data(), w, t.y.data());
+void block_y_star(const detail::PackedActivations* packed, const Activations& x, Index M, Index K, Index w,
+                  BlockScratch& t) {
+  if (packed && packed->covers(w)) {
+    detail::gemm_abt(*packed, t.w_exact.data(), w, t.y.data());
   } else {
     detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
   }
@@ -400,7 +391,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     x.mag_wide.resize(x.mag_bf16.size());
     detail::widen_bf16_rows(x.mag_bf16.data(), M, detail::bf16_padded(K), x.mag_wide.data());
   }
-  const YStarOperand y_operand = pack_for_y_star(x, M, K, N, bc);
+  const std::unique_ptr<detail::PackedActivations> x_packed = pack_for_y_star(x, M, K, N, bc);
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
 #pragma omp parallel
@@ -419,7 +410,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       // The GEMMs run on this thread (Eigen does not parallelize inside an active region),
       // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
-      block_y_star(y_operand, x, M, K, w, t);
+      block_y_star(x_packed.get(), x, M, K, w, t);
       block_s(p, x, j0, w, inflation, instruction, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both

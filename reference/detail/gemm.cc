@@ -118,9 +118,13 @@ using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, double, d
                                                       Eigen::Dynamic>;
 
 /// kc and nc of Eigen's blocking for the product of m x k activations with n weight rows.
-std::pair<Index, Index> depth_and_column_blocks(Index m, Index k, Index n) {
-  Blocking blocking(m, n, k, 1, true);
+/// kc and nc of a blocking for m activation rows.
+std::pair<Index, Index> depth_and_column_blocks(const Blocking& blocking, Index m) {
   return {blocking.kc(), std::min(m, blocking.nc())};
+}
+
+std::pair<Index, Index> depth_and_column_blocks(Index m, Index k, Index n) {
+  return depth_and_column_blocks(Blocking(m, n, k, 1, true), m);
 }
 
 }  // namespace
@@ -189,10 +193,11 @@ bool PackedActivations::covers(Index block_rows) const {
 }
 
 void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c) {
-  NCERT_ASSERT(a.covers(n), "activations not packed for this product's blocking");
   const Index m = a.impl_->m, k = a.impl_->k;
   const Packing& p = a.impl_->packing;
-  Blocking blocking(m, n, k, 1, true);
+  const Blocking blocking(m, n, k, 1, true);  // once: covers() would compute it again
+  const bool packed_alike = depth_and_column_blocks(blocking, m) == std::pair<Index, Index>{p.kc, p.nc};
+  NCERT_ASSERT(runs_gemm(m, k, n) && packed_alike, "activations not packed for this product's blocking");
   const Index mc = std::min(n, blocking.mc());
   thread_local PackingBuffers<double> buffers;
   double* block_a = buffers.a(mc * p.kc);
