@@ -7,8 +7,9 @@
 #include <cstring>
 #include <memory>
 
+#include "reference/detail/directed.h"
+#include "reference/detail/element_bounds.h"
 #include "reference/detail/gemm.h"
-#include "reference/detail/interval.h"
 #include "reference/detail/s_bf16.h"
 #include "reference/detail/transpose.h"
 #include "reference/detail/weight_rows.h"
@@ -37,9 +38,11 @@ struct BlockScratch {
   std::vector<Interval> accept, expect;
   std::vector<float> walk, walk_scratch;
   std::vector<double> a_l1;
-  std::vector<const BoundTerms*> terms;  // per column of the block
-  std::vector<double> x_abs;             // M x K: |x| in f64 when the problem has no shared copy
-  Index s_bf16_blocks = 0;               // blocks whose S came from bf16 magnitudes
+  std::vector<float> bias_row, residual_row;  // the block's bias, one row's residual (where the epilogue has them)
+  std::vector<double> spread_row;             // one row's D made a true bound (where any spread)
+  std::vector<const BoundTerms*> terms;       // per column of the block
+  std::vector<double> x_abs;                  // M x K: |x| in f64 when the problem has no shared copy
+  Index s_bf16_blocks = 0;                    // blocks whose S came from bf16 magnitudes
 };
 
 /// The activations once: exact values (f64 for y*, f32 for the walk), magnitudes (f32 for the
@@ -207,26 +210,38 @@ std::pair<float, float> epilogue_operands(const LinearProblem& p, Index i, Index
 /// true bound) and, where `spread`, t.d (sum |x| spread, made a true bound here).
 void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index w, bool spread, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
+  detail::ElementBoundsIn in;
+  in.a_l1 = t.a_l1.data();
+  if (has_bias(p.epilogue)) {
+    t.bias_row.resize(static_cast<std::size_t>(w));
+    for (Index jj = 0; jj < w; ++jj) t.bias_row[static_cast<std::size_t>(jj)] = p.bias.at(j0 + jj);
+    in.bias = t.bias_row.data();
+  }
+  if (has_residual(p.epilogue)) t.residual_row.resize(static_cast<std::size_t>(w));
+  if (spread) t.spread_row.resize(static_cast<std::size_t>(w));
   for (Index i = 0; i < M; ++i) {
-    for (Index jj = 0; jj < w; ++jj) {
-      const Index j = j0 + jj;
-      const std::size_t e = static_cast<std::size_t>(i * w + jj);
-      const double ys = t.y[e];
-      const double du = spread ? inflate_s(t.d[e], K) : 0.0;  // an f64 GEMM of non-negative terms
-      const ElementBound eb = element_bound(*t.terms[jj], t.s[e], du, x.l1[i], t.a_l1[jj]);
-      const auto [bias, res] = epilogue_operands(p, i, j);
-      t.bound[e] = eb.bound;
-      t.tier[e] = eb.tier;
-      t.slack[e] = eb.slack + t.terms[jj]->shared_coef * t.s[e];
-      // Every operand the kernel rounds (a product, a partial sum in any order, a group's
-      // scaled sum) is at most max(P, N) <= (S + |y*|) / 2 in exact arithmetic (P and N the
-      // sums of the positive and negative products), and the computed ones differ by at most B;
-      // where they are the dot product's own terms, only the binade that bound reaches counts.
-      const BoundTerms& bt = *t.terms[jj];
-      t.sigma[e] = bt.noise_coef * noise_magnitude((t.s[e] + std::fabs(ys)) / 2 + eb.bound, bt.noise_in_binades);
-      t.center[e] = ys + static_cast<double>(bias) + static_cast<double>(res);
-      t.accept[e] = detail::propagate_interval(ys, eb.bound, bias, res, p);
-      t.expect[e] = detail::propagate_interval(ys, eb.tier, bias, res, p);
+    const Index row = i * w;
+    if (has_residual(p.epilogue)) {
+      for (Index jj = 0; jj < w; ++jj) t.residual_row[static_cast<std::size_t>(jj)] = p.residual.at(i, j0 + jj);
+      in.residual = t.residual_row.data();
+    }
+    if (spread) {
+      // D from an f64 GEMM of non-negative terms, made a true bound.
+      for (Index jj = 0; jj < w; ++jj) t.spread_row[static_cast<std::size_t>(jj)] = inflate_s(t.d[row + jj], K);
+      in.spread = t.spread_row.data();
+    }
+    in.y = t.y.data() + row;
+    in.s = t.s.data() + row;
+    in.x_l1 = x.l1[static_cast<std::size_t>(i)];
+    const detail::ElementBoundsOut out{t.bound.data() + row, t.tier.data() + row,   t.slack.data() + row,
+                                       t.sigma.data() + row, t.center.data() + row, t.accept.data() + row,
+                                       t.expect.data() + row};
+    // Columns in runs of one weight segment, whose bound constants they share.
+    for (Index begin = 0; begin < w;) {
+      Index end = begin + 1;
+      while (end < w && t.terms[end] == t.terms[begin]) ++end;
+      detail::element_bounds_row(*t.terms[begin], p, in, begin, end, out);
+      begin = end;
     }
   }
 }
