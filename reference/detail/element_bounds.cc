@@ -3,12 +3,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "reference/detail/directed_avx512.h"
 #include "reference/detail/interval.h"
-
-#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && defined(__F16C__)
-#include <immintrin.h>
-#define NCERT_ELEMENT_BOUNDS_AVX512 1
-#endif
 
 namespace ncert::reference::detail {
 
@@ -33,7 +29,7 @@ void element_bounds_one(const BoundTerms& terms, const ProjectionArithmetic& a, 
 }
 
 bool element_bounds_vectorized(const ProjectionArithmetic& a) {
-#if defined(NCERT_ELEMENT_BOUNDS_AVX512)
+#if defined(NCERT_DIRECTED_AVX512)
   return a.output == DType::kF32 || a.output_rounding != OutputRounding::kAny;
 #else
   (void)a;
@@ -41,95 +37,12 @@ bool element_bounds_vectorized(const ProjectionArithmetic& a) {
 #endif
 }
 
-#if defined(NCERT_ELEMENT_BOUNDS_AVX512)
+#if defined(NCERT_DIRECTED_AVX512)
+namespace avx512 {
 namespace {
 
-// Eight elements a step. Each helper is its scalar twin in directed.h / float_bits.h written
-// lane-wise with the same operations; `odd` collects the lanes that reach a special case the
-// helper does not reproduce, which element_bounds_one then recomputes whole.
-
-constexpr int kNanOrInf = 0x01 | 0x08 | 0x10 | 0x80;  // _mm512_fpclass_pd_mask categories
-constexpr int kZero = 0x02 | 0x04;
-constexpr int kNan = 0x01 | 0x80;
-constexpr int kNegativeOrSubnormal = 0x10 | 0x20 | 0x40;
-
-// The maskz forms: the plain ones take _mm*_undefined_*, which GCC 12 reports as
-// maybe-uninitialized (fixed in GCC 13), as in weight_rows.cc.
-constexpr __mmask8 kAll8 = 0xFF;
-inline __m512d widen(__m256 v) { return _mm512_maskz_cvtps_pd(kAll8, v); }
-inline __m256 narrow(__m512d v) { return _mm512_maskz_cvtpd_ps(kAll8, v); }
-
-/// step_if: the bit pattern stepped by one toward -inf (kDown) or +inf where `step`.
-template <bool kDown>
-inline __m512d step_if(__m512d v, __mmask8 step) {
-  const __m512i b = _mm512_castpd_si512(v);
-  const __mmask8 negative = _mm512_movepi64_mask(b);
-  const auto toward_zero = static_cast<__mmask8>(kDown ? ~negative : negative);
-  const __m512i one = _mm512_set1_epi64(1);
-  __m512i r = _mm512_mask_sub_epi64(b, static_cast<__mmask8>(step & toward_zero), b, one);
-  r = _mm512_mask_add_epi64(r, static_cast<__mmask8>(step & ~toward_zero), r, one);
-  return _mm512_castsi512_pd(r);
-}
-template <bool kDown>
-inline __m256 step_if(__m256 v, __mmask8 step) {
-  const __m256i b = _mm256_castps_si256(v);
-  const __mmask8 negative = _mm256_movepi32_mask(b);
-  const auto toward_zero = static_cast<__mmask8>(kDown ? ~negative : negative);
-  const __m256i one = _mm256_set1_epi32(1);
-  __m256i r = _mm256_mask_sub_epi32(b, static_cast<__mmask8>(step & toward_zero), b, one);
-  r = _mm256_mask_add_epi32(r, static_cast<__mmask8>(step & ~toward_zero), r, one);
-  return _mm256_castsi256_ps(r);
-}
-
-/// add_down / add_up: the sum stepped where TwoSum's error says it was rounded the wrong way.
-/// The scalar's special cases (a sum that overflowed, is NaN or is 0) go to `odd`.
-template <bool kDown>
-inline __m512d add_directed(__m512d a, __m512d b, __mmask8& odd) {
-  const __m512d s = _mm512_add_pd(a, b);
-  const __m512d z = _mm512_sub_pd(s, a);
-  const __m512d err = _mm512_add_pd(_mm512_sub_pd(a, _mm512_sub_pd(s, z)), _mm512_sub_pd(b, z));
-  const __m512d zero = _mm512_setzero_pd();
-  const __mmask8 inexact =
-      kDown ? _mm512_cmp_pd_mask(err, zero, _CMP_LT_OQ) : _mm512_cmp_pd_mask(err, zero, _CMP_GT_OQ);
-  odd |= _mm512_fpclass_pd_mask(s, kNanOrInf | kZero);
-  return step_if<kDown>(s, inexact);
-}
-
-/// f64_to_f32_down / _up, widened back to f64 (exact).
-template <bool kDown>
-inline __m512d to_f32_directed(__m512d x) {
-  const __m256 f = narrow(x);
-  const __m512d back = widen(f);
-  const __mmask8 step = kDown ? _mm512_cmp_pd_mask(back, x, _CMP_GT_OQ) : _mm512_cmp_pd_mask(back, x, _CMP_LT_OQ);
-  return widen(step_if<kDown>(f, step));
-}
-
-/// round_to_type(v, bf16, toward_zero) of f32 values held in f64; NaN lanes go to `odd`.
-inline __m512d round_bf16(__m512d v, bool toward_zero, __mmask8& odd) {
-  odd |= _mm512_fpclass_pd_mask(v, kNan);
-  __m256i u = _mm256_castps_si256(narrow(v));
-  if (!toward_zero) {
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    u = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb));
-  }
-  u = _mm256_and_si256(u, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
-  return widen(_mm256_castsi256_ps(u));
-}
-
-/// round_to_type(v, f16, toward_zero) by the F16C conversions (IEEE's roundings, as
-/// f32_to_f16 and narrow_round's); NaN lanes, and under rz those beyond 65504, go to `odd`.
-inline __m512d round_f16(__m512d v, bool toward_zero, __mmask8& odd) {
-  odd |= _mm512_fpclass_pd_mask(v, kNan);
-  const __m256 f = narrow(v);
-  __m128i h;
-  if (toward_zero) {
-    odd |= _mm512_cmp_pd_mask(_mm512_abs_pd(v), _mm512_set1_pd(65504.0), _CMP_GT_OQ);
-    h = _mm256_cvtps_ph(f, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  } else {
-    h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
-  return widen(_mm256_cvtph_ps(h));
-}
+// Eight elements a step: each helper is its scalar twin written lane-wise; `odd` collects the
+// lanes that element_bounds_one then recomputes whole.
 
 /// add_into_f32: [lo, hi] + c rounded outward into f32.
 inline void add_into_f32(__m512d& lo, __m512d& hi, __m512d c, __mmask8& odd) {
@@ -226,16 +139,17 @@ void eight(const BoundTerms& t, const ProjectionArithmetic& a, const ElementBoun
 }
 
 }  // namespace
+}  // namespace avx512
 #endif
 
 void element_bounds_row(const BoundTerms& terms, const ProjectionArithmetic& a, const ElementBoundsIn& in, Index begin,
                         Index end, const ElementBoundsOut& out) {
   Index e = begin;
-#if defined(NCERT_ELEMENT_BOUNDS_AVX512)
+#if defined(NCERT_DIRECTED_AVX512)
   if (element_bounds_vectorized(a)) {
     for (; e + 8 <= end; e += 8) {
       __mmask8 odd = 0;
-      eight(terms, a, in, e, out, odd);
+      avx512::eight(terms, a, in, e, out, odd);
       for (unsigned lanes = odd; lanes != 0; lanes &= lanes - 1) {
         element_bounds_one(terms, a, in, e + __builtin_ctz(lanes), out);
       }

@@ -184,10 +184,12 @@ TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
 TEST(WeightRows, Af4SpecialScalesKeepTheirFacts) {
   // f32 scales: NaN, inf, a scale whose s * q overflows f32 (and so the f32 magnitude), zero
   // (a group of zero weights), a subnormal; with the exact and the f32 dequantizations, and for
-  // f32 each declared operation order (a single one gives an inf or NaN weight no spread).
-  for (const Dequant dq : {Dequant::kExact, Dequant::kF32}) {
+  // f32 each declared operation order (a single one gives an inf or NaN weight no spread);
+  // `output` rounds the weights to the activations' bf16, NaN included, and `folded` charges
+  // |s q| + |b|.
+  for (const Dequant dq : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
     for (const DequantOp op : {DequantOp::kEither, DequantOp::kFma, DequantOp::kMulAdd}) {
-      if (dq == Dequant::kExact && op != DequantOp::kEither) continue;
+      if ((dq == Dequant::kExact || dq == Dequant::kFolded) && op != DequantOp::kEither) continue;
       for (const Index group : {Index{8}, Index{64}}) {
         const SegmentSpec s = af4_segment(2, dq, DType::kF32, group, op);
         ProblemOptions o;
