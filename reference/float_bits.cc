@@ -159,11 +159,18 @@ double ulp_of_f32(float x) {
 
 double spacing_of_type(double a, DType t) {
   const int mantissa = t == DType::kF32 ? 23 : t == DType::kBf16 ? 7 : 10;
-  const int emin = t == DType::kF16 ? -14 : -126;
-  if (!(a >= std::ldexp(1.0, emin))) return std::ldexp(1.0, emin - mantissa);
-  int e = 0;
-  std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1
-  return std::ldexp(1.0, e - 1 - mantissa);
+  const double min_normal = t == DType::kF16 ? 0x1p-14 : 0x1p-126;
+  if (!(a >= min_normal)) return t == DType::kF32 ? 0x1p-149 : t == DType::kBf16 ? 0x1p-133 : 0x1p-24;
+  if (!std::isfinite(a)) {
+    int e = 0;
+    std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1
+    return std::ldexp(1.0, e - 1 - mantissa);
+  }
+  // A finite a at or above the smallest normal is a normal f64: floor(log2 a) is its exponent
+  // field less 1023, and the spacing, 2^(that - mantissa) >= 2^-149, a normal f64 built from
+  // its exponent alone (frexp and ldexp were 2 % of a check's CPU).
+  const auto biased = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(a) >> 52);  // sign 0
+  return std::bit_cast<double>(static_cast<std::uint64_t>(biased - mantissa) << 52);
 }
 
 float decode_element(const void* base, DType t, Index i) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "reference/bounds.h"
 #include "reference/float_bits.h"
 
 namespace ncert::reference {
@@ -139,6 +141,37 @@ TEST(DirectedTwins, PropagatedIntervalsAreOutwardEvenWhenTheSumIsExact) {
   EXPECT_EQ(detail::f64_to_f32_up(1e-60), std::numeric_limits<float>::denorm_min());
   EXPECT_EQ(detail::f64_to_f32_down(1e39), FLT_MAX);
   EXPECT_EQ(detail::f64_to_f32_up(-1e39), -FLT_MAX);
+}
+
+// noise_magnitude and spacing_of_type read the binade from the bits; frexp and ldexp, their
+// definition, agree on every edge value and on a million random patterns of every binade.
+double binade_by_frexp(double m) {
+  int e = 0;
+  std::frexp(m, &e);
+  return std::ldexp(1.0, e - 1);
+}
+double spacing_by_frexp(double a, DType t) {
+  const int mantissa = t == DType::kF32 ? 23 : t == DType::kBf16 ? 7 : 10;
+  const int emin = t == DType::kF16 ? -14 : -126;
+  if (!(a >= std::ldexp(1.0, emin))) return std::ldexp(1.0, emin - mantissa);
+  int e = 0;
+  std::frexp(a, &e);
+  return std::ldexp(1.0, e - 1 - mantissa);
+}
+
+TEST(Directed, BinadesFromTheBitsAreFrexpsOnes) {
+  std::vector<double> values = edge_doubles();
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 1000000; ++i) values.push_back(std::bit_cast<double>(rng()));
+  for (const double v : values) {
+    const double want = (v > 0 && std::isfinite(v)) ? binade_by_frexp(v) : v;
+    ASSERT_TRUE(same(noise_magnitude(v, true), want)) << v;
+    ASSERT_TRUE(same(noise_magnitude(v, false), v)) << v;
+    if (std::isnan(v) || v < 0) continue;  // spacing_of_type's argument is a magnitude
+    for (const DType t : {DType::kF32, DType::kBf16, DType::kF16}) {
+      ASSERT_TRUE(same(spacing_of_type(v, t), spacing_by_frexp(v, t))) << v << " " << dtype_name(t);
+    }
+  }
 }
 
 }  // namespace
