@@ -17,15 +17,12 @@
 
 #include "reference/bounds.h"
 #include "reference/float_bits.h"
+#include "tests/common/same_bits.h"
 
 namespace ncert::reference {
 namespace {
 
-std::uint64_t bits_of(double v) { return std::bit_cast<std::uint64_t>(v); }
-
-// Equal bits, or both NaN (NaN payloads are not part of the contract).
-bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || bits_of(a) == bits_of(b); }
-bool same(float a, float b) { return (std::isnan(a) && std::isnan(b)) || f32_bits(a) == f32_bits(b); }
+using ncert::testing::same_or_both_nan;
 
 std::vector<double> edge_doubles() {
   const double inf = std::numeric_limits<double>::infinity();
@@ -68,11 +65,11 @@ std::vector<double> edge_doubles() {
 
 TEST(DirectedTwins, NextStepsMatchNextafterOnEdges) {
   for (double v : edge_doubles()) {
-    EXPECT_TRUE(same(detail::next_down(v), std::nextafter(v, -INFINITY))) << v;
-    EXPECT_TRUE(same(detail::next_up(v), std::nextafter(v, INFINITY))) << v;
+    EXPECT_TRUE(same_or_both_nan(detail::next_down(v), std::nextafter(v, -INFINITY))) << v;
+    EXPECT_TRUE(same_or_both_nan(detail::next_up(v), std::nextafter(v, INFINITY))) << v;
     const float f = static_cast<float>(v);
-    EXPECT_TRUE(same(detail::next_down(f), std::nextafter(f, -INFINITY))) << f;
-    EXPECT_TRUE(same(detail::next_up(f), std::nextafter(f, INFINITY))) << f;
+    EXPECT_TRUE(same_or_both_nan(detail::next_down(f), std::nextafter(f, -INFINITY))) << f;
+    EXPECT_TRUE(same_or_both_nan(detail::next_up(f), std::nextafter(f, INFINITY))) << f;
   }
 }
 
@@ -80,16 +77,16 @@ TEST(DirectedTwins, AddsMatchOnEveryPairOfEdges) {
   const auto v = edge_doubles();
   for (double a : v) {
     for (double b : v) {
-      EXPECT_TRUE(same(detail::add_down(a, b), add_down(a, b))) << a << " + " << b;
-      EXPECT_TRUE(same(detail::add_up(a, b), add_up(a, b))) << a << " + " << b;
+      EXPECT_TRUE(same_or_both_nan(detail::add_down(a, b), add_down(a, b))) << a << " + " << b;
+      EXPECT_TRUE(same_or_both_nan(detail::add_up(a, b), add_up(a, b))) << a << " + " << b;
     }
   }
 }
 
 TEST(DirectedTwins, ConversionsMatchOnEdges) {
   for (double x : edge_doubles()) {
-    EXPECT_TRUE(same(detail::f64_to_f32_down(x), f64_to_f32_down(x))) << x;
-    EXPECT_TRUE(same(detail::f64_to_f32_up(x), f64_to_f32_up(x))) << x;
+    EXPECT_TRUE(same_or_both_nan(detail::f64_to_f32_down(x), f64_to_f32_down(x))) << x;
+    EXPECT_TRUE(same_or_both_nan(detail::f64_to_f32_up(x), f64_to_f32_up(x))) << x;
   }
 }
 
@@ -119,13 +116,13 @@ TEST(DirectedTwins, RandomAddsAndConversionsMatch) {
         b = n(rng) * std::ldexp(1.0, shift(rng));
         break;
     }
-    mismatches += !same(detail::add_down(a, b), add_down(a, b));
-    mismatches += !same(detail::add_up(a, b), add_up(a, b));
+    mismatches += !same_or_both_nan(detail::add_down(a, b), add_down(a, b));
+    mismatches += !same_or_both_nan(detail::add_up(a, b), add_up(a, b));
     // Conversions: the raw values and values one f64 ulp beside an f32 value.
     const double near_f32 = static_cast<double>(static_cast<float>(a));
     for (double x : {a, b, near_f32, std::nextafter(near_f32, INFINITY), std::nextafter(near_f32, -INFINITY)}) {
-      mismatches += !same(detail::f64_to_f32_down(x), f64_to_f32_down(x));
-      mismatches += !same(detail::f64_to_f32_up(x), f64_to_f32_up(x));
+      mismatches += !same_or_both_nan(detail::f64_to_f32_down(x), f64_to_f32_down(x));
+      mismatches += !same_or_both_nan(detail::f64_to_f32_up(x), f64_to_f32_up(x));
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -165,11 +162,11 @@ TEST(Directed, BinadesFromTheBitsAreFrexpsOnes) {
   for (int i = 0; i < 1000000; ++i) values.push_back(std::bit_cast<double>(rng()));
   for (const double v : values) {
     const double want = (v > 0 && std::isfinite(v)) ? binade_by_frexp(v) : v;
-    ASSERT_TRUE(same(noise_magnitude(v, true), want)) << v;
-    ASSERT_TRUE(same(noise_magnitude(v, false), v)) << v;
+    ASSERT_TRUE(same_or_both_nan(noise_magnitude(v, true), want)) << v;
+    ASSERT_TRUE(same_or_both_nan(noise_magnitude(v, false), v)) << v;
     if (std::isnan(v) || v < 0) continue;  // spacing_of_type's argument is a magnitude
     for (const DType t : {DType::kF32, DType::kBf16, DType::kF16}) {
-      ASSERT_TRUE(same(spacing_of_type(v, t), spacing_by_frexp(v, t))) << v << " " << dtype_name(t);
+      ASSERT_TRUE(same_or_both_nan(spacing_of_type(v, t), spacing_by_frexp(v, t))) << v << " " << dtype_name(t);
     }
   }
 }

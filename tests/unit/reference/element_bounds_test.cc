@@ -16,15 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/same_bits.h"
+
 namespace ncert::reference {
 namespace {
 
-bool same(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-bool same(float a, float b) {
-  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
-}
+using ncert::testing::same_or_both_nan;
 
 /// One row of inputs, with every array the loop reads.
 struct Row {
@@ -175,15 +172,15 @@ TEST(ElementBounds, StepsGiveTheOneElementBitsForEveryArithmetic) {
           const std::string where = "element " + std::to_string(e) + " y " + std::to_string(row.y[e]) + " output " +
                                     std::string(dtype_name(a.output)) + " epilogue " +
                                     std::string(epilogue_name(a.epilogue));
-          ASSERT_TRUE(same(stepped.bound[e], one.bound[e])) << where;
-          ASSERT_TRUE(same(stepped.tier[e], one.tier[e])) << where;
-          ASSERT_TRUE(same(stepped.slack[e], one.slack[e])) << where;
-          ASSERT_TRUE(same(stepped.sigma[e], one.sigma[e])) << where;
-          ASSERT_TRUE(same(stepped.center[e], one.center[e])) << where;
-          ASSERT_TRUE(same(stepped.accept[e].lo, one.accept[e].lo)) << where;
-          ASSERT_TRUE(same(stepped.accept[e].hi, one.accept[e].hi)) << where;
-          ASSERT_TRUE(same(stepped.expect[e].lo, one.expect[e].lo)) << where;
-          ASSERT_TRUE(same(stepped.expect[e].hi, one.expect[e].hi)) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.bound[e], one.bound[e])) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.tier[e], one.tier[e])) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.slack[e], one.slack[e])) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.sigma[e], one.sigma[e])) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.center[e], one.center[e])) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.accept[e].lo, one.accept[e].lo)) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.accept[e].hi, one.accept[e].hi)) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.expect[e].lo, one.expect[e].lo)) << where;
+          ASSERT_TRUE(same_or_both_nan(stepped.expect[e].hi, one.expect[e].hi)) << where;
           ++compared;
         }
       }
