@@ -30,7 +30,10 @@ void element_bounds_one(const BoundTerms& terms, const ProjectionArithmetic& a, 
 
 bool element_bounds_vectorized(const ProjectionArithmetic& a) {
 #if defined(NCERT_DIRECTED_AVX512)
-  return a.output == DType::kF32 || a.output_rounding != OutputRounding::kAny;
+  // The output types round_out knows (the vector one would take any other type for f32, where
+  // the scalar one rounds it as f16): f32, and bf16 / f16 with a pinned rounding.
+  const bool narrow_type = a.output == DType::kBf16 || a.output == DType::kF16;
+  return a.output == DType::kF32 || (narrow_type && a.output_rounding != OutputRounding::kAny);
 #else
   (void)a;
   return false;
