@@ -1,7 +1,8 @@
-"""What the examples' scripts share around their kernels, in one copy: finding the ncert binary
-and the onnxruntime-node package, running ncert (`check` and any other verb) for its JSON report, the expectation
-each script prints and judges, the skip (exit 77) a missing prerequisite gives, and an output
-folder cleared only on --force.
+"""What the examples' scripts share around their kernels, in one copy: the options every script
+takes, finding the ncert binary and the onnxruntime-node package, running a job of ONNX Runtime
+calls in one node process, running ncert (`check` and any other verb) for its JSON report, the
+expectation each script prints and judges, the skip (exit 77) a missing prerequisite gives, and an
+output folder cleared only on --force.
 
 An example imports it with its own folder's parent on sys.path:
 
@@ -11,6 +12,7 @@ An example imports it with its own folder's parent on sys.path:
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
@@ -20,10 +22,25 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 kRepo = Path(__file__).resolve().parent.parent.parent
 kSkip = 77  # CTest's SKIP_RETURN_CODE for the examples
+
+
+def example_parser(doc: str, out_help: str, ort: bool = False) -> argparse.ArgumentParser:
+    """The options every example takes (--ncert, --out, --force; --ort-package where it runs ONNX
+    Runtime), described by the first paragraph of the script's docstring `doc`; a script adds its
+    own."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
+                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
+    p.add_argument("--out", type=Path, required=True, help=out_help)
+    if ort:
+        p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
+                       "(default: the one tools/install-npm-deps installs, installing it if absent)")
+    p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
+    return p
 
 
 def find_ncert(given) -> Optional[Path]:
@@ -64,6 +81,18 @@ def find_ort_package(given: Optional[Path]) -> Tuple[Optional[Path], str]:
     return pkg, ""
 
 
+def run_ort_job(script: Path, ort_package: Path, work: Path, calls: List[dict]) -> str:
+    """Runs `calls` in one node process (`node SCRIPT ORT_PACKAGE work/job.json`, a script built on
+    ort_job.js), which writes every call's outputs; returns onnxruntime-node's version. Raises
+    RuntimeError with the script's own error when it fails."""
+    job = work / "job.json"
+    job.write_text(json.dumps({"calls": calls}))
+    proc = subprocess.run(["node", str(script), str(ort_package), str(job)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{script.name} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["onnxruntime"]
+
+
 @dataclass
 class Expectation:
     what: str
@@ -101,6 +130,16 @@ def check(ncert: Path, dump: Path, reports: Path,
 def verdicts(report: dict) -> Dict[str, str]:
     """check id -> verdict, for the projections' checks."""
     return {c["id"]: c["verdict"] for c in report["checks"] if c["id"].startswith("projections/")}
+
+
+def failing(report: dict) -> List[str]:
+    """The ids of the projections' checks that FAIL, sorted."""
+    return sorted(i for i, verdict in verdicts(report).items() if verdict == "FAIL")
+
+
+def reason(report: dict, check_id: str) -> str:
+    """The reason the report gives for check `check_id` ('' when it has none)."""
+    return next((c.get("reason", "") for c in report["checks"] if c["id"] == check_id), "")
 
 
 def clean(out: Path, force: bool, outputs: Sequence[str]) -> bool:

@@ -13,13 +13,14 @@ Every array crossing this module is numpy: f16 as ``float16``, bf16 as ``uint16`
 
 from __future__ import annotations
 
-import json
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import List, Optional
 
 import numpy as np
+
+from harness import run_ort_job  # examples/common, on sys.path beside this folder
 
 
 def build_matmul_model(path: Path, w: np.ndarray, output: str, input_dtype: str = "f16") -> None:
@@ -90,13 +91,7 @@ class OrtRunner:
         return i
 
     def run(self) -> str:
-        job = self.work / "job.json"
-        job.write_text(json.dumps({"calls": self.calls}))
-        proc = subprocess.run(["node", str(Path(__file__).with_name("run_ort.js")),
-                               str(self.ort_package), str(job)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"run_ort.js failed (exit {proc.returncode}): {proc.stderr.strip()}")
-        self.version = json.loads(proc.stdout.strip().splitlines()[-1])["onnxruntime"]
+        self.version = run_ort_job(Path(__file__).with_name("run_ort.js"), self.ort_package, self.work, self.calls)
         return self.version
 
     def result(self, i: int, n: int) -> np.ndarray:

@@ -13,7 +13,6 @@ Without torch the bf16 dump is left out (said so), and the f16 checks still run.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import sys
 import time
@@ -29,18 +28,11 @@ sys.dont_write_bytecode = True  # the example runs from the source tree
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import Expectation, check, prepare_ort_example, verdicts  # noqa: E402
+from harness import Expectation, check, example_parser, failing, prepare_ort_example, reason, verdicts  # noqa: E402
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
-                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
-    p.add_argument("--out", type=Path, required=True, help="directory for models, dumps and reports")
-    p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
-                   "(default: the one tools/install-npm-deps installs, installing it if absent)")
-    p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
-    return p.parse_args(argv)
+    return example_parser(__doc__, "directory for models, dumps and reports", ort=True).parse_args(argv)
 
 
 def bias_evidence(report: dict, name: str) -> str:
@@ -66,7 +58,7 @@ def expect_pass(label: str, rc: int, report: Optional[dict], name: str) -> Expec
     want[f"projections/{name}/walk"] = "SKIP"
     want[f"projections/{name}/request-guards"] = "absent"
     wrong = {i: v.get(i, "absent") for i, verdict in want.items() if v.get(i, "absent") != verdict}
-    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    failed = failing(report)
     met = rc == 0 and not wrong and not failed
     detail = (f"exit {rc}; " + (f"{len(kPassing)} checks PASS, walk SKIP, request guards run" if met else
                                 f"unexpected: {wrong or ''} {failed or ''}")
@@ -78,10 +70,9 @@ def expect_fail(label: str, rc: int, report: Optional[dict], *meant: str) -> Exp
     """Exit 1, and the failing checks are exactly `meant` (every other check passes or skips)."""
     if report is None:
         return Expectation(label, False, f"no report (exit {rc})")
-    v = verdicts(report)
-    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    failed = failing(report)
     met = rc == 1 and failed == sorted(meant)
-    evidence = next((c.get("reason", "") for c in report["checks"] if c["id"] == meant[0]), "")
+    evidence = reason(report, meant[0])
     if meant[0].endswith("/bias"):
         evidence = bias_evidence(report, meant[0].split("/")[1])
     return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}"

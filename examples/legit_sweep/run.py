@@ -18,7 +18,6 @@ test suite reports a skip). Without torch its family is left out, with a printed
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -55,13 +54,7 @@ import harness  # noqa: E402
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
-                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
-    p.add_argument("--out", type=Path, required=True, help="directory for dumps and reports")
-    p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
-                   "(default: the one tools/install-npm-deps installs, installing it if absent)")
-    p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
+    p = harness.example_parser(__doc__, "directory for dumps and reports", ort=True)
     p.add_argument("--jobs", type=int, default=2, help="ncert checks run at once, one thread each "
                    "(default 2)")
     p.add_argument("--keep", action="store_true", help="keep every dump (default: a legitimate "

@@ -14,7 +14,6 @@ loadable (the test suite reports the example as skipped).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import List, Optional, Set, Tuple
@@ -32,7 +31,7 @@ except ImportError:  # run from a checkout: the package lives in python/
     sys.path.insert(0, str(kRepo / "python"))
 
 import openblas as ob_mod  # noqa: E402
-from harness import check, prepare_example, skip  # noqa: E402
+from harness import check, example_parser, prepare_example, skip  # noqa: E402
 from ncert_dump import DumpWriter, Segment, pack_rows, scatter_rows  # noqa: E402
 
 kSeed = 20261201
@@ -56,13 +55,9 @@ kOutputs = ("dumps", "reports")
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
-                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
-    p.add_argument("--out", type=Path, required=True, help="directory for dumps and reports")
+    p = example_parser(__doc__, "directory for dumps and reports")
     p.add_argument("--library", help="libopenblas.so.0 to load (default: Debian's openblas-pthread, "
                    "-serial or -openmp one, by its own path)")
-    p.add_argument("--force", action="store_true", help="replace dumps of an earlier run in --out")
     return p.parse_args(argv)
 
 

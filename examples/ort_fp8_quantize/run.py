@@ -12,9 +12,6 @@ with tools/install-npm-deps when absent; the reason is printed and the test suit
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,18 +34,12 @@ sys.dont_write_bytecode = True  # the example runs from the source tree
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import Expectation, check, prepare_ort_example, verdicts  # noqa: E402
+from harness import (Expectation, check, example_parser, failing, prepare_ort_example, reason,  # noqa: E402
+                     run_ort_job, verdicts)
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
-                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
-    p.add_argument("--out", type=Path, required=True, help="directory for models, dumps and reports")
-    p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
-                   "(default: the one tools/install-npm-deps installs, installing it if absent)")
-    p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
-    return p.parse_args(argv)
+    return example_parser(__doc__, "directory for models, dumps and reports", ort=True).parse_args(argv)
 
 
 class OrtRunner:
@@ -71,22 +62,12 @@ class OrtRunner:
         return i
 
     def run(self) -> str:
-        job = self.work / "job.json"
-        job.write_text(json.dumps({"calls": self.calls}))
-        proc = subprocess.run(["node", str(kHere / "run_ort.js"), str(self.package), str(job)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"run_ort.js failed: {proc.stderr.strip()}")
-        return json.loads(proc.stdout)["onnxruntime"]
+        return run_ort_job(kHere / "run_ort.js", self.package, self.work, self.calls)
 
     def out(self, i: int, name: str, cols: int):
         import numpy as np
 
         return np.fromfile(self.calls[i]["outputs"][name], np.float32).reshape(-1, cols)
-
-
-def reason(report: dict, check_id: str) -> str:
-    return next((c.get("reason", "") for c in report["checks"] if c["id"] == check_id), "")
 
 
 kPassing = ("geometry", "identity", "untouched", "bound", "signature", "variance", "quantize", "vacuity")
@@ -100,7 +81,7 @@ def expect_pass(label: str, rc: int, report: Optional[dict], name: str) -> Expec
     want = {f"projections/{name}/{kind}": "PASS" for kind in kPassing}
     want[f"projections/{name}/walk"] = "SKIP"
     wrong = {i: v.get(i, "absent") for i, verdict in want.items() if v.get(i, "absent") != verdict}
-    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    failed = failing(report)
     met = rc == 0 and not wrong and not failed
     return Expectation(label, met, f"exit {rc}; " + (f"{', '.join(kPassing)} PASS, walk SKIP" if met
                                                      else f"unexpected: {wrong or ''} {failed or ''}"))
@@ -110,7 +91,7 @@ def expect_fail(label: str, rc: int, report: Optional[dict], meant: List[str]) -
     """Exit 1, and the failing checks are exactly `meant`."""
     if report is None:
         return Expectation(label, False, f"no report (exit {rc})")
-    failed = sorted(i for i, verdict in verdicts(report).items() if verdict == "FAIL")
+    failed = failing(report)
     met = rc == 1 and failed == sorted(meant)
     evidence = "\n      ".join(f"{m}: {reason(report, m)[:300]}" for m in meant)
     return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}\n      {evidence}")

@@ -8,8 +8,6 @@ as the AF4 zero-point segment the model holds, code for code (model.py).
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -19,6 +17,8 @@ import numpy as np
 from ncert_dump import DumpWriter, Segment
 from ncert_dump.af4 import pack_zero_points, unpack_codes
 from ncert_dump.packing import scatter_rows
+
+from harness import run_ort_job  # examples/common, on sys.path beside this folder
 
 import model
 
@@ -95,13 +95,7 @@ class OrtRunner:
         return i
 
     def run(self) -> None:
-        job = self.work / "job.json"
-        job.write_text(json.dumps({"calls": self.calls}))
-        proc = subprocess.run(["node", str(Path(__file__).with_name("run_ort.js")),
-                               str(self.ort_package), str(job)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"run_ort.js failed (exit {proc.returncode}): {proc.stderr.strip()}")
-        self.version = json.loads(proc.stdout.strip().splitlines()[-1])["onnxruntime"]
+        self.version = run_ort_job(Path(__file__).with_name("run_ort.js"), self.ort_package, self.work, self.calls)
 
     def y(self, i: int, n: int) -> np.ndarray:
         call = self.calls[i]

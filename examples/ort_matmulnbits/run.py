@@ -11,7 +11,6 @@ tools/install-npm-deps when absent; the reason is printed and the test suite rep
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -30,18 +29,11 @@ except ImportError:
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import Expectation, check, prepare_ort_example, verdicts  # noqa: E402
+from harness import Expectation, check, example_parser, failing, prepare_ort_example, reason, verdicts  # noqa: E402
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
-                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
-    p.add_argument("--out", type=Path, required=True, help="directory for models, dumps and reports")
-    p.add_argument("--ort-package", type=Path, help="the onnxruntime-node package directory "
-                   "(default: the one tools/install-npm-deps installs, installing it if absent)")
-    p.add_argument("--force", action="store_true", help="replace the files of an earlier run in --out")
-    return p.parse_args(argv)
+    return example_parser(__doc__, "directory for models, dumps and reports", ort=True).parse_args(argv)
 
 
 def expect_pass(label: str, rc: int, report: Optional[dict], names: List[str], walk: str,
@@ -53,7 +45,7 @@ def expect_pass(label: str, rc: int, report: Optional[dict], names: List[str], w
             for kind in ("geometry", "identity", "bound", "signature", "variance", "untouched", "vacuity") + extra}
     want.update({f"projections/{n}/walk": walk for n in names})
     wrong = {i: v.get(i, "absent") for i, verdict in want.items() if v.get(i) != verdict}
-    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    failed = failing(report)
     met = rc == 0 and not wrong and not failed
     detail = f"exit {rc}; " + (f"{len(want)} checks as expected (walk {walk})" if met else
                                f"unexpected: {wrong or ''} {failed or ''}")
@@ -66,10 +58,9 @@ def expect_fail(label: str, rc: int, report: Optional[dict], meant: str,
     planted fault necessarily moves too); the rest pass or skip."""
     if report is None:
         return Expectation(label, False, f"no report (exit {rc})")
-    v = verdicts(report)
-    failed = sorted(i for i, verdict in v.items() if verdict == "FAIL")
+    failed = failing(report)
     met = rc == 1 and meant in failed and set(failed) <= {meant, *consequent}
-    evidence = next((c.get("reason", "") for c in report["checks"] if c["id"] == meant), "")
+    evidence = reason(report, meant)
     return Expectation(label, met, f"exit {rc}; failing: {', '.join(failed) or 'none'}"
                        + (f"\n      {evidence}" if evidence else ""))
 

@@ -11,7 +11,6 @@ torch is not installed (the test suite reports the example as skipped).
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import time
@@ -35,18 +34,14 @@ except ImportError:  # run from a checkout: the package lives in python/
     sys.path.insert(0, str(kRepo / "python"))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import find_ncert  # noqa: E402
+from harness import example_parser, find_ncert  # noqa: E402
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ncert", type=Path, help="the ncert binary (default: $NCERT_BINARY, else "
-                   "build/release/certify/ncert of this checkout, else ncert on PATH)")
-    p.add_argument("--out", type=Path, required=True, help="directory for dumps and reports")
+    p = example_parser(__doc__, "directory for dumps and reports")
     p.add_argument("--small", action="store_true",
                    help="the test-suite size: vocab 512, hidden 128, 2 layers, 8 new tokens")
     p.add_argument("--seed", type=int, default=kSeed, help=f"model and prompt seed (default {kSeed})")
-    p.add_argument("--force", action="store_true", help="replace dumps of an earlier run in --out")
     return p.parse_args(argv)
 
 
