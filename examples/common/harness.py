@@ -20,6 +20,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -98,6 +99,16 @@ class Expectation:
     what: str
     met: bool
     detail: str
+
+
+def judge(results: Sequence[Expectation], start: float) -> int:
+    """Prints every expectation, met or not, and how many were met since `start` (time.monotonic);
+    the example's exit code: 1 when one is not met, else 0."""
+    for r in results:
+        print(f"{'ok      ' if r.met else 'NOT MET '} {r.what}\n      {r.detail}")
+    unmet = sum(not r.met for r in results)
+    print(f"{len(results) - unmet} of {len(results)} expectations met ({time.monotonic() - start:.1f} s)")
+    return 1 if unmet else 0
 
 
 def run_ncert(ncert: Path, verb: str, args: Sequence[str], report: Path, cwd: Path,

@@ -28,7 +28,8 @@ sys.dont_write_bytecode = True  # the example runs from the source tree
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import Expectation, check, example_parser, failing, prepare_ort_example, reason, verdicts  # noqa: E402
+from harness import (Expectation, check, example_parser, failing, judge, prepare_ort_example, reason,  # noqa: E402
+                     verdicts)
 
 
 def parse_args(argv):
@@ -187,12 +188,7 @@ def main(argv) -> int:
                                    rc, rep, "torch_linear"))
     else:
         print(f"torch_bf16.h5 not written: {why_no_torch}")
-    for r in results:
-        print(f"{'ok      ' if r.met else 'NOT MET '} {r.what}\n      {r.detail}")
-    failed = [r for r in results if not r.met]
-    print(f"{len(results) - len(failed)} of {len(results)} expectations met "
-          f"({time.monotonic() - start:.1f} s)")
-    return 1 if failed else 0
+    return judge(results, start)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True  # the example runs from the source tree
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import (Expectation, check, example_parser, failing, prepare_ort_example, reason,  # noqa: E402
+from harness import (Expectation, check, example_parser, failing, judge, prepare_ort_example, reason,  # noqa: E402
                      run_ort_job, verdicts)
 
 
@@ -217,12 +217,7 @@ def main(argv) -> int:
     rc, rep = check(ncert, out / "fault_code.h5", reports)
     results.append(expect_fail("fault_code.h5 (one code one FP8 step off): FAIL quantize alone",
                                rc, rep, ["projections/fp8_e4m3/quantize"]))
-    for r in results:
-        print(f"{'ok      ' if r.met else 'NOT MET '} {r.what}\n      {r.detail}")
-    failed = [r for r in results if not r.met]
-    print(f"{len(results) - len(failed)} of {len(results)} expectations met "
-          f"({time.monotonic() - start:.1f} s)")
-    return 1 if failed else 0
+    return judge(results, start)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ except ImportError:
 sys.path.insert(0, str(kHere))
 sys.path.insert(0, str(kHere.parent / "common"))
 
-from harness import Expectation, check, example_parser, failing, prepare_ort_example, reason, verdicts  # noqa: E402
+from harness import (Expectation, check, example_parser, failing, judge, prepare_ort_example, reason,  # noqa: E402
+                     verdicts)
 
 
 def parse_args(argv):
@@ -125,12 +126,7 @@ def main(argv) -> int:
                                "projections/b32/quantize",
                                consequent=("projections/b32/bound", "projections/b32/signature",
                                            "projections/b32/variance")))
-    for r in results:
-        print(f"{'ok      ' if r.met else 'NOT MET '} {r.what}\n      {r.detail}")
-    failed = [r for r in results if not r.met]
-    print(f"{len(results) - len(failed)} of {len(results)} expectations met "
-          f"({time.monotonic() - start:.1f} s)")
-    return 1 if failed else 0
+    return judge(results, start)
 
 
 if __name__ == "__main__":
