@@ -502,17 +502,20 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
                            "splitk:4:seq/promote:8:14:rne", "lanes:8:butterfly(4,1,2):fma"}) {
     // Register blocks of 4 and 8 rows (AVX-512), 8 rows and a 3-row tail; 37 rows cross a panel
     // of 32 rows (walk_rows_block reads each weight panel for 32 rows at a time).
-    for (const Index m : {3, 6, 11, 37}) {
-      SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows");
+    // Blocks of 20 columns: one 16-column weight panel and a narrower one (4 and 1 columns); of
+    // 56: a pair of panels (part_8x32), a single one and 8 columns, then 37: a pair and 5.
+    for (const auto& [m, block_cols] :
+         {std::pair<Index, Index>{3, 20}, {6, 20}, {11, 20}, {37, 20}, {6, 56}, {11, 56}, {37, 56}}) {
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows, blocks of " + std::to_string(block_cols));
       testing::ProblemOptions o;
       o.m = m;
       o.k = 96;
       o.x_dtype = DType::kF32;
       o.walk = name;
-      o.segments = {{WeightFormat::kF32, 37, {}}};  // 37 columns: a 16-wide block tail
+      o.segments = {{WeightFormat::kF32, 93, {}}};  // 93 columns: a block of 56 and one of 37
       auto p = testing::make_problem(o);
       ReferenceOptions ro;
-      ro.block_cols = 20;  // blocks of one 16-column weight panel and a narrower one (4 and 1 columns)
+      ro.block_cols = block_cols;
       auto r = compute_reference(p->problem, ro);
       ASSERT_TRUE(r.ok()) << r.status().to_string();
       const KWalk& kw = p->problem.walk;
