@@ -125,7 +125,8 @@ struct BlockWeightFacts {
   Index nonfinite = 0;
   Index first_nonfinite = -1;
   bool all_zero = true;
-  Index ambiguous = 0;  ///< weights whose two allowed kernel values differ (dequant_op = either)
+  Index ambiguous = 0;           ///< weights whose two allowed kernel values differ (dequant_op = either)
+  bool kernel_is_exact = false;  ///< every row's WeightRowFacts::kernel_is_exact (with the walk's weights)
 };
 
 /// Decodes the block's weight rows [j0, j0 + w): exact values and f32 charged magnitudes (rows
@@ -135,6 +136,7 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
                               bool walk, BlockScratch& t) {
   const Index K = p.weights->k;
   BlockWeightFacts facts;
+  facts.kernel_is_exact = walk;
   for (Index jj = 0; jj < w; ++jj) {
     detail::WeightRowOut out;
     out.exact = t.w_exact.data() + jj * K;
@@ -146,6 +148,7 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
     facts.nonfinite += row.nonfinite;
     facts.ambiguous += row.ambiguous;
     if (!row.all_zero) facts.all_zero = false;
+    facts.kernel_is_exact = facts.kernel_is_exact && row.kernel_is_exact;
     t.a_l1[jj] = inflate_s(row.l1, K);
     if (walk && (jj % detail::kTransposeRows == detail::kTransposeRows - 1 || jj == w - 1)) {
       // Up to 16 rows at once, into their own panel of w_kernel (walk_rows_block's layout: K x
@@ -255,9 +258,14 @@ std::unique_ptr<detail::PackedActivations> pack_for_y_star(Activations& x, Index
   return packed;
 }
 
+/// `from_panels`: the block's exact weights are its walk weights widened (BlockWeightFacts::
+/// kernel_is_exact), so Eigen's blocks of them may be packed from the walk's panels.
 void block_y_star(const detail::PackedActivations* packed, const Activations& x, Index M, Index K, Index w,
-                  BlockScratch& t) {
-  if (packed && packed->covers(w)) {
+                  bool from_panels, BlockScratch& t) {
+  const detail::F32Panels panels{t.w_kernel.data(), w, K};
+  if (packed && from_panels && detail::packs_from_panels(*packed, panels)) {
+    detail::gemm_abt(*packed, panels, t.y.data());
+  } else if (packed && packed->covers(w)) {
     detail::gemm_abt(*packed, t.w_exact.data(), w, t.y.data());
   } else {
     detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
@@ -425,7 +433,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       // The GEMMs run on this thread (Eigen does not parallelize inside an active region),
       // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
-      block_y_star(x_packed.get(), x, M, K, w, t);
+      block_y_star(x_packed.get(), x, M, K, w, f.kernel_is_exact, t);
       block_s(p, x, j0, w, inflation, instruction, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both

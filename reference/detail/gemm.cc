@@ -1,6 +1,9 @@
 #include "reference/detail/gemm.h"
 
 #include <Eigen/Core>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -192,20 +195,21 @@ bool PackedActivations::covers(Index block_rows) const {
          depth_and_column_blocks(p.m, p.k, block_rows) == std::pair<Index, Index>{p.packing.kc, p.packing.nc};
 }
 
-void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c) {
-  const Index m = a.impl_->m, k = a.impl_->k;
-  const Packing& p = a.impl_->packing;
+namespace {
+
+/// The sequential loop of general_matrix_matrix_product (see above) for C = A B^T with A packed
+/// and B's blocks packed by pack_b(block, i2, rows, k2, depth) as gemm_pack_lhs packs them.
+template <typename PackB>
+void gemm_packed(const PackedActivations::Impl& a, Index n, double* c, PackB&& pack_b) {
+  const Index m = a.m, k = a.k;
+  const Packing& p = a.packing;
   const Blocking blocking(m, n, k, 1, true);  // once: covers() would compute it again
   const bool packed_alike = depth_and_column_blocks(blocking, m) == std::pair<Index, Index>{p.kc, p.nc};
   NCERT_ASSERT(runs_gemm(m, k, n) && packed_alike, "activations not packed for this product's blocking");
   const Index mc = std::min(n, blocking.mc());
   thread_local PackingBuffers<double> buffers;
   double* block_a = buffers.a(mc * p.kc);
-  Eigen::internal::gemm_pack_lhs<double, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
-                                 typename Traits::LhsPacket4Packing, Eigen::RowMajor>
-      pack_lhs;
   Eigen::internal::gebp_kernel<double, double, Index, ResMapper, Traits::mr, Traits::nr, false, false> gebp;
-  const LhsMapper lhs(b, k);
   const ResMapper res(c, n, 1);
   std::fill(c, c + m * n, 0.0);
   for (Index i2 = 0; i2 < n; i2 += mc) {
@@ -213,13 +217,77 @@ void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c) {
     std::size_t panel = 0;
     for (Index k2 = 0; k2 < k; k2 += p.kc) {
       const Index actual_kc = std::min(k2 + p.kc, k) - k2;
-      pack_lhs(block_a, lhs.getSubMapper(i2, k2), actual_kc, actual_mc);
+      pack_b(block_a, i2, actual_mc, k2, actual_kc);
       for (Index j2 = 0; j2 < m; j2 += p.nc, ++panel) {
         const Index actual_nc = std::min(j2 + p.nc, m) - j2;
         gebp(res.getSubMapper(i2, j2), block_a, p.data.data() + p.offset[panel], actual_mc, actual_kc, actual_nc, 1.0);
       }
     }
   }
+}
+
+/// Whether Eigen packs f64 lhs blocks in panels of 24, 16 and 8 rows (8-double packets: AVX-512),
+/// the panels pack_lhs_from_panels writes.
+constexpr bool kPanelPacking = Traits::mr == 24 && Traits::LhsProgress == 8;
+
+/// 8 floats widened into 8 doubles.
+inline void widen8(const float* src, double* dst) {
+#if defined(__AVX512F__)
+  _mm512_storeu_pd(dst, _mm512_cvtps_pd(_mm256_loadu_ps(src)));
+#else
+  for (int r = 0; r < 8; ++r) dst[r] = src[r];
+#endif
+}
+
+}  // namespace
+
+void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c) {
+  Eigen::internal::gemm_pack_lhs<double, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
+                                 typename Traits::LhsPacket4Packing, Eigen::RowMajor>
+      pack_lhs;
+  const LhsMapper lhs(b, a.impl_->k);
+  gemm_packed(*a.impl_, n, c, [&](double* block, Index i2, Index rows, Index k2, Index depth) {
+    pack_lhs(block, lhs.getSubMapper(i2, k2), depth, rows);
+  });
+}
+
+void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, double* block) {
+  NCERT_ASSERT(rows % 8 == 0 && i0 % 8 == 0 && i0 + rows <= b.n && k0 + depth <= b.k, "panels packed out of range");
+  // gemm_pack_lhs with Pack1 = mr = 3 packets, Pack2 = one: panels of mr rows while mr remain,
+  // then of 2 packets, then of 1 (its half- and quarter-packet panels and single rows take
+  // what a multiple of 8 never leaves).
+  NCERT_ASSERT(kPanelPacking, "Eigen's f64 lhs panels are not of 24, 16 and 8 rows here");
+  const Index full = b.n - b.n % 16;
+  Index i = 0;
+  double* out = block;
+  for (const Index pack : {Index{24}, Index{16}, Index{8}}) {
+    for (; i + pack <= rows; i += pack) {
+      // Each group of 8 rows: 8 consecutive floats a k step, in its 16-row panel or the tail.
+      const float* src[3];
+      Index step[3];
+      for (Index g = 0; g < pack / 8; ++g) {
+        const Index r = i0 + i + 8 * g;
+        const Index p0 = r - r % 16, width = r < full ? 16 : b.n - full;
+        src[g] = b.data + p0 * b.k + k0 * width + (r - p0);
+        step[g] = width;
+      }
+      for (Index kk = 0; kk < depth; ++kk) {
+        for (Index g = 0; g < pack / 8; ++g) widen8(src[g] + kk * step[g], out + 8 * g);
+        out += pack;
+      }
+    }
+  }
+}
+
+bool packs_from_panels(const PackedActivations& a, const F32Panels& b) {
+  return kPanelPacking && b.n % 8 == 0 && b.k == a.impl_->k && a.covers(b.n);
+}
+
+void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c) {
+  NCERT_ASSERT(packs_from_panels(a, b), "weights not packable from their panels");
+  gemm_packed(*a.impl_, b.n, c, [&](double* block, Index i2, Index rows, Index k2, Index depth) {
+    pack_lhs_from_panels(b, i2, rows, k2, depth, block);
+  });
 }
 
 void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, double* c) {

@@ -22,6 +22,8 @@ void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* 
 /// reference makes one product per block of weight rows (129 blocks of 128 at N 16,480), and
 /// Eigen packed the same activations (5 MB at M 128, K 5,120) in each, 6 % of the reference's
 /// time. Read-only once made: any thread may use it.
+struct F32Panels;
+
 class PackedActivations {
  public:
   /// Packed for products with blocks of `block_rows` weight rows, and of any other width Eigen
@@ -45,10 +47,35 @@ class PackedActivations {
   explicit PackedActivations(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   friend void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c);
+  friend void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c);
+  friend bool packs_from_panels(const PackedActivations& a, const F32Panels& b);
 };
 
 /// C[m x n] = A * B[n x k]^T for A packed, m x k: the bits of gemm_abt(a, m, k, b, n, c), for
 /// any n it covers().
 void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c);
+
+/// B's n rows of k floats in the walk's panels (walk_rows_block's layout, reference/linear.cc):
+/// the rows from p0 = 16 q on are a panel of k x min(16, n - p0) floats at data + p0 k, its row
+/// j's element c at data[p0 k + c min(16, n - p0) + j - p0].
+struct F32Panels {
+  const float* data = nullptr;
+  Index n = 0, k = 0;
+};
+
+/// Whether gemm_abt(a, b, c) may be called: `a` covers() b.n, and b.n is a multiple of 8 (its
+/// rows then pack in groups of 8 consecutive floats a k step).
+bool packs_from_panels(const PackedActivations& a, const F32Panels& b);
+
+/// C = A * B^T for B the f64 values of `b`'s floats: the bits of gemm_abt(a, w, b.n, c) for w
+/// those values row-major. Eigen's packing of w transposes a block of f64 rows (24 at a time)
+/// read back from L3, 10 % of a 4-bit check's CPU (M 32, K 5,120, N 16,480); here each k step
+/// of 8 rows is 8 consecutive floats of a panel, widened into the same packed block.
+void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c);
+
+/// Packs rows [i0, i0 + rows) and k [k0, k0 + depth) of `b` as Eigen's gemm_pack_lhs packs the
+/// row-major f64 values of those rows for gebp (panels of 24 rows, then 16, then 8; each k step
+/// of a panel its rows' values in order). rows a multiple of 8, i0 too. Exposed for its test.
+void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, double* block);
 
 }  // namespace ncert::reference::detail

@@ -63,6 +63,7 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
   facts.l1 = l1;
   facts.nonfinite = nonfinite;
   facts.all_zero = nonzero == 0;
+  facts.kernel_is_exact = out.kernel && nonfinite == 0;  // exact is the f32 value, kernel its narrowing
   if (nonfinite > 0) {
     for (Index c = 0; c < k; ++c) {
       if (!std::isfinite(out.exact[c])) {
@@ -444,6 +445,7 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
   const Index k = v.k, gs = v.layout.group_size, groups = k / gs;
   const std::uint8_t* row_codes = v.codes + row * (k / 2);
   WeightRowFacts facts;
+  facts.kernel_is_exact = out.kernel != nullptr;
   RowAccumulator acc;
   CodeTable t;
 #if defined(__AVX512F__)
@@ -473,6 +475,15 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
     }
 #endif
     fill_table(v, row, g, activation, t);
+    if (facts.kernel_is_exact) {
+      // Each code's exact value its kernel weight widened (a NaN never: its bits need not agree).
+      std::uint32_t differ = 0;
+      for (int q = 0; q < 16; ++q) {
+        differ |= static_cast<std::uint32_t>(std::bit_cast<std::uint64_t>(t.exact[q]) !=
+                                             std::bit_cast<std::uint64_t>(static_cast<double>(t.kernel[q])));
+      }
+      facts.kernel_is_exact = differ == 0 && t.nonfinite_mask == 0;
+    }
     acc.present = 0;
 #if defined(__AVX512F__)
     const bool vector = gs % 16 == 0;
@@ -505,6 +516,8 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
     for (int l = 0; l < w; ++l) acc.l1[l] += acc.l1[l + w];
   }
   facts.l1 = acc.l1[0];
+  // The zero-point groups' exact values are their kernel weights widened (decode_sub_mul_vector).
+  if (facts.nonfinite > 0) facts.kernel_is_exact = false;
   return facts;
 }
 

@@ -32,6 +32,10 @@ struct WeightRowFacts {
   Index first_nonfinite = -1;  ///< column of the first of them
   Index ambiguous = 0;         ///< weights with a nonzero spread (two allowed kernel values)
   bool all_zero = true;        ///< every exact value is +-0
+  /// Every weight is finite and its exact value is its kernel weight widened, bit for bit (set
+  /// only where `kernel` was asked for; false where the decoder does not tell). y* may then take
+  /// its f64 weights from the walk's f32 ones (reference/linear.cc).
+  bool kernel_is_exact = false;
 };
 
 /// True when some weight of the segment can have two allowed kernel values (AF4 f32/output

@@ -3,16 +3,21 @@
 // bits for every shape, the GEMM's and those Eigen evaluates otherwise (tiny, one row or one
 // column), in f64 and f32, with buffers grown and reused across shapes, on two threads at once;
 // and the same bits from activations packed once (PackedActivations) for every block width it
-// covers, shared by two threads.
+// covers, shared by two threads; weight blocks packed from the walk's f32 panels
+// (pack_lhs_from_panels) hold the values Eigen's own packing of their f64 rows holds, in its
+// places, and their products Eigen's bits.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -222,6 +227,107 @@ TEST(GemmTest, TwoThreadsShareOnePacking) {
   }
   ASSERT_EQ(team, 2) << "OpenMP gave one thread: nothing ran concurrently";
   EXPECT_EQ(differ, 0);
+}
+
+// ---- weight blocks packed from the walk's panels ------------------------------------------------
+
+/// n rows of k floats in the walk's panel layout (gemm.h F32Panels), and the same values
+/// row-major in f64; with NaN-free values of every binade the widening keeps.
+struct PanelWeights {
+  std::vector<float> panels;
+  std::vector<double> rows;
+  Index n, k;
+  detail::F32Panels view() const { return {panels.data(), n, k}; }
+};
+
+PanelWeights panel_weights(Index n, Index k, std::mt19937_64& rng) {
+  PanelWeights w{std::vector<float>(static_cast<std::size_t>(n * k)),
+                 std::vector<double>(static_cast<std::size_t>(n * k)), n, k};
+  std::normal_distribution<float> value(0, 1);
+  std::uniform_int_distribution<int> binade(-140, 100);
+  for (Index j = 0; j < n; ++j) {
+    const Index p0 = j - j % 16, width = std::min<Index>(16, n - p0);
+    for (Index c = 0; c < k; ++c) {
+      const float v = std::ldexp(value(rng), binade(rng));  // subnormals among them
+      w.panels[static_cast<std::size_t>(p0 * k + c * width + j - p0)] = v;
+      w.rows[static_cast<std::size_t>(j * k + c)] = v;
+    }
+  }
+  return w;
+}
+
+TEST(GemmTest, PanelsPackAsEigenPacksTheirRows) {
+  using Traits = Eigen::internal::gebp_traits<double, double>;
+  if constexpr (Traits::mr != 24 || Traits::LhsProgress != 8) {
+    GTEST_SKIP() << "Eigen's f64 lhs panels are not of 24, 16 and 8 rows on this build (no AVX-512)";
+  } else {
+    using LhsMapper = Eigen::internal::const_blas_data_mapper<double, Index, Eigen::RowMajor>;
+    Eigen::internal::gemm_pack_lhs<double, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
+                                   typename Traits::LhsPacket4Packing, Eigen::RowMajor>
+        pack_lhs;
+    std::mt19937_64 rng(23);
+    // Widths with every mix of 24-, 16- and 8-row panels and a narrower last walk panel (8 of
+    // 16 rows: 40, 136, 200); sub-blocks starting anywhere a multiple of 8, at any depth.
+    for (const Index n : {8, 16, 24, 32, 40, 48, 56, 128, 136, 200}) {
+      for (const Index k : {1, 7, 64, 301}) {
+        const PanelWeights w = panel_weights(n, k, rng);
+        const LhsMapper lhs(w.rows.data(), k);
+        for (const Index i0 : {Index{0}, Index{8}, n / 16 * 8}) {
+          for (const Index k0 : {Index{0}, k / 3}) {
+            const Index rows = (n - i0) / 8 * 8, depth = k - k0;
+            if (rows == 0 || depth == 0) continue;
+            SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " rows " + std::to_string(i0) + "+" +
+                         std::to_string(rows) + " k " + std::to_string(k0) + "+" + std::to_string(depth));
+            // Aligned as Eigen's packing buffers are: gemm_pack_lhs stores whole aligned packets.
+            std::vector<double, Eigen::aligned_allocator<double>> eigen(static_cast<std::size_t>(rows * depth), -1.0),
+                ours(eigen.size(), -2.0);
+            pack_lhs(eigen.data(), lhs.getSubMapper(i0, k0), depth, rows);
+            detail::pack_lhs_from_panels(w.view(), i0, rows, k0, depth, ours.data());
+            Index differ = 0;
+            for (std::size_t e = 0; e < eigen.size(); ++e) {
+              differ += std::bit_cast<std::uint64_t>(eigen[e]) != std::bit_cast<std::uint64_t>(ours[e]);
+            }
+            EXPECT_EQ(differ, 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmTest, ProductsFromPanelsGiveEigensOwnProductBitForBit) {
+  const SerialEigen serial;
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::mt19937_64 rng(29);
+  std::normal_distribution<double> value(0, 1);
+  Index products = 0;
+  for (const auto& [m, k, n] : {Shape{32, 5120, 128}, Shape{33, 1000, 136}, Shape{7, 96, 16}, Shape{128, 700, 40}}) {
+    RowMatrix a(m, k), eigen(m, n), ours(m, n);
+    for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
+    const auto packed = detail::PackedActivations::pack(a.data(), m, k, n);
+    ASSERT_TRUE(packed);
+    const PanelWeights w = panel_weights(n, k, rng);
+    if (!detail::packs_from_panels(*packed, w.view())) continue;  // no AVX-512: Eigen packs the rows
+    const Eigen::Map<const RowMatrix> b(w.rows.data(), n, k);
+    eigen.noalias() = a * b.transpose();
+    ours.setConstant(7.0);
+    detail::gemm_abt(*packed, w.view(), ours.data());
+    Index differ = 0;
+    for (Index i = 0; i < eigen.size(); ++i) {
+      differ += std::bit_cast<std::uint64_t>(eigen.data()[i]) != std::bit_cast<std::uint64_t>(ours.data()[i]);
+    }
+    EXPECT_EQ(differ, 0) << m << " x " << k << " x " << n;
+    ++products;
+  }
+#if defined(__AVX512F__)
+  EXPECT_EQ(products, 4);
+#endif
+  // Not a multiple of 8 rows: left to Eigen's packing.
+  const std::vector<double> a(std::size_t{64} * 30, 1.0);
+  const auto packed = detail::PackedActivations::pack(a.data(), 64, 30, 20);
+  ASSERT_TRUE(packed);
+  const std::vector<float> panels(std::size_t{20} * 30, 1.0f);
+  EXPECT_FALSE(detail::packs_from_panels(*packed, {panels.data(), 20, 30}));
 }
 
 }  // namespace

@@ -69,6 +69,13 @@ void compare_all_rows(const OwnedProblem& p, const std::string& what) {
     EXPECT_EQ(facts.first_nonfinite, first) << what << " row " << j;
     EXPECT_EQ(facts.ambiguous, ambiguous) << what << " row " << j;
     EXPECT_EQ(facts.all_zero, all_zero) << what << " row " << j;
+    if (facts.kernel_is_exact) {
+      // y* then takes its weights from the walk's (reference/linear.cc): bit for bit the same.
+      for (Index c = 0; c < K; ++c) {
+        ASSERT_TRUE(same_bits(exact[c], static_cast<double>(kernel[c])) && std::isfinite(exact[c]))
+            << what << " row " << j << " col " << c;
+      }
+    }
     // l1 is summed in another order: equal up to f64 rounding of K non-negative terms.
     EXPECT_NEAR(facts.l1, l1, 2.0 * static_cast<double>(K) * 0x1p-53 * l1) << what << " row " << j;
   }
@@ -103,6 +110,68 @@ TEST(WeightRows, DenseRowsMatchTheDecoderIncludingSpecialValues) {
       compare_all_rows(*p, std::string(weight_format_name(f)));
     }
   }
+}
+
+/// Whether every row of the problem's weights reports kernel_is_exact, with and without the
+/// kernel weights asked for.
+std::pair<bool, bool> kernel_is_exact(const OwnedProblem& p) {
+  const Weights& W = p.weights;
+  detail::WeightRowDecoder decoder(W, p.problem.x.dtype);
+  std::vector<double> exact(W.k), spread(W.k);
+  std::vector<float> kernel(W.k), mag(W.k);
+  bool with = true, without = false;
+  for (Index j = 0; j < W.n; ++j) {
+    with = with && decoder.decode(j, {exact.data(), mag.data(), spread.data(), kernel.data()}).kernel_is_exact;
+    without = without || decoder.decode(j, {exact.data(), mag.data(), spread.data(), nullptr}).kernel_is_exact;
+  }
+  return {with, without};
+}
+
+TEST(WeightRows, KernelWeightsServeAsExactOnesWhereTheyAre) {
+  // f32 and bf16 rows (f16 rows are widened to f32 ones first); 4-bit zero points dequantized in f32 (MatMulNBits: both
+  // the vector sub-mul path and, at group 20, the table); AF4 affine with bf16 scales and f32 dequantization (s q + b
+  // exact in f32 for bf16 s and 4-bit q: the table path). Never without kernel weights.
+  std::vector<std::pair<std::string, ProblemOptions>> yes;
+  for (const WeightFormat f : {WeightFormat::kF32, WeightFormat::kBf16}) {
+    ProblemOptions o;
+    o.k = 80;
+    o.segments = {{f, 5, {}}};
+    yes.emplace_back(weight_format_name(f), o);
+  }
+  for (const Index group : {Index{32}, Index{20}}) {
+    SegmentSpec s = af4_segment(3, Dequant::kF32, DType::kF32, group, DequantOp::kSubMul);
+    s.af4.variant = Af4Variant::kZeroPoint;
+    ProblemOptions o;
+    o.k = 4 * group;
+    o.x_dtype = DType::kF32;
+    o.segments = {s};
+    yes.emplace_back("zero-point group " + std::to_string(group), o);
+  }
+  ProblemOptions affine;
+  affine.k = 128;
+  affine.segments = {af4_segment(3, Dequant::kF32, DType::kBf16, 64, DequantOp::kMulAdd)};
+  yes.emplace_back("af4 affine bf16 scales", affine);
+  for (const auto& [what, o] : yes) {
+    auto p = make_problem(o);
+    EXPECT_EQ(kernel_is_exact(*p), std::make_pair(true, false)) << what;
+    compare_all_rows(*p, what);
+  }
+  // Exact dequantization of f32 scales: s (q - zp) in f64 is rarely an f32 number.
+  SegmentSpec s = af4_segment(3, Dequant::kExact, DType::kF32, 32, DequantOp::kSubMul);
+  s.af4.variant = Af4Variant::kZeroPoint;
+  ProblemOptions o;
+  o.k = 128;
+  o.x_dtype = DType::kF32;
+  o.segments = {s};
+  auto p = make_problem(o);
+  EXPECT_FALSE(kernel_is_exact(*p).first);
+  // A NaN weight: never (its bits need not survive the round trip).
+  ProblemOptions nan;
+  nan.k = 80;
+  nan.segments = {{WeightFormat::kF32, 2, {}}};
+  auto q = make_problem(nan);
+  q->f32_store[0][5] = NAN;
+  EXPECT_FALSE(kernel_is_exact(*q).first);
 }
 
 TEST(WeightRows, EveryAf4LayoutMatchesTheDecoder) {
