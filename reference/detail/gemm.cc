@@ -197,18 +197,24 @@ bool PackedActivations::covers(Index block_rows) const {
 
 namespace {
 
+/// This thread's f64 packing buffers for the products from packed activations, whichever way
+/// their weight blocks are packed.
+PackingBuffers<double>& packed_product_buffers() {
+  thread_local PackingBuffers<double> buffers;
+  return buffers;
+}
+
 /// The sequential loop of general_matrix_matrix_product (see above) for C = A B^T with A packed
 /// and B's blocks packed by pack_b(block, i2, rows, k2, depth) as gemm_pack_lhs packs them.
 template <typename PackB>
 void gemm_packed(const PackedActivations::Impl& a, Index n, double* c, PackB&& pack_b) {
   const Index m = a.m, k = a.k;
   const Packing& p = a.packing;
-  const Blocking blocking(m, n, k, 1, true);  // once: covers() would compute it again
+  const Blocking blocking(m, n, k, 1, true);  // once here (the caller's checks made their own)
   const bool packed_alike = depth_and_column_blocks(blocking, m) == std::pair<Index, Index>{p.kc, p.nc};
   NCERT_ASSERT(runs_gemm(m, k, n) && packed_alike, "activations not packed for this product's blocking");
   const Index mc = std::min(n, blocking.mc());
-  thread_local PackingBuffers<double> buffers;
-  double* block_a = buffers.a(mc * p.kc);
+  double* block_a = packed_product_buffers().a(mc * p.kc);
   Eigen::internal::gebp_kernel<double, double, Index, ResMapper, Traits::mr, Traits::nr, false, false> gebp;
   const ResMapper res(c, n, 1);
   std::fill(c, c + m * n, 0.0);
@@ -280,7 +286,8 @@ void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, In
 }
 
 bool packs_from_panels(const PackedActivations& a, const F32Panels& b) {
-  return kPanelPacking && b.n % 8 == 0 && b.k == a.impl_->k && a.covers(b.n);
+  if (!kPanelPacking || b.n % 8 != 0 || b.k != a.impl_->k || !a.covers(b.n)) return false;
+  return std::min(b.n, Blocking(a.impl_->m, b.n, b.k, 1, true).mc()) % 8 == 0;
 }
 
 void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c) {

@@ -18,11 +18,12 @@ void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, doubl
 /// into an add: at most K roundings on any product's path, whatever Eigen's blocking.
 void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* c);
 
+struct F32Panels;
+
 /// A, m x k row-major f64, packed once the way gemm_abt packs it in every product: the
 /// reference makes one product per block of weight rows (129 blocks of 128 at N 16,480), and
 /// Eigen packed the same activations (5 MB at M 128, K 5,120) in each, 6 % of the reference's
 /// time. Read-only once made: any thread may use it.
-struct F32Panels;
 
 class PackedActivations {
  public:
@@ -63,8 +64,10 @@ struct F32Panels {
   Index n = 0, k = 0;
 };
 
-/// Whether gemm_abt(a, b, c) may be called: `a` covers() b.n, and b.n is a multiple of 8 (its
-/// rows then pack in groups of 8 consecutive floats a k step).
+/// Whether gemm_abt(a, b, c) may be called: `a` covers() b.n, and b.n and Eigen's block of
+/// weight rows (mc) for the product are multiples of 8 (every block's rows then pack in groups
+/// of 8 consecutive floats a k step). Eigen need not round mc so: with a 256 KiB L2, M 2-8 and
+/// K ~500 it takes 21 or 22.
 bool packs_from_panels(const PackedActivations& a, const F32Panels& b);
 
 /// C = A * B^T for B the f64 values of `b`'s floats: the bits of gemm_abt(a, w, b.n, c) for w

@@ -466,6 +466,7 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
         for (Index c = c0; c < c1; ++c) out.spread[c] = 0;
       }
       if (nonzero) facts.all_zero = false;
+      // kernel_is_exact stays: each exact value is its kernel weight widened (cvtps_pd of it).
       if (nonfinite) {
         for (Index c = c0; c < c1; ++c) {
           if (!std::isfinite(out.exact[c]) && facts.nonfinite++ == 0) facts.first_nonfinite = c;
@@ -516,7 +517,6 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
     for (int l = 0; l < w; ++l) acc.l1[l] += acc.l1[l + w];
   }
   facts.l1 = acc.l1[0];
-  // The zero-point groups' exact values are their kernel weights widened (decode_sub_mul_vector).
   if (facts.nonfinite > 0) facts.kernel_is_exact = false;
   return facts;
 }

@@ -330,5 +330,56 @@ TEST(GemmTest, ProductsFromPanelsGiveEigensOwnProductBitForBit) {
   EXPECT_FALSE(detail::packs_from_panels(*packed, {panels.data(), 20, 30}));
 }
 
+TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
+  // Eigen's block of weight rows (mc) follows the caches it reads: with a 2 MiB L2 these shapes
+  // take several blocks of rows (i2 > 0); with a 256 KiB one and small M K it takes 21 or 22
+  // rows, not a multiple of 8, and the product must be left to Eigen's packing (it once
+  // aborted on "panels packed out of range").
+  const SerialEigen serial;
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, double, double, Eigen::Dynamic, Eigen::Dynamic,
+                                                        Eigen::Dynamic>;
+  const std::ptrdiff_t l1 = Eigen::l1CacheSize(), l2 = Eigen::l2CacheSize(), l3 = Eigen::l3CacheSize();
+  std::mt19937_64 rng(31);
+  std::normal_distribution<double> value(0, 1);
+  Index several = 0, refused = 0;
+  for (const std::ptrdiff_t l2_size : {std::ptrdiff_t{2} << 20, std::ptrdiff_t{256} << 10}) {
+    Eigen::setCpuCacheSizes(std::ptrdiff_t{32} << 10, l2_size, std::ptrdiff_t{8} << 20);
+    for (const auto& [m, k, n] : {Shape{8, 256, 512}, Shape{4, 500, 1024}, Shape{32, 300, 1200}, Shape{2, 480, 128},
+                                  Shape{8, 504, 128}, Shape{5, 480, 128}}) {
+      SCOPED_TRACE("L2 " + std::to_string(l2_size) + ", " + std::to_string(m) + " x " + std::to_string(k) + " x " +
+                   std::to_string(n));
+      RowMatrix a(m, k), eigen(m, n), ours(m, n);
+      for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
+      const auto packed = detail::PackedActivations::pack(a.data(), m, k, n);
+      ASSERT_TRUE(packed);
+      const PanelWeights w = panel_weights(n, k, rng);
+      const Index mc = std::min(n, Blocking(m, n, k, 1, true).mc());
+      const bool panels = detail::packs_from_panels(*packed, w.view());
+      using Traits = Eigen::internal::gebp_traits<double, double>;
+      EXPECT_EQ(panels, Traits::mr == 24 && Traits::LhsProgress == 8 && mc % 8 == 0) << "mc " << mc;
+      if (!panels) {
+        refused += mc % 8 != 0;
+        continue;
+      }
+      several += mc < n;
+      const Eigen::Map<const RowMatrix> b(w.rows.data(), n, k);
+      eigen.noalias() = a * b.transpose();
+      ours.setConstant(7.0);
+      detail::gemm_abt(*packed, w.view(), ours.data());
+      Index differ = 0;
+      for (Index i = 0; i < eigen.size(); ++i) {
+        differ += std::bit_cast<std::uint64_t>(eigen.data()[i]) != std::bit_cast<std::uint64_t>(ours.data()[i]);
+      }
+      EXPECT_EQ(differ, 0) << "mc " << mc;
+    }
+  }
+  Eigen::setCpuCacheSizes(l1, l2, l3);
+#if defined(__AVX512F__)
+  EXPECT_GT(several, 0) << "no product spanned several blocks of rows";
+  EXPECT_GT(refused, 0) << "no blocking took a block of rows that is not a multiple of 8";
+#endif
+}
+
 }  // namespace
 }  // namespace ncert::reference

@@ -502,8 +502,9 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
                            "splitk:4:seq/promote:8:14:rne", "lanes:8:butterfly(4,1,2):fma"}) {
     // Register blocks of 4 and 8 rows (AVX-512), 8 rows and a 3-row tail; 37 rows cross a panel
     // of 32 rows (walk_rows_block reads each weight panel for 32 rows at a time).
-    // Blocks of 20 columns: one 16-column weight panel and a narrower one (4 and 1 columns); of
-    // 56: a pair of panels (part_8x32), a single one and 8 columns, then 37: a pair and 5.
+    // Blocks of 20 columns: one 16-column weight panel and a narrower one of 4 columns, then a
+    // last block of 13 (no full panel); of 56: a pair of panels (part_8x32), a single one and 8
+    // columns, then 37: a pair and 5.
     for (const auto& [m, block_cols] :
          {std::pair<Index, Index>{3, 20}, {6, 20}, {11, 20}, {37, 20}, {6, 56}, {11, 56}, {37, 56}}) {
       SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows, blocks of " + std::to_string(block_cols));

@@ -11,11 +11,13 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <bit>
 #include <cfenv>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 
 #include "reference/bound_stats.h"
 #include "reference/k_walk.h"
@@ -568,6 +570,58 @@ TEST(AccumulatorDeclaration, TheDocumentedFormsParseAndNearMissesAreRefused) {
     EXPECT_FALSE(a.ok()) << bad;
     if (!a.ok()) {
       EXPECT_EQ(a.status().code(), ErrorCode::kAccumulatorUnknown) << bad;
+    }
+  }
+}
+
+TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
+  // With a walk, y*'s weight blocks are packed from the walk's f32 panels wherever the exact
+  // weights are the kernel's widened (reference/detail/gemm.h); without one, from the decoded
+  // f64 rows. Both must give every number bit for bit, for weights where they are (f32, bf16,
+  // zero points under sub-mul: the vector path at group 32, the table at 20) and where they are
+  // not (zero points dequantized exactly), alone and mixed in one block; block widths whose row
+  // panels are 24, 16 and 8 wide, with last blocks of 8, 16 and 12 columns.
+  using ncert::testing::af4_segment;
+  const auto zero_point = [](Index rows, Dequant dq, Index group) {
+    SegmentSpec s = af4_segment(rows, dq, DType::kF32, group, DequantOp::kSubMul);
+    s.af4.variant = Af4Variant::kZeroPoint;
+    return s;
+  };
+  const std::vector<std::pair<std::string, std::vector<SegmentSpec>>> weights = {
+      {"f32", {{WeightFormat::kF32, 0, {}}}},
+      {"bf16", {{WeightFormat::kBf16, 0, {}}}},
+      {"zero-point sub-mul, group 32", {zero_point(0, Dequant::kF32, 32)}},
+      {"zero-point sub-mul, group 20", {zero_point(0, Dequant::kF32, 20)}},
+      {"zero-point exact", {zero_point(0, Dequant::kExact, 32)}},
+      {"f32 then zero-point exact", {{WeightFormat::kF32, 24, {}}, zero_point(0, Dequant::kExact, 32)}},
+  };
+  for (const auto& [what, segments] : weights) {
+    for (const auto& [block, tail] : {std::pair<Index, Index>{128, 8}, {40, 16}, {24, 12}, {32, 8}}) {
+      SCOPED_TRACE(what + ", blocks of " + std::to_string(block) + ", last " + std::to_string(tail));
+      ProblemOptions o;
+      o.m = 8;
+      o.k = 320;
+      o.x_dtype = DType::kF32;
+      o.walk = "seq-fma";
+      o.segments = segments;
+      Index rows = 2 * block + tail;
+      for (SegmentSpec& seg : o.segments) {
+        if (seg.rows == 0) seg.rows = rows;
+        rows -= seg.rows;
+      }
+      auto p = make_problem(o);
+      ReferenceOptions with, without;
+      with.block_cols = without.block_cols = block;
+      without.emulate_walk = false;
+      auto a = compute_reference(p->problem, with);
+      auto b = compute_reference(p->problem, without);
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_FALSE(a->walk.empty());
+      for (std::size_t e = 0; e < a->y_star.size(); ++e) {
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(a->y_star[e]), std::bit_cast<std::uint64_t>(b->y_star[e])) << e;
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(a->bound[e]), std::bit_cast<std::uint64_t>(b->bound[e])) << e;
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(a->center[e]), std::bit_cast<std::uint64_t>(b->center[e])) << e;
+      }
     }
   }
 }
