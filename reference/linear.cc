@@ -132,14 +132,16 @@ struct BlockWeightFacts {
 /// Decodes the block's weight rows [j0, j0 + w): exact values and f32 charged magnitudes (rows
 /// of K), the half-spreads when `spread`, their 1-norms, and the kernel's f32 weights
 /// transposed for the walk.
+/// With `no_exact` (every segment of the block segment_exact_is_kernel, and the walk's weights
+/// asked for) the exact values are not stored: the walk's panels stand for them.
 BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& decoder, Index j0, Index w, bool spread,
-                              bool walk, BlockScratch& t) {
+                              bool walk, bool no_exact, BlockScratch& t) {
   const Index K = p.weights->k;
   BlockWeightFacts facts;
   facts.kernel_is_exact = walk;
   for (Index jj = 0; jj < w; ++jj) {
     detail::WeightRowOut out;
-    out.exact = t.w_exact.data() + jj * K;
+    out.exact = no_exact ? nullptr : t.w_exact.data() + jj * K;
     out.magnitude = t.w_mag.data() + jj * K;
     out.spread = spread ? t.w_spread.data() + jj * K : nullptr;
     out.kernel = walk ? t.kernel_rows.data() + (jj % detail::kTransposeRows) * K : nullptr;
@@ -327,6 +329,15 @@ struct SegmentModels {
     }
     NCERT_UNREACHABLE("column outside every segment");
   }
+  std::vector<bool> exact_is_kernel;  ///< per segment: detail::segment_exact_is_kernel
+  /// Whether every column of [j0, j1) lies in a segment whose exact weights are its kernel's.
+  bool all_exact_is_kernel(Index j0, Index j1) const {
+    for (std::size_t s = 0; s < weights->segments.size(); ++s) {
+      const WeightSegment& seg = weights->segments[s];
+      if (!exact_is_kernel[s] && seg.row_begin < j1 && seg.row_end > j0) return false;
+    }
+    return true;
+  }
   /// Whether any column of [j0, j1) lies in a segment whose weights can have two values.
   bool any_spread(Index j0, Index j1) const {
     for (std::size_t s = 0; s < weights->segments.size(); ++s) {
@@ -350,7 +361,20 @@ bool rounds_with_bias(const LinearProblem& p) {
 void column_tile_dots(const ReferenceBlock& block, Index c, float* out) {
   constexpr Index kLanes = 8;
   const Index K = block.k, tile = block.tile;
-  const double* w = block.w_exact + (c - block.col_begin) * K;
+  // The column's weights rounded to f32: from its exact row, or, where that was not stored, its
+  // kernel weights in the walk's panel (the same values: the exact ones are them widened).
+  thread_local std::vector<float> column;
+  column.resize(static_cast<std::size_t>(K));
+  float* const w = column.data();
+  const Index jj = c - block.col_begin;
+  if (block.w_exact) {
+    const double* exact = block.w_exact + jj * K;
+    for (Index k = 0; k < K; ++k) w[k] = static_cast<float>(exact[k]);
+  } else {
+    const Index p0 = jj - jj % 16, pw = std::min<Index>(16, block.width() - p0);
+    const float* panel = block.w_panels + p0 * K + (jj - p0);
+    for (Index k = 0; k < K; ++k) w[k] = panel[k * pw];
+  }
   for (Index r = 0; r < block.rows; ++r) {
     const float* x = block.x_f32 + r * K;
     for (Index g = 0; g < block.tiles; ++g) {
@@ -358,9 +382,9 @@ void column_tile_dots(const ReferenceBlock& block, Index c, float* out) {
       float lane[kLanes] = {};
       Index k = k0;
       for (; k + kLanes <= k1; k += kLanes) {
-        for (Index l = 0; l < kLanes; ++l) lane[l] += x[k + l] * static_cast<float>(w[k + l]);
+        for (Index l = 0; l < kLanes; ++l) lane[l] += x[k + l] * w[k + l];
       }
-      for (Index l = 0; k < k1; ++k, ++l) lane[l] += x[k] * static_cast<float>(w[k]);
+      for (Index l = 0; k < k1; ++k, ++l) lane[l] += x[k] * w[k];
       out[g * block.rows + r] =
           ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     }
@@ -394,6 +418,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     }
     if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
     models.may_spread.push_back(detail::segment_may_spread(seg));
+    models.exact_is_kernel.push_back(detail::segment_exact_is_kernel(seg, p.x.dtype));
     any_spread = any_spread || models.may_spread.back();
   }
   Activations x = prepare_activations(p, K, any_spread, summary);
@@ -428,12 +453,16 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       const Index j1 = std::min(N, j0 + bc);
       const Index w = j1 - j0;
       const bool spread = models.any_spread(j0, j1);
-      facts[static_cast<std::size_t>(b)] = decode_block(p, decoder, j0, w, spread, walk, t);
+      // y* from the walk's panels for a whole block of such segments: its f64 rows (5 MB at
+      // K 5,120) are then never stored, half of what decoding a 4-bit block writes.
+      const bool no_exact = walk && x_packed && models.all_exact_is_kernel(j0, j1) &&
+                            detail::packs_from_panels(*x_packed, detail::F32Panels{t.w_kernel.data(), w, K});
+      facts[static_cast<std::size_t>(b)] = decode_block(p, decoder, j0, w, spread, walk, no_exact, t);
       for (Index jj = 0; jj < w; ++jj) t.terms[jj] = &models.terms[models.segment_of(j0 + jj)];
       // The GEMMs run on this thread (Eigen does not parallelize inside an active region),
       // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
-      block_y_star(x_packed.get(), x, M, K, w, f.kernel_is_exact, t);
+      block_y_star(x_packed.get(), x, M, K, w, no_exact || f.kernel_is_exact, t);
       block_s(p, x, j0, w, inflation, instruction, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both
@@ -461,7 +490,8 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       block.slack = t.slack.data();
       if (options.residual_tile > 0) {
         block.x_f32 = x.f32.data();
-        block.w_exact = t.w_exact.data();
+        block.w_exact = no_exact ? nullptr : t.w_exact.data();
+        block.w_panels = no_exact ? t.w_kernel.data() : nullptr;
         block.k = K;
         block.tile = options.residual_tile;
         block.tiles = (K + options.residual_tile - 1) / options.residual_tile;

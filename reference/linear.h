@@ -48,6 +48,9 @@ struct ReferenceBlock {
   /// rounded to f32 only for the columns it is asked for). nullptr otherwise.
   const float* x_f32 = nullptr;
   const double* w_exact = nullptr;
+  /// Where the block's exact weights are its kernel weights widened and were not stored
+  /// (w_exact null): those kernel weights, in the walk's panels (detail/gemm.h F32Panels).
+  const float* w_panels = nullptr;
   Index k = 0;
   Index tile = 0;   ///< K columns per tile (the last may be shorter)
   Index tiles = 0;  ///< ceil(K / tile)

@@ -32,7 +32,12 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
   std::uint32_t nonzero = 0;
   // Local restrict pointers: read through `out`, GCC re-loads them every iteration and
   // vectorizes the stores as scatters.
-  double* __restrict exact = out.exact;
+  // With no `exact` (segment_exact_is_kernel) the row's f64 values go to one row of scratch,
+  // whose narrowing is the kernel row: the same kernel bits either way (a signalling NaN
+  // comes out quiet, as it always has).
+  thread_local std::vector<double> own_exact;
+  if (!out.exact) own_exact.resize(static_cast<std::size_t>(k));
+  double* __restrict exact = out.exact ? out.exact : own_exact.data();
   float* __restrict magnitude = out.magnitude;
 #pragma omp simd reduction(+ : l1, nonfinite) reduction(| : nonzero)
   for (Index c = 0; c < k; ++c) {
@@ -54,7 +59,7 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
     nonzero |= mag;  // NaN counts as nonzero, as `exact != 0` does
   }
   if (out.kernel) {
-    for (Index c = 0; c < k; ++c) out.kernel[c] = static_cast<float>(out.exact[c]);
+    for (Index c = 0; c < k; ++c) out.kernel[c] = static_cast<float>(exact[c]);
   }
   if (out.spread) {
     for (Index c = 0; c < k; ++c) out.spread[c] = 0;
@@ -66,7 +71,7 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
   facts.kernel_is_exact = out.kernel && nonfinite == 0;  // exact is the f32 value, kernel its narrowing
   if (nonfinite > 0) {
     for (Index c = 0; c < k; ++c) {
-      if (!std::isfinite(out.exact[c])) {
+      if (!std::isfinite(exact[c])) {
         facts.first_nonfinite = c;
         break;
       }
@@ -425,8 +430,10 @@ void decode_sub_mul_vector(const std::uint8_t* row_codes, Index c0, Index c1, fl
     const __mmask16 subnormal = _mm512_cmplt_epu32_mask(_mm512_maskz_sub_epi32(kAll16, mag, one), subnormal_limit);
     _mm512_storeu_ps(magnitude + c, _mm512_castsi512_ps(_mm512_mask_mov_epi32(mag, subnormal, min_normal)));
     if (kernel) _mm512_storeu_ps(kernel + c, w);
-    _mm512_storeu_pd(exact + c, _mm512_maskz_cvtps_pd(kAll8, half<0>(w)));
-    _mm512_storeu_pd(exact + c + 8, _mm512_maskz_cvtps_pd(kAll8, half<1>(w)));
+    if (exact) {  // none where the kernel weights stand for them (segment_exact_is_kernel)
+      _mm512_storeu_pd(exact + c, _mm512_maskz_cvtps_pd(kAll8, half<0>(w)));
+      _mm512_storeu_pd(exact + c + 8, _mm512_maskz_cvtps_pd(kAll8, half<1>(w)));
+    }
     const __m512 l1_term = _mm512_castsi512_ps(_mm512_maskz_mov_epi32(finite, mag));  // non-finite: + 0
     sum_a = _mm512_add_pd(sum_a, _mm512_maskz_cvtps_pd(kAll8, half<0>(l1_term)));
     sum_b = _mm512_add_pd(sum_b, _mm512_maskz_cvtps_pd(kAll8, half<1>(l1_term)));
@@ -440,6 +447,24 @@ void decode_sub_mul_vector(const std::uint8_t* row_codes, Index c0, Index c1, fl
 }
 #endif
 
+/// Whether decode_groups takes every group of the layout straight from its codes
+/// (decode_sub_mul_vector): zero points, (q - zp) * s rounded once to f32, groups of 16s.
+bool takes_sub_mul(const Af4Layout& L, DType activation) {
+#if defined(__AVX512F__)
+  const DType round_to = L.dequant == Dequant::kOutput ? activation : DType::kF32;
+  return L.group_size % 16 == 0 && L.variant == Af4Variant::kZeroPoint &&
+         (L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput) && dequant_op_only_unfused(L.dequant_op) &&
+         round_to == DType::kF32;
+#else
+  (void)L;
+  (void)activation;
+  return false;
+#endif
+}
+
+/// Whether decode_af4_groups (not decode_af4_direct) decodes the layout's rows.
+bool takes_groups(const Af4Layout& L) { return L.group_size >= 16 && L.group_size % 4 == 0; }
+
 template <bool kHighFirst>
 WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, const WeightRowOut& out) {
   const Index k = v.k, gs = v.layout.group_size, groups = k / gs;
@@ -449,12 +474,10 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
   RowAccumulator acc;
   CodeTable t;
 #if defined(__AVX512F__)
-  const Af4Layout& L = v.layout;
-  const DType round_to = L.dequant == Dequant::kOutput ? activation : DType::kF32;
-  const bool sub_mul = gs % 16 == 0 && L.variant == Af4Variant::kZeroPoint &&
-                       (L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput) &&
-                       dequant_op_only_unfused(L.dequant_op) && round_to == DType::kF32;
+  const bool sub_mul = takes_sub_mul(v.layout, activation);
 #endif
+  NCERT_ASSERT(out.exact || (out.kernel && takes_sub_mul(v.layout, activation)),
+               "AF4 row decoded with no exact values");
   for (Index g = 0; g < groups; ++g) {
     const Index c0 = g * gs, c1 = c0 + gs;
 #if defined(__AVX512F__)
@@ -469,7 +492,8 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
       // kernel_is_exact stays: each exact value is its kernel weight widened (cvtps_pd of it).
       if (nonfinite) {
         for (Index c = c0; c < c1; ++c) {
-          if (!std::isfinite(out.exact[c]) && facts.nonfinite++ == 0) facts.first_nonfinite = c;
+          const double w = out.exact ? out.exact[c] : static_cast<double>(out.kernel[c]);
+          if (!std::isfinite(w) && facts.nonfinite++ == 0) facts.first_nonfinite = c;
         }
       }
       continue;
@@ -523,6 +547,22 @@ WeightRowFacts decode_groups(const Af4View& v, Index row, DType activation, cons
 
 }  // namespace
 
+bool segment_exact_is_kernel(const WeightSegment& segment, DType activation) {
+  switch (segment.format) {
+    case WeightFormat::kF32:
+    case WeightFormat::kBf16:
+    case WeightFormat::kF16:
+      return true;  // decode_plain: exact is the f32 value, the kernel weight its narrowing
+    case WeightFormat::kAf4:
+      return takes_groups(segment.af4.layout) && takes_sub_mul(segment.af4.layout, activation);
+    case WeightFormat::kInt8:
+    case WeightFormat::kE4m3:
+    case WeightFormat::kE5m2:
+      return false;
+  }
+  NCERT_UNREACHABLE("weight format");
+}
+
 bool segment_may_spread(const WeightSegment& segment) {
   if (segment.format != WeightFormat::kAf4) return false;
   const Af4Layout& L = segment.af4.layout;
@@ -536,8 +576,7 @@ WeightRowFacts WeightRowDecoder::decode(Index j, const WeightRowOut& out) {
   const Index k = weights_.k;
   switch (s.format) {
     case WeightFormat::kAf4:
-      return s.af4.layout.group_size >= 16 && s.af4.layout.group_size % 4 == 0 ? decode_af4_groups(s.af4, local, out)
-                                                                               : decode_af4_direct(s.af4, local, out);
+      return takes_groups(s.af4.layout) ? decode_af4_groups(s.af4, local, out) : decode_af4_direct(s.af4, local, out);
     case WeightFormat::kBf16: {
       return decode_plain(static_cast<const std::uint16_t*>(s.values) + local * k, k, out);
     }
@@ -547,6 +586,7 @@ WeightRowFacts WeightRowDecoder::decode(Index j, const WeightRowOut& out) {
     case WeightFormat::kInt8:
     case WeightFormat::kE4m3:
     case WeightFormat::kE5m2:
+      NCERT_ASSERT(out.exact, "scaled row decoded with no exact values");
       return decode_scaled(s.scaled, local, out);
     case WeightFormat::kF16: {
       // Widened exactly to f32, then as an f32 row.
@@ -565,6 +605,7 @@ WeightRowFacts WeightRowDecoder::decode_af4_groups(const Af4View& v, Index row, 
 }
 
 WeightRowFacts WeightRowDecoder::decode_af4_direct(const Af4View& v, Index row, const WeightRowOut& out) {
+  NCERT_ASSERT(out.exact, "AF4 row decoded with no exact values");
   const Index k = v.k;
   alg_.resize(static_cast<std::size_t>(k));
   spread_.resize(static_cast<std::size_t>(k));

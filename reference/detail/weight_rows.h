@@ -15,7 +15,8 @@
 
 namespace ncert::reference::detail {
 
-/// Where one decoded row of K weights goes. `spread` and `kernel` may be null.
+/// Where one decoded row of K weights goes. `spread` and `kernel` may be null; `exact` too where
+/// segment_exact_is_kernel holds and `kernel` is not null (the kernel weights then stand for it).
 struct WeightRowOut {
   double* exact = nullptr;     ///< decode_weight_row's `exact`
   float* magnitude = nullptr;  ///< f32_magnitude(RU32(alg)): >= alg, never a nonzero subnormal
@@ -37,6 +38,12 @@ struct WeightRowFacts {
   /// its f64 weights from the walk's f32 ones (reference/linear.cc).
   bool kernel_is_exact = false;
 };
+
+/// True when the decoder gives every row of the segment exact values that are its kernel
+/// weights widened, bit for bit, whatever the values (NaN and infinities included): f32, bf16
+/// and f16 rows, and 4-bit zero points dequantized in f32 under sub-mul (decoded straight from
+/// the codes with AVX-512). Its rows may then be decoded with no `exact` (WeightRowOut).
+bool segment_exact_is_kernel(const WeightSegment& segment, DType activation);
 
 /// True when some weight of the segment can have two allowed kernel values (AF4 f32/output
 /// dequantization with dequant_op = either); elsewhere the spread is 0 by construction.

@@ -594,6 +594,7 @@ TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
       {"zero-point sub-mul, group 20", {zero_point(0, Dequant::kF32, 20)}},
       {"zero-point exact", {zero_point(0, Dequant::kExact, 32)}},
       {"f32 then zero-point exact", {{WeightFormat::kF32, 24, {}}, zero_point(0, Dequant::kExact, 32)}},
+      {"f32 with NaN and infinite weights", {{WeightFormat::kF32, 0, {}}}},
   };
   for (const auto& [what, segments] : weights) {
     for (const auto& [block, tail] : {std::pair<Index, Index>{128, 8}, {40, 16}, {24, 12}, {32, 8}}) {
@@ -610,6 +611,11 @@ TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
         rows -= seg.rows;
       }
       auto p = make_problem(o);
+      if (what == "f32 with NaN and infinite weights") {
+        p->f32_store[0][3] = NAN;
+        p->f32_store[0][o.k + 7] = INFINITY;
+        p->f32_store[0][5 * o.k + 1] = -INFINITY;
+      }
       ReferenceOptions with, without;
       with.block_cols = without.block_cols = block;
       without.emulate_walk = false;
@@ -617,12 +623,51 @@ TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
       auto b = compute_reference(p->problem, without);
       ASSERT_TRUE(a.ok() && b.ok());
       ASSERT_FALSE(a->walk.empty());
+      EXPECT_EQ(a->summary.nonfinite_w, b->summary.nonfinite_w);
+      EXPECT_EQ(a->summary.first_nonfinite_w, b->summary.first_nonfinite_w);
       for (std::size_t e = 0; e < a->y_star.size(); ++e) {
         ASSERT_EQ(std::bit_cast<std::uint64_t>(a->y_star[e]), std::bit_cast<std::uint64_t>(b->y_star[e])) << e;
         ASSERT_EQ(std::bit_cast<std::uint64_t>(a->bound[e]), std::bit_cast<std::uint64_t>(b->bound[e])) << e;
         ASSERT_EQ(std::bit_cast<std::uint64_t>(a->center[e]), std::bit_cast<std::uint64_t>(b->center[e])) << e;
       }
     }
+  }
+}
+
+TEST(ReferenceWalk, TileDotsReadTheWalksPanelsAsTheExactRows) {
+  // Where a block's exact weights are not stored, column_tile_dots reads the column from the
+  // walk's panel (16 columns, or the narrower last one): the same f32 values, the same dots.
+  std::mt19937_64 rng(41);
+  std::normal_distribution<float> value(0, 1);
+  const Index rows = 3, K = 100, width = 37;  // two full panels and one of 5 columns
+  std::vector<float> x(static_cast<std::size_t>(rows * K)), panels(static_cast<std::size_t>(width * K));
+  std::vector<double> exact(panels.size());
+  for (float& v : x) v = value(rng);
+  for (Index j = 0; j < width; ++j) {
+    const Index p0 = j - j % 16, pw = std::min<Index>(16, width - p0);
+    for (Index c = 0; c < K; ++c) {
+      const float w = value(rng);
+      exact[static_cast<std::size_t>(j * K + c)] = w;
+      panels[static_cast<std::size_t>(p0 * K + c * pw + j - p0)] = w;
+    }
+  }
+  ReferenceBlock from_rows, from_panels;
+  for (ReferenceBlock* b : {&from_rows, &from_panels}) {
+    b->col_begin = 64;
+    b->col_end = 64 + width;
+    b->rows = rows;
+    b->x_f32 = x.data();
+    b->k = K;
+    b->tile = 16;
+    b->tiles = (K + 15) / 16;
+  }
+  from_rows.w_exact = exact.data();
+  from_panels.w_panels = panels.data();
+  std::vector<float> a(static_cast<std::size_t>(rows * from_rows.tiles)), b(a.size());
+  for (Index c = from_rows.col_begin; c < from_rows.col_end; ++c) {
+    column_tile_dots(from_rows, c, a.data());
+    column_tile_dots(from_panels, c, b.data());
+    for (std::size_t e = 0; e < a.size(); ++e) ASSERT_EQ(f32_bits(a[e]), f32_bits(b[e])) << c << ", " << e;
   }
 }
 

@@ -31,6 +31,9 @@ using ncert::testing::SegmentSpec;
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 bool same_bits(float a, float b) { return f32_bits(a) == f32_bits(b); }
 
+/// Rows compare_all_rows also decoded with no exact values (segment_exact_is_kernel).
+Index exact_is_kernel_rows = 0;
+
 /// Decodes every row both ways and compares (stops at the first mismatch).
 void compare_all_rows(const OwnedProblem& p, const std::string& what) {
   const Weights& W = p.weights;
@@ -69,6 +72,29 @@ void compare_all_rows(const OwnedProblem& p, const std::string& what) {
     EXPECT_EQ(facts.first_nonfinite, first) << what << " row " << j;
     EXPECT_EQ(facts.ambiguous, ambiguous) << what << " row " << j;
     EXPECT_EQ(facts.all_zero, all_zero) << what << " row " << j;
+    const WeightSegment& seg = W.segments[static_cast<std::size_t>(
+        std::find_if(W.segments.begin(), W.segments.end(), [&](const WeightSegment& g) { return j < g.row_end; }) -
+        W.segments.begin())];
+    if (detail::segment_exact_is_kernel(seg, act)) {
+      // The walk's weights then stand for the exact ones, which are not stored: the exact
+      // values are the kernel weights widened, NaN and infinities included, and a row decoded
+      // without them gives the same kernel weights, magnitudes and facts.
+      std::vector<float> g_kernel(K, -1.0f), g_mag(K, -1.0f);
+      std::vector<double> g_spread(K, -1.0);
+      const detail::WeightRowFacts g = decoder.decode(j, {nullptr, g_mag.data(), g_spread.data(), g_kernel.data()});
+      for (Index c = 0; c < K; ++c) {
+        ASSERT_TRUE(same_bits(f_exact[c], static_cast<double>(f_kernel[c]))) << what << " row " << j << " col " << c;
+        ASSERT_TRUE(same_bits(g_kernel[c], f_kernel[c]) && same_bits(g_mag[c], f_mag[c]) &&
+                    same_bits(g_spread[c], f_spread[c]))
+            << what << " row " << j << " col " << c;
+      }
+      EXPECT_EQ(g.nonfinite, facts.nonfinite);
+      EXPECT_EQ(g.first_nonfinite, facts.first_nonfinite);
+      EXPECT_EQ(g.all_zero, facts.all_zero);
+      EXPECT_EQ(g.kernel_is_exact, facts.kernel_is_exact);
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(g.l1), std::bit_cast<std::uint64_t>(facts.l1));
+      ++exact_is_kernel_rows;
+    }
     if (facts.kernel_is_exact) {
       // y* then takes its weights from the walk's (reference/linear.cc): bit for bit the same.
       for (Index c = 0; c < K; ++c) {
@@ -82,6 +108,7 @@ void compare_all_rows(const OwnedProblem& p, const std::string& what) {
 }
 
 TEST(WeightRows, DenseRowsMatchTheDecoderIncludingSpecialValues) {
+  const Index before = exact_is_kernel_rows;
   for (const WeightFormat f : {WeightFormat::kBf16, WeightFormat::kF32}) {
     for (const DType act : {DType::kBf16, DType::kF32}) {
       ProblemOptions o;
@@ -110,6 +137,7 @@ TEST(WeightRows, DenseRowsMatchTheDecoderIncludingSpecialValues) {
       compare_all_rows(*p, std::string(weight_format_name(f)));
     }
   }
+  EXPECT_EQ(exact_is_kernel_rows - before, 4 * 6);  // every row, decoded with no exact values too
 }
 
 /// Whether every row of the problem's weights reports kernel_is_exact, with and without the
@@ -221,6 +249,7 @@ TEST(WeightRows, EveryAf4LayoutMatchesTheDecoder) {
 }
 
 TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
+  const Index before = exact_is_kernel_rows;
   // w = (q - zp)*s: the table path and af4_decode_row agree for each group size, packing, scale
   // type, dequantization, operation order (sub-mul, fused) and activation type.
   Index combos = 0;
@@ -248,6 +277,13 @@ TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
     }
   }
   EXPECT_EQ(combos, 4 * 2 * 3 * 4 * 2 * 2);
+#if defined(__AVX512F__)
+  // Every combination's 2 bf16 rows; and its 3 zero-point rows where they take the sub-mul path:
+  // groups of 32 and 64, both packings, 3 scale types, `f32` under either activation type or
+  // `output` under f32 activations (f32 rounding), sub-mul (not fused).
+  constexpr Index kSubMulRows = 108;  // 3 rows x 2 groups x 2 packings x 3 scale types x 3
+  EXPECT_EQ(exact_is_kernel_rows - before, 2 * combos + kSubMulRows);
+#endif
 }
 
 TEST(WeightRows, Af4SpecialScalesKeepTheirFacts) {
