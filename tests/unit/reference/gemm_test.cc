@@ -256,6 +256,23 @@ PanelWeights panel_weights(Index n, Index k, std::mt19937_64& rng) {
   return w;
 }
 
+/// Eigen's product of `a` with w's rows against the product from its panels (activations
+/// packed): elements whose bits differ.
+Index panel_product_differences(const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& a,
+                                const detail::PackedActivations& packed, const PanelWeights& w) {
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const RowMatrix> b(w.rows.data(), w.n, w.k);
+  RowMatrix eigen(a.rows(), w.n), ours(a.rows(), w.n);
+  eigen.noalias() = a * b.transpose();
+  ours.setConstant(7.0);  // what was there must not leak into the product
+  detail::gemm_abt(packed, w.view(), ours.data());
+  Index differ = 0;
+  for (Index i = 0; i < eigen.size(); ++i) {
+    differ += std::bit_cast<std::uint64_t>(eigen.data()[i]) != std::bit_cast<std::uint64_t>(ours.data()[i]);
+  }
+  return differ;
+}
+
 TEST(GemmTest, PanelsPackAsEigenPacksTheirRows) {
   using Traits = Eigen::internal::gebp_traits<double, double>;
   if constexpr (Traits::mr != 24 || Traits::LhsProgress != 8) {
@@ -302,21 +319,13 @@ TEST(GemmTest, ProductsFromPanelsGiveEigensOwnProductBitForBit) {
   std::normal_distribution<double> value(0, 1);
   Index products = 0;
   for (const auto& [m, k, n] : {Shape{32, 5120, 128}, Shape{33, 1000, 136}, Shape{7, 96, 16}, Shape{128, 700, 40}}) {
-    RowMatrix a(m, k), eigen(m, n), ours(m, n);
+    RowMatrix a(m, k);
     for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
     const auto packed = detail::PackedActivations::pack(a.data(), m, k, n);
     ASSERT_TRUE(packed);
     const PanelWeights w = panel_weights(n, k, rng);
     if (!detail::packs_from_panels(*packed, w.view())) continue;  // no AVX-512: Eigen packs the rows
-    const Eigen::Map<const RowMatrix> b(w.rows.data(), n, k);
-    eigen.noalias() = a * b.transpose();
-    ours.setConstant(7.0);
-    detail::gemm_abt(*packed, w.view(), ours.data());
-    Index differ = 0;
-    for (Index i = 0; i < eigen.size(); ++i) {
-      differ += std::bit_cast<std::uint64_t>(eigen.data()[i]) != std::bit_cast<std::uint64_t>(ours.data()[i]);
-    }
-    EXPECT_EQ(differ, 0) << m << " x " << k << " x " << n;
+    EXPECT_EQ(panel_product_differences(a, *packed, w), 0) << m << " x " << k << " x " << n;
     ++products;
   }
 #if defined(__AVX512F__)
@@ -349,7 +358,7 @@ TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
                                   Shape{8, 504, 128}, Shape{5, 480, 128}}) {
       SCOPED_TRACE("L2 " + std::to_string(l2_size) + ", " + std::to_string(m) + " x " + std::to_string(k) + " x " +
                    std::to_string(n));
-      RowMatrix a(m, k), eigen(m, n), ours(m, n);
+      RowMatrix a(m, k);
       for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
       const auto packed = detail::PackedActivations::pack(a.data(), m, k, n);
       ASSERT_TRUE(packed);
@@ -363,15 +372,7 @@ TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
         continue;
       }
       several += mc < n;
-      const Eigen::Map<const RowMatrix> b(w.rows.data(), n, k);
-      eigen.noalias() = a * b.transpose();
-      ours.setConstant(7.0);
-      detail::gemm_abt(*packed, w.view(), ours.data());
-      Index differ = 0;
-      for (Index i = 0; i < eigen.size(); ++i) {
-        differ += std::bit_cast<std::uint64_t>(eigen.data()[i]) != std::bit_cast<std::uint64_t>(ours.data()[i]);
-      }
-      EXPECT_EQ(differ, 0) << "mc " << mc;
+      EXPECT_EQ(panel_product_differences(a, *packed, w), 0) << "mc " << mc;
     }
   }
   Eigen::setCpuCacheSizes(l1, l2, l3);
