@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "reference/detail/transpose.h"
+
 namespace ncert::reference {
 
 // This file is compiled with -ffp-contract=off (tools/cmake): `acc + x * w` is two roundings
@@ -187,6 +189,7 @@ float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std
 
 /// walk_rows_block's weight panels: 16 columns, one AVX-512 register of f32 (k_walk.h).
 constexpr Index kPanelCols = 16;
+static_assert(kPanelCols == detail::kTransposeRows, "the panels detail::F32Panels describes");
 
 /// The blocked paths' fallback for every form but the plain ones: column by column through
 /// staged_dot, gathering the column from the transposed block once for all rows. Measured with
@@ -201,8 +204,9 @@ void staged_block(const KWalk& walk, const float* x, Index rows, const float* wt
   std::vector<float> scratch;
   for (Index j = 0; j < width; ++j) {
     // Row-major (wt[c * width + j]) or in panels of kPanelCols columns (walk_rows_block's).
-    const Index p0 = panels ? j - j % kPanelCols : 0, pw = panels ? std::min(kPanelCols, width - p0) : width;
-    const float* base = wt + p0 * k + (j - p0);
+    const detail::F32Panels layout{wt, width, k};
+    const float* base = panels ? layout.row(j) : wt + j;
+    const Index pw = panels ? layout.step(j) : width;
     for (Index c = 0; c < k; ++c) column[static_cast<std::size_t>(c)] = base[c * pw];
     for (Index r = 0; r < rows; ++r) out[r * width + j] = staged_dot(walk, x + r * k, column.data(), k, scratch);
   }

@@ -371,9 +371,10 @@ void column_tile_dots(const ReferenceBlock& block, Index c, float* out) {
     const double* exact = block.w_exact + jj * K;
     for (Index k = 0; k < K; ++k) w[k] = static_cast<float>(exact[k]);
   } else {
-    const Index p0 = jj - jj % 16, pw = std::min<Index>(16, block.width() - p0);
-    const float* panel = block.w_panels + p0 * K + (jj - p0);
-    for (Index k = 0; k < K; ++k) w[k] = panel[k * pw];
+    const detail::F32Panels panels{block.w_panels, block.width(), K};
+    const float* panel = panels.row(jj);
+    const Index step = panels.step(jj);
+    for (Index k = 0; k < K; ++k) w[k] = panel[k * step];
   }
   for (Index r = 0; r < block.rows; ++r) {
     const float* x = block.x_f32 + r * K;

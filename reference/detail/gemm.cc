@@ -263,7 +263,6 @@ void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, In
   // then of 2 packets, then of 1 (its half- and quarter-packet panels and single rows take
   // what a multiple of 8 never leaves).
   NCERT_ASSERT(kPanelPacking, "Eigen's f64 lhs panels are not of 24, 16 and 8 rows here");
-  const Index full = b.n - b.n % 16;
   Index i = 0;
   double* out = block;
   for (const Index pack : {Index{24}, Index{16}, Index{8}}) {
@@ -273,9 +272,8 @@ void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, In
       Index step[3];
       for (Index g = 0; g < pack / 8; ++g) {
         const Index r = i0 + i + 8 * g;
-        const Index p0 = r - r % 16, width = r < full ? 16 : b.n - full;
-        src[g] = b.data + p0 * b.k + k0 * width + (r - p0);
-        step[g] = width;
+        step[g] = b.step(r);
+        src[g] = b.row(r) + k0 * step[g];
       }
       for (Index kk = 0; kk < depth; ++kk) {
         for (Index g = 0; g < pack / 8; ++g) widen8(src[g] + kk * step[g], out + 8 * g);

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "reference/detail/transpose.h"
 #include "reference/dtype.h"
 
 namespace ncert::reference::detail {
@@ -55,14 +56,6 @@ class PackedActivations {
 /// C[m x n] = A * B[n x k]^T for A packed, m x k: the bits of gemm_abt(a, m, k, b, n, c), for
 /// any n it covers().
 void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c);
-
-/// B's n rows of k floats in the walk's panels (walk_rows_block's layout, reference/linear.cc):
-/// the rows from p0 = 16 q on are a panel of k x min(16, n - p0) floats at data + p0 k, its row
-/// j's element c at data[p0 k + c min(16, n - p0) + j - p0].
-struct F32Panels {
-  const float* data = nullptr;
-  Index n = 0, k = 0;
-};
 
 /// Whether gemm_abt(a, b, c) may be called: `a` covers() b.n, and b.n and Eigen's block of
 /// weight rows (mc) for the product are multiples of 8 (every block's rows then pack in groups

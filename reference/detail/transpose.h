@@ -3,12 +3,26 @@
 // columns' weights at once and its k steps read the panel in order).
 #pragma once
 
+#include <algorithm>
+
 #include "reference/dtype.h"
 
 namespace ncert::reference::detail {
 
 /// Up to this many rows are transposed in one call.
 inline constexpr Index kTransposeRows = 16;
+
+/// n rows of k floats in the walk's panels (walk_rows_block's layout, reference/linear.cc):
+/// the rows from p0 = 16 q on are a panel of k x min(16, n - p0) floats at data + p0 k, its row
+/// j's element c at data[p0 k + c min(16, n - p0) + j - p0].
+struct F32Panels {
+  const float* data = nullptr;
+  Index n = 0, k = 0;
+  /// Row j's first element; its element c is c * step(j) further on.
+  const float* row(Index j) const { return data + (j - j % kTransposeRows) * k + j % kTransposeRows; }
+  /// The width of row j's panel: 16, or the narrower last panel's.
+  Index step(Index j) const { return std::min(kTransposeRows, n - (j - j % kTransposeRows)); }
+};
 
 /// dst[c * dst_stride + r] = src[r * k + c] for r < rows (1 <= rows <= kTransposeRows) and
 /// c < k; no other element of dst is written. A pure copy: the same bits on every path. With
