@@ -133,16 +133,17 @@ struct BlockWeightFacts {
 /// of K), the half-spreads when `spread`, their 1-norms, and the kernel's f32 weights
 /// transposed for the walk.
 /// With `no_exact` (every segment of the block segment_exact_is_kernel, and the walk's weights
-/// asked for) the exact values are not stored: the walk's panels stand for them.
+/// asked for) the exact values are not stored: the walk's panels stand for them; with
+/// `no_magnitudes` (segment_magnitudes_are_kernels) the magnitudes neither.
 BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& decoder, Index j0, Index w, bool spread,
-                              bool walk, bool no_exact, BlockScratch& t) {
+                              bool walk, bool no_exact, bool no_magnitudes, BlockScratch& t) {
   const Index K = p.weights->k;
   BlockWeightFacts facts;
   facts.kernel_is_exact = walk;
   for (Index jj = 0; jj < w; ++jj) {
     detail::WeightRowOut out;
     out.exact = no_exact ? nullptr : t.w_exact.data() + jj * K;
-    out.magnitude = t.w_mag.data() + jj * K;
+    out.magnitude = no_magnitudes ? nullptr : t.w_mag.data() + jj * K;
     out.spread = spread ? t.w_spread.data() + jj * K : nullptr;
     out.kernel = walk ? t.kernel_rows.data() + (jj % detail::kTransposeRows) * K : nullptr;
     const detail::WeightRowFacts row = decoder.decode(j0 + jj, out);
@@ -168,8 +169,12 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
 /// S for the block as a true upper bound in t.s: from bf16 magnitudes or the f32 GEMM, inflated
 /// (docs/error-bounds.md §1), or, when that overflowed (an inf or a 0 * inf NaN anywhere in the block), the f64 GEMM
 /// over the unrounded magnitudes inflated by its own error.
+/// `from_panels`: every column of the block lies in a segment whose exact weights are its walk
+/// weights widened (segment_exact_is_kernel), so the charged magnitudes are those of the walk's
+/// panels, and the f32 GEMM may pack them from there. `no_magnitudes`: the block's magnitudes
+/// were not stored (evaluate_reference), and S comes from the panels.
 void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, const F32SumInflation& inflation,
-             bool instruction, BlockScratch& t) {
+             bool instruction, bool from_panels, bool no_magnitudes, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   const Index cells = M * w;
   // S from bf16 magnitudes where the activations' exist and at most one operand was rounded
@@ -178,8 +183,11 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
   // rounding both could reach 2^-6 (docs/error-bounds.md §1).
   // The same bits by either kernel; the portable one takes the weights' f32 magnitudes as they
   // are, with no bf16 copy of the block.
+  const detail::F32Panels panels{t.w_kernel.data(), w, K};
   bool from_bf16 = false;
-  if (!x.mag_bf16.empty() && instruction) {
+  if (no_magnitudes) {
+    NCERT_ASSERT(from_panels && detail::magnitudes_pack_from_panels(M, panels), "no magnitudes to take S from");
+  } else if (!x.mag_bf16.empty() && instruction) {
     from_bf16 = detail::to_bf16_magnitudes(t.w_mag.data(), w, K, x.mag_bf16_exact, t.w_bf16.data());
     if (from_bf16) {
       detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data(), true);
@@ -189,6 +197,8 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
   }
   if (from_bf16) {
     ++t.s_bf16_blocks;
+  } else if (from_panels && detail::magnitudes_pack_from_panels(M, panels)) {
+    detail::gemm_abt_magnitudes(x.mag.data(), M, panels, t.s32.data());
   } else {
     detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
   }
@@ -329,7 +339,16 @@ struct SegmentModels {
     }
     NCERT_UNREACHABLE("column outside every segment");
   }
-  std::vector<bool> exact_is_kernel;  ///< per segment: detail::segment_exact_is_kernel
+  std::vector<bool> exact_is_kernel;        ///< per segment: detail::segment_exact_is_kernel
+  std::vector<bool> magnitudes_are_kernel;  ///< per segment: detail::segment_magnitudes_are_kernels
+  /// Whether every column of [j0, j1) lies in a segment whose magnitudes are its kernel weights'.
+  bool all_magnitudes_are_kernel(Index j0, Index j1) const {
+    for (std::size_t s = 0; s < weights->segments.size(); ++s) {
+      const WeightSegment& seg = weights->segments[s];
+      if (!magnitudes_are_kernel[s] && seg.row_begin < j1 && seg.row_end > j0) return false;
+    }
+    return true;
+  }
   /// Whether every column of [j0, j1) lies in a segment whose exact weights are its kernel's.
   bool all_exact_is_kernel(Index j0, Index j1) const {
     for (std::size_t s = 0; s < weights->segments.size(); ++s) {
@@ -347,6 +366,37 @@ struct SegmentModels {
     return false;
   }
 };
+
+/// Which operands a block takes from where, decided from its segments and shape alone (the
+/// same on every thread).
+struct BlockRoutes {
+  bool spread = false;  ///< some column's weights can have two values
+  /// y* from the walk's panels for a whole block of segments whose exact weights are their kernel
+  /// weights: its f64 rows (5 MB at K 5,120) are then never stored, half of what decoding a
+  /// 4-bit block writes.
+  bool no_exact = false;
+  bool s_from_panels = false;  ///< S's f32 GEMM may pack the weights' magnitudes from the panels
+  /// S from those panels with no magnitudes stored (2.6 MB a block at K 5,120) for a block of
+  /// 4-bit sub-mul weights, unless the activations are bf16 numbers: S then comes from bf16
+  /// magnitudes, the weights' rounded up. With other activations that route needs every weight
+  /// to be a bf16 number, which (q - zp) s rarely is, and S from the f32 GEMM is the tighter
+  /// anyway (no operand rounded up).
+  bool no_magnitudes = false;
+};
+
+BlockRoutes block_routes(const SegmentModels& models, const Activations& x, const detail::PackedActivations* x_packed,
+                         bool walk, Index M, Index j0, Index j1) {
+  const Index K = models.weights->k;
+  // The panels' shape only: where they are is not needed to decide.
+  const detail::F32Panels panels{nullptr, j1 - j0, K};
+  BlockRoutes r;
+  r.spread = models.any_spread(j0, j1);
+  r.s_from_panels = walk && models.all_exact_is_kernel(j0, j1);
+  r.no_exact = r.s_from_panels && x_packed && detail::packs_from_panels(*x_packed, panels);
+  r.no_magnitudes = r.s_from_panels && !(!x.mag_bf16.empty() && x.mag_bf16_exact) &&
+                    models.all_magnitudes_are_kernel(j0, j1) && detail::magnitudes_pack_from_panels(M, panels);
+  return r;
+}
 
 }  // namespace
 
@@ -420,6 +470,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
     models.may_spread.push_back(detail::segment_may_spread(seg));
     models.exact_is_kernel.push_back(detail::segment_exact_is_kernel(seg, p.x.dtype));
+    models.magnitudes_are_kernel.push_back(detail::segment_magnitudes_are_kernels(seg, p.x.dtype));
     any_spread = any_spread || models.may_spread.back();
   }
   Activations x = prepare_activations(p, K, any_spread, summary);
@@ -453,22 +504,19 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       const Index j0 = b * bc;
       const Index j1 = std::min(N, j0 + bc);
       const Index w = j1 - j0;
-      const bool spread = models.any_spread(j0, j1);
-      // y* from the walk's panels for a whole block of such segments: its f64 rows (5 MB at
-      // K 5,120) are then never stored, half of what decoding a 4-bit block writes.
-      const bool no_exact = walk && x_packed && models.all_exact_is_kernel(j0, j1) &&
-                            detail::packs_from_panels(*x_packed, detail::F32Panels{t.w_kernel.data(), w, K});
-      facts[static_cast<std::size_t>(b)] = decode_block(p, decoder, j0, w, spread, walk, no_exact, t);
+      const BlockRoutes r = block_routes(models, x, x_packed.get(), walk, M, j0, j1);
+      facts[static_cast<std::size_t>(b)] =
+          decode_block(p, decoder, j0, w, r.spread, walk, r.no_exact, r.no_magnitudes, t);
       for (Index jj = 0; jj < w; ++jj) t.terms[jj] = &models.terms[models.segment_of(j0 + jj)];
       // The GEMMs run on this thread (Eigen does not parallelize inside an active region),
       // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
-      block_y_star(x_packed.get(), x, M, K, w, no_exact || f.kernel_is_exact, t);
-      block_s(p, x, j0, w, inflation, instruction, t);
+      block_y_star(x_packed.get(), x, M, K, w, r.no_exact || f.kernel_is_exact, t);
+      block_s(p, x, j0, w, inflation, instruction, r.s_from_panels, r.no_magnitudes, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both
       // orders agree and this costs nothing in the common case.
-      NCERT_ASSERT(spread || f.ambiguous == 0, "two-valued weights in a segment that cannot have them");
+      NCERT_ASSERT(r.spread || f.ambiguous == 0, "two-valued weights in a segment that cannot have them");
       if (f.ambiguous > 0) detail::gemm_abt(abs_activations(x, t.x_abs), M, K, t.w_spread.data(), w, t.d.data());
       block_bounds(p, x, j0, w, f.ambiguous > 0, t);
       if (walk) block_walk(p, x, j0, w, t);
@@ -491,8 +539,8 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       block.slack = t.slack.data();
       if (options.residual_tile > 0) {
         block.x_f32 = x.f32.data();
-        block.w_exact = no_exact ? nullptr : t.w_exact.data();
-        block.w_panels = no_exact ? t.w_kernel.data() : nullptr;
+        block.w_exact = r.no_exact ? nullptr : t.w_exact.data();
+        block.w_panels = r.no_exact ? t.w_kernel.data() : nullptr;
         block.k = K;
         block.tile = options.residual_tile;
         block.tiles = (K + options.residual_tile - 1) / options.residual_tile;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "reference/bounds.h"
 #include "reference/large_block.h"
 #include "reference/status.h"
 
@@ -293,6 +294,95 @@ void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c) {
   gemm_packed(*a.impl_, b.n, c, [&](double* block, Index i2, Index rows, Index k2, Index depth) {
     pack_lhs_from_panels(b, i2, rows, k2, depth, block);
   });
+}
+
+// ---- S's weight magnitudes packed from the walk's panels ----------------------------------------
+
+namespace {
+
+using TraitsF = Eigen::internal::gebp_traits<float, float>;
+using LhsMapperF = Eigen::internal::const_blas_data_mapper<float, Index, Eigen::RowMajor>;
+using RhsMapperF = Eigen::internal::const_blas_data_mapper<float, Index, Eigen::ColMajor>;
+using ResMapperF = Eigen::internal::blas_data_mapper<float, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
+using BlockingF =
+    Eigen::internal::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
+
+/// Whether Eigen packs f32 lhs blocks in panels of 48, 32 and 16 rows (16-float packets: AVX-512).
+constexpr bool kMagnitudePanelPacking = TraitsF::mr == 48 && TraitsF::LhsProgress == 16;
+
+/// The charged magnitudes of 16 floats (bounds.h f32_magnitude, in bit operations).
+inline void magnitudes16(const float* src, float* dst) {
+#if defined(__AVX512F__)
+  const __m512i mag = _mm512_and_si512(_mm512_loadu_si512(src), _mm512_set1_epi32(0x7FFFFFFF));
+  // A nonzero subnormal: mag - 1 below 0x007FFFFF, unsigned.
+  const __mmask16 subnormal =
+      _mm512_cmplt_epu32_mask(_mm512_sub_epi32(mag, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x007FFFFF));
+  _mm512_storeu_si512(dst, _mm512_mask_mov_epi32(mag, subnormal, _mm512_set1_epi32(0x00800000)));
+#else
+  for (int r = 0; r < 16; ++r) dst[r] = f32_magnitude(src[r]);
+#endif
+}
+
+}  // namespace
+
+void pack_lhs_magnitudes_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, float* block) {
+  NCERT_ASSERT(rows % 16 == 0 && i0 % 16 == 0 && i0 + rows <= b.n && k0 + depth <= b.k,
+               "magnitudes packed out of range");
+  // gemm_pack_lhs with Pack1 = mr = 3 packets, Pack2 = one: panels of 48 rows while 48 remain,
+  // then of 32, then of 16 (what a multiple of 16 never leaves: half-packet panels, single rows).
+  NCERT_ASSERT(kMagnitudePanelPacking, "Eigen's f32 lhs panels are not of 48, 32 and 16 rows here");
+  Index i = 0;
+  float* out = block;
+  for (const Index pack : {Index{48}, Index{32}, Index{16}}) {
+    for (; i + pack <= rows; i += pack) {
+      // Each group of 16 rows is one full walk panel (b.n a multiple of 16): 16 floats a k step.
+      const float* src[3];
+      for (Index g = 0; g < pack / 16; ++g) src[g] = b.row(i0 + i + 16 * g) + k0 * kTransposeRows;
+      for (Index kk = 0; kk < depth; ++kk) {
+        for (Index g = 0; g < pack / 16; ++g) magnitudes16(src[g] + kk * kTransposeRows, out + 16 * g);
+        out += pack;
+      }
+    }
+  }
+}
+
+bool magnitudes_pack_from_panels(Index m, const F32Panels& b) {
+  if (!kMagnitudePanelPacking || b.n % 16 != 0 || !runs_gemm(m, b.k, b.n)) return false;
+  return std::min(b.n, BlockingF(m, b.n, b.k, 1, true).mc()) % 16 == 0;
+}
+
+void gemm_abt_magnitudes(const float* a, Index m, const F32Panels& b, float* c) {
+  NCERT_ASSERT(magnitudes_pack_from_panels(m, b), "magnitudes not packable from their panels");
+  const Index n = b.n, k = b.k;
+  // What gemm_abt_impl's GEMM runs (general_matrix_matrix_product's sequential loop for a
+  // row-major result, Eigen 3.4; see "activations packed once" above), on this thread's kept
+  // buffers, with the lhs blocks packed from the panels: the same operands in the same order.
+  thread_local PackingBuffers<float> buffers;
+  KeptBlocking<float> blocking(m, n, k, buffers);
+  const Index kc = blocking.kc();
+  const Index mc = std::min(n, blocking.mc());
+  const Index nc = std::min(m, blocking.nc());
+  Eigen::internal::gemm_pack_rhs<float, Index, RhsMapperF, TraitsF::nr, Eigen::ColMajor> pack_rhs;
+  Eigen::internal::gebp_kernel<float, float, Index, ResMapperF, TraitsF::mr, TraitsF::nr, false, false> gebp;
+  const RhsMapperF rhs(a, k);
+  const ResMapperF res(c, n, 1);
+  float* const block_a = blocking.blockA();
+  float* const block_b = blocking.blockB();
+  // Eigen packs the rhs once when one block of it serves every block of lhs rows.
+  const bool pack_rhs_once = mc != n && kc == k && nc == m;
+  std::fill(c, c + m * n, 0.0f);
+  for (Index i2 = 0; i2 < n; i2 += mc) {
+    const Index actual_mc = std::min(i2 + mc, n) - i2;
+    for (Index k2 = 0; k2 < k; k2 += kc) {
+      const Index actual_kc = std::min(k2 + kc, k) - k2;
+      pack_lhs_magnitudes_from_panels(b, i2, actual_mc, k2, actual_kc, block_a);
+      for (Index j2 = 0; j2 < m; j2 += nc) {
+        const Index actual_nc = std::min(j2 + nc, m) - j2;
+        if (!pack_rhs_once || i2 == 0) pack_rhs(block_b, rhs.getSubMapper(k2, j2), actual_kc, actual_nc);
+        gebp(res.getSubMapper(i2, j2), block_a, block_b, actual_mc, actual_kc, actual_nc, 1.0f);
+      }
+    }
+  }
 }
 
 void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, double* c) {

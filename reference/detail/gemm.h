@@ -74,4 +74,23 @@ void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c);
 /// of a panel its rows' values in order). rows a multiple of 8, i0 too. Exposed for its test.
 void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, double* block);
 
+/// Whether gemm_abt_magnitudes(a, m, b, c) may be called: Eigen's f32 GEMM runs for the product
+/// and packs its blocks of weight rows in panels of 48, 32 and 16 rows (16-float packets:
+/// AVX-512), and b.n and that block (mc) are multiples of 16, so that every panel's k step is
+/// one 16-float step of a walk panel.
+bool magnitudes_pack_from_panels(Index m, const F32Panels& b);
+
+/// S's f32 product from the walk's panels: C[m x b.n] = A[m x b.k] * |B|^T for |B| the charged
+/// magnitudes of `b`'s floats (bounds.h f32_magnitude: |w|, nonzero subnormals raised to
+/// 2^-126), the bits of gemm_abt(a, m, b.k, mag, b.n, c) for mag those magnitudes row-major.
+/// Eigen's packing of the magnitudes' rows transposes 48 of them at a time, 5.5 % of a 4-bit
+/// check's CPU (M 32, K 5,120, N 16,480); here each panel's k step is 16 consecutive floats of
+/// a walk panel, their magnitudes taken on the way.
+void gemm_abt_magnitudes(const float* a, Index m, const F32Panels& b, float* c);
+
+/// Packs the magnitudes of rows [i0, i0 + rows) and k [k0, k0 + depth) of `b` as Eigen's f32
+/// gemm_pack_lhs packs them row-major (panels of 48 rows, then 32, then 16; each k step of a
+/// panel its rows' values in order). rows and i0 multiples of 16. Exposed for its test.
+void pack_lhs_magnitudes_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, float* block);
+
 }  // namespace ncert::reference::detail

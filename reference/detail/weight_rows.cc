@@ -427,8 +427,10 @@ void decode_sub_mul_vector(const std::uint8_t* row_codes, Index c0, Index c1, fl
     // Bit operations, as f32_magnitude and decode_plain: |w|, subnormals raised, finite test.
     const __m512i mag = _mm512_maskz_and_epi32(kAll16, _mm512_castps_si512(w), abs_bits);
     const __mmask16 finite = _mm512_cmplt_epu32_mask(mag, inf_bits);
-    const __mmask16 subnormal = _mm512_cmplt_epu32_mask(_mm512_maskz_sub_epi32(kAll16, mag, one), subnormal_limit);
-    _mm512_storeu_ps(magnitude + c, _mm512_castsi512_ps(_mm512_mask_mov_epi32(mag, subnormal, min_normal)));
+    if (magnitude) {  // none where S packs them from the kernel weights (reference/linear.cc)
+      const __mmask16 subnormal = _mm512_cmplt_epu32_mask(_mm512_maskz_sub_epi32(kAll16, mag, one), subnormal_limit);
+      _mm512_storeu_ps(magnitude + c, _mm512_castsi512_ps(_mm512_mask_mov_epi32(mag, subnormal, min_normal)));
+    }
     if (kernel) _mm512_storeu_ps(kernel + c, w);
     if (exact) {  // none where the kernel weights stand for them (segment_exact_is_kernel)
       _mm512_storeu_pd(exact + c, _mm512_maskz_cvtps_pd(kAll8, half<0>(w)));
@@ -563,6 +565,11 @@ bool segment_exact_is_kernel(const WeightSegment& segment, DType activation) {
   NCERT_UNREACHABLE("weight format");
 }
 
+bool segment_magnitudes_are_kernels(const WeightSegment& segment, DType activation) {
+  return segment.format == WeightFormat::kAf4 && takes_groups(segment.af4.layout) &&
+         takes_sub_mul(segment.af4.layout, activation);
+}
+
 bool segment_may_spread(const WeightSegment& segment) {
   if (segment.format != WeightFormat::kAf4) return false;
   const Af4Layout& L = segment.af4.layout;
@@ -574,6 +581,8 @@ WeightRowFacts WeightRowDecoder::decode(Index j, const WeightRowOut& out) {
   const WeightSegment& s = segment_of(weights_, j);
   const Index local = j - s.row_begin;
   const Index k = weights_.k;
+  NCERT_ASSERT(out.magnitude || (out.kernel && segment_magnitudes_are_kernels(s, activation_)),
+               "row decoded with no magnitudes");
   switch (s.format) {
     case WeightFormat::kAf4:
       return takes_groups(s.af4.layout) ? decode_af4_groups(s.af4, local, out) : decode_af4_direct(s.af4, local, out);

@@ -18,10 +18,12 @@ namespace ncert::reference::detail {
 /// Where one decoded row of K weights goes. `spread` and `kernel` may be null; `exact` too where
 /// segment_exact_is_kernel holds and `kernel` is not null (the kernel weights then stand for it).
 struct WeightRowOut {
-  double* exact = nullptr;     ///< decode_weight_row's `exact`
-  float* magnitude = nullptr;  ///< f32_magnitude(RU32(alg)): >= alg, never a nonzero subnormal
-  double* spread = nullptr;    ///< decode_weight_row's `spread`
-  float* kernel = nullptr;     ///< decode_weight_row's `kernel`
+  double* exact = nullptr;  ///< decode_weight_row's `exact`
+  /// f32_magnitude(RU32(alg)): >= alg, never a nonzero subnormal. May be null where
+  /// segment_magnitudes_are_kernels holds and `kernel` is not null.
+  float* magnitude = nullptr;
+  double* spread = nullptr;  ///< decode_weight_row's `spread`
+  float* kernel = nullptr;   ///< decode_weight_row's `kernel`
 };
 
 /// What one row holds.
@@ -44,6 +46,11 @@ struct WeightRowFacts {
 /// and f16 rows, and 4-bit zero points dequantized in f32 under sub-mul (decoded straight from
 /// the codes with AVX-512). Its rows may then be decoded with no `exact` (WeightRowOut).
 bool segment_exact_is_kernel(const WeightSegment& segment, DType activation);
+
+/// True when the decoder gives every row of the segment magnitudes that are f32_magnitude of its
+/// kernel weights and may be told to store none (WeightRowOut): 4-bit zero points dequantized
+/// in f32 under sub-mul (segment_exact_is_kernel's 4-bit rows), decoded straight from the codes.
+bool segment_magnitudes_are_kernels(const WeightSegment& segment, DType activation);
 
 /// True when some weight of the segment can have two allowed kernel values (AF4 f32/output
 /// dequantization with dequant_op = either); elsewhere the spread is 0 by construction.

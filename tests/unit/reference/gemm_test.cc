@@ -5,7 +5,8 @@
 // and the same bits from activations packed once (PackedActivations) for every block width it
 // covers, shared by two threads; weight blocks packed from the walk's f32 panels
 // (pack_lhs_from_panels) hold the values Eigen's own packing of their f64 rows holds, in its
-// places, and their products Eigen's bits.
+// places, and their products Eigen's bits; S's weight blocks packed from the panels' magnitudes
+// (pack_lhs_magnitudes_from_panels) likewise, in f32.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -240,11 +241,11 @@ struct PanelWeights {
   detail::F32Panels view() const { return {panels.data(), n, k}; }
 };
 
-PanelWeights panel_weights(Index n, Index k, std::mt19937_64& rng) {
+PanelWeights panel_weights(Index n, Index k, std::mt19937_64& rng, int min_binade = -140, int max_binade = 100) {
   PanelWeights w{std::vector<float>(static_cast<std::size_t>(n * k)),
                  std::vector<double>(static_cast<std::size_t>(n * k)), n, k};
   std::normal_distribution<float> value(0, 1);
-  std::uniform_int_distribution<int> binade(-140, 100);
+  std::uniform_int_distribution<int> binade(min_binade, max_binade);
   for (Index j = 0; j < n; ++j) {
     const Index p0 = j - j % 16, width = std::min<Index>(16, n - p0);
     for (Index c = 0; c < k; ++c) {
@@ -379,6 +380,143 @@ TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
 #if defined(__AVX512F__)
   EXPECT_GT(several, 0) << "no product spanned several blocks of rows";
   EXPECT_GT(refused, 0) << "no blocking took a block of rows that is not a multiple of 8";
+#endif
+}
+
+// ---- S's weight magnitudes packed from the walk's panels ------------------------------------------
+
+/// The charged magnitudes (bounds.h f32_magnitude) of w's rows, row-major f32: the rows Eigen's
+/// own S product packs.
+std::vector<float> magnitude_rows(const PanelWeights& w) {
+  std::vector<float> mag(w.rows.size());
+  for (std::size_t e = 0; e < mag.size(); ++e) {
+    std::uint32_t b = std::bit_cast<std::uint32_t>(static_cast<float>(w.rows[e])) & 0x7FFFFFFFu;
+    if (b != 0 && b < 0x00800000u) b = 0x00800000u;  // written out: an oracle apart from bounds.h
+    mag[e] = std::bit_cast<float>(b);
+  }
+  return mag;
+}
+
+/// Panel weights of binades -3 to 3, so that no product swamps another (a product left
+/// unzeroed shows), with a negative zero, a subnormal or (rarely) an infinity planted in every
+/// fifth row: magnitudes +0, 2^-126 and +inf.
+PanelWeights signed_panel_weights(Index n, Index k, std::mt19937_64& rng) {
+  PanelWeights w = panel_weights(n, k, rng, -3, 3);
+  for (Index j = 0; j < n; j += 5) {
+    const Index p0 = j - j % 16, width = std::min<Index>(16, n - p0), c = (j * 7) % k;
+    const float v = j % 25 == 10 ? -INFINITY : (j % 2 == 0 ? -0.0f : -0x1p-130f);
+    w.panels[static_cast<std::size_t>(p0 * k + c * width + j - p0)] = v;
+    w.rows[static_cast<std::size_t>(j * k + c)] = v;
+  }
+  return w;
+}
+
+/// Eigen's f32 product of `a` with w's magnitude rows against the product from its panels:
+/// elements whose bits differ.
+Index magnitude_product_differences(const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& a,
+                                    const PanelWeights& w) {
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const std::vector<float> mag = magnitude_rows(w);
+  const Eigen::Map<const RowMatrix> b(mag.data(), w.n, w.k);
+  RowMatrix eigen(a.rows(), w.n), ours(a.rows(), w.n);
+  eigen.noalias() = a * b.transpose();
+  ours.setConstant(7.0f);  // what was there must not leak into the product
+  detail::gemm_abt_magnitudes(a.data(), a.rows(), w.view(), ours.data());
+  Index differ = 0;
+  for (Index i = 0; i < eigen.size(); ++i) {
+    differ += std::bit_cast<std::uint32_t>(eigen.data()[i]) != std::bit_cast<std::uint32_t>(ours.data()[i]);
+  }
+  return differ;
+}
+
+TEST(GemmTest, MagnitudesPackAsEigenPacksTheirRows) {
+  using Traits = Eigen::internal::gebp_traits<float, float>;
+  if constexpr (Traits::mr != 48 || Traits::LhsProgress != 16) {
+    GTEST_SKIP() << "Eigen's f32 lhs panels are not of 48, 32 and 16 rows on this build (no AVX-512)";
+  } else {
+    using LhsMapper = Eigen::internal::const_blas_data_mapper<float, Index, Eigen::RowMajor>;
+    Eigen::internal::gemm_pack_lhs<float, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
+                                   typename Traits::LhsPacket4Packing, Eigen::RowMajor>
+        pack_lhs;
+    std::mt19937_64 rng(37);
+    // Widths with every mix of 48-, 32- and 16-row panels; sub-blocks starting at any multiple
+    // of 16, at any depth.
+    for (const Index n : {16, 32, 48, 64, 80, 96, 128, 144, 208}) {
+      for (const Index k : {1, 7, 64, 301}) {
+        const PanelWeights w = signed_panel_weights(n, k, rng);
+        const std::vector<float> mag = magnitude_rows(w);
+        const LhsMapper lhs(mag.data(), k);
+        for (const Index i0 : {Index{0}, Index{16}, n / 32 * 16}) {
+          for (const Index k0 : {Index{0}, k / 3}) {
+            const Index rows = (n - i0) / 16 * 16, depth = k - k0;
+            if (rows == 0 || depth == 0) continue;
+            SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " rows " + std::to_string(i0) + "+" +
+                         std::to_string(rows) + " k " + std::to_string(k0) + "+" + std::to_string(depth));
+            std::vector<float, Eigen::aligned_allocator<float>> eigen(static_cast<std::size_t>(rows * depth), -1.0f),
+                ours(eigen.size(), -2.0f);
+            pack_lhs(eigen.data(), lhs.getSubMapper(i0, k0), depth, rows);
+            detail::pack_lhs_magnitudes_from_panels(w.view(), i0, rows, k0, depth, ours.data());
+            Index differ = 0;
+            for (std::size_t e = 0; e < eigen.size(); ++e) {
+              differ += std::bit_cast<std::uint32_t>(eigen[e]) != std::bit_cast<std::uint32_t>(ours[e]);
+            }
+            EXPECT_EQ(differ, 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmTest, MagnitudeProductsFromPanelsGiveEigensOwnProductBitForBit) {
+  // The reference's shapes, then, with a 2 MiB L2, shapes Eigen blocks in several blocks of
+  // weight rows (i2 > 0) or depth (k2 > 0); with a 256 KiB L2 small ones whose block of rows is
+  // not a multiple of 16, left to Eigen's packing.
+  const SerialEigen serial;
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic, Eigen::Dynamic,
+                                                        Eigen::Dynamic>;
+  using Traits = Eigen::internal::gebp_traits<float, float>;
+  const std::ptrdiff_t l1 = Eigen::l1CacheSize(), l2 = Eigen::l2CacheSize(), l3 = Eigen::l3CacheSize();
+  std::mt19937_64 rng(41);
+  std::normal_distribution<float> value(0, 1);
+  Index products = 0, several = 0, deep = 0, refused = 0;
+  const auto run = [&](const std::vector<Shape>& shapes) {
+    for (const auto& [m, k, n] : shapes) {
+      SCOPED_TRACE("L2 " + std::to_string(Eigen::l2CacheSize()) + ", " + std::to_string(m) + " x " + std::to_string(k) +
+                   " x " + std::to_string(n));
+      RowMatrix a(m, k);
+      for (Index i = 0; i < a.size(); ++i) a.data()[i] = std::fabs(value(rng));
+      const PanelWeights w = signed_panel_weights(n, k, rng);
+      const Blocking blocking(m, n, k, 1, true);
+      const Index mc = std::min(n, blocking.mc());
+      const bool panels = detail::magnitudes_pack_from_panels(m, w.view());
+      EXPECT_EQ(panels, Traits::mr == 48 && Traits::LhsProgress == 16 && mc % 16 == 0) << "mc " << mc;
+      if (!panels) {
+        refused += mc % 16 != 0;
+        continue;
+      }
+      ++products;
+      several += mc < n;
+      deep += blocking.kc() < k;
+      EXPECT_EQ(magnitude_product_differences(a, w), 0) << "mc " << mc << " kc " << blocking.kc();
+    }
+  };
+  run({Shape{32, 5120, 128}, Shape{33, 1000, 144}, Shape{7, 96, 16}, Shape{128, 700, 48}, Shape{32, 5120, 96}});
+  for (const std::ptrdiff_t l2_size : {std::ptrdiff_t{2} << 20, std::ptrdiff_t{256} << 10}) {
+    Eigen::setCpuCacheSizes(std::ptrdiff_t{32} << 10, l2_size, std::ptrdiff_t{8} << 20);
+    run({Shape{8, 256, 1024}, Shape{4, 500, 2048}, Shape{32, 300, 1200}, Shape{2, 480, 128}, Shape{8, 504, 128},
+         Shape{5, 480, 128}, Shape{64, 9000, 64}});
+  }
+  Eigen::setCpuCacheSizes(l1, l2, l3);
+  // A width that is not a multiple of 16 (a narrower last walk panel): left to Eigen's packing.
+  const std::vector<float> panels(std::size_t{40} * 30, 1.0f);
+  EXPECT_FALSE(detail::magnitudes_pack_from_panels(64, {panels.data(), 40, 30}));
+#if defined(__AVX512F__)
+  EXPECT_GE(products, 5);
+  EXPECT_GT(several, 0) << "no product spanned several blocks of rows";
+  EXPECT_GT(deep, 0) << "no product spanned several blocks of depth";
+  EXPECT_GT(refused, 0) << "no blocking took a block of rows that is not a multiple of 16";
 #endif
 }
 

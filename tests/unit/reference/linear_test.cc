@@ -574,10 +574,11 @@ TEST(AccumulatorDeclaration, TheDocumentedFormsParseAndNearMissesAreRefused) {
   }
 }
 
-TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
-  // With a walk, y*'s weight blocks are packed from the walk's f32 panels wherever the exact
-  // weights are the kernel's widened (reference/detail/gemm.h); without one, from the decoded
-  // f64 rows. Both must give every number bit for bit, for weights where they are (f32, bf16,
+TEST(ReferenceWalk, YStarAndSAreTheSameWithTheWalksWeightsAsWithout) {
+  // With a walk, y*'s weight blocks, and S's blocks of weight magnitudes, are packed from the
+  // walk's f32 panels wherever the exact weights are the kernel's widened (reference/detail/
+  // gemm.h); without one, from the decoded rows. Both must give every number bit for bit (S's
+  // magnitudes raise subnormal weights to 2^-126 either way), for weights where they are (f32, bf16,
   // zero points under sub-mul: the vector path at group 32, the table at 20) and where they are
   // not (zero points dequantized exactly), alone and mixed in one block; block widths whose row
   // panels are 24, 16 and 8 wide, with last blocks of 8, 16 and 12 columns.
@@ -595,6 +596,7 @@ TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
       {"zero-point exact", {zero_point(0, Dequant::kExact, 32)}},
       {"f32 then zero-point exact", {{WeightFormat::kF32, 24, {}}, zero_point(0, Dequant::kExact, 32)}},
       {"f32 with NaN and infinite weights", {{WeightFormat::kF32, 0, {}}}},
+      {"f32 with subnormal and signed-zero weights", {{WeightFormat::kF32, 0, {}}}},
   };
   for (const auto& [what, segments] : weights) {
     for (const auto& [block, tail] : {std::pair<Index, Index>{128, 8}, {40, 16}, {24, 12}, {32, 8}}) {
@@ -616,6 +618,14 @@ TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
         p->f32_store[0][o.k + 7] = INFINITY;
         p->f32_store[0][5 * o.k + 1] = -INFINITY;
       }
+      if (what == "f32 with subnormal and signed-zero weights") {
+        for (Index j = 0; j < 2 * block + tail; j += 3) {
+          p->f32_store[0][j * o.k + j % o.k] = j % 2 == 0 ? -0x1p-140f : -0.0f;
+          p->f32_store[0][j * o.k + (j + 1) % o.k] = 0x1p-127f;
+        }
+        // A column of subnormal weights alone: its S is the raised magnitudes' sum.
+        for (Index c = 0; c < o.k; ++c) p->f32_store[0][4 * o.k + c] = c % 2 == 0 ? 0x1p-140f : -0x1p-133f;
+      }
       ReferenceOptions with, without;
       with.block_cols = without.block_cols = block;
       without.emulate_walk = false;
@@ -627,6 +637,7 @@ TEST(ReferenceWalk, YStarIsTheSameWithTheWalksWeightsAsWithout) {
       EXPECT_EQ(a->summary.first_nonfinite_w, b->summary.first_nonfinite_w);
       for (std::size_t e = 0; e < a->y_star.size(); ++e) {
         ASSERT_EQ(std::bit_cast<std::uint64_t>(a->y_star[e]), std::bit_cast<std::uint64_t>(b->y_star[e])) << e;
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(a->s[e]), std::bit_cast<std::uint64_t>(b->s[e])) << e;
         ASSERT_EQ(std::bit_cast<std::uint64_t>(a->bound[e]), std::bit_cast<std::uint64_t>(b->bound[e])) << e;
         ASSERT_EQ(std::bit_cast<std::uint64_t>(a->center[e]), std::bit_cast<std::uint64_t>(b->center[e])) << e;
       }

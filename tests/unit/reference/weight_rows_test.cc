@@ -31,8 +31,10 @@ using ncert::testing::SegmentSpec;
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 bool same_bits(float a, float b) { return f32_bits(a) == f32_bits(b); }
 
-/// Rows compare_all_rows also decoded with no exact values (segment_exact_is_kernel).
+/// Rows compare_all_rows also decoded with no exact values (segment_exact_is_kernel), and with
+/// no magnitudes either (segment_magnitudes_are_kernels).
 Index exact_is_kernel_rows = 0;
+Index magnitudes_are_kernel_rows = 0;
 
 /// Decodes every row both ways and compares (stops at the first mismatch).
 void compare_all_rows(const OwnedProblem& p, const std::string& what) {
@@ -94,6 +96,24 @@ void compare_all_rows(const OwnedProblem& p, const std::string& what) {
       EXPECT_EQ(g.kernel_is_exact, facts.kernel_is_exact);
       EXPECT_EQ(std::bit_cast<std::uint64_t>(g.l1), std::bit_cast<std::uint64_t>(facts.l1));
       ++exact_is_kernel_rows;
+    }
+    if (detail::segment_magnitudes_are_kernels(seg, act)) {
+      // S then packs the magnitudes from the walk's weights (gemm_abt_magnitudes), which are
+      // not stored: every magnitude is f32_magnitude of its kernel weight, and a row decoded
+      // with neither exact values nor magnitudes gives the same kernel weights and facts.
+      ASSERT_TRUE(detail::segment_exact_is_kernel(seg, act));
+      std::vector<float> h_kernel(K, -1.0f);
+      const detail::WeightRowFacts h = decoder.decode(j, {nullptr, nullptr, nullptr, h_kernel.data()});
+      for (Index c = 0; c < K; ++c) {
+        ASSERT_TRUE(same_bits(f_mag[c], f32_magnitude(f_kernel[c])) && same_bits(h_kernel[c], f_kernel[c]))
+            << what << " row " << j << " col " << c;
+      }
+      EXPECT_EQ(h.nonfinite, facts.nonfinite);
+      EXPECT_EQ(h.first_nonfinite, facts.first_nonfinite);
+      EXPECT_EQ(h.all_zero, facts.all_zero);
+      EXPECT_EQ(h.kernel_is_exact, facts.kernel_is_exact);
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(h.l1), std::bit_cast<std::uint64_t>(facts.l1));
+      ++magnitudes_are_kernel_rows;
     }
     if (facts.kernel_is_exact) {
       // y* then takes its weights from the walk's (reference/linear.cc): bit for bit the same.
@@ -249,7 +269,7 @@ TEST(WeightRows, EveryAf4LayoutMatchesTheDecoder) {
 }
 
 TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
-  const Index before = exact_is_kernel_rows;
+  const Index before = exact_is_kernel_rows, magnitudes_before = magnitudes_are_kernel_rows;
   // w = (q - zp)*s: the table path and af4_decode_row agree for each group size, packing, scale
   // type, dequantization, operation order (sub-mul, fused) and activation type.
   Index combos = 0;
@@ -283,6 +303,7 @@ TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
   // `output` under f32 activations (f32 rounding), sub-mul (not fused).
   constexpr Index kSubMulRows = 108;  // 3 rows x 2 groups x 2 packings x 3 scale types x 3
   EXPECT_EQ(exact_is_kernel_rows - before, 2 * combos + kSubMulRows);
+  EXPECT_EQ(magnitudes_are_kernel_rows - magnitudes_before, kSubMulRows);  // the zero-point rows alone
 #endif
 }
 
