@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
+#include <system_error>
 
 #include "certify/io/input_file.h"
 #include "certify/logits/lm_head.h"
@@ -350,22 +352,60 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
   return report;
 }
 
+namespace {
+
+/// The inputs' content hashes (describe_inputs), computed on a thread of their own while the
+/// dump is opened and its projections read, where the machine has a second thread for them:
+/// hashing reads every byte once, serially (XXH3-128 is one stream), and before the overlap it
+/// was 3 % of a 4-bit check's CPU (63 MB, 5-13 ms of 0.2 s), all of it ahead of the reading.
+/// The file names and hashes are the same either way.
+class InputsHashed {
+ public:
+  InputsHashed(const std::vector<std::string>& paths, int threads) {
+    if (threads > 1) {
+      try {
+        pending_ = std::async(std::launch::async, [paths] {
+          std::vector<InputInfo> out(paths.size());
+          for (std::size_t i = 0; i < paths.size(); ++i) {
+            out[i].path = paths[i];
+            if (auto h = file_xxh3_128(paths[i]); h.ok()) out[i].xxh3_128 = *h;
+          }
+          return out;
+        });
+        return;
+      } catch (const std::system_error&) {  // no thread to spare: hashed here instead
+      }
+    }
+    done_ = describe_inputs(paths);
+  }
+  const std::vector<InputInfo>& get() {
+    if (pending_.valid()) done_ = pending_.get();
+    return done_;
+  }
+
+ private:
+  std::future<std::vector<InputInfo>> pending_;
+  std::vector<InputInfo> done_;
+};
+
+}  // namespace
+
 Result<Report> run_check(const CheckCommandOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   // Every file the verdict rests on is an input of the report: the dump, and the weights dump
   // its omitted weights come from.
   std::vector<std::string> paths = {options.dump};
   if (!options.weights.empty()) paths.push_back(options.weights);
-  const std::vector<InputInfo> inputs = describe_inputs(paths);
+  InputsHashed inputs(paths, omp_get_max_threads());
   auto with_inputs = [&](Report report) {
-    report.inputs = inputs;
+    report.inputs = inputs.get();
     return report;
   };
   auto reader = DumpReader::open(options.dump, dump_reader_options(options));
   if (!reader.ok()) {
     CheckPlan refused;
     refused.refused = reader.status();
-    return with_inputs(assemble_check(options, inputs.front(), refused, {}, seconds_since(t0)));
+    return with_inputs(assemble_check(options, inputs.get().front(), refused, {}, seconds_since(t0)));
   }
   NCERT_ASSIGN_OR_RETURN(CheckPlan plan, plan_check(*reader, options));
   std::vector<CheckPart> parts;
@@ -377,7 +417,7 @@ Result<Report> run_check(const CheckCommandOptions& options) {
       parts.push_back(std::move(part));
     }
   }
-  return with_inputs(assemble_check(options, inputs.front(), plan, std::move(parts), seconds_since(t0)));
+  return with_inputs(assemble_check(options, inputs.get().front(), plan, std::move(parts), seconds_since(t0)));
 }
 
 }  // namespace ncert::certify
