@@ -23,7 +23,8 @@ namespace {
 /// Each thread's buffers for its blocks; the block_cols x K ones (several MB each) in huge pages.
 struct BlockScratch {
   LargeVector<double> w_exact;        // block_cols x K: the weights y* multiplies by
-  LargeVector<float> w_mag;           // block_cols x K: charged magnitudes rounded up to f32
+  LargeVector<float> w_mag;           // block_cols x K: charged magnitudes rounded up to f32 (not
+                                      // written for a block of BlockRoutes::no_magnitudes)
   LargeVector<double> w_spread;       // block_cols x K: half the gap between two allowed kernel
                                       // weights (only for blocks whose segments can have two)
   LargeVector<double> w_alg;          // block_cols x K: f64 magnitudes (only when the f32 S overflows)

@@ -71,6 +71,14 @@ class KeptBlocking : public Eigen::internal::gemm_blocking_space<Eigen::RowMajor
       Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
 };
 
+/// This thread's packing buffers for Eigen's products of T (the f32 ones shared by S's GEMM from
+/// rows and from the walk's panels).
+template <typename T>
+PackingBuffers<T>& kept_buffers() {
+  thread_local PackingBuffers<T> buffers;
+  return buffers;
+}
+
 /// Whether gemm_abt takes Eigen's GEMM for this shape (else a coefficient-wise product or a GEMV).
 bool runs_gemm(Index m, Index k, Index n) {
   return !(m <= 1 || n <= 1 || k == 0 || k + m + n < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD);
@@ -95,8 +103,7 @@ void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
     C.noalias() = A * B.transpose();
     return;
   }
-  thread_local PackingBuffers<T> buffers;
-  KeptBlocking<T> blocking(m, n, k, buffers);
+  KeptBlocking<T> blocking(m, n, k, kept_buffers<T>());
   C.setZero();
   Eigen::internal::general_matrix_matrix_product<Index, T, Eigen::RowMajor, false, T, Eigen::ColMajor, false,
                                                  Eigen::RowMajor, 1>::run(m, n, k, a, k, b, k, c, 1, n, T(1), blocking,
@@ -301,7 +308,6 @@ void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c) {
 namespace {
 
 using TraitsF = Eigen::internal::gebp_traits<float, float>;
-using LhsMapperF = Eigen::internal::const_blas_data_mapper<float, Index, Eigen::RowMajor>;
 using RhsMapperF = Eigen::internal::const_blas_data_mapper<float, Index, Eigen::ColMajor>;
 using ResMapperF = Eigen::internal::blas_data_mapper<float, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
 using BlockingF =
@@ -357,8 +363,7 @@ void gemm_abt_magnitudes(const float* a, Index m, const F32Panels& b, float* c) 
   // What gemm_abt_impl's GEMM runs (general_matrix_matrix_product's sequential loop for a
   // row-major result, Eigen 3.4; see "activations packed once" above), on this thread's kept
   // buffers, with the lhs blocks packed from the panels: the same operands in the same order.
-  thread_local PackingBuffers<float> buffers;
-  KeptBlocking<float> blocking(m, n, k, buffers);
+  KeptBlocking<float> blocking(m, n, k, kept_buffers<float>());
   const Index kc = blocking.kc();
   const Index mc = std::min(n, blocking.mc());
   const Index nc = std::min(m, blocking.nc());

@@ -32,9 +32,7 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
   std::uint32_t nonzero = 0;
   // Local restrict pointers: read through `out`, GCC re-loads them every iteration and
   // vectorizes the stores as scatters.
-  // With no `exact` (segment_exact_is_kernel) the row's f64 values go to one row of scratch,
-  // whose narrowing is the kernel row: the same kernel bits either way (a signalling NaN
-  // comes out quiet, as it always has).
+  // With no `exact` (segment_exact_is_kernel) the row's f64 values go to one row of scratch.
   thread_local std::vector<double> own_exact;
   if (!out.exact) own_exact.resize(static_cast<std::size_t>(k));
   double* __restrict exact = out.exact ? out.exact : own_exact.data();
@@ -59,7 +57,22 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
     nonzero |= mag;  // NaN counts as nonzero, as `exact != 0` does
   }
   if (out.kernel) {
-    for (Index c = 0; c < k; ++c) out.kernel[c] = static_cast<float>(exact[c]);
+    // The weight's own bits, a signalling NaN quietened: what narrowing `exact` gives in the
+    // default modes, and also in a process that flushes subnormal results to zero (FTZ),
+    // where narrowing would turn a subnormal weight into 0. The walk's panels, from which y*
+    // and S may take the exact weights and their magnitudes, must hold it as they are.
+    float* __restrict kernel = out.kernel;
+#pragma omp simd
+    for (Index c = 0; c < k; ++c) {
+      std::uint32_t bits;
+      if constexpr (sizeof(T) == 2) {
+        bits = std::uint32_t{v[c]} << 16;
+      } else {
+        bits = std::bit_cast<std::uint32_t>(v[c]);
+      }
+      const std::uint32_t nan = 0u - static_cast<std::uint32_t>((bits & 0x7FFFFFFFu) > 0x7F800000u);
+      kernel[c] = std::bit_cast<float>(bits | (nan & 0x00400000u));
+    }
   }
   if (out.spread) {
     for (Index c = 0; c < k; ++c) out.spread[c] = 0;
@@ -68,7 +81,7 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
   facts.l1 = l1;
   facts.nonfinite = nonfinite;
   facts.all_zero = nonzero == 0;
-  facts.kernel_is_exact = out.kernel && nonfinite == 0;  // exact is the f32 value, kernel its narrowing
+  facts.kernel_is_exact = out.kernel && nonfinite == 0;  // exact is the f32 value widened, kernel its bits
   if (nonfinite > 0) {
     for (Index c = 0; c < k; ++c) {
       if (!std::isfinite(exact[c])) {

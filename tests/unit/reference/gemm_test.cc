@@ -318,7 +318,7 @@ TEST(GemmTest, ProductsFromPanelsGiveEigensOwnProductBitForBit) {
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   std::mt19937_64 rng(29);
   std::normal_distribution<double> value(0, 1);
-  Index products = 0;
+  [[maybe_unused]] Index products = 0;  // read on AVX-512 builds only
   for (const auto& [m, k, n] : {Shape{32, 5120, 128}, Shape{33, 1000, 136}, Shape{7, 96, 16}, Shape{128, 700, 40}}) {
     RowMatrix a(m, k);
     for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
@@ -352,7 +352,7 @@ TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
   const std::ptrdiff_t l1 = Eigen::l1CacheSize(), l2 = Eigen::l2CacheSize(), l3 = Eigen::l3CacheSize();
   std::mt19937_64 rng(31);
   std::normal_distribution<double> value(0, 1);
-  Index several = 0, refused = 0;
+  [[maybe_unused]] Index several = 0, refused = 0;  // read on AVX-512 builds only
   for (const std::ptrdiff_t l2_size : {std::ptrdiff_t{2} << 20, std::ptrdiff_t{256} << 10}) {
     Eigen::setCpuCacheSizes(std::ptrdiff_t{32} << 10, l2_size, std::ptrdiff_t{8} << 20);
     for (const auto& [m, k, n] : {Shape{8, 256, 512}, Shape{4, 500, 1024}, Shape{32, 300, 1200}, Shape{2, 480, 128},
@@ -480,7 +480,7 @@ TEST(GemmTest, MagnitudeProductsFromPanelsGiveEigensOwnProductBitForBit) {
   const std::ptrdiff_t l1 = Eigen::l1CacheSize(), l2 = Eigen::l2CacheSize(), l3 = Eigen::l3CacheSize();
   std::mt19937_64 rng(41);
   std::normal_distribution<float> value(0, 1);
-  Index products = 0, several = 0, deep = 0, refused = 0;
+  [[maybe_unused]] Index products = 0, several = 0, deep = 0, refused = 0;  // read on AVX-512 builds only
   const auto run = [&](const std::vector<Shape>& shapes) {
     for (const auto& [m, k, n] : shapes) {
       SCOPED_TRACE("L2 " + std::to_string(Eigen::l2CacheSize()) + ", " + std::to_string(m) + " x " + std::to_string(k) +

@@ -645,6 +645,44 @@ TEST(ReferenceWalk, YStarAndSAreTheSameWithTheWalksWeightsAsWithout) {
   }
 }
 
+TEST(ReferenceWalk, FourBitSubMulBlocksTakeSFromTheF32GemmUnlessTheActivationsAreBf16) {
+  // Zero points under sub-mul with f32 scales of 2^-7: every weight (q - zp) 2^-7 is a bf16
+  // number, so without a walk S comes from bf16 magnitudes (the activations' rounded up where
+  // they are f32). With the walk emulated the decoder stores no magnitudes for these blocks
+  // (AVX-512 builds) and S comes from the f32 GEMM over the panels, unless the activations are
+  // bf16 numbers: then S still comes from bf16 magnitudes, the weights' rounded up.
+  using ncert::testing::af4_segment;
+  for (const DType act : {DType::kF32, DType::kBf16}) {
+    SCOPED_TRACE(act == DType::kF32 ? "f32 activations" : "bf16 activations");
+    ProblemOptions o;
+    o.m = 8;
+    o.k = 320;
+    o.x_dtype = act;
+    o.walk = "seq-fma";
+    SegmentSpec seg = af4_segment(256, Dequant::kF32, DType::kF32, 32, DequantOp::kSubMul);
+    seg.af4.variant = Af4Variant::kZeroPoint;
+    o.segments = {seg};
+    auto p = make_problem(o);
+    std::vector<std::uint8_t>& scales = p->byte_store[p->seg_slot[0] + 1];
+    const float two_to_minus_7 = 0x1p-7f;
+    for (std::size_t i = 0; i < scales.size(); i += 4) std::memcpy(&scales[i], &two_to_minus_7, 4);
+    for (float& sc : p->af4_plain[0].scale) sc = two_to_minus_7;
+    ReferenceOptions with, without;
+    with.block_cols = without.block_cols = 128;
+    without.emulate_walk = false;
+    auto a = compute_reference(p->problem, with);
+    auto b = compute_reference(p->problem, without);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_FALSE(a->walk.empty());
+    EXPECT_EQ(b->summary.s_bf16_blocks, 2);
+#if defined(__AVX512F__)
+    EXPECT_EQ(a->summary.s_bf16_blocks, act == DType::kBf16 ? 2 : 0);
+#else
+    EXPECT_EQ(a->summary.s_bf16_blocks, 2);  // no sub-mul path: the magnitudes are stored
+#endif
+  }
+}
+
 TEST(ReferenceWalk, TileDotsReadTheWalksPanelsAsTheExactRows) {
   // Where a block's exact weights are not stored, column_tile_dots reads the column from the
   // walk's panel (16 columns, or the narrower last one): the same f32 values, the same dots.

@@ -383,6 +383,48 @@ TEST(F32SumBound, StaysAnUpperBoundWhenTheProcessFlushesSubnormals) {
     EXPECT_GE(r->s[e], s_exact[e]) << e;
   }
 }
+
+TEST(F32SumBound, SubnormalWeightsStayInSWithAWalkWhenTheProcessFlushes) {
+  // With a walk, S (and y*) take f32 weights from the walk's panels instead of the decoded rows
+  // (reference/detail/gemm.h). Subnormal f32 weights (2^-130) times large activations (2^60):
+  // under FTZ a weight narrowed from its f64 value would become 0 in the panels, and S would
+  // lose every term. The panels hold the weights' bits, so S is the same with the walk as
+  // without it, and an upper bound, under FTZ alone and under FTZ with DAZ.
+  ProblemOptions o;
+  o.m = 2;
+  o.k = 128;
+  o.x_dtype = DType::kF32;
+  o.walk = "seq-fma";
+  o.segments = {{WeightFormat::kF32, 128, {}}};
+  auto p = make_problem(o);
+  for (Index i = 0; i < o.m * o.k; ++i) {
+    p->x_values[i] = std::fabs(p->x_values[i]) * 0x1p60f + 0x1p60f;
+    p->x_f32[i] = p->x_values[i];
+  }
+  for (auto& w : p->f32_store[0]) w = 0x1p-130f;
+  const std::vector<double> s_exact = exact_s(*p);
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(1);                            // the reference runs on this thread, whose MXCSR is set here
+  for (const unsigned modes : {0x8000u, 0x8040u}) {  // FTZ; FTZ and DAZ
+    SCOPED_TRACE(modes == 0x8000u ? "FTZ" : "FTZ and DAZ");
+    ReferenceOptions with, without;
+    without.emulate_walk = false;
+    const unsigned saved_csr = _mm_getcsr();
+    _mm_setcsr(saved_csr | modes);
+    auto a = compute_reference(p->problem, with);
+    auto b = compute_reference(p->problem, without);
+    _mm_setcsr(saved_csr);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_FALSE(a->walk.empty());
+    for (std::size_t e = 0; e < s_exact.size(); ++e) {
+      EXPECT_GT(s_exact[e], 0x1p-80);
+      EXPECT_GE(a->s[e], s_exact[e]) << e;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(a->s[e]), std::bit_cast<std::uint64_t>(b->s[e])) << e;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(a->y_star[e]), std::bit_cast<std::uint64_t>(b->y_star[e])) << e;
+    }
+  }
+  omp_set_num_threads(saved_threads);
+}
 #endif
 
 TEST(F32SumBound, BothPathsAreBitIdenticalAtOneAndTwoThreads) {

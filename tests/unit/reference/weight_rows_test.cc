@@ -269,7 +269,8 @@ TEST(WeightRows, EveryAf4LayoutMatchesTheDecoder) {
 }
 
 TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
-  const Index before = exact_is_kernel_rows, magnitudes_before = magnitudes_are_kernel_rows;
+  [[maybe_unused]] const Index before = exact_is_kernel_rows;  // read on AVX-512 builds only
+  [[maybe_unused]] const Index magnitudes_before = magnitudes_are_kernel_rows;
   // w = (q - zp)*s: the table path and af4_decode_row agree for each group size, packing, scale
   // type, dequantization, operation order (sub-mul, fused) and activation type.
   Index combos = 0;
