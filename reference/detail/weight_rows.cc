@@ -25,6 +25,10 @@ inline float magnitude_of(double alg) { return f32_magnitude(f64_to_f32_up(alg))
 /// f32), with no spread. Bit operations only, so the loop vectorizes (16 weights an iteration
 /// with AVX-512): |w| with subnormals raised (bounds.h f32_magnitude), the finite test on the
 /// exponent, and lane-wise sums (l1's order is free: the caller inflates it for any order).
+/// A bf16 (its 16 bits) or an f32 weight as the bits of its f32 value.
+inline std::uint32_t f32_bits_of(std::uint16_t bf16) { return std::uint32_t{bf16} << 16; }
+inline std::uint32_t f32_bits_of(float f32) { return std::bit_cast<std::uint32_t>(f32); }
+
 template <typename T>
 WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
   double l1 = 0;
@@ -39,12 +43,7 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
   float* __restrict magnitude = out.magnitude;
 #pragma omp simd reduction(+ : l1, nonfinite) reduction(| : nonzero)
   for (Index c = 0; c < k; ++c) {
-    std::uint32_t bits;
-    if constexpr (sizeof(T) == 2) {
-      bits = std::uint32_t{v[c]} << 16;
-    } else {
-      bits = std::bit_cast<std::uint32_t>(v[c]);
-    }
+    const std::uint32_t bits = f32_bits_of(v[c]);
     // Masks, not conditionals: GCC 12 does not if-convert the selects here, and a loop with
     // control flow is not vectorized.
     const std::uint32_t mag = bits & 0x7FFFFFFFu;
@@ -64,12 +63,7 @@ WeightRowFacts decode_plain(const T* v, Index k, const WeightRowOut& out) {
     float* __restrict kernel = out.kernel;
 #pragma omp simd
     for (Index c = 0; c < k; ++c) {
-      std::uint32_t bits;
-      if constexpr (sizeof(T) == 2) {
-        bits = std::uint32_t{v[c]} << 16;
-      } else {
-        bits = std::bit_cast<std::uint32_t>(v[c]);
-      }
+      const std::uint32_t bits = f32_bits_of(v[c]);
       const std::uint32_t nan = 0u - static_cast<std::uint32_t>((bits & 0x7FFFFFFFu) > 0x7F800000u);
       kernel[c] = std::bit_cast<float>(bits | (nan & 0x00400000u));
     }
