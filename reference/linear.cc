@@ -380,8 +380,8 @@ struct BlockRoutes {
   /// S from those panels with no magnitudes stored (2.6 MB a block at K 5,120) for a block of
   /// 4-bit sub-mul weights, unless the activations are bf16 numbers: S then comes from bf16
   /// magnitudes, the weights' rounded up. With other activations that route needs every weight
-  /// to be a bf16 number, which (q - zp) s rarely is, and S from the f32 GEMM is the tighter
-  /// anyway (no operand rounded up).
+  /// to be a bf16 number, which (q - zp) s rarely is, and S from the f32 GEMM is typically the
+  /// tighter anyway (no operand rounded up).
   bool no_magnitudes = false;
 };
 
