@@ -170,10 +170,10 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
 /// S for the block as a true upper bound in t.s: from bf16 magnitudes or the f32 GEMM, inflated
 /// (docs/error-bounds.md §1), or, when that overflowed (an inf or a 0 * inf NaN anywhere in the block), the f64 GEMM
 /// over the unrounded magnitudes inflated by its own error.
-/// `from_panels`: every column of the block lies in a segment whose exact weights are its walk
-/// weights widened (segment_exact_is_kernel), so the charged magnitudes are those of the walk's
-/// panels, and the f32 GEMM may pack them from there. `no_magnitudes`: the block's magnitudes
-/// were not stored (evaluate_reference), and S comes from the panels.
+/// `from_panels` (BlockRoutes::s_from_panels): every column of the block lies in a segment whose
+/// exact weights are its walk weights widened (segment_exact_is_kernel), so the charged
+/// magnitudes are those of the walk's panels, and the f32 GEMM packs them from there. `no_magnitudes`: the block's
+/// magnitudes were not stored (evaluate_reference), and S comes from the panels.
 void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, const F32SumInflation& inflation,
              bool instruction, bool from_panels, bool no_magnitudes, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
@@ -187,7 +187,7 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
   const detail::F32Panels panels{t.w_kernel.data(), w, K};
   bool from_bf16 = false;
   if (no_magnitudes) {
-    NCERT_ASSERT(from_panels && detail::magnitudes_pack_from_panels(M, panels), "no magnitudes to take S from");
+    NCERT_ASSERT(from_panels, "no magnitudes to take S from");
   } else if (!x.mag_bf16.empty() && instruction) {
     from_bf16 = detail::to_bf16_magnitudes(t.w_mag.data(), w, K, x.mag_bf16_exact, t.w_bf16.data());
     if (from_bf16) {
@@ -198,7 +198,7 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
   }
   if (from_bf16) {
     ++t.s_bf16_blocks;
-  } else if (from_panels && detail::magnitudes_pack_from_panels(M, panels)) {
+  } else if (from_panels) {
     detail::gemm_abt_magnitudes(x.mag.data(), M, panels, t.s32.data());
   } else {
     detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
@@ -376,7 +376,7 @@ struct BlockRoutes {
   /// weights: its f64 rows (5 MB at K 5,120) are then never stored, half of what decoding a
   /// 4-bit block writes.
   bool no_exact = false;
-  bool s_from_panels = false;  ///< S's f32 GEMM may pack the weights' magnitudes from the panels
+  bool s_from_panels = false;  ///< S's f32 GEMM packs the weights' magnitudes from the panels
   /// S from those panels with no magnitudes stored (2.6 MB a block at K 5,120) for a block of
   /// 4-bit sub-mul weights, unless the activations are bf16 numbers: S then comes from bf16
   /// magnitudes, the weights' rounded up. With other activations that route needs every weight
@@ -392,10 +392,11 @@ BlockRoutes block_routes(const SegmentModels& models, const Activations& x, cons
   const detail::F32Panels panels{nullptr, j1 - j0, K};
   BlockRoutes r;
   r.spread = models.any_spread(j0, j1);
-  r.s_from_panels = walk && models.all_exact_is_kernel(j0, j1);
-  r.no_exact = r.s_from_panels && x_packed && detail::packs_from_panels(*x_packed, panels);
-  r.no_magnitudes = r.s_from_panels && !(!x.mag_bf16.empty() && x.mag_bf16_exact) &&
-                    models.all_magnitudes_are_kernel(j0, j1) && detail::magnitudes_pack_from_panels(M, panels);
+  const bool exact_is_kernel = walk && models.all_exact_is_kernel(j0, j1);
+  r.no_exact = exact_is_kernel && x_packed && detail::packs_from_panels(*x_packed, panels);
+  r.s_from_panels = exact_is_kernel && detail::magnitudes_pack_from_panels(M, panels);
+  r.no_magnitudes =
+      r.s_from_panels && !(!x.mag_bf16.empty() && x.mag_bf16_exact) && models.all_magnitudes_are_kernel(j0, j1);
   return r;
 }
 
