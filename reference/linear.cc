@@ -44,6 +44,22 @@ struct BlockScratch {
   std::vector<const BoundTerms*> terms;       // per column of the block
   std::vector<double> x_abs;                  // M x K: |x| in f64 when the problem has no shared copy
   Index s_bf16_blocks = 0;                    // blocks whose S came from bf16 magnitudes
+  std::size_t weight_cells = 0;               // block_cols x K: the size of w_exact and w_mag
+  std::size_t bf16_cells = 0;                 // block_cols x bf16_padded(K): w_bf16's (0: never needed)
+
+  // w_exact, w_mag and w_bf16 are sized by the first block that writes them: a 4-bit block
+  // whose y* and S come from the walk's panels writes none of them, and sized up front they
+  // were 9 MB a thread at K 5,120 faulted in for nothing (~10 us a 4 KiB page on the EPYC VM:
+  // a MatMulNBits check took 0.251 s against 0.269, docs/performance.md).
+  double* exact() { return grown(w_exact, weight_cells); }
+  float* magnitudes() { return grown(w_mag, weight_cells); }
+  std::uint16_t* magnitudes_bf16() { return grown(w_bf16, bf16_cells); }
+
+  template <typename T>
+  static T* grown(LargeVector<T>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+  }
 };
 
 /// The activations once: exact values (f64 for y*, f32 for the walk), magnitudes (f32 for the
@@ -143,8 +159,8 @@ BlockWeightFacts decode_block(const LinearProblem& p, detail::WeightRowDecoder& 
   facts.kernel_is_exact = walk;
   for (Index jj = 0; jj < w; ++jj) {
     detail::WeightRowOut out;
-    out.exact = no_exact ? nullptr : t.w_exact.data() + jj * K;
-    out.magnitude = no_magnitudes ? nullptr : t.w_mag.data() + jj * K;
+    out.exact = no_exact ? nullptr : t.exact() + jj * K;
+    out.magnitude = no_magnitudes ? nullptr : t.magnitudes() + jj * K;
     out.spread = spread ? t.w_spread.data() + jj * K : nullptr;
     out.kernel = walk ? t.kernel_rows.data() + (jj % detail::kTransposeRows) * K : nullptr;
     const detail::WeightRowFacts row = decoder.decode(j0 + jj, out);
@@ -189,19 +205,19 @@ void block_s(const LinearProblem& p, const Activations& x, Index j0, Index w, co
   if (no_magnitudes) {
     NCERT_ASSERT(from_panels, "no magnitudes to take S from");
   } else if (!x.mag_bf16.empty() && instruction) {
-    from_bf16 = detail::to_bf16_magnitudes(t.w_mag.data(), w, K, x.mag_bf16_exact, t.w_bf16.data());
+    from_bf16 = detail::to_bf16_magnitudes(t.magnitudes(), w, K, x.mag_bf16_exact, t.magnitudes_bf16());
     if (from_bf16) {
-      detail::s_gemm_bf16(x.mag_bf16.data(), M, t.w_bf16.data(), w, detail::bf16_padded(K), t.s32.data(), true);
+      detail::s_gemm_bf16(x.mag_bf16.data(), M, t.magnitudes_bf16(), w, detail::bf16_padded(K), t.s32.data(), true);
     }
   } else if (!x.mag_bf16.empty()) {
-    from_bf16 = detail::s_gemm_bf16_widened(x.mag_wide.data(), M, t.w_mag.data(), w, K, x.mag_bf16_exact, t.s32.data());
+    from_bf16 = detail::s_gemm_bf16_widened(x.mag_wide.data(), M, t.magnitudes(), w, K, x.mag_bf16_exact, t.s32.data());
   }
   if (from_bf16) {
     ++t.s_bf16_blocks;
   } else if (from_panels) {
     detail::gemm_abt_magnitudes(x.mag.data(), M, panels, t.s32.data());
   } else {
-    detail::gemm_abt(x.mag.data(), M, K, t.w_mag.data(), w, t.s32.data());
+    detail::gemm_abt(x.mag.data(), M, K, t.magnitudes(), w, t.s32.data());
   }
   bool finite = true;
   for (Index e = 0; e < cells; ++e) finite &= std::isfinite(t.s32[e]);
@@ -279,9 +295,9 @@ void block_y_star(const detail::PackedActivations* packed, const Activations& x,
   if (packed && from_panels && detail::packs_from_panels(*packed, panels)) {
     detail::gemm_abt(*packed, panels, t.y.data());
   } else if (packed && packed->covers(w)) {
-    detail::gemm_abt(*packed, t.w_exact.data(), w, t.y.data());
+    detail::gemm_abt(*packed, t.exact(), w, t.y.data());
   } else {
-    detail::gemm_abt(x.exact.data(), M, K, t.w_exact.data(), w, t.y.data());
+    detail::gemm_abt(x.exact.data(), M, K, t.exact(), w, t.y.data());
   }
 }
 
@@ -302,15 +318,14 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
 
 void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool walk, bool bf16_copy) {
   const std::size_t cells = static_cast<std::size_t>(M * bc);
-  t.w_exact.resize(static_cast<std::size_t>(bc * K));
-  t.w_mag.resize(t.w_exact.size());
+  t.weight_cells = static_cast<std::size_t>(bc * K);
   if (spread) {
-    t.w_spread.resize(t.w_exact.size());
+    t.w_spread.resize(t.weight_cells);
     t.d.resize(cells);
   }
   t.y.resize(cells);
   t.s32.resize(cells);
-  if (bf16_copy) t.w_bf16.resize(static_cast<std::size_t>(bc * detail::bf16_padded(K)));
+  if (bf16_copy) t.bf16_cells = static_cast<std::size_t>(bc * detail::bf16_padded(K));
   t.s.resize(cells);
   t.bound.resize(cells);
   t.tier.resize(cells);
@@ -541,7 +556,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       block.slack = t.slack.data();
       if (options.residual_tile > 0) {
         block.x_f32 = x.f32.data();
-        block.w_exact = r.no_exact ? nullptr : t.w_exact.data();
+        block.w_exact = r.no_exact ? nullptr : t.exact();
         block.w_panels = r.no_exact ? t.w_kernel.data() : nullptr;
         block.k = K;
         block.tile = options.residual_tile;
