@@ -364,14 +364,7 @@ class InputsHashed {
   InputsHashed(const std::vector<std::string>& paths, int threads) {
     if (threads > 1) {
       try {
-        pending_ = std::async(std::launch::async, [paths] {
-          std::vector<InputInfo> out(paths.size());
-          for (std::size_t i = 0; i < paths.size(); ++i) {
-            out[i].path = paths[i];
-            if (auto h = file_xxh3_128(paths[i]); h.ok()) out[i].xxh3_128 = *h;
-          }
-          return out;
-        });
+        pending_ = std::async(std::launch::async, [paths] { return describe_inputs(paths, /*serial=*/true); });
         return;
       } catch (const std::system_error&) {  // no thread to spare: hashed here instead
       }

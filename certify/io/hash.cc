@@ -129,10 +129,10 @@ FileHashCursor* InputHashes::cursor(std::size_t i) {
   return i < cursors_.size() && cursors_[i] ? &*cursors_[i] : nullptr;
 }
 
-std::vector<InputInfo> InputHashes::finish() {
+std::vector<InputInfo> InputHashes::finish(bool serial) {
   std::vector<InputInfo> out(paths_.size());
   const auto n = static_cast<std::ptrdiff_t>(paths_.size());
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (!serial)
   for (std::ptrdiff_t i = 0; i < n; ++i) {
     const auto k = static_cast<std::size_t>(i);
     out[k].path = paths_[k];
@@ -143,6 +143,8 @@ std::vector<InputInfo> InputHashes::finish() {
   return out;
 }
 
-std::vector<InputInfo> describe_inputs(const std::vector<std::string>& paths) { return InputHashes(paths).finish(); }
+std::vector<InputInfo> describe_inputs(const std::vector<std::string>& paths, bool serial) {
+  return InputHashes(paths).finish(serial);
+}
 
 }  // namespace ncert::certify

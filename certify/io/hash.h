@@ -76,15 +76,17 @@ class InputHashes {
   explicit InputHashes(const std::vector<std::string>& paths);
   /// The cursor of input i; nullptr if the file cannot be opened (its reader reports why).
   FileHashCursor* cursor(std::size_t i);
-  /// The inputs with their hashes ("" where a file cannot be read).
-  std::vector<InputInfo> finish();
+  /// The inputs with their hashes ("" where a file cannot be read); the files on a team of
+  /// threads, or, with `serial`, on the calling thread alone (a thread beside an OpenMP team,
+  /// where a second team would take cores from the first).
+  std::vector<InputInfo> finish(bool serial = false);
 
  private:
   std::vector<std::string> paths_;
   std::vector<std::optional<FileHashCursor>> cursors_;
 };
 
-/// InputHashes(paths).finish(): the inputs of a command that does not stream them.
-std::vector<InputInfo> describe_inputs(const std::vector<std::string>& paths);
+/// InputHashes(paths).finish(serial): the inputs of a command that does not stream them.
+std::vector<InputInfo> describe_inputs(const std::vector<std::string>& paths, bool serial = false);
 
 }  // namespace ncert::certify

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "tests/common/test_paths.h"
 
@@ -33,6 +34,28 @@ TEST(Hash, WholeFile) {
   std::ofstream(path) << "abc";
   EXPECT_EQ(*file_xxh3_128(path), "06b05ab6733a618578af5f94892f3950");
   EXPECT_EQ(file_xxh3_128(path + ".none").status().code(), ErrorCode::kFileNotFound);
+}
+
+// Every input by the one-shot hash of its bytes, "" where a file cannot be read, in the order
+// given; the same on the calling thread alone (check hashes beside its reference's team) and
+// on a team. The large file spans several of the cursor's 1 MiB reads and ends mid-block.
+TEST(Hash, DescribeInputsOnATeamOrOnTheCallingThread) {
+  std::string big((5u << 20) / 2 + 17, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 2654435761u >> 13);
+  const std::string small = ncert::testing::scratch_file("small.bin");
+  const std::string large = ncert::testing::scratch_file("large.bin");
+  std::ofstream(small) << "abc";
+  std::ofstream(large, std::ios::binary).write(big.data(), static_cast<std::streamsize>(big.size()));
+  const std::vector<std::string> paths = {large, small + ".none", small};
+  for (bool serial : {false, true}) {
+    const std::vector<InputInfo> got = describe_inputs(paths, serial);
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0].path, large);
+    EXPECT_EQ(got[0].xxh3_128, xxh3_128_hex(big.data(), big.size())) << serial;
+    EXPECT_EQ(got[1].path, small + ".none");
+    EXPECT_EQ(got[1].xxh3_128, "") << serial;
+    EXPECT_EQ(got[2].xxh3_128, "06b05ab6733a618578af5f94892f3950") << serial;
+  }
 }
 
 }  // namespace
