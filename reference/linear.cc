@@ -50,7 +50,7 @@ struct BlockScratch {
   // w_exact, w_mag and w_bf16 are sized by the first block that writes them: a 4-bit block
   // whose y* and S come from the walk's panels writes none of them, and sized up front they
   // were 9 MB a thread at K 5,120 faulted in for nothing (~10 us a 4 KiB page on the EPYC VM:
-  // a MatMulNBits check took 0.251 s against 0.269, docs/performance.md).
+  // a MatMulNBits check took 0.252 s against 0.268, docs/performance.md).
   double* exact() { return grown(w_exact, weight_cells); }
   float* magnitudes() { return grown(w_mag, weight_cells); }
   std::uint16_t* magnitudes_bf16() { return grown(w_bf16, bf16_cells); }
