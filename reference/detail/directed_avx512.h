@@ -24,6 +24,21 @@ constexpr __mmask8 kAll8 = 0xFF;
 inline __m512d widen(__m256 v) { return _mm512_maskz_cvtps_pd(kAll8, v); }
 inline __m256 narrow(__m512d v) { return _mm512_maskz_cvtpd_ps(kAll8, v); }
 
+/// f32_magnitude (bounds.h) on the bits of |w| (sign cleared), 16 or 8 lanes: a nonzero
+/// subnormal raised to the least normal, 0x00800000. A nonzero subnormal is a pattern whose
+/// value minus 1 lies below 0x007FFFFF, unsigned (0 wraps to 0xFFFFFFFF).
+inline __m512i f32_magnitude_bits(__m512i abs_bits) {
+  constexpr __mmask16 kAll16 = 0xFFFF;
+  const __mmask16 subnormal = _mm512_cmplt_epu32_mask(_mm512_maskz_sub_epi32(kAll16, abs_bits, _mm512_set1_epi32(1)),
+                                                      _mm512_set1_epi32(0x007FFFFF));
+  return _mm512_mask_mov_epi32(abs_bits, subnormal, _mm512_set1_epi32(0x00800000));
+}
+inline __m256i f32_magnitude_bits(__m256i abs_bits) {
+  const __mmask8 subnormal =
+      _mm256_cmplt_epu32_mask(_mm256_sub_epi32(abs_bits, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x007FFFFF));
+  return _mm256_mask_mov_epi32(abs_bits, subnormal, _mm256_set1_epi32(0x00800000));
+}
+
 /// step_if: the bit pattern stepped by one toward -inf (kDown) or +inf where `step`.
 template <bool kDown>
 inline __m512d step_if(__m512d v, __mmask8 step) {

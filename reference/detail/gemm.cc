@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reference/bounds.h"
+#include "reference/detail/directed_avx512.h"
 #include "reference/large_block.h"
 #include "reference/status.h"
 
@@ -318,12 +319,9 @@ constexpr bool kMagnitudePanelPacking = TraitsF::mr == 48 && TraitsF::LhsProgres
 
 /// The charged magnitudes of 16 floats (bounds.h f32_magnitude, in bit operations).
 inline void magnitudes16(const float* src, float* dst) {
-#if defined(__AVX512F__)
+#if defined(NCERT_DIRECTED_AVX512)
   const __m512i mag = _mm512_and_si512(_mm512_loadu_si512(src), _mm512_set1_epi32(0x7FFFFFFF));
-  // A nonzero subnormal: mag - 1 below 0x007FFFFF, unsigned.
-  const __mmask16 subnormal =
-      _mm512_cmplt_epu32_mask(_mm512_sub_epi32(mag, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x007FFFFF));
-  _mm512_storeu_si512(dst, _mm512_mask_mov_epi32(mag, subnormal, _mm512_set1_epi32(0x00800000)));
+  _mm512_storeu_si512(dst, avx512::f32_magnitude_bits(mag));
 #else
   for (int r = 0; r < 16; ++r) dst[r] = f32_magnitude(src[r]);
 #endif

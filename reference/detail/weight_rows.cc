@@ -174,9 +174,7 @@ bool fill_table_vector(const Af4Layout& L, float s, float b, int zp, DType round
     // and the masks.
     const __m256i abs_bits =
         _mm256_and_si256(_mm256_castps_si256(narrow(to_f32_directed<false>(alg))), _mm256_set1_epi32(0x7FFFFFFF));
-    const __mmask8 subnormal =
-        _mm256_cmplt_epu32_mask(_mm256_sub_epi32(abs_bits, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x007FFFFF));
-    const __m256i magnitude = _mm256_mask_mov_epi32(abs_bits, subnormal, _mm256_set1_epi32(0x00800000));
+    const __m256i magnitude = avx512::f32_magnitude_bits(abs_bits);
     const auto finite = static_cast<__mmask8>(~_mm512_fpclass_pd_mask(exact, kNanOrInf));
     _mm512_storeu_pd(t.exact + first, exact);
     _mm512_storeu_pd(t.alg + first, alg);
@@ -418,9 +416,6 @@ void decode_sub_mul_vector(const std::uint8_t* row_codes, Index c0, Index c1, fl
   const __m512i zero_point = _mm512_set1_epi32(zp);
   const __m512i abs_bits = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i inf_bits = _mm512_set1_epi32(0x7F800000);
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i subnormal_limit = _mm512_set1_epi32(0x007FFFFF);
-  const __m512i min_normal = _mm512_set1_epi32(0x00800000);
   const __m128i low_nibble = _mm_set1_epi8(0x0F);
   __m512d sum_a = _mm512_load_pd(acc.l1), sum_b = _mm512_load_pd(acc.l1 + 8);
   __mmask16 any_nonzero = 0, any_nonfinite = 0;
@@ -435,8 +430,7 @@ void decode_sub_mul_vector(const std::uint8_t* row_codes, Index c0, Index c1, fl
     const __m512i mag = _mm512_maskz_and_epi32(kAll16, _mm512_castps_si512(w), abs_bits);
     const __mmask16 finite = _mm512_cmplt_epu32_mask(mag, inf_bits);
     if (magnitude) {  // none where S packs them from the kernel weights (reference/linear.cc)
-      const __mmask16 subnormal = _mm512_cmplt_epu32_mask(_mm512_maskz_sub_epi32(kAll16, mag, one), subnormal_limit);
-      _mm512_storeu_ps(magnitude + c, _mm512_castsi512_ps(_mm512_mask_mov_epi32(mag, subnormal, min_normal)));
+      _mm512_storeu_si512(magnitude + c, avx512::f32_magnitude_bits(mag));
     }
     if (kernel) _mm512_storeu_ps(kernel + c, w);
     if (exact) {  // none where the kernel weights stand for them (segment_exact_is_kernel)
