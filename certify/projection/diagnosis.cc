@@ -1,6 +1,6 @@
 // Declaration diagnosis (diagnosis.h): the sample is the first kDiagnosisRows rows of y_unpacked
-// and its first kDiagnosisCols columns; each trial is one changed declaration, evaluated by the
-// same reference over the sample and counted against the engine's values there.
+// and its first diagnosis_columns columns; each trial is one changed declaration, evaluated by
+// the same reference over the sample and counted against the engine's values there.
 #include "certify/projection/diagnosis.h"
 
 #include <algorithm>
@@ -92,7 +92,7 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
 /// The sample's rows and columns of y_unpacked, and the projection's problem restricted to them.
 LinearProblem sample_problem(const ProjectionFacts& f, const CheckOptions& options, Sample& s) {
   s.rows = std::min(f.info().m, kDiagnosisRows);
-  s.weights = clip_weights(f.data.weights, kDiagnosisCols);
+  s.weights = clip_weights(f.data.weights, diagnosis_columns(f.data.weights));
   s.cols = s.weights.n;
   LinearProblem base = f.data.problem(options.lambda);
   base.weights = &s.weights;
@@ -279,6 +279,18 @@ Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<floa
 }
 
 }  // namespace
+
+Index diagnosis_columns(const reference::Weights& w) {
+  // A prefix, so that every segment keeps its own views: the first 256 columns alone never
+  // reached a second segment at column 512, whose dequant = output mistaken for f32 then read
+  // as a scale fault in one of its groups.
+  Index cols = std::min(w.n, kDiagnosisCols);
+  for (const WeightSegment& seg : w.segments) {
+    if (seg.row_begin < kDiagnosisSegmentReach)
+      cols = std::max(cols, std::min(seg.row_end, seg.row_begin + kDiagnosisCols));
+  }
+  return std::min(cols, w.n);
+}
 
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
                                                     DiagnosisReason reason) {

@@ -15,9 +15,12 @@
 
 namespace ncert::certify {
 
-/// Rows and columns of the sample (the first ones: the outputs of y_unpacked there).
+/// Rows and columns of the sample (the first ones: the outputs of y_unpacked there). The
+/// columns reach kDiagnosisCols into every segment that starts before kDiagnosisSegmentReach
+/// (diagnosis_columns), so a declaration mistaken for a later segment is tried on its columns.
 inline constexpr Index kDiagnosisRows = 8;
 inline constexpr Index kDiagnosisCols = 256;
+inline constexpr Index kDiagnosisSegmentReach = 4096;
 /// A bound failure is broad when at least this share of the values is outside (a wrong
 /// declaration moves most outputs; a real kernel fault may move a few).
 inline constexpr double kDiagnosisShare = 0.01;
@@ -27,6 +30,11 @@ inline constexpr double kDiagnosisShare = 0.01;
 /// sample is within the limit where the declaration's is not: a mistake too small for B at
 /// large K, such as x rounded to f16 at K = 3072).
 enum class DiagnosisReason : std::uint8_t { kBound, kResiduals };
+
+/// The sample's columns, a prefix [0, n) of W's: kDiagnosisCols, and further to kDiagnosisCols
+/// columns into each segment that starts before kDiagnosisSegmentReach (at most 4,352 columns:
+/// 8 x 4,352 x K values a trial, ~0.2 G products at K 5,120).
+Index diagnosis_columns(const reference::Weights& w);
 
 /// The declared model first, then every alternative tried (none when the declaration already
 /// explains the sample); empty when there is nothing to sample (no y_unpacked) or the reference
