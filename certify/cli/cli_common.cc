@@ -134,7 +134,7 @@ Status check_paths(const CommonOptions& o, const CommandFiles& files) {
   certify::CommandPaths paths;
   paths.inputs = files.inputs;
   paths.inputs.insert(paths.inputs.end(), files.other_inputs.begin(), files.other_inputs.end());
-  paths.outputs = {{"--json", o.json_path}, {"--html", o.html_path}, {"--junit", o.junit_path}};
+  paths.outputs = {{"--json", o.json_path, true}, {"--html", o.html_path, true}, {"--junit", o.junit_path, true}};
   paths.outputs.insert(paths.outputs.end(), files.outputs.begin(), files.outputs.end());
   return certify::check_command_paths(paths);
 }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include "certify/isolation/fd_write.h"
 
@@ -102,7 +103,8 @@ bool names_open_descriptor(const std::string& path) {
   return digits > 6 && digits != std::string::npos && path.compare(digits, 4, "/fd/") == 0;
 }
 
-/// The rules of one output path alone: not a directory, writable where it points.
+/// The rules of one output path alone: not a directory, writable where it points, and a
+/// report only over a report.
 Status check_output_place(const NamedPath& out) {
   const std::string& flag = out.role;
   const std::string& path = out.path;
@@ -114,6 +116,13 @@ Status check_output_place(const NamedPath& out) {
         return Status(ErrorCode::kUsage, flag + " " + path + " is not writable: " + std::strerror(errno));
       }
       return Status();
+    }
+    if (out.report) {
+      if (const std::string what = replaceable_by_report(path); !what.empty()) {
+        return Status(ErrorCode::kOutputExists, flag + " " + path + " exists and is " + what +
+                                                    ": refusing to replace it with a report (remove it, or "
+                                                    "choose another path)");
+      }
     }
   }
   const std::string dir = directory_of(resolved(path));
@@ -128,6 +137,30 @@ Status check_output_place(const NamedPath& out) {
 }
 
 }  // namespace
+
+std::string replaceable_by_report(const std::string& path) {
+  // 4 KiB holds each marker with room to spare: it is the first key of a JSON report, ~400
+  // bytes into an HTML one, on the second line of a JUnit one.
+  char head[4096];
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";  // unreadable here: the write itself says why, if it fails
+  std::size_t got = 0;
+  while (got < sizeof head) {
+    const ssize_t n = ::read(fd, head + got, sizeof head - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  const std::string_view text(head, got);
+  if (text.empty()) return "";
+  for (std::string_view marker :
+       {R"("tool": "ncert")", R"("tool":"ncert")", "<title>ncert ", R"(<testsuites name="ncert )"}) {
+    if (text.find(marker) != std::string_view::npos) return "";
+  }
+  if (text.starts_with("\x89HDF\r\n\x1a\n")) return "an HDF5 file";
+  return "not a report of ncert's";
+}
 
 bool is_stream_path(const std::string& path) {
   struct stat st {};

@@ -19,7 +19,17 @@ namespace ncert::certify {
 struct NamedPath {
   std::string role;
   std::string path;  ///< "" none; for an output "-" is stdout
+  /// An output that is a report (--json, --html, --junit): it replaces an existing regular file
+  /// only when that file is empty or a report ncert wrote (report_kind_of_file).
+  bool report = false;
 };
+
+/// Whether the regular file at `path` may be replaced by a report: "" when it is empty or
+/// begins as a report of ncert's does (JSON `"tool": "ncert"`, HTML `<title>ncert `, JUnit
+/// `<testsuites name="ncert `, within its first 4 KiB), else what it is instead ("an HDF5
+/// file", "not a report of ncert's"). A rerun replaces its own report; a mistyped `--json
+/// step.h5` never replaces a dump.
+std::string replaceable_by_report(const std::string& path);
 
 /// Every path one command reads or writes (docs/cli.md "Reports and exit status"): inputs
 /// (dumps, weights dumps, witness files, the manifest, every campaign entry's inputs,
@@ -35,7 +45,8 @@ struct CommandPaths {
 /// and inode; by path where one of them does not exist yet), a stream excepted (an existing
 /// path that is not a regular file, such as /dev/null, takes several outputs); kUsage when an
 /// output cannot be written where it points (a directory, a missing or unwritable directory) or
-/// two outputs are stdout. Inputs may repeat (`compare A.h5 A.h5`).
+/// two outputs are stdout; kOutputExists when a report would replace a regular file that is
+/// not a report (replaceable_by_report). Inputs may repeat (`compare A.h5 A.h5`).
 Status check_command_paths(const CommandPaths& paths);
 
 /// True when `path` is written in place rather than replaced: it exists and is not a regular

@@ -438,9 +438,18 @@ class HostileInputs(unittest.TestCase):
         os.makedirs(d)
         target = os.path.join(d, "target.json")
         link = os.path.join(d, "link.json")
+        # Behind the link a file that is not a report is kept (output-exists, 102), as any
+        # other is (docs/cli.md "Reports and exit status"); an earlier report is replaced.
         with open(target, "w") as f:
             f.write("old\n")
         os.symlink("target.json", link)
+        r = hs.run(["check", self.demo["good.h5"], "--json", link])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertIn("ncert: error output-exists (102): --json %s exists and is not a report" % link, r.err_text)
+        with open(target) as f:
+            self.assertEqual(f.read(), "old\n")
+        with open(target, "w") as f:
+            f.write('{\n  "tool": "ncert",\n  "command": "witness"\n}\n')
         r = hs.run(["check", self.demo["good.h5"], "--json", link])
         self.assertEqual(r.returncode, 0, r.describe())
         self.assertTrue(os.path.islink(link))

@@ -8,6 +8,9 @@ directory from `ncert demo`'s dumps with h5py, `truncate`, mkfifo and byte surge
   each path-conflict (105) before any work, nothing written, every input untouched;
 - a regular file in /dev/shm is replaced like any other, a device or open descriptor written in
   place;
+- a report replaces only an empty file or a report of ncert's, of any of the three kinds: over
+  a dump that is no input (`--json step.h5`) or any other file it is output-exists (102), exit
+  2, before any work, the file untouched;
 - a FIFO, a socket or a device as a dump, a weights dump, a vocabulary, a manifest, a campaign
   entry's dump or a journal: not-regular-file (106) at once;
 - a dump followed by a 64 GiB sparse hole: trailing-data (219) without reading it, and the
@@ -239,6 +242,49 @@ class StreamsAndRegularFiles(Scratch):
         self.assertEqual(json.loads(text[text.index("\n{") + 1:])["verdict"], "PASS")
         r = self.run_ncert(["check", self.demo["good.h5"], "--json", "/dev/null", "--junit", "/dev/null"])
         self.assertEqual(r.returncode, 0, r.describe())
+
+
+class ReportsReplaceOnlyReports(Scratch):
+    def test_a_report_never_replaces_a_file_that_is_not_one(self):
+        d = self.fresh_dir("not-reports")
+        dump = self.copy("good.h5", os.path.join(d, "S.h5"))
+        other = self.copy("nan-output.h5", os.path.join(d, "step-2.h5"))
+        notes = os.path.join(d, "notes.txt")
+        with open(notes, "w") as f:
+            f.write("verdict: PASS, but these are my notes\n")
+        manifest = self.manifest(d, [{"id": "one", "check": "S.h5"}])
+        for target, what in ((other, "an HDF5 file"), (notes, "not a report of ncert's"),
+                             (manifest, "not a report of ncert's")):
+            before = sha256(target)
+            for flag in ("--json", "--html", "--junit"):
+                with self.subTest(target=os.path.basename(target), flag=flag):
+                    r = self.run_ncert(["check", dump, flag, target])
+                    self.assertEqual(r.returncode, 2, r.describe())
+                    message = self.assert_usage_stop(r, 102, "output-exists")
+                    self.assertIn("%s %s exists and is %s" % (flag, target, what), message)
+                    self.assertEqual(sha256(target), before)
+                    self.assertEqual(hs.temp_leftovers(d), [])
+
+    def test_a_rerun_replaces_its_own_reports_of_every_kind(self):
+        d = self.fresh_dir("rerun")
+        dump = self.copy("good.h5", os.path.join(d, "S.h5"))
+        bad = self.copy("nan-output.h5", os.path.join(d, "bad.h5"))
+        reports = [os.path.join(d, n) for n in ("r.json", "r.html", "r.xml")]
+        empty = os.path.join(d, "empty.json")
+        open(empty, "w").close()
+        args = ["--json", reports[0], "--html", reports[1], "--junit", reports[2]]
+        self.assertEqual(self.run_ncert(["check", dump] + args + ["--quiet"]).returncode, 0)
+        # Each kind over each other kind too: a report of ncert's, whatever its form.
+        crossed = ["--json", reports[2], "--html", reports[0], "--junit", reports[1]]
+        for extra in (args, crossed, ["--json", empty]):
+            with self.subTest(args=extra):
+                r = self.run_ncert(["check", bad] + extra + ["--quiet"])
+                self.assertEqual(r.returncode, 1, r.describe())
+        self.assertEqual(hs.load_report(empty)["verdict"], "FAIL")
+        self.assertEqual(hs.load_report(reports[2])["verdict"], "FAIL")
+        with open(reports[0], encoding="utf-8") as f:
+            self.assertIn("<title>ncert check: FAIL</title>", f.read())
+        self.assertEqual(hs.temp_leftovers(d), [])
 
 
 class InputsNeverBlock(Scratch):
