@@ -272,7 +272,7 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
     const auto& e = std::get<SignatureEvidence>(sig->evidence);
     for (CheckResult& c : out.checks) {
       if (c.kind == CheckKind::kBound && c.failed()) {
-        c.reason += "; likely location: " + describe_signature(e.strongest.front(), f.info());
+        c.reason += "; likely location: " + describe_location(e, f.info());
       }
     }
   }

@@ -434,6 +434,21 @@ struct SignatureFinding {
   bool operator==(const SignatureFinding&) const = default;
 };
 
+/// The strongest candidate's column, where it holds zero-point weights, fitted by one group's
+/// zero point off by a whole number: a zero point off by d moves that group's weights by -d
+/// times its scale, so the outputs by -d s sum_{k in g} x_k, a signature the scale candidates
+/// (sum_{k in g} x_k w_k) only approximate, and one of them then named a scale in another group.
+/// Set only where it explains at least half the column's residual energy and leaves at most a
+/// quarter of what the best group's scale leaves.
+struct ZeroPointFinding {
+  std::string output;
+  Index col = 0, group = 0, k_begin = 0, k_end = 0;
+  double shift = 0;            ///< the kernel's zero point minus the dumped one, as fitted
+  double explained = 0;        ///< the share of the column's residual energy the fit explains
+  double scale_explained = 0;  ///< the same for the best fitting group's scale
+  bool operator==(const ZeroPointFinding&) const = default;
+};
+
 /// The signature test of one projection: every (output, column, dyadic K range) candidate.
 struct SignatureEvidence {
   static constexpr int kZLog2Min = -4;
@@ -459,6 +474,7 @@ struct SignatureEvidence {
   std::vector<SignatureFinding> strongest;  ///< the largest computed z first, at most 8
   /// z of every computed candidate, and once per screened column its bound.
   Log2Histogram z{kZLog2Min, kZLog2Max};
+  std::optional<ZeroPointFinding> zero_point;  ///< the failure's location, where a zero point explains it
   bool operator==(const SignatureEvidence&) const = default;
 };
 

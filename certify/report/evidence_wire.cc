@@ -315,6 +315,17 @@ void fields(auto& f, Is<SignatureFinding> auto& x) {
   f("fit", x.fit);
 }
 
+void fields(auto& f, Is<ZeroPointFinding> auto& x) {
+  f("output", x.output);
+  f("col", x.col);
+  f("group", x.group);
+  f("k_begin", x.k_begin);
+  f("k_end", x.k_end);
+  f("shift", x.shift);
+  f("explained", x.explained);
+  f("scale_explained", x.scale_explained);
+}
+
 void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("alpha", x.alpha);
   f("tile", x.tile);
@@ -328,6 +339,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("screened_max", x.screened_max);
   f("strongest", x.strongest);
   f("z", x.z);
+  f("zero_point", x.zero_point);
 }
 
 void fields(auto& f, Is<VarianceOutput> auto& x) {

@@ -261,18 +261,26 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                              {"z", number_or_text(s.z)},
                              {"fit", number_or_text(s.fit)}});
   }
-  return Json{{"alpha", e.alpha},
-              {"tile", e.tile},
-              {"ranges_per_column", e.ranges_per_column},
-              {"candidates", e.candidates},
-              {"threshold", e.threshold},
-              {"significant", e.significant},
-              {"significant_columns", e.significant_columns},
-              {"columns_as_unpacked", e.columns_as_unpacked},
-              {"columns_screened", e.columns_screened},
-              {"screened_max", e.screened_max},
-              {"strongest", strongest},
-              {"z_histogram", histogram_json(e.z)}};
+  Json j = Json{{"alpha", e.alpha},
+                {"tile", e.tile},
+                {"ranges_per_column", e.ranges_per_column},
+                {"candidates", e.candidates},
+                {"threshold", e.threshold},
+                {"significant", e.significant},
+                {"significant_columns", e.significant_columns},
+                {"columns_as_unpacked", e.columns_as_unpacked},
+                {"columns_screened", e.columns_screened},
+                {"screened_max", e.screened_max},
+                {"strongest", strongest},
+                {"z_histogram", histogram_json(e.z)}};
+  if (e.zero_point) {
+    const ZeroPointFinding& z = *e.zero_point;
+    j["zero_point"] = Json{{"output", z.output},       {"col", z.col},
+                           {"group", z.group},         {"k_begin", z.k_begin},
+                           {"k_end", z.k_end},         {"shift", number_or_text(z.shift)},
+                           {"explained", z.explained}, {"scale_explained", z.scale_explained}};
+  }
+  return j;
 }
 
 Json evidence_json(const VarianceEvidence& e, const CheckResult&) {

@@ -89,6 +89,53 @@ TEST(ZeroPoint, OffByOneZeroPointFailsBoundAndWalkAndItsTwinPasses) {
   }
 }
 
+// The failure's location names the zero point: a zero point off by d moves the group's
+// outputs by -d s sum x, which a group's scale (s sum x w) only approximates; an outside
+// exporter's zero point + 1 in group 3 was named a 1.08x scale of group 6. A scale fault in the
+// same segment is still named a scale.
+TEST(ZeroPoint, AZeroPointOffByOneIsNamedAsOneAndAScaleFaultAsAScale) {
+  for (const Dequant dq : {Dequant::kF32, Dequant::kExact}) {
+    SCOPED_TRACE(std::string(reference::dequant_name(dq)));
+    ZeroPointCase z;
+    z.dequant = dq;
+    z.k_walk = "";  // no walk: the residual tests carry the location
+    const fixtures::DumpSpec spec = zero_point_dump(z);
+    const Report r = check_dump(write_fixture(spec, "zp-where.h5", Fault::kZeroPointOffByOne));
+    const CheckResult* sig = find_check(r, "projections/zp/signature");
+    ASSERT_NE(sig, nullptr);
+    ASSERT_EQ(sig->verdict, Verdict::kFail) << r.to_text(true);
+    const auto* e = ncert::testing::evidence_of<SignatureEvidence>(sig);
+    ASSERT_NE(e, nullptr);
+    ASSERT_TRUE(e->zero_point.has_value()) << sig->reason;
+    EXPECT_EQ(e->zero_point->col, 0);
+    EXPECT_EQ(e->zero_point->group, 0);
+    EXPECT_EQ(std::fabs(std::round(e->zero_point->shift)), 1.0) << e->zero_point->shift;
+    EXPECT_GE(e->zero_point->explained, 0.5);
+    EXPECT_LE(1 - e->zero_point->explained, 0.25 * (1 - e->zero_point->scale_explained));
+    EXPECT_EQ(sig->reason.rfind("y_unpacked column 0, group 0 (k 0-31): the residuals fit that group's zero point ", 0),
+              0u)
+        << sig->reason;
+    const CheckResult* bound = find_check(r, "projections/zp/bound");
+    ASSERT_NE(bound, nullptr);
+    if (bound->failed()) {
+      EXPECT_NE(bound->reason.find("likely location: y_unpacked column 0, group 0 (k 0-31): the residuals fit that "
+                                   "group's zero point"),
+                std::string::npos)
+          << bound->reason;
+    }
+
+    const Report scaled = check_dump(write_fixture(spec, "zp-scaled.h5", Fault::kAf4ScaleTimes1_5));
+    const CheckResult* s2 = find_check(scaled, "projections/zp/signature");
+    ASSERT_NE(s2, nullptr);
+    ASSERT_EQ(s2->verdict, Verdict::kFail) << scaled.to_text(true);
+    const auto* e2 = ncert::testing::evidence_of<SignatureEvidence>(s2);
+    ASSERT_NE(e2, nullptr);
+    EXPECT_FALSE(e2->zero_point.has_value()) << s2->reason;
+    EXPECT_NE(s2->reason.find("scale"), std::string::npos) << s2->reason;
+    EXPECT_EQ(s2->reason.find("zero point"), std::string::npos) << s2->reason;
+  }
+}
+
 TEST(ZeroPoint, AnInfiniteScaleUnderADeclaredOrderFailsTheBoundNotTheProcess) {
   // An inf scale makes inf weights. Under one declared dequant_op each has one value (inf): its
   // spread was inf - inf = NaN, a two-valued weight in a segment that cannot have one, and check

@@ -140,6 +140,14 @@ std::string signature_figures(const SignatureEvidence& e, bool failed) {
                   count_text(e.tile) + " columns wide, " + count_text(e.significant) + " (in " +
                   count_text(e.significant_columns) + " output columns) beyond the threshold " + num(e.threshold) +
                   " (false-alarm probability &#8804; 1e-9; the marked bin holds it)</figcaption></figure>";
+  if (e.zero_point) {
+    const ZeroPointFinding& z = *e.zero_point;
+    s += "<p class=\"zero-point\">" + markup(z.output) + " column " + std::to_string(z.col) + ", group " +
+         std::to_string(z.group) + " (k " + std::to_string(z.k_begin) + "&#8211;" + std::to_string(z.k_end - 1) +
+         "): the residuals fit that group's zero point off by " + num(z.shift) + ", which explains " +
+         num(100 * z.explained) +
+         " % of the column's residual energy (the best group's scale: " + num(100 * z.scale_explained) + " %)</p>";
+  }
   if (e.strongest.empty()) return s;
   s += "<table class=\"signature\"><tr><th>output</th><th>column</th><th>k</th><th>z</th><th>fit</th></tr>";
   for (const SignatureFinding& f : e.strongest) {
