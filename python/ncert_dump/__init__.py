@@ -1,4 +1,4 @@
-"""ncert_dump: write ncert engine dumps (HDF5 dump-format v1) from Python.
+"""ncert_dump: write ncert engine dumps (HDF5 dump-format v1 or v2) from Python.
 
 A dump written here loads in ``ncert inspect`` / ``ncert check``; whatever the C++ reader would
 refuse is refused while writing, with the reader's error name, object path and sentence.
