@@ -139,11 +139,12 @@ Status check_output_place(const NamedPath& out) {
 }  // namespace
 
 std::string replaceable_by_report(const std::string& path) {
-  // 4 KiB holds each marker with room to spare: it is the first key of a JSON report, ~400
-  // bytes into an HTML one, on the second line of a JUnit one.
+  // 4 KiB holds each form's opening with room to spare: the JSON report's first key, the HTML
+  // title ~400 bytes in, the JUnit suite on its second line.
   char head[4096];
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return "";  // unreadable here: the write itself says why, if it fails
+  // A file that cannot be read cannot be told from a dump, and the rename would replace it.
+  if (fd < 0) return std::string("a file that cannot be read (") + std::strerror(errno) + ")";
   std::size_t got = 0;
   while (got < sizeof head) {
     const ssize_t n = ::read(fd, head + got, sizeof head - got);
@@ -152,12 +153,22 @@ std::string replaceable_by_report(const std::string& path) {
     got += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  const std::string_view text(head, got);
+  std::string_view text(head, got);
   if (text.empty()) return "";
-  for (std::string_view marker :
-       {R"("tool": "ncert")", R"("tool":"ncert")", "<title>ncert ", R"(<testsuites name="ncert )"}) {
-    if (text.find(marker) != std::string_view::npos) return "";
+  // Each form as ncert writes it, from its first byte: a file that merely quotes a marker (a
+  // header, these notes) is not a report.
+  const auto after_space = [](std::string_view t) {
+    return t.substr(std::min(t.size(), t.find_first_not_of(" \t\r\n")));
+  };
+  if (std::string_view t = text; t.starts_with("{")) {
+    t = after_space(t.substr(1));
+    if (t.starts_with(R"("tool")")) {
+      t = after_space(t.substr(6));
+      if (t.starts_with(":") && after_space(t.substr(1)).starts_with(R"("ncert")")) return "";
+    }
   }
+  if (text.starts_with("<!DOCTYPE html>") && text.find("<title>ncert ") != std::string_view::npos) return "";
+  if (text.starts_with("<?xml") && text.find(R"(<testsuites name="ncert )") != std::string_view::npos) return "";
   if (text.starts_with("\x89HDF\r\n\x1a\n")) return "an HDF5 file";
   return "not a report of ncert's";
 }

@@ -20,15 +20,16 @@ struct NamedPath {
   std::string role;
   std::string path;  ///< "" none; for an output "-" is stdout
   /// An output that is a report (--json, --html, --junit): it replaces an existing regular file
-  /// only when that file is empty or a report ncert wrote (report_kind_of_file).
+  /// only when that file is empty or a report ncert wrote (replaceable_by_report).
   bool report = false;
 };
 
 /// Whether the regular file at `path` may be replaced by a report: "" when it is empty or
-/// begins as a report of ncert's does (JSON `"tool": "ncert"`, HTML `<title>ncert `, JUnit
-/// `<testsuites name="ncert `, within its first 4 KiB), else what it is instead ("an HDF5
-/// file", "not a report of ncert's"). A rerun replaces its own report; a mistyped `--json
-/// step.h5` never replaces a dump.
+/// begins as a report of ncert's does (JSON: `{` then the key `"tool": "ncert"` first; HTML:
+/// `<!DOCTYPE html>` with `<title>ncert ` in its first 4 KiB; JUnit: `<?xml` with
+/// `<testsuites name="ncert ` there), else what it is instead ("an HDF5 file", "not a report
+/// of ncert's", "a file that cannot be read (...)"). A rerun replaces its own report; a
+/// mistyped `--json step.h5` never replaces a dump.
 std::string replaceable_by_report(const std::string& path);
 
 /// Every path one command reads or writes (docs/cli.md "Reports and exit status"): inputs

@@ -253,8 +253,13 @@ class ReportsReplaceOnlyReports(Scratch):
         with open(notes, "w") as f:
             f.write("verdict: PASS, but these are my notes\n")
         manifest = self.manifest(d, [{"id": "one", "check": "S.h5"}])
+        # Quoting every report's marker is not being a report: each form is held from its first
+        # byte (a source header that quotes them was replaced before).
+        quoting = os.path.join(d, "report_file.h")
+        with open(quoting, "w") as f:
+            f.write('// JSON `"tool": "ncert"`, HTML <title>ncert check, JUnit <testsuites name="ncert check\n')
         for target, what in ((other, "an HDF5 file"), (notes, "not a report of ncert's"),
-                             (manifest, "not a report of ncert's")):
+                             (manifest, "not a report of ncert's"), (quoting, "not a report of ncert's")):
             before = sha256(target)
             for flag in ("--json", "--html", "--junit"):
                 with self.subTest(target=os.path.basename(target), flag=flag):
