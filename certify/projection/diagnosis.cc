@@ -286,8 +286,9 @@ Index diagnosis_columns(const reference::Weights& w) {
   // as a scale fault in one of its groups.
   Index cols = std::min(w.n, kDiagnosisCols);
   for (const WeightSegment& seg : w.segments) {
-    if (seg.row_begin < kDiagnosisSegmentReach)
+    if (seg.row_begin < kDiagnosisSegmentReach) {
       cols = std::max(cols, std::min(seg.row_end, seg.row_begin + kDiagnosisCols));
+    }
   }
   return std::min(cols, w.n);
 }

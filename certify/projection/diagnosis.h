@@ -32,8 +32,8 @@ inline constexpr double kDiagnosisShare = 0.01;
 enum class DiagnosisReason : std::uint8_t { kBound, kResiduals };
 
 /// The sample's columns, a prefix [0, n) of W's: kDiagnosisCols, and further to kDiagnosisCols
-/// columns into each segment that starts before kDiagnosisSegmentReach (at most 4,352 columns:
-/// 8 x 4,352 x K values a trial, ~0.2 G products at K 5,120).
+/// columns into each segment that starts before kDiagnosisSegmentReach (at most 4,351 columns:
+/// 8 x 4,351 x K values a trial, ~0.2 G products at K 5,120).
 Index diagnosis_columns(const reference::Weights& w);
 
 /// The declared model first, then every alternative tried (none when the declaration already
