@@ -84,14 +84,20 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
 
 namespace {
 
+/// Rows below which no zero point is named: one parameter fits any single row exactly, so with
+/// one row every group's zero point and scale explain all of it and the group is arbitrary (a
+/// x2 scale fault at M = 1 read as "group 1: zero point +2"); with 4, four rows must agree.
+constexpr Index kMinZeroPointRows = 4;
+
 /// Residuals of column `col` of y_unpacked against its exact values (f64 products of the
 /// declared weights, bias and residual added), fitted per group by a zero point off by d (the
-/// outputs move by -d s_g sum_{k in g} x_k) and by a scale (by c sum_{k in g} x_k w_k), each by
-/// least squares. A zero point is the location only where its best group explains at least
-/// half the column's residual energy and leaves at most a quarter of what the best group's scale
-/// leaves, and d is within 0.2 of a nonzero whole number.
-/// nullopt elsewhere: no y_unpacked, quantized activations, or a column that is not AF4
-/// zero-point. Runs on a failure only, over one column (M x K products).
+/// outputs move by -d s_g sum_{k in g} x_k), and by the alternatives, each one parameter by
+/// least squares: a group's scale (c sum_{k in g} x_k w_k), the column's scale (c y*), a
+/// constant (a wrong bias). A zero point is the location only where its best group explains at
+/// least half the column's residual energy and leaves at most a quarter of what the best
+/// alternative leaves, and d is within 0.2 of a nonzero whole number. nullopt elsewhere: fewer
+/// than kMinZeroPointRows finite rows, no y_unpacked, quantized activations, or a column that
+/// is not AF4 zero-point. Runs on a failure only, over one column (M x K products).
 std::optional<ZeroPointFinding> zero_point_fit(const ProjectionFacts& f, Index col) {
   const ProjectionInfo& info = f.info();
   const LoadedProjection& d = f.data;
@@ -108,12 +114,14 @@ std::optional<ZeroPointFinding> zero_point_fit(const ProjectionFacts& f, Index c
   for (std::size_t g = 0; g < scale.size(); ++g) {
     scale[g] = reference::af4_scale(seg.af4, col - seg.row_begin, static_cast<Index>(g));
   }
-  // Per group: sum r a and sum a^2 for the zero point's signature (q) and the scale's (p).
+  // Per group: sum r a and sum a^2 for the zero point's signature (q) and the scale's (p); for
+  // the column: the same for its whole dot product (dot) and a constant (one).
   std::vector<double> rq(scale.size()), qq(scale.size()), rp(scale.size()), pp(scale.size());
   std::vector<double> q(scale.size()), pg(scale.size());
-  double rr = 0;
+  double rr = 0, r_dot = 0, dot_dot = 0, r_one = 0;
+  Index rows = 0;
   for (Index i = 0; i < p.x.rows; ++i) {
-    double y_star = 0;
+    double dot = 0;
     for (std::size_t g = 0; g < scale.size(); ++g) {
       double sx = 0, sxw = 0;
       for (Index k = static_cast<Index>(g) * gs; k < static_cast<Index>(g + 1) * gs; ++k) {
@@ -123,13 +131,18 @@ std::optional<ZeroPointFinding> zero_point_fit(const ProjectionFacts& f, Index c
       }
       q[g] = scale[g] * sx;
       pg[g] = sxw;
-      y_star += sxw;
+      dot += sxw;
     }
+    double y_star = dot;
     if (reference::has_bias(p.epilogue)) y_star += p.bias.at(col);
     if (reference::has_residual(p.epilogue)) y_star += p.residual.at(i, col);
     const double r = static_cast<double>(d.y_unpacked.value(info.output, info.out_stride, i, col)) - y_star;
-    if (!std::isfinite(r)) continue;
+    if (!std::isfinite(r) || !std::isfinite(dot)) continue;
+    ++rows;
     rr += r * r;
+    r_dot += r * dot;
+    dot_dot += dot * dot;
+    r_one += r;
     for (std::size_t g = 0; g < scale.size(); ++g) {
       rq[g] += r * q[g];
       qq[g] += q[g] * q[g];
@@ -137,23 +150,26 @@ std::optional<ZeroPointFinding> zero_point_fit(const ProjectionFacts& f, Index c
       pp[g] += pg[g] * pg[g];
     }
   }
-  if (!(rr > 0)) return std::nullopt;
+  if (rows < kMinZeroPointRows || !(rr > 0)) return std::nullopt;
   std::size_t best_q = 0;
-  double e_q = 0, e_p = 0;
+  double e_q = 0;
+  double e_alt = r_one * r_one / static_cast<double>(rows);
+  if (dot_dot > 0) e_alt = std::max(e_alt, r_dot * r_dot / dot_dot);
   for (std::size_t g = 0; g < scale.size(); ++g) {
     if (qq[g] > 0 && rq[g] * rq[g] / qq[g] > e_q) {
       e_q = rq[g] * rq[g] / qq[g];
       best_q = g;
     }
-    if (pp[g] > 0) e_p = std::max(e_p, rp[g] * rp[g] / pp[g]);
+    if (pp[g] > 0) e_alt = std::max(e_alt, rp[g] * rp[g] / pp[g]);
   }
   const double shift = qq[best_q] > 0 ? -rq[best_q] / qq[best_q] : 0.0;
   const double whole = std::round(shift);
   // The zero point must explain most of the energy and leave at most a quarter of what the
-  // best scale leaves: a zero point off by one in the outside exporter's dump explained 100 %
-  // against 20 %; in a fixture of 3 groups of 32 the scale of the same group still explained
-  // 90 % (every x of one sign), the rest being the zero point's alone.
-  const bool fits = e_q >= 0.5 * rr && rr - e_q <= 0.25 * (rr - e_p);
+  // best alternative leaves: a zero point off by one in the outside exporter's dump explained
+  // 100 % against 20 % for a scale; in a fixture of 3 groups of 32 the scale of the same group
+  // still explained 90 % (every x of one sign), the rest being the zero point's alone. A bias
+  // off by 0.5 over positive activations: the zero point 99.49 %, the constant all of it.
+  const bool fits = e_q >= 0.5 * rr && rr - e_q <= 0.25 * (rr - e_alt);
   if (!fits || whole == 0 || std::fabs(shift - whole) > 0.2) return std::nullopt;
   ZeroPointFinding z;
   z.output = std::string(engine_output_name(EngineOutputId::kUnpacked));
@@ -163,7 +179,7 @@ std::optional<ZeroPointFinding> zero_point_fit(const ProjectionFacts& f, Index c
   z.k_end = z.k_begin + gs;
   z.shift = shift;
   z.explained = std::min(1.0, e_q / rr);
-  z.scale_explained = std::min(1.0, e_p / rr);
+  z.alternative_explained = std::min(1.0, e_alt / rr);
   return z;
 }
 
@@ -174,8 +190,9 @@ std::string describe_zero_point(const ZeroPointFinding& z) {
          "): the residuals fit that group's zero point " + (whole > 0 ? "+" : "") + format_short(whole) + " (fitted " +
          format_short(z.shift) + "): the kernel's weights there are the dumped ones " +
          (whole > 0 ? "minus " : "plus ") + format_short(std::fabs(whole)) + "x the group's scale (explains " +
-         format_short(100 * z.explained) + " % of the column's residual energy; the best group's scale " +
-         format_short(100 * z.scale_explained) + " %)";
+         format_short(100 * z.explained) +
+         " % of the column's residual energy; the best alternative, a scale or an offset, " +
+         format_short(100 * z.alternative_explained) + " %)";
 }
 
 }  // namespace

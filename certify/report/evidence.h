@@ -438,14 +438,16 @@ struct SignatureFinding {
 /// zero point off by a whole number: a zero point off by d moves that group's weights by -d
 /// times its scale, so the outputs by -d s sum_{k in g} x_k, a signature the scale candidates
 /// (sum_{k in g} x_k w_k) only approximate, and one of them then named a scale in another group.
-/// Set only where it explains at least half the column's residual energy and leaves at most a
-/// quarter of what the best group's scale leaves.
+/// Set only, with at least 4 rows, where it explains at least half the column's residual energy
+/// and leaves at most a quarter of what the best alternative leaves.
 struct ZeroPointFinding {
   std::string output;
   Index col = 0, group = 0, k_begin = 0, k_end = 0;
-  double shift = 0;            ///< the kernel's zero point minus the dumped one, as fitted
-  double explained = 0;        ///< the share of the column's residual energy the fit explains
-  double scale_explained = 0;  ///< the same for the best fitting group's scale
+  double shift = 0;      ///< the kernel's zero point minus the dumped one, as fitted
+  double explained = 0;  ///< the share of the column's residual energy the fit explains
+  /// The same for the best of the alternatives: a group's scale, the column's scale, a constant
+  /// offset (a wrong bias).
+  double alternative_explained = 0;
   bool operator==(const ZeroPointFinding&) const = default;
 };
 

@@ -323,7 +323,7 @@ void fields(auto& f, Is<ZeroPointFinding> auto& x) {
   f("k_end", x.k_end);
   f("shift", x.shift);
   f("explained", x.explained);
-  f("scale_explained", x.scale_explained);
+  f("alternative_explained", x.alternative_explained);
 }
 
 void fields(auto& f, Is<SignatureEvidence> auto& x) {

@@ -278,7 +278,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
     j["zero_point"] = Json{{"output", z.output},       {"col", z.col},
                            {"group", z.group},         {"k_begin", z.k_begin},
                            {"k_end", z.k_end},         {"shift", number_or_text(z.shift)},
-                           {"explained", z.explained}, {"scale_explained", z.scale_explained}};
+                           {"explained", z.explained}, {"alternative_explained", z.alternative_explained}};
   }
   return j;
 }

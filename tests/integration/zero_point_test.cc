@@ -111,7 +111,7 @@ TEST(ZeroPoint, AZeroPointOffByOneIsNamedAsOneAndAScaleFaultAsAScale) {
     EXPECT_EQ(e->zero_point->group, 0);
     EXPECT_EQ(std::fabs(std::round(e->zero_point->shift)), 1.0) << e->zero_point->shift;
     EXPECT_GE(e->zero_point->explained, 0.5);
-    EXPECT_LE(1 - e->zero_point->explained, 0.25 * (1 - e->zero_point->scale_explained));
+    EXPECT_LE(1 - e->zero_point->explained, 0.25 * (1 - e->zero_point->alternative_explained));
     EXPECT_EQ(sig->reason.rfind("y_unpacked column 0, group 0 (k 0-31): the residuals fit that group's zero point ", 0),
               0u)
         << sig->reason;

@@ -144,9 +144,10 @@ std::string signature_figures(const SignatureEvidence& e, bool failed) {
     const ZeroPointFinding& z = *e.zero_point;
     s += "<p class=\"zero-point\">" + markup(z.output) + " column " + std::to_string(z.col) + ", group " +
          std::to_string(z.group) + " (k " + std::to_string(z.k_begin) + "&#8211;" + std::to_string(z.k_end - 1) +
-         "): the residuals fit that group's zero point off by " + num(z.shift) + ", which explains " +
-         num(100 * z.explained) +
-         " % of the column's residual energy (the best group's scale: " + num(100 * z.scale_explained) + " %)</p>";
+         "): the residuals fit that group's zero point " + (z.shift > 0 ? "+" : "") + num(std::round(z.shift)) +
+         " (fitted " + num(z.shift) + "), which explains " + num(100 * z.explained) +
+         " % of the column's residual energy (the best alternative, a scale or an offset: " +
+         num(100 * z.alternative_explained) + " %)</p>";
   }
   if (e.strongest.empty()) return s;
   s += "<table class=\"signature\"><tr><th>output</th><th>column</th><th>k</th><th>z</th><th>fit</th></tr>";

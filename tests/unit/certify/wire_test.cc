@@ -197,6 +197,7 @@ Evidence sample(Of<SignatureEvidence>) {
   e.z.add(0.5);
   e.z.add(41.5);
   e.z.add(-1.0);
+  e.zero_point = ZeroPointFinding{"y_unpacked", 1234, 17, 1088, 1152, 1.0021, 0.9993, 0.2051};
   return e;
 }
 
