@@ -17,10 +17,12 @@ namespace ncert::certify {
 
 namespace {
 
-std::string range_text(const SignatureFinding& s) {
-  std::string t = "k " + std::to_string(s.k_begin) + "-" + std::to_string(s.k_end - 1);
-  return s.group >= 0 ? "group " + std::to_string(s.group) + " (" + t + ")" : t;
+/// "k 1088-1151", or "group 17 (k 1088-1151)" when the range is one weight group (group >= 0).
+std::string range_text(Index k_begin, Index k_end, Index group) {
+  std::string t = "k " + std::to_string(k_begin) + "-" + std::to_string(k_end - 1);
+  return group >= 0 ? "group " + std::to_string(group) + " (" + t + ")" : t;
 }
+std::string range_text(const SignatureFinding& s) { return range_text(s.k_begin, s.k_end, s.group); }
 
 }  // namespace
 
@@ -185,9 +187,8 @@ std::optional<ZeroPointFinding> zero_point_fit(const ProjectionFacts& f, Index c
 
 std::string describe_zero_point(const ZeroPointFinding& z) {
   const double whole = std::round(z.shift);
-  return z.output + " column " + std::to_string(z.col) + ", group " + std::to_string(z.group) + " (k " +
-         std::to_string(z.k_begin) + "-" + std::to_string(z.k_end - 1) +
-         "): the residuals fit that group's zero point " + (whole > 0 ? "+" : "") + format_short(whole) + " (fitted " +
+  return z.output + " column " + std::to_string(z.col) + ", " + range_text(z.k_begin, z.k_end, z.group) +
+         ": the residuals fit that group's zero point " + (whole > 0 ? "+" : "") + format_short(whole) + " (fitted " +
          format_short(z.shift) + "): the kernel's weights there are the dumped ones " +
          (whole > 0 ? "minus " : "plus ") + format_short(std::fabs(whole)) + "x the group's scale (explains " +
          format_short(100 * z.explained) +
