@@ -67,8 +67,8 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
 std::string residual_model_blocker(const ProjectionFacts& f, bool biased_rounding);
 /// "y_packed column 88, k 1024-1279 missing: ..." for one signature finding.
 std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& info);
-/// The failing signature test's location: its zero-point fit where it has one, else its
-/// strongest finding (requires one).
+/// The failing signature test's location: its location fit or zero-point fit where it has one
+/// (detail/localize.h), else its strongest finding (requires one).
 std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& info);
 /// From an evaluated reference pass (nullopt when it collected no residual tallies).
 std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass);

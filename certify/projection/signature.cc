@@ -10,21 +10,12 @@
 #include <cmath>
 
 #include "certify/projection/checks.h"
+#include "certify/projection/detail/localize.h"
+#include "certify/projection/detail/text.h"
 #include "certify/report/format.h"
 #include "reference/af4.h"
 
 namespace ncert::certify {
-
-namespace {
-
-/// "k 1088-1151", or "group 17 (k 1088-1151)" when the range is one weight group (group >= 0).
-std::string range_text(Index k_begin, Index k_end, Index group) {
-  std::string t = "k " + std::to_string(k_begin) + "-" + std::to_string(k_end - 1);
-  return group >= 0 ? "group " + std::to_string(group) + " (" + t + ")" : t;
-}
-std::string range_text(const SignatureFinding& s) { return range_text(s.k_begin, s.k_end, s.group); }
-
-}  // namespace
 
 std::string residual_model_blocker(const ProjectionFacts& f, bool biased_rounding) {
   const ProjectionInfo& info = f.info();
@@ -63,143 +54,31 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
   const double times = std::fabs(1 + s.fit) < 5e-5 ? 0.0 : 1 + s.fit;
   const std::string size = format_short(times);
   const bool scaled_group = s.group >= 0 && contribution_is_scaled(info, s.col);
+  const std::string range = detail::range_text(s.k_begin, s.k_end, s.group);
   std::string what;
   if (s.k_begin == 0 && s.k_end == k) {
     what = where + "the whole dot product: the outputs fit " + size +
            "x their exact values (a wrong per-channel scale, or a wrong scale of the output)";
   } else if (std::fabs(s.fit + 1) < 0.1) {
-    what = where + range_text(s) + " missing: the outputs fit " + size + "x that range's exact contribution";
+    what = where + range + " missing: the outputs fit " + size + "x that range's exact contribution";
   } else if (std::fabs(s.fit - 1) < 0.1) {
-    what = where + range_text(s) + (scaled_group ? " counted twice, or its scale doubled" : " counted twice") +
+    what = where + range + (scaled_group ? " counted twice, or its scale doubled" : " counted twice") +
            ": the outputs fit " + size + "x that range's exact contribution";
   } else if (scaled_group) {
-    what = where + range_text(s) + ": the residuals fit a scale of " + size + "x the dumped scale";
+    what = where + range + ": the residuals fit a scale of " + size + "x the dumped scale";
   } else if (s.group >= 0) {
-    what = where + range_text(s) + ": the outputs fit " + size +
+    what = where + range + ": the outputs fit " + size +
            "x that group's exact contribution (a wrong scale or bias of the group: an affine group's "
            "contribution holds its bias terms, which a scale error leaves alone)";
   } else {
-    what = where + range_text(s) + ": the outputs fit " + size + "x that range's exact contribution";
+    what = where + range + ": the outputs fit " + size + "x that range's exact contribution";
   }
   return what + " (z = " + format_short(s.z) + ")";
 }
 
-namespace {
-
-/// Rows below which no zero point is named: one parameter fits any single row exactly, so with
-/// one row every group's zero point and scale explain all of it and the group is arbitrary (a
-/// x2 scale fault at M = 1 read as "group 1: zero point +2"); with 4, four rows must agree.
-constexpr Index kMinZeroPointRows = 4;
-
-/// Residuals of column `col` of y_unpacked against its exact values (f64 products of the
-/// declared weights, bias and residual added), fitted per group by a zero point off by d (the
-/// outputs move by -d s_g sum_{k in g} x_k), and by the alternatives, each one parameter by
-/// least squares: a group's scale (c sum_{k in g} x_k w_k), the column's scale (c y*), a
-/// constant (a wrong bias). A zero point is the location only where its best group explains at
-/// least half the column's residual energy and leaves at most a quarter of what the best
-/// alternative leaves, and d is within 0.2 of a nonzero whole number. nullopt elsewhere: fewer
-/// than kMinZeroPointRows finite rows, no y_unpacked, quantized activations, or a column that
-/// is not AF4 zero-point. Runs on a failure only, over one column (M x K products).
-std::optional<ZeroPointFinding> zero_point_fit(const ProjectionFacts& f, Index col) {
-  const ProjectionInfo& info = f.info();
-  const LoadedProjection& d = f.data;
-  if (!d.y_unpacked.present || info.x_quant.type != reference::XQuantType::kNone) return std::nullopt;
-  const reference::WeightSegment& seg = reference::segment_of(d.weights, col);
-  if (seg.format != reference::WeightFormat::kAf4 || seg.af4.layout.variant != reference::Af4Variant::kZeroPoint) {
-    return std::nullopt;
-  }
-  const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
-  const Index K = info.k, gs = seg.af4.layout.group_size, groups = K / gs;
-  std::vector<double> w(static_cast<std::size_t>(K));
-  reference::decode_weight_row(d.weights, col, p.x.dtype, w.data(), nullptr, nullptr);
-  std::vector<double> scale(static_cast<std::size_t>(groups));
-  for (std::size_t g = 0; g < scale.size(); ++g) {
-    scale[g] = reference::af4_scale(seg.af4, col - seg.row_begin, static_cast<Index>(g));
-  }
-  // Per group: sum r a and sum a^2 for the zero point's signature (q) and the scale's (p); for
-  // the column: the same for its whole dot product (dot) and a constant (one).
-  std::vector<double> rq(scale.size()), qq(scale.size()), rp(scale.size()), pp(scale.size());
-  std::vector<double> q(scale.size()), pg(scale.size());
-  double rr = 0, r_dot = 0, dot_dot = 0, r_one = 0;
-  Index rows = 0;
-  for (Index i = 0; i < p.x.rows; ++i) {
-    double dot = 0;
-    for (std::size_t g = 0; g < scale.size(); ++g) {
-      double sx = 0, sxw = 0;
-      for (Index k = static_cast<Index>(g) * gs; k < static_cast<Index>(g + 1) * gs; ++k) {
-        const double x = p.x.at(i, k);
-        sx += x;
-        sxw += x * w[static_cast<std::size_t>(k)];
-      }
-      q[g] = scale[g] * sx;
-      pg[g] = sxw;
-      dot += sxw;
-    }
-    double y_star = dot;
-    if (reference::has_bias(p.epilogue)) y_star += p.bias.at(col);
-    if (reference::has_residual(p.epilogue)) y_star += p.residual.at(i, col);
-    const double r = static_cast<double>(d.y_unpacked.value(info.output, info.out_stride, i, col)) - y_star;
-    if (!std::isfinite(r) || !std::isfinite(dot)) continue;
-    ++rows;
-    rr += r * r;
-    r_dot += r * dot;
-    dot_dot += dot * dot;
-    r_one += r;
-    for (std::size_t g = 0; g < scale.size(); ++g) {
-      rq[g] += r * q[g];
-      qq[g] += q[g] * q[g];
-      rp[g] += r * pg[g];
-      pp[g] += pg[g] * pg[g];
-    }
-  }
-  if (rows < kMinZeroPointRows || !(rr > 0)) return std::nullopt;
-  std::size_t best_q = 0;
-  double e_q = 0;
-  double e_alt = r_one * r_one / static_cast<double>(rows);
-  if (dot_dot > 0) e_alt = std::max(e_alt, r_dot * r_dot / dot_dot);
-  for (std::size_t g = 0; g < scale.size(); ++g) {
-    if (qq[g] > 0 && rq[g] * rq[g] / qq[g] > e_q) {
-      e_q = rq[g] * rq[g] / qq[g];
-      best_q = g;
-    }
-    if (pp[g] > 0) e_alt = std::max(e_alt, rp[g] * rp[g] / pp[g]);
-  }
-  const double shift = qq[best_q] > 0 ? -rq[best_q] / qq[best_q] : 0.0;
-  const double whole = std::round(shift);
-  // The zero point must explain most of the energy and leave at most a quarter of what the
-  // best alternative leaves: a zero point off by one in the outside exporter's dump explained
-  // 100 % against 20 % for a scale; in a fixture of 3 groups of 32 the scale of the same group
-  // still explained 90 % (every x of one sign), the rest being the zero point's alone. A bias
-  // off by 0.5 over positive activations: the zero point 99.49 %, the constant all of it.
-  const bool fits = e_q >= 0.5 * rr && rr - e_q <= 0.25 * (rr - e_alt);
-  if (!fits || whole == 0 || std::fabs(shift - whole) > 0.2) return std::nullopt;
-  ZeroPointFinding z;
-  z.output = std::string(engine_output_name(EngineOutputId::kUnpacked));
-  z.col = col;
-  z.group = static_cast<Index>(best_q);
-  z.k_begin = z.group * gs;
-  z.k_end = z.k_begin + gs;
-  z.shift = shift;
-  z.explained = std::min(1.0, e_q / rr);
-  z.alternative_explained = std::min(1.0, e_alt / rr);
-  return z;
-}
-
-std::string describe_zero_point(const ZeroPointFinding& z) {
-  const double whole = std::round(z.shift);
-  return z.output + " column " + std::to_string(z.col) + ", " + range_text(z.k_begin, z.k_end, z.group) +
-         ": the residuals fit that group's zero point " + (whole > 0 ? "+" : "") + format_short(whole) + " (fitted " +
-         format_short(z.shift) + "): the kernel's weights there are the dumped ones " +
-         (whole > 0 ? "minus " : "plus ") + format_short(std::fabs(whole)) + "x the group's scale (explains " +
-         format_short(100 * z.explained) +
-         " % of the column's residual energy; the best alternative, a scale or an offset, " +
-         format_short(100 * z.alternative_explained) + " %)";
-}
-
-}  // namespace
-
 std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& info) {
-  return e.zero_point ? describe_zero_point(*e.zero_point) : describe_signature(e.strongest.front(), info);
+  if (e.fit) return detail::describe_fit(*e.fit, info);
+  return e.zero_point ? detail::describe_zero_point(*e.zero_point) : describe_signature(e.strongest.front(), info);
 }
 
 std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass) {
@@ -251,7 +130,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
                            " candidates, false-alarm probability <= 1e-9";
   if (e.significant > 0) {
     const SignatureFinding& s = e.strongest.front();
-    e.zero_point = zero_point_fit(f, s.col);
+    detail::localize(f, e);
     r.verdict = Verdict::kFail;
     r.reason = describe_location(e, info) + "; " + std::to_string(e.significant) + " candidate" +
                (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) + " output column" +

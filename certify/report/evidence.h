@@ -451,6 +451,36 @@ struct ZeroPointFinding {
   bool operator==(const ZeroPointFinding&) const = default;
 };
 
+/// What a location fit found (LocationFit::kind).
+enum class FitKind : std::uint8_t {
+  kRow,           ///< one row's residuals, in every tested column, and no other row's
+  kElement,       ///< one value of the strongest column: its row stands out in no other column
+  kColumnOffset,  ///< the strongest column's outputs, every row moved by one constant (a wrong bias)
+  kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
+};
+std::string_view fit_kind_name(FitKind k);
+
+/// The failure's location where one structure other than a scale explains the residuals of the
+/// strongest candidate's column (docs/detection.md "Where the fault is"): per row, by least
+/// squares, one row alone, a constant, one group's weights offset, against a group's scale and
+/// the column's scale. Set only, with at least 4 rows, where the fit explains at least half the
+/// residual energy and leaves at most a quarter of what the best alternative leaves.
+struct LocationFit {
+  FitKind kind = FitKind::kRow;
+  std::string output;
+  Index row = -1;                              ///< kRow, kElement
+  Index col = 0;                               ///< the strongest candidate's column
+  Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset
+  Index columns = 0;                           ///< kRow, kElement: the other columns tested
+  /// kRow: the scale its outputs fit (1 + least squares over the tested columns); kElement: the
+  /// value's residual; kColumnOffset: the outputs' offset; kGroupOffset: the weights' offset.
+  double value = 0;
+  double explained = 0;              ///< the share of the residual energy the fit explains
+  double alternative_explained = 0;  ///< the same for the best alternative
+  double scale_explained = 0;        ///< kRow: the share of that row's energy its scale explains
+  bool operator==(const LocationFit&) const = default;
+};
+
 /// The signature test of one projection: every (output, column, dyadic K range) candidate.
 struct SignatureEvidence {
   static constexpr int kZLog2Min = -4;
@@ -477,6 +507,7 @@ struct SignatureEvidence {
   /// z of every computed candidate, and once per screened column its bound.
   Log2Histogram z{kZLog2Min, kZLog2Max};
   std::optional<ZeroPointFinding> zero_point;  ///< the failure's location, where a zero point explains it
+  std::optional<LocationFit> fit;  ///< the failure's location, where a row, an offset or a group's offset explains it
   bool operator==(const SignatureEvidence&) const = default;
 };
 

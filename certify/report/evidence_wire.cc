@@ -326,6 +326,21 @@ void fields(auto& f, Is<ZeroPointFinding> auto& x) {
   f("alternative_explained", x.alternative_explained);
 }
 
+void fields(auto& f, Is<LocationFit> auto& x) {
+  f("kind", x.kind);
+  f("output", x.output);
+  f("row", x.row);
+  f("col", x.col);
+  f("group", x.group);
+  f("k_begin", x.k_begin);
+  f("k_end", x.k_end);
+  f("columns", x.columns);
+  f("value", x.value);
+  f("explained", x.explained);
+  f("alternative_explained", x.alternative_explained);
+  f("scale_explained", x.scale_explained);
+}
+
 void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("alpha", x.alpha);
   f("tile", x.tile);
@@ -340,6 +355,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("strongest", x.strongest);
   f("z", x.z);
   f("zero_point", x.zero_point);
+  f("fit", x.fit);
 }
 
 void fields(auto& f, Is<VarianceOutput> auto& x) {
@@ -729,6 +745,7 @@ Status decode_integer(const Json& j, T& v, const std::string& at) {
 std::string_view name_of(WitnessClass c) { return witness_class_name(c); }
 std::string_view name_of(ForkClass c) { return fork_class_name(c); }
 std::string_view name_of(SlotMisroute m) { return slot_misroute_name(m); }
+std::string_view name_of(FitKind k) { return fit_kind_name(k); }
 std::string_view name_of(DType t) { return dtype_name(t); }
 std::string_view name_of(CheckKind k) { return check_kind_name(k); }
 
@@ -746,6 +763,7 @@ std::optional<E> by_name(std::string_view name) {
 std::optional<WitnessClass> parse(Of<WitnessClass>, std::string_view s) { return by_name<WitnessClass>(s); }
 std::optional<ForkClass> parse(Of<ForkClass>, std::string_view s) { return by_name<ForkClass>(s); }
 std::optional<SlotMisroute> parse(Of<SlotMisroute>, std::string_view s) { return by_name<SlotMisroute>(s); }
+std::optional<FitKind> parse(Of<FitKind>, std::string_view s) { return by_name<FitKind>(s); }
 std::optional<DType> parse(Of<DType>, std::string_view s) { return parse_dtype(s); }
 std::optional<CheckKind> parse(Of<CheckKind>, std::string_view s) { return parse_check_kind(s); }
 

@@ -280,6 +280,21 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                            {"k_end", z.k_end},         {"shift", number_or_text(z.shift)},
                            {"explained", z.explained}, {"alternative_explained", z.alternative_explained}};
   }
+  if (e.fit) {
+    const LocationFit& t = *e.fit;
+    j["fit"] = Json{{"kind", std::string(fit_kind_name(t.kind))},
+                    {"output", t.output},
+                    {"row", t.row},
+                    {"col", t.col},
+                    {"group", t.group},
+                    {"k_begin", t.k_begin},
+                    {"k_end", t.k_end},
+                    {"columns", t.columns},
+                    {"value", number_or_text(t.value)},
+                    {"explained", t.explained},
+                    {"alternative_explained", t.alternative_explained},
+                    {"scale_explained", t.scale_explained}};
+  }
   return j;
 }
 

@@ -48,6 +48,20 @@ std::string_view fork_class_name(ForkClass c) {
   return "?";
 }
 
+std::string_view fit_kind_name(FitKind k) {
+  switch (k) {
+    case FitKind::kRow:
+      return "row";
+    case FitKind::kElement:
+      return "element";
+    case FitKind::kColumnOffset:
+      return "column-offset";
+    case FitKind::kGroupOffset:
+      return "group-offset";
+  }
+  return "?";
+}
+
 std::string_view slot_misroute_name(SlotMisroute m) {
   switch (m) {
     case SlotMisroute::kGathered:

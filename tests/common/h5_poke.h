@@ -11,10 +11,10 @@
 
 namespace ncert::testing {
 
-/// Sets element (row, col) of a 2-D f32 dataset.
-inline void poke_f32(const std::string& path, const std::string& dataset, std::int64_t row, std::int64_t col,
-                     float value) {
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+/// Reads (write = false) or sets element (row, col) of a 2-D f32 dataset.
+inline void access_f32(const std::string& path, const std::string& dataset, std::int64_t row, std::int64_t col,
+                       float& value, bool write) {
+  const hid_t f = H5Fopen(path.c_str(), write ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT);
   ASSERT_GE(f, 0) << path;
   const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
   ASSERT_GE(d, 0) << dataset;
@@ -23,11 +23,28 @@ inline void poke_f32(const std::string& path, const std::string& dataset, std::i
   const hsize_t count[2] = {1, 1};
   H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr);
   const hid_t mem_space = H5Screate_simple(2, count, nullptr);
-  EXPECT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, &value), 0);
+  if (write) {
+    EXPECT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, &value), 0);
+  } else {
+    EXPECT_GE(H5Dread(d, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, &value), 0);
+  }
   H5Sclose(mem_space);
   H5Sclose(file_space);
   H5Dclose(d);
   H5Fclose(f);
+}
+
+/// Sets element (row, col) of a 2-D f32 dataset.
+inline void poke_f32(const std::string& path, const std::string& dataset, std::int64_t row, std::int64_t col,
+                     float value) {
+  access_f32(path, dataset, row, col, value, true);
+}
+
+/// Element (row, col) of a 2-D f32 dataset.
+inline float read_f32(const std::string& path, const std::string& dataset, std::int64_t row, std::int64_t col) {
+  float value = 0;
+  access_f32(path, dataset, row, col, value, false);
+  return value;
 }
 
 /// Element (row, col) of a 2-D dataset of 16-bit raw patterns (bf16 / f16, either form of

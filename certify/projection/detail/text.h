@@ -35,4 +35,10 @@ inline std::string where(Index row, Index col, Index slot) {
   return s;
 }
 
+/// "k 1088-1151", or "group 17 (k 1088-1151)" when the range is one weight group (group >= 0).
+inline std::string range_text(Index k_begin, Index k_end, Index group) {
+  std::string t = "k " + std::to_string(k_begin) + "-" + std::to_string(k_end - 1);
+  return group >= 0 ? "group " + std::to_string(group) + " (" + t + ")" : t;
+}
+
 }  // namespace ncert::certify::detail

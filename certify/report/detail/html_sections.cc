@@ -125,6 +125,36 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output, bool failed) 
   return s;
 }
 
+/// The location fit of a failing signature test, one sentence (the check's reason words it too).
+std::string fit_paragraph(const LocationFit& t) {
+  const std::string shares = " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
+                             num(100 * t.alternative_explained) + " %)";
+  std::string what;
+  switch (t.kind) {
+    case FitKind::kRow:
+      what = "row " + std::to_string(t.row) + " alone, over " + std::to_string(t.columns + 1) +
+             " columns tested: its outputs fit " + num(t.value) + "&#215; " +
+             (t.group < 0 ? std::string("their exact values")
+                          : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
+                                std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
+             " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
+      break;
+    case FitKind::kElement:
+      what = "row " + std::to_string(t.row) + " of column " + std::to_string(t.col) + " alone: off by " +
+             exact(t.value) + " (the row stands out in none of " + std::to_string(t.columns) + " other columns tested)";
+      break;
+    case FitKind::kColumnOffset:
+      what = "column " + std::to_string(t.col) + ": every row's output off by " + exact(t.value) + " (a wrong bias)";
+      break;
+    case FitKind::kGroupOffset:
+      what = "column " + std::to_string(t.col) + ", group " + std::to_string(t.group) + " (k " +
+             std::to_string(t.k_begin) + "&#8211;" + std::to_string(t.k_end - 1) + "): its weights off by " +
+             exact(t.value);
+      break;
+  }
+  return "<p class=\"fit\">" + markup(t.output) + " " + what + shares + "</p>";
+}
+
 /// The signature test's z of every candidate against its threshold, and the strongest ones.
 std::string signature_figures(const SignatureEvidence& e, bool failed) {
   HistogramPlot plot;
@@ -149,6 +179,7 @@ std::string signature_figures(const SignatureEvidence& e, bool failed) {
          " % of the column's residual energy (the best alternative, a scale or an offset: " +
          num(100 * z.alternative_explained) + " %)</p>";
   }
+  if (e.fit) s += fit_paragraph(*e.fit);
   if (e.strongest.empty()) return s;
   s += "<table class=\"signature\"><tr><th>output</th><th>column</th><th>k</th><th>z</th><th>fit</th></tr>";
   for (const SignatureFinding& f : e.strongest) {

@@ -1,0 +1,181 @@
+// Where a failing signature test says the fault is, for faults its candidates (scales of K ranges
+// of one column) reach only approximately (docs/detection.md "Where the fault is"): one row's
+// activation scale, one activation group's scale, one wrong value, a column's bias, an affine
+// group's bias. Each is planted in the fixture engine (both paths, so identity cannot see it)
+// and must be named where it is, with its size; the legitimate twin passes, and a group's scale
+// fault is still named a scale.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "certify/projection/checks.h"
+#include "tests/common/fixture_check.h"
+#include "tests/common/format_v2_spec.h"
+#include "tests/common/h5_poke.h"
+#include "tests/common/report_checks.h"
+
+namespace ncert::certify {
+namespace {
+
+using ncert::testing::check_dump;
+using ncert::testing::find_check;
+using ncert::testing::write_fixture;
+
+/// 8 requests x 4 rows in 32 slots, K = 1024, f32 outputs with a bias: an AF4 affine segment
+/// (groups of 64) beside a bf16 one.
+fixtures::DumpSpec localize_spec() {
+  fixtures::ProjectionSpec p = fixtures::production_batch("proj", 1024);
+  p.n = 128;
+  p.output = DType::kF32;
+  p.epilogue = reference::Epilogue::kBias;
+  fixtures::SegmentSpec a;
+  a.format = reference::WeightFormat::kAf4;
+  a.rows = 64;
+  a.af4.group_size = 64;
+  a.af4.variant = reference::Af4Variant::kAffine;
+  fixtures::SegmentSpec b;
+  b.format = reference::WeightFormat::kBf16;
+  b.rows = 64;
+  p.segments = {a, b};
+  p.seed = 29;
+  fixtures::DumpSpec d;
+  d.projections.push_back(p);
+  return d;
+}
+
+/// The failing signature check's evidence (fails the test where it passes).
+SignatureEvidence failing_signature(const Report& r, const std::string& subject = "projections/proj") {
+  const CheckResult* c = find_check(r, subject + "/signature");
+  EXPECT_NE(c, nullptr);
+  if (c == nullptr) return {};
+  EXPECT_EQ(c->verdict, Verdict::kFail) << r.to_text(true);
+  const auto* e = std::get_if<SignatureEvidence>(&c->evidence);
+  EXPECT_NE(e, nullptr);
+  return e != nullptr ? *e : SignatureEvidence{};
+}
+
+std::string signature_reason(const Report& r, const std::string& subject = "projections/proj") {
+  const CheckResult* c = find_check(r, subject + "/signature");
+  return c != nullptr ? c->reason : std::string();
+}
+
+TEST(Localize, TheLegitimateTwinPassesAndNamesNothing) {
+  const Report r = check_dump(write_fixture(localize_spec(), "localize-twin.h5"));
+  EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+}
+
+TEST(Localize, AWrongActivationScaleOfOneRowIsNamedThatRow) {
+  // Row 5's activations x 1.005 in the engine: every column's row 5 moves by 0.5 % of its dot
+  // product. The candidates read the strongest column as a whole-dot-product scale.
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].engine_row_scale_error = 0.005f;
+  const Report r = check_dump(write_fixture(d, "localize-row.h5"));
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRow);
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
+  EXPECT_EQ(e.fit->group, -1);
+  EXPECT_EQ(e.fit->columns, 64);
+  EXPECT_NEAR(e.fit->value, 1.005, 1e-4);
+  EXPECT_GT(e.fit->scale_explained, 0.99);
+  const std::string reason = signature_reason(r);
+  EXPECT_NE(reason.find("row 5: the residuals lie in that row alone"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("fit 1.005x their exact values (a wrong activation scale for that row"), std::string::npos)
+      << reason;
+  // bound names the same location.
+  const CheckResult* bound = find_check(r, "projections/proj/bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_NE(bound->reason.find("likely location: y_unpacked row 5"), std::string::npos) << bound->reason;
+}
+
+TEST(Localize, AWrongScaleOfOneActivationGroupIsNamedThatRowAndGroup) {
+  // int8 activations in groups of 32 along K = 128, 8 rows: the engine's row 5 uses 1.02x the
+  // dumped scale of its group 1 (k 32-63).
+  ncert::testing::XQuantCase q;
+  q.group = 32;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.engine_x_group_scale_error = 0.02f;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xgroup.h5"));
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRow);
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
+  EXPECT_EQ(e.fit->columns, 39);  // every other column of 40
+  EXPECT_EQ(e.fit->group, 1);
+  EXPECT_EQ(e.fit->k_begin, 32);
+  EXPECT_EQ(e.fit->k_end, 64);
+  EXPECT_NEAR(e.fit->value, 1.02, 1e-3);
+  const std::string reason = signature_reason(r, "projections/w8a8");
+  EXPECT_NE(reason.find("fit 1.02x the exact contribution of k 32-63 (activation group 1)"), std::string::npos)
+      << reason;
+}
+
+TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
+  // y_unpacked only, one value moved by 0.01 (f32 outputs: B is about 1e-3 here).
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].write_packed = false;
+  d.projections[0].write_compact = false;
+  d.projections[0].write_before = false;
+  const std::string path = write_fixture(d, "localize-element.h5");
+  const Report twin = check_dump(path);
+  ASSERT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
+  ncert::testing::poke_f32(path, "/projections/proj/y_unpacked", 9, 70,
+                           ncert::testing::read_f32(path, "/projections/proj/y_unpacked", 9, 70) + 0.01f);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kElement);
+  EXPECT_EQ(e.fit->row, 9);
+  EXPECT_EQ(e.fit->col, 70);
+  EXPECT_NEAR(e.fit->value, 0.01, 1e-4);
+  EXPECT_NE(signature_reason(r).find("row 9, column 70: that one value is off by +0.01"), std::string::npos)
+      << signature_reason(r);
+}
+
+TEST(Localize, AColumnsBiasOffByAConstantIsNamedABias) {
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].engine_bias_offset = 0.01f;
+  const Report r = check_dump(write_fixture(d, "localize-bias.h5"));
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kColumnOffset);
+  EXPECT_EQ(e.fit->col, fixtures::kFaultColumn);
+  EXPECT_NEAR(e.fit->value, 0.01, 1e-4);
+  EXPECT_NE(signature_reason(r).find("column 3: every row's output is off by +0.01"), std::string::npos)
+      << signature_reason(r);
+  EXPECT_NE(signature_reason(r).find("the kernel's bias of that column is not the dumped one"), std::string::npos);
+}
+
+TEST(Localize, AnAffineGroupsBiasIsNamedThatGroupsOffset) {
+  // Group 0 of column 0 (affine w = s q + b): b + 0.002 moves every row by 0.002 sum_{k<64} x_k.
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].engine_group_bias_error = 0.002f;
+  const Report r = check_dump(write_fixture(d, "localize-group-bias.h5"));
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kGroupOffset);
+  EXPECT_EQ(e.fit->col, 0);
+  EXPECT_EQ(e.fit->group, 0);
+  EXPECT_EQ(e.fit->k_begin, 0);
+  EXPECT_EQ(e.fit->k_end, 64);
+  EXPECT_NEAR(e.fit->value, 0.002, 2e-5);
+  EXPECT_NE(
+      signature_reason(r).find("column 0, group 0 (k 0-63): the residuals fit that group's weights moved by +0.002"),
+      std::string::npos)
+      << signature_reason(r);
+}
+
+TEST(Localize, AGroupsScaleIsStillNamedAScale) {
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].engine_group_scale_error = 0.01f;
+  const Report r = check_dump(write_fixture(d, "localize-scale.h5"));
+  const SignatureEvidence e = failing_signature(r);
+  EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
+  EXPECT_FALSE(e.zero_point.has_value());
+  ASSERT_FALSE(e.strongest.empty());
+  EXPECT_EQ(e.strongest.front().col, 0);
+  EXPECT_EQ(e.strongest.front().group, 0);
+}
+
+}  // namespace
+}  // namespace ncert::certify
