@@ -247,6 +247,29 @@ bool residual_diagnosis(const ProjectionFacts& f, const CheckOptions& options, c
   return t != nullptr;
 }
 
+/// Whether a failing signature test names a fault of a few places rather than noise everywhere:
+/// a location fit or a zero point, or significant candidates in at most 1 % of the (output,
+/// column) pairs (a narrower accumulator's noise reaches every column alike; a wrong scale of one
+/// group, 1 of 768 in the outside exporter's W8A8 dump, which variance read as 5.3 bits lost).
+bool localized(const SignatureEvidence& e) {
+  if (e.fit || e.zero_point) return true;
+  const Index pairs = e.ranges_per_column > 0 ? e.candidates / e.ranges_per_column : 0;
+  return e.significant_columns > 0 && 100 * e.significant_columns <= pairs;
+}
+
+/// "y_unpacked row 2", "y_unpacked column 11": where, without the size.
+std::string describe_location_short(const SignatureEvidence& e) {
+  if (e.fit) {
+    const LocationFit& t = *e.fit;
+    if (t.kind == FitKind::kRow) return t.output + " row " + std::to_string(t.row);
+    if (t.kind == FitKind::kElement)
+      return t.output + " row " + std::to_string(t.row) + ", column " + std::to_string(t.col);
+    return t.output + " column " + std::to_string(t.col);
+  }
+  if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);
+  return e.strongest.front().output + " column " + std::to_string(e.strongest.front().col);
+}
+
 /// The residual tests, and the bound failure's likely location from the signature test; not
 /// evaluated where an earlier check already explains the failure (explained_earlier).
 void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const ReferencePass& pass,
@@ -274,6 +297,10 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
       if (c.kind == CheckKind::kBound && c.failed()) {
         c.reason += "; likely location: " + describe_location(e, f.info());
       }
+    }
+    if (var && var->failed() && localized(e)) {
+      var->reason += "; signature locates a fault (" + describe_location_short(e) +
+                     "): this energy may be that fault's alone, not the accumulator's";
     }
   }
   if (sig) out.checks.push_back(std::move(*sig));

@@ -82,10 +82,17 @@ TEST(Localize, AWrongActivationScaleOfOneRowIsNamedThatRow) {
   EXPECT_NE(reason.find("row 5: the residuals lie in that row alone"), std::string::npos) << reason;
   EXPECT_NE(reason.find("fit 1.005x their exact values (a wrong activation scale for that row"), std::string::npos)
       << reason;
-  // bound names the same location.
+  // bound names the same location; variance, whose energy the fault raises, points to it.
   const CheckResult* bound = find_check(r, "projections/proj/bound");
   ASSERT_NE(bound, nullptr);
   EXPECT_NE(bound->reason.find("likely location: y_unpacked row 5"), std::string::npos) << bound->reason;
+  const CheckResult* variance = find_check(r, "projections/proj/variance");
+  ASSERT_NE(variance, nullptr);
+  EXPECT_EQ(variance->verdict, Verdict::kFail);
+  EXPECT_NE(
+      variance->reason.find("signature locates a fault (y_unpacked row 5): this energy may be that fault's alone"),
+      std::string::npos)
+      << variance->reason;
 }
 
 TEST(Localize, AWrongScaleOfOneActivationGroupIsNamedThatRowAndGroup) {
