@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "certify/projection/diagnosis.h"
@@ -247,12 +248,14 @@ bool residual_diagnosis(const ProjectionFacts& f, const CheckOptions& options, c
   return t != nullptr;
 }
 
-/// Whether a failing signature test names a fault of a few places rather than noise everywhere:
-/// a location fit or a zero point, or significant candidates in at most 1 % of the (output,
-/// column) pairs (a narrower accumulator's noise reaches every column alike; a wrong scale of one
-/// group, 1 of 768 in the outside exporter's W8A8 dump, which variance read as 5.3 bits lost).
+/// Whether a failing signature test names a structured fault rather than noise everywhere: a
+/// location fit or a zero point, a K range missing or counted twice (its fit within 0.1 of -1 or
+/// +1), or significant candidates in at most 1 % of the (output, column) pairs (a narrower
+/// accumulator's noise reaches every column alike; a wrong scale of one group, 1 of 768 in the
+/// outside exporter's W8A8 dump, which variance read as 5.3 bits lost).
 bool localized(const SignatureEvidence& e) {
   if (e.fit || e.zero_point) return true;
+  if (!e.strongest.empty() && std::fabs(std::fabs(e.strongest.front().fit) - 1) < 0.1) return true;
   const Index pairs = e.ranges_per_column > 0 ? e.candidates / e.ranges_per_column : 0;
   return e.significant_columns > 0 && 100 * e.significant_columns <= pairs;
 }
@@ -300,7 +303,7 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
     }
     if (var && var->failed() && localized(e)) {
       var->reason += "; signature locates a fault (" + describe_location_short(e) +
-                     "): this energy may be that fault's alone, not the accumulator's";
+                     "): what variance reads above may be that fault's alone, not the kernel's rounding";
     }
   }
   if (sig) out.checks.push_back(std::move(*sig));

@@ -457,6 +457,7 @@ enum class FitKind : std::uint8_t {
   kElement,       ///< one value of the strongest column: its row stands out in no other column
   kColumnOffset,  ///< the strongest column's outputs, every row moved by one constant (a wrong bias)
   kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
+  kGroupScale,    ///< an affine group's scale: its s q part scaled, its bias not (no candidate models it)
 };
 std::string_view fit_kind_name(FitKind k);
 
@@ -470,10 +471,11 @@ struct LocationFit {
   std::string output;
   Index row = -1;                              ///< kRow, kElement
   Index col = 0;                               ///< the strongest candidate's column
-  Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset
+  Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset, kGroupScale; kRow: its activation group
   Index columns = 0;                           ///< kRow, kElement: the other columns tested
   /// kRow: the scale its outputs fit (1 + least squares over the tested columns); kElement: the
-  /// value's residual; kColumnOffset: the outputs' offset; kGroupOffset: the weights' offset.
+  /// value's residual; kColumnOffset: the outputs' offset; kGroupOffset: the weights' offset;
+  /// kGroupScale: the scale of the group's s q part.
   double value = 0;
   double explained = 0;              ///< the share of the residual energy the fit explains
   double alternative_explained = 0;  ///< the same for the best alternative

@@ -58,6 +58,8 @@ std::string_view fit_kind_name(FitKind k) {
       return "column-offset";
     case FitKind::kGroupOffset:
       return "group-offset";
+    case FitKind::kGroupScale:
+      return "group-scale";
   }
   return "?";
 }

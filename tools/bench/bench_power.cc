@@ -4,6 +4,8 @@
 // weights), and the smallest magnitude each check catches is printed (column `check`: the whole
 // check's verdict, whichever check fails); then the false alarms of every check over
 // legitimate dumps (seeds, output types, engine summation orders).
+// Column `located`: signature fails and names the planted fault's place (the group's column and
+// range for a scale, the row, the column's bias, the affine group's bias); "n/a" where not scored.
 // Beside the checks, column `changed` counts the stored outputs the fault changed at all (bits
 // of y_unpacked differing from the same dump made without it): where it is 0 the dump holds what
 // the legitimate one holds (the fault is the engine's, in both paths: the inputs and the packed
@@ -67,20 +69,29 @@ fixtures::ProjectionSpec production(Index n, DType output, std::uint64_t seed) {
   return p;
 }
 
-/// The failing check kinds of one dump (projection checks only), and the seconds `check` took.
-std::set<std::string> failing_kinds(const std::string& path, double* seconds) {
+/// What `check` said of one dump: the failing check kinds (projection checks only), the failing
+/// signature test's evidence, and the seconds it took.
+struct Outcome {
+  std::set<std::string> failing;
+  std::optional<certify::SignatureEvidence> signature;  ///< where signature FAILs
+  double seconds = 0;
+};
+
+Outcome check_outcome(const std::string& path) {
   certify::CheckCommandOptions co;
   co.dump = path;
   const double t0 = bench::now_seconds();
   auto r = certify::run_check(co);
-  *seconds = bench::now_seconds() - t0;
-  std::set<std::string> out;
+  Outcome out;
+  out.seconds = bench::now_seconds() - t0;
   if (!r.ok()) {
-    out.insert("error: " + r.status().to_string());
+    out.failing.insert("error: " + r.status().to_string());
     return out;
   }
   for (const certify::CheckResult& c : r->checks) {
-    if (c.failed()) out.insert(std::string(check_kind_name(c.kind)));
+    if (!c.failed()) continue;
+    out.failing.insert(std::string(check_kind_name(c.kind)));
+    if (const auto* e = std::get_if<certify::SignatureEvidence>(&c.evidence)) out.signature = *e;
   }
   return out;
 }
@@ -92,7 +103,28 @@ struct Sweep {
   std::function<void(fixtures::ProjectionSpec&, double)> plant;
   DType output = DType::kF32;
   std::string k_walk;  ///< the walk the dump declares ("": none; the engine sums split:8:fma)
+  /// Whether a failing signature test names the planted fault's location (column `located`);
+  /// empty: not scored.
+  std::function<bool(const certify::SignatureEvidence&)> located;
+  /// What the dumps of the class hold beside the fault, the legitimate twin's too (a bias, an
+  /// affine segment); empty: production() as it is.
+  std::function<void(fixtures::ProjectionSpec&)> shape;
 };
+
+/// The location fixtures::ProjectionSpec's faults are planted at, as signature names it.
+bool names_group_scale(const certify::SignatureEvidence& e) {
+  return !e.fit && !e.zero_point && !e.strongest.empty() && e.strongest.front().col == 0 &&
+         e.strongest.front().k_begin == 0 && e.strongest.front().k_end == 64;
+}
+bool names_row(const certify::SignatureEvidence& e) {
+  return e.fit && e.fit->kind == certify::FitKind::kRow && e.fit->row == fixtures::kFaultRow;
+}
+bool names_column_offset(const certify::SignatureEvidence& e) {
+  return e.fit && e.fit->kind == certify::FitKind::kColumnOffset && e.fit->col == fixtures::kFaultColumn;
+}
+bool names_group_offset(const certify::SignatureEvidence& e) {
+  return e.fit && e.fit->kind == certify::FitKind::kGroupOffset && e.fit->col == 0 && e.fit->group == 0;
+}
 
 std::string write(const Options& o, const fixtures::ProjectionSpec& p, const std::string& name) {
   fixtures::DumpSpec d;
@@ -157,16 +189,49 @@ long long changed_values(const std::vector<std::uint8_t>& a, const std::vector<s
 std::vector<Sweep> fault_sweeps() {
   const auto scale = [](fixtures::ProjectionSpec& p, double e) { p.engine_group_scale_error = static_cast<float>(e); };
   const std::vector<double> bf16_scale = {0.002, 0.005, 0.01, 0.02, 0.05, 0.1};
+  const std::vector<double> relative = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05};
   return {
-      {"one AF4 group's scale x (1 + e), f32 outputs",
+      {"one AF4 group's scale x (1 + e), f32 outputs", "e", relative, scale, DType::kF32, "", names_group_scale, {}},
+      {"one AF4 group's scale x (1 + e), bf16 outputs",
        "e",
-       {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05},
+       bf16_scale,
        scale,
+       DType::kBf16,
+       "",
+       names_group_scale,
+       {}},
+      {"one AF4 group's scale x (1 + e), bf16 outputs, the engine's walk declared (k_walk split:8:fma)",
+       "e",
+       bf16_scale,
+       scale,
+       DType::kBf16,
+       "split:8:fma",
+       names_group_scale,
+       {}},
+      {"one row's activations x (1 + e) (a wrong activation scale), f32 outputs",
+       "e",
+       relative,
+       [](fixtures::ProjectionSpec& p, double e) { p.engine_row_scale_error = static_cast<float>(e); },
        DType::kF32,
-       ""},
-      {"one AF4 group's scale x (1 + e), bf16 outputs", "e", bf16_scale, scale, DType::kBf16, ""},
-      {"one AF4 group's scale x (1 + e), bf16 outputs, the engine's walk declared (k_walk split:8:fma)", "e",
-       bf16_scale, scale, DType::kBf16, "split:8:fma"},
+       "",
+       names_row,
+       {}},
+      {"one column's bias + d, f32 outputs",
+       "d",
+       {0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01},
+       [](fixtures::ProjectionSpec& p, double d) { p.engine_bias_offset = static_cast<float>(d); },
+       DType::kF32,
+       "",
+       names_column_offset,
+       [](fixtures::ProjectionSpec& p) { p.epilogue = reference::Epilogue::kBias; }},
+      {"one AF4 affine group's bias + d, f32 outputs",
+       "d",
+       {0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002},
+       [](fixtures::ProjectionSpec& p, double d) { p.engine_group_bias_error = static_cast<float>(d); },
+       DType::kF32,
+       "",
+       names_group_offset,
+       [](fixtures::ProjectionSpec& p) { p.segments[0].af4.variant = reference::Af4Variant::kAffine; }},
       {"an accumulator keeping p of f32's 24 bits (rounding to nearest), f32 outputs",
        "24 - p",
        {2, 4, 5, 6, 7, 8, 10},
@@ -174,7 +239,9 @@ std::vector<Sweep> fault_sweeps() {
          p.engine_order = "promote:5120:" + std::to_string(24 - static_cast<int>(lost)) + ":rne";
        },
        DType::kF32,
-       ""},
+       "",
+       {},
+       {}},
       {"a fraction of bf16 outputs truncated instead of rounded",
        "fraction",
        {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1},
@@ -182,7 +249,9 @@ std::vector<Sweep> fault_sweeps() {
          p.engine_truncate_every = static_cast<Index>(std::lround(1.0 / f));
        },
        DType::kBf16,
-       ""},
+       "",
+       {},
+       {}},
   };
 }
 
@@ -197,10 +266,11 @@ struct CheckTime {
 void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>& kinds, CheckTime& time) {
   std::printf("\n%s\n  %-10s", s.fault.c_str(), s.unit.c_str());
   for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
-  std::printf(" changed (of %lld stored outputs; min-max over seeds)\n", 32LL * static_cast<long long>(o.n));
+  std::printf(" located    changed (of %lld stored outputs; min-max over seeds)\n", 32LL * static_cast<long long>(o.n));
   const auto dump_spec = [&](int seed) {
     fixtures::ProjectionSpec p = production(o.n, s.output, 7 + static_cast<std::uint64_t>(seed));
     p.k_walk = s.k_walk;
+    if (s.shape) s.shape(p);
     return p;
   };
   const bool group_fault = s.fault.find("group's scale") != std::string::npos;
@@ -217,14 +287,16 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
   for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) {
     std::map<std::string, int> fails;
     long long fewest = -1, most = 0;
+    int located = 0;
     for (int seed = 0; seed < o.seeds; ++seed) {
       fixtures::ProjectionSpec p = dump_spec(seed);
       s.plant(p, *it);
-      double secs = 0;
       const std::string path = write(o, p, "fault");
-      const std::set<std::string> f = failing_kinds(path, &secs);
-      time.seconds += secs;
+      const Outcome outcome = check_outcome(path);
+      const std::set<std::string>& f = outcome.failing;
+      time.seconds += outcome.seconds;
       ++time.checks;
+      if (s.located && outcome.signature && s.located(*outcome.signature)) ++located;
       const long long changed =
           changed_values(read_back(path, false).outputs, twins[static_cast<std::size_t>(seed)].outputs, element_bytes);
       fewest = fewest < 0 ? changed : std::min(fewest, changed);
@@ -247,12 +319,21 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
       if (n == o.seeds && !broken[k]) smallest[k] = *it;
       if (n < o.seeds) broken[k] = true;
     }
+    // "located": signature FAILs and names the planted fault's place (its row, column, group).
+    const std::string where = !s.located           ? "n/a"
+                              : located == o.seeds ? "yes"
+                              : located == 0       ? "-"
+                                                   : std::to_string(located) + "/" + std::to_string(o.seeds);
+    std::printf(" %-10s", where.c_str());
+    if (s.located && located == o.seeds && !broken["located"]) smallest["located"] = *it;
+    if (located < o.seeds) broken["located"] = true;
     std::printf(" %lld-%lld\n", fewest, most);
   }
   std::printf("  smallest caught:");
   for (const std::string& k : kinds) {
     if (smallest.count(k)) std::printf(" %s %g;", k.c_str(), smallest[k]);
   }
+  if (smallest.count("located")) std::printf(" located from %g;", smallest["located"]);
   std::printf("\n");
   if (group_fault) {
     // The fault moves the weights by e |s|: a group whose scale is a tenth of the others' needs
@@ -304,11 +385,10 @@ int main(int argc, char** argv) {
     const DType out = i % 2 ? DType::kBf16 : DType::kF32;
     fixtures::ProjectionSpec p = production(o.n, out, 100 + static_cast<std::uint64_t>(i));
     p.engine_order = orders[static_cast<std::size_t>(i / 2) % orders.size()];
-    double secs = 0;
-    const std::set<std::string> f = failing_kinds(write(o, p, "legit"), &secs);
-    time.seconds += secs;
+    const Outcome outcome = check_outcome(write(o, p, "legit"));
+    time.seconds += outcome.seconds;
     ++time.checks;
-    for (const std::string& k : f) ++alarms[k];
+    for (const std::string& k : outcome.failing) ++alarms[k];
   }
   std::printf(
       "\nfalse alarms over %d legitimate dumps (f32 and bf16 outputs; orders split:8:fma, pairwise, "

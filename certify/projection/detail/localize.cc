@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "certify/projection/detail/text.h"
@@ -22,20 +23,29 @@ constexpr Index kMinFitRows = 4;
 /// row's activation scale moves every column, one wrong value only its own.
 constexpr Index kRowColumns = 64;
 
-/// One column of y_unpacked against its exact values: per row the residual r (NaN where it or
-/// the exact value is not finite) and the exact dot product; per row and group the sums of x
-/// and of x w over the group (groups = 0 for weights without groups).
+/// What column_residuals also sums, beside the column's own hypotheses.
+struct Extras {
+  Index part_row = -1, part_width = 0;   ///< that row's partial dots over K ranges this wide
+  Index range_begin = 0, range_end = 0;  ///< the strongest candidate's K range (empty: none)
+};
+
+/// One column of y_unpacked against its exact values, per row: the residual r (NaN where it or
+/// the exact value is not finite), the exact dot product, the noise scale v (sum |x w| + |bias|
+/// + |residual|: a dot product's rounding grows with it, and an output's rounding with |y| <= v),
+/// the partial dot over the candidate's range; per row and group the sums of x and of x w over
+/// the group (groups = 0 for weights without groups).
 struct ColumnResiduals {
   Index rows = 0, groups = 0, group_size = 0;
   bool offsets = false;  ///< AF4 zero-point or affine: a group's weights can move by a constant
   bool zero_point = false;
-  std::vector<double> r, dot, sx, sxw, scale;  ///< scale: per group (zero-point only)
-  /// With a part_row: that row's partial dot products over consecutive K ranges part_width wide.
-  std::vector<double> parts;
+  /// AF4 affine (w = s q + b): sxw holds sum x (w - b), the part a wrong scale moves.
+  bool affine = false;
+  std::vector<double> r, dot, v, range, sx, sxw, scale;  ///< scale: per group (zero-point only)
+  std::vector<double> parts;                             ///< Extras::part_row's partial dots
 };
 
 ColumnResiduals column_residuals(const LoadedProjection& d, const reference::LinearProblem& p, Index col,
-                                 Index part_row = -1, Index part_width = 0) {
+                                 const Extras& extras = {}) {
   const ProjectionInfo& info = *d.info;
   const Index K = info.k;
   const reference::WeightSegment& seg = reference::segment_of(d.weights, col);
@@ -46,9 +56,12 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
   c.groups = gs > 0 ? K / gs : 0;
   const bool af4 = seg.format == reference::WeightFormat::kAf4;
   c.zero_point = af4 && seg.af4.layout.variant == reference::Af4Variant::kZeroPoint;
-  c.offsets = af4 && (c.zero_point || seg.af4.layout.variant == reference::Af4Variant::kAffine);
-  if (c.zero_point) {
-    for (Index g = 0; g < c.groups; ++g) c.scale.push_back(reference::af4_scale(seg.af4, col - seg.row_begin, g));
+  c.affine = af4 && seg.af4.layout.variant == reference::Af4Variant::kAffine;
+  c.offsets = c.zero_point || c.affine;
+  std::vector<double> bias;  // per group (affine only)
+  for (Index g = 0; g < c.groups; ++g) {
+    if (c.zero_point) c.scale.push_back(reference::af4_scale(seg.af4, col - seg.row_begin, g));
+    if (c.affine) bias.push_back(reference::af4_bias(seg.af4, col - seg.row_begin, g));
   }
   std::vector<double> w(static_cast<std::size_t>(K));
   reference::decode_weight_row(d.weights, col, p.x.dtype, w.data(), nullptr, nullptr);
@@ -56,40 +69,60 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
   const std::size_t cells = static_cast<std::size_t>(c.rows * c.groups);
   c.sx.assign(cells, 0.0);
   c.sxw.assign(cells, 0.0);
+  if (extras.part_row >= 0)
+    c.parts.assign(static_cast<std::size_t>((K + extras.part_width - 1) / extras.part_width), 0.0);
+  double v_max = 0;
   for (Index i = 0; i < c.rows; ++i) {
-    double dot = 0;
+    double dot = 0, mag = 0, range = 0;
     for (Index k = 0; k < K; ++k) {
       // The products use the engine's quantized activations where x_quant is declared.
       const double x = quantized ? p.x_quantized.value(i, k) : static_cast<double>(p.x.at(i, k));
       const double xw = x * w[static_cast<std::size_t>(k)];
       dot += xw;
-      if (i == part_row) {
-        const std::size_t part = static_cast<std::size_t>(k / part_width);
-        if (c.parts.size() <= part) c.parts.resize(part + 1, 0.0);
-        c.parts[part] += xw;
-      }
+      mag += std::fabs(xw);
+      if (k >= extras.range_begin && k < extras.range_end) range += xw;
+      if (i == extras.part_row) c.parts[static_cast<std::size_t>(k / extras.part_width)] += xw;
       if (c.groups > 0) {
         const std::size_t at = static_cast<std::size_t>(i * c.groups + k / gs);
         c.sx[at] += x;
-        c.sxw[at] += xw;
+        // An affine group's scale moves s q only, its bias terms b x stay: w - b is s q up to
+        // the dequantization's rounding.
+        c.sxw[at] += c.affine ? x * (w[static_cast<std::size_t>(k)] - bias[static_cast<std::size_t>(k / gs)]) : xw;
       }
     }
     double y_star = dot;
-    if (reference::has_bias(p.epilogue)) y_star += p.bias.at(col);
-    if (reference::has_residual(p.epilogue)) y_star += p.residual.at(i, col);
+    if (reference::has_bias(p.epilogue)) {
+      y_star += p.bias.at(col);
+      mag += std::fabs(static_cast<double>(p.bias.at(col)));
+    }
+    if (reference::has_residual(p.epilogue)) {
+      y_star += p.residual.at(i, col);
+      mag += std::fabs(static_cast<double>(p.residual.at(i, col)));
+    }
     const double r = static_cast<double>(d.y_unpacked.value(info.output, info.out_stride, i, col)) - y_star;
-    c.r.push_back(std::isfinite(r) && std::isfinite(dot) ? r : std::nan(""));
+    const bool finite = std::isfinite(r) && std::isfinite(dot) && std::isfinite(mag);
+    c.r.push_back(finite ? r : std::nan(""));
     c.dot.push_back(dot);
+    c.range.push_back(range);
+    c.v.push_back(finite ? mag : 0.0);
+    v_max = std::max(v_max, c.v.back());
   }
+  // A row of zero activations has no rounding, so any residual there stands out: a floor 2^-30
+  // under the column's largest scale (1 where every row is zero) keeps the weights finite.
+  const double floor = v_max > 0 ? std::ldexp(v_max, -30) : 1.0;
+  for (double& v : c.v) v = std::max(v, floor);
   return c;
 }
 
-/// The hypotheses, each one parameter fitted by least squares over the column's finite rows.
-enum Family : std::size_t { kGroupScale, kColumnScale, kGroupOffset, kConstant, kRowAlone, kFamilies };
+/// The hypotheses, each one parameter fitted by least squares over the column's finite rows,
+/// weighted by 1 / v^2 (each row's residual against its own noise scale: a row of activations
+/// 100 times the others' has 100 times their rounding, and would otherwise stand out in every
+/// column). kCandidate: the strongest candidate's own K range, scaled.
+enum Family : std::size_t { kGroupScale, kColumnScale, kCandidate, kGroupOffset, kConstant, kRowAlone, kFamilies };
 
 struct Fits {
   Index rows = 0;                          ///< finite rows
-  double rr = 0;                           ///< their residual energy
+  double rr = 0;                           ///< their weighted residual energy
   std::array<double, kFamilies> energy{};  ///< explained, per family (its best member)
   std::array<double, kFamilies> coef{};    ///< the fitted parameter of that member
   Index scale_group = -1, offset_group = -1, row = -1;
@@ -118,23 +151,33 @@ void consider(double ra, double aa, std::size_t family, Index member, Index* bes
   }
 }
 
+/// Row i's weighted residual r / v (NaN where not finite).
+double weighted(const ColumnResiduals& c, Index i) {
+  return c.r[static_cast<std::size_t>(i)] / c.v[static_cast<std::size_t>(i)];
+}
+
 Fits fit(const ColumnResiduals& c) {
   Fits f;
-  double r_dot = 0, dot_dot = 0, r_one = 0;
+  double r_dot = 0, dot_dot = 0, r_one = 0, one_one = 0, r_range = 0, range_range = 0;
   std::vector<double> r_sx(static_cast<std::size_t>(c.groups)), sx_sx(r_sx.size()), r_sxw(r_sx.size()),
       sxw_sxw(r_sx.size());
   for (Index i = 0; i < c.rows; ++i) {
-    const double r = c.r[static_cast<std::size_t>(i)];
+    const double r = weighted(c, i);
     if (std::isnan(r)) continue;
+    const double u = 1 / c.v[static_cast<std::size_t>(i)];  // every regressor weighted alike
     ++f.rows;
     f.rr += r * r;
-    const double dot = c.dot[static_cast<std::size_t>(i)];
+    const double dot = c.dot[static_cast<std::size_t>(i)] * u;
     r_dot += r * dot;
     dot_dot += dot * dot;
-    r_one += r;
+    r_one += r * u;
+    one_one += u * u;
+    const double range = c.range[static_cast<std::size_t>(i)] * u;
+    r_range += r * range;
+    range_range += range * range;
     for (std::size_t g = 0; g < r_sx.size(); ++g) {
-      const double sx = c.sx[static_cast<std::size_t>(i * c.groups) + g];
-      const double sxw = c.sxw[static_cast<std::size_t>(i * c.groups) + g];
+      const double sx = c.sx[static_cast<std::size_t>(i * c.groups) + g] * u;
+      const double sxw = c.sxw[static_cast<std::size_t>(i * c.groups) + g] * u;
       r_sx[g] += r * sx;
       sx_sx[g] += sx * sx;
       r_sxw[g] += r * sxw;
@@ -143,7 +186,8 @@ Fits fit(const ColumnResiduals& c) {
     consider(r, 1.0, kRowAlone, i, &f.row, f);
   }
   consider(r_dot, dot_dot, kColumnScale, 0, nullptr, f);
-  consider(r_one, static_cast<double>(f.rows), kConstant, 0, nullptr, f);
+  consider(r_range, range_range, kCandidate, 0, nullptr, f);
+  consider(r_one, one_one, kConstant, 0, nullptr, f);
   for (std::size_t g = 0; g < r_sx.size(); ++g) {
     consider(r_sxw[g], sxw_sxw[g], kGroupScale, static_cast<Index>(g), &f.scale_group, f);
     if (c.offsets) consider(r_sx[g], sx_sx[g], kGroupOffset, static_cast<Index>(g), &f.offset_group, f);
@@ -161,12 +205,15 @@ bool dominates(double explained, double other, double total) {
   return explained >= 0.5 * total && total - explained <= 0.25 * (total - other);
 }
 
-/// The row test: row `row` stands out in the strongest column; over up to kRowColumns other
-/// columns, does it alone hold their residuals too (a row fault), or not (one wrong value)? A
-/// row fault is then fitted by a scale of the row's whole dot product and, where x_quant
-/// declares groups along K, of each activation group's part (a wrong scale of one group).
-LocationFit row_fit(const LoadedProjection& d, const reference::LinearProblem& p, Index col,
-                    const ColumnResiduals& strongest, const Fits& fits) {
+/// The row test: row `row` stands out in the strongest column; of up to kRowColumns other
+/// columns (evenly spaced), in how many does it stand out too, by the same rule? In at least
+/// half: a row fault, fitted by a scale of the row's whole dot product and, where x_quant
+/// declares groups along K, of each activation group's part (a wrong scale of one group). In
+/// none, where the signature test found no more than one column of each output: one wrong
+/// value. Otherwise (two rows, two values in different columns, no other column to test)
+/// nothing: the candidates' reading stands.
+std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, Index col,
+                                   const ColumnResiduals& strongest, const Fits& fits, Index significant_columns) {
   const ProjectionInfo& info = *d.info;
   const Index row = fits.row, K = info.k;
   const std::size_t at = static_cast<std::size_t>(row);
@@ -175,32 +222,34 @@ LocationFit row_fit(const LoadedProjection& d, const reference::LinearProblem& p
           ? info.x_quant.group
           : K;
   const std::size_t parts = static_cast<std::size_t>((K + width - 1) / width);
-  // Per part, then the whole row last: sum r a and sum a^2 over the row's values.
+  // Per part, then the whole row last: sum r a and sum a^2 over the row's weighted values.
   std::vector<double> r_a(parts + 1, 0.0), a_a(parts + 1, 0.0);
   double e_total = 0, e_row = 0, e_alt = 0;
-  Index tested = 0;
+  Index tested = 0, standing_out = 0;
   auto add_row = [&](const ColumnResiduals& c) {
-    const double r = c.r[at];
+    const double r = weighted(c, row), u = 1 / c.v[at];
     for (std::size_t a = 0; a < parts; ++a) {
-      const double v = a < c.parts.size() ? c.parts[a] : 0.0;
-      r_a[a] += r * v;
-      a_a[a] += v * v;
+      r_a[a] += r * c.parts[a] * u;
+      a_a[a] += c.parts[a] * u * c.parts[a] * u;
     }
-    r_a[parts] += r * c.dot[at];
-    a_a[parts] += c.dot[at] * c.dot[at];
+    r_a[parts] += r * c.dot[at] * u;
+    a_a[parts] += c.dot[at] * u * c.dot[at] * u;
   };
+  const Extras extras{row, width, 0, 0};
   const Index others = std::min(kRowColumns, info.n - 1);
   for (Index t = 0; t < others; ++t) {
-    // Evenly spaced over [0, n), the strongest column skipped (its neighbour taken instead).
-    Index n = t * info.n / others;
-    if (n == col) n = (n + 1) % info.n;
-    const ColumnResiduals c = column_residuals(d, p, n, row, width);
+    // Evenly spaced over the n - 1 columns other than col.
+    Index n = t * (info.n - 1) / others;
+    n += n >= col ? 1 : 0;
+    const ColumnResiduals c = column_residuals(d, p, n, extras);
     const Fits g = fit(c);
-    if (g.rows < kMinFitRows || std::isnan(c.r[at])) continue;
+    const double r = weighted(c, row);
+    if (g.rows < kMinFitRows || std::isnan(r)) continue;
     ++tested;
     e_total += g.rr;
-    e_row += c.r[at] * c.r[at];
+    e_row += r * r;
     e_alt += g.best_other(kRowAlone);
+    if (g.rr > 0 && dominates(r * r, g.best_other(kRowAlone), g.rr)) ++standing_out;
     add_row(c);
   }
   LocationFit t;
@@ -208,9 +257,9 @@ LocationFit row_fit(const LoadedProjection& d, const reference::LinearProblem& p
   t.row = row;
   t.col = col;
   t.columns = tested;
-  if (tested > 0 && dominates(e_row, e_alt, e_total)) {
-    add_row(column_residuals(d, p, col, row, width));
-    const double r = strongest.r[at];
+  if (tested > 0 && 2 * standing_out >= tested) {
+    add_row(column_residuals(d, p, col, extras));
+    const double r = weighted(strongest, row);
     const double row_energy = e_row + r * r;
     // The best scale: the whole row unless one part explains more.
     std::size_t best = parts;
@@ -230,6 +279,12 @@ LocationFit row_fit(const LoadedProjection& d, const reference::LinearProblem& p
     t.alternative_explained = std::min(1.0, (e_alt + fits.best_other(kRowAlone)) / (e_total + fits.rr));
     t.scale_explained = row_energy > 0 ? std::min(1.0, e_best / row_energy) : 0.0;
     return t;
+  }
+  // One value moves one column of each output at most (y_packed and y_compact hold the same
+  // value): more significant columns are a fault of several rows or columns, which no single
+  // structure here explains (two rows x 1.02 read as one value of the one standing out).
+  if (tested == 0 || standing_out > 0 || significant_columns > static_cast<Index>(kAllEngineOutputs.size())) {
+    return std::nullopt;
   }
   t.kind = FitKind::kElement;
   t.value = strongest.r[at];
@@ -252,20 +307,25 @@ bool affine_column(const ProjectionInfo& info, Index col) {
 
 void localize(const ProjectionFacts& f, SignatureEvidence& e) {
   const LoadedProjection& d = f.data;
-  if (!d.y_unpacked.present || e.strongest.empty()) return;
-  const Index col = e.strongest.front().col;
+  const std::string output(engine_output_name(EngineOutputId::kUnpacked));
+  // Only a finding in y_unpacked (or in a packed column equal to it, tested there): a fault of
+  // the packed path alone is in slots, not rows, and y_unpacked holds none of it.
+  if (!d.y_unpacked.present || e.strongest.empty() || e.strongest.front().output != output) return;
+  const SignatureFinding& strongest = e.strongest.front();
+  const Index col = strongest.col;
   const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
-  const ColumnResiduals c = column_residuals(d, p, col);
+  const ColumnResiduals c = column_residuals(d, p, col, Extras{-1, 0, strongest.k_begin, strongest.k_end});
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
   const std::size_t best = fits.best();
-  if (best == kGroupScale || best == kColumnScale) return;  // the candidates' own reading stands
+  // The candidates' own reading stands for a scale or their own range, except an affine
+  // group's scale, whose s q part alone no candidate models.
+  if (best == kColumnScale || best == kCandidate || (best == kGroupScale && !c.affine)) return;
   if (!dominates(fits.energy[best], fits.best_other(best), fits.rr)) return;
-  const std::string output(engine_output_name(EngineOutputId::kUnpacked));
   const double explained = std::min(1.0, fits.energy[best] / fits.rr);
   const double alternative = std::min(1.0, fits.best_other(best) / fits.rr);
   if (best == kRowAlone) {
-    e.fit = row_fit(d, p, col, c, fits);
+    if (std::optional<LocationFit> t = row_fit(d, p, col, c, fits, e.significant_columns)) e.fit = *t;
     return;
   }
   LocationFit t;
@@ -276,6 +336,15 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e) {
   t.alternative_explained = alternative;
   if (best == kConstant) {
     t.kind = FitKind::kColumnOffset;
+    e.fit = t;
+    return;
+  }
+  if (best == kGroupScale) {
+    t.kind = FitKind::kGroupScale;
+    t.value = 1 + fits.coef[best];
+    t.group = fits.scale_group;
+    t.k_begin = t.group * c.group_size;
+    t.k_end = t.k_begin + c.group_size;
     e.fit = t;
     return;
   }
@@ -312,8 +381,7 @@ std::string describe_zero_point(const ZeroPointFinding& z) {
          ": the residuals fit that group's zero point " + (whole > 0 ? "+" : "") + format_short(whole) + " (fitted " +
          format_short(z.shift) + "): the kernel's weights there are the dumped ones " +
          (whole > 0 ? "minus " : "plus ") + format_short(std::fabs(whole)) + "x the group's scale (explains " +
-         format_short(100 * z.explained) +
-         " % of the column's residual energy; the best alternative, a scale or an offset, " +
+         format_short(100 * z.explained) + " % of the column's residual energy; the best alternative " +
          format_short(100 * z.alternative_explained) + " %)";
 }
 
@@ -350,6 +418,10 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
              " from its exact value (" + shares + ")" +
              (reference::has_bias(info.epilogue) ? ": the kernel's bias of that column is not the dumped one"
                                                  : ": an offset, where the dump declares no bias");
+    case FitKind::kGroupScale:
+      return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
+             ": the residuals fit a scale of " + format_short(t.value) + "x the dumped scale of that affine group (" +
+             shares + "): its s q part is scaled, its bias is not";
     case FitKind::kGroupOffset:
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit that group's weights moved by " + signed_value + " (" + shares + "): " +

@@ -132,24 +132,35 @@ std::string fit_paragraph(const LocationFit& t) {
   std::string what;
   switch (t.kind) {
     case FitKind::kRow:
-      what = "row " + std::to_string(t.row) + " alone, over " + std::to_string(t.columns + 1) +
-             " columns tested: its outputs fit " + num(t.value) + "&#215; " +
-             (t.group < 0 ? std::string("their exact values")
-                          : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
-                                std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
-             " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
+      what = "row " + std::to_string(t.row) + " alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
+      if (t.scale_explained < 0.9) {
+        what += "its outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
+                " % of the row's energy)";
+        break;
+      }
+      what += "its outputs fit " + num(t.value) + "&#215; " +
+              (t.group < 0 ? std::string("their exact values")
+                           : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
+                                 std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
+              " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
       break;
     case FitKind::kElement:
       what = "row " + std::to_string(t.row) + " of column " + std::to_string(t.col) + " alone: off by " +
              exact(t.value) + " (the row stands out in none of " + std::to_string(t.columns) + " other columns tested)";
       break;
     case FitKind::kColumnOffset:
-      what = "column " + std::to_string(t.col) + ": every row's output off by " + exact(t.value) + " (a wrong bias)";
+      what = "column " + std::to_string(t.col) + ": every row's output off by " + exact(t.value) +
+             " (a wrong bias, or an offset where none is declared)";
       break;
     case FitKind::kGroupOffset:
       what = "column " + std::to_string(t.col) + ", group " + std::to_string(t.group) + " (k " +
              std::to_string(t.k_begin) + "&#8211;" + std::to_string(t.k_end - 1) + "): its weights off by " +
              exact(t.value);
+      break;
+    case FitKind::kGroupScale:
+      what = "column " + std::to_string(t.col) + ", affine group " + std::to_string(t.group) + " (k " +
+             std::to_string(t.k_begin) + "&#8211;" + std::to_string(t.k_end - 1) + "): its scale " + num(t.value) +
+             "&#215; the dumped one";
       break;
   }
   return "<p class=\"fit\">" + markup(t.output) + " " + what + shares + "</p>";
