@@ -139,6 +139,23 @@ TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
       << signature_reason(r);
 }
 
+TEST(Localize, TwoWrongValuesInOneRowAreNotNamedOneValue) {
+  // Row 9 wrong in columns 70 (+0.02) and 2 (+0.01); column 2 is not among the 64 columns the
+  // row is tested in, so only the count of significant columns tells them apart from one value.
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].write_packed = false;
+  d.projections[0].write_compact = false;
+  d.projections[0].write_before = false;
+  const std::string path = write_fixture(d, "localize-two-values.h5");
+  const std::string y = "/projections/proj/y_unpacked";
+  ncert::testing::poke_f32(path, y, 9, 70, ncert::testing::read_f32(path, y, 9, 70) + 0.02f);
+  ncert::testing::poke_f32(path, y, 9, 2, ncert::testing::read_f32(path, y, 9, 2) + 0.01f);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  EXPECT_EQ(e.significant_columns, 2);
+  EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
+}
+
 TEST(Localize, AColumnsBiasOffByAConstantIsNamedABias) {
   fixtures::DumpSpec d = localize_spec();
   d.projections[0].engine_bias_offset = 0.01f;

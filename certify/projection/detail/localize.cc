@@ -209,7 +209,7 @@ bool dominates(double explained, double other, double total) {
 /// columns (evenly spaced), in how many does it stand out too, by the same rule? In at least
 /// half: a row fault, fitted by a scale of the row's whole dot product and, where x_quant
 /// declares groups along K, of each activation group's part (a wrong scale of one group). In
-/// none, where the signature test found no more than one column of each output: one wrong
+/// none, where the signature test found one significant column only: one wrong
 /// value. Otherwise (two rows, two values in different columns, no other column to test)
 /// nothing: the candidates' reading stands.
 std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, Index col,
@@ -280,10 +280,11 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
     t.scale_explained = row_energy > 0 ? std::min(1.0, e_best / row_energy) : 0.0;
     return t;
   }
-  // One value moves one column of each output at most (y_packed and y_compact hold the same
-  // value): more significant columns are a fault of several rows or columns, which no single
-  // structure here explains (two rows x 1.02 read as one value of the one standing out).
-  if (tested == 0 || standing_out > 0 || significant_columns > static_cast<Index>(kAllEngineOutputs.size())) {
+  // One value moves one column: a packed column equal to y_unpacked's on every row it holds is
+  // tested there, not counted again, so a value wrong in both paths is one significant column.
+  // More are a fault of several values, rows or columns, which no single structure here
+  // explains (two values in columns 7 and 102, the second not among those tested, read as one).
+  if (tested == 0 || standing_out > 0 || significant_columns != 1) {
     return std::nullopt;
   }
   t.kind = FitKind::kElement;
@@ -394,7 +395,8 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
     case FitKind::kRow: {
       const std::string where = t.output + " row " + std::to_string(t.row) +
                                 ": the residuals lie in that row alone, in column " + std::to_string(t.col) +
-                                " and in " + std::to_string(t.columns) + " other columns tested (" + shares + ")";
+                                " and in at least half of " + std::to_string(t.columns) + " other columns tested (" +
+                                shares + ")";
       if (t.scale_explained < 0.9) {
         return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
                " %): that row's activations are not the ones the kernel multiplied";
@@ -421,7 +423,7 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
     case FitKind::kGroupScale:
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit a scale of " + format_short(t.value) + "x the dumped scale of that affine group (" +
-             shares + "): its s q part is scaled, its bias is not";
+             shares + "): its s q part is scaled (its bias alone explains less)";
     case FitKind::kGroupOffset:
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit that group's weights moved by " + signed_value + " (" + shares + "): " +
