@@ -479,7 +479,9 @@ struct LocationFit {
   double value = 0;
   double explained = 0;              ///< the share of the residual energy the fit explains
   double alternative_explained = 0;  ///< the same for the best alternative
-  double scale_explained = 0;        ///< kRow: the share of that row's energy its scale explains
+  /// kRow: the share of that row's energy its scale explains; kGroupOffset of an affine group
+  /// whose scale fits alike (its scale, its bias or both): the share its scale alone explains.
+  double scale_explained = 0;
   bool operator==(const LocationFit&) const = default;
 };
 

@@ -322,9 +322,38 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e) {
   // The candidates' own reading stands for a scale or their own range, except an affine
   // group's scale, whose s q part alone no candidate models.
   if (best == kColumnScale || best == kCandidate || (best == kGroupScale && !c.affine)) return;
-  if (!dominates(fits.energy[best], fits.best_other(best), fits.rr)) return;
+  // An affine group's scale and bias, over codes q >= 0, fit nearly alike (each alone explained
+  // about 96 % of a group with both wrong, which the two together explain): where the winner
+  // is one of them, the other of the same group competes with it only to tell which one.
+  const bool affine_pair =
+      c.affine && (best == kGroupScale || best == kGroupOffset) && fits.scale_group == fits.offset_group;
+  double others = fits.best_other(best);
+  if (affine_pair) {
+    others = 0;
+    for (std::size_t i = 0; i < kFamilies; ++i) {
+      if (i != kGroupScale && i != kGroupOffset) others = std::max(others, fits.energy[i]);
+    }
+  }
+  const bool alone = dominates(fits.energy[best], fits.best_other(best), fits.rr);
+  if (!alone && !(affine_pair && dominates(fits.energy[best], others, fits.rr))) return;
   const double explained = std::min(1.0, fits.energy[best] / fits.rr);
-  const double alternative = std::min(1.0, fits.best_other(best) / fits.rr);
+  const double alternative = std::min(1.0, (alone ? fits.best_other(best) : others) / fits.rr);
+  if (!alone) {
+    // Its scale, its bias or both: named as the group's offset, with the scale's share beside.
+    LocationFit t;
+    t.kind = FitKind::kGroupOffset;
+    t.output = output;
+    t.col = col;
+    t.group = fits.offset_group;
+    t.k_begin = t.group * c.group_size;
+    t.k_end = t.k_begin + c.group_size;
+    t.value = fits.coef[kGroupOffset];
+    t.explained = std::min(1.0, fits.energy[kGroupOffset] / fits.rr);
+    t.alternative_explained = alternative;
+    t.scale_explained = std::min(1.0, fits.energy[kGroupScale] / fits.rr);
+    e.fit = t;
+    return;
+  }
   if (best == kRowAlone) {
     if (std::optional<LocationFit> t = row_fit(d, p, col, c, fits, e.significant_columns)) e.fit = *t;
     return;
@@ -425,6 +454,13 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
              ": the residuals fit a scale of " + format_short(t.value) + "x the dumped scale of that affine group (" +
              shares + "): its s q part is scaled (its bias alone explains less)";
     case FitKind::kGroupOffset:
+      if (t.scale_explained > 0) {
+        return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
+               ": the residuals fit that affine group's scale (" + format_short(100 * t.scale_explained) +
+               " % of the residual energy) and its bias (moved by " + signed_value + ": " +
+               format_short(100 * t.explained) + " %) alike, and no other place (the best " +
+               format_short(100 * t.alternative_explained) + " %): its scale, its bias or both are not the dumped ones";
+      }
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit that group's weights moved by " + signed_value + " (" + shares + "): " +
              (affine_column(info, t.col) ? "the kernel's bias of that group is not the dumped one"
