@@ -156,6 +156,12 @@ std::string fit_paragraph(const LocationFit& t) {
       what = "column " + std::to_string(t.col) + ", group " + std::to_string(t.group) + " (k " +
              std::to_string(t.k_begin) + "&#8211;" + std::to_string(t.k_end - 1) + "): its weights off by " +
              exact(t.value);
+      // An affine group whose scale fits alike: its bias, its scale or both.
+      if (t.scale_explained > 0) {
+        return "<p class=\"fit\">" + markup(t.output) + " " + what + " (its bias: " + num(100 * t.explained) +
+               " % of the residual energy), or its scale off (" + num(100 * t.scale_explained) +
+               " %), or both (the best other place " + num(100 * t.alternative_explained) + " %)</p>";
+      }
       break;
     case FitKind::kGroupScale:
       what = "column " + std::to_string(t.col) + ", affine group " + std::to_string(t.group) + " (k " +
