@@ -127,6 +127,14 @@ struct ProjectionInfo : reference::ProjectionArithmetic, reference::ProjectionLa
   /// given, ReaderOptions::weights_elsewhere). `segments` is then empty.
   bool weights_omitted = false;
   std::vector<SegmentInfo> segments;  ///< sorted by row_begin
+
+  /// The segment holding output column `col`, nullptr where none does (weights omitted).
+  const SegmentInfo* segment_at(Index col) const {
+    for (const SegmentInfo& s : segments) {
+      if (col >= s.row_begin && col < s.row_end) return &s;
+    }
+    return nullptr;
+  }
 };
 
 /// One /logits/<run>.

@@ -37,12 +37,10 @@ namespace {
 /// zero-point, int8 / FP8 scaled), so that a group's contribution is proportional to its scale;
 /// an affine AF4 group's also holds its bias terms, which a scale error leaves alone.
 bool contribution_is_scaled(const ProjectionInfo& info, Index col) {
-  for (const SegmentInfo& seg : info.segments) {
-    if (col < seg.row_begin || col >= seg.row_end) continue;
-    if (seg.format == reference::WeightFormat::kAf4) return seg.af4.variant != reference::Af4Variant::kAffine;
-    return reference::is_scaled_format(seg.format);
-  }
-  return false;
+  const SegmentInfo* seg = info.segment_at(col);
+  if (seg == nullptr) return false;
+  if (seg->format == reference::WeightFormat::kAf4) return seg->af4.variant != reference::Af4Variant::kAffine;
+  return reference::is_scaled_format(seg->format);
 }
 
 }  // namespace

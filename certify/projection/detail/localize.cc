@@ -294,14 +294,11 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
   return t;
 }
 
-/// Whether output column `col` holds AF4 affine weights (w = s q + b).
-bool affine_column(const ProjectionInfo& info, Index col) {
-  for (const SegmentInfo& seg : info.segments) {
-    if (col >= seg.row_begin && col < seg.row_end) {
-      return seg.format == reference::WeightFormat::kAf4 && seg.af4.variant == reference::Af4Variant::kAffine;
-    }
-  }
-  return false;
+/// A group's place in the fit: its number and K range.
+void set_group(LocationFit& t, Index group, Index group_size) {
+  t.group = group;
+  t.k_begin = group * group_size;
+  t.k_end = t.k_begin + group_size;
 }
 
 }  // namespace
@@ -344,9 +341,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e) {
     t.kind = FitKind::kGroupOffset;
     t.output = output;
     t.col = col;
-    t.group = fits.offset_group;
-    t.k_begin = t.group * c.group_size;
-    t.k_end = t.k_begin + c.group_size;
+    set_group(t, fits.offset_group, c.group_size);
     t.value = fits.coef[kGroupOffset];
     t.explained = std::min(1.0, fits.energy[kGroupOffset] / fits.rr);
     t.alternative_explained = alternative;
@@ -372,9 +367,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e) {
   if (best == kGroupScale) {
     t.kind = FitKind::kGroupScale;
     t.value = 1 + fits.coef[best];
-    t.group = fits.scale_group;
-    t.k_begin = t.group * c.group_size;
-    t.k_end = t.k_begin + c.group_size;
+    set_group(t, fits.scale_group, c.group_size);
     e.fit = t;
     return;
   }
@@ -399,9 +392,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e) {
     }
   }
   t.kind = FitKind::kGroupOffset;
-  t.group = g;
-  t.k_begin = g * c.group_size;
-  t.k_end = t.k_begin + c.group_size;
+  set_group(t, g, c.group_size);
   e.fit = t;
 }
 
@@ -453,7 +444,7 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit a scale of " + format_short(t.value) + "x the dumped scale of that affine group (" +
              shares + "): its s q part is scaled (its bias alone explains less)";
-    case FitKind::kGroupOffset:
+    case FitKind::kGroupOffset: {
       if (t.scale_explained > 0) {
         return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
                ": the residuals fit that affine group's scale (" + format_short(100 * t.scale_explained) +
@@ -461,10 +452,14 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
                format_short(100 * t.explained) + " %) alike, and no other place (the best " +
                format_short(100 * t.alternative_explained) + " %): its scale, its bias or both are not the dumped ones";
       }
+      // Offsets are fitted in AF4 affine and zero-point columns only.
+      const SegmentInfo* seg = info.segment_at(t.col);
+      const bool affine = seg != nullptr && seg->af4.variant == reference::Af4Variant::kAffine;
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit that group's weights moved by " + signed_value + " (" + shares + "): " +
-             (affine_column(info, t.col) ? "the kernel's bias of that group is not the dumped one"
-                                         : "a zero point off by a part of its scale, not by a whole number");
+             (affine ? "the kernel's bias of that group is not the dumped one"
+                     : "a zero point off by a part of its scale, not by a whole number");
+    }
   }
   return std::string();
 }
