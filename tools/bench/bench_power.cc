@@ -11,12 +11,14 @@
 // the legitimate one holds (the fault is the engine's, in both paths: the inputs and the packed
 // rows are the same), so no check can catch the fault there, and a handful of changed values is
 // all the evidence any check has.
-// Usage: bench_power [--n N] [--legit L] [--seeds S] [--only TEXT] [--dir D] [--threads T]
+// Usage: bench_power [--n N] [--legit L] [--seeds S] [--only TEXT] [--dir D] [--threads T] [--keep]
 //   --n      output columns (default 16480, the production in_proj; 4096 runs 4x faster)
 //   --legit  legitimate dumps (default 24)
 //   --seeds  dumps per fault magnitude, seeds 7, 8, ... (default 1); a check catches a magnitude
 //            when it fails on every one ("3/5": on 3 of 5)
 //   --only   run only the fault classes whose description contains TEXT (e.g. "truncated")
+//   --keep   keep every faulty dump as DIR/fault-<class>-<magnitude>-<seed>.h5, to check or
+//            profile one again by hand
 #include <omp.h>
 
 #include <algorithm>
@@ -47,7 +49,8 @@ struct Options {
   int seeds = 1;
   int threads = 0;
   std::string dir = "bench-power";
-  std::string only;  ///< a fault class's description must contain it ("": every class)
+  std::string only;   ///< a fault class's description must contain it ("": every class)
+  bool keep = false;  ///< keep every faulty dump as DIR/fault-<class>-<magnitude>.h5
 };
 
 fixtures::ProjectionSpec production(Index n, DType output, std::uint64_t seed) {
@@ -263,7 +266,7 @@ struct CheckTime {
 
 /// One fault class: each magnitude on every seed, the checks that fail it, and per seed the
 /// outputs the fault changed against the legitimate twin.
-void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>& kinds, CheckTime& time) {
+void run_sweep(const Options& o, const Sweep& s, int number, const std::vector<std::string>& kinds, CheckTime& time) {
   std::printf("\n%s\n  %-10s", s.fault.c_str(), s.unit.c_str());
   for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
   std::printf(" located    changed (of %lld stored outputs; min-max over seeds)\n", 32LL * static_cast<long long>(o.n));
@@ -284,6 +287,7 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
   std::map<std::string, double> smallest;
   // Largest first: the smallest magnitude caught is the last one of an unbroken run of FAILs.
   std::map<std::string, bool> broken;
+  CheckTime class_time;
   for (auto it = s.magnitudes.rbegin(); it != s.magnitudes.rend(); ++it) {
     std::map<std::string, int> fails;
     long long fewest = -1, most = 0;
@@ -296,6 +300,13 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
       const std::set<std::string>& f = outcome.failing;
       time.seconds += outcome.seconds;
       ++time.checks;
+      class_time.seconds += outcome.seconds;
+      ++class_time.checks;
+      if (o.keep) {
+        char name[64];
+        std::snprintf(name, sizeof name, "/fault-%d-%g-%d.h5", number, *it, 7 + seed);
+        std::filesystem::copy_file(path, o.dir + name, std::filesystem::copy_options::overwrite_existing);
+      }
       if (s.located && outcome.signature && s.located(*outcome.signature)) ++located;
       const long long changed =
           changed_values(read_back(path, false).outputs, twins[static_cast<std::size_t>(seed)].outputs, element_bytes);
@@ -334,7 +345,7 @@ void run_sweep(const Options& o, const Sweep& s, const std::vector<std::string>&
     if (smallest.count(k)) std::printf(" %s %g;", k.c_str(), smallest[k]);
   }
   if (smallest.count("located")) std::printf(" located from %g;", smallest["located"]);
-  std::printf("\n");
+  std::printf("\n  mean check time of these faulty dumps %.2f s\n", class_time.seconds / class_time.checks);
   if (group_fault) {
     // The fault moves the weights by e |s|: a group whose scale is a tenth of the others' needs
     // a ten times larger e to move the outputs as far.
@@ -367,6 +378,9 @@ int main(int argc, char** argv) {
                  "Run only the fault classes whose description contains TEXT (e.g. \"truncated\"; default: every "
                  "class)");
   app.add_option("--dir", o.dir, "Where the generated dumps are written");
+  app.add_flag("--keep", o.keep,
+               "Keep every faulty dump, as DIR/fault-<class>-<magnitude>-<seed>.h5 (classes numbered from 1 in the "
+               "order printed)");
   app.add_option("--threads", o.threads, "Threads of the check (0: OpenMP's default)")->check(bench::at_least(0));
   if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   if (o.threads > 0) omp_set_num_threads(o.threads);
@@ -375,8 +389,10 @@ int main(int argc, char** argv) {
   std::printf("bench_power: K 5120 x N %lld, 32 rows in 32 slots, %d threads, %d seed(s) per magnitude\n",
               static_cast<long long>(o.n), omp_get_max_threads(), o.seeds);
   CheckTime time;
+  int number = 0;
   for (const Sweep& s : fault_sweeps()) {
-    if (s.fault.find(o.only) != std::string::npos) run_sweep(o, s, kinds, time);
+    ++number;
+    if (s.fault.find(o.only) != std::string::npos) run_sweep(o, s, number, kinds, time);
   }
   // Legitimate dumps: seeds x output types x the engine's summation order.
   const std::vector<std::string> orders = {"split:8:fma", "pairwise", "lanes:16:halving:fma", "seq"};
