@@ -78,6 +78,9 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   const DeclarationTrial& declared = trials.front();
   const DeclarationTrial* best = nullptr;
   for (std::size_t i = 1; i < trials.size(); ++i) {
+    // A count on the whole sample only: a walk trial that missed on its first columns was
+    // counted on those alone (diagnosis.cc, walk_equal).
+    if (trials[i].sampled != declared.sampled) continue;
     if (!best || trials[i].inside > best->inside) best = &trials[i];
   }
   // Several may hold every value (a wider accumulator's B holds a mistake's few values outside):
@@ -93,7 +96,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   if (!fits.empty()) {
     out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
     out.append(as_declared).append(" as declared)");
-  } else if (best->inside > declared.inside) {
+  } else if (best && best->inside > declared.inside) {
     out.append("; no single other declaration fits the ").append(sampled).append(" sampled values (best: ");
     out.append(trial_text(*best)).append(", ").append(std::to_string(best->inside)).append(" inside; ");
     out.append(as_declared).append(" as declared): a kernel fault, or more than one mistake");

@@ -337,7 +337,8 @@ struct BoundFailure {
 
 /// One re-test of a likely declaration mistake on a sample of a failing projection
 /// (certify/projection/diagnosis.h): the declaration changed, and how many of the sampled engine
-/// values its intervals hold.
+/// values its intervals hold. A trial emulating a walk that misses on the sample's first 16
+/// columns is counted on those alone, its `sampled` then smaller than the declaration's.
 struct DeclarationTrial {
   std::string declaration;  ///< "dequant = output", "accumulator = f32-rz", "x rounded to bf16", ...
   std::string segment;      ///< the weight segment it concerns, "" for the projection

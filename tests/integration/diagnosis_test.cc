@@ -295,6 +295,35 @@ TEST(Diagnosis, ABf16AccumulatorIsNamedAsTheWalkThatReproducesIt) {
               "ascending)");
 }
 
+TEST(Diagnosis, AWalkTrialThatMissesTheFirstColumnsIsCountedThereAlone) {
+  // The bf16 accumulator's walk reproduces the first 16 columns, so it runs on the whole sample
+  // (8 rows x 64 columns) and fits; the f16 accumulator's misses there and is counted on those
+  // 8 x 16 values alone, never emulated on the rest (diagnosis.cc, walk_equal).
+  fixtures::ProjectionSpec p = base("acc");
+  p.output = DType::kBf16;
+  p.engine_order = "promote:256:8:rne";
+  const Report r = check_dump(write_fixture(one(p), "diag-bf16-acc-screen.h5"));
+  const CheckResult* b = find_check(r, "projections/acc/bound");
+  ASSERT_NE(b, nullptr);
+  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  ASSERT_NE(e, nullptr);
+  ASSERT_GE(e->diagnosis.size(), 2u) << b->reason;
+  EXPECT_EQ(e->diagnosis.front().sampled, 8 * 64);
+  const DeclarationTrial* bf16 = nullptr;
+  const DeclarationTrial* f16 = nullptr;
+  for (const DeclarationTrial& t : e->diagnosis) {
+    if (t.declaration.starts_with("accumulator = bf16")) bf16 = &t;
+    if (t.declaration.starts_with("accumulator = f16")) f16 = &t;
+  }
+  ASSERT_NE(bf16, nullptr) << b->reason;
+  ASSERT_NE(f16, nullptr) << b->reason;
+  EXPECT_EQ(bf16->sampled, 8 * 64);
+  EXPECT_EQ(bf16->inside, bf16->sampled);
+  EXPECT_EQ(f16->sampled, 8 * 16);
+  EXPECT_LT(f16->inside, f16->sampled);
+  EXPECT_NE(b->reason.find("all 512 sampled values inside"), std::string::npos) << b->reason;
+}
+
 TEST(Diagnosis, TransposedWeightsAreNamed) {
   // With bf16 outputs bias, read against the transposed weights, once called the residuals
   // truncation as well; it is not evaluated now, as signature and variance are not.
