@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <optional>
 
 #include "certify/projection/diagnosis.h"
@@ -248,31 +247,6 @@ bool residual_diagnosis(const ProjectionFacts& f, const CheckOptions& options, c
   return t != nullptr;
 }
 
-/// Whether a failing signature test names a structured fault rather than noise everywhere: a
-/// location fit or a zero point, a K range missing or counted twice (its fit within 0.1 of -1 or
-/// +1), or significant candidates in at most 1 % of the (output, column) pairs (a narrower
-/// accumulator's noise reaches every column alike; a wrong scale of one group, 1 of 768 in the
-/// outside exporter's W8A8 dump, which variance read as 5.3 bits lost).
-bool localized(const SignatureEvidence& e) {
-  if (e.fit || e.zero_point) return true;
-  if (!e.strongest.empty() && std::fabs(std::fabs(e.strongest.front().fit) - 1) < 0.1) return true;
-  const Index pairs = e.ranges_per_column > 0 ? e.candidates / e.ranges_per_column : 0;
-  return e.significant_columns > 0 && 100 * e.significant_columns <= pairs;
-}
-
-/// "y_unpacked row 2", "y_unpacked column 11": where, without the size.
-std::string describe_location_short(const SignatureEvidence& e) {
-  if (e.fit) {
-    const LocationFit& t = *e.fit;
-    if (t.kind == FitKind::kRow) return t.output + " row " + std::to_string(t.row);
-    if (t.kind == FitKind::kElement)
-      return t.output + " row " + std::to_string(t.row) + ", column " + std::to_string(t.col);
-    return t.output + " column " + std::to_string(t.col);
-  }
-  if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);
-  return e.strongest.front().output + " column " + std::to_string(e.strongest.front().col);
-}
-
 /// The residual tests, and the bound failure's likely location from the signature test; not
 /// evaluated where an earlier check already explains the failure (explained_earlier).
 void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const ReferencePass& pass,
@@ -301,7 +275,7 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
         c.reason += "; likely location: " + describe_location(e, f.info());
       }
     }
-    if (var && var->failed() && localized(e)) {
+    if (var && var->failed() && signature_localizes(e)) {
       var->reason += "; signature locates a fault (" + describe_location_short(e) +
                      "): what variance reads above may be that fault's alone, not the kernel's rounding";
     }

@@ -70,6 +70,12 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
 /// The failing signature test's location: its location fit or zero-point fit where it has one
 /// (detail/localize.h), else its strongest finding (requires one).
 std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& info);
+/// "y_unpacked row 2", "y_unpacked column 11": describe_location's place, without the size.
+std::string describe_location_short(const SignatureEvidence& e);
+/// Whether a failing signature test names a structured fault rather than noise everywhere: a
+/// location fit or a zero point, a K range missing or counted twice, or significant candidates
+/// in at most 1 % of the (output, column) pairs.
+bool signature_localizes(const SignatureEvidence& e);
 /// From an evaluated reference pass (nullopt when it collected no residual tallies).
 std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// From an evaluated reference pass.

@@ -43,6 +43,14 @@ bool contribution_is_scaled(const ProjectionInfo& info, Index col) {
   return reference::is_scaled_format(seg->format);
 }
 
+/// A finding's fit within this of -1 or +1 reads as its K range missing or counted twice: a
+/// dropped range fits -1 to within its own rounding (1e-8), a scale error of a group fits
+/// e of a few percent at most.
+constexpr double kRangeCountTolerance = 0.1;
+
+bool range_missing(const SignatureFinding& s) { return std::fabs(s.fit + 1) < kRangeCountTolerance; }
+bool range_doubled(const SignatureFinding& s) { return std::fabs(s.fit - 1) < kRangeCountTolerance; }
+
 }  // namespace
 
 std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& info) {
@@ -57,9 +65,9 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
   if (s.k_begin == 0 && s.k_end == k) {
     what = where + "the whole dot product: the outputs fit " + size +
            "x their exact values (a wrong per-channel scale, or a wrong scale of the output)";
-  } else if (std::fabs(s.fit + 1) < 0.1) {
+  } else if (range_missing(s)) {
     what = where + range + " missing: the outputs fit " + size + "x that range's exact contribution";
-  } else if (std::fabs(s.fit - 1) < 0.1) {
+  } else if (range_doubled(s)) {
     what = where + range + (scaled_group ? " counted twice, or its scale doubled" : " counted twice") +
            ": the outputs fit " + size + "x that range's exact contribution";
   } else if (scaled_group) {
@@ -77,6 +85,29 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
 std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& info) {
   if (e.fit) return detail::describe_fit(*e.fit, info);
   return e.zero_point ? detail::describe_zero_point(*e.zero_point) : describe_signature(e.strongest.front(), info);
+}
+
+std::string describe_location_short(const SignatureEvidence& e) {
+  if (e.fit) {
+    const LocationFit& t = *e.fit;
+    if (t.kind == FitKind::kRow) return t.output + " row " + std::to_string(t.row);
+    if (t.kind == FitKind::kElement) {
+      return t.output + " row " + std::to_string(t.row) + ", column " + std::to_string(t.col);
+    }
+    return t.output + " column " + std::to_string(t.col);
+  }
+  if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);
+  return e.strongest.front().output + " column " + std::to_string(e.strongest.front().col);
+}
+
+bool signature_localizes(const SignatureEvidence& e) {
+  if (e.fit || e.zero_point) return true;
+  if (!e.strongest.empty() && (range_missing(e.strongest.front()) || range_doubled(e.strongest.front()))) return true;
+  // At most 1 % of the columns: a narrower accumulator's noise reaches every column alike; a
+  // wrong scale of one group reached 1 of 768 in the outside exporter's W8A8 dump, which
+  // variance alone read as 5.3 bits lost.
+  const Index pairs = e.ranges_per_column > 0 ? e.candidates / e.ranges_per_column : 0;
+  return e.significant_columns > 0 && 100 * e.significant_columns <= pairs;
 }
 
 std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass) {
