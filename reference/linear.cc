@@ -255,7 +255,7 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
   }
   t.y.resize(cells);
   t.s32.resize(cells);
-  if (bf16_copy) t.bf16_cells = static_cast<std::size_t>(bc * detail::bf16_padded(K));
+  t.bf16_cells = bf16_copy ? static_cast<std::size_t>(bc * detail::bf16_padded(K)) : 0;
   t.s.resize(cells);
   t.bound.resize(cells);
   t.tier.resize(cells);
@@ -272,6 +272,40 @@ void size_scratch(BlockScratch& t, Index M, Index K, Index bc, bool spread, bool
     t.walk.resize(cells);
     t.walk_scratch.resize(cells);
   }
+}
+
+}  // namespace
+
+struct ReferenceScratch::Threads {
+  std::vector<std::unique_ptr<BlockScratch>> per_thread;
+  bool in_use = false;
+};
+
+ReferenceScratch::ReferenceScratch() : threads_(std::make_unique<Threads>()) {}
+ReferenceScratch::~ReferenceScratch() = default;
+
+namespace {
+
+/// The kept scratch of a call that shares one, claimed for it (nullptr: none).
+ReferenceScratch::Threads* claim_scratch(const ReferenceOptions& options) {
+  if (options.scratch == nullptr) return nullptr;
+  ReferenceScratch::Threads& kept = options.scratch->threads();
+  NCERT_ASSERT(!kept.in_use, "one ReferenceScratch shared by two calls at once");
+  kept.in_use = true;
+  kept.per_thread.resize(std::max(kept.per_thread.size(), static_cast<std::size_t>(omp_get_max_threads())));
+  return &kept;
+}
+
+/// The scratch block of this thread: the kept one where the call shares `kept`, readied for
+/// this call (its |x| is the previous call's), else `local`.
+BlockScratch& thread_scratch(ReferenceScratch::Threads* kept, BlockScratch& local) {
+  const auto at = static_cast<std::size_t>(omp_get_thread_num());
+  if (kept == nullptr || at >= kept->per_thread.size()) return local;
+  std::unique_ptr<BlockScratch>& t = kept->per_thread[at];
+  if (!t) t = std::make_unique<BlockScratch>();
+  t->x_abs.clear();
+  t->s_bf16_blocks = 0;
+  return *t;
 }
 
 /// Per weight segment: the bound's constants and whether its weights can have two values.
@@ -441,9 +475,13 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   const std::unique_ptr<detail::PackedActivations> x_packed = pack_for_y_star(x, M, K, N, bc);
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
+  ReferenceScratch::Threads* kept = claim_scratch(options);
 #pragma omp parallel
   {
-    BlockScratch t;
+    // Every block writes what it reads of its scratch: the blocks before it on the thread (and
+    // with `kept` the calls before) left theirs there.
+    BlockScratch local;
+    BlockScratch& t = thread_scratch(kept, local);
     size_scratch(t, M, K, bc, any_spread, walk, !x.mag_bf16.empty() && instruction);
     detail::WeightRowDecoder decoder(W, p.x.dtype);
 #pragma omp for schedule(dynamic, 1)
@@ -497,6 +535,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
 #pragma omp atomic
     summary.s_bf16_blocks += t.s_bf16_blocks;
   }
+  if (kept) kept->in_use = false;
 
   for (const BlockWeightFacts& f : facts) {
     if (f.nonfinite > 0 && summary.nonfinite_w == 0) summary.first_nonfinite_w = f.first_nonfinite;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "reference/bounds.h"
@@ -82,6 +83,25 @@ enum class Bf16SKernel : std::uint8_t {
   kPortable,     ///< fused f32 multiply-adds, as builds for CPUs without the instruction run
 };
 
+/// Each thread's block buffers, kept from one evaluate_reference call to the next that shares
+/// them (ReferenceOptions::scratch): grown as needed, never zeroed again. For many calls on
+/// problems of one shape, such as the declaration diagnosis's 10-15 trials on its sample,
+/// each of which grew and zeroed its block's f64 and f32 weights afresh (7.8 MB a thread at
+/// K 5,120; docs/performance.md, "Diagnosing a failure"). Held until destroyed; one call at a
+/// time (a second call while one runs is a programming error, asserted).
+class ReferenceScratch {
+ public:
+  ReferenceScratch();
+  ~ReferenceScratch();
+  ReferenceScratch(const ReferenceScratch&) = delete;
+  ReferenceScratch& operator=(const ReferenceScratch&) = delete;
+  struct Threads;  ///< linear.cc's per-thread buffers
+  Threads& threads() { return *threads_; }
+
+ private:
+  std::unique_ptr<Threads> threads_;
+};
+
 struct ReferenceOptions {
   Index block_cols = 128;    ///< output columns per block (fixed: part of the result's identity)
   bool emulate_walk = true;  ///< emulate the declared k_walk (ignored when none is declared)
@@ -96,6 +116,9 @@ struct ReferenceOptions {
   /// process's default (tested): the choice is speed only, and explicit only to show that and
   /// to time each (tools/bench/bench_reference).
   Bf16SKernel bf16_s_kernel = Bf16SKernel::kFastest;
+  /// Block buffers to keep for the next call (nullptr: this call's own, released at its end).
+  /// The results are the same either way.
+  ReferenceScratch* scratch = nullptr;
 };
 
 /// Facts about the problem the checks report next to the per-element results.

@@ -44,6 +44,14 @@ Weights clip_weights(const Weights& w, Index cols) {
 struct Sample {
   Index rows = 0, cols = 0;
   Weights weights;
+  /// The block buffers every trial's reference shares: the trials run on problems of one
+  /// shape, one after another (reference::ReferenceScratch).
+  reference::ReferenceScratch* scratch = nullptr;
+  reference::ReferenceOptions options() const {
+    reference::ReferenceOptions o;
+    o.scratch = scratch;
+    return o;
+  }
 };
 
 /// One trial on the sample: the values inside its intervals (-1: cannot evaluate) and their
@@ -59,7 +67,7 @@ struct Evaluation {
 
 Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProblem& p, std::vector<double>& var) {
   if (!reference::validate_problem(p).ok()) return {};
-  auto ref = reference::compute_reference(p);
+  auto ref = reference::compute_reference(p, s.options());
   if (!ref.ok()) return {};
   const ProjectionInfo& info = f.info();
   const bool declared = var.empty();  // the first evaluation is the declaration's
@@ -109,8 +117,7 @@ LinearProblem sample_problem(const ProjectionFacts& f, const CheckOptions& optio
 /// evaluate).
 Index walk_equal_on(const ProjectionFacts& f, const Sample& s, const LinearProblem& p) {
   if (!reference::validate_problem(p).ok()) return -1;
-  reference::ReferenceOptions ro;
-  ro.emulate_walk = true;
+  reference::ReferenceOptions ro = s.options();
   ro.residual_tests = false;
   auto ref = reference::compute_reference(p, ro);
   if (!ref.ok() || ref->walk.empty()) return -1;
@@ -155,6 +162,7 @@ constexpr Index kWalkScreenCols = 16;
 WalkCount walk_equal(const ProjectionFacts& f, const Sample& s, const LinearProblem& p) {
   if (s.cols > kWalkScreenCols) {
     Sample screen;
+    screen.scratch = s.scratch;
     const LinearProblem q = first_columns(p, s, kWalkScreenCols, screen);
     const Index equal = walk_equal_on(f, screen, q);
     if (equal < 0 || equal < screen.rows * screen.cols) return {screen.rows * screen.cols, equal};
@@ -190,7 +198,7 @@ void narrow_accumulator_trials(const ProjectionFacts& f, const Sample& s, const 
 /// what every row of the column admits (where none fits every row, the middle still fits some,
 /// and the trial counts). Empty when the reference cannot be evaluated.
 std::vector<float> column_shifts(const ProjectionFacts& f, const Sample& s, const LinearProblem& base) {
-  auto ref = reference::compute_reference(base);
+  auto ref = reference::compute_reference(base, s.options());
   if (!ref.ok()) return {};
   const ProjectionInfo& info = f.info();
   std::vector<float> bias(static_cast<std::size_t>(s.cols));
@@ -334,7 +342,9 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   const ProjectionInfo& info = f.info();
   std::vector<DeclarationTrial> trials;
   if (!f.data.y_unpacked.present || !f.weights.ok()) return trials;
+  reference::ReferenceScratch scratch;
   Sample s;
+  s.scratch = &scratch;
   LinearProblem base = sample_problem(f, options, s);
   base.walk = {};  // the intervals do not depend on the walk; nothing is emulated here
   const Index sampled = s.rows * s.cols;
@@ -424,7 +434,9 @@ std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const Declaratio
 std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const CheckOptions& options) {
   std::vector<DeclarationTrial> trials;
   if (!f.data.y_unpacked.present || !f.weights.ok() || !f.info().walk.declared) return trials;
+  reference::ReferenceScratch scratch;
   Sample s;
+  s.scratch = &scratch;
   const LinearProblem base = sample_problem(f, options, s);
   const Index sampled = s.rows * s.cols;
   // The declaration is counted on the whole sample (the reason quotes it: "N as declared").

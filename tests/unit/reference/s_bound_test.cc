@@ -688,5 +688,68 @@ TEST(NoiseMagnitude, BoundsEveryRoundingOfASequentialF32Sum) {
   }
 }
 
+/// A problem whose column 3 overflows the f32 S (1e30 weights against 1e10 activations), so
+/// its block takes S in f64 from |x|: the buffer a kept scratch must not carry over.
+std::unique_ptr<OwnedProblem> overflowing(Index m, Index k, std::uint64_t seed, const std::string& walk,
+                                          std::vector<SegmentSpec> segments) {
+  ProblemOptions o;
+  o.m = m;
+  o.k = k;
+  o.seed = seed;
+  o.x_dtype = DType::kF32;
+  o.walk = walk;
+  o.segments = std::move(segments);
+  auto p = make_problem(o);
+  if (o.segments.front().format == WeightFormat::kF32) {
+    for (Index c = 0; c < k; ++c) p->f32_store[0][static_cast<std::size_t>(3 * k + c)] = 1e30f;
+  }
+  for (Index c = 0; c < k; ++c)
+    p->x_f32[static_cast<std::size_t>(c)] = (c % 2 ? 1e10f : -1e10f) * static_cast<float>(1 + seed);
+  for (Index i = 0; i < m * k; ++i) p->x_values[static_cast<std::size_t>(i)] = p->x_f32[static_cast<std::size_t>(i)];
+  return p;
+}
+
+TEST(ReferenceScratch, KeptFromCallToCallItGivesEveryCallsOwnResults) {
+  // Problems of other shapes, S in f64 or not, with a walk or two-valued weights, one after
+  // another on one kept scratch, against each evaluated alone: every array bit for bit. The
+  // second overflowing problem has more rows and larger activations than the first, whose |x|
+  // a kept scratch once reused (S below the true S, and a read past the buffer's end).
+  std::vector<std::unique_ptr<OwnedProblem>> problems;
+  problems.push_back(overflowing(3, 64, 1, "", {{WeightFormat::kF32, 40, {}}}));
+  problems.push_back(overflowing(8, 256, 2, "", {{WeightFormat::kF32, 300, {}}}));
+  problems.push_back(overflowing(5, 128, 3, "split:4:fma", {{WeightFormat::kF32, 200, {}}}));
+  SegmentSpec affine = af4_segment(130, Dequant::kF32, DType::kF32, 64, DequantOp::kEither);
+  affine.af4.variant = Af4Variant::kAffine;
+  problems.push_back(overflowing(4, 128, 4, "", {affine}));
+  std::vector<ReferenceResult> alone;
+  for (const auto& p : problems) {
+    auto r = compute_reference(p->problem);
+    ASSERT_TRUE(r.ok());
+    alone.push_back(std::move(*r));
+  }
+  EXPECT_GT(alone[3].summary.ambiguous_weights, 0);  // the spread's buffers are used
+  ReferenceScratch scratch;
+  ReferenceOptions kept;
+  kept.scratch = &scratch;
+  for (const std::size_t i : {0, 1, 2, 3, 1, 0, 3, 2, 1}) {
+    SCOPED_TRACE("problem " + std::to_string(i));
+    auto r = compute_reference(problems[i]->problem, kept);
+    ASSERT_TRUE(r.ok());
+    const ReferenceResult& a = alone[i];
+    EXPECT_EQ(r->y_star, a.y_star);
+    EXPECT_EQ(r->s, a.s);
+    EXPECT_EQ(r->bound, a.bound);
+    EXPECT_EQ(r->tier, a.tier);
+    EXPECT_EQ(r->center, a.center);
+    EXPECT_EQ(r->sigma, a.sigma);
+    EXPECT_EQ(r->walk, a.walk);
+    EXPECT_EQ(r->summary.s_bf16_blocks, a.summary.s_bf16_blocks);
+    for (std::size_t e = 0; e < a.accept.size(); ++e) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(r->accept[e].lo), std::bit_cast<std::uint32_t>(a.accept[e].lo)) << e;
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(r->accept[e].hi), std::bit_cast<std::uint32_t>(a.accept[e].hi)) << e;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ncert::reference
