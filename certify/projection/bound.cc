@@ -76,12 +76,14 @@ std::string declarations_text(const ProjectionInfo& info) {
 std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   if (trials.size() < 2) return "";
   const DeclarationTrial& declared = trials.front();
+  // By the share of its values inside: a walk trial that missed on the sample's first columns
+  // was counted on those alone (diagnosis.cc, walk_equal).
+  const auto more_inside = [](const DeclarationTrial& a, const DeclarationTrial& b) {
+    return a.inside * b.sampled > b.inside * a.sampled;
+  };
   const DeclarationTrial* best = nullptr;
   for (std::size_t i = 1; i < trials.size(); ++i) {
-    // A count on the whole sample only: a walk trial that missed on its first columns was
-    // counted on those alone (diagnosis.cc, walk_equal).
-    if (trials[i].sampled != declared.sampled) continue;
-    if (!best || trials[i].inside > best->inside) best = &trials[i];
+    if (trials[i].sampled > 0 && (!best || more_inside(trials[i], *best))) best = &trials[i];
   }
   // Several may hold every value (a wider accumulator's B holds a mistake's few values outside):
   // the one whose residuals are least energetic leads, the kernel's own declaration leaving
@@ -96,9 +98,13 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   if (!fits.empty()) {
     out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
     out.append(as_declared).append(" as declared)");
-  } else if (best && best->inside > declared.inside) {
+  } else if (best && more_inside(*best, declared)) {
     out.append("; no single other declaration fits the ").append(sampled).append(" sampled values (best: ");
-    out.append(trial_text(*best)).append(", ").append(std::to_string(best->inside)).append(" inside; ");
+    out.append(trial_text(*best)).append(", ").append(std::to_string(best->inside));
+    if (best->sampled != declared.sampled) {
+      out.append(" of the ").append(std::to_string(best->sampled)).append(" in the sample's first columns");
+    }
+    out.append(" inside; ");
     out.append(as_declared).append(" as declared): a kernel fault, or more than one mistake");
   } else {
     // No trial does better than the declaration: naming one as "best" would point nowhere.

@@ -154,7 +154,7 @@ TEST(Diagnosis, AMistakeInASegmentPastTheFirstColumnsIsNamed) {
 }
 
 TEST(Diagnosis, TheSampleReachesIntoEverySegmentThatStartsWithinItsReach) {
-  auto weights = [](std::vector<std::pair<Index, Index>> ranges) {
+  auto weights = [](const std::vector<std::pair<Index, Index>>& ranges) {
     reference::Weights w;
     for (const auto& [begin, end] : ranges) {
       reference::WeightSegment s;
@@ -322,6 +322,33 @@ TEST(Diagnosis, AWalkTrialThatMissesTheFirstColumnsIsCountedThereAlone) {
   EXPECT_EQ(f16->sampled, 8 * 16);
   EXPECT_LT(f16->inside, f16->sampled);
   EXPECT_NE(b->reason.find("all 512 sampled values inside"), std::string::npos) << b->reason;
+}
+
+TEST(Diagnosis, AWalkTrialCountedOnTheFirstColumnsCanStillBeTheBest) {
+  // A bf16 accumulator and a column's bias off by 0.5: no declaration fits every value, and the
+  // bf16 walk, which misses column 3 among the first 16 and is counted there alone, still
+  // reproduces far more of its values than any other trial holds: it is the one named best.
+  fixtures::ProjectionSpec p = base("acc");
+  p.output = DType::kBf16;
+  p.engine_order = "promote:256:8:rne";
+  p.engine_bias_offset = 0.5f;
+  const Report r = check_dump(write_fixture(one(p), "diag-bf16-acc-bias.h5"));
+  const CheckResult* b = find_check(r, "projections/acc/bound");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  ASSERT_NE(e, nullptr);
+  const DeclarationTrial* bf16 = nullptr;
+  for (const DeclarationTrial& t : e->diagnosis) {
+    if (t.declaration.starts_with("accumulator = bf16")) bf16 = &t;
+  }
+  ASSERT_NE(bf16, nullptr) << b->reason;
+  EXPECT_EQ(bf16->sampled, 8 * 16);
+  EXPECT_EQ(bf16->inside, 8 * 15);  // all but column 3
+  EXPECT_NE(b->reason.find("no single other declaration fits the 512 sampled values (best: accumulator = bf16"),
+            std::string::npos)
+      << b->reason;
+  EXPECT_NE(b->reason.find("120 of the 128 in the sample's first columns inside"), std::string::npos) << b->reason;
 }
 
 TEST(Diagnosis, TransposedWeightsAreNamed) {
