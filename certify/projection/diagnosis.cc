@@ -132,11 +132,11 @@ Index walk_equal_on(const ProjectionFacts& f, const Sample& s, const LinearProbl
   return equal;
 }
 
-/// `p` (the sample's problem) restricted to the sample's first `cols` columns, whose weights
-/// `screen` then holds.
+/// `p` (a problem on the sample) restricted to the sample's first `cols` columns of its own
+/// weights, which `screen` then holds.
 LinearProblem first_columns(const LinearProblem& p, const Sample& s, Index cols, Sample& screen) {
   screen.rows = s.rows;
-  screen.weights = clip_weights(s.weights, cols);
+  screen.weights = clip_weights(*p.weights, cols);
   screen.cols = screen.weights.n;
   LinearProblem q = p;
   q.weights = &screen.weights;
