@@ -25,8 +25,10 @@ using detail::abs_activations;
 using detail::Activations;
 using detail::prepare_activations;
 
+}  // namespace
+
 /// Each thread's buffers for its blocks; the block_cols x K ones (several MB each) in huge pages.
-struct BlockScratch {
+struct ReferenceScratch::Block {
   LargeVector<double> w_exact;        // block_cols x K: the weights y* multiplies by
   LargeVector<float> w_mag;           // block_cols x K: charged magnitudes rounded up to f32 (not
                                       // written for a block of BlockRoutes::no_magnitudes)
@@ -66,6 +68,10 @@ struct BlockScratch {
     return v.data();
   }
 };
+
+namespace {
+
+using BlockScratch = ReferenceScratch::Block;
 
 /// What a block learned about its weights (merged in block order afterwards).
 struct BlockWeightFacts {

@@ -95,7 +95,8 @@ class ReferenceScratch {
   ~ReferenceScratch();
   ReferenceScratch(const ReferenceScratch&) = delete;
   ReferenceScratch& operator=(const ReferenceScratch&) = delete;
-  struct Threads;  ///< linear.cc's per-thread buffers
+  struct Block;    ///< one thread's buffers for its blocks (linear.cc)
+  struct Threads;  ///< every thread's
   Threads& threads() { return *threads_; }
 
  private:
