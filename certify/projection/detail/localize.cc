@@ -131,10 +131,11 @@ struct Fits {
   std::size_t best() const {
     return static_cast<std::size_t>(std::max_element(energy.begin(), energy.end()) - energy.begin());
   }
-  double best_other(std::size_t except) const {
+  /// The most energy any family but `except` (and `also`, where given) explains.
+  double best_other(std::size_t except, std::size_t also = kFamilies) const {
     double e = 0;
     for (std::size_t i = 0; i < kFamilies; ++i) {
-      if (i != except) e = std::max(e, energy[i]);
+      if (i != except && i != also) e = std::max(e, energy[i]);
     }
     return e;
   }
@@ -324,17 +325,12 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e) {
   // is one of them, the other of the same group competes with it only to tell which one.
   const bool affine_pair =
       c.affine && (best == kGroupScale || best == kGroupOffset) && fits.scale_group == fits.offset_group;
-  double others = fits.best_other(best);
-  if (affine_pair) {
-    others = 0;
-    for (std::size_t i = 0; i < kFamilies; ++i) {
-      if (i != kGroupScale && i != kGroupOffset) others = std::max(others, fits.energy[i]);
-    }
-  }
-  const bool alone = dominates(fits.energy[best], fits.best_other(best), fits.rr);
-  if (!alone && !(affine_pair && dominates(fits.energy[best], others, fits.rr))) return;
+  const double other = fits.best_other(best);
+  const double outside_pair = affine_pair ? fits.best_other(kGroupScale, kGroupOffset) : other;
+  const bool alone = dominates(fits.energy[best], other, fits.rr);
+  if (!alone && !(affine_pair && dominates(fits.energy[best], outside_pair, fits.rr))) return;
   const double explained = std::min(1.0, fits.energy[best] / fits.rr);
-  const double alternative = std::min(1.0, (alone ? fits.best_other(best) : others) / fits.rr);
+  const double alternative = std::min(1.0, (alone ? other : outside_pair) / fits.rr);
   if (!alone) {
     // Its scale, its bias or both: named as the group's offset, with the scale's share beside.
     LocationFit t;
