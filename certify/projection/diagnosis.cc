@@ -97,19 +97,23 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
   return e;
 }
 
+/// `p` on the output columns [0, w.n) whose weights `w` holds: its bias and residual clipped
+/// to them too.
+LinearProblem on_columns(LinearProblem p, const Weights& w) {
+  p.weights = &w;
+  if (!p.bias.empty()) p.bias.size = w.n;
+  if (!p.residual.empty()) p.residual.cols = w.n;
+  return p;
+}
+
 /// The sample's rows and columns of y_unpacked, and the projection's problem restricted to them.
 LinearProblem sample_problem(const ProjectionFacts& f, const CheckOptions& options, Sample& s) {
   s.rows = std::min(f.info().m, kDiagnosisRows);
   s.weights = clip_weights(f.data.weights, diagnosis_columns(f.data.weights));
   s.cols = s.weights.n;
-  LinearProblem base = f.data.problem(options.lambda);
-  base.weights = &s.weights;
+  LinearProblem base = on_columns(f.data.problem(options.lambda), s.weights);
   base.x.rows = s.rows;
-  if (!base.bias.empty()) base.bias.size = s.cols;
-  if (!base.residual.empty()) {
-    base.residual.rows = s.rows;
-    base.residual.cols = s.cols;
-  }
+  if (!base.residual.empty()) base.residual.rows = s.rows;
   return base;
 }
 
@@ -138,11 +142,7 @@ LinearProblem first_columns(const LinearProblem& p, const Sample& s, Index cols,
   screen.rows = s.rows;
   screen.weights = clip_weights(*p.weights, cols);
   screen.cols = screen.weights.n;
-  LinearProblem q = p;
-  q.weights = &screen.weights;
-  if (!q.bias.empty()) q.bias.size = screen.cols;
-  if (!q.residual.empty()) q.residual.cols = screen.cols;
-  return q;
+  return on_columns(p, screen.weights);
 }
 
 /// A walk trial: the sampled values its emulated walk reproduces bit for bit, out of `sampled`.
