@@ -274,6 +274,13 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
       if (c.kind == CheckKind::kBound && c.failed()) {
         c.reason += "; likely location: " + describe_location(e, f.info());
       }
+      // Wrong values no slot mapping explains, located in a packed output: the packed path's
+      // arithmetic, named where it is.
+      const auto* id = std::get_if<IdentityEvidence>(&c.evidence);
+      if (id && c.failed() && id->rows_explained == 0 && signature_localizes(e) &&
+          location_output(e) != engine_output_name(EngineOutputId::kUnpacked)) {
+        c.reason += "; signature locates the packed path's wrong values: " + describe_location_short(e);
+      }
     }
     if (var && var->failed() && signature_localizes(e)) {
       var->reason += "; signature locates a fault (" + describe_location_short(e) +

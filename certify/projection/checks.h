@@ -72,6 +72,8 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
 std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& info);
 /// "y_unpacked row 2", "y_unpacked column 11": describe_location's place, without the size.
 std::string describe_location_short(const SignatureEvidence& e);
+/// The engine output describe_location names ("" without a finding).
+std::string location_output(const SignatureEvidence& e);
 /// Whether a failing signature test names a structured fault rather than noise everywhere: a
 /// location fit or a zero point, a K range missing or counted twice, or significant candidates
 /// in at most 1 % of the (output, column) pairs.

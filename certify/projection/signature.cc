@@ -90,14 +90,18 @@ std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& 
 std::string describe_location_short(const SignatureEvidence& e) {
   if (e.fit) {
     const LocationFit& t = *e.fit;
-    if (t.kind == FitKind::kRow) return t.output + " row " + std::to_string(t.row);
-    if (t.kind == FitKind::kElement) {
-      return t.output + " row " + std::to_string(t.row) + ", column " + std::to_string(t.col);
-    }
+    if (t.kind == FitKind::kRow) return detail::describe_row(t);
+    if (t.kind == FitKind::kElement) return detail::describe_row(t) + ", column " + std::to_string(t.col);
     return t.output + " column " + std::to_string(t.col);
   }
   if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);
   return e.strongest.front().output + " column " + std::to_string(e.strongest.front().col);
+}
+
+std::string location_output(const SignatureEvidence& e) {
+  if (e.fit) return e.fit->output;
+  if (e.zero_point) return e.zero_point->output;
+  return e.strongest.empty() ? std::string() : e.strongest.front().output;
 }
 
 bool signature_localizes(const SignatureEvidence& e) {
@@ -124,8 +128,10 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   e.ranges_per_column = static_cast<Index>(pass.ranges.size());
   e.threshold = pass.signature_threshold;
   std::vector<SignatureHit> all;
+  detail::SignificantColumns significant{};
   for (EngineOutputId o : kAllEngineOutputs) {
     const SignatureTally& t = pass.signature[static_cast<std::size_t>(o)];
+    significant[static_cast<std::size_t>(o)] = t.significant_columns;
     e.candidates += t.candidates;
     e.significant += t.significant;
     e.significant_columns += t.significant_columns;
@@ -159,7 +165,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
                            " candidates, false-alarm probability <= 1e-9";
   if (e.significant > 0) {
     const SignatureFinding& s = e.strongest.front();
-    detail::localize(f, e);
+    detail::localize(f, e, significant);
     r.verdict = Verdict::kFail;
     r.reason = describe_location(e, info) + "; " + std::to_string(e.significant) + " candidate" +
                (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) + " output column" +

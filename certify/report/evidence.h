@@ -471,6 +471,7 @@ struct LocationFit {
   FitKind kind = FitKind::kRow;
   std::string output;
   Index row = -1;                              ///< kRow, kElement
+  Index slot = -1;                             ///< kRow, kElement of y_packed / y_compact: the row's slot
   Index col = 0;                               ///< the strongest candidate's column
   Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset, kGroupScale; kRow: its activation group
   Index columns = 0;                           ///< kRow, kElement: the other columns tested

@@ -330,6 +330,7 @@ void fields(auto& f, Is<LocationFit> auto& x) {
   f("kind", x.kind);
   f("output", x.output);
   f("row", x.row);
+  f("slot", x.slot);
   f("col", x.col);
   f("group", x.group);
   f("k_begin", x.k_begin);

@@ -285,6 +285,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
     j["fit"] = Json{{"kind", std::string(fit_kind_name(t.kind))},
                     {"output", t.output},
                     {"row", t.row},
+                    {"slot", t.slot},
                     {"col", t.col},
                     {"group", t.group},
                     {"k_begin", t.k_begin},

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "certify/projection/checks.h"
 #include "tests/common/fixture_check.h"
@@ -240,6 +241,137 @@ TEST(Localize, ADroppedRangeStaysADroppedRange) {
   const SignatureEvidence e = failing_signature(r);
   EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
   EXPECT_NE(signature_reason(r).find("(k 512-575) missing"), std::string::npos) << signature_reason(r);
+}
+
+/// The slot the dump's selector gathers `row` into (-1: none).
+Index slot_of(const std::string& path, Index row) {
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
+  for (std::size_t s = 0; s < selector.size(); ++s) {
+    if (selector[s] == row) return static_cast<Index>(s);
+  }
+  return -1;
+}
+
+/// localize_spec with its rows gathered into shuffled slots and the engine's faults planted in
+/// the packed path alone: y_unpacked is right, identity fails, and the fit runs on y_packed.
+fixtures::DumpSpec packed_only_spec() {
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].permute_slots = true;
+  d.projections[0].engine_faults_packed_only = true;
+  return d;
+}
+
+TEST(Localize, AWrongActivationScaleOfARowInThePackedPathAloneIsNamedThatRowAndItsSlot) {
+  const std::string twin = write_fixture(packed_only_spec(), "localize-packed-twin.h5");
+  ASSERT_EQ(check_dump(twin).verdict(), Verdict::kPass) << check_dump(twin).to_text(true);
+  fixtures::DumpSpec d = packed_only_spec();
+  d.projections[0].engine_row_scale_error = 0.005f;
+  const std::string path = write_fixture(d, "localize-packed-row.h5");
+  const Index slot = slot_of(path, fixtures::kFaultRow);
+  ASSERT_GE(slot, 0);
+  ASSERT_NE(slot, fixtures::kFaultRow) << "the test needs a slot that is not the row's own number";
+  const Report r = check_dump(path);
+  const CheckResult* identity = find_check(r, "projections/proj/identity");
+  EXPECT_EQ(identity->verdict, Verdict::kFail);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRow);
+  EXPECT_EQ(e.fit->output, "y_packed");
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
+  EXPECT_EQ(e.fit->slot, slot);
+  EXPECT_NEAR(e.fit->value, 1.005, 1e-4);
+  const std::string where = "y_packed row 5 (slot " + std::to_string(slot) + ")";
+  EXPECT_NE(signature_reason(r).find(where + ": the residuals lie in that row alone"), std::string::npos)
+      << signature_reason(r);
+  // identity, which sees wrong values no slot mapping explains, points there.
+  EXPECT_NE(identity->reason.find("not a misrouted row: wrong values); signature locates the packed path's wrong "
+                                  "values: " +
+                                  where),
+            std::string::npos)
+      << identity->reason;
+  // Before, the strongest candidate read it as a column's scale ("the whole dot product").
+  EXPECT_EQ(signature_reason(r).find("the whole dot product"), std::string::npos) << signature_reason(r);
+  EXPECT_NE(find_check(r, "projections/proj/bound")->reason.find("likely location: " + where), std::string::npos)
+      << find_check(r, "projections/proj/bound")->reason;
+
+  // Without y_packed the fit runs on y_compact, named by its slot.
+  d.projections[0].write_packed = false;
+  const std::string compact = write_fixture(d, "localize-compact-row.h5");
+  const Report rc = check_dump(compact);
+  const SignatureEvidence c = failing_signature(rc);
+  ASSERT_TRUE(c.fit.has_value()) << rc.to_text(true);
+  EXPECT_EQ(c.fit->kind, FitKind::kRow);
+  EXPECT_EQ(c.fit->output, "y_compact");
+  EXPECT_EQ(c.fit->row, fixtures::kFaultRow);
+  EXPECT_EQ(c.fit->slot, slot_of(compact, fixtures::kFaultRow));
+  EXPECT_NE(signature_reason(rc).find("y_compact slot " + std::to_string(c.fit->slot) +
+                                      " (row 5): the residuals "
+                                      "lie in that row alone"),
+            std::string::npos)
+      << signature_reason(rc);
+}
+
+TEST(Localize, ABiasOrAGroupsBiasWrongInThePackedPathAloneIsNamedThere) {
+  // Before, the strongest candidates read these as scales of K ranges ("k 0-255: 0.9967x",
+  // "k 0-127: 1.02x").
+  fixtures::DumpSpec d = packed_only_spec();
+  d.projections[0].engine_bias_offset = 0.01f;
+  const Report bias = check_dump(write_fixture(d, "localize-packed-bias.h5"));
+  const SignatureEvidence b = failing_signature(bias);
+  ASSERT_TRUE(b.fit.has_value()) << bias.to_text(true);
+  EXPECT_EQ(b.fit->kind, FitKind::kColumnOffset);
+  EXPECT_EQ(b.fit->output, "y_packed");
+  EXPECT_EQ(b.fit->col, fixtures::kFaultColumn);
+  EXPECT_EQ(b.fit->slot, -1);
+  EXPECT_NEAR(b.fit->value, 0.01, 1e-4);
+
+  d = packed_only_spec();
+  d.projections[0].engine_group_bias_error = 0.002f;
+  const Report group = check_dump(write_fixture(d, "localize-packed-group-bias.h5"));
+  const SignatureEvidence g = failing_signature(group);
+  ASSERT_TRUE(g.fit.has_value()) << group.to_text(true);
+  EXPECT_EQ(g.fit->kind, FitKind::kGroupOffset);
+  EXPECT_EQ(g.fit->output, "y_packed");
+  EXPECT_EQ(g.fit->col, 0);
+  EXPECT_EQ(g.fit->group, 0);
+  EXPECT_NEAR(g.fit->value, 0.002, 2e-5);
+}
+
+TEST(Localize, OneWrongValueOfThePackedPathIsNamedThatValueAndTwoAreNot) {
+  // The packed kernel's value of row 9, column 70 + 0.01: wrong in y_compact and, scattered, in
+  // y_packed (two significant (output, column) pairs, one column of each packed output).
+  const std::string path = write_fixture(packed_only_spec(), "localize-packed-element.h5");
+  const Index slot = slot_of(path, 9);
+  ASSERT_GE(slot, 0);
+  auto add = [&](Index row, Index col, float d) {
+    const std::string packed = "/projections/proj/y_packed", compact = "/projections/proj/y_compact";
+    ncert::testing::poke_f32(path, packed, row, col, ncert::testing::read_f32(path, packed, row, col) + d);
+    const Index s = slot_of(path, row);
+    ncert::testing::poke_f32(path, compact, s, col, ncert::testing::read_f32(path, compact, s, col) + d);
+  };
+  add(9, 70, 0.01f);
+  const Report r = check_dump(path);
+  EXPECT_EQ(find_check(r, "projections/proj/identity")->verdict, Verdict::kFail);
+  const SignatureEvidence e = failing_signature(r);
+  EXPECT_EQ(e.significant_columns, 2);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kElement);
+  EXPECT_EQ(e.fit->output, "y_packed");
+  EXPECT_EQ(e.fit->row, 9);
+  EXPECT_EQ(e.fit->slot, slot);
+  EXPECT_EQ(e.fit->col, 70);
+  EXPECT_NEAR(e.fit->value, 0.01, 1e-4);
+  EXPECT_NE(signature_reason(r).find("y_packed row 9 (slot " + std::to_string(slot) +
+                                     "), column 70: that one value is off by +0.01"),
+            std::string::npos)
+      << signature_reason(r);
+
+  // A second value of the same row, in column 2 (not among the 64 tested): not one value.
+  add(9, 2, 0.01f);
+  const Report two = check_dump(path);
+  const SignatureEvidence t = failing_signature(two);
+  EXPECT_EQ(t.significant_columns, 4);
+  EXPECT_FALSE(t.fit.has_value()) << signature_reason(two);
 }
 
 }  // namespace

@@ -23,14 +23,43 @@ constexpr Index kMinFitRows = 4;
 /// row's activation scale moves every column, one wrong value only its own.
 constexpr Index kRowColumns = 64;
 
+/// The engine output a column is fitted in, and per row of x the row of that output holding it
+/// (-1: none): y_unpacked holds every row, y_packed the selected rows in place, y_compact the
+/// selected rows in their slots. A fault of the packed path alone is in these rows, and
+/// y_unpacked holds none of it.
+struct OutputRows {
+  EngineOutputId id = EngineOutputId::kUnpacked;
+  const EngineOutput* out = nullptr;
+  std::vector<Index> source;
+  std::vector<Index> slot;  ///< per row of x: its slot (-1: unselected)
+};
+
+OutputRows output_rows(const ProjectionFacts& f, EngineOutputId id) {
+  OutputRows o;
+  o.id = id;
+  o.out = &f.data.output(id);
+  o.source.resize(static_cast<std::size_t>(f.info().m));
+  o.slot = f.slot_of_row;
+  for (std::size_t i = 0; i < o.source.size(); ++i) {
+    const Index slot = f.slot_of_row[i];
+    if (id == EngineOutputId::kCompact) {
+      o.source[i] = slot;
+    } else {
+      o.source[i] = id == EngineOutputId::kUnpacked || slot >= 0 ? static_cast<Index>(i) : -1;
+    }
+  }
+  return o;
+}
+
 /// What column_residuals also sums, beside the column's own hypotheses.
 struct Extras {
   Index part_row = -1, part_width = 0;   ///< that row's partial dots over K ranges this wide
   Index range_begin = 0, range_end = 0;  ///< the strongest candidate's K range (empty: none)
 };
 
-/// One column of y_unpacked against its exact values, per row: the residual r (NaN where it or
-/// the exact value is not finite), the exact dot product, the noise scale v (sum |x w| + |bias|
+/// One column of an engine output against its exact values, per row of x: the residual r (NaN
+/// where the output holds no such row, or it or the exact value is not finite), the exact dot
+/// product, the noise scale v (sum |x w| + |bias|
 /// + |residual|: a dot product's rounding grows with it, and an output's rounding with |y| <= v),
 /// the partial dot over the candidate's range; per row and group the sums of x and of x w over
 /// the group (groups = 0 for weights without groups).
@@ -44,8 +73,8 @@ struct ColumnResiduals {
   std::vector<double> parts;                             ///< Extras::part_row's partial dots
 };
 
-ColumnResiduals column_residuals(const LoadedProjection& d, const reference::LinearProblem& p, Index col,
-                                 const Extras& extras = {}) {
+ColumnResiduals column_residuals(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
+                                 Index col, const Extras& extras = {}) {
   const ProjectionInfo& info = *d.info;
   const Index K = info.k;
   const reference::WeightSegment& seg = reference::segment_of(d.weights, col);
@@ -99,7 +128,10 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
       y_star += p.residual.at(i, col);
       mag += std::fabs(static_cast<double>(p.residual.at(i, col)));
     }
-    const double r = static_cast<double>(d.y_unpacked.value(info.output, info.out_stride, i, col)) - y_star;
+    const Index source = rows.source[static_cast<std::size_t>(i)];
+    const double r = source >= 0
+                         ? static_cast<double>(rows.out->value(info.output, info.out_stride, source, col)) - y_star
+                         : std::nan("");
     const bool finite = std::isfinite(r) && std::isfinite(dot) && std::isfinite(mag);
     c.r.push_back(finite ? r : std::nan(""));
     c.dot.push_back(dot);
@@ -210,11 +242,11 @@ bool dominates(double explained, double other, double total) {
 /// columns (evenly spaced), in how many does it stand out too, by the same rule? In at least
 /// half: a row fault, fitted by a scale of the row's whole dot product and, where x_quant
 /// declares groups along K, of each activation group's part (a wrong scale of one group). In
-/// none, where the signature test found one significant column only: one wrong
+/// none, where the signature test found one significant column only (`one_column`): one wrong
 /// value. Otherwise (two rows, two values in different columns, no other column to test)
 /// nothing: the candidates' reading stands.
-std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, Index col,
-                                   const ColumnResiduals& strongest, const Fits& fits, Index significant_columns) {
+std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
+                                   Index col, const ColumnResiduals& strongest, const Fits& fits, bool one_column) {
   const ProjectionInfo& info = *d.info;
   const Index row = fits.row, K = info.k;
   const std::size_t at = static_cast<std::size_t>(row);
@@ -242,7 +274,7 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
     // Evenly spaced over the n - 1 columns other than col.
     Index n = t * (info.n - 1) / others;
     n += n >= col ? 1 : 0;
-    const ColumnResiduals c = column_residuals(d, p, n, extras);
+    const ColumnResiduals c = column_residuals(d, p, rows, n, extras);
     const Fits g = fit(c);
     const double r = weighted(c, row);
     if (g.rows < kMinFitRows || std::isnan(r)) continue;
@@ -254,12 +286,13 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
     add_row(c);
   }
   LocationFit t;
-  t.output = std::string(engine_output_name(EngineOutputId::kUnpacked));
+  t.output = std::string(engine_output_name(rows.id));
   t.row = row;
+  if (rows.id != EngineOutputId::kUnpacked) t.slot = rows.slot[at];
   t.col = col;
   t.columns = tested;
   if (tested > 0 && 2 * standing_out >= tested) {
-    add_row(column_residuals(d, p, col, extras));
+    add_row(column_residuals(d, p, rows, col, extras));
     const double r = weighted(strongest, row);
     const double row_energy = e_row + r * r;
     // The best scale: the whole row unless one part explains more.
@@ -281,11 +314,10 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
     t.scale_explained = row_energy > 0 ? std::min(1.0, e_best / row_energy) : 0.0;
     return t;
   }
-  // One value moves one column: a packed column equal to y_unpacked's on every row it holds is
-  // tested there, not counted again, so a value wrong in both paths is one significant column.
-  // More are a fault of several values, rows or columns, which no single structure here
-  // explains (two values in columns 7 and 102, the second not among those tested, read as one).
-  if (tested == 0 || standing_out > 0 || significant_columns != 1) {
+  // One value moves one column (more are a fault of several values, rows or columns, which no
+  // single structure here explains: two values in columns 7 and 102, the second not among those
+  // tested, read as one).
+  if (tested == 0 || standing_out > 0 || !one_column) {
     return std::nullopt;
   }
   t.kind = FitKind::kElement;
@@ -304,16 +336,29 @@ void set_group(LocationFit& t, Index group, Index group_size) {
 
 }  // namespace
 
-void localize(const ProjectionFacts& f, SignatureEvidence& e) {
+void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignificantColumns& significant) {
   const LoadedProjection& d = f.data;
-  const std::string output(engine_output_name(EngineOutputId::kUnpacked));
-  // Only a finding in y_unpacked (or in a packed column equal to it, tested there): a fault of
-  // the packed path alone is in slots, not rows, and y_unpacked holds none of it.
-  if (!d.y_unpacked.present || e.strongest.empty() || e.strongest.front().output != output) return;
+  if (e.strongest.empty()) return;
   const SignatureFinding& strongest = e.strongest.front();
+  // The output holding the strongest candidate: y_unpacked (a packed column equal to it is
+  // tested there), or a packed output for a fault of the packed path alone.
+  const auto held = std::find_if(kAllEngineOutputs.begin(), kAllEngineOutputs.end(),
+                                 [&](EngineOutputId o) { return engine_output_name(o) == strongest.output; });
+  if (held == kAllEngineOutputs.end() || !d.output(*held).present) return;
+  const OutputRows rows = output_rows(f, *held);
+  const std::string output(engine_output_name(*held));
+  // One value moves one column of its output. A packed column equal to y_unpacked's on every
+  // row it holds is tested there, not counted again, so a value wrong in both paths is one
+  // significant column; a value of the packed path alone is one in y_compact and, scattered,
+  // one in y_packed (identity holds the two to each other), and none in y_unpacked.
+  bool one_column = significant[static_cast<std::size_t>(*held)] == 1;
+  for (EngineOutputId o : kAllEngineOutputs) {
+    const bool packed_pair = *held != EngineOutputId::kUnpacked && o != EngineOutputId::kUnpacked;
+    if (o != *held && significant[static_cast<std::size_t>(o)] > (packed_pair ? 1 : 0)) one_column = false;
+  }
   const Index col = strongest.col;
   const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
-  const ColumnResiduals c = column_residuals(d, p, col, Extras{-1, 0, strongest.k_begin, strongest.k_end});
+  const ColumnResiduals c = column_residuals(d, p, rows, col, Extras{-1, 0, strongest.k_begin, strongest.k_end});
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
   const std::size_t best = fits.best();
@@ -346,7 +391,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e) {
     return;
   }
   if (best == kRowAlone) {
-    if (std::optional<LocationFit> t = row_fit(d, p, col, c, fits, e.significant_columns)) e.fit = *t;
+    if (std::optional<LocationFit> t = row_fit(d, p, rows, col, c, fits, one_column)) e.fit = *t;
     return;
   }
   LocationFit t;
@@ -402,6 +447,14 @@ std::string describe_zero_point(const ZeroPointFinding& z) {
          format_short(100 * z.alternative_explained) + " %)";
 }
 
+std::string describe_row(const LocationFit& t) {
+  if (t.slot < 0) return t.output + " row " + std::to_string(t.row);
+  if (t.output == engine_output_name(EngineOutputId::kCompact)) {
+    return t.output + " slot " + std::to_string(t.slot) + " (row " + std::to_string(t.row) + ")";
+  }
+  return t.output + " row " + std::to_string(t.row) + " (slot " + std::to_string(t.slot) + ")";
+}
+
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
   const std::string shares = format_short(100 * t.explained) + " % of the residual energy; the best alternative " +
                              format_short(100 * t.alternative_explained) + " %";
@@ -409,10 +462,9 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
   if (t.value > 0) signed_value.insert(0, 1, '+');
   switch (t.kind) {
     case FitKind::kRow: {
-      const std::string where = t.output + " row " + std::to_string(t.row) +
-                                ": the residuals lie in that row alone, in column " + std::to_string(t.col) +
-                                " and in at least half of " + std::to_string(t.columns) + " other columns tested (" +
-                                shares + ")";
+      const std::string where = describe_row(t) + ": the residuals lie in that row alone, in column " +
+                                std::to_string(t.col) + " and in at least half of " + std::to_string(t.columns) +
+                                " other columns tested (" + shares + ")";
       if (t.scale_explained < 0.9) {
         return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
                " %): that row's activations are not the ones the kernel multiplied";
@@ -427,9 +479,8 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
              std::to_string(t.group) + "): that group's activation scale is not the one the kernel used";
     }
     case FitKind::kElement:
-      return t.output + " row " + std::to_string(t.row) + ", column " + std::to_string(t.col) +
-             ": that one value is off by " + signed_value + " from its exact value (" + shares +
-             "), and the row stands out in none of " + std::to_string(t.columns) +
+      return describe_row(t) + ", column " + std::to_string(t.col) + ": that one value is off by " + signed_value +
+             " from its exact value (" + shares + "), and the row stands out in none of " + std::to_string(t.columns) +
              " other columns tested: a wrong value, not a wrong weight or activation";
     case FitKind::kColumnOffset:
       return t.output + " column " + std::to_string(t.col) + ": every row's output is off by " + signed_value +

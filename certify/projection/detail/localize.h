@@ -5,22 +5,29 @@
 // candidate then names a scale somewhere else (docs/detection.md "Where the fault is").
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "certify/projection/checks.h"
 
 namespace ncert::certify::detail {
 
-/// Fits the strongest candidate's column of y_unpacked, by least squares over its rows, by one
+/// (output, column) pairs with a significant candidate, per engine output (report order).
+using SignificantColumns = std::array<Index, kEngineOutputs>;
+
+/// Fits the strongest candidate's column of its output (y_unpacked, or y_packed / y_compact for
+/// a fault of the packed path alone), by least squares over the rows it holds, by one
 /// row alone, a constant, each group's weights offset, each group's scale and the column's
 /// scale, and sets e.zero_point or e.fit where one of the first three (not a scale) explains at
 /// least half the residual energy and leaves at most a quarter of what the best other leaves;
-/// a row is then tested in up to 64 other columns (row or element). Requires e.strongest; sets
-/// nothing without y_unpacked or with fewer than 4 finite rows. Runs on a failure only: M x K
-/// products per column fitted.
-void localize(const ProjectionFacts& f, SignatureEvidence& e);
+/// a row is then tested in up to 64 other columns of that output (row, or element where
+/// `significant` allows one value only). Sets nothing without e.strongest or with fewer than 4
+/// finite rows. Runs on a failure only: M x K products per column fitted.
+void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignificantColumns& significant);
 
 std::string describe_zero_point(const ZeroPointFinding& z);
+/// A row fit's row: "y_unpacked row 5", "y_packed row 5 (slot 3)", "y_compact slot 3 (row 5)".
+std::string describe_row(const LocationFit& t);
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info);
 
 }  // namespace ncert::certify::detail

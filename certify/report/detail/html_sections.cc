@@ -129,10 +129,13 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output, bool failed) 
 std::string fit_paragraph(const LocationFit& t) {
   const std::string shares = " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
                              num(100 * t.alternative_explained) + " %)";
+  // A packed output's row names its slot too.
+  std::string row = "row " + std::to_string(t.row);
+  if (t.slot >= 0) row += " (slot " + std::to_string(t.slot) + ")";
   std::string what;
   switch (t.kind) {
     case FitKind::kRow:
-      what = "row " + std::to_string(t.row) + " alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
+      what = row + " alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
       if (t.scale_explained < 0.9) {
         what += "its outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
                 " % of the row's energy)";
@@ -145,8 +148,8 @@ std::string fit_paragraph(const LocationFit& t) {
               " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
       break;
     case FitKind::kElement:
-      what = "row " + std::to_string(t.row) + " of column " + std::to_string(t.col) + " alone: off by " +
-             exact(t.value) + " (the row stands out in none of " + std::to_string(t.columns) + " other columns tested)";
+      what = row + " of column " + std::to_string(t.col) + " alone: off by " + exact(t.value) +
+             " (the row stands out in none of " + std::to_string(t.columns) + " other columns tested)";
       break;
     case FitKind::kColumnOffset:
       what = "column " + std::to_string(t.col) + ": every row's output off by " + exact(t.value) +
