@@ -45,6 +45,20 @@ void keep_strongest(std::vector<SignatureHit>& v, const SignatureHit& h) {
   if (v.size() > SignatureTally::kKeep) v.pop_back();
 }
 
+/// The strongest hit of each of the kKeep strongest columns: the top kKeep columns by their
+/// strongest hit, whatever the order hits arrive or tallies merge in (a column's entry only
+/// grows, and one below the kKeep-th stays below it).
+void keep_strongest_column(std::vector<SignatureHit>& v, const SignatureHit& h) {
+  if (v.size() == SignatureTally::kKeep && !stronger(h, v.back())) return;
+  const auto same = std::find_if(v.begin(), v.end(), [&](const SignatureHit& o) { return o.col == h.col; });
+  if (same != v.end()) {
+    if (!stronger(h, *same)) return;
+    v.erase(same);
+  }
+  v.insert(std::upper_bound(v.begin(), v.end(), h, stronger), h);
+  if (v.size() > SignatureTally::kKeep) v.pop_back();
+}
+
 }  // namespace
 
 void SignatureTally::add(const SignatureHit& h, double threshold) {
@@ -52,6 +66,7 @@ void SignatureTally::add(const SignatureHit& h, double threshold) {
   if (h.z > threshold) ++significant;
   z.add(std::max(h.z, 0.0));
   keep_strongest(strongest, h);
+  keep_strongest_column(strongest_columns, h);
 }
 
 void SignatureTally::add_screened(double bound, Index ranges) {
@@ -70,6 +85,7 @@ void SignatureTally::merge(const SignatureTally& o) {
   columns_as_unpacked += o.columns_as_unpacked;
   z.merge(o.z);
   for (const SignatureHit& h : o.strongest) keep_strongest(strongest, h);
+  for (const SignatureHit& h : o.strongest_columns) keep_strongest_column(strongest_columns, h);
 }
 
 void VarianceTally::merge(const VarianceTally& o) {

@@ -61,6 +61,9 @@ struct SignatureTally {
   Index columns_screened = 0;
   double screened_max = 0;              ///< the largest bound of a screened column
   std::vector<SignatureHit> strongest;  ///< by z, then output, column and range: deterministic
+  /// The same, one per column (its strongest hit): the columns a failure's location is sought
+  /// among beside the strongest (a column holding another's values: detail/localize.h).
+  std::vector<SignatureHit> strongest_columns;
   /// z of every computed candidate, and each screened column's bound (once per column).
   Log2Histogram z{SignatureEvidence::kZLog2Min, SignatureEvidence::kZLog2Max};
   void add(const SignatureHit& h, double threshold);

@@ -128,10 +128,13 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   e.ranges_per_column = static_cast<Index>(pass.ranges.size());
   e.threshold = pass.signature_threshold;
   std::vector<SignatureHit> all;
-  detail::SignificantColumns significant{};
+  detail::SignatureColumns columns;
+  std::vector<SignatureHit> by_column;  // every output's strongest columns, strongest first
   for (EngineOutputId o : kAllEngineOutputs) {
     const SignatureTally& t = pass.signature[static_cast<std::size_t>(o)];
-    significant[static_cast<std::size_t>(o)] = t.significant_columns;
+    columns.significant[static_cast<std::size_t>(o)] = t.significant_columns;
+    if (!t.strongest_columns.empty()) columns.top[static_cast<std::size_t>(o)] = t.strongest_columns.front().col;
+    by_column.insert(by_column.end(), t.strongest_columns.begin(), t.strongest_columns.end());
     e.candidates += t.candidates;
     e.significant += t.significant;
     e.significant_columns += t.significant_columns;
@@ -145,6 +148,11 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     return skipped(id, subject, CheckKind::kSignature, "no output value has a residual to test (no finite value)");
   }
   std::sort(all.begin(), all.end(), stronger);
+  std::sort(by_column.begin(), by_column.end(), stronger);
+  for (const SignatureHit& h : by_column) {
+    const bool seen = std::find(columns.strongest.begin(), columns.strongest.end(), h.col) != columns.strongest.end();
+    if (!seen && columns.strongest.size() < SignatureTally::kKeep) columns.strongest.push_back(h.col);
+  }
   const Index k = info.k;
   for (std::size_t i = 0; i < all.size() && i < SignatureTally::kKeep; ++i) {
     const SignatureHit& h = all[i];
@@ -165,7 +173,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
                            " candidates, false-alarm probability <= 1e-9";
   if (e.significant > 0) {
     const SignatureFinding& s = e.strongest.front();
-    detail::localize(f, e, significant);
+    detail::localize(f, e, columns);
     r.verdict = Verdict::kFail;
     r.reason = describe_location(e, info) + "; " + std::to_string(e.significant) + " candidate" +
                (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) + " output column" +

@@ -459,6 +459,7 @@ enum class FitKind : std::uint8_t {
   kColumnOffset,  ///< the strongest column's outputs, every row moved by one constant (a wrong bias)
   kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
   kGroupScale,    ///< an affine group's scale: its s q part scaled, its bias not (no candidate models it)
+  kColumnSwap,    ///< the strongest column holds another column's exact values (weight rows exchanged)
 };
 std::string_view fit_kind_name(FitKind k);
 
@@ -484,6 +485,12 @@ struct LocationFit {
   /// kRow: the share of that row's energy its scale explains; kGroupOffset of an affine group
   /// whose scale fits alike (its scale, its bias or both): the share its scale alone explains.
   double scale_explained = 0;
+  /// kColumnSwap: the column whose exact values col holds (value: the fitted coefficient of
+  /// their difference, 1 for an exchange); whether other_col holds col's in turn; whether col
+  /// holds other_col's whole output, bias and residual included, rather than its dot product.
+  Index other_col = -1;
+  bool exchanged = false;
+  bool with_epilogue = false;
   bool operator==(const LocationFit&) const = default;
 };
 

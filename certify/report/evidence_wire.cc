@@ -340,6 +340,9 @@ void fields(auto& f, Is<LocationFit> auto& x) {
   f("explained", x.explained);
   f("alternative_explained", x.alternative_explained);
   f("scale_explained", x.scale_explained);
+  f("other_col", x.other_col);
+  f("exchanged", x.exchanged);
+  f("with_epilogue", x.with_epilogue);
 }
 
 void fields(auto& f, Is<SignatureEvidence> auto& x) {

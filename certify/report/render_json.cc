@@ -294,7 +294,10 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                     {"value", number_or_text(t.value)},
                     {"explained", t.explained},
                     {"alternative_explained", t.alternative_explained},
-                    {"scale_explained", t.scale_explained}};
+                    {"scale_explained", t.scale_explained},
+                    {"other_col", t.other_col},
+                    {"exchanged", t.exchanged},
+                    {"with_epilogue", t.with_epilogue}};
   }
   return j;
 }

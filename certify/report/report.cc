@@ -60,6 +60,8 @@ std::string_view fit_kind_name(FitKind k) {
       return "group-offset";
     case FitKind::kGroupScale:
       return "group-scale";
+    case FitKind::kColumnSwap:
+      return "column-swap";
   }
   return "?";
 }

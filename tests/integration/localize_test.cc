@@ -6,6 +6,8 @@
 // a dropped range is still named by its candidate.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -343,11 +345,14 @@ TEST(Localize, OneWrongValueOfThePackedPathIsNamedThatValueAndTwoAreNot) {
   const std::string path = write_fixture(packed_only_spec(), "localize-packed-element.h5");
   const Index slot = slot_of(path, 9);
   ASSERT_GE(slot, 0);
-  auto add = [&](Index row, Index col, float d) {
+  auto add = [&](Index row, Index col, float d, bool in_packed = true, bool in_compact = true) {
     const std::string packed = "/projections/proj/y_packed", compact = "/projections/proj/y_compact";
-    ncert::testing::poke_f32(path, packed, row, col, ncert::testing::read_f32(path, packed, row, col) + d);
+    if (in_packed)
+      ncert::testing::poke_f32(path, packed, row, col, ncert::testing::read_f32(path, packed, row, col) + d);
     const Index s = slot_of(path, row);
-    ncert::testing::poke_f32(path, compact, s, col, ncert::testing::read_f32(path, compact, s, col) + d);
+    if (in_compact) {
+      ncert::testing::poke_f32(path, compact, s, col, ncert::testing::read_f32(path, compact, s, col) + d);
+    }
   };
   add(9, 70, 0.01f);
   const Report r = check_dump(path);
@@ -372,6 +377,165 @@ TEST(Localize, OneWrongValueOfThePackedPathIsNamedThatValueAndTwoAreNot) {
   const SignatureEvidence t = failing_signature(two);
   EXPECT_EQ(t.significant_columns, 4);
   EXPECT_FALSE(t.fit.has_value()) << signature_reason(two);
+
+  // Nor one wrong value in y_packed's column 70 and another in y_compact's column 2 (a
+  // reviewer's: one significant column in each packed output, read as one value), nor the
+  // same column with different values.
+  const std::string other = write_fixture(packed_only_spec(), "localize-packed-two-outputs.h5");
+  const std::string packed = "/projections/proj/y_packed", compact = "/projections/proj/y_compact";
+  ncert::testing::poke_f32(other, packed, 9, 70, ncert::testing::read_f32(other, packed, 9, 70) + 0.01f);
+  ncert::testing::poke_f32(other, compact, slot, 2, ncert::testing::read_f32(other, compact, slot, 2) + 0.01f);
+  const Report apart = check_dump(other);
+  EXPECT_EQ(failing_signature(apart).significant_columns, 2);
+  EXPECT_FALSE(failing_signature(apart).fit.has_value()) << signature_reason(apart);
+  ncert::testing::poke_f32(other, compact, slot, 2, ncert::testing::read_f32(other, compact, slot, 2) - 0.01f);
+  ncert::testing::poke_f32(other, compact, slot, 70, ncert::testing::read_f32(other, compact, slot, 70) + 0.02f);
+  const Report unequal = check_dump(other);
+  EXPECT_EQ(failing_signature(unequal).significant_columns, 2);
+  EXPECT_FALSE(failing_signature(unequal).fit.has_value()) << signature_reason(unequal);
+}
+
+TEST(Localize, ExchangedWeightRowsAreNamedAnExchange) {
+  // The kernel's weight rows 3 and 4 exchanged (both paths; each column's bias its own): column
+  // 3's outputs are column 4's dot products plus column 3's bias. Before, read as a per-channel
+  // scale of one of them.
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].engine_swapped_weight_rows = true;
+  const Report r = check_dump(write_fixture(d, "localize-swapped-rows.h5"));
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kColumnSwap);
+  const Index a = fixtures::kFaultColumn, b = fixtures::kFaultColumn + 1;
+  EXPECT_TRUE((e.fit->col == a && e.fit->other_col == b) || (e.fit->col == b && e.fit->other_col == a))
+      << signature_reason(r);
+  EXPECT_TRUE(e.fit->exchanged);
+  EXPECT_FALSE(e.fit->with_epilogue);
+  EXPECT_NEAR(e.fit->value, 1.0, 1e-4);
+  EXPECT_GT(e.fit->explained, 0.99);
+  EXPECT_NE(signature_reason(r).find("the kernel's weight rows 3 and 4 are exchanged"), std::string::npos)
+      << signature_reason(r);
+}
+
+TEST(Localize, OutputsExchangedAfterTheBiasOrOneColumnCopiedAreNamedSo) {
+  // Columns 70 and 71 exchanged in every output after the epilogue (bias included), written
+  // with HDF5 alone; then column 70 holding column 71's values while 71 keeps its own.
+  const std::string path = write_fixture(localize_spec(), "localize-swapped-outputs.h5");
+  const Index a = 70, b = 71;
+  auto exchange = [&](bool both) {
+    const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
+    auto swap_in = [&](const std::string& y, Index row) {
+      const float va = ncert::testing::read_f32(path, y, row, a), vb = ncert::testing::read_f32(path, y, row, b);
+      ncert::testing::poke_f32(path, y, row, a, vb);
+      if (both) ncert::testing::poke_f32(path, y, row, b, va);
+    };
+    for (Index i = 0; i < 32; ++i) swap_in("/projections/proj/y_unpacked", i);
+    for (std::size_t s = 0; s < selector.size(); ++s) {
+      if (selector[s] < 0) continue;
+      swap_in("/projections/proj/y_packed", selector[s]);
+      swap_in("/projections/proj/y_compact", static_cast<Index>(s));
+    }
+  };
+  exchange(true);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kColumnSwap);
+  EXPECT_TRUE(e.fit->exchanged);
+  EXPECT_TRUE(e.fit->with_epilogue);
+  EXPECT_NE(signature_reason(r).find("outputs 70 and 71 are exchanged after the epilogue"), std::string::npos)
+      << signature_reason(r);
+
+  // Undo, then copy 71's values into 70 alone.
+  exchange(true);
+  ASSERT_EQ(check_dump(path).verdict(), Verdict::kPass);
+  exchange(false);
+  const Report copied = check_dump(path);
+  const SignatureEvidence c = failing_signature(copied);
+  ASSERT_TRUE(c.fit.has_value()) << copied.to_text(true);
+  EXPECT_EQ(c.fit->kind, FitKind::kColumnSwap);
+  EXPECT_EQ(c.fit->col, a);
+  EXPECT_EQ(c.fit->other_col, b);
+  EXPECT_FALSE(c.fit->exchanged);
+  EXPECT_NE(signature_reason(copied).find("y_unpacked column 70 holds column 71's exact outputs, bias and residual "
+                                          "included"),
+            std::string::npos)
+      << signature_reason(copied);
+  EXPECT_NE(signature_reason(copied).find("column 71's output is stored in column 70 (a store to the wrong column"),
+            std::string::npos)
+      << signature_reason(copied);
+}
+
+TEST(Localize, AColumnHoldingAnotherFarFromItIsFoundAmongTheStrongestColumns) {
+  // Six outputs permuted in a cycle (20 <- 37 <- 90 <- 5 <- 66 <- 101 <- 20): the 8 strongest
+  // candidates all lie in columns 90 and 101, so the strongest column's source, column 5, is
+  // found among the strongest columns (one candidate each), not among the candidates.
+  const std::string path = write_fixture(localize_spec(), "localize-cycle.h5");
+  const std::vector<Index> cycle = {20, 37, 90, 5, 66, 101};
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
+  auto rotate = [&](const std::string& y, Index row) {
+    std::vector<float> v;
+    v.reserve(cycle.size());
+    for (Index c : cycle) v.push_back(ncert::testing::read_f32(path, y, row, c));
+    for (std::size_t i = 0; i < cycle.size(); ++i) {
+      ncert::testing::poke_f32(path, y, row, cycle[i], v[(i + 1) % cycle.size()]);
+    }
+  };
+  for (Index i = 0; i < 32; ++i) rotate("/projections/proj/y_unpacked", i);
+  for (std::size_t s = 0; s < selector.size(); ++s) {
+    if (selector[s] < 0) continue;
+    rotate("/projections/proj/y_packed", selector[s]);
+    rotate("/projections/proj/y_compact", static_cast<Index>(s));
+  }
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kColumnSwap);
+  // The premise: the source is not among the 8 strongest candidates' columns.
+  for (const SignatureFinding& f : e.strongest) EXPECT_NE(f.col, e.fit->other_col);
+  const auto at = std::find(cycle.begin(), cycle.end(), e.fit->col);
+  ASSERT_NE(at, cycle.end()) << signature_reason(r);
+  EXPECT_EQ(e.fit->other_col, cycle[static_cast<std::size_t>(at - cycle.begin() + 1) % cycle.size()])
+      << signature_reason(r);
+  EXPECT_FALSE(e.fit->exchanged);
+  EXPECT_TRUE(e.fit->with_epilogue);
+}
+
+TEST(Localize, AZeroedColumnBesideASmallOneIsNotNamedACopyOfIt) {
+  // No bias; column 66's bf16 weights and outputs x 1/16 (exact: still legitimate), then
+  // column 67's outputs zeroed. r = -y*(67), and y*(66) is a sixteenth of it: col 67 minus
+  // "holds column 66's" leaves y*(66), under 1 % of r's energy; only the test against y*(66)'s
+  // own energy refuses it (a reviewer's "column 67 holds column 66's exact outputs").
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].epilogue = reference::Epilogue::kNone;
+  const std::string path = write_fixture(d, "localize-zeroed-column.h5");
+  const std::string weights = "/projections/proj/weight/s1_bf16/values";
+  std::vector<std::uint16_t> w = ncert::testing::read_row_bits16(path, weights, 66 - 64);
+  for (std::uint16_t& b : w) {
+    const int exponent = (b >> 7) & 0xff;
+    if (exponent == 0) continue;  // zero (the fixture draws no subnormals)
+    ASSERT_GT(exponent, 4);
+    b = static_cast<std::uint16_t>(b - (4 << 7));
+  }
+  ncert::testing::write_row_bits16(path, weights, 66 - 64, w);
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
+  auto each = [&](const std::function<void(const std::string&, Index)>& at) {
+    for (Index i = 0; i < 32; ++i) at("/projections/proj/y_unpacked", i);
+    for (std::size_t s = 0; s < selector.size(); ++s) {
+      if (selector[s] < 0) continue;
+      at("/projections/proj/y_packed", selector[s]);
+      at("/projections/proj/y_compact", static_cast<Index>(s));
+    }
+  };
+  each([&](const std::string& y, Index row) {
+    ncert::testing::poke_f32(path, y, row, 66, ncert::testing::read_f32(path, y, row, 66) / 16);
+  });
+  ASSERT_EQ(check_dump(path).verdict(), Verdict::kPass) << check_dump(path).to_text(true);
+  each([&](const std::string& y, Index row) { ncert::testing::poke_f32(path, y, row, 67, 0.0f); });
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_FALSE(e.strongest.empty());
+  EXPECT_EQ(e.strongest.front().col, 67);
+  EXPECT_TRUE(!e.fit || e.fit->kind != FitKind::kColumnSwap) << signature_reason(r);
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ struct ColumnResiduals {
   /// AF4 affine (w = s q + b): sxw holds sum x (w - b), the part a wrong scale moves.
   bool affine = false;
   std::vector<double> r, dot, v, range, sx, sxw, scale;  ///< scale: per group (zero-point only)
+  std::vector<double> exact;                             ///< the exact output: dot, bias, residual
   std::vector<double> parts;                             ///< Extras::part_row's partial dots
 };
 
@@ -134,6 +135,7 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
                          : std::nan("");
     const bool finite = std::isfinite(r) && std::isfinite(dot) && std::isfinite(mag);
     c.r.push_back(finite ? r : std::nan(""));
+    c.exact.push_back(y_star);
     c.dot.push_back(dot);
     c.range.push_back(range);
     c.v.push_back(finite ? mag : 0.0);
@@ -327,6 +329,135 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
   return t;
 }
 
+/// A kernel whose weight row `col` is another column's (output channels permuted, two rows
+/// exchanged) leaves r = d per row, d = x (w_other - w_col), to the rounding: no scale or
+/// offset of col's own explains it (a reviewer's exchanged rows read as a per-channel scale).
+/// Where the other column is the one, r - d holds at most this share of r's weighted energy,
+/// and of the other column's exact values' own: a random column leaves about the energy of d,
+/// 1-2 times r's; a zeroed column (r = -y*) beside one of a tenth its size leaves that column's
+/// energy, under 1 % of r's but all of its own (a reviewer's: "column 67 holds column 66's").
+constexpr double kSwapRemainder = 0.01;
+
+/// Column c as holding another column's exact values `held`, where its own are `own`: the
+/// weighted energy r - (held - own) leaves over the rows c holds, the least-squares
+/// coefficient of (held - own) in r, its energy, and the energy of `held` itself.
+struct SwapFit {
+  double remainder = 0, coef = 0, dd = 0, held = 0, rr = 0;
+  /// Whether c holds them: the remainder is small against r's energy and held's.
+  bool holds() const {
+    return dd > 0 && rr > 0 && remainder <= kSwapRemainder * rr && remainder <= kSwapRemainder * held;
+  }
+};
+
+SwapFit swap_of(const ColumnResiduals& c, const std::vector<double>& held, const std::vector<double>& own) {
+  SwapFit s;
+  double rd = 0;
+  for (Index i = 0; i < c.rows; ++i) {
+    const std::size_t at = static_cast<std::size_t>(i);
+    const double r = weighted(c, i);
+    const double x = (held[at] - own[at]) / c.v[at], h = held[at] / c.v[at];
+    if (std::isnan(r) || !std::isfinite(x) || !std::isfinite(h)) continue;
+    s.remainder += (r - x) * (r - x);
+    rd += r * x;
+    s.dd += x * x;
+    s.held += h * h;
+    s.rr += r * r;
+  }
+  s.coef = s.dd > 0 ? rd / s.dd : 0.0;
+  return s;
+}
+
+/// The swap test: col against the columns beside it and the other columns of the strongest
+/// candidates (up to 8, one per column); of those whose exact dot products (or, with a bias or
+/// residual in the epilogue, whole exact outputs) col holds, leaving less than any fit of col's
+/// own, the one leaving the least is named, and tested in turn for holding col's.
+std::optional<LocationFit> swap_fit(const LoadedProjection& d, const reference::LinearProblem& p,
+                                    const OutputRows& rows, const std::vector<Index>& strongest,
+                                    const ColumnResiduals& c, const Fits& fits, Index col) {
+  const Index n = d.info->n;
+  std::vector<Index> others;
+  auto offer = [&](Index o) {
+    if (o >= 0 && o < n && o != col && std::find(others.begin(), others.end(), o) == others.end()) others.push_back(o);
+  };
+  offer(col - 1);
+  offer(col + 1);
+  for (Index s : strongest) offer(s);
+  const bool epilogue = reference::has_bias(p.epilogue) || reference::has_residual(p.epilogue);
+  std::optional<LocationFit> best;
+  double best_remainder = 0;
+  for (Index o : others) {
+    const ColumnResiduals b = column_residuals(d, p, rows, o);
+    // The dot products, and with an epilogue the whole outputs: the one leaving less (a bias
+    // exchanged with its output leaves the two biases' difference under the first).
+    SwapFit s = swap_of(c, b.dot, c.dot);
+    bool whole = false;
+    if (epilogue) {
+      const SwapFit w = swap_of(c, b.exact, c.exact);
+      if (w.holds() && (!s.holds() || w.remainder < s.remainder)) {
+        s = w;
+        whole = true;
+      }
+    }
+    // It must also leave less than the best fit of col's own (a zeroed column fits a scale of
+    // 0 exactly).
+    const double own = fits.rr - fits.energy[fits.best()];
+    if (!s.holds() || !(s.remainder < own) || (best && s.remainder >= best_remainder)) continue;
+    LocationFit t;
+    t.kind = FitKind::kColumnSwap;
+    t.output = std::string(engine_output_name(rows.id));
+    t.col = col;
+    t.other_col = o;
+    t.with_epilogue = whole;
+    t.value = s.coef;
+    t.explained = std::min(1.0, std::max(0.0, 1 - s.remainder / fits.rr));
+    t.alternative_explained = std::min(1.0, fits.energy[fits.best()] / fits.rr);
+    // The other column holding col's values in turn, by the same rule.
+    t.exchanged = (whole ? swap_of(b, c.exact, b.exact) : swap_of(b, c.dot, b.dot)).holds();
+    best = t;
+    best_remainder = s.remainder;
+  }
+  return best;
+}
+
+/// Whether one wrong value may be named (row_fit's element), and the other packed output
+/// holding it too. One value moves one column of its output. A packed column equal to
+/// y_unpacked's on every row it holds is tested there, not counted again, so a value wrong in
+/// both paths is one significant column; a value of the packed path alone is one in y_compact
+/// and, scattered, one in y_packed, the same column (and the same value: same_value), and
+/// none in y_unpacked.
+struct OneValue {
+  bool one_column = false;
+  std::optional<EngineOutputId> pair;
+};
+
+OneValue one_value_rule(EngineOutputId held, Index col, const SignatureColumns& columns) {
+  OneValue v;
+  v.one_column = columns.significant[static_cast<std::size_t>(held)] == 1;
+  for (EngineOutputId o : kAllEngineOutputs) {
+    const Index count = columns.significant[static_cast<std::size_t>(o)];
+    if (o == held || count == 0) continue;
+    const bool packed_pair = held != EngineOutputId::kUnpacked && o != EngineOutputId::kUnpacked;
+    if (packed_pair && count == 1 && columns.top[static_cast<std::size_t>(o)] == col) {
+      v.pair = o;
+    } else {
+      v.one_column = false;
+    }
+  }
+  return v;
+}
+
+/// Whether the other packed output holds row `row`'s value of column `col` bit for bit: two
+/// different wrong values, one in each, are not one value (a reviewer's y_packed column 70 and
+/// y_compact column 2 read as one).
+bool same_value(const ProjectionFacts& f, const OutputRows& rows, EngineOutputId pair, Index row, Index col) {
+  const OutputRows twin = output_rows(f, pair);
+  const Index a = rows.source[static_cast<std::size_t>(row)];
+  const Index b = twin.source[static_cast<std::size_t>(row)];
+  const DType type = f.info().output;
+  const Index stride = f.info().out_stride;
+  return a >= 0 && b >= 0 && rows.out->bits(type, stride, a, col) == twin.out->bits(type, stride, b, col);
+}
+
 /// A group's place in the fit: its number and K range.
 void set_group(LocationFit& t, Index group, Index group_size) {
   t.group = group;
@@ -336,7 +467,7 @@ void set_group(LocationFit& t, Index group, Index group_size) {
 
 }  // namespace
 
-void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignificantColumns& significant) {
+void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns) {
   const LoadedProjection& d = f.data;
   if (e.strongest.empty()) return;
   const SignatureFinding& strongest = e.strongest.front();
@@ -347,20 +478,16 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignificantC
   if (held == kAllEngineOutputs.end() || !d.output(*held).present) return;
   const OutputRows rows = output_rows(f, *held);
   const std::string output(engine_output_name(*held));
-  // One value moves one column of its output. A packed column equal to y_unpacked's on every
-  // row it holds is tested there, not counted again, so a value wrong in both paths is one
-  // significant column; a value of the packed path alone is one in y_compact and, scattered,
-  // one in y_packed (identity holds the two to each other), and none in y_unpacked.
-  bool one_column = significant[static_cast<std::size_t>(*held)] == 1;
-  for (EngineOutputId o : kAllEngineOutputs) {
-    const bool packed_pair = *held != EngineOutputId::kUnpacked && o != EngineOutputId::kUnpacked;
-    if (o != *held && significant[static_cast<std::size_t>(o)] > (packed_pair ? 1 : 0)) one_column = false;
-  }
   const Index col = strongest.col;
+  const OneValue one_value = one_value_rule(*held, col, columns);
   const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
   const ColumnResiduals c = column_residuals(d, p, rows, col, Extras{-1, 0, strongest.k_begin, strongest.k_end});
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
+  if (std::optional<LocationFit> t = swap_fit(d, p, rows, columns.strongest, c, fits, col)) {
+    e.fit = *t;
+    return;
+  }
   const std::size_t best = fits.best();
   // The candidates' own reading stands for a scale or their own range, except an affine
   // group's scale, whose s q part alone no candidate models.
@@ -391,7 +518,11 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignificantC
     return;
   }
   if (best == kRowAlone) {
-    if (std::optional<LocationFit> t = row_fit(d, p, rows, col, c, fits, one_column)) e.fit = *t;
+    std::optional<LocationFit> t = row_fit(d, p, rows, col, c, fits, one_value.one_column);
+    if (t && t->kind == FitKind::kElement && one_value.pair && !same_value(f, rows, *one_value.pair, t->row, col)) {
+      return;
+    }
+    if (t) e.fit = *t;
     return;
   }
   LocationFit t;
@@ -491,6 +622,25 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit a scale of " + format_short(t.value) + "x the dumped scale of that affine group (" +
              shares + "): its s q part is scaled (its bias alone explains less)";
+    case FitKind::kColumnSwap: {
+      const std::string col = std::to_string(t.col), other = std::to_string(t.other_col);
+      const std::string what = t.with_epilogue ? "exact outputs, bias and residual included" : "exact dot products";
+      const std::string s = t.output + " column " + col + " holds column " + other + "'s " + what + " (they explain " +
+                            format_short(100 * t.explained) + " % of its residual energy, fitted " +
+                            format_short(t.value) + "x; the best fit of its own " +
+                            format_short(100 * t.alternative_explained) + " %)";
+      if (!t.exchanged) {
+        return s + (t.with_epilogue ? ": column " + other + "'s output is stored in column " + col +
+                                          " (a store to the wrong column, or the outputs permuted)"
+                                    : ": the kernel's weight row " + col + " is row " + other +
+                                          "'s (a row duplicated, or the output channels permuted)");
+      }
+      const std::string pair =
+          std::to_string(std::min(t.col, t.other_col)) + " and " + std::to_string(std::max(t.col, t.other_col));
+      return s + ", and column " + other + " holds column " + col + "'s: " +
+             (t.with_epilogue ? "outputs " + pair + " are exchanged after the epilogue"
+                              : "the kernel's weight rows " + pair + " are exchanged (output channels permuted)");
+    }
     case FitKind::kGroupOffset: {
       if (t.scale_explained > 0) {
         return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +

@@ -129,9 +129,13 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output, bool failed) 
 std::string fit_paragraph(const LocationFit& t) {
   const std::string shares = " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
                              num(100 * t.alternative_explained) + " %)";
-  // A packed output's row names its slot too.
+  // A packed output's row names its slot too; y_compact's rows are its slots.
   std::string row = "row " + std::to_string(t.row);
-  if (t.slot >= 0) row += " (slot " + std::to_string(t.slot) + ")";
+  if (t.slot >= 0 && t.output == "y_compact") {
+    row = "slot " + std::to_string(t.slot) + " (row " + std::to_string(t.row) + ")";
+  } else if (t.slot >= 0) {
+    row += " (slot " + std::to_string(t.slot) + ")";
+  }
   std::string what;
   switch (t.kind) {
     case FitKind::kRow:
@@ -170,6 +174,11 @@ std::string fit_paragraph(const LocationFit& t) {
       what = "column " + std::to_string(t.col) + ", affine group " + std::to_string(t.group) + " (k " +
              std::to_string(t.k_begin) + "&#8211;" + std::to_string(t.k_end - 1) + "): its scale " + num(t.value) +
              "&#215; the dumped one";
+      break;
+    case FitKind::kColumnSwap:
+      what = "column " + std::to_string(t.col) + " holds column " + std::to_string(t.other_col) + "'s exact " +
+             (t.with_epilogue ? "outputs" : "dot products") + " (fitted " + num(t.value) + "&#215;)" +
+             (t.exchanged ? ", and column " + std::to_string(t.other_col) + " holds its: the two exchanged" : "");
       break;
   }
   return "<p class=\"fit\">" + markup(t.output) + " " + what + shares + "</p>";
