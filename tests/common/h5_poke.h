@@ -76,50 +76,47 @@ inline std::uint16_t step_bits16(const std::string& path, const std::string& dat
   return bits;
 }
 
-/// Row `row` of a 2-D dataset of 16-bit raw patterns, as stored.
-inline std::vector<std::uint16_t> read_row_bits16(const std::string& path, const std::string& dataset,
-                                                  std::int64_t row) {
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  EXPECT_GE(f, 0) << path;
+/// Reads (write = false: `bits` sized to the row) or sets row `row` of a 2-D dataset of 16-bit
+/// raw patterns, as stored.
+inline void access_row_bits16(const std::string& path, const std::string& dataset, std::int64_t row,
+                              std::vector<std::uint16_t>& bits, bool write) {
+  const hid_t f = H5Fopen(path.c_str(), write ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << path;
   const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
-  EXPECT_GE(d, 0) << dataset;
+  ASSERT_GE(d, 0) << dataset;
   const hid_t type = H5Dget_type(d);
   const hid_t file_space = H5Dget_space(d);
   hsize_t dims[2] = {0, 0};
   EXPECT_EQ(H5Sget_simple_extent_dims(file_space, dims, nullptr), 2) << dataset;
-  std::vector<std::uint16_t> bits(dims[1]);
+  if (!write) bits.assign(dims[1], 0);
   const hsize_t start[2] = {static_cast<hsize_t>(row), 0};
-  const hsize_t count[2] = {1, dims[1]};
+  const hsize_t count[2] = {1, static_cast<hsize_t>(bits.size())};
   H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr);
   const hid_t mem_space = H5Screate_simple(2, count, nullptr);
-  EXPECT_GE(H5Dread(d, type, mem_space, file_space, H5P_DEFAULT, bits.data()), 0);
+  if (write) {
+    EXPECT_GE(H5Dwrite(d, type, mem_space, file_space, H5P_DEFAULT, bits.data()), 0);
+  } else {
+    EXPECT_GE(H5Dread(d, type, mem_space, file_space, H5P_DEFAULT, bits.data()), 0);
+  }
   H5Sclose(mem_space);
   H5Sclose(file_space);
   H5Tclose(type);
   H5Dclose(d);
   H5Fclose(f);
+}
+
+/// Row `row` of a 2-D dataset of 16-bit raw patterns, as stored.
+inline std::vector<std::uint16_t> read_row_bits16(const std::string& path, const std::string& dataset,
+                                                  std::int64_t row) {
+  std::vector<std::uint16_t> bits;
+  access_row_bits16(path, dataset, row, bits, false);
   return bits;
 }
 
 /// Replaces row `row` of a 2-D dataset of 16-bit raw patterns (as stored; same length).
 inline void write_row_bits16(const std::string& path, const std::string& dataset, std::int64_t row,
-                             const std::vector<std::uint16_t>& bits) {
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  EXPECT_GE(f, 0) << path;
-  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
-  EXPECT_GE(d, 0) << dataset;
-  const hid_t type = H5Dget_type(d);
-  const hid_t file_space = H5Dget_space(d);
-  const hsize_t start[2] = {static_cast<hsize_t>(row), 0};
-  const hsize_t count[2] = {1, static_cast<hsize_t>(bits.size())};
-  H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr);
-  const hid_t mem_space = H5Screate_simple(2, count, nullptr);
-  EXPECT_GE(H5Dwrite(d, type, mem_space, file_space, H5P_DEFAULT, bits.data()), 0);
-  H5Sclose(mem_space);
-  H5Sclose(file_space);
-  H5Tclose(type);
-  H5Dclose(d);
-  H5Fclose(f);
+                             std::vector<std::uint16_t> bits) {
+  access_row_bits16(path, dataset, row, bits, true);
 }
 
 /// Replaces the whole of a 1-D i32 dataset (same length).

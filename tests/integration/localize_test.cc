@@ -24,6 +24,9 @@ using ncert::testing::check_dump;
 using ncert::testing::find_check;
 using ncert::testing::write_fixture;
 
+/// localize_spec's rows (M).
+constexpr Index kLocalizeRows = 32;
+
 /// 8 requests x 4 rows in 32 slots, K = 1024, f32 outputs with a bias: an AF4 affine segment
 /// (groups of 64) beside a bf16 one.
 fixtures::DumpSpec localize_spec() {
@@ -254,6 +257,18 @@ Index slot_of(const std::string& path, Index row) {
   return -1;
 }
 
+/// Calls `at(dataset, row)` for every row of y_unpacked and every selected row of y_packed and
+/// y_compact (the compact row being its slot): an edit made there is made in both paths.
+void for_each_output_row(const std::string& path, const std::function<void(const std::string&, Index)>& at) {
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
+  for (Index i = 0; i < kLocalizeRows; ++i) at("/projections/proj/y_unpacked", i);
+  for (std::size_t s = 0; s < selector.size(); ++s) {
+    if (selector[s] < 0) continue;
+    at("/projections/proj/y_packed", selector[s]);
+    at("/projections/proj/y_compact", static_cast<Index>(s));
+  }
+}
+
 /// localize_spec with its rows gathered into shuffled slots and the engine's faults planted in
 /// the packed path alone: y_unpacked is right, identity fails, and the fit runs on y_packed.
 fixtures::DumpSpec packed_only_spec() {
@@ -422,18 +437,11 @@ TEST(Localize, OutputsExchangedAfterTheBiasOrOneColumnCopiedAreNamedSo) {
   const std::string path = write_fixture(localize_spec(), "localize-swapped-outputs.h5");
   const Index a = 70, b = 71;
   auto exchange = [&](bool both) {
-    const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
-    auto swap_in = [&](const std::string& y, Index row) {
+    for_each_output_row(path, [&](const std::string& y, Index row) {
       const float va = ncert::testing::read_f32(path, y, row, a), vb = ncert::testing::read_f32(path, y, row, b);
       ncert::testing::poke_f32(path, y, row, a, vb);
       if (both) ncert::testing::poke_f32(path, y, row, b, va);
-    };
-    for (Index i = 0; i < 32; ++i) swap_in("/projections/proj/y_unpacked", i);
-    for (std::size_t s = 0; s < selector.size(); ++s) {
-      if (selector[s] < 0) continue;
-      swap_in("/projections/proj/y_packed", selector[s]);
-      swap_in("/projections/proj/y_compact", static_cast<Index>(s));
-    }
+    });
   };
   exchange(true);
   const Report r = check_dump(path);
@@ -471,21 +479,14 @@ TEST(Localize, AColumnHoldingAnotherFarFromItIsFoundAmongTheStrongestColumns) {
   // found among the strongest columns (one candidate each), not among the candidates.
   const std::string path = write_fixture(localize_spec(), "localize-cycle.h5");
   const std::vector<Index> cycle = {20, 37, 90, 5, 66, 101};
-  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
-  auto rotate = [&](const std::string& y, Index row) {
+  for_each_output_row(path, [&](const std::string& y, Index row) {
     std::vector<float> v;
     v.reserve(cycle.size());
     for (Index c : cycle) v.push_back(ncert::testing::read_f32(path, y, row, c));
     for (std::size_t i = 0; i < cycle.size(); ++i) {
       ncert::testing::poke_f32(path, y, row, cycle[i], v[(i + 1) % cycle.size()]);
     }
-  };
-  for (Index i = 0; i < 32; ++i) rotate("/projections/proj/y_unpacked", i);
-  for (std::size_t s = 0; s < selector.size(); ++s) {
-    if (selector[s] < 0) continue;
-    rotate("/projections/proj/y_packed", selector[s]);
-    rotate("/projections/proj/y_compact", static_cast<Index>(s));
-  }
+  });
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r);
   ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
@@ -517,20 +518,11 @@ TEST(Localize, AZeroedColumnBesideASmallOneIsNotNamedACopyOfIt) {
     b = static_cast<std::uint16_t>(b - (4 << 7));
   }
   ncert::testing::write_row_bits16(path, weights, 66 - 64, w);
-  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, "/projections/proj/selector");
-  auto each = [&](const std::function<void(const std::string&, Index)>& at) {
-    for (Index i = 0; i < 32; ++i) at("/projections/proj/y_unpacked", i);
-    for (std::size_t s = 0; s < selector.size(); ++s) {
-      if (selector[s] < 0) continue;
-      at("/projections/proj/y_packed", selector[s]);
-      at("/projections/proj/y_compact", static_cast<Index>(s));
-    }
-  };
-  each([&](const std::string& y, Index row) {
+  for_each_output_row(path, [&](const std::string& y, Index row) {
     ncert::testing::poke_f32(path, y, row, 66, ncert::testing::read_f32(path, y, row, 66) / 16);
   });
   ASSERT_EQ(check_dump(path).verdict(), Verdict::kPass) << check_dump(path).to_text(true);
-  each([&](const std::string& y, Index row) { ncert::testing::poke_f32(path, y, row, 67, 0.0f); });
+  for_each_output_row(path, [&](const std::string& y, Index row) { ncert::testing::poke_f32(path, y, row, 67, 0.0f); });
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r);
   ASSERT_FALSE(e.strongest.empty());
