@@ -45,9 +45,8 @@ void keep_strongest(std::vector<SignatureHit>& v, const SignatureHit& h) {
   if (v.size() > SignatureTally::kKeep) v.pop_back();
 }
 
-/// The strongest hit of each of the kKeep strongest columns: the top kKeep columns by their
-/// strongest hit, whatever the order hits arrive or tallies merge in (a column's entry only
-/// grows, and one below the kKeep-th stays below it).
+}  // namespace
+
 void keep_strongest_column(std::vector<SignatureHit>& v, const SignatureHit& h) {
   if (v.size() == SignatureTally::kKeep && !stronger(h, v.back())) return;
   const auto same = std::find_if(v.begin(), v.end(), [&](const SignatureHit& o) { return o.col == h.col; });
@@ -58,8 +57,6 @@ void keep_strongest_column(std::vector<SignatureHit>& v, const SignatureHit& h) 
   v.insert(std::upper_bound(v.begin(), v.end(), h, stronger), h);
   if (v.size() > SignatureTally::kKeep) v.pop_back();
 }
-
-}  // namespace
 
 void SignatureTally::add(const SignatureHit& h, double threshold) {
   ++candidates;

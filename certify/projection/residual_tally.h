@@ -50,6 +50,11 @@ struct SignatureHit {
 /// the strongest ones do not depend on how blocks were merged).
 bool stronger(const SignatureHit& a, const SignatureHit& b);
 
+/// Keeps in `v` the strongest hit of each of the SignatureTally::kKeep strongest columns (by
+/// their strongest hit; any output), strongest first: the same whatever order hits arrive or
+/// lists merge in (a column's entry only grows, and one below the kKeep-th stays below it).
+void keep_strongest_column(std::vector<SignatureHit>& v, const SignatureHit& h);
+
 struct SignatureTally {
   static constexpr std::size_t kKeep = 8;
   Index candidates = 0;

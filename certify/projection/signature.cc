@@ -129,12 +129,12 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   e.threshold = pass.signature_threshold;
   std::vector<SignatureHit> all;
   detail::SignatureColumns columns;
-  std::vector<SignatureHit> by_column;  // every output's strongest columns, strongest first
+  std::vector<SignatureHit> by_column;  // the strongest columns over every output
   for (EngineOutputId o : kAllEngineOutputs) {
     const SignatureTally& t = pass.signature[static_cast<std::size_t>(o)];
     columns.significant[static_cast<std::size_t>(o)] = t.significant_columns;
     if (!t.strongest_columns.empty()) columns.top[static_cast<std::size_t>(o)] = t.strongest_columns.front().col;
-    by_column.insert(by_column.end(), t.strongest_columns.begin(), t.strongest_columns.end());
+    for (const SignatureHit& h : t.strongest_columns) keep_strongest_column(by_column, h);
     e.candidates += t.candidates;
     e.significant += t.significant;
     e.significant_columns += t.significant_columns;
@@ -148,11 +148,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     return skipped(id, subject, CheckKind::kSignature, "no output value has a residual to test (no finite value)");
   }
   std::sort(all.begin(), all.end(), stronger);
-  std::sort(by_column.begin(), by_column.end(), stronger);
-  for (const SignatureHit& h : by_column) {
-    const bool seen = std::find(columns.strongest.begin(), columns.strongest.end(), h.col) != columns.strongest.end();
-    if (!seen && columns.strongest.size() < SignatureTally::kKeep) columns.strongest.push_back(h.col);
-  }
+  for (const SignatureHit& h : by_column) columns.strongest.push_back(h.col);
   const Index k = info.k;
   for (std::size_t i = 0; i < all.size() && i < SignatureTally::kKeep; ++i) {
     const SignatureHit& h = all[i];

@@ -31,7 +31,7 @@ struct OutputRows {
   EngineOutputId id = EngineOutputId::kUnpacked;
   const EngineOutput* out = nullptr;
   std::vector<Index> source;
-  std::vector<Index> slot;  ///< per row of x: its slot (-1: unselected)
+  const std::vector<Index>* slot_of_row = nullptr;  ///< ProjectionFacts::slot_of_row
 };
 
 OutputRows output_rows(const ProjectionFacts& f, EngineOutputId id) {
@@ -39,7 +39,7 @@ OutputRows output_rows(const ProjectionFacts& f, EngineOutputId id) {
   o.id = id;
   o.out = &f.data.output(id);
   o.source.resize(static_cast<std::size_t>(f.info().m));
-  o.slot = f.slot_of_row;
+  o.slot_of_row = &f.slot_of_row;
   for (std::size_t i = 0; i < o.source.size(); ++i) {
     const Index slot = f.slot_of_row[i];
     if (id == EngineOutputId::kCompact) {
@@ -290,7 +290,7 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
   LocationFit t;
   t.output = std::string(engine_output_name(rows.id));
   t.row = row;
-  if (rows.id != EngineOutputId::kUnpacked) t.slot = rows.slot[at];
+  if (rows.id != EngineOutputId::kUnpacked) t.slot = (*rows.slot_of_row)[at];
   t.col = col;
   t.columns = tested;
   if (tested > 0 && 2 * standing_out >= tested) {
@@ -383,6 +383,9 @@ std::optional<LocationFit> swap_fit(const LoadedProjection& d, const reference::
   offer(col + 1);
   for (Index s : strongest) offer(s);
   const bool epilogue = reference::has_bias(p.epilogue) || reference::has_residual(p.epilogue);
+  // A swap must also leave less than the best fit of col's own (a zeroed column fits a scale
+  // of 0 exactly).
+  const double own_explained = fits.energy[fits.best()];
   std::optional<LocationFit> best;
   double best_remainder = 0;
   for (Index o : others) {
@@ -398,10 +401,7 @@ std::optional<LocationFit> swap_fit(const LoadedProjection& d, const reference::
         whole = true;
       }
     }
-    // It must also leave less than the best fit of col's own (a zeroed column fits a scale of
-    // 0 exactly).
-    const double own = fits.rr - fits.energy[fits.best()];
-    if (!s.holds() || !(s.remainder < own) || (best && s.remainder >= best_remainder)) continue;
+    if (!s.holds() || !(s.remainder < fits.rr - own_explained) || (best && s.remainder >= best_remainder)) continue;
     LocationFit t;
     t.kind = FitKind::kColumnSwap;
     t.output = std::string(engine_output_name(rows.id));
@@ -410,7 +410,7 @@ std::optional<LocationFit> swap_fit(const LoadedProjection& d, const reference::
     t.with_epilogue = whole;
     t.value = s.coef;
     t.explained = std::min(1.0, std::max(0.0, 1 - s.remainder / fits.rr));
-    t.alternative_explained = std::min(1.0, fits.energy[fits.best()] / fits.rr);
+    t.alternative_explained = std::min(1.0, own_explained / fits.rr);
     // The other column holding col's values in turn, by the same rule.
     t.exchanged = (whole ? swap_of(b, c.exact, b.exact) : swap_of(b, c.dot, b.dot)).holds();
     best = t;
