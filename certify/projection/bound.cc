@@ -73,8 +73,9 @@ std::string declarations_text(const ProjectionInfo& info) {
 
 /// "; the data fits dequant = output for segment kv (all 2048 sampled values inside; 310 as
 /// declared)" for the trials that hold every sampled value, or what the best trial reached.
-std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
+std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const BoundEvidence& e) {
   if (trials.size() < 2) return "";
+  const bool few = few_rows_outside(e);
   const DeclarationTrial& declared = trials.front();
   // By the share of its values inside: a walk trial that missed on the sample's first columns
   // was counted on those alone (diagnosis.cc, walk_equal).
@@ -89,7 +90,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   // the one whose residuals are least energetic leads, the kernel's own declaration leaving
   // rounding noise only.
   std::string fits;
-  for (const DeclarationTrial* t : rank_by_energy(fitting_trials(trials))) {
+  for (const DeclarationTrial* t : rank_by_energy(fitting_trials(trials, few))) {
     if (!fits.empty()) fits.append("; or ");
     fits.append(trial_text(*t));
   }
@@ -98,6 +99,22 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials) {
   if (!fits.empty()) {
     out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
     out.append(as_declared).append(" as declared)");
+  } else if (few) {
+    // A trial may hold every sampled value by a wider bound alone; in a few rows that is a
+    // fault of theirs (two rows at 1.01x and 1.02x held by accumulator = matrix-unit).
+    const bool grouped = std::any_of(e.outputs.begin(), e.outputs.end(),
+                                     [](const OutputBound& o) { return o.outside.cell_rows < o.outside.rows; });
+    const std::string rows =
+        std::to_string(e.rows_outside) + " of " + std::to_string(e.rows_held) + (grouped ? " row groups" : " rows");
+    out.append("; the values outside lie in ").append(rows).append(", and no declaration tried brings the ");
+    out.append(sampled).append(" sampled values within the rounding noise");
+    if (best && best->inside == best->sampled) {
+      out.append(" (").append(trial_text(*best)).append(" holds them all, by a wider bound alone)");
+    }
+    out.append(grouped               ? ": a fault of rows in those groups"
+               : e.rows_outside == 1 ? ": a fault of that row"
+                                     : ": a fault of those rows");
+    out.append(", not a declaration mistake");
   } else if (best && more_inside(*best, declared)) {
     out.append("; no single other declaration fits the ").append(sampled).append(" sampled values (best: ");
     out.append(trial_text(*best)).append(", ").append(std::to_string(best->inside));
@@ -124,6 +141,43 @@ std::string outside_per_output(const BoundEvidence& e) {
     t += o.output + " " + std::to_string(o.stats.outside) + " of " + std::to_string(o.stats.elements);
   }
   return t;
+}
+
+/// Per row cell of an output's grid (every output's is indexed by the row of x): whether the
+/// output holds values there (y_unpacked every row, y_packed and y_compact the selected rows),
+/// and whether any is outside.
+void count_rows(const ProjectionFacts& f, EngineOutputId id, const FailureGrid& g, Index& held, Index& outside) {
+  held = outside = 0;
+  if (g.rows <= 0 || g.cols <= 0 || g.counts.size() != static_cast<std::size_t>(g.cell_rows * g.cell_cols)) return;
+  std::vector<bool> holds(static_cast<std::size_t>(g.cell_rows), id == EngineOutputId::kUnpacked);
+  for (std::size_t r = 0; r < f.slot_of_row.size(); ++r) {
+    if (f.slot_of_row[r] >= 0 && static_cast<Index>(r) < g.rows) {
+      holds[static_cast<std::size_t>(g.cell_row(static_cast<Index>(r)))] = true;
+    }
+  }
+  for (Index r = 0; r < g.cell_rows; ++r) {
+    const auto first = g.counts.begin() + r * g.cell_cols;
+    held += holds[static_cast<std::size_t>(r)] ? 1 : 0;
+    outside += std::any_of(first, first + g.cell_cols, [](Index n) { return n > 0; }) ? 1 : 0;
+  }
+}
+
+/// BoundEvidence::rows_outside / rows_held from the output where the values outside are spread
+/// widest (the largest share of its rows).
+void spread_of_outside(const ProjectionFacts& f, BoundEvidence& e) {
+  for (std::size_t i = 0; i < e.outputs.size(); ++i) {
+    const OutputBound& o = e.outputs[i];
+    if (o.stats.outside == 0) continue;
+    Index held = 0, outside = 0;
+    const auto id = std::find_if(kAllEngineOutputs.begin(), kAllEngineOutputs.end(),
+                                 [&](EngineOutputId x) { return engine_output_name(x) == o.output; });
+    if (id == kAllEngineOutputs.end()) continue;
+    count_rows(f, *id, o.outside, held, outside);
+    if (held > 0 && (e.rows_held == 0 || outside * e.rows_held > e.rows_outside * held)) {
+      e.rows_outside = outside;
+      e.rows_held = held;
+    }
+  }
 }
 
 }  // namespace
@@ -192,9 +246,10 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
                format_short(el.center) + ", B = " + format_short(el.bound) +
                "); values outside: " + outside_per_output(e);
     r.reason.append(" (").append(declarations_text(info)).append(")");
+    spread_of_outside(f, e);
     if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
       e.diagnosis = diagnose_declarations(f, options);
-      r.reason += diagnosis_text(e.diagnosis);
+      r.reason += diagnosis_text(e.diagnosis, e);
     }
     r.first_failure = Location{name, el.row, el.col, slot};
     e.first = BoundFailure{name, el, slot};

@@ -468,12 +468,22 @@ double diagnosis_energy_limit(Index sampled) {
   return 1 + 2 * std::sqrt(l / n) + 2 * l / n;
 }
 
-std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials) {
+std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials, bool few_rows) {
   std::vector<const DeclarationTrial*> fits;
   for (std::size_t i = 1; i < trials.size(); ++i) {
-    if (trials[i].sampled > 0 && trials[i].inside == trials[i].sampled) fits.push_back(&trials[i]);
+    const DeclarationTrial& t = trials[i];
+    if (t.sampled == 0 || t.inside != t.sampled) continue;
+    // Another accumulator or folded dequantization only widens B; output_rounding = rz moves
+    // the intervals, and its energy, taken about the declaration's centres, would never drop.
+    const bool widens = t.declaration.starts_with("accumulator") || t.declaration.find("folded") != std::string::npos;
+    if (few_rows && widens && !(t.energy >= 0 && t.energy <= diagnosis_energy_limit(t.sampled))) continue;
+    fits.push_back(&t);
   }
   return fits;
+}
+
+bool few_rows_outside(const BoundEvidence& e) {
+  return e.rows_outside > 0 && e.rows_held >= 8 && 4 * e.rows_outside <= e.rows_held;
 }
 
 const DeclarationTrial* residual_fit(const std::vector<DeclarationTrial>& trials) {

@@ -22,7 +22,8 @@ inline constexpr Index kDiagnosisRows = 8;
 inline constexpr Index kDiagnosisCols = 256;
 inline constexpr Index kDiagnosisSegmentReach = 4096;
 /// A bound failure is broad when at least this share of the values is outside (a wrong
-/// declaration moves most outputs; a real kernel fault may move a few).
+/// declaration moves most outputs; a real kernel fault may move a few). Where they lie in a few
+/// rows (few_rows_outside), fitting_trials asks more of a trial that only widens B.
 inline constexpr double kDiagnosisShare = 0.01;
 
 /// What a diagnosis explains: a broad `bound` failure (trials that hold every sampled value),
@@ -43,8 +44,18 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
                                                     DiagnosisReason reason = DiagnosisReason::kBound);
 
 /// The trials after the declaration that hold every sampled value (`fits` in the JSON), in
-/// trial order.
-std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials);
+/// trial order. `few_rows` (the values outside lie in a few rows, few_rows_outside): a trial
+/// that only widens B (another accumulator, folded dequantization) only where it also brings
+/// the sampled values' energy within diagnosis_energy_limit, as a declaration the kernel used
+/// does; a wider bound alone (accumulator = matrix-unit) holds a few rows' faults on the
+/// sample without moving a centre.
+std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials, bool few_rows = false);
+
+/// Whether the values outside the bound lie in at most a quarter of the rows the output holds
+/// (of at least 8): a declaration mistake moves every row's values alike unless a few rows'
+/// activations dwarf the others' (a row of one activation 500 times the rest, x rounded to bf16:
+/// only that row left B).
+bool few_rows_outside(const BoundEvidence& e);
 
 /// The trials ordered by their energy on the sample, least first (energies within twice the
 /// least keep their order; a trial without one last).

@@ -90,7 +90,7 @@ std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& 
 std::string describe_location_short(const SignatureEvidence& e) {
   if (e.fit) {
     const LocationFit& t = *e.fit;
-    if (t.kind == FitKind::kRow) return detail::describe_row(t);
+    if (t.kind == FitKind::kRow || t.kind == FitKind::kRows) return detail::describe_row(t);
     if (t.kind == FitKind::kElement) return detail::describe_row(t) + ", column " + std::to_string(t.col);
     return t.output + " column " + std::to_string(t.col);
   }

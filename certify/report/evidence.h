@@ -358,6 +358,11 @@ struct BoundEvidence {
   double u_eff = 0, lambda = 0;
   bool round_to_nearest = true;
   Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
+  /// In the output where the values outside are spread widest: the rows (row cells of its
+  /// grid, one row each up to 32) holding any of them, and the rows it holds at all (y_packed
+  /// its selected rows, y_compact its used slots). few_rows_outside: the diagnosis names then
+  /// only declarations that bring the sampled values within the rounding noise.
+  Index rows_outside = 0, rows_held = 0;
   std::optional<BoundFailure> first;
   DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
   /// When the check fails broadly: the declaration as declared, then each alternative re-tested
@@ -455,6 +460,7 @@ struct ZeroPointFinding {
 /// What a location fit found (LocationFit::kind).
 enum class FitKind : std::uint8_t {
   kRow,           ///< one row's residuals, in every tested column, and no other row's
+  kRows,          ///< a few rows' residuals (2 to 8), in every tested column, and no other row's
   kElement,       ///< one value of the strongest column: its row stands out in no other column
   kColumnOffset,  ///< the strongest column's outputs, every row moved by one constant (a wrong bias)
   kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
@@ -462,6 +468,17 @@ enum class FitKind : std::uint8_t {
   kColumnSwap,    ///< the strongest column holds another column's exact values (weight rows exchanged)
 };
 std::string_view fit_kind_name(FitKind k);
+
+/// A row a location fit names (kRow, kRows): its number in x, its slot in a packed output (-1
+/// in y_unpacked), the scale its outputs fit, and the part of its dot product scaled: an
+/// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K).
+struct FittedRow {
+  Index row = -1;
+  Index slot = -1;
+  double value = 0;
+  Index group = -1, k_begin = 0, k_end = 0;
+  bool operator==(const FittedRow&) const = default;
+};
 
 /// The failure's location where one structure other than a scale explains the residuals of the
 /// strongest candidate's column (docs/detection.md "Where the fault is"): per row, by least
@@ -471,19 +488,20 @@ std::string_view fit_kind_name(FitKind k);
 struct LocationFit {
   FitKind kind = FitKind::kRow;
   std::string output;
-  Index row = -1;                              ///< kRow, kElement
+  Index row = -1;                              ///< kRow, kElement; kRows: the first of rows
   Index slot = -1;                             ///< kRow, kElement of y_packed / y_compact: the row's slot
   Index col = 0;                               ///< the strongest candidate's column
-  Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset, kGroupScale; kRow: its activation group
-  Index columns = 0;                           ///< kRow, kElement: the other columns tested
-  /// kRow: the scale its outputs fit (1 + least squares over the tested columns); kElement: the
-  /// value's residual; kColumnOffset: the outputs' offset; kGroupOffset: the weights' offset;
-  /// kGroupScale: the scale of the group's s q part.
+  Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset, kGroupScale; kRow(s): the activation group
+  Index columns = 0;                           ///< kRow(s), kElement: the other columns tested
+  /// kRow: the scale its outputs fit (1 + least squares over the tested columns); kRows: the
+  /// first row's; kElement: the value's residual; kColumnOffset: the outputs' offset;
+  /// kGroupOffset: the weights' offset; kGroupScale: the scale of the group's s q part.
   double value = 0;
   double explained = 0;              ///< the share of the residual energy the fit explains
   double alternative_explained = 0;  ///< the same for the best alternative
-  /// kRow: the share of that row's energy its scale explains; kGroupOffset of an affine group
-  /// whose scale fits alike (its scale, its bias or both): the share its scale alone explains.
+  /// kRow(s): the share of the rows' energy their scales explain; kGroupOffset of an affine
+  /// group whose scale fits alike (its scale, its bias or both): the share its scale alone
+  /// explains.
   double scale_explained = 0;
   /// kColumnSwap: the column whose exact values col holds (value: the fitted coefficient of
   /// their difference, 1 for an exchange); whether other_col holds col's in turn; whether col
@@ -491,6 +509,8 @@ struct LocationFit {
   Index other_col = -1;
   bool exchanged = false;
   bool with_epilogue = false;
+  /// kRow, kRows: every row named, the row with the most residual energy first.
+  std::vector<FittedRow> rows;
   bool operator==(const LocationFit&) const = default;
 };
 

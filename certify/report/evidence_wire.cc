@@ -247,6 +247,8 @@ void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("elements", x.elements);
   f("outside", x.outside);
   f("beyond_tier", x.beyond_tier);
+  f("rows_outside", x.rows_outside);
+  f("rows_held", x.rows_held);
   f("first", x.first);
   f("output", x.output);
   f("diagnosis", x.diagnosis);
@@ -326,6 +328,15 @@ void fields(auto& f, Is<ZeroPointFinding> auto& x) {
   f("alternative_explained", x.alternative_explained);
 }
 
+void fields(auto& f, Is<FittedRow> auto& x) {
+  f("row", x.row);
+  f("slot", x.slot);
+  f("value", x.value);
+  f("group", x.group);
+  f("k_begin", x.k_begin);
+  f("k_end", x.k_end);
+}
+
 void fields(auto& f, Is<LocationFit> auto& x) {
   f("kind", x.kind);
   f("output", x.output);
@@ -343,6 +354,7 @@ void fields(auto& f, Is<LocationFit> auto& x) {
   f("other_col", x.other_col);
   f("exchanged", x.exchanged);
   f("with_epilogue", x.with_epilogue);
+  f("rows", x.rows);
 }
 
 void fields(auto& f, Is<SignatureEvidence> auto& x) {

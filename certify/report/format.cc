@@ -37,6 +37,14 @@ std::string format_short(double v) {
   return buf;
 }
 
+std::string format_scale(double v) {
+  const double d = std::fabs(v - 1);
+  if (!std::isfinite(v) || d == 0 || d >= 1e-3) return format_short(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", 3 + static_cast<int>(std::ceil(-std::log10(d))), v);
+  return buf;
+}
+
 std::string hex_bits_f32(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, 4);

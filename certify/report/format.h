@@ -13,6 +13,9 @@ std::string format_float(double v);
 std::string format_f32(float v);
 /// 4 significant digits, for statistics in human-readable reasons ("1.27e-05", "0.0161").
 std::string format_short(double v);
+/// A fitted scale with the digits its distance from 1 needs: "1.0005" (format_short prints 1,
+/// as for a row without a fault), "1.02".
+std::string format_scale(double v);
 /// "0x3f800000" for an f32, "0x3f80" for a bf16 pattern.
 std::string hex_bits_f32(float v);
 std::string hex_bits_u16(std::uint16_t v);

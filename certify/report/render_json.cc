@@ -184,7 +184,9 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                 {"k", e.k},
                 {"elements", e.elements},
                 {"outside", e.outside},
-                {"beyond_tier", e.beyond_tier}};
+                {"beyond_tier", e.beyond_tier},
+                {"rows_outside", e.rows_outside},
+                {"rows_held", e.rows_held}};
   if (e.first) {
     const reference::ElementRecord& f = e.first->element;
     j["first"] = Json{{"output", e.first->output},
@@ -298,6 +300,16 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                     {"other_col", t.other_col},
                     {"exchanged", t.exchanged},
                     {"with_epilogue", t.with_epilogue}};
+    Json rows = Json::array();
+    for (const FittedRow& w : t.rows) {
+      rows.push_back(Json{{"row", w.row},
+                          {"slot", w.slot},
+                          {"value", number_or_text(w.value)},
+                          {"group", w.group},
+                          {"k_begin", w.k_begin},
+                          {"k_end", w.k_end}});
+    }
+    j["fit"]["rows"] = std::move(rows);
   }
   return j;
 }

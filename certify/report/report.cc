@@ -52,6 +52,8 @@ std::string_view fit_kind_name(FitKind k) {
   switch (k) {
     case FitKind::kRow:
       return "row";
+    case FitKind::kRows:
+      return "rows";
     case FitKind::kElement:
       return "element";
     case FitKind::kColumnOffset:

@@ -26,7 +26,9 @@ namespace ncert::certify {
 ///   3  walk evidence with its diagnosis (2026-12-03) and each output's row and column span of
 ///      the values that differ (2026-12-04): version 2 journals lack those members
 ///   4  quantize evidence with its first non-finite x (2026-12-04)
-inline constexpr int kWireVersion = 4;
+///   5  location fits of several rows (FitKind::kRows, LocationFit::rows) and the bound's
+///      rows_outside / rows_held (2026-12-05)
+inline constexpr int kWireVersion = 5;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

@@ -123,6 +123,151 @@ TEST(Localize, AWrongScaleOfOneActivationGroupIsNamedThatRowAndGroup) {
       << reason;
 }
 
+TEST(Localize, WrongActivationScalesOfTwoOrThreeRowsAreNamedThoseRows) {
+  // Rows 5 and 12 of the engine's activations x 1.005 and x 1.01: each explains part of every
+  // column's residual energy and no single structure dominates. Before, the candidates' reading
+  // stood ("the whole dot product" of the strongest column).
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].engine_row_scale_error = 0.005f;
+  d.projections[0].engine_faulty_rows = 2;
+  const Report r = check_dump(write_fixture(d, "localize-two-rows.h5"));
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRows);
+  ASSERT_EQ(e.fit->rows.size(), 2u);
+  // The row with the most residual energy first: row 12, whose error is twice row 5's.
+  EXPECT_EQ(e.fit->rows[0].row, 12);
+  EXPECT_EQ(e.fit->rows[1].row, fixtures::kFaultRow);
+  EXPECT_EQ(e.fit->row, 12);
+  EXPECT_NEAR(e.fit->rows[0].value, 1.01, 1e-4);
+  EXPECT_NEAR(e.fit->rows[1].value, 1.005, 1e-4);
+  EXPECT_EQ(e.fit->rows[0].slot, -1);
+  EXPECT_EQ(e.fit->group, -1);
+  EXPECT_EQ(e.fit->columns, 64);
+  EXPECT_GT(e.fit->scale_explained, 0.99);
+  const std::string reason = signature_reason(r);
+  EXPECT_NE(reason.find("y_unpacked rows 12 and 5: the residuals lie in those 2 rows alone"), std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("fit a scale of their exact values (row 12 1.01x, row 5 1.005x): wrong activation scales"),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(reason.find("the whole dot product"), std::string::npos) << reason;
+  const CheckResult* bound = find_check(r, "projections/proj/bound");
+  EXPECT_NE(bound->reason.find("likely location: y_unpacked rows 12 and 5"), std::string::npos) << bound->reason;
+  // 5 % of the values are outside B, all in two rows, and no declaration tried moves the
+  // sampled values onto the data (before, "best: accumulator = matrix-unit").
+  EXPECT_NE(bound->reason.find("the values outside lie in 2 of 32 rows, and no declaration tried brings the 1024 "
+                               "sampled values within the rounding noise: a fault of those rows"),
+            std::string::npos)
+      << bound->reason;
+  EXPECT_EQ(std::get<BoundEvidence>(bound->evidence).rows_outside, 2);
+  EXPECT_EQ(std::get<BoundEvidence>(bound->evidence).rows_held, 32);
+
+  d.projections[0].engine_faulty_rows = 3;  // and row 19 x 1.015
+  const Report three = check_dump(write_fixture(d, "localize-three-rows.h5"));
+  const SignatureEvidence t = failing_signature(three);
+  ASSERT_TRUE(t.fit.has_value()) << three.to_text(true);
+  EXPECT_EQ(t.fit->kind, FitKind::kRows);
+  ASSERT_EQ(t.fit->rows.size(), 3u);
+  EXPECT_EQ(t.fit->rows[0].row, 19);
+  EXPECT_NEAR(t.fit->rows[0].value, 1.015, 1e-4);
+  EXPECT_NE(signature_reason(three).find("y_unpacked rows 19, 12 and 5: the residuals lie in those 3 rows alone"),
+            std::string::npos)
+      << signature_reason(three);
+}
+
+TEST(Localize, TwoRowsThatFitAWiderAccumulatorOnTheSampleAreNotReadAsThatDeclaration) {
+  // K 5120, 32 rows, N 256 (NF4 groups of 64 beside bf16 weights, bench_power's shape): rows 5
+  // and 12 x 1.01 and x 1.02 put 6 % of the values outside B. The declaration diagnosis's sample
+  // (the first 8 rows) holds row 5 alone, and accumulator = matrix-unit's wider B held every
+  // sampled value: bound read "the data fits accumulator = matrix-unit", and signature and
+  // variance were skipped ("correct the declaration first").
+  fixtures::ProjectionSpec p = fixtures::production_batch("in_proj");
+  p.n = 256;
+  p.output = DType::kF32;
+  fixtures::SegmentSpec a;
+  a.format = reference::WeightFormat::kAf4;
+  a.rows = 128;
+  a.af4.variant = reference::Af4Variant::kCodebook;
+  a.af4.codebook = reference::Af4Codebook::kNf4;
+  a.af4.group_size = 64;
+  a.af4.scale_dtype = DType::kBf16;
+  fixtures::SegmentSpec b;
+  b.format = reference::WeightFormat::kBf16;
+  b.rows = 128;
+  p.segments = {a, b};
+  p.seed = 7;
+  const std::string twin = write_fixture(ncert::testing::single_projection_dump(p), "localize-rows-wide-twin.h5");
+  ASSERT_EQ(check_dump(twin).verdict(), Verdict::kPass);
+  p.engine_row_scale_error = 0.01f;
+  p.engine_faulty_rows = 2;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-rows-wide.h5"));
+  const CheckResult* bound = find_check(r, "projections/in_proj/bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound->verdict, Verdict::kFail);
+  EXPECT_EQ(bound->reason.find("the data fits"), std::string::npos) << bound->reason;
+  EXPECT_NE(bound->reason.find("the values outside lie in 2 of 32 rows, and no declaration tried brings the 2048 "
+                               "sampled values within the rounding noise (accumulator = matrix-unit holds them all, "
+                               "by a wider bound alone): a fault of those rows"),
+            std::string::npos)
+      << bound->reason;
+  const SignatureEvidence e = failing_signature(r, "projections/in_proj");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRows);
+  ASSERT_EQ(e.fit->rows.size(), 2u);
+  EXPECT_NEAR(e.fit->rows[0].value, 1.02, 1e-4);
+  EXPECT_NEAR(e.fit->rows[1].value, 1.01, 1e-4);
+  EXPECT_EQ(find_check(r, "projections/in_proj/variance")->verdict, Verdict::kFail);
+}
+
+TEST(Localize, WrongScalesOfActivationGroupsInTwoRowsAreNamedEachRowWithItsGroup) {
+  // int8 activations in groups of 32 along K = 128, 8 rows: row 5 uses 1.02x the dumped scale of
+  // its group 1 (k 32-63), row 4 (5 + 7 modulo 8) 1.04x that of its group 2 (k 64-95). One part
+  // shared by both rows fitted neither ("fit no scale of their exact values", a reviewer's).
+  ncert::testing::XQuantCase q;
+  q.group = 32;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.engine_x_group_scale_error = 0.02f;
+  p.engine_faulty_rows = 2;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xgroup-rows.h5"));
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRows);
+  ASSERT_EQ(e.fit->rows.size(), 2u);
+  EXPECT_EQ(e.fit->rows[0].row, 4);
+  EXPECT_EQ(e.fit->rows[0].group, 2);
+  EXPECT_EQ(e.fit->rows[0].k_begin, 64);
+  EXPECT_EQ(e.fit->rows[0].k_end, 96);
+  EXPECT_EQ(e.fit->rows[1].row, fixtures::kFaultRow);
+  EXPECT_EQ(e.fit->rows[1].group, 1);
+  EXPECT_EQ(e.fit->group, 2);  // the first row's
+  EXPECT_NEAR(e.fit->rows[0].value, 1.04, 2e-3);
+  EXPECT_NEAR(e.fit->rows[1].value, 1.02, 1e-3);
+  EXPECT_GT(e.fit->scale_explained, 0.99);
+  EXPECT_NE(signature_reason(r, "projections/w8a8")
+                .find("fit a scale of one part of their exact values (row 4 1.04x of k 64-95 (activation group 2), "
+                      "row 5 1.02x of k 32-63 (activation group 1))"),
+            std::string::npos)
+      << signature_reason(r, "projections/w8a8");
+}
+
+TEST(Localize, TwoWrongValuesInOneColumnAreNotNamedRows) {
+  // Rows 9 and 20 of column 70 moved by 0.01 and 0.012: those two rows carry the column's
+  // energy, but they stand out in no other column.
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].write_packed = false;
+  d.projections[0].write_compact = false;
+  d.projections[0].write_before = false;
+  const std::string path = write_fixture(d, "localize-two-values-one-column.h5");
+  const std::string y = "/projections/proj/y_unpacked";
+  ncert::testing::poke_f32(path, y, 9, 70, ncert::testing::read_f32(path, y, 9, 70) + 0.01f);
+  ncert::testing::poke_f32(path, y, 20, 70, ncert::testing::read_f32(path, y, 20, 70) + 0.012f);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  EXPECT_EQ(e.significant_columns, 1);
+  EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
+}
+
 TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
   // y_unpacked only, one value moved by 0.01 (f32 outputs: B is about 1e-3 here).
   fixtures::DumpSpec d = localize_spec();
@@ -324,6 +469,43 @@ TEST(Localize, AWrongActivationScaleOfARowInThePackedPathAloneIsNamedThatRowAndI
   EXPECT_NE(signature_reason(rc).find("y_compact slot " + std::to_string(c.fit->slot) +
                                       " (row 5): the residuals "
                                       "lie in that row alone"),
+            std::string::npos)
+      << signature_reason(rc);
+}
+
+TEST(Localize, WrongActivationScalesOfTwoRowsInThePackedPathAloneAreNamedWithTheirSlots) {
+  fixtures::DumpSpec d = packed_only_spec();
+  d.projections[0].engine_row_scale_error = 0.005f;
+  d.projections[0].engine_faulty_rows = 2;
+  const std::string path = write_fixture(d, "localize-packed-two-rows.h5");
+  const Index a = slot_of(path, 12), b = slot_of(path, fixtures::kFaultRow);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  const Report r = check_dump(path);
+  const CheckResult* identity = find_check(r, "projections/proj/identity");
+  EXPECT_EQ(identity->verdict, Verdict::kFail);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRows);
+  EXPECT_EQ(e.fit->output, "y_packed");
+  ASSERT_EQ(e.fit->rows.size(), 2u);
+  EXPECT_EQ(e.fit->rows[0].slot, a);
+  EXPECT_EQ(e.fit->rows[1].slot, b);
+  EXPECT_EQ(e.fit->slot, a);
+  const std::string where = "y_packed rows 12 (slot " + std::to_string(a) + ") and 5 (slot " + std::to_string(b) + ")";
+  EXPECT_NE(signature_reason(r).find(where + ": the residuals lie in those 2 rows alone"), std::string::npos)
+      << signature_reason(r);
+  EXPECT_NE(identity->reason.find("signature locates the packed path's wrong values: " + where), std::string::npos)
+      << identity->reason;
+
+  // y_compact names its slots.
+  d.projections[0].write_packed = false;
+  const Report rc = check_dump(write_fixture(d, "localize-compact-two-rows.h5"));
+  const SignatureEvidence c = failing_signature(rc);
+  ASSERT_TRUE(c.fit.has_value()) << rc.to_text(true);
+  EXPECT_EQ(c.fit->kind, FitKind::kRows);
+  EXPECT_NE(signature_reason(rc).find("y_compact slots " + std::to_string(c.fit->rows[0].slot) + " (row 12) and " +
+                                      std::to_string(c.fit->rows[1].slot) + " (row 5): the residuals"),
             std::string::npos)
       << signature_reason(rc);
 }

@@ -88,6 +88,19 @@ def write_extra_dumps(d):
             seg = g.create_group("weight/w")
             seg.attrs.update({"format": "f32", "row_begin": 0, "row_end": n})
             seg["values"] = wf
+    # Two rows' activations scaled by 1.01 and 1.02 in the kernel (f32 weights and outputs, 16
+    # rows): signature fails and its fit names both rows (kind "rows").
+    m2, k2, n2 = 16, 256, 64
+    x2 = rng.standard_normal((m2, k2)).astype(np.float32)
+    w2 = (rng.standard_normal((n2, k2)) / 16).astype(np.float32)
+    used = x2.astype(np.float64)
+    used[3] *= 1.01
+    used[10] *= 1.02
+    paths["two-rows"] = os.path.join(d, "two-rows.h5")
+    with DumpWriter(paths["two-rows"], engine="schema-test", build="two-rows", overwrite=True) as dw:
+        dw.add_projection("p", x=x2, x_dtype="f32", weights=[Segment("f32", 0, n2, values=w2)],
+                          accumulator="f32-rn", output_dtype="f32", selector=np.arange(m2, dtype=np.int32),
+                          y_unpacked=(used @ w2.astype(np.float64).T).astype(np.float32))
     # Two runs that fork at their first row: no envelope, so the fork is undetermined.
     logits = rng.standard_normal((4, 64)).astype(np.float32)
     logits[0, 3], logits[0, 7] = 5.0, 4.999
@@ -158,6 +171,20 @@ class ReportSchema(unittest.TestCase):
         self.assertFalse(errors, f"{name}: the report does not match docs/report.schema.json:\n{msg}")
 
     # ---- positive: every command, every outcome ------------------------------------------------
+
+    def test_a_fit_of_two_rows_names_both(self):
+        report = self.run_case("check-two-rows", ["check", self.extra["two-rows"]], 1)
+        self.validate("check-two-rows", report)
+        checks = report["checks"]
+        signature = next(c for c in checks if c["id"] == "projections/p/signature")
+        self.assertEqual(signature["verdict"], "FAIL")
+        fit = signature["stats"]["fit"]
+        self.assertEqual(fit["kind"], "rows", signature["reason"])
+        self.assertEqual([r["row"] for r in fit["rows"]], [10, 3])
+        self.assertEqual([r["slot"] for r in fit["rows"]], [-1, -1])
+        self.assertAlmostEqual(fit["rows"][0]["value"], 1.02, places=4)
+        self.assertAlmostEqual(fit["rows"][1]["value"], 1.01, places=4)
+        self.assertIn("y_unpacked rows 10 and 3: the residuals lie in those 2 rows alone", signature["reason"])
 
     def test_every_command_writes_reports_the_schema_accepts(self):
         d, x = self.demo, self.extra

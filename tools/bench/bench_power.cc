@@ -5,7 +5,8 @@
 // check's verdict, whichever check fails); then the false alarms of every check over
 // legitimate dumps (seeds, output types, engine summation orders).
 // Column `located`: signature fails and names the planted fault's place (the group's column and
-// range for a scale, the row, the column's bias, the affine group's bias); "n/a" where not scored.
+// range for a scale, the row or rows, the column's bias, the affine group's bias); "n/a" where not
+// scored.
 // Beside the checks, column `changed` counts the stored outputs the fault changed at all (bits
 // of y_unpacked differing from the same dump made without it): where it is 0 the dump holds what
 // the legitimate one holds (the fault is the engine's, in both paths: the inputs and the packed
@@ -122,6 +123,12 @@ bool names_group_scale(const certify::SignatureEvidence& e) {
 bool names_row(const certify::SignatureEvidence& e) {
   return e.fit && e.fit->kind == certify::FitKind::kRow && e.fit->row == fixtures::kFaultRow;
 }
+bool names_two_rows(const certify::SignatureEvidence& e) {
+  // engine_faulty_rows = 2: kFaultRow, and kFaultRowStride after it with twice its error.
+  return e.fit && e.fit->kind == certify::FitKind::kRows && e.fit->rows.size() == 2 &&
+         e.fit->rows[0].row == fixtures::kFaultRow + fixtures::kFaultRowStride &&
+         e.fit->rows[1].row == fixtures::kFaultRow;
+}
 bool names_column_offset(const certify::SignatureEvidence& e) {
   return e.fit && e.fit->kind == certify::FitKind::kColumnOffset && e.fit->col == fixtures::kFaultColumn;
 }
@@ -218,6 +225,17 @@ std::vector<Sweep> fault_sweeps() {
        DType::kF32,
        "",
        names_row,
+       {}},
+      {"two rows' activations x (1 + e) and x (1 + 2e), f32 outputs",
+       "e",
+       relative,
+       [](fixtures::ProjectionSpec& p, double e) {
+         p.engine_row_scale_error = static_cast<float>(e);
+         p.engine_faulty_rows = 2;
+       },
+       DType::kF32,
+       "",
+       names_two_rows,
        {}},
       {"one column's bias + d, f32 outputs",
        "d",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -22,6 +23,10 @@ constexpr Index kMinFitRows = 4;
 /// Other columns a row standing out in the strongest column is tested in (evenly spaced): a
 /// row's activation scale moves every column, one wrong value only its own.
 constexpr Index kRowColumns = 64;
+/// Rows at most named together, and at most a quarter of the column's rows: a few tokens' wrong
+/// activation scales; beyond that the rows are much of a small batch, and a column's or a
+/// group's structure is the likelier reading.
+constexpr std::size_t kMaxFitRows = 8;
 
 /// The engine output a column is fitted in, and per row of x the row of that output holding it
 /// (-1: none): y_unpacked holds every row, y_packed the selected rows in place, y_compact the
@@ -53,7 +58,8 @@ OutputRows output_rows(const ProjectionFacts& f, EngineOutputId id) {
 
 /// What column_residuals also sums, beside the column's own hypotheses.
 struct Extras {
-  Index part_row = -1, part_width = 0;   ///< that row's partial dots over K ranges this wide
+  std::vector<Index> part_rows;          ///< these rows' partial dots over K ranges
+  Index part_width = 0;                  ///< this wide
   Index range_begin = 0, range_end = 0;  ///< the strongest candidate's K range (empty: none)
 };
 
@@ -71,7 +77,8 @@ struct ColumnResiduals {
   bool affine = false;
   std::vector<double> r, dot, v, range, sx, sxw, scale;  ///< scale: per group (zero-point only)
   std::vector<double> exact;                             ///< the exact output: dot, bias, residual
-  std::vector<double> parts;                             ///< Extras::part_row's partial dots
+  /// Extras::part_rows' partial dots: those of part_rows[j] from j x (K / part_width rounded up).
+  std::vector<double> parts;
 };
 
 ColumnResiduals column_residuals(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
@@ -99,11 +106,18 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
   const std::size_t cells = static_cast<std::size_t>(c.rows * c.groups);
   c.sx.assign(cells, 0.0);
   c.sxw.assign(cells, 0.0);
-  if (extras.part_row >= 0)
-    c.parts.assign(static_cast<std::size_t>((K + extras.part_width - 1) / extras.part_width), 0.0);
+  // Per row of x, its place in part_rows (-1: none).
+  std::vector<Index> part_of(static_cast<std::size_t>(c.rows), -1);
+  const Index part_count = extras.part_width > 0 ? (K + extras.part_width - 1) / extras.part_width : 0;
+  for (std::size_t j = 0; j < extras.part_rows.size(); ++j) {
+    part_of[static_cast<std::size_t>(extras.part_rows[j])] = static_cast<Index>(j);
+  }
+  c.parts.assign(extras.part_rows.size() * static_cast<std::size_t>(part_count), 0.0);
   double v_max = 0;
   for (Index i = 0; i < c.rows; ++i) {
     double dot = 0, mag = 0, range = 0;
+    const Index part = part_of[static_cast<std::size_t>(i)];
+    double* parts = part >= 0 ? c.parts.data() + part * part_count : nullptr;
     for (Index k = 0; k < K; ++k) {
       // The products use the engine's quantized activations where x_quant is declared.
       const double x = quantized ? p.x_quantized.value(i, k) : static_cast<double>(p.x.at(i, k));
@@ -111,7 +125,7 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
       dot += xw;
       mag += std::fabs(xw);
       if (k >= extras.range_begin && k < extras.range_end) range += xw;
-      if (i == extras.part_row) c.parts[static_cast<std::size_t>(k / extras.part_width)] += xw;
+      if (parts != nullptr) parts[k / extras.part_width] += xw;
       if (c.groups > 0) {
         const std::size_t at = static_cast<std::size_t>(i * c.groups + k / gs);
         c.sx[at] += x;
@@ -240,37 +254,134 @@ bool dominates(double explained, double other, double total) {
   return explained >= 0.5 * total && total - explained <= 0.25 * (total - other);
 }
 
-/// The row test: row `row` stands out in the strongest column; of up to kRowColumns other
-/// columns (evenly spaced), in how many does it stand out too, by the same rule? In at least
-/// half: a row fault, fitted by a scale of the row's whole dot product and, where x_quant
-/// declares groups along K, of each activation group's part (a wrong scale of one group). In
-/// none, where the signature test found one significant column only (`one_column`): one wrong
-/// value. Otherwise (two rows, two values in different columns, no other column to test)
-/// nothing: the candidates' reading stands.
-std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
-                                   Index col, const ColumnResiduals& strongest, const Fits& fits, bool one_column) {
-  const ProjectionInfo& info = *d.info;
-  const Index row = fits.row, K = info.k;
-  const std::size_t at = static_cast<std::size_t>(row);
-  const Index width =
+/// The fewest rows, the one with the most weighted energy first, whose energy in the column
+/// dominates by `dominates`' rule against the best family but a row alone: one row, or up to
+/// kMaxFitRows and a quarter of the finite rows. Empty where there is none. With one row this
+/// is the row-alone family dominating; two rows of equal residuals explain half each and no
+/// single family dominates.
+std::vector<Index> standing_rows(const ColumnResiduals& c, const Fits& fits) {
+  std::vector<std::pair<double, Index>> energy;
+  for (Index i = 0; i < c.rows; ++i) {
+    const double r = weighted(c, i);
+    if (!std::isnan(r)) energy.emplace_back(r * r, i);
+  }
+  // The most energy first; among equals, the lower row (fit's own row-alone choice).
+  std::sort(energy.begin(), energy.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  const std::size_t most = std::min({kMaxFitRows, energy.size(), std::max<std::size_t>(1, fits.rows / 4)});
+  const double other = fits.best_other(kRowAlone);
+  double sum = 0;
+  for (std::size_t n = 0; n < most; ++n) {
+    sum += energy[n].first;
+    if (dominates(sum, other, fits.rr)) {
+      std::vector<Index> set;
+      for (std::size_t j = 0; j <= n; ++j) set.push_back(energy[j].second);
+      return set;
+    }
+  }
+  return {};
+}
+
+/// A row is named beside others only where one scale of its dot product (or of one activation
+/// group's part) explains this share of its residual energy over the strongest column and the
+/// tested ones: a row of rounding noise alone fits a scale by chance only, and a row holding one
+/// wrong value fits it in that one column. A reviewer's legitimate row of one large activation
+/// (its noise 10-70x the others', weighted) and a row with one value + 0.002 were named beside
+/// a row at 1.01x before this rule.
+constexpr double kRowScaleShare = 0.9;
+/// Columns (the strongest and the tested ones) below which no row is named beside others: over
+/// n columns the share one direction takes of isotropic noise is Beta(1/2, (n - 1) / 2), beyond
+/// 0.9 with probability ~1e-3 at n = 8 and under 1e-7 at n = 16.
+constexpr std::size_t kRowScaleColumns = 16;
+
+/// The other columns a row test looks at (up to kRowColumns, evenly spaced), per column each
+/// row's weighted residual energy (0 where not finite), the column's weighted energy and what
+/// the best family but a row alone explains; over all of them and the strongest column, per
+/// row its energy and per K part (the whole row last) sum r a and sum a^2 of its weighted
+/// values.
+struct RowScan {
+  Index rows = 0, width = 0;
+  std::size_t parts = 0;
+  std::vector<std::vector<double>> energy;  ///< per tested column, per row
+  std::vector<double> rr, other;            ///< per tested column
+  std::vector<double> r_a, a_a;             ///< per row, (parts + 1) each
+  std::vector<double> row_energy;           ///< per row, over every column added
+  std::size_t added = 0;                    ///< columns added (the tested and the strongest)
+
+  std::size_t tested() const { return rr.size(); }
+  /// The part (parts: the whole row) whose scale explains most of row i's energy, and that
+  /// energy: the whole row unless one part explains more.
+  std::pair<std::size_t, double> best_part(Index i) const {
+    auto explained_by = [&](std::size_t a) {
+      const std::size_t at = static_cast<std::size_t>(i) * (parts + 1) + a;
+      return a_a[at] > 0 ? r_a[at] * r_a[at] / a_a[at] : 0.0;
+    };
+    std::pair<std::size_t, double> best{parts, explained_by(parts)};
+    for (std::size_t a = 0; parts > 1 && a < parts; ++a) {
+      if (explained_by(a) > best.second) best = {a, explained_by(a)};
+    }
+    return best;
+  }
+  /// Whether row i fits a scale (kRowScaleShare) over enough columns (kRowScaleColumns).
+  bool scaled(Index i) const {
+    const double e = row_energy[static_cast<std::size_t>(i)];
+    return added >= kRowScaleColumns && e > 0 && best_part(i).second >= kRowScaleShare * e;
+  }
+  double set_energy(std::size_t column, const std::vector<Index>& set) const {
+    double e = 0;
+    for (Index i : set) e += energy[column][static_cast<std::size_t>(i)];
+    return e;
+  }
+  /// The tested columns where `set` stands out by `dominates`' rule.
+  Index standing_out(const std::vector<Index>& set) const {
+    Index n = 0;
+    for (std::size_t t = 0; t < tested(); ++t) n += rr[t] > 0 && dominates(set_energy(t, set), other[t], rr[t]);
+    return n;
+  }
+  void add(const ColumnResiduals& c) {
+    const std::size_t per_row = parts + 1;
+    ++added;
+    for (Index i = 0; i < rows; ++i) {
+      const std::size_t at = static_cast<std::size_t>(i);
+      const double r = weighted(c, i), u = 1 / c.v[at];
+      if (std::isnan(r)) continue;
+      row_energy[at] += r * r;
+      double* ra = r_a.data() + at * per_row;
+      double* aa = a_a.data() + at * per_row;
+      for (std::size_t a = 0; a < parts; ++a) {
+        const double part = c.parts[at * parts + a] * u;
+        ra[a] += r * part;
+        aa[a] += part * part;
+      }
+      ra[parts] += r * c.dot[at] * u;
+      aa[parts] += c.dot[at] * u * c.dot[at] * u;
+    }
+  }
+};
+
+/// The parts of a row a row fault may scale: the whole K, or x_quant's activation groups.
+Extras row_parts(const ProjectionInfo& info, Index rows) {
+  const Index K = info.k;
+  Extras extras;
+  extras.part_width =
       info.x_quant.type != reference::XQuantType::kNone && info.x_quant.group > 0 && info.x_quant.group < K
           ? info.x_quant.group
           : K;
-  const std::size_t parts = static_cast<std::size_t>((K + width - 1) / width);
-  // Per part, then the whole row last: sum r a and sum a^2 over the row's weighted values.
-  std::vector<double> r_a(parts + 1, 0.0), a_a(parts + 1, 0.0);
-  double e_total = 0, e_row = 0, e_alt = 0;
-  Index tested = 0, standing_out = 0;
-  auto add_row = [&](const ColumnResiduals& c) {
-    const double r = weighted(c, row), u = 1 / c.v[at];
-    for (std::size_t a = 0; a < parts; ++a) {
-      r_a[a] += r * c.parts[a] * u;
-      a_a[a] += c.parts[a] * u * c.parts[a] * u;
-    }
-    r_a[parts] += r * c.dot[at] * u;
-    a_a[parts] += c.dot[at] * u * c.dot[at] * u;
-  };
-  const Extras extras{row, width, 0, 0};
+  for (Index i = 0; i < rows; ++i) extras.part_rows.push_back(i);
+  return extras;
+}
+
+RowScan scan_rows(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows, Index col,
+                  Index first_row, const Extras& extras) {
+  const ProjectionInfo& info = *d.info;
+  RowScan s;
+  s.rows = p.x.rows;
+  s.width = extras.part_width;
+  s.parts = static_cast<std::size_t>((info.k + s.width - 1) / s.width);
+  s.r_a.assign(static_cast<std::size_t>(s.rows) * (s.parts + 1), 0.0);
+  s.a_a.assign(s.r_a.size(), 0.0);
+  s.row_energy.assign(static_cast<std::size_t>(s.rows), 0.0);
   const Index others = std::min(kRowColumns, info.n - 1);
   for (Index t = 0; t < others; ++t) {
     // Evenly spaced over the n - 1 columns other than col.
@@ -278,51 +389,145 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
     n += n >= col ? 1 : 0;
     const ColumnResiduals c = column_residuals(d, p, rows, n, extras);
     const Fits g = fit(c);
-    const double r = weighted(c, row);
-    if (g.rows < kMinFitRows || std::isnan(r)) continue;
-    ++tested;
-    e_total += g.rr;
-    e_row += r * r;
-    e_alt += g.best_other(kRowAlone);
-    if (g.rr > 0 && dominates(r * r, g.best_other(kRowAlone), g.rr)) ++standing_out;
-    add_row(c);
+    if (g.rows < kMinFitRows || std::isnan(weighted(c, first_row))) continue;
+    std::vector<double> e(static_cast<std::size_t>(s.rows), 0.0);
+    for (Index i = 0; i < s.rows; ++i) {
+      const double r = weighted(c, i);
+      e[static_cast<std::size_t>(i)] = std::isnan(r) ? 0.0 : r * r;
+    }
+    s.energy.push_back(std::move(e));
+    s.rr.push_back(g.rr);
+    s.other.push_back(g.best_other(kRowAlone));
+    s.add(c);
   }
-  LocationFit t;
-  t.output = std::string(engine_output_name(rows.id));
-  t.row = row;
-  if (rows.id != EngineOutputId::kUnpacked) t.slot = (*rows.slot_of_row)[at];
-  t.col = col;
-  t.columns = tested;
-  if (tested > 0 && 2 * standing_out >= tested) {
-    add_row(column_residuals(d, p, rows, col, extras));
-    const double r = weighted(strongest, row);
-    const double row_energy = e_row + r * r;
-    // The best scale: the whole row unless one part explains more.
-    std::size_t best = parts;
-    double e_best = a_a[parts] > 0 ? r_a[parts] * r_a[parts] / a_a[parts] : 0.0;
-    for (std::size_t a = 0; parts > 1 && a < parts; ++a) {
-      if (a_a[a] > 0 && r_a[a] * r_a[a] / a_a[a] > e_best) {
-        e_best = r_a[a] * r_a[a] / a_a[a];
-        best = a;
+  return s;
+}
+
+/// Each row's residual energy summed over the strongest column and the tested ones, as shares
+/// of each column's, the most first (among equals, the lower row).
+std::vector<std::pair<double, Index>> row_shares(const RowScan& s, const ColumnResiduals& strongest, const Fits& fits) {
+  std::vector<std::pair<double, Index>> share;
+  for (Index i = 0; i < s.rows; ++i) {
+    const double r = weighted(strongest, i);
+    if (std::isnan(r)) continue;
+    double sum = r * r / fits.rr;
+    for (std::size_t t = 0; t < s.tested(); ++t) {
+      sum += s.rr[t] > 0 ? s.energy[t][static_cast<std::size_t>(i)] / s.rr[t] : 0.0;
+    }
+    share.emplace_back(sum, i);
+  }
+  std::sort(share.begin(), share.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  return share;
+}
+
+/// The rows named together. First the fewest: set.front() alone where it stands out in at least
+/// half of the tested columns; else 2 to `most` rows fitting a scale (RowScan::scaled), with the
+/// most energy over every column, that dominate the strongest column and stand out in at least
+/// half of the others (two rows at 1.01x and 1.005x: the first held 98 % of the strongest column,
+/// the second stood out with it). Then every other row fitting a scale (a third row at 1.005x
+/// beside 1.015x and 1.01x). Empty where none stand out, or where more than `most` rows fit a
+/// scale: the named rows would not be "alone".
+std::vector<Index> rows_standing_out(const RowScan& s, const ColumnResiduals& strongest, const Fits& fits,
+                                     const std::vector<Index>& set) {
+  const Index tested = static_cast<Index>(s.tested());
+  if (tested == 0) return {};
+  const std::vector<std::pair<double, Index>> share = row_shares(s, strongest, fits);
+  const std::size_t most = std::min({kMaxFitRows, share.size(), std::max<std::size_t>(1, fits.rows / 4)});
+  std::vector<Index> named;
+  if (2 * s.standing_out({set.front()}) >= tested) {
+    named.push_back(set.front());
+  } else {
+    double in_strongest = 0;
+    for (const auto& [e, i] : share) {
+      if (named.size() >= most) return {};
+      if (!s.scaled(i)) continue;
+      named.push_back(i);
+      in_strongest += weighted(strongest, i) * weighted(strongest, i);
+      if (named.size() > 1 && dominates(in_strongest, fits.best_other(kRowAlone), fits.rr) &&
+          2 * s.standing_out(named) >= tested) {
+        break;
       }
     }
-    t.kind = FitKind::kRow;
-    t.value = a_a[best] > 0 ? 1 + r_a[best] / a_a[best] : 1.0;
-    t.k_begin = best == parts ? 0 : static_cast<Index>(best) * width;
-    t.k_end = best == parts ? K : std::min(K, t.k_begin + width);
-    t.group = best == parts ? -1 : static_cast<Index>(best);
-    t.explained = std::min(1.0, row_energy / (e_total + fits.rr));
-    t.alternative_explained = std::min(1.0, (e_alt + fits.best_other(kRowAlone)) / (e_total + fits.rr));
-    t.scale_explained = row_energy > 0 ? std::min(1.0, e_best / row_energy) : 0.0;
+    if (named.size() < 2 || !dominates(in_strongest, fits.best_other(kRowAlone), fits.rr) ||
+        2 * s.standing_out(named) < tested) {
+      return {};
+    }
+  }
+  for (const auto& [e, i] : share) {
+    if (std::find(named.begin(), named.end(), i) == named.end() && s.scaled(i)) named.push_back(i);
+  }
+  return named.size() <= most ? named : std::vector<Index>{};
+}
+
+/// The row test: rows `set` (the fewest standing out) carry the strongest column's residual
+/// energy; in up to kRowColumns other columns (evenly spaced), do they stand out too, by the
+/// same rule, in at least half? Then a row fault (rows_standing_out names the rows), each row
+/// fitted by a scale of its whole dot product or, where x_quant declares groups along K, of
+/// one activation group's part (a wrong scale of one group: the part explaining most of the
+/// rows together). One row standing out in none, where the signature test found one
+/// significant column only (`one_column`): one wrong value. Otherwise (two values in one
+/// column or in different columns, no other column to test) nothing: the candidates' reading
+/// stands.
+std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
+                                   Index col, const ColumnResiduals& strongest, const Fits& fits,
+                                   const std::vector<Index>& set, bool one_column) {
+  const Extras extras = row_parts(*d.info, p.x.rows);
+  RowScan s = scan_rows(d, p, rows, col, set.front(), extras);
+  s.add(column_residuals(d, p, rows, col, extras));
+  const std::vector<Index> named = rows_standing_out(s, strongest, fits, set);
+  LocationFit t;
+  t.output = std::string(engine_output_name(rows.id));
+  t.col = col;
+  t.columns = static_cast<Index>(s.tested());
+  if (!named.empty()) {
+    double e_rows = 0, e_total = fits.rr, e_alt = fits.best_other(kRowAlone);
+    for (Index i : named) e_rows += weighted(strongest, i) * weighted(strongest, i);
+    for (std::size_t c = 0; c < s.tested(); ++c) {
+      e_rows += s.set_energy(c, named);
+      e_total += s.rr[c];
+      e_alt += s.other[c];
+    }
+    const std::size_t per_row = s.parts + 1;
+    // Each row its own part: the whole dot product unless one activation group's explains more
+    // (two rows' scales wrong in different groups fit each its own).
+    const Index K = d.info->k;
+    double e_best = 0;
+    t.kind = named.size() == 1 ? FitKind::kRow : FitKind::kRows;
+    for (Index i : named) {
+      const auto [best, explained] = s.best_part(i);
+      e_best += explained;
+      const std::size_t at = static_cast<std::size_t>(i) * per_row + best;
+      FittedRow w;
+      w.row = i;
+      w.slot = rows.id != EngineOutputId::kUnpacked ? (*rows.slot_of_row)[static_cast<std::size_t>(i)] : -1;
+      w.value = s.a_a[at] > 0 ? 1 + s.r_a[at] / s.a_a[at] : 1.0;
+      w.group = best == s.parts ? -1 : static_cast<Index>(best);
+      w.k_begin = best == s.parts ? 0 : static_cast<Index>(best) * s.width;
+      w.k_end = best == s.parts ? K : std::min(K, w.k_begin + s.width);
+      t.rows.push_back(w);
+    }
+    const FittedRow& first = t.rows.front();
+    t.row = first.row;
+    t.slot = first.slot;
+    t.value = first.value;
+    t.group = first.group;
+    t.k_begin = first.k_begin;
+    t.k_end = first.k_end;
+    t.explained = std::min(1.0, e_rows / e_total);
+    t.alternative_explained = std::min(1.0, e_alt / e_total);
+    t.scale_explained = e_rows > 0 ? std::min(1.0, e_best / e_rows) : 0.0;
     return t;
   }
   // One value moves one column (more are a fault of several values, rows or columns, which no
   // single structure here explains: two values in columns 7 and 102, the second not among those
   // tested, read as one).
-  if (tested == 0 || standing_out > 0 || !one_column) {
-    return std::nullopt;
-  }
+  if (set.size() > 1 || s.tested() == 0 || s.standing_out(set) > 0 || !one_column) return std::nullopt;
+  const std::size_t at = static_cast<std::size_t>(set.front());
   t.kind = FitKind::kElement;
+  t.row = set.front();
+  if (rows.id != EngineOutputId::kUnpacked) t.slot = (*rows.slot_of_row)[at];
   t.value = strongest.r[at];
   t.explained = std::min(1.0, fits.energy[kRowAlone] / fits.rr);
   t.alternative_explained = std::min(1.0, fits.best_other(kRowAlone) / fits.rr);
@@ -481,7 +686,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   const Index col = strongest.col;
   const OneValue one_value = one_value_rule(*held, col, columns);
   const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
-  const ColumnResiduals c = column_residuals(d, p, rows, col, Extras{-1, 0, strongest.k_begin, strongest.k_end});
+  const ColumnResiduals c = column_residuals(d, p, rows, col, Extras{{}, 0, strongest.k_begin, strongest.k_end});
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
   if (std::optional<LocationFit> t = swap_fit(d, p, rows, columns.strongest, c, fits, col)) {
@@ -489,9 +694,6 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
     return;
   }
   const std::size_t best = fits.best();
-  // The candidates' own reading stands for a scale or their own range, except an affine
-  // group's scale, whose s q part alone no candidate models.
-  if (best == kColumnScale || best == kCandidate || (best == kGroupScale && !c.affine)) return;
   // An affine group's scale and bias, over codes q >= 0, fit nearly alike (each alone explained
   // about 96 % of a group with both wrong, which the two together explain): where the winner
   // is one of them, the other of the same group competes with it only to tell which one.
@@ -500,7 +702,22 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   const double other = fits.best_other(best);
   const double outside_pair = affine_pair ? fits.best_other(kGroupScale, kGroupOffset) : other;
   const bool alone = dominates(fits.energy[best], other, fits.rr);
-  if (!alone && !(affine_pair && dominates(fits.energy[best], outside_pair, fits.rr))) return;
+  const bool pair = !alone && affine_pair && dominates(fits.energy[best], outside_pair, fits.rr);
+  // One row alone, or, where no single structure dominates, a few rows together (two rows'
+  // activation scales wrong explain half the energy each).
+  if ((alone && best == kRowAlone) || (!alone && !pair)) {
+    const std::vector<Index> set = standing_rows(c, fits);
+    if (set.empty()) return;
+    std::optional<LocationFit> t = row_fit(d, p, rows, col, c, fits, set, one_value.one_column);
+    if (t && t->kind == FitKind::kElement && one_value.pair && !same_value(f, rows, *one_value.pair, t->row, col)) {
+      return;
+    }
+    if (t) e.fit = *t;
+    return;
+  }
+  // The candidates' own reading stands for a scale or their own range, except an affine
+  // group's scale, whose s q part alone no candidate models.
+  if (best == kColumnScale || best == kCandidate || (best == kGroupScale && !c.affine)) return;
   const double explained = std::min(1.0, fits.energy[best] / fits.rr);
   const double alternative = std::min(1.0, (alone ? other : outside_pair) / fits.rr);
   if (!alone) {
@@ -515,14 +732,6 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
     t.alternative_explained = alternative;
     t.scale_explained = std::min(1.0, fits.energy[kGroupScale] / fits.rr);
     e.fit = t;
-    return;
-  }
-  if (best == kRowAlone) {
-    std::optional<LocationFit> t = row_fit(d, p, rows, col, c, fits, one_value.one_column);
-    if (t && t->kind == FitKind::kElement && one_value.pair && !same_value(f, rows, *one_value.pair, t->row, col)) {
-      return;
-    }
-    if (t) e.fit = *t;
     return;
   }
   LocationFit t;
@@ -579,8 +788,24 @@ std::string describe_zero_point(const ZeroPointFinding& z) {
 }
 
 std::string describe_row(const LocationFit& t) {
+  const bool compact = t.output == engine_output_name(EngineOutputId::kCompact);
+  if (t.kind == FitKind::kRows) {
+    std::string s = t.output + (compact ? " slots " : " rows ");
+    for (std::size_t j = 0; j < t.rows.size(); ++j) {
+      const FittedRow& w = t.rows[j];
+      if (j > 0) s += j + 1 == t.rows.size() ? " and " : ", ";
+      if (w.slot < 0) {
+        s += std::to_string(w.row);
+      } else if (compact) {
+        s += std::to_string(w.slot) + " (row " + std::to_string(w.row) + ")";
+      } else {
+        s += std::to_string(w.row) + " (slot " + std::to_string(w.slot) + ")";
+      }
+    }
+    return s;
+  }
   if (t.slot < 0) return t.output + " row " + std::to_string(t.row);
-  if (t.output == engine_output_name(EngineOutputId::kCompact)) {
+  if (compact) {
     return t.output + " slot " + std::to_string(t.slot) + " (row " + std::to_string(t.row) + ")";
   }
   return t.output + " row " + std::to_string(t.row) + " (slot " + std::to_string(t.slot) + ")";
@@ -601,13 +826,45 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
                " %): that row's activations are not the ones the kernel multiplied";
       }
       if (t.group < 0) {
-        return where + "; there the outputs fit " + format_short(t.value) +
+        return where + "; there the outputs fit " + format_scale(t.value) +
                "x their exact values (a wrong activation scale for that row, or its activations scaled after "
                "they were dumped)";
       }
-      return where + "; there the outputs fit " + format_short(t.value) + "x the exact contribution of k " +
+      return where + "; there the outputs fit " + format_scale(t.value) + "x the exact contribution of k " +
              std::to_string(t.k_begin) + "-" + std::to_string(t.k_end - 1) + " (activation group " +
              std::to_string(t.group) + "): that group's activation scale is not the one the kernel used";
+    }
+    case FitKind::kRows: {
+      const std::string where = describe_row(t) + ": the residuals lie in those " + std::to_string(t.rows.size()) +
+                                " rows alone, in column " + std::to_string(t.col) + " and in at least half of " +
+                                std::to_string(t.columns) + " other columns tested (" + shares + ")";
+      if (t.scale_explained < 0.9) {
+        return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
+               " %): those rows' activations are not the ones the kernel multiplied";
+      }
+      const bool one_part = std::all_of(t.rows.begin(), t.rows.end(),
+                                        [&](const FittedRow& w) { return w.group == t.rows.front().group; });
+      std::string scales;
+      for (const FittedRow& w : t.rows) {
+        scales += (scales.empty() ? "row " : ", row ") + std::to_string(w.row) + " " + format_scale(w.value) + "x";
+        if (!one_part) {
+          scales += w.group < 0 ? " of its whole dot product"
+                                : " of k " + std::to_string(w.k_begin) + "-" + std::to_string(w.k_end - 1) +
+                                      " (activation group " + std::to_string(w.group) + ")";
+        }
+      }
+      if (!one_part) {
+        return where + "; there each row's outputs fit a scale of one part of their exact values (" + scales +
+               "): wrong activation scales for those rows and parts";
+      }
+      if (t.group < 0) {
+        return where + "; there each row's outputs fit a scale of their exact values (" + scales +
+               "): wrong activation scales for those rows, or their activations scaled after they were dumped";
+      }
+      return where + "; there each row's outputs fit a scale of the exact contribution of k " +
+             std::to_string(t.k_begin) + "-" + std::to_string(t.k_end - 1) + " (activation group " +
+             std::to_string(t.group) + ": " + scales +
+             "): that group's activation scales are not the ones the kernel used for those rows";
     }
     case FitKind::kElement:
       return describe_row(t) + ", column " + std::to_string(t.col) + ": that one value is off by " + signed_value +

@@ -145,12 +145,45 @@ std::string fit_paragraph(const LocationFit& t) {
                 " % of the row's energy)";
         break;
       }
-      what += "its outputs fit " + num(t.value) + "&#215; " +
+      what += "its outputs fit " + format_scale(t.value) + "&#215; " +
               (t.group < 0 ? std::string("their exact values")
                            : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
                                  std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
               " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
       break;
+    case FitKind::kRows: {
+      // Each row with its slot and the scale its outputs fit.
+      const bool one_part = std::all_of(t.rows.begin(), t.rows.end(),
+                                        [&](const FittedRow& w) { return w.group == t.rows.front().group; });
+      std::string list;
+      for (std::size_t j = 0; j < t.rows.size(); ++j) {
+        const FittedRow& w = t.rows[j];
+        if (j > 0) list += j + 1 == t.rows.size() ? " and " : ", ";
+        list += (w.slot >= 0 && t.output == "y_compact")
+                    ? "slot " + std::to_string(w.slot) + " (row " + std::to_string(w.row) + ")"
+                    : "row " + std::to_string(w.row) + (w.slot >= 0 ? " (slot " + std::to_string(w.slot) + ")" : "");
+        list += " " + format_scale(w.value) + "&#215;";
+        // Each row's own part where they differ.
+        if (!one_part) {
+          list += w.group < 0 ? " of its whole dot product"
+                              : " of k " + std::to_string(w.k_begin) + "&#8211;" + std::to_string(w.k_end - 1);
+        }
+      }
+      what = std::to_string(t.rows.size()) + " rows alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
+      if (t.scale_explained < 0.9) {
+        what += "their outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
+                " % of the rows' energy)";
+        break;
+      }
+      what +=
+          "their outputs fit scales of " +
+          (!one_part     ? std::string("parts of their exact values")
+           : t.group < 0 ? std::string("their exact values")
+                         : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
+                               std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
+          ": " + list + " (those scales explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
+      break;
+    }
     case FitKind::kElement:
       what = row + " of column " + std::to_string(t.col) + " alone: off by " + exact(t.value) +
              " (the row stands out in none of " + std::to_string(t.columns) + " other columns tested)";
