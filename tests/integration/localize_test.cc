@@ -49,6 +49,21 @@ fixtures::DumpSpec localize_spec() {
   return d;
 }
 
+/// localize_spec with y_unpacked alone (no packed outputs, no y_before).
+fixtures::DumpSpec unpacked_only_spec() {
+  fixtures::DumpSpec d = localize_spec();
+  d.projections[0].write_packed = false;
+  d.projections[0].write_compact = false;
+  d.projections[0].write_before = false;
+  return d;
+}
+
+/// Adds `delta` to y_unpacked's value (row, col) in the dump at `path`.
+void add_to_unpacked(const std::string& path, Index row, Index col, float delta) {
+  const std::string y = "/projections/proj/y_unpacked";
+  ncert::testing::poke_f32(path, y, row, col, ncert::testing::read_f32(path, y, row, col) + delta);
+}
+
 /// The failing signature check's evidence (fails the test where it passes).
 SignatureEvidence failing_signature(const Report& r, const std::string& subject = "projections/proj") {
   const CheckResult* c = find_check(r, subject + "/signature");
@@ -182,21 +197,7 @@ TEST(Localize, TwoRowsThatFitAWiderAccumulatorOnTheSampleAreNotReadAsThatDeclara
   // (the first 8 rows) holds row 5 alone, and accumulator = matrix-unit's wider B held every
   // sampled value: bound read "the data fits accumulator = matrix-unit", and signature and
   // variance were skipped ("correct the declaration first").
-  fixtures::ProjectionSpec p = fixtures::production_batch("in_proj");
-  p.n = 256;
-  p.output = DType::kF32;
-  fixtures::SegmentSpec a;
-  a.format = reference::WeightFormat::kAf4;
-  a.rows = 128;
-  a.af4.variant = reference::Af4Variant::kCodebook;
-  a.af4.codebook = reference::Af4Codebook::kNf4;
-  a.af4.group_size = 64;
-  a.af4.scale_dtype = DType::kBf16;
-  fixtures::SegmentSpec b;
-  b.format = reference::WeightFormat::kBf16;
-  b.rows = 128;
-  p.segments = {a, b};
-  p.seed = 7;
+  fixtures::ProjectionSpec p = fixtures::production_in_proj(256, DType::kF32, 7);
   const std::string twin = write_fixture(ncert::testing::single_projection_dump(p), "localize-rows-wide-twin.h5");
   ASSERT_EQ(check_dump(twin).verdict(), Verdict::kPass);
   p.engine_row_scale_error = 0.01f;
@@ -254,14 +255,9 @@ TEST(Localize, WrongScalesOfActivationGroupsInTwoRowsAreNamedEachRowWithItsGroup
 TEST(Localize, TwoWrongValuesInOneColumnAreNotNamedRows) {
   // Rows 9 and 20 of column 70 moved by 0.01 and 0.012: those two rows carry the column's
   // energy, but they stand out in no other column.
-  fixtures::DumpSpec d = localize_spec();
-  d.projections[0].write_packed = false;
-  d.projections[0].write_compact = false;
-  d.projections[0].write_before = false;
-  const std::string path = write_fixture(d, "localize-two-values-one-column.h5");
-  const std::string y = "/projections/proj/y_unpacked";
-  ncert::testing::poke_f32(path, y, 9, 70, ncert::testing::read_f32(path, y, 9, 70) + 0.01f);
-  ncert::testing::poke_f32(path, y, 20, 70, ncert::testing::read_f32(path, y, 20, 70) + 0.012f);
+  const std::string path = write_fixture(unpacked_only_spec(), "localize-two-values-one-column.h5");
+  add_to_unpacked(path, 9, 70, 0.01f);
+  add_to_unpacked(path, 20, 70, 0.012f);
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r);
   EXPECT_EQ(e.significant_columns, 1);
@@ -270,15 +266,10 @@ TEST(Localize, TwoWrongValuesInOneColumnAreNotNamedRows) {
 
 TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
   // y_unpacked only, one value moved by 0.01 (f32 outputs: B is about 1e-3 here).
-  fixtures::DumpSpec d = localize_spec();
-  d.projections[0].write_packed = false;
-  d.projections[0].write_compact = false;
-  d.projections[0].write_before = false;
-  const std::string path = write_fixture(d, "localize-element.h5");
+  const std::string path = write_fixture(unpacked_only_spec(), "localize-element.h5");
   const Report twin = check_dump(path);
   ASSERT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
-  ncert::testing::poke_f32(path, "/projections/proj/y_unpacked", 9, 70,
-                           ncert::testing::read_f32(path, "/projections/proj/y_unpacked", 9, 70) + 0.01f);
+  add_to_unpacked(path, 9, 70, 0.01f);
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r);
   ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
@@ -293,14 +284,9 @@ TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
 TEST(Localize, TwoWrongValuesInOneRowAreNotNamedOneValue) {
   // Row 9 wrong in columns 70 (+0.02) and 2 (+0.01); column 2 is not among the 64 columns the
   // row is tested in, so only the count of significant columns tells them apart from one value.
-  fixtures::DumpSpec d = localize_spec();
-  d.projections[0].write_packed = false;
-  d.projections[0].write_compact = false;
-  d.projections[0].write_before = false;
-  const std::string path = write_fixture(d, "localize-two-values.h5");
-  const std::string y = "/projections/proj/y_unpacked";
-  ncert::testing::poke_f32(path, y, 9, 70, ncert::testing::read_f32(path, y, 9, 70) + 0.02f);
-  ncert::testing::poke_f32(path, y, 9, 2, ncert::testing::read_f32(path, y, 9, 2) + 0.01f);
+  const std::string path = write_fixture(unpacked_only_spec(), "localize-two-values.h5");
+  add_to_unpacked(path, 9, 70, 0.02f);
+  add_to_unpacked(path, 9, 2, 0.01f);
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r);
   EXPECT_EQ(e.significant_columns, 2);

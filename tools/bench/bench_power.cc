@@ -54,25 +54,6 @@ struct Options {
   bool keep = false;  ///< keep every faulty dump as DIR/fault-<class>-<magnitude>.h5
 };
 
-fixtures::ProjectionSpec production(Index n, DType output, std::uint64_t seed) {
-  fixtures::ProjectionSpec p = fixtures::production_batch("in_proj");
-  p.n = n;
-  p.output = output;
-  fixtures::SegmentSpec a;
-  a.format = reference::WeightFormat::kAf4;
-  a.rows = n / 2;
-  a.af4.variant = reference::Af4Variant::kCodebook;
-  a.af4.codebook = reference::Af4Codebook::kNf4;
-  a.af4.group_size = 64;
-  a.af4.scale_dtype = DType::kBf16;
-  fixtures::SegmentSpec b;
-  b.format = reference::WeightFormat::kBf16;
-  b.rows = n - a.rows;
-  p.segments = {a, b};
-  p.seed = seed;
-  return p;
-}
-
 /// What `check` said of one dump: the failing check kinds (projection checks only), the failing
 /// signature test's evidence, and the seconds it took.
 struct Outcome {
@@ -111,7 +92,7 @@ struct Sweep {
   /// empty: not scored.
   std::function<bool(const certify::SignatureEvidence&)> located;
   /// What the dumps of the class hold beside the fault, the legitimate twin's too (a bias, an
-  /// affine segment); empty: production() as it is.
+  /// affine segment); empty: fixtures::production_in_proj as it is.
   std::function<void(fixtures::ProjectionSpec&)> shape;
 };
 
@@ -289,7 +270,7 @@ void run_sweep(const Options& o, const Sweep& s, int number, const std::vector<s
   for (const std::string& k : kinds) std::printf(" %-10s", k.c_str());
   std::printf(" located    changed (of %lld stored outputs; min-max over seeds)\n", 32LL * static_cast<long long>(o.n));
   const auto dump_spec = [&](int seed) {
-    fixtures::ProjectionSpec p = production(o.n, s.output, 7 + static_cast<std::uint64_t>(seed));
+    fixtures::ProjectionSpec p = fixtures::production_in_proj(o.n, s.output, 7 + static_cast<std::uint64_t>(seed));
     p.k_walk = s.k_walk;
     if (s.shape) s.shape(p);
     return p;
@@ -417,7 +398,7 @@ int main(int argc, char** argv) {
   std::map<std::string, int> alarms;
   for (int i = 0; i < o.legit; ++i) {
     const DType out = i % 2 ? DType::kBf16 : DType::kF32;
-    fixtures::ProjectionSpec p = production(o.n, out, 100 + static_cast<std::uint64_t>(i));
+    fixtures::ProjectionSpec p = fixtures::production_in_proj(o.n, out, 100 + static_cast<std::uint64_t>(i));
     p.engine_order = orders[static_cast<std::size_t>(i / 2) % orders.size()];
     const Outcome outcome = check_outcome(write(o, p, "legit"));
     time.seconds += outcome.seconds;

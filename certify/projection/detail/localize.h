@@ -1,9 +1,10 @@
 // Where a failing signature test's fault is, when a structure its candidates do not model
-// explains it better than any scale: one row of the activations, one value, a column's bias, one
-// group's weights moved by a constant (a zero point, an affine bias), another column's values
-// (weight rows or outputs exchanged). The candidates are scales
-// of K ranges of one column; these faults reach them only approximately, and the strongest
-// candidate then names a scale somewhere else (docs/detection.md "Where the fault is").
+// explains it better than any scale: one row of the activations or a few (each by its own
+// scale), one value, a column's bias, one group's weights moved by a constant (a zero point, an
+// affine bias), another column's values (weight rows or outputs exchanged). The candidates are
+// scales of K ranges of one column; these faults reach them only approximately, and the
+// strongest candidate then names a scale somewhere else (docs/detection.md "Where the fault
+// is").
 #pragma once
 
 #include <array>
