@@ -164,15 +164,12 @@ void count_rows(const ProjectionFacts& f, EngineOutputId id, const FailureGrid& 
 
 /// BoundEvidence::rows_outside / rows_held from the output where the values outside are spread
 /// widest (the largest share of its rows).
-void spread_of_outside(const ProjectionFacts& f, BoundEvidence& e) {
-  for (std::size_t i = 0; i < e.outputs.size(); ++i) {
-    const OutputBound& o = e.outputs[i];
-    if (o.stats.outside == 0) continue;
+void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, BoundEvidence& e) {
+  for (EngineOutputId id : kAllEngineOutputs) {
+    const std::size_t at = static_cast<std::size_t>(id);
+    if (!f.data.output(id).present || pass.bound[at].outside() == 0) continue;
     Index held = 0, outside = 0;
-    const auto id = std::find_if(kAllEngineOutputs.begin(), kAllEngineOutputs.end(),
-                                 [&](EngineOutputId x) { return engine_output_name(x) == o.output; });
-    if (id == kAllEngineOutputs.end()) continue;
-    count_rows(f, *id, o.outside, held, outside);
+    count_rows(f, id, pass.outside[at], held, outside);
     if (held > 0 && (e.rows_held == 0 || outside * e.rows_held > e.rows_outside * held)) {
       e.rows_outside = outside;
       e.rows_held = held;
@@ -246,7 +243,7 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
                format_short(el.center) + ", B = " + format_short(el.bound) +
                "); values outside: " + outside_per_output(e);
     r.reason.append(" (").append(declarations_text(info)).append(")");
-    spread_of_outside(f, e);
+    spread_of_outside(f, pass, e);
     if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
       e.diagnosis = diagnose_declarations(f, options);
       r.reason += diagnosis_text(e.diagnosis, e);

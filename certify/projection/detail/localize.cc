@@ -475,7 +475,7 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
                                    const std::vector<Index>& set, bool one_column) {
   const Extras extras = row_parts(*d.info, p.x.rows);
   RowScan s = scan_rows(d, p, rows, col, set.front(), extras);
-  s.add(column_residuals(d, p, rows, col, extras));
+  s.add(strongest);  // computed with every row's parts (localize)
   const std::vector<Index> named = rows_standing_out(s, strongest, fits, set);
   LocationFit t;
   t.output = std::string(engine_output_name(rows.id));
@@ -686,7 +686,11 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   const Index col = strongest.col;
   const OneValue one_value = one_value_rule(*held, col, columns);
   const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
-  const ColumnResiduals c = column_residuals(d, p, rows, col, Extras{{}, 0, strongest.k_begin, strongest.k_end});
+  // The strongest column with the candidate's range, and every row's parts for the row test.
+  Extras extras = row_parts(*d.info, p.x.rows);
+  extras.range_begin = strongest.k_begin;
+  extras.range_end = strongest.k_end;
+  const ColumnResiduals c = column_residuals(d, p, rows, col, extras);
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
   if (std::optional<LocationFit> t = swap_fit(d, p, rows, columns.strongest, c, fits, col)) {

@@ -130,12 +130,12 @@ std::string fit_paragraph(const LocationFit& t) {
   const std::string shares = " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
                              num(100 * t.alternative_explained) + " %)";
   // A packed output's row names its slot too; y_compact's rows are its slots.
-  std::string row = "row " + std::to_string(t.row);
-  if (t.slot >= 0 && t.output == "y_compact") {
-    row = "slot " + std::to_string(t.slot) + " (row " + std::to_string(t.row) + ")";
-  } else if (t.slot >= 0) {
-    row += " (slot " + std::to_string(t.slot) + ")";
-  }
+  auto row_name = [&](Index r, Index slot) {
+    if (slot >= 0 && t.output == "y_compact")
+      return "slot " + std::to_string(slot) + " (row " + std::to_string(r) + ")";
+    return "row " + std::to_string(r) + (slot >= 0 ? " (slot " + std::to_string(slot) + ")" : "");
+  };
+  const std::string row = row_name(t.row, t.slot);
   std::string what;
   switch (t.kind) {
     case FitKind::kRow:
@@ -159,10 +159,7 @@ std::string fit_paragraph(const LocationFit& t) {
       for (std::size_t j = 0; j < t.rows.size(); ++j) {
         const FittedRow& w = t.rows[j];
         if (j > 0) list += j + 1 == t.rows.size() ? " and " : ", ";
-        list += (w.slot >= 0 && t.output == "y_compact")
-                    ? "slot " + std::to_string(w.slot) + " (row " + std::to_string(w.row) + ")"
-                    : "row " + std::to_string(w.row) + (w.slot >= 0 ? " (slot " + std::to_string(w.slot) + ")" : "");
-        list += " " + format_scale(w.value) + "&#215;";
+        list += row_name(w.row, w.slot) + " " + format_scale(w.value) + "&#215;";
         // Each row's own part where they differ.
         if (!one_part) {
           list += w.group < 0 ? " of its whole dot product"
