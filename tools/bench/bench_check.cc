@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
   int threads = omp_get_max_threads();
   bool generate = false;
   bool round_to_nearest = false;
+  bool reading_only = false;
   int reps = 3;
   app.add_option("DUMP.h5", path, "The dump checked")->required();
   app.add_option("--threads", threads, "Threads of the check and the reference (default: OpenMP's)")
@@ -182,6 +183,8 @@ int main(int argc, char** argv) {
   app.add_flag("--round-to-nearest", round_to_nearest,
                "With --generate: every accumulator f32-rn, so the residual tests run (and are timed) on all 8 "
                "projections");
+  app.add_flag("--reading-only", reading_only,
+               "Only the reading figures (every dataset through the reader against `cat`), not check");
   if (const std::optional<int> rc = bench::parse_command_line(app, argc, argv)) return *rc;
   if (!generate && !std::filesystem::is_regular_file(path)) {
     std::fprintf(stderr, "bench_check: %s is not a file (--generate writes it)\n", path.c_str());
@@ -207,6 +210,10 @@ int main(int argc, char** argv) {
   }
   std::printf("bench_check: %s, threads=%d, %.0f MiB on disk\n", path.c_str(), threads,
               static_cast<double>(std::filesystem::file_size(path)) / (1 << 20));
+  if (reading_only) {
+    report_reading(path);
+    return 0;
+  }
 
   // 1. ncert check, as the CLI runs it.
   certify::CheckCommandOptions co;
