@@ -189,7 +189,7 @@ void narrow_accumulator_trials(const ProjectionFacts& f, const Sample& s, const 
     if (n.equal < 0) continue;
     trials.push_back({std::string("accumulator = ") + type + " (k_walk = " + walk +
                           ": every product and partial sum rounded to " + type + ", k ascending)",
-                      "", n.sampled, n.equal, n.equal == n.sampled ? 0.0 : -1.0});
+                      "", TrialEffect::kMovesCentres, n.sampled, n.equal, n.equal == n.sampled ? 0.0 : -1.0});
   }
 }
 
@@ -235,28 +235,33 @@ std::vector<std::uint8_t> swap_zero_point_nibbles(const reference::Af4View& v) {
 }
 
 /// Changes one segment for a trial, tries it, and restores it.
-using SegmentTrial = std::function<void(const std::string&, const std::function<void(WeightSegment&)>&)>;
+using SegmentTrial = std::function<void(const std::string&, const std::function<void(WeightSegment&)>&, TrialEffect)>;
 
 /// An AF4 segment's trials: each other dequantization, operation order and nibble order.
 void af4_trials(const WeightSegment& saved, const SegmentTrial& with) {
   const reference::Af4Layout& L = saved.af4.layout;
   for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput, Dequant::kFolded}) {
     if (d == L.dequant) continue;
-    with("dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.af4.layout.dequant = d; });
+    // Folded dequantization charges the fold's roundings to B and keeps the exact weights.
+    with(
+        "dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.af4.layout.dequant = d; },
+        d == Dequant::kFolded ? TrialEffect::kWidensBound : TrialEffect::kMovesCentres);
   }
   const bool pinned = L.dequant == Dequant::kF32 || L.dequant == Dequant::kOutput;
   const bool zero_point = L.variant == reference::Af4Variant::kZeroPoint;
   for (DequantOp op : zero_point ? std::vector<DequantOp>{DequantOp::kSubMul, DequantOp::kFused}
                                  : std::vector<DequantOp>{DequantOp::kFma, DequantOp::kMulAdd}) {
     if (!pinned || op == L.dequant_op || (!zero_point && L.dequant_op == DequantOp::kEither)) continue;
-    with("dequant_op = " + std::string(reference::dequant_op_name(op)),
-         [&](WeightSegment& w) { w.af4.layout.dequant_op = op; });
+    with(
+        "dequant_op = " + std::string(reference::dequant_op_name(op)),
+        [&](WeightSegment& w) { w.af4.layout.dequant_op = op; }, TrialEffect::kMovesCentres);
   }
   // The other nibble order within a byte (u32-lsb and u8-lsb share theirs).
   const reference::Af4Packing other =
       L.packing == reference::Af4Packing::kU8Msb ? reference::Af4Packing::kU8Lsb : reference::Af4Packing::kU8Msb;
-  with("packing = " + std::string(reference::af4_packing_name(other)),
-       [&](WeightSegment& w) { w.af4.layout.packing = other; });
+  with(
+      "packing = " + std::string(reference::af4_packing_name(other)),
+      [&](WeightSegment& w) { w.af4.layout.packing = other; }, TrialEffect::kMovesCentres);
   // Zero points packed two a byte in the other nibble order: an exporter with the other
   // convention writes them so, alone or with the codes (MatMulNBits packs both alike).
   const reference::ZeroPointPacking zp = L.zero_point_packing;
@@ -269,24 +274,29 @@ void af4_trials(const WeightSegment& saved, const SegmentTrial& with) {
       w.af4.zero_points = swapped.data();
       w.af4.layout.zero_point_packing = zp_other;
     };
-    with(zp_text, flip_zp);
-    with("packing = " + std::string(reference::af4_packing_name(other)) + " and " + zp_text, [&](WeightSegment& w) {
-      flip_zp(w);
-      w.af4.layout.packing = other;
-    });
+    with(zp_text, flip_zp, TrialEffect::kMovesCentres);
+    with(
+        "packing = " + std::string(reference::af4_packing_name(other)) + " and " + zp_text,
+        [&](WeightSegment& w) {
+          flip_zp(w);
+          w.af4.layout.packing = other;
+        },
+        TrialEffect::kMovesCentres);
   }
 }
 
 /// Each quantized segment's trials, on `weights` (the sample's) changed in place, tried, then
 /// restored: AF4 segments' af4_trials, and with `scaled_formats` each other dequantization of
 /// an int8 / FP8 segment.
-void segment_trials(Weights& weights, bool scaled_formats,
-                    const std::function<void(const std::string& declaration, const std::string& segment)>& trial) {
+void segment_trials(
+    Weights& weights, bool scaled_formats,
+    const std::function<void(const std::string& declaration, const std::string& segment, TrialEffect effect)>& trial) {
   for (WeightSegment& seg : weights.segments) {
     const WeightSegment saved = seg;
-    const auto with = [&](const std::string& declaration, const std::function<void(WeightSegment&)>& change) {
+    const auto with = [&](const std::string& declaration, const std::function<void(WeightSegment&)>& change,
+                          TrialEffect effect) {
       change(seg);
-      trial(declaration, seg.name);
+      trial(declaration, seg.name, effect);
       seg = saved;
     };
     if (seg.format == reference::WeightFormat::kAf4) {
@@ -294,7 +304,9 @@ void segment_trials(Weights& weights, bool scaled_formats,
     } else if (scaled_formats && reference::is_scaled_format(seg.format)) {
       for (Dequant d : {Dequant::kExact, Dequant::kF32, Dequant::kOutput}) {
         if (d == saved.scaled.dequant) continue;
-        with("dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.scaled.dequant = d; });
+        with(
+            "dequant = " + std::string(reference::dequant_name(d)), [&](WeightSegment& w) { w.scaled.dequant = d; },
+            TrialEffect::kMovesCentres);
       }
     }
   }
@@ -349,9 +361,12 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   base.walk = {};  // the intervals do not depend on the walk; nothing is emulated here
   const Index sampled = s.rows * s.cols;
   std::vector<double> declared_var;  // sigma^2 per sampled value, as declared
-  const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p) {
+  const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p,
+                         TrialEffect effect = TrialEffect::kMovesCentres) {
     const Evaluation e = evaluate(f, s, p, declared_var);
-    if (e.inside >= 0) trials.push_back({std::move(declaration), std::move(segment), sampled, e.inside, e.energy});
+    if (e.inside >= 0) {
+      trials.push_back({std::move(declaration), std::move(segment), effect, sampled, e.inside, e.energy});
+    }
   };
   trial("as declared", "", base);
   // Nothing to explain: every sampled value inside (bound), or their energy within the limit
@@ -369,18 +384,18 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     if (!parsed.ok() || parsed->u_eff <= info.accumulator.u_eff) continue;
     LinearProblem p = base;
     p.accumulator = *parsed;
-    trial(std::string("accumulator = ") + acc, "", p);
+    trial(std::string("accumulator = ") + acc, "", p, TrialEffect::kWidensBound);
   }
   narrow_accumulator_trials(f, s, base, trials);
   // The output rounding of a narrow output.
   if (info.output != DType::kF32 && info.output_rounding == reference::OutputRounding::kNearestEven) {
     LinearProblem p = base;
     p.output_rounding = reference::OutputRounding::kTowardZero;
-    trial("output_rounding = rz", "", p);
+    trial("output_rounding = rz", "", p, TrialEffect::kMovesRounding);
   }
   // Each quantized segment's dequantization, operation order and nibble order.
-  segment_trials(s.weights, true, [&](const std::string& declaration, const std::string& segment) {
-    trial(declaration, segment, base);
+  segment_trials(s.weights, true, [&](const std::string& declaration, const std::string& segment, TrialEffect effect) {
+    trial(declaration, segment, base, effect);
   });
   // Activations rounded to a narrower type before the kernel (x as stored is wider).
   if (info.x_quant.type == reference::XQuantType::kNone) {
@@ -442,16 +457,17 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
   // The declaration is counted on the whole sample (the reason quotes it: "N as declared").
   const Index declared = walk_equal_on(f, s, base);
   if (declared < 0) return trials;
-  trials.push_back({"as declared", "", sampled, declared});
+  trials.push_back({"as declared", "", TrialEffect::kMovesCentres, sampled, declared});
   if (declared == sampled) return trials;
-  const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p) {
+  const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p, TrialEffect effect) {
     const WalkCount n = walk_equal(f, s, p);
-    if (n.equal >= 0) trials.push_back({std::move(declaration), std::move(segment), n.sampled, n.equal});
+    if (n.equal >= 0) trials.push_back({std::move(declaration), std::move(segment), effect, n.sampled, n.equal});
   };
   // The walk fixes the order of every operation; what else it reproduces bit for bit is the
   // weights each product uses: each AF4 segment's dequantization and its order.
-  segment_trials(s.weights, false, [&](const std::string& declaration, const std::string& segment) {
-    trial(declaration, segment, base);
+  // An emulated walk is held bit for bit, with no bound to widen: each trial is its values.
+  segment_trials(s.weights, false, [&](const std::string& declaration, const std::string& segment, TrialEffect) {
+    trial(declaration, segment, base, TrialEffect::kMovesCentres);
   });
   return trials;
 }
@@ -473,9 +489,9 @@ std::vector<const DeclarationTrial*> fitting_trials(const std::vector<Declaratio
   for (std::size_t i = 1; i < trials.size(); ++i) {
     const DeclarationTrial& t = trials[i];
     if (t.sampled == 0 || t.inside != t.sampled) continue;
-    // Another accumulator or folded dequantization only widens B; output_rounding = rz moves
-    // the intervals, and its energy, taken about the declaration's centres, would never drop.
-    const bool widens = t.declaration.starts_with("accumulator") || t.declaration.find("folded") != std::string::npos;
+    // Another output rounding moves the intervals, and its energy, taken about the
+    // declaration's centres, would never drop: only a trial that widens B is held to it.
+    const bool widens = t.effect == TrialEffect::kWidensBound;
     if (few_rows && widens && !(t.energy >= 0 && t.energy <= diagnosis_energy_limit(t.sampled))) continue;
     fits.push_back(&t);
   }

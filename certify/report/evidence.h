@@ -339,9 +339,20 @@ struct BoundFailure {
 /// (certify/projection/diagnosis.h): the declaration changed, and how many of the sampled engine
 /// values its intervals hold. A trial emulating a walk that misses on the sample's first 16
 /// columns is counted on those alone, its `sampled` then smaller than the declaration's.
+/// What a trial changes in the model the checks hold the data against. Only kMovesCentres can
+/// bring residuals that a fault leaves back to rounding noise; a wider bound holds more values
+/// without moving one centre (diagnosis.h, fitting_trials).
+enum class TrialEffect : std::uint8_t {
+  kMovesCentres,   ///< other weights, activations, bias or walk: the exact values move
+  kWidensBound,    ///< a wider accumulator or folded dequantization: B grows, the centres stay
+  kMovesRounding,  ///< another output rounding: the intervals move about unchanged centres
+};
+std::string_view trial_effect_name(TrialEffect e);
+
 struct DeclarationTrial {
   std::string declaration;  ///< "dequant = output", "accumulator = f32-rz", "x rounded to bf16", ...
   std::string segment;      ///< the weight segment it concerns, "" for the projection
+  TrialEffect effect = TrialEffect::kMovesCentres;
   Index sampled = 0, inside = 0;
   /// The sampled values' mean r^2 / sigma^2 under this declaration (sigma the residual model's,
   /// output rounding included; docs/error-bounds.md §6c): about 1e-2 or less where the

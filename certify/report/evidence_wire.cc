@@ -230,6 +230,7 @@ void fields(auto& f, Is<BoundFailure> auto& x) {
 void fields(auto& f, Is<DeclarationTrial> auto& x) {
   f("declaration", x.declaration);
   f("segment", x.segment);
+  f("effect", x.effect);
   f("sampled", x.sampled);
   f("inside", x.inside);
   f("energy", x.energy);
@@ -762,6 +763,7 @@ std::string_view name_of(WitnessClass c) { return witness_class_name(c); }
 std::string_view name_of(ForkClass c) { return fork_class_name(c); }
 std::string_view name_of(SlotMisroute m) { return slot_misroute_name(m); }
 std::string_view name_of(FitKind k) { return fit_kind_name(k); }
+std::string_view name_of(TrialEffect e) { return trial_effect_name(e); }
 std::string_view name_of(DType t) { return dtype_name(t); }
 std::string_view name_of(CheckKind k) { return check_kind_name(k); }
 
@@ -780,6 +782,7 @@ std::optional<WitnessClass> parse(Of<WitnessClass>, std::string_view s) { return
 std::optional<ForkClass> parse(Of<ForkClass>, std::string_view s) { return by_name<ForkClass>(s); }
 std::optional<SlotMisroute> parse(Of<SlotMisroute>, std::string_view s) { return by_name<SlotMisroute>(s); }
 std::optional<FitKind> parse(Of<FitKind>, std::string_view s) { return by_name<FitKind>(s); }
+std::optional<TrialEffect> parse(Of<TrialEffect>, std::string_view s) { return by_name<TrialEffect>(s); }
 std::optional<DType> parse(Of<DType>, std::string_view s) { return parse_dtype(s); }
 std::optional<CheckKind> parse(Of<CheckKind>, std::string_view s) { return parse_check_kind(s); }
 

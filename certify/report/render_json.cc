@@ -155,11 +155,9 @@ Json evidence_json(const IdentityEvidence& e, const CheckResult& c) {
 Json diagnosis_json(const std::vector<DeclarationTrial>& diagnosis) {
   Json trials = Json::array();
   for (const DeclarationTrial& t : diagnosis) {
-    Json j = Json{{"declaration", t.declaration},
-                  {"segment", t.segment},
-                  {"sampled", t.sampled},
-                  {"inside", t.inside},
-                  {"fits", t.sampled > 0 && t.inside == t.sampled}};
+    Json j =
+        Json{{"declaration", t.declaration}, {"segment", t.segment}, {"effect", trial_effect_name(t.effect)},
+             {"sampled", t.sampled},         {"inside", t.inside},   {"fits", t.sampled > 0 && t.inside == t.sampled}};
     if (t.energy >= 0) j["energy"] = t.energy;
     trials.push_back(j);
   }

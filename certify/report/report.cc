@@ -48,6 +48,18 @@ std::string_view fork_class_name(ForkClass c) {
   return "?";
 }
 
+std::string_view trial_effect_name(TrialEffect e) {
+  switch (e) {
+    case TrialEffect::kMovesCentres:
+      return "moves-centres";
+    case TrialEffect::kWidensBound:
+      return "widens-bound";
+    case TrialEffect::kMovesRounding:
+      return "moves-rounding";
+  }
+  return "?";
+}
+
 std::string_view fit_kind_name(FitKind k) {
   switch (k) {
     case FitKind::kRow:

@@ -28,7 +28,9 @@ namespace ncert::certify {
 ///   4  quantize evidence with its first non-finite x (2026-12-04)
 ///   5  location fits of several rows (FitKind::kRows, LocationFit::rows) and the bound's
 ///      rows_outside / rows_held (2026-12-05)
-inline constexpr int kWireVersion = 5;
+///   6  each declaration trial's effect (TrialEffect: moves the centres, widens B, or moves the
+///      output rounding; 2026-12-06)
+inline constexpr int kWireVersion = 6;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

@@ -184,14 +184,14 @@ class Campaign(unittest.TestCase):
         of format 1, before lines carried checksums, is not refused: journal_test.py.)"""
         with open(os.path.join(self.dir, "ref.journal")) as f:
             header = json.loads(f.readline())
-        self.assertEqual(header["line"]["wire"], 5)
-        header["line"]["wire"] = 4  # the form before location fits named several rows
+        self.assertEqual(header["line"]["wire"], 6)
+        header["line"]["wire"] = 5  # the form before declaration trials carried their effect
         journal = os.path.join(self.dir, "old-wire.journal")
         with open(journal, "w") as f:
             f.write(json.dumps(header, separators=(",", ":")) + "\n")
         r = run([NCERT, "campaign", self.manifest, "--journal", journal, "--resume", "--quiet"], self.dir)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-        self.assertIn("wire format 4", r.stdout + r.stderr)
+        self.assertIn("wire format 5", r.stdout + r.stderr)
 
     def test_the_corrupt_dump_is_one_failed_entry_of_a_finished_campaign(self):
         by_id = {e["id"]: e for e in self.reference["entries"]}

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -469,6 +470,20 @@ TEST(Diagnosis, ADeclarationSeenInOneRowOfLargeActivationsIsNamedByItsEnergy) {
   EXPECT_EQ(e->rows_outside, 1);
   EXPECT_EQ(e->rows_held, 32);
   EXPECT_EQ(b->reason.find("matrix-unit"), std::string::npos) << b->reason;
+  // The wider accumulator holds every sampled value, and is told apart by its effect, not its
+  // wording.
+  const auto trial = [&](const std::string& declaration) -> const DeclarationTrial* {
+    for (const DeclarationTrial& t : e->diagnosis) {
+      if (t.declaration == declaration) return &t;
+    }
+    return nullptr;
+  };
+  const DeclarationTrial* wider = trial("accumulator = matrix-unit");
+  ASSERT_NE(wider, nullptr) << b->reason;
+  EXPECT_EQ(wider->inside, wider->sampled);
+  EXPECT_EQ(wider->effect, TrialEffect::kWidensBound);
+  ASSERT_NE(trial("x rounded to bf16 before the kernel"), nullptr);
+  EXPECT_EQ(trial("x rounded to bf16 before the kernel")->effect, TrialEffect::kMovesCentres);
 }
 
 TEST(Diagnosis, AnOutputRoundingSeenInTwoRowsOfLargeActivationsIsStillNamed) {
@@ -503,6 +518,10 @@ TEST(Diagnosis, AnOutputRoundingSeenInTwoRowsOfLargeActivationsIsStillNamed) {
   const auto* e = ncert::testing::evidence_of<BoundEvidence>(find_check(r, "projections/p/bound"));
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->rows_outside, 2);
+  const auto rz = std::find_if(e->diagnosis.begin(), e->diagnosis.end(),
+                               [](const DeclarationTrial& t) { return t.declaration == "output_rounding = rz"; });
+  ASSERT_NE(rz, e->diagnosis.end());
+  EXPECT_EQ(rz->effect, TrialEffect::kMovesRounding);
 }
 
 TEST(Diagnosis, AFaultInOneGroupIsNotMistakenForADeclaration) {

@@ -160,7 +160,10 @@ Evidence sample(Of<BoundEvidence>) {
   e.beyond_tier = 2;
   e.first = BoundFailure{"y_packed", {4, 99, 1.5f, 1.25, 0.125, {1.0f, 1.375f}}, 5};
   e.output = DType::kF32;
-  e.diagnosis = {{"as declared", "", 2048, 310, 41.5}, {"dequant = output", "kv", 2048, 2048, 0.0125}};
+  e.diagnosis = {{"as declared", "", TrialEffect::kMovesCentres, 2048, 310, 41.5},
+                 {"dequant = output", "kv", TrialEffect::kMovesCentres, 2048, 2048, 0.0125},
+                 {"accumulator = matrix-unit", "", TrialEffect::kWidensBound, 2048, 2048, 38.0},
+                 {"output_rounding = rz", "", TrialEffect::kMovesRounding, 2048, 1990, 41.5}};
   return e;
 }
 
@@ -169,7 +172,8 @@ Evidence sample(Of<WalkEvidence>) {
                       {{"y_unpacked", 100, 0}, {"y_packed", 100, 3}},
                       200,
                       3,
-                      {{"as declared", "", 1536, 270}, {"dequant_op = sub-mul", "w4", 1536, 1536}}};
+                      {{"as declared", "", TrialEffect::kMovesCentres, 1536, 270},
+                       {"dequant_op = sub-mul", "w4", TrialEffect::kMovesCentres, 1536, 1536}}};
 }
 
 Evidence sample(Of<BiasEvidence>) {
@@ -219,12 +223,12 @@ Evidence sample(Of<SignatureEvidence>) {
 }
 
 Evidence sample(Of<VarianceEvidence>) {
-  return VarianceEvidence{
-      1e-9,
-      "f32-rn",
-      {{"y_unpacked", 527360, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
-       {"y_packed", 4, 0.001, 14.2, std::nullopt, 0, 0, 0}},
-      {{"as declared", "", 2048, 2048, 30.2}, {"x rounded to f16 before the kernel", "", 2048, 2048, 0.0021}}};
+  return VarianceEvidence{1e-9,
+                          "f32-rn",
+                          {{"y_unpacked", 527360, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
+                           {"y_packed", 4, 0.001, 14.2, std::nullopt, 0, 0, 0}},
+                          {{"as declared", "", TrialEffect::kMovesCentres, 2048, 2048, 30.2},
+                           {"x rounded to f16 before the kernel", "", TrialEffect::kMovesCentres, 2048, 2048, 0.0021}}};
 }
 
 Evidence sample(Of<QuantizeEvidence>) {
@@ -722,6 +726,8 @@ TEST(ReportWire, MalformedChecksAreCleanErrorsNamingTheMember) {
       {"infinity's bits as a NaN", [](Json& w) { w["evidence"]["u_eff"] = "nan:0x7ff0000000000000"; },
        "evidence.u_eff: not a number"},
       {"unknown dtype", [](Json& w) { w["evidence"]["output"] = "f64"; }, "evidence.output: unknown name \"f64\""},
+      {"unknown trial effect", [](Json& w) { w["evidence"]["diagnosis"][2]["effect"] = "widens"; },
+       "evidence.diagnosis[2].effect: unknown name \"widens\""},
       {"list as object", [](Json& w) { w["evidence"]["outputs"] = Json::object(); }, "evidence.outputs: not a list"},
       {"histogram bins", [](Json& w) { w["evidence"]["outputs"][0]["error_over_bound"]["counts"].erase(0); },
        "evidence.outputs[0].error_over_bound: 39 counts for the 40 bins of its axis"},
