@@ -337,7 +337,8 @@ class CompareSink final : public reference::ReferenceSink {
           const Index outside_before = part.bound[o].outside();
           part.bound[o].add(i, c, z, b.center[e], b.bound[e], b.accept[e], b.expect[e]);
           add_error_over_bound(part.error_over_bound[o], z, b.center[e], b.bound[e]);
-          if (part.bound[o].outside() != outside_before) part.outside[o].add(grid, b, i, c);
+          const bool outside = part.bound[o].outside() != outside_before;
+          if (outside) part.outside[o].add(grid, b, i, c);
           if (b.walk) part.walk[o].add(i, c, out.bits(t, stride, src_row, c), walk_bits(b.walk[e], t));
           if (sig && id != EngineOutputId::kUnpacked && unpacked.present &&
               out.bits(t, stride, src_row, c) != unpacked.bits(t, stride, i, c)) {
@@ -372,7 +373,9 @@ class CompareSink final : public reference::ReferenceSink {
           const double var = var_acc + after.variance();
           VarianceTally& vt = part.variance[o];
           const double excess = std::max(std::fabs(r) - b.slack[e], 0.0);
-          if (var > 0) {
+          if (outside) {
+            ++vt.outside;
+          } else if (var > 0) {
             ++vt.values;
             vt.q += excess * excess / var;
             if (b.center[e] != 0) {

@@ -89,6 +89,7 @@ void VarianceTally::merge(const VarianceTally& o) {
   values += o.values;
   q += o.q;
   beyond_exact += o.beyond_exact;
+  outside += o.outside;
   leaning += o.leaning;
   lean += o.lean;
   lean_shift += o.lean_shift;

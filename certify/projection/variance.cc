@@ -49,13 +49,23 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   if (const std::string why = residual_model_blocker(f, pass.summary.biased_rounding); !why.empty()) {
     return skipped(id, subject, CheckKind::kVariance, why);
   }
-  Index outputs = 0;
+  Index outputs = 0, outside = 0;
+  // The values outside B, left to bound: "; y_unpacked 2 values outside B, left to bound".
+  std::string left;
   for (EngineOutputId o : kAllEngineOutputs) {
     const VarianceTally& v = pass.variance[static_cast<std::size_t>(o)];
     outputs += v.values > 0 || v.beyond_exact > 0;
+    outside += v.outside;
+    if (v.outside > 0) {
+      left += (left.empty() ? "; " : ", ") + std::string(engine_output_name(o)) + " " + std::to_string(v.outside) +
+              (v.outside == 1 ? " value" : " values");
+    }
   }
+  if (!left.empty()) left += " outside B, left to bound";
   if (outputs == 0) {
-    return skipped(id, subject, CheckKind::kVariance, "no output value has a residual to test (no finite value)");
+    return skipped(id, subject, CheckKind::kVariance,
+                   outside > 0 ? "every value with a residual lies outside B (bound fails): none is left to test"
+                               : "no output value has a residual to test (no finite value)");
   }
   // An f32 output is the accumulator's last rounding: no output rounding is tested by `bias`,
   // so this check also tests that its residuals are centred (the centre part), with half of
@@ -79,6 +89,7 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
     VarianceOutput o;
     o.output = std::string(engine_output_name(id_o));
     o.values = v.values + v.beyond_exact;
+    o.outside = v.outside;
     const double n = static_cast<double>(std::max<Index>(v.values, 1));
     // A value with no rounding at all (sigma 0) that misses its centre is no rounding noise.
     o.ratio = v.beyond_exact > 0 ? HUGE_VAL : v.q / n;
@@ -114,12 +125,13 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
       r.reason += "; residuals centred: " + lean_worst->output + " z = " + format_short(*lean_worst->lean_z) +
                   " (limit " + format_short(lean_worst->lean_limit) + ")";
     }
-    r.reason += ", false-alarm probability <= 1e-9";
+    r.reason += ", false-alarm probability <= 1e-9" + left;
   } else {
     r.verdict = Verdict::kFail;
-    r.reason = lean_failure.empty()     ? energy_failure
-               : energy_failure.empty() ? lean_failure
-                                        : lean_failure + "; " + energy_failure;
+    r.reason = (lean_failure.empty()     ? energy_failure
+                : energy_failure.empty() ? lean_failure
+                                         : lean_failure + "; " + energy_failure) +
+               left;
   }
   r.evidence = std::move(e);
   return r;

@@ -559,8 +559,9 @@ struct SignatureEvidence {
 struct VarianceOutput {
   std::string output;
   Index values = 0;
-  double ratio = 0;  ///< sum (|r| - slack)_+^2 over sum sigma^2
-  double limit = 0;  ///< the ratio a correct kernel stays under (false-alarm probability alpha)
+  Index outside = 0;  ///< values outside B, left to `bound` (not among `values`)
+  double ratio = 0;   ///< sum (|r| - slack)_+^2 over sum sigma^2
+  double limit = 0;   ///< the ratio a correct kernel stays under (false-alarm probability alpha)
   /// The centre part (f32 outputs, docs/error-bounds.md §6e): sum sign(c) r / sigma over
   /// sqrt(leaning), signed (negative: toward zero), against lean_limit; how many of the
   /// `leaning` residuals lie toward zero.

@@ -378,6 +378,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
 void fields(auto& f, Is<VarianceOutput> auto& x) {
   f("output", x.output);
   f("values", x.values);
+  f("outside", x.outside);
   f("ratio", x.ratio);
   f("limit", x.limit);
   f("lean_z", x.lean_z);

@@ -316,6 +316,7 @@ Json evidence_json(const VarianceEvidence& e, const CheckResult&) {
   Json per = Json::object();
   for (const VarianceOutput& o : e.outputs) {
     Json& j = per[o.output] = Json{{"values", o.values}, {"ratio", number_or_text(o.ratio)}, {"limit", o.limit}};
+    if (o.outside > 0) j["outside_bound"] = o.outside;
     if (o.lean_z) {
       j["centre"] =
           Json{{"z", *o.lean_z}, {"limit", o.lean_limit}, {"values", o.leaning}, {"toward_zero", o.toward_zero}};

@@ -29,7 +29,7 @@ namespace ncert::certify {
 ///   5  location fits of several rows (FitKind::kRows, LocationFit::rows) and the bound's
 ///      rows_outside / rows_held (2026-12-05)
 ///   6  each declaration trial's effect (TrialEffect: moves the centres, widens B, or moves the
-///      output rounding; 2026-12-06)
+///      output rounding) and the values the variance test left to bound (2026-12-06)
 inline constexpr int kWireVersion = 6;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).

@@ -291,6 +291,19 @@ TEST(Localize, TwoWrongValuesInOneRowAreNotNamedOneValue) {
   const SignatureEvidence e = failing_signature(r);
   EXPECT_EQ(e.significant_columns, 2);
   EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
+  // The two values are outside B and bound's; variance tests the 4,094 others and passes.
+  // Kept in, their r^2 read as an accumulator 5.4 bits short, with a lean toward zero.
+  const CheckResult* v = find_check(r, "projections/proj/variance");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->verdict, Verdict::kPass) << v->reason;
+  EXPECT_NE(v->reason.find("y_unpacked 2 values outside B, left to bound"), std::string::npos) << v->reason;
+  const auto* ve = ncert::testing::evidence_of<VarianceEvidence>(v);
+  ASSERT_NE(ve, nullptr);
+  ASSERT_FALSE(ve->outputs.empty());
+  EXPECT_EQ(ve->outputs.front().output, "y_unpacked");
+  EXPECT_EQ(ve->outputs.front().outside, 2);
+  EXPECT_EQ(ve->outputs.front().values, 4094);
+  EXPECT_EQ(find_check(r, "projections/proj/bound")->verdict, Verdict::kFail);
 }
 
 TEST(Localize, AColumnsBiasOffByAConstantIsNamedABias) {

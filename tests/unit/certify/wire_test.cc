@@ -225,8 +225,8 @@ Evidence sample(Of<SignatureEvidence>) {
 Evidence sample(Of<VarianceEvidence>) {
   return VarianceEvidence{1e-9,
                           "f32-rn",
-                          {{"y_unpacked", 527360, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
-                           {"y_packed", 4, 0.001, 14.2, std::nullopt, 0, 0, 0}},
+                          {{"y_unpacked", 527360, 2, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
+                           {"y_packed", 4, 0, 0.001, 14.2, std::nullopt, 0, 0, 0}},
                           {{"as declared", "", TrialEffect::kMovesCentres, 2048, 2048, 30.2},
                            {"x rounded to f16 before the kernel", "", TrialEffect::kMovesCentres, 2048, 2048, 0.0021}}};
 }
