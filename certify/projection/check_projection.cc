@@ -265,12 +265,8 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
     return;
   }
   if (!explained.empty()) {
-    // Passing too: read against declarations the data does not fit, on the values left inside
-    // B (variance leaves the others to bound), a pass would vouch for what was not tested.
     for (std::optional<CheckResult>* c : {&sig, &var}) {
-      if (*c && (*c)->verdict != Verdict::kSkip) {
-        **c = skipped((*c)->id, (*c)->subject, (*c)->kind, "not evaluated: " + explained);
-      }
+      if (*c && (*c)->failed()) **c = skipped((*c)->id, (*c)->subject, (*c)->kind, "not evaluated: " + explained);
     }
   } else if (sig && sig->failed()) {
     const auto& e = std::get<SignatureEvidence>(sig->evidence);

@@ -371,11 +371,9 @@ class CompareSink final : public reference::ReferenceSink {
             }
           }
           const double var = var_acc + after.variance();
-          VarianceTally& vt = part.variance[o];
+          VarianceSums& vt = outside ? part.variance[o].outside : part.variance[o].inside;
           const double excess = std::max(std::fabs(r) - b.slack[e], 0.0);
-          if (outside) {
-            ++vt.outside;
-          } else if (var > 0) {
+          if (var > 0) {
             ++vt.values;
             vt.q += excess * excess / var;
             if (b.center[e] != 0) {

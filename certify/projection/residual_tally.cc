@@ -85,15 +85,19 @@ void SignatureTally::merge(const SignatureTally& o) {
   for (const SignatureHit& h : o.strongest_columns) keep_strongest_column(strongest_columns, h);
 }
 
-void VarianceTally::merge(const VarianceTally& o) {
+void VarianceSums::merge(const VarianceSums& o) {
   values += o.values;
   q += o.q;
   beyond_exact += o.beyond_exact;
-  outside += o.outside;
   leaning += o.leaning;
   lean += o.lean;
   lean_shift += o.lean_shift;
   toward_zero += o.toward_zero;
+}
+
+void VarianceTally::merge(const VarianceTally& o) {
+  inside.merge(o.inside);
+  outside.merge(o.outside);
 }
 
 namespace {

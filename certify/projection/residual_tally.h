@@ -77,15 +77,11 @@ struct SignatureTally {
   void merge(const SignatureTally& o);
 };
 
-/// The variance test's sums over one output's elements.
-struct VarianceTally {
+/// The variance test's sums over a set of one output's elements.
+struct VarianceSums {
   Index values = 0;        ///< values with sigma > 0
   double q = 0;            ///< sum ((|r| - slack)_+ / sigma)^2 over them
   Index beyond_exact = 0;  ///< values with sigma 0 (no rounding) whose |r| exceeds slack
-  /// Values outside their interval, left to `bound`: under the model there are none (B holds
-  /// every order's rounding), so leaving them out keeps alpha, and two wrong values do not read
-  /// as an accumulator 5 bits short (their r^2 outweighed 4,094 others' 1,700 times).
-  Index outside = 0;
   /// The centre part (docs/error-bounds.md §6e): over the values with sigma > 0 and a nonzero
   /// centre c, the sum of sign(c) r / sigma (a martingale of proxy `leaning` under the model),
   /// the sum of slack / sigma it may move by, and how many residuals lie toward zero.
@@ -93,6 +89,17 @@ struct VarianceTally {
   double lean = 0;
   double lean_shift = 0;
   Index toward_zero = 0;
+  Index count() const { return values + beyond_exact; }
+  void merge(const VarianceSums& o);
+};
+
+/// The variance test's sums over one output's elements, those inside their interval and those
+/// outside B apart: a few values outside are bound's and left out of the test (under the model
+/// there are none, so alpha holds either way), and two wrong values do not read as an
+/// accumulator 5 bits short; where many are, all are tested (a narrower accumulator under bf16
+/// outputs keeps inside B only the values its errors did not move to another neighbour).
+struct VarianceTally {
+  VarianceSums inside, outside;
   void merge(const VarianceTally& o);
 };
 

@@ -9,11 +9,32 @@
 #include <cmath>
 
 #include "certify/projection/checks.h"
+#include "certify/projection/diagnosis.h"
 #include "certify/report/format.h"
 
 namespace ncert::certify {
 
 namespace {
+
+/// What the test reads of one output: the values inside their interval, and how many outside
+/// B it leaves to bound, where those are fewer than kDiagnosisShare of the output's (a few wrong
+/// values); every value where more are (a broad failure: under bf16 outputs a narrower
+/// accumulator leaves inside B only the values its errors did not move to another neighbour,
+/// 191 of 512 in a reviewer's p = 10 dump, whose energy alone passed).
+struct Tested {
+  VarianceSums sums;
+  Index left = 0;
+};
+
+Tested tested(const VarianceTally& v) {
+  const Index out = v.outside.count();
+  if (out > 0 && static_cast<double>(out) < kDiagnosisShare * static_cast<double>(v.inside.count() + out)) {
+    return {v.inside, out};
+  }
+  Tested t{v.inside, 0};
+  t.sums.merge(v.outside);
+  return t;
+}
 
 /// The centre part's finding: residuals that lean one way. Round to nearest is centred; toward
 /// zero is what truncation in the accumulator (or a scale a little under 1) does.
@@ -49,23 +70,20 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   if (const std::string why = residual_model_blocker(f, pass.summary.biased_rounding); !why.empty()) {
     return skipped(id, subject, CheckKind::kVariance, why);
   }
-  Index outputs = 0, outside = 0;
+  Index outputs = 0;
   // The values outside B, left to bound: "; y_unpacked 2 values outside B, left to bound".
   std::string left;
   for (EngineOutputId o : kAllEngineOutputs) {
-    const VarianceTally& v = pass.variance[static_cast<std::size_t>(o)];
-    outputs += v.values > 0 || v.beyond_exact > 0;
-    outside += v.outside;
-    if (v.outside > 0) {
-      left += (left.empty() ? "; " : ", ") + std::string(engine_output_name(o)) + " " + std::to_string(v.outside) +
-              (v.outside == 1 ? " value" : " values");
+    const Tested t = tested(pass.variance[static_cast<std::size_t>(o)]);
+    outputs += t.sums.count() > 0;
+    if (t.left > 0) {
+      left += (left.empty() ? "; " : ", ") + std::string(engine_output_name(o)) + " " + std::to_string(t.left) +
+              (t.left == 1 ? " value" : " values");
     }
   }
   if (!left.empty()) left += " outside B, left to bound";
   if (outputs == 0) {
-    return skipped(id, subject, CheckKind::kVariance,
-                   outside > 0 ? "every value with a residual lies outside B (bound fails): none is left to test"
-                               : "no output value has a residual to test (no finite value)");
+    return skipped(id, subject, CheckKind::kVariance, "no output value has a residual to test (no finite value)");
   }
   // An f32 output is the accumulator's last rounding: no output rounding is tested by `bias`,
   // so this check also tests that its residuals are centred (the centre part), with half of
@@ -84,12 +102,13 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   double best_ratio = -1;
   std::optional<VarianceOutput> lean_worst;  // the output nearest its centre limit
   for (EngineOutputId id_o : kAllEngineOutputs) {
-    const VarianceTally& v = pass.variance[static_cast<std::size_t>(id_o)];
-    if (v.values == 0 && v.beyond_exact == 0) continue;
+    const Tested t = tested(pass.variance[static_cast<std::size_t>(id_o)]);
+    const VarianceSums& v = t.sums;
+    if (v.count() == 0) continue;
     VarianceOutput o;
     o.output = std::string(engine_output_name(id_o));
-    o.values = v.values + v.beyond_exact;
-    o.outside = v.outside;
+    o.values = v.count();
+    o.outside = t.left;
     const double n = static_cast<double>(std::max<Index>(v.values, 1));
     // A value with no rounding at all (sigma 0) that misses its centre is no rounding noise.
     o.ratio = v.beyond_exact > 0 ? HUGE_VAL : v.q / n;

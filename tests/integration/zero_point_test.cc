@@ -81,8 +81,7 @@ TEST(ZeroPoint, OffByOneZeroPointFailsBoundAndWalkAndItsTwinPasses) {
     const Report twin = check_dump(write_fixture(spec, "zp-twin.h5"));
     EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
     const Report r = check_dump(write_fixture(spec, "zp-off.h5", Fault::kZeroPointOffByOne));
-    // variance leaves the group's values outside B to bound; the others are rounding noise.
-    std::set<std::string> expected = {"projections/zp/bound", "projections/zp/signature"};
+    std::set<std::string> expected = {"projections/zp/bound", "projections/zp/signature", "projections/zp/variance"};
     if (!z.k_walk.empty()) expected.insert("projections/zp/walk");
     EXPECT_EQ(failing_ids(r), expected) << r.to_text(true);
     // Both paths compute with the wrong zero point: identity cannot see it.
