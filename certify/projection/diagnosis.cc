@@ -459,15 +459,12 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
   if (declared < 0) return trials;
   trials.push_back({"as declared", "", TrialEffect::kMovesCentres, sampled, declared});
   if (declared == sampled) return trials;
-  const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p, TrialEffect effect) {
-    const WalkCount n = walk_equal(f, s, p);
-    if (n.equal >= 0) trials.push_back({std::move(declaration), std::move(segment), effect, n.sampled, n.equal});
-  };
   // The walk fixes the order of every operation; what else it reproduces bit for bit is the
-  // weights each product uses: each AF4 segment's dequantization and its order.
-  // An emulated walk is held bit for bit, with no bound to widen: each trial is its values.
+  // weights each product uses: each AF4 segment's dequantization and its order. An emulated
+  // walk is held bit for bit, with no bound to widen: each trial moves the values it emulates.
   segment_trials(s.weights, false, [&](const std::string& declaration, const std::string& segment, TrialEffect) {
-    trial(declaration, segment, base, TrialEffect::kMovesCentres);
+    const WalkCount n = walk_equal(f, s, base);
+    if (n.equal >= 0) trials.push_back({declaration, segment, TrialEffect::kMovesCentres, n.sampled, n.equal});
   });
   return trials;
 }

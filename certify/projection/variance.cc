@@ -6,6 +6,7 @@
 // tail (Laurent and Massart 2000) gives P(Q >= n + 2 sqrt(n L) + 2 L) <= exp(-L). The statistic
 // is Q with (|r| - slack)_+ <= |R| in place of R; an accumulator that keeps p < 24 bits
 // multiplies the energy of its rounding errors by 4^(24 - p).
+#include <array>
 #include <cmath>
 
 #include "certify/projection/checks.h"
@@ -73,8 +74,9 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   Index outputs = 0;
   // The values outside B, left to bound: "; y_unpacked 2 values outside B, left to bound".
   std::string left;
+  std::array<Tested, kEngineOutputs> per_output;
   for (EngineOutputId o : kAllEngineOutputs) {
-    const Tested t = tested(pass.variance[static_cast<std::size_t>(o)]);
+    const Tested& t = per_output[static_cast<std::size_t>(o)] = tested(pass.variance[static_cast<std::size_t>(o)]);
     outputs += t.sums.count() > 0;
     if (t.left > 0) {
       left += (left.empty() ? "; " : ", ") + std::string(engine_output_name(o)) + " " + std::to_string(t.left) +
@@ -102,7 +104,7 @@ std::optional<CheckResult> variance_check(const ProjectionFacts& f, const Refere
   double best_ratio = -1;
   std::optional<VarianceOutput> lean_worst;  // the output nearest its centre limit
   for (EngineOutputId id_o : kAllEngineOutputs) {
-    const Tested t = tested(pass.variance[static_cast<std::size_t>(id_o)]);
+    const Tested& t = per_output[static_cast<std::size_t>(id_o)];
     const VarianceSums& v = t.sums;
     if (v.count() == 0) continue;
     VarianceOutput o;

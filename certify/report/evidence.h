@@ -335,10 +335,6 @@ struct BoundFailure {
   }
 };
 
-/// One re-test of a likely declaration mistake on a sample of a failing projection
-/// (certify/projection/diagnosis.h): the declaration changed, and how many of the sampled engine
-/// values its intervals hold. A trial emulating a walk that misses on the sample's first 16
-/// columns is counted on those alone, its `sampled` then smaller than the declaration's.
 /// What a trial changes in the model the checks hold the data against. Only kMovesCentres can
 /// bring residuals that a fault leaves back to rounding noise; a wider bound holds more values
 /// without moving one centre (diagnosis.h, fitting_trials).
@@ -349,6 +345,10 @@ enum class TrialEffect : std::uint8_t {
 };
 std::string_view trial_effect_name(TrialEffect e);
 
+/// One re-test of a likely declaration mistake on a sample of a failing projection
+/// (certify/projection/diagnosis.h): the declaration changed, and how many of the sampled engine
+/// values its intervals hold. A trial emulating a walk that misses on the sample's first 16
+/// columns is counted on those alone, its `sampled` then smaller than the declaration's.
 struct DeclarationTrial {
   std::string declaration;  ///< "dequant = output", "accumulator = f32-rz", "x rounded to bf16", ...
   std::string segment;      ///< the weight segment it concerns, "" for the projection
