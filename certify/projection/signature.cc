@@ -92,6 +92,7 @@ std::string describe_location_short(const SignatureEvidence& e) {
     const LocationFit& t = *e.fit;
     if (t.kind == FitKind::kRow || t.kind == FitKind::kRows) return detail::describe_row(t);
     if (t.kind == FitKind::kElement) return detail::describe_row(t) + ", column " + std::to_string(t.col);
+    if (t.kind == FitKind::kElements) return detail::describe_values(t);
     return t.output + " column " + std::to_string(t.col);
   }
   if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);
@@ -134,6 +135,9 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     const SignatureTally& t = pass.signature[static_cast<std::size_t>(o)];
     columns.significant[static_cast<std::size_t>(o)] = t.significant_columns;
     if (!t.strongest_columns.empty()) columns.top[static_cast<std::size_t>(o)] = t.strongest_columns.front().col;
+    for (const SignatureHit& h : t.strongest_columns) {
+      if (h.z > pass.signature_threshold) columns.significant_kept[static_cast<std::size_t>(o)].push_back(h.col);
+    }
     for (const SignatureHit& h : t.strongest_columns) keep_strongest_column(by_column, h);
     e.candidates += t.candidates;
     e.significant += t.significant;

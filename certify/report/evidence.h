@@ -472,7 +472,8 @@ struct ZeroPointFinding {
 enum class FitKind : std::uint8_t {
   kRow,           ///< one row's residuals, in every tested column, and no other row's
   kRows,          ///< a few rows' residuals (2 to 8), in every tested column, and no other row's
-  kElement,       ///< one value of the strongest column: its row stands out in no other column
+  kElement,       ///< one value of the strongest column: its row isolated in the other columns tested
+  kElements,      ///< 2 to 8 values of the significant columns (up to 8), their rows isolated alike
   kColumnOffset,  ///< the strongest column's outputs, every row moved by one constant (a wrong bias)
   kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
   kGroupScale,    ///< an affine group's scale: its s q part scaled, its bias not (no candidate models it)
@@ -482,12 +483,14 @@ std::string_view fit_kind_name(FitKind k);
 
 /// A row a location fit names (kRow, kRows): its number in x, its slot in a packed output (-1
 /// in y_unpacked), the scale its outputs fit, and the part of its dot product scaled: an
-/// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K).
+/// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K). A value
+/// (kElements): its row, slot and column, and its residual (group -1, k_begin = k_end = 0).
 struct FittedRow {
   Index row = -1;
   Index slot = -1;
   double value = 0;
   Index group = -1, k_begin = 0, k_end = 0;
+  Index col = -1;  ///< kElements: the value's column; -1 for a row (kRow, kRows)
   bool operator==(const FittedRow&) const = default;
 };
 
@@ -499,14 +502,15 @@ struct FittedRow {
 struct LocationFit {
   FitKind kind = FitKind::kRow;
   std::string output;
-  Index row = -1;                              ///< kRow, kElement; kRows: the first of rows
+  Index row = -1;                              ///< kRow, kElement; kRows, kElements: the first of rows
   Index slot = -1;                             ///< kRow, kElement of y_packed / y_compact: the row's slot
-  Index col = 0;                               ///< the strongest candidate's column
+  Index col = 0;                               ///< the strongest candidate's column (kElements: the first value's)
   Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset, kGroupScale; kRow(s): the activation group
-  Index columns = 0;                           ///< kRow(s), kElement: the other columns tested
+  Index columns = 0;                           ///< kRow(s), kElement(s): the other columns tested
   /// kRow: the scale its outputs fit (1 + least squares over the tested columns); kRows: the
-  /// first row's; kElement: the value's residual; kColumnOffset: the outputs' offset;
-  /// kGroupOffset: the weights' offset; kGroupScale: the scale of the group's s q part.
+  /// first row's; kElement: the value's residual (kElements: the first value's); kColumnOffset:
+  /// the outputs' offset; kGroupOffset: the weights' offset; kGroupScale: the scale of the
+  /// group's s q part.
   double value = 0;
   double explained = 0;              ///< the share of the residual energy the fit explains
   double alternative_explained = 0;  ///< the same for the best alternative
@@ -520,7 +524,8 @@ struct LocationFit {
   Index other_col = -1;
   bool exchanged = false;
   bool with_epilogue = false;
-  /// kRow, kRows: every row named, the row with the most residual energy first.
+  /// kRow, kRows: every row named, the row with the most residual energy first; kElements:
+  /// every value named, by column (the strongest first), in a column the most energy first.
   std::vector<FittedRow> rows;
   bool operator==(const LocationFit&) const = default;
 };

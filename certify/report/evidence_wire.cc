@@ -336,6 +336,7 @@ void fields(auto& f, Is<FittedRow> auto& x) {
   f("group", x.group);
   f("k_begin", x.k_begin);
   f("k_end", x.k_end);
+  f("col", x.col);
 }
 
 void fields(auto& f, Is<LocationFit> auto& x) {

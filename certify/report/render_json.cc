@@ -150,14 +150,15 @@ Json evidence_json(const IdentityEvidence& e, const CheckResult& c) {
   return j;
 }
 
-/// The declaration trials of bound's or variance's diagnosis; `fits`: every sampled value
-/// inside its interval.
+/// The declaration trials of bound's or variance's diagnosis, the declaration first; `fits`:
+/// every sampled value inside its interval, or, for a trial, all but those it left to bound.
 Json diagnosis_json(const std::vector<DeclarationTrial>& diagnosis) {
   Json trials = Json::array();
-  for (const DeclarationTrial& t : diagnosis) {
-    Json j =
-        Json{{"declaration", t.declaration}, {"segment", t.segment}, {"effect", trial_effect_name(t.effect)},
-             {"sampled", t.sampled},         {"inside", t.inside},   {"fits", t.sampled > 0 && t.inside == t.sampled}};
+  for (std::size_t i = 0; i < diagnosis.size(); ++i) {
+    const DeclarationTrial& t = diagnosis[i];
+    const bool fits = t.sampled > 0 && t.inside + (i > 0 ? t.left : 0) == t.sampled;
+    Json j = Json{{"declaration", t.declaration}, {"segment", t.segment}, {"effect", trial_effect_name(t.effect)},
+                  {"sampled", t.sampled},         {"inside", t.inside},   {"fits", fits}};
     if (t.energy >= 0) j["energy"] = t.energy;
     trials.push_back(j);
   }
@@ -305,7 +306,8 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                           {"value", number_or_text(w.value)},
                           {"group", w.group},
                           {"k_begin", w.k_begin},
-                          {"k_end", w.k_end}});
+                          {"k_end", w.k_end},
+                          {"col", w.col}});
     }
     j["fit"]["rows"] = std::move(rows);
   }

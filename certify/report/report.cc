@@ -68,6 +68,8 @@ std::string_view fit_kind_name(FitKind k) {
       return "rows";
     case FitKind::kElement:
       return "element";
+    case FitKind::kElements:
+      return "elements";
     case FitKind::kColumnOffset:
       return "column-offset";
     case FitKind::kGroupOffset:

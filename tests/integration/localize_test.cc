@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "certify/projection/checks.h"
@@ -252,16 +253,59 @@ TEST(Localize, WrongScalesOfActivationGroupsInTwoRowsAreNamedEachRowWithItsGroup
       << signature_reason(r, "projections/w8a8");
 }
 
-TEST(Localize, TwoWrongValuesInOneColumnAreNotNamedRows) {
+/// The values a kElements fit names, as (row, column) pairs in its order.
+std::vector<std::pair<Index, Index>> named_values(const LocationFit& t) {
+  std::vector<std::pair<Index, Index>> v;
+  for (const FittedRow& w : t.rows) v.emplace_back(w.row, w.col);
+  return v;
+}
+
+TEST(Localize, TwoWrongValuesInOneColumnAreNamedValuesNotRows) {
   // Rows 9 and 20 of column 70 moved by 0.01 and 0.012: those two rows carry the column's
-  // energy, but they stand out in no other column.
+  // energy, but they stand out in no other column. Before, the candidate's "k 0-255" scale
+  // stood.
   const std::string path = write_fixture(unpacked_only_spec(), "localize-two-values-one-column.h5");
   add_to_unpacked(path, 9, 70, 0.01f);
   add_to_unpacked(path, 20, 70, 0.012f);
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r);
   EXPECT_EQ(e.significant_columns, 1);
-  EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
+  ASSERT_TRUE(e.fit.has_value()) << signature_reason(r);
+  EXPECT_EQ(e.fit->kind, FitKind::kElements);
+  EXPECT_EQ(named_values(*e.fit), (std::vector<std::pair<Index, Index>>{{20, 70}, {9, 70}}));
+  EXPECT_NEAR(e.fit->rows[0].value, 0.012, 1e-4);
+  EXPECT_NEAR(e.fit->rows[1].value, 0.01, 1e-4);
+  EXPECT_GT(e.fit->explained, 0.99);
+  EXPECT_NE(signature_reason(r).find("y_unpacked row 20 column 70 and row 9 column 70: those 2 values are off by "
+                                     "+0.012, +0.01 from their exact values"),
+            std::string::npos)
+      << signature_reason(r);
+  EXPECT_NE(signature_reason(r).find("wrong values, not a wrong weight or activation"), std::string::npos);
+}
+
+TEST(Localize, WrongValuesInFourColumnsAreNamedEachWithItsColumn) {
+  // Four values in four columns and three rows; the twin passes. Before, the strongest
+  // candidate's range scale stood for them.
+  const std::string path = write_fixture(unpacked_only_spec(), "localize-four-values.h5");
+  add_to_unpacked(path, 9, 70, 0.02f);
+  add_to_unpacked(path, 3, 11, -0.015f);
+  add_to_unpacked(path, 9, 100, 0.012f);
+  add_to_unpacked(path, 27, 40, 0.01f);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  EXPECT_EQ(e.significant_columns, 4);
+  ASSERT_TRUE(e.fit.has_value()) << signature_reason(r);
+  EXPECT_EQ(e.fit->kind, FitKind::kElements);
+  std::vector<std::pair<Index, Index>> values = named_values(*e.fit);
+  std::sort(values.begin(), values.end());
+  EXPECT_EQ(values, (std::vector<std::pair<Index, Index>>{{3, 11}, {9, 70}, {9, 100}, {27, 40}}));
+  EXPECT_EQ(e.fit->rows.front().row, 9);  // the strongest column's value first
+  EXPECT_EQ(e.fit->rows.front().col, 70);
+  EXPECT_NEAR(e.fit->rows.front().value, 0.02, 1e-4);
+  // bound's likely location names them too.
+  const CheckResult* bound = find_check(r, "projections/proj/bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound->verdict, Verdict::kFail);
 }
 
 TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
@@ -281,7 +325,7 @@ TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
       << signature_reason(r);
 }
 
-TEST(Localize, TwoWrongValuesInOneRowAreNotNamedOneValue) {
+TEST(Localize, TwoWrongValuesInOneRowAreNamedTwoValuesNotOne) {
   // Row 9 wrong in columns 70 (+0.02) and 2 (+0.01); column 2 is not among the 64 columns the
   // row is tested in, so only the count of significant columns tells them apart from one value.
   const std::string path = write_fixture(unpacked_only_spec(), "localize-two-values.h5");
@@ -290,7 +334,9 @@ TEST(Localize, TwoWrongValuesInOneRowAreNotNamedOneValue) {
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r);
   EXPECT_EQ(e.significant_columns, 2);
-  EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
+  ASSERT_TRUE(e.fit.has_value()) << signature_reason(r);
+  EXPECT_EQ(e.fit->kind, FitKind::kElements);
+  EXPECT_EQ(named_values(*e.fit), (std::vector<std::pair<Index, Index>>{{9, 70}, {9, 2}}));
   // The two values are outside B and bound's; variance tests the 4,094 others and passes.
   // Kept in, their r^2 read as an accumulator 5.4 bits short, with a lean toward zero.
   const CheckResult* v = find_check(r, "projections/proj/variance");

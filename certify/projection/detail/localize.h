@@ -16,12 +16,14 @@
 namespace ncert::certify::detail {
 
 /// What the signature pass knows beyond the evidence: per engine output (report order), the
-/// (output, column) pairs with a significant candidate, and the column of its strongest
-/// candidate (-1: none); the columns of the strongest candidates, one per column, strongest
-/// first (up to SignatureTally::kKeep).
+/// (output, column) pairs with a significant candidate, the column of its strongest candidate
+/// (-1: none) and the significant columns among its strongest (up to SignatureTally::kKeep,
+/// strongest first: all of them where `significant` is no more); the columns of the strongest
+/// candidates over every output, one per column, strongest first (up to kKeep).
 struct SignatureColumns {
   std::array<Index, kEngineOutputs> significant{};
   std::array<Index, kEngineOutputs> top{-1, -1, -1};
+  std::array<std::vector<Index>, kEngineOutputs> significant_kept;
   std::vector<Index> strongest;
 };
 
@@ -33,13 +35,19 @@ struct SignatureColumns {
 /// scale, and sets e.zero_point or e.fit where one of the first three (not a scale) explains at
 /// least half the residual energy and leaves at most a quarter of what the best other leaves;
 /// a row is then tested in up to 64 other columns of that output (row, or element where
-/// `significant` allows one value only). Sets nothing without e.strongest or with fewer than 4
+/// `significant` allows one value only). Where a few rows stand out in that column and the
+/// test names neither, and every significant column is of that output and kept (at most 8),
+/// each of those columns is fitted in turn: a few values (elements, 2 to 8 in all), where each
+/// column's energy lies in a few rows alone and none of those rows stands out in any other
+/// column tested. Sets nothing without e.strongest or with fewer than 4
 /// finite rows. Runs on a failure only: M x K products per column fitted.
 void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns);
 
 std::string describe_zero_point(const ZeroPointFinding& z);
 /// A row fit's row: "y_unpacked row 5", "y_packed row 5 (slot 3)", "y_compact slot 3 (row 5)".
 std::string describe_row(const LocationFit& t);
+/// A values fit's values: "y_unpacked row 9 column 70 and row 9 column 2".
+std::string describe_values(const LocationFit& t);
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info);
 
 }  // namespace ncert::certify::detail

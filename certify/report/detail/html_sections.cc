@@ -183,7 +183,18 @@ std::string fit_paragraph(const LocationFit& t) {
     }
     case FitKind::kElement:
       what = row + " of column " + std::to_string(t.col) + " alone: off by " + exact(t.value) +
-             " (the row stands out in none of " + std::to_string(t.columns) + " other columns tested)";
+             " (the row stands out in no more of " + std::to_string(t.columns) +
+             " other columns tested than rows of noise do)";
+      break;
+    case FitKind::kElements:
+      what = std::to_string(t.rows.size()) + " values alone: ";
+      for (std::size_t j = 0; j < t.rows.size(); ++j) {
+        const FittedRow& w = t.rows[j];
+        if (j > 0) what += j + 1 == t.rows.size() ? " and " : ", ";
+        what += row_name(w.row, w.slot) + " of column " + std::to_string(w.col) + " off by " + exact(w.value);
+      }
+      what += " (their rows stand out in no more of " + std::to_string(t.columns) +
+              " other columns tested than rows of noise do)";
       break;
     case FitKind::kColumnOffset:
       what = "column " + std::to_string(t.col) + ": every row's output off by " + exact(t.value) +
