@@ -90,13 +90,21 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
   // the one whose residuals are least energetic leads, the kernel's own declaration leaving
   // rounding noise only.
   std::string fits;
+  Index left = 0;  // the leading fit's values left to bound
   for (const DeclarationTrial* t : rank_by_energy(fitting_trials(trials, few))) {
     if (!fits.empty()) fits.append("; or ");
+    if (fits.empty()) left = t->left;
     fits.append(trial_text(*t));
   }
   const std::string sampled = std::to_string(declared.sampled), as_declared = std::to_string(declared.inside);
   std::string out;
-  if (!fits.empty()) {
+  if (!fits.empty() && left > 0) {
+    out.append("; the data fits ").append(fits).append(" (").append(std::to_string(declared.sampled - left));
+    out.append(" of ").append(sampled).append(" sampled values inside, the ").append(std::to_string(left));
+    out.append(left == 1 ? " other outside as declared too: a wrong value"
+                         : " others outside as declared too: wrong values");
+    out.append(" beside the mistake, left to bound; ").append(as_declared).append(" as declared)");
+  } else if (!fits.empty()) {
     out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
     out.append(as_declared).append(" as declared)");
   } else if (few) {

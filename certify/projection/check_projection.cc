@@ -188,7 +188,8 @@ std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_b
   for (const CheckResult& c : checks) {
     if (!c.failed()) continue;
     if (const auto* b = std::get_if<BoundEvidence>(&c.evidence)) {
-      for (const DeclarationTrial* t : fitting_trials(b->diagnosis, few_rows_outside(*b))) {
+      // In bound's own order (its reason names the least energetic first).
+      for (const DeclarationTrial* t : rank_by_energy(fitting_trials(b->diagnosis, few_rows_outside(*b)))) {
         if (for_bias && t->effect == TrialEffect::kMovesRounding) continue;
         return "bound finds the data fits " + trial_text(*t) +
                ", not the declarations the residuals are read against: correct the declaration first";
@@ -239,8 +240,12 @@ bool residual_diagnosis(const ProjectionFacts& f, const CheckOptions& options, c
   const DeclarationTrial* t = residual_fit(trials);
   if (t) {
     const DeclarationTrial& declared = trials.front();
+    const std::string left = t->left == 0
+                                 ? std::string()
+                                 : ", " + std::to_string(t->left) + " outside as declared too left to bound (wrong " +
+                                       (t->left == 1 ? "value" : "values") + " beside the mistake)";
     var.reason = "the data fits " + trial_text(*t) + " (residual energy " + format_short(t->energy) + "x on " +
-                 std::to_string(declared.sampled) + " sampled values, " + format_short(declared.energy) +
+                 std::to_string(declared.sampled) + " sampled values" + left + ", " + format_short(declared.energy) +
                  "x as declared, limit " + format_short(diagnosis_energy_limit(declared.sampled)) + "x); " + var.reason;
   }
   if (trials.size() > 1) e.diagnosis = std::move(trials);

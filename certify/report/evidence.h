@@ -358,6 +358,10 @@ struct DeclarationTrial {
   /// output rounding included; docs/error-bounds.md §6c): about 1e-2 or less where the
   /// declaration is the kernel's, far above 1 where a systematic error remains. -1: not computed.
   double energy = -1;
+  /// Sampled values outside this declaration's intervals left to bound, out of `energy` and
+  /// counted with `inside` where a trial names a mistake: fewer than 1 % of the sample and, for
+  /// a trial, each outside as declared too (wrong values beside the mistake). 0 otherwise.
+  Index left = 0;
   bool operator==(const DeclarationTrial&) const = default;
 };
 

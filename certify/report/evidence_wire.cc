@@ -234,6 +234,7 @@ void fields(auto& f, Is<DeclarationTrial> auto& x) {
   f("sampled", x.sampled);
   f("inside", x.inside);
   f("energy", x.energy);
+  f("left", x.left);
 }
 
 void fields(auto& f, Is<BoundEvidence> auto& x) {

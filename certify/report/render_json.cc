@@ -160,6 +160,7 @@ Json diagnosis_json(const std::vector<DeclarationTrial>& diagnosis) {
     Json j = Json{{"declaration", t.declaration}, {"segment", t.segment}, {"effect", trial_effect_name(t.effect)},
                   {"sampled", t.sampled},         {"inside", t.inside},   {"fits", fits}};
     if (t.energy >= 0) j["energy"] = t.energy;
+    if (t.left > 0) j["left_to_bound"] = t.left;
     trials.push_back(j);
   }
   return trials;

@@ -30,7 +30,8 @@ namespace ncert::certify {
 ///      rows_outside / rows_held (2026-12-05)
 ///   6  each declaration trial's effect (TrialEffect: moves the centres, widens B, or moves the
 ///      output rounding) and the values the variance test left to bound (2026-12-06)
-///   7  location fits of several values (FitKind::kElements, FittedRow::col) (2026-12-06)
+///   7  location fits of several values (FitKind::kElements, FittedRow::col) and the values a
+///      declaration trial left to bound (DeclarationTrial::left) (2026-12-06)
 inline constexpr int kWireVersion = 7;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).

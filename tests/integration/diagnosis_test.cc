@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "certify/commands/check.h"
@@ -223,6 +224,105 @@ TEST(Diagnosis, ActivationsRoundedBeforeTheKernelAreNamed) {
   p.engine_x_rounding = DType::kBf16;
   const std::string path = write_fixture(one(p), "diag-x.h5");
   expect_fits(path, "xr", "x rounded to bf16 before the kernel");
+}
+
+/// Adds `delta` to y_unpacked's values (2, 5) and (6, 40) of projection `name`: two wrong
+/// values in the diagnosis sample (its first 8 rows and 64 columns here), written with
+/// y_unpacked alone so that identity sees nothing.
+void plant_two_wrong_values(const std::string& path, const std::string& name, float delta) {
+  const std::string y = "/projections/" + name + "/y_unpacked";
+  for (const auto& [row, col] : {std::pair<Index, Index>{2, 5}, {6, 40}}) {
+    ncert::testing::poke_f32(path, y, row, col, ncert::testing::read_f32(path, y, row, col) + delta);
+  }
+}
+
+fixtures::DumpSpec unpacked_only(fixtures::ProjectionSpec p) {
+  p.write_packed = false;
+  p.write_compact = false;
+  p.write_before = false;
+  return one(p);
+}
+
+TEST(Diagnosis, TwoWrongValuesBesideAMistakeLeaveItNamed) {
+  // x rounded to bf16 by the kernel (every value outside B, K 256) and two values + 0.5 besides:
+  // those two stay outside under the right declaration too. Before, no trial held every sampled
+  // value, and the reason read "no single other declaration fits".
+  fixtures::ProjectionSpec p = base("xr");
+  p.x = DType::kF32;
+  p.engine_x_rounding = DType::kBf16;
+  const std::string path = write_fixture(unpacked_only(p), "diag-x-two-values.h5");
+  plant_two_wrong_values(path, "xr", 0.5f);
+  const Report r = check_dump(path);
+  const CheckResult* b = find_check(r, "projections/xr/bound");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  EXPECT_NE(b->reason.find("the data fits x rounded to bf16 before the kernel (510 of 512 sampled values inside, "
+                           "the 2 others outside as declared too: wrong values beside the mistake, left to bound; "),
+            std::string::npos)
+      << b->reason;
+  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  ASSERT_NE(e, nullptr);
+  const auto fits = fitting_trials(e->diagnosis);
+  ASSERT_FALSE(fits.empty());
+  EXPECT_EQ(fits.front()->declaration, "x rounded to bf16 before the kernel");
+  EXPECT_EQ(fits.front()->inside, 510);
+  EXPECT_EQ(fits.front()->left, 2);
+}
+
+TEST(Diagnosis, TwoWrongValuesBesideAMistakeInsideBLeaveItNamedByItsEnergy) {
+  // x rounded to f16 at K 4096 (inside B; variance sees it) and two values + 1 besides (outside
+  // B, so bound fails, but on under 1 % of the values: its diagnosis does not run). Kept in the
+  // energy, their r^2 / sigma^2 held the trial above the limit.
+  fixtures::ProjectionSpec p = base("xk");
+  p.k = 4096;
+  p.n = 128;
+  p.x = DType::kF32;
+  p.engine_x_rounding = DType::kF16;
+  fixtures::SegmentSpec s;
+  s.format = reference::WeightFormat::kF32;
+  s.rows = 128;
+  p.segments = {s};
+  const std::string path = write_fixture(unpacked_only(p), "diag-x-f16-two-values.h5");
+  plant_two_wrong_values(path, "xk", 1.0f);
+  const Report r = check_dump(path);
+  EXPECT_EQ(find_check(r, "projections/xk/bound")->verdict, Verdict::kFail);
+  const CheckResult* var = find_check(r, "projections/xk/variance");
+  ASSERT_NE(var, nullptr);
+  EXPECT_EQ(var->verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
+      << var->reason;
+  EXPECT_NE(var->reason.find(", 2 outside as declared too left to bound (wrong values beside the mistake)"),
+            std::string::npos)
+      << var->reason;
+  const auto* e = ncert::testing::evidence_of<VarianceEvidence>(var);
+  ASSERT_NE(e, nullptr);
+  const DeclarationTrial* fit = residual_fit(e->diagnosis);
+  ASSERT_NE(fit, nullptr);
+  EXPECT_EQ(fit->left, 2);
+  EXPECT_LT(fit->energy, 0.1);
+  // The two values alone: nothing for a declaration to explain, and none is named.
+  p.engine_x_rounding = DType::kF32;
+  const std::string alone = write_fixture(unpacked_only(p), "diag-two-values-alone.h5");
+  plant_two_wrong_values(alone, "xk", 1.0f);
+  const Report a = check_dump(alone);
+  const CheckResult* ab = find_check(a, "projections/xk/bound");
+  EXPECT_EQ(ab->verdict, Verdict::kFail);
+  EXPECT_EQ(ab->reason.find("the data fits"), std::string::npos) << ab->reason;
+  EXPECT_EQ(find_check(a, "projections/xk/variance")->verdict, Verdict::kPass)
+      << find_check(a, "projections/xk/variance")->reason;
+  // signature names them, at M = 8 rows: row 2 stands out by chance in 1 of the 63 other
+  // columns tested, as rows of noise do there (before, any stand-out left them unnamed).
+  const CheckResult* sig = find_check(a, "projections/xk/signature");
+  ASSERT_NE(sig, nullptr);
+  const auto* se = ncert::testing::evidence_of<SignatureEvidence>(sig);
+  ASSERT_NE(se, nullptr);
+  ASSERT_TRUE(se->fit.has_value()) << sig->reason;
+  EXPECT_EQ(se->fit->kind, FitKind::kElements);
+  ASSERT_EQ(se->fit->rows.size(), 2u);
+  EXPECT_EQ(se->fit->rows[0].row, 2);
+  EXPECT_EQ(se->fit->rows[0].col, 5);
+  EXPECT_EQ(se->fit->rows[1].row, 6);
+  EXPECT_EQ(se->fit->rows[1].col, 40);
 }
 
 TEST(Diagnosis, AMistakeInsideBIsNamedByTheResidualEnergyOfEachTrial) {

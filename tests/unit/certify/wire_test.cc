@@ -161,7 +161,7 @@ Evidence sample(Of<BoundEvidence>) {
   e.first = BoundFailure{"y_packed", {4, 99, 1.5f, 1.25, 0.125, {1.0f, 1.375f}}, 5};
   e.output = DType::kF32;
   e.diagnosis = {{"as declared", "", TrialEffect::kMovesCentres, 2048, 310, 41.5},
-                 {"dequant = output", "kv", TrialEffect::kMovesCentres, 2048, 2048, 0.0125},
+                 {"dequant = output", "kv", TrialEffect::kMovesCentres, 2048, 2046, 0.0125, 2},
                  {"accumulator = matrix-unit", "", TrialEffect::kWidensBound, 2048, 2048, 38.0},
                  {"output_rounding = rz", "", TrialEffect::kMovesRounding, 2048, 1990, 41.5}};
   return e;
