@@ -308,6 +308,29 @@ TEST(Localize, WrongValuesInFourColumnsAreNamedEachWithItsColumn) {
   EXPECT_EQ(bound->verdict, Verdict::kFail);
 }
 
+TEST(Localize, ThreeWrongValuesAtTheDetectionLimitAreNamedEachWhereItIs) {
+  // The production shape (K 5120, 32 rows, N 256), three values + d, + 2d and + 3d in rows 5, 12
+  // and 19 and columns 3, 64 and 125, d = 0.0002: the smallest d bench_power locates at N 4096
+  // (docs/detection.md), inside B (bound passes). The twin passes.
+  fixtures::ProjectionSpec p = fixtures::production_in_proj(256, DType::kF32, 7);
+  const std::string twin = write_fixture(ncert::testing::single_projection_dump(p), "localize-three-values-twin.h5");
+  ASSERT_EQ(check_dump(twin).verdict(), Verdict::kPass);
+  p.engine_value_offset = 0.0002f;
+  p.engine_wrong_values = 3;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-three-values.h5"));
+  EXPECT_EQ(find_check(r, "projections/in_proj/bound")->verdict, Verdict::kPass);
+  const SignatureEvidence e = failing_signature(r, "projections/in_proj");
+  ASSERT_TRUE(e.fit.has_value()) << signature_reason(r, "projections/in_proj");
+  EXPECT_EQ(e.fit->kind, FitKind::kElements);
+  std::vector<std::pair<Index, Index>> values = named_values(*e.fit);
+  std::sort(values.begin(), values.end());
+  const Index c = fixtures::kFaultColumn, stride = fixtures::kWrongValueColumnStride;
+  EXPECT_EQ(values, (std::vector<std::pair<Index, Index>>{{5, c}, {12, c + stride}, {19, c + 2 * stride}}));
+  // The largest first, each fitted to its size.
+  EXPECT_EQ(e.fit->rows.front().row, 19);
+  EXPECT_NEAR(e.fit->rows.front().value, 0.0006, 2e-5);
+}
+
 TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
   // y_unpacked only, one value moved by 0.01 (f32 outputs: B is about 1e-3 here).
   const std::string path = write_fixture(unpacked_only_spec(), "localize-element.h5");

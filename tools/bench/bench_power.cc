@@ -33,6 +33,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "certify/commands/check.h"
@@ -109,6 +110,17 @@ bool names_two_rows(const certify::SignatureEvidence& e) {
   return e.fit && e.fit->kind == certify::FitKind::kRows && e.fit->rows.size() == 2 &&
          e.fit->rows[0].row == fixtures::kFaultRow + fixtures::kFaultRowStride &&
          e.fit->rows[1].row == fixtures::kFaultRow;
+}
+/// engine_wrong_values = 3: each at its row and column, in any order.
+bool names_three_values(const certify::SignatureEvidence& e) {
+  if (!e.fit || e.fit->kind != certify::FitKind::kElements || e.fit->rows.size() != 3) return false;
+  std::set<std::pair<Index, Index>> named, planted;
+  for (const certify::FittedRow& w : e.fit->rows) named.emplace(w.row, w.col);
+  for (Index i = 0; i < 3; ++i) {
+    planted.emplace((fixtures::kFaultRow + i * fixtures::kFaultRowStride) % 32,
+                    fixtures::kFaultColumn + i * fixtures::kWrongValueColumnStride);
+  }
+  return named == planted;
 }
 bool names_column_offset(const certify::SignatureEvidence& e) {
   return e.fit && e.fit->kind == certify::FitKind::kColumnOffset && e.fit->col == fixtures::kFaultColumn;
@@ -226,6 +238,17 @@ std::vector<Sweep> fault_sweeps() {
        "",
        names_column_offset,
        [](fixtures::ProjectionSpec& p) { p.epilogue = reference::Epilogue::kBias; }},
+      {"three wrong values + d, + 2d and + 3d (in three rows and columns), f32 outputs",
+       "d",
+       {0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01},
+       [](fixtures::ProjectionSpec& p, double d) {
+         p.engine_value_offset = static_cast<float>(d);
+         p.engine_wrong_values = 3;
+       },
+       DType::kF32,
+       "",
+       names_three_values,
+       {}},
       {"one AF4 affine group's bias + d, f32 outputs",
        "d",
        {0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002},
