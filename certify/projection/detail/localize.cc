@@ -627,12 +627,13 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
 
 /// The values test: a few wrong values (2 to kMaxFitRows in all) in up to kMaxFitRows columns,
 /// the output's significant ones. In each, a few rows alone carry the column's energy
-/// (standing_rows: they dominate it against every structure of the column's own), and none of
-/// those rows stands out, by the same rule, in any of up to kRowColumns other columns tested
-/// (evenly spaced; a significant column among them is not counted): a row fault stands out in
-/// at least half. Before this test two values of row 9 in columns 70 and 2 read as "column 70,
-/// k 0-255: the outputs fit 0.9967x that range's exact contribution", and two of column 70 in
-/// rows 9 and 20 the same.
+/// (standing_rows: they dominate it against every structure of the column's own), each off by
+/// more than an output spacing (beyond_rounding), the rest of the column noise
+/// (remainder_is_noise), and those rows isolated over up to kRowColumns other columns tested
+/// (evenly spaced; a significant column among them not counted for stand-outs): a row fault
+/// stands out in at least half. Before this test two values of row 9 in columns 70 and 2 read
+/// as "column 70, k 0-255: the outputs fit 0.9967x that range's exact contribution", and two of
+/// column 70 in rows 9 and 20 the same.
 std::optional<LocationFit> values_fit(const LoadedProjection& d, const reference::LinearProblem& p,
                                       const OutputRows& rows, const std::vector<Index>& significant) {
   if (significant.empty() || significant.size() > kMaxFitRows) return std::nullopt;
@@ -674,9 +675,10 @@ std::optional<LocationFit> values_fit(const LoadedProjection& d, const reference
   for (std::size_t j = 0; j < held.size(); ++j) {
     if (!remainder_is_noise(s, held[j], sets[j], significant)) return std::nullopt;
   }
-  Index tested = 0;
-  for (Index col : s.cols)
+  Index tested = 0;  // the other columns tested, the significant ones among them not counted
+  for (Index col : s.cols) {
     tested += std::find(significant.begin(), significant.end(), col) == significant.end() ? 1 : 0;
+  }
   const FittedRow& first = t.rows.front();
   t.row = first.row;
   t.slot = first.slot;
