@@ -226,6 +226,21 @@ TEST(Diagnosis, ActivationsRoundedBeforeTheKernelAreNamed) {
   expect_fits(path, "xr", "x rounded to bf16 before the kernel");
 }
 
+/// Projection "xk": f32 x and weights, K 4096, N 128, x rounded to f16 by the engine (a mistake
+/// inside B: each product errs by about 2^-12 of itself, about 0.1 of B).
+fixtures::ProjectionSpec x_f16_large_k() {
+  fixtures::ProjectionSpec p = base("xk");
+  p.k = 4096;
+  p.n = 128;
+  p.x = DType::kF32;
+  p.engine_x_rounding = DType::kF16;
+  fixtures::SegmentSpec s;
+  s.format = reference::WeightFormat::kF32;
+  s.rows = 128;
+  p.segments = {s};
+  return p;
+}
+
 /// Adds `delta` to y_unpacked's values (2, 5) and (6, 40) of projection `name`: two wrong
 /// values in the diagnosis sample (its first 8 rows and 64 columns here), written with
 /// y_unpacked alone so that identity sees nothing.
@@ -273,15 +288,7 @@ TEST(Diagnosis, TwoWrongValuesBesideAMistakeInsideBLeaveItNamedByItsEnergy) {
   // x rounded to f16 at K 4096 (inside B; variance sees it) and two values + 1 besides (outside
   // B, so bound fails, but on under 1 % of the values: its diagnosis does not run). Kept in the
   // energy, their r^2 / sigma^2 held the trial above the limit.
-  fixtures::ProjectionSpec p = base("xk");
-  p.k = 4096;
-  p.n = 128;
-  p.x = DType::kF32;
-  p.engine_x_rounding = DType::kF16;
-  fixtures::SegmentSpec s;
-  s.format = reference::WeightFormat::kF32;
-  s.rows = 128;
-  p.segments = {s};
+  fixtures::ProjectionSpec p = x_f16_large_k();
   const std::string path = write_fixture(unpacked_only(p), "diag-x-f16-two-values.h5");
   plant_two_wrong_values(path, "xk", 1.0f);
   const Report r = check_dump(path);
@@ -331,15 +338,7 @@ TEST(Diagnosis, AMistakeInsideBIsNamedByTheResidualEnergyOfEachTrial) {
   // residual energy does see it (variance FAILs), and on the sample the trial "x rounded to f16"
   // brings that energy from far above the limit to rounding noise: variance names it, and
   // signature, whose own cause would be a K range's scale, is not evaluated.
-  fixtures::ProjectionSpec p = base("xk");
-  p.k = 4096;
-  p.n = 128;
-  p.x = DType::kF32;
-  p.engine_x_rounding = DType::kF16;
-  fixtures::SegmentSpec s;
-  s.format = reference::WeightFormat::kF32;
-  s.rows = 128;
-  p.segments = {s};
+  fixtures::ProjectionSpec p = x_f16_large_k();
   const Report r = check_dump(write_fixture(one(p), "diag-x-f16-large-k.h5"));
   const CheckResult* bound = find_check(r, "projections/xk/bound");
   ASSERT_NE(bound, nullptr);
