@@ -45,10 +45,10 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
 
 /// The trials after the declaration that hold every sampled value (`fits` in the JSON), in
 /// trial order. `few_rows` (the values outside lie in a few rows, few_rows_outside): a trial
-/// that only widens B (another accumulator, folded dequantization) only where it also brings
-/// the sampled values' energy within diagnosis_energy_limit, as a declaration the kernel used
-/// does; a wider bound alone (accumulator = matrix-unit) holds a few rows' faults on the
-/// sample without moving a centre.
+/// other than another output rounding only where it also brings the sampled values' energy
+/// within diagnosis_energy_limit, as a declaration the kernel used does; a wider bound alone
+/// (accumulator = matrix-unit) holds a few rows' faults on the sample without moving a centre,
+/// and an undeclared per-column bias holds one row's by shifting every row half way.
 std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials, bool few_rows = false);
 
 /// Whether the values outside the bound lie in at most a quarter of the rows the output holds

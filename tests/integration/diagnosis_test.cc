@@ -332,6 +332,29 @@ TEST(Diagnosis, TwoWrongValuesBesideAMistakeInsideBLeaveItNamedByItsEnergy) {
   EXPECT_EQ(se->fit->rows[1].col, 40);
 }
 
+TEST(Diagnosis, OneRowsFaultInEightIsNotReadAsAnUndeclaredBias) {
+  // Row 5's activations x 1.0008 at M 8, K 1024: only that row leaves B (7 values). An
+  // undeclared per-column bias, shifting each column half way, held all 512 sampled values, and
+  // "the data fits epilogue = bias" skipped the residual tests; its energy (above the
+  // declaration's) shows it moves no centre onto the data. signature then names the row.
+  fixtures::ProjectionSpec p = base("r");
+  p.k = 1024;
+  p.engine_row_scale_error = 0.0008f;
+  const Report r = check_dump(write_fixture(unpacked_only(p), "diag-one-row-of-eight.h5"));
+  const CheckResult* b = find_check(r, "projections/r/bound");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+  EXPECT_NE(b->reason.find("the values outside lie in 1 of 8 rows"), std::string::npos) << b->reason;
+  const CheckResult* sig = find_check(r, "projections/r/signature");
+  ASSERT_NE(sig, nullptr);
+  const auto* se = ncert::testing::evidence_of<SignatureEvidence>(sig);
+  ASSERT_NE(se, nullptr) << sig->reason;
+  ASSERT_TRUE(se->fit.has_value()) << sig->reason;
+  EXPECT_EQ(se->fit->kind, FitKind::kRow);
+  EXPECT_EQ(se->fit->row, fixtures::kFaultRow);
+}
+
 TEST(Diagnosis, AMistakeInsideBIsNamedByTheResidualEnergyOfEachTrial) {
   // x rounded to f16 before the kernel at K = 4096: each product errs by about 2^-12 of itself,
   // about 0.1 of B, so every value lies inside B and bound's diagnosis does not run. The
