@@ -557,13 +557,10 @@ std::vector<Index> rows_standing_out(const RowScan& s, const ColumnResiduals& st
 /// rows together). One row standing out in none, where the signature test found one
 /// significant column only (`one_column`): one wrong value. Otherwise (two values in one
 /// column or in different columns, no other column to test) nothing: the candidates' reading
-/// stands.
-std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
-                                   Index col, const ColumnResiduals& strongest, const Fits& fits,
-                                   const std::vector<Index>& set, bool one_column) {
-  const Extras extras = row_parts(*d.info, p.x.rows);
-  RowScan s = scan_rows(d, p, rows, col, set.front(), extras);
-  s.add(strongest);  // computed with every row's parts (localize)
+/// stands. `s`: the other columns scanned beside col, and `strongest` (col) added.
+std::optional<LocationFit> row_fit(const LoadedProjection& d, const RowScan& s, const OutputRows& rows, Index col,
+                                   const ColumnResiduals& strongest, const Fits& fits, const std::vector<Index>& set,
+                                   bool one_column) {
   const std::vector<Index> named = rows_standing_out(s, strongest, fits, set);
   LocationFit t;
   t.output = std::string(engine_output_name(rows.id));
@@ -634,8 +631,12 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
 /// stands out in at least half. Before this test two values of row 9 in columns 70 and 2 read
 /// as "column 70, k 0-255: the outputs fit 0.9967x that range's exact contribution", and two of
 /// column 70 in rows 9 and 20 the same.
+/// `scan`: row_fit's, the other columns beside the strongest with it added (significant.front():
+/// the strongest candidate's column tops its output's); the other significant columns are added
+/// to a copy.
 std::optional<LocationFit> values_fit(const LoadedProjection& d, const reference::LinearProblem& p,
-                                      const OutputRows& rows, const std::vector<Index>& significant) {
+                                      const OutputRows& rows, const std::vector<Index>& significant,
+                                      const RowScan& scan) {
   if (significant.empty() || significant.size() > kMaxFitRows) return std::nullopt;
   LocationFit t;
   t.kind = FitKind::kElements;
@@ -669,8 +670,8 @@ std::optional<LocationFit> values_fit(const LoadedProjection& d, const reference
     e_alt += fits.best_other(kRowAlone);
   }
   if (t.rows.size() < 2) return std::nullopt;
-  RowScan s = scan_rows(d, p, rows, significant.front(), named_rows.front(), extras);
-  for (const ColumnResiduals& c : held) s.add(c);
+  RowScan s = scan;
+  for (std::size_t j = 1; j < held.size(); ++j) s.add(held[j]);
   if (!isolated(s, named_rows, significant)) return std::nullopt;
   for (std::size_t j = 0; j < held.size(); ++j) {
     if (!remainder_is_noise(s, held[j], sets[j], significant)) return std::nullopt;
@@ -880,12 +881,16 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   if ((alone && best == kRowAlone) || (!alone && !pair)) {
     const std::vector<Index> set = standing_rows(c, fits);
     if (set.empty()) return;
-    std::optional<LocationFit> t = row_fit(d, p, rows, col, c, fits, set, one_value.one_column);
+    // The other columns, scanned once for the row test and the values test.
+    RowScan scan = scan_rows(d, p, rows, col, set.front(), row_parts(*d.info, p.x.rows));
+    scan.add(c);  // computed with every row's parts
+    std::optional<LocationFit> t = row_fit(d, scan, rows, col, c, fits, set, one_value.one_column);
     if (t && t->kind == FitKind::kElement && one_value.pair && !same_value(f, rows, *one_value.pair, t->row, col)) {
       return;
     }
+    const std::vector<Index>& significant = columns.significant_kept[static_cast<std::size_t>(*held)];
     if (!t && values_allowed(*held, columns)) {
-      t = values_fit(d, p, rows, columns.significant_kept[static_cast<std::size_t>(*held)]);
+      t = values_fit(d, p, rows, significant, scan);
     }
     if (t) e.fit = *t;
     return;
