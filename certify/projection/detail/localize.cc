@@ -967,6 +967,18 @@ std::string describe_zero_point(const ZeroPointFinding& z) {
          format_short(100 * z.alternative_explained) + " %)";
 }
 
+namespace {
+
+/// One row of an output: "row 5" (y_unpacked), "row 5 (slot 3)" (y_packed), "slot 3 (row 5)"
+/// (y_compact, whose rows are its slots).
+std::string row_and_slot(Index row, Index slot, bool compact) {
+  if (slot < 0) return "row " + std::to_string(row);
+  if (compact) return "slot " + std::to_string(slot) + " (row " + std::to_string(row) + ")";
+  return "row " + std::to_string(row) + " (slot " + std::to_string(slot) + ")";
+}
+
+}  // namespace
+
 std::string describe_row(const LocationFit& t) {
   const bool compact = t.output == engine_output_name(EngineOutputId::kCompact);
   if (t.kind == FitKind::kRows) {
@@ -984,11 +996,7 @@ std::string describe_row(const LocationFit& t) {
     }
     return s;
   }
-  if (t.slot < 0) return t.output + " row " + std::to_string(t.row);
-  if (compact) {
-    return t.output + " slot " + std::to_string(t.slot) + " (row " + std::to_string(t.row) + ")";
-  }
-  return t.output + " row " + std::to_string(t.row) + " (slot " + std::to_string(t.slot) + ")";
+  return t.output + " " + row_and_slot(t.row, t.slot, compact);
 }
 
 namespace {
@@ -1007,14 +1015,7 @@ std::string describe_values(const LocationFit& t) {
   for (std::size_t j = 0; j < t.rows.size(); ++j) {
     const FittedRow& w = t.rows[j];
     if (j > 0) s += j + 1 == t.rows.size() ? " and " : ", ";
-    if (w.slot < 0) {
-      s += "row " + std::to_string(w.row);
-    } else if (compact) {
-      s += "slot " + std::to_string(w.slot) + " (row " + std::to_string(w.row) + ")";
-    } else {
-      s += "row " + std::to_string(w.row) + " (slot " + std::to_string(w.slot) + ")";
-    }
-    s += " column " + std::to_string(w.col);
+    s += row_and_slot(w.row, w.slot, compact) + " column " + std::to_string(w.col);
   }
   return s;
 }
