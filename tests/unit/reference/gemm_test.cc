@@ -156,15 +156,32 @@ TEST(GemmTest, ActivationsPackedOnceGiveEigensBitsWhenEveryDimensionSpansBlocks)
   using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, double, double, Eigen::Dynamic, Eigen::Dynamic,
                                                         Eigen::Dynamic>;
   // kc along k, mc along the weight rows, nc along the activation rows (gemm.cc). No shape
-  // splits all three at once; these two split each of them.
-  const Blocking deep(20, 20, 700, 1, true);
-  ASSERT_LT(deep.kc(), 700);
-  ASSERT_LT(deep.nc(), 20);
-  const Blocking wide(20, 60, 200, 1, true);
-  ASSERT_LT(wide.mc(), 60);
+  // splits all three at once; two shapes split each of them. Eigen's register panels and L1
+  // share set the blocks too, so each shape is the first of a few that splits here: 20
+  // activation rows span two blocks beside 20 weight rows with AVX-512 (nc 12) but beside 8
+  // with AVX2 (nc 8), and 60 weight rows span blocks at k 200 with AVX-512 (mc 24) but only
+  // at k 100 with AVX2 (mc 36), whose kc 104 there leaves them unsplit.
+  Index deep_n = 0;  // weight rows beside which 20 activation rows and k 700 span blocks
+  for (const Index n : {20, 8, 4}) {
+    const Blocking deep(20, n, 700, 1, true);
+    if (deep.kc() < 700 && deep.nc() < 20) {
+      deep_n = n;
+      break;
+    }
+  }
+  ASSERT_GT(deep_n, 0) << "no shape splits k and the activation rows";
+  Index wide_k = 0;  // the k at which 60 weight rows span blocks
+  for (const Index k : {200, 100}) {
+    const Blocking wide(20, 60, k, 1, true);
+    if (wide.mc() < 60) {
+      wide_k = k;
+      break;
+    }
+  }
+  ASSERT_GT(wide_k, 0) << "no shape splits the weight rows";
   std::mt19937_64 rng(17);
-  EXPECT_EQ(packed_differing_elements(20, 700, {20, 13}, rng), 0);
-  EXPECT_EQ(packed_differing_elements(20, 200, {60, 37}, rng), 0);
+  EXPECT_EQ(packed_differing_elements(20, 700, {deep_n, deep_n / 2 + 3}, rng), 0);
+  EXPECT_EQ(packed_differing_elements(20, wide_k, {60, 37}, rng), 0);
 }
 
 TEST(GemmTest, ShapesEigenDoesNotMultiplyByItsGemmAreNotPacked) {
