@@ -240,10 +240,17 @@ bool residual_diagnosis(const ProjectionFacts& f, const CheckOptions& options, c
   const DeclarationTrial* t = residual_fit(trials);
   if (t) {
     const DeclarationTrial& declared = trials.front();
-    const std::string left = t->left == 0
-                                 ? std::string()
-                                 : ", " + std::to_string(t->left) + " outside as declared too left to bound (wrong " +
-                                       (t->left == 1 ? "value" : "values") + " beside the mistake)";
+    // ", 2 outside as declared too left to bound (wrong values beside the mistake)"; values
+    // inside B but far off the noise: ", 2 far off the noise as declared too left out (...)".
+    std::string left;
+    if (t->left > 0) left.append(", ").append(std::to_string(t->left)).append(" outside as declared too left to bound");
+    if (t->far > 0) {
+      left.append(left.empty() ? ", " : " and ").append(std::to_string(t->far));
+      left.append(" far off the noise as declared too left out");
+    }
+    if (!left.empty()) {
+      left.append(t->left + t->far == 1 ? " (a wrong value" : " (wrong values").append(" beside the mistake)");
+    }
     var.reason = "the data fits " + trial_text(*t) + " (residual energy " + format_short(t->energy) + "x on " +
                  std::to_string(declared.sampled) + " sampled values" + left + ", " + format_short(declared.energy) +
                  "x as declared, limit " + format_short(diagnosis_energy_limit(declared.sampled)) + "x); " + var.reason;

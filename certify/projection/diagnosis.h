@@ -75,6 +75,13 @@ std::string trial_text(const DeclarationTrial& t);
 /// limit, at the residual tests' alpha).
 double diagnosis_energy_limit(Index sampled);
 
+/// The r^2 / sigma^2 beyond which one of `sampled` values is far off the rounding noise:
+/// Azuma's two-sided tail 2 exp(-q / 2) shared out over the values at the residual tests'
+/// alpha, 2 ln(2 n / alpha) (58 at 2,048 values). The residual tests' diagnosis leaves such
+/// values out of a trial's energy on the terms it leaves values outside B
+/// (DeclarationTrial::far).
+double diagnosis_far_energy(Index sampled);
+
 /// The trial that holds every sampled value with its energy within the limit (the first of
 /// rank_by_energy), where the declaration's energy is beyond it; null when none does.
 const DeclarationTrial* residual_fit(const std::vector<DeclarationTrial>& trials);

@@ -362,6 +362,10 @@ struct DeclarationTrial {
   /// counted with `inside` where a trial names a mistake: fewer than 1 % of the sample and, for
   /// a trial, each outside as declared too (wrong values beside the mistake). 0 otherwise.
   Index left = 0;
+  /// The residual tests' diagnosis only: sampled values inside their intervals but far off the
+  /// rounding noise (r^2 / sigma^2 above diagnosis_far_energy, 58 at 2,048 values), left out of
+  /// `energy` on the same terms as `left` and not counted in it. 0 otherwise.
+  Index far = 0;
   bool operator==(const DeclarationTrial&) const = default;
 };
 

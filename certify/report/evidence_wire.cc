@@ -235,6 +235,7 @@ void fields(auto& f, Is<DeclarationTrial> auto& x) {
   f("inside", x.inside);
   f("energy", x.energy);
   f("left", x.left);
+  f("far", x.far);
 }
 
 void fields(auto& f, Is<BoundEvidence> auto& x) {

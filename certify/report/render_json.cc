@@ -161,6 +161,7 @@ Json diagnosis_json(const std::vector<DeclarationTrial>& diagnosis) {
                   {"sampled", t.sampled},         {"inside", t.inside},   {"fits", fits}};
     if (t.energy >= 0) j["energy"] = t.energy;
     if (t.left > 0) j["left_to_bound"] = t.left;
+    if (t.far > 0) j["left_far_off_noise"] = t.far;
     trials.push_back(j);
   }
   return trials;

@@ -32,7 +32,9 @@ namespace ncert::certify {
 ///      output rounding) and the values the variance test left to bound (2026-12-06)
 ///   7  location fits of several values (FitKind::kElements, FittedRow::col) and the values a
 ///      declaration trial left to bound (DeclarationTrial::left) (2026-12-06)
-inline constexpr int kWireVersion = 7;
+///   8  the values far off the rounding noise a residual diagnosis's trial left out
+///      (DeclarationTrial::far) (2026-12-06)
+inline constexpr int kWireVersion = 8;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

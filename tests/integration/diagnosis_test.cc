@@ -332,6 +332,53 @@ TEST(Diagnosis, TwoWrongValuesBesideAMistakeInsideBLeaveItNamedByItsEnergy) {
   EXPECT_EQ(se->fit->rows[1].col, 40);
 }
 
+TEST(Diagnosis, TwoWrongValuesInsideBBesideAMistakeLeaveItNamedByItsEnergy) {
+  // x rounded to f16 at K 4096 and two values + 0.008 besides: inside B (bound passes), but
+  // their r^2 / sigma^2 near 1e4 each held the energy of the trial that fits the rest above the
+  // limit, and variance named nothing. Values far off the noise as declared too are now left out.
+  fixtures::ProjectionSpec p = x_f16_large_k();
+  const std::string path = write_fixture(unpacked_only(p), "diag-x-f16-two-values-inside.h5");
+  plant_two_wrong_values(path, "xk", 0.008f);
+  const Report r = check_dump(path);
+  EXPECT_EQ(find_check(r, "projections/xk/bound")->verdict, Verdict::kPass)
+      << find_check(r, "projections/xk/bound")->reason;
+  const CheckResult* var = find_check(r, "projections/xk/variance");
+  ASSERT_NE(var, nullptr);
+  EXPECT_EQ(var->verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
+      << var->reason;
+  EXPECT_NE(var->reason.find(", 2 far off the noise as declared too left out (wrong values beside the mistake)"),
+            std::string::npos)
+      << var->reason;
+  const auto* e = ncert::testing::evidence_of<VarianceEvidence>(var);
+  ASSERT_NE(e, nullptr);
+  const DeclarationTrial* fit = residual_fit(e->diagnosis);
+  ASSERT_NE(fit, nullptr);
+  EXPECT_EQ(fit->far, 2);
+  EXPECT_EQ(fit->left, 0);
+  EXPECT_EQ(fit->inside, fit->sampled);
+  EXPECT_LT(fit->energy, 0.1);
+  // Not every trial that holds the sample leaves them: the wider bounds keep the declaration's
+  // centres, and their energy.
+  for (const DeclarationTrial& t : e->diagnosis) {
+    if (t.effect == TrialEffect::kWidensBound) {
+      EXPECT_EQ(t.far, 0) << t.declaration;
+    }
+  }
+  // The two values alone: the declaration leaves them out of its own energy, and nothing is
+  // tried for them.
+  p.engine_x_rounding = DType::kF32;
+  const std::string alone = write_fixture(unpacked_only(p), "diag-two-values-inside-alone.h5");
+  plant_two_wrong_values(alone, "xk", 0.008f);
+  const Report a = check_dump(alone);
+  const CheckResult* av = find_check(a, "projections/xk/variance");
+  ASSERT_NE(av, nullptr);
+  EXPECT_EQ(av->reason.find("the data fits"), std::string::npos) << av->reason;
+  if (const auto* ae = ncert::testing::evidence_of<VarianceEvidence>(av)) {
+    EXPECT_TRUE(ae->diagnosis.empty());
+  }
+}
+
 TEST(Diagnosis, OneRowsFaultInEightIsNotReadAsAnUndeclaredBias) {
   // Row 5's activations x 1.0008 at M 8, K 1024: only that row leaves B (7 values). An
   // undeclared per-column bias, shifting each column half way, held all 512 sampled values, and
