@@ -114,10 +114,19 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
                                      [](const OutputBound& o) { return o.outside.cell_rows < o.outside.rows; });
     const std::string rows =
         std::to_string(e.rows_outside) + " of " + std::to_string(e.rows_held) + (grouped ? " row groups" : " rows");
-    out.append("; the values outside lie in ").append(rows).append(", and no declaration tried brings the ");
-    out.append(sampled).append(" sampled values within the rounding noise");
-    if (best && best->inside == best->sampled) {
-      out.append(" (").append(trial_text(*best)).append(" holds them all, by a wider bound alone)");
+    out.append("; the values outside lie in ").append(rows);
+    const bool wider_alone = best && best->inside == best->sampled;
+    if (declared.energy >= 0 && declared.energy <= diagnosis_energy_limit(declared.sampled)) {
+      // Under bf16 outputs half a spacing can dwarf a row's fault: the energy cannot tell, the
+      // rows' concentration does (few_rows_outside).
+      out.append(", too few for a declaration mistake (the ").append(sampled);
+      out.append(" sampled values' energy within the rounding noise as declared");
+      if (wider_alone) out.append("; ").append(trial_text(*best)).append(" holds them all, by a wider bound alone");
+      out.append(")");
+    } else {
+      out.append(", and no declaration tried brings the ").append(sampled);
+      out.append(" sampled values within the rounding noise");
+      if (wider_alone) out.append(" (").append(trial_text(*best)).append(" holds them all, by a wider bound alone)");
     }
     out.append(grouped               ? ": a fault of rows in those groups"
                : e.rows_outside == 1 ? ": a fault of that row"
@@ -171,16 +180,25 @@ void count_rows(const ProjectionFacts& f, EngineOutputId id, const FailureGrid& 
 }
 
 /// BoundEvidence::rows_outside / rows_held from the output where the values outside are spread
-/// widest (the largest share of its rows).
+/// widest (the largest share of its rows), of those that hold at least kFewRowsHeld rows where
+/// any does: fewer cannot show a fault confined to rows (one row of 8 at x 1.002 in both
+/// paths, the packed outputs holding 4 selected rows: 1 of 4 there, and a wider accumulator
+/// named for it), while y_unpacked's 1 of 8 can.
 void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, BoundEvidence& e) {
+  bool many = false;  // the choice so far holds kFewRowsHeld rows or more
   for (EngineOutputId id : kAllEngineOutputs) {
     const std::size_t at = static_cast<std::size_t>(id);
     if (!f.data.output(id).present || pass.bound[at].outside() == 0) continue;
     Index held = 0, outside = 0;
     count_rows(f, id, pass.outside[at], held, outside);
-    if (held > 0 && (e.rows_held == 0 || outside * e.rows_held > e.rows_outside * held)) {
+    if (held == 0) continue;
+    const bool more = held >= kFewRowsHeld;
+    const bool wider = e.rows_held == 0 || outside * e.rows_held > e.rows_outside * held;
+    if ((more && !many) || (more == many && wider)) {
       e.rows_outside = outside;
       e.rows_held = held;
+      e.rows_values = pass.bound[at].outside();
+      many = more;
     }
   }
 }

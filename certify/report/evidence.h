@@ -382,6 +382,7 @@ struct BoundEvidence {
   /// its selected rows, y_compact its used slots). few_rows_outside: the diagnosis names then
   /// only declarations that bring the sampled values within the rounding noise.
   Index rows_outside = 0, rows_held = 0;
+  Index rows_values = 0;  ///< the values outside in that output
   std::optional<BoundFailure> first;
   DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
   /// When the check fails broadly: the declaration as declared, then each alternative re-tested

@@ -252,6 +252,7 @@ void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("beyond_tier", x.beyond_tier);
   f("rows_outside", x.rows_outside);
   f("rows_held", x.rows_held);
+  f("rows_values", x.rows_values);
   f("first", x.first);
   f("output", x.output);
   f("diagnosis", x.diagnosis);

@@ -187,7 +187,8 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                 {"outside", e.outside},
                 {"beyond_tier", e.beyond_tier},
                 {"rows_outside", e.rows_outside},
-                {"rows_held", e.rows_held}};
+                {"rows_held", e.rows_held},
+                {"rows_values", e.rows_values}};
   if (e.first) {
     const reference::ElementRecord& f = e.first->element;
     j["first"] = Json{{"output", e.first->output},

@@ -34,7 +34,9 @@ namespace ncert::certify {
 ///      declaration trial left to bound (DeclarationTrial::left) (2026-12-06)
 ///   8  the values far off the rounding noise a residual diagnosis's trial left out
 ///      (DeclarationTrial::far) (2026-12-06)
-inline constexpr int kWireVersion = 8;
+///   9  the bound's values outside in the output its rows_outside / rows_held are read from
+///      (BoundEvidence::rows_values) (2026-12-06)
+inline constexpr int kWireVersion = 9;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

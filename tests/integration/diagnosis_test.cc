@@ -379,6 +379,37 @@ TEST(Diagnosis, TwoWrongValuesInsideBBesideAMistakeLeaveItNamedByItsEnergy) {
   }
 }
 
+TEST(Diagnosis, OneRowsFaultInBothPathsIsNotReadAsAWiderAccumulator) {
+  // Row 5 x 1.002 in both paths at M 8, bf16 outputs, K 1024: the packed outputs hold 4 selected
+  // rows, row 5 among them. Read from their 1 of 4, the spread was not "few rows", and
+  // accumulator = matrix-unit, holding the sample by a wider B alone, was named. y_unpacked's
+  // 1 of 8 is what shows the fault confined to a row.
+  fixtures::ProjectionSpec p = base("r");
+  p.k = 1024;
+  p.output = DType::kBf16;
+  p.engine_row_scale_error = 0.002f;
+  const Report r = check_dump(write_fixture(one(p), "diag-one-row-both-paths.h5"));
+  const CheckResult* b = find_check(r, "projections/r/bound");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+  EXPECT_NE(b->reason.find("the values outside lie in 1 of 8 rows, too few for a declaration mistake (the 512 "
+                           "sampled values' energy within the rounding noise as declared; accumulator = f32-rz "
+                           "holds them all, by a wider bound alone): a fault of that row"),
+            std::string::npos)
+      << b->reason;
+  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->rows_held, 8);
+  EXPECT_EQ(e->rows_values, 9);
+  EXPECT_EQ(e->rows_outside, 1);
+  // The packed outputs do hold fewer rows, one of them outside: the case this is about.
+  bool packed_outside = false;
+  for (const OutputBound& o : e->outputs)
+    packed_outside = packed_outside || (o.output == "y_packed" && o.stats.outside > 0);
+  EXPECT_TRUE(packed_outside);
+}
+
 TEST(Diagnosis, OneRowsFaultInEightIsNotReadAsAnUndeclaredBias) {
   // Row 5's activations x 1.0008 at M 8, K 1024: only that row leaves B (7 values). An
   // undeclared per-column bias, shifting each column half way, held all 512 sampled values, and
