@@ -75,7 +75,8 @@ std::string declarations_text(const ProjectionInfo& info) {
 /// declared)" for the trials that hold every sampled value, or what the best trial reached.
 std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const BoundEvidence& e) {
   if (trials.size() < 2) return "";
-  const bool few = few_rows_outside(e);
+  const RowSpread spread = row_spread(e);
+  const bool few = spread != RowSpread::kBroad;
   const DeclarationTrial& declared = trials.front();
   // By the share of its values inside: a walk trial that missed on the sample's first columns
   // was counted on those alone (diagnosis.cc, walk_equal).
@@ -91,7 +92,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
   // rounding noise only.
   std::string fits;
   Index left = 0;  // the leading fit's values left to bound
-  for (const DeclarationTrial* t : rank_by_energy(fitting_trials(trials, few))) {
+  for (const DeclarationTrial* t : rank_by_energy(fitting_trials(trials, spread))) {
     if (!fits.empty()) fits.append("; or ");
     if (fits.empty()) left = t->left;
     fits.append(trial_text(*t));
@@ -118,7 +119,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     const bool wider_alone = best && best->inside == best->sampled;
     if (declared.energy >= 0 && declared.energy <= diagnosis_energy_limit(declared.sampled)) {
       // Under bf16 outputs half a spacing can dwarf a row's fault: the energy cannot tell, the
-      // rows' concentration does (few_rows_outside).
+      // rows' concentration does (row_spread).
       out.append(", too few for a declaration mistake (the ").append(sampled);
       out.append(" sampled values' energy within the rounding noise as declared");
       if (wider_alone) out.append("; ").append(trial_text(*best)).append(" holds them all, by a wider bound alone");

@@ -189,7 +189,7 @@ std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_b
     if (!c.failed()) continue;
     if (const auto* b = std::get_if<BoundEvidence>(&c.evidence)) {
       // In bound's own order (its reason names the least energetic first).
-      for (const DeclarationTrial* t : rank_by_energy(fitting_trials(b->diagnosis, few_rows_outside(*b)))) {
+      for (const DeclarationTrial* t : rank_by_energy(fitting_trials(b->diagnosis, row_spread(*b)))) {
         if (for_bias && t->effect == TrialEffect::kMovesRounding) continue;
         return "bound finds the data fits " + trial_text(*t) +
                ", not the declarations the residuals are read against: correct the declaration first";

@@ -567,7 +567,8 @@ double diagnosis_far_energy(Index sampled) {
   return 2 * std::log(2 * n / kResidualAlpha);
 }
 
-std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials, bool few_rows) {
+std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials, RowSpread spread) {
+  const bool few_rows = spread != RowSpread::kBroad;
   std::vector<const DeclarationTrial*> fits;
   // A trial's values left to bound count as held (evaluate leaves them only where the data fits
   // the trial to the rounding noise on the others, and not the declaration).
@@ -575,30 +576,33 @@ std::vector<const DeclarationTrial*> fitting_trials(const std::vector<Declaratio
     const DeclarationTrial& t = trials[i];
     if (t.sampled == 0 || t.inside + t.left != t.sampled) continue;
     // In a few rows, a trial must also bring the sampled values' energy within the limit, as the
-    // kernel's own declaration does: an undeclared bias shifts each column to the middle of
-    // what its rows admit (a reviewer's one row x 1.001 at M 8, K 1024: "the data fits
-    // epilogue = bias", its energy 845 against 430 as declared). A wider B holds a few rows'
-    // faults without moving a centre, and its energy is the declaration's: not named at all
-    // there, for under bf16 outputs the declaration's own is within the limit (one row x 1.002
-    // at K 1024: 9 values outside, energy 0.44, half a bf16 spacing dwarfing the fault).
-    // Another output rounding moves the intervals, and its energy, taken about the
+    // kernel's own declaration does: a wider B holds a few rows' faults without moving a
+    // centre, and an undeclared bias shifts each column to the middle of what its rows admit
+    // (a reviewer's one row x 1.001 at M 8, K 1024: "the data fits epilogue = bias", its
+    // energy 845 against 430 as declared). Concentrated there, a wider B is not named at all:
+    // its energy is the declaration's, and under bf16 outputs that is within the limit (one
+    // row x 1.002 at K 1024: 9 values outside, energy 0.44, half a bf16 spacing dwarfing the
+    // fault). Another output rounding moves the intervals, and its energy, taken about the
     // declaration's centres, would never drop: it is not held to it.
     const bool rounding = t.effect == TrialEffect::kMovesRounding;
-    if (few_rows && t.effect == TrialEffect::kWidensBound) continue;
+    if (spread == RowSpread::kConcentrated && t.effect == TrialEffect::kWidensBound) continue;
     if (few_rows && !rounding && !(t.energy >= 0 && t.energy <= diagnosis_energy_limit(t.sampled))) continue;
     fits.push_back(&t);
   }
   return fits;
 }
 
-bool few_rows_outside(const BoundEvidence& e) {
-  if (!(e.rows_outside > 0 && e.rows_held >= kFewRowsHeld && 4 * e.rows_outside <= e.rows_held)) return false;
+RowSpread row_spread(const BoundEvidence& e) {
+  if (!(e.rows_outside > 0 && e.rows_held >= kFewRowsHeld && 4 * e.rows_outside <= e.rows_held)) {
+    return RowSpread::kBroad;
+  }
   // The chance that rows_values values spread over the rows at random fall in rows_outside of
   // them or fewer: at most C(held, outside) (outside / held)^values (the union over the sets
   // of that many rows). 9 values in 1 row of 8: 6e-8; 2 values in 2 rows of 8: above 1.
   const double held = static_cast<double>(e.rows_held), out = static_cast<double>(e.rows_outside);
   const double log_sets = std::lgamma(held + 1) - std::lgamma(out + 1) - std::lgamma(held - out + 1);
-  return log_sets + static_cast<double>(e.rows_values) * std::log(out / held) <= std::log(kFewRowsChance);
+  const bool chance = log_sets + static_cast<double>(e.rows_values) * std::log(out / held) > std::log(kFewRowsChance);
+  return chance ? RowSpread::kFewRows : RowSpread::kConcentrated;
 }
 
 const DeclarationTrial* residual_fit(const std::vector<DeclarationTrial>& trials) {

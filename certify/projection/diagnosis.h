@@ -43,26 +43,35 @@ Index diagnosis_columns(const reference::Weights& w);
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
                                                     DiagnosisReason reason = DiagnosisReason::kBound);
 
-/// The trials after the declaration that hold every sampled value (`fits` in the JSON), in
-/// trial order. `few_rows` (the values outside lie in a few rows, few_rows_outside): no trial
-/// that only widens B, which holds a few rows' faults on the sample without moving a centre
-/// (accumulator = matrix-unit), and another trial other than another output rounding only
-/// where it also brings the sampled values' energy within diagnosis_energy_limit, as a
-/// declaration the kernel used does (an undeclared per-column bias holds one row's fault by
-/// shifting every row half way).
-std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials, bool few_rows = false);
+/// How the values outside the bound spread over the rows (row_spread).
+enum class RowSpread : std::uint8_t {
+  kBroad,         ///< over more than a quarter of the rows, or an output of fewer than 8
+  kFewRows,       ///< over a quarter of the rows or fewer
+  kConcentrated,  ///< so, and too many values there for chance (kFewRowsChance)
+};
 
-/// The rows an output must hold for few_rows_outside to read its spread, and the chance at
-/// most that its values outside fell in so few rows at random.
+/// The trials after the declaration that hold every sampled value (`fits` in the JSON), in
+/// trial order. In a few rows (kFewRows), a trial other than another output rounding only where
+/// it also brings the sampled values' energy within diagnosis_energy_limit, as a declaration
+/// the kernel used does (an undeclared per-column bias holds one row's fault by shifting every
+/// row half way; a wider bound alone, accumulator = matrix-unit, holds a few rows' faults
+/// without moving a centre). Concentrated there, no trial that only widens B at all: its
+/// energy is the declaration's, within the limit under bf16 outputs, whose rounding dwarfs a
+/// small fault.
+std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials,
+                                                    RowSpread spread = RowSpread::kBroad);
+
+/// The rows an output must hold for row_spread to read its spread, and the chance at most that
+/// its values outside fell in so few rows at random for kConcentrated.
 inline constexpr Index kFewRowsHeld = 8;
 inline constexpr double kFewRowsChance = 1e-3;
 
 /// Whether the values outside the bound lie in at most a quarter of the rows the output holds
-/// (of at least kFewRowsHeld), and too many lie there for chance (kFewRowsChance): a
-/// declaration mistake moves every row's values alike unless a few rows' activations dwarf the
-/// others' (a row of one activation 500 times the rest, x rounded to bf16: only that row left
-/// B), and its few values outside may fall in a few rows by chance (2 in 2 rows of 8).
-bool few_rows_outside(const BoundEvidence& e);
+/// (of at least kFewRowsHeld), and whether too many lie there for chance: a declaration
+/// mistake moves every row's values alike unless a few rows' activations dwarf the others' (a
+/// row of one activation 500 times the rest, x rounded to bf16: only that row left B), and its
+/// few values outside may fall in a few rows by chance (2 in 2 rows of 8).
+RowSpread row_spread(const BoundEvidence& e);
 
 /// The trials ordered by their energy on the sample, least first (energies within twice the
 /// least keep their order; a trial without one last).

@@ -379,7 +379,7 @@ struct BoundEvidence {
   Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
   /// In the output where the values outside are spread widest: the rows (row cells of its
   /// grid, one row each up to 32) holding any of them, and the rows it holds at all (y_packed
-  /// its selected rows, y_compact its used slots). few_rows_outside: the diagnosis names then
+  /// its selected rows, y_compact its used slots). row_spread: the diagnosis names then
   /// only declarations that bring the sampled values within the rounding noise.
   Index rows_outside = 0, rows_held = 0;
   Index rows_values = 0;  ///< the values outside in that output
