@@ -1,6 +1,6 @@
 #include "reference/detail/transpose.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -44,6 +44,27 @@ inline void transpose_tile(__m512 (&v)[16]) {
     v[i + 8] = _mm512_maskz_shuffle_f32x4(kAll, t[i], t[i + 8], 0xDD);
   }
 }
+#elif defined(__AVX__)
+/// One 8 x 8 tile: rows v[0..7] in, columns out in v[0..7] (elements, then pairs, then 128-bit
+/// lanes interleaved).
+inline void transpose_tile(__m256 (&v)[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    v[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    v[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    v[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    v[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) v[i] = t[i];
+}
 #endif
 
 }  // namespace
@@ -57,6 +78,18 @@ void transpose_rows(const float* src, Index rows, Index k, float* dst, Index dst
       for (int r = 0; r < 16; ++r) v[r] = _mm512_loadu_ps(src + r * k + c0);
       transpose_tile(v);
       for (int c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (c0 + c) * dst_stride, v[c]);
+    }
+  }
+#elif defined(__AVX__)
+  if (rows == kTransposeRows) {
+    // 8 columns at a time: rows 0-7 and 8-15 as two 8 x 8 tiles, each column's halves.
+    for (; c0 + 8 <= k; c0 += 8) {
+      for (int h = 0; h < 16; h += 8) {
+        __m256 v[8];
+        for (int r = 0; r < 8; ++r) v[r] = _mm256_loadu_ps(src + (h + r) * k + c0);
+        transpose_tile(v);
+        for (int c = 0; c < 8; ++c) _mm256_storeu_ps(dst + (c0 + c) * dst_stride + h, v[c]);
+      }
     }
   }
 #endif

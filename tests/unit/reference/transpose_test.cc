@@ -1,5 +1,5 @@
 // The walk's transposition (reference/detail/transpose.h) against the definition, element by
-// element: every row count up to 16 (16 takes the register tiles where the build has AVX-512),
+// element: every row count up to 16 (16 takes the register tiles where the build has AVX-512 or AVX),
 // widths that are and are not multiples of the tile, a destination wider than the rows, and
 // nothing outside the rows written.
 #include "reference/detail/transpose.h"
