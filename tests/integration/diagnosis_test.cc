@@ -258,6 +258,23 @@ fixtures::DumpSpec unpacked_only(fixtures::ProjectionSpec p) {
   return one(p);
 }
 
+/// Expects variance on projection xk of `r` to fail naming x rounded to f16, its reason holding
+/// `left` (what the trial left out), and sets `e` to its evidence and `fit` to the trial.
+void expect_f16_named_by_variance(const Report& r, const std::string& left, const VarianceEvidence*& e,
+                                  const DeclarationTrial*& fit) {
+  e = nullptr;
+  fit = nullptr;
+  const CheckResult* var = find_check(r, "projections/xk/variance");
+  ASSERT_NE(var, nullptr);
+  EXPECT_EQ(var->verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
+      << var->reason;
+  EXPECT_NE(var->reason.find(left), std::string::npos) << var->reason;
+  e = ncert::testing::evidence_of<VarianceEvidence>(var);
+  ASSERT_NE(e, nullptr);
+  fit = residual_fit(e->diagnosis);
+}
+
 TEST(Diagnosis, TwoWrongValuesBesideAMistakeLeaveItNamed) {
   // x rounded to bf16 by the kernel (every value outside B, K 256) and two values + 0.5 besides:
   // those two stay outside under the right declaration too. Before, no trial held every sampled
@@ -293,17 +310,10 @@ TEST(Diagnosis, TwoWrongValuesBesideAMistakeInsideBLeaveItNamedByItsEnergy) {
   plant_two_wrong_values(path, "xk", 1.0f);
   const Report r = check_dump(path);
   EXPECT_EQ(find_check(r, "projections/xk/bound")->verdict, Verdict::kFail);
-  const CheckResult* var = find_check(r, "projections/xk/variance");
-  ASSERT_NE(var, nullptr);
-  EXPECT_EQ(var->verdict, Verdict::kFail) << r.to_text(true);
-  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
-      << var->reason;
-  EXPECT_NE(var->reason.find(", 2 outside as declared too left to bound (wrong values beside the mistake)"),
-            std::string::npos)
-      << var->reason;
-  const auto* e = ncert::testing::evidence_of<VarianceEvidence>(var);
-  ASSERT_NE(e, nullptr);
-  const DeclarationTrial* fit = residual_fit(e->diagnosis);
+  const VarianceEvidence* e = nullptr;
+  const DeclarationTrial* fit = nullptr;
+  expect_f16_named_by_variance(r, ", 2 outside as declared too left to bound (wrong values beside the mistake)", e,
+                               fit);
   ASSERT_NE(fit, nullptr);
   EXPECT_EQ(fit->left, 2);
   EXPECT_LT(fit->energy, 0.1);
@@ -342,17 +352,10 @@ TEST(Diagnosis, TwoWrongValuesInsideBBesideAMistakeLeaveItNamedByItsEnergy) {
   const Report r = check_dump(path);
   EXPECT_EQ(find_check(r, "projections/xk/bound")->verdict, Verdict::kPass)
       << find_check(r, "projections/xk/bound")->reason;
-  const CheckResult* var = find_check(r, "projections/xk/variance");
-  ASSERT_NE(var, nullptr);
-  EXPECT_EQ(var->verdict, Verdict::kFail) << r.to_text(true);
-  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
-      << var->reason;
-  EXPECT_NE(var->reason.find(", 2 far off the noise as declared too left out (wrong values beside the mistake)"),
-            std::string::npos)
-      << var->reason;
-  const auto* e = ncert::testing::evidence_of<VarianceEvidence>(var);
-  ASSERT_NE(e, nullptr);
-  const DeclarationTrial* fit = residual_fit(e->diagnosis);
+  const VarianceEvidence* e = nullptr;
+  const DeclarationTrial* fit = nullptr;
+  expect_f16_named_by_variance(r, ", 2 far off the noise as declared too left out (wrong values beside the mistake)", e,
+                               fit);
   ASSERT_NE(fit, nullptr);
   EXPECT_EQ(fit->far, 2);
   EXPECT_EQ(fit->left, 0);
@@ -392,22 +395,18 @@ TEST(Diagnosis, AWrongValueOutsideBIsLeftOutOfTheDeclarationsEnergyBesideMistake
   ncert::testing::poke_f32(path, y, 2, 5, ncert::testing::read_f32(path, y, 2, 5) + 0.008f);
   ncert::testing::poke_f32(path, y, 6, 40, ncert::testing::read_f32(path, y, 6, 40) + 1.0f);
   const Report r = check_dump(path);
-  const CheckResult* var = find_check(r, "projections/xk/variance");
-  ASSERT_NE(var, nullptr);
-  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
-      << var->reason;
-  EXPECT_NE(var->reason.find(", 1 outside as declared too left to bound and 1 far off the noise as declared too left "
-                             "out (wrong values beside the mistake)"),
-            std::string::npos)
-      << var->reason;
-  const auto* e = ncert::testing::evidence_of<VarianceEvidence>(var);
+  const VarianceEvidence* e = nullptr;
+  const DeclarationTrial* fit = nullptr;
+  expect_f16_named_by_variance(r,
+                               ", 1 outside as declared too left to bound and 1 far off the noise as declared too left "
+                               "out (wrong values beside the mistake)",
+                               e, fit);
   ASSERT_NE(e, nullptr);
   ASSERT_GE(e->diagnosis.size(), 2u);
   const DeclarationTrial& declared = e->diagnosis.front();
   EXPECT_EQ(declared.left, 1);
   EXPECT_EQ(declared.far, 0);
   EXPECT_LT(declared.energy, 100) << "the value + 1 alone is near 1e8 r^2 / sigma^2";
-  const DeclarationTrial* fit = residual_fit(e->diagnosis);
   ASSERT_NE(fit, nullptr);
   EXPECT_EQ(fit->left, 1);
   EXPECT_EQ(fit->far, 1);
@@ -513,16 +512,12 @@ TEST(Diagnosis, AMistakeInsideBIsNamedByTheResidualEnergyOfEachTrial) {
   const CheckResult* bound = find_check(r, "projections/xk/bound");
   ASSERT_NE(bound, nullptr);
   EXPECT_EQ(bound->verdict, Verdict::kPass) << bound->reason;
-  const CheckResult* var = find_check(r, "projections/xk/variance");
-  ASSERT_NE(var, nullptr);
-  EXPECT_EQ(var->verdict, Verdict::kFail) << r.to_text(true);
-  EXPECT_EQ(var->reason.rfind("the data fits x rounded to f16 before the kernel (residual energy", 0), 0u)
-      << var->reason;
-  const auto* e = ncert::testing::evidence_of<VarianceEvidence>(var);
+  const VarianceEvidence* e = nullptr;
+  const DeclarationTrial* fit = nullptr;
+  expect_f16_named_by_variance(r, "", e, fit);
   ASSERT_NE(e, nullptr);
   ASSERT_GE(e->diagnosis.size(), 2u);
   EXPECT_GT(e->diagnosis.front().energy, diagnosis_energy_limit(e->diagnosis.front().sampled));
-  const DeclarationTrial* fit = residual_fit(e->diagnosis);
   ASSERT_NE(fit, nullptr);
   EXPECT_EQ(fit->declaration, "x rounded to f16 before the kernel");
   EXPECT_LT(fit->energy, 0.1);
