@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -241,13 +243,14 @@ fixtures::ProjectionSpec x_f16_large_k() {
   return p;
 }
 
-/// Adds `delta` to y_unpacked's values (2, 5) and (6, 40) of projection `name`: two wrong
-/// values in the diagnosis sample (its first 8 rows and 64 columns here), written with
-/// y_unpacked alone so that identity sees nothing.
-void plant_two_wrong_values(const std::string& path, const std::string& name, float delta) {
+/// Adds `delta` to y_unpacked's value (2, 5) of projection `name` and `second` (else `delta`)
+/// to (6, 40): two wrong values in the diagnosis sample (its first 8 rows and 64 columns here),
+/// written with y_unpacked alone so that identity sees nothing.
+void plant_two_wrong_values(const std::string& path, const std::string& name, float delta,
+                            std::optional<float> second = std::nullopt) {
   const std::string y = "/projections/" + name + "/y_unpacked";
-  for (const auto& [row, col] : {std::pair<Index, Index>{2, 5}, {6, 40}}) {
-    ncert::testing::poke_f32(path, y, row, col, ncert::testing::read_f32(path, y, row, col) + delta);
+  for (const auto& [row, col, d] : {std::tuple<Index, Index, float>{2, 5, delta}, {6, 40, second.value_or(delta)}}) {
+    ncert::testing::poke_f32(path, y, row, col, ncert::testing::read_f32(path, y, row, col) + d);
   }
 }
 
@@ -391,9 +394,7 @@ TEST(Diagnosis, AWrongValueOutsideBIsLeftOutOfTheDeclarationsEnergyBesideMistake
   // own read 12.3x). The trial leaves both.
   fixtures::ProjectionSpec p = x_f16_large_k();
   const std::string path = write_fixture(unpacked_only(p), "diag-x-f16-inside-and-outside.h5");
-  const std::string y = "/projections/xk/y_unpacked";
-  ncert::testing::poke_f32(path, y, 2, 5, ncert::testing::read_f32(path, y, 2, 5) + 0.008f);
-  ncert::testing::poke_f32(path, y, 6, 40, ncert::testing::read_f32(path, y, 6, 40) + 1.0f);
+  plant_two_wrong_values(path, "xk", 0.008f, 1.0f);
   const Report r = check_dump(path);
   const VarianceEvidence* e = nullptr;
   const DeclarationTrial* fit = nullptr;
