@@ -115,6 +115,17 @@ void compare_all_rows(const OwnedProblem& p, const std::string& what) {
             << what << " row " << j << " col " << c;
       }
       expect_same_facts(h, facts, what + " row " + std::to_string(j) + ", no exact values or magnitudes");
+      // Straight from the codes (decode_sub_mul_vector, AVX-512 or AVX2 alike), l1 is summed in
+      // one documented order, the same bits on both: column c in lane c mod 16, each lane in
+      // column order, then the lanes pairwise (8, 4, 2, 1 apart). Non-finite weights add 0.
+      double lanes[16] = {};
+      for (Index c = 0; c < K; ++c) {
+        if (std::isfinite(f_kernel[c])) lanes[c % 16] += static_cast<double>(std::fabs(f_kernel[c]));
+      }
+      for (int w = 8; w >= 1; w /= 2) {
+        for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+      }
+      EXPECT_TRUE(same_bits(facts.l1, lanes[0])) << what << " row " << j << ": l1 " << facts.l1 << ", " << lanes[0];
       ++magnitudes_are_kernel_rows;
     }
     if (facts.kernel_is_exact) {
@@ -271,7 +282,7 @@ TEST(WeightRows, EveryAf4LayoutMatchesTheDecoder) {
 }
 
 TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
-  [[maybe_unused]] const Index before = exact_is_kernel_rows;  // read on AVX-512 builds only
+  [[maybe_unused]] const Index before = exact_is_kernel_rows;  // read on AVX-512 and AVX2 builds only
   [[maybe_unused]] const Index magnitudes_before = magnitudes_are_kernel_rows;
   // w = (q - zp)*s: the table path and af4_decode_row agree for each group size, packing, scale
   // type, dequantization, operation order (sub-mul, fused) and activation type.
@@ -300,7 +311,7 @@ TEST(WeightRows, EveryZeroPointLayoutMatchesTheDecoder) {
     }
   }
   EXPECT_EQ(combos, 4 * 2 * 3 * 4 * 2 * 2);
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   // Every combination's 2 bf16 rows; and its 3 zero-point rows where they take the sub-mul path:
   // groups of 32 and 64, both packings, 3 scale types, `f32` under either activation type or
   // `output` under f32 activations (f32 rounding), sub-mul (not fused).
