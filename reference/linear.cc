@@ -506,9 +506,9 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       facts[static_cast<std::size_t>(b)] =
           decode_block(p, decoder, j0, w, r.spread, walk, r.no_exact, r.no_magnitudes, t);
       for (Index jj = 0; jj < w; ++jj) t.terms[jj] = &models.terms[models.segment_of(j0 + jj)];
-      // The GEMMs run on this thread (Eigen does not parallelize inside an active region; OpenBLAS is
-      // told to use one thread), with shapes that depend only on the block: bit-identical at any
-      // thread count.
+      // The GEMMs run on this thread (Eigen does not parallelize inside an active region;
+      // OpenBLAS's serial build never does), with shapes that depend only on the block:
+      // bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
       block_y_star(x_packed.get(), openblas, x, M, K, w, r.no_exact || f.kernel_is_exact, t);
       block_s(p, x, j0, w, inflation, instruction, r.s_from_panels, r.no_magnitudes, t);

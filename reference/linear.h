@@ -89,7 +89,7 @@ enum class Bf16SKernel : std::uint8_t {
 enum class F64Gemm : std::uint8_t {
   kFastest,   ///< OpenBLAS where Eigen's kernels are this build's AVX2 ones, else Eigen (detail::openblas_is_faster)
   kEigen,     ///< Eigen's GEMM, as every build before OpenBLAS's
-  kOpenBlas,  ///< OpenBLAS's pthread build, one thread a call
+  kOpenBlas,  ///< OpenBLAS's serial build, on the calling thread
 };
 
 /// Each thread's block buffers, kept from one evaluate_reference call to the next that shares
@@ -126,9 +126,10 @@ struct ReferenceOptions {
   /// process's default (tested): the choice is speed only, and explicit only to show that and
   /// to time each (tools/bench/bench_reference).
   Bf16SKernel bf16_s_kernel = Bf16SKernel::kFastest;
-  /// Which GEMM computes y* and D. A property of the build, as the default: the same binary
-  /// gives the same bits; explicit only to time each side by side (tools/bench/bench_reference)
-  /// and to test both.
+  /// Which GEMM computes y* and D. kFastest is the build's choice, never the run's; OpenBLAS
+  /// picks its kernels by CPU when the process starts (or by OPENBLAS_CORETYPE), so its bits
+  /// are those of the machine, as Eigen's follow the cache sizes it reads. Explicit only to time
+  /// each side by side (tools/bench/bench_reference) and to test both.
   F64Gemm f64_gemm = F64Gemm::kFastest;
   /// Block buffers to keep for the next call (nullptr: this call's own, released at its end).
   /// The results are the same either way.

@@ -23,9 +23,9 @@ void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* 
 /// below Eigen's threshold, 20) or a GEMV (one row or column), or nothing (k 0).
 bool runs_eigen_gemm(Index m, Index k, Index n);
 
-/// OpenBLAS's f64 GEMM (its pthread build, linked statically; gemm_openblas.cc): C = A B^T as
-/// gemm_abt's f64 form, on the calling thread alone (OpenBLAS told to use one thread: the caller
-/// parallelizes over blocks), so equal shapes give equal bits at any thread count. Its order of
+/// OpenBLAS's f64 GEMM (its serial build, linked statically; gemm_openblas.cc): C = A B^T as
+/// gemm_abt's f64 form, on the calling thread alone (the caller parallelizes over blocks), so
+/// equal shapes give equal bits at any thread count. Its order of
 /// summation is not Eigen's: the bits differ from gemm_abt's by f64 rounding, which B charges
 /// for any order (docs/error-bounds.md §1). Tiny and vector shapes take gemm_abt, as Eigen's
 /// product takes its coefficient-wise and GEMV paths for them.

@@ -1,7 +1,8 @@
 // Benchmark of the exact reference: M = 128, K = 5120, N = 16480 with (a) BF16 and (b) AF4
 // affine (group 64) weights. In the same process and on the same threads it times one f64 GEMM
-// of the same shape through Eigen and through OpenBLAS (cblas_dgemm of the pthread build, the
-// fastest f64 GEMM Debian ships: the floor the reference is held to), and reports reference /
+// of the same shape through Eigen and through OpenBLAS (cblas_dgemm of its serial build on each
+// thread's share of the columns, the fastest f64 GEMM Debian ships: the floor the reference is
+// held to), and reports reference /
 // GEMM against each; and the bf16 reference with y* by the f64 GEMM the build does not pick
 // (ReferenceOptions::f64_gemm) against the one it does. Repetitions are interleaved (GEMMs, bf16 reference,
 // AF4 reference, then again), and the ratio reported is the
@@ -26,14 +27,12 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "certify/io/dump_reader.h"
@@ -148,28 +147,28 @@ int run_speed(int reps) {
   const double rss_after_ref = bench::peak_rss_mib();
 
   // Baselines: one f64 GEMM of the same shape on the same threads, Eigen's (its own OpenMP)
-  // and OpenBLAS's (its own pthreads, told the same count).
+  // and OpenBLAS's: its serial build, the one the reference links, each thread computing its
+  // share of the output's columns, as OpenBLAS's pthread build splits a product of this shape
+  // among its threads. (Until 2026-12-06 the baseline was the pthread build on its own threads;
+  // linked statically beside the serial one, the two would mix their objects. The pthread
+  // build's threads also spun for 0.08-0.13 s after each call, which the reference timed next
+  // shared the cores with.)
   Eigen::MatrixXd a = Eigen::MatrixXd::Random(kM, kK);
   Eigen::MatrixXd b = Eigen::MatrixXd::Random(kK, kN);
   Eigen::MatrixXd c(kM, kN);
   c.noalias() = a * b;  // warm-up
   Eigen::MatrixXd c_blas(kM, kN);
-  // OpenBLAS's threads spin for 2^28 cycles after a call before they sleep (its default
-  // OPENBLAS_THREAD_TIMEOUT, 28: 0.08-0.13 s at 2-3.5 GHz), and whatever runs next shares the
-  // cores with them: the reference timed right after this GEMM ran ~10 % slower on 2 cores
-  // (0.341-0.359 s against 0.309-0.316 s), which every ratio printed before 2026-12-04 carried.
-  // So the GEMM is followed by a pause longer than the spin, outside the timings.
-  // The reference runs OpenBLAS on one thread a call (detail/gemm_openblas.cc) and leaves the
-  // count at one: the baseline sets its own before each call.
   auto blas_gemm = [&] {
-    openblas_set_num_threads(omp_get_max_threads());
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kM), static_cast<int>(kN),
-                static_cast<int>(kK), 1.0, a.data(), static_cast<int>(kM), b.data(), static_cast<int>(kK), 0.0,
-                c_blas.data(), static_cast<int>(kM));
+#pragma omp parallel
+    {
+      const Index t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const Index j0 = kN * t / nt, j1 = kN * (t + 1) / nt;
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kM), static_cast<int>(j1 - j0),
+                  static_cast<int>(kK), 1.0, a.data(), static_cast<int>(kM), b.data() + j0 * kK, static_cast<int>(kK),
+                  0.0, c_blas.data() + j0 * kM, static_cast<int>(kM));
+    }
   };
-  auto after_blas = [] { std::this_thread::sleep_for(std::chrono::milliseconds(400)); };
   blas_gemm();  // warm-up
-  after_blas();
   // The bf16 reference runs a second time with S from the f32 GEMM (ReferenceOptions::bf16_s
   // off), side by side: what S from bf16 magnitudes saves (or, without the instruction, costs).
   // With the AVX512-BF16 instruction built, a third time with the kernel the default did not
@@ -193,7 +192,6 @@ int run_speed(int reps) {
     t0 = bench::now_seconds();
     blas_gemm();
     o.push_back(bench::now_seconds() - t0);
-    after_blas();
     rb.push_back(time_reference(bf16));
     ra.push_back(time_reference(af4));
     rf.push_back(time_reference(bf16, SPath::kF32Gemm));
@@ -429,7 +427,7 @@ int run_bounds(const std::vector<std::string>& dumps) {
 int main(int argc, char** argv) {
   CLI::App app{
       "Benchmark of the exact reference (M 128, K 5120, N 16480; bf16 and AF4 weights) against an f64 GEMM of the "
-      "same shape (Eigen, and OpenBLAS when built with it)"};
+      "same shape (Eigen and OpenBLAS)"};
   int reps = 5, threads = omp_get_max_threads();
   std::vector<std::string> dumps;
   bool bounds = false;
@@ -454,7 +452,6 @@ int main(int argc, char** argv) {
   omp_set_dynamic(0);
   omp_set_num_threads(threads);
   Eigen::setNbThreads(threads);
-  openblas_set_num_threads(threads);
   if (bounds) return run_bounds(dumps);
   if (s_block) {
     omp_set_num_threads(1);
