@@ -44,7 +44,7 @@ struct WeightRowFacts {
 /// True when the decoder gives every row of the segment exact values that are its kernel
 /// weights widened, bit for bit, whatever the values (NaN and infinities included): f32, bf16
 /// and f16 rows, and 4-bit zero points dequantized in f32 under sub-mul (decoded straight from
-/// the codes with AVX-512). Its rows may then be decoded with no `exact` (WeightRowOut).
+/// the codes with AVX-512 or AVX2). Its rows may then be decoded with no `exact` (WeightRowOut).
 bool segment_exact_is_kernel(const WeightSegment& segment, DType activation);
 
 /// True when the decoder gives every row of the segment magnitudes that are f32_magnitude of its

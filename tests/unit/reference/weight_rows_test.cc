@@ -393,6 +393,54 @@ TEST(WeightRows, ZeroPointSpecialScalesKeepTheirFacts) {
   }
 }
 
+/// l1 of a row's finite |kernel weights| summed column c into lane c mod 16 (lanes permuted by
+/// `lane_of`), each lane in column order, then the lanes pairwise (8, 4, 2, 1 apart).
+double l1_in_lanes(const std::vector<float>& kernel, int (*lane_of)(int)) {
+  double lanes[16] = {};
+  for (std::size_t c = 0; c < kernel.size(); ++c) {
+    if (std::isfinite(kernel[c])) lanes[lane_of(static_cast<int>(c % 16))] += std::fabs(static_cast<double>(kernel[c]));
+  }
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  }
+  return lanes[0];
+}
+
+// compare_all_rows holds l1 from the codes to the 16-lane order, but its weights are a few
+// binades apart, where every order sums exactly. Here groups alternate scales 2^40 apart, so
+// that each lane's sum rounds: the same bits as the documented order, and other bits from the
+// lanes in another order (lanes 4-7 and 8-11 swapped, as a mix-up of the AVX2 form's four
+// accumulators would give).
+TEST(WeightRows, ZeroPointL1FromTheCodesIsSummedInTheDocumentedLanes) {
+  SegmentSpec s = af4_segment(3, Dequant::kF32, DType::kF32, 16, DequantOp::kSubMul);
+  s.af4.variant = Af4Variant::kZeroPoint;
+  ProblemOptions o;
+  o.k = 320;
+  o.x_dtype = DType::kF32;
+  o.segments = {s};
+  auto p = make_problem(o);
+  ASSERT_TRUE(detail::segment_magnitudes_are_kernels(p->weights.segments[0], DType::kF32))
+      << "this build decodes zero points through the table: no order to hold";
+  const Index groups = 3 * (o.k / 16);
+  for (Index i = 0; i < groups; ++i) {
+    const float v =
+        i % 2 == 0 ? 1.0f + static_cast<float>(i) * 0x1p-20f : 0x1p-40f * (1.37f + static_cast<float>(i) * 0x1p-18f);
+    std::memcpy(p->byte_store[1].data() + i * 4, &v, 4);
+  }
+  detail::WeightRowDecoder decoder(p->weights, DType::kF32);
+  std::vector<double> exact(o.k);
+  std::vector<float> mag(o.k), kernel(o.k);
+  Index order_sensitive = 0;
+  for (Index j = 0; j < 3; ++j) {
+    const detail::WeightRowFacts facts = decoder.decode(j, {exact.data(), mag.data(), nullptr, kernel.data()});
+    const double documented = l1_in_lanes(kernel, [](int l) { return l; });
+    const double swapped = l1_in_lanes(kernel, [](int l) { return l >= 4 && l < 12 ? (l < 8 ? l + 4 : l - 4) : l; });
+    EXPECT_TRUE(same_bits(facts.l1, documented)) << "row " << j << ": " << facts.l1 << " against " << documented;
+    order_sensitive += !same_bits(swapped, documented);
+  }
+  EXPECT_GT(order_sensitive, 0) << "no row whose l1 depends on the lanes: the test could not see a mix-up";
+}
+
 TEST(WeightRows, OnlyEitherWithPinnedDequantizationCanSpread) {
   WeightSegment seg;
   EXPECT_FALSE(detail::segment_may_spread(seg));  // bf16
