@@ -59,7 +59,7 @@ TEST(GemmOpenBlasTest, EveryElementIsTheProductWithinAnyOrdersF64Rounding) {
   std::mt19937_64 rng(31);
   Index differ_from_eigen = 0;
   for (const Shape& s : kShapes) {
-    SCOPED_TRACE(testing::Message() << s.m << " x " << s.k << " x " << s.n);
+    SCOPED_TRACE(::testing::Message() << s.m << " x " << s.k << " x " << s.n);
     const Operands o = random_operands(s, rng);
     const std::vector<double> c = openblas_product(s, o);
     std::vector<double> eigen(c.size());
