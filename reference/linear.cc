@@ -214,13 +214,10 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
   }
 }
 
-/// y*'s left operand for Eigen's GEMM: the activations packed once for a full block's product
-/// (else Eigen packs them in each block's). A last block Eigen blocks otherwise
-/// (PackedActivations::covers) multiplies the unpacked copy, which is given back where no block
-/// needs it. Null for OpenBLAS's GEMM, which packs its operands itself.
-std::unique_ptr<detail::PackedActivations> pack_for_y_star(Activations& x, Index M, Index K, Index N, Index bc,
-                                                           bool openblas) {
-  if (openblas) return nullptr;
+/// y*'s left operand: the activations packed once for a full block's product (else Eigen packs
+/// them in each block's). A last block Eigen blocks otherwise (PackedActivations::covers)
+/// multiplies the unpacked copy, which is given back where no block needs it.
+std::unique_ptr<detail::PackedActivations> pack_for_y_star(Activations& x, Index M, Index K, Index N, Index bc) {
   auto packed = detail::PackedActivations::pack(x.exact.data(), M, K, std::min(bc, N));
   if (packed && (N % bc == 0 || packed->covers(N % bc))) LargeVector<double>().swap(x.exact);
   return packed;
@@ -228,12 +225,10 @@ std::unique_ptr<detail::PackedActivations> pack_for_y_star(Activations& x, Index
 
 /// `from_panels`: the block's exact weights are its walk weights widened (BlockWeightFacts::
 /// kernel_is_exact), so Eigen's blocks of them may be packed from the walk's panels.
-void block_y_star(const detail::PackedActivations* packed, bool openblas, const Activations& x, Index M, Index K,
-                  Index w, bool from_panels, BlockScratch& t) {
+void block_y_star(const detail::PackedActivations* packed, const Activations& x, Index M, Index K, Index w,
+                  bool from_panels, BlockScratch& t) {
   const detail::F32Panels panels{t.w_kernel.data(), w, K};
-  if (openblas) {
-    detail::gemm_abt_openblas(x.exact.data(), M, K, t.exact(), w, t.y.data());
-  } else if (packed && from_panels && detail::packs_from_panels(*packed, panels)) {
+  if (packed && from_panels && detail::packs_from_panels(*packed, panels)) {
     detail::gemm_abt(*packed, panels, t.y.data());
   } else if (packed && packed->covers(w)) {
     detail::gemm_abt(*packed, t.exact(), w, t.y.data());
@@ -483,9 +478,7 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
     x.mag_wide.resize(x.mag_bf16.size());
     detail::widen_bf16_rows(x.mag_bf16.data(), M, detail::bf16_padded(K), x.mag_wide.data());
   }
-  const bool openblas =
-      options.f64_gemm == F64Gemm::kOpenBlas || (options.f64_gemm == F64Gemm::kFastest && detail::openblas_is_faster());
-  const std::unique_ptr<detail::PackedActivations> x_packed = pack_for_y_star(x, M, K, N, bc, openblas);
+  const std::unique_ptr<detail::PackedActivations> x_packed = pack_for_y_star(x, M, K, N, bc);
   std::vector<BlockWeightFacts> facts(static_cast<std::size_t>(nblocks));
 
   ReferenceScratch::Threads* kept = claim_scratch(options);
@@ -506,24 +499,16 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
       facts[static_cast<std::size_t>(b)] =
           decode_block(p, decoder, j0, w, r.spread, walk, r.no_exact, r.no_magnitudes, t);
       for (Index jj = 0; jj < w; ++jj) t.terms[jj] = &models.terms[models.segment_of(j0 + jj)];
-      // The GEMMs run on this thread (Eigen does not parallelize inside an active region;
-      // OpenBLAS's serial build never does), with shapes that depend only on the block:
-      // bit-identical at any thread count.
+      // The GEMMs run on this thread (Eigen does not parallelize inside an active region),
+      // with shapes that depend only on the block: bit-identical at any thread count.
       const BlockWeightFacts& f = facts[static_cast<std::size_t>(b)];
-      block_y_star(x_packed.get(), openblas, x, M, K, w, r.no_exact || f.kernel_is_exact, t);
+      block_y_star(x_packed.get(), x, M, K, w, r.no_exact || f.kernel_is_exact, t);
       block_s(p, x, j0, w, inflation, instruction, r.s_from_panels, r.no_magnitudes, t);
       // A third GEMM only where two kernel weights are allowed and differ (AF4 affine with f32
       // scales and dequant_op = either): bf16 and f16 scales make s*q exact in f32, so both
       // orders agree and this costs nothing in the common case.
       NCERT_ASSERT(r.spread || f.ambiguous == 0, "two-valued weights in a segment that cannot have them");
-      if (f.ambiguous > 0) {
-        const double* x_abs = abs_activations(x, t.x_abs);
-        if (openblas) {
-          detail::gemm_abt_openblas(x_abs, M, K, t.w_spread.data(), w, t.d.data());
-        } else {
-          detail::gemm_abt(x_abs, M, K, t.w_spread.data(), w, t.d.data());
-        }
-      }
+      if (f.ambiguous > 0) detail::gemm_abt(abs_activations(x, t.x_abs), M, K, t.w_spread.data(), w, t.d.data());
       block_bounds(p, x, j0, w, f.ambiguous > 0, t);
       if (walk) block_walk(p, x, j0, w, t);
 

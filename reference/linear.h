@@ -83,15 +83,6 @@ enum class Bf16SKernel : std::uint8_t {
   kPortable,     ///< fused f32 multiply-adds, as builds for CPUs without the instruction run
 };
 
-/// The GEMMs that may compute y* (and D, the two-valued weights' spread) in f64: detail/gemm.h.
-/// They sum in different orders, so y*'s last bits differ between them, by f64 rounding that B
-/// charges for any order; each gives the same bits at any thread count.
-enum class F64Gemm : std::uint8_t {
-  kFastest,   ///< OpenBLAS where Eigen's kernels are this build's AVX2 ones, else Eigen (detail::openblas_is_faster)
-  kEigen,     ///< Eigen's GEMM, as every build before OpenBLAS's
-  kOpenBlas,  ///< OpenBLAS's serial build, on the calling thread
-};
-
 /// Each thread's block buffers, kept from one evaluate_reference call to the next that shares
 /// them (ReferenceOptions::scratch): grown as needed, never zeroed again. For many calls on
 /// problems of one shape, such as the declaration diagnosis's 10-15 trials on its sample,
@@ -126,11 +117,6 @@ struct ReferenceOptions {
   /// process's default (tested): the choice is speed only, and explicit only to show that and
   /// to time each (tools/bench/bench_reference).
   Bf16SKernel bf16_s_kernel = Bf16SKernel::kFastest;
-  /// Which GEMM computes y* and D. kFastest is the build's choice, never the run's; OpenBLAS
-  /// picks its kernels by CPU when the process starts (or by OPENBLAS_CORETYPE), so its bits
-  /// are those of the machine, as Eigen's follow the cache sizes it reads. Explicit only to time
-  /// each side by side (tools/bench/bench_reference) and to test both.
-  F64Gemm f64_gemm = F64Gemm::kFastest;
   /// Block buffers to keep for the next call (nullptr: this call's own, released at its end).
   /// The results are the same either way.
   ReferenceScratch* scratch = nullptr;

@@ -80,13 +80,10 @@ PackingBuffers<T>& kept_buffers() {
   return buffers;
 }
 
-}  // namespace
-
-bool runs_eigen_gemm(Index m, Index k, Index n) {
+/// Whether gemm_abt takes Eigen's GEMM for this shape (else a coefficient-wise product or a GEMV).
+bool runs_gemm(Index m, Index k, Index n) {
   return !(m <= 1 || n <= 1 || k == 0 || k + m + n < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD);
 }
-
-namespace {
 
 template <typename T>
 void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
@@ -103,7 +100,7 @@ void gemm_abt_impl(const T* a, Index m, Index k, const T* b, Index n, T* c) {
   // product runs (generic_product_impl<..., GemmProduct>: zero C, then the serial
   // general_matrix_matrix_product on its blocking for the shape, alpha 1), with the packing
   // buffers kept; GemmTest.KeptBuffersGiveEigensOwnProductBitForBit holds it to Eigen's product.
-  if (!runs_eigen_gemm(m, k, n)) {
+  if (!runs_gemm(m, k, n)) {
     C.noalias() = A * B.transpose();
     return;
   }
@@ -192,7 +189,7 @@ Packing pack_for(const double* a, Index m, Index k, Index kc, Index nc) {
 }  // namespace
 
 std::unique_ptr<PackedActivations> PackedActivations::pack(const double* a, Index m, Index k, Index block_rows) {
-  if (!runs_eigen_gemm(m, k, block_rows)) return nullptr;
+  if (!runs_gemm(m, k, block_rows)) return nullptr;
   auto impl = std::make_unique<Impl>();
   impl->m = m;
   impl->k = k;
@@ -203,7 +200,7 @@ std::unique_ptr<PackedActivations> PackedActivations::pack(const double* a, Inde
 
 bool PackedActivations::covers(Index block_rows) const {
   const Impl& p = *impl_;
-  return runs_eigen_gemm(p.m, p.k, block_rows) &&
+  return runs_gemm(p.m, p.k, block_rows) &&
          depth_and_column_blocks(p.m, p.k, block_rows) == std::pair<Index, Index>{p.packing.kc, p.packing.nc};
 }
 
@@ -224,7 +221,7 @@ void gemm_packed(const PackedActivations::Impl& a, Index n, double* c, PackB&& p
   const Packing& p = a.packing;
   const Blocking blocking(m, n, k, 1, true);  // once here (the caller's checks made their own)
   const bool packed_alike = depth_and_column_blocks(blocking, m) == std::pair<Index, Index>{p.kc, p.nc};
-  NCERT_ASSERT(runs_eigen_gemm(m, k, n) && packed_alike, "activations not packed for this product's blocking");
+  NCERT_ASSERT(runs_gemm(m, k, n) && packed_alike, "activations not packed for this product's blocking");
   const Index mc = std::min(n, blocking.mc());
   double* block_a = packed_product_buffers().a(mc * p.kc);
   Eigen::internal::gebp_kernel<double, double, Index, ResMapper, Traits::mr, Traits::nr, false, false> gebp;
@@ -354,7 +351,7 @@ void pack_lhs_magnitudes_from_panels(const F32Panels& b, Index i0, Index rows, I
 }
 
 bool magnitudes_pack_from_panels(Index m, const F32Panels& b) {
-  if (!kMagnitudePanelPacking || b.n % 16 != 0 || !runs_eigen_gemm(m, b.k, b.n)) return false;
+  if (!kMagnitudePanelPacking || b.n % 16 != 0 || !runs_gemm(m, b.k, b.n)) return false;
   return std::min(b.n, BlockingF(m, b.n, b.k, 1, true).mc()) % 16 == 0;
 }
 

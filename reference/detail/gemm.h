@@ -1,5 +1,5 @@
 // Internal: the reference's GEMMs (y* in f64, S in f32, the spread's D in f64), behind a
-// plain-pointer interface so that Eigen is confined to gemm.cc and OpenBLAS to gemm_openblas.cc.
+// plain-pointer interface so Eigen is confined to one translation unit.
 #pragma once
 
 #include <memory>
@@ -18,27 +18,6 @@ void gemm_abt(const double* a, Index m, Index k, const double* b, Index n, doubl
 /// Each element is some summation tree of K products, each product rounded once or fused
 /// into an add: at most K roundings on any product's path, whatever Eigen's blocking.
 void gemm_abt(const float* a, Index m, Index k, const float* b, Index n, float* c);
-
-/// Whether gemm_abt runs Eigen's GEMM for this shape; else the coefficient-wise product (k + m + n
-/// below Eigen's threshold, 20) or a GEMV (one row or column), or nothing (k 0).
-bool runs_eigen_gemm(Index m, Index k, Index n);
-
-/// OpenBLAS's f64 GEMM (its serial build, linked statically; gemm_openblas.cc): C = A B^T as
-/// gemm_abt's f64 form, on the calling thread alone (the caller parallelizes over blocks), so
-/// equal shapes give equal bits at any thread count. Its order of
-/// summation is not Eigen's: the bits differ from gemm_abt's by f64 rounding, which B charges
-/// for any order (docs/error-bounds.md §1). Tiny and vector shapes take gemm_abt, as Eigen's
-/// product takes its coefficient-wise and GEMV paths for them.
-void gemm_abt_openblas(const double* a, Index m, Index k, const double* b, Index n, double* c);
-
-/// Whether OpenBLAS's f64 GEMM is the faster one for the reference's blocks in this build: where
-/// Eigen's kernels are its AVX2 ones (the build targets no AVX-512). Measured on the reference's
-/// products (M 32-512 x K 5,120, blocks of 128 weight rows, 2 threads; docs/performance.md):
-/// on an AVX2 AMD EPYC (Zen 3) OpenBLAS's Zen kernels ran them 1.2-1.4x faster than Eigen's; on
-/// AVX-512 CPUs Eigen's AVX-512 kernels were 1.04x (AMD EPYC) and 1.41x (Intel Xeon) faster
-/// than OpenBLAS's best. A property of the build, never of the run: one binary always takes the
-/// same GEMM.
-bool openblas_is_faster();
 
 struct F32Panels;
 

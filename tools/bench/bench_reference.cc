@@ -1,10 +1,8 @@
 // Benchmark of the exact reference: M = 128, K = 5120, N = 16480 with (a) BF16 and (b) AF4
 // affine (group 64) weights. In the same process and on the same threads it times one f64 GEMM
-// of the same shape through Eigen and through OpenBLAS (cblas_dgemm of its serial build on each
-// thread's share of the columns, the fastest f64 GEMM Debian ships: the floor the reference is
-// held to), and reports reference /
-// GEMM against each; and the bf16 reference with y* by the f64 GEMM the build does not pick
-// (ReferenceOptions::f64_gemm) against the one it does. Repetitions are interleaved (GEMMs, bf16 reference,
+// of the same shape through Eigen and, when built with it, through OpenBLAS (cblas_dgemm of the
+// pthread build, the fastest f64 GEMM Debian ships: the floor the reference is held to), and
+// reports reference / GEMM against each. Repetitions are interleaved (GEMMs, bf16 reference,
 // AF4 reference, then again), and the ratio reported is the
 // median of the per-repetition ratios: this machine is shared, and a load change between two
 // separate medians would move their quotient. The references run first, so the peak RSS reported
@@ -27,12 +25,14 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "certify/io/dump_reader.h"
@@ -44,7 +44,9 @@
 #include "reference/linear.h"
 #include "tools/bench/bench_common.h"
 
+#if NCERT_BENCH_OPENBLAS
 #include <cblas.h>
+#endif
 
 namespace {
 
@@ -120,10 +122,9 @@ void fill(Data& d, bool af4) {
 /// default), by the instruction, portably, or by the f32 GEMM.
 enum class SPath { kBf16, kBf16Instruction, kBf16Portable, kF32Gemm };
 
-double time_reference(const Data& d, SPath s_path = SPath::kBf16, F64Gemm f64_gemm = F64Gemm::kFastest) {
+double time_reference(const Data& d, SPath s_path = SPath::kBf16) {
   ChecksumSink sink;
   ReferenceOptions options;
-  options.f64_gemm = f64_gemm;
   options.bf16_s = s_path != SPath::kF32Gemm;
   if (s_path == SPath::kBf16Instruction) options.bf16_s_kernel = Bf16SKernel::kInstruction;
   if (s_path == SPath::kBf16Portable) options.bf16_s_kernel = Bf16SKernel::kPortable;
@@ -147,28 +148,27 @@ int run_speed(int reps) {
   const double rss_after_ref = bench::peak_rss_mib();
 
   // Baselines: one f64 GEMM of the same shape on the same threads, Eigen's (its own OpenMP)
-  // and OpenBLAS's: its serial build, the one the reference links, each thread computing its
-  // share of the output's columns, as OpenBLAS's pthread build splits a product of this shape
-  // among its threads. (Until 2026-12-06 the baseline was the pthread build on its own threads;
-  // linked statically beside the serial one, the two would mix their objects. The pthread
-  // build's threads also spun for 0.08-0.13 s after each call, which the reference timed next
-  // shared the cores with.)
+  // and OpenBLAS's (its own pthreads, told the same count).
   Eigen::MatrixXd a = Eigen::MatrixXd::Random(kM, kK);
   Eigen::MatrixXd b = Eigen::MatrixXd::Random(kK, kN);
   Eigen::MatrixXd c(kM, kN);
   c.noalias() = a * b;  // warm-up
+#if NCERT_BENCH_OPENBLAS
   Eigen::MatrixXd c_blas(kM, kN);
+  // OpenBLAS's threads spin for 2^28 cycles after a call before they sleep (its default
+  // OPENBLAS_THREAD_TIMEOUT, 28: 0.08-0.13 s at 2-3.5 GHz), and whatever runs next shares the
+  // cores with them: the reference timed right after this GEMM ran ~10 % slower on 2 cores
+  // (0.341-0.359 s against 0.309-0.316 s), which every ratio printed before 2026-12-04 carried.
+  // So the GEMM is followed by a pause longer than the spin, outside the timings.
   auto blas_gemm = [&] {
-#pragma omp parallel
-    {
-      const Index t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const Index j0 = kN * t / nt, j1 = kN * (t + 1) / nt;
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kM), static_cast<int>(j1 - j0),
-                  static_cast<int>(kK), 1.0, a.data(), static_cast<int>(kM), b.data() + j0 * kK, static_cast<int>(kK),
-                  0.0, c_blas.data() + j0 * kM, static_cast<int>(kM));
-    }
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kM), static_cast<int>(kN),
+                static_cast<int>(kK), 1.0, a.data(), static_cast<int>(kM), b.data(), static_cast<int>(kK), 0.0,
+                c_blas.data(), static_cast<int>(kM));
   };
+  auto after_blas = [] { std::this_thread::sleep_for(std::chrono::milliseconds(400)); };
   blas_gemm();  // warm-up
+  after_blas();
+#endif
   // The bf16 reference runs a second time with S from the f32 GEMM (ReferenceOptions::bf16_s
   // off), side by side: what S from bf16 magnitudes saves (or, without the instruction, costs).
   // With the AVX512-BF16 instruction built, a third time with the kernel the default did not
@@ -179,19 +179,17 @@ int run_speed(int reps) {
   const SPath other = picked_instruction ? SPath::kBf16Portable : SPath::kBf16Instruction;
   time_reference(bf16, SPath::kF32Gemm);
   if (instruction) time_reference(bf16, other);
-  // And with y* by the f64 GEMM this build does not pick (ReferenceOptions::f64_gemm): what the
-  // other would cost here.
-  const bool picked_openblas = reference::detail::openblas_is_faster();
-  const F64Gemm other_gemm = picked_openblas ? F64Gemm::kEigen : F64Gemm::kOpenBlas;
-  time_reference(bf16, SPath::kBf16, other_gemm);
-  std::vector<double> g, o, rb, ra, rf, rk, ry, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f, ratio_k, ratio_y;
+  std::vector<double> g, o, rb, ra, rf, rk, ratio_b, ratio_a, ratio_bo, ratio_ao, ratio_f, ratio_k;
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::now_seconds();
     c.noalias() = a * b;
     g.push_back(bench::now_seconds() - t0);
+#if NCERT_BENCH_OPENBLAS
     t0 = bench::now_seconds();
     blas_gemm();
     o.push_back(bench::now_seconds() - t0);
+    after_blas();
+#endif
     rb.push_back(time_reference(bf16));
     ra.push_back(time_reference(af4));
     rf.push_back(time_reference(bf16, SPath::kF32Gemm));
@@ -202,10 +200,10 @@ int run_speed(int reps) {
     }
     ratio_b.push_back(rb.back() / g.back());
     ratio_a.push_back(ra.back() / g.back());
-    ratio_bo.push_back(rb.back() / o.back());
-    ratio_ao.push_back(ra.back() / o.back());
-    ry.push_back(time_reference(bf16, SPath::kBf16, other_gemm));
-    ratio_y.push_back(ry.back() / rb.back());
+    if (!o.empty()) {
+      ratio_bo.push_back(rb.back() / o.back());
+      ratio_ao.push_back(ra.back() / o.back());
+    }
   }
   auto gemm_line = [](const char* name, const std::vector<double>& t) {
     const double s = bench::median(t);
@@ -218,14 +216,19 @@ int run_speed(int reps) {
                 *std::max_element(ratio.begin(), ratio.end()));
   };
   gemm_line("eigen f64 gemm", g);
-  // OpenBLAS picks its kernels by CPU at load time (0.3.21 runs Haswell's AVX2 kernels on
-  // AMD Zen 4; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 ones): the name says which ran.
-  std::printf("openblas core         %s\n", openblas_get_corename());
-  gemm_line("openblas f64 gemm", o);
-  std::vector<double> eo(g.size());
-  for (std::size_t i = 0; i < g.size(); ++i) eo[i] = g[i] / o[i];
-  std::printf("eigen / openblas     %8.2f x\n", bench::median(eo));
-  std::printf("y* gemm              %s (this build's pick)\n", picked_openblas ? "openblas" : "eigen");
+  if (!o.empty()) {
+#if NCERT_BENCH_OPENBLAS
+    // OpenBLAS picks its kernels by CPU at load time (0.3.21 runs Haswell's AVX2 kernels on
+    // AMD Zen 4; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 ones): the name says which ran.
+    std::printf("openblas core         %s\n", openblas_get_corename());
+#endif
+    gemm_line("openblas f64 gemm", o);
+    std::vector<double> eo(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) eo[i] = g[i] / o[i];
+    std::printf("eigen / openblas     %8.2f x\n", bench::median(eo));
+  } else {
+    std::printf("openblas f64 gemm    not built (libopenblas-pthread-dev missing): Eigen is the only baseline\n");
+  }
   ratio_line("reference bf16", rb, ratio_b, "eigen");
   ratio_line("reference af4 (g64)", ra, ratio_a, "eigen");
   if (instruction) {
@@ -236,15 +239,18 @@ int run_speed(int reps) {
     // No AVX512-BF16 on the build's target: the reference's bf16 S is the portable path.
     ratio_line("bf16, S by f32 GEMM", rf, ratio_f, "the portable bf16 S's");
   }
-  ratio_line(picked_openblas ? "bf16, y* by eigen" : "bf16, y* by openblas", ry, ratio_y, "the pick's");
-  ratio_line("reference bf16", rb, ratio_bo, "openblas");
-  ratio_line("reference af4 (g64)", ra, ratio_ao, "openblas");
+  if (!o.empty()) {
+    ratio_line("reference bf16", rb, ratio_bo, "openblas");
+    ratio_line("reference af4 (g64)", ra, ratio_ao, "openblas");
+  }
   std::printf("peak RSS (reference runs only) %.0f MiB\n", rss_after_ref);
   std::printf("checksum %g\n", c(0, 0));
+#if NCERT_BENCH_OPENBLAS
   // Both baselines computed the same product: a wrong leading dimension or transpose would
   // time a different problem.
   std::printf("openblas - eigen: max |diff| %.3g (of values up to %.3g)\n", (c - c_blas).cwiseAbs().maxCoeff(),
               c.cwiseAbs().maxCoeff());
+#endif
   return 0;
 }
 
@@ -427,7 +433,7 @@ int run_bounds(const std::vector<std::string>& dumps) {
 int main(int argc, char** argv) {
   CLI::App app{
       "Benchmark of the exact reference (M 128, K 5120, N 16480; bf16 and AF4 weights) against an f64 GEMM of the "
-      "same shape (Eigen and OpenBLAS)"};
+      "same shape (Eigen, and OpenBLAS when built with it)"};
   int reps = 5, threads = omp_get_max_threads();
   std::vector<std::string> dumps;
   bool bounds = false;
@@ -452,6 +458,9 @@ int main(int argc, char** argv) {
   omp_set_dynamic(0);
   omp_set_num_threads(threads);
   Eigen::setNbThreads(threads);
+#if NCERT_BENCH_OPENBLAS
+  openblas_set_num_threads(threads);
+#endif
   if (bounds) return run_bounds(dumps);
   if (s_block) {
     omp_set_num_threads(1);

@@ -77,7 +77,7 @@ endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ncertConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY ${ncert_compatibility})
 install(FILES ${PROJECT_BINARY_DIR}/ncertConfig.cmake ${PROJECT_BINARY_DIR}/ncertConfigVersion.cmake
-  ${CMAKE_CURRENT_LIST_DIR}/NcertOpenBLAS.cmake DESTINATION ${NCERT_INSTALL_CMAKEDIR} COMPONENT ncert_development)
+  DESTINATION ${NCERT_INSTALL_CMAKEDIR} COMPONENT ncert_development)
 
 # The Python writer goes where Debian's /usr/bin/python3 looks under a prefix: for /usr/local,
 # /usr/local/lib/python3.11/dist-packages is on its default sys.path (so is
