@@ -46,6 +46,19 @@ void expect_same_facts(const detail::WeightRowFacts& got, const detail::WeightRo
   EXPECT_EQ(std::bit_cast<std::uint64_t>(got.l1), std::bit_cast<std::uint64_t>(want.l1));
 }
 
+/// l1 of a row's finite |kernel weights| summed column c into lane c mod 16 (lanes permuted by
+/// `lane_of`), each lane in column order, then the lanes pairwise (8, 4, 2, 1 apart).
+double l1_in_lanes(const std::vector<float>& kernel, int (*lane_of)(int)) {
+  double lanes[16] = {};
+  for (std::size_t c = 0; c < kernel.size(); ++c) {
+    if (std::isfinite(kernel[c])) lanes[lane_of(static_cast<int>(c % 16))] += std::fabs(static_cast<double>(kernel[c]));
+  }
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  }
+  return lanes[0];
+}
+
 /// Decodes every row both ways and compares (stops at the first mismatch).
 void compare_all_rows(const OwnedProblem& p, const std::string& what) {
   const Weights& W = p.weights;
@@ -118,14 +131,8 @@ void compare_all_rows(const OwnedProblem& p, const std::string& what) {
       // Straight from the codes (decode_sub_mul_vector, AVX-512 or AVX2 alike), l1 is summed in
       // one documented order, the same bits on both: column c in lane c mod 16, each lane in
       // column order, then the lanes pairwise (8, 4, 2, 1 apart). Non-finite weights add 0.
-      double lanes[16] = {};
-      for (Index c = 0; c < K; ++c) {
-        if (std::isfinite(f_kernel[c])) lanes[c % 16] += static_cast<double>(std::fabs(f_kernel[c]));
-      }
-      for (int w = 8; w >= 1; w /= 2) {
-        for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-      }
-      EXPECT_TRUE(same_bits(facts.l1, lanes[0])) << what << " row " << j << ": l1 " << facts.l1 << ", " << lanes[0];
+      const double documented = l1_in_lanes(f_kernel, [](int l) { return l; });
+      EXPECT_TRUE(same_bits(facts.l1, documented)) << what << " row " << j << ": l1 " << facts.l1 << ", " << documented;
       ++magnitudes_are_kernel_rows;
     }
     if (facts.kernel_is_exact) {
@@ -391,19 +398,6 @@ TEST(WeightRows, ZeroPointSpecialScalesKeepTheirFacts) {
       }
     }
   }
-}
-
-/// l1 of a row's finite |kernel weights| summed column c into lane c mod 16 (lanes permuted by
-/// `lane_of`), each lane in column order, then the lanes pairwise (8, 4, 2, 1 apart).
-double l1_in_lanes(const std::vector<float>& kernel, int (*lane_of)(int)) {
-  double lanes[16] = {};
-  for (std::size_t c = 0; c < kernel.size(); ++c) {
-    if (std::isfinite(kernel[c])) lanes[lane_of(static_cast<int>(c % 16))] += std::fabs(static_cast<double>(kernel[c]));
-  }
-  for (int w = 8; w >= 1; w /= 2) {
-    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-  }
-  return lanes[0];
 }
 
 // compare_all_rows holds l1 from the codes to the 16-lane order, but its weights are a few
