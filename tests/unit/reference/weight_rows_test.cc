@@ -12,6 +12,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,18 @@ TEST(WeightRows, DenseRowsMatchTheDecoderIncludingSpecialValues) {
   EXPECT_EQ(exact_is_kernel_rows - before, 4 * 6);  // every row, decoded with no exact values too
 }
 
+/// Three rows of 4-bit zero points under sub-mul (f32 scales, groups of `group`), K `k`, f32
+/// activations.
+std::unique_ptr<OwnedProblem> zero_point_rows(Dequant dq, Index group, Index k) {
+  SegmentSpec s = af4_segment(3, dq, DType::kF32, group, DequantOp::kSubMul);
+  s.af4.variant = Af4Variant::kZeroPoint;
+  ProblemOptions o;
+  o.k = k;
+  o.x_dtype = DType::kF32;
+  o.segments = {s};
+  return make_problem(o);
+}
+
 /// Whether every row of the problem's weights reports kernel_is_exact, with and without the
 /// kernel weights asked for.
 std::pair<bool, bool> kernel_is_exact(const OwnedProblem& p) {
@@ -225,14 +238,7 @@ TEST(WeightRows, KernelWeightsServeAsExactOnesWhereTheyAre) {
     compare_all_rows(*p, what);
   }
   // Exact dequantization of f32 scales: s (q - zp) in f64 is rarely an f32 number.
-  SegmentSpec s = af4_segment(3, Dequant::kExact, DType::kF32, 32, DequantOp::kSubMul);
-  s.af4.variant = Af4Variant::kZeroPoint;
-  ProblemOptions o;
-  o.k = 128;
-  o.x_dtype = DType::kF32;
-  o.segments = {s};
-  auto p = make_problem(o);
-  EXPECT_FALSE(kernel_is_exact(*p).first);
+  EXPECT_FALSE(kernel_is_exact(*zero_point_rows(Dequant::kExact, 32, 128)).first);
   // A NaN weight: never (its bits need not survive the round trip).
   ProblemOptions nan;
   nan.k = 80;
@@ -406,24 +412,19 @@ TEST(WeightRows, ZeroPointSpecialScalesKeepTheirFacts) {
 // lanes in another order (lanes 4-7 and 8-11 swapped, as a mix-up of the AVX2 form's four
 // accumulators would give).
 TEST(WeightRows, ZeroPointL1FromTheCodesIsSummedInTheDocumentedLanes) {
-  SegmentSpec s = af4_segment(3, Dequant::kF32, DType::kF32, 16, DequantOp::kSubMul);
-  s.af4.variant = Af4Variant::kZeroPoint;
-  ProblemOptions o;
-  o.k = 320;
-  o.x_dtype = DType::kF32;
-  o.segments = {s};
-  auto p = make_problem(o);
+  const Index k = 320;
+  auto p = zero_point_rows(Dequant::kF32, 16, k);
   ASSERT_TRUE(detail::segment_magnitudes_are_kernels(p->weights.segments[0], DType::kF32))
       << "this build decodes zero points through the table: no order to hold";
-  const Index groups = 3 * (o.k / 16);
+  const Index groups = 3 * (k / 16);
   for (Index i = 0; i < groups; ++i) {
     const float v =
         i % 2 == 0 ? 1.0f + static_cast<float>(i) * 0x1p-20f : 0x1p-40f * (1.37f + static_cast<float>(i) * 0x1p-18f);
     std::memcpy(p->byte_store[1].data() + i * 4, &v, 4);
   }
   detail::WeightRowDecoder decoder(p->weights, DType::kF32);
-  std::vector<double> exact(o.k);
-  std::vector<float> mag(o.k), kernel(o.k);
+  std::vector<double> exact(k);
+  std::vector<float> mag(k), kernel(k);
   Index order_sensitive = 0;
   for (Index j = 0; j < 3; ++j) {
     const detail::WeightRowFacts facts = decoder.decode(j, {exact.data(), mag.data(), nullptr, kernel.data()});
