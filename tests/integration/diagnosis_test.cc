@@ -92,6 +92,19 @@ fixtures::SegmentSpec nbits_segment() {
   return s;
 }
 
+/// The bound check of projection `name`, expected to fail with no declaration the data fits and
+/// a reason that reads `reading` (where the values outside lie); its evidence in `e`.
+void expect_no_fit(const Report& r, const std::string& name, const std::string& reading, const BoundEvidence*& e) {
+  e = nullptr;
+  const CheckResult* b = find_check(r, "projections/" + name + "/bound");
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+  EXPECT_NE(b->reason.find(reading), std::string::npos) << b->reason;
+  e = ncert::testing::evidence_of<BoundEvidence>(b);
+  ASSERT_NE(e, nullptr);
+}
+
 /// The bound check of projection `name`, expected to fail with a diagnosis that fits `fits`.
 void expect_fits(const std::string& path, const std::string& name, const std::string& fits) {
   const Report r = check_dump(path);
@@ -423,16 +436,12 @@ TEST(Diagnosis, OneRowsFaultInBothPathsIsNotReadAsAWiderAccumulator) {
   p.output = DType::kBf16;
   p.engine_row_scale_error = 0.002f;
   const Report r = check_dump(write_fixture(one(p), "diag-one-row-both-paths.h5"));
-  const CheckResult* b = find_check(r, "projections/r/bound");
-  ASSERT_NE(b, nullptr);
-  EXPECT_EQ(b->verdict, Verdict::kFail);
-  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
-  EXPECT_NE(b->reason.find("the values outside lie in 1 of 8 rows, too few for a declaration mistake (the 512 "
-                           "sampled values' energy within the rounding noise as declared; accumulator = f32-rz "
-                           "holds them all, by a wider bound alone): a fault of that row"),
-            std::string::npos)
-      << b->reason;
-  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  const BoundEvidence* e = nullptr;
+  expect_no_fit(r, "r",
+                "the values outside lie in 1 of 8 rows, too few for a declaration mistake (the 512 sampled values' "
+                "energy within the rounding noise as declared; accumulator = f32-rz holds them all, by a wider bound "
+                "alone): a fault of that row",
+                e);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->rows_held, 8);
   EXPECT_EQ(e->rows_values, 9);
@@ -462,15 +471,11 @@ TEST(Diagnosis, AFewValuesInOneRowOfEightAreHeldToTheEnergyNotReadAsAWiderAccumu
   p.engine_row_scale_error = 0.0004f;
   p.engine_faulty_rows = 2;
   const Report r = check_dump(write_fixture(unpacked_only(p), "diag-two-rows-few-values.h5"));
-  const CheckResult* b = find_check(r, "projections/r2/bound");
-  ASSERT_NE(b, nullptr);
-  EXPECT_EQ(b->verdict, Verdict::kFail);
-  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
-  EXPECT_NE(b->reason.find("the values outside lie in 1 of 8 rows, and no declaration tried brings the 256 sampled "
-                           "values within the rounding noise"),
-            std::string::npos)
-      << b->reason;
-  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  const BoundEvidence* e = nullptr;
+  expect_no_fit(r, "r2",
+                "the values outside lie in 1 of 8 rows, and no declaration tried brings the 256 sampled values "
+                "within the rounding noise",
+                e);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(row_spread(*e), RowSpread::kFewRows)
       << e->rows_values << " values in " << e->rows_outside << " of " << e->rows_held << " rows";
@@ -488,11 +493,9 @@ TEST(Diagnosis, OneRowsFaultInEightIsNotReadAsAnUndeclaredBias) {
   p.k = 1024;
   p.engine_row_scale_error = 0.0008f;
   const Report r = check_dump(write_fixture(unpacked_only(p), "diag-one-row-of-eight.h5"));
-  const CheckResult* b = find_check(r, "projections/r/bound");
-  ASSERT_NE(b, nullptr);
-  EXPECT_EQ(b->verdict, Verdict::kFail);
-  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
-  EXPECT_NE(b->reason.find("the values outside lie in 1 of 8 rows"), std::string::npos) << b->reason;
+  const BoundEvidence* e = nullptr;
+  expect_no_fit(r, "r", "the values outside lie in 1 of 8 rows", e);
+  ASSERT_NE(e, nullptr);
   const CheckResult* sig = find_check(r, "projections/r/signature");
   ASSERT_NE(sig, nullptr);
   const auto* se = ncert::testing::evidence_of<SignatureEvidence>(sig);
