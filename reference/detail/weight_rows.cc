@@ -325,6 +325,19 @@ struct RowAccumulator {
   std::uint32_t present = 0;
 };
 
+#if defined(__AVX512F__) || defined(__AVX2__)
+/// Codes c .. c + 15 of a row (c even) as 16 bytes, each 0-15: element c is the low nibble of
+/// its byte (u32-lsb, u8-lsb) or the high one (u8-msb, kHighFirst).
+template <bool kHighFirst>
+inline __m128i sixteen_codes(const std::uint8_t* row_codes, Index c) {
+  const __m128i low_nibble = _mm_set1_epi8(0x0F);
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_codes + c / 2));
+  const __m128i lo = _mm_and_si128(bytes, low_nibble);
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibble);
+  return kHighFirst ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
+}
+#endif
+
 /// Columns [c0, c1) of a row from the group's table: exact values, f32 magnitudes, l1 and the
 /// codes present. Four columns an iteration.
 template <bool kHighFirst>
@@ -363,17 +376,12 @@ void lookup_vector(const std::uint8_t* row_codes, Index c0, Index c1, const Code
   __m512d sum_a = _mm512_load_pd(acc.l1), sum_b = _mm512_load_pd(acc.l1 + 8);
   __m512i present = _mm512_setzero_si512();
   const __m512i one = _mm512_set1_epi32(1);
-  const __m128i low_nibble = _mm_set1_epi8(0x0F);
   // All-lanes masks: the maskz forms take a zero source where the plain ones take
   // _mm512_undefined_*, which GCC 12 reports as maybe-uninitialized (fixed in GCC 13).
   constexpr __mmask16 kAll16 = 0xFFFF;
   constexpr __mmask8 kAll8 = 0xFF;
   for (Index c = c0; c < c1; c += 16) {
-    // 8 bytes = 16 codes; element c is the low nibble of its byte (u32-lsb, u8-lsb) or the high.
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_codes + c / 2));
-    const __m128i lo = _mm_and_si128(bytes, low_nibble);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibble);
-    const __m128i codes = kHighFirst ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
+    const __m128i codes = sixteen_codes<kHighFirst>(row_codes, c);
     const __m512i q32 = _mm512_maskz_cvtepu8_epi32(kAll16, codes);
     const __m512i q_a = _mm512_maskz_cvtepu8_epi64(kAll8, codes);
     const __m512i q_b = _mm512_maskz_cvtepu8_epi64(kAll8, _mm_srli_si128(codes, 8));
@@ -416,14 +424,10 @@ void decode_sub_mul_vector(const std::uint8_t* row_codes, Index c0, Index c1, fl
   const __m512i zero_point = _mm512_set1_epi32(zp);
   const __m512i abs_bits = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i inf_bits = _mm512_set1_epi32(0x7F800000);
-  const __m128i low_nibble = _mm_set1_epi8(0x0F);
   __m512d sum_a = _mm512_load_pd(acc.l1), sum_b = _mm512_load_pd(acc.l1 + 8);
   __mmask16 any_nonzero = 0, any_nonfinite = 0;
   for (Index c = c0; c < c1; c += 16) {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_codes + c / 2));
-    const __m128i lo = _mm_and_si128(bytes, low_nibble);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibble);
-    const __m128i codes = kHighFirst ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
+    const __m128i codes = sixteen_codes<kHighFirst>(row_codes, c);
     const __m512i q = _mm512_maskz_sub_epi32(kAll16, _mm512_maskz_cvtepu8_epi32(kAll16, codes), zero_point);
     const __m512 w = _mm512_maskz_mul_ps(kAll16, _mm512_maskz_cvtepi32_ps(kAll16, q), scale);
     // Bit operations, as f32_magnitude and decode_plain: |w|, subnormals raised, finite test.
@@ -465,15 +469,11 @@ void decode_sub_mul_vector(const std::uint8_t* row_codes, Index c0, Index c1, fl
   const __m256i inf_bits = _mm256_set1_epi32(0x7F800000);
   const __m256i min_normal = _mm256_set1_epi32(0x00800000);
   const __m256i zero = _mm256_setzero_si256();
-  const __m128i low_nibble = _mm_set1_epi8(0x0F);
   __m256d sum[4];
   for (Index l = 0; l < 4; ++l) sum[l] = _mm256_load_pd(acc.l1 + 4 * l);
   __m256i any_nonzero = zero, any_nonfinite = zero;
   for (Index c = c0; c < c1; c += 16) {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_codes + c / 2));
-    const __m128i lo = _mm_and_si128(bytes, low_nibble);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibble);
-    const __m128i codes = kHighFirst ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
+    const __m128i codes = sixteen_codes<kHighFirst>(row_codes, c);
     for (Index h = 0; h < 2; ++h) {
       const Index ch = c + 8 * h;
       const __m128i part = h == 0 ? codes : _mm_srli_si128(codes, 8);
