@@ -23,7 +23,7 @@ inline constexpr Index kDiagnosisCols = 256;
 inline constexpr Index kDiagnosisSegmentReach = 4096;
 /// A bound failure is broad when at least this share of the values is outside (a wrong
 /// declaration moves most outputs; a real kernel fault may move a few). Where they lie in a few
-/// rows (few_rows_outside), fitting_trials asks more of a trial that only widens B.
+/// rows (row_spread), fitting_trials asks more of a trial that only widens B.
 inline constexpr double kDiagnosisShare = 0.01;
 
 /// What a diagnosis explains: a broad `bound` failure (trials that hold every sampled value),
