@@ -9,10 +9,12 @@
 // of the exact one, so a value stored at the other neighbour is seen even when one in a
 // thousand is (the mean moves by 0.0005 ulp then, below any mean test's reach at 527,360
 // values). The two parts share a false-alarm probability of at most 1e-9 per projection.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "certify/projection/checks.h"
+#include "certify/projection/diagnosis.h"
 #include "certify/report/format.h"
 
 namespace ncert::certify {
@@ -22,6 +24,23 @@ namespace {
 /// The whole projection's false-alarm probability, shared out over its outputs and both
 /// directions.
 constexpr double kAlpha = 1e-9;
+
+/// The chance at most that `n` values spread at random over `held` rows all fall in one:
+/// held (1 / held)^n.
+double one_row_chance(Index n, Index held) {
+  return std::exp(static_cast<double>(1 - n) * std::log(static_cast<double>(held)));
+}
+
+/// Whether an output's values beyond (two or more) lie in one row too often for chance
+/// (kFewRowsChance, as the bound's row spread): a rounding fault moves values in every row, a
+/// row's fault (its activations scaled by 1.001, say) only that row's, which under bf16
+/// outputs moves them by less than a spacing, every one away from zero, and had read "a
+/// rounding that is not to nearest". 5 values in one row of 8: 2.4e-4; 4: 2e-3, not read.
+bool beyond_in_one_row(const BiasOutput& o) {
+  const Index n = o.beyond + o.far;
+  return n >= 2 && o.rows_held >= 2 && o.row_min >= 0 && o.row_min == o.row_max &&
+         one_row_chance(n, o.rows_held) <= kFewRowsChance;
+}
 
 /// The per-value part's finding of one output: its worst value, then how many lie beyond and
 /// which way (docs/error-bounds.md §6a).
@@ -36,12 +55,23 @@ std::string beyond_text(const BiasOutput& o, double threshold) {
       format_short(threshold) + " sigma; this value is " + format_short(w.z) + " sigma beyond its roundings); ";
   s += n == 1 ? "it is the only value beyond what rounding to nearest allows"
               : std::to_string(n) + " values lie beyond what rounding to nearest allows";
-  // Values beyond in a single column point at that column's weights, not at the rounding.
+  // Values beyond in a single column point at that column's weights, not at the rounding; in
+  // a single row, beyond chance, at that row.
   if (n > 1 && o.col_min == o.col_max) s += ", all in column " + std::to_string(o.col_min);
+  if (o.one_row) {
+    s += ", all in row " + std::to_string(o.row_min) + " (of the " + std::to_string(o.rows_held) + " rows " + o.output +
+         " holds; at random at most " + format_short(one_row_chance(n, o.rows_held)) + ")";
+  }
   if (o.far > 0) {
     s += n == 1 ? ", by more than a spacing: a wrong value, not a wrong rounding"
                 : ", " + std::to_string(o.far) +
                       " of them by more than a spacing: wrong values, not only a wrong rounding";
+  } else if (o.one_row) {
+    s += o.beyond_toward_zero == o.beyond ? ", every one toward zero"
+         : o.beyond_toward_zero == 0      ? ", every one away from zero"
+                                          : ", both ways (" + std::to_string(o.beyond_toward_zero) + " toward zero)";
+    s += " and by less than a spacing: a fault of that row (its activations, or the path that computed it), not a "
+         "rounding of every value";
   } else if (o.beyond_toward_zero == o.beyond) {
     s += n == 1 ? ", toward zero by less than a spacing: truncation"
                 : ", every one toward zero and by less than a spacing: truncation";
@@ -82,6 +112,8 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
   const bool per_value = e.value_threshold > 0;
   int outputs = 0;
   for (EngineOutputId id_o : kAllEngineOutputs) outputs += f.data.output(id_o).present;
+  const auto selected =
+      static_cast<Index>(std::count_if(f.slot_of_row.begin(), f.slot_of_row.end(), [](Index s) { return s >= 0; }));
   // Two-sided, over every output: Hoeffding's P(|T - E T| >= t) per side is
   // exp(-2 t^2 / sum R_i^2), so each side of each output gets alpha / (2 outputs), halved
   // where the per-value part takes the other half (reference_pass.cc).
@@ -100,8 +132,12 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
     o.beyond = t.beyond;
     o.beyond_toward_zero = t.beyond_toward_zero;
     o.far = t.far;
+    o.row_min = t.row_min;
+    o.row_max = t.row_max;
     o.col_min = t.col_min;
     o.col_max = t.col_max;
+    o.rows_held = id_o == EngineOutputId::kUnpacked ? info.m : selected;
+    o.one_row = beyond_in_one_row(o);
     if (t.peak_z > -std::numeric_limits<double>::infinity()) o.peak_z = t.peak_z;
     o.worst = t.worst;
     if (o.far > 0 && !failing_elsewhere.empty()) {

@@ -182,9 +182,10 @@ void count_rows(const ProjectionFacts& f, EngineOutputId id, const FailureGrid& 
 
 /// BoundEvidence::rows_outside / rows_held from the output where the values outside are spread
 /// widest (the largest share of its rows), of those that hold at least kFewRowsHeld rows where
-/// any does: fewer cannot show a fault confined to rows (one row of 8 at x 1.002 in both
-/// paths, the packed outputs holding 4 selected rows: 1 of 4 there, and a wider accumulator
-/// named for it), while y_unpacked's 1 of 8 can.
+/// any does: more rows show a fault confined to rows more surely (one row of 8 at x 1.002 in
+/// both paths: y_unpacked's 1 of 8, not the packed outputs' 1 of their 4 selected rows). Where
+/// none does (M < 8), the widest of the others: row_spread reads from 4 rows up (one row of 4
+/// at x 1.001, 16 values outside, had read "the data fits accumulator = matrix-unit").
 void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, BoundEvidence& e) {
   bool many = false;  // the choice so far holds kFewRowsHeld rows or more
   for (EngineOutputId id : kAllEngineOutputs) {

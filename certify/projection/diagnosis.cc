@@ -593,7 +593,7 @@ std::vector<const DeclarationTrial*> fitting_trials(const std::vector<Declaratio
 }
 
 RowSpread row_spread(const BoundEvidence& e) {
-  if (!(e.rows_outside > 0 && e.rows_held >= kFewRowsHeld && 4 * e.rows_outside <= e.rows_held)) {
+  if (!(e.rows_outside > 0 && e.rows_held >= kFewRowsMin && 4 * e.rows_outside <= e.rows_held)) {
     return RowSpread::kBroad;
   }
   // The chance that rows_values values spread over the rows at random fall in rows_outside of

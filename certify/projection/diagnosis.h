@@ -45,7 +45,7 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
 
 /// How the values outside the bound spread over the rows (row_spread).
 enum class RowSpread : std::uint8_t {
-  kBroad,         ///< over more than a quarter of the rows, or an output of fewer than 8
+  kBroad,         ///< over more than a quarter of the rows, or an output of fewer than 4
   kFewRows,       ///< over a quarter of the rows or fewer
   kConcentrated,  ///< so, and too many values there for chance (kFewRowsChance)
 };
@@ -61,13 +61,16 @@ enum class RowSpread : std::uint8_t {
 std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials,
                                                     RowSpread spread = RowSpread::kBroad);
 
-/// The rows an output must hold for row_spread to read its spread, and the chance at most that
-/// its values outside fell in so few rows at random for kConcentrated.
+/// The rows an output must hold for its spread to be preferred (spread_of_outside: y_unpacked's
+/// 1 of 8 over the packed outputs' 1 of 4), the fewest row_spread reads a spread from (a quarter
+/// of 4 is one row), and the chance at most that the values outside fell in so few rows at
+/// random for kConcentrated.
 inline constexpr Index kFewRowsHeld = 8;
+inline constexpr Index kFewRowsMin = 4;
 inline constexpr double kFewRowsChance = 1e-3;
 
 /// Whether the values outside the bound lie in at most a quarter of the rows the output holds
-/// (of at least kFewRowsHeld), and whether too many lie there for chance: a declaration
+/// (of at least kFewRowsMin), and whether too many lie there for chance: a declaration
 /// mistake moves every row's values alike unless a few rows' activations dwarf the others' (a
 /// row of one activation 500 times the rest, x rounded to bf16: only that row left B), and its
 /// few values outside may fall in a few rows by chance (2 in 2 rows of 8).

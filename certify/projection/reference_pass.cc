@@ -71,6 +71,7 @@ void BiasTally::merge(const BiasTally& o) {
   beyond += o.beyond;
   beyond_toward_zero += o.beyond_toward_zero;
   far += o.far;
+  widen(row_min, row_max, o.row_min, o.row_max);
   widen(col_min, col_max, o.col_min, o.col_max);
   peak_z = std::max(peak_z, o.peak_z);
   if (o.worst) keep_worst(*o.worst);
@@ -85,6 +86,7 @@ void BiasTally::keep_worst(const BiasValue& v) {
 }
 
 void BiasTally::add_beyond(const BiasValue& v, bool toward_zero, bool is_far) {
+  widen(row_min, row_max, v.row, v.row);
   widen(col_min, col_max, v.col, v.col);
   if (is_far) {
     ++far;

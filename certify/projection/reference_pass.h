@@ -56,6 +56,7 @@ struct BiasTally {
   Index beyond = 0;                  ///< values beyond, by at most one spacing more (a neighbour)
   Index beyond_toward_zero = 0;      ///< of `beyond`, those below the exact value in magnitude
   Index far = 0;                     ///< values beyond by more than a spacing
+  Index row_min = -1, row_max = -1;  ///< the rows (of x) the values beyond lie in (-1: none)
   Index col_min = -1, col_max = -1;  ///< the columns the values beyond lie in (-1: none)
   /// The largest (|r| - the roundings bounded outright - slack) / sigma of a tested value (its
   /// margin to the threshold); -inf before any.

@@ -432,7 +432,12 @@ struct BiasOutput {
   /// their roundings allow by at most one more spacing (a neighbour of the round-to-nearest
   /// value), of those the ones toward zero, and values beyond by more.
   Index tested = 0, beyond = 0, beyond_toward_zero = 0, far = 0;
+  Index row_min = -1, row_max = -1;  ///< the rows (of x) the values beyond lie in (-1: none)
   Index col_min = -1, col_max = -1;  ///< the columns the values beyond lie in (-1: none)
+  /// The rows the output holds (y_unpacked all M, the packed outputs the selected ones), and
+  /// whether its values beyond lie in one of them too often for chance (bias.cc, one_row).
+  Index rows_held = 0;
+  bool one_row = false;
   /// The largest (|r| - the roundings bounded outright - slack) / sigma over the tested values
   /// (negative: every value within its outright bounds); nullopt when none was tested.
   std::optional<double> peak_z;

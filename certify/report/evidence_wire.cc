@@ -298,8 +298,12 @@ void fields(auto& f, Is<BiasOutput> auto& x) {
   f("beyond", x.beyond);
   f("beyond_toward_zero", x.beyond_toward_zero);
   f("far", x.far);
+  f("row_min", x.row_min);
+  f("row_max", x.row_max);
   f("col_min", x.col_min);
   f("col_max", x.col_max);
+  f("rows_held", x.rows_held);
+  f("one_row", x.one_row);
   f("peak_z", x.peak_z);
   f("worst", x.worst);
 }

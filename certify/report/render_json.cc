@@ -233,7 +233,10 @@ Json evidence_json(const BiasEvidence& e, const CheckResult&) {
       j["beyond"] = o.beyond;
       j["beyond_toward_zero"] = o.beyond_toward_zero;
       j["far"] = o.far;
+      if (o.row_min >= 0) j["rows"] = Json::array({o.row_min, o.row_max});
       if (o.col_min >= 0) j["columns"] = Json::array({o.col_min, o.col_max});
+      j["rows_held"] = o.rows_held;
+      j["one_row"] = o.one_row;
       j["peak_z"] = o.peak_z ? number_or_text(*o.peak_z) : Json(nullptr);
       if (o.worst) {
         const BiasValue& w = *o.worst;

@@ -505,6 +505,42 @@ TEST(Diagnosis, OneRowsFaultInEightIsNotReadAsAnUndeclaredBias) {
   EXPECT_EQ(se->fit->row, fixtures::kFaultRow);
 }
 
+TEST(Diagnosis, OneRowsFaultInFourIsNotReadAsAWiderAccumulator) {
+  // Row 3 x 1.001 at M 4 (one request of 4 rows), K 1024: 16 values outside B, all in that
+  // row. The spread was read only from outputs of 8 rows or more, so at M 4 it was "broad", and
+  // "the data fits accumulator = matrix-unit" skipped the residual tests. 16 values in 1 row of
+  // 4 (at random at most 4 (1/4)^16) are that row's fault; signature then names the row.
+  fixtures::ProjectionSpec p = base("r");
+  p.k = 1024;
+  p.requests = 1;
+  p.block_rows = 4;
+  p.engine_row_scale_error = 0.001f;
+  const Report r = check_dump(write_fixture(unpacked_only(p), "diag-one-row-of-four.h5"));
+  const BoundEvidence* e = nullptr;
+  expect_no_fit(r, "r", "the values outside lie in 1 of 4 rows", e);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->rows_held, 4);
+  EXPECT_EQ(row_spread(*e), RowSpread::kConcentrated) << e->rows_values << " values";
+  const CheckResult* sig = find_check(r, "projections/r/signature");
+  ASSERT_NE(sig, nullptr);
+  const auto* se = ncert::testing::evidence_of<SignatureEvidence>(sig);
+  ASSERT_NE(se, nullptr) << sig->reason;
+  ASSERT_TRUE(se->fit.has_value()) << sig->reason;
+  EXPECT_EQ(se->fit->kind, FitKind::kRow);
+  EXPECT_EQ(se->fit->row, 3);
+}
+
+TEST(Diagnosis, TruncatedOutputsAtFourRowsAreStillNamed) {
+  // The twin: a declaration mistake at M 4 moves values in every row, and is still named.
+  fixtures::ProjectionSpec p = base("rz");
+  p.k = 64;
+  p.requests = 1;
+  p.block_rows = 4;
+  p.output = DType::kBf16;
+  const std::string path = write_fixture(one(p), "diag-rz-four-rows.h5", Fault::kBf16TruncationBoth);
+  expect_fits(path, "rz", "output_rounding = rz");
+}
+
 TEST(Diagnosis, AMistakeInsideBIsNamedByTheResidualEnergyOfEachTrial) {
   // x rounded to f16 before the kernel at K = 4096: each product errs by about 2^-12 of itself,
   // about 0.1 of B, so every value lies inside B and bound's diagnosis does not run. The

@@ -300,10 +300,46 @@ TEST(Residual, TruncatingThreeColumnsInTwoThousandFailsBiasAtAValueTheMeanCannot
     EXPECT_FALSE(o.one_sided) << "the mean test cannot see 0.15 %";
     EXPECT_GT(o.beyond, 0);
     EXPECT_EQ(o.beyond_toward_zero, o.beyond);
+    // Three columns' truncation reaches values in many rows: not one row's fault.
+    EXPECT_EQ(o.rows_held, 32);
+    EXPECT_LT(o.row_min, o.row_max);
+    EXPECT_FALSE(o.one_row);
     EXPECT_EQ(o.far, 0);
     ASSERT_TRUE(o.worst.has_value());
     EXPECT_LT(o.worst->residual_ulps, -0.5);
     EXPECT_GT(o.worst->residual_ulps, -1.0);
+  }
+}
+
+TEST(Residual, OneRowsFaultUnderBf16OutputsFailsBiasInThatRow) {
+  // Row 5's activations x 1.001 in both paths: under bf16 outputs the fault moves that row's
+  // values by less than a spacing, every one away from zero, which had read "a rounding that is
+  // not to nearest". A rounding fault moves values in every row; all of them in one row of 32
+  // (at random at most 32^(1 - n)) is that row's fault.
+  fixtures::DumpSpec d = residual_spec(DType::kBf16);
+  d.projections[0].engine_row_scale_error = 0.001f;
+  const Report r = check_dump(write_fixture(d, "residual_row_bf16.h5"));
+  const CheckResult& c = check_of(r, "bias");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_NE(c.reason.find("all in row 5 (of the 32 rows y_unpacked holds; at random at most "), std::string::npos)
+      << c.reason;
+  EXPECT_NE(c.reason.find("every one away from zero and by less than a spacing: a fault of that row"),
+            std::string::npos)
+      << c.reason;
+  EXPECT_EQ(c.reason.find("a rounding that is not to nearest"), std::string::npos) << c.reason;
+  ASSERT_TRUE(c.first_failure.has_value());
+  EXPECT_EQ(c.first_failure->row, 5);
+  const auto* e = std::get_if<BiasEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->outputs.size(), 3u);
+  for (const BiasOutput& o : e->outputs) {
+    SCOPED_TRACE(o.output);
+    EXPECT_EQ(o.rows_held, 32);
+    EXPECT_GE(o.beyond, 2);
+    EXPECT_EQ(o.beyond_toward_zero, 0);
+    EXPECT_EQ(o.row_min, 5);
+    EXPECT_EQ(o.row_max, 5);
+    EXPECT_TRUE(o.one_row);
   }
 }
 
