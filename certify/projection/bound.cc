@@ -2,6 +2,7 @@
 // (docs/error-bounds.md); values beyond the probabilistic tier fail only with --strict.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "certify/projection/checks.h"
 #include "certify/projection/detail/text.h"
@@ -108,6 +109,17 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
   } else if (!fits.empty()) {
     out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
     out.append(as_declared).append(" as declared)");
+  } else if (const DeclarationTrial* fault = fault_fit(trials)) {
+    // A fault that brings the sample within the rounding noise, where no declaration does: a
+    // wider B only held its values (an input channel x 1.02 read "the data fits accumulator =
+    // f32-rz"), and a few rows of large activations there carried it (read as their fault).
+    out.append("; no declaration tried fits the ").append(sampled).append(" sampled values, but a fault does: ");
+    out.append(trial_text(*fault)).append(" holds them all, their energy ").append(format_short(fault->energy));
+    out.append(" within the rounding noise (limit ").append(format_short(diagnosis_energy_limit(fault->sampled)));
+    out.append("; ").append(format_short(declared.energy)).append(" and ").append(as_declared);
+    out.append(
+        " inside as declared): a kernel fault of that channel's weights or activations, not a declaration "
+        "mistake");
   } else if (few) {
     // A trial may hold every sampled value by a wider bound alone; in a few rows that is a
     // fault of theirs (two rows at 1.01x and 1.02x held by accumulator = matrix-unit).
@@ -162,22 +174,30 @@ std::string outside_per_output(const BoundEvidence& e) {
 }
 
 /// Per row cell of an output's grid (every output's is indexed by the row of x): whether the
-/// output holds values there (y_unpacked every row, y_packed and y_compact the selected rows),
-/// and whether any is outside.
-void count_rows(const ProjectionFacts& f, EngineOutputId id, const FailureGrid& g, Index& held, Index& outside) {
+/// output holds values there (y_unpacked every row, y_packed and y_compact the selected rows;
+/// rows of zeros, which hold no rounding, not counted), and whether any is outside; `dominant`:
+/// every cell outside holds a row whose activations dominate (RowNorms).
+void count_rows(const ProjectionFacts& f, const RowNorms& norms, EngineOutputId id, const FailureGrid& g, Index& held,
+                Index& outside, bool& dominant) {
   held = outside = 0;
+  dominant = false;
   if (g.rows <= 0 || g.cols <= 0 || g.counts.size() != static_cast<std::size_t>(g.cell_rows * g.cell_cols)) return;
-  std::vector<bool> holds(static_cast<std::size_t>(g.cell_rows), id == EngineOutputId::kUnpacked);
-  for (std::size_t r = 0; r < f.slot_of_row.size(); ++r) {
-    if (f.slot_of_row[r] >= 0 && static_cast<Index>(r) < g.rows) {
-      holds[static_cast<std::size_t>(g.cell_row(static_cast<Index>(r)))] = true;
-    }
+  std::vector<bool> holds(static_cast<std::size_t>(g.cell_rows), false), large(holds.size(), false);
+  for (Index r = 0; r < g.rows && r < static_cast<Index>(f.slot_of_row.size()); ++r) {
+    const std::size_t cell = static_cast<std::size_t>(g.cell_row(r));
+    const bool in_output = id == EngineOutputId::kUnpacked || f.slot_of_row[static_cast<std::size_t>(r)] >= 0;
+    if (in_output && norms.live(r)) holds[cell] = true;
+    if (in_output && norms.dominant(r)) large[cell] = true;
   }
+  bool all_large = true;
   for (Index r = 0; r < g.cell_rows; ++r) {
     const auto first = g.counts.begin() + r * g.cell_cols;
+    const bool out = std::any_of(first, first + g.cell_cols, [](Index n) { return n > 0; });
     held += holds[static_cast<std::size_t>(r)] ? 1 : 0;
-    outside += std::any_of(first, first + g.cell_cols, [](Index n) { return n > 0; }) ? 1 : 0;
+    outside += out ? 1 : 0;
+    all_large = all_large && (!out || large[static_cast<std::size_t>(r)]);
   }
+  dominant = outside > 0 && all_large;
 }
 
 /// BoundEvidence::rows_outside / rows_held from the output where the values outside are spread
@@ -188,11 +208,14 @@ void count_rows(const ProjectionFacts& f, EngineOutputId id, const FailureGrid& 
 /// at x 1.001, 16 values outside, had read "the data fits accumulator = matrix-unit").
 void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, BoundEvidence& e) {
   bool many = false;  // the choice so far holds kFewRowsHeld rows or more
+  std::optional<RowNorms> norms;
   for (EngineOutputId id : kAllEngineOutputs) {
     const std::size_t at = static_cast<std::size_t>(id);
     if (!f.data.output(id).present || pass.bound[at].outside() == 0) continue;
+    if (!norms) norms = row_norms(f);
     Index held = 0, outside = 0;
-    count_rows(f, id, pass.outside[at], held, outside);
+    bool dominant = false;
+    count_rows(f, *norms, id, pass.outside[at], held, outside, dominant);
     if (held == 0) continue;
     const bool more = held >= kFewRowsHeld;
     const bool wider = e.rows_held == 0 || outside * e.rows_held > e.rows_outside * held;
@@ -200,6 +223,7 @@ void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, Boun
       e.rows_outside = outside;
       e.rows_held = held;
       e.rows_values = pass.bound[at].outside();
+      e.rows_dominant = dominant;
       many = more;
     }
   }

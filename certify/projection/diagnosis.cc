@@ -9,6 +9,7 @@
 #include <string>
 
 #include "certify/projection/reference_pass.h"
+#include "certify/report/format.h"
 #include "reference/float_bits.h"
 #include "reference/linear.h"
 
@@ -413,6 +414,96 @@ Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<floa
   return t;
 }
 
+/// The input channel whose scale best explains the declaration's residuals on the sample, as a
+/// fault trial (kLocatesFault): the engine's x[:, k] or W[:, k] scaled by 1 + e in every column
+/// moves each value by e x_ik w_jk. e and k by weighted least squares (weights 1 / sigma^2, the
+/// declaration's): per k, sum r x w / sigma^2 over sum (x w)^2 / sigma^2, the most explained
+/// energy leading (the lowest k on ties), searched on the sample's first kDiagnosisCols columns
+/// (8 x 256 x K products twice) and counted on all of it: the values inside their intervals
+/// moved by e x w, and the mean (r - e x w)^2 / sigma^2. Not tried where the activations are
+/// quantized (the products are of codes) or the declaration's energy is within the limit.
+void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d,
+                   std::vector<DeclarationTrial>& trials) {
+  const ProjectionInfo& info = f.info();
+  const Index K = info.k, sampled = s.rows * s.cols;
+  if (info.x_quant.type != reference::XQuantType::kNone || K < 2 || trials.empty() ||
+      !(trials.front().energy > diagnosis_energy_limit(sampled))) {
+    return;
+  }
+  auto ref = reference::compute_reference(base, s.options());
+  if (!ref.ok()) return;
+  const auto value_at = [&](Index i, Index j) { return f.data.y_unpacked.value(info.output, info.out_stride, i, j); };
+  // Per sampled value r / sigma^2 and 1 / sigma^2 (0 where not finite: left out).
+  const std::size_t cells = static_cast<std::size_t>(sampled);
+  std::vector<double> t(cells, 0.0), u(cells, 0.0);
+  for (Index i = 0; i < s.rows; ++i) {
+    for (Index j = 0; j < s.cols; ++j) {
+      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
+      const double r = static_cast<double>(value_at(i, j)) - ref->center[ref->at(i, j)];
+      if (!std::isfinite(r) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) continue;
+      t[c] = r / d.var[c];
+      u[c] = 1 / d.var[c];
+    }
+  }
+  std::vector<double> w(static_cast<std::size_t>(K));
+  // ra[i K + k] = sum_j t_ij w_jk, aa[i K + k] = sum_j u_ij w_jk^2 over the searched columns.
+  const Index searched = std::min(s.cols, kDiagnosisCols);
+  std::vector<double> ra(static_cast<std::size_t>(s.rows * K), 0.0), aa(ra.size(), 0.0);
+  for (Index j = 0; j < searched; ++j) {
+    reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
+    for (Index i = 0; i < s.rows; ++i) {
+      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
+      if (u[c] == 0) continue;
+      double* ri = ra.data() + i * K;
+      double* ai = aa.data() + i * K;
+      for (Index k = 0; k < K; ++k) {
+        const double wk = w[static_cast<std::size_t>(k)];
+        ri[k] += t[c] * wk;
+        ai[k] += u[c] * wk * wk;
+      }
+    }
+  }
+  Index best = -1;
+  double best_explained = 0, scale = 0;
+  for (Index k = 0; k < K; ++k) {
+    double num = 0, den = 0;
+    for (Index i = 0; i < s.rows; ++i) {
+      const double x = base.x.at(i, k);
+      num += x * ra[static_cast<std::size_t>(i * K + k)];
+      den += x * x * aa[static_cast<std::size_t>(i * K + k)];
+    }
+    if (!(den > 0) || !std::isfinite(num)) continue;
+    const double explained = num * num / den;
+    if (explained > best_explained) {
+      best_explained = explained;
+      best = k;
+      scale = num / den;
+    }
+  }
+  if (best < 0 || scale == 0) return;
+  Index inside = 0, finite = 0;
+  double energy = 0;
+  for (Index j = 0; j < s.cols; ++j) {
+    reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
+    for (Index i = 0; i < s.rows; ++i) {
+      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
+      const Index at = ref->at(i, j);
+      const double shift = scale * static_cast<double>(base.x.at(i, best)) * w[static_cast<std::size_t>(best)];
+      const double z = static_cast<double>(value_at(i, j)) - shift;
+      inside += ref->accept[at].lo <= z && z <= ref->accept[at].hi ? 1 : 0;
+      if (u[c] == 0) continue;
+      const double r = static_cast<double>(value_at(i, j)) - ref->center[at] - shift;
+      energy += r * r * u[c];
+      ++finite;
+    }
+  }
+  const std::string k = std::to_string(best);
+  trials.push_back({"input channel " + k + " scaled " + format_short(1 + scale) + "x (x[:, " + k + "] or W[:, " + k +
+                        "], in every column)",
+                    "", TrialEffect::kLocatesFault, sampled, inside,
+                    finite > 0 ? energy / static_cast<double>(finite) : -1.0});
+}
+
 }  // namespace
 
 Index diagnosis_columns(const reference::Weights& w) {
@@ -512,6 +603,8 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     p.weights = &t;
     trial("weights transposed ([k, n] stored as [n, k])", "", p);
   }
+  if (reason == DiagnosisReason::kBound && declared_model.evaluated())
+    channel_trial(f, s, base, declared_model, trials);
   return trials;
 }
 
@@ -567,8 +660,32 @@ double diagnosis_far_energy(Index sampled) {
   return 2 * std::log(2 * n / kResidualAlpha);
 }
 
+const DeclarationTrial* fault_fit(const std::vector<DeclarationTrial>& trials) {
+  if (trials.size() < 2) return nullptr;
+  const double limit = diagnosis_energy_limit(trials.front().sampled);
+  if (!(trials.front().energy > limit)) return nullptr;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    const DeclarationTrial& t = trials[i];
+    if (t.effect == TrialEffect::kLocatesFault && t.sampled > 0 && t.inside == t.sampled && t.energy >= 0 &&
+        t.energy <= diagnosis_energy_limit(t.sampled)) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
 std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials, RowSpread spread) {
   const bool few_rows = spread != RowSpread::kBroad;
+  // A fault or a declaration that moves the centres onto the data, to the rounding noise: a
+  // trial that only widens B holds the values around them, and is not named beside it (x
+  // rounded to bf16 with one row of large activations: "accumulator = matrix-unit" held that
+  // row too).
+  bool to_noise = fault_fit(trials) != nullptr;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    const DeclarationTrial& t = trials[i];
+    to_noise = to_noise || (t.effect == TrialEffect::kMovesCentres && t.sampled > 0 && t.inside + t.left == t.sampled &&
+                            t.energy >= 0 && t.energy <= diagnosis_energy_limit(t.sampled));
+  }
   std::vector<const DeclarationTrial*> fits;
   // A trial's values left to bound count as held (evaluate leaves them only where the data fits
   // the trial to the rounding noise on the others, and not the declaration).
@@ -585,6 +702,7 @@ std::vector<const DeclarationTrial*> fitting_trials(const std::vector<Declaratio
     // fault). Another output rounding moves the intervals, and its energy, taken about the
     // declaration's centres, would never drop: it is not held to it.
     const bool rounding = t.effect == TrialEffect::kMovesRounding;
+    if (t.effect == TrialEffect::kLocatesFault || (to_noise && t.effect == TrialEffect::kWidensBound)) continue;
     if (spread == RowSpread::kConcentrated && t.effect == TrialEffect::kWidensBound) continue;
     if (few_rows && !rounding && !(t.energy >= 0 && t.energy <= diagnosis_energy_limit(t.sampled))) continue;
     fits.push_back(&t);
@@ -592,7 +710,30 @@ std::vector<const DeclarationTrial*> fitting_trials(const std::vector<Declaratio
   return fits;
 }
 
+RowNorms row_norms(const ProjectionFacts& f) {
+  RowNorms n;
+  const reference::LinearProblem p = f.data.problem(reference::kDefaultLambda);
+  n.norm.assign(static_cast<std::size_t>(p.x.rows), 0.0);
+  std::vector<double> nonzero;
+  for (Index i = 0; i < p.x.rows; ++i) {
+    double s = 0;
+    for (Index k = 0; k < p.x.cols; ++k) {
+      const double x = p.x.at(i, k);
+      s += std::isfinite(x) ? x * x : 0.0;
+    }
+    n.norm[static_cast<std::size_t>(i)] = std::sqrt(s);
+    if (s > 0) nonzero.push_back(std::sqrt(s));
+  }
+  if (!nonzero.empty()) {
+    const auto mid = nonzero.begin() + static_cast<std::ptrdiff_t>(nonzero.size() / 2);
+    std::nth_element(nonzero.begin(), mid, nonzero.end());
+    n.median = *mid;
+  }
+  return n;
+}
+
 RowSpread row_spread(const BoundEvidence& e) {
+  if (e.rows_dominant) return RowSpread::kBroad;
   if (!(e.rows_outside > 0 && e.rows_held >= kFewRowsMin && 4 * e.rows_outside <= e.rows_held)) {
     return RowSpread::kBroad;
   }

@@ -39,7 +39,11 @@ Index diagnosis_columns(const reference::Weights& w);
 
 /// The declared model first, then every alternative tried (none when the declaration already
 /// explains the sample); empty when there is nothing to sample (no y_unpacked) or the reference
-/// cannot run on the sample.
+/// cannot run on the sample. For `bound`, where the declaration leaves the sample's energy
+/// beyond the limit, the last is not a declaration but a fault (TrialEffect::kLocatesFault): the
+/// input channel whose scale, fitted by least squares, explains most of the sampled residuals
+/// (channel_trial in diagnosis.cc). A wider bound holds such a fault (x[:, 17] x 1.02: "the data
+/// fits accumulator = f32-rz; or accumulator = matrix-unit") as it holds a few rows'.
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
                                                     DiagnosisReason reason = DiagnosisReason::kBound);
 
@@ -58,8 +62,16 @@ enum class RowSpread : std::uint8_t {
 /// without moving a centre). Concentrated there, no trial that only widens B at all: its
 /// energy is the declaration's, within the limit under bf16 outputs, whose rounding dwarfs a
 /// small fault.
+/// A fault trial (kLocatesFault) is never one of them, and where one fits (fault_fit), or a trial
+/// that moves the centres holds every value with its energy within the limit, no trial that
+/// only widens B is either: those bring the values within the rounding noise, a wider B holds
+/// them only around it.
 std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials,
                                                     RowSpread spread = RowSpread::kBroad);
+
+/// The fault trial that holds every sampled value with their energy within the limit, where
+/// the declaration's is beyond it; null when there is none.
+const DeclarationTrial* fault_fit(const std::vector<DeclarationTrial>& trials);
 
 /// The rows an output must hold for its spread to be preferred (spread_of_outside: y_unpacked's
 /// 1 of 8 over the packed outputs' 1 of 4), the fewest row_spread reads a spread from (a quarter
@@ -69,11 +81,26 @@ inline constexpr Index kFewRowsHeld = 8;
 inline constexpr Index kFewRowsMin = 4;
 inline constexpr double kFewRowsChance = 1e-3;
 
+/// The rows of x by their activations' size: a row whose 2-norm is over kDominantRow times the
+/// median nonzero row's dominates (a BOS token's activations of 5000 beside rows of norm 32):
+/// any mistake's rounding is largest there, so values beyond it in that row alone say nothing
+/// of a fault of the row (a truncating accumulator, 6 values beyond all in such a row of 4).
+/// A row of zeros is not live: it holds no rounding at all, so no value beyond either.
+inline constexpr double kDominantRow = 4;
+struct RowNorms {
+  std::vector<double> norm;  ///< per row of x
+  double median = 0;         ///< of the nonzero norms
+  bool live(Index row) const { return norm[static_cast<std::size_t>(row)] > 0; }
+  bool dominant(Index row) const { return norm[static_cast<std::size_t>(row)] > kDominantRow * median; }
+};
+RowNorms row_norms(const ProjectionFacts& f);
+
 /// Whether the values outside the bound lie in at most a quarter of the rows the output holds
 /// (of at least kFewRowsMin), and whether too many lie there for chance: a declaration
 /// mistake moves every row's values alike unless a few rows' activations dwarf the others' (a
 /// row of one activation 500 times the rest, x rounded to bf16: only that row left B), and its
-/// few values outside may fall in a few rows by chance (2 in 2 rows of 8).
+/// few values outside may fall in a few rows by chance (2 in 2 rows of 8). Where every row
+/// holding them dominates (BoundEvidence::rows_dominant), broad: so a wider accumulator's do.
 RowSpread row_spread(const BoundEvidence& e);
 
 /// The trials ordered by their energy on the sample, least first (energies within twice the

@@ -342,6 +342,9 @@ enum class TrialEffect : std::uint8_t {
   kMovesCentres,   ///< other weights, activations, bias or walk: the exact values move
   kWidensBound,    ///< a wider accumulator or folded dequantization: B grows, the centres stay
   kMovesRounding,  ///< another output rounding: the intervals move about unchanged centres
+  /// Not a declaration: a kernel fault fitted on the sample (one input channel's scale), named
+  /// as the fault where it brings the sample within the rounding noise, never as a fix.
+  kLocatesFault,
 };
 std::string_view trial_effect_name(TrialEffect e);
 
@@ -383,6 +386,9 @@ struct BoundEvidence {
   /// only declarations that bring the sampled values within the rounding noise.
   Index rows_outside = 0, rows_held = 0;
   Index rows_values = 0;  ///< the values outside in that output
+  /// Every row cell holding values outside holds a row whose activations dominate (RowNorms:
+  /// 2-norm over 4 times the median row's): any mistake's rounding is largest there.
+  bool rows_dominant = false;
   std::optional<BoundFailure> first;
   DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
   /// When the check fails broadly: the declaration as declared, then each alternative re-tested

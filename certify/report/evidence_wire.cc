@@ -253,6 +253,7 @@ void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("rows_outside", x.rows_outside);
   f("rows_held", x.rows_held);
   f("rows_values", x.rows_values);
+  f("rows_dominant", x.rows_dominant);
   f("first", x.first);
   f("output", x.output);
   f("diagnosis", x.diagnosis);

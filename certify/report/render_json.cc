@@ -188,7 +188,8 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                 {"beyond_tier", e.beyond_tier},
                 {"rows_outside", e.rows_outside},
                 {"rows_held", e.rows_held},
-                {"rows_values", e.rows_values}};
+                {"rows_values", e.rows_values},
+                {"rows_dominant", e.rows_dominant}};
   if (e.first) {
     const reference::ElementRecord& f = e.first->element;
     j["first"] = Json{{"output", e.first->output},

@@ -56,6 +56,8 @@ std::string_view trial_effect_name(TrialEffect e) {
       return "widens-bound";
     case TrialEffect::kMovesRounding:
       return "moves-rounding";
+    case TrialEffect::kLocatesFault:
+      return "locates-fault";
   }
   return "?";
 }

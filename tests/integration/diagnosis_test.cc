@@ -790,6 +790,230 @@ TEST(Diagnosis, ADeclarationSeenInOneRowOfLargeActivationsIsNamedByItsEnergy) {
   EXPECT_EQ(trial("x rounded to bf16 before the kernel")->effect, TrialEffect::kMovesCentres);
 }
 
+/// A plain f32 dump (M 32, K 1024, N 128, declared f32-rn) whose engine scales input channel 17
+/// of every column by 1 + `channel_error`, or row 0's dot products by 1 + `row_error`; with
+/// `large`, rows 0 and 1 hold activations of about 5000 and -3500 in that channel.
+std::string channel_dump(const std::string& name, bool large, double channel_error, double row_error) {
+  const Index m = 32, k = 1024, n = 128, channel = 17;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 9, x, w);
+  if (large) {
+    x[channel] = 5005.37f;
+    x[static_cast<std::size_t>(k + channel)] = -3503.11f;
+  }
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      double dot = 0;
+      for (Index c = 0; c < k; ++c) {
+        const double wv = w[static_cast<std::size_t>(j * k + c)] * (c == channel ? 1 + channel_error : 1.0);
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * wv;
+      }
+      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(i == 0 ? dot * (1 + row_error) : dot);
+    }
+  }
+  const std::string path = ncert::testing::scratch_file(name);
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  return path;
+}
+
+/// The bound check of `r`'s projection p, failing, and its fault trial (null where none ran).
+const DeclarationTrial* fault_trial(const Report& r, const CheckResult*& b) {
+  b = find_check(r, "projections/p/bound");
+  if (b == nullptr || b->verdict != Verdict::kFail) return nullptr;
+  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  if (e == nullptr) return nullptr;
+  for (const DeclarationTrial& t : e->diagnosis) {
+    if (t.effect == TrialEffect::kLocatesFault) return &t;
+  }
+  return nullptr;
+}
+
+TEST(Diagnosis, OneInputChannelsScaleIsNamedNotAWiderAccumulator) {
+  // x[:, 17] or W[:, 17] x 1.02 in every column: 155 of 4,096 values outside B, spread over
+  // the rows, each within what accumulator = f32-rz or matrix-unit admits. Both were named ("the
+  // data fits accumulator = f32-rz; or accumulator = matrix-unit") and signature and variance
+  // skipped. The channel's fitted scale brings the sample within the rounding noise.
+  const Report r = check_dump(channel_dump("diag-channel.h5", false, 0.02, 0));
+  const CheckResult* b = nullptr;
+  const DeclarationTrial* t = fault_trial(r, b);
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_EQ(t->inside, t->sampled);
+  EXPECT_LE(t->energy, diagnosis_energy_limit(t->sampled));
+  EXPECT_NE(b->reason.find("but a fault does: input channel 17 scaled 1.02x (x[:, 17] or W[:, 17], in every column) "
+                           "holds them all"),
+            std::string::npos)
+      << b->reason;
+  EXPECT_NE(b->reason.find("a kernel fault of that channel's weights or activations, not a declaration mistake"),
+            std::string::npos)
+      << b->reason;
+  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+  EXPECT_EQ(b->reason.find("likely location"), std::string::npos) << b->reason;
+  for (const char* kind : {"signature", "variance"}) {
+    const CheckResult* c = find_check(r, std::string("projections/p/") + kind);
+    ASSERT_NE(c, nullptr) << kind;
+    EXPECT_EQ(c->verdict, Verdict::kFail) << kind << ": " << c->reason;
+  }
+}
+
+TEST(Diagnosis, OneInputChannelsScaleOverRowsOfLargeActivationsIsNotReadAsThoseRows) {
+  // The same channel x 1.002 where rows 0 and 1 hold activations of about 5000 there: only
+  // those rows leave B (256 values), and they read "a fault of those rows".
+  const Report r = check_dump(channel_dump("diag-channel-large.h5", true, 0.002, 0));
+  const CheckResult* b = nullptr;
+  const DeclarationTrial* t = fault_trial(r, b);
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_NE(b->reason.find("input channel 17 scaled 1.002x"), std::string::npos) << b->reason;
+  EXPECT_EQ(b->reason.find("a fault of those rows"), std::string::npos) << b->reason;
+  EXPECT_EQ(b->reason.find("likely location"), std::string::npos) << b->reason;
+  const CheckResult* sig = find_check(r, "projections/p/signature");
+  ASSERT_NE(sig, nullptr);
+  EXPECT_NE(sig->reason.find("; bound finds the sampled residuals fit input channel 17 scaled 1.002x"),
+            std::string::npos)
+      << sig->reason;
+}
+
+TEST(Diagnosis, ARowsScaleBesideALargeActivationIsNotReadAsAChannel) {
+  // The twin: row 0's dot products x 1.002, that row holding the 5000 in channel 17. The
+  // channel's fit explains most of that row's residuals but leaves the rest of its dot product
+  // scaled (energy about 1e5): the row is named, not the channel.
+  const Report r = check_dump(channel_dump("diag-row-large.h5", true, 0, 0.002));
+  const CheckResult* b = nullptr;
+  const DeclarationTrial* t = fault_trial(r, b);
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_GT(t->energy, diagnosis_energy_limit(t->sampled));
+  EXPECT_EQ(b->reason.find("input channel"), std::string::npos) << b->reason;
+  EXPECT_NE(b->reason.find("likely location: y_unpacked row 0"), std::string::npos) << b->reason;
+}
+
+/// a + b rounded toward zero in f32 (both exact in double: a product of two f32, a sum of two),
+/// its last `drop` significand bits then cleared (truncated further: 23 - drop bits kept).
+float add_rz(double a, double b, int drop = 0) {
+  const double d = a + b;
+  float f = static_cast<float>(d);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  const std::uint32_t mask = ~((std::uint32_t{1} << drop) - 1);
+  return reference::value_of_bits(reference::bits_of_value(f, DType::kF32) & mask, DType::kF32);
+}
+
+/// The y of a kernel summing x w in k order, every product and addition rounded toward zero
+/// (a truncating accumulator) keeping 23 - `drop` bits, as f32, or as bf16 rounded to nearest
+/// where `bf16`.
+std::vector<std::uint32_t> seq_rz_outputs(Index m, Index k, Index n, const std::vector<float>& x,
+                                          const std::vector<float>& w, bool bf16, int drop = 0) {
+  std::vector<std::uint32_t> out(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      float acc = 0;
+      for (Index c = 0; c < k; ++c) {
+        const float prod = add_rz(static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) *
+                                      static_cast<double>(w[static_cast<std::size_t>(j * k + c)]),
+                                  0.0, drop);
+        acc = add_rz(acc, prod, drop);
+      }
+      out[static_cast<std::size_t>(i * n + j)] =
+          bf16 ? reference::f32_to_bf16(acc) : reference::bits_of_value(acc, DType::kF32);
+    }
+  }
+  return out;
+}
+
+TEST(Diagnosis, AWiderAccumulatorSeenInARowOfLargeActivationsIsStillNamed) {
+  // A truncating accumulator keeping 22 bits (every operation rounded toward zero, its last
+  // bit cleared: a matrix-unit-class kernel), declared f32-rn, at M 4: row 0 holds an
+  // activation of 5000, so its sums, and their truncation, are the largest, and only that row
+  // leaves B. Read from 4 rows up, 1 of 4 was "concentrated": the wider accumulators were
+  // dropped and the row called faulty (a reviewer's). A row that dominates shows any mistake
+  // first: its spread is broad, and the wider accumulator is named.
+  const Index m = 4, k = 1024, n = 64;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 12, x, w);
+  x[17] = 5005.37f;
+  const std::vector<std::uint32_t> y = seq_rz_outputs(m, k, n, x, w, false, 1);
+  std::vector<float> yf(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) yf[i] = reference::value_of_bits(y[i], DType::kF32);
+  const std::string path = ncert::testing::scratch_file("diag-rz-large-row.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, yf.data());
+  const Report r = check_dump(path);
+  const CheckResult* b = find_check(r, "projections/p/bound");
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  EXPECT_EQ(b->verdict, Verdict::kFail) << r.to_text(true);
+  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->rows_outside, 1);
+  EXPECT_TRUE(e->rows_dominant);
+  EXPECT_EQ(row_spread(*e), RowSpread::kBroad);
+  EXPECT_NE(b->reason.find("the data fits accumulator = f32-rz; or accumulator = matrix-unit"), std::string::npos)
+      << b->reason;
+  EXPECT_EQ(b->reason.find("a fault of that row"), std::string::npos) << b->reason;
+}
+
+TEST(Diagnosis, TruncationInARowOfLargeActivationsIsNotReadAsThatRowsFault) {
+  // The same kernel with bf16 outputs at M 4, N 512: bias finds 11 values beyond in row 0
+  // alone, the row of the 5000, where the truncation is largest: not a fault of that row (a
+  // reviewer's 6 values there read so), but what they are, truncation.
+  const Index m = 4, k = 1024, n = 512;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 4, x, w);
+  x[17] = 5005.37f;
+  const std::vector<std::uint32_t> y = seq_rz_outputs(m, k, n, x, w, true, 1);
+  std::vector<std::uint16_t> y16(y.begin(), y.end());
+  const std::string path = ncert::testing::scratch_file("diag-rz-large-row-bf16.h5");
+  write_plain(path, m, k, n, x, w, DType::kBf16, y16.data());
+  const Report r = check_dump(path);
+  const CheckResult* c = find_check(r, "projections/p/bias");
+  ASSERT_NE(c, nullptr) << r.to_text(true);
+  const auto* e = ncert::testing::evidence_of<BiasEvidence>(c);
+  ASSERT_NE(e, nullptr) << c->reason;
+  ASSERT_EQ(e->outputs.size(), 1u);
+  const BiasOutput& o = e->outputs.front();
+  EXPECT_EQ(o.rows_held, 4);
+  // The case this is about: several values beyond, all in row 0.
+  EXPECT_GE(o.beyond + o.far, 5) << c->reason;
+  EXPECT_EQ(o.row_min, 0);
+  EXPECT_EQ(o.row_max, 0);
+  EXPECT_FALSE(o.one_row) << c->reason;
+  EXPECT_EQ(c->reason.find("a fault of that row"), std::string::npos) << c->reason;
+  EXPECT_EQ(o.beyond_toward_zero, o.beyond);
+  EXPECT_NE(c->reason.find("every one toward zero and by less than a spacing: truncation"), std::string::npos)
+      << c->reason;
+}
+
+TEST(Diagnosis, RowsOfZerosDoNotCountAsRowsAValueBeyondCouldLieIn) {
+  // M 8, rows 4-7 all zeros (padding), row 1 x 1.001 under bf16 outputs: bias reads the row
+  // against the 4 rows that hold any rounding, not 8 (with 28 zero rows of 32, 3 values in one
+  // of the 4 others read as beyond chance, 1e-3, where it is 1/16).
+  const Index m = 8, k = 1024, n = 256;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 5, x, w);
+  std::fill(x.begin() + 4 * k, x.end(), 0.0f);
+  std::vector<std::uint16_t> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      double dot = 0;
+      for (Index c = 0; c < k; ++c) {
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) *
+               static_cast<double>(w[static_cast<std::size_t>(j * k + c)]);
+      }
+      y[static_cast<std::size_t>(i * n + j)] = reference::f32_to_bf16(static_cast<float>(i == 1 ? dot * 1.002 : dot));
+    }
+  }
+  const std::string path = ncert::testing::scratch_file("diag-zero-rows.h5");
+  write_plain(path, m, k, n, x, w, DType::kBf16, y.data());
+  const Report r = check_dump(path);
+  const CheckResult* c = find_check(r, "projections/p/bias");
+  ASSERT_NE(c, nullptr) << r.to_text(true);
+  const auto* e = ncert::testing::evidence_of<BiasEvidence>(c);
+  ASSERT_NE(e, nullptr) << c->reason;
+  ASSERT_EQ(e->outputs.size(), 1u);
+  EXPECT_EQ(e->outputs.front().rows_held, 4);
+  EXPECT_EQ(c->verdict, Verdict::kFail) << c->reason;
+  EXPECT_NE(c->reason.find("all in row 1 (of the 4 rows y_unpacked holds"), std::string::npos) << c->reason;
+}
+
 TEST(Diagnosis, AnOutputRoundingSeenInTwoRowsOfLargeActivationsIsStillNamed) {
   // bf16 outputs truncated (rz), declared rne, K 4096: rows 0 and 1 hold one activation of about
   // 20000 each, and only their values leave B. output_rounding = rz moves the intervals, not the
