@@ -921,6 +921,27 @@ std::vector<std::uint32_t> seq_rz_outputs(Index m, Index k, Index n, const std::
   return out;
 }
 
+/// The check of a dump (M 4, K 1024, N `n`, random problem `seed`) whose row 0 holds an
+/// activation of 5000 and whose kernel truncates keeping 22 bits (seq_rz_outputs, drop 1), its
+/// outputs f32 or bf16.
+Report large_row_truncation(const std::string& name, Index n, std::uint32_t seed, DType output) {
+  const Index m = 4, k = 1024;
+  std::vector<float> x, w;
+  random_problem(m, k, n, seed, x, w);
+  x[17] = 5005.37f;
+  const std::vector<std::uint32_t> y = seq_rz_outputs(m, k, n, x, w, output == DType::kBf16, 1);
+  const std::string path = ncert::testing::scratch_file(name);
+  if (output == DType::kBf16) {
+    const std::vector<std::uint16_t> y16(y.begin(), y.end());
+    write_plain(path, m, k, n, x, w, output, y16.data());
+  } else {
+    std::vector<float> yf(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) yf[i] = reference::value_of_bits(y[i], DType::kF32);
+    write_plain(path, m, k, n, x, w, output, yf.data());
+  }
+  return check_dump(path);
+}
+
 TEST(Diagnosis, AWiderAccumulatorSeenInARowOfLargeActivationsIsStillNamed) {
   // A truncating accumulator keeping 22 bits (every operation rounded toward zero, its last
   // bit cleared: a matrix-unit-class kernel), declared f32-rn, at M 4: row 0 holds an
@@ -928,16 +949,7 @@ TEST(Diagnosis, AWiderAccumulatorSeenInARowOfLargeActivationsIsStillNamed) {
   // leaves B. Read from 4 rows up, 1 of 4 was "concentrated": the wider accumulators were
   // dropped and the row called faulty (a reviewer's). A row that dominates shows any mistake
   // first: its spread is broad, and the wider accumulator is named.
-  const Index m = 4, k = 1024, n = 64;
-  std::vector<float> x, w;
-  random_problem(m, k, n, 12, x, w);
-  x[17] = 5005.37f;
-  const std::vector<std::uint32_t> y = seq_rz_outputs(m, k, n, x, w, false, 1);
-  std::vector<float> yf(y.size());
-  for (std::size_t i = 0; i < y.size(); ++i) yf[i] = reference::value_of_bits(y[i], DType::kF32);
-  const std::string path = ncert::testing::scratch_file("diag-rz-large-row.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, yf.data());
-  const Report r = check_dump(path);
+  const Report r = large_row_truncation("diag-rz-large-row.h5", 64, 12, DType::kF32);
   const CheckResult* b = find_check(r, "projections/p/bound");
   ASSERT_NE(b, nullptr) << r.to_text(true);
   EXPECT_EQ(b->verdict, Verdict::kFail) << r.to_text(true);
@@ -955,15 +967,7 @@ TEST(Diagnosis, TruncationInARowOfLargeActivationsIsNotReadAsThatRowsFault) {
   // The same kernel with bf16 outputs at M 4, N 512: bias finds 11 values beyond in row 0
   // alone, the row of the 5000, where the truncation is largest: not a fault of that row (a
   // reviewer's 6 values there read so), but what they are, truncation.
-  const Index m = 4, k = 1024, n = 512;
-  std::vector<float> x, w;
-  random_problem(m, k, n, 4, x, w);
-  x[17] = 5005.37f;
-  const std::vector<std::uint32_t> y = seq_rz_outputs(m, k, n, x, w, true, 1);
-  std::vector<std::uint16_t> y16(y.begin(), y.end());
-  const std::string path = ncert::testing::scratch_file("diag-rz-large-row-bf16.h5");
-  write_plain(path, m, k, n, x, w, DType::kBf16, y16.data());
-  const Report r = check_dump(path);
+  const Report r = large_row_truncation("diag-rz-large-row-bf16.h5", 512, 4, DType::kBf16);
   const CheckResult* c = find_check(r, "projections/p/bias");
   ASSERT_NE(c, nullptr) << r.to_text(true);
   const auto* e = ncert::testing::evidence_of<BiasEvidence>(c);
