@@ -36,11 +36,9 @@ double one_row_chance(Index n, Index held) {
 /// row's fault (its activations scaled by 1.001, say) only that row's, which under bf16
 /// outputs moves them by less than a spacing, every one away from zero, and had read "a
 /// rounding that is not to nearest". 5 values in one row of 8: 2.4e-4; 4: 2e-3, not read.
-/// Not where that row's activations dominate: a truncating accumulator's error is largest
-/// there, and a reviewer's 6 values beyond in such a row of 4 read "a fault of that row".
-bool beyond_in_one_row(const BiasOutput& o, const RowNorms& norms) {
+bool beyond_in_one_row(const BiasOutput& o) {
   const Index n = o.beyond + o.far;
-  return n >= 2 && o.rows_held >= 2 && o.row_min >= 0 && o.row_min == o.row_max && !norms.dominant(o.row_min) &&
+  return n >= 2 && o.rows_held >= 2 && o.row_min >= 0 && o.row_min == o.row_max &&
          one_row_chance(n, o.rows_held) <= kFewRowsChance;
 }
 
@@ -58,6 +56,29 @@ HeldRows held_rows(const ProjectionFacts& f, const RowNorms& norms) {
     h.selected += f.slot_of_row[i] >= 0 ? 1 : 0;
   }
   return h;
+}
+
+/// One output's tally as its evidence, before the mean test: its counts and spans, the rows it
+/// holds (`rows_held`), and the one-row reading.
+BiasOutput output_of(const BiasTally& t, EngineOutputId id, Index rows_held, const RowNorms& norms) {
+  BiasOutput o;
+  o.output = std::string(engine_output_name(id));
+  o.values = t.values;
+  o.excluded = t.excluded;
+  o.tested = t.tested;
+  o.beyond = t.beyond;
+  o.beyond_toward_zero = t.beyond_toward_zero;
+  o.far = t.far;
+  o.row_min = t.row_min;
+  o.row_max = t.row_max;
+  o.col_min = t.col_min;
+  o.col_max = t.col_max;
+  o.rows_held = rows_held;
+  o.one_row = beyond_in_one_row(o);
+  o.row_dominates = o.one_row && norms.dominant(o.row_min);
+  if (t.peak_z > -std::numeric_limits<double>::infinity()) o.peak_z = t.peak_z;
+  o.worst = t.worst;
+  return o;
 }
 
 /// The per-value part's finding of one output: its worst value, then how many lie beyond and
@@ -79,17 +100,25 @@ std::string beyond_text(const BiasOutput& o, double threshold) {
   if (o.one_row) {
     s += ", all in row " + std::to_string(o.row_min) + " (of the " + std::to_string(o.rows_held) + " rows " + o.output +
          " holds; at random at most " + format_short(one_row_chance(n, o.rows_held)) + ")";
+    if (o.row_dominates) s += ", whose activations dominate the others'";
   }
   if (o.far > 0) {
     s += n == 1 ? ", by more than a spacing: a wrong value, not a wrong rounding"
                 : ", " + std::to_string(o.far) +
                       " of them by more than a spacing: wrong values, not only a wrong rounding";
   } else if (o.one_row) {
-    s += o.beyond_toward_zero == o.beyond ? ", every one toward zero"
-         : o.beyond_toward_zero == 0      ? ", every one away from zero"
-                                          : ", both ways (" + std::to_string(o.beyond_toward_zero) + " toward zero)";
-    s += " and by less than a spacing: a fault of that row (its activations, or the path that computed it), not a "
-         "rounding of every value";
+    const bool toward = o.beyond_toward_zero == o.beyond, away = o.beyond_toward_zero == 0;
+    s += toward ? ", every one toward zero"
+         : away ? ", every one away from zero"
+                : ", both ways (" + std::to_string(o.beyond_toward_zero) + " toward zero)";
+    s += " and by less than a spacing: a fault of that row (its activations, or the path that computed it)";
+    // Any mistake's rounding is largest in a row that dominates, and seen there first: a
+    // truncating accumulator's values beyond lay in such a row alone (6 of a row of 4 holding
+    // an activation of 5000), as do that row's own fault's (x 1.002: 99 values, away from zero).
+    s += !o.row_dominates ? ", not a rounding of every value"
+         : toward         ? ", or truncation seen first where that row's sums are largest"
+         : away           ? ", or a rounding that is not to nearest seen first where that row's sums are largest"
+                          : ", or a rounding fault seen first where that row's sums are largest";
   } else if (o.beyond_toward_zero == o.beyond) {
     s += n == 1 ? ", toward zero by less than a spacing: truncation"
                 : ", every one toward zero and by less than a spacing: truncation";
@@ -142,22 +171,7 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
   for (EngineOutputId id_o : kAllEngineOutputs) {
     if (!f.data.output(id_o).present) continue;
     const BiasTally& t = pass.bias[static_cast<std::size_t>(id_o)];
-    BiasOutput o;
-    o.output = std::string(engine_output_name(id_o));
-    o.values = t.values;
-    o.excluded = t.excluded;
-    o.tested = t.tested;
-    o.beyond = t.beyond;
-    o.beyond_toward_zero = t.beyond_toward_zero;
-    o.far = t.far;
-    o.row_min = t.row_min;
-    o.row_max = t.row_max;
-    o.col_min = t.col_min;
-    o.col_max = t.col_max;
-    o.rows_held = id_o == EngineOutputId::kUnpacked ? held.live : held.selected;
-    o.one_row = beyond_in_one_row(o, norms);
-    if (t.peak_z > -std::numeric_limits<double>::infinity()) o.peak_z = t.peak_z;
-    o.worst = t.worst;
+    BiasOutput o = output_of(t, id_o, id_o == EngineOutputId::kUnpacked ? held.live : held.selected, norms);
     if (o.far > 0 && !failing_elsewhere.empty()) {
       left_elsewhere += o.far;
     } else if (o.worst && value_failure.empty()) {

@@ -175,19 +175,22 @@ std::string outside_per_output(const BoundEvidence& e) {
 
 /// Per row cell of an output's grid (every output's is indexed by the row of x): whether the
 /// output holds values there (y_unpacked every row, y_packed and y_compact the selected rows;
-/// rows of zeros, which hold no rounding, not counted), and whether any is outside; `dominant`:
-/// every cell outside holds a row whose activations dominate (RowNorms).
+/// rows that are not live, RowNorms, not counted), and whether any is outside; `dominant`: every
+/// row the cells outside hold dominates (a cell of several rows, beyond 32, only where all of
+/// them do: row 1's fault beside row 0's activations of 5000 in one cell at M 33 had read as a
+/// wider accumulator's).
 void count_rows(const ProjectionFacts& f, const RowNorms& norms, EngineOutputId id, const FailureGrid& g, Index& held,
                 Index& outside, bool& dominant) {
   held = outside = 0;
   dominant = false;
   if (g.rows <= 0 || g.cols <= 0 || g.counts.size() != static_cast<std::size_t>(g.cell_rows * g.cell_cols)) return;
-  std::vector<bool> holds(static_cast<std::size_t>(g.cell_rows), false), large(holds.size(), false);
+  std::vector<bool> holds(static_cast<std::size_t>(g.cell_rows), false), large(holds.size(), true);
   for (Index r = 0; r < g.rows && r < static_cast<Index>(f.slot_of_row.size()); ++r) {
     const std::size_t cell = static_cast<std::size_t>(g.cell_row(r));
     const bool in_output = id == EngineOutputId::kUnpacked || f.slot_of_row[static_cast<std::size_t>(r)] >= 0;
-    if (in_output && norms.live(r)) holds[cell] = true;
-    if (in_output && norms.dominant(r)) large[cell] = true;
+    if (!in_output || !norms.live(r)) continue;
+    holds[cell] = true;
+    if (!norms.dominant(r)) large[cell] = false;
   }
   bool all_large = true;
   for (Index r = 0; r < g.cell_rows; ++r) {

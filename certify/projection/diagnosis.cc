@@ -421,12 +421,20 @@ Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<floa
 /// energy leading (the lowest k on ties), searched on the sample's first kDiagnosisCols columns
 /// (8 x 256 x K products twice) and counted on all of it: the values inside their intervals
 /// moved by e x w, and the mean (r - e x w)^2 / sigma^2. Not tried where the activations are
-/// quantized (the products are of codes) or the declaration's energy is within the limit.
+/// quantized (the products are of codes), the declaration's energy is within the limit, or
+/// the sample has fewer than kChannelCols columns: the best of K fits over a few values fits
+/// noise (a reviewer's row fault at M 1, N 4, K 4096 read "input channel 2432 scaled
+/// 0.1482x"). The best channel must also explain more than the best of K channels of
+/// rounding noise would at the residual tests' alpha (chi-square(1) each: 2 ln(2 K / alpha),
+/// 59 at K 1024) and scale by at most 1.5x either way.
+constexpr Index kChannelCols = 16;
+constexpr double kChannelScaleMax = 0.5;
+
 void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d,
                    std::vector<DeclarationTrial>& trials) {
   const ProjectionInfo& info = f.info();
   const Index K = info.k, sampled = s.rows * s.cols;
-  if (info.x_quant.type != reference::XQuantType::kNone || K < 2 || trials.empty() ||
+  if (info.x_quant.type != reference::XQuantType::kNone || K < 2 || s.cols < kChannelCols || trials.empty() ||
       !(trials.front().energy > diagnosis_energy_limit(sampled))) {
     return;
   }
@@ -480,7 +488,8 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
       scale = num / den;
     }
   }
-  if (best < 0 || scale == 0) return;
+  const double chance = 2 * std::log(2 * static_cast<double>(K) / kResidualAlpha);
+  if (best < 0 || scale == 0 || !(best_explained > chance) || std::fabs(scale) > kChannelScaleMax) return;
   Index inside = 0, finite = 0;
   double energy = 0;
   for (Index j = 0; j < s.cols; ++j) {
@@ -498,8 +507,9 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
     }
   }
   const std::string k = std::to_string(best);
-  trials.push_back({"input channel " + k + " scaled " + format_short(1 + scale) + "x (x[:, " + k + "] or W[:, " + k +
-                        "], in every column)",
+  // "1.02x"; below 1e-3 off, "by 1 + 4.1e-05" (four digits of 1 + e would read "1x").
+  const std::string by = std::fabs(scale) >= 1e-3 ? format_short(1 + scale) + "x" : "by 1 + " + format_short(scale);
+  trials.push_back({"input channel " + k + " scaled " + by + " (x[:, " + k + "] or W[:, " + k + "], in every column)",
                     "", TrialEffect::kLocatesFault, sampled, inside,
                     finite > 0 ? energy / static_cast<double>(finite) : -1.0});
 }
@@ -724,11 +734,16 @@ RowNorms row_norms(const ProjectionFacts& f) {
     n.norm[static_cast<std::size_t>(i)] = std::sqrt(s);
     if (s > 0) nonzero.push_back(std::sqrt(s));
   }
+  // The lower median: of two rows the smaller, so that one of them can dominate the other (the
+  // upper one, the larger itself, let a truncating accumulator's values beyond in a row of
+  // 5000 read as that row's fault at M 2).
   if (!nonzero.empty()) {
-    const auto mid = nonzero.begin() + static_cast<std::ptrdiff_t>(nonzero.size() / 2);
+    const auto mid = nonzero.begin() + static_cast<std::ptrdiff_t>((nonzero.size() - 1) / 2);
     std::nth_element(nonzero.begin(), mid, nonzero.end());
     n.median = *mid;
   }
+  // A bias or residual added after the dot product is rounded in a row of zeros too.
+  n.zero_rows_round = reference::has_bias(p.epilogue) || reference::has_residual(p.epilogue);
   return n;
 }
 

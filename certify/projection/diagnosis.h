@@ -82,15 +82,17 @@ inline constexpr Index kFewRowsMin = 4;
 inline constexpr double kFewRowsChance = 1e-3;
 
 /// The rows of x by their activations' size: a row whose 2-norm is over kDominantRow times the
-/// median nonzero row's dominates (a BOS token's activations of 5000 beside rows of norm 32):
-/// any mistake's rounding is largest there, so values beyond it in that row alone say nothing
-/// of a fault of the row (a truncating accumulator, 6 values beyond all in such a row of 4).
-/// A row of zeros is not live: it holds no rounding at all, so no value beyond either.
+/// lower median nonzero row's dominates (a BOS token's activations of 5000 beside rows of norm
+/// 32): any mistake's rounding is largest there, so values beyond it in that row alone cannot
+/// tell a fault of the row from a rounding fault (a truncating accumulator, 6 values beyond all
+/// in such a row of 4). A row of zeros is not live where nothing is added after the dot
+/// product: it holds no rounding then, so no value beyond either.
 inline constexpr double kDominantRow = 4;
 struct RowNorms {
-  std::vector<double> norm;  ///< per row of x
-  double median = 0;         ///< of the nonzero norms
-  bool live(Index row) const { return norm[static_cast<std::size_t>(row)] > 0; }
+  std::vector<double> norm;      ///< per row of x
+  double median = 0;             ///< the lower median of the nonzero norms
+  bool zero_rows_round = false;  ///< a bias or residual is added (and rounded) in every row
+  bool live(Index row) const { return zero_rows_round || norm[static_cast<std::size_t>(row)] > 0; }
   bool dominant(Index row) const { return norm[static_cast<std::size_t>(row)] > kDominantRow * median; }
 };
 RowNorms row_norms(const ProjectionFacts& f);

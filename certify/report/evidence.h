@@ -440,10 +440,13 @@ struct BiasOutput {
   Index tested = 0, beyond = 0, beyond_toward_zero = 0, far = 0;
   Index row_min = -1, row_max = -1;  ///< the rows (of x) the values beyond lie in (-1: none)
   Index col_min = -1, col_max = -1;  ///< the columns the values beyond lie in (-1: none)
-  /// The rows the output holds (y_unpacked all M, the packed outputs the selected ones), and
-  /// whether its values beyond lie in one of them too often for chance (bias.cc, one_row).
+  /// The rows the output holds (y_unpacked all M, the packed outputs the selected ones; rows
+  /// that are not live left out, RowNorms), whether its values beyond lie in one of them too
+  /// often for chance (bias.cc, beyond_in_one_row), and whether that row's activations dominate
+  /// (a rounding fault would then show there first too).
   Index rows_held = 0;
   bool one_row = false;
+  bool row_dominates = false;
   /// The largest (|r| - the roundings bounded outright - slack) / sigma over the tested values
   /// (negative: every value within its outright bounds); nullopt when none was tested.
   std::optional<double> peak_z;

@@ -305,6 +305,7 @@ void fields(auto& f, Is<BiasOutput> auto& x) {
   f("col_max", x.col_max);
   f("rows_held", x.rows_held);
   f("one_row", x.one_row);
+  f("row_dominates", x.row_dominates);
   f("peak_z", x.peak_z);
   f("worst", x.worst);
 }

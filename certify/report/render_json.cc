@@ -238,6 +238,7 @@ Json evidence_json(const BiasEvidence& e, const CheckResult&) {
       if (o.col_min >= 0) j["columns"] = Json::array({o.col_min, o.col_max});
       j["rows_held"] = o.rows_held;
       j["one_row"] = o.one_row;
+      j["row_dominates"] = o.row_dominates;
       j["peak_z"] = o.peak_z ? number_or_text(*o.peak_z) : Json(nullptr);
       if (o.worst) {
         const BiasValue& w = *o.worst;

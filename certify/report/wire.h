@@ -37,7 +37,8 @@ namespace ncert::certify {
 ///   9  the bound's values outside in the output its rows_outside / rows_held are read from
 ///      (BoundEvidence::rows_values) (2026-12-06)
 ///  10  bias's rows of the values beyond, the rows each output holds, and whether they lie in
-///      one row beyond chance (BiasOutput::row_min, row_max, rows_held, one_row); a diagnosis
+///      one row beyond chance, and whether it dominates (BiasOutput::row_min, row_max,
+///      rows_held, one_row, row_dominates); a diagnosis
 ///      trial that locates a fault (TrialEffect::kLocatesFault: one input channel's scale);
 ///      whether the bound's rows outside all dominate (BoundEvidence::rows_dominant)
 ///      (2026-12-06)

@@ -181,9 +181,11 @@ Evidence sample(Of<BiasEvidence>) {
       1e-6,
       false,
       8.5,
-      {{"y_packed", 69632, 12, -0.03, 0.5, 0.25, true, 69644, 7, 6, 1, 3, 3, 88, 1234, 16, true, 14.25,
-        BiasValue{3, 1234, 12.5, -0.875, 0.625, 1.2265625, 1.2329101562500001}},
-       {"y_compact", 5, 1, 0.1, 0, 2, false, 0, 0, 0, 0, -1, -1, -1, -1, 5, false, std::nullopt, std::nullopt}}};
+      {{"y_packed", 69632, 12,    -0.03, 0.5,
+        0.25,       true,  69644, 7,     6,
+        1,          3,     3,     88,    1234,
+        16,         true,  true,  14.25, BiasValue{3, 1234, 12.5, -0.875, 0.625, 1.2265625, 1.2329101562500001}},
+       {"y_compact", 5, 1, 0.1, 0, 2, false, 0, 0, 0, 0, -1, -1, -1, -1, 5, false, false, std::nullopt, std::nullopt}}};
 }
 
 Evidence sample(Of<SignatureEvidence>) {
