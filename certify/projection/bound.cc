@@ -184,6 +184,8 @@ void count_rows(const ProjectionFacts& f, const RowNorms& norms, EngineOutputId 
   held = outside = 0;
   dominant = false;
   if (g.rows <= 0 || g.cols <= 0 || g.counts.size() != static_cast<std::size_t>(g.cell_rows * g.cell_cols)) return;
+  // A cell with no live row it holds is not dominated (garbage in padding rows is not a large
+  // row's rounding): `large` counts only where `holds`.
   std::vector<bool> holds(static_cast<std::size_t>(g.cell_rows), false), large(holds.size(), true);
   for (Index r = 0; r < g.rows && r < static_cast<Index>(f.slot_of_row.size()); ++r) {
     const std::size_t cell = static_cast<std::size_t>(g.cell_row(r));
@@ -198,7 +200,7 @@ void count_rows(const ProjectionFacts& f, const RowNorms& norms, EngineOutputId 
     const bool out = std::any_of(first, first + g.cell_cols, [](Index n) { return n > 0; });
     held += holds[static_cast<std::size_t>(r)] ? 1 : 0;
     outside += out ? 1 : 0;
-    all_large = all_large && (!out || large[static_cast<std::size_t>(r)]);
+    all_large = all_large && (!out || (holds[static_cast<std::size_t>(r)] && large[static_cast<std::size_t>(r)]));
   }
   dominant = outside > 0 && all_large;
 }

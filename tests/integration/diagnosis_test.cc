@@ -792,8 +792,10 @@ TEST(Diagnosis, ADeclarationSeenInOneRowOfLargeActivationsIsNamedByItsEnergy) {
 
 /// A plain f32 dump (M 32, K 1024, N 128, declared f32-rn) whose engine scales input channel 17
 /// of every column by 1 + `channel_error`, or row 0's dot products by 1 + `row_error`; with
-/// `large`, rows 0 and 1 hold activations of about 5000 and -3500 in that channel.
-std::string channel_dump(const std::string& name, bool large, double channel_error, double row_error) {
+/// `large`, rows 0 and 1 hold activations of about 5000 and -3500 in that channel; outputs f32,
+/// or bf16 (rounded from f32) where `bf16`.
+std::string channel_dump(const std::string& name, bool large, double channel_error, double row_error,
+                         bool bf16 = false) {
   const Index m = 32, k = 1024, n = 128, channel = 17;
   std::vector<float> x, w;
   random_problem(m, k, n, 9, x, w);
@@ -813,7 +815,13 @@ std::string channel_dump(const std::string& name, bool large, double channel_err
     }
   }
   const std::string path = ncert::testing::scratch_file(name);
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  if (bf16) {
+    std::vector<std::uint16_t> y16(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) y16[i] = reference::f32_to_bf16(y[i]);
+    write_plain(path, m, k, n, x, w, DType::kBf16, y16.data());
+  } else {
+    write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  }
   return path;
 }
 
@@ -855,6 +863,26 @@ TEST(Diagnosis, OneInputChannelsScaleIsNamedNotAWiderAccumulator) {
     ASSERT_NE(c, nullptr) << kind;
     EXPECT_EQ(c->verdict, Verdict::kFail) << kind << ": " << c->reason;
   }
+}
+
+TEST(Diagnosis, ADroppedChannelAndAChannelUnderBf16OutputsAreNamed) {
+  // A channel dropped (0x) was kept out by a bound on the scale (0.5-1.5x), the commonest
+  // channel fault; under bf16 outputs the shifted value was held to the stored value's own
+  // interval, a point, and a channel x 1.02 read "the data fits accumulator = matrix-unit" (a
+  // third review's; here x 1.1, where 1 % of the values leave B). Each value is now held to
+  // its B and output rounding about the moved centre.
+  const Report dropped = check_dump(channel_dump("diag-channel-dropped.h5", false, -1.0, 0));
+  const CheckResult* b = nullptr;
+  const DeclarationTrial* t = fault_trial(dropped, b);
+  ASSERT_NE(b, nullptr) << dropped.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_NE(b->reason.find("but a fault does: input channel 17 scaled 0x"), std::string::npos) << b->reason;
+  const Report narrow = check_dump(channel_dump("diag-channel-bf16.h5", false, 0.1, 0, true));
+  t = fault_trial(narrow, b);
+  ASSERT_NE(b, nullptr) << narrow.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_NE(b->reason.find("but a fault does: input channel 17 scaled 1.1x"), std::string::npos) << b->reason;
+  EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
 }
 
 TEST(Diagnosis, OneInputChannelsScaleOverRowsOfLargeActivationsIsNotReadAsThoseRows) {
@@ -1075,6 +1103,27 @@ TEST(Diagnosis, ARowsFaultBesideARowOfLargeActivationsInOneCellIsNotReadAsAWider
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->rows_dominant);
   EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+}
+
+TEST(Diagnosis, GarbageInRowsOfZerosIsNotReadAsRowsThatDominate) {
+  // M 8, rows 2-7 of x zeros (padding) but their outputs garbage: those rows hold values
+  // outside B and no rounding, and counted as dominated (a third review's), so the spread read
+  // broad. A cell dominates only where it holds a live row, each of them dominant.
+  const Index m = 8, k = 1024, n = 256;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 5, x, w);
+  std::fill(x.begin() + 2 * k, x.end(), 0.0f);
+  std::vector<float> y = row_scaled_outputs(m, k, n, x, w, -1, 1.0);
+  for (std::size_t i = static_cast<std::size_t>(2 * n); i < y.size(); ++i) y[i] = 0.25f + static_cast<float>(i % 7);
+  const std::string path = ncert::testing::scratch_file("diag-stale-padding.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  const Report r = check_dump(path);
+  const CheckResult* b = find_check(r, "projections/p/bound");
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->rows_dominant) << b->reason;
 }
 
 TEST(Diagnosis, AChannelIsNotFittedToAFewColumns) {
