@@ -970,6 +970,23 @@ Report large_row_truncation(const std::string& name, Index m, Index n, std::uint
   return check_dump(path);
 }
 
+/// p's bound check in `r` (into `b`), expected to fail, and its evidence; null where missing.
+const BoundEvidence* failing_bound(const Report& r, const CheckResult*& b) {
+  b = find_check(r, "projections/p/bound");
+  EXPECT_NE(b, nullptr) << r.to_text(true);
+  if (b == nullptr) return nullptr;
+  EXPECT_EQ(b->verdict, Verdict::kFail) << r.to_text(true);
+  return ncert::testing::evidence_of<BoundEvidence>(b);
+}
+
+/// p's bias check in `r` (into `c`), and its one output's evidence (these dumps hold
+/// y_unpacked only); null where either is missing.
+const BiasOutput* bias_output(const Report& r, const CheckResult*& c) {
+  c = find_check(r, "projections/p/bias");
+  const auto* e = c != nullptr ? ncert::testing::evidence_of<BiasEvidence>(c) : nullptr;
+  return e != nullptr && e->outputs.size() == 1 ? &e->outputs.front() : nullptr;
+}
+
 TEST(Diagnosis, AWiderAccumulatorSeenInARowOfLargeActivationsIsStillNamed) {
   // A truncating accumulator keeping 22 bits (every operation rounded toward zero, its last
   // bit cleared: a matrix-unit-class kernel), declared f32-rn, at M 4: row 0 holds an
@@ -978,10 +995,8 @@ TEST(Diagnosis, AWiderAccumulatorSeenInARowOfLargeActivationsIsStillNamed) {
   // dropped and the row called faulty (a reviewer's). A row that dominates shows any mistake
   // first: its spread is broad, and the wider accumulator is named.
   const Report r = large_row_truncation("diag-rz-large-row.h5", 4, 64, 12, DType::kF32);
-  const CheckResult* b = find_check(r, "projections/p/bound");
-  ASSERT_NE(b, nullptr) << r.to_text(true);
-  EXPECT_EQ(b->verdict, Verdict::kFail) << r.to_text(true);
-  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  const CheckResult* b = nullptr;
+  const BoundEvidence* e = failing_bound(r, b);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->rows_outside, 1);
   EXPECT_TRUE(e->rows_dominant);
@@ -991,48 +1006,45 @@ TEST(Diagnosis, AWiderAccumulatorSeenInARowOfLargeActivationsIsStillNamed) {
   EXPECT_EQ(b->reason.find("a fault of that row"), std::string::npos) << b->reason;
 }
 
-TEST(Diagnosis, TruncationInARowOfLargeActivationsIsNotReadAsThatRowsFault) {
-  // The same kernel with bf16 outputs at M 4, N 512: bias finds 11 values beyond in row 0
-  // alone, the row of the 5000, where the truncation is largest. A reviewer's 6 values there
-  // read "a fault of that row", as if no rounding could put them there; in a row that
-  // dominates, both are named.
-  const Report r = large_row_truncation("diag-rz-large-row-bf16.h5", 4, 512, 4, DType::kBf16);
-  const CheckResult* c = find_check(r, "projections/p/bias");
-  ASSERT_NE(c, nullptr) << r.to_text(true);
-  const auto* e = ncert::testing::evidence_of<BiasEvidence>(c);
-  ASSERT_NE(e, nullptr) << c->reason;
-  ASSERT_EQ(e->outputs.size(), 1u);
-  const BiasOutput& o = e->outputs.front();
-  EXPECT_EQ(o.rows_held, 4);
-  // The case this is about: several values beyond, all in row 0.
-  EXPECT_GE(o.beyond + o.far, 5) << c->reason;
-  EXPECT_EQ(o.row_min, 0);
-  EXPECT_EQ(o.row_max, 0);
-  EXPECT_TRUE(o.one_row) << c->reason;
-  EXPECT_TRUE(o.row_dominates) << c->reason;
-  EXPECT_EQ(o.beyond_toward_zero, o.beyond);
+/// Expects bias's values beyond in `r` to lie in row 0 alone, that row to dominate, and the
+/// reason to name the row's fault and truncation both; returns its output's evidence.
+const BiasOutput* expect_row_or_truncation(const Report& r) {
+  const CheckResult* c = nullptr;
+  const BiasOutput* o = bias_output(r, c);
+  EXPECT_NE(o, nullptr) << r.to_text(true);
+  if (o == nullptr) return nullptr;
+  EXPECT_GE(o->beyond, 2) << c->reason;
+  EXPECT_EQ(o->row_min, 0) << c->reason;
+  EXPECT_EQ(o->row_max, 0) << c->reason;
+  EXPECT_TRUE(o->one_row) << c->reason;
+  EXPECT_TRUE(o->row_dominates) << c->reason;
+  EXPECT_EQ(o->beyond_toward_zero, o->beyond) << c->reason;
   EXPECT_NE(c->reason.find(", whose activations dominate the others', every one toward zero and by less than a "
                            "spacing: a fault of that row (its activations, or the path that computed it), or "
                            "truncation seen first where that row's sums are largest"),
             std::string::npos)
       << c->reason;
   EXPECT_EQ(c->reason.find("not a rounding of every value"), std::string::npos) << c->reason;
+  return o;
+}
+
+TEST(Diagnosis, TruncationInARowOfLargeActivationsIsNotReadAsThatRowsFault) {
+  // The same kernel with bf16 outputs at M 4, N 512: bias finds 11 values beyond in row 0
+  // alone, the row of the 5000, where the truncation is largest. A reviewer's 6 values there
+  // read "a fault of that row", as if no rounding could put them there; in a row that
+  // dominates, both are named.
+  const Report r = large_row_truncation("diag-rz-large-row-bf16.h5", 4, 512, 4, DType::kBf16);
+  const BiasOutput* o = expect_row_or_truncation(r);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->rows_held, 4);
+  EXPECT_GE(o->beyond + o->far, 5);  // the case this is about: several values, all in row 0
 }
 
 TEST(Diagnosis, OfTwoRowsTheOneOfLargeActivationsDominates) {
   // The same at M 2 (N 4096): the median of two norms was the upper one, the large row's own,
   // so no row could dominate, and the truncation read "a fault of that row ..., not a
   // rounding of every value" (a reviewer's). The lower median is the other row's.
-  const Report r = large_row_truncation("diag-rz-large-row-m2.h5", 2, 4096, 4, DType::kBf16);
-  const CheckResult* c = find_check(r, "projections/p/bias");
-  ASSERT_NE(c, nullptr) << r.to_text(true);
-  const auto* e = ncert::testing::evidence_of<BiasEvidence>(c);
-  ASSERT_NE(e, nullptr) << c->reason;
-  const BiasOutput& o = e->outputs.front();
-  EXPECT_GE(o.beyond, 2) << c->reason;
-  EXPECT_EQ(o.row_max, 0) << c->reason;
-  EXPECT_TRUE(o.row_dominates) << c->reason;
-  EXPECT_EQ(c->reason.find("not a rounding of every value"), std::string::npos) << c->reason;
+  expect_row_or_truncation(large_row_truncation("diag-rz-large-row-m2.h5", 2, 4096, 4, DType::kBf16));
 }
 
 /// x [m, k] times the n rows of w exactly, row `row`'s products scaled by `scale`, each rounded
@@ -1096,10 +1108,8 @@ TEST(Diagnosis, ARowsFaultBesideARowOfLargeActivationsInOneCellIsNotReadAsAWider
   const std::string path = ncert::testing::scratch_file("diag-row-beside-large-row.h5");
   write_plain(path, m, k, n, x, w, DType::kF32, y.data());
   const Report r = check_dump(path);
-  const CheckResult* b = find_check(r, "projections/p/bound");
-  ASSERT_NE(b, nullptr) << r.to_text(true);
-  EXPECT_EQ(b->verdict, Verdict::kFail) << r.to_text(true);
-  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  const CheckResult* b = nullptr;
+  const BoundEvidence* e = failing_bound(r, b);
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->rows_dominant);
   EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
@@ -1118,10 +1128,8 @@ TEST(Diagnosis, GarbageInRowsOfZerosIsNotReadAsRowsThatDominate) {
   const std::string path = ncert::testing::scratch_file("diag-stale-padding.h5");
   write_plain(path, m, k, n, x, w, DType::kF32, y.data());
   const Report r = check_dump(path);
-  const CheckResult* b = find_check(r, "projections/p/bound");
-  ASSERT_NE(b, nullptr) << r.to_text(true);
-  EXPECT_EQ(b->verdict, Verdict::kFail);
-  const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+  const CheckResult* b = nullptr;
+  const BoundEvidence* e = failing_bound(r, b);
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->rows_dominant) << b->reason;
 }
@@ -1155,12 +1163,10 @@ TEST(Diagnosis, RowsOfZerosDoNotCountAsRowsAValueBeyondCouldLieIn) {
   const std::string path = ncert::testing::scratch_file("diag-zero-rows.h5");
   write_plain(path, m, k, n, x, w, DType::kBf16, y.data());
   const Report r = check_dump(path);
-  const CheckResult* c = find_check(r, "projections/p/bias");
-  ASSERT_NE(c, nullptr) << r.to_text(true);
-  const auto* e = ncert::testing::evidence_of<BiasEvidence>(c);
-  ASSERT_NE(e, nullptr) << c->reason;
-  ASSERT_EQ(e->outputs.size(), 1u);
-  EXPECT_EQ(e->outputs.front().rows_held, 4);
+  const CheckResult* c = nullptr;
+  const BiasOutput* o = bias_output(r, c);
+  ASSERT_NE(o, nullptr) << r.to_text(true);
+  EXPECT_EQ(o->rows_held, 4);
   EXPECT_EQ(c->verdict, Verdict::kFail) << c->reason;
   EXPECT_NE(c->reason.find("all in row 1 (of the 4 rows y_unpacked holds"), std::string::npos) << c->reason;
 }
