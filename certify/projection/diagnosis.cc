@@ -67,7 +67,8 @@ inline constexpr char kInside = 0, kOutside = 1, kFarOff = 2;
 /// onto the data lowers it here.
 struct Declared {
   std::vector<double> var, q;
-  std::vector<char> outside;  ///< kInside, kOutside, or kFarOff (where `far_off`)
+  std::vector<double> centre, bound;  ///< per sampled value, the declaration's (channel_trial)
+  std::vector<char> outside;          ///< kInside, kOutside, or kFarOff (where `far_off`)
   /// The residual tests' diagnosis: values far off the rounding noise (diagnosis_far_energy)
   /// count as outside too. Every value lies inside B there, or all but under 1 %, and a few
   /// wrong values inside it (two at +0.008 beside x rounded to f16 at K 4096, their r^2 /
@@ -117,6 +118,8 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
     d.var.assign(cells, 0.0);
     d.outside.assign(cells, 0);
     d.q.assign(cells, std::nan(""));
+    d.centre.assign(cells, 0.0);
+    d.bound.assign(cells, 0.0);
   }
   Evaluation e;
   e.inside = 0;
@@ -134,6 +137,8 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
       if (declared) {
         const double h = output_rounding_bound(std::fabs(ref->center[at]) + ref->bound[at], info.output);
         d.var[c] = ref->sigma[at] * ref->sigma[at] + h * h;
+        d.centre[c] = ref->center[at];
+        d.bound[c] = ref->bound[at];
       }
       const double r = static_cast<double>(z) - ref->center[at];
       if (std::isfinite(r) && std::isfinite(d.var[c]) && d.var[c] > 0) q[c] = r * r / d.var[c];
@@ -439,8 +444,7 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
       !(trials.front().energy > diagnosis_energy_limit(sampled))) {
     return;
   }
-  auto ref = reference::compute_reference(base, s.options());
-  if (!ref.ok()) return;
+  // The declaration's centres and bounds on the sample, as its evaluation left them (Declared).
   const auto value_at = [&](Index i, Index j) { return f.data.y_unpacked.value(info.output, info.out_stride, i, j); };
   // Per sampled value r / sigma^2 and 1 / sigma^2 (0 where not finite: left out).
   const std::size_t cells = static_cast<std::size_t>(sampled);
@@ -448,7 +452,7 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
   for (Index i = 0; i < s.rows; ++i) {
     for (Index j = 0; j < s.cols; ++j) {
       const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      const double r = static_cast<double>(value_at(i, j)) - ref->center[ref->at(i, j)];
+      const double r = static_cast<double>(value_at(i, j)) - d.centre[c];
       if (!std::isfinite(r) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) continue;
       t[c] = r / d.var[c];
       u[c] = 1 / d.var[c];
@@ -497,11 +501,10 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
     reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
     for (Index i = 0; i < s.rows; ++i) {
       const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      const Index at = ref->at(i, j);
       const double shift = scale * static_cast<double>(base.x.at(i, best)) * w[static_cast<std::size_t>(best)];
-      const double r = static_cast<double>(value_at(i, j)) - ref->center[at] - shift;
-      const double c_abs = std::fabs(ref->center[at] + shift) + ref->bound[at];
-      inside += std::fabs(r) <= ref->bound[at] + output_rounding_bound(c_abs, info.output) ? 1 : 0;
+      const double r = static_cast<double>(value_at(i, j)) - d.centre[c] - shift;
+      const double c_abs = std::fabs(d.centre[c] + shift) + d.bound[c];
+      inside += std::fabs(r) <= d.bound[c] + output_rounding_bound(c_abs, info.output) ? 1 : 0;
       if (u[c] == 0) continue;
       energy += r * r * u[c];
       ++finite;
