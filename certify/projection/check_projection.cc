@@ -282,18 +282,15 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
     }
   } else if (sig && sig->failed()) {
     const auto& e = std::get<SignatureEvidence>(sig->evidence);
-    for (const CheckResult& c : out.checks) {
+    for (CheckResult& c : out.checks) {
+      // Where bound's diagnosis fits one input channel's fault, the signature's candidate (a
+      // column's K range) is that fault seen in one column: not another location, and the
+      // signature's reason says so.
       const auto* b = std::get_if<BoundEvidence>(&c.evidence);
       if (const DeclarationTrial* fault = b ? fault_fit(b->diagnosis) : nullptr) {
         sig->reason += "; bound finds the sampled residuals fit " + trial_text(*fault) +
                        " to the rounding noise: what this names may be that fault seen in part";
-      }
-    }
-    for (CheckResult& c : out.checks) {
-      // Where bound's diagnosis fits one input channel's fault, the signature's candidate (a
-      // column's K range) is that fault seen in one column: not another location.
-      const auto* b = std::get_if<BoundEvidence>(&c.evidence);
-      if (c.kind == CheckKind::kBound && c.failed() && !(b && fault_fit(b->diagnosis))) {
+      } else if (c.kind == CheckKind::kBound && c.failed()) {
         c.reason += "; likely location: " + describe_location(e, f.info());
       }
       // Wrong values no slot mapping explains, located in a packed output: the packed path's
