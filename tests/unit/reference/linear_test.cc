@@ -9,7 +9,6 @@
 #include "reference/linear.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <bit>
 #include <cfenv>
@@ -23,6 +22,7 @@
 #include "reference/k_walk.h"
 #include "tests/common/independent_weights.h"
 #include "tests/common/linear_fixture.h"
+#include "tests/common/reference_threads.h"
 #include "tests/common/summation_orders.h"
 
 namespace ncert::reference {
@@ -477,22 +477,15 @@ TEST(ReferenceDeterminism, BitIdenticalAtOneAndTwoThreads) {
   auto p = make_problem(o);
   ReferenceOptions ro;
   ro.block_cols = 32;
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  auto one = compute_reference(p->problem, ro);
-  omp_set_num_threads(2);
-  auto two = compute_reference(p->problem, ro);
-  omp_set_num_threads(saved);
+  auto [one, two] = ncert::testing::reference_at_one_and_two_threads(p->problem, ro);
   ASSERT_TRUE(one.ok() && two.ok());
-  auto same = [](const auto& a, const auto& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
-  };
-  EXPECT_TRUE(same(one->y_star, two->y_star));
-  EXPECT_TRUE(same(one->s, two->s));
-  EXPECT_TRUE(same(one->bound, two->bound));
-  EXPECT_TRUE(same(one->tier, two->tier));
-  EXPECT_TRUE(same(one->accept, two->accept));
-  EXPECT_TRUE(same(one->walk, two->walk));
+  using ncert::testing::same_array_bits;
+  EXPECT_TRUE(same_array_bits(one->y_star, two->y_star));
+  EXPECT_TRUE(same_array_bits(one->s, two->s));
+  EXPECT_TRUE(same_array_bits(one->bound, two->bound));
+  EXPECT_TRUE(same_array_bits(one->tier, two->tier));
+  EXPECT_TRUE(same_array_bits(one->accept, two->accept));
+  EXPECT_TRUE(same_array_bits(one->walk, two->walk));
 }
 
 TEST(ReferenceSummary, FlagsNonFiniteAndZeroInputs) {

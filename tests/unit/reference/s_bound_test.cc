@@ -41,6 +41,7 @@
 #include "reference/detail/s_bf16.h"
 #include "reference/linear.h"
 #include "tests/common/linear_fixture.h"
+#include "tests/common/reference_threads.h"
 #include "tests/common/s_bf16_oracle.h"
 #include "tests/common/summation_orders.h"
 
@@ -51,6 +52,7 @@ using ncert::testing::af4_segment;
 using ncert::testing::make_problem;
 using ncert::testing::OwnedProblem;
 using ncert::testing::ProblemOptions;
+using ncert::testing::same_array_bits;
 using ncert::testing::SegmentSpec;
 using Quad = __float128;
 
@@ -168,17 +170,6 @@ std::vector<double> exact_s(const OwnedProblem& p) {
     }
   }
   return out;
-}
-
-/// The reference of `problem` computed with one thread, then with two.
-auto at_one_and_two_threads(const LinearProblem& problem, const ReferenceOptions& options) {
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  auto one = compute_reference(problem, options);
-  omp_set_num_threads(2);
-  auto two = compute_reference(problem, options);
-  omp_set_num_threads(saved);
-  return std::pair{std::move(one), std::move(two)};
 }
 
 /// The reference of `problem` in blocks of 16 columns with the options as set by `first` and
@@ -439,19 +430,16 @@ TEST(F32SumBound, BothPathsAreBitIdenticalAtOneAndTwoThreads) {
   for (Index c = 0; c < o.k; ++c) p->f32_store[0][50 * o.k + c] = 1e36f;  // an f32 overflow: f64 S
   ReferenceOptions ro;
   ro.block_cols = 16;
-  auto [one, two] = at_one_and_two_threads(p->problem, ro);
+  auto [one, two] = ncert::testing::reference_at_one_and_two_threads(p->problem, ro);
   ASSERT_TRUE(one.ok() && two.ok());
   EXPECT_GT(one->summary.ambiguous_weights, 0);
   EXPECT_GT(one->s[static_cast<std::size_t>(one->at(0, 40 + 50))], 1e36);
-  auto same = [](const auto& a, const auto& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
-  };
-  EXPECT_TRUE(same(one->y_star, two->y_star));
-  EXPECT_TRUE(same(one->s, two->s));
-  EXPECT_TRUE(same(one->bound, two->bound));
-  EXPECT_TRUE(same(one->tier, two->tier));
-  EXPECT_TRUE(same(one->accept, two->accept));
-  EXPECT_TRUE(same(one->expect, two->expect));
+  EXPECT_TRUE(same_array_bits(one->y_star, two->y_star));
+  EXPECT_TRUE(same_array_bits(one->s, two->s));
+  EXPECT_TRUE(same_array_bits(one->bound, two->bound));
+  EXPECT_TRUE(same_array_bits(one->tier, two->tier));
+  EXPECT_TRUE(same_array_bits(one->accept, two->accept));
+  EXPECT_TRUE(same_array_bits(one->expect, two->expect));
 }
 
 // ---- S from bf16 magnitudes (reference/detail/s_bf16.h; docs/error-bounds.md §1) -------------
@@ -633,7 +621,7 @@ TEST(Bf16S, MagnitudesOutOfRangeKeepTheF32GemmAndThreadsDoNotChangeBits) {
   EXPECT_EQ(tiny->summary.s_bf16_blocks, 0);
   // One and two threads: the same bits, bf16 S or not.
   p->x_f32[3] = p->x_values[3] = 0.5f;
-  auto [one, two] = at_one_and_two_threads(p->problem, ro);
+  auto [one, two] = ncert::testing::reference_at_one_and_two_threads(p->problem, ro);
   ASSERT_TRUE(one.ok() && two.ok());
   EXPECT_EQ(std::memcmp(one->s.data(), two->s.data(), one->s.size() * sizeof(double)), 0);
   EXPECT_EQ(std::memcmp(one->bound.data(), two->bound.data(), one->bound.size() * sizeof(double)), 0);
