@@ -123,11 +123,15 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
   } else if (few) {
     // A trial may hold every sampled value by a wider bound alone; in a few rows that is a
     // fault of theirs (two rows at 1.01x and 1.02x held by accumulator = matrix-unit).
-    const bool grouped = std::any_of(e.outputs.begin(), e.outputs.end(),
-                                     [](const OutputBound& o) { return o.outside.cell_rows < o.outside.rows; });
-    const std::string rows =
-        std::to_string(e.rows_outside) + " of " + std::to_string(e.rows_held) + (grouped ? " row groups" : " rows");
-    out.append("; the values outside lie in ").append(rows);
+    out.append("; the values outside lie in ").append(std::to_string(e.rows_outside)).append(" of ");
+    out.append(std::to_string(e.rows_held)).append(" rows");
+    if (!e.rows_named.empty()) {
+      out.append(e.rows_named.size() == 1 ? " (row " : " (rows ");
+      for (std::size_t i = 0; i < e.rows_named.size(); ++i) {
+        out.append(i == 0 ? "" : ", ").append(std::to_string(e.rows_named[i]));
+      }
+      out.append(")");
+    }
     const bool wider_alone = best && best->inside == best->sampled;
     if (declared.energy >= 0 && declared.energy <= diagnosis_energy_limit(declared.sampled)) {
       // Under bf16 outputs half a spacing can dwarf a row's fault: the energy cannot tell, the
@@ -141,9 +145,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
       out.append(" sampled values within the rounding noise");
       if (wider_alone) out.append(" (").append(trial_text(*best)).append(" holds them all, by a wider bound alone)");
     }
-    out.append(grouped               ? ": a fault of rows in those groups"
-               : e.rows_outside == 1 ? ": a fault of that row"
-                                     : ": a fault of those rows");
+    out.append(e.rows_outside == 1 ? ": a fault of that row" : ": a fault of those rows");
     out.append(", not a declaration mistake");
   } else if (best && more_inside(*best, declared)) {
     out.append("; no single other declaration fits the ").append(sampled).append(" sampled values (best: ");
@@ -173,35 +175,31 @@ std::string outside_per_output(const BoundEvidence& e) {
   return t;
 }
 
-/// Per row cell of an output's grid (every output's is indexed by the row of x): whether the
-/// output holds values there (y_unpacked every row, y_packed and y_compact the selected rows;
-/// rows that are not live, RowNorms, not counted), and whether any is outside; `dominant`: every
-/// row the cells outside hold dominates (a cell of several rows, beyond 32, only where all of
-/// them do: row 1's fault beside row 0's activations of 5000 in one cell at M 33 had read as a
-/// wider accumulator's).
-void count_rows(const ProjectionFacts& f, const RowNorms& norms, EngineOutputId id, const FailureGrid& g, Index& held,
-                Index& outside, bool& dominant) {
+/// Per row of x: whether the output holds values there (y_unpacked every row, y_packed and
+/// y_compact the selected rows; rows that are not live, RowNorms, not counted unless values
+/// outside lie there), and whether any is outside (`outside_rows`, ReferencePass); `dominant`:
+/// every row holding values outside is live and dominates; `named`: those rows, where at most
+/// kFewRowsNamed do.
+void count_rows(const ProjectionFacts& f, const RowNorms& norms, EngineOutputId id,
+                const std::vector<char>& outside_rows, Index& held, Index& outside, bool& dominant,
+                std::vector<Index>& named) {
   held = outside = 0;
-  dominant = false;
-  if (g.rows <= 0 || g.cols <= 0 || g.counts.size() != static_cast<std::size_t>(g.cell_rows * g.cell_cols)) return;
-  // A cell with no live row it holds is not dominated (garbage in padding rows is not a large
-  // row's rounding): `large` counts only where `holds`.
-  std::vector<bool> holds(static_cast<std::size_t>(g.cell_rows), false), large(holds.size(), true);
-  for (Index r = 0; r < g.rows && r < static_cast<Index>(f.slot_of_row.size()); ++r) {
-    const std::size_t cell = static_cast<std::size_t>(g.cell_row(r));
-    const bool in_output = id == EngineOutputId::kUnpacked || f.slot_of_row[static_cast<std::size_t>(r)] >= 0;
-    if (!in_output || !norms.live(r)) continue;
-    holds[cell] = true;
-    if (!norms.dominant(r)) large[cell] = false;
-  }
+  named.clear();
   bool all_large = true;
-  for (Index r = 0; r < g.cell_rows; ++r) {
-    const auto first = g.counts.begin() + r * g.cell_cols;
-    const bool out = std::any_of(first, first + g.cell_cols, [](Index n) { return n > 0; });
-    held += holds[static_cast<std::size_t>(r)] ? 1 : 0;
-    outside += out ? 1 : 0;
-    all_large = all_large && (!out || (holds[static_cast<std::size_t>(r)] && large[static_cast<std::size_t>(r)]));
+  for (Index r = 0; r < static_cast<Index>(f.slot_of_row.size()); ++r) {
+    const std::size_t at = static_cast<std::size_t>(r);
+    const bool in_output = id == EngineOutputId::kUnpacked || f.slot_of_row[at] >= 0;
+    const bool out = at < outside_rows.size() && outside_rows[at] != 0;
+    // Garbage in padding rows (a row of zeros) is not a large row's rounding: such a row is
+    // held, and not dominant, once values outside lie there.
+    if (!out && (!in_output || !norms.live(r))) continue;
+    ++held;
+    if (!out) continue;
+    ++outside;
+    if (static_cast<Index>(named.size()) <= kFewRowsNamed) named.push_back(r);
+    all_large = all_large && in_output && norms.live(r) && norms.dominant(r);
   }
+  if (static_cast<Index>(named.size()) > kFewRowsNamed) named.clear();
   dominant = outside > 0 && all_large;
 }
 
@@ -220,7 +218,8 @@ void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, Boun
     if (!norms) norms = row_norms(f);
     Index held = 0, outside = 0;
     bool dominant = false;
-    count_rows(f, *norms, id, pass.outside[at], held, outside, dominant);
+    std::vector<Index> named;
+    count_rows(f, *norms, id, pass.outside_rows[at], held, outside, dominant, named);
     if (held == 0) continue;
     const bool more = held >= kFewRowsHeld;
     const bool wider = e.rows_held == 0 || outside * e.rows_held > e.rows_outside * held;
@@ -229,6 +228,7 @@ void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, Boun
       e.rows_held = held;
       e.rows_values = pass.bound[at].outside();
       e.rows_dominant = dominant;
+      e.rows_named = std::move(named);
       many = more;
     }
   }

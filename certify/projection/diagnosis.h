@@ -79,6 +79,8 @@ const DeclarationTrial* fault_fit(const std::vector<DeclarationTrial>& trials);
 /// random for kConcentrated.
 inline constexpr Index kFewRowsHeld = 8;
 inline constexpr Index kFewRowsMin = 4;
+/// The most rows holding values outside that bound names (BoundEvidence::rows_named).
+inline constexpr Index kFewRowsNamed = 8;
 inline constexpr double kFewRowsChance = 1e-3;
 
 /// The rows of x by their activations' size: a row whose 2-norm is over kDominantRow times the

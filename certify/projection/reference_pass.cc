@@ -235,7 +235,8 @@ class CompareSink final : public reference::ReferenceSink {
     std::array<BiasTally, kEngineOutputs> bias;
     std::array<Log2Histogram, kEngineOutputs> error_over_bound;
     std::array<GridPart, kEngineOutputs> outside;
-    std::vector<SignatureTally> signature;  ///< per output
+    std::array<std::vector<char>, kEngineOutputs> outside_rows;  ///< ReferencePass::outside_rows' share
+    std::vector<SignatureTally> signature;                       ///< per output
     std::array<VarianceTally, kEngineOutputs> variance;
     double seconds = 0;
   };
@@ -340,7 +341,12 @@ class CompareSink final : public reference::ReferenceSink {
           part.bound[o].add(i, c, z, b.center[e], b.bound[e], b.accept[e], b.expect[e]);
           add_error_over_bound(part.error_over_bound[o], z, b.center[e], b.bound[e]);
           const bool outside = part.bound[o].outside() != outside_before;
-          if (outside) part.outside[o].add(grid, b, i, c);
+          if (outside) {
+            part.outside[o].add(grid, b, i, c);
+            std::vector<char>& rows = part.outside_rows[o];
+            if (rows.empty()) rows.assign(static_cast<std::size_t>(b.rows), 0);
+            rows[static_cast<std::size_t>(i)] = 1;
+          }
           if (b.walk) part.walk[o].add(i, c, out.bits(t, stride, src_row, c), walk_bits(b.walk[e], t));
           if (sig && id != EngineOutputId::kUnpacked && unpacked.present &&
               out.bits(t, stride, src_row, c) != unpacked.bits(t, stride, i, c)) {
@@ -483,6 +489,9 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
       pass.variance[o].merge(p.variance[o]);
       pass.error_over_bound[o].merge(p.error_over_bound[o]);
       p.outside[o].merge_into(pass.outside[o]);
+      std::vector<char>& rows = pass.outside_rows[o];
+      if (rows.empty()) rows = p.outside_rows[o];
+      for (std::size_t i = 0; i < p.outside_rows[o].size(); ++i) rows[i] |= p.outside_rows[o][i];
     }
     compare_cpu += p.seconds;
   }

@@ -78,6 +78,11 @@ struct ReferencePass {
   /// HTML report's plots; report/evidence.h).
   std::array<Log2Histogram, kEngineOutputs> error_over_bound;
   std::array<FailureGrid, kEngineOutputs> outside;
+  /// Per EngineOutputId, per row of x: whether any value of that row in the output lies outside
+  /// B (empty where none does). Beyond 32 rows a grid cell holds several rows and cannot tell
+  /// which (a wider accumulator's values in a BOS row at M 33 read "a fault of rows in those
+  /// groups").
+  std::array<std::vector<char>, kEngineOutputs> outside_rows;
   std::array<WalkTally, kEngineOutputs> walk;
   std::array<BiasTally, kEngineOutputs> bias;  ///< bf16 outputs only
   /// The residual tests (residual_tally.h), over the dyadic K ranges of `tile`-wide tiles.

@@ -380,15 +380,16 @@ struct BoundEvidence {
   double u_eff = 0, lambda = 0;
   bool round_to_nearest = true;
   Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
-  /// In the output where the values outside are spread widest: the rows (row cells of its
-  /// grid, one row each up to 32) holding any of them, and the rows it holds at all (y_packed
-  /// its selected rows, y_compact its used slots). row_spread: the diagnosis names then
-  /// only declarations that bring the sampled values within the rounding noise.
+  /// In the output where the values outside are spread widest: the rows of x holding any of
+  /// them, and the rows it holds at all (y_packed its selected rows, y_compact its used slots).
+  /// row_spread: the diagnosis names then only declarations that bring the sampled values
+  /// within the rounding noise.
   Index rows_outside = 0, rows_held = 0;
   Index rows_values = 0;  ///< the values outside in that output
-  /// Every row cell holding values outside holds a row whose activations dominate (RowNorms:
-  /// 2-norm over 4 times the median row's): any mistake's rounding is largest there.
+  /// Every row holding values outside is a row whose activations dominate (RowNorms: 2-norm
+  /// over 4 times the median row's): any mistake's rounding is largest there.
   bool rows_dominant = false;
+  std::vector<Index> rows_named;  ///< those rows, ascending, where at most 8 hold any (else empty)
   std::optional<BoundFailure> first;
   DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
   /// When the check fails broadly: the declaration as declared, then each alternative re-tested

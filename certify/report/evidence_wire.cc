@@ -254,6 +254,7 @@ void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("rows_held", x.rows_held);
   f("rows_values", x.rows_values);
   f("rows_dominant", x.rows_dominant);
+  f("rows_named", x.rows_named);
   f("first", x.first);
   f("output", x.output);
   f("diagnosis", x.diagnosis);

@@ -189,7 +189,8 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                 {"rows_outside", e.rows_outside},
                 {"rows_held", e.rows_held},
                 {"rows_values", e.rows_values},
-                {"rows_dominant", e.rows_dominant}};
+                {"rows_dominant", e.rows_dominant},
+                {"rows_named", e.rows_named}};
   if (e.first) {
     const reference::ElementRecord& f = e.first->element;
     j["first"] = Json{{"output", e.first->output},

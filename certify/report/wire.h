@@ -42,7 +42,9 @@ namespace ncert::certify {
 ///      trial that locates a fault (TrialEffect::kLocatesFault: one input channel's scale);
 ///      whether the bound's rows outside all dominate (BoundEvidence::rows_dominant)
 ///      (2026-12-06)
-inline constexpr int kWireVersion = 10;
+///  11  the bound's rows outside read per row of x, not per cell of its grid, and named where
+///      at most 8 hold any (BoundEvidence::rows_named) (2026-12-06)
+inline constexpr int kWireVersion = 11;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

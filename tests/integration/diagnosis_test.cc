@@ -438,7 +438,8 @@ TEST(Diagnosis, OneRowsFaultInBothPathsIsNotReadAsAWiderAccumulator) {
   const Report r = check_dump(write_fixture(one(p), "diag-one-row-both-paths.h5"));
   const BoundEvidence* e = nullptr;
   expect_no_fit(r, "r",
-                "the values outside lie in 1 of 8 rows, too few for a declaration mistake (the 512 sampled values' "
+                "the values outside lie in 1 of 8 rows (row 5), too few for a declaration mistake (the 512 sampled "
+                "values' "
                 "energy within the rounding noise as declared; accumulator = f32-rz holds them all, by a wider bound "
                 "alone): a fault of that row",
                 e);
@@ -473,7 +474,7 @@ TEST(Diagnosis, AFewValuesInOneRowOfEightAreHeldToTheEnergyNotReadAsAWiderAccumu
   const Report r = check_dump(write_fixture(unpacked_only(p), "diag-two-rows-few-values.h5"));
   const BoundEvidence* e = nullptr;
   expect_no_fit(r, "r2",
-                "the values outside lie in 1 of 8 rows, and no declaration tried brings the 256 sampled values "
+                "the values outside lie in 1 of 8 rows (row 4), and no declaration tried brings the 256 sampled values "
                 "within the rounding noise",
                 e);
   ASSERT_NE(e, nullptr);
@@ -1006,6 +1007,23 @@ TEST(Diagnosis, AWiderAccumulatorSeenInARowOfLargeActivationsIsStillNamed) {
   EXPECT_EQ(b->reason.find("a fault of that row"), std::string::npos) << b->reason;
 }
 
+TEST(Diagnosis, TruncationInARowOfLargeActivationsBeyond32RowsIsNotReadAsAFaultOfRows) {
+  // The same at M 33: the outside grid holds rows 0 and 1 in one cell, and a cell dominated
+  // only where all its rows were, so row 1's ordinary activations kept the spread "1 of 32 row
+  // groups: a fault of rows in those groups" (a third review's). Rows outside are counted per
+  // row of x.
+  const Report r = large_row_truncation("diag-rz-large-row-m33.h5", 33, 64, 12, DType::kF32);
+  const CheckResult* b = nullptr;
+  const BoundEvidence* e = failing_bound(r, b);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->rows_outside, 1);
+  EXPECT_EQ(e->rows_held, 33);
+  EXPECT_EQ(e->rows_named, std::vector<Index>{0});
+  EXPECT_TRUE(e->rows_dominant);
+  EXPECT_NE(b->reason.find("the data fits accumulator = f32-rz"), std::string::npos) << b->reason;
+  EXPECT_EQ(b->reason.find("a fault of"), std::string::npos) << b->reason;
+}
+
 /// Expects bias's values beyond in `r` to lie in row 0 alone, that row to dominate, and the
 /// reason to name the row's fault and truncation both; returns its output's evidence.
 const BiasOutput* expect_row_or_truncation(const Report& r) {
@@ -1113,6 +1131,8 @@ TEST(Diagnosis, ARowsFaultBesideARowOfLargeActivationsInOneCellIsNotReadAsAWider
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->rows_dominant);
   EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+  EXPECT_EQ(e->rows_named, std::vector<Index>{1});
+  EXPECT_NE(b->reason.find("the values outside lie in 1 of 33 rows (row 1)"), std::string::npos) << b->reason;
 }
 
 TEST(Diagnosis, GarbageInRowsOfZerosIsNotReadAsRowsThatDominate) {

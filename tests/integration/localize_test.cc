@@ -172,8 +172,9 @@ TEST(Localize, WrongActivationScalesOfTwoOrThreeRowsAreNamedThoseRows) {
   EXPECT_NE(bound->reason.find("likely location: y_unpacked rows 12 and 5"), std::string::npos) << bound->reason;
   // 5 % of the values are outside B, all in two rows, and no declaration tried moves the
   // sampled values onto the data (before, "best: accumulator = matrix-unit").
-  EXPECT_NE(bound->reason.find("the values outside lie in 2 of 32 rows, and no declaration tried brings the 1024 "
-                               "sampled values within the rounding noise: a fault of those rows"),
+  EXPECT_NE(bound->reason.find(
+                "the values outside lie in 2 of 32 rows (rows 5, 12), and no declaration tried brings the 1024 "
+                "sampled values within the rounding noise: a fault of those rows"),
             std::string::npos)
       << bound->reason;
   EXPECT_EQ(std::get<BoundEvidence>(bound->evidence).rows_outside, 2);
@@ -208,9 +209,10 @@ TEST(Localize, TwoRowsThatFitAWiderAccumulatorOnTheSampleAreNotReadAsThatDeclara
   ASSERT_NE(bound, nullptr);
   EXPECT_EQ(bound->verdict, Verdict::kFail);
   EXPECT_EQ(bound->reason.find("the data fits"), std::string::npos) << bound->reason;
-  EXPECT_NE(bound->reason.find("the values outside lie in 2 of 32 rows, and no declaration tried brings the 2048 "
-                               "sampled values within the rounding noise (accumulator = matrix-unit holds them all, "
-                               "by a wider bound alone): a fault of those rows"),
+  EXPECT_NE(bound->reason.find(
+                "the values outside lie in 2 of 32 rows (rows 5, 12), and no declaration tried brings the 2048 "
+                "sampled values within the rounding noise (accumulator = matrix-unit holds them all, "
+                "by a wider bound alone): a fault of those rows"),
             std::string::npos)
       << bound->reason;
   const SignatureEvidence e = failing_signature(r, "projections/in_proj");

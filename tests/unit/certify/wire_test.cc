@@ -158,6 +158,10 @@ Evidence sample(Of<BoundEvidence>) {
   e.elements = 139264;
   e.outside = 3;
   e.beyond_tier = 2;
+  e.rows_outside = 2;
+  e.rows_held = 40;
+  e.rows_values = 3;
+  e.rows_named = {4, 37};
   e.first = BoundFailure{"y_packed", {4, 99, 1.5f, 1.25, 0.125, {1.0f, 1.375f}}, 5};
   e.output = DType::kF32;
   e.diagnosis = {{"as declared", "", TrialEffect::kMovesCentres, 2048, 310, 41.5},
