@@ -117,9 +117,11 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     out.append(trial_text(*fault)).append(" holds them all, their energy ").append(format_short(fault->energy));
     out.append(" within the rounding noise (limit ").append(format_short(diagnosis_energy_limit(fault->sampled)));
     out.append("; ").append(format_short(declared.energy)).append(" and ").append(as_declared);
-    out.append(
-        " inside as declared): a kernel fault of that channel's weights or activations, not a declaration "
-        "mistake");
+    out.append(fault->segment.empty()
+                   ? " inside as declared): a kernel fault of that channel's weights or activations, not a "
+                     "declaration mistake"
+                   : " inside as declared): a kernel fault of that channel's weights in that segment, not a "
+                     "declaration mistake");
   } else if (few) {
     // A trial may hold every sampled value by a wider bound alone; in a few rows that is a
     // fault of theirs (two rows at 1.01x and 1.02x held by accumulator = matrix-unit).
@@ -203,18 +205,25 @@ void count_rows(const ProjectionFacts& f, const RowNorms& norms, EngineOutputId 
   dominant = outside > 0 && all_large;
 }
 
-/// BoundEvidence::rows_outside / rows_held from the output where the values outside are spread
-/// widest (the largest share of its rows), of those that hold at least kFewRowsHeld rows where
-/// any does: more rows show a fault confined to rows more surely (one row of 8 at x 1.002 in
-/// both paths: y_unpacked's 1 of 8, not the packed outputs' 1 of their 4 selected rows). Where
-/// none does (M < 8), the widest of the others: row_spread reads from 4 rows up (one row of 4
-/// at x 1.001, 16 values outside, had read "the data fits accumulator = matrix-unit").
+/// BoundEvidence::rows_outside / rows_held from y_unpacked where it holds values outside: the
+/// output the diagnosis samples, the first failure's and signature's, and the one holding the
+/// most rows (one row of 8 at x 1.002 in both paths: its 1 of 8, not the packed outputs' 1 of
+/// their 4 selected rows). Read from the packed outputs, where the spread was widest, a packed
+/// path's fault in row 20 beside y_unpacked's in row 3 read "1 of 30 rows (row 20)" after
+/// "y_unpacked row 3", and beside a truncation seen in a dominant row hid the truncation (a
+/// review's). Else, of the packed outputs, the widest spread (the largest share of its rows) of
+/// those that hold at least kFewRowsHeld rows where any does, else of the others: row_spread
+/// reads from 4 rows up (one row of 4 at x 1.001, 16 values outside, had read "the data fits
+/// accumulator = matrix-unit").
 void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, BoundEvidence& e) {
   bool many = false;  // the choice so far holds kFewRowsHeld rows or more
   std::optional<RowNorms> norms;
+  const bool unpacked_outside =
+      f.data.y_unpacked.present && pass.bound[static_cast<std::size_t>(EngineOutputId::kUnpacked)].outside() > 0;
   for (EngineOutputId id : kAllEngineOutputs) {
     const std::size_t at = static_cast<std::size_t>(id);
     if (!f.data.output(id).present || pass.bound[at].outside() == 0) continue;
+    if (unpacked_outside && id != EngineOutputId::kUnpacked) continue;
     if (!norms) norms = row_norms(f);
     Index held = 0, outside = 0;
     bool dominant = false;

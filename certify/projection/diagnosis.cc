@@ -419,21 +419,102 @@ Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<floa
   return t;
 }
 
+/// The per-channel least-squares sums of one column range of the sample: num[k] = sum_ij r x_ik
+/// w_jk / sigma^2 and den[k] = sum_ij (x_ik w_jk)^2 / sigma^2 over its rows and the columns
+/// [begin, end) (`t` = r / sigma^2, `u` = 1 / sigma^2 per sampled value, 0 where left out).
+struct ChannelSums {
+  Index begin = 0, end = 0;
+  std::vector<double> num, den;
+};
+
+ChannelSums channel_sums(const Sample& s, const LinearProblem& base, const std::vector<double>& t,
+                         const std::vector<double>& u, Index begin, Index end) {
+  const Index K = base.x.cols;
+  ChannelSums out{begin, end, std::vector<double>(static_cast<std::size_t>(K), 0.0),
+                  std::vector<double>(static_cast<std::size_t>(K), 0.0)};
+  std::vector<double> w(static_cast<std::size_t>(K));
+  // ra[i K + k] = sum_j t_ij w_jk, aa[i K + k] = sum_j u_ij w_jk^2 over the columns.
+  std::vector<double> ra(static_cast<std::size_t>(s.rows * K), 0.0), aa(ra.size(), 0.0);
+  for (Index j = begin; j < end; ++j) {
+    reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
+    for (Index i = 0; i < s.rows; ++i) {
+      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
+      if (u[c] == 0) continue;
+      double* ri = ra.data() + i * K;
+      double* ai = aa.data() + i * K;
+      for (Index k = 0; k < K; ++k) {
+        const double wk = w[static_cast<std::size_t>(k)];
+        ri[k] += t[c] * wk;
+        ai[k] += u[c] * wk * wk;
+      }
+    }
+  }
+  for (Index k = 0; k < K; ++k) {
+    for (Index i = 0; i < s.rows; ++i) {
+      const double x = base.x.at(i, k);
+      out.num[static_cast<std::size_t>(k)] += x * ra[static_cast<std::size_t>(i * K + k)];
+      out.den[static_cast<std::size_t>(k)] += x * x * aa[static_cast<std::size_t>(i * K + k)];
+    }
+  }
+  return out;
+}
+
+/// One channel fit: channel k scaled by 1 + scale, in every column (segment -1) or in one
+/// segment's columns alone.
+struct ChannelFit {
+  Index k = -1, segment = -1;
+  double explained = 0, scale = 0;
+};
+
+/// The fit explaining the most energy, over every channel in every column and, where the sample
+/// holds two weight segments or more with kChannelCols searched columns each, every channel in
+/// one segment (a fused q/k/v's W[:, k] wrong in k's weights alone: fitted in every column it
+/// explained too little). A fault in every column explains more in every column than in one
+/// segment, so it is named so. `candidates`: the fits tried.
+ChannelFit best_channel_fit(const std::vector<ChannelSums>& parts, Index K, Index& candidates) {
+  ChannelFit best;
+  const auto consider = [&](Index k, Index segment, double num, double den) {
+    if (!(den > 0) || !std::isfinite(num)) return;
+    const double explained = num * num / den;
+    if (explained > best.explained) best = {k, segment, explained, num / den};
+  };
+  const bool per_segment = parts.size() >= 2;
+  candidates = K * (per_segment ? 1 + static_cast<Index>(parts.size()) : 1);
+  for (Index k = 0; k < K; ++k) {
+    double num = 0, den = 0;
+    for (const ChannelSums& p : parts) {
+      num += p.num[static_cast<std::size_t>(k)];
+      den += p.den[static_cast<std::size_t>(k)];
+    }
+    consider(k, -1, num, den);
+  }
+  if (!per_segment) return best;
+  for (std::size_t g = 0; g < parts.size(); ++g) {
+    for (Index k = 0; k < K; ++k) {
+      consider(k, static_cast<Index>(g), parts[g].num[static_cast<std::size_t>(k)],
+               parts[g].den[static_cast<std::size_t>(k)]);
+    }
+  }
+  return best;
+}
+
 /// The input channel whose scale best explains the declaration's residuals on the sample, as a
 /// fault trial (kLocatesFault): the engine's x[:, k] or W[:, k] scaled by 1 + e in every column
-/// moves each value by e x_ik w_jk. e and k by weighted least squares (weights 1 / sigma^2, the
-/// declaration's): per k, sum r x w / sigma^2 over sum (x w)^2 / sigma^2, the most explained
-/// energy leading (the lowest k on ties), searched on the sample's first kDiagnosisCols columns
-/// (8 x 256 x K products twice) and counted on all of it: the values inside their intervals
-/// moved by e x w (each value's B and its output rounding about the moved centre: a bf16 value
-/// is never the shifted one itself), and the mean (r - e x w)^2 / sigma^2. Not tried where the activations are
-/// quantized (the products are of codes), the declaration's energy is within the limit, or
-/// the sample has fewer than kChannelCols columns: the best of K fits over a few values fits
-/// noise (a reviewer's row fault at M 1, N 4, K 4096 read "input channel 2432 scaled
-/// 0.1482x"). The best channel must also explain more than the best of K channels of
-/// rounding noise would at the residual tests' alpha (chi-square(1) each: 2 ln(2 K / alpha),
-/// 56.7 at K 1024). Any scale may fit: a channel dropped (0x), doubled or negated is the common
-/// fault.
+/// moves each value by e x_ik w_jk; W[:, k] of one weight segment, only that segment's columns.
+/// e and k by weighted least squares (weights 1 / sigma^2, the declaration's): per k, sum r x
+/// w / sigma^2 over sum (x w)^2 / sigma^2, the most explained energy leading (every column
+/// before one segment, the lowest k, then the first segment on ties), searched on each sampled
+/// segment's first kDiagnosisCols columns (8 x 256 x K products twice per segment) and counted
+/// on all of the sample: the values inside their intervals moved by e x w (each value's B and
+/// its output rounding about the moved centre: a bf16 value is never the shifted one itself),
+/// and the mean (r - e x w)^2 / sigma^2. Not tried where the activations are quantized (the
+/// products are of codes), the declaration's energy is within the limit, or the sample has
+/// fewer than kChannelCols columns: the best of K fits over a few values fits noise (a
+/// reviewer's row fault at M 1, N 4, K 4096 read "input channel 2432 scaled 0.1482x"). The
+/// best fit must also explain more than the best of the candidates' fits to rounding noise
+/// would at the residual tests' alpha (chi-square(1) each: 2 ln(2 C / alpha), 56.7 at K 1024
+/// in every column alone). Any scale may fit: a channel dropped (0x), doubled or negated is the
+/// common fault.
 constexpr Index kChannelCols = 16;
 
 void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d,
@@ -458,50 +539,30 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
       u[c] = 1 / d.var[c];
     }
   }
-  std::vector<double> w(static_cast<std::size_t>(K));
-  // ra[i K + k] = sum_j t_ij w_jk, aa[i K + k] = sum_j u_ij w_jk^2 over the searched columns.
-  const Index searched = std::min(s.cols, kDiagnosisCols);
-  std::vector<double> ra(static_cast<std::size_t>(s.rows * K), 0.0), aa(ra.size(), 0.0);
-  for (Index j = 0; j < searched; ++j) {
-    reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
-    for (Index i = 0; i < s.rows; ++i) {
-      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      if (u[c] == 0) continue;
-      double* ri = ra.data() + i * K;
-      double* ai = aa.data() + i * K;
-      for (Index k = 0; k < K; ++k) {
-        const double wk = w[static_cast<std::size_t>(k)];
-        ri[k] += t[c] * wk;
-        ai[k] += u[c] * wk * wk;
-      }
-    }
+  std::vector<ChannelSums> parts;
+  std::vector<const WeightSegment*> part_segment;
+  for (const WeightSegment& seg : s.weights.segments) {
+    const Index end = std::min(seg.row_end, seg.row_begin + kDiagnosisCols);
+    if (end - seg.row_begin < kChannelCols) continue;
+    parts.push_back(channel_sums(s, base, t, u, seg.row_begin, end));
+    part_segment.push_back(&seg);
   }
-  Index best = -1;
-  double best_explained = 0, scale = 0;
-  for (Index k = 0; k < K; ++k) {
-    double num = 0, den = 0;
-    for (Index i = 0; i < s.rows; ++i) {
-      const double x = base.x.at(i, k);
-      num += x * ra[static_cast<std::size_t>(i * K + k)];
-      den += x * x * aa[static_cast<std::size_t>(i * K + k)];
-    }
-    if (!(den > 0) || !std::isfinite(num)) continue;
-    const double explained = num * num / den;
-    if (explained > best_explained) {
-      best_explained = explained;
-      best = k;
-      scale = num / den;
-    }
-  }
-  const double chance = 2 * std::log(2 * static_cast<double>(K) / kResidualAlpha);
-  if (best < 0 || scale == 0 || !(best_explained > chance)) return;
+  if (parts.empty()) return;
+  Index candidates = 0;
+  const ChannelFit fit = best_channel_fit(parts, K, candidates);
+  const double chance = 2 * std::log(2 * static_cast<double>(candidates) / kResidualAlpha);
+  if (fit.k < 0 || fit.scale == 0 || !(fit.explained > chance)) return;
+  const WeightSegment* seg = fit.segment < 0 ? nullptr : part_segment[static_cast<std::size_t>(fit.segment)];
   Index inside = 0, finite = 0;
   double energy = 0;
+  std::vector<double> w(static_cast<std::size_t>(K));
   for (Index j = 0; j < s.cols; ++j) {
+    const bool hit = seg == nullptr || (j >= seg->row_begin && j < seg->row_end);
     reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
     for (Index i = 0; i < s.rows; ++i) {
       const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      const double shift = scale * static_cast<double>(base.x.at(i, best)) * w[static_cast<std::size_t>(best)];
+      const double shift =
+          hit ? fit.scale * static_cast<double>(base.x.at(i, fit.k)) * w[static_cast<std::size_t>(fit.k)] : 0.0;
       const double r = static_cast<double>(value_at(i, j)) - d.centre[c] - shift;
       const double c_abs = std::fabs(d.centre[c] + shift) + d.bound[c];
       inside += std::fabs(r) <= d.bound[c] + output_rounding_bound(c_abs, info.output) ? 1 : 0;
@@ -510,16 +571,27 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
       ++finite;
     }
   }
-  const std::string k = std::to_string(best);
+  const std::string k = std::to_string(fit.k);
   // "1.02x"; below 1e-3 off, "by 1 + 4.1e-05" or "by 1 - 4.1e-05" (four digits of 1 + e would
   // read "1x").
-  const std::string by = std::fabs(1 + scale) < 1e-6 ? std::string("0x")
-                         : std::fabs(scale) >= 1e-3  ? format_short(1 + scale) + "x"
-                         : scale > 0                 ? "by 1 + " + format_short(scale)
-                                                     : "by 1 - " + format_short(-scale);
-  trials.push_back({"input channel " + k + " scaled " + by + " (x[:, " + k + "] or W[:, " + k + "], in every column)",
-                    "", TrialEffect::kLocatesFault, sampled, inside,
-                    finite > 0 ? energy / static_cast<double>(finite) : -1.0});
+  const std::string by = std::fabs(1 + fit.scale) < 1e-6 ? std::string("0x")
+                         : std::fabs(fit.scale) >= 1e-3  ? format_short(1 + fit.scale) + "x"
+                         : fit.scale > 0                 ? "by 1 + " + format_short(fit.scale)
+                                                         : "by 1 - " + format_short(-fit.scale);
+  const double mean = finite > 0 ? energy / static_cast<double>(finite) : -1.0;
+  if (seg == nullptr) {
+    trials.push_back({"input channel " + k + " scaled " + by + " (x[:, " + k + "] or W[:, " + k + "], in every column)",
+                      "", TrialEffect::kLocatesFault, sampled, inside, mean});
+  } else {
+    // The segment's own columns, all of them (the sample holds a prefix of them).
+    Index last = seg->row_end - 1;
+    for (const WeightSegment& whole : f.data.weights.segments) {
+      if (whole.row_begin == seg->row_begin) last = whole.row_end - 1;
+    }
+    trials.push_back({"input channel " + k + " of the weights scaled " + by + " (W[:, " + k + "] in columns " +
+                          std::to_string(seg->row_begin) + "-" + std::to_string(last) + " alone)",
+                      seg->name, TrialEffect::kLocatesFault, sampled, inside, mean});
+  }
 }
 
 }  // namespace

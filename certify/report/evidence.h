@@ -380,10 +380,11 @@ struct BoundEvidence {
   double u_eff = 0, lambda = 0;
   bool round_to_nearest = true;
   Index k = 0, elements = 0, outside = 0, beyond_tier = 0;
-  /// In the output where the values outside are spread widest: the rows of x holding any of
-  /// them, and the rows it holds at all (y_packed its selected rows, y_compact its used slots).
-  /// row_spread: the diagnosis names then only declarations that bring the sampled values
-  /// within the rounding noise.
+  /// In y_unpacked where it holds values outside (else the packed output where they are spread
+  /// widest; bound.cc spread_of_outside): the rows of x holding any of them, and the rows it
+  /// holds at all (y_packed its selected rows, y_compact its used slots). row_spread: the
+  /// diagnosis names then only declarations that bring the sampled values within the rounding
+  /// noise.
   Index rows_outside = 0, rows_held = 0;
   Index rows_values = 0;  ///< the values outside in that output
   /// Every row holding values outside is a row whose activations dominate (RowNorms: 2-norm

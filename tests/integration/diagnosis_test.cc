@@ -704,8 +704,11 @@ TEST(Diagnosis, AnUndeclaredPerColumnBiasIsNamed) {
 
 /// A dump of one projection "p" of f32 x [m, k] and f32 weights [n, k], every row selected, no
 /// packed outputs: y_unpacked [m, n] as `output` (f32 values, or bf16 patterns).
+/// `y_packed` (f32, [m, n], optional): the packed path's outputs, rows 0 to `selected` - 1
+/// selected (slot i holds row i, the other slots empty).
 void write_plain(const std::string& path, Index m, Index k, Index n, const std::vector<float>& x,
-                 const std::vector<float>& w, DType output, const void* y) {
+                 const std::vector<float>& w, DType output, const void* y, Index segments = 1,
+                 const float* y_packed = nullptr, Index selected = 0) {
   auto opened = DumpWriter::create(path, true);
   ASSERT_TRUE(opened.ok()) << opened.status().to_string();
   DumpWriter dw = std::move(opened).value();
@@ -720,15 +723,23 @@ void write_plain(const std::string& path, Index m, Index k, Index n, const std::
   ok(dw.write_attr(g, "output_dtype", std::string(dtype_name(output))));
   ok(dw.write_attr(g, "epilogue", std::string("none")));
   ok(dw.write_dataset(g + "/x", DType::kF32, {m, k}, x.data()));
-  ok(dw.create_group(g + "/weight/w"));
-  ok(dw.write_attr(g + "/weight/w", "format", std::string("f32")));
-  ok(dw.write_attr(g + "/weight/w", "row_begin", std::int64_t{0}));
-  ok(dw.write_attr(g + "/weight/w", "row_end", std::int64_t{n}));
-  ok(dw.write_dataset(g + "/weight/w/values", DType::kF32, {n, k}, w.data()));
+  // `segments` f32 segments of equal width: w (one), else w0, w1, ...
+  for (Index seg = 0; seg < segments; ++seg) {
+    const Index begin = n * seg / segments, end = n * (seg + 1) / segments;
+    const std::string name = g + "/weight/w" + (segments == 1 ? std::string() : std::to_string(seg));
+    ok(dw.create_group(name));
+    ok(dw.write_attr(name, "format", std::string("f32")));
+    ok(dw.write_attr(name, "row_begin", std::int64_t{begin}));
+    ok(dw.write_attr(name, "row_end", std::int64_t{end}));
+    ok(dw.write_dataset(name + "/values", DType::kF32, {end - begin, k}, w.data() + begin * k));
+  }
   std::vector<std::int32_t> selector(static_cast<std::size_t>(m));
-  for (Index i = 0; i < m; ++i) selector[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+  for (Index i = 0; i < m; ++i) {
+    selector[static_cast<std::size_t>(i)] = y_packed == nullptr || i < selected ? static_cast<std::int32_t>(i) : -1;
+  }
   ok(dw.write_dataset(g + "/selector", DType::kI32, {m}, selector.data()));
   ok(dw.write_dataset(g + "/y_unpacked", output, {m, n}, y));
+  if (y_packed != nullptr) ok(dw.write_dataset(g + "/y_packed", DType::kF32, {m, n}, y_packed));
   ok(dw.close());
 }
 
@@ -795,9 +806,11 @@ TEST(Diagnosis, ADeclarationSeenInOneRowOfLargeActivationsIsNamedByItsEnergy) {
 /// of every column by 1 + `channel_error`, or row 0's dot products by 1 + `row_error`; with
 /// `large`, rows 0 and 1 hold activations of about 5000 and -3500 in that channel; outputs f32,
 /// or bf16 (rounded from f32) where `bf16`.
-std::string channel_dump(const std::string& name, bool large, double channel_error, double row_error,
-                         bool bf16 = false) {
-  const Index m = 32, k = 1024, n = 128, channel = 17;
+/// `segments` weight segments of 128 columns each; the channel's error in the columns of segment
+/// `faulty` alone (-1: every column).
+std::string channel_dump(const std::string& name, bool large, double channel_error, double row_error, bool bf16 = false,
+                         Index segments = 1, Index faulty = -1) {
+  const Index m = 32, k = 1024, n = 128 * segments, channel = 17;
   std::vector<float> x, w;
   random_problem(m, k, n, 9, x, w);
   if (large) {
@@ -809,7 +822,8 @@ std::string channel_dump(const std::string& name, bool large, double channel_err
     for (Index j = 0; j < n; ++j) {
       double dot = 0;
       for (Index c = 0; c < k; ++c) {
-        const double wv = w[static_cast<std::size_t>(j * k + c)] * (c == channel ? 1 + channel_error : 1.0);
+        const bool hit = c == channel && (faulty < 0 || j / 128 == faulty);
+        const double wv = w[static_cast<std::size_t>(j * k + c)] * (hit ? 1 + channel_error : 1.0);
         dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * wv;
       }
       y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(i == 0 ? dot * (1 + row_error) : dot);
@@ -819,9 +833,9 @@ std::string channel_dump(const std::string& name, bool large, double channel_err
   if (bf16) {
     std::vector<std::uint16_t> y16(y.size());
     for (std::size_t i = 0; i < y.size(); ++i) y16[i] = reference::f32_to_bf16(y[i]);
-    write_plain(path, m, k, n, x, w, DType::kBf16, y16.data());
+    write_plain(path, m, k, n, x, w, DType::kBf16, y16.data(), segments);
   } else {
-    write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+    write_plain(path, m, k, n, x, w, DType::kF32, y.data(), segments);
   }
   return path;
 }
@@ -864,6 +878,33 @@ TEST(Diagnosis, OneInputChannelsScaleIsNamedNotAWiderAccumulator) {
     ASSERT_NE(c, nullptr) << kind;
     EXPECT_EQ(c->verdict, Verdict::kFail) << kind << ": " << c->reason;
   }
+}
+
+TEST(Diagnosis, OneInputChannelsScaleInOneWeightSegmentIsNamedWithThatSegment) {
+  // W[:, 17] x 1.02 in the second of three segments (a fused q/k/v's k weights) alone: fitted
+  // in every column, the channel explained a third of what it does in that segment's columns,
+  // and left the others' values off the noise. Its twin, the channel in every column of the
+  // same three segments, is still named in every column.
+  const Report r = check_dump(channel_dump("diag-channel-segment.h5", false, 0.02, 0, false, 3, 1));
+  const CheckResult* b = nullptr;
+  const DeclarationTrial* t = fault_trial(r, b);
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_EQ(t->segment, "w1");
+  EXPECT_EQ(t->inside, t->sampled);
+  EXPECT_NE(b->reason.find("but a fault does: input channel 17 of the weights scaled 1.02x (W[:, 17] in columns "
+                           "128-255 alone) for segment w1 holds them all"),
+            std::string::npos)
+      << b->reason;
+  EXPECT_NE(b->reason.find("a kernel fault of that channel's weights in that segment"), std::string::npos) << b->reason;
+  const Report twin = check_dump(channel_dump("diag-channel-segments-all.h5", false, 0.02, 0, false, 3, -1));
+  t = fault_trial(twin, b);
+  ASSERT_NE(b, nullptr) << twin.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_EQ(t->segment, "");
+  EXPECT_NE(b->reason.find("but a fault does: input channel 17 scaled 1.02x (x[:, 17] or W[:, 17], in every column)"),
+            std::string::npos)
+      << b->reason;
 }
 
 TEST(Diagnosis, ADroppedChannelAndAChannelUnderBf16OutputsAreNamed) {
@@ -1135,10 +1176,31 @@ TEST(Diagnosis, ARowsFaultBesideARowOfLargeActivationsInOneCellIsNotReadAsAWider
   EXPECT_NE(b->reason.find("the values outside lie in 1 of 33 rows (row 1)"), std::string::npos) << b->reason;
 }
 
+TEST(Diagnosis, TheRowsOutsideAreReadFromTheOutputTheDiagnosisSamples) {
+  // M 40: y_unpacked's row 3 x 1.005, and the packed path's row 20 (of its 30 selected rows).
+  // Read from the output spread widest, y_packed's 1 of 30, the reason read "y_unpacked row 3
+  // ... the values outside lie in 1 of 30 rows (row 20)" (a review's). y_unpacked is the output
+  // the declarations are sampled from, and the first failure's.
+  const Index m = 40, k = 1024, n = 64;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 3, x, w);
+  const std::vector<float> y = row_scaled_outputs(m, k, n, x, w, 3, 1.005);
+  const std::vector<float> packed = row_scaled_outputs(m, k, n, x, w, 20, 1.005);
+  const std::string path = ncert::testing::scratch_file("diag-rows-outside-unpacked.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 1, packed.data(), 30);
+  const Report r = check_dump(path);
+  const CheckResult* b = nullptr;
+  const BoundEvidence* e = failing_bound(r, b);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->rows_named, std::vector<Index>{3}) << b->reason;
+  EXPECT_EQ(e->rows_held, 40) << b->reason;
+  EXPECT_NE(b->reason.find("the values outside lie in 1 of 40 rows (row 3)"), std::string::npos) << b->reason;
+}
+
 TEST(Diagnosis, GarbageInRowsOfZerosIsNotReadAsRowsThatDominate) {
   // M 8, rows 2-7 of x zeros (padding) but their outputs garbage: those rows hold values
   // outside B and no rounding, and counted as dominated (a third review's), so the spread read
-  // broad. A cell dominates only where it holds a live row, each of them dominant.
+  // broad. A row holding values outside dominates only where it is live and dominant.
   const Index m = 8, k = 1024, n = 256;
   std::vector<float> x, w;
   random_problem(m, k, n, 5, x, w);
