@@ -47,16 +47,25 @@ namespace {
 // Eight elements a step: each helper is its scalar twin written lane-wise; `odd` collects the
 // lanes that element_bounds_one then recomputes whole.
 
+/// f32_cover: lanes whose lo or hi lies beyond kF32RoundsToInf go to `odd` (the scalar code
+/// knows whether the accumulator rounds them to infinity).
+inline void f32_cover(__m512d& lo, __m512d& hi, __mmask8& odd) {
+  odd |= _mm512_cmp_pd_mask(lo, _mm512_set1_pd(kF32RoundsToInf), _CMP_GE_OQ);
+  odd |= _mm512_cmp_pd_mask(hi, _mm512_set1_pd(-kF32RoundsToInf), _CMP_LE_OQ);
+  lo = to_f32_directed<true>(lo);
+  hi = to_f32_directed<false>(hi);
+}
+
 /// add_into_f32: [lo, hi] + c rounded outward into f32.
 inline void add_into_f32(__m512d& lo, __m512d& hi, __m512d c, __mmask8& odd) {
-  lo = to_f32_directed<true>(add_directed<true>(lo, c, odd));
-  hi = to_f32_directed<false>(add_directed<false>(hi, c, odd));
+  lo = add_directed<true>(lo, c, odd);
+  hi = add_directed<false>(hi, c, odd);
+  f32_cover(lo, hi, odd);
 }
 
 /// round_out for f32, bf16 and f16 outputs (rne, rz).
 inline void round_out(__m512d& lo, __m512d& hi, const ProjectionArithmetic& a, __mmask8& odd) {
-  lo = to_f32_directed<true>(lo);
-  hi = to_f32_directed<false>(hi);
+  f32_cover(lo, hi, odd);
   const bool rz = a.output_rounding == OutputRounding::kTowardZero;
   if (a.output == DType::kBf16) {
     lo = round_bf16(lo, rz, odd);

@@ -4,26 +4,43 @@
 // GEMMs when it was an out-of-line call (9 % of the reference's time at M = 128, N = 16480).
 #pragma once
 
+#include <limits>
+
 #include "reference/bounds.h"
 #include "reference/detail/directed.h"
 #include "reference/float_bits.h"
 
 namespace ncert::reference::detail {
 
+/// Half a spacing past FLT_MAX (2^128 - 2^103): a round-to-nearest f32 operation whose exact
+/// result lies at or beyond it returns infinity (ties go to 2^128, whose significand is even).
+inline constexpr double kF32RoundsToInf = 0x1.ffffffp127;
+
+// The outward f32 cover of [lo, hi] (f64 reals) as the engine's f32 arithmetic can reach it:
+// where it rounds to nearest (`nearest`), a value whose every order lies at or beyond
+// kF32RoundsToInf is +-inf, not +-FLT_MAX, which rounding lo down alone gives (x = [3e38,
+// 3e38], w = [2, 2] under f32-rn accepted FLT_MAX for 1.2e39, a review's; a truncating
+// accumulator does stop at FLT_MAX).
+inline void f32_cover(double& lo, double& hi, bool nearest) {
+  const bool lo_inf = nearest && lo >= kF32RoundsToInf, hi_inf = nearest && hi <= -kF32RoundsToInf;
+  lo = lo_inf ? std::numeric_limits<double>::infinity() : detail::f64_to_f32_down(lo);
+  hi = hi_inf ? -std::numeric_limits<double>::infinity() : detail::f64_to_f32_up(hi);
+}
+
 // [lo, hi] (f64 reals) + c, rounded outward into f32.
-inline void add_into_f32(double& lo, double& hi, double c) {
-  lo = detail::f64_to_f32_down(detail::add_down(lo, c));
-  hi = detail::f64_to_f32_up(detail::add_up(hi, c));
+inline void add_into_f32(double& lo, double& hi, double c, bool nearest) {
+  lo = detail::add_down(lo, c);
+  hi = detail::add_up(hi, c);
+  f32_cover(lo, hi, nearest);
 }
 
 // The engine's value before the output rounding is an f32 v in [lo32, hi32] (the outward f32
 // cover of [lo, hi]); the stored value is round(v). A monotone rounding (rne, rz) maps that
 // interval onto [round(lo32), round(hi32)] exactly; a rounding the engine does not pin down
 // ("any") is covered by rounding lo down and hi up.
-inline void round_out(double& lo, double& hi, DType output, OutputRounding rounding) {
+inline void round_out(double& lo, double& hi, DType output, OutputRounding rounding, bool nearest) {
   if (output == DType::kF32) {
-    lo = detail::f64_to_f32_down(lo);
-    hi = detail::f64_to_f32_up(hi);
+    f32_cover(lo, hi, nearest);
     return;
   }
   const bool bf16 = output == DType::kBf16;
@@ -31,8 +48,9 @@ inline void round_out(double& lo, double& hi, DType output, OutputRounding round
     case OutputRounding::kNearestEven:
     case OutputRounding::kTowardZero: {
       const bool rz = rounding == OutputRounding::kTowardZero;
-      lo = round_to_type(detail::f64_to_f32_down(lo), output, rz);
-      hi = round_to_type(detail::f64_to_f32_up(hi), output, rz);
+      f32_cover(lo, hi, nearest);
+      lo = round_to_type(static_cast<float>(lo), output, rz);
+      hi = round_to_type(static_cast<float>(hi), output, rz);
       return;
     }
     case OutputRounding::kAny:
@@ -43,15 +61,16 @@ inline void round_out(double& lo, double& hi, DType output, OutputRounding round
 }
 
 inline Interval propagate_interval(double y_star, double b, float bias, float residual, const ProjectionArithmetic& a) {
+  const bool nearest = a.accumulator.round_to_nearest;
   double lo = detail::add_down(y_star, -b);
   double hi = detail::add_up(y_star, b);
-  if (has_bias(a.epilogue)) add_into_f32(lo, hi, bias);
-  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) add_into_f32(lo, hi, residual);
-  round_out(lo, hi, a.output, a.output_rounding);
+  if (has_bias(a.epilogue)) add_into_f32(lo, hi, bias, nearest);
+  if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) add_into_f32(lo, hi, residual, nearest);
+  round_out(lo, hi, a.output, a.output_rounding, nearest);
   if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kOutput) {
     // out = rnd_o(fl32(rnd_o(v) + r)): the f32 add (outward) then the output rounding again.
-    add_into_f32(lo, hi, residual);
-    round_out(lo, hi, a.output, a.output_rounding);
+    add_into_f32(lo, hi, residual, nearest);
+    round_out(lo, hi, a.output, a.output_rounding, nearest);
   }
   return {static_cast<float>(lo), static_cast<float>(hi)};
 }

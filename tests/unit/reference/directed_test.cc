@@ -140,6 +140,36 @@ TEST(DirectedTwins, PropagatedIntervalsAreOutwardEvenWhenTheSumIsExact) {
   EXPECT_EQ(detail::f64_to_f32_up(-1e39), -FLT_MAX);
 }
 
+TEST(Propagate, AValueEveryOrderOverflowsIsInfinityUnderRoundToNearest) {
+  // x = [3e38, 3e38], w = [2, 2]: y* = 1.2e39, past FLT_MAX by 3.5x. Every f32-rn order
+  // overflows to +inf; rounding y* - B down into f32 accepted FLT_MAX (a review's).
+  ProjectionArithmetic a;
+  const double inf = std::numeric_limits<double>::infinity();
+  const Interval rn = propagate(1.2e39, 1e33, 0.0f, 0.0f, a);
+  EXPECT_EQ(rn.lo, inf);
+  EXPECT_EQ(rn.hi, inf);
+  EXPECT_EQ(propagate(-1.2e39, 1e33, 0.0f, 0.0f, a).hi, -inf);
+  // Half a spacing past FLT_MAX rounds to infinity (the tie goes to the even 2^128); below it,
+  // to FLT_MAX.
+  EXPECT_EQ(propagate(0x1.ffffffp127, 0, 0.0f, 0.0f, a).lo, inf);
+  EXPECT_EQ(propagate(0x1.fffffefffffffp127, 0, 0.0f, 0.0f, a).lo, FLT_MAX);
+  // A bias that carries the sum past it: fl32(v + bias) is infinity too.
+  a.epilogue = Epilogue::kBias;
+  EXPECT_EQ(propagate(3e38, 1e30, 1e38f, 0.0f, a).lo, inf);
+  a.epilogue = Epilogue::kNone;
+  // bf16 outputs: the f32 value is infinity, and so is its rounding, to nearest or toward zero.
+  a.output = DType::kBf16;
+  EXPECT_EQ(propagate(1.2e39, 1e33, 0.0f, 0.0f, a).lo, inf);
+  a.output_rounding = OutputRounding::kTowardZero;
+  EXPECT_EQ(propagate(1.2e39, 1e33, 0.0f, 0.0f, a).lo, inf);
+  // A truncating accumulator stops at the largest finite value.
+  a.accumulator.round_to_nearest = false;
+  EXPECT_EQ(propagate(1.2e39, 1e33, 0.0f, 0.0f, a).lo, 0x1.fep127f);
+  a.output = DType::kF32;
+  EXPECT_EQ(propagate(1.2e39, 1e33, 0.0f, 0.0f, a).lo, FLT_MAX);
+  EXPECT_EQ(propagate(1.2e39, 1e33, 0.0f, 0.0f, a).hi, inf);
+}
+
 // noise_magnitude and spacing_of_type read the binade from the bits; frexp and ldexp, their
 // definition, agree on every edge value and on a million random patterns of every binade.
 double binade_by_frexp(double m) {
