@@ -76,6 +76,7 @@ void SignatureTally::add_screened(double bound, Index ranges) {
 void SignatureTally::merge(const SignatureTally& o) {
   candidates += o.candidates;
   columns_screened += o.columns_screened;
+  columns_untested += o.columns_untested;
   screened_max = std::max(screened_max, o.screened_max);
   significant += o.significant;
   significant_columns += o.significant_columns;
@@ -174,6 +175,17 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
     }
     if (!wanted) continue;
     reference::column_tile_dots(block, col_begin + jj, dots_.data());
+    // Partial dots beyond f32's range (activations and weights near FLT_MAX) weight no test: a
+    // NaN z had ranked first and read "the outputs fit nanx their exact values" (a review's).
+    if (!std::all_of(dots_.begin(), dots_.end(), [](float d) { return std::isfinite(d); })) {
+      for (Index o = 0; o < outputs_; ++o) {
+        const auto cell = static_cast<std::size_t>(o * width_ + jj);
+        if (any_[cell] && shared_[cell] < 0 && !screened(cell, threshold)) {
+          ++out[static_cast<std::size_t>(o)].columns_untested;
+        }
+      }
+      continue;
+    }
     // The column's partial dots per range: the tiles', then each range the sum of its two
     // children (a range carried up alone is a copy of its child, and its sums are the child's).
     for (std::size_t c = 0; c < n; ++c) {
@@ -201,6 +213,7 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
       const double* m = mask_.data() + at(o, jj);
       SignatureTally& tally = out[static_cast<std::size_t>(o)];
       const Index before = tally.significant;
+      bool untested = false;
       hits_.resize(n);
       for (std::size_t c = 0; c < n; ++c) {
         const TileRange& g = ranges[c];
@@ -240,6 +253,12 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
           // No rounding at all (sigma 0: exact arithmetic): any excess is a fault.
           if (std::fabs(ex_t) - exs_t > 0) h.z = HUGE_VAL;
           if (!(aa_t > 0)) h.col = -1;
+          // Sums beyond f64's range (squares of partial dots near FLT_MAX over a small sigma).
+          if (!std::isfinite(num_t) || !std::isfinite(den_t) || !std::isfinite(sk_t) || !std::isfinite(ex_t) ||
+              !std::isfinite(exs_t) || !std::isfinite(aa_t)) {
+            h.col = -1;
+            untested = true;
+          }
         }
         if (h.col >= 0) {
           SignatureHit add = h;
@@ -248,6 +267,7 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
         }
       }
       if (tally.significant > before) ++tally.significant_columns;
+      if (untested) ++tally.columns_untested;
     }
   }
 }

@@ -64,7 +64,10 @@ struct SignatureTally {
   /// (output, column) pairs whose every candidate is below the threshold by their bound
   /// sqrt(sum r^2 / sigma^2) (Cauchy-Schwarz): tested without computing their candidates.
   Index columns_screened = 0;
-  double screened_max = 0;              ///< the largest bound of a screened column
+  double screened_max = 0;  ///< the largest bound of a screened column
+  /// (output, column) pairs not tested: a partial dot of theirs, or a candidate's sums, beyond
+  /// the range of the type it is computed in (activations and weights near FLT_MAX).
+  Index columns_untested = 0;
   std::vector<SignatureHit> strongest;  ///< by z, then output, column and range: deterministic
   /// The same, one per column (its strongest hit): the columns a failure's location is sought
   /// among beside the strongest (a column holding another's values: detail/localize.h).

@@ -144,12 +144,22 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     e.significant_columns += t.significant_columns;
     e.columns_as_unpacked += t.columns_as_unpacked;
     e.columns_screened += t.columns_screened;
+    e.columns_untested += t.columns_untested;
     e.screened_max = std::max(e.screened_max, t.screened_max);
     e.z.merge(t.z);
     all.insert(all.end(), t.strongest.begin(), t.strongest.end());
   }
+  // Columns whose partial dots leave the range they are computed in: no candidate of theirs
+  // is counted, and the reason says so.
+  const std::string untested =
+      e.columns_untested == 0
+          ? std::string()
+          : "; " + std::to_string(e.columns_untested) + " column" + (e.columns_untested == 1 ? "" : "s") +
+                " not tested (partial dots beyond the range of f32 or f64: bound and variance test their values)";
   if (e.candidates == 0) {
-    return skipped(id, subject, CheckKind::kSignature, "no output value has a residual to test (no finite value)");
+    return skipped(id, subject, CheckKind::kSignature,
+                   e.columns_untested > 0 ? "no candidate could be tested" + untested
+                                          : "no output value has a residual to test (no finite value)");
   }
   std::sort(all.begin(), all.end(), stronger);
   for (const SignatureHit& h : by_column) columns.strongest.push_back(h.col);
@@ -177,7 +187,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     r.verdict = Verdict::kFail;
     r.reason = describe_location(e, info) + "; " + std::to_string(e.significant) + " candidate" +
                (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) + " output column" +
-               (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds;
+               (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds + untested;
     r.first_failure = Location{s.output, -1, s.col};
   } else {
     const std::string screened = std::to_string(e.columns_screened) + " column" + (e.columns_screened == 1 ? "" : "s") +
@@ -186,7 +196,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
                (e.strongest.empty() ? screened
                                     : "largest z " + format_short(e.strongest.front().z) +
                                           (e.columns_screened > 0 ? ", " + screened : std::string())) +
-               " (" + odds + ")";
+               " (" + odds + ")" + untested;
   }
   r.evidence = std::move(e);
   return r;

@@ -576,7 +576,11 @@ struct SignatureEvidence {
   /// (output, column) pairs whose bound sqrt(sum r^2 / sigma^2), which every candidate's z is
   /// under, is itself under the threshold: tested without computing their candidates.
   Index columns_screened = 0;
-  double screened_max = 0;                  ///< the largest bound of a screened column
+  double screened_max = 0;  ///< the largest bound of a screened column
+  /// (output, column) pairs not tested, or tested on some of their ranges only: a partial dot
+  /// or a candidate's sums beyond the range of the type it is computed in (activations and
+  /// weights near FLT_MAX). bound and variance still test their values.
+  Index columns_untested = 0;
   std::vector<SignatureFinding> strongest;  ///< the largest computed z first, at most 8
   /// z of every computed candidate, and once per screened column its bound.
   Log2Histogram z{kZLog2Min, kZLog2Max};

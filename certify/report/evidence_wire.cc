@@ -379,6 +379,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("significant_columns", x.significant_columns);
   f("columns_as_unpacked", x.columns_as_unpacked);
   f("columns_screened", x.columns_screened);
+  f("columns_untested", x.columns_untested);
   f("screened_max", x.screened_max);
   f("strongest", x.strongest);
   f("z", x.z);

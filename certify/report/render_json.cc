@@ -280,6 +280,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                 {"significant_columns", e.significant_columns},
                 {"columns_as_unpacked", e.columns_as_unpacked},
                 {"columns_screened", e.columns_screened},
+                {"columns_untested", e.columns_untested},
                 {"screened_max", e.screened_max},
                 {"strongest", strongest},
                 {"z_histogram", histogram_json(e.z)}};

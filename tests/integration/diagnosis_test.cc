@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -1310,6 +1311,66 @@ TEST(Diagnosis, AFaultInOneGroupIsNotMistakenForADeclaration) {
   EXPECT_TRUE(e->diagnosis.empty()) << b->reason;
   EXPECT_NE(b->reason.find("assumed: accumulator f32-rn; s0_af4: af4 affine dequant exact"), std::string::npos)
       << b->reason;
+}
+
+TEST(Overflow, AValueEveryOrderOverflowsIsInfinityUnderRoundToNearest) {
+  // x = [3e38, 3e38], w = [2, 2]: y* = 1.2e39. Every f32-rn order overflows to +inf, and bound
+  // accepted FLT_MAX (a review's): the interval's lower end was rounded down into f32. A
+  // truncating accumulator stops at FLT_MAX, which the diagnosis then names.
+  const std::vector<float> x = {3e38f, 3e38f}, w = {2.0f, 2.0f};
+  const float max = std::numeric_limits<float>::max(), inf = std::numeric_limits<float>::infinity();
+  const std::string stops = ncert::testing::scratch_file("overflow-stops-at-max.h5");
+  write_plain(stops, 1, 2, 1, x, w, DType::kF32, &max);
+  const Report r = check_dump(stops);
+  const CheckResult* b = nullptr;
+  ASSERT_NE(failing_bound(r, b), nullptr);
+  EXPECT_NE(b->reason.find("outside [inf, inf]"), std::string::npos) << b->reason;
+  EXPECT_NE(b->reason.find("the data fits accumulator = f32-rz"), std::string::npos) << b->reason;
+  const std::string overflows = ncert::testing::scratch_file("overflow-to-inf.h5");
+  write_plain(overflows, 1, 2, 1, x, w, DType::kF32, &inf);
+  const CheckResult* c = find_check(check_dump(overflows), "projections/p/bound");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+}
+
+TEST(Overflow, ColumnsWhosePartialDotsLeaveF32sRangeAreNotTestedBySignature) {
+  // Every output halved, K 64 (one tile), column j's weights all 4e36 + j 3e35 over
+  // activations near 1: from column 5 on, the partial dot (one tile: the whole dot product)
+  // passes FLT_MAX in f32. Their z was NaN: it ranked first and read "the outputs fit nanx their
+  // exact values" (a review's). They are counted as untested; columns 0-4 still name the fault.
+  const Index m = 8, k = 64, n = 16;
+  std::vector<float> x(static_cast<std::size_t>(m * k)), w(static_cast<std::size_t>(n * k));
+  for (Index i = 0; i < m; ++i) {
+    for (Index c = 0; c < k; ++c)
+      x[static_cast<std::size_t>(i * k + c)] = 1.0f + 0.01f * static_cast<float>((i + c) % 5);
+  }
+  for (Index j = 0; j < n; ++j) {
+    for (Index c = 0; c < k; ++c) w[static_cast<std::size_t>(j * k + c)] = 4e36f + static_cast<float>(j) * 3e35f;
+  }
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      double dot = 0;
+      for (Index c = 0; c < k; ++c) {
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * w[static_cast<std::size_t>(j * k + c)];
+      }
+      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot * 0.5);
+    }
+  }
+  const std::string path = ncert::testing::scratch_file("overflow-partial-dots.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  const Report r = check_dump(path);
+  const CheckResult* sig = find_check(r, "projections/p/signature");
+  ASSERT_NE(sig, nullptr) << r.to_text(true);
+  EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
+  const auto* e = ncert::testing::evidence_of<SignatureEvidence>(sig);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->columns_untested, 11) << sig->reason;
+  EXPECT_EQ(e->significant_columns, 5) << sig->reason;
+  EXPECT_NE(sig->reason.find("the outputs fit 0.5x their exact values"), std::string::npos) << sig->reason;
+  EXPECT_NE(sig->reason.find("; 11 columns not tested (partial dots beyond the range of f32 or f64"), std::string::npos)
+      << sig->reason;
+  EXPECT_EQ(r.to_text(true).find("nan"), std::string::npos) << r.to_text(true);
 }
 
 }  // namespace

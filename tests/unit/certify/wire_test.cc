@@ -203,6 +203,7 @@ Evidence sample(Of<SignatureEvidence>) {
   e.significant_columns = 1;
   e.columns_as_unpacked = 32960;
   e.columns_screened = 16479;
+  e.columns_untested = 3;
   e.screened_max = 4.75;
   e.strongest = {{"y_packed", 1234, 1088, 1152, 17, 41.5, 0.021}, {"y_unpacked", 88, 1024, 1280, -1, 9.1, -0.998}};
   e.z.add(0.5);
