@@ -1313,6 +1313,27 @@ TEST(Diagnosis, AFaultInOneGroupIsNotMistakenForADeclaration) {
       << b->reason;
 }
 
+TEST(Diagnosis, OverOneRowSignatureNamesTheWholeDotProductNotARange) {
+  // M 1 (a decode step), every output x 0.5: over one row every K range's z is |r| / sigma, the
+  // same up to rounding, and the range ranked first was noise ("k 64-127: the outputs fit
+  // 49.31x that range's exact contribution", a review's). Only the whole dot product is tried.
+  const Index m = 1, k = 4096, n = 16;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 21, x, w);
+  std::vector<float> y = row_scaled_outputs(m, k, n, x, w, 0, 0.5);
+  const std::string path = ncert::testing::scratch_file("diag-one-row-half.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  const Report r = check_dump(path);
+  const CheckResult* sig = find_check(r, "projections/p/signature");
+  ASSERT_NE(sig, nullptr) << r.to_text(true);
+  EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
+  EXPECT_NE(sig->reason.find(", the whole dot product: the outputs fit 0.5x their exact values"), std::string::npos)
+      << sig->reason;
+  const auto* e = ncert::testing::evidence_of<SignatureEvidence>(sig);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->candidates, n) << sig->reason;  // one per column
+}
+
 TEST(Overflow, AValueEveryOrderOverflowsIsInfinityUnderRoundToNearest) {
   // x = [3e38, 3e38], w = [2, 2]: y* = 1.2e39. Every f32-rn order overflows to +inf, and bound
   // accepted FLT_MAX (a review's): the interval's lower end was rounded down into f32. A
