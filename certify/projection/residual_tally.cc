@@ -206,75 +206,87 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
     for (Index o = 0; o < outputs_; ++o) {
       const auto cell = static_cast<std::size_t>(o * width_ + jj);
       if (!any_[cell] || shared_[cell] >= 0 || screened(cell, threshold)) continue;
-      const double* rw = r_w_.data() + at(o, jj);
-      const double* w = w_.data() + at(o, jj);
-      const double* slw = slack_w_.data() + at(o, jj);
-      const double* er = exact_r_.data() + at(o, jj);
-      const double* es = exact_slack_.data() + at(o, jj);
-      const double* m = mask_.data() + at(o, jj);
-      SignatureTally& tally = out[static_cast<std::size_t>(o)];
-      const Index before = tally.significant;
-      bool untested = false;
-      // Over one row every range's z is |r| / sigma, the same up to rounding, and the best
-      // range is noise (a row x 0.5 at M 1 read "k 64-127: the outputs fit 49.31x that range's
-      // exact contribution", a review's): only the whole dot product is a candidate there.
-      const bool one_row = std::accumulate(m, m + padded_, 0.0) <= 1.0;
-      hits_.resize(n);
-      for (std::size_t c = 0; c < n; ++c) {
-        const TileRange& g = ranges[c];
-        SignatureHit& h = hits_[c];
-        if (g.left >= 0 && g.right < 0) {
-          h = hits_[static_cast<std::size_t>(g.left)];  // carried up alone: its child's sums
-        } else {
-          const double* a = a_.data() + c * p;
-          // Weights a / sigma^2 (docs/error-bounds.md §6d): the rows that rounding disturbs
-          // least count most, as in a weighted least-squares fit. Rows without rounding
-          // (sigma 0) are summed apart: on them any excess over the slack is a fault.
-          double num[kLanes] = {}, den[kLanes] = {}, aa[kLanes] = {}, sk[kLanes] = {};
-          double ex[kLanes] = {}, exs[kLanes] = {};
-          for (std::size_t i0 = 0; i0 < p; i0 += kLanes) {
-            for (Index l = 0; l < kLanes; ++l) {
-              const std::size_t i = i0 + static_cast<std::size_t>(l);
-              const double a2 = a[i] * a[i];
-              num[l] += a[i] * rw[i];
-              den[l] += a2 * w[i];
-              aa[l] += a2 * m[i];
-              sk[l] += std::fabs(a[i]) * slw[i];
-              ex[l] += a[i] * er[i];
-              exs[l] += std::fabs(a[i]) * es[i];
-            }
-          }
-          const double num_t = lane_total(num), den_t = lane_total(den), aa_t = lane_total(aa);
-          const double sk_t = lane_total(sk), ex_t = lane_total(ex), exs_t = lane_total(exs);
-          h = SignatureHit{};
-          h.output = o;
-          h.col = col_begin + jj;
-          h.range = static_cast<Index>(c);
-          // A range whose partial dots are all zero (zero weights or activations there) has no
-          // signature to find; it is not a candidate (aa 0 marks it).
-          h.fit = den_t > 0 ? num_t / den_t : (aa_t > 0 ? ex_t / aa_t : 0.0);
-          // sum (a / sigma^2)^2 sigma^2 = sum a^2 / sigma^2: the weighted sum's scale.
-          h.z = den_t > 0 ? (std::fabs(num_t) - sk_t) / std::sqrt(den_t) : 0.0;
-          // No rounding at all (sigma 0: exact arithmetic): any excess is a fault.
-          if (std::fabs(ex_t) - exs_t > 0) h.z = HUGE_VAL;
-          if (!(aa_t > 0)) h.col = -1;
-          // Sums beyond f64's range (squares of partial dots near FLT_MAX over a small sigma).
-          if (!std::isfinite(num_t) || !std::isfinite(den_t) || !std::isfinite(sk_t) || !std::isfinite(ex_t) ||
-              !std::isfinite(exs_t) || !std::isfinite(aa_t)) {
-            h.col = -1;
-            untested = true;
-          }
-        }
-        if (h.col >= 0 && (!one_row || c + 1 == n)) {
-          SignatureHit add = h;
-          add.range = static_cast<Index>(c);
-          tally.add(add, threshold);
-        }
-      }
-      if (tally.significant > before) ++tally.significant_columns;
-      if (untested) ++tally.columns_untested;
+      column_candidates(ranges, o, jj, col_begin + jj, threshold, out[static_cast<std::size_t>(o)]);
     }
   }
+}
+
+void BlockSignatures::column_candidates(const std::vector<TileRange>& ranges, Index o, Index jj, Index col,
+                                        double threshold, SignatureTally& tally) {
+  const std::size_t n = ranges.size();
+  const Index before = tally.significant;
+  bool untested = false;
+  // Over one row every range's z is |r| / sigma, the same up to rounding, and the best range
+  // is noise (a row x 0.5 at M 1 read "k 64-127: the outputs fit 49.31x that range's exact
+  // contribution", a review's): only the whole dot product is a candidate there.
+  const double* m = mask_.data() + at(o, jj);
+  const bool one_row = std::accumulate(m, m + padded_, 0.0) <= 1.0;
+  hits_.resize(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    const TileRange& g = ranges[c];
+    SignatureHit& h = hits_[c];
+    if (g.left >= 0 && g.right < 0) {
+      h = hits_[static_cast<std::size_t>(g.left)];  // carried up alone: its child's sums
+    } else {
+      h = range_hit(o, jj, c, col);
+      untested = untested || h.col == kUntested;
+    }
+    if (h.col >= 0 && (!one_row || c + 1 == n)) {
+      SignatureHit add = h;
+      add.range = static_cast<Index>(c);
+      tally.add(add, threshold);
+    }
+  }
+  if (tally.significant > before) ++tally.significant_columns;
+  if (untested) ++tally.columns_untested;
+}
+
+SignatureHit BlockSignatures::range_hit(Index o, Index jj, std::size_t c, Index col) const {
+  const auto p = static_cast<std::size_t>(padded_);
+  const double* rw = r_w_.data() + at(o, jj);
+  const double* w = w_.data() + at(o, jj);
+  const double* slw = slack_w_.data() + at(o, jj);
+  const double* er = exact_r_.data() + at(o, jj);
+  const double* es = exact_slack_.data() + at(o, jj);
+  const double* m = mask_.data() + at(o, jj);
+  const double* a = a_.data() + c * p;
+  // Weights a / sigma^2 (docs/error-bounds.md §6d): the rows that rounding disturbs least
+  // count most, as in a weighted least-squares fit. Rows without rounding (sigma 0) are summed
+  // apart: on them any excess over the slack is a fault.
+  double num[kLanes] = {}, den[kLanes] = {}, aa[kLanes] = {}, sk[kLanes] = {};
+  double ex[kLanes] = {}, exs[kLanes] = {};
+  for (std::size_t i0 = 0; i0 < p; i0 += kLanes) {
+    for (Index l = 0; l < kLanes; ++l) {
+      const std::size_t i = i0 + static_cast<std::size_t>(l);
+      const double a2 = a[i] * a[i];
+      num[l] += a[i] * rw[i];
+      den[l] += a2 * w[i];
+      aa[l] += a2 * m[i];
+      sk[l] += std::fabs(a[i]) * slw[i];
+      ex[l] += a[i] * er[i];
+      exs[l] += std::fabs(a[i]) * es[i];
+    }
+  }
+  const double num_t = lane_total(num), den_t = lane_total(den), aa_t = lane_total(aa);
+  const double sk_t = lane_total(sk), ex_t = lane_total(ex), exs_t = lane_total(exs);
+  SignatureHit h;
+  h.output = o;
+  h.col = col;
+  h.range = static_cast<Index>(c);
+  // A range whose partial dots are all zero (zero weights or activations there) has no
+  // signature to find; it is not a candidate (aa 0 marks it).
+  h.fit = den_t > 0 ? num_t / den_t : (aa_t > 0 ? ex_t / aa_t : 0.0);
+  // sum (a / sigma^2)^2 sigma^2 = sum a^2 / sigma^2: the weighted sum's scale.
+  h.z = den_t > 0 ? (std::fabs(num_t) - sk_t) / std::sqrt(den_t) : 0.0;
+  // No rounding at all (sigma 0: exact arithmetic): any excess is a fault.
+  if (std::fabs(ex_t) - exs_t > 0) h.z = HUGE_VAL;
+  if (!(aa_t > 0)) h.col = -1;
+  // Sums beyond f64's range (squares of partial dots near FLT_MAX over a small sigma).
+  if (!std::isfinite(num_t) || !std::isfinite(den_t) || !std::isfinite(sk_t) || !std::isfinite(ex_t) ||
+      !std::isfinite(exs_t) || !std::isfinite(aa_t)) {
+    h.col = kUntested;
+  }
+  return h;
 }
 
 }  // namespace ncert::certify

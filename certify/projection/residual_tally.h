@@ -132,7 +132,17 @@ class BlockSignatures {
               std::vector<SignatureTally>& out);
 
  private:
+  /// SignatureHit::col of a range whose sums leave f64's range: no candidate, and its column
+  /// counted untested.
+  static constexpr Index kUntested = -2;
   std::size_t at(Index o, Index jj) const { return static_cast<std::size_t>((o * width_ + jj) * padded_); }
+  /// Output o's candidates in column jj (absolute column `col`), from the ranges' partial dots
+  /// in a_, into its tally.
+  void column_candidates(const std::vector<TileRange>& ranges, Index o, Index jj, Index col, double threshold,
+                         SignatureTally& tally);
+  /// Range c's sums over output o's rows of column jj: its z and fit (col -1: no candidate,
+  /// kUntested: sums beyond f64's range).
+  SignatureHit range_hit(Index o, Index jj, std::size_t c, Index col) const;
   /// The (output, column) cell's bound on every candidate's z is at most the threshold.
   bool screened(std::size_t cell, double threshold) const { return !(std::sqrt(q_[cell]) > threshold); }
   Index outputs_ = 0, rows_ = 0, width_ = 0;
