@@ -84,6 +84,9 @@ struct LoHi {
 inline LoHi propagate(__m512d y, __m512d b, __m512d bias, __m512d res, const ProjectionArithmetic& a, __mmask8& odd) {
   __m512d lo = add_directed<true>(y, _mm512_xor_pd(b, _mm512_set1_pd(-0.0)), odd);  // -b
   __m512d hi = add_directed<false>(y, b, odd);
+  // The accumulator's own result past f32's range, on either side: the scalar code's.
+  odd |= _mm512_cmp_pd_mask(_mm512_abs_pd(lo), _mm512_set1_pd(kF32RoundsToInf), _CMP_GE_OQ);
+  odd |= _mm512_cmp_pd_mask(_mm512_abs_pd(hi), _mm512_set1_pd(kF32RoundsToInf), _CMP_GE_OQ);
   if (has_bias(a.epilogue)) add_into_f32(lo, hi, bias, odd);
   if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) add_into_f32(lo, hi, res, odd);
   round_out(lo, hi, a, odd);

@@ -27,6 +27,16 @@ inline void f32_cover(double& lo, double& hi, bool nearest) {
   hi = hi_inf ? -std::numeric_limits<double>::infinity() : detail::f64_to_f32_up(hi);
 }
 
+/// Whether the engine's arithmetic rounds a value past f32's range to +-inf: its accumulator
+/// rounds to nearest, and so does a promoted walk's inner stage (`promote:<P>:<p>:rz` stops at
+/// its largest p-bit value, dump-format.md §3.4: a walk reproduced bit for bit had failed
+/// bound, a review's).
+inline bool rounds_past_max_to_inf(const ProjectionArithmetic& a) {
+  const bool rz_stage = a.walk.declared && a.walk.inner == KWalkInner::kPromote &&
+                        a.walk.promote_rounding != PromoteRounding::kNearestEven;
+  return a.accumulator.round_to_nearest && !rz_stage;
+}
+
 // [lo, hi] (f64 reals) + c, rounded outward into f32.
 inline void add_into_f32(double& lo, double& hi, double c, bool nearest) {
   lo = detail::add_down(lo, c);
@@ -61,9 +71,19 @@ inline void round_out(double& lo, double& hi, DType output, OutputRounding round
 }
 
 inline Interval propagate_interval(double y_star, double b, float bias, float residual, const ProjectionArithmetic& a) {
-  const bool nearest = a.accumulator.round_to_nearest;
+  const bool nearest = rounds_past_max_to_inf(a);
   double lo = detail::add_down(y_star, -b);
   double hi = detail::add_up(y_star, b);
+  // The accumulator's own result first: past f32's range in every order it is +-inf, and stays
+  // so through the epilogue's adds (x = [3e38, 3e38], w = [2, 2], bias -3e38: the correct +inf
+  // failed, 3e38 passed; a review's).
+  // An end past it on either side is that infinity (the other end may be finite: the result
+  // then overflows in some orders only).
+  if (nearest) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    lo = lo >= kF32RoundsToInf ? kInf : lo <= -kF32RoundsToInf ? -kInf : lo;
+    hi = hi >= kF32RoundsToInf ? kInf : hi <= -kF32RoundsToInf ? -kInf : hi;
+  }
   if (has_bias(a.epilogue)) add_into_f32(lo, hi, bias, nearest);
   if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) add_into_f32(lo, hi, residual, nearest);
   round_out(lo, hi, a.output, a.output_rounding, nearest);

@@ -153,10 +153,23 @@ TEST(Propagate, AValueEveryOrderOverflowsIsInfinityUnderRoundToNearest) {
   // to FLT_MAX.
   EXPECT_EQ(propagate(0x1.ffffffp127, 0, 0.0f, 0.0f, a).lo, inf);
   EXPECT_EQ(propagate(0x1.fffffefffffffp127, 0, 0.0f, 0.0f, a).lo, FLT_MAX);
-  // A bias that carries the sum past it: fl32(v + bias) is infinity too.
+  // A bias that carries the sum past it: fl32(v + bias) is infinity too; and a dot product
+  // past it is infinity before a bias that would bring it back (inf - 3e38 = inf).
   a.epilogue = Epilogue::kBias;
   EXPECT_EQ(propagate(3e38, 1e30, 1e38f, 0.0f, a).lo, inf);
+  EXPECT_EQ(propagate(1.2e39, 1e33, -3e38f, 0.0f, a).lo, inf);
+  EXPECT_EQ(propagate(1.2e39, 1e33, -3e38f, 0.0f, a).hi, inf);
+  // Past it in some orders only: the low end finite, the high end infinity.
+  EXPECT_EQ(propagate(0x1.ffffffp127, 0x1p110, -3e38f, 0.0f, a).hi, inf);
+  EXPECT_LT(propagate(0x1.ffffffp127, 0x1p110, -3e38f, 0.0f, a).lo, 1e38f);
   a.epilogue = Epilogue::kNone;
+  // A promoted walk whose inner stage truncates stops at its largest value (dump-format.md
+  // §3.4): FLT_MAX stays inside.
+  a.walk.declared = true;
+  a.walk.inner = KWalkInner::kPromote;
+  a.walk.promote_rounding = PromoteRounding::kTowardZero;
+  EXPECT_EQ(propagate(1.2e39, 1e33, 0.0f, 0.0f, a).lo, FLT_MAX);
+  a.walk = KWalk{};
   // bf16 outputs: the f32 value is infinity, and so is its rounding, to nearest or toward zero.
   a.output = DType::kBf16;
   EXPECT_EQ(propagate(1.2e39, 1e33, 0.0f, 0.0f, a).lo, inf);
