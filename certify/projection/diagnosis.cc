@@ -425,6 +425,7 @@ Weights transposed_sample(const ProjectionFacts& f, Index cols, std::vector<floa
 struct ChannelSums {
   Index begin = 0, end = 0;
   std::vector<double> num, den;
+  bool own_fit = false;  ///< wide enough for a fit in its columns alone (kChannelCols)
 };
 
 ChannelSums channel_sums(const Sample& s, const LinearProblem& base, const std::vector<double>& t,
@@ -478,8 +479,10 @@ ChannelFit best_channel_fit(const std::vector<ChannelSums>& parts, Index K, Inde
     const double explained = num * num / den;
     if (explained > best.explained) best = {k, segment, explained, num / den};
   };
-  const bool per_segment = parts.size() >= 2;
-  candidates = K * (per_segment ? 1 + static_cast<Index>(parts.size()) : 1);
+  const auto own =
+      static_cast<Index>(std::count_if(parts.begin(), parts.end(), [](const ChannelSums& p) { return p.own_fit; }));
+  const bool per_segment = parts.size() >= 2 && own > 0;
+  candidates = K * (per_segment ? 1 + own : 1);
   for (Index k = 0; k < K; ++k) {
     double num = 0, den = 0;
     for (const ChannelSums& p : parts) {
@@ -490,6 +493,7 @@ ChannelFit best_channel_fit(const std::vector<ChannelSums>& parts, Index K, Inde
   }
   if (!per_segment) return best;
   for (std::size_t g = 0; g < parts.size(); ++g) {
+    if (!parts[g].own_fit) continue;
     for (Index k = 0; k < K; ++k) {
       consider(k, static_cast<Index>(g), parts[g].num[static_cast<std::size_t>(k)],
                parts[g].den[static_cast<std::size_t>(k)]);
@@ -603,9 +607,12 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
   std::vector<ChannelSums> parts;
   std::vector<const WeightSegment*> part_segment;
   for (const WeightSegment& seg : s.weights.segments) {
+    // Every segment's columns count for the fit in every column (segments of 8 columns each had
+    // left none, a review's); one segment's own fit needs kChannelCols of them.
     const Index end = std::min(seg.row_end, seg.row_begin + kDiagnosisCols);
-    if (end - seg.row_begin < kChannelCols) continue;
+    if (end <= seg.row_begin) continue;
     parts.push_back(channel_sums(s, base, t, u, seg.row_begin, end));
+    parts.back().own_fit = end - seg.row_begin >= kChannelCols;
     part_segment.push_back(&seg);
   }
   if (parts.empty()) return;

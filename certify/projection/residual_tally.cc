@@ -187,6 +187,13 @@ void BlockSignatures::finish(const std::vector<TileRange>& ranges, const referen
       }
       continue;
     }
+    // Rows with a nonzero partial dot: the others (rows of zeros, padding) carry no candidate.
+    live_.assign(p, 0.0);
+    for (Index g = 0; g < block.tiles; ++g) {
+      for (Index i = 0; i < rows_; ++i) {
+        if (dots_[static_cast<std::size_t>(g * rows_ + i)] != 0) live_[static_cast<std::size_t>(i)] = 1.0;
+      }
+    }
     // The column's partial dots per range: the tiles', then each range the sum of its two
     // children (a range carried up alone is a copy of its child, and its sums are the child's).
     for (std::size_t c = 0; c < n; ++c) {
@@ -218,9 +225,10 @@ void BlockSignatures::column_candidates(const std::vector<TileRange>& ranges, In
   bool untested = false;
   // Over one row every range's z is |r| / sigma, the same up to rounding, and the best range
   // is noise (a row x 0.5 at M 1 read "k 64-127: the outputs fit 49.31x that range's exact
-  // contribution", a review's): only the whole dot product is a candidate there.
+  // contribution", a review's): only the whole dot product is a candidate there. Rows whose
+  // partial dots are all zero do not count (one live row among padding read as M 1 did).
   const double* m = mask_.data() + at(o, jj);
-  const bool one_row = std::accumulate(m, m + padded_, 0.0) <= 1.0;
+  const bool one_row = std::inner_product(m, m + padded_, live_.data(), 0.0) <= 1.0;
   hits_.resize(n);
   for (std::size_t c = 0; c < n; ++c) {
     const TileRange& g = ranges[c];

@@ -157,6 +157,7 @@ class BlockSignatures {
   std::vector<char> any_;           ///< outputs x width: a column with at least one element
   std::vector<double> a_;           ///< ranges x padded: one column's partial dots
   std::vector<float> dots_;         ///< tiles x rows: one column's tile dots
+  std::vector<double> live_;        ///< padded: 1 where a row's tile dots are not all zero
   std::vector<SignatureHit> hits_;  ///< one output's candidates of the column, per range
 };
 

@@ -908,6 +908,38 @@ TEST(Diagnosis, OneInputChannelsScaleInOneWeightSegmentIsNamedWithThatSegment) {
       << b->reason;
 }
 
+TEST(Diagnosis, AChannelOverNarrowSegmentsIsStillNamedInEveryColumn) {
+  // 4 segments of 8 columns each, W[:, 17] x 1.02 in every column: the channel fit took only
+  // segments of 16 columns or more, so with every segment narrow nothing was fitted, and the
+  // reason read "a kernel fault, or more than one mistake" (a review's). Every segment's
+  // columns count for the fit in every column.
+  const Index m = 32, k = 1024, n = 32, channel = 17;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 9, x, w);
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      double dot = 0;
+      for (Index c = 0; c < k; ++c) {
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * (c == channel ? 1.02 : 1.0) *
+               w[static_cast<std::size_t>(j * k + c)];
+      }
+      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot);
+    }
+  }
+  const std::string path = ncert::testing::scratch_file("diag-channel-narrow-segments.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 4);
+  const Report r = check_dump(path);
+  const CheckResult* b = nullptr;
+  const DeclarationTrial* t = fault_trial(r, b);
+  ASSERT_NE(b, nullptr) << r.to_text(true);
+  ASSERT_NE(t, nullptr) << b->reason;
+  EXPECT_EQ(t->segment, "");
+  EXPECT_NE(b->reason.find("but a fault does: input channel 17 scaled 1.02x (x[:, 17] or W[:, 17], in every column)"),
+            std::string::npos)
+      << b->reason;
+}
+
 TEST(Diagnosis, ADroppedChannelAndAChannelUnderBf16OutputsAreNamed) {
   // A channel dropped (0x) was kept out by a bound on the scale (0.5-1.5x), the commonest
   // channel fault; under bf16 outputs the shifted value was held to the stored value's own
@@ -1382,6 +1414,25 @@ TEST(Diagnosis, OverOneRowSignatureNamesTheWholeDotProductNotARange) {
   const auto* e = ncert::testing::evidence_of<SignatureEvidence>(sig);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->candidates, n) << sig->reason;  // one per column
+}
+
+TEST(Diagnosis, OneLiveRowAmongRowsOfZerosTriesTheWholeDotProductAlone) {
+  // M 8, rows 1-7 of x zeros (a padded decode batch), row 0's outputs x 0.5: one live row, as
+  // at M 1, yet it read "k 0-63: the outputs fit -0.4712x that range's exact contribution" (a
+  // review's). Rows whose partial dots are all zero do not count.
+  const Index m = 8, k = 256, n = 64;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 4, x, w);
+  std::fill(x.begin() + k, x.end(), 0.0f);
+  const std::vector<float> y = row_scaled_outputs(m, k, n, x, w, 0, 0.5);
+  const std::string path = ncert::testing::scratch_file("diag-one-live-row.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  const Report r = check_dump(path);
+  const CheckResult* sig = find_check(r, "projections/p/signature");
+  ASSERT_NE(sig, nullptr) << r.to_text(true);
+  EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
+  EXPECT_NE(sig->reason.find(", the whole dot product: the outputs fit 0.5x their exact values"), std::string::npos)
+      << sig->reason;
 }
 
 TEST(Overflow, AValueEveryOrderOverflowsIsInfinityUnderRoundToNearest) {
