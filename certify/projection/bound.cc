@@ -117,15 +117,17 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     out.append(trial_text(*fault)).append(" holds them all, their energy ").append(format_short(fault->energy));
     out.append(" within the rounding noise (limit ").append(format_short(diagnosis_energy_limit(fault->sampled)));
     out.append("; ").append(format_short(declared.energy)).append(" and ").append(as_declared);
-    out.append(fault->segment.empty()
-                   ? " inside as declared): a kernel fault of that channel's weights or activations, not a "
-                     "declaration mistake"
-                   : " inside as declared): a kernel fault of that channel's weights in that segment, not a "
-                     "declaration mistake");
+    // One segment's or several segments' weights (channel_trial names them in `segment`).
+    const bool several = fault->segment.find(", ") != std::string::npos;
+    out.append(fault->segment.empty() ? " inside as declared): a kernel fault of that channel's weights or activations"
+               : several ? " inside as declared): a kernel fault of that channel's weights in those segments"
+                         : " inside as declared): a kernel fault of that channel's weights in that segment");
+    out.append(", not a declaration mistake");
   } else if (few) {
     // A trial may hold every sampled value by a wider bound alone; in a few rows that is a
     // fault of theirs (two rows at 1.01x and 1.02x held by accumulator = matrix-unit).
-    out.append("; the values outside lie in ").append(std::to_string(e.rows_outside)).append(" of ");
+    out.append(e.rows_elsewhere ? "; the values outside y_unpacked lie in " : "; the values outside lie in ");
+    out.append(std::to_string(e.rows_outside)).append(" of ");
     out.append(std::to_string(e.rows_held)).append(" rows");
     if (!e.rows_named.empty()) {
       out.append(e.rows_named.size() == 1 ? " (row " : " (rows ");
@@ -134,6 +136,8 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
       }
       out.append(")");
     }
+    if (e.rows_elsewhere)
+      out.append(" (the packed outputs' lie in other rows too: a fault of the packed path besides)");
     const bool wider_alone = best && best->inside == best->sampled;
     if (declared.energy >= 0 && declared.energy <= diagnosis_energy_limit(declared.sampled)) {
       // Under bf16 outputs half a spacing can dwarf a row's fault: the energy cannot tell, the
@@ -239,6 +243,17 @@ void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, Boun
       e.rows_dominant = dominant;
       e.rows_named = std::move(named);
       many = more;
+    }
+  }
+  if (!unpacked_outside) return;
+  // A packed path's own fault in other rows (a review's: y_packed's 1050 values outside in every
+  // row beside y_unpacked's row 3 read "1 of 40 rows (row 3) ... a fault of that row").
+  const std::vector<char>& unpacked = pass.outside_rows[static_cast<std::size_t>(EngineOutputId::kUnpacked)];
+  for (EngineOutputId id : kAllEngineOutputs) {
+    const std::vector<char>& other = pass.outside_rows[static_cast<std::size_t>(id)];
+    if (id == EngineOutputId::kUnpacked || !f.data.output(id).present) continue;
+    for (std::size_t i = 0; i < other.size(); ++i) {
+      if (other[i] != 0 && (i >= unpacked.size() || unpacked[i] == 0)) e.rows_elsewhere = true;
     }
   }
 }

@@ -463,9 +463,64 @@ ChannelSums channel_sums(const Sample& s, const LinearProblem& base, const std::
 /// One channel fit: channel k scaled by 1 + scale, in every column (segment -1) or in one
 /// segment's columns alone.
 struct ChannelFit {
+  static constexpr Index kJoint = -2;  ///< `segment`: one scale per segment (part_scale)
   Index k = -1, segment = -1;
   double explained = 0, scale = 0;
+  std::vector<double> part_scale;  ///< kJoint: per part, 0 where that segment is not scaled
 };
+
+/// The x beyond which the largest of `n` chi-square values of `dof` degrees of freedom lies
+/// with probability at most `alpha`: Chernoff's P(X >= x) <= exp(-(x - d - d ln(x / d)) / 2)
+/// for x > d, solved by bisection (dof 1 is the 2 ln(2 n / alpha) of the single fits, nearly).
+double chi_square_max(Index dof, double n, double alpha) {
+  const double d = static_cast<double>(dof), target = 2 * std::log(n / alpha);
+  double lo = d, hi = d + 4 * target + 64;
+  for (int i = 0; i < 200; ++i) {
+    const double x = (lo + hi) / 2;
+    (x - d - d * std::log(x / d) < target ? lo : hi) = x;
+  }
+  return hi;
+}
+
+/// A channel wrong in several segments of its weights (W[:, 17] x 1.02 in two segments of a
+/// fused q/k/v, or x 1.02 in one and x 0.98 in another) explains too little in every column or
+/// in one segment, and read "the data fits accumulator = matrix-unit" (a review's). Per
+/// channel, one scale per segment wide enough (disjoint columns: each its own fit) explains
+/// the sum of their energies, a chi-square of `own` degrees of freedom under noise. It replaces
+/// `best` where it explains more than the best of K such sums of noise would, and more than
+/// `best` by more than the best of K sums of own - 1 would (a fault of every column, or of one
+/// segment, stays named so). The segments whose own fit is not beyond chance keep their
+/// scale.
+void joint_channel_fit(const std::vector<ChannelSums>& parts, Index K, Index own, ChannelFit& best) {
+  const double n = static_cast<double>(K);
+  const double alone = 2 * std::log(2 * n * static_cast<double>(own) / kResidualAlpha);
+  const double beyond = chi_square_max(own, n, kResidualAlpha / 2);
+  const double extra = chi_square_max(own - 1, n, kResidualAlpha / 2);
+  Index best_k = -1;
+  double best_joint = 0;
+  for (Index k = 0; k < K; ++k) {
+    double joint = 0;
+    for (const ChannelSums& p : parts) {
+      const double num = p.num[static_cast<std::size_t>(k)], den = p.den[static_cast<std::size_t>(k)];
+      if (p.own_fit && den > 0 && std::isfinite(num)) joint += num * num / den;
+    }
+    if (joint > best_joint) {
+      best_joint = joint;
+      best_k = k;
+    }
+  }
+  if (best_k < 0 || !(best_joint > beyond) || !(best_joint - best.explained > extra)) return;
+  ChannelFit fit{best_k, ChannelFit::kJoint, best_joint, 0, std::vector<double>(parts.size(), 0.0)};
+  Index scaled = 0;
+  for (std::size_t g = 0; g < parts.size(); ++g) {
+    const double num = parts[g].num[static_cast<std::size_t>(best_k)];
+    const double den = parts[g].den[static_cast<std::size_t>(best_k)];
+    if (!parts[g].own_fit || !(den > 0) || !(num * num / den > alone)) continue;
+    fit.part_scale[g] = num / den;
+    ++scaled;
+  }
+  if (scaled >= 2) best = std::move(fit);
+}
 
 /// The fit explaining the most energy, over every channel in every column and, where the sample
 /// holds two weight segments or more with kChannelCols searched columns each, every channel in
@@ -477,7 +532,7 @@ ChannelFit best_channel_fit(const std::vector<ChannelSums>& parts, Index K, Inde
   const auto consider = [&](Index k, Index segment, double num, double den) {
     if (!(den > 0) || !std::isfinite(num)) return;
     const double explained = num * num / den;
-    if (explained > best.explained) best = {k, segment, explained, num / den};
+    if (explained > best.explained) best = {k, segment, explained, num / den, {}};
   };
   const auto own =
       static_cast<Index>(std::count_if(parts.begin(), parts.end(), [](const ChannelSums& p) { return p.own_fit; }));
@@ -499,6 +554,7 @@ ChannelFit best_channel_fit(const std::vector<ChannelSums>& parts, Index K, Inde
                parts[g].den[static_cast<std::size_t>(k)]);
     }
   }
+  if (own >= 2) joint_channel_fit(parts, K, own, best);
   return best;
 }
 
@@ -563,6 +619,62 @@ MovedCount count_moved(const Declared& d, const std::vector<double>& r, const st
   return out;
 }
 
+/// Sampled columns [begin, end) a channel fit scales alike, and the weight segment they are
+/// (null: every column).
+struct ScaledColumns {
+  Index begin = 0, end = 0;
+  double scale = 0;
+  const WeightSegment* seg = nullptr;
+};
+
+/// "1.02x"; below 1e-3 off, "by 1 + 4.1e-05" or "by 1 - 4.1e-05" (four digits of 1 + e would
+/// read "1x"); "0x" for a dropped channel.
+std::string scale_text(double scale) {
+  return std::fabs(1 + scale) < 1e-6 ? std::string("0x")
+         : std::fabs(scale) >= 1e-3  ? format_short(1 + scale) + "x"
+         : scale > 0                 ? "by 1 + " + format_short(scale)
+                                     : "by 1 - " + format_short(-scale);
+}
+
+/// The fault trial naming channel k scaled in `groups`: in every column (x[:, k] or W[:, k]),
+/// or in one segment's or several segments' columns (W[:, k] there; `segment` their names).
+DeclarationTrial channel_fault_trial(const ProjectionFacts& f, Index channel, const std::vector<ScaledColumns>& groups,
+                                     Index sampled, const MovedCount& moved) {
+  const std::string k = std::to_string(channel);
+  if (groups.size() == 1 && groups.front().seg == nullptr) {
+    return {"input channel " + k + " scaled " + scale_text(groups.front().scale) + " (x[:, " + k + "] or W[:, " + k +
+                "], in every column)",
+            "",
+            TrialEffect::kLocatesFault,
+            sampled,
+            moved.inside,
+            moved.mean};
+  }
+  std::string where, names;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const WeightSegment& seg = *groups[g].seg;
+    // The segment's own columns, all of them (the sample holds a prefix of them).
+    Index last = seg.row_end - 1;
+    for (const WeightSegment& whole : f.data.weights.segments) {
+      if (whole.row_begin == seg.row_begin) last = whole.row_end - 1;
+    }
+    const std::string cols = "columns " + std::to_string(seg.row_begin) + "-" + std::to_string(last);
+    if (groups.size() == 1) {
+      where = scale_text(groups[g].scale) + " (W[:, " + k + "] in " + cols + " alone)";
+    } else {
+      where += (g == 0 ? "" : g + 1 == groups.size() ? " and " : ", ") + scale_text(groups[g].scale) + " in " + cols;
+    }
+    names += (g == 0 ? "" : ", ") + seg.name;
+  }
+  if (groups.size() > 1) where += " (W[:, " + k + "] there alone)";
+  return {"input channel " + k + " of the weights scaled " + where,
+          names,
+          TrialEffect::kLocatesFault,
+          sampled,
+          moved.inside,
+          moved.mean};
+}
+
 /// The input channel whose scale best explains the declaration's residuals on the sample, as a
 /// fault trial (kLocatesFault): the engine's x[:, k] or W[:, k] scaled by 1 + e in every column
 /// moves each value by e x_ik w_jk; W[:, k] of one weight segment, only that segment's columns.
@@ -619,16 +731,19 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
   Index candidates = 0;
   const ChannelFit fit = best_channel_fit(parts, K, candidates);
   const double chance = 2 * std::log(2 * static_cast<double>(candidates) / kResidualAlpha);
-  if (fit.k < 0 || fit.scale == 0 || !(fit.explained > chance)) return;
-  const WeightSegment* seg = fit.segment < 0 ? nullptr : part_segment[static_cast<std::size_t>(fit.segment)];
-  // Each sampled value's move per unit of scale: x_ik w_jk in the columns the fit covers.
-  std::vector<double> moves(cells, 0.0), w(static_cast<std::size_t>(K));
-  for (Index j = 0; j < s.cols; ++j) {
-    if (seg != nullptr && (j < seg->row_begin || j >= seg->row_end)) continue;
-    reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
-    for (Index i = 0; i < s.rows; ++i) {
-      moves[static_cast<std::size_t>(i * s.cols + j)] =
-          static_cast<double>(base.x.at(i, fit.k)) * w[static_cast<std::size_t>(fit.k)];
+  // A joint fit passed its own chance tests (joint_channel_fit).
+  const bool joint = fit.segment == ChannelFit::kJoint;
+  if (fit.k < 0 || (!joint && (fit.scale == 0 || !(fit.explained > chance)))) return;
+  // The columns the fit scales, each group alike: every column, one segment's, or several.
+  std::vector<ScaledColumns> groups;
+  if (fit.segment == -1) {
+    groups.push_back({0, s.cols, fit.scale, nullptr});
+  } else {
+    for (std::size_t g = 0; g < parts.size(); ++g) {
+      const double scale = fit.segment == ChannelFit::kJoint      ? fit.part_scale[g]
+                           : fit.segment == static_cast<Index>(g) ? fit.scale
+                                                                  : 0.0;
+      if (scale != 0) groups.push_back({part_segment[g]->row_begin, part_segment[g]->row_end, scale, part_segment[g]});
     }
   }
   std::vector<double> r(cells, 0.0);
@@ -638,29 +753,22 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
       r[c] = static_cast<double>(value_at(i, j)) - d.centre[c];
     }
   }
-  const MovedCount moved =
-      count_moved(d, r, u, moves, refit_scale(d, r, u, moves, fit.scale, info.output), info.output);
-  const double scale = moved.scale;
-  const std::string k = std::to_string(fit.k);
-  // "1.02x"; below 1e-3 off, "by 1 + 4.1e-05" or "by 1 - 4.1e-05" (four digits of 1 + e would
-  // read "1x").
-  const std::string by = std::fabs(1 + scale) < 1e-6 ? std::string("0x")
-                         : std::fabs(scale) >= 1e-3  ? format_short(1 + scale) + "x"
-                         : scale > 0                 ? "by 1 + " + format_short(scale)
-                                                     : "by 1 - " + format_short(-scale);
-  if (seg == nullptr) {
-    trials.push_back({"input channel " + k + " scaled " + by + " (x[:, " + k + "] or W[:, " + k + "], in every column)",
-                      "", TrialEffect::kLocatesFault, sampled, moved.inside, moved.mean});
-  } else {
-    // The segment's own columns, all of them (the sample holds a prefix of them).
-    Index last = seg->row_end - 1;
-    for (const WeightSegment& whole : f.data.weights.segments) {
-      if (whole.row_begin == seg->row_begin) last = whole.row_end - 1;
+  // Each group's moves per unit of scale (x_ik w_jk in its columns), its scale refitted.
+  std::vector<double> shift(cells, 0.0), moves(cells), w(static_cast<std::size_t>(K));
+  for (ScaledColumns& g : groups) {
+    std::fill(moves.begin(), moves.end(), 0.0);
+    for (Index j = g.begin; j < g.end; ++j) {
+      reference::decode_weight_row(s.weights, j, base.x.dtype, w.data(), nullptr, nullptr);
+      for (Index i = 0; i < s.rows; ++i) {
+        moves[static_cast<std::size_t>(i * s.cols + j)] =
+            static_cast<double>(base.x.at(i, fit.k)) * w[static_cast<std::size_t>(fit.k)];
+      }
     }
-    trials.push_back({"input channel " + k + " of the weights scaled " + by + " (W[:, " + k + "] in columns " +
-                          std::to_string(seg->row_begin) + "-" + std::to_string(last) + " alone)",
-                      seg->name, TrialEffect::kLocatesFault, sampled, moved.inside, moved.mean});
+    g.scale = refit_scale(d, r, u, moves, g.scale, info.output);
+    for (std::size_t c = 0; c < cells; ++c) shift[c] += g.scale * moves[c];
   }
+  const MovedCount moved = count_moved(d, r, u, shift, 1.0, info.output);
+  trials.push_back(channel_fault_trial(f, fit.k, groups, sampled, moved));
 }
 
 }  // namespace
@@ -804,7 +912,9 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
 
 std::string trial_text(const DeclarationTrial& t) {
   std::string s = t.declaration;
-  if (!t.segment.empty()) s.append(" for segment ").append(t.segment);
+  if (!t.segment.empty()) {
+    s.append(t.segment.find(", ") == std::string::npos ? " for segment " : " for segments ").append(t.segment);
+  }
   return s;
 }
 

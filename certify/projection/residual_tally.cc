@@ -242,6 +242,7 @@ void BlockSignatures::column_candidates(const std::vector<TileRange>& ranges, In
     if (h.col >= 0 && (!one_row || c + 1 == n)) {
       SignatureHit add = h;
       add.range = static_cast<Index>(c);
+      add.one_row = one_row;
       tally.add(add, threshold);
     }
   }

@@ -43,6 +43,7 @@ struct SignatureHit {
   Index col = -1;
   Index range = 0;  ///< into dyadic_ranges
   double z = 0, fit = 0;
+  bool one_row = false;  ///< its column held one live row: only the whole K was tried
   bool operator==(const SignatureHit&) const = default;
 };
 

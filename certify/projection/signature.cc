@@ -64,7 +64,9 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
   std::string what;
   if (s.k_begin == 0 && s.k_end == k) {
     what = where + "the whole dot product: the outputs fit " + size +
-           "x their exact values (a wrong per-channel scale, or a wrong scale of the output)";
+           (s.one_row ? "x their exact values (a wrong per-channel scale, or a wrong scale of the output; over one row "
+                        "a fault of any K range, a group's scale or a dropped range, reads the same)"
+                      : "x their exact values (a wrong per-channel scale, or a wrong scale of the output)");
   } else if (range_missing(s)) {
     what = where + range + " missing: the outputs fit " + size + "x that range's exact contribution";
   } else if (range_doubled(s)) {
@@ -176,6 +178,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     if (gs > 0 && gs < k && s.k_begin % gs == 0 && s.k_end - s.k_begin == gs) s.group = s.k_begin / gs;
     s.z = h.z;
     s.fit = h.fit;
+    s.one_row = h.one_row;
     e.strongest.push_back(s);
   }
   CheckResult r = projection_check(info, CheckKind::kSignature);

@@ -391,6 +391,9 @@ struct BoundEvidence {
   /// over 4 times the median row's): any mistake's rounding is largest there.
   bool rows_dominant = false;
   std::vector<Index> rows_named;  ///< those rows, ascending, where at most 8 hold any (else empty)
+  /// Read from y_unpacked, while another output holds values outside in rows y_unpacked's are
+  /// not in (a packed path's own fault): the rows speak for y_unpacked alone.
+  bool rows_elsewhere = false;
   std::optional<BoundFailure> first;
   DType output = DType::kBf16;  ///< the outputs' dtype (bf16: |y - y*| includes the output rounding)
   /// When the check fails broadly: the declaration as declared, then each alternative re-tested
@@ -473,6 +476,9 @@ struct SignatureFinding {
   Index group = -1;  ///< the weight segment's group number when the range is exactly one group
   double z = 0;      ///< (|sum a r / s^2| - sum |a| slack / s^2) / sqrt(sum a^2 / s^2), s = sigma
   double fit = 0;    ///< weighted least squares: the outputs hold (1 + fit) times the range's exact part
+  /// Its column held one live row in that output: every K range's z is the same there, so only
+  /// the whole K was tried, and a fault of any range reads as one of the whole dot product.
+  bool one_row = false;
   bool operator==(const SignatureFinding&) const = default;
 };
 

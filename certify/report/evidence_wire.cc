@@ -255,6 +255,7 @@ void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("rows_values", x.rows_values);
   f("rows_dominant", x.rows_dominant);
   f("rows_named", x.rows_named);
+  f("rows_elsewhere", x.rows_elsewhere);
   f("first", x.first);
   f("output", x.output);
   f("diagnosis", x.diagnosis);
@@ -326,6 +327,7 @@ void fields(auto& f, Is<SignatureFinding> auto& x) {
   f("group", x.group);
   f("z", x.z);
   f("fit", x.fit);
+  f("one_row", x.one_row);
 }
 
 void fields(auto& f, Is<ZeroPointFinding> auto& x) {

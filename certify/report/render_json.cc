@@ -190,7 +190,8 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                 {"rows_held", e.rows_held},
                 {"rows_values", e.rows_values},
                 {"rows_dominant", e.rows_dominant},
-                {"rows_named", e.rows_named}};
+                {"rows_named", e.rows_named},
+                {"rows_elsewhere", e.rows_elsewhere}};
   if (e.first) {
     const reference::ElementRecord& f = e.first->element;
     j["first"] = Json{{"output", e.first->output},
@@ -269,7 +270,8 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                              {"k_end", s.k_end},
                              {"group", s.group >= 0 ? Json(s.group) : Json(nullptr)},
                              {"z", number_or_text(s.z)},
-                             {"fit", number_or_text(s.fit)}});
+                             {"fit", number_or_text(s.fit)},
+                             {"one_row", s.one_row}});
   }
   Json j = Json{{"alpha", e.alpha},
                 {"tile", e.tile},

@@ -44,7 +44,10 @@ namespace ncert::certify {
 ///      (2026-12-06)
 ///  11  the bound's rows outside read per row of x, not per cell of its grid, and named where
 ///      at most 8 hold any (BoundEvidence::rows_named); signature's columns whose partial dots
-///      leave f32's or f64's range (SignatureEvidence::columns_untested) (2026-12-06)
+///      leave f32's or f64's range (SignatureEvidence::columns_untested); whether a signature
+///      finding's column held one live row (SignatureFinding::one_row); whether the values outside
+///      the bound lie in other rows of other outputs too (BoundEvidence::rows_elsewhere)
+///      (2026-12-06)
 inline constexpr int kWireVersion = 11;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).

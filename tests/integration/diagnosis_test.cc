@@ -908,6 +908,60 @@ TEST(Diagnosis, OneInputChannelsScaleInOneWeightSegmentIsNamedWithThatSegment) {
       << b->reason;
 }
 
+/// M 32, K 1024, one f32 segment of 128 columns per entry of `errors`: W[:, 17] x (1 + e) in
+/// segment g's columns.
+std::string channel_segments_dump(const std::string& name, const std::vector<double>& errors) {
+  const Index m = 32, k = 1024, n = 128 * static_cast<Index>(errors.size()), channel = 17;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 9, x, w);
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      double dot = 0;
+      for (Index c = 0; c < k; ++c) {
+        const double e = c == channel ? errors[static_cast<std::size_t>(j / 128)] : 0.0;
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * (1 + e) *
+               w[static_cast<std::size_t>(j * k + c)];
+      }
+      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot);
+    }
+  }
+  const std::string path = ncert::testing::scratch_file(name);
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data(), static_cast<Index>(errors.size()));
+  return path;
+}
+
+TEST(Diagnosis, AChannelWrongInTwoSegmentsOfThreeIsNamedInBoth) {
+  // W[:, 17] x 1.02 in segments 1 and 2 of 3, and x 1.02 and x 0.98 in 0 and 2: each explains
+  // too little in every column or in one segment, and read "the data fits accumulator =
+  // matrix-unit", signature and variance skipped (a review's). One scale per segment names
+  // them; the fault in one segment, or in every column, is still named so.
+  const struct {
+    std::vector<double> errors;
+    const char* reading;
+  } cases[] = {
+      {{0, 0.02, 0.02},
+       "input channel 17 of the weights scaled 1.02x in columns 128-255 and 1.02x in columns 256-383 (W[:, 17] there "
+       "alone) for segments w1, w2 holds them all"},
+      {{0.02, 0, -0.02},
+       "input channel 17 of the weights scaled 1.02x in columns 0-127 and 0.98x in columns 256-383 (W[:, 17] there "
+       "alone) for segments w0, w2 holds them all"},
+      {{0, 0.02, 0}, "input channel 17 of the weights scaled 1.02x (W[:, 17] in columns 128-255 alone) for segment w1"},
+      {{0.02, 0.02, 0.02}, "input channel 17 scaled 1.02x (x[:, 17] or W[:, 17], in every column)"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    const Report r =
+        check_dump(channel_segments_dump("diag-channel-segments-" + std::to_string(i++) + ".h5", c.errors));
+    const CheckResult* b = nullptr;
+    const DeclarationTrial* t = fault_trial(r, b);
+    ASSERT_NE(b, nullptr) << r.to_text(true);
+    ASSERT_NE(t, nullptr) << b->reason;
+    EXPECT_NE(b->reason.find(std::string("but a fault does: ") + c.reading), std::string::npos) << b->reason;
+    EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+  }
+}
+
 TEST(Diagnosis, AChannelOverNarrowSegmentsIsStillNamedInEveryColumn) {
   // 4 segments of 8 columns each, W[:, 17] x 1.02 in every column: the channel fit took only
   // segments of 16 columns or more, so with every segment narrow nothing was fitted, and the
@@ -1227,6 +1281,20 @@ TEST(Diagnosis, TheRowsOutsideAreReadFromTheOutputTheDiagnosisSamples) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->rows_named, std::vector<Index>{3}) << b->reason;
   EXPECT_EQ(e->rows_held, 40) << b->reason;
+  // The packed path's row 20 is its own fault besides (a review's: a packed path truncated in
+  // every row read as row 3's fault alone).
+  EXPECT_TRUE(e->rows_elsewhere);
+  EXPECT_NE(b->reason.find("the values outside y_unpacked lie in 1 of 40 rows (row 3) (the packed outputs' lie in "
+                           "other rows too: a fault of the packed path besides)"),
+            std::string::npos)
+      << b->reason;
+  // Its twin: the same row in both paths.
+  const std::string twin = ncert::testing::scratch_file("diag-rows-outside-both.h5");
+  write_plain(twin, m, k, n, x, w, DType::kF32, y.data(), 1, y.data(), 30);
+  const Report t = check_dump(twin);
+  e = failing_bound(t, b);
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->rows_elsewhere);
   EXPECT_NE(b->reason.find("the values outside lie in 1 of 40 rows (row 3)"), std::string::npos) << b->reason;
 }
 
@@ -1414,6 +1482,13 @@ TEST(Diagnosis, OverOneRowSignatureNamesTheWholeDotProductNotARange) {
   const auto* e = ncert::testing::evidence_of<SignatureEvidence>(sig);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->candidates, n) << sig->reason;  // one per column
+  // One row cannot tell a range's fault from the whole dot product's (a review's group scale
+  // x 1.5 at M 1 read "a wrong per-channel scale, or a wrong scale of the output").
+  ASSERT_FALSE(e->strongest.empty());
+  EXPECT_TRUE(e->strongest.front().one_row);
+  EXPECT_NE(sig->reason.find("over one row a fault of any K range, a group's scale or a dropped range, reads the same"),
+            std::string::npos)
+      << sig->reason;
 }
 
 TEST(Diagnosis, OneLiveRowAmongRowsOfZerosTriesTheWholeDotProductAlone) {

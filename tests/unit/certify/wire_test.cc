@@ -162,6 +162,7 @@ Evidence sample(Of<BoundEvidence>) {
   e.rows_held = 40;
   e.rows_values = 3;
   e.rows_named = {4, 37};
+  e.rows_elsewhere = true;
   e.first = BoundFailure{"y_packed", {4, 99, 1.5f, 1.25, 0.125, {1.0f, 1.375f}}, 5};
   e.output = DType::kF32;
   e.diagnosis = {{"as declared", "", TrialEffect::kMovesCentres, 2048, 310, 41.5},
@@ -205,7 +206,8 @@ Evidence sample(Of<SignatureEvidence>) {
   e.columns_screened = 16479;
   e.columns_untested = 3;
   e.screened_max = 4.75;
-  e.strongest = {{"y_packed", 1234, 1088, 1152, 17, 41.5, 0.021}, {"y_unpacked", 88, 1024, 1280, -1, 9.1, -0.998}};
+  e.strongest = {{"y_packed", 1234, 1088, 1152, 17, 41.5, 0.021},
+                 {"y_unpacked", 88, 1024, 1280, -1, 9.1, -0.998, true}};
   e.z.add(0.5);
   e.z.add(41.5);
   e.z.add(-1.0);
