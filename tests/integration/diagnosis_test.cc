@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -803,6 +804,27 @@ TEST(Diagnosis, ADeclarationSeenInOneRowOfLargeActivationsIsNamedByItsEnergy) {
   EXPECT_EQ(trial("x rounded to bf16 before the kernel")->effect, TrialEffect::kMovesCentres);
 }
 
+/// x [m, k] times the n rows of w exactly, channel `channel`'s products in column j scaled by
+/// factor(j), in f64.
+std::vector<double> channel_dots(Index m, Index k, Index n, const std::vector<float>& x, const std::vector<float>& w,
+                                 Index channel, const std::function<double(Index)>& factor) {
+  std::vector<double> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      double dot = 0;
+      for (Index c = 0; c < k; ++c) {
+        const double wv = w[static_cast<std::size_t>(j * k + c)] * (c == channel ? factor(j) : 1.0);
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * wv;
+      }
+      y[static_cast<std::size_t>(i * n + j)] = dot;
+    }
+  }
+  return y;
+}
+
+/// Each value rounded to f32.
+std::vector<float> to_f32(const std::vector<double>& y) { return {y.begin(), y.end()}; }
+
 /// A plain f32 dump (M 32, K 1024, N 128, declared f32-rn) whose engine scales input channel 17
 /// of every column by 1 + `channel_error`, or row 0's dot products by 1 + `row_error`; with
 /// `large`, rows 0 and 1 hold activations of about 5000 and -3500 in that channel; outputs f32,
@@ -818,18 +840,10 @@ std::string channel_dump(const std::string& name, bool large, double channel_err
     x[channel] = 5005.37f;
     x[static_cast<std::size_t>(k + channel)] = -3503.11f;
   }
-  std::vector<float> y(static_cast<std::size_t>(m * n));
-  for (Index i = 0; i < m; ++i) {
-    for (Index j = 0; j < n; ++j) {
-      double dot = 0;
-      for (Index c = 0; c < k; ++c) {
-        const bool hit = c == channel && (faulty < 0 || j / 128 == faulty);
-        const double wv = w[static_cast<std::size_t>(j * k + c)] * (hit ? 1 + channel_error : 1.0);
-        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * wv;
-      }
-      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(i == 0 ? dot * (1 + row_error) : dot);
-    }
-  }
+  std::vector<double> dots = channel_dots(
+      m, k, n, x, w, channel, [&](Index j) { return faulty < 0 || j / 128 == faulty ? 1 + channel_error : 1.0; });
+  for (Index j = 0; j < n; ++j) dots[static_cast<std::size_t>(j)] *= 1 + row_error;  // row 0
+  const std::vector<float> y = to_f32(dots);
   const std::string path = ncert::testing::scratch_file(name);
   if (bf16) {
     std::vector<std::uint16_t> y16(y.size());
@@ -914,18 +928,8 @@ std::string channel_segments_dump(const std::string& name, const std::vector<dou
   const Index m = 32, k = 1024, n = 128 * static_cast<Index>(errors.size()), channel = 17;
   std::vector<float> x, w;
   random_problem(m, k, n, 9, x, w);
-  std::vector<float> y(static_cast<std::size_t>(m * n));
-  for (Index i = 0; i < m; ++i) {
-    for (Index j = 0; j < n; ++j) {
-      double dot = 0;
-      for (Index c = 0; c < k; ++c) {
-        const double e = c == channel ? errors[static_cast<std::size_t>(j / 128)] : 0.0;
-        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * (1 + e) *
-               w[static_cast<std::size_t>(j * k + c)];
-      }
-      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot);
-    }
-  }
+  const std::vector<float> y = to_f32(
+      channel_dots(m, k, n, x, w, channel, [&](Index j) { return 1 + errors[static_cast<std::size_t>(j / 128)]; }));
   const std::string path = ncert::testing::scratch_file(name);
   write_plain(path, m, k, n, x, w, DType::kF32, y.data(), static_cast<Index>(errors.size()));
   return path;
@@ -970,17 +974,7 @@ TEST(Diagnosis, AChannelOverNarrowSegmentsIsStillNamedInEveryColumn) {
   const Index m = 32, k = 1024, n = 32, channel = 17;
   std::vector<float> x, w;
   random_problem(m, k, n, 9, x, w);
-  std::vector<float> y(static_cast<std::size_t>(m * n));
-  for (Index i = 0; i < m; ++i) {
-    for (Index j = 0; j < n; ++j) {
-      double dot = 0;
-      for (Index c = 0; c < k; ++c) {
-        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * (c == channel ? 1.02 : 1.0) *
-               w[static_cast<std::size_t>(j * k + c)];
-      }
-      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot);
-    }
-  }
+  const std::vector<float> y = to_f32(channel_dots(m, k, n, x, w, channel, [](Index) { return 1.02; }));
   const std::string path = ncert::testing::scratch_file("diag-channel-narrow-segments.h5");
   write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 4);
   const Report r = check_dump(path);
@@ -1197,18 +1191,9 @@ TEST(Diagnosis, OfTwoRowsTheOneOfLargeActivationsDominates) {
 /// to f32.
 std::vector<float> row_scaled_outputs(Index m, Index k, Index n, const std::vector<float>& x,
                                       const std::vector<float>& w, Index row, double scale) {
-  std::vector<float> y(static_cast<std::size_t>(m * n));
-  for (Index i = 0; i < m; ++i) {
-    for (Index j = 0; j < n; ++j) {
-      double dot = 0;
-      for (Index c = 0; c < k; ++c) {
-        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) *
-               static_cast<double>(w[static_cast<std::size_t>(j * k + c)]);
-      }
-      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(i == row ? dot * scale : dot);
-    }
-  }
-  return y;
+  std::vector<double> dots = channel_dots(m, k, n, x, w, -1, [](Index) { return 1.0; });
+  for (Index j = 0; row >= 0 && j < n; ++j) dots[static_cast<std::size_t>(row * n + j)] *= scale;
+  return to_f32(dots);
 }
 
 /// f32 values rounded to bf16 patterns.
@@ -1418,18 +1403,7 @@ std::string doubled_channel_dump(std::uint32_t seed) {
   const Index m = 8, k = 256, n = 64;
   std::vector<float> x, w;
   random_problem(m, k, n, seed, x, w);
-  std::vector<float> y(static_cast<std::size_t>(m * n));
-  for (Index i = 0; i < m; ++i) {
-    for (Index j = 0; j < n; ++j) {
-      double dot = 0;
-      for (Index c = 0; c < k; ++c) {
-        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * (c == 0 ? 2.0 : 1.0) *
-               w[static_cast<std::size_t>(j * k + c)];
-      }
-      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot);
-    }
-  }
-  const std::vector<std::uint16_t> y16 = to_bf16(y);
+  const std::vector<std::uint16_t> y16 = to_bf16(to_f32(channel_dots(m, k, n, x, w, 0, [](Index) { return 2.0; })));
   const std::string path = ncert::testing::scratch_file("diag-channel-doubled-bf16-" + std::to_string(seed) + ".h5");
   write_plain(path, m, k, n, x, w, DType::kBf16, y16.data());
   return path;
@@ -1544,16 +1518,9 @@ TEST(Overflow, ColumnsWhosePartialDotsLeaveF32sRangeAreNotTestedBySignature) {
   for (Index j = 0; j < n; ++j) {
     for (Index c = 0; c < k; ++c) w[static_cast<std::size_t>(j * k + c)] = 4e36f + static_cast<float>(j) * 3e35f;
   }
-  std::vector<float> y(static_cast<std::size_t>(m * n));
-  for (Index i = 0; i < m; ++i) {
-    for (Index j = 0; j < n; ++j) {
-      double dot = 0;
-      for (Index c = 0; c < k; ++c) {
-        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * w[static_cast<std::size_t>(j * k + c)];
-      }
-      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot * 0.5);
-    }
-  }
+  std::vector<double> dots = channel_dots(m, k, n, x, w, -1, [](Index) { return 1.0; });
+  for (double& v : dots) v *= 0.5;
+  const std::vector<float> y = to_f32(dots);
   const std::string path = ncert::testing::scratch_file("overflow-partial-dots.h5");
   write_plain(path, m, k, n, x, w, DType::kF32, y.data());
   const Report r = check_dump(path);
