@@ -745,6 +745,14 @@ void write_plain(const std::string& path, Index m, Index k, Index n, const std::
   ok(dw.close());
 }
 
+/// write_plain into a scratch file `name`, then checked.
+Report check_plain(const std::string& name, Index m, Index k, Index n, const std::vector<float>& x,
+                   const std::vector<float>& w, DType output, const void* y, Index segments = 1) {
+  const std::string path = ncert::testing::scratch_file(name);
+  write_plain(path, m, k, n, x, w, output, y, segments);
+  return check_dump(path);
+}
+
 /// m x k standard normal activations and n x k weights / 16.
 void random_problem(Index m, Index k, Index n, std::uint32_t seed, std::vector<float>& x, std::vector<float>& w) {
   std::mt19937 rng(seed);
@@ -975,9 +983,7 @@ TEST(Diagnosis, AChannelOverNarrowSegmentsIsStillNamedInEveryColumn) {
   std::vector<float> x, w;
   random_problem(m, k, n, 9, x, w);
   const std::vector<float> y = to_f32(channel_dots(m, k, n, x, w, channel, [](Index) { return 1.02; }));
-  const std::string path = ncert::testing::scratch_file("diag-channel-narrow-segments.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 4);
-  const Report r = check_dump(path);
+  const Report r = check_plain("diag-channel-narrow-segments.h5", m, k, n, x, w, DType::kF32, y.data(), 4);
   const CheckResult* b = nullptr;
   const DeclarationTrial* t = fault_trial(r, b);
   ASSERT_NE(b, nullptr) << r.to_text(true);
@@ -1236,9 +1242,7 @@ TEST(Diagnosis, ARowsFaultBesideARowOfLargeActivationsInOneCellIsNotReadAsAWider
   random_problem(m, k, n, 12, x, w);
   x[17] = 5005.37f;
   const std::vector<float> y = row_scaled_outputs(m, k, n, x, w, 1, 1.0015);
-  const std::string path = ncert::testing::scratch_file("diag-row-beside-large-row.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
-  const Report r = check_dump(path);
+  const Report r = check_plain("diag-row-beside-large-row.h5", m, k, n, x, w, DType::kF32, y.data());
   const CheckResult* b = nullptr;
   const BoundEvidence* e = failing_bound(r, b);
   ASSERT_NE(e, nullptr);
@@ -1293,9 +1297,7 @@ TEST(Diagnosis, GarbageInRowsOfZerosIsNotReadAsRowsThatDominate) {
   std::fill(x.begin() + 2 * k, x.end(), 0.0f);
   std::vector<float> y = row_scaled_outputs(m, k, n, x, w, -1, 1.0);
   for (std::size_t i = static_cast<std::size_t>(2 * n); i < y.size(); ++i) y[i] = 0.25f + static_cast<float>(i % 7);
-  const std::string path = ncert::testing::scratch_file("diag-stale-padding.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
-  const Report r = check_dump(path);
+  const Report r = check_plain("diag-stale-padding.h5", m, k, n, x, w, DType::kF32, y.data());
   const CheckResult* b = nullptr;
   const BoundEvidence* e = failing_bound(r, b);
   ASSERT_NE(e, nullptr);
@@ -1310,9 +1312,7 @@ TEST(Diagnosis, AChannelIsNotFittedToAFewColumns) {
   std::vector<float> x, w;
   random_problem(m, k, n, 9, x, w);
   const std::vector<float> y = row_scaled_outputs(m, k, n, x, w, 0, 1.01);
-  const std::string path = ncert::testing::scratch_file("diag-channel-few-columns.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
-  const Report r = check_dump(path);
+  const Report r = check_plain("diag-channel-few-columns.h5", m, k, n, x, w, DType::kF32, y.data());
   const CheckResult* b = nullptr;
   EXPECT_EQ(fault_trial(r, b), nullptr);
   ASSERT_NE(b, nullptr) << r.to_text(true);
@@ -1328,9 +1328,7 @@ TEST(Diagnosis, RowsOfZerosDoNotCountAsRowsAValueBeyondCouldLieIn) {
   random_problem(m, k, n, 5, x, w);
   std::fill(x.begin() + 4 * k, x.end(), 0.0f);
   const std::vector<std::uint16_t> y = to_bf16(row_scaled_outputs(m, k, n, x, w, 1, 1.002));
-  const std::string path = ncert::testing::scratch_file("diag-zero-rows.h5");
-  write_plain(path, m, k, n, x, w, DType::kBf16, y.data());
-  const Report r = check_dump(path);
+  const Report r = check_plain("diag-zero-rows.h5", m, k, n, x, w, DType::kBf16, y.data());
   const CheckResult* c = nullptr;
   const BiasOutput* o = bias_output(r, c);
   ASSERT_NE(o, nullptr) << r.to_text(true);
@@ -1445,9 +1443,7 @@ TEST(Diagnosis, OverOneRowSignatureNamesTheWholeDotProductNotARange) {
   std::vector<float> x, w;
   random_problem(m, k, n, 21, x, w);
   std::vector<float> y = row_scaled_outputs(m, k, n, x, w, 0, 0.5);
-  const std::string path = ncert::testing::scratch_file("diag-one-row-half.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
-  const Report r = check_dump(path);
+  const Report r = check_plain("diag-one-row-half.h5", m, k, n, x, w, DType::kF32, y.data());
   const CheckResult* sig = find_check(r, "projections/p/signature");
   ASSERT_NE(sig, nullptr) << r.to_text(true);
   EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
@@ -1474,9 +1470,7 @@ TEST(Diagnosis, OneLiveRowAmongRowsOfZerosTriesTheWholeDotProductAlone) {
   random_problem(m, k, n, 4, x, w);
   std::fill(x.begin() + k, x.end(), 0.0f);
   const std::vector<float> y = row_scaled_outputs(m, k, n, x, w, 0, 0.5);
-  const std::string path = ncert::testing::scratch_file("diag-one-live-row.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
-  const Report r = check_dump(path);
+  const Report r = check_plain("diag-one-live-row.h5", m, k, n, x, w, DType::kF32, y.data());
   const CheckResult* sig = find_check(r, "projections/p/signature");
   ASSERT_NE(sig, nullptr) << r.to_text(true);
   EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
@@ -1521,9 +1515,7 @@ TEST(Overflow, ColumnsWhosePartialDotsLeaveF32sRangeAreNotTestedBySignature) {
   std::vector<double> dots = channel_dots(m, k, n, x, w, -1, [](Index) { return 1.0; });
   for (double& v : dots) v *= 0.5;
   const std::vector<float> y = to_f32(dots);
-  const std::string path = ncert::testing::scratch_file("overflow-partial-dots.h5");
-  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
-  const Report r = check_dump(path);
+  const Report r = check_plain("overflow-partial-dots.h5", m, k, n, x, w, DType::kF32, y.data());
   const CheckResult* sig = find_check(r, "projections/p/signature");
   ASSERT_NE(sig, nullptr) << r.to_text(true);
   EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
