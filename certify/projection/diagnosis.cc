@@ -704,15 +704,15 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
   }
   // The declaration's centres and bounds on the sample, as its evaluation left them (Declared).
   const auto value_at = [&](Index i, Index j) { return f.data.y_unpacked.value(info.output, info.out_stride, i, j); };
-  // Per sampled value r / sigma^2 and 1 / sigma^2 (0 where not finite: left out).
+  // Per sampled value r, r / sigma^2 and 1 / sigma^2 (the last two 0 where not finite: left out).
   const std::size_t cells = static_cast<std::size_t>(sampled);
-  std::vector<double> t(cells, 0.0), u(cells, 0.0);
+  std::vector<double> r(cells, 0.0), t(cells, 0.0), u(cells, 0.0);
   for (Index i = 0; i < s.rows; ++i) {
     for (Index j = 0; j < s.cols; ++j) {
       const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      const double r = static_cast<double>(value_at(i, j)) - d.centre[c];
-      if (!std::isfinite(r) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) continue;
-      t[c] = r / d.var[c];
+      r[c] = static_cast<double>(value_at(i, j)) - d.centre[c];
+      if (!std::isfinite(r[c]) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) continue;
+      t[c] = r[c] / d.var[c];
       u[c] = 1 / d.var[c];
     }
   }
@@ -744,13 +744,6 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
                            : fit.segment == static_cast<Index>(g) ? fit.scale
                                                                   : 0.0;
       if (scale != 0) groups.push_back({part_segment[g]->row_begin, part_segment[g]->row_end, scale, part_segment[g]});
-    }
-  }
-  std::vector<double> r(cells, 0.0);
-  for (Index i = 0; i < s.rows; ++i) {
-    for (Index j = 0; j < s.cols; ++j) {
-      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      r[c] = static_cast<double>(value_at(i, j)) - d.centre[c];
     }
   }
   // Each group's moves per unit of scale (x_ik w_jk in its columns), its scale refitted.
