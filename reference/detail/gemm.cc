@@ -1,7 +1,7 @@
 #include "reference/detail/gemm.h"
 
 #include <Eigen/Core>
-#if defined(__AVX512F__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 #include <algorithm>
@@ -241,17 +241,28 @@ void gemm_packed(const PackedActivations::Impl& a, Index n, double* c, PackB&& p
   }
 }
 
-/// Whether Eigen packs f64 lhs blocks in panels of 24, 16 and 8 rows (8-double packets: AVX-512),
-/// the panels pack_lhs_from_panels writes.
-constexpr bool kPanelPacking = Traits::mr == 24 && Traits::LhsProgress == 8;
+/// The rows of one of Eigen's f64 lhs register panels' packets (gebp_traits: 8 with AVX-512, 4
+/// with AVX), when its blocks pack in panels of three packets, then two, then one; 0 otherwise.
+/// A packet's rows lie in one walk panel (16 rows): the packet divides 16.
+constexpr Index kPanelPacket =
+    Traits::mr == 3 * Traits::LhsProgress && kTransposeRows % Traits::LhsProgress == 0 ? Traits::LhsProgress : 0;
 
-/// 8 floats widened into 8 doubles.
-inline void widen8(const float* src, double* dst) {
+/// kPacket floats widened into kPacket doubles.
+template <Index kPacket>
+inline void widen(const float* src, double* dst) {
 #if defined(__AVX512F__)
-  _mm512_storeu_pd(dst, _mm512_cvtps_pd(_mm256_loadu_ps(src)));
-#else
-  for (int r = 0; r < 8; ++r) dst[r] = src[r];
+  if constexpr (kPacket == 8) {
+    _mm512_storeu_pd(dst, _mm512_cvtps_pd(_mm256_loadu_ps(src)));
+    return;
+  }
 #endif
+#if defined(__AVX__)
+  if constexpr (kPacket == 4) {
+    _mm256_storeu_pd(dst, _mm256_cvtps_pd(_mm_loadu_ps(src)));
+    return;
+  }
+#endif
+  for (Index r = 0; r < kPacket; ++r) dst[r] = src[r];
 }
 
 }  // namespace
@@ -267,25 +278,27 @@ void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c) {
 }
 
 void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, double* block) {
-  NCERT_ASSERT(rows % 8 == 0 && i0 % 8 == 0 && i0 + rows <= b.n && k0 + depth <= b.k, "panels packed out of range");
+  NCERT_ASSERT(kPanelPacket > 0, "Eigen's f64 lhs panels are not of three packets, then two, then one here");
+  constexpr Index kP = std::max<Index>(kPanelPacket, 1);  // 1 only where the assertion stops
+  NCERT_ASSERT(rows % kP == 0 && i0 % kP == 0 && i0 + rows <= b.n && k0 + depth <= b.k, "panels packed out of range");
   // gemm_pack_lhs with Pack1 = mr = 3 packets, Pack2 = one: panels of mr rows while mr remain,
   // then of 2 packets, then of 1 (its half- and quarter-packet panels and single rows take
-  // what a multiple of 8 never leaves).
-  NCERT_ASSERT(kPanelPacking, "Eigen's f64 lhs panels are not of 24, 16 and 8 rows here");
+  // what a multiple of the packet never leaves).
   Index i = 0;
   double* out = block;
-  for (const Index pack : {Index{24}, Index{16}, Index{8}}) {
+  for (const Index pack : {3 * kP, 2 * kP, kP}) {
     for (; i + pack <= rows; i += pack) {
-      // Each group of 8 rows: 8 consecutive floats a k step, in its 16-row panel or the tail.
+      // Each packet of rows: kP consecutive floats a k step, in its 16-row panel or the tail
+      // (whose width, a multiple of kP, keeps a packet within it).
       const float* src[3];
       Index step[3];
-      for (Index g = 0; g < pack / 8; ++g) {
-        const Index r = i0 + i + 8 * g;
+      for (Index g = 0; g < pack / kP; ++g) {
+        const Index r = i0 + i + kP * g;
         step[g] = b.step(r);
         src[g] = b.row(r) + k0 * step[g];
       }
       for (Index kk = 0; kk < depth; ++kk) {
-        for (Index g = 0; g < pack / 8; ++g) widen8(src[g] + kk * step[g], out + 8 * g);
+        for (Index g = 0; g < pack / kP; ++g) widen<kP>(src[g] + kk * step[g], out + kP * g);
         out += pack;
       }
     }
@@ -293,8 +306,13 @@ void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, In
 }
 
 bool packs_from_panels(const PackedActivations& a, const F32Panels& b) {
-  if (!kPanelPacking || b.n % 8 != 0 || b.k != a.impl_->k || !a.covers(b.n)) return false;
-  return std::min(b.n, Blocking(a.impl_->m, b.n, b.k, 1, true).mc()) % 8 == 0;
+  constexpr Index kP = kPanelPacket;
+  if constexpr (kP == 0) {
+    return false;
+  } else {
+    if (b.n % kP != 0 || b.k != a.impl_->k || !a.covers(b.n)) return false;
+    return std::min(b.n, Blocking(a.impl_->m, b.n, b.k, 1, true).mc()) % kP == 0;
+  }
 }
 
 void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c) {
@@ -314,36 +332,60 @@ using ResMapperF = Eigen::internal::blas_data_mapper<float, Index, Eigen::ColMaj
 using BlockingF =
     Eigen::internal::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
 
-/// Whether Eigen packs f32 lhs blocks in panels of 48, 32 and 16 rows (16-float packets: AVX-512).
-constexpr bool kMagnitudePanelPacking = TraitsF::mr == 48 && TraitsF::LhsProgress == 16;
+/// The rows of one of Eigen's f32 lhs register panels' packets (16 with AVX-512, 8 with AVX),
+/// when its blocks pack in panels of three packets, then two, then one; 0 otherwise.
+constexpr Index kMagnitudePacket =
+    TraitsF::mr == 3 * TraitsF::LhsProgress && kTransposeRows % TraitsF::LhsProgress == 0 ? TraitsF::LhsProgress : 0;
 
-/// The charged magnitudes of 16 floats (bounds.h f32_magnitude, in bit operations).
-inline void magnitudes16(const float* src, float* dst) {
+/// The charged magnitudes of kPacket floats (bounds.h f32_magnitude, in bit operations).
+template <Index kPacket>
+inline void magnitudes(const float* src, float* dst) {
 #if defined(NCERT_DIRECTED_AVX512)
-  const __m512i mag = _mm512_and_si512(_mm512_loadu_si512(src), _mm512_set1_epi32(0x7FFFFFFF));
-  _mm512_storeu_si512(dst, avx512::f32_magnitude_bits(mag));
-#else
-  for (int r = 0; r < 16; ++r) dst[r] = f32_magnitude(src[r]);
+  if constexpr (kPacket == 16) {
+    const __m512i mag = _mm512_and_si512(_mm512_loadu_si512(src), _mm512_set1_epi32(0x7FFFFFFF));
+    _mm512_storeu_si512(dst, avx512::f32_magnitude_bits(mag));
+    return;
+  }
 #endif
+#if defined(__AVX2__)
+  if constexpr (kPacket == 8) {
+    // |w|'s bits, nonzero ones raised to 2^-126's (0x00800000): the scalar loop below, which
+    // GCC leaves unvectorized, was 6 % of a 4-bit check's CPU on an AVX2 EPYC (Zen 3).
+    const __m256i mag =
+        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)), _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i raised = _mm256_max_epu32(mag, _mm256_set1_epi32(0x00800000));
+    const __m256i zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_andnot_si256(zero, raised));
+    return;
+  }
+#endif
+  for (Index r = 0; r < kPacket; ++r) dst[r] = f32_magnitude(src[r]);
 }
 
 }  // namespace
 
 void pack_lhs_magnitudes_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, float* block) {
-  NCERT_ASSERT(rows % 16 == 0 && i0 % 16 == 0 && i0 + rows <= b.n && k0 + depth <= b.k,
+  NCERT_ASSERT(kMagnitudePacket > 0, "Eigen's f32 lhs panels are not of three packets, then two, then one here");
+  constexpr Index kP = std::max<Index>(kMagnitudePacket, 1);  // 1 only where the assertion stops
+  NCERT_ASSERT(rows % kP == 0 && i0 % kP == 0 && i0 + rows <= b.n && k0 + depth <= b.k,
                "magnitudes packed out of range");
-  // gemm_pack_lhs with Pack1 = mr = 3 packets, Pack2 = one: panels of 48 rows while 48 remain,
-  // then of 32, then of 16 (what a multiple of 16 never leaves: half-packet panels, single rows).
-  NCERT_ASSERT(kMagnitudePanelPacking, "Eigen's f32 lhs panels are not of 48, 32 and 16 rows here");
+  // gemm_pack_lhs with Pack1 = mr = 3 packets, Pack2 = one: panels of 3 packets of rows while
+  // they remain, then of 2, then of 1 (what a multiple of the packet never leaves: half-packet
+  // panels, single rows).
   Index i = 0;
   float* out = block;
-  for (const Index pack : {Index{48}, Index{32}, Index{16}}) {
+  for (const Index pack : {3 * kP, 2 * kP, kP}) {
     for (; i + pack <= rows; i += pack) {
-      // Each group of 16 rows is one full walk panel (b.n a multiple of 16): 16 floats a k step.
+      // Each packet of rows: kP consecutive floats a k step of its walk panel or the tail.
       const float* src[3];
-      for (Index g = 0; g < pack / 16; ++g) src[g] = b.row(i0 + i + 16 * g) + k0 * kTransposeRows;
+      Index step[3];
+      for (Index g = 0; g < pack / kP; ++g) {
+        const Index r = i0 + i + kP * g;
+        step[g] = b.step(r);
+        src[g] = b.row(r) + k0 * step[g];
+      }
       for (Index kk = 0; kk < depth; ++kk) {
-        for (Index g = 0; g < pack / 16; ++g) magnitudes16(src[g] + kk * kTransposeRows, out + 16 * g);
+        for (Index g = 0; g < pack / kP; ++g) magnitudes<kP>(src[g] + kk * step[g], out + kP * g);
         out += pack;
       }
     }
@@ -351,8 +393,13 @@ void pack_lhs_magnitudes_from_panels(const F32Panels& b, Index i0, Index rows, I
 }
 
 bool magnitudes_pack_from_panels(Index m, const F32Panels& b) {
-  if (!kMagnitudePanelPacking || b.n % 16 != 0 || !runs_gemm(m, b.k, b.n)) return false;
-  return std::min(b.n, BlockingF(m, b.n, b.k, 1, true).mc()) % 16 == 0;
+  constexpr Index kP = kMagnitudePacket;
+  if constexpr (kP == 0) {
+    return false;
+  } else {
+    if (b.n % kP != 0 || !runs_gemm(m, b.k, b.n)) return false;
+    return std::min(b.n, BlockingF(m, b.n, b.k, 1, true).mc()) % kP == 0;
+  }
 }
 
 void gemm_abt_magnitudes(const float* a, Index m, const F32Panels& b, float* c) {

@@ -57,40 +57,44 @@ class PackedActivations {
 /// any n it covers().
 void gemm_abt(const PackedActivations& a, const double* b, Index n, double* c);
 
-/// Whether gemm_abt(a, b, c) may be called: `a` covers() b.n, and b.n and Eigen's block of
-/// weight rows (mc) for the product are multiples of 8 (every block's rows then pack in groups
-/// of 8 consecutive floats a k step). Eigen need not round mc so: with a 256 KiB L2, M 2-8 and
-/// K ~500 it takes 21 or 22.
+/// Whether gemm_abt(a, b, c) may be called: Eigen packs its f64 blocks of weight rows in panels
+/// of three register packets, then two, then one (packets of 8 rows with AVX-512, 4 with AVX),
+/// `a` covers() b.n, and b.n and Eigen's block of weight rows (mc) for the product are multiples
+/// of the packet (every block's rows then pack in groups of a packet's consecutive floats a k
+/// step). Eigen need not round mc so: with a 256 KiB L2, M 2-8 and K ~500 it takes 21 or 22.
 bool packs_from_panels(const PackedActivations& a, const F32Panels& b);
 
 /// C = A * B^T for B the f64 values of `b`'s floats: the bits of gemm_abt(a, w, b.n, c) for w
 /// those values row-major. Eigen's packing of w transposes a block of f64 rows (24 at a time)
 /// read back from L3, 10 % of a 4-bit check's CPU (M 32, K 5,120, N 16,480); here each k step
-/// of 8 rows is 8 consecutive floats of a panel, widened into the same packed block.
+/// of a packet's rows is that many consecutive floats of a panel, widened into the same packed
+/// block.
 void gemm_abt(const PackedActivations& a, const F32Panels& b, double* c);
 
 /// Packs rows [i0, i0 + rows) and k [k0, k0 + depth) of `b` as Eigen's gemm_pack_lhs packs the
-/// row-major f64 values of those rows for gebp (panels of 24 rows, then 16, then 8; each k step
-/// of a panel its rows' values in order). rows a multiple of 8, i0 too. Exposed for its test.
+/// row-major f64 values of those rows for gebp (panels of 3 packets of rows, then 2, then 1: 24,
+/// 16, 8 rows with AVX-512, 12, 8, 4 with AVX; each k step of a panel its rows' values in
+/// order). rows a multiple of the packet, i0 too. Exposed for its test.
 void pack_lhs_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, double* block);
 
 /// Whether gemm_abt_magnitudes(a, m, b, c) may be called: Eigen's f32 GEMM runs for the product
-/// and packs its blocks of weight rows in panels of 48, 32 and 16 rows (16-float packets:
-/// AVX-512), and b.n and that block (mc) are multiples of 16, so that every panel's k step is
-/// one 16-float step of a walk panel.
+/// and packs its blocks of weight rows in panels of three register packets, then two, then one
+/// (packets of 16 rows with AVX-512, 8 with AVX), and b.n and that block (mc) are multiples of
+/// the packet, so that every packet's k step is consecutive floats of one walk panel.
 bool magnitudes_pack_from_panels(Index m, const F32Panels& b);
 
 /// S's f32 product from the walk's panels: C[m x b.n] = A[m x b.k] * |B|^T for |B| the charged
 /// magnitudes of `b`'s floats (bounds.h f32_magnitude: |w|, nonzero subnormals raised to
 /// 2^-126), the bits of gemm_abt(a, m, b.k, mag, b.n, c) for mag those magnitudes row-major.
 /// Eigen's packing of the magnitudes' rows transposes 48 of them at a time, 5.5 % of a 4-bit
-/// check's CPU (M 32, K 5,120, N 16,480); here each panel's k step is 16 consecutive floats of
-/// a walk panel, their magnitudes taken on the way.
+/// check's CPU (M 32, K 5,120, N 16,480); here each packet's k step is consecutive floats of a
+/// walk panel, their magnitudes taken on the way.
 void gemm_abt_magnitudes(const float* a, Index m, const F32Panels& b, float* c);
 
 /// Packs the magnitudes of rows [i0, i0 + rows) and k [k0, k0 + depth) of `b` as Eigen's f32
-/// gemm_pack_lhs packs them row-major (panels of 48 rows, then 32, then 16; each k step of a
-/// panel its rows' values in order). rows and i0 multiples of 16. Exposed for its test.
+/// gemm_pack_lhs packs them row-major (panels of 3 packets of rows, then 2, then 1: 48, 32, 16
+/// rows with AVX-512, 24, 16, 8 with AVX; each k step of a panel its rows' values in order).
+/// rows and i0 multiples of the packet. Exposed for its test.
 void pack_lhs_magnitudes_from_panels(const F32Panels& b, Index i0, Index rows, Index k0, Index depth, float* block);
 
 }  // namespace ncert::reference::detail

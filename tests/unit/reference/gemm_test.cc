@@ -291,25 +291,50 @@ Index panel_product_differences(const Eigen::Matrix<double, Eigen::Dynamic, Eige
   return differ;
 }
 
+/// The rows of a register packet of Eigen's lhs panels for T, where its blocks pack in panels
+/// of three packets, then two, then one (f64: 8 with AVX-512, 4 with AVX; f32: 16, 8), else 0:
+/// written out from gebp_traits, apart from gemm.cc's.
+template <typename T>
+constexpr Index panel_packet() {
+  using Traits = Eigen::internal::gebp_traits<T, T>;
+  return Traits::mr == 3 * Traits::LhsProgress && 16 % Traits::LhsProgress == 0 ? Index{Traits::LhsProgress} : 0;
+}
+
+TEST(GemmTest, PanelPacketsAreTheVectorUnitsOwn) {
+  // What the panel routes run on: AVX-512 and AVX builds take them, with these packets.
+#if defined(__AVX512F__)
+  EXPECT_EQ(panel_packet<double>(), 8);
+  EXPECT_EQ(panel_packet<float>(), 16);
+#elif defined(__AVX__)
+  EXPECT_EQ(panel_packet<double>(), 4);
+  EXPECT_EQ(panel_packet<float>(), 8);
+#else
+  GTEST_SKIP() << "no AVX on this build";
+#endif
+}
+
 TEST(GemmTest, PanelsPackAsEigenPacksTheirRows) {
   using Traits = Eigen::internal::gebp_traits<double, double>;
-  if constexpr (Traits::mr != 24 || Traits::LhsProgress != 8) {
-    GTEST_SKIP() << "Eigen's f64 lhs panels are not of 24, 16 and 8 rows on this build (no AVX-512)";
+  constexpr Index kP = panel_packet<double>();
+  if constexpr (kP == 0) {
+    GTEST_SKIP() << "Eigen's f64 lhs panels are not of three packets, then two, then one on this build";
   } else {
     using LhsMapper = Eigen::internal::const_blas_data_mapper<double, Index, Eigen::RowMajor>;
     Eigen::internal::gemm_pack_lhs<double, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
                                    typename Traits::LhsPacket4Packing, Eigen::RowMajor>
         pack_lhs;
     std::mt19937_64 rng(23);
-    // Widths with every mix of 24-, 16- and 8-row panels and a narrower last walk panel (8 of
-    // 16 rows: 40, 136, 200); sub-blocks starting anywhere a multiple of 8, at any depth.
-    for (const Index n : {8, 16, 24, 32, 40, 48, 56, 128, 136, 200}) {
+    // Widths with every mix of 3-, 2- and 1-packet panels and a narrower last walk panel (with
+    // packets of 8: 8 of 16 rows at 40, 136, 200; of 4: 4 or 12 at 20, 28, 68, 100); sub-blocks
+    // starting anywhere a multiple of the packet, at any depth.
+    for (const Index width : {1, 2, 3, 4, 5, 6, 7, 16, 17, 25}) {
+      const Index n = width * kP;
       for (const Index k : {1, 7, 64, 301}) {
         const PanelWeights w = panel_weights(n, k, rng);
         const LhsMapper lhs(w.rows.data(), k);
-        for (const Index i0 : {Index{0}, Index{8}, n / 16 * 8}) {
+        for (const Index i0 : {Index{0}, kP, n / (2 * kP) * kP}) {
           for (const Index k0 : {Index{0}, k / 3}) {
-            const Index rows = (n - i0) / 8 * 8, depth = k - k0;
+            const Index rows = (n - i0) / kP * kP, depth = k - k0;
             if (rows == 0 || depth == 0) continue;
             SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " rows " + std::to_string(i0) + "+" +
                          std::to_string(rows) + " k " + std::to_string(k0) + "+" + std::to_string(depth));
@@ -335,33 +360,31 @@ TEST(GemmTest, ProductsFromPanelsGiveEigensOwnProductBitForBit) {
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   std::mt19937_64 rng(29);
   std::normal_distribution<double> value(0, 1);
-  [[maybe_unused]] Index products = 0;  // read on AVX-512 builds only
+  Index products = 0;
   for (const auto& [m, k, n] : {Shape{32, 5120, 128}, Shape{33, 1000, 136}, Shape{7, 96, 16}, Shape{128, 700, 40}}) {
     RowMatrix a(m, k);
     for (Index i = 0; i < a.size(); ++i) a.data()[i] = value(rng);
     const auto packed = detail::PackedActivations::pack(a.data(), m, k, n);
     ASSERT_TRUE(packed);
     const PanelWeights w = panel_weights(n, k, rng);
-    if (!detail::packs_from_panels(*packed, w.view())) continue;  // no AVX-512: Eigen packs the rows
+    if (!detail::packs_from_panels(*packed, w.view())) continue;  // no panels: Eigen packs the rows
     EXPECT_EQ(panel_product_differences(a, *packed, w), 0) << m << " x " << k << " x " << n;
     ++products;
   }
-#if defined(__AVX512F__)
-  EXPECT_EQ(products, 4);
-#endif
-  // Not a multiple of 8 rows: left to Eigen's packing.
+  EXPECT_EQ(products, panel_packet<double>() > 0 ? 4 : 0);
+  // Not a multiple of the packet's rows (18: of neither 4 nor 8): left to Eigen's packing.
   const std::vector<double> a(std::size_t{64} * 30, 1.0);
-  const auto packed = detail::PackedActivations::pack(a.data(), 64, 30, 20);
+  const auto packed = detail::PackedActivations::pack(a.data(), 64, 30, 18);
   ASSERT_TRUE(packed);
-  const std::vector<float> panels(std::size_t{20} * 30, 1.0f);
-  EXPECT_FALSE(detail::packs_from_panels(*packed, {panels.data(), 20, 30}));
+  const std::vector<float> panels(std::size_t{18} * 30, 1.0f);
+  EXPECT_FALSE(detail::packs_from_panels(*packed, {panels.data(), 18, 30}));
 }
 
 TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
   // Eigen's block of weight rows (mc) follows the caches it reads: with a 2 MiB L2 these shapes
   // take several blocks of rows (i2 > 0); with a 256 KiB one and small M K it takes 21 or 22
-  // rows, not a multiple of 8, and the product must be left to Eigen's packing (it once
-  // aborted on "panels packed out of range").
+  // rows, a multiple of neither 4 nor 8, and the product must be left to Eigen's packing (it
+  // once aborted on "panels packed out of range").
   const SerialEigen serial;
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, double, double, Eigen::Dynamic, Eigen::Dynamic,
@@ -369,11 +392,13 @@ TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
   const std::ptrdiff_t l1 = Eigen::l1CacheSize(), l2 = Eigen::l2CacheSize(), l3 = Eigen::l3CacheSize();
   std::mt19937_64 rng(31);
   std::normal_distribution<double> value(0, 1);
-  [[maybe_unused]] Index several = 0, refused = 0;  // read on AVX-512 builds only
+  constexpr Index kP = panel_packet<double>();
+  Index several = 0;
+  [[maybe_unused]] Index refused = 0;  // read on AVX-512 builds only
   for (const std::ptrdiff_t l2_size : {std::ptrdiff_t{2} << 20, std::ptrdiff_t{256} << 10}) {
     Eigen::setCpuCacheSizes(std::ptrdiff_t{32} << 10, l2_size, std::ptrdiff_t{8} << 20);
     for (const auto& [m, k, n] : {Shape{8, 256, 512}, Shape{4, 500, 1024}, Shape{32, 300, 1200}, Shape{2, 480, 128},
-                                  Shape{8, 504, 128}, Shape{5, 480, 128}}) {
+                                  Shape{8, 504, 128}, Shape{5, 480, 128}, Shape{2, 100, 64}, Shape{3, 60, 200}}) {
       SCOPED_TRACE("L2 " + std::to_string(l2_size) + ", " + std::to_string(m) + " x " + std::to_string(k) + " x " +
                    std::to_string(n));
       RowMatrix a(m, k);
@@ -383,10 +408,9 @@ TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
       const PanelWeights w = panel_weights(n, k, rng);
       const Index mc = std::min(n, Blocking(m, n, k, 1, true).mc());
       const bool panels = detail::packs_from_panels(*packed, w.view());
-      using Traits = Eigen::internal::gebp_traits<double, double>;
-      EXPECT_EQ(panels, Traits::mr == 24 && Traits::LhsProgress == 8 && mc % 8 == 0) << "mc " << mc;
+      EXPECT_EQ(panels, kP > 0 && mc % kP == 0) << "mc " << mc;
       if (!panels) {
-        refused += mc % 8 != 0;
+        refused += kP > 0 && mc % kP != 0;
         continue;
       }
       several += mc < n;
@@ -394,9 +418,13 @@ TEST(GemmTest, ProductsFromPanelsOverSeveralRowBlocksOrNone) {
     }
   }
   Eigen::setCpuCacheSizes(l1, l2, l3);
+  if (kP > 0) {
+    EXPECT_GT(several, 0) << "no product spanned several blocks of rows";
+  }
+  // With AVX alone Eigen rounds mc here to its 12-row panels (36 rows at M 2, K 100): never
+  // off the packet of 4.
 #if defined(__AVX512F__)
-  EXPECT_GT(several, 0) << "no product spanned several blocks of rows";
-  EXPECT_GT(refused, 0) << "no blocking took a block of rows that is not a multiple of 8";
+  EXPECT_GT(refused, 0) << "no blocking took a block of rows that is not a multiple of " << kP;
 #endif
 }
 
@@ -448,24 +476,27 @@ Index magnitude_product_differences(const Eigen::Matrix<float, Eigen::Dynamic, E
 
 TEST(GemmTest, MagnitudesPackAsEigenPacksTheirRows) {
   using Traits = Eigen::internal::gebp_traits<float, float>;
-  if constexpr (Traits::mr != 48 || Traits::LhsProgress != 16) {
-    GTEST_SKIP() << "Eigen's f32 lhs panels are not of 48, 32 and 16 rows on this build (no AVX-512)";
+  constexpr Index kP = panel_packet<float>();
+  if constexpr (kP == 0) {
+    GTEST_SKIP() << "Eigen's f32 lhs panels are not of three packets, then two, then one on this build";
   } else {
     using LhsMapper = Eigen::internal::const_blas_data_mapper<float, Index, Eigen::RowMajor>;
     Eigen::internal::gemm_pack_lhs<float, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
                                    typename Traits::LhsPacket4Packing, Eigen::RowMajor>
         pack_lhs;
     std::mt19937_64 rng(37);
-    // Widths with every mix of 48-, 32- and 16-row panels; sub-blocks starting at any multiple
-    // of 16, at any depth.
-    for (const Index n : {16, 32, 48, 64, 80, 96, 128, 144, 208}) {
+    // Widths with every mix of 3-, 2- and 1-packet panels (and, with packets of 8, a narrower
+    // last walk panel: 8 of 16 rows at 8, 24, 40, 72, 104); sub-blocks starting at any multiple
+    // of the packet, at any depth.
+    for (const Index width : {1, 2, 3, 4, 5, 6, 8, 9, 13}) {
+      const Index n = width * kP;
       for (const Index k : {1, 7, 64, 301}) {
         const PanelWeights w = signed_panel_weights(n, k, rng);
         const std::vector<float> mag = magnitude_rows(w);
         const LhsMapper lhs(mag.data(), k);
-        for (const Index i0 : {Index{0}, Index{16}, n / 32 * 16}) {
+        for (const Index i0 : {Index{0}, kP, n / (2 * kP) * kP}) {
           for (const Index k0 : {Index{0}, k / 3}) {
-            const Index rows = (n - i0) / 16 * 16, depth = k - k0;
+            const Index rows = (n - i0) / kP * kP, depth = k - k0;
             if (rows == 0 || depth == 0) continue;
             SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " rows " + std::to_string(i0) + "+" +
                          std::to_string(rows) + " k " + std::to_string(k0) + "+" + std::to_string(depth));
@@ -493,11 +524,12 @@ TEST(GemmTest, MagnitudeProductsFromPanelsGiveEigensOwnProductBitForBit) {
   using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic, Eigen::Dynamic,
                                                         Eigen::Dynamic>;
-  using Traits = Eigen::internal::gebp_traits<float, float>;
+  constexpr Index kP = panel_packet<float>();
   const std::ptrdiff_t l1 = Eigen::l1CacheSize(), l2 = Eigen::l2CacheSize(), l3 = Eigen::l3CacheSize();
   std::mt19937_64 rng(41);
   std::normal_distribution<float> value(0, 1);
-  [[maybe_unused]] Index products = 0, several = 0, deep = 0, refused = 0;  // read on AVX-512 builds only
+  Index products = 0, several = 0, deep = 0;
+  [[maybe_unused]] Index refused = 0;  // read on AVX-512 builds only
   const auto run = [&](const std::vector<Shape>& shapes) {
     for (const auto& [m, k, n] : shapes) {
       SCOPED_TRACE("L2 " + std::to_string(Eigen::l2CacheSize()) + ", " + std::to_string(m) + " x " + std::to_string(k) +
@@ -508,9 +540,9 @@ TEST(GemmTest, MagnitudeProductsFromPanelsGiveEigensOwnProductBitForBit) {
       const Blocking blocking(m, n, k, 1, true);
       const Index mc = std::min(n, blocking.mc());
       const bool panels = detail::magnitudes_pack_from_panels(m, w.view());
-      EXPECT_EQ(panels, Traits::mr == 48 && Traits::LhsProgress == 16 && mc % 16 == 0) << "mc " << mc;
+      EXPECT_EQ(panels, kP > 0 && mc % kP == 0) << "mc " << mc;
       if (!panels) {
-        refused += mc % 16 != 0;
+        refused += kP > 0 && mc % kP != 0;
         continue;
       }
       ++products;
@@ -519,21 +551,27 @@ TEST(GemmTest, MagnitudeProductsFromPanelsGiveEigensOwnProductBitForBit) {
       EXPECT_EQ(magnitude_product_differences(a, w), 0) << "mc " << mc << " kc " << blocking.kc();
     }
   };
-  run({Shape{32, 5120, 128}, Shape{33, 1000, 144}, Shape{7, 96, 16}, Shape{128, 700, 48}, Shape{32, 5120, 96}});
+  run({Shape{32, 5120, 128}, Shape{33, 1000, 144}, Shape{7, 96, 16}, Shape{128, 700, 48}, Shape{32, 5120, 96},
+       Shape{33, 1000, 136}});
   for (const std::ptrdiff_t l2_size : {std::ptrdiff_t{2} << 20, std::ptrdiff_t{256} << 10}) {
     Eigen::setCpuCacheSizes(std::ptrdiff_t{32} << 10, l2_size, std::ptrdiff_t{8} << 20);
     run({Shape{8, 256, 1024}, Shape{4, 500, 2048}, Shape{32, 300, 1200}, Shape{2, 480, 128}, Shape{8, 504, 128},
          Shape{5, 480, 128}, Shape{64, 9000, 64}});
   }
   Eigen::setCpuCacheSizes(l1, l2, l3);
-  // A width that is not a multiple of 16 (a narrower last walk panel): left to Eigen's packing.
-  const std::vector<float> panels(std::size_t{40} * 30, 1.0f);
-  EXPECT_FALSE(detail::magnitudes_pack_from_panels(64, {panels.data(), 40, 30}));
+  // A width that is not a multiple of the packet (36: of neither 8 nor 16): left to Eigen's
+  // packing.
+  const std::vector<float> panels(std::size_t{36} * 30, 1.0f);
+  EXPECT_FALSE(detail::magnitudes_pack_from_panels(64, {panels.data(), 36, 30}));
+  if (kP > 0) {
+    EXPECT_GE(products, 5);
+    EXPECT_GT(several, 0) << "no product spanned several blocks of rows";
+    EXPECT_GT(deep, 0) << "no product spanned several blocks of depth";
+  }
+  // With AVX alone Eigen rounds mc here to its 24-row panels (72 rows at M 8, K 256): never off
+  // the packet of 8.
 #if defined(__AVX512F__)
-  EXPECT_GE(products, 5);
-  EXPECT_GT(several, 0) << "no product spanned several blocks of rows";
-  EXPECT_GT(deep, 0) << "no product spanned several blocks of depth";
-  EXPECT_GT(refused, 0) << "no blocking took a block of rows that is not a multiple of 16";
+  EXPECT_GT(refused, 0) << "no blocking took a block of rows that is not a multiple of " << kP;
 #endif
 }
 
