@@ -473,6 +473,7 @@ Result<ReferencePass> run_reference_pass(const ProjectionFacts& f, const referen
   pass.ranges = std::move(ranges);
   pass.tile = tile;
   pass.signature_threshold = threshold;
+  pass.signature_planned = candidates;
   pass.signature_outputs = outputs;
   pass.bias_value_threshold = value_threshold;
   double compare_cpu = 0;

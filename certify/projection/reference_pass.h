@@ -91,6 +91,10 @@ struct ReferencePass {
   std::vector<TileRange> ranges;
   Index tile = 0;
   double signature_threshold = 0;
+  /// The candidates signature_threshold is set for: every (output, column, dyadic range). The
+  /// test runs fewer where a packed output's column repeats y_unpacked's, a column has one live
+  /// row or its partial dots leave the range: the threshold is then conservative.
+  double signature_planned = 0;
   Index signature_outputs = 0;  ///< outputs the candidates were counted over
   /// The bias test's per-value threshold in accumulation sigmas (0 where the residual model
   /// does not apply: no value was tested).

@@ -182,8 +182,15 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     e.strongest.push_back(s);
   }
   CheckResult r = projection_check(info, CheckKind::kSignature);
-  const std::string odds = "threshold " + format_short(e.threshold) + " over " + std::to_string(e.candidates) +
-                           " candidates, false-alarm probability <= 1e-9";
+  // The threshold is shared out over every candidate the test could have run; where it ran
+  // fewer (a packed column equal to y_unpacked's, one live row, partial dots out of range) it
+  // is set for more than were run, and the reason says so.
+  const auto planned = static_cast<Index>(pass.signature_planned);
+  const std::string odds = "threshold " + format_short(e.threshold) +
+                           (planned > e.candidates ? " set for " + std::to_string(planned) + " candidates, " +
+                                                         std::to_string(e.candidates) + " of them run"
+                                                   : " over " + std::to_string(e.candidates) + " candidates") +
+                           ", false-alarm probability <= 1e-9";
   if (e.significant > 0) {
     const SignatureFinding& s = e.strongest.front();
     detail::localize(f, e, columns);

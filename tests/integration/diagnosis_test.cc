@@ -1452,6 +1452,10 @@ TEST(Diagnosis, OverOneRowSignatureNamesTheWholeDotProductNotARange) {
   const auto* e = ncert::testing::evidence_of<SignatureEvidence>(sig);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->candidates, n) << sig->reason;  // one per column
+  // The threshold was set for every K range of every column; the reason says how many ran.
+  EXPECT_NE(sig->reason.find(" candidates, " + std::to_string(n) + " of them run, false-alarm probability <= 1e-9"),
+            std::string::npos)
+      << sig->reason;
   // One row cannot tell a range's fault from the whole dot product's (a review's group scale
   // x 1.5 at M 1 read "a wrong per-channel scale, or a wrong scale of the output").
   ASSERT_FALSE(e->strongest.empty());

@@ -282,6 +282,11 @@ TEST(Localize, TwoWrongValuesInOneColumnAreNamedValuesNotRows) {
                                      "+0.012, +0.01 from their exact values"),
             std::string::npos)
       << signature_reason(r);
+  // y_unpacked alone, 32 live rows a column: every candidate the threshold was set for ran.
+  EXPECT_NE(signature_reason(r).find(" over " + std::to_string(e.candidates) +
+                                     " candidates, false-alarm probability <= 1e-9"),
+            std::string::npos)
+      << signature_reason(r);
   EXPECT_NE(signature_reason(r).find("wrong values, not a wrong weight or activation"), std::string::npos);
 }
 

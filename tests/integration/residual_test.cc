@@ -76,6 +76,10 @@ TEST(Residual, LegitimateTwinsPassEveryResidualTest) {
     // y_unpacked's (256 columns x 127 ranges), their 2 x 256 columns are tested there once.
     EXPECT_GT(sig->candidates, 256 * 64);
     EXPECT_EQ(sig->columns_as_unpacked, 2 * 256);
+    // The threshold is set for all three outputs' candidates; y_unpacked's alone ran.
+    const std::string& reason = check_of(r, "signature").reason;
+    EXPECT_NE(reason.find("candidates, " + std::to_string(sig->candidates) + " of them run"), std::string::npos)
+        << reason;
     // Every legitimate column is screened: sqrt(sum r^2 / sigma^2) over its 32 rows, which
     // bounds every candidate's z, is far under the threshold (about 0.6 for f32 outputs, 3.3
     // for bf16 ones, against 8.1).
