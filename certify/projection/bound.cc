@@ -117,9 +117,13 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     out.append(trial_text(*fault)).append(" holds them all, their energy ").append(format_short(fault->energy));
     out.append(" within the rounding noise (limit ").append(format_short(diagnosis_energy_limit(fault->sampled)));
     out.append("; ").append(format_short(declared.energy)).append(" and ").append(as_declared);
-    // One segment's or several segments' weights (channel_trial names them in `segment`).
+    // One segment's or several segments' weights (channel_trial names them in `segment`), or
+    // every value's scale (scale_trial).
     const bool several = fault->segment.find(", ") != std::string::npos;
-    out.append(fault->segment.empty() ? " inside as declared): a kernel fault of that channel's weights or activations"
+    const bool channel = fault->declaration.starts_with("input channel");
+    out.append(!channel ? " inside as declared): a kernel fault scaling every value"
+               : fault->segment.empty()
+                   ? " inside as declared): a kernel fault of that channel's weights or activations"
                : several ? " inside as declared): a kernel fault of that channel's weights in those segments"
                          : " inside as declared): a kernel fault of that channel's weights in that segment");
     out.append(", not a declaration mistake");

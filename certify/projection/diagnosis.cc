@@ -764,6 +764,48 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
   trials.push_back(channel_fault_trial(f, fit.k, groups, sampled, moved));
 }
 
+/// Every sampled value scaled by one 1 + e, as a fault trial (kLocatesFault): a wrong scale
+/// of the output, of every weight or of every row's activations moves each value by e y*. Over
+/// one row a wider accumulator's bound held such a fault's values (a review's: a row x 1.001
+/// at M 1 read "the data fits accumulator = matrix-unit", and redeclaring it passed); only a
+/// clean scale brings them to the rounding noise. e by weighted least squares (weights 1 /
+/// sigma^2, the declaration's), refitted about the moved centres (refit_scale), and counted as
+/// channel_trial counts its fit. One candidate: the fit must explain more than rounding noise
+/// would at the residual tests' alpha (chi-square(1): 2 ln(2 / alpha), 42.8), and the sample
+/// must hold kScaleValues values or more: one parameter fits one value exactly (a value past
+/// FLT_MAX at M = N = 1 read "every output scaled 0.2836x"), and a few within any limit.
+constexpr Index kScaleValues = 16;
+
+void scale_trial(const ProjectionFacts& f, const Sample& s, const Declared& d, std::vector<DeclarationTrial>& trials) {
+  const ProjectionInfo& info = f.info();
+  const Index sampled = s.rows * s.cols;
+  if (sampled < kScaleValues || trials.empty() || !(trials.front().energy > diagnosis_energy_limit(sampled))) return;
+  const std::size_t cells = static_cast<std::size_t>(sampled);
+  std::vector<double> r(cells, 0.0), u(cells, 0.0), moves(cells, 0.0);
+  double num = 0, den = 0;
+  for (Index i = 0; i < s.rows; ++i) {
+    for (Index j = 0; j < s.cols; ++j) {
+      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
+      r[c] = static_cast<double>(f.data.y_unpacked.value(info.output, info.out_stride, i, j)) - d.centre[c];
+      if (!std::isfinite(r[c]) || !std::isfinite(d.centre[c]) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) {
+        r[c] = 0;
+        continue;
+      }
+      u[c] = 1 / d.var[c];
+      moves[c] = d.centre[c];
+      num += r[c] * moves[c] * u[c];
+      den += moves[c] * moves[c] * u[c];
+    }
+  }
+  if (!(den > 0) || !(num * num / den > 2 * std::log(2 / kResidualAlpha))) return;
+  const double scale = refit_scale(d, r, u, moves, num / den, info.output);
+  if (!std::isfinite(scale) || scale == 0) return;
+  const MovedCount moved = count_moved(d, r, u, moves, scale, info.output);
+  trials.push_back({"every output scaled " + scale_text(scale) +
+                        " (a wrong scale of the output, of every weight, or of every row's activations)",
+                    "", TrialEffect::kLocatesFault, sampled, moved.inside, moved.mean});
+}
+
 }  // namespace
 
 Index diagnosis_columns(const reference::Weights& w) {
@@ -863,8 +905,10 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     p.weights = &t;
     trial("weights transposed ([k, n] stored as [n, k])", "", p);
   }
-  if (reason == DiagnosisReason::kBound && declared_model.evaluated())
+  if (reason == DiagnosisReason::kBound && declared_model.evaluated()) {
     channel_trial(f, s, base, declared_model, trials);
+    scale_trial(f, s, declared_model, trials);
+  }
   return trials;
 }
 

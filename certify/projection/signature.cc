@@ -58,7 +58,8 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
   const std::string where = s.output + " column " + std::to_string(s.col) + ", ";
   // A range dropped outright fits 1 + fit of order 1e-8 (the fit's own rounding): "0x".
   const double times = std::fabs(1 + s.fit) < 5e-5 ? 0.0 : 1 + s.fit;
-  const std::string size = format_short(times);
+  // Within 1e-3 of 1 with digits enough to show how far: a range x 1.0005 read "fit 1x".
+  const std::string size = format_scale(times);
   const bool scaled_group = s.group >= 0 && contribution_is_scaled(info, s.col);
   const std::string range = detail::range_text(s.k_begin, s.k_end, s.group);
   std::string what;

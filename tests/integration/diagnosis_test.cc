@@ -1435,6 +1435,59 @@ TEST(Diagnosis, AChannelDoubledUnderBf16OutputsIsNamedOnEverySeed) {
   }
 }
 
+TEST(Diagnosis, EveryValueScaledIsReadAsThatFaultNotAWiderAccumulator) {
+  // Every output x (1 + e) (a wrong output scale; at M 1 a row's activations or every weight):
+  // over one row a wider accumulator's bound held the values (a review's row x 1.001 at M 1
+  // read "the data fits accumulator = matrix-unit", and redeclaring it passed). A clean scale
+  // brings them to the rounding noise and is named, at one row and at eight.
+  const Index k = 1024, n = 64;
+  for (const auto& [m, scale, text] :
+       {std::tuple<Index, double, const char*>{1, 1.001, "by 1 + 0.001"}, {1, 1.01, "1.01x"}, {8, 1.002, "1.002x"}}) {
+    SCOPED_TRACE("M " + std::to_string(m) + " x " + std::to_string(scale));
+    std::vector<float> x, w;
+    random_problem(m, k, n, 41, x, w);
+    std::vector<double> dots = channel_dots(m, k, n, x, w, -1, [](Index) { return 1.0; });
+    for (double& v : dots) v *= scale;
+    const std::vector<float> y = to_f32(dots);
+    const Report r = check_plain("diag-every-value-scaled.h5", m, k, n, x, w, DType::kF32, y.data());
+    const CheckResult* b = nullptr;
+    const BoundEvidence* e = failing_bound(r, b);
+    ASSERT_NE(e, nullptr);
+    EXPECT_NE(b->reason.find(std::string("but a fault does: every output scaled ") + text +
+                             " (a wrong scale of the output, of every weight, or of every row's activations) holds "
+                             "them all"),
+              std::string::npos)
+        << b->reason;
+    EXPECT_NE(b->reason.find(": a kernel fault scaling every value, not a declaration mistake"), std::string::npos)
+        << b->reason;
+    EXPECT_EQ(b->reason.find("the data fits"), std::string::npos) << b->reason;
+    // The residual tests are not held back for a declaration: they run, and read the fault.
+    const CheckResult* sig = find_check(r, "projections/p/signature");
+    ASSERT_NE(sig, nullptr);
+    EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
+  }
+  // Within 1e-3 of 1 signature's fit shows its digits (x 1.0004 read "fit 1x").
+  {
+    std::vector<float> x, w;
+    random_problem(8, k, n, 41, x, w);
+    std::vector<double> dots = channel_dots(8, k, n, x, w, -1, [](Index) { return 1.0; });
+    for (double& v : dots) v *= 1.0004;
+    const std::vector<float> y = to_f32(dots);
+    const Report r = check_plain("diag-every-value-scaled-slightly.h5", 8, k, n, x, w, DType::kF32, y.data());
+    const CheckResult* sig = find_check(r, "projections/p/signature");
+    ASSERT_NE(sig, nullptr);
+    EXPECT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
+    EXPECT_NE(sig->reason.find("the whole dot product: the outputs fit 1.0004x their exact values"), std::string::npos)
+        << sig->reason;
+  }
+  // The legitimate twin: nothing to diagnose.
+  std::vector<float> x, w;
+  random_problem(1, k, n, 41, x, w);
+  const std::vector<float> y = row_scaled_outputs(1, k, n, x, w, -1, 1.0);
+  const Report twin = check_plain("diag-every-value-twin.h5", 1, k, n, x, w, DType::kF32, y.data());
+  EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
+}
+
 TEST(Diagnosis, OverOneRowSignatureNamesTheWholeDotProductNotARange) {
   // M 1 (a decode step), every output x 0.5: over one row every K range's z is |r| / sigma, the
   // same up to rounding, and the range ranked first was noise ("k 64-127: the outputs fit
