@@ -592,7 +592,8 @@ double refit_scale(const Declared& d, const std::vector<double>& r, const std::v
 
 /// The sampled values inside their intervals about the centres moved by scale x `moves` (each
 /// value's B and the output rounding of the moved value: a bf16 value is never the shifted one
-/// itself), and the mean r^2 / sigma^2 about them (-1: none finite).
+/// itself), and the mean r^2 / sigma^2 about them (-1: none finite); only those `counted`
+/// marks, where given.
 struct MovedCount {
   double scale = 0;
   Index inside = 0;
@@ -600,12 +601,14 @@ struct MovedCount {
 };
 
 MovedCount count_moved(const Declared& d, const std::vector<double>& r, const std::vector<double>& u,
-                       const std::vector<double>& moves, double scale, DType output) {
+                       const std::vector<double>& moves, double scale, DType output,
+                       const std::vector<char>* counted = nullptr) {
   MovedCount out;
   out.scale = scale;
   Index finite = 0;
   double energy = 0;
   for (std::size_t c = 0; c < r.size(); ++c) {
+    if (counted != nullptr && (*counted)[c] == 0) continue;
     const double shift = scale * moves[c];
     const double rest = r[c] - shift;
     double h = 0;
@@ -765,45 +768,95 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
 }
 
 /// Every sampled value scaled by one 1 + e, as a fault trial (kLocatesFault): a wrong scale
-/// of the output, of every weight or of every row's activations moves each value by e y*. Over
-/// one row a wider accumulator's bound held such a fault's values (a review's: a row x 1.001
-/// at M 1 read "the data fits accumulator = matrix-unit", and redeclaring it passed); only a
-/// clean scale brings them to the rounding noise. e by weighted least squares (weights 1 /
-/// sigma^2, the declaration's), refitted about the moved centres (refit_scale), and counted as
-/// channel_trial counts its fit. One candidate: the fit must explain more than rounding noise
-/// would at the residual tests' alpha (chi-square(1): 2 ln(2 / alpha), 42.8), and the sample
-/// must hold kScaleValues values or more: one parameter fits one value exactly (a value past
-/// FLT_MAX at M = N = 1 read "every output scaled 0.2836x"), and a few within any limit.
+/// of the output, of every weight or of every row's activations moves each value by e y*
+/// (with a bias or residual epilogue, the last two scale the dot product alone, e (y* - b - r),
+/// and both fits are tried). Over one row a wider accumulator's bound held such a fault's
+/// values (a review's: a row x 1.001 at M 1 read "the data fits accumulator = matrix-unit",
+/// and redeclaring it passed); only a clean scale brings them to the rounding noise. e by
+/// weighted least squares (weights 1 / sigma^2, the declaration's), refitted about the moved
+/// centres (refit_scale), and counted as channel_trial counts its fit, over the values that
+/// say anything of a scale: an exact zero inside its interval as declared (a padding row's)
+/// does not (384 such values of 512 held a truncating accumulator's energy under the limit, a
+/// review's), a non-finite output does (outside whatever the scale). Kept where the fit
+/// explains more than the better of its one or two fits to rounding noise would at the
+/// residual tests' alpha (chi-square(1): 2 ln(2C / alpha), 42.8 for one), on kScaleValues
+/// such values or more: one parameter fits one value exactly (a value past FLT_MAX at M = N = 1
+/// read "every output scaled 0.2836x"), and a few within any limit. A scale below 1 moves every
+/// value toward zero, as a truncating accumulator does where every product is positive: where
+/// a wider accumulator's bound holds every value too, it is not tried (a review's accumulator
+/// of 22 bits truncating, at M 1 with positive activations, fit 1 - 8.9e-05 within the noise).
 constexpr Index kScaleValues = 16;
 
-void scale_trial(const ProjectionFacts& f, const Sample& s, const Declared& d, std::vector<DeclarationTrial>& trials) {
+void scale_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d,
+                 std::vector<DeclarationTrial>& trials) {
   const ProjectionInfo& info = f.info();
   const Index sampled = s.rows * s.cols;
   if (sampled < kScaleValues || trials.empty() || !(trials.front().energy > diagnosis_energy_limit(sampled))) return;
+  const bool epilogue = reference::has_bias(base.epilogue) || reference::has_residual(base.epilogue);
   const std::size_t cells = static_cast<std::size_t>(sampled);
-  std::vector<double> r(cells, 0.0), u(cells, 0.0), moves(cells, 0.0);
-  double num = 0, den = 0;
+  // Per value r (a non-finite one kept so: outside whatever the scale), 1 / sigma^2 (0 where
+  // not finite: left out of the fit and the energy), and what a scale moves: the whole value,
+  // or its dot product alone.
+  std::vector<double> r(cells, 0.0), u(cells, 0.0), whole(cells, 0.0), dot(cells, 0.0);
+  std::vector<char> counted(cells, 1);
+  Index values = 0;
   for (Index i = 0; i < s.rows; ++i) {
     for (Index j = 0; j < s.cols; ++j) {
       const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      r[c] = static_cast<double>(f.data.y_unpacked.value(info.output, info.out_stride, i, j)) - d.centre[c];
-      if (!std::isfinite(r[c]) || !std::isfinite(d.centre[c]) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) {
-        r[c] = 0;
+      if (d.centre[c] == 0 && d.outside[c] == kInside) {
+        counted[c] = 0;
         continue;
       }
+      ++values;
+      r[c] = static_cast<double>(f.data.y_unpacked.value(info.output, info.out_stride, i, j)) - d.centre[c];
+      if (!std::isfinite(r[c]) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) continue;
       u[c] = 1 / d.var[c];
-      moves[c] = d.centre[c];
-      num += r[c] * moves[c] * u[c];
-      den += moves[c] * moves[c] * u[c];
+      whole[c] = d.centre[c];
+      double parts = 0;
+      if (reference::has_bias(base.epilogue)) parts += base.bias.at(j);
+      if (reference::has_residual(base.epilogue)) parts += base.residual.at(i, j);
+      dot[c] = d.centre[c] - parts;
     }
   }
-  if (!(den > 0) || !(num * num / den > 2 * std::log(2 / kResidualAlpha))) return;
-  const double scale = refit_scale(d, r, u, moves, num / den, info.output);
-  if (!std::isfinite(scale) || scale == 0) return;
-  const MovedCount moved = count_moved(d, r, u, moves, scale, info.output);
-  trials.push_back({"every output scaled " + scale_text(scale) +
-                        " (a wrong scale of the output, of every weight, or of every row's activations)",
-                    "", TrialEffect::kLocatesFault, sampled, moved.inside, moved.mean});
+  if (values < kScaleValues) return;
+  struct Fit {
+    const std::vector<double>* moves;
+    const char* what;
+    double e = 0, explained = 0;
+  };
+  std::vector<Fit> fits;
+  if (epilogue) {
+    fits.push_back({&dot, " before the epilogue (a wrong scale of every weight, or of every row's activations)"});
+    fits.push_back({&whole, " after the epilogue (a wrong scale of the output)"});
+  } else {
+    fits.push_back({&whole, " (a wrong scale of the output, of every weight, or of every row's activations)"});
+  }
+  const Fit* best = nullptr;
+  for (Fit& fit : fits) {
+    double num = 0, den = 0;
+    for (std::size_t c = 0; c < cells; ++c) {
+      if (u[c] == 0) continue;
+      num += r[c] * (*fit.moves)[c] * u[c];
+      den += (*fit.moves)[c] * (*fit.moves)[c] * u[c];
+    }
+    if (!(den > 0)) continue;
+    fit.e = num / den;
+    fit.explained = num * num / den;
+    if (std::isfinite(fit.explained) && (!best || fit.explained > best->explained)) best = &fit;
+  }
+  const double chance = 2 * std::log(2 * static_cast<double>(fits.size()) / kResidualAlpha);
+  if (!best || !(best->explained > chance)) return;
+  const double e = refit_scale(d, r, u, *best->moves, best->e, info.output);
+  if (!std::isfinite(e) || e == 0) return;
+  const bool widened_holds = std::any_of(trials.begin() + 1, trials.end(), [](const DeclarationTrial& t) {
+    return t.effect == TrialEffect::kWidensBound && t.sampled > 0 && t.inside + t.left == t.sampled;
+  });
+  if (e < 0 && widened_holds) return;
+  const MovedCount moved = count_moved(d, r, u, *best->moves, e, info.output, &counted);
+  trials.push_back(
+      {std::string(epilogue && best->moves == &dot ? "every dot product scaled " : "every output scaled ") +
+           scale_text(e) + best->what,
+       "", TrialEffect::kLocatesFault, values, moved.inside, moved.mean});
 }
 
 }  // namespace
@@ -907,7 +960,7 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   }
   if (reason == DiagnosisReason::kBound && declared_model.evaluated()) {
     channel_trial(f, s, base, declared_model, trials);
-    scale_trial(f, s, declared_model, trials);
+    scale_trial(f, s, base, declared_model, trials);
   }
   return trials;
 }
