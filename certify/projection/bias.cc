@@ -115,10 +115,16 @@ std::string beyond_text(const BiasOutput& o, double threshold) {
     // Any mistake's rounding is largest in a row that dominates, and seen there first: a
     // truncating accumulator's values beyond lay in such a row alone (6 of a row of 4 holding
     // an activation of 5000), as do that row's own fault's (x 1.002: 99 values, away from zero).
-    s += !o.row_dominates ? ", not a rounding of every value"
-         : toward         ? ", or truncation seen first where that row's sums are largest"
-         : away           ? ", or a rounding that is not to nearest seen first where that row's sums are largest"
-                          : ", or a rounding fault seen first where that row's sums are largest";
+    // A truncating accumulator shows first in a row whose products share a sign too, its sums
+    // largest there without dominating activations (a review's 22-bit truncating accumulator,
+    // row 1 of 4 positive: 11 values beyond in that row alone, read "not a rounding of every
+    // value"): toward zero, truncation is named beside the row.
+    s += !o.row_dominates && toward ? ", or truncation seen first in that row (its sums largest where its products "
+                                      "share a sign)"
+         : !o.row_dominates         ? ", not a rounding of every value"
+         : toward                   ? ", or truncation seen first where that row's sums are largest"
+         : away ? ", or a rounding that is not to nearest seen first where that row's sums are largest"
+                : ", or a rounding fault seen first where that row's sums are largest";
   } else if (o.beyond_toward_zero == o.beyond) {
     s += n == 1 ? ", toward zero by less than a spacing: truncation"
                 : ", every one toward zero and by less than a spacing: truncation";

@@ -108,7 +108,8 @@ std::string named_rows_text(const BoundEvidence& e) {
 
 /// "; the data fits dequant = output for segment kv (all 2048 sampled values inside; 310 as
 /// declared)" for the trials that hold every sampled value, or what the best trial reached.
-std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const BoundEvidence& e) {
+std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const BoundEvidence& e,
+                           bool bias_reads_direction) {
   if (trials.size() < 2) return "";
   const RowSpread spread = row_spread(e);
   const bool few = spread != RowSpread::kBroad;
@@ -152,16 +153,27 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     if (spread == RowSpread::kFewRows && widen_only) {
       out.append(", by a wider bound alone; the values outside lie in ").append(std::to_string(e.rows_outside));
       out.append(" of ").append(std::to_string(e.rows_held)).append(" rows").append(named_rows_text(e));
-      out.append(e.rows_outside == 1
-                     ? ", and a fault of that row reads the same (the residual tests tell them apart)"
-                     : ", and a fault of those rows reads the same (the residual tests tell them apart)");
+      out.append(e.rows_outside == 1 ? ", and a fault of that row reads the same"
+                                     : ", and a fault of those rows reads the same");
+      // bias runs where its model applies (bf16 / f16 outputs rounded to nearest after a
+      // round-to-nearest accumulator), and truncation moves values toward zero only.
+      if (bias_reads_direction) out.append(" (bias tells them apart by the direction its values beyond lie in)");
     }
   } else if (const DeclarationTrial* fault = fault_fit(trials)) {
     // A fault that brings the sample within the rounding noise, where no declaration does: a
     // wider B only held its values (an input channel x 1.02 read "the data fits accumulator =
     // f32-rz"), and a few rows of large activations there carried it (read as their fault).
     out.append("; no declaration tried fits the ").append(sampled).append(" sampled values, but a fault does: ");
-    out.append(trial_text(*fault)).append(" holds them all, their energy ").append(format_short(fault->energy));
+    out.append(trial_text(*fault));
+    if (fault->sampled < declared.sampled) {
+      // The scale fit counts only values that say anything of a scale (scale_trial).
+      out.append(" holds all ").append(std::to_string(fault->sampled)).append(" it counts (the other ");
+      out.append(std::to_string(declared.sampled - fault->sampled)).append(" are exact zeros inside their intervals)");
+      out.append(", their energy ");
+    } else {
+      out.append(" holds them all, their energy ");
+    }
+    out.append(format_short(fault->energy));
     out.append(" within the rounding noise (limit ").append(format_short(diagnosis_energy_limit(fault->sampled)));
     out.append("; ").append(format_short(declared.energy)).append(" and ").append(as_declared);
     // One segment's or several segments' weights (channel_trial names them in `segment`), or
@@ -373,7 +385,11 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
     spread_of_outside(f, pass, e);
     if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
       e.diagnosis = diagnose_declarations(f, options);
-      r.reason += diagnosis_text(e.diagnosis, e);
+      // bias reads the values beyond by direction where its model applies (bias.cc).
+      const bool bias_runs = (info.output == DType::kBf16 || info.output == DType::kF16) &&
+                             info.accumulator.round_to_nearest &&
+                             info.output_rounding == reference::OutputRounding::kNearestEven;
+      r.reason += diagnosis_text(e.diagnosis, e, bias_runs);
     }
     r.first_failure = Location{name, el.row, el.col, slot};
     e.first = BoundFailure{name, el, slot};

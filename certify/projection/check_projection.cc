@@ -191,12 +191,15 @@ std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_b
       // In bound's own order (its reason names the least energetic first). Where the values
       // outside lie in a few rows, a trial that only widens B holds them without explaining
       // them: a row's fault reads the same there (bf16 outputs, one row of 4 x 1.002: 4 values,
-      // "the data fits accumulator = f32-rz; or accumulator = matrix-unit"), and the residual
-      // tests, which tell the two apart, run (bias: 23 values beyond, all in that row).
+      // "the data fits accumulator = f32-rz; or accumulator = matrix-unit"), and bias, which
+      // tells the two apart by their direction, runs (23 values beyond, all in that row, away
+      // from zero). signature and variance stay held back: a truncating accumulator shows
+      // first in a row whose products share a sign, and they read it as that row's, a column's
+      // K range or an offset (a review's 20- to 22-bit truncating accumulators).
       const RowSpread spread = row_spread(*b);
       for (const DeclarationTrial* t : rank_by_energy(fitting_trials(b->diagnosis, spread))) {
         if (for_bias && t->effect == TrialEffect::kMovesRounding) continue;
-        if (spread == RowSpread::kFewRows && t->effect == TrialEffect::kWidensBound) continue;
+        if (for_bias && spread == RowSpread::kFewRows && t->effect == TrialEffect::kWidensBound) continue;
         return "bound finds the data fits " + trial_text(*t) +
                ", not the declarations the residuals are read against: correct the declaration first";
       }

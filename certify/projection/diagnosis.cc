@@ -781,10 +781,12 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
 /// explains more than the better of its one or two fits to rounding noise would at the
 /// residual tests' alpha (chi-square(1): 2 ln(2C / alpha), 42.8 for one), on kScaleValues
 /// such values or more: one parameter fits one value exactly (a value past FLT_MAX at M = N = 1
-/// read "every output scaled 0.2836x"), and a few within any limit. A scale below 1 moves every
-/// value toward zero, as a truncating accumulator does where every product is positive: where
-/// a wider accumulator's bound holds every value too, it is not tried (a review's accumulator
-/// of 22 bits truncating, at M 1 with positive activations, fit 1 - 8.9e-05 within the noise).
+/// read "every output scaled 0.2836x"), and a few within any limit. A scale below 1 is not
+/// named: it moves every value toward zero, as a truncating accumulator does, and where the
+/// products share a sign such an accumulator falls short of y* by about the same share
+/// everywhere (two reviews' accumulators of 19 to 22 bits truncating, at M 1 and 2 with
+/// positive activations, fit 1 - 8.9e-05 and 1 - 0.0007 within the noise). A scale above 1
+/// moves every value away from zero, which no rounding does.
 constexpr Index kScaleValues = 16;
 
 void scale_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d,
@@ -848,10 +850,7 @@ void scale_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem&
   if (!best || !(best->explained > chance)) return;
   const double e = refit_scale(d, r, u, *best->moves, best->e, info.output);
   if (!std::isfinite(e) || e == 0) return;
-  const bool widened_holds = std::any_of(trials.begin() + 1, trials.end(), [](const DeclarationTrial& t) {
-    return t.effect == TrialEffect::kWidensBound && t.sampled > 0 && t.inside + t.left == t.sampled;
-  });
-  if (e < 0 && widened_holds) return;
+  if (e < 0) return;
   const MovedCount moved = count_moved(d, r, u, *best->moves, e, info.output, &counted);
   trials.push_back(
       {std::string(epilogue && best->moves == &dot ? "every dot product scaled " : "every output scaled ") +

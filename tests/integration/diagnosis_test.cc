@@ -1436,12 +1436,13 @@ TEST(Diagnosis, AChannelDoubledUnderBf16OutputsIsNamedOnEverySeed) {
   }
 }
 
-TEST(Diagnosis, AWiderBoundHoldingAFewValuesOfOneRowLetsTheResidualTestsRun) {
+TEST(Diagnosis, AWiderBoundHoldingAFewValuesOfOneRowLetsBiasRun) {
   // bf16 outputs, row 1 of 4 x 1.002, K 1024: a few values outside B (3-4), all in row 1, which
   // at random is not unlikely enough (4 (1/4)^4 = 0.016) to call it that row's. A wider
   // accumulator holds them by its bound alone; "the data fits accumulator = f32-rz; or
   // accumulator = matrix-unit" skipped the residual tests, and bias, which reads 18-23 values
-  // beyond in that row alone, never ran (a review's). Both are now said, and bias runs.
+  // beyond in that row alone, never ran (a review's). Both are now said, and bias runs; a
+  // truncating accumulator moves values toward zero only, and these lie away from it.
   const Index m = 4, k = 1024, n = 64;
   Index widened = 0;
   for (std::uint32_t seed = 1; seed <= 6; ++seed) {
@@ -1460,13 +1461,17 @@ TEST(Diagnosis, AWiderBoundHoldingAFewValuesOfOneRowLetsTheResidualTestsRun) {
     }
     ++widened;
     EXPECT_NE(b->reason.find(", by a wider bound alone; the values outside lie in 1 of 4 rows (row 1), and a fault of "
-                             "that row reads the same (the residual tests tell them apart)"),
+                             "that row reads the same (bias tells them apart by the direction its values beyond lie "
+                             "in)"),
               std::string::npos)
         << b->reason;
     const CheckResult* c = nullptr;
     ASSERT_NE(bias_output(r, c), nullptr) << r.to_text(true);
     EXPECT_EQ(c->verdict, Verdict::kFail) << c->reason;
     EXPECT_NE(c->reason.find("all in row 1 (of the 4 rows y_unpacked holds"), std::string::npos) << c->reason;
+    EXPECT_NE(c->reason.find("every one away from zero and by less than a spacing: a fault of that row"),
+              std::string::npos)
+        << c->reason;
   }
   EXPECT_GT(widened, 0) << "no seed left a few values that a wider bound holds";
 }
@@ -1616,6 +1621,47 @@ TEST(Diagnosis, ATruncatingAccumulatorIsNotReadAsEveryValueScaledBelowOne) {
       EXPECT_NE(b->reason.find("the data fits accumulator = f32-rz"), std::string::npos) << b->reason;
     }
   }
+  // So a scale below 1 is never named, a scale fault's included (docs/detection.md, "What they
+  // cannot see"): every value x 0.999 at M 1.
+  std::vector<float> x, w;
+  random_problem(1, k, 64, 41, x, w);
+  const std::vector<float> y = row_scaled_outputs(1, k, 64, x, w, 0, 0.999);
+  const Report r = check_plain("diag-scaled-below-one.h5", 1, k, 64, x, w, DType::kF32, y.data());
+  const CheckResult* b = nullptr;
+  ASSERT_NE(failing_bound(r, b), nullptr);
+  EXPECT_EQ(b->reason.find("every output scaled"), std::string::npos) << b->reason;
+}
+
+TEST(Diagnosis, ATruncatingAccumulatorSeenInOneRowIsNotReadAsThatRowsFaultAlone) {
+  // A 22-bit truncating accumulator declared f32-rn, bf16 outputs, M 4, K 8192, row 1's products
+  // all positive: truncation shows first in that row (its sums largest), and bias, let run where
+  // only a wider bound holds a few rows' values, read "all in row 1 ..., every one toward zero
+  // ...: a fault of that row ..., not a rounding of every value", and signature named a column's
+  // K range or an offset (a review's). bias now names truncation beside the row, and signature
+  // and variance stay held back for the wider accumulator.
+  const Index m = 4, k = 8192, n = 64;
+  Index toward = 0;
+  for (std::uint32_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::vector<float> x, w;
+    random_problem(m, k, n, seed, x, w);
+    for (float& v : w) v = std::fabs(v);
+    for (Index c = 0; c < k; ++c) x[static_cast<std::size_t>(k + c)] = std::fabs(x[static_cast<std::size_t>(k + c)]);
+    const std::vector<std::uint16_t> y = to_bf16(truncating_outputs(m, k, n, x, w, 22));
+    const Report r = check_plain("diag-truncating-one-row.h5", m, k, n, x, w, DType::kBf16, y.data());
+    const CheckResult* sig = find_check(r, "projections/p/signature");
+    ASSERT_NE(sig, nullptr);
+    EXPECT_NE(sig->verdict, Verdict::kFail) << sig->reason;
+    const CheckResult* c = nullptr;
+    const BiasOutput* o = bias_output(r, c);
+    if (o == nullptr || !c->failed() || !o->one_row || o->beyond_toward_zero != o->beyond || o->far > 0) continue;
+    ++toward;
+    EXPECT_NE(c->reason.find("a fault of that row (its activations, or the path that computed it), or truncation seen "
+                             "first in that row"),
+              std::string::npos)
+        << c->reason;
+  }
+  EXPECT_GT(toward, 0) << "no seed put every value beyond in one row, toward zero";
 }
 
 TEST(Diagnosis, AScaleFitHoldsNoNonFiniteValue) {
