@@ -1632,6 +1632,30 @@ TEST(Diagnosis, ATruncatingAccumulatorIsNotReadAsEveryValueScaledBelowOne) {
   EXPECT_EQ(b->reason.find("every output scaled"), std::string::npos) << b->reason;
 }
 
+TEST(Diagnosis, AWiderBoundsClausePromisesBiasOnlyWhereItRuns) {
+  // The same few values of one row, with a truncating accumulator declared (f32-rz): bias's
+  // model does not apply and it does not read them, so the clause does not promise it (a
+  // review's read "(the residual tests tell them apart)" while all three were skipped).
+  const Index m = 4, k = 1024, n = 32;
+  Index widened = 0;
+  for (std::uint32_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::vector<float> x, w;
+    random_problem(m, k, n, seed, x, w);
+    const std::vector<std::uint16_t> y = to_bf16(row_scaled_outputs(m, k, n, x, w, 1, 1.003));
+    const std::string path = ncert::testing::scratch_file("diag-wider-bound-rz.h5");
+    write_plain(path, m, k, n, x, w, DType::kBf16, y.data());
+    ncert::testing::poke_attr_string(path, "/projections/p", "accumulator", "f32-rz");
+    const Report r = check_dump(path);
+    const CheckResult* b = find_check(r, "projections/p/bound");
+    ASSERT_NE(b, nullptr);
+    if (!b->failed() || b->reason.find(", by a wider bound alone") == std::string::npos) continue;
+    ++widened;
+    EXPECT_EQ(b->reason.find("bias tells them apart"), std::string::npos) << b->reason;
+  }
+  EXPECT_GT(widened, 0) << "no seed left a few values that only a wider bound holds";
+}
+
 TEST(Diagnosis, ATruncatingAccumulatorSeenInOneRowIsNotReadAsThatRowsFaultAlone) {
   // A 22-bit truncating accumulator declared f32-rn, bf16 outputs, M 4, K 8192, row 1's products
   // all positive: truncation shows first in that row (its sums largest), and bias, let run where
