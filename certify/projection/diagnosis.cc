@@ -786,8 +786,11 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
 /// products share a sign such an accumulator falls short of y* by about the same share
 /// everywhere (two reviews' accumulators of 19 to 22 bits truncating, at M 1 and 2 with
 /// positive activations, fit 1 - 8.9e-05 and 1 - 0.0007 within the noise). A scale above 1
-/// moves every value away from zero, which no rounding does.
+/// moves every value away from zero, which no rounding does; nor does a truncating
+/// accumulator scale every value by half or less, a zero (0x: outputs never written) or a sign
+/// (-1x) included, so those are named (kTruncationReach).
 constexpr Index kScaleValues = 16;
+constexpr double kTruncationReach = -0.5;
 
 void scale_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d,
                  std::vector<DeclarationTrial>& trials) {
@@ -850,7 +853,7 @@ void scale_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem&
   if (!best || !(best->explained > chance)) return;
   const double e = refit_scale(d, r, u, *best->moves, best->e, info.output);
   if (!std::isfinite(e) || e == 0) return;
-  if (e < 0) return;
+  if (e < 0 && e > kTruncationReach) return;
   const MovedCount moved = count_moved(d, r, u, *best->moves, e, info.output, &counted);
   trials.push_back(
       {std::string(epilogue && best->moves == &dot ? "every dot product scaled " : "every output scaled ") +

@@ -1482,8 +1482,11 @@ TEST(Diagnosis, EveryValueScaledIsReadAsThatFaultNotAWiderAccumulator) {
   // read "the data fits accumulator = matrix-unit", and redeclaring it passed). A clean scale
   // brings them to the rounding noise and is named, at one row and at eight.
   const Index k = 1024, n = 64;
-  for (const auto& [m, scale, text] :
-       {std::tuple<Index, double, const char*>{1, 1.001, "by 1 + 0.001"}, {1, 1.01, "1.01x"}, {8, 1.002, "1.002x"}}) {
+  for (const auto& [m, scale, text] : {std::tuple<Index, double, const char*>{1, 1.001, "by 1 + 0.001"},
+                                       {1, 1.01, "1.01x"},
+                                       {8, 1.002, "1.002x"},
+                                       {8, 0.0, "0x"},
+                                       {8, -1.0, "-1x"}}) {
     SCOPED_TRACE("M " + std::to_string(m) + " x " + std::to_string(scale));
     std::vector<float> x, w;
     random_problem(m, k, n, 41, x, w);
