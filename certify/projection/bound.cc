@@ -145,8 +145,8 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     out.append("; the data fits ").append(fits).append(" (all ").append(sampled).append(" sampled values inside; ");
     out.append(as_declared).append(" as declared)");
     // A wider B alone holds a few rows' fault too (fitting_trials names it there only where the
-    // declaration's energy is within the noise already, as under bf16 outputs); the residual
-    // tests then run and tell them apart (explained_earlier).
+    // declaration's energy is within the noise already, as under bf16 outputs); bias then runs
+    // and tells them apart by direction (explained_earlier).
     const std::vector<const DeclarationTrial*> held = fitting_trials(trials, spread);
     const bool widen_only = std::all_of(
         held.begin(), held.end(), [](const DeclarationTrial* t) { return t->effect == TrialEffect::kWidensBound; });
@@ -385,10 +385,10 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
     spread_of_outside(f, pass, e);
     if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
       e.diagnosis = diagnose_declarations(f, options);
-      // bias reads the values beyond by direction where its model applies (bias.cc).
-      const bool bias_runs = (info.output == DType::kBf16 || info.output == DType::kF16) &&
-                             info.accumulator.round_to_nearest &&
-                             info.output_rounding == reference::OutputRounding::kNearestEven;
+      // bias reads the values beyond by direction where its per-value part runs: bf16 / f16
+      // outputs, and the threshold the reference pass set where the residual model applies.
+      const bool bias_runs =
+          (info.output == DType::kBf16 || info.output == DType::kF16) && pass.bias_value_threshold > 0;
       r.reason += diagnosis_text(e.diagnosis, e, bias_runs);
     }
     r.first_failure = Location{name, el.row, el.col, slot};
