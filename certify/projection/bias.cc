@@ -143,6 +143,16 @@ std::string beyond_text(const BiasOutput& o, double threshold) {
   return s + " (false-alarm probability <= 1e-9)";
 }
 
+/// The failing check's reason: the per-value part's finding first, else the mean test's and
+/// what it reads. Truncation moves values toward zero only: a mean away from zero is a rounding
+/// away from zero, or a fault moving values outward (a dominant row's activations x 1.01).
+std::string failure_reason(const std::string& value_failure, const std::string& mean_failure, bool mean_away) {
+  if (!value_failure.empty()) return value_failure + (mean_failure.empty() ? "" : "; " + mean_failure);
+  return mean_failure + (mean_away ? ": a rounding that is not to nearest (away from zero), or values a fault moved "
+                                     "away from zero"
+                                   : ": truncation, or a rounding that is not to nearest");
+}
+
 }  // namespace
 
 std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferencePass& pass,
@@ -160,7 +170,8 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
   CheckResult r = projection_check(info, CheckKind::kBias);
   BiasEvidence e;
   e.alpha = kAlpha;
-  e.nearest = info.accumulator.round_to_nearest;
+  // A walk stage rounding toward zero makes the accumulation directed (reference_pass.cc).
+  e.nearest = info.accumulator.round_to_nearest && !pass.summary.biased_rounding;
   e.value_threshold = pass.bias_value_threshold;
   const bool per_value = e.value_threshold > 0;
   int outputs = 0;
@@ -172,6 +183,7 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
   // where the per-value part takes the other half (reference_pass.cc).
   const double log_term = std::log(2.0 * std::max(outputs, 1) / (per_value ? kAlpha / 2 : kAlpha));
   std::string mean_failure, value_failure;
+  bool mean_away = false;  // the failing mean's direction
   Index counted = 0;
   // Values beyond a spacing, and the others beyond the per-value threshold beside them, in
   // outputs another check fails on (a PASS had counted the 470 of the first and left the 37 of
@@ -205,6 +217,7 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
     if (excess > 0) {
       o.one_sided = true;
       if (mean_failure.empty()) {
+        mean_away = o.mean_ulps > 0;
         mean_failure = o.output + ": systematic rounding residual " +
                        (o.mean_ulps < 0 ? "toward zero" : "away from zero") + ", mean " + format_short(o.mean_ulps) +
                        " ulp over " + std::to_string(t.values) + " values, beyond the limit " +
@@ -218,13 +231,13 @@ std::optional<CheckResult> bias_check(const ProjectionFacts& f, const ReferenceP
     return skipped(id, subject, CheckKind::kBias,
                    e.nearest ? "no value has a centre and a bound tight enough to test (within 4 ulps)"
                              : "accumulator " + info.accumulator.name +
+                                   (info.walk.declared ? " with k_walk " + info.walk.name : std::string()) +
                                    " has biased rounding errors and no value's bound is within a quarter ulp: the "
                                    "output rounding cannot be told from the accumulator's own bias");
   }
   if (!value_failure.empty() || !mean_failure.empty()) {
     r.verdict = Verdict::kFail;
-    r.reason = value_failure.empty() ? mean_failure + ": truncation, or a rounding that is not to nearest"
-                                     : value_failure + (mean_failure.empty() ? "" : "; " + mean_failure);
+    r.reason = failure_reason(value_failure, mean_failure, mean_away);
   } else {
     const BiasOutput& o = e.outputs.front().values > 0 ? e.outputs.front() : e.outputs.back();
     r.reason = "rounding residuals centred: " + o.output + " mean " + format_short(o.mean_ulps) + " ulp over " +

@@ -106,6 +106,48 @@ std::string named_rows_text(const BoundEvidence& e) {
   return out + ")";
 }
 
+/// "; no declaration tried fits the 1024 sampled values, but a fault does: ...": the fault trial
+/// that brings the sample within the rounding noise, where no declaration does: a wider B only
+/// held its values (an input channel x 1.02 read "the data fits accumulator = f32-rz"), and a few
+/// rows of large activations there carried it (read as their fault).
+std::string fault_text(const DeclarationTrial& fault, const DeclarationTrial& declared, const BoundEvidence& e) {
+  const std::string sampled = std::to_string(declared.sampled), as_declared = std::to_string(declared.inside);
+  std::string out;
+  out.append("; no declaration tried fits the ").append(sampled).append(" sampled values, but a fault does: ");
+  out.append(trial_text(fault));
+  if (fault.sampled < declared.sampled) {
+    // The scale fit counts only values that say anything of a scale (scale_trial).
+    out.append(" holds all ").append(std::to_string(fault.sampled)).append(" it counts (the other ");
+    out.append(std::to_string(declared.sampled - fault.sampled)).append(" are exact zeros inside their intervals)");
+    out.append(", their energy ");
+  } else {
+    out.append(" holds them all, their energy ");
+  }
+  out.append(format_short(fault.energy));
+  out.append(" within the rounding noise (limit ").append(format_short(diagnosis_energy_limit(fault.sampled)));
+  out.append("; ").append(format_short(declared.energy)).append(" and ").append(as_declared);
+  // One segment's or several segments' weights (channel_trial names them in `segment`),
+  // every value's scale (scale_trial) or one row's (row_scale_trial).
+  const bool several = fault.segment.find(", ") != std::string::npos;
+  const FaultKind kind = read_fault(fault).kind;
+  out.append(kind == FaultKind::kEveryValue ? " inside as declared): a kernel fault scaling every value"
+             : kind == FaultKind::kRow
+                 ? " inside as declared): a kernel fault of that row (its activations, or the path that computed it)"
+             : fault.segment.empty() ? " inside as declared): a kernel fault of that channel's weights or activations"
+             : several ? " inside as declared): a kernel fault of that channel's weights in those segments"
+                       : " inside as declared): a kernel fault of that channel's weights in that segment");
+  out.append(", not a declaration mistake");
+  // A row's fault is a larger share of a packed output holding fewer rows: there the packed
+  // outputs' values outside in rows y_unpacked's are not in tell the packed path's own fault
+  // (a review's y_packed row 20 beside y_unpacked row 3).
+  const bool row = kind == FaultKind::kRow;
+  if (!row) out.append(packed_besides(e));
+  if (row && e.rows_elsewhere) {
+    out.append("; the packed outputs' values outside lie in other rows too: a fault of the packed path besides");
+  }
+  return out;
+}
+
 /// "; the data fits dequant = output for segment kv (all 2048 sampled values inside; 310 as
 /// declared)" for the trials that hold every sampled value, or what the best trial reached.
 std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const BoundEvidence& e,
@@ -160,33 +202,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
       if (bias_reads_direction) out.append(" (bias tells them apart by the direction its values beyond lie in)");
     }
   } else if (const DeclarationTrial* fault = fault_fit(trials)) {
-    // A fault that brings the sample within the rounding noise, where no declaration does: a
-    // wider B only held its values (an input channel x 1.02 read "the data fits accumulator =
-    // f32-rz"), and a few rows of large activations there carried it (read as their fault).
-    out.append("; no declaration tried fits the ").append(sampled).append(" sampled values, but a fault does: ");
-    out.append(trial_text(*fault));
-    if (fault->sampled < declared.sampled) {
-      // The scale fit counts only values that say anything of a scale (scale_trial).
-      out.append(" holds all ").append(std::to_string(fault->sampled)).append(" it counts (the other ");
-      out.append(std::to_string(declared.sampled - fault->sampled)).append(" are exact zeros inside their intervals)");
-      out.append(", their energy ");
-    } else {
-      out.append(" holds them all, their energy ");
-    }
-    out.append(format_short(fault->energy));
-    out.append(" within the rounding noise (limit ").append(format_short(diagnosis_energy_limit(fault->sampled)));
-    out.append("; ").append(format_short(declared.energy)).append(" and ").append(as_declared);
-    // One segment's or several segments' weights (channel_trial names them in `segment`), or
-    // every value's scale (scale_trial).
-    const bool several = fault->segment.find(", ") != std::string::npos;
-    const bool channel = fault->declaration.starts_with("input channel");
-    out.append(!channel ? " inside as declared): a kernel fault scaling every value"
-               : fault->segment.empty()
-                   ? " inside as declared): a kernel fault of that channel's weights or activations"
-               : several ? " inside as declared): a kernel fault of that channel's weights in those segments"
-                         : " inside as declared): a kernel fault of that channel's weights in that segment");
-    out.append(", not a declaration mistake");
-    out.append(packed_besides(e));
+    out.append(fault_text(*fault, declared, e));
   } else if (few) {
     // A trial may hold every sampled value by a wider bound alone; in a few rows that is a
     // fault of theirs (two rows at 1.01x and 1.02x held by accumulator = matrix-unit).
@@ -384,7 +400,14 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
     r.reason.append(" (").append(declarations_text(info)).append(")");
     spread_of_outside(f, pass, e);
     if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
-      e.diagnosis = diagnose_declarations(f, options);
+      // The one row of y_unpacked holding values outside, if one alone does: the only row whose
+      // scale the diagnosis fits (row_scale_trial).
+      Index lone_row = -1;
+      const std::vector<char>& rows = pass.outside_rows[static_cast<std::size_t>(EngineOutputId::kUnpacked)];
+      if (std::count(rows.begin(), rows.end(), 1) == 1) {
+        lone_row = static_cast<Index>(std::find(rows.begin(), rows.end(), 1) - rows.begin());
+      }
+      e.diagnosis = diagnose_declarations(f, options, DiagnosisReason::kBound, lone_row);
       // bias reads the values beyond by direction where its per-value part runs: bf16 / f16
       // outputs, and the threshold the reference pass set where the residual model applies.
       const bool bias_runs =

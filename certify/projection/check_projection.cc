@@ -184,6 +184,22 @@ void walk_step(const ProjectionFacts& f, const CheckOptions& options, const Refe
 /// the selector, so their own cause (a scale, an accumulator) would then point elsewhere.
 /// `for_bias`: a fit of another output rounding is what bias itself tests (its "truncation"
 /// agrees with it), so that one does not count.
+/// The fault a failing bound's diagnosis fits to the rounding noise (fault_fit), if any.
+const DeclarationTrial* bound_fault(const std::vector<CheckResult>& checks) {
+  for (const CheckResult& c : checks) {
+    const auto* b = std::get_if<BoundEvidence>(&c.evidence);
+    if (b && c.failed()) return fault_fit(b->diagnosis);
+  }
+  return nullptr;
+}
+
+/// "; bound finds the sampled residuals fit row 2's outputs scaled 1.01x (...) to the rounding
+/// noise: what <check> reads above may be that fault's alone, not <what it reads it as>".
+std::string bound_fault_clause(const DeclarationTrial& fault, std::string_view check, std::string_view not_what) {
+  return "; bound finds the sampled residuals fit " + trial_text(fault) + " to the rounding noise: what " +
+         std::string(check) + " reads above may be that fault's alone, not " + std::string(not_what);
+}
+
 std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_bias = false) {
   for (const CheckResult& c : checks) {
     if (!c.failed()) continue;
@@ -285,6 +301,7 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
     out.checks.push_back(std::move(*var));
     return;
   }
+  bool var_located = false;  // variance's reason names signature's location
   if (!explained.empty()) {
     for (std::optional<CheckResult>* c : {&sig, &var}) {
       if (*c && (*c)->failed()) **c = skipped((*c)->id, (*c)->subject, (*c)->kind, "not evaluated: " + explained);
@@ -300,7 +317,11 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
       // sampled residuals fit every output scaled 1.002x").
       const auto* b = std::get_if<BoundEvidence>(&c.evidence);
       if (const DeclarationTrial* fault = b ? fault_fit(b->diagnosis) : nullptr) {
-        if (location_output(e) == engine_output_name(EngineOutputId::kUnpacked)) {
+        // A row's scale that signature fits to the same row of y_unpacked is the same reading.
+        const FaultReading read = read_fault(*fault);
+        const bool same_row =
+            read.kind == FaultKind::kRow && e.fit && e.fit->kind == FitKind::kRow && e.fit->row == read.row;
+        if (location_output(e) == engine_output_name(EngineOutputId::kUnpacked) && !same_row) {
           sig->reason += "; bound finds the sampled residuals fit " + trial_text(*fault) +
                          " to the rounding noise: what this names may be that fault seen in part";
         }
@@ -318,6 +339,14 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
     if (var && var->failed() && signature_localizes(e)) {
       var->reason += "; signature locates a fault (" + describe_location_short(e) +
                      "): what variance reads above may be that fault's alone, not the kernel's rounding";
+      var_located = true;
+    }
+  }
+  // Where signature locates nothing, a fault bound's diagnosis fits is what the residuals hold
+  // (a bf16 row of dominant activations x 1.01: variance read "at least 0.535 bits coarser").
+  if (var && var->failed() && !var_located && explained.empty()) {
+    if (const DeclarationTrial* fault = bound_fault(out.checks)) {
+      var->reason += bound_fault_clause(*fault, "variance", "the kernel's rounding");
     }
   }
   if (sig) out.checks.push_back(std::move(*sig));
@@ -371,6 +400,8 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
       if (b->failed()) {
         if (const std::string explained = explained_earlier(out.checks, true); !explained.empty()) {
           *b = skipped(b->id, b->subject, b->kind, "not evaluated: " + explained);
+        } else if (const DeclarationTrial* fault = bound_fault(out.checks)) {
+          b->reason += bound_fault_clause(*fault, "bias", "the output rounding's");
         }
       }
       out.checks.insert(out.checks.begin() + bias_at, std::move(*b));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "certify/projection/reference_pass.h"
 #include "certify/report/format.h"
@@ -630,6 +631,10 @@ struct ScaledColumns {
   const WeightSegment* seg = nullptr;
 };
 
+/// How a fault trial's declaration begins, read back by read_fault: one input channel's fault,
+/// or one row's ("row 2's outputs scaled 1.01x"); any other is every value's.
+constexpr std::string_view kChannelFaultPrefix = "input channel ", kRowFaultPrefix = "row ";
+
 /// "1.02x"; below 1e-3 off, "by 1 + 4.1e-05" or "by 1 - 4.1e-05" (four digits of 1 + e would
 /// read "1x"); "0x" for a dropped channel.
 std::string scale_text(double scale) {
@@ -645,8 +650,8 @@ DeclarationTrial channel_fault_trial(const ProjectionFacts& f, Index channel, co
                                      Index sampled, const MovedCount& moved) {
   const std::string k = std::to_string(channel);
   if (groups.size() == 1 && groups.front().seg == nullptr) {
-    return {"input channel " + k + " scaled " + scale_text(groups.front().scale) + " (x[:, " + k + "] or W[:, " + k +
-                "], in every column)",
+    return {std::string(kChannelFaultPrefix) + k + " scaled " + scale_text(groups.front().scale) + " (x[:, " + k +
+                "] or W[:, " + k + "], in every column)",
             "",
             TrialEffect::kLocatesFault,
             sampled,
@@ -670,7 +675,7 @@ DeclarationTrial channel_fault_trial(const ProjectionFacts& f, Index channel, co
     names += (g == 0 ? "" : ", ") + seg.name;
   }
   if (groups.size() > 1) where += " (W[:, " + k + "] there alone)";
-  return {"input channel " + k + " of the weights scaled " + where,
+  return {std::string(kChannelFaultPrefix) + k + " of the weights scaled " + where,
           names,
           TrialEffect::kLocatesFault,
           sampled,
@@ -792,73 +797,171 @@ void channel_trial(const ProjectionFacts& f, const Sample& s, const LinearProble
 constexpr Index kScaleValues = 16;
 constexpr double kTruncationReach = -0.5;
 
+/// What a scale fit reads of the sample (scale_trial, row_scale_trial): per value r (a
+/// non-finite one kept so: outside whatever the scale), 1 / sigma^2 (0 where not finite: left
+/// out of the fit and the energy), and what a scale moves: the whole value, or with a bias or
+/// residual epilogue its dot product alone; `counted` the values that say anything of a scale.
+struct ScaleData {
+  std::vector<double> r, u, whole, dot;
+  std::vector<char> counted;
+  Index values = 0;
+  bool epilogue = false;
+};
+
+ScaleData scale_data(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d) {
+  const ProjectionInfo& info = f.info();
+  const std::size_t cells = static_cast<std::size_t>(s.rows * s.cols);
+  ScaleData x;
+  x.epilogue = reference::has_bias(base.epilogue) || reference::has_residual(base.epilogue);
+  x.r.assign(cells, 0.0);
+  x.u.assign(cells, 0.0);
+  x.whole.assign(cells, 0.0);
+  x.dot.assign(cells, 0.0);
+  x.counted.assign(cells, 1);
+  for (Index i = 0; i < s.rows; ++i) {
+    for (Index j = 0; j < s.cols; ++j) {
+      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
+      if (d.centre[c] == 0 && d.outside[c] == kInside) {
+        x.counted[c] = 0;
+        continue;
+      }
+      ++x.values;
+      x.r[c] = static_cast<double>(f.data.y_unpacked.value(info.output, info.out_stride, i, j)) - d.centre[c];
+      if (!std::isfinite(x.r[c]) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) continue;
+      x.u[c] = 1 / d.var[c];
+      x.whole[c] = d.centre[c];
+      double parts = 0;
+      if (reference::has_bias(base.epilogue)) parts += base.bias.at(j);
+      if (reference::has_residual(base.epilogue)) parts += base.residual.at(i, j);
+      x.dot[c] = d.centre[c] - parts;
+    }
+  }
+  return x;
+}
+
+/// One least-squares scale over the values [begin, end) of the sample (one row, or all): e and
+/// the energy it explains, sum(r m u)^2 / sum(m^2 u).
+struct LinearFit {
+  double e = 0, explained = 0;
+};
+LinearFit fit_scale(const ScaleData& x, const std::vector<double>& moves, std::size_t begin, std::size_t end) {
+  double num = 0, den = 0;
+  for (std::size_t c = begin; c < end; ++c) {
+    if (x.u[c] == 0) continue;
+    num += x.r[c] * moves[c] * x.u[c];
+    den += moves[c] * moves[c] * x.u[c];
+  }
+  LinearFit fit;
+  if (den > 0) {
+    fit.e = num / den;
+    fit.explained = num * num / den;
+  }
+  return fit;
+}
+
+/// Whether a fitted scale 1 + e may be named: not between kTruncationReach and 1 (above).
+bool nameable_scale(double e) { return std::isfinite(e) && e != 0 && !(e < 0 && e > kTruncationReach); }
+
+/// Every sampled value scaled by one 1 + e (above kScaleValues).
 void scale_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d,
                  std::vector<DeclarationTrial>& trials) {
   const ProjectionInfo& info = f.info();
   const Index sampled = s.rows * s.cols;
   if (sampled < kScaleValues || trials.empty() || !(trials.front().energy > diagnosis_energy_limit(sampled))) return;
-  const bool epilogue = reference::has_bias(base.epilogue) || reference::has_residual(base.epilogue);
-  const std::size_t cells = static_cast<std::size_t>(sampled);
-  // Per value r (a non-finite one kept so: outside whatever the scale), 1 / sigma^2 (0 where
-  // not finite: left out of the fit and the energy), and what a scale moves: the whole value,
-  // or its dot product alone.
-  std::vector<double> r(cells, 0.0), u(cells, 0.0), whole(cells, 0.0), dot(cells, 0.0);
-  std::vector<char> counted(cells, 1);
-  Index values = 0;
-  for (Index i = 0; i < s.rows; ++i) {
-    for (Index j = 0; j < s.cols; ++j) {
-      const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      if (d.centre[c] == 0 && d.outside[c] == kInside) {
-        counted[c] = 0;
-        continue;
-      }
-      ++values;
-      r[c] = static_cast<double>(f.data.y_unpacked.value(info.output, info.out_stride, i, j)) - d.centre[c];
-      if (!std::isfinite(r[c]) || !std::isfinite(d.var[c]) || !(d.var[c] > 0)) continue;
-      u[c] = 1 / d.var[c];
-      whole[c] = d.centre[c];
-      double parts = 0;
-      if (reference::has_bias(base.epilogue)) parts += base.bias.at(j);
-      if (reference::has_residual(base.epilogue)) parts += base.residual.at(i, j);
-      dot[c] = d.centre[c] - parts;
-    }
-  }
-  if (values < kScaleValues) return;
+  const ScaleData x = scale_data(f, s, base, d);
+  if (x.values < kScaleValues) return;
   struct Fit {
     const std::vector<double>* moves;
     const char* what;
-    double e = 0, explained = 0;
+    LinearFit fit;
   };
   std::vector<Fit> fits;
-  if (epilogue) {
-    fits.push_back({&dot, " before the epilogue (a wrong scale of every weight, or of every row's activations)"});
-    fits.push_back({&whole, " after the epilogue (a wrong scale of the output)"});
+  if (x.epilogue) {
+    fits.push_back({&x.dot, " before the epilogue (a wrong scale of every weight, or of every row's activations)", {}});
+    fits.push_back({&x.whole, " after the epilogue (a wrong scale of the output)", {}});
   } else {
-    fits.push_back({&whole, " (a wrong scale of the output, of every weight, or of every row's activations)"});
+    fits.push_back({&x.whole, " (a wrong scale of the output, of every weight, or of every row's activations)", {}});
   }
   const Fit* best = nullptr;
   for (Fit& fit : fits) {
-    double num = 0, den = 0;
-    for (std::size_t c = 0; c < cells; ++c) {
-      if (u[c] == 0) continue;
-      num += r[c] * (*fit.moves)[c] * u[c];
-      den += (*fit.moves)[c] * (*fit.moves)[c] * u[c];
+    fit.fit = fit_scale(x, *fit.moves, 0, x.r.size());
+    if (fit.fit.explained > 0 && std::isfinite(fit.fit.explained) &&
+        (!best || fit.fit.explained > best->fit.explained)) {
+      best = &fit;
     }
-    if (!(den > 0)) continue;
-    fit.e = num / den;
-    fit.explained = num * num / den;
-    if (std::isfinite(fit.explained) && (!best || fit.explained > best->explained)) best = &fit;
   }
   const double chance = 2 * std::log(2 * static_cast<double>(fits.size()) / kResidualAlpha);
-  if (!best || !(best->explained > chance)) return;
-  const double e = refit_scale(d, r, u, *best->moves, best->e, info.output);
-  if (!std::isfinite(e) || e == 0) return;
-  if (e < 0 && e > kTruncationReach) return;
-  const MovedCount moved = count_moved(d, r, u, *best->moves, e, info.output, &counted);
+  if (!best || !(best->fit.explained > chance)) return;
+  const double e = refit_scale(d, x.r, x.u, *best->moves, best->fit.e, info.output);
+  if (!nameable_scale(e)) return;
+  const MovedCount moved = count_moved(d, x.r, x.u, *best->moves, e, info.output, &x.counted);
   trials.push_back(
-      {std::string(epilogue && best->moves == &dot ? "every dot product scaled " : "every output scaled ") +
+      {std::string(x.epilogue && best->moves == &x.dot ? "every dot product scaled " : "every output scaled ") +
            scale_text(e) + best->what,
-       "", TrialEffect::kLocatesFault, values, moved.inside, moved.mean});
+       "", TrialEffect::kLocatesFault, x.values, moved.inside, moved.mean});
+}
+
+/// One row's values scaled by 1 + e, as a fault trial (kLocatesFault): a wrong scale of that
+/// row's activations (or of its output) moves each of its values by e y* (with a bias or
+/// residual epilogue, the activations' scale e (y* - b - r), and both fits are tried, as in
+/// scale_trial). Where that row's activations dominate the others', any mistake's rounding is
+/// largest there and bound's few-rows reading does not apply (row_spread): a bf16 row of 30
+/// times the others' activations x 1.01 read "a kernel fault, or more than one mistake", bias
+/// read it as a rounding away from zero and variance as a narrower accumulator. Fitted only for
+/// `row`, the one row of y_unpacked holding values outside (a fault of two rows, one of them
+/// beyond the sample's, read as the sampled one's alone), where the sample holds it and
+/// kScaleValues counted values of it: e by weighted least squares, kept where it explains more
+/// than a fit to rounding noise would (2 ln(2 F / alpha)), refitted about the moved centres. It
+/// is named only where the row's own values keep an energy within the limit for their count
+/// about the moved centres (over the whole sample a row's leftover energy is diluted by the
+/// others' noise, 7 rows of 8 at 0.01), and, as in scale_trial, not at a scale between 0.5 and
+/// 1: a truncating accumulator falls short first in a dominant row, or a row whose products
+/// share a sign.
+void row_scale_trial(const ProjectionFacts& f, const Sample& s, const LinearProblem& base, const Declared& d, Index row,
+                     std::vector<DeclarationTrial>& trials) {
+  const ProjectionInfo& info = f.info();
+  const Index sampled = s.rows * s.cols;
+  if (row < 0 || row >= s.rows || trials.empty() || !(trials.front().energy > diagnosis_energy_limit(sampled))) {
+    return;
+  }
+  const ScaleData x = scale_data(f, s, base, d);
+  const auto begin = static_cast<std::size_t>(row * s.cols), end = begin + static_cast<std::size_t>(s.cols);
+  std::vector<char> in_row(x.r.size(), 0);
+  std::copy(x.counted.begin() + static_cast<std::ptrdiff_t>(begin),
+            x.counted.begin() + static_cast<std::ptrdiff_t>(end), in_row.begin() + static_cast<std::ptrdiff_t>(begin));
+  const Index row_values = std::count(in_row.begin(), in_row.end(), 1);
+  if (row_values < kScaleValues) return;
+  std::vector<const std::vector<double>*> moves_of = {&x.whole};
+  if (x.epilogue) moves_of = {&x.dot, &x.whole};
+  const std::vector<double>* best_moves = nullptr;
+  LinearFit best;
+  for (const std::vector<double>* moves : moves_of) {
+    const LinearFit fit = fit_scale(x, *moves, begin, end);
+    if (std::isfinite(fit.explained) && fit.explained > best.explained) {
+      best = fit;
+      best_moves = moves;
+    }
+  }
+  const double chance = 2 * std::log(2 * static_cast<double>(moves_of.size()) / kResidualAlpha);
+  if (best_moves == nullptr || !(best.explained > chance)) return;
+  // The row's moves alone; every other value stays at its declared centre.
+  std::vector<double> moves(x.r.size(), 0.0);
+  std::copy(best_moves->begin() + static_cast<std::ptrdiff_t>(begin),
+            best_moves->begin() + static_cast<std::ptrdiff_t>(end), moves.begin() + static_cast<std::ptrdiff_t>(begin));
+  const double e = refit_scale(d, x.r, x.u, moves, best.e, info.output);
+  if (!nameable_scale(e)) return;
+  const MovedCount own = count_moved(d, x.r, x.u, moves, e, info.output, &in_row);
+  if (!(own.mean >= 0 && own.mean <= diagnosis_energy_limit(row_values))) return;
+  const MovedCount moved = count_moved(d, x.r, x.u, moves, e, info.output, &x.counted);
+  const std::string name = std::string(kRowFaultPrefix) + std::to_string(row);
+  trials.push_back(
+      {x.epilogue && best_moves == &x.dot ? name + "'s dot products scaled " + scale_text(e) +
+                                                " before the epilogue (a wrong scale of that row's activations)"
+       : x.epilogue
+           ? name + "'s outputs scaled " + scale_text(e) + " after the epilogue (a wrong scale of that row's output)"
+           : name + "'s outputs scaled " + scale_text(e) +
+                 " (a wrong scale of that row's activations, or of its output)",
+       "", TrialEffect::kLocatesFault, x.values, moved.inside, moved.mean});
 }
 
 }  // namespace
@@ -877,7 +980,7 @@ Index diagnosis_columns(const reference::Weights& w) {
 }
 
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
-                                                    DiagnosisReason reason) {
+                                                    DiagnosisReason reason, Index lone_row) {
   const ProjectionInfo& info = f.info();
   std::vector<DeclarationTrial> trials;
   if (!f.data.y_unpacked.present || !f.weights.ok()) return trials;
@@ -963,6 +1066,7 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   if (reason == DiagnosisReason::kBound && declared_model.evaluated()) {
     channel_trial(f, s, base, declared_model, trials);
     scale_trial(f, s, base, declared_model, trials);
+    row_scale_trial(f, s, base, declared_model, lone_row, trials);
   }
   return trials;
 }
@@ -1019,6 +1123,17 @@ double diagnosis_energy_limit(Index sampled) {
 double diagnosis_far_energy(Index sampled) {
   const double n = static_cast<double>(std::max<Index>(sampled, 1));
   return 2 * std::log(2 * n / kResidualAlpha);
+}
+
+FaultReading read_fault(const DeclarationTrial& t) {
+  FaultReading out;
+  if (t.declaration.starts_with(kChannelFaultPrefix)) {
+    out.kind = FaultKind::kChannel;
+  } else if (t.declaration.starts_with(kRowFaultPrefix)) {
+    out.kind = FaultKind::kRow;
+    out.row = std::stoll(t.declaration.substr(kRowFaultPrefix.size()));
+  }
+  return out;
 }
 
 const DeclarationTrial* fault_fit(const std::vector<DeclarationTrial>& trials) {

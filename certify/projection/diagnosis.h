@@ -44,8 +44,11 @@ Index diagnosis_columns(const reference::Weights& w);
 /// input channel whose scale, fitted by least squares, explains most of the sampled residuals
 /// (channel_trial in diagnosis.cc). A wider bound holds such a fault (x[:, 17] x 1.02: "the data
 /// fits accumulator = f32-rz; or accumulator = matrix-unit") as it holds a few rows'.
+/// `lone_row`: the one row of y_unpacked holding values outside its intervals, where one alone
+/// does (-1 otherwise); a row of the sample, its scale is fitted as a fault (row_scale_trial).
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
-                                                    DiagnosisReason reason = DiagnosisReason::kBound);
+                                                    DiagnosisReason reason = DiagnosisReason::kBound,
+                                                    Index lone_row = -1);
 
 /// How the values outside the bound spread over the rows (row_spread).
 enum class RowSpread : std::uint8_t {
@@ -68,6 +71,16 @@ enum class RowSpread : std::uint8_t {
 /// them only around it.
 std::vector<const DeclarationTrial*> fitting_trials(const std::vector<DeclarationTrial>& trials,
                                                     RowSpread spread = RowSpread::kBroad);
+
+/// What a fault trial (kLocatesFault) names, read back from the declaration the diagnosis wrote
+/// for it: one input channel's scale (in every column or in some segments' columns), every
+/// value's scale, or one sampled row's (`row`, a row of y_unpacked and x).
+enum class FaultKind : std::uint8_t { kChannel, kEveryValue, kRow };
+struct FaultReading {
+  FaultKind kind = FaultKind::kEveryValue;
+  Index row = -1;
+};
+FaultReading read_fault(const DeclarationTrial& t);
 
 /// The fault trial that holds every sampled value with their energy within the limit, where
 /// the declaration's is beyond it; null when there is none.
