@@ -247,9 +247,16 @@ Status check_selector(const PackPlan& p) {
     Index count = 0;
     for (Index i = 0; i < p.block_rows; ++i) count += owner[q * p.block_rows + i] >= 0;
     const Index commit = p.commit_counts[static_cast<std::size_t>(q)];
-    if (count > p.cap || commit > p.cap) {
+    if (count > p.cap) {
       return fail(ErrorCode::kGuardCapExceeded, "request " + n2s(q) + " gathers " + n2s(count) +
                                                     " rows (commit count " + n2s(commit) + ") but cap = " + n2s(p.cap));
+    }
+    // The commit count alone over the cap: said as such (the selector's count within it had
+    // read "gathers 3 rows (commit count 4) but cap = 3").
+    if (commit > p.cap) {
+      return fail(ErrorCode::kGuardCapExceeded, "request " + n2s(q) + ": commit_counts says " + n2s(commit) +
+                                                    " rows but cap = " + n2s(p.cap) + " (the selector gathers " +
+                                                    n2s(count) + ")");
     }
     if (count != commit) {
       return fail(ErrorCode::kGuardCommitMismatch, "request " + n2s(q) + ": selector gathers " + n2s(count) +

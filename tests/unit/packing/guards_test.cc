@@ -173,6 +173,12 @@ TEST(Guards, SelectorAndCommits) {
   cap.plan.selector = {0, 1, 2, 4, 8, 9, -1, -1};
   cap.plan.commit_counts = {3, 1, 2};
   expect_code(cap.check(), ErrorCode::kGuardCapExceeded, "request 0 gathers 3 rows");
+  // The commit count alone over the cap, the selector's count within it: said as such (it had
+  // read "request 0 gathers 2 rows (commit count 3) but cap = 2").
+  Fixture commit_over;
+  commit_over.plan.commit_counts = {3, 1, 2};
+  expect_code(commit_over.check(), ErrorCode::kGuardCapExceeded,
+              "request 0: commit_counts says 3 rows but cap = 2 (the selector gathers 2)");
   Fixture mismatch;
   mismatch.plan.commit_counts = {2, 0, 2};
   expect_code(mismatch.check(), ErrorCode::kGuardCommitMismatch,
