@@ -227,6 +227,15 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     }
     out.append(e.rows_outside == 1 ? ": a fault of that row" : ": a fault of those rows");
     out.append(", not a declaration mistake");
+  } else if (best && best->inside == best->sampled && directed_accumulator_trial(*best) &&
+             centred_beside_directed(trials)) {
+    // A directed accumulator's wider B holds the values, but their residuals do not fall short
+    // toward zero as its would (fitting_trials): a narrower accumulator rounding to nearest.
+    out.append("; ").append(trial_text(*best)).append(" holds all ").append(sampled);
+    out.append(" sampled values by a wider bound alone, but their residuals as declared are centred (lean ");
+    out.append(format_short(declared.lean)).append(", where a directed accumulator's fall short toward zero; ");
+    out.append(as_declared).append(" inside as declared): a narrower accumulator that rounds to nearest, or a kernel ");
+    out.append("fault, not a declaration ncert tries");
   } else if (best && more_inside(*best, declared)) {
     out.append("; no single other declaration fits the ").append(sampled).append(" sampled values (best: ");
     out.append(trial_text(*best)).append(", ").append(std::to_string(best->inside));

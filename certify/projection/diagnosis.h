@@ -82,6 +82,17 @@ struct FaultReading {
 };
 FaultReading read_fault(const DeclarationTrial& t);
 
+/// A trial of a directed accumulator (f32-rz, matrix-unit: TrialEffect::kWidensBound), whose
+/// errors fall short toward zero. fitting_trials names one only where the declaration's sampled
+/// residuals lean toward zero (DeclarationTrial::lean at or below -kTruncationLean): a narrower
+/// accumulator rounding to nearest leaves them centred, and a directed one's wider B holds it
+/// too. 3: centred residuals lean so far with probability at most 2 exp(-4.5) = 0.022 (a
+/// reading, not a verdict); a 22-bit truncating accumulator leans 20 or more on 2,048 values.
+inline constexpr double kTruncationLean = 3;
+bool directed_accumulator_trial(const DeclarationTrial& t);
+/// Whether the declaration's residuals do not lean toward zero beyond kTruncationLean.
+bool centred_beside_directed(const std::vector<DeclarationTrial>& trials);
+
 /// The fault trial that holds every sampled value with their energy within the limit, where
 /// the declaration's is beyond it; null when there is none.
 const DeclarationTrial* fault_fit(const std::vector<DeclarationTrial>& trials);

@@ -12,7 +12,16 @@ namespace {
 /// values in every column; values that differ in one column only point at that column's weights
 /// (a group's scale 0.2 % off in a bf16 output moves a few of its 32 values, docs/detection.md),
 /// in one row only at that row's activations.
-std::string where_they_lie(const WalkTally& span, bool bias) {
+/// Where y_unpacked equals the walk and only the packed outputs differ, the packed path's values
+/// are wrong, not the operands: identity reads that (a row the scatter never wrote, still
+/// y_before, had read "that row's activations are not those the kernel used").
+std::string where_they_lie(const WalkTally& span, bool bias, bool packed_only) {
+  if (span.mismatches < 1) return "";
+  if (packed_only) {
+    return std::string(span.row_min == span.row_max ? ", all in row " + std::to_string(span.row_min) : "") +
+           ", in the packed outputs alone (y_unpacked equals the walk): the packed path's values, which identity "
+           "checks, not the operands";
+  }
   if (span.mismatches < 2) return "";
   if (span.col_min == span.col_max) {
     return ", all in column " + std::to_string(span.col_min) + ": that column's weights (or their scales" +
@@ -44,6 +53,10 @@ CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
     e.mismatches += w.mismatches;
     if (!first && w.mismatches > 0) first = id;
   }
+  // y_unpacked dumped and equal to the walk everywhere: any difference is the packed path's.
+  const bool unpacked_agrees = f.data.y_unpacked.present &&
+                               pass.walk[static_cast<std::size_t>(EngineOutputId::kUnpacked)].compared > 0 &&
+                               pass.walk[static_cast<std::size_t>(EngineOutputId::kUnpacked)].mismatches == 0;
   if (first) {
     const WalkTally& w = pass.walk[static_cast<std::size_t>(*first)];
     const std::string name(engine_output_name(*first));
@@ -52,7 +65,8 @@ CheckResult walk_check(const ProjectionFacts& f, const ReferencePass& pass) {
     r.reason = name + " " + detail::where(w.row, w.col, slot) + " differs from the emulated " + info.walk.name +
                " walk: engine " + detail::hex_bits(w.engine, info.output) + " vs walk " +
                detail::hex_bits(w.walk, info.output) + "; " + std::to_string(e.mismatches) + " of " +
-               std::to_string(e.compared) + " values differ" + where_they_lie(span, info.bias_dtype.has_value());
+               std::to_string(e.compared) + " values differ" +
+               where_they_lie(span, info.bias_dtype.has_value(), unpacked_agrees);
     r.first_failure = Location{name, w.row, w.col, slot};
   } else {
     r.reason = "all " + std::to_string(e.compared) + " engine values equal the emulated " + info.walk.name +

@@ -369,6 +369,13 @@ struct DeclarationTrial {
   /// rounding noise (r^2 / sigma^2 above diagnosis_far_energy, 58 at 2,048 values), left out of
   /// `energy` on the same terms as `left` and not counted in it. 0 otherwise.
   Index far = 0;
+  /// The declaration only (the first trial; 0 for the others): its sampled residuals' lean
+  /// away from zero, sum s / sqrt(sum s^2) over s = sign(c) r / sigma (negative: toward zero).
+  /// Centred rounding errors, of any precision, keep it within a few units (symmetric s:
+  /// P(|lean| >= t) <= 2 exp(-t^2 / 2)); an accumulator or output that truncates falls short of
+  /// every value and leans far toward zero (diagnosis.h, kTruncationLean). 0: not read (fewer
+  /// than 16 finite residuals).
+  double lean = 0;
   bool operator==(const DeclarationTrial&) const = default;
 };
 

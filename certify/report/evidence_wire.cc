@@ -236,6 +236,7 @@ void fields(auto& f, Is<DeclarationTrial> auto& x) {
   f("energy", x.energy);
   f("left", x.left);
   f("far", x.far);
+  f("lean", x.lean);
 }
 
 void fields(auto& f, Is<BoundEvidence> auto& x) {

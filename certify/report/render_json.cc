@@ -162,6 +162,7 @@ Json diagnosis_json(const std::vector<DeclarationTrial>& diagnosis) {
     if (t.energy >= 0) j["energy"] = t.energy;
     if (t.left > 0) j["left_to_bound"] = t.left;
     if (t.far > 0) j["left_far_off_noise"] = t.far;
+    if (i == 0 && t.lean != 0) j["lean"] = t.lean;
     trials.push_back(j);
   }
   return trials;

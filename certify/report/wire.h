@@ -48,7 +48,9 @@ namespace ncert::certify {
 ///      finding's column held one live row (SignatureFinding::one_row); whether the values outside
 ///      the bound lie in other rows of other outputs too (BoundEvidence::rows_elsewhere)
 ///      (2026-12-06)
-inline constexpr int kWireVersion = 11;
+///  12  the declaration's residual lean on the diagnosis sample (DeclarationTrial::lean)
+///      (2026-12-06)
+inline constexpr int kWireVersion = 12;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

@@ -262,6 +262,33 @@ TEST(Check, IdentityFailureNamesTheSlotMappingThatExplainsIt) {
   EXPECT_NE(st->reason.find("not a misrouted row"), std::string::npos) << st->reason;
 }
 
+TEST(Check, APackedRowNeverWrittenIsNotBlamedOnItsActivationsByWalk) {
+  // attn_qkv declares its walk; one selected row of y_packed still holds y_before (the scatter
+  // never wrote it). identity names the mapping; walk, whose values differ in that row of the
+  // packed outputs alone, had read "all in row 0: that row's activations are not those the
+  // kernel used" (a review's), where y_unpacked's same row equals the walk.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "unwritten.h5");
+  const std::string group = "/projections/attn_qkv/";
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, group + "selector");
+  std::int32_t row = -1;
+  for (const std::int32_t r : selector) {
+    if (r >= 0 && row < 0) row = r;
+  }
+  ASSERT_GE(row, 0);
+  ncert::testing::copy_row(path, group + "y_before", row, group + "y_packed", row);
+  const Report r = check_dump(path);
+  const std::vector<SlotMapping> m = mappings_of(r, "projections/attn_qkv/identity");
+  ASSERT_EQ(m.size(), 1u) << r.to_text(true);
+  EXPECT_EQ(m[0].kind, SlotMisroute::kUnwritten);
+  const CheckResult* walk = find_check(r, "projections/attn_qkv/walk");
+  ASSERT_NE(walk, nullptr);
+  EXPECT_EQ(walk->verdict, Verdict::kFail);
+  EXPECT_NE(walk->reason.find("in the packed outputs alone (y_unpacked equals the walk): the packed path's values"),
+            std::string::npos)
+      << walk->reason;
+  EXPECT_EQ(walk->reason.find("activations"), std::string::npos) << walk->reason;
+}
+
 TEST(Check, AWrongGroupSizeIsNamedFromTheStoredScales) {
   // attn_qkv's AF4 segment has groups of 32 over K = 64 (two scales a row); declaring 16 is
   // refused by guard 309, and the failure says which group size the stored scales fit.
