@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include "certify/isolation/fd_write.h"
@@ -103,6 +104,31 @@ bool names_open_descriptor(const std::string& path) {
   return digits > 6 && digits != std::string::npos && path.compare(digits, 4, "/fd/") == 0;
 }
 
+/// What fd 1 is (device and inode), or nullopt when it is closed.
+std::optional<struct stat> stdout_file() {
+  struct stat st {};
+  if (::fstat(STDOUT_FILENO, &st) != 0) return std::nullopt;
+  return st;
+}
+
+/// Whether an output goes to stdout: "-", a name of descriptor 1 (/dev/stdout, /dev/fd/1,
+/// /proc/self/fd/1, /proc/<this pid>/fd/1), or any path to the file fd 1 is open on (`--json
+/// out.txt > out.txt`, /dev/stderr after 2>&1) unless that is a character device: /dev/null
+/// takes any number of reports, and a terminal shows them in turn. Two outputs on a file or pipe
+/// mix or overwrite each other: one is written through stdout at its own offset, the other
+/// appended through a descriptor of its own, so the second report lands over the first.
+bool goes_to_stdout(const std::string& path, const std::optional<struct stat>& out) {
+  if (path == "-") return true;
+  for (const std::string& spelling :
+       {std::string("/dev/stdout"), std::string("/dev/fd/1"), std::string("/proc/self/fd/1"),
+        std::string("/proc/thread-self/fd/1"), "/proc/" + std::to_string(::getpid()) + "/fd/1"}) {
+    if (path == spelling) return true;
+  }
+  struct stat st {};
+  return out && !S_ISCHR(out->st_mode) && ::stat(path.c_str(), &st) == 0 && st.st_dev == out->st_dev &&
+         st.st_ino == out->st_ino;
+}
+
 /// The rules of one output path alone: not a directory, writable where it points, and a
 /// report only over a report.
 Status check_output_place(const NamedPath& out) {
@@ -188,16 +214,30 @@ Status check_command_paths(const CommandPaths& paths) {
   for (const NamedPath& out : paths.outputs) {
     if (!out.path.empty()) outputs.push_back(&out);
   }
+  const std::optional<struct stat> out_file = stdout_file();
+  // Stdout is always written (the summary, or the report given "-"): appended to an input
+  // (`check D.h5 --json - >> D.h5`), it would change the bytes the report vouches for.
+  if (out_file) {
+    for (const NamedPath& in : paths.inputs) {
+      struct stat st {};
+      if (!in.path.empty() && ::stat(in.path.c_str(), &st) == 0 && st.st_dev == out_file->st_dev &&
+          st.st_ino == out_file->st_ino) {
+        return Status(ErrorCode::kPathConflict,
+                      "stdout is the input " + in.path + " (" + in.role + "): refusing to write into an input");
+      }
+    }
+  }
+  const NamedPath* on_stdout = nullptr;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const NamedPath& out = *outputs[i];
-    if (out.path == "-") {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (outputs[j]->path == "-") {
-          return Status(ErrorCode::kUsage,
-                        outputs[j]->role + " and " + out.role + " both name stdout: give each report its own path");
-        }
+    if (goes_to_stdout(out.path, out_file)) {
+      if (on_stdout != nullptr) {
+        const auto named = [](const NamedPath& o) { return o.role + (o.path == "-" ? "" : " " + o.path); };
+        return Status(ErrorCode::kUsage,
+                      named(*on_stdout) + " and " + named(out) + " both name stdout: give each report its own path");
       }
-      continue;
+      on_stdout = &out;
+      if (out.path == "-") continue;
     }
     for (const NamedPath& in : paths.inputs) {
       if (!in.path.empty() && same_file(out.path, in.path)) {

@@ -46,7 +46,9 @@ struct CommandPaths {
 /// and inode; by path where one of them does not exist yet), a stream excepted (an existing
 /// path that is not a regular file, such as /dev/null, takes several outputs); kUsage when an
 /// output cannot be written where it points (a directory, a missing or unwritable directory) or
-/// two outputs are stdout; kOutputExists when a report would replace a regular file that is
+/// two outputs are stdout ("-", /dev/stdout, /dev/fd/1, /proc/self/fd/1, or a path to the file
+/// or pipe fd 1 is open on); kPathConflict too when stdout is open on an input (`--json - >>
+/// D.h5`); kOutputExists when a report would replace a regular file that is
 /// not a report (replaceable_by_report). Inputs may repeat (`compare A.h5 A.h5`).
 Status check_command_paths(const CommandPaths& paths);
 

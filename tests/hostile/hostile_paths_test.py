@@ -8,6 +8,8 @@ directory from `ncert demo`'s dumps with h5py, `truncate`, mkfifo and byte surge
   each path-conflict (105) before any work, nothing written, every input untouched;
 - a regular file in /dev/shm is replaced like any other, a device or open descriptor written in
   place;
+- stdout under any name (`-`, /dev/stdout, /dev/fd/1, the file it is open on) takes one report
+  (usage, 100); stdout appended to an input is a path-conflict;
 - a report replaces only an empty file or a report of ncert's, of any of the three kinds: over
   a dump that is no input (`--json step.h5`) or any other file it is output-exists (102), exit
   2, before any work, the file untouched;
@@ -242,6 +244,42 @@ class StreamsAndRegularFiles(Scratch):
         self.assertEqual(json.loads(text[text.index("\n{") + 1:])["verdict"], "PASS")
         r = self.run_ncert(["check", self.demo["good.h5"], "--json", "/dev/null", "--junit", "/dev/null"])
         self.assertEqual(r.returncode, 0, r.describe())
+
+
+class StdoutIsOneOutput(Scratch):
+    """Stdout under any name is one output (docs/cli.md "Reports and exit status"): two reports
+    there are a usage error, and stdout open on an input is a path-conflict."""
+
+    def test_two_reports_on_the_file_behind_stdout_are_a_usage_error(self):
+        d = self.fresh_dir("stdout-twice")
+        out = os.path.join(d, "out.txt")
+        for pair in (["--json", "/dev/stdout", "--html", "-"], ["--json", "/dev/fd/1", "--html", "-"],
+                     ["--json", "/proc/self/fd/1", "--junit", "-"], ["--html", "/dev/stdout", "--junit", "-"],
+                     ["--json", out, "--html", "-"], ["--json", "/dev/stdout", "--junit", "/dev/fd/1"]):
+            with self.subTest(args=pair):
+                with open(out, "wb") as f:
+                    r = self.run_ncert(["check", self.demo["good.h5"]] + pair, stdout=f)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assertIn("both name stdout: give each report its own path",
+                              self.assert_usage_stop(r, 100, "usage"))
+                self.assertEqual(os.path.getsize(out), 0)  # nothing written before the refusal
+        # /dev/null takes any number of reports, stdout on it too.
+        with open(os.devnull, "wb") as f:
+            r = self.run_ncert(["check", self.demo["good.h5"], "--json", "/dev/null", "--html", "-"], stdout=f)
+        self.assertEqual(r.returncode, 0, r.describe())
+
+    def test_stdout_open_on_an_input_is_a_path_conflict(self):
+        d = self.fresh_dir("stdout-input")
+        dump = self.copy("good.h5", os.path.join(d, "victim.h5"))
+        before = sha256(dump)
+        for extra in (["--json", "-"], ["--html", "-"], []):
+            with self.subTest(args=extra):
+                with open(dump, "ab") as f:  # `>> victim.h5`
+                    r = self.run_ncert(["check", dump] + extra, stdout=f)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assertIn("stdout is the input %s (DUMP): refusing to write into an input" % dump,
+                              self.assert_usage_stop(r, 105, "path-conflict"))
+                self.assertEqual(sha256(dump), before)
 
 
 class ReportsReplaceOnlyReports(Scratch):
