@@ -21,14 +21,14 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                           "Work items at once on this machine, each its own supervised process with --threads threads "
                           "(under MPI: one per rank)",
                           1, 1024, [](O& o) -> int& { return o.workers; }),
-        text_option<O>("state", "DIR",
+        path_option<O>("state", "DIR",
                        "Directory of the campaign's journal, created if missing (default: that of the first of "
                        "--json, --html, --junit written to a file, else the working directory); the journal is "
                        "DIR/<manifest's file name>.journal",
                        [](O& o) -> std::string& { return o.state; }),
-        text_option<O>("journal", "PATH", "The journal's path itself, instead of one in the --state directory",
+        path_option<O>("journal", "PATH", "The journal's path itself, instead of one in the --state directory",
                        [](O& o) -> std::string& { return o.journal; }),
-        text_option<O>("policy", "FILE",
+        path_option<O>("policy", "FILE",
                        "Skip policy (JSON, docs/cli.md \"Skip policy\") for every check, witness and forks entry, "
                        "replacing the manifest's skip_policy",
                        [](O& o) -> std::string& { return o.skip_policy; }),

@@ -24,15 +24,15 @@ const certify::OptionTable<CommonOptions>& common_option_table() {
   using O = CommonOptions;
   using certify::integer_option;
   using certify::number_option;
-  using certify::text_option;
+  using certify::path_option;
   static const certify::OptionTable<O> table = [] {
     certify::OptionTable<O> t = {
-        text_option<O>("json", "PATH",
+        path_option<O>("json", "PATH",
                        "Write the JSON report to PATH ('-': stdout, and the human summary is not printed)",
                        [](O& o) -> std::string& { return o.json_path; }),
-        text_option<O>("html", "PATH", "Write the HTML report, one self-contained page, to PATH ('-': stdout)",
+        path_option<O>("html", "PATH", "Write the HTML report, one self-contained page, to PATH ('-': stdout)",
                        [](O& o) -> std::string& { return o.html_path; }),
-        text_option<O>("junit", "PATH", "Write the JUnit XML report, one testcase per check, to PATH ('-': stdout)",
+        path_option<O>("junit", "PATH", "Write the JUnit XML report, one testcase per check, to PATH ('-': stdout)",
                        [](O& o) -> std::string& { return o.junit_path; }),
         integer_option<O>("threads", "N",
                           "Worker threads (default: OMP_NUM_THREADS, else every core); results are identical at any N",

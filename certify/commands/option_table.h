@@ -203,6 +203,21 @@ OptionSpec<Options> text_option(const std::string& flag, const std::string& valu
   return s;
 }
 
+/// A path: a text that may not be empty. An empty path names no file, and the empty field means
+/// "not given", so `--json ""` (a shell variable never set) would silently write no report.
+template <class Options, class Field>
+OptionSpec<Options> path_option(const std::string& flag, const std::string& value_name, const std::string& help,
+                                Field field) {
+  OptionSpec<Options> s = text_option<Options>(flag, value_name, help, field);
+  s.set = [field](Options& o, const OptionValue& v) {
+    const std::string& path = std::get<std::string>(v);
+    if (path.empty()) return Status(ErrorCode::kUsage, "an empty path names no file");
+    field(o) = path;
+    return Status();
+  };
+  return s;
+}
+
 /// A text with a grammar: `parse(text) -> Result<T>` stores into a field of type T or
 /// std::optional<T>; `name(const T&) -> std::string` shows the default (nullopt for an empty
 /// optional). A text that does not parse is a usage error carrying the parser's message (or the

@@ -90,7 +90,7 @@ const OptionTable<CheckCommandOptions>& check_option_table() {
       require_option<O>(
           kRequireHelp, [](O & o) -> auto& { return o.require; }),
       skip_policy_option<O>(),
-      text_option<O>("weights", "W.h5",
+      path_option<O>("weights", "W.h5",
                      "Weights dump: projections that omit their weights and declare weights_xxh3 take the weights "
                      "with that hash from it (docs/dump-format.md §4.5); without it they are refused (223)",
                      [](O& o) -> std::string& { return o.weights; }),
@@ -136,7 +136,7 @@ const OptionTable<ForksOptions>& forks_option_table() {
           "Fail when a check of these kinds is skipped: 'all', or kinds (fork: undetermined forks)",
           [](O & o) -> auto& { return o.require; }),
       skip_policy_option<O>(),
-      text_option<O>("vocab", "FILE",
+      path_option<O>("vocab", "FILE",
                      "Token texts beside ids: a JSON list of strings (index = id) or a Hugging Face tokenizer.json",
                      [](O& o) -> std::string& { return o.vocab_file; }),
       integer_option<O>("context", "N", "Shared-history tokens shown per fork", 0, 4096,
@@ -149,7 +149,7 @@ const OptionTable<WitnessOptions>& witness_option_table() {
   using O = WitnessOptions;
   static const OptionTable<O> table = [] {
     OptionTable<O> t = {
-        text_option<O>("out", "WITNESS.h5", "Also write the witnesses to an HDF5 witness file and WITNESS.h5.json",
+        path_option<O>("out", "WITNESS.h5", "Also write the witnesses to an HDF5 witness file and WITNESS.h5.json",
                        [](O& o) -> std::string& { return o.out; }),
         flag_option<O>("force", "Overwrite --out (otherwise an existing file is refused: output-exists, exit 2)",
                        [](O& o) -> bool& { return o.overwrite; }),

@@ -238,6 +238,7 @@ Result<SkipPolicy> parse_skip_policy(std::string_view text, const std::string& p
 }
 
 Result<SkipPolicy> load_skip_policy(const std::string& path) {
+  if (path.empty()) return Status(ErrorCode::kUsage, "an empty path names no file");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Status(ErrorCode::kSkipPolicyInvalid, path + ": no such skip policy file");

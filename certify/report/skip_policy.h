@@ -62,7 +62,7 @@ bool glob_match(std::string_view glob, std::string_view name);
 
 /// Reads a policy file: kSkipPolicyInvalid naming the file (missing or unreadable), or the file, the
 /// key and the value for anything malformed (an unknown key, kind or field; an empty rule; a
-/// rule that expects a skip of a required kind).
+/// rule that expects a skip of a required kind); kUsage for an empty path.
 Result<SkipPolicy> load_skip_policy(const std::string& path);
 /// The same from text already read (`path` only names it in messages).
 Result<SkipPolicy> parse_skip_policy(std::string_view text, const std::string& path);

@@ -9,7 +9,8 @@ directory from `ncert demo`'s dumps with h5py, `truncate`, mkfifo and byte surge
 - a regular file in /dev/shm is replaced like any other, a device or open descriptor written in
   place;
 - stdout under any name (`-`, /dev/stdout, /dev/fd/1, the file it is open on) takes one report
-  (usage, 100); stdout appended to an input is a path-conflict;
+  (usage, 100); stdout appended to an input is a path-conflict; an empty path names no file
+  (usage);
 - a report replaces only an empty file or a report of ncert's, of any of the three kinds: over
   a dump that is no input (`--json step.h5`) or any other file it is output-exists (102), exit
   2, before any work, the file untouched;
@@ -248,7 +249,8 @@ class StreamsAndRegularFiles(Scratch):
 
 class StdoutIsOneOutput(Scratch):
     """Stdout under any name is one output (docs/cli.md "Reports and exit status"): two reports
-    there are a usage error, and stdout open on an input is a path-conflict."""
+    there are a usage error, stdout open on an input is a path-conflict; and an empty path names
+    no file."""
 
     def test_two_reports_on_the_file_behind_stdout_are_a_usage_error(self):
         d = self.fresh_dir("stdout-twice")
@@ -280,6 +282,20 @@ class StdoutIsOneOutput(Scratch):
                 self.assertIn("stdout is the input %s (DUMP): refusing to write into an input" % dump,
                               self.assert_usage_stop(r, 105, "path-conflict"))
                 self.assertEqual(sha256(dump), before)
+
+    def test_an_empty_path_is_a_usage_error_naming_the_option(self):
+        d = self.fresh_dir("empty-paths")
+        dump = self.copy("good.h5", os.path.join(d, "S.h5"))
+        m = self.manifest(d, [{"id": "one", "check": "S.h5"}])
+        for args in (["check", dump, "--json", ""], ["check", dump, "--html", ""], ["check", dump, "--junit", ""],
+                     ["check", dump, "--weights", ""], ["check", dump, "--policy", ""],
+                     ["witness", self.demo["logits-a.h5"], "--out", ""], ["campaign", m, "--journal", ""],
+                     ["campaign", m, "--state", ""], ["campaign", m, "--policy", ""]):
+            with self.subTest(args=args):
+                r = self.run_ncert(args, cwd=d)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assertIn("%s: an empty path names no file" % args[2], r.err_text)
+                self.assertEqual(sorted(os.listdir(d)), ["S.h5", "campaign.json"])
 
 
 class ReportsReplaceOnlyReports(Scratch):
