@@ -1,6 +1,7 @@
 // ncert: the command-line entry point. Parses flags with CLI11, runs the one library entry
 // point of the chosen subcommand, writes its report and maps the outcome to the exit code of
 // docs/cli.md (0 pass, 1 fail, 2 usage, 3 input refused, 4 internal). Nothing else.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -50,6 +51,11 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader that went away (`ncert check D.h5 --json - | head -c 10`) must not kill ncert
+  // before it says so: with SIGPIPE ignored the write fails with EPIPE, which is report-write
+  // (205) on stderr and the verdict's exit code, where the default action ended it with 141 and
+  // no word (docs/cli.md "Reports and exit status").
+  std::signal(SIGPIPE, SIG_IGN);
   // Started by an MPI launcher (a campaign across ranks): MPI first, before anything forks.
   ncert::certify::mpi_start(&argc, &argv);
   const int rc = run(argc, argv);

@@ -10,7 +10,7 @@ directory from `ncert demo`'s dumps with h5py, `truncate`, mkfifo and byte surge
   place;
 - stdout under any name (`-`, /dev/stdout, /dev/fd/1, the file it is open on) takes one report
   (usage, 100); stdout appended to an input is a path-conflict; an empty path names no file
-  (usage);
+  (usage); a reader gone from stdout is report-write (205), never SIGPIPE;
 - a report replaces only an empty file or a report of ncert's, of any of the three kinds: over
   a dump that is no input (`--json step.h5`) or any other file it is output-exists (102), exit
   2, before any work, the file untouched;
@@ -249,8 +249,8 @@ class StreamsAndRegularFiles(Scratch):
 
 class StdoutIsOneOutput(Scratch):
     """Stdout under any name is one output (docs/cli.md "Reports and exit status"): two reports
-    there are a usage error, stdout open on an input is a path-conflict; and an empty path names
-    no file."""
+    there are a usage error, stdout open on an input is a path-conflict, an empty path names no
+    file, and a reader that went away is report-write, never a silent SIGPIPE."""
 
     def test_two_reports_on_the_file_behind_stdout_are_a_usage_error(self):
         d = self.fresh_dir("stdout-twice")
@@ -296,6 +296,20 @@ class StdoutIsOneOutput(Scratch):
                 self.assertEqual(r.returncode, 2, r.describe())
                 self.assertIn("%s: an empty path names no file" % args[2], r.err_text)
                 self.assertEqual(sorted(os.listdir(d)), ["S.h5", "campaign.json"])
+
+    def test_a_reader_gone_from_stdout_is_report_write_not_sigpipe(self):
+        for dump, code in (("good.h5", 5), ("nan-output.h5", 1)):
+            with self.subTest(dump=dump):
+                read_end, write_end = os.pipe()
+                os.close(read_end)
+                try:
+                    # subprocess restores SIGPIPE to its default in the child, as a shell does
+                    r = self.run_ncert(["check", self.demo[dump], "--json", "-"], stdout=write_end)
+                finally:
+                    os.close(write_end)
+                self.assertEqual(r.returncode, code, r.describe())  # a PASS lost is 5, a FAIL stays 1
+                self.assertIn("ncert: error report-write (205): cannot write the report to standard output",
+                              r.err_text)
 
 
 class ReportsReplaceOnlyReports(Scratch):
