@@ -30,7 +30,8 @@ NCERT_ERROR_CODE(kUsage, 100, "usage", 2, "bad command-line flags or arguments")
 NCERT_ERROR_CODE(kInvalidArgument, 101, "invalid-argument", 2,
                  "a library call got an argument outside its documented range")
 NCERT_ERROR_CODE(kOutputExists, 102, "output-exists", 2,
-                 "refusing to overwrite an existing file (a report replaces only an empty file or a report)")
+                 "refusing to overwrite an existing file (a report replaces only an empty file or a report, "
+                 "a campaign journal only an empty file or a journal)")
 NCERT_ERROR_CODE(kFileNotFound, 103, "file-not-found", 3, "an input path does not exist")
 NCERT_ERROR_CODE(kInterrupted, 104, "interrupted", 130, "stopped by SIGINT or SIGTERM (exit 128 + signal)")
 NCERT_ERROR_CODE(kPathConflict, 105, "path-conflict", 2,

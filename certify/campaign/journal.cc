@@ -123,6 +123,35 @@ std::string line_name(std::size_t number, const std::optional<Json>& body) {
   return name;
 }
 
+/// "" when the file open on `fd` may be replaced by a new journal: it is empty, or its first
+/// line begins as a journal header does (format 2: `{"sum":"<32 hex digits>","line":` and then
+/// the header's first key; format 1: that key at once); else what it is instead. `--journal
+/// notes.txt` or a stray file named <manifest>.journal is never replaced.
+std::string replaceable_by_journal(int fd) {
+  // A header's first key sits 50 bytes in (format 2: 8 + 32 digits + 10); 256 bytes hold it.
+  char head[256];
+  std::size_t got = 0;
+  while (got < sizeof head) {
+    const ssize_t n = ::pread(fd, head + got, sizeof head - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::string("a file that cannot be read (") + std::strerror(errno) + ")";
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  std::string_view text(head, got);
+  if (text.empty()) return "";
+  constexpr std::string_view kHeaderKey = "{\"ncert_campaign_journal\":";
+  if (text.starts_with(kSumPrefix) && text.size() > kSumPrefix.size() + kSumDigits &&
+      is_hex(text.substr(kSumPrefix.size(), kSumDigits))) {
+    text = text.substr(kSumPrefix.size() + kSumDigits);
+    if (!text.starts_with(kBodyPrefix)) return "not a campaign journal";
+    text = text.substr(kBodyPrefix.size());
+  }
+  if (text.starts_with(kHeaderKey)) return "";
+  if (text.starts_with("\x89HDF\r\n\x1a\n")) return "an HDF5 file";
+  return "not a campaign journal";
+}
+
 /// Reads the journal's lines in order: verified records into `contents`, a notice for each
 /// line not trusted. Tracks the chain: `prev` is the previous line's sum as written.
 class Reader {
@@ -273,7 +302,12 @@ Result<Journal> Journal::create(const std::string& path, const std::string& mani
   // renamed over it, so at every moment the path holds one whole journal. One still in use by a
   // running campaign is refused instead.
   if (const int old = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); old >= 0) {
-    const Status locked = lock(old, path);
+    const std::string what = replaceable_by_journal(old);
+    const Status locked = what.empty() ? lock(old, path)
+                                       : Status(ErrorCode::kOutputExists,
+                                                path + " exists and is " + what +
+                                                    ": refusing to replace it with a campaign journal (remove it, "
+                                                    "or give another --journal or --state)");
     ::close(old);
     NCERT_RETURN_IF_ERROR(locked);
   } else if (errno != ENOENT) {

@@ -40,7 +40,8 @@ struct JournalContents {
 class Journal {
  public:
   /// A new journal at `path`, replacing the one there (written beside it, then renamed over it
-  /// once its header is on disk). kOutputExists when a running campaign holds that journal.
+  /// once its header is on disk). kOutputExists when a running campaign holds that journal, or
+  /// when the file there is not a journal (nor empty): --journal never replaces another file.
   static Result<Journal> create(const std::string& path, const std::string& manifest_xxh3);
   /// An existing journal and its records (a torn last line, from a kill mid-write, is dropped
   /// and the file cut back to the last whole line). kUsage when it belongs to another manifest,

@@ -10,7 +10,8 @@ directory from `ncert demo`'s dumps with h5py, `truncate`, mkfifo and byte surge
   place;
 - stdout under any name (`-`, /dev/stdout, /dev/fd/1, the file it is open on) takes one report
   (usage, 100); stdout appended to an input is a path-conflict; an empty path names no file
-  (usage); a reader gone from stdout is report-write (205), never SIGPIPE;
+  (usage); a reader gone from stdout is report-write (205), never SIGPIPE; a journal replaces
+  only an empty file or a journal (output-exists, 102);
 - a report replaces only an empty file or a report of ncert's, of any of the three kinds: over
   a dump that is no input (`--json step.h5`) or any other file it is output-exists (102), exit
   2, before any work, the file untouched;
@@ -310,6 +311,43 @@ class StdoutIsOneOutput(Scratch):
                 self.assertEqual(r.returncode, code, r.describe())  # a PASS lost is 5, a FAIL stays 1
                 self.assertIn("ncert: error report-write (205): cannot write the report to standard output",
                               r.err_text)
+
+    def test_a_journal_replaces_only_a_journal(self):
+        d = self.fresh_dir("journal-over-files")
+        self.copy("good.h5", os.path.join(d, "in.h5"))
+        stray = self.copy("slots-swapped.h5", os.path.join(d, "unrelated.h5"))
+        notes = os.path.join(d, "notes.txt")
+        with open(notes, "w") as f:
+            f.write("my precious notes\n")
+        os.makedirs(os.path.join(d, "st"))
+        beside = os.path.join(d, "st", "campaign.json.journal")
+        with open(beside, "w") as f:
+            f.write("not a journal\n")
+        m = self.manifest(d, [{"id": "a", "check": "in.h5"}])
+        files = [notes, stray, beside]
+        before = {p: sha256(p) for p in files}
+        for extra, path, what in ((["--journal", notes], notes, "not a campaign journal"),
+                                  (["--journal", stray], stray, "an HDF5 file"),
+                                  (["--state", os.path.join(d, "st")], beside, "not a campaign journal"),
+                                  (["--journal", notes, "--resume"], notes, None)):
+            with self.subTest(args=extra):
+                r = self.run_ncert(["campaign", m, "--quiet"] + extra)
+                self.assertEqual(r.returncode, 2, r.describe())
+                if what:
+                    refused = r.refused()
+                    self.assertIsNotNone(refused, r.describe())
+                    self.assertEqual(refused[:2], ("output-exists", 102), r.describe())
+                    self.assertEqual(refused[2], "%s exists and is %s: refusing to replace it with a campaign "
+                                     "journal (remove it, or give another --journal or --state)" % (path, what))
+                self.assertEqual({p: sha256(p) for p in files}, before)
+        # A journal there, or an empty file, is replaced: a rerun needs no cleanup.
+        journal = os.path.join(d, "j.journal")
+        open(journal, "w").close()
+        for _ in range(2):
+            r = hs.run(["campaign", m, "--quiet", "--journal", journal], timeout=120)
+            self.assertEqual(r.returncode, 0, r.describe())
+            with open(journal) as f:
+                self.assertIn('"ncert_campaign_journal"', f.readline())
 
 
 class ReportsReplaceOnlyReports(Scratch):

@@ -5,7 +5,8 @@
 // the others are; a journal of format 1 (no checksums) is read as untrusted lines, never as an
 // error; a journal whose header declares another wire version is refused by --resume with a usage
 // error naming both versions, before any record is read; and a result that does not decode is one
-// failed entry of the campaign's report, never a crash.
+// failed entry of the campaign's report, never a crash; and a new journal replaces only an empty
+// file or a journal, never another file (output-exists).
 #include "certify/campaign/journal.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "certify/campaign/campaign.h"
 #include "certify/report/wire.h"
@@ -272,6 +274,43 @@ TEST(Journal, ANewJournalReplacesTheOneThereWholeAndLeavesNothingBeside) {
     EXPECT_EQ(f.path().string().find(path + ".new"), std::string::npos) << f.path();
   }
   std::filesystem::remove(path);
+}
+
+TEST(Journal, OnlyAJournalOrAnEmptyFileIsReplacedByANewOne) {
+  // `--journal notes.txt`, or a stray file named <manifest>.journal under --state: kept, and
+  // refused as output-exists, naming what the file is.
+  const std::string hdf5_magic("\x89HDF\r\n\x1a\n\0\0", 10);
+  for (const auto& [name, text, what] :
+       {std::tuple<std::string, std::string, std::string>{"notes", "my precious notes\n", "not a campaign journal"},
+        {"dump", hdf5_magic, "an HDF5 file"},
+        {"lookalike", "{\"sum\":\"not hex at all, but 32 characters\",\"line\":{}}\n", "not a campaign journal"},
+        {"report", "{\n  \"tool\": \"ncert\"\n}\n", "not a campaign journal"}}) {
+    const std::string path = temp_path("not-a-journal-" + name);
+    write_text(path, text);
+    const Result<Journal> j = Journal::create(path, kManifestHash);
+    ASSERT_FALSE(j.ok()) << name;
+    EXPECT_EQ(j.status().code(), ErrorCode::kOutputExists) << name;
+    EXPECT_EQ(j.status().message(), path + " exists and is " + what +
+                                        ": refusing to replace it with a campaign journal (remove it, or give "
+                                        "another --journal or --state)");
+    EXPECT_EQ(read_text(path), text) << name;
+    std::filesystem::remove(path);
+  }
+  // An empty file, a journal of format 2 (of any manifest) and one of format 1 are replaced.
+  const std::string empty = temp_path("empty-journal");
+  write_text(empty, "");
+  const std::string format2 = temp_path("format2-journal");
+  write_journal(format2, 2);
+  const std::string format1 = temp_path("format1-journal");
+  write_text(format1, "{\"ncert_campaign_journal\":1,\"manifest_xxh3_128\":\"" + std::string(32, 'f') + "\"}\n");
+  for (const std::string& path : {empty, format2, format1}) {
+    {
+      Result<Journal> j = Journal::create(path, kManifestHash);
+      ASSERT_TRUE(j.ok()) << path << ": " << j.status().to_string();
+    }
+    EXPECT_TRUE(resumed(path).records.empty()) << path;
+    std::filesystem::remove(path);
+  }
 }
 
 TEST(Journal, AJournalARunningCampaignHoldsIsNeitherReplacedNorResumed) {
