@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "certify/campaign/entry_options.h"
 #include "certify/io/hash.h"
@@ -34,6 +37,77 @@ bool accepts(const KindInfo& k, const std::string& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
+/// A key given twice in one object of the manifest: where (the keys and list indices leading to
+/// that object) and the key. nlohmann keeps the last value of a repeated key and drops the
+/// first without a word, so the parse watches every object's keys itself.
+struct DuplicateKey {
+  std::vector<std::string> where;  ///< the keys and list indices (as digits) up to it: "entries", "0"
+  std::string key;
+};
+
+/// Parses `text`, noting the first key an object repeats in `*duplicate`.
+Json parse_watching_keys(const std::string& text, std::optional<DuplicateKey>* duplicate) {
+  struct Frame {
+    bool object = false;
+    std::set<std::string> keys;
+    std::string key;        ///< an object's current key
+    std::size_t index = 0;  ///< a list's current element
+  };
+  std::vector<Frame> stack;
+  const auto next_element = [&] {
+    if (!stack.empty() && !stack.back().object) ++stack.back().index;
+  };
+  return Json::parse(text, [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        stack.push_back(Frame{event == Json::parse_event_t::object_start, {}, {}, 0});
+        break;
+      case Json::parse_event_t::key:
+        stack.back().key = parsed.get<std::string>();
+        if (!stack.back().keys.insert(stack.back().key).second && !*duplicate) {
+          DuplicateKey d{{}, stack.back().key};
+          for (std::size_t i = 0; i + 1 < stack.size(); ++i) {
+            d.where.push_back(stack[i].object ? stack[i].key : std::to_string(stack[i].index));
+          }
+          *duplicate = std::move(d);
+        }
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        stack.pop_back();
+        next_element();
+        break;
+      case Json::parse_event_t::value:
+        next_element();
+        break;
+    }
+    return true;
+  });
+}
+
+/// The refusal of a repeated key, naming the entry by its id where it is in one.
+Status duplicate_key_error(const std::string& path, const Json& j, const DuplicateKey& d) {
+  std::string where = "the top level";
+  const bool in_entry = d.where.size() >= 2 && d.where[0] == "entries" && !d.where[1].empty() &&
+                        d.where[1].find_first_not_of("0123456789") == std::string::npos && d.where[1].size() < 10;
+  if (in_entry) {
+    const std::size_t i = std::stoul(d.where[1]);
+    where = "entries[" + d.where[1] + "]";
+    const Json& entries = j.value("entries", Json::array());
+    if (entries.is_array() && i < entries.size() && entries[i].is_object() && entries[i].contains("id") &&
+        entries[i]["id"].is_string()) {
+      where = "entry " + entries[i]["id"].get<std::string>();
+    }
+    for (std::size_t k = 2; k < d.where.size(); ++k) where += " \"" + d.where[k] + "\"";
+  } else if (!d.where.empty()) {
+    where.clear();
+    for (const std::string& w : d.where) where += (where.empty() ? "\"" : " \"") + w + "\"";
+  }
+  return usage(
+      path, where + ": the key \"" + d.key + "\" is given twice (JSON keeps only the last value: give each key once)");
+}
+
 /// The manifest's bytes and their JSON.
 Status read_manifest(const std::string& path, std::string* text, Json* j) {
   // A regular file only, opened without blocking: a FIFO named as the manifest is refused.
@@ -43,12 +117,30 @@ Status read_manifest(const std::string& path, std::string* text, Json* j) {
     return Status(ErrorCode::kFileNotFound, path + ": cannot read the manifest");
   }
   NCERT_ASSIGN_OR_RETURN(*text, in->read_all());
+  std::optional<DuplicateKey> duplicate;
   try {
-    *j = Json::parse(*text);
+    *j = parse_watching_keys(*text, &duplicate);
   } catch (const Json::exception& e) {
     return usage(path, std::string("not JSON: ") + e.what());
   }
+  if (duplicate) return duplicate_key_error(path, *j, *duplicate);
   return Status();
+}
+
+/// Whether a string anywhere in `j` holds a NUL character ("\u0000" is valid JSON). No path,
+/// id or option holds one: the C library would read a path only up to it, and certify
+/// "good.h5" for "good.h5\u0000.bak".
+bool holds_nul(const Json& j) {
+  if (j.is_string()) return j.get_ref<const std::string&>().find('\0') != std::string::npos;
+  for (auto it = j.begin(); j.is_structured() && it != j.end(); ++it) {
+    if (j.is_object() && it.key().find('\0') != std::string::npos) return true;
+    if (holds_nul(it.value())) return true;
+  }
+  return false;
+}
+
+Status nul_error(const std::string& path, const std::string& where, const std::string& key) {
+  return usage(path, where + ": \"" + key + "\" holds a NUL character (\\u0000), which no path or option may contain");
 }
 
 /// The top level: known keys only, the format version, defaults that some command takes.
@@ -57,6 +149,8 @@ Status check_top_level(const std::string& path, const Json& j) {
   static const std::set<std::string> kTop = {"ncert_campaign", "name", "defaults", "entries", "weights", "skip_policy"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kTop.count(it.key())) return usage(path, "unknown key \"" + it.key() + "\"");
+    // The entries are checked one by one, naming the entry.
+    if (it.key() != "entries" && holds_nul(it.value())) return nul_error(path, "the top level", it.key());
   }
   if (!j.contains("ncert_campaign") || j["ncert_campaign"] != 1) {
     return usage(path, "expected \"ncert_campaign\": 1 (the manifest format version)");
@@ -182,7 +276,14 @@ struct EntryReader {
     CampaignEntry entry;
     entry.kind = kind->kind;
     NCERT_RETURN_IF_ERROR(read_inputs(*kind, e[std::string(kind->name)], where, &entry));
+    if (e.contains("id") && holds_nul(e["id"])) return nul_error(path, where, "id");
     NCERT_RETURN_IF_ERROR(read_id(*kind, e, i, where, &entry));
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (it.key().find('\0') != std::string::npos) {
+        return usage(path, "entry " + entry.id + ": a key holds a NUL character (\\u0000): \"" + it.key() + "\"");
+      }
+      if (holds_nul(it.value())) return nul_error(path, "entry " + entry.id, it.key());
+    }
     NCERT_RETURN_IF_ERROR(read_options(*kind, e, &entry));
     return entry;
   }
