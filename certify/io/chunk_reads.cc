@@ -304,10 +304,15 @@ Status read_rows_parallel(const DumpReader::Impl& impl, const std::string& path,
     NCERT_RETURN_IF_ERROR(read_raw_batch(ds.get(), path, impl.model.file, one_chunk, walk, raws, batch));
     const std::span<const RawChunk> chunks(raws.data(), batch);
     if (Status s = decode_batch(chunks, path, d, pipeline, one_chunk, row, count, out); !s.ok()) {
-      if (s.code() == ErrorCode::kMemoryLimit) return s;  // no decompressor: not the data's fault
+      // Named by file too, as read_rows' own failures are: compare and forks read two dumps
+      // holding the same object names.
+      if (s.code() == ErrorCode::kMemoryLimit) {
+        return s.with_context(impl.model.file);  // no decompressor: not the data's fault
+      }
       // Said in the dump's terms first (which rows could not be read), the chunk's fault after.
-      return Status(s.code(), path + ": rows [" + std::to_string(row) + ", " + std::to_string(row + count) +
-                                  ") cannot be read: the stored data is corrupt (" + s.message() + ")")
+      return Status(s.code(), impl.model.file + ": " + path + ": rows [" + std::to_string(row) + ", " +
+                                  std::to_string(row + count) + ") cannot be read: the stored data is corrupt (" +
+                                  s.message() + ")")
           .with_detail(s.detail());
     }
   }

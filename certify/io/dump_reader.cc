@@ -80,10 +80,15 @@ Status DumpReader::read_rows(const std::string& path, Index row, Index count, vo
     if (rc < 0) error = detail::hdf5_error();
   }
   if (rc < 0) {
+    // Named by file too: compare and forks read two dumps holding the same object names. When
+    // libhdf5 ran out of memory, the budget is the cause to name (hdf5_failure says it); only
+    // otherwise is the stored data blamed.
+    const std::string what = impl_->model.file + ": " + path + ": " + rows + " cannot be read";
+    if (error.out_of_memory) return detail::hdf5_failure(ErrorCode::kHdf5, what, error);
     return detail::hdf5_failure(ErrorCode::kHdf5,
-                                path + ": " + rows +
-                                    " cannot be read: the stored data is corrupt (a chunk that does not decompress, "
-                                    "a checksum that does not match, or storage past the end of the file)",
+                                what +
+                                    ": the stored data is corrupt (a chunk that does not decompress, a checksum that "
+                                    "does not match, or storage past the end of the file)",
                                 error);
   }
   return Status();

@@ -277,6 +277,40 @@ class HostileInputs(unittest.TestCase):
         self.assertLess(r.maxrss_kib, 256 << 10, "peak RSS %d KiB" % r.maxrss_kib)
         self.assertLess(elapsed, 30)
 
+    def test_a_chunk_libhdf5_cannot_inflate_within_the_budget_names_the_file(self):
+        # The logits of B stored as one deflate chunk of 32,767 x 32,768 f32 (4 GiB of zeros in
+        # ~4 MB): libhdf5 inflates it whole, and its allocation fails under the address-space
+        # limit of --max-memory 64 MiB. compare reads two dumps with the same object names, so
+        # the message names the file, and the budget as the cause before any corruption.
+        a = self.small_logits_dump("bigchunk-a.h5")
+        b = self.small_logits_dump("bigchunk-b.h5")
+        rows, cols = 32767, 32768
+        # A zlib stream of rows x cols x 4 zero bytes without deflating 4 GiB: after a full flush
+        # the compressor starts afresh, so every further 16 MiB block of zeros deflates to the
+        # same bytes; then an empty final block and the Adler-32 of n zeros, (n mod 65521) << 16 | 1.
+        block = bytes(16 << 20)
+        z = zlib.compressobj(9)
+        head = z.compress(block) + z.flush(zlib.Z_FULL_FLUSH)
+        repeat = z.compress(block) + z.flush(zlib.Z_FULL_FLUSH)
+        total = rows * cols * 4
+        whole, tail = divmod(total - len(block), len(block))
+        tail_bytes = z.compress(bytes(tail)) + z.flush(zlib.Z_FULL_FLUSH) if tail else b""
+        stream = head + repeat * whole + tail_bytes + b"\x03\x00" + ((total % 65521) << 16 | 1).to_bytes(4, "big")
+        with h5py.File(b, "r+") as f:
+            g = f["logits/greedy"]
+            shape = g["logits"].shape
+            del g["logits"]
+            d = g.create_dataset("logits", shape=shape, maxshape=(None, None), chunks=(rows, cols),
+                                 dtype=np.float32, compression="gzip")
+            d.id.write_direct_chunk((0, 0), stream)
+        self.assertLess(os.path.getsize(b), 16 << 20)
+        report = self.path("bigchunk.json")
+        r = hs.run(["compare", a, b, "--max-memory", str(64 << 20), "--json", report], timeout=120)
+        message = self.assert_refused(r, 226, "memory-limit", report)
+        self.assertTrue(message.startswith(b + ": /logits/greedy/logits: rows [0, "), message)
+        self.assertIn("libhdf5 could not allocate the memory it needs within the --max-memory budget", message)
+        self.assertNotIn("corrupt", message)
+
     def test_unallocated_2_40_elements_are_a_storage_bomb(self):
         p = self.small_logits_dump("bomb40.h5")
         with h5py.File(p, "r+") as f:
