@@ -15,9 +15,14 @@ std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
 }
 std::uint64_t add(std::uint64_t a, std::uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-std::string gib(std::uint64_t bytes) {
+std::string binary_size(std::uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
+  // Under 1 GiB in MiB: --max-memory 1048576 read "0.00 GiB".
+  if (bytes < (std::uint64_t{1} << 30)) {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1u << 20));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
+  }
   return buf;
 }
 
@@ -53,10 +58,10 @@ Status check_projection_memory(const DumpModel& model, const ProjectionInfo& inf
   const std::uint64_t need = projection_peak_bytes(model, info, threads, block_cols, weights_elsewhere);
   if (need <= budget) return Status();
   return Status(ErrorCode::kMemoryLimit,
-                model.file + ": " + info.path + ": certifying this projection needs about " + gib(need) + " (" +
+                model.file + ": " + info.path + ": certifying this projection needs about " + binary_size(need) + " (" +
                     std::to_string(need) + " bytes: x [" + std::to_string(info.m) + ", " + std::to_string(info.k) +
                     "], W [" + std::to_string(info.n) + ", " + std::to_string(info.k) + "], " +
-                    std::to_string(threads) + " threads), over the memory budget of " + gib(budget) +
+                    std::to_string(threads) + " threads), over the memory budget of " + binary_size(budget) +
                     " (--max-memory " + std::to_string(budget) + "); refused before reading it");
 }
 

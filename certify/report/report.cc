@@ -149,6 +149,10 @@ Result<Requirement> parse_requirement(std::string_view s) {
     const std::size_t comma = s.find(',', pos);
     const std::string_view name = s.substr(pos, comma == std::string_view::npos ? s.size() - pos : comma - pos);
     const std::optional<CheckKind> k = parse_check_kind(name);
+    if (name == "all") {
+      // "all" already holds every kind: beside others it says nothing more, and is likely a slip.
+      return Status(ErrorCode::kUsage, "\"all\" stands alone: it requires every kind, so give it without other kinds");
+    }
     if (!k) {
       std::string known;
       for (CheckKind kind : kAllCheckKinds) {

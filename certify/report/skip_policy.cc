@@ -240,8 +240,15 @@ Result<SkipPolicy> parse_skip_policy(std::string_view text, const std::string& p
 Result<SkipPolicy> load_skip_policy(const std::string& path) {
   if (path.empty()) return Status(ErrorCode::kUsage, "an empty path names no file");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status(ErrorCode::kSkipPolicyInvalid, path + ": no such skip policy file");
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) return Status(ErrorCode::kSkipPolicyInvalid, path + ": no such skip policy file");
+  if (!std::filesystem::is_regular_file(st)) {
+    // Never opened: a FIFO would block the read.
+    return Status(
+        ErrorCode::kSkipPolicyInvalid,
+        path + ": not a regular file (" +
+            (std::filesystem::is_directory(st) ? std::string("a directory") : std::string("a FIFO, socket or device")) +
+            "); a skip policy is a JSON file");
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;

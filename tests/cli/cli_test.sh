@@ -57,6 +57,10 @@ json_has "$dir/bad.json" "r['verdict']=='FAIL' and any(c['verdict']=='FAIL' and 
 expect 1 "--quiet still fails" -- "$ncert" check "$dir/demo/nan-output.h5" --quiet
 grep -q "^FAIL" "$dir/out.txt" && ! grep -q "^PASS" "$dir/out.txt" && echo "ok:   --quiet prints failures only" \
   || { echo "FAIL: --quiet output"; failures=$((failures + 1)); }
+# A budget under 1 GiB is said in MiB ("0.00 GiB" said nothing).
+expect 3 "a projection over a 1 MiB budget is refused" -- "$ncert" check "$dir/demo/good.h5" --quiet --max-memory 1048576
+grep -q "over the memory budget of 1.00 MiB (--max-memory 1048576)" "$dir/out.txt" && echo "ok:   the budget in MiB" \
+  || { echo "FAIL: the budget in MiB"; sed 's/^/  | /' "$dir/out.txt"; failures=$((failures + 1)); }
 
 expect 0 "check --json - writes JSON to stdout" -- "$ncert" check "$dir/demo/good.h5" --json -
 json_has "$dir/out.txt" "r['verdict']=='PASS'" "stdout JSON parses"

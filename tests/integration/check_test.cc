@@ -655,6 +655,14 @@ TEST(Coverage, RequireTurnsSkipsIntoFailures) {
   EXPECT_EQ(find_check(*all, "projections/mlp_up/walk")->verdict, Verdict::kFail);
   EXPECT_EQ(all->skipped_checks(), 0);
   EXPECT_EQ(parse_requirement("untouched,nonsense").status().code(), ErrorCode::kUsage);
+  // "all" beside other kinds is refused for what it is, not as an unknown kind.
+  for (const char* mixed : {"all,walk", "walk,all"}) {
+    const auto refused = parse_requirement(mixed);
+    ASSERT_FALSE(refused.ok()) << mixed;
+    EXPECT_EQ(refused.status().message(),
+              "\"all\" stands alone: it requires every kind, so give it without other kinds")
+        << mixed;
+  }
 }
 
 TEST(Coverage, AFilterThatSelectsNothingIsAUsageError) {

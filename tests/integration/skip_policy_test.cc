@@ -5,8 +5,10 @@
 // a policy; and a bad policy file is refused with skip-policy-invalid (107), naming the file, the
 // key and the value.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -269,6 +271,18 @@ TEST(SkipPolicy, ABadPolicyFileIsRefusedNamingFileKeyAndValue) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kSkipPolicyInvalid);
   EXPECT_EQ(p.status().message(), missing + ": no such skip policy file");
+  // A directory or a FIFO is there but is no file: said so (a FIFO never opened, so never waited on).
+  const std::string dir = scratch_file("policy-dir");
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(load_skip_policy(dir).status().message(),
+            dir + ": not a regular file (a directory); a skip policy is a JSON file");
+  const std::string fifo = scratch_file("policy.fifo");
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(load_skip_policy(fifo).status().message(),
+            fifo + ": not a regular file (a FIFO, socket or device); a skip policy is a JSON file");
+  EXPECT_EQ(load_skip_policy(fifo).status().code(), ErrorCode::kSkipPolicyInvalid);
+  std::remove(fifo.c_str());
   // Through the option table (the command line and a campaign manifest's skip_policy) the code is
   // kept, not turned into a plain usage error.
   const auto& table = check_option_table();
