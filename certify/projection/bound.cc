@@ -227,11 +227,10 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     }
     out.append(e.rows_outside == 1 ? ": a fault of that row" : ": a fault of those rows");
     out.append(", not a declaration mistake");
-  } else if (best && best->inside == best->sampled && directed_accumulator_trial(*best) &&
-             centred_beside_directed(trials)) {
+  } else if (const DeclarationTrial* wider = narrower_than_declared(trials, spread)) {
     // A directed accumulator's wider B holds the values, but their residuals do not fall short
     // toward zero as its would (fitting_trials): a narrower accumulator rounding to nearest.
-    out.append("; ").append(trial_text(*best)).append(" holds all ").append(sampled);
+    out.append("; ").append(trial_text(*wider)).append(" holds all ").append(sampled);
     out.append(" sampled values by a wider bound alone, but their residuals as declared are centred (lean ");
     out.append(format_short(declared.lean)).append(", where a directed accumulator's fall short toward zero; ");
     out.append(as_declared).append(" inside as declared): a narrower accumulator that rounds to nearest, or a kernel ");

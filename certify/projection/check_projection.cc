@@ -325,6 +325,13 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
           sig->reason += "; bound finds the sampled residuals fit " + trial_text(*fault) +
                          " to the rounding noise: what this names may be that fault seen in part";
         }
+      } else if (const DeclarationTrial* wider = b ? narrower_than_declared(b->diagnosis, row_spread(*b)) : nullptr) {
+        // bound reads a narrower accumulator rounding to nearest: its noise, far above what the
+        // declaration allows, makes every column's candidates significant (a review's 14-bit
+        // accumulator read "column 85, group 12 ... 1.002x" as bound's likely location).
+        sig->reason += "; bound finds every sampled value held by " + trial_text(*wider) +
+                       "'s wider bound alone beside centred residuals: a narrower accumulator that rounds to "
+                       "nearest, whose noise this may be";
       } else if (c.kind == CheckKind::kBound && c.failed()) {
         c.reason += "; likely location: " + describe_location(e, f.info());
       }

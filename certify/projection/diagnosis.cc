@@ -1279,6 +1279,16 @@ RowSpread row_spread(const BoundEvidence& e) {
   return chance ? RowSpread::kFewRows : RowSpread::kConcentrated;
 }
 
+const DeclarationTrial* narrower_than_declared(const std::vector<DeclarationTrial>& trials, RowSpread spread) {
+  if (trials.size() < 2 || spread != RowSpread::kBroad || !centred_beside_directed(trials)) return nullptr;
+  if (!fitting_trials(trials, spread).empty() || fault_fit(trials) != nullptr) return nullptr;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    const DeclarationTrial& t = trials[i];
+    if (directed_accumulator_trial(t) && t.sampled > 0 && t.inside == t.sampled) return &t;
+  }
+  return nullptr;
+}
+
 const DeclarationTrial* residual_fit(const std::vector<DeclarationTrial>& trials) {
   if (trials.size() < 2) return nullptr;
   const double limit = diagnosis_energy_limit(trials.front().sampled);

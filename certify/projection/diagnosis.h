@@ -93,6 +93,12 @@ bool directed_accumulator_trial(const DeclarationTrial& t);
 /// Whether the declaration's residuals do not lean toward zero beyond kTruncationLean.
 bool centred_beside_directed(const std::vector<DeclarationTrial>& trials);
 
+/// Where nothing fits (no trial fitting_trials names, no fault_fit) over rows spread broad, and
+/// a directed accumulator holds every sampled value by its wider bound alone beside centred
+/// residuals (centred_beside_directed): that trial, and bound reads a narrower accumulator that
+/// rounds to nearest. Null otherwise.
+const DeclarationTrial* narrower_than_declared(const std::vector<DeclarationTrial>& trials, RowSpread spread);
+
 /// The fault trial that holds every sampled value with their energy within the limit, where
 /// the declaration's is beyond it; null when there is none.
 const DeclarationTrial* fault_fit(const std::vector<DeclarationTrial>& trials);

@@ -1992,6 +1992,17 @@ TEST(Diagnosis, ANarrowerAccumulatorRoundingToNearestIsNotReadAsADirectedOne) {
       << b->reason;
   EXPECT_NE(b->reason.find(": a narrower accumulator that rounds to nearest, or a kernel fault"), std::string::npos)
       << b->reason;
+  // signature's strongest candidate is that noise's, not bound's likely location (a review's
+  // "column 85, group 12 ... 1.002x").
+  EXPECT_EQ(b->reason.find("likely location"), std::string::npos) << b->reason;
+  const CheckResult* sig = find_check(r, "projections/p/signature");
+  ASSERT_NE(sig, nullptr);
+  ASSERT_EQ(sig->verdict, Verdict::kFail) << sig->reason;
+  EXPECT_NE(sig->reason.find("; bound finds every sampled value held by accumulator = "), std::string::npos)
+      << sig->reason;
+  EXPECT_NE(sig->reason.find("a narrower accumulator that rounds to nearest, whose noise this may be"),
+            std::string::npos)
+      << sig->reason;
   const CheckResult* var = find_check(r, "projections/p/variance");
   ASSERT_NE(var, nullptr);
   EXPECT_EQ(var->verdict, Verdict::kFail) << var->reason;
