@@ -95,8 +95,8 @@ bool centred_beside_directed(const std::vector<DeclarationTrial>& trials);
 
 /// Where nothing fits (no trial fitting_trials names, no fault_fit) over rows spread broad, and
 /// a directed accumulator holds every sampled value by its wider bound alone beside centred
-/// residuals (centred_beside_directed): that trial, and bound reads a narrower accumulator that
-/// rounds to nearest. Null otherwise.
+/// residuals (a lean within kTruncationLean either way): that trial, and bound reads a narrower
+/// accumulator that rounds to nearest. Null otherwise.
 const DeclarationTrial* narrower_than_declared(const std::vector<DeclarationTrial>& trials, RowSpread spread);
 
 /// The fault trial that holds every sampled value with their energy within the limit, where

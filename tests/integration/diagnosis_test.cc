@@ -1919,6 +1919,17 @@ TEST(Diagnosis, ADominantRowsScaleIsNamedAsThatRowsFault) {
   const Report rt = check_plain("diag-dominant-row-two.h5", m, k, n, x2, w2, DType::kBf16, two.data());
   ASSERT_NE(failing_bound(rt, b), nullptr) << rt.to_text(true);
   EXPECT_EQ(b->reason.find("row 2's outputs scaled"), std::string::npos) << b->reason;
+  // x 1.002 at M 4: too little for the row's fit against half a bf16 spacing, but its residuals
+  // lean far away from zero, which no narrower accumulator rounding to nearest leaves: not read
+  // as one (nor as a directed accumulator, which falls short toward zero).
+  const std::vector<std::uint16_t> small = dominant_row_outputs(4, k, n, 1, 30, 1.002, x2, w2);
+  const Report rs = check_plain("diag-dominant-row-small.h5", 4, k, n, x2, w2, DType::kBf16, small.data());
+  const BoundEvidence* es = failing_bound(rs, b);
+  ASSERT_NE(es, nullptr) << rs.to_text(true);
+  ASSERT_GE(es->diagnosis.size(), 2U) << b->reason;
+  EXPECT_GE(es->diagnosis.front().lean, kTruncationLean) << b->reason;
+  EXPECT_EQ(b->reason.find("centred"), std::string::npos) << b->reason;
+  EXPECT_EQ(b->reason.find("the data fits accumulator"), std::string::npos) << b->reason;
 }
 
 TEST(Diagnosis, ADeclaredWalkRoundingTowardZeroIsNotHeldToTheCentredBiasModel) {
@@ -1986,6 +1997,7 @@ TEST(Diagnosis, ANarrowerAccumulatorRoundingToNearestIsNotReadAsADirectedOne) {
   ASSERT_NE(e, nullptr) << r.to_text(true);
   ASSERT_GE(e->diagnosis.size(), 2U) << b->reason;
   EXPECT_GT(e->diagnosis.front().lean, -kTruncationLean) << b->reason;
+  EXPECT_LT(e->diagnosis.front().lean, kTruncationLean) << b->reason;
   EXPECT_EQ(b->reason.find("the data fits accumulator"), std::string::npos) << b->reason;
   EXPECT_NE(b->reason.find("sampled values by a wider bound alone, but their residuals as declared are centred"),
             std::string::npos)
