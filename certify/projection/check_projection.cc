@@ -177,13 +177,6 @@ void walk_step(const ProjectionFacts& f, const CheckOptions& options, const Refe
   }
 }
 
-/// What an earlier check already explains about a broad failure, or "": a declaration the
-/// bound's diagnosis found the data to fit, a quantize failure (the activations the products
-/// used are not the declared ones), or an identity failure whose every differing row a slot
-/// mapping explains. The residual tests read their residuals against the declarations and
-/// the selector, so their own cause (a scale, an accumulator) would then point elsewhere.
-/// `for_bias`: a fit of another output rounding is what bias itself tests (its "truncation"
-/// agrees with it), so that one does not count.
 /// The fault a failing bound's diagnosis fits to the rounding noise (fault_fit), if any.
 const DeclarationTrial* bound_fault(const std::vector<CheckResult>& checks) {
   for (const CheckResult& c : checks) {
@@ -200,6 +193,13 @@ std::string bound_fault_clause(const DeclarationTrial& fault, std::string_view c
          std::string(check) + " reads above may be that fault's alone, not " + std::string(not_what);
 }
 
+/// What an earlier check already explains about a broad failure, or "": a declaration the
+/// bound's diagnosis found the data to fit, a quantize failure (the activations the products
+/// used are not the declared ones), or an identity failure whose every differing row a slot
+/// mapping explains. The residual tests read their residuals against the declarations and
+/// the selector, so their own cause (a scale, an accumulator) would then point elsewhere.
+/// `for_bias`: a fit of another output rounding is what bias itself tests (its "truncation"
+/// agrees with it), so that one does not count.
 std::string explained_earlier(const std::vector<CheckResult>& checks, bool for_bias = false) {
   for (const CheckResult& c : checks) {
     if (!c.failed()) continue;

@@ -1196,17 +1196,14 @@ std::vector<const DeclarationTrial*> fitting_trials(const std::vector<Declaratio
   // rounded to bf16 with one row of large activations: "accumulator = matrix-unit" held that
   // row too).
   bool to_noise = fault_fit(trials) != nullptr;
+  // So does another output rounding that holds every value: it moves the intervals onto them,
+  // and a wider bound holds truncated outputs only around the centres (a review's f16 outputs,
+  // every one truncated: "the data fits accumulator = matrix-unit; or output_rounding = rz", and
+  // redeclaring matrix-unit passed them).
   for (std::size_t i = 1; i < trials.size(); ++i) {
     const DeclarationTrial& t = trials[i];
     to_noise = to_noise || (t.effect == TrialEffect::kMovesCentres && t.sampled > 0 && t.inside + t.left == t.sampled &&
                             t.energy >= 0 && t.energy <= diagnosis_energy_limit(t.sampled));
-  }
-  // Another output rounding that holds every value moves the intervals onto them: a wider bound
-  // holds truncated outputs only around the centres (a review's f16 outputs, every one
-  // truncated: "the data fits accumulator = matrix-unit; or output_rounding = rz", and
-  // redeclaring matrix-unit passed them).
-  for (std::size_t i = 1; i < trials.size(); ++i) {
-    const DeclarationTrial& t = trials[i];
     to_noise = to_noise || (t.effect == TrialEffect::kMovesRounding && t.sampled > 0 && t.inside == t.sampled);
   }
   std::vector<const DeclarationTrial*> fits;
