@@ -516,6 +516,9 @@ enum class FitKind : std::uint8_t {
   kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
   kGroupScale,    ///< an affine group's scale: its s q part scaled, its bias not (no candidate models it)
   kColumnSwap,    ///< the strongest column holds another column's exact values (weight rows exchanged)
+  /// one scale shared by several columns (scale_rows > 1: a 128 x 128 block, a per-tensor scale
+  /// per group) wrong: every column sharing it fits the same scale of its group's contribution
+  kScaleBlock,
 };
 std::string_view fit_kind_name(FitKind k);
 
@@ -562,6 +565,10 @@ struct LocationFit {
   Index other_col = -1;
   bool exchanged = false;
   bool with_epilogue = false;
+  /// kScaleBlock: the columns sharing the scale, [col_begin, col_end), and its row of `scales`
+  /// (group is its column); columns: how many of them were fitted; value: the scale they fit;
+  /// alternative_explained: the share the same scale explains in those columns but col.
+  Index col_begin = -1, col_end = -1, scale_row = -1;
   /// kRow, kRows: every row named, the row with the most residual energy first; kElements:
   /// every value named, by column (the strongest first), in a column the most energy first.
   std::vector<FittedRow> rows;

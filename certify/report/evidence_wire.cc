@@ -369,6 +369,9 @@ void fields(auto& f, Is<LocationFit> auto& x) {
   f("other_col", x.other_col);
   f("exchanged", x.exchanged);
   f("with_epilogue", x.with_epilogue);
+  f("col_begin", x.col_begin);
+  f("col_end", x.col_end);
+  f("scale_row", x.scale_row);
   f("rows", x.rows);
 }
 

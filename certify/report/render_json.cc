@@ -311,7 +311,10 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                     {"scale_explained", t.scale_explained},
                     {"other_col", t.other_col},
                     {"exchanged", t.exchanged},
-                    {"with_epilogue", t.with_epilogue}};
+                    {"with_epilogue", t.with_epilogue},
+                    {"col_begin", t.col_begin},
+                    {"col_end", t.col_end},
+                    {"scale_row", t.scale_row}};
     Json rows = Json::array();
     for (const FittedRow& w : t.rows) {
       rows.push_back(Json{{"row", w.row},

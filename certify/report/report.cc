@@ -80,6 +80,8 @@ std::string_view fit_kind_name(FitKind k) {
       return "group-scale";
     case FitKind::kColumnSwap:
       return "column-swap";
+    case FitKind::kScaleBlock:
+      return "scale-block";
   }
   return "?";
 }

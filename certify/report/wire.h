@@ -50,7 +50,9 @@ namespace ncert::certify {
 ///      (2026-12-06)
 ///  12  the declaration's residual lean on the diagnosis sample (DeclarationTrial::lean)
 ///      (2026-12-06)
-inline constexpr int kWireVersion = 12;
+///  13  location fits of a scale shared by several columns (FitKind::kScaleBlock,
+///      LocationFit::col_begin, col_end, scale_row) (2026-12-07)
+inline constexpr int kWireVersion = 13;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

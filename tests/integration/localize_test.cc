@@ -462,6 +462,79 @@ TEST(Localize, AnAffineGroupWithItsScaleAndItsBiasWrongIsNamedThatGroup) {
   }
 }
 
+/// 8 requests x 4 rows in 32 slots, K = 512, f32 outputs: 64 output channels of e4m3 weights
+/// whose f32 scales are shared by `scale_rows` channels and 64 columns of K (DeepSeek-V3's FP8
+/// blocks are 128 x 128).
+fixtures::DumpSpec block_scaled_spec(Index scale_rows) {
+  fixtures::ProjectionSpec p = fixtures::production_batch("proj", 512);
+  p.n = 64;
+  p.output = DType::kF32;
+  fixtures::SegmentSpec a;
+  a.format = reference::WeightFormat::kE4m3;
+  a.rows = 64;
+  a.scale_rows = scale_rows;
+  a.af4.group_size = 64;
+  a.af4.scale_dtype = DType::kF32;
+  a.af4.dequant = reference::Dequant::kExact;
+  p.segments = {a};
+  p.seed = 31;
+  fixtures::DumpSpec d;
+  d.projections.push_back(p);
+  return d;
+}
+
+/// Divides the dumped scales[row, col] of the e4m3 segment by `factor`: the kernel used factor
+/// times the dumped scale, in both paths.
+void shrink_dumped_scale(const std::string& path, Index row, Index col, float factor) {
+  const std::string scales = "/projections/proj/weight/s0_e4m3/scales";
+  ncert::testing::poke_f32(path, scales, row, col, ncert::testing::read_f32(path, scales, row, col) / factor);
+}
+
+TEST(Localize, AScaleSharedByABlockOfColumnsIsNamedThatScaleNotOneColumn) {
+  // scales[1, 2] (columns 16-31, k 128-191) is 1.01x the dumped one in the kernel: all 16
+  // columns sharing it move by 1 % of their group's contribution. The strongest candidate
+  // names one of them ("column 23, group 2"); the fit over the others names the block.
+  const std::string path = write_fixture(block_scaled_spec(16), "localize-block.h5");
+  const Report clean = check_dump(path);
+  EXPECT_EQ(clean.verdict(), Verdict::kPass) << clean.to_text(true);
+  shrink_dumped_scale(path, 1, 2, 1.01f);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << signature_reason(r);
+  EXPECT_EQ(e.fit->kind, FitKind::kScaleBlock) << signature_reason(r);
+  EXPECT_EQ(e.fit->col_begin, 16);
+  EXPECT_EQ(e.fit->col_end, 32);
+  EXPECT_EQ(e.fit->scale_row, 1);
+  EXPECT_EQ(e.fit->group, 2);
+  EXPECT_EQ(e.fit->columns, 16);
+  EXPECT_NEAR(e.fit->value, 1.01, 1e-4);
+  EXPECT_NE(signature_reason(r).find("y_unpacked columns 16-31, group 2 (k 128-191), which share scales[1, 2]: the "
+                                     "residuals of the 16 fitted fit a scale of 1.01x the dumped scale"),
+            std::string::npos)
+      << signature_reason(r);
+  // bound's likely location is the same.
+  const CheckResult* bound = find_check(r, "projections/proj/bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_NE(bound->reason.find("likely location: y_unpacked columns 16-31, group 2"), std::string::npos)
+      << bound->reason;
+}
+
+TEST(Localize, AScaleOfOneColumnAloneIsNotReadAsABlocksScale) {
+  // The same error where each channel has its own scales (scale_rows 1): column 17's group 2
+  // alone moves, and the location stays that column's group, not the block of 16 around it.
+  const std::string path = write_fixture(block_scaled_spec(1), "localize-block-one.h5");
+  shrink_dumped_scale(path, 17, 2, 1.01f);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  EXPECT_FALSE(e.fit.has_value() && e.fit->kind == FitKind::kScaleBlock) << signature_reason(r);
+  ASSERT_FALSE(e.strongest.empty());
+  EXPECT_EQ(e.strongest.front().col, 17);
+  EXPECT_EQ(e.strongest.front().group, 2);
+  EXPECT_NE(signature_reason(r).find("column 17, group 2 (k 128-191): the residuals fit a scale of 1.01x"),
+            std::string::npos)
+      << signature_reason(r);
+}
+
 TEST(Localize, ADroppedRangeStaysADroppedRange) {
   // 64 terms from K/2 dropped in every dot product: the candidates name the range missing, and
   // no row, value or offset is offered instead.

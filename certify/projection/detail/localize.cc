@@ -839,6 +839,98 @@ void set_group(LocationFit& t, Index group, Index group_size) {
   t.k_end = t.k_begin + group_size;
 }
 
+/// Columns sharing one scale fitted at most, evenly spaced beside the strongest: a 128 x 128
+/// block's others all but one, a per-tensor scale's a sample. One column's own fault is diluted
+/// to about 1/64 of the shared fit there, far under the half it must explain.
+constexpr Index kBlockColumns = 64;
+
+/// One group's scale fitted by weighted least squares over some columns: sum a r, sum a^2 and
+/// sum r^2, a the group's exact contribution and r the residual, each over the row's noise v.
+struct ScaleSums {
+  double ra = 0, aa = 0, rr = 0;
+  void add(const ColumnResiduals& c, Index group) {
+    for (Index i = 0; i < c.rows; ++i) {
+      const double r = weighted(c, i);
+      if (std::isnan(r)) continue;
+      const double a = c.sxw[static_cast<std::size_t>(i * c.groups + group)] / c.v[static_cast<std::size_t>(i)];
+      ra += r * a;
+      aa += a * a;
+      rr += r * r;
+    }
+  }
+  double coef() const { return aa > 0 ? ra / aa : 0.0; }
+  /// The share of the residual energy the fitted scale explains.
+  double share() const { return aa > 0 && rr > 0 ? std::min(1.0, ra * ra / aa / rr) : 0.0; }
+};
+
+/// Whether every significant column of every output lies in [begin, end) and they are no more
+/// than its columns: a fault reaching columns beyond one scale's is not that scale's.
+bool significant_within(const SignatureColumns& columns, Index begin, Index end) {
+  for (EngineOutputId o : kAllEngineOutputs) {
+    const std::size_t at = static_cast<std::size_t>(o);
+    if (columns.significant[at] > end - begin) return false;
+    for (Index j : columns.significant_kept[at]) {
+      if (j < begin || j >= end) return false;
+    }
+  }
+  return true;
+}
+
+/// Where the strongest column's residuals fit a scale of one group's contribution, and that
+/// group's scale is shared with other columns (scaled weights with scale_rows > 1: DeepSeek-V3's
+/// 128 x 128 FP8 blocks, a per-tensor scale per group), the shared scale is tested: it is named
+/// where the other columns sharing it fit the same scale (within a quarter of it) for at least
+/// half their residual energy, and no column beyond them is significant. An FP8 block's scale
+/// x 1.01 read "column 170, group 2 ... 1.01x the dumped scale" (one of 128 columns) before.
+std::optional<LocationFit> scale_block_fit(const LoadedProjection& d, const reference::LinearProblem& p,
+                                           const OutputRows& rows, const SignatureColumns& columns,
+                                           const ColumnResiduals& c, const Fits& fits, Index col) {
+  const reference::WeightSegment& seg = reference::segment_of(d.weights, col);
+  if (!reference::is_scaled_format(seg.format) || seg.scaled.scale_rows <= 1 || fits.scale_group < 0) {
+    return std::nullopt;
+  }
+  const Index group = fits.scale_group;
+  ScaleSums own;
+  own.add(c, group);
+  if (own.share() < 0.5) return std::nullopt;
+  const Index scale_row = (col - seg.row_begin) / seg.scaled.scale_rows;
+  const Index begin = seg.row_begin + scale_row * seg.scaled.scale_rows;
+  const Index end = std::min(seg.row_end, begin + seg.scaled.scale_rows);
+  if (end - begin < 2 || !significant_within(columns, begin, end)) return std::nullopt;
+  ScaleSums others;
+  Index fitted = 0;
+  const Index width = end - begin - 1;  // the columns beside col
+  const Index count = std::min(width, kBlockColumns);
+  for (Index j = 0; j < count; ++j) {
+    Index other = begin + j * width / count;
+    if (other >= col) ++other;  // skip col itself
+    others.add(column_residuals(d, p, rows, other), group);
+    ++fitted;
+  }
+  const double mine = own.coef(), theirs = others.coef();
+  if (others.share() < 0.5 || mine * theirs <= 0 || std::fabs(theirs - mine) > 0.25 * std::fabs(mine)) {
+    return std::nullopt;
+  }
+  ScaleSums all = others;
+  all.ra += own.ra;
+  all.aa += own.aa;
+  all.rr += own.rr;
+  LocationFit t;
+  t.kind = FitKind::kScaleBlock;
+  t.output = std::string(engine_output_name(rows.id));
+  t.col = col;
+  set_group(t, group, c.group_size);
+  if (c.groups == 1) t.group = -1;  // one scale along the whole K: no group to name
+  t.col_begin = begin;
+  t.col_end = end;
+  t.scale_row = scale_row;
+  t.columns = fitted + 1;
+  t.value = 1 + all.coef();
+  t.explained = all.share();
+  t.alternative_explained = others.share();
+  return t;
+}
+
 }  // namespace
 
 void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns) {
@@ -863,6 +955,10 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
   if (std::optional<LocationFit> t = swap_fit(d, p, rows, columns.strongest, c, fits, col)) {
+    e.fit = *t;
+    return;
+  }
+  if (std::optional<LocationFit> t = scale_block_fit(d, p, rows, columns, c, fits, col)) {
     e.fit = *t;
     return;
   }
@@ -1103,6 +1199,17 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit a scale of " + format_short(t.value) + "x the dumped scale of that affine group (" +
              shares + "): its s q part is scaled (its bias alone explains less)";
+    case FitKind::kScaleBlock: {
+      // A scale every column of the output shares is also the activations' of that K range.
+      const bool every = t.col_begin == 0 && t.col_end == info.n;
+      return t.output + " columns " + std::to_string(t.col_begin) + "-" + std::to_string(t.col_end - 1) + ", " +
+             range_text(t.k_begin, t.k_end, t.group) + ", which share scales[" + std::to_string(t.scale_row) + ", " +
+             std::to_string(std::max<Index>(t.group, 0)) + "]: the residuals of the " + std::to_string(t.columns) +
+             " fitted fit a scale of " + format_scale(t.value) + "x the dumped scale (" +
+             format_short(100 * t.explained) + " % of their residual energy; without column " + std::to_string(t.col) +
+             ", " + format_short(100 * t.alternative_explained) + " %): that scale is not the one the kernel used" +
+             (every ? " (every column shares it: the activations of that K range scaled alike read the same)" : "");
+    }
     case FitKind::kColumnSwap: {
       const std::string col = std::to_string(t.col), other = std::to_string(t.other_col);
       const std::string what = t.with_epilogue ? "exact outputs, bias and residual included" : "exact dot products";

@@ -221,6 +221,13 @@ std::string fit_paragraph(const LocationFit& t) {
              (t.with_epilogue ? "outputs" : "dot products") + " (fitted " + num(t.value) + "&#215;)" +
              (t.exchanged ? ", and column " + std::to_string(t.other_col) + " holds its: the two exchanged" : "");
       break;
+    case FitKind::kScaleBlock:
+      what = "columns " + std::to_string(t.col_begin) + "&#8211;" + std::to_string(t.col_end - 1) +
+             (t.group >= 0 ? ", group " + std::to_string(t.group) : std::string()) + " (k " +
+             std::to_string(t.k_begin) + "&#8211;" + std::to_string(t.k_end - 1) + "): the scale they share (scales[" +
+             std::to_string(t.scale_row) + ", " + std::to_string(std::max<Index>(t.group, 0)) + "]) " + num(t.value) +
+             "&#215; the dumped one, over " + std::to_string(t.columns) + " of them fitted";
+      break;
   }
   return "<p class=\"fit\">" + markup(t.output) + " " + what + shares + "</p>";
 }

@@ -228,6 +228,9 @@ Evidence sample(Of<SignatureEvidence>) {
                       7,
                       true,
                       true,
+                      300,
+                      428,
+                      2,
                       {{5, 3, 1.0021, 2, 128, 192, -1}, {12, 9, 0.998, -1, 0, 1024, 88}}};
   return e;
 }
