@@ -36,7 +36,7 @@ Status check_selection(const DumpModel& m, const std::string& only) {
 }
 
 /// A dump with nothing check certifies proves nothing: that is a failure, not a pass.
-CheckResult dump_vacuity(Index projections, Index runs, bool has_tensors) {
+CheckResult dump_vacuity(Index projections, Index runs, Index empty_runs, bool has_tensors) {
   CheckResult v;
   v.id = "vacuity";
   v.subject = "dump";
@@ -49,7 +49,9 @@ CheckResult dump_vacuity(Index projections, Index runs, bool has_tensors) {
   } else {
     v.verdict = Verdict::kFail;
     e.vacuous.push_back("no projection and no logits run");
-    v.reason = "nothing to certify: the dump holds no projection and no logits run" +
+    v.reason = "nothing to certify: the dump holds no projection and " +
+               (empty_runs > 0 ? std::to_string(empty_runs) + " logits run(s), none with an emission"
+                               : std::string("no logits run")) +
                std::string(has_tensors ? " (its tensors are compared by ncert compare)" : "");
   }
   v.evidence = std::move(e);
@@ -201,7 +203,8 @@ Result<CheckPart> rest_part(const DumpReader& reader, const CheckCommandOptions&
     }
     NCERT_ASSIGN_OR_RETURN(RunWitnesses w, witness_run(reader, run, std::move(model)));
     for (CheckResult& c : witness_checks(w)) part.tail.push_back(std::move(c));
-    ++part.runs;
+    // A run with no emission certifies nothing.
+    ++(w.witnesses.empty() ? part.empty_runs : part.runs);
   }
   part.logits_seconds = seconds_since(t_logits);
   return part;
@@ -313,7 +316,7 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
   std::map<std::string, std::vector<CheckResult>> by_projection;
   std::vector<CheckResult> head, tail;
   double t_read = 0, t_ref = 0, t_cmp = 0, t_other = 0, t_logits = 0;
-  Index runs = 0;
+  Index runs = 0, empty_runs = 0;
   for (CheckPart& part : parts) {
     for (auto& [name, checks] : part.projections) by_projection[name] = std::move(checks);
     for (CheckResult& c : part.head) head.push_back(std::move(c));
@@ -324,6 +327,7 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
     t_other += part.other_seconds;
     t_logits += part.logits_seconds;
     runs += part.runs;
+    empty_runs += part.empty_runs;
   }
   // The order run_check has always had: schema, projections in the dump's order, witnesses,
   // the dump's vacuity.
@@ -336,7 +340,7 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
     ++certified;
   }
   for (CheckResult& c : tail) report.checks.push_back(std::move(c));
-  report.checks.push_back(dump_vacuity(certified, runs, plan.has_tensors));
+  report.checks.push_back(dump_vacuity(certified, runs, empty_runs, plan.has_tensors));
   report.apply(options.require);
   if (options.skip_policy) report.apply(*options.skip_policy);
   report.stats["timing_logits_seconds"] = t_logits;

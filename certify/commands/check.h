@@ -59,7 +59,8 @@ struct CheckPlan {
 struct CheckPart {
   std::vector<std::pair<std::string, std::vector<CheckResult>>> projections;
   std::vector<CheckResult> head, tail;
-  Index runs = 0;
+  Index runs = 0;        ///< logits runs with at least one emission
+  Index empty_runs = 0;  ///< logits runs with none (their witness check fails; they certify nothing)
   double read_seconds = 0, reference_seconds = 0, compare_seconds = 0, other_seconds = 0, logits_seconds = 0;
 };
 

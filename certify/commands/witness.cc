@@ -20,7 +20,8 @@ std::string witness_line(const Witness& w) {
                   format_f32(w.logit);
   if (w.runner_up >= 0) {
     s += "  runner-up " + std::to_string(w.runner_up) + " at " + format_f32(w.runner_up_logit) + "  margin " +
-         format_short(w.margin) + " (" + format_short(w.margin_ulps) + " ulps of the logit)";
+         format_short(w.margin) + " (" + format_short(w.margin_dtype_ulps) + " " +
+         std::string(dtype_name(w.logits_dtype)) + " ulps)";
   }
   // A failed emission has no class (the JSON counts it under failed, not unbounded).
   s += w.ok ? "  " + std::string(witness_class_name(w.cls)) : "  FAILED: " + w.failure;

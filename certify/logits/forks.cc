@@ -159,7 +159,10 @@ std::string heads_unusable(const SideHead& a, const SideHead& b, std::size_t k, 
 /// The envelope at fork f (row index k among the forks): --logit-error when given; else both
 /// runs' lm_head intervals where they computed from the same thing; else what the matched rows
 /// before the fork showed; else none (the fork is undetermined).
-void set_envelope(Fork& f, std::size_t k, const SideHead& ha, const SideHead& hb, const ForksOptions& o) {
+/// `rounding`: per fork token (a, b), half a spacing of each run's logits type at its value
+/// there, what storing them may add at the fork beyond the rows before (the observed envelope).
+void set_envelope(Fork& f, std::size_t k, const SideHead& ha, const SideHead& hb, const ForksOptions& o,
+                  const std::array<double, 2>& rounding) {
   if (o.logit_error) {
     f.env_a = f.env_b = 2 * *o.logit_error;
     f.a.eps_own = f.a.eps_other = f.b.eps_own = f.b.eps_other = *o.logit_error;
@@ -183,10 +186,17 @@ void set_envelope(Fork& f, std::size_t k, const SideHead& ha, const SideHead& hb
     // Rows that were all bit-identical measured no disagreement to compare the fork's with:
     // an envelope of 0 would call a one-ulp difference at the fork "beyond what numerics
     // allow" on the strength of nothing (those forks are undetermined, below).
-    f.env_a = f.env_b = f.before.max_abs;
-    f.envelope_source =
-        "observed: the largest |d| over the " + std::to_string(f.before.rows) +
-        " matched rows before the fork (a measurement, not a proof); lm_head intervals not used: " + why_not;
+    // Each run's own rounding of its logits grows with them: the rows before measured it at
+    // their values, and a fork at larger ones may differ by more (two f32 runs 1 ulp apart
+    // everywhere, 9.5e-7 before and 1.9e-6 at a fork at 16.5; a bf16 export of f32 logits 0.031
+    // before and 0.05 at a fork at 20 were read "unexplained"). Half a spacing of each run's
+    // type at the fork's values is added.
+    f.env_a = f.before.max_abs + rounding[0];
+    f.env_b = f.before.max_abs + rounding[1];
+    f.envelope_source = "observed: the largest |d| over the " + std::to_string(f.before.rows) +
+                        " matched rows before the fork, plus half a spacing of each run's logits at the fork's "
+                        "values (a measurement, not a proof); lm_head intervals not used: " +
+                        why_not;
     f.has_envelope = true;
   } else if (f.before.rows > 0) {
     f.envelope_source = "none: the " + std::to_string(f.before.rows) +
@@ -228,6 +238,15 @@ std::string top_line(const std::vector<TopEntry>& top, const Vocabulary* vocab) 
             (e.gap == 0 ? std::string(" (top)") : " (-" + format_short(e.gap) + ")");
   }
   return line;
+}
+
+/// Half a spacing of A's logits type at |L_A[x]| plus B's at |L_B[x]|: the most storing the
+/// two values may move them apart (0 for a non-finite value, which no envelope holds).
+double storage_rounding(const std::vector<float>& la, const std::vector<float>& lb, std::int32_t x, DType ta,
+                        DType tb) {
+  const double a = la[static_cast<std::size_t>(x)], b = lb[static_cast<std::size_t>(x)];
+  if (!std::isfinite(a) || !std::isfinite(b)) return 0.0;
+  return 0.5 * (reference::spacing_of_type(std::fabs(a), ta) + reference::spacing_of_type(std::fabs(b), tb));
 }
 
 /// |d| on the matched rows before the fork row, other forks excluded.
@@ -354,7 +373,12 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
                             lb[static_cast<std::size_t>(f.token_b)]);
     }
     f.before = before_fork(c, f.row, fork_rows);
-    set_envelope(f, k, ha, hb, o);
+    std::array<double, 2> rounding{};
+    if (in_range) {
+      rounding = {storage_rounding(la, lb, f.token_a, c.dtype_a, c.dtype_b),
+                  storage_rounding(la, lb, f.token_b, c.dtype_a, c.dtype_b)};
+    }
+    set_envelope(f, k, ha, hb, o, rounding);
     // History shared up to the fork: A's prompt and tokens (B's are the same up to here).
     std::vector<std::int32_t> ctx = history;
     ctx.insert(ctx.end(), c.tokens_a.begin(), c.tokens_a.begin() + f.row);

@@ -84,22 +84,29 @@ LmHeadCollector::LmHeadCollector(std::vector<std::int32_t> tokens, std::vector<s
       cell_intervals_(cells_.size()) {}
 
 namespace {
-void offer(RowIntervals& r, float hi, Index col) {
-  // Keep the two largest upper ends; equal values keep the lower column, so the result does
-  // not depend on the order blocks arrive in.
+/// Keeps the two largest values and their columns; equal values keep the lower column, so the
+/// result does not depend on the order blocks arrive in.
+void keep_two(float v, Index col, float& best, Index& best_col, float& second, Index& second_col) {
   auto better = [](float h, Index c, float h2, Index c2) {
     if (c2 < 0) return true;  // empty slot
     return h > h2 || (h == h2 && c < c2);
   };
-  if (better(hi, col, r.best_hi, r.best_col)) {
-    r.second_hi = r.best_hi;
-    r.second_col = r.best_col;
-    r.best_hi = hi;
-    r.best_col = col;
-  } else if (better(hi, col, r.second_hi, r.second_col)) {
-    r.second_hi = hi;
-    r.second_col = col;
+  if (better(v, col, best, best_col)) {
+    second = best;
+    second_col = best_col;
+    best = v;
+    best_col = col;
+  } else if (better(v, col, second, second_col)) {
+    second = v;
+    second_col = col;
   }
+}
+
+void offer(RowIntervals& r, float hi, Index col) {
+  keep_two(hi, col, r.best_hi, r.best_col, r.second_hi, r.second_col);
+}
+void offer_lo(RowIntervals& r, float lo, Index col) {
+  keep_two(lo, col, r.best_lo, r.best_lo_col, r.second_lo, r.second_lo_col);
 }
 }  // namespace
 
@@ -112,6 +119,7 @@ void LmHeadCollector::consume(const reference::ReferenceBlock& b) {
     for (Index c = b.col_begin; c < b.col_end; ++c) {
       const reference::Interval& iv = b.accept[b.at(i, c)];
       offer(r, iv.hi, c);
+      offer_lo(r, iv.lo, c);
       if (c == tok) {
         r.token_lo = iv.lo;
         r.token_hi = iv.hi;
@@ -139,6 +147,8 @@ std::vector<RowIntervals> LmHeadCollector::rows() const {
       }
       if (p.best_col >= 0) offer(o, p.best_hi, p.best_col);
       if (p.second_col >= 0) offer(o, p.second_hi, p.second_col);
+      if (p.best_lo_col >= 0) offer_lo(o, p.best_lo, p.best_lo_col);
+      if (p.second_lo_col >= 0) offer_lo(o, p.second_lo, p.second_lo_col);
     }
   }
   return out;

@@ -39,14 +39,19 @@ bool lm_head_row_matches(const float* logits_row, const unsigned char* head_row,
 std::string lm_head_row_mismatch(const float* logits_row, const unsigned char* head_row, DType output, Index vocab,
                                  Index row);
 
-/// Per-row summary of an lm_head's intervals: the emitted token's interval and the two largest
-/// upper ends (to exclude the token itself).
+/// Per-row summary of an lm_head's intervals: the emitted token's interval, the two largest
+/// upper ends (to exclude the token itself: what could beat it) and the two largest lower ends
+/// (what provably beats it, where one lies above its upper end).
 struct RowIntervals {
   float token_lo = 0, token_hi = 0;
   float best_hi = -INFINITY;
   Index best_col = -1;
   float second_hi = -INFINITY;
   Index second_col = -1;
+  float best_lo = -INFINITY;
+  Index best_lo_col = -1;
+  float second_lo = -INFINITY;
+  Index second_lo_col = -1;
   bool token_seen = false;
 };
 

@@ -83,6 +83,35 @@ double ulps_of_type(double x, float at, DType t) {
   return x / reference::spacing_of_type(std::fabs(static_cast<double>(at)), t);
 }
 
+namespace {
+
+/// Why the lm_head's intervals refute the emission ("" where they do not): the emitted logit
+/// outside its own interval, or another token's interval wholly above it. Either way a value
+/// of the row is outside its interval: were both in theirs, the other token's logit would
+/// exceed the emitted one, which is the row's maximum. Such a margin certifies nothing, and
+/// the emission is no near-tie (a reviewer's lm_head with +0.5 planted on a runner-up read
+/// "1 near-tie" and passed).
+std::string refutation(const RowIntervals& iv, float logit, std::int32_t token) {
+  // Built by appending: GCC 12 warns (-Wrestrict, falsely) on "[" + std::string here.
+  std::string interval(1, '[');
+  interval.append(format_f32(iv.token_lo)).append(", ").append(format_f32(iv.token_hi)).append("]");
+  if (iv.token_seen && (logit < iv.token_lo || logit > iv.token_hi)) {
+    return "emitted token " + std::to_string(token) + "'s logit " + format_f32(logit) +
+           " lies outside its reference interval " + interval + ": the logit itself is wrong";
+  }
+  const bool best_is_token = iv.best_lo_col == token;
+  const float lo = best_is_token ? iv.second_lo : iv.best_lo;
+  const Index col = best_is_token ? iv.second_lo_col : iv.best_lo_col;
+  if (iv.token_seen && col >= 0 && lo > iv.token_hi) {
+    return "the reference refutes emitted token " + std::to_string(token) + ": token " + std::to_string(col) +
+           "'s exact logit is at least " + format_f32(lo) + ", above token " + std::to_string(token) + "'s interval " +
+           interval + ", so a logit of the row lies outside its interval";
+  }
+  return "";
+}
+
+}  // namespace
+
 Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int32_t token,
                     const LogitErrorModel& model, Index row_index, DType logits_dtype) {
   Witness w;
@@ -111,11 +140,17 @@ Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int
     return fail("row holds +Inf at token " + std::to_string(scan.first_pos_inf) + "; " + tok_text +
                 " cannot be certified");
   }
-  if (std::isinf(w.logit) && w.logit < 0) return fail("emitted " + tok_text + " is masked (-Inf); " + max_text);
-  if (w.logit < scan.max) return fail("emitted " + tok_text + " is not the maximum: " + max_text);
+  // Said where the emission is not the row's maximum: the run may not be greedy at all.
+  const std::string greedy =
+      " (witness certifies greedy decoding: a token sampled, or chosen after a temperature, top-k or mask the logits "
+      "do not hold, is not its row's maximum)";
+  if (std::isinf(w.logit) && w.logit < 0) {
+    return fail("emitted " + tok_text + " is masked (-Inf); " + max_text + greedy);
+  }
+  if (w.logit < scan.max) return fail("emitted " + tok_text + " is not the maximum: " + max_text + greedy);
   if (token != scan.argmax) {
     return fail("emitted " + tok_text + " ties the maximum but tie_break = lowest picks token " +
-                std::to_string(scan.argmax));
+                std::to_string(scan.argmax) + greedy);
   }
   // The runner-up: the other maximum in a tie, else the largest value below.
   if (scan.ties >= 2) {
@@ -128,6 +163,12 @@ Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int
   w.margin = static_cast<double>(w.logit) - static_cast<double>(w.runner_up_logit);
   w.margin_ulps = w.margin / reference::ulp_of_f32(w.logit);
   w.margin_dtype_ulps = ulps_of_type(w.margin, w.logit, logits_dtype);
+  if (model.kind == LogitErrorModel::Kind::kLmHead) {
+    if (const std::string why = refutation(model.intervals[static_cast<std::size_t>(row_index)], w.logit, token);
+        !why.empty()) {
+      return fail(why + " (" + model.source + "; check's bound names the values outside)");
+    }
+  }
   if (scan.ties >= 2) {
     w.cls = WitnessClass::kTie;
     return w;
@@ -282,10 +323,14 @@ CheckResult witness_check(const RunWitnesses& r) {
     const Witness& f = *e.first_failure;
     c.verdict = Verdict::kFail;
     c.reason = "run " + r.run + " position " + std::to_string(f.position) + ": " + f.failure + "; " +
-               std::to_string(r.failed) + " of " + std::to_string(r.witnesses.size()) +
-               " emissions fail (witness certifies greedy decoding: a token sampled, or chosen after a "
-               "temperature, top-k or mask the logits do not hold, is not its row's maximum)";
+               std::to_string(r.failed) + " of " + std::to_string(r.witnesses.size()) + " emissions fail";
     c.first_failure = Location{"logits/" + r.run, f.row, -1, -1, f.position, f.token};
+  } else if (r.witnesses.empty()) {
+    // A run with no emission certifies nothing (an engine that stopped before its first
+    // token), and nothing certified is a failure (docs/cli.md), as a projection with no
+    // selected row is.
+    c.verdict = Verdict::kFail;
+    c.reason = "run " + r.run + " holds no emission (tokens and logits have 0 rows): nothing is certified";
   } else if (r.lm_head_mismatch) {
     c.verdict = Verdict::kFail;
     c.reason = "run " + r.run + ": the logits rows are not the lm_head's outputs (" + r.lm_head_mismatch_text +

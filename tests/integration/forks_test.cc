@@ -133,6 +133,29 @@ TEST(Forks, ARowPushedBeyondTheNoiseIsUnexplained) {
   EXPECT_DOUBLE_EQ(stats(*g[0])["envelope"]["at_b"].get<double>(), 1.6);
 }
 
+TEST(Forks, TheObservedEnvelopeGrowsWithTheForksOwnRounding) {
+  // B is A's f32 logits rounded to bf16 (no other noise). At the fork, a binade above every
+  // row before it, A holds b 0.4 bf16 spacings above a and B ties them: |d| at b is 0.4
+  // spacings there, more than the half spacing the rows before measured at their values. It
+  // was read "unexplained" ("beyond the envelope 0.03124", a reviewer's); the envelope adds
+  // half a spacing of each run's type at the fork's values.
+  fixtures::ForkPairSpec spec = planted({{9, ForkKind::kRoundedTie}});
+  spec.noise = 0;
+  spec.dtype_b = DType::kBf16;
+  const Report r = forks(fork_pair("rounded-tie", spec));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(stats(*f[0])["class"], "tie") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kPass);
+  const auto* e = evidence_of<ForkEvidence>(f[0]);
+  ASSERT_NE(e, nullptr);
+  // At A's token (b), which B's rounding moved: beyond what the rows before measured.
+  EXPECT_GT(e->fork.delta_a, e->fork.before.max_abs);
+  EXPECT_LE(e->fork.delta_a, e->fork.env_a);
+  EXPECT_NE(e->fork.envelope_source.find("plus half a spacing of each run's logits"), std::string::npos)
+      << e->fork.envelope_source;
+}
+
 TEST(Forks, AnEmissionThatIsNotItsRowsMaximumIsInvalid) {
   const Report r = forks(fork_pair("invalid", planted({{6, ForkKind::kInvalid}})));
   const auto f = fork_results(r);

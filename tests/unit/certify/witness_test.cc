@@ -184,6 +184,65 @@ TEST(Witness, LmHeadIntervalsDecideCertification) {
   EXPECT_NEAR(w.certified_gap, 0.99 - 1.2, 1e-6);
 }
 
+TEST(Witness, LmHeadIntervalsThatRefuteTheEmissionFailItNotANearTie) {
+  // A reviewer's lm_head with +0.5 planted on a runner-up emitted that token and read "1
+  // near-tie": its logit lay outside its own interval. Either refutation fails the emission.
+  std::vector<float> row(50, 0.0f);
+  row[9] = 1.5f;
+  row[12] = 0.9f;
+  LogitErrorModel m;
+  m.kind = LogitErrorModel::Kind::kLmHead;
+  m.source = "lm_head projection head";
+  m.intervals.resize(1);
+  RowIntervals& iv = m.intervals[0];
+  iv.token_seen = true;
+  iv.token_lo = 0.99f;
+  iv.token_hi = 1.01f;
+  iv.best_hi = 1.2f;
+  iv.best_col = 12;
+  iv.second_hi = 1.01f;
+  iv.second_col = 9;
+  iv.best_lo = 0.99f;
+  iv.best_lo_col = 9;
+  iv.second_lo = 0.89f;
+  iv.second_lo_col = 12;
+  // The emitted logit outside its interval.
+  Witness w = witness(row, 9, m);
+  EXPECT_FALSE(w.ok);
+  EXPECT_NE(w.failure.find("emitted token 9's logit 1.5 lies outside its reference interval [0.99, 1.01]"),
+            std::string::npos)
+      << w.failure;
+  // Inside it, and no other token's lower end above its upper end: a near-tie, as before.
+  row[9] = 1.0f;
+  w = witness(row, 9, m);
+  EXPECT_TRUE(w.ok) << w.failure;
+  EXPECT_EQ(w.cls, WitnessClass::kNearTie);
+  // Token 12's exact logit is at least 1.05, above 1.01: its dumped 0.9 is wrong, and the
+  // emission with it.
+  iv.best_lo = 1.05f;
+  iv.best_lo_col = 12;
+  iv.second_lo = 0.99f;
+  iv.second_lo_col = 9;
+  w = witness(row, 9, m);
+  EXPECT_FALSE(w.ok);
+  EXPECT_NE(w.failure.find("the reference refutes emitted token 9: token 12's exact logit is at least 1.05"),
+            std::string::npos)
+      << w.failure;
+}
+
+TEST(Witness, ARunWithNoEmissionCertifiesNothingAndFails) {
+  // An engine that stopped before its first token: "0 emissions are their rows' maxima" passed
+  // and the dump's vacuity counted the run (a reviewer's).
+  RunWitnesses run;
+  run.run = "greedy";
+  run.vocab = 16;
+  const std::vector<CheckResult> checks = witness_checks(run);
+  ASSERT_FALSE(checks.empty());
+  EXPECT_EQ(checks.front().verdict, Verdict::kFail);
+  EXPECT_EQ(checks.front().reason,
+            "run greedy holds no emission (tokens and logits have 0 rows): nothing is certified");
+}
+
 TEST(Witness, ClassNamesAreTheReportVocabulary) {
   EXPECT_EQ(witness_class_name(WitnessClass::kCertified), "certified");
   EXPECT_EQ(witness_class_name(WitnessClass::kNearTie), "near-tie");
