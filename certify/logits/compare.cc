@@ -393,6 +393,17 @@ void summarize_run(const RunComparison& c, const Policy& policy, const std::stri
     e.first_rows.push_back(c.rows[static_cast<std::size_t>(t)]);
 }
 
+/// Where the histories never diverge but one run holds more rows (a run stopped early, or ran
+/// on), the rows beyond the shorter are not compared, and the reason says so ("" otherwise: the
+/// unmatched rows after a divergence count them).
+std::string length_text(const RunComparison& c) {
+  if (c.rows_a == c.rows_b || c.compared > c.matched) return "";
+  const bool a_longer = c.rows_a > c.rows_b;
+  return "; " + std::string(a_longer ? "A" : "B") + " holds " + std::to_string(std::max(c.rows_a, c.rows_b)) +
+         " rows, " + (a_longer ? "B " : "A ") + std::to_string(std::min(c.rows_a, c.rows_b)) + ": " +
+         (a_longer ? "A's" : "B's") + " last " + std::to_string(std::abs(c.rows_a - c.rows_b)) + " are not compared";
+}
+
 /// A FAIL: the first failing row's text and how much breaks, the failing row in full, the run.
 void fail(const RunComparison& c, const std::string& failure, const LogitsEvidence& e, CheckResult& r) {
   const RowComparison& x = c.rows[static_cast<std::size_t>(e.first_failure_row)];
@@ -407,7 +418,8 @@ void fail(const RunComparison& c, const std::string& failure, const LogitsEviden
            : std::string()) +
       (c.compared > c.matched ? "; " + std::to_string(e.unmatched) + " row(s) after the histories diverge at row " +
                                     std::to_string(c.divergence) + " are not compared"
-                              : std::string());
+                              : std::string()) +
+      length_text(c);
   r.first_failure = Location{r.id, e.first_failure_row, -1};
   // The failing row in full, and how the run looks overall, for the human summary.
   r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
@@ -457,15 +469,24 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy, const std
     fail(c, totals.failure, e, r);
   } else if (c.matched == 0) {
     r.verdict = Verdict::kFail;
-    r.reason = "no matched rows to judge (" +
-               std::string(c.prompts_equal ? "the first tokens differ" : "the prompts differ") +
-               "); use --matched-history for teacher-forced runs";
+    if (c.compared == 0) {
+      r.reason = "no matched rows to judge: " +
+                 (c.rows_a == 0 && c.rows_b == 0
+                      ? std::string("both runs hold no rows")
+                      : std::string(c.rows_a == 0 ? "A" : "B") + "'s run holds no rows, " +
+                            (c.rows_a == 0 ? "B" : "A") + "'s " + std::to_string(std::max(c.rows_a, c.rows_b)));
+    } else {
+      r.reason = "no matched rows to judge (" +
+                 std::string(c.prompts_equal ? "the first tokens differ" : "the prompts differ") +
+                 "); use --matched-history for teacher-forced runs";
+    }
   } else {
     const std::string extent =
         std::to_string(c.matched) + " matched row(s)" +
         (c.compared > c.matched ? ", " + std::to_string(e.unmatched) +
                                       " unmatched after the histories diverge at row " + std::to_string(c.divergence)
-                                : std::string());
+                                : std::string()) +
+        length_text(c);
     r.reason = "policy " + policy.text + " (" + source + ") holds on " + extent + "; " +
                (policy.kind == Policy::Kind::kForks ? fork_summary(e.forks) + "; " : std::string()) +
                std::to_string(e.bit_identical_rows) + " bit-identical, top-1 agreement " +

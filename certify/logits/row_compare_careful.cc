@@ -22,13 +22,19 @@ void careful_elements(const float* a, const float* b, Index V, const ElementTest
   Index finite_pairs = 0;
   Index broken = 0;  // elements breaking a bits or ulp test
   for (Index j = 0; j < V; ++j) {
-    const std::uint64_t u = reference::ulp_distance_f32(a[j], b[j]);
-    if (test.kind == ElementTest::Kind::kBits)
-      broken += std::bit_cast<std::uint32_t>(a[j]) != std::bit_cast<std::uint32_t>(b[j]) ? 1 : 0;
+    // The same bits are no distance, a NaN's included: bitwise passes two builds' identical NaNs,
+    // and ulp:N read them "infinitely many ulps" apart (a reviewer's).
+    const bool same = std::bit_cast<std::uint32_t>(a[j]) == std::bit_cast<std::uint32_t>(b[j]);
+    const std::uint64_t u = same ? 0 : reference::ulp_distance_f32(a[j], b[j]);
+    if (test.kind == ElementTest::Kind::kBits) broken += same ? 0 : 1;
     if (test.kind == ElementTest::Kind::kUlp) broken += u > test.ulp ? 1 : 0;
     if (u > r.max_ulp) {
       r.max_ulp = u;
       r.max_ulp_col = j;
+      // The two values, as the fast path keeps them ("0 vs 0" was shown for every row with a
+      // masked entry).
+      r.max_ulp_a = a[j];
+      r.max_ulp_b = b[j];
     }
     if (!std::isfinite(a[j]) || !std::isfinite(b[j])) continue;
     const double d = static_cast<double>(b[j]) - a[j];
@@ -49,7 +55,8 @@ void careful_elements(const float* a, const float* b, Index V, const ElementTest
   // A differing infinity or NaN is an excess no tolerance covers.
   Index excess = 0;
   for (Index j = 0; j < V; ++j) {
-    const bool differ_nonfinite = (!std::isfinite(a[j]) || !std::isfinite(b[j])) && !(a[j] == b[j]);
+    const bool differ_nonfinite = (!std::isfinite(a[j]) || !std::isfinite(b[j])) &&
+                                  std::bit_cast<std::uint32_t>(a[j]) != std::bit_cast<std::uint32_t>(b[j]);
     if (differ_nonfinite && r.max_excess != kInf) {
       r.max_excess = kInf;
       r.max_excess_col = j;

@@ -681,6 +681,30 @@ TEST(Compare, RowsAfterTheHistoriesDivergeAreUnmatched) {
   EXPECT_EQ(forced->first_rows[3].max_excess_col, 150);
 }
 
+TEST(Compare, RowsOneRunHoldsBeyondTheOtherAreSaidNotCompared) {
+  // B stops after 5 of A's 8 rows, its tokens and logits A's: the policy holds on 5 rows, and
+  // the 3 A holds beyond them are said, not silently dropped (a reviewer's "holds on 20 matched
+  // row(s)" of 32).
+  const Index T = 8, V = 200;
+  const auto ra = clear_rows(T, V);
+  const auto ta = argmax_tokens(ra, T, V);
+  const std::vector<float> rb(ra.begin(), ra.begin() + 5 * V);
+  const std::vector<std::int32_t> tb(ta.begin(), ta.begin() + 5);
+  const std::string a = write_fixture(explicit_run("run", T, V, ra, ta), "long.h5");
+  const std::string b = write_fixture(explicit_run("run", 5, V, rb, tb), "short.h5");
+  Report r = compare(a, b, "bitwise");
+  const CheckResult* c = find_check(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  EXPECT_NE(c->reason.find("holds on 5 matched row(s); A holds 8 rows, B 5: A's last 3 are not compared"),
+            std::string::npos)
+      << c->reason;
+  r = compare(b, a, "bitwise");
+  c = find_check(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->reason.find("B holds 8 rows, A 5: B's last 3 are not compared"), std::string::npos) << c->reason;
+}
+
 TEST(Compare, TensorsFollowTheirComparePolicy) {
   auto dump = [&](const std::string& name, float delta, bool with_extra) {
     fixtures::DumpSpec spec;

@@ -313,6 +313,44 @@ TEST(CompareRows, NanOrInfinityMakesProbabilitiesUndefined) {
   }
 }
 
+TEST(CompareRows, AMaskedRowKeepsTheValuesOfItsFarthestPair) {
+  // A row with one masked (-Inf) entry takes the careful path; it showed "1 ulps apart (0 vs
+  // 0)" there (a reviewer's), where the fast path shows both values.
+  std::vector<float> a = random_row(200, 4), b = a;
+  a[7] = b[7] = -kInfF;
+  b[3] = std::nextafter(a[3], kInfF);
+  const RowComparison r = run(a, b, 3);
+  EXPECT_EQ(r.max_ulp, 1u);
+  EXPECT_EQ(r.max_ulp_col, 3);
+  EXPECT_EQ(r.max_ulp_a, a[3]);
+  EXPECT_EQ(r.max_ulp_b, b[3]);
+}
+
+TEST(CompareRows, IdenticalNansAreNoDistanceForAnyElementTest) {
+  // Both builds' NaN at one place: bitwise passes it; ulp:N read it "infinitely many ulps"
+  // apart and abs:A an infinite excess (a reviewer's). A NaN against a number still is.
+  std::vector<float> a = random_row(300, 5), b = a;
+  a[40] = b[40] = std::numeric_limits<float>::quiet_NaN();
+  for (ElementTest::Kind kind : {ElementTest::Kind::kBits, ElementTest::Kind::kUlp, ElementTest::Kind::kAbs}) {
+    ElementTest t;
+    t.kind = kind;
+    t.ulp = 4;
+    t.abs = 1;
+    CompareScratch sc;
+    const RowComparison r = compare_rows(a.data(), b.data(), 300, 3, t, sc);
+    EXPECT_EQ(r.violations, 0) << static_cast<int>(kind);
+    EXPECT_EQ(r.max_ulp, 0u);
+  }
+  b[40] = 1.0f;
+  ElementTest t;
+  t.kind = ElementTest::Kind::kUlp;
+  t.ulp = 4;
+  CompareScratch sc;
+  const RowComparison r = compare_rows(a.data(), b.data(), 300, 3, t, sc);
+  EXPECT_EQ(r.violations, 1);
+  EXPECT_EQ(r.max_ulp, reference::kUlpInfinite);
+}
+
 // Pass 1 counts special values only in chunks whose largest exponent field is all ones: one
 // value in the last, partial chunk of a long row, or in a middle one, must still be found.
 TEST(CompareRows, ASpecialValueInAnyChunkIsFound) {
