@@ -259,6 +259,11 @@ Report& Report::refuse(const Status& status) {
 void Report::add_entry(std::string id, std::string entry_command, Report report) {
   for (const CheckResult& c : report.checks) {
     CheckResult flat = c;
+    // An entry's refusal is its failing schema check; in the campaign's lines, where no
+    // REFUSED line follows, it names the error and its code as that line would.
+    if (report.error && c.kind == CheckKind::kSchema && c.reason == report.error->message()) {
+      flat.reason = "input refused: " + report.error->to_string();
+    }
     flat.id = id + "/" + c.id;
     flat.subject = id + "/" + c.subject;
     checks.push_back(std::move(flat));

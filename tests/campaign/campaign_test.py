@@ -119,6 +119,14 @@ class Campaign(unittest.TestCase):
                 cls.own_runs[e["id"]] = (r.returncode, json.load(f), g.read())
         return cls.own_runs[e["id"]]
 
+    def test_a_refused_entry_names_its_error_and_code_in_the_campaign_lines(self):
+        # Its own report says "REFUSED  error hdf5 (202): ..."; the campaign's line for it said
+        # the message alone (a reviewer's), with no error name or code.
+        checks = {c["id"]: c for c in self.reference["checks"]}
+        reason = checks["corrupt/schema"]["reason"]
+        self.assertTrue(reason.startswith("input refused: error "), reason)
+        self.assertRegex(reason, r"^input refused: error [a-z0-9-]+ \(\d{3}\): ")
+
     def test_entries_equal_their_own_commands(self):
         by_id = {e["id"]: e for e in self.reference["entries"]}
         for e in self.entries:
