@@ -51,6 +51,72 @@ constexpr double kRangeCountTolerance = 0.1;
 bool range_missing(const SignatureFinding& s) { return std::fabs(s.fit + 1) < kRangeCountTolerance; }
 bool range_doubled(const SignatureFinding& s) { return std::fabs(s.fit - 1) < kRangeCountTolerance; }
 
+/// A candidate as a finding: its output, column and K range (a group where the range is one).
+SignatureFinding finding_of(const SignatureHit& h, const ReferencePass& pass, const ProjectionFacts& f) {
+  const Index k = f.info().k;
+  const TileRange& g = pass.ranges[static_cast<std::size_t>(h.range)];
+  SignatureFinding s;
+  s.output = std::string(engine_output_name(static_cast<EngineOutputId>(h.output)));
+  s.col = h.col;
+  s.k_begin = g.first * pass.tile;
+  s.k_end = std::min(k, (g.first + g.count) * pass.tile);
+  const Index gs = segment_group_size(reference::segment_of(f.data.weights, h.col));
+  if (gs > 0 && gs < k && s.k_begin % gs == 0 && s.k_end - s.k_begin == gs) s.group = s.k_begin / gs;
+  s.z = h.z;
+  s.fit = h.fit;
+  s.one_row = h.one_row;
+  return s;
+}
+
+/// Whether the location names one column's fault (its candidate, a zero point, a bias, a group's
+/// offset or scale): other significant columns are then other faults. A row, values, a copied
+/// column or a shared scale already account for the columns they reach.
+bool names_one_column(const SignatureEvidence& e) {
+  if (!e.fit) return true;
+  const FitKind k = e.fit->kind;
+  return k == FitKind::kColumnOffset || k == FitKind::kGroupOffset || k == FitKind::kGroupScale;
+}
+
+/// SignatureEvidence::others: the strongest candidate of each significant column but the
+/// location's, where every significant column is among `by_column` (the strongest of each of
+/// the kKeep strongest columns) and there are 2 to kKeep of them. Two channels' scales wrong
+/// read "column 7, the whole dot product ... 1.011x; 2 candidates in 2 output columns", the
+/// second column unnamed.
+std::vector<SignatureFinding> other_columns(const SignatureEvidence& e, std::vector<SignatureHit> by_column,
+                                            const ReferencePass& pass, const ProjectionFacts& f) {
+  if (!names_one_column(e) || e.significant_columns < 2) return {};
+  std::sort(by_column.begin(), by_column.end(), stronger);
+  const auto significant = static_cast<Index>(std::count_if(
+      by_column.begin(), by_column.end(), [&](const SignatureHit& h) { return h.z > pass.signature_threshold; }));
+  if (significant != e.significant_columns) return {};
+  const Index col = e.fit ? e.fit->col : e.zero_point ? e.zero_point->col : e.strongest.front().col;
+  const std::string output = location_output(e);
+  std::vector<SignatureFinding> out;
+  for (const SignatureHit& h : by_column) {
+    if (!(h.z > pass.signature_threshold)) continue;
+    SignatureFinding s = finding_of(h, pass, f);
+    if (s.col == col && s.output == output) continue;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// "; and in 1 other column: y_unpacked column 20, the whole dot product 1.01x (z = 15.1)".
+std::string others_text(const std::vector<SignatureFinding>& others, Index k) {
+  if (others.empty()) return std::string();
+  std::string s =
+      "; and in " + std::to_string(others.size()) + " other column" + (others.size() == 1 ? "" : "s") + ": ";
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    const SignatureFinding& o = others[i];
+    if (i > 0) s += ", ";
+    s += o.output + " column " + std::to_string(o.col) + ", " +
+         (o.k_begin == 0 && o.k_end == k ? std::string("the whole dot product")
+                                         : detail::range_text(o.k_begin, o.k_end, o.group)) +
+         " " + format_scale(1 + o.fit) + "x (z = " + format_short(o.z) + ")";
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& info) {
@@ -170,21 +236,8 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   }
   std::sort(all.begin(), all.end(), stronger);
   for (const SignatureHit& h : by_column) columns.strongest.push_back(h.col);
-  const Index k = info.k;
   for (std::size_t i = 0; i < all.size() && i < SignatureTally::kKeep; ++i) {
-    const SignatureHit& h = all[i];
-    const TileRange& g = pass.ranges[static_cast<std::size_t>(h.range)];
-    SignatureFinding s;
-    s.output = std::string(engine_output_name(static_cast<EngineOutputId>(h.output)));
-    s.col = h.col;
-    s.k_begin = g.first * pass.tile;
-    s.k_end = std::min(k, (g.first + g.count) * pass.tile);
-    const Index gs = segment_group_size(reference::segment_of(f.data.weights, h.col));
-    if (gs > 0 && gs < k && s.k_begin % gs == 0 && s.k_end - s.k_begin == gs) s.group = s.k_begin / gs;
-    s.z = h.z;
-    s.fit = h.fit;
-    s.one_row = h.one_row;
-    e.strongest.push_back(s);
+    e.strongest.push_back(finding_of(all[i], pass, f));
   }
   CheckResult r = projection_check(info, CheckKind::kSignature);
   // The threshold is shared out over every candidate the test could have run; where it ran
@@ -199,10 +252,11 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
   if (e.significant > 0) {
     const SignatureFinding& s = e.strongest.front();
     detail::localize(f, e, columns);
+    e.others = other_columns(e, by_column, pass, f);
     r.verdict = Verdict::kFail;
-    r.reason = describe_location(e, info) + "; " + std::to_string(e.significant) + " candidate" +
-               (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) + " output column" +
-               (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds + untested;
+    r.reason = describe_location(e, info) + others_text(e.others, info.k) + "; " + std::to_string(e.significant) +
+               " candidate" + (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) +
+               " output column" + (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds + untested;
     r.first_failure = Location{s.output, -1, s.col};
   } else {
     const std::string screened = std::to_string(e.columns_screened) + " column" + (e.columns_screened == 1 ? "" : "s") +

@@ -602,6 +602,10 @@ struct SignatureEvidence {
   /// weights near FLT_MAX). bound and variance still test their values.
   Index columns_untested = 0;
   std::vector<SignatureFinding> strongest;  ///< the largest computed z first, at most 8
+  /// Where the location names one column and 2 to 8 columns are significant, every one of them
+  /// among the 8 strongest: the strongest candidate of each other significant column, strongest
+  /// first (a fault in several columns at once: two channels' scales wrong). Empty otherwise.
+  std::vector<SignatureFinding> others;
   /// z of every computed candidate, and once per screened column its bound.
   Log2Histogram z{kZLog2Min, kZLog2Max};
   std::optional<ZeroPointFinding> zero_point;  ///< the failure's location, where a zero point explains it

@@ -388,6 +388,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("columns_untested", x.columns_untested);
   f("screened_max", x.screened_max);
   f("strongest", x.strongest);
+  f("others", x.others);
   f("z", x.z);
   f("zero_point", x.zero_point);
   f("fit", x.fit);

@@ -263,17 +263,21 @@ Json evidence_json(const BiasEvidence& e, const CheckResult&) {
 }
 
 Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
-  Json strongest = Json::array();
-  for (const SignatureFinding& s : e.strongest) {
-    strongest.push_back(Json{{"output", s.output},
-                             {"col", s.col},
-                             {"k_begin", s.k_begin},
-                             {"k_end", s.k_end},
-                             {"group", s.group >= 0 ? Json(s.group) : Json(nullptr)},
-                             {"z", number_or_text(s.z)},
-                             {"fit", number_or_text(s.fit)},
-                             {"one_row", s.one_row}});
-  }
+  auto findings = [](const std::vector<SignatureFinding>& v) {
+    Json a = Json::array();
+    for (const SignatureFinding& s : v) {
+      a.push_back(Json{{"output", s.output},
+                       {"col", s.col},
+                       {"k_begin", s.k_begin},
+                       {"k_end", s.k_end},
+                       {"group", s.group >= 0 ? Json(s.group) : Json(nullptr)},
+                       {"z", number_or_text(s.z)},
+                       {"fit", number_or_text(s.fit)},
+                       {"one_row", s.one_row}});
+    }
+    return a;
+  };
+  const Json strongest = findings(e.strongest);
   Json j = Json{{"alpha", e.alpha},
                 {"tile", e.tile},
                 {"ranges_per_column", e.ranges_per_column},
@@ -286,6 +290,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                 {"columns_untested", e.columns_untested},
                 {"screened_max", e.screened_max},
                 {"strongest", strongest},
+                {"others", findings(e.others)},
                 {"z_histogram", histogram_json(e.z)}};
   if (e.zero_point) {
     const ZeroPointFinding& z = *e.zero_point;

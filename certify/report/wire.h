@@ -51,7 +51,8 @@ namespace ncert::certify {
 ///  12  the declaration's residual lean on the diagnosis sample (DeclarationTrial::lean)
 ///      (2026-12-06)
 ///  13  location fits of a scale shared by several columns (FitKind::kScaleBlock,
-///      LocationFit::col_begin, col_end, scale_row) (2026-12-07)
+///      LocationFit::col_begin, col_end, scale_row); the strongest candidate of each other
+///      significant column (SignatureEvidence::others) (2026-12-07)
 inline constexpr int kWireVersion = 13;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).

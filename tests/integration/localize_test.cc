@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -533,6 +534,29 @@ TEST(Localize, AScaleOfOneColumnAloneIsNotReadAsABlocksScale) {
   EXPECT_NE(signature_reason(r).find("column 17, group 2 (k 128-191): the residuals fit a scale of 1.01x"),
             std::string::npos)
       << signature_reason(r);
+}
+
+TEST(Localize, TwoColumnsWrongAtOnceAreEachNamed) {
+  // Column 17's group 2 and column 40's group 5 scales x 1.01 in the kernel: the location names
+  // one, and `others` the other with its group and size; before, "2 candidates in 2 output
+  // columns" and the second unnamed. One column wrong alone has no others.
+  const std::string path = write_fixture(block_scaled_spec(1), "localize-two-columns.h5");
+  shrink_dumped_scale(path, 17, 2, 1.01f);
+  const Report one = check_dump(path);
+  EXPECT_TRUE(failing_signature(one).others.empty()) << signature_reason(one);
+  shrink_dumped_scale(path, 40, 5, 1.01f);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_FALSE(e.strongest.empty());
+  ASSERT_EQ(e.others.size(), 1u) << signature_reason(r);
+  const SignatureFinding& first = e.strongest.front();
+  const SignatureFinding& second = e.others.front();
+  EXPECT_EQ(std::set<Index>({first.col, second.col}), std::set<Index>({17, 40}));
+  EXPECT_EQ(second.group, second.col == 17 ? 2 : 5);
+  EXPECT_NEAR(1 + second.fit, 1.01, 1e-3);
+  const std::string also = "; and in 1 other column: y_unpacked column " + std::to_string(second.col) + ", group " +
+                           std::to_string(second.group);
+  EXPECT_NE(signature_reason(r).find(also), std::string::npos) << signature_reason(r);
 }
 
 TEST(Localize, ADroppedRangeStaysADroppedRange) {
