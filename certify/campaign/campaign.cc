@@ -77,10 +77,15 @@ Json part_json(const CheckPart& p) {
   Json projections = Json::array();
   for (const auto& [name, checks] : p.projections)
     projections.push_back(Json{{"name", name}, {"checks", checks_to_wire(checks)}});
-  return Json{{"projections", projections},           {"head", checks_to_wire(p.head)},
-              {"tail", checks_to_wire(p.tail)},       {"runs", p.runs},
-              {"read_seconds", p.read_seconds},       {"reference_seconds", p.reference_seconds},
-              {"compare_seconds", p.compare_seconds}, {"other_seconds", p.other_seconds},
+  return Json{{"projections", projections},
+              {"head", checks_to_wire(p.head)},
+              {"tail", checks_to_wire(p.tail)},
+              {"runs", p.runs},
+              {"empty_runs", p.empty_runs},
+              {"read_seconds", p.read_seconds},
+              {"reference_seconds", p.reference_seconds},
+              {"compare_seconds", p.compare_seconds},
+              {"other_seconds", p.other_seconds},
               {"logits_seconds", p.logits_seconds}};
 }
 
@@ -94,6 +99,7 @@ Result<CheckPart> part_from(const Json& j) {
     NCERT_ASSIGN_OR_RETURN(p.head, checks_from_wire(j.at("head")));
     NCERT_ASSIGN_OR_RETURN(p.tail, checks_from_wire(j.at("tail")));
     p.runs = j.at("runs").get<Index>();
+    p.empty_runs = j.at("empty_runs").get<Index>();
     p.read_seconds = j.at("read_seconds").get<double>();
     p.reference_seconds = j.at("reference_seconds").get<double>();
     p.compare_seconds = j.at("compare_seconds").get<double>();

@@ -48,7 +48,8 @@ CheckResult dump_vacuity(Index projections, Index runs, Index empty_runs, bool h
         "certified " + std::to_string(projections) + " projection(s) and " + std::to_string(runs) + " logits run(s)";
   } else {
     v.verdict = Verdict::kFail;
-    e.vacuous.push_back("no projection and no logits run");
+    e.vacuous.push_back(empty_runs > 0 ? "no projection, and no logits run with an emission"
+                                       : "no projection and no logits run");
     v.reason = "nothing to certify: the dump holds no projection and " +
                (empty_runs > 0 ? std::to_string(empty_runs) + " logits run(s), none with an emission"
                                : std::string("no logits run")) +

@@ -189,13 +189,14 @@ void set_envelope(Fork& f, std::size_t k, const SideHead& ha, const SideHead& hb
     // Each run's own rounding of its logits grows with them: the rows before measured it at
     // their values, and a fork at larger ones may differ by more (two f32 runs 1 ulp apart
     // everywhere, 9.5e-7 before and 1.9e-6 at a fork at 16.5; a bf16 export of f32 logits 0.031
-    // before and 0.05 at a fork at 20 were read "unexplained"). Half a spacing of each run's
-    // type at the fork's values is added.
-    f.env_a = f.before.max_abs + rounding[0];
-    f.env_b = f.before.max_abs + rounding[1];
+    // before and 0.05 at a fork at 20 were read "unexplained"). The envelope is the larger of
+    // the two: added to what the rows before measured, the rounding counted twice and passed a
+    // bf16 value one spacing off (0.05 where rounding moves at most 0.031 there).
+    f.env_a = std::max(f.before.max_abs, rounding[0]);
+    f.env_b = std::max(f.before.max_abs, rounding[1]);
     f.envelope_source = "observed: the largest |d| over the " + std::to_string(f.before.rows) +
-                        " matched rows before the fork, plus half a spacing of each run's logits at the fork's "
-                        "values (a measurement, not a proof); lm_head intervals not used: " +
+                        " matched rows before the fork, or half a spacing of each run's logits at the fork's "
+                        "values where that is larger (a measurement, not a proof); lm_head intervals not used: " +
                         why_not;
     f.has_envelope = true;
   } else if (f.before.rows > 0) {
@@ -238,6 +239,21 @@ std::string top_line(const std::vector<TopEntry>& top, const Vocabulary* vocab) 
             (e.gap == 0 ? std::string(" (top)") : " (-" + format_short(e.gap) + ")");
   }
   return line;
+}
+
+/// The precision a row's values really have: f32 logits that are every one a bf16 (or f16)
+/// value are an engine's bf16 (f16) outputs widened to f32, which the format allows (a
+/// reviewer's bf16 export stored as f32 read "unexplained" at a tie its bf16 rounding made).
+/// A row of 2,000 values of f32 noise is all bf16 by chance with probability 2^-32000.
+DType row_precision(const std::vector<float>& row, DType stored) {
+  if (stored != DType::kF32) return stored;
+  for (DType t : {DType::kBf16, DType::kF16}) {
+    const bool all = std::all_of(row.begin(), row.end(), [&](float v) {
+      return !std::isfinite(v) || reference::round_to_type(v, t, false) == v;
+    });
+    if (all) return t;
+  }
+  return stored;
 }
 
 /// Half a spacing of A's logits type at |L_A[x]| plus B's at |L_B[x]|: the most storing the
@@ -375,8 +391,8 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
     f.before = before_fork(c, f.row, fork_rows);
     std::array<double, 2> rounding{};
     if (in_range) {
-      rounding = {storage_rounding(la, lb, f.token_a, c.dtype_a, c.dtype_b),
-                  storage_rounding(la, lb, f.token_b, c.dtype_a, c.dtype_b)};
+      const DType ta = row_precision(la, c.dtype_a), tb = row_precision(lb, c.dtype_b);
+      rounding = {storage_rounding(la, lb, f.token_a, ta, tb), storage_rounding(la, lb, f.token_b, ta, tb)};
     }
     set_envelope(f, k, ha, hb, o, rounding);
     // History shared up to the fork: A's prompt and tokens (B's are the same up to here).
@@ -403,6 +419,15 @@ std::vector<CheckResult> fork_checks(const RunForks& r, const ForksOptions& o, c
     if (!r.prompts_equal && !r.teacher_forced) {
       c.verdict = Verdict::kFail;
       c.reason = "the runs' prompts differ, so no row shares a history (pair other runs, or --matched-history)";
+    } else if (r.compared == 0) {
+      // Nothing to compare certifies nothing, as under compare's forks policy ("no matched rows
+      // to judge"); it read "token streams identical over the 0 common tokens" (a reviewer's).
+      c.verdict = Verdict::kFail;
+      c.reason = "no tokens to compare: " +
+                 (r.rows_a == 0 && r.rows_b == 0
+                      ? std::string("both runs hold no rows")
+                      : std::string(r.rows_a == 0 ? "A" : "B") + "'s run holds no rows, " +
+                            (r.rows_a == 0 ? "B" : "A") + "'s " + std::to_string(std::max(r.rows_a, r.rows_b)));
     } else if (r.rows_a != r.rows_b) {
       c.verdict = o.require_identical ? Verdict::kFail : Verdict::kPass;
       c.reason = "token streams identical over the " + std::to_string(r.compared) + " common tokens; " +

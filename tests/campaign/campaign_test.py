@@ -63,6 +63,15 @@ class Campaign(unittest.TestCase):
             data = f.read()
         with open(os.path.join(d, "corrupt.h5"), "wb") as f:
             f.write(data[: len(data) // 3])  # truncated: refused, exit 3 on its own
+        # A logits run with no emission: its vacuity line, made from the workers' parts, must be
+        # the one `ncert check` writes ("... 1 logits run(s), none with an emission").
+        import h5py  # noqa: E402 (only this fixture needs it)
+        with h5py.File(os.path.join(d, "empty-run.h5"), "w") as f:
+            f.attrs.update({"ncert_schema": "ncert-dump", "ncert_schema_version": 1, "engine": "e", "build": "b"})
+            g = f.create_group("logits/greedy")
+            g.attrs["vocab"] = 16
+            g.create_dataset("logits", shape=(0, 16), dtype="<f4")
+            g.create_dataset("tokens", shape=(0,), dtype="<i4")
         dumps = sorted(n for n in os.listdir(d) if n.endswith(".h5") and not n.startswith(("fork-", "logits-"))
                        and n not in ("good.witness.h5",))
         entries = [{"id": n[:-3], "check": n} for n in dumps]

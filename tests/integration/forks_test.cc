@@ -137,8 +137,8 @@ TEST(Forks, TheObservedEnvelopeGrowsWithTheForksOwnRounding) {
   // B is A's f32 logits rounded to bf16 (no other noise). At the fork, a binade above every
   // row before it, A holds b 0.4 bf16 spacings above a and B ties them: |d| at b is 0.4
   // spacings there, more than the half spacing the rows before measured at their values. It
-  // was read "unexplained" ("beyond the envelope 0.03124", a reviewer's); the envelope adds
-  // half a spacing of each run's type at the fork's values.
+  // was read "unexplained" ("beyond the envelope 0.03124", a reviewer's); the envelope is now
+  // the larger of that and half a spacing of each run's type at the fork's values.
   fixtures::ForkPairSpec spec = planted({{9, ForkKind::kRoundedTie}});
   spec.noise = 0;
   spec.dtype_b = DType::kBf16;
@@ -152,8 +152,49 @@ TEST(Forks, TheObservedEnvelopeGrowsWithTheForksOwnRounding) {
   // At A's token (b), which B's rounding moved: beyond what the rows before measured.
   EXPECT_GT(e->fork.delta_a, e->fork.before.max_abs);
   EXPECT_LE(e->fork.delta_a, e->fork.env_a);
-  EXPECT_NE(e->fork.envelope_source.find("plus half a spacing of each run's logits"), std::string::npos)
+  EXPECT_NE(e->fork.envelope_source.find("or half a spacing of each run's logits at the fork's values where that is "
+                                         "larger"),
+            std::string::npos)
       << e->fork.envelope_source;
+}
+
+TEST(Forks, TheRoundingAllowanceHidesNoValueMovedBeyondItsRounding) {
+  // B's bf16 value of A's second token one spacing above where rounding puts it: 0.7 spacings
+  // from A's, which rounding alone cannot reach. Added to what the rows before measured, the
+  // allowance passed it (a reviewer's); the larger of the two does not.
+  fixtures::ForkPairSpec spec = planted({{9, ForkKind::kRoundedFault}});
+  spec.noise = 0;
+  spec.dtype_b = DType::kBf16;
+  const Report r = forks(fork_pair("rounded-fault", spec));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(stats(*f[0])["class"], "unexplained") << f[0]->reason;
+  EXPECT_EQ(f[0]->verdict, Verdict::kFail);
+}
+
+TEST(Forks, Bf16LogitsStoredAsF32AreAllowedTheirBf16Rounding) {
+  // An engine widening its bf16 outputs to f32 (the format allows it): the same rounded tie as
+  // above, B's values bf16 in an f32 dataset. Read at f32's spacing it was "unexplained".
+  fixtures::ForkPairSpec spec = planted({{9, ForkKind::kRoundedTie}});
+  spec.noise = 0;
+  spec.dtype_b = DType::kBf16;
+  spec.b_stored_f32 = true;
+  const Report r = forks(fork_pair("rounded-tie-f32", spec));
+  const auto f = fork_results(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(stats(*f[0])["class"], "tie") << f[0]->reason;
+}
+
+TEST(Forks, ARunWithNoRowsHasNoTokensToCompareAndFails) {
+  // "token streams identical over the 0 common tokens" passed where compare's forks policy
+  // fails "no matched rows to judge" (a reviewer's): the same verdict now.
+  RunForks r;
+  r.run_a = r.run_b = "greedy";
+  r.rows_b = 12;
+  const std::vector<CheckResult> c = fork_checks(r, ForksOptions{}, nullptr);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].verdict, Verdict::kFail);
+  EXPECT_EQ(c[0].reason, "no tokens to compare: A's run holds no rows, B's 12");
 }
 
 TEST(Forks, AnEmissionThatIsNotItsRowsMaximumIsInvalid) {

@@ -330,6 +330,35 @@ TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
   EXPECT_EQ(refused.status().code(), ErrorCode::kOutputExists);
 }
 
+TEST(WitnessFile, AFileRecordingAFailedEmissionVerifiesButCertifiesNothingThere) {
+  // Row 3 emits 11 where its maximum is at 21: the witness file records it as failed (class
+  // 255). Every stored witness matches the dump, and --verify said PASS (a reviewer's); it
+  // fails now, naming the failed emission.
+  const Index T = 5, V = 400;
+  const auto rows = clear_rows(T, V);
+  auto tokens = argmax_tokens(rows, T, V);
+  tokens[3] = 11;
+  const std::string dump = write_fixture(explicit_run("run", T, V, rows, tokens), "failed-emission.h5");
+  const std::string wfile = scratch_file("failed-emission.witness.h5");
+  std::filesystem::remove(wfile);
+  std::filesystem::remove(wfile + ".json");
+  EXPECT_EQ(witness(dump, 0.01, wfile).verdict(), Verdict::kFail);
+  VerifyOptions v;
+  v.witness_file = wfile;
+  v.dump = dump;
+  auto r = run_witness_verify(v);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const CheckResult* c = find_check(*r, "logits/run/witness");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(
+      c->reason.find("all 5 stored witnesses match the dump, but 1 of them record a failed emission (position 8: "),
+      std::string::npos)
+      << c->reason;
+  ASSERT_TRUE(c->first_failure.has_value());
+  EXPECT_EQ(c->first_failure->position, 8);
+}
+
 TEST(WitnessFile, ADumpIsNotAWitnessFile) {
   const Index T = 2, V = 50;
   const auto rows = clear_rows(T, V);
