@@ -1116,6 +1116,43 @@ std::string describe_values(const LocationFit& t) {
   return s;
 }
 
+namespace {
+
+/// A group's offset: an affine group's bias, a zero point off by a part of its scale, or an
+/// affine group whose scale fits alike.
+std::string describe_group_offset(const LocationFit& t, const ProjectionInfo& info, const std::string& shares,
+                                  const std::string& signed_value) {
+  if (t.scale_explained > 0) {
+    return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
+           ": the residuals fit that affine group's scale (" + format_short(100 * t.scale_explained) +
+           " % of the residual energy) and its bias (moved by " + signed_value + ": " +
+           format_short(100 * t.explained) + " %) alike, and no other place (the best " +
+           format_short(100 * t.alternative_explained) + " %): its scale, its bias or both are not the dumped ones";
+  }
+  // Offsets are fitted in AF4 affine and zero-point columns only.
+  const SegmentInfo* seg = info.segment_at(t.col);
+  const bool affine = seg != nullptr && seg->af4.variant == reference::Af4Variant::kAffine;
+  return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
+         ": the residuals fit that group's weights moved by " + signed_value + " (" + shares + "): " +
+         (affine ? "the kernel's bias of that group is not the dumped one"
+                 : "a zero point off by a part of its scale, not by a whole number");
+}
+
+/// A shared scale's fit: its columns, group and scale entry, and what they fit.
+std::string describe_scale_block(const LocationFit& t, const ProjectionInfo& info) {
+  // A scale every column of the output shares is also the activations' of that K range.
+  const bool every = t.col_begin == 0 && t.col_end == info.n;
+  return t.output + " columns " + std::to_string(t.col_begin) + "-" + std::to_string(t.col_end - 1) + ", " +
+         range_text(t.k_begin, t.k_end, t.group) + ", which share scales[" + std::to_string(t.scale_row) + ", " +
+         std::to_string(std::max<Index>(t.group, 0)) + "]: the residuals of the " + std::to_string(t.columns) +
+         " fitted fit a scale of " + format_scale(t.value) + "x the dumped scale (" + format_short(100 * t.explained) +
+         " % of their residual energy; without column " + std::to_string(t.col) + ", " +
+         format_short(100 * t.alternative_explained) + " %): that scale is not the one the kernel used" +
+         (every ? " (every column shares it: the activations of that K range scaled alike read the same)" : "");
+}
+
+}  // namespace
+
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
   const std::string shares = format_short(100 * t.explained) + " % of the residual energy; the best alternative " +
                              format_short(100 * t.alternative_explained) + " %";
@@ -1199,17 +1236,8 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
       return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
              ": the residuals fit a scale of " + format_short(t.value) + "x the dumped scale of that affine group (" +
              shares + "): its s q part is scaled (its bias alone explains less)";
-    case FitKind::kScaleBlock: {
-      // A scale every column of the output shares is also the activations' of that K range.
-      const bool every = t.col_begin == 0 && t.col_end == info.n;
-      return t.output + " columns " + std::to_string(t.col_begin) + "-" + std::to_string(t.col_end - 1) + ", " +
-             range_text(t.k_begin, t.k_end, t.group) + ", which share scales[" + std::to_string(t.scale_row) + ", " +
-             std::to_string(std::max<Index>(t.group, 0)) + "]: the residuals of the " + std::to_string(t.columns) +
-             " fitted fit a scale of " + format_scale(t.value) + "x the dumped scale (" +
-             format_short(100 * t.explained) + " % of their residual energy; without column " + std::to_string(t.col) +
-             ", " + format_short(100 * t.alternative_explained) + " %): that scale is not the one the kernel used" +
-             (every ? " (every column shares it: the activations of that K range scaled alike read the same)" : "");
-    }
+    case FitKind::kScaleBlock:
+      return describe_scale_block(t, info);
     case FitKind::kColumnSwap: {
       const std::string col = std::to_string(t.col), other = std::to_string(t.other_col);
       const std::string what = t.with_epilogue ? "exact outputs, bias and residual included" : "exact dot products";
@@ -1229,22 +1257,8 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
              (t.with_epilogue ? "outputs " + pair + " are exchanged after the epilogue"
                               : "the kernel's weight rows " + pair + " are exchanged (output channels permuted)");
     }
-    case FitKind::kGroupOffset: {
-      if (t.scale_explained > 0) {
-        return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
-               ": the residuals fit that affine group's scale (" + format_short(100 * t.scale_explained) +
-               " % of the residual energy) and its bias (moved by " + signed_value + ": " +
-               format_short(100 * t.explained) + " %) alike, and no other place (the best " +
-               format_short(100 * t.alternative_explained) + " %): its scale, its bias or both are not the dumped ones";
-      }
-      // Offsets are fitted in AF4 affine and zero-point columns only.
-      const SegmentInfo* seg = info.segment_at(t.col);
-      const bool affine = seg != nullptr && seg->af4.variant == reference::Af4Variant::kAffine;
-      return t.output + " column " + std::to_string(t.col) + ", " + range_text(t.k_begin, t.k_end, t.group) +
-             ": the residuals fit that group's weights moved by " + signed_value + " (" + shares + "): " +
-             (affine ? "the kernel's bias of that group is not the dumped one"
-                     : "a zero point off by a part of its scale, not by a whole number");
-    }
+    case FitKind::kGroupOffset:
+      return describe_group_offset(t, info, shares, signed_value);
   }
   return std::string();
 }
