@@ -275,6 +275,14 @@ std::optional<std::string> policy_failure(const RowComparison& x, Index t, const
              format_short(x.max_excess - policy.abs);
     case Policy::Kind::kKl:
       if (x.kl_ab <= policy.kl) return std::nullopt;
+      // Where an entry is masked (or not finite) on one side only, the divergence is that
+      // entry's, not the largest finite |d|'s (a row whose mask B forgot read "largest |d| at
+      // col 0", |d| 0 there).
+      if (x.max_ulp == reference::kUlpInfinite && x.max_ulp_col >= 0) {
+        return row + ": KL(A||B) = " + format_short(x.kl_ab) + " > " + format_float(policy.kl) +
+               " (an entry masked or not finite on one side only, first at col " + std::to_string(x.max_ulp_col) +
+               ": " + values_apart_text(x.max_ulp_a, x.max_ulp_b) + ")";
+      }
       return row + ": KL(A||B) = " + format_short(x.kl_ab) + " > " + format_float(policy.kl) + " (largest |d| at col " +
              std::to_string(x.max_abs_col) + ")";
     case Policy::Kind::kTop1:

@@ -734,6 +734,26 @@ TEST(Compare, RowsOneRunHoldsBeyondTheOtherAreSaidNotCompared) {
   EXPECT_NE(c->reason.find("B holds 8 rows, A 5: B's last 3 are not compared"), std::string::npos) << c->reason;
 }
 
+TEST(Compare, AKlFailureFromAMaskOnOneSideNamesThatEntry) {
+  // A masks entries 50-59 of row 2; B forgot the mask there. KL(A||B) fails from those entries,
+  // where every finite pair is equal: the reason named "largest |d| at col 0" (|d| 0 there).
+  const Index T = 4, V = 200;
+  auto ra = clear_rows(T, V);
+  const auto rb = ra;
+  for (Index j = 50; j < 60; ++j) ra[2 * V + j] = -std::numeric_limits<float>::infinity();
+  const auto tokens = argmax_tokens(rb, T, V);
+  const std::string a = write_fixture(explicit_run("run", T, V, ra, tokens), "masked.h5");
+  const std::string b = write_fixture(explicit_run("run", T, V, rb, tokens), "unmasked.h5");
+  const Report r = compare(a, b, "kl:1e-9");
+  const CheckResult* c = find_check(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("row 2: KL(A||B) = "), std::string::npos) << c->reason;
+  EXPECT_NE(c->reason.find("(an entry masked or not finite on one side only, first at col 50: -inf vs "),
+            std::string::npos)
+      << c->reason;
+}
+
 TEST(Compare, TensorsFollowTheirComparePolicy) {
   auto dump = [&](const std::string& name, float delta, bool with_extra) {
     fixtures::DumpSpec spec;
