@@ -133,22 +133,30 @@ TEST(Forks, ARowPushedBeyondTheNoiseIsUnexplained) {
   EXPECT_DOUBLE_EQ(stats(*g[0])["envelope"]["at_b"].get<double>(), 1.6);
 }
 
+/// B is A's f32 logits rounded to bf16 with no other noise (stored as bf16, or widened to f32),
+/// `kind` planted at row 9: its one fork, in the fork check's evidence.
+const ForkEvidence* bf16_export_fork(const std::string& tag, ForkKind kind, Report& r, bool stored_f32 = false) {
+  fixtures::ForkPairSpec spec = planted({{9, kind}});
+  spec.noise = 0;
+  spec.dtype_b = DType::kBf16;
+  spec.b_stored_f32 = stored_f32;
+  r = forks(fork_pair(tag, spec));
+  const auto f = fork_results(r);
+  EXPECT_EQ(f.size(), 1u);
+  return f.size() == 1 ? evidence_of<ForkEvidence>(f[0]) : nullptr;
+}
+
 TEST(Forks, TheObservedEnvelopeGrowsWithTheForksOwnRounding) {
   // B is A's f32 logits rounded to bf16 (no other noise). At the fork, a binade above every
   // row before it, A holds b 0.4 bf16 spacings above a and B ties them: |d| at b is 0.4
   // spacings there, more than the half spacing the rows before measured at their values. It
   // was read "unexplained" ("beyond the envelope 0.03124", a reviewer's); the envelope is now
   // the larger of that and half a spacing of each run's type at the fork's values.
-  fixtures::ForkPairSpec spec = planted({{9, ForkKind::kRoundedTie}});
-  spec.noise = 0;
-  spec.dtype_b = DType::kBf16;
-  const Report r = forks(fork_pair("rounded-tie", spec));
-  const auto f = fork_results(r);
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(stats(*f[0])["class"], "tie") << f[0]->reason;
-  EXPECT_EQ(f[0]->verdict, Verdict::kPass);
-  const auto* e = evidence_of<ForkEvidence>(f[0]);
+  Report r;
+  const ForkEvidence* e = bf16_export_fork("rounded-tie", ForkKind::kRoundedTie, r);
   ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->fork.cls, ForkClass::kTie) << e->fork.why;
+  EXPECT_EQ(r.verdict(), Verdict::kPass);
   // At A's token (b), which B's rounding moved: beyond what the rows before measured.
   EXPECT_GT(e->fork.delta_a, e->fork.before.max_abs);
   EXPECT_LE(e->fork.delta_a, e->fork.env_a);
@@ -162,27 +170,20 @@ TEST(Forks, TheRoundingAllowanceHidesNoValueMovedBeyondItsRounding) {
   // B's bf16 value of A's second token one spacing above where rounding puts it: 0.7 spacings
   // from A's, which rounding alone cannot reach. Added to what the rows before measured, the
   // allowance passed it (a reviewer's); the larger of the two does not.
-  fixtures::ForkPairSpec spec = planted({{9, ForkKind::kRoundedFault}});
-  spec.noise = 0;
-  spec.dtype_b = DType::kBf16;
-  const Report r = forks(fork_pair("rounded-fault", spec));
-  const auto f = fork_results(r);
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(stats(*f[0])["class"], "unexplained") << f[0]->reason;
-  EXPECT_EQ(f[0]->verdict, Verdict::kFail);
+  Report r;
+  const ForkEvidence* e = bf16_export_fork("rounded-fault", ForkKind::kRoundedFault, r);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->fork.cls, ForkClass::kUnexplained) << e->fork.why;
+  EXPECT_EQ(r.verdict(), Verdict::kFail);
 }
 
 TEST(Forks, Bf16LogitsStoredAsF32AreAllowedTheirBf16Rounding) {
   // An engine widening its bf16 outputs to f32 (the format allows it): the same rounded tie as
   // above, B's values bf16 in an f32 dataset. Read at f32's spacing it was "unexplained".
-  fixtures::ForkPairSpec spec = planted({{9, ForkKind::kRoundedTie}});
-  spec.noise = 0;
-  spec.dtype_b = DType::kBf16;
-  spec.b_stored_f32 = true;
-  const Report r = forks(fork_pair("rounded-tie-f32", spec));
-  const auto f = fork_results(r);
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(stats(*f[0])["class"], "tie") << f[0]->reason;
+  Report r;
+  const ForkEvidence* e = bf16_export_fork("rounded-tie-f32", ForkKind::kRoundedTie, r, true);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->fork.cls, ForkClass::kTie) << e->fork.why;
 }
 
 TEST(Forks, ARunWithNoRowsHasNoTokensToCompareAndFails) {
