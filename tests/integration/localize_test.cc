@@ -521,6 +521,22 @@ TEST(Localize, AScaleSharedByABlockOfColumnsIsNamedThatScaleNotOneColumn) {
 }
 
 TEST(Localize, AScaleOfOneColumnAloneIsNotReadAsABlocksScale) {
+  // Column 0's group 0 x 1.01 in the kernel, the scale it shares with columns 1-15 right for
+  // them: the shared fit over the others explains nothing, and the location stays column 0's
+  // group.
+  {
+    fixtures::DumpSpec d = block_scaled_spec(16);
+    d.projections[0].engine_group_scale_error = 0.01f;
+    const Report r = check_dump(write_fixture(d, "localize-block-column.h5"));
+    const SignatureEvidence e = failing_signature(r);
+    EXPECT_FALSE(e.fit.has_value() && e.fit->kind == FitKind::kScaleBlock) << signature_reason(r);
+    ASSERT_FALSE(e.strongest.empty());
+    EXPECT_EQ(e.strongest.front().col, 0);
+    EXPECT_EQ(e.strongest.front().group, 0);
+    EXPECT_NE(signature_reason(r).find("column 0, group 0 (k 0-63): the residuals fit a scale of 1.01x"),
+              std::string::npos)
+        << signature_reason(r);
+  }
   // The same error where each channel has its own scales (scale_rows 1): column 17's group 2
   // alone moves, and the location stays that column's group, not the block of 16 around it.
   const std::string path = write_fixture(block_scaled_spec(1), "localize-block-one.h5");
