@@ -179,29 +179,36 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
         }
         ++checked;
       }
-      VerifyEvidence e;
-      if (c.first_failure) e.position = c.first_failure->position;
-      e.tokens = T;
-      e.verified = c.failed() ? checked - 1 : T;
-      e.error_source = fresh.model.source;
-      e.same_file = same_file;
-      c.evidence = std::move(e);
+      const bool field_differs = c.failed();
       // Matching stored witnesses certify only what they certified: none (an empty run), or
       // with failures among them, not the run (a reviewer's "all 6 stored witnesses match" of
-      // a file recording a failed emission, and "all 0 ... match" of an empty run).
-      const Index failed = fresh.failed;
+      // a file recording a failed emission, and "all 0 ... match" of an empty run); nor rows
+      // that are not their lm_head's outputs, whose margins no interval bounds.
       if (!c.failed() && T == 0) {
         c.verdict = Verdict::kFail;
         c.reason = "the witness file stores no emission for run " + name + " (0 tokens): nothing is certified";
-      } else if (!c.failed() && failed > 0) {
+      } else if (!c.failed() && fresh.failed > 0) {
         const auto first =
             std::find_if(fresh.witnesses.begin(), fresh.witnesses.end(), [](const Witness& w) { return !w.ok; });
         c.verdict = Verdict::kFail;
-        c.reason = "all " + std::to_string(T) + " stored witnesses match the dump, but " + std::to_string(failed) +
-                   " of them record a failed emission (position " + std::to_string(first->position) + ": " +
-                   first->failure + "): the file certifies no greedy decoding there";
+        c.reason = "all " + std::to_string(T) + " stored witnesses match the dump, but " +
+                   std::to_string(fresh.failed) + " of them record a failed emission (position " +
+                   std::to_string(first->position) + ": " + first->failure +
+                   "): the file certifies no greedy decoding there";
         c.first_failure = Location{"logits/" + name, first->row, -1, -1, first->position, first->token};
-      } else if (!c.failed()) {
+      } else if (!c.failed() && fresh.lm_head_mismatch) {
+        c.verdict = Verdict::kFail;
+        c.reason = "all " + std::to_string(T) + " stored witnesses match the dump, but the run's logits rows are not " +
+                   "its lm_head's outputs (" + fresh.lm_head_mismatch_text + "): no interval bounds their margins";
+      }
+      VerifyEvidence e;
+      if (c.first_failure) e.position = c.first_failure->position;
+      e.tokens = T;
+      e.verified = field_differs ? checked - 1 : T;
+      e.error_source = fresh.model.source;
+      e.same_file = same_file;
+      c.evidence = std::move(e);
+      if (!c.failed()) {
         c.reason = "all " + std::to_string(T) + " stored witnesses match the dump's rows, tokens and hashes";
         if (same_file == false) c.reason += "; " + other_file + ", but every witnessed row is unchanged";
       }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "certify/logits/compare.h"
 #include "certify/logits/detail/logits_row.h"
@@ -241,12 +242,26 @@ std::string top_line(const std::vector<TopEntry>& top, const Vocabulary* vocab) 
   return line;
 }
 
+/// Finite values a row needs before its values' precision is read from them: a row of 256
+/// values of f32 noise is all bf16 by chance with probability 2^-4096.
+constexpr Index kPrecisionValues = 256;
+
 /// The precision a row's values really have: f32 logits that are every one a bf16 (or f16)
 /// value are an engine's bf16 (f16) outputs widened to f32, which the format allows (a
 /// reviewer's bf16 export stored as f32 read "unexplained" at a tie its bf16 rounding made).
-/// A row of 2,000 values of f32 noise is all bf16 by chance with probability 2^-32000.
+/// Read so only from kPrecisionValues finite values or more, not all whole numbers: a row of
+/// integer logits (every integer to 256 is a bf16 value), zeros or a few unmasked entries says
+/// nothing of its precision (a review's integer logits, 1 apart at the fork, passed).
 DType row_precision(const std::vector<float>& row, DType stored) {
   if (stored != DType::kF32) return stored;
+  Index finite = 0;
+  bool fraction = false;
+  for (float v : row) {
+    if (!std::isfinite(v)) continue;
+    ++finite;
+    fraction = fraction || v != std::trunc(v);
+  }
+  if (finite < kPrecisionValues || !fraction) return stored;
   for (DType t : {DType::kBf16, DType::kF16}) {
     const bool all = std::all_of(row.begin(), row.end(), [&](float v) {
       return !std::isfinite(v) || reference::round_to_type(v, t, false) == v;
@@ -390,11 +405,22 @@ Result<RunForks> find_forks(const DumpReader& a, const LogitsRunInfo& ra, const 
     }
     f.before = before_fork(c, f.row, fork_rows);
     std::array<double, 2> rounding{};
+    DType ta = c.dtype_a, tb = c.dtype_b;
     if (in_range) {
-      const DType ta = row_precision(la, c.dtype_a), tb = row_precision(lb, c.dtype_b);
+      ta = row_precision(la, c.dtype_a);
+      tb = row_precision(lb, c.dtype_b);
       rounding = {storage_rounding(la, lb, f.token_a, ta, tb), storage_rounding(la, lb, f.token_b, ta, tb)};
     }
     set_envelope(f, k, ha, hb, o, rounding);
+    // Where the envelope read a run's f32 row at a coarser type, the source says so.
+    if (f.has_envelope && f.envelope_source.rfind("observed", 0) == 0) {
+      for (const auto& [side, read, stored] : {std::tuple{"A", ta, c.dtype_a}, std::tuple{"B", tb, c.dtype_b}}) {
+        if (read == stored) continue;
+        f.envelope_source += std::string("; ") + side + "'s f32 row at the fork holds only " +
+                             std::string(dtype_name(read)) + " values: read at " + std::string(dtype_name(read)) +
+                             " spacing";
+      }
+    }
     // History shared up to the fork: A's prompt and tokens (B's are the same up to here).
     std::vector<std::int32_t> ctx = history;
     ctx.insert(ctx.end(), c.tokens_a.begin(), c.tokens_a.begin() + f.row);

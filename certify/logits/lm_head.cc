@@ -87,9 +87,11 @@ namespace {
 /// Keeps the two largest values and their columns; equal values keep the lower column, so the
 /// result does not depend on the order blocks arrive in.
 void keep_two(float v, Index col, float& best, Index& best_col, float& second, Index& second_col) {
+  // A NaN end reads as -inf, so no order of blocks lets one stick in a slot.
   auto better = [](float h, Index c, float h2, Index c2) {
     if (c2 < 0) return true;  // empty slot
-    return h > h2 || (h == h2 && c < c2);
+    const float a = std::isnan(h) ? -INFINITY : h, b = std::isnan(h2) ? -INFINITY : h2;
+    return a > b || (a == b && c < c2);
   };
   if (better(v, col, best, best_col)) {
     second = best;

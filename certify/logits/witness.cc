@@ -233,12 +233,16 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
         const float* row =
             detail::widen_row(rows[0], logits_type, run.vocab, widened[static_cast<std::size_t>(omp_get_thread_num())]);
         const RowScan scan = scan_row(row, run.vocab);
-        Witness w = witness_row(row, run.vocab, scan, tokens[static_cast<std::size_t>(t)], model, t, logits_type);
+        // The lm_head's intervals bound its own outputs, not a row that differs from them: such
+        // a row is witnessed without them, neither certified nor refuted (a soft-capped or
+        // masked row read "the logit itself is wrong", hiding that the rows are not the head's).
+        const bool differs = head && !lm_head_row_matches(row, rows[1], model.head_output, run.vocab);
+        if (head) head_differs[static_cast<std::size_t>(t)] = differs;
+        static const LogitErrorModel kUnbounded;
+        Witness w = witness_row(row, run.vocab, scan, tokens[static_cast<std::size_t>(t)], differs ? kUnbounded : model,
+                                t, logits_type);
         if (!positions.empty()) w.position = positions[static_cast<std::size_t>(t)];
         out.witnesses[static_cast<std::size_t>(t)] = std::move(w);
-        if (head) {
-          head_differs[static_cast<std::size_t>(t)] = !lm_head_row_matches(row, rows[1], model.head_output, run.vocab);
-        }
       },
       after_block));
   for (std::size_t t = 0; t < head_differs.size(); ++t) {
@@ -253,12 +257,6 @@ Result<RunWitnesses> witness_run(const DumpReader& reader, const LogitsRunInfo& 
     out.lm_head_mismatch_text =
         lm_head_row_mismatch(a.data(), h.data(), model.head_output, run.vocab, static_cast<Index>(t));
     break;
-  }
-  // The lm_head's intervals bound its own outputs, not rows that differ from them: no margin
-  // there is certified (a tie, two bit-identical maxima, needs no interval).
-  for (std::size_t t = 0; t < head_differs.size(); ++t) {
-    Witness& w = out.witnesses[t];
-    if (head_differs[t] && w.ok && w.cls != WitnessClass::kTie) w.cls = WitnessClass::kUnbounded;
   }
   for (const Witness& w : out.witnesses) out.failed += !w.ok;
   out.model = std::move(model);

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "certify/commands/compare.h"
+#include "certify/commands/forks.h"
 #include "certify/commands/inspect.h"
 #include "certify/commands/witness.h"
 #include "certify/io/dump_reader.h"
@@ -278,6 +279,22 @@ TEST(Witness, LogitsThatAreNotTheLmHeadOutputFail) {
   ASSERT_NE(evidence_of<WitnessEvidence>(c), nullptr);
   EXPECT_EQ(evidence_of<WitnessEvidence>(c)->failed, 0);
   EXPECT_NE(c->reason.find("row 2 token 5"), std::string::npos) << c->reason;
+  // The emitted logit of row 3 raised 0.5 in the logits alone (a soft-cap or scaling after the
+  // head): outside its interval, but the intervals bound the head's outputs, not this row. The
+  // reason is the mismatch, not "the logit itself is wrong" (a reviewer's).
+  const std::string again = write_fixture(fixtures::preset_tiny(), "head-raised.h5");
+  const Index token = ncert::testing::read_i32(again, "/logits/greedy/tokens")[3];
+  poke_f32(again, "/logits/greedy/logits", 3, token,
+           ncert::testing::read_f32(again, "/logits/greedy/logits", 3, token) + 0.5f);
+  const Report raised = witness(again);
+  const CheckResult* d = find_check(raised, "logits/greedy/witness");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->verdict, Verdict::kFail);
+  ASSERT_NE(evidence_of<WitnessEvidence>(d), nullptr);
+  EXPECT_EQ(evidence_of<WitnessEvidence>(d)->failed, 0) << d->reason;
+  EXPECT_NE(d->reason.find("the logits rows are not the lm_head's outputs (row 3 token " + std::to_string(token)),
+            std::string::npos)
+      << d->reason;
 }
 
 TEST(WitnessFile, VerifiesAndThenCatchesAModifiedRow) {
@@ -752,6 +769,35 @@ TEST(Compare, AKlFailureFromAMaskOnOneSideNamesThatEntry) {
   EXPECT_NE(c->reason.find("(an entry masked or not finite on one side only, first at col 50: -inf vs "),
             std::string::npos)
       << c->reason;
+}
+
+TEST(Forks, IntegerLogitsAreNotReadAsBf16Values) {
+  // f32 logits that are whole numbers are every one a bf16 value, but say nothing of their
+  // precision: read at bf16's spacing (0.5 at 200), two tokens each moved by 1 at the fork
+  // passed as a near-tie (a review's). The rows before differ by 0.25 at most; 300 values a row,
+  // more than the 256 the precision is read from.
+  const Index T = 6, V = 300;
+  std::vector<float> ra(static_cast<std::size_t>(T * V));
+  for (Index t = 0; t < T; ++t) {
+    for (Index j = 0; j < V; ++j) ra[t * V + j] = static_cast<float>((j * 37 + t * 11) % 101) - 50.0f;
+    ra[t * V + t] = 200.0f;
+  }
+  ra[4 * V + 10] = 199.0f;
+  auto rb = ra;
+  rb[1 * V + 30] += 0.25f;
+  rb[4 * V + 4] = 199.0f;
+  rb[4 * V + 10] = 200.0f;
+  const std::string a = write_fixture(explicit_run("run", T, V, ra, argmax_tokens(ra, T, V)), "int-a.h5");
+  const std::string b = write_fixture(explicit_run("run", T, V, rb, argmax_tokens(rb, T, V)), "int-b.h5");
+  ForksOptions o;
+  o.a = a;
+  o.b = b;
+  auto r = run_forks(o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const CheckResult* c = find_check(*r, "forks/run/9");  // prompt of 5
+  ASSERT_NE(c, nullptr) << r->to_text(false);
+  EXPECT_EQ(c->verdict, Verdict::kFail) << c->reason;
+  EXPECT_NE(c->reason.find("unexplained"), std::string::npos) << c->reason;
 }
 
 TEST(Compare, TensorsFollowTheirComparePolicy) {
