@@ -464,6 +464,12 @@ std::pair<Policy, std::string> default_policy(DType a, DType b) {
   return {Policy{}, "default: both runs' logits are " + std::string(dtype_name(a))};
 }
 
+std::string empty_run_text(Index rows_a, Index rows_b) {
+  if (rows_a == 0 && rows_b == 0) return "both runs hold no rows";
+  return std::string(rows_a == 0 ? "A" : "B") + "'s run holds no rows, " + (rows_a == 0 ? "B" : "A") + "'s " +
+         std::to_string(std::max(rows_a, rows_b));
+}
+
 CheckResult logits_check(const RunComparison& c, const Policy& policy, const std::string& source,
                          const RunForks* forks) {
   CheckResult r;
@@ -478,11 +484,7 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy, const std
   } else if (c.matched == 0) {
     r.verdict = Verdict::kFail;
     if (c.compared == 0) {
-      r.reason = "no matched rows to judge: " +
-                 (c.rows_a == 0 && c.rows_b == 0
-                      ? std::string("both runs hold no rows")
-                      : std::string(c.rows_a == 0 ? "A" : "B") + "'s run holds no rows, " +
-                            (c.rows_a == 0 ? "B" : "A") + "'s " + std::to_string(std::max(c.rows_a, c.rows_b)));
+      r.reason = "no matched rows to judge: " + empty_run_text(c.rows_a, c.rows_b);
     } else {
       r.reason = "no matched rows to judge (" +
                  std::string(c.prompts_equal ? "the first tokens differ" : "the prompts differ") +

@@ -69,6 +69,10 @@ double nearest_rank(const std::vector<double>& sorted, double p);
 /// tie of the coarser type), else bitwise; and why, for the report.
 std::pair<Policy, std::string> default_policy(DType a, DType b);
 
+/// Which of two runs holds no rows, where one does: "A's run holds no rows, B's 12", or "both
+/// runs hold no rows". compare and forks fail such a pair alike.
+std::string empty_run_text(Index rows_a, Index rows_b);
+
 /// The verdict and statistics of one run pair under a policy (kind "logits"). `source` says why
 /// the policy applies ("--policy" or default_policy's reason). The forks policy needs the pair's
 /// forks (find_forks over the same comparison); the other policies ignore them.

@@ -449,11 +449,7 @@ std::vector<CheckResult> fork_checks(const RunForks& r, const ForksOptions& o, c
       // Nothing to compare certifies nothing, as under compare's forks policy ("no matched rows
       // to judge"); it read "token streams identical over the 0 common tokens" (a reviewer's).
       c.verdict = Verdict::kFail;
-      c.reason = "no tokens to compare: " +
-                 (r.rows_a == 0 && r.rows_b == 0
-                      ? std::string("both runs hold no rows")
-                      : std::string(r.rows_a == 0 ? "A" : "B") + "'s run holds no rows, " +
-                            (r.rows_a == 0 ? "B" : "A") + "'s " + std::to_string(std::max(r.rows_a, r.rows_b)));
+      c.reason = "no tokens to compare: " + empty_run_text(r.rows_a, r.rows_b);
     } else if (r.rows_a != r.rows_b) {
       c.verdict = o.require_identical ? Verdict::kFail : Verdict::kPass;
       c.reason = "token streams identical over the " + std::to_string(r.compared) + " common tokens; " +
