@@ -162,10 +162,7 @@ std::string describe_location_short(const SignatureEvidence& e) {
     if (t.kind == FitKind::kRow || t.kind == FitKind::kRows) return detail::describe_row(t);
     if (t.kind == FitKind::kElement) return detail::describe_row(t) + ", column " + std::to_string(t.col);
     if (t.kind == FitKind::kElements) return detail::describe_values(t);
-    if (t.kind == FitKind::kScaleBlock) {
-      return t.output + " columns " + std::to_string(t.col_begin) + "-" + std::to_string(t.col_end - 1) + ", " +
-             detail::range_text(t.k_begin, t.k_end, t.group);
-    }
+    if (t.kind == FitKind::kScaleBlock) return detail::describe_block(t);
     return t.output + " column " + std::to_string(t.col);
   }
   if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);

@@ -1116,6 +1116,11 @@ std::string describe_values(const LocationFit& t) {
   return s;
 }
 
+std::string describe_block(const LocationFit& t) {
+  return t.output + " columns " + std::to_string(t.col_begin) + "-" + std::to_string(t.col_end - 1) + ", " +
+         range_text(t.k_begin, t.k_end, t.group);
+}
+
 namespace {
 
 /// A group's offset: an affine group's bias, a zero point off by a part of its scale, or an
@@ -1142,8 +1147,7 @@ std::string describe_group_offset(const LocationFit& t, const ProjectionInfo& in
 std::string describe_scale_block(const LocationFit& t, const ProjectionInfo& info) {
   // A scale every column of the output shares is also the activations' of that K range.
   const bool every = t.col_begin == 0 && t.col_end == info.n;
-  return t.output + " columns " + std::to_string(t.col_begin) + "-" + std::to_string(t.col_end - 1) + ", " +
-         range_text(t.k_begin, t.k_end, t.group) + ", which share scales[" + std::to_string(t.scale_row) + ", " +
+  return describe_block(t) + ", which share scales[" + std::to_string(t.scale_row) + ", " +
          std::to_string(std::max<Index>(t.group, 0)) + "]: the residuals of the " + std::to_string(t.columns) +
          " fitted fit a scale of " + format_scale(t.value) + "x the dumped scale (" + format_short(100 * t.explained) +
          " % of their residual energy; without column " + std::to_string(t.col) + ", " +

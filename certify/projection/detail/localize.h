@@ -48,6 +48,9 @@ std::string describe_zero_point(const ZeroPointFinding& z);
 std::string describe_row(const LocationFit& t);
 /// A values fit's values: "y_unpacked row 9 column 70 and row 9 column 2".
 std::string describe_values(const LocationFit& t);
+/// A shared scale's columns and K range (FitKind::kScaleBlock): "y_unpacked columns 128-255,
+/// group 2 (k 256-383)".
+std::string describe_block(const LocationFit& t);
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info);
 
 }  // namespace ncert::certify::detail
