@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 #include "certify/io/hash.h"
 #include "certify/io/row_stream.h"
@@ -85,6 +86,11 @@ double ulps_of_type(double x, float at, DType t) {
 
 namespace {
 
+/// Said where the emission is not the one greedy decoding picks: the run may not be greedy at all.
+constexpr std::string_view kGreedyNote =
+    " (witness certifies greedy decoding: a token sampled, or chosen after a temperature, top-k or mask the logits do "
+    "not hold, is not its row's maximum)";
+
 /// Why the lm_head's intervals refute the emission ("" where they do not): the emitted logit
 /// outside its own interval, or another token's interval wholly above it. Either way a value
 /// of the row is outside its interval: were both in theirs, the other token's logit would
@@ -140,17 +146,15 @@ Witness witness_row(const float* row, Index vocab, const RowScan& scan, std::int
     return fail("row holds +Inf at token " + std::to_string(scan.first_pos_inf) + "; " + tok_text +
                 " cannot be certified");
   }
-  // Said where the emission is not the row's maximum: the run may not be greedy at all.
-  const std::string greedy =
-      " (witness certifies greedy decoding: a token sampled, or chosen after a temperature, top-k or mask the logits "
-      "do not hold, is not its row's maximum)";
   if (std::isinf(w.logit) && w.logit < 0) {
-    return fail("emitted " + tok_text + " is masked (-Inf); " + max_text + greedy);
+    return fail("emitted " + tok_text + " is masked (-Inf); " + max_text + std::string(kGreedyNote));
   }
-  if (w.logit < scan.max) return fail("emitted " + tok_text + " is not the maximum: " + max_text + greedy);
+  if (w.logit < scan.max) {
+    return fail("emitted " + tok_text + " is not the maximum: " + max_text + std::string(kGreedyNote));
+  }
   if (token != scan.argmax) {
     return fail("emitted " + tok_text + " ties the maximum but tie_break = lowest picks token " +
-                std::to_string(scan.argmax) + greedy);
+                std::to_string(scan.argmax) + std::string(kGreedyNote));
   }
   // The runner-up: the other maximum in a tie, else the largest value below.
   if (scan.ties >= 2) {
