@@ -104,6 +104,12 @@ bool names_open_descriptor(const std::string& path) {
   return digits > 6 && digits != std::string::npos && path.compare(digits, 4, "/fd/") == 0;
 }
 
+/// Whether `path` names the file `file` describes (same device and inode).
+bool names_file(const std::string& path, const struct stat& file) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_dev == file.st_dev && st.st_ino == file.st_ino;
+}
+
 /// What fd 1 is (device and inode), or nullopt when it is closed.
 std::optional<struct stat> stdout_file() {
   struct stat st {};
@@ -124,9 +130,7 @@ bool goes_to_stdout(const std::string& path, const std::optional<struct stat>& o
         std::string("/proc/thread-self/fd/1"), "/proc/" + std::to_string(::getpid()) + "/fd/1"}) {
     if (path == spelling) return true;
   }
-  struct stat st {};
-  return out && !S_ISCHR(out->st_mode) && ::stat(path.c_str(), &st) == 0 && st.st_dev == out->st_dev &&
-         st.st_ino == out->st_ino;
+  return out && !S_ISCHR(out->st_mode) && names_file(path, *out);
 }
 
 /// The rules of one output path alone: not a directory, writable where it points, and a
@@ -219,9 +223,7 @@ Status check_command_paths(const CommandPaths& paths) {
   // (`check D.h5 --json - >> D.h5`), it would change the bytes the report vouches for.
   if (out_file) {
     for (const NamedPath& in : paths.inputs) {
-      struct stat st {};
-      if (!in.path.empty() && ::stat(in.path.c_str(), &st) == 0 && st.st_dev == out_file->st_dev &&
-          st.st_ino == out_file->st_ino) {
+      if (!in.path.empty() && names_file(in.path, *out_file)) {
         return Status(ErrorCode::kPathConflict,
                       "stdout is the input " + in.path + " (" + in.role + "): refusing to write into an input");
       }
