@@ -332,7 +332,9 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
         sig->reason += "; bound finds every sampled value held by " + trial_text(*wider) +
                        "'s wider bound alone beside centred residuals: a narrower accumulator that rounds to "
                        "nearest, whose noise this may be";
-      } else if (c.kind == CheckKind::kBound && c.failed()) {
+      } else if (c.kind == CheckKind::kBound && c.failed() && !signature_spread(e)) {
+        // Spread over a tenth of the columns or more, signature's strongest candidate is no
+        // location, and its own reason says so.
         c.reason += "; likely location: " + describe_location(e, f.info());
       }
       // Wrong values no slot mapping explains, located in a packed output: the packed path's

@@ -78,6 +78,10 @@ std::string location_output(const SignatureEvidence& e);
 /// location fit or a zero point, a K range missing or counted twice, or significant candidates
 /// in at most 1 % of the (output, column) pairs.
 bool signature_localizes(const SignatureEvidence& e);
+/// Whether a failing signature test's significant candidates lie in more than 8 columns and at
+/// least a tenth of those tested, with no location fit, zero point or K range named: structure
+/// spread over the columns (a kernel's rounding noise or lean), which names no location.
+bool signature_spread(const SignatureEvidence& e);
 /// From an evaluated reference pass (nullopt when it collected no residual tallies).
 std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass);
 /// From an evaluated reference pass.

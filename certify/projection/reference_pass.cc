@@ -396,7 +396,9 @@ class CompareSink final : public reference::ReferenceSink {
               ++vt.leaning;
               vt.lean += toward / sd;
               vt.lean_shift += b.slack[e] / sd;
+              vt.lean_sq += (r / sd) * (r / sd);
               vt.toward_zero += toward < 0;
+              vt.away_from_zero += toward > 0;
             }
           } else if (excess > 0) {
             ++vt.beyond_exact;

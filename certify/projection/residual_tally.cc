@@ -70,6 +70,7 @@ void SignatureTally::add(const SignatureHit& h, double threshold) {
 void SignatureTally::add_screened(double bound, Index ranges) {
   candidates += ranges;
   ++columns_screened;
+  ++columns_tested;
   screened_max = std::max(screened_max, bound);
   z.add(bound);
 }
@@ -77,6 +78,7 @@ void SignatureTally::add_screened(double bound, Index ranges) {
 void SignatureTally::merge(const SignatureTally& o) {
   candidates += o.candidates;
   columns_screened += o.columns_screened;
+  columns_tested += o.columns_tested;
   columns_untested += o.columns_untested;
   screened_max = std::max(screened_max, o.screened_max);
   significant += o.significant;
@@ -94,7 +96,9 @@ void VarianceSums::merge(const VarianceSums& o) {
   leaning += o.leaning;
   lean += o.lean;
   lean_shift += o.lean_shift;
+  lean_sq += o.lean_sq;
   toward_zero += o.toward_zero;
+  away_from_zero += o.away_from_zero;
 }
 
 void VarianceTally::merge(const VarianceTally& o) {
@@ -222,6 +226,7 @@ void BlockSignatures::column_candidates(const std::vector<TileRange>& ranges, In
                                         double threshold, SignatureTally& tally) {
   const std::size_t n = ranges.size();
   const Index before = tally.significant;
+  const Index counted = tally.candidates;
   bool untested = false;
   // Over one row every range's z is |r| / sigma, the same up to rounding, and the best range
   // is noise (a row x 0.5 at M 1 read "k 64-127: the outputs fit 49.31x that range's exact
@@ -247,6 +252,7 @@ void BlockSignatures::column_candidates(const std::vector<TileRange>& ranges, In
     }
   }
   if (tally.significant > before) ++tally.significant_columns;
+  if (tally.candidates > counted) ++tally.columns_tested;
   if (untested) ++tally.columns_untested;
 }
 

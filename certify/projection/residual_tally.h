@@ -62,6 +62,9 @@ struct SignatureTally {
   Index significant = 0;
   Index significant_columns = 0;  ///< (output, column) pairs with a candidate beyond it
   Index columns_as_unpacked = 0;  ///< columns equal to y_unpacked's, tested there
+  /// (output, column) pairs with a candidate counted (run or screened): a column over one
+  /// live row counts one candidate, the whole K, not ranges_per_column.
+  Index columns_tested = 0;
   /// (output, column) pairs whose every candidate is below the threshold by their bound
   /// sqrt(sum r^2 / sigma^2) (Cauchy-Schwarz): tested without computing their candidates.
   Index columns_screened = 0;
@@ -88,11 +91,14 @@ struct VarianceSums {
   Index beyond_exact = 0;  ///< values with sigma 0 (no rounding) whose |r| exceeds slack
   /// The centre part (docs/error-bounds.md §6e): over the values with sigma > 0 and a nonzero
   /// centre c, the sum of sign(c) r / sigma (a martingale of proxy `leaning` under the model),
-  /// the sum of slack / sigma it may move by, and how many residuals lie toward zero.
+  /// the sum of slack / sigma it may move by, and how many residuals lie toward zero; and the
+  /// sum of (r / sigma)^2 over the same values, the lean's own spread.
   Index leaning = 0;
   double lean = 0;
   double lean_shift = 0;
+  double lean_sq = 0;
   Index toward_zero = 0;
+  Index away_from_zero = 0;  ///< residuals away from zero (those of exactly 0 are neither)
   Index count() const { return values + beyond_exact; }
   void merge(const VarianceSums& o);
 };

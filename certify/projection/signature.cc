@@ -181,8 +181,13 @@ bool signature_localizes(const SignatureEvidence& e) {
   // At most 1 % of the columns: a narrower accumulator's noise reaches every column alike; a
   // wrong scale of one group reached 1 of 768 in the outside exporter's W8A8 dump, which
   // variance alone read as 5.3 bits lost.
-  const Index pairs = e.ranges_per_column > 0 ? e.candidates / e.ranges_per_column : 0;
-  return e.significant_columns > 0 && 100 * e.significant_columns <= pairs;
+  return e.significant_columns > 0 && 100 * e.significant_columns <= e.columns_tested;
+}
+
+bool signature_spread(const SignatureEvidence& e) {
+  // More than the 8 columns others_text can name, and a tenth of those tested: a truncating
+  // f32 accumulator reached 47 of 256 columns, a 16-bit one rounding to nearest 250 of 256.
+  return !signature_localizes(e) && e.significant_columns > 8 && 10 * e.significant_columns >= e.columns_tested;
 }
 
 std::optional<CheckResult> signature_check(const ProjectionFacts& f, const ReferencePass& pass) {
@@ -213,6 +218,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     e.significant += t.significant;
     e.significant_columns += t.significant_columns;
     e.columns_as_unpacked += t.columns_as_unpacked;
+    e.columns_tested += t.columns_tested;
     e.columns_screened += t.columns_screened;
     e.columns_untested += t.columns_untested;
     e.screened_max = std::max(e.screened_max, t.screened_max);
@@ -251,9 +257,19 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     detail::localize(f, e, columns);
     e.others = other_columns(e, by_column, pass, f);
     r.verdict = Verdict::kFail;
-    r.reason = describe_location(e, info) + others_text(e.others, info.k) + "; " + std::to_string(e.significant) +
-               " candidate" + (e.significant == 1 ? "" : "s") + " in " + std::to_string(e.significant_columns) +
-               " output column" + (e.significant_columns == 1 ? "" : "s") + " beyond the " + odds + untested;
+    // Spread over the columns, the strongest candidate is no location: it is named as the
+    // strongest, beside what such a spread is.
+    r.reason = signature_spread(e)
+                   ? "no single location: candidates beyond the threshold in " + std::to_string(e.significant_columns) +
+                         " of " + std::to_string(e.columns_tested) +
+                         " output columns, a spread the kernel's rounding leaves (noise above the "
+                         "declared accumulator's, or a lean: variance tests both) or a fault of "
+                         "every column (the strongest: " +
+                         describe_location(e, info) + ")"
+                   : describe_location(e, info) + others_text(e.others, info.k);
+    r.reason += "; " + std::to_string(e.significant) + " candidate" + (e.significant == 1 ? "" : "s") + " in " +
+                std::to_string(e.significant_columns) + " output column" + (e.significant_columns == 1 ? "" : "s") +
+                " beyond the " + odds + untested;
     r.first_failure = Location{s.output, -1, s.col};
   } else {
     const std::string screened = std::to_string(e.columns_screened) + " column" + (e.columns_screened == 1 ? "" : "s") +

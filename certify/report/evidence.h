@@ -593,6 +593,9 @@ struct SignatureEvidence {
   /// Packed / compact (output, column) pairs equal to y_unpacked's column bit for bit on every
   /// row they hold: tested through y_unpacked's candidates (on all rows), not counted again.
   Index columns_as_unpacked = 0;
+  /// (output, column) pairs with a candidate tested (computed or screened): the columns
+  /// significant_columns is a share of (a column over one live row tests the whole K alone).
+  Index columns_tested = 0;
   /// (output, column) pairs whose bound sqrt(sum r^2 / sigma^2), which every candidate's z is
   /// under, is itself under the threshold: tested without computing their candidates.
   Index columns_screened = 0;
@@ -627,6 +630,14 @@ struct VarianceOutput {
   double lean_limit = 0;
   Index leaning = 0;
   Index toward_zero = 0;
+  Index away_from_zero = 0;  ///< of the `leaning` residuals; those of exactly 0 are neither
+  /// The same sum over the residuals' own spread, sqrt(sum (r / sigma)^2), instead of
+  /// sqrt(leaning), against lean_t plus the slack's shift over that spread
+  /// (spread_limit). Where the energy fails too, a lean beyond lean_limit but within
+  /// spread_limit is the size of that excess noise, not a direction (a 16-bit accumulator
+  /// rounding to nearest: z = 11.9 against 10.2, 1.4 on its own spread).
+  std::optional<double> spread_z;
+  double spread_limit = 0;
   bool operator==(const VarianceOutput&) const = default;
 };
 

@@ -384,6 +384,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("significant", x.significant);
   f("significant_columns", x.significant_columns);
   f("columns_as_unpacked", x.columns_as_unpacked);
+  f("columns_tested", x.columns_tested);
   f("columns_screened", x.columns_screened);
   f("columns_untested", x.columns_untested);
   f("screened_max", x.screened_max);
@@ -404,6 +405,9 @@ void fields(auto& f, Is<VarianceOutput> auto& x) {
   f("lean_limit", x.lean_limit);
   f("leaning", x.leaning);
   f("toward_zero", x.toward_zero);
+  f("away_from_zero", x.away_from_zero);
+  f("spread_z", x.spread_z);
+  f("spread_limit", x.spread_limit);
 }
 
 void fields(auto& f, Is<VarianceEvidence> auto& x) {

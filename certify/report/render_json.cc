@@ -286,6 +286,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                 {"significant", e.significant},
                 {"significant_columns", e.significant_columns},
                 {"columns_as_unpacked", e.columns_as_unpacked},
+                {"columns_tested", e.columns_tested},
                 {"columns_screened", e.columns_screened},
                 {"columns_untested", e.columns_untested},
                 {"screened_max", e.screened_max},
@@ -341,8 +342,15 @@ Json evidence_json(const VarianceEvidence& e, const CheckResult&) {
     Json& j = per[o.output] = Json{{"values", o.values}, {"ratio", number_or_text(o.ratio)}, {"limit", o.limit}};
     if (o.outside > 0) j["outside_bound"] = o.outside;
     if (o.lean_z) {
-      j["centre"] =
-          Json{{"z", *o.lean_z}, {"limit", o.lean_limit}, {"values", o.leaning}, {"toward_zero", o.toward_zero}};
+      j["centre"] = Json{{"z", *o.lean_z},
+                         {"limit", o.lean_limit},
+                         {"values", o.leaning},
+                         {"toward_zero", o.toward_zero},
+                         {"away_from_zero", o.away_from_zero}};
+      if (o.spread_z) {
+        j["centre"]["spread_z"] = *o.spread_z;
+        j["centre"]["spread_limit"] = o.spread_limit;
+      }
     }
   }
   Json j = Json{{"alpha", e.alpha}, {"accumulator", e.accumulator}, {"outputs", per}};

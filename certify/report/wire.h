@@ -53,7 +53,9 @@ namespace ncert::certify {
 ///  13  location fits of a scale shared by several columns (FitKind::kScaleBlock,
 ///      LocationFit::col_begin, col_end, scale_row); the strongest candidate of each other
 ///      significant column (SignatureEvidence::others) (2026-12-07)
-inline constexpr int kWireVersion = 13;
+///  14  the variance lean over the residuals' own spread (VarianceOutput::spread_z,
+///      spread_limit) (2026-12-07)
+inline constexpr int kWireVersion = 14;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

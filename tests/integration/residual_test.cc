@@ -238,6 +238,84 @@ TEST(Residual, AnAccumulatorKeepingEighteenBitsFailsVariance) {
   EXPECT_GT(e->outputs.front().ratio, e->outputs.front().limit);
 }
 
+TEST(Residual, ANarrowAccumulatorsNoiseIsReadAsNoiseNotAsALeanOrALocation) {
+  // 16 of f32's 24 bits, rounding to nearest: energy 34x the declared accumulator's. That noise
+  // also moves the centre part's sum, scaled by the declared sigma, past its limit (z = 11.9
+  // against 10.2), though only half the residuals lean away from zero; on the residuals' own
+  // spread the lean is 2.0 against 7.4. variance leads with the energy and names no direction;
+  // signature finds candidates in 250 of 256 columns and names no column.
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  d.projections[0].engine_order = "promote:4096:16:rne";
+  const Report r = check_dump(write_fixture(d, "residual_p16.h5"));
+  const CheckResult& c = check_of(r, "variance");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(c.reason.rfind("y_unpacked: residual energy ", 0), 0U) << c.reason;
+  EXPECT_NE(c.reason.find("bits coarser than declared"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("y_unpacked's residuals lean away from zero (z = "), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("that noise's size, not a direction"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.reason.find("the kernel rounds away from zero"), std::string::npos) << c.reason;
+  const auto* e = std::get_if<VarianceEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  const VarianceOutput& o = e->outputs.front();
+  ASSERT_TRUE(o.lean_z.has_value() && o.spread_z.has_value());
+  EXPECT_GT(std::fabs(*o.lean_z), o.lean_limit);
+  EXPECT_LE(std::fabs(*o.spread_z), o.spread_limit);
+  EXPECT_GT(o.ratio, 10 * o.limit);
+  const CheckResult& sig = check_of(r, "signature");
+  EXPECT_EQ(sig.verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(sig.reason.rfind("no single location: candidates beyond the threshold in ", 0), 0U) << sig.reason;
+  EXPECT_NE(sig.reason.find(" of 256 output columns"), std::string::npos) << sig.reason;
+  const auto* se = std::get_if<SignatureEvidence>(&sig.evidence);
+  ASSERT_NE(se, nullptr);
+  EXPECT_FALSE(se->fit.has_value());
+  EXPECT_GT(se->significant_columns, 200);
+  // 14 bits: one value per output lies outside B, and bound, which fails, quotes no likely
+  // location (signature's strongest candidate, column 10 k 0-2047 1.002x, is the noise's).
+  d.projections[0].engine_order = "promote:4096:14:rne";
+  const Report r14 = check_dump(write_fixture(d, "residual_p14.h5"));
+  EXPECT_EQ(check_of(r14, "bound").verdict, Verdict::kFail) << r14.to_text(true);
+  EXPECT_EQ(check_of(r14, "bound").reason.find("likely location"), std::string::npos) << r14.to_text(true);
+  EXPECT_EQ(check_of(r14, "signature").reason.rfind("no single location: ", 0), 0U) << r14.to_text(true);
+}
+
+TEST(Residual, OneRowScaledLeansByItsSignsWhereItsValuesAreTooFewForTheirSpread) {
+  // M = 1, 64 columns, the row's activations x 1.01 in both paths: every residual lies away
+  // from zero and the energy fails by far. Over 64 values the lean's sum over their own
+  // spread cannot exceed sqrt(64) = 8, and with unequal residuals stays within its limit; the
+  // signs, 64 of 64 away, name the direction, which leads.
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  fixtures::ProjectionSpec& p = d.projections[0];
+  p.requests = 1;
+  p.block_rows = 1;
+  p.cap = 1;
+  p.slots = 1;
+  p.n = 64;
+  p.segments[0].rows = 32;
+  p.segments[1].rows = 32;
+  p.engine_row_scale_error = 0.01f;
+  const Report r = check_dump(write_fixture(d, "residual_row_m1.h5"));
+  const CheckResult& c = check_of(r, "variance");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(c.reason.rfind("y_unpacked: residuals lean away from zero (64 of 64 values; z = ", 0), 0U) << c.reason;
+  EXPECT_EQ(c.reason.find("not a direction"), std::string::npos) << c.reason;
+  const auto* e = std::get_if<VarianceEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  const VarianceOutput& o = e->outputs.front();
+  EXPECT_EQ(o.away_from_zero, 64);
+  EXPECT_EQ(o.toward_zero, 0);
+  ASSERT_TRUE(o.spread_z.has_value());
+  EXPECT_LE(std::fabs(*o.spread_z), o.spread_limit);  // the signs alone decide here
+  EXPECT_GT(o.ratio, o.limit);
+  // Over one live row each column tests the whole K alone: 64 columns tested, not 64 candidates
+  // over the ranges per column (which read "in 64 of 2 output columns" for a review's dump).
+  const CheckResult& sig = check_of(r, "signature");
+  const auto* se = std::get_if<SignatureEvidence>(&sig.evidence);
+  ASSERT_NE(se, nullptr);
+  EXPECT_EQ(se->columns_tested, 64);
+  EXPECT_EQ(sig.reason.rfind("no single location: candidates beyond the threshold in ", 0), 0U) << sig.reason;
+  EXPECT_NE(sig.reason.find(" of 64 output columns"), std::string::npos) << sig.reason;
+}
+
 TEST(Residual, ATruncatingAccumulatorDeclaredRoundToNearestFailsVariancesCentrePart) {
   // The engine adds its 4096 products in order, each product and addition rounded toward zero,
   // while the dump declares f32-rn. The values stay far inside B, but they lean toward zero:
@@ -253,13 +331,23 @@ TEST(Residual, ATruncatingAccumulatorDeclaredRoundToNearestFailsVariancesCentreP
   const CheckResult& c = check_of(r, "variance");
   EXPECT_NE(c.reason.find("residuals lean toward zero"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("accumulator = f32-rz"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.reason.find("not a direction"), std::string::npos) << c.reason;
   const auto* e = std::get_if<VarianceEvidence>(&c.evidence);
   ASSERT_NE(e, nullptr);
   for (const VarianceOutput& o : e->outputs) {
     ASSERT_TRUE(o.lean_z.has_value()) << o.output;
     EXPECT_LT(*o.lean_z, -o.lean_limit) << o.output;
     EXPECT_GT(o.toward_zero, o.leaning * 6 / 10) << o.output;
+    // On the residuals' own spread the lean stays far beyond its limit (-51 against 9.8): a
+    // direction, not the size of the noise.
+    ASSERT_TRUE(o.spread_z.has_value()) << o.output;
+    EXPECT_LT(*o.spread_z, -o.spread_limit) << o.output;
   }
+  // The bias every column's residuals share reaches 47 of 256 columns' candidates: signature
+  // names no column as the fault's place.
+  const CheckResult& sig = check_of(r, "signature");
+  EXPECT_EQ(sig.verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(sig.reason.rfind("no single location: candidates beyond the threshold in ", 0), 0U) << sig.reason;
   d.projections[0].accumulator = "f32-rz";
   const Report declared = check_dump(write_fixture(d, "residual_seq_rz_declared.h5"));
   EXPECT_EQ(declared.verdict(), Verdict::kPass) << declared.to_text(true);

@@ -203,6 +203,7 @@ Evidence sample(Of<SignatureEvidence>) {
   e.significant = 2;
   e.significant_columns = 1;
   e.columns_as_unpacked = 32960;
+  e.columns_tested = 32958;
   e.columns_screened = 16479;
   e.columns_untested = 3;
   e.screened_max = 4.75;
@@ -239,8 +240,8 @@ Evidence sample(Of<SignatureEvidence>) {
 Evidence sample(Of<VarianceEvidence>) {
   return VarianceEvidence{1e-9,
                           "f32-rn",
-                          {{"y_unpacked", 527360, 2, 3.25, 1.151, -25.5, 6.93, 527000, 410000},
-                           {"y_packed", 4, 0, 0.001, 14.2, std::nullopt, 0, 0, 0}},
+                          {{"y_unpacked", 527360, 2, 3.25, 1.151, -25.5, 6.93, 527000, 410000, 116000, -14.1, 6.95},
+                           {"y_packed", 4, 0, 0.001, 14.2, std::nullopt, 0, 0, 0, 0, std::nullopt, 0}},
                           {{"as declared", "", TrialEffect::kMovesCentres, 2048, 2048, 30.2},
                            {"x rounded to f16 before the kernel", "", TrialEffect::kMovesCentres, 2048, 2048, 0.0021}}};
 }
