@@ -37,9 +37,10 @@ bool float_dtype(DType t) { return t == DType::kF32 || t == DType::kBf16 || t ==
 
 // 1. The geometry of the call itself.
 Status check_plan_shape(const PackPlan& p) {
-  if (p.requests < 1 || p.requests > kMaxRequests) {
+  if (p.requests < 1 || (p.helper_limits && p.requests > kMaxRequests)) {
     return fail(ErrorCode::kGuardPlanShape,
-                "requests R = " + n2s(p.requests) + " outside [1, " + n2s(kMaxRequests) + "]");
+                "requests R = " + n2s(p.requests) +
+                    (p.helper_limits ? " outside [1, " + n2s(kMaxRequests) + "]" : std::string(" < 1")));
   }
   if (p.block_rows < 1) return fail(ErrorCode::kGuardPlanShape, "block_rows B = " + n2s(p.block_rows) + " < 1");
   if (p.request_rules && (p.cap < 0 || p.cap > kMaxCap || p.cap > p.block_rows)) {

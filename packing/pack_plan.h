@@ -47,6 +47,10 @@ struct PackPlan : reference::ProjectionArithmetic, reference::ProjectionLayout {
   /// False when the dump declares no request geometry (requests, block_rows, cap): then R = 1,
   /// B = M and only the slot-level rules apply (rows in range, no duplicates, slots suffice).
   bool request_rules = true;
+  /// The packing helper's own calls take R <= kMaxRequests; an engine's plan read from a dump
+  /// is bounded by the format's shape limit alone (a decode batch of 16 requests of one row each
+  /// is a plan the format allows, and failed `geometry` while this limit applied to dumps).
+  bool helper_limits = true;
   Index slots = 0;                          ///< P physical slots (= selector.size())
   std::vector<std::int32_t> commit_counts;  ///< [R] rows committed per request
   std::vector<std::int32_t> selector;       ///< [P] slot -> original row, -1 empty

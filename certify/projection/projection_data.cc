@@ -88,6 +88,7 @@ Result<LoadedProjection> load_projection(const DumpReader& reader, const Project
   // The packing plan the dump describes.
   const Index M = info.m;
   plan.request_rules = info.requests.has_value() && info.block_rows.has_value() && info.cap.has_value();
+  plan.helper_limits = false;  // the engine's plan: R bounded by the format's shape limit alone
   plan.requests = plan.request_rules ? *info.requests : 1;
   plan.block_rows = plan.request_rules ? *info.block_rows : M;
   plan.slots = info.p;

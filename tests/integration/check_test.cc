@@ -66,6 +66,27 @@ TEST(Check, TinyPresetPassesEveryCheck) {
   EXPECT_EQ(r.exit_code(), 0);
 }
 
+TEST(Check, ADecodeBatchOfMoreRequestsThanThePackingHelperTakesPasses) {
+  // 16 requests of one row each, every one committed: the format bounds R by its shape limit
+  // alone (docs/dump-format.md §3.2); R <= 8 is the packing helper's own limit, and an engine's
+  // decode batch of 16 failed geometry with "requests R = 16 outside [1, 8]".
+  fixtures::DumpSpec spec = fixtures::preset_tiny();
+  fixtures::ProjectionSpec& q = spec.projections.front();
+  q.requests = 16;
+  q.block_rows = 1;
+  q.cap = 1;
+  q.slots = 16;
+  q.commits.clear();
+  const Report r = check_dump(write_fixture(spec, "decode16.h5"));
+  EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+  const CheckResult* g = find_check(r, "projections/" + q.name + "/geometry");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->verdict, Verdict::kPass) << g->reason;
+  EXPECT_NE(g->reason.find("16 requests x 1 rows"), std::string::npos) << g->reason;
+  // The per-request guards ran (no SKIP naming missing geometry).
+  EXPECT_EQ(find_check(r, "projections/" + q.name + "/request-guards"), nullptr) << r.to_text(true);
+}
+
 TEST(Check, EveryStorageFormPasses) {
   fixtures::DumpSpec spec = fixtures::preset_tiny();
   spec.storage.chunk_rows = 3;
