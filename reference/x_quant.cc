@@ -7,11 +7,21 @@
 
 namespace ncert::reference {
 
-double x_quant_tolerance(DType scale_dtype) {
-  const double f32_ops = 0x1p-22;
-  if (scale_dtype == DType::kF16) return f32_ops + 0x1p-11;
-  if (scale_dtype == DType::kBf16) return f32_ops + 0x1p-8;
-  return f32_ops;
+double x_quant_tolerance(DType scale_dtype) { return x_quant_tolerance(scale_dtype, 1.0); }
+
+double x_quant_tolerance(DType scale_dtype, double scale) {
+  const bool usable = scale > 0 && std::isfinite(scale);
+  // The engine's f32 operations: up to three roundings, 3 * 2^-24 < 2^-22 relative; s =
+  // fl(amax / 127) itself subnormal in f32 errs by up to 2^-150 absolute.
+  double ops = 0x1p-22;
+  if (usable && scale < 0x1p-126) ops += 0x1p-150 / scale;
+  // The storage rounding after use: |s_used - s| <= delta * s for the stored s, u relative in
+  // the type's normal range, half its smallest spacing below it (at most s / 2: s is at least
+  // that spacing). The quotient with s_used is t * s / s_used, within t / (1 - delta) of t.
+  double delta = 0;
+  if (scale_dtype == DType::kF16) delta = usable ? std::max(0x1p-11, 0x1p-25 / scale) : 0x1p-11;
+  if (scale_dtype == DType::kBf16) delta = usable ? std::max(0x1p-8, 0x1p-134 / scale) : 0x1p-8;
+  return (1 + ops) / (1 - delta) - 1;
 }
 
 namespace {

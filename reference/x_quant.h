@@ -11,8 +11,14 @@ namespace ncert::reference {
 
 /// The relative slack of the quotient: 2^-22 covers up to three f32 roundings (x * fl(1/s) with
 /// s itself fl(amax / 127) is three: 3 * 2^-24 < 2^-22); a scale stored in f16 or bf16 may have
-/// been used unrounded, adding its unit roundoff (2^-11, 2^-8).
+/// been used unrounded, |s_used - s| <= delta s (delta = 2^-11, 2^-8), so the quotient may be
+/// t / (1 - delta): (1 + 2^-22) / (1 - delta) - 1 in all. For a scale in the type's normal range.
 double x_quant_tolerance(DType scale_dtype);
+/// The same for one stored scale s: below its storage type's normal range (f16 under 2^-14,
+/// bf16 and f32 under 2^-126) a rounding errs by up to half the type's smallest spacing, not by
+/// its unit roundoff relative: delta = 2^-25 / s for f16 (0.4 % at s = 7.6e-6, where 2^-11
+/// allowed 0.05 %), 2^-134 / s for bf16, and 2^-150 / s more for the f32 scale itself.
+double x_quant_tolerance(DType scale_dtype, double scale);
 
 /// The allowed codes [lowest, highest] (integers for int8 / uint8, FP8 values for e4m3 / e5m2),
 /// saturated to the type's range. `valid` is false when s is not positive and finite (s = 0 is

@@ -37,6 +37,8 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
   for (Index row = 0; row < info.m; ++row) {
     for (Index g = 0; g < groups; ++g) {
       const double s = q.scale(row, g), zp = q.zero_point(row, g);
+      // A scale below its storage type's normal range was rounded by more than u relative.
+      const double tolerance = reference::x_quant_tolerance(info.x_scales_dtype, s);
       bool scale_counted = false;
       for (Index c = g * quantizer.group; c < (g + 1) * quantizer.group; ++c) {
         const double x = problem.x.at(row, c);
@@ -48,7 +50,7 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
           continue;
         }
         ++e.values;
-        const reference::XQuantRange allowed = reference::x_quant_allowed(quantizer, x, s, zp, e.tolerance);
+        const reference::XQuantRange allowed = reference::x_quant_allowed(quantizer, x, s, zp, tolerance);
         const double found = q.code(row, c);
         if (!allowed.valid && !scale_counted) {
           ++e.bad_scales;
@@ -70,7 +72,10 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
                                        (q.zero_points ? " + zp" : "") + " allows " +
                                        (allowed.lowest == allowed.highest
                                             ? format_short(allowed.lowest)
-                                            : format_short(allowed.lowest) + " .. " + format_short(allowed.highest))
+                                            : format_short(allowed.lowest) + " .. " + format_short(allowed.highest)) +
+                                       (tolerance > e.tolerance ? " (quotient slack " + format_short(tolerance) +
+                                                                      ": a scale below its type's normal range)"
+                                                                : std::string())
                                  : ": the scale is not positive and finite (0 only for an all-zero group)");
         }
       }
