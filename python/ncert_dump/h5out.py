@@ -52,9 +52,8 @@ def write_attrs(obj, attrs: dict) -> None:
 
 def _write_dataset(parent: h5py.Group, name: str, d: Stored) -> None:
     kwargs: dict[str, object] = {"track_times": False}
-    if d.chunk_rows is not None and d.array.ndim >= 1 and d.array.size > 0:
-        rows = max(1, min(int(d.chunk_rows), d.array.shape[0]))
-        kwargs["chunks"] = (rows,) + tuple(d.array.shape[1:])
+    if d.chunks is not None:
+        kwargs["chunks"] = d.chunks
         if d.deflate is not None:
             kwargs["compression"] = "gzip"  # the deflate filter
             kwargs["compression_opts"] = int(d.deflate)

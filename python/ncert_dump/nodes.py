@@ -55,6 +55,15 @@ class Stored:
     def shape(self) -> tuple[int, ...]:
         return tuple(int(d) for d in self.array.shape)
 
+    @property
+    def chunks(self) -> Optional[tuple[int, ...]]:
+        """The chunk dims the dataset is stored with (whole rows, at most all of them), or None
+        for contiguous storage: what h5out writes and the chunk-count check judges."""
+        if self.chunk_rows is None or self.array.ndim < 1 or self.array.size == 0:
+            return None
+        rows = max(1, min(int(self.chunk_rows), self.shape[0]))
+        return (rows,) + self.shape[1:]
+
 
 @dataclass
 class Group:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from . import af4, parse, rules
+from . import af4, limits, parse, rules
 from .errors import DumpFormatError
 from .nodes import Group, Stored
 
@@ -29,6 +29,7 @@ __all__ = [
     "check_logits",
     "check_tensor",
     "check_lm_head",
+    "check_chunks",
     "ProjectionFacts",
     "SegmentFacts",
     "Af4Facts",
@@ -42,9 +43,17 @@ Parser = Callable[[str], parse.Problem]
 
 # ---- attribute values, as the reader classifies and renders them ---------------------------
 
+def _utf8_bytes(s: str) -> int:
+    """The bytes a string attribute is stored with (UTF-8; a lone surrogate, which the writer
+    refuses elsewhere, counted as the three bytes it would take)."""
+    return len(s.encode("utf-8", "surrogatepass"))
+
+
 def _kind(v) -> str:
     if isinstance(v, (str, np.str_)):
-        return "string"
+        # The reader reads a string of more than kMaxAttrBytes as an oversized value of no
+        # kind (hdf5_util.cc), so such a string is "not a string" wherever one is read.
+        return "string" if _utf8_bytes(str(v)) <= limits.MAX_ATTRIBUTE_BYTES else "other"
     if isinstance(v, (bool, np.bool_)):
         return "other"  # h5py stores a bool as an enum
     if isinstance(v, (int, np.integer)):
@@ -80,6 +89,8 @@ def render(v) -> str:
     kind = _kind(v)
     if kind == "string":
         return _quote(str(v))
+    if isinstance(v, (str, np.str_)):
+        return f"<oversized: {_utf8_bytes(str(v))} bytes>"  # never printed, as by the reader
     if kind == "int":
         return str(int(v))
     if kind == "float":
@@ -182,8 +193,13 @@ class _Attrs:
 
 
 def check_string_attrs(path: str, attrs: dict) -> None:
-    """Writer rule (dump-format.md §7): no string attribute may hold an embedded NUL."""
+    """Writer rule (dump-format.md §7): no string attribute may hold an embedded NUL, nor be
+    oversized (§1). Where the checks above read an attribute, an oversized one was refused there
+    first, as by the reader; elsewhere the reader would see a value of no kind, never the text."""
     for name, v in attrs.items():
+        if isinstance(v, (str, np.str_)) and _kind(v) != "string":
+            raise DumpFormatError("attribute-invalid", path,
+                                  f'attribute "{name}" = {render(v)} is not a string')
         if _kind(v) == "string" and "\0" in str(v):
             raise DumpFormatError("attribute-invalid", path,
                                   f'attribute "{name}" = {render(v)} holds an embedded NUL')
@@ -634,6 +650,29 @@ def _check_zero_points(g: Group, path: str, rule: dict, types: Mapping[str, Opti
         af4.unpack_zero_points(zp.array, packing, groups)
     except ValueError as e:
         raise DumpFormatError("attribute-invalid", f"{path}/{rule['name']}", str(e)) from None
+
+
+# ---- storage the reader refuses before any member rule -------------------------------------
+
+def check_chunks(path: str, d: Stored) -> None:
+    """check_chunk_count of dataset_checks.cc: more than MAX_SMALL_CHUNKS chunks each under
+    SMALL_CHUNK_BYTES is a chunk bomb, refused from the shape and chunk dims alone."""
+    chunks = d.chunks
+    if chunks is None:
+        return
+    count = 1
+    for extent, c in zip(d.shape, chunks):
+        count *= -(-extent // max(c, 1))
+    one_chunk = d.array.itemsize
+    for c in chunks:
+        one_chunk *= max(c, 1)
+    if count > limits.MAX_SMALL_CHUNKS and one_chunk < limits.SMALL_CHUNK_BYTES:
+        raise DumpFormatError(
+            "chunk-bomb", path,
+            f"declares {_shape_string(d.shape)} in chunks of {_shape_string(chunks)} ({one_chunk} "
+            f"bytes each): {count} chunks, over the {limits.MAX_SMALL_CHUNKS} allowed under "
+            f"{limits.SMALL_CHUNK_BYTES} bytes each: its chunk index outweighs its data; refused "
+            "before reading; rewrite it with chunks of whole rows")
 
 
 # ---- logits runs, tensors, lm_heads ---------------------------------------------------------

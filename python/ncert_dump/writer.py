@@ -16,13 +16,14 @@ from typing import Literal, Optional
 
 import h5py
 
-from . import h5out, rules, version
+from . import h5out, limits, rules, version
 from .build import build_logits, build_projection, build_tensor, check_leaf
 from .errors import DumpFormatError
 from .guards import check_weights_and_strides
+from .nodes import Group, Stored
 from .weights_hash import weights_xxh3_of_group
-from .schema import (ProjectionFacts, check_lm_head, check_logits, check_projection, check_root,
-                     check_tensor)
+from .schema import (ProjectionFacts, check_chunks, check_lm_head, check_logits, check_projection,
+                     check_root, check_tensor)
 
 __all__ = ["DumpWriter"]
 
@@ -63,6 +64,7 @@ class DumpWriter:
         # logits run name -> [facts of lm_head projections naming it]
         self._pending: dict[str, list[ProjectionFacts]] = {}
         self._names: set[str] = set()  # "/projections/q", ...
+        self._links = 0  # links below the root so far (the reader's tree-limit counts them)
 
     # ---- context manager ---------------------------------------------------------------------
 
@@ -139,6 +141,16 @@ class DumpWriter:
     def _parent(self, root: str) -> h5py.Group:
         return h5out.require_group(self._file, root)
 
+    def _new_links(self, path: str, groups: list[str], node) -> int:
+        """The links a member adds (its objects and the groups created for it), refusing the
+        member that would take the file past the reader's MAX_LINKS (tree-limit)."""
+        added = _links(node) + sum(1 for g in groups if g not in self._file)
+        if self._links + added > limits.MAX_LINKS:
+            raise DumpFormatError("tree-limit", path,
+                                  f"more than {limits.MAX_LINKS} links in the file (a whole "
+                                  "model's dump has a few thousand); refused")
+        return added
+
     def _write(self, parent: h5py.Group, name: str, node, path: str) -> None:
         """Writes one validated member; on an HDF5 failure removes what was half written."""
         try:
@@ -199,7 +211,9 @@ class DumpWriter:
         head_of = facts.logits_run if facts.role == "lm_head" else None  # the run of an lm_head
         if head_of is not None and head_of in self._runs:
             check_lm_head(facts, self._runs)
+        links = self._new_links(path, ["projections"], node)
         self._write(self._parent("projections"), name, node, path)
+        self._links += links
         self._names.add(path)
         if head_of is not None and head_of not in self._runs:
             self._pending.setdefault(head_of, []).append(facts)  # checked at its run
@@ -220,11 +234,16 @@ class DumpWriter:
                             prompt_tokens=prompt_tokens, prompt=prompt, tie_break=tie_break,
                             chunk_rows=chunk_rows, compression=compression, vocab=vocab,
                             logits_dtype=logits_dtype)
+        lg = node.dataset("logits")
+        if lg is not None:  # the reader judges storage before the member rules
+            check_chunks(path + "/logits", lg)
         t, v = check_logits(path, node)
         self._need_version(version.logits_features(path, node))
         for facts in self._pending.get(name, []):
             check_lm_head(facts, {name: (t, v)})
+        links = self._new_links(path, ["logits"], node)
         self._write(self._parent("logits"), name, node, path)
+        self._links += links
         self._pending.pop(name, None)
         self._runs[name] = (t, v)
         self._names.add(path)
@@ -246,15 +265,33 @@ class DumpWriter:
         for part in parts:
             check_leaf(part, "/tensors", "tensor name component")
         path = f"/tensors/{name}"
+        if len(parts) >= limits.MAX_TREE_DEPTH:
+            # /tensors is one link below the root and each component but the last a group:
+            # the group MAX_TREE_DEPTH links down is where the reader stops (survey.cc).
+            deepest = "/".join(["/tensors"] + parts[:limits.MAX_TREE_DEPTH - 1])
+            raise DumpFormatError("tree-limit", deepest,
+                                  f"groups nested deeper than {limits.MAX_TREE_DEPTH} levels (a "
+                                  "dump needs 4); refused without walking further")
         for other in self._names:
             if other == path or other.startswith(path + "/") or path.startswith(other + "/"):
                 raise DumpFormatError("invalid-argument", path, f"clashes with {other}")
         node = build_tensor(path, array, dtype, compare)
         check_tensor(path, node)
         self._need_version(version.tensor_features(path, node))
+        links = self._new_links(path, ["tensors"] + ["/".join(["tensors"] + parts[:i + 1])
+                                                     for i in range(len(parts) - 1)], node)
         parent = self._parent("tensors")
         for part in parts[:-1]:
             parent = h5out.require_group(parent, part)
         self._write(parent, parts[-1], node, path)
+        self._links += links
         self._names.add(path)
         return path
+
+
+def _links(node) -> int:
+    """The objects, one link each, that writing `node` creates."""
+    if isinstance(node, Stored):
+        return 1
+    assert isinstance(node, Group)
+    return 1 + sum(_links(m) for m in node.members.values())
