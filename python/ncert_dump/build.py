@@ -14,7 +14,7 @@ import numpy as np
 from .encode import FLOAT_TYPES, VALUE_TYPES, as_numpy, encode_float, encode_int, shape_of
 from .errors import DumpFormatError
 from .nodes import Group, Stored
-from .segments import as_segment, infer_k, segment_group, segment_name
+from .segments import as_segment, default_k, segment_group, segment_name
 
 __all__ = ["build_projection", "build_logits", "build_tensor", "check_leaf",
            "DEFAULT_CHUNK_BYTES"]
@@ -80,7 +80,7 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
     for seg, name in zip(segs, names):
         _refuse_transposed(seg, f"{path}/weight/{name}", k, _width(x))
     if k is None:
-        k = next((kk for kk in map(infer_k, segs) if kk is not None), None)
+        k = default_k(segs, _width(x))
     if n is None:
         ends = [s.row_end for s in segs if isinstance(s.row_end, (int, np.integer))]
         n = max(int(e) for e in ends) if ends else None

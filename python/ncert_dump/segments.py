@@ -12,7 +12,7 @@ from .encode import as_numpy, encode_float, encode_int, natural_name, shape_of
 from .errors import DumpFormatError
 from .nodes import Group
 
-__all__ = ["Segment", "as_segment", "segment_group", "infer_k"]
+__all__ = ["Segment", "as_segment", "segment_group", "stated_ks", "default_k"]
 
 
 @dataclass
@@ -90,8 +90,11 @@ def segment_name(seg: Segment, index: int) -> str:
     return seg.name if seg.name is not None else f"s{index}_{seg.format}"
 
 
-def infer_k(seg: Segment) -> Optional[int]:
-    """K as this segment's arrays state it (None when they do not)."""
+def stated_ks(seg: Segment) -> tuple[Optional[int], Optional[int]]:
+    """K as this segment's arrays state it: (by its weights: the width of values or unpacked
+    codes, or of packed codes times the codes per element; by its scales: their columns times
+    group_size), each None when the arrays do not state it."""
+    by_weights = by_scales = None
     if seg.values is not None:
         shape = shape_of(seg.values)
     elif seg.codes is not None:
@@ -100,8 +103,30 @@ def infer_k(seg: Segment) -> Optional[int]:
         s = shape_of(seg.packed_codes)
         shape = (s[0], s[1] * af4.codes_per_word(seg.packing)) if len(s) == 2 else s
     else:
-        return None
-    return int(shape[1]) if len(shape) == 2 else None
+        shape = ()
+    if len(shape) == 2:
+        by_weights = int(shape[1])
+    gs = seg.group_size
+    if seg.scales is not None and isinstance(gs, (int, np.integer)) and not isinstance(gs, bool):
+        s = shape_of(seg.scales)
+        if len(s) == 2 and gs >= 1:
+            by_scales = int(s[1]) * int(gs)
+    return by_weights, by_scales
+
+
+def default_k(segs: list[Segment], x_width: Optional[int] = None) -> Optional[int]:
+    """K when the caller does not declare it: what the segments' arrays state. When they state
+    several values, one is wrong, and the one equal to the width of x (unpadded activations) is
+    taken: the checks then name the array that disagrees with it, as the reader names it in a
+    file that declares that K (packed codes of half the width are the codes' fault, not the
+    scales'). Otherwise the first weights that state a K decide, else the first scales."""
+    stated = [k for seg in segs for k in stated_ks(seg)]
+    if x_width is not None and x_width in stated:
+        return x_width
+    by_weights = [w for w, _ in map(stated_ks, segs) if w is not None]
+    if by_weights:
+        return by_weights[0]
+    return next((k for k in stated if k is not None), None)
 
 
 #: Formats stored as values, and the type of those values.

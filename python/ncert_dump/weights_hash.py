@@ -131,10 +131,10 @@ def weights_xxh3_of_group(weight: Group, k: int, n: int) -> str:
 def weights_xxh3(weights, k: Optional[int] = None, n: Optional[int] = None) -> str:
     """The §4.5 hash of a list of segments (Segment or dict), as ``add_projection`` would
     declare it: what a step dump that omits these weights declares as ``weights_xxh3``."""
-    from .segments import as_segment, infer_k, segment_group, segment_name
+    from .segments import as_segment, default_k, segment_group, segment_name
     segs = [as_segment(s, "/weight") for s in weights]
     if k is None:
-        k = next((kk for kk in map(infer_k, segs) if kk is not None), None)
+        k = default_k(segs)
     if n is None:
         n = max(int(s.row_end) for s in segs)
     if k is None:

@@ -77,6 +77,14 @@ def _zero_point_seg(kw, **changes):
     return {"weights": [_w(kw)[0], zero_point_segment(rows=4, k=16, row_begin=4, **changes)]}
 
 
+def _narrow_packed_af4():
+    """An affine AF4 segment over all 8 rows whose packed u8-lsb codes hold half the bytes K = 16
+    needs ([8, 4], not [8, 8]); its scales and biases fit K = 16."""
+    seg = af4_segment(rows=8, k=16, packing="u8-lsb")
+    seg.codes, seg.packed_codes = None, np.zeros((8, 4), np.uint8)
+    return seg
+
+
 S1 = P + "/weight/s1_bf16"
 A1 = P + "/weight/s1_af4"
 
@@ -307,6 +315,12 @@ CASES = [
     Case("af4_codes_columns", "guard-af4-geometry",
          "segment s1_af4: codes have 1 columns; u32-lsb with K = 16 needs K/8 = 2", A1,
          lambda kw: _with_af4(kw, codes=None, packed_codes=np.zeros((4, 1), np.uint32)), "check"),
+    # K not declared: the width of x (16) is what the scales state too (2 columns of 8), so
+    # the codes (u8-lsb [rows, 4], which alone would say K = 8) are blamed, as by the reader.
+    Case("af4_codes_columns_k_from_x", "guard-af4-geometry",
+         "segment s0_af4: codes have 4 columns; u8-lsb with K = 16 needs K/2 = 8",
+         P + "/weight/s0_af4",
+         lambda kw: {"weights": [_narrow_packed_af4()]}, "check"),
     Case("af4_scales_columns", "guard-af4-geometry",
          "segment s1_af4: scales have 3 columns, K/group_size = 2", A1,
          lambda kw: _with_af4(kw, scales=np.ones((4, 3), np.uint16),
