@@ -233,10 +233,12 @@ def _add_zero_points(seg: Segment, path: str, g: Group) -> None:
 
 def _add_codes(seg: Segment, path: str, g: Group, k: Optional[int]) -> None:
     if seg.packed_codes is not None:
-        # Packed words are bit layouts, not numbers: no widening between u8 and u32.
+        # Packed words are bit layouts: no widening between u8 and u32, whose layouts differ.
+        # The layout is of the word's value (element i of a u32-lsb word in its bits 4i..4i+3),
+        # so a big-endian array holds the same codes and is stored little-endian, as any other.
         want = "u32" if seg.packing == "u32-lsb" else "u8"
         packed = as_numpy(seg.packed_codes)
-        if packed.dtype != np.dtype(np.uint32 if want == "u32" else np.uint8):
+        if packed.dtype.kind != "u" or packed.dtype.itemsize != (4 if want == "u32" else 1):
             raise DumpFormatError("datatype-refused", path + "/codes",
                                   f"dtype {natural_name(packed.dtype)} where {want} is required")
         g.members["codes"] = encode_int(packed, want, path + "/codes")

@@ -11,13 +11,14 @@ from unittest import mock
 import h5py
 import numpy as np
 
-from ncert_dump import DumpFormatError, DumpWriter, Segment, bf16_from_f32, f32_from_bf16, rules
+from ncert_dump import (DumpFormatError, DumpWriter, Segment, bf16_from_f32, f32_from_bf16, pack_codes,
+                        rules)
 from ncert_dump.codecs import decode_narrow, e4m3_from_f32, f16_truncate
 from ncert_dump.ggml import (BLOCK_BYTES, codes_from_qs, join_blocks, qs_from_codes,
                              segment_from_blocks, split_blocks)
 from ncert_dump.quant import dequantize_activations, quantize_activations
 
-from .support import HAVE_NCERT, TempDirCase, base_projection, ncert_json
+from .support import HAVE_NCERT, TempDirCase, af4_segment, base_projection, ncert_json
 
 HAVE_V2_TABLE = 2 in rules.VERSIONS
 
@@ -114,6 +115,25 @@ class ExplicitElementTypes(WriterCase):
         with h5py.File(self.tmp(), "r") as f:
             self.assertEqual(f["/tensors/a"][()].tolist(), [1.5, -2.0])
             self.assertEqual(f["/tensors/b"][()].tolist(), [1.5, -2.0])
+
+    def test_big_endian_packed_codes_are_words_like_any_other(self):
+        # Packed words are numbers (element i of a u32-lsb word in its bits 4i..4i+3), so a
+        # big-endian array holds the same codes, stored little-endian; only the width is fixed.
+        seg = af4_segment(rows=8, k=16)
+        native = pack_codes(np.asarray(seg.codes), "u32-lsb")
+        seg.codes, seg.packed_codes = None, native.astype(">u4")
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            w.add_projection("q", **self.kwargs(weights=[seg]))
+            seg.packed_codes = native.astype(np.int32)
+            self.refused("datatype-refused", lambda: w.add_projection("p", **self.kwargs(weights=[seg])),
+                         "/projections/p/weight/s0_af4/codes", "dtype i32 where u32 is required")
+            seg.packed_codes = native.astype(">u8")
+            self.refused("datatype-refused", lambda: w.add_projection("p", **self.kwargs(weights=[seg])),
+                         "dtype u64 where u32 is required")
+        with h5py.File(self.tmp(), "r") as f:
+            stored = f["/projections/q/weight/s0_af4/codes"]
+            self.assertEqual(stored.dtype, np.dtype("<u4"))
+            self.assertTrue(np.array_equal(stored[()], native))
 
     def test_tensor_type_from_the_array(self):
         with DumpWriter(self.tmp(), engine="t", build="b") as w:
