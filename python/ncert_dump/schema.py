@@ -538,6 +538,7 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
         _dataset(g, path, values_rule, types, sym)
         if fmt in _SCALED:
             _check_scaled(path, g, a, facts, k, context, types, sym)
+        _refuse_unread_attributes(path, g, context)
         check_string_attrs(path, g.attrs)
         return facts
     sym[_SCALE_ROWS_DIM] = end - begin
@@ -574,11 +575,29 @@ def _check_segment(path: str, g: Group, k: int) -> SegmentFacts:
     zp_rule = rules.dataset(_S, "zero_points")
     if rules.applies(zp_rule, context):
         _check_zero_points(g, path, zp_rule, types, sym)
+    _refuse_unread_attributes(path, g, context)
     check_string_attrs(path, g.attrs)
     facts.af4 = Af4Facts(group_size=gs, variant=variant, packing=packing,
                          codes_cols=codes.shape[1], scales_cols=scales.shape[1],
                          biases_cols=biases.shape[1] if biases is not None else 0)
     return facts
+
+
+def _refuse_unread_attributes(path: str, g: Group, context: Mapping[str, Optional[str]]) -> None:
+    """Writer rule: an attribute of the table that the segment's format (or variant) does not
+    read is refused, once the reader's own checks have passed. The reader ignores it silently
+    (dump-format.md §1.2), so `dequant_op = "fma"` on an int8 segment, or `group_size` on a bf16
+    one, would declare something of the kernel that nothing reads or checks."""
+    for rule in rules.rules_of(_S, "attribute"):
+        name = rule["name"]
+        if name not in g.attrs or rules.applies(rule, context):
+            continue
+        cond, values = next((c, v) for c, v in rule["if"].items() if context.get(c) not in v)
+        raise DumpFormatError(
+            "invalid-argument", path,
+            f'attribute "{name}" = {render(g.attrs[name])} does not apply to {cond} '
+            f'{context.get(cond)} (it is read for {cond} {", ".join(values)} only); it '
+            "would be ignored")
 
 
 #: The scaled weight formats (values of a narrow type times scales, dump-format v2).

@@ -149,6 +149,10 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
         if v is not None:
             g.attrs[attr] = v
     fmt = seg.format
+    if seg.codebook is not None:
+        # Written whatever the format and variant: where the format does not read it, the
+        # schema check refuses the attribute rather than the writer dropping it unsaid.
+        g.attrs["codebook"] = seg.codebook if isinstance(seg.codebook, str) else "custom"
     if fmt in VALUE_FORMATS or fmt in SCALED_FORMATS:
         others = ["codes", "packed_codes", "zero_points", "biases"]
         if fmt in VALUE_FORMATS:
@@ -172,12 +176,8 @@ def segment_group(seg: Segment, path: str, k: Optional[int]) -> Group:
                               "scales and biases)")
     if seg.codes is not None and seg.packed_codes is not None:
         raise DumpFormatError("invalid-argument", path, "give codes or packed_codes, not both")
-    if seg.variant == "codebook" and seg.codebook is not None:
-        if isinstance(seg.codebook, str):
-            g.attrs["codebook"] = seg.codebook
-        else:
-            g.attrs["codebook"] = "custom"
-            g.members["codebook"] = encode_float(seg.codebook, "f32", path + "/codebook")
+    if seg.variant == "codebook" and seg.codebook is not None and not isinstance(seg.codebook, str):
+        g.members["codebook"] = encode_float(seg.codebook, "f32", path + "/codebook")
     _add_codes(seg, path, g, k)
     _add_scales(seg, path, g)
     _add_zero_points(seg, path, g)
