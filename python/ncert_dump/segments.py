@@ -39,7 +39,8 @@ class Segment:
     f16 segments: ``values`` ``[rows, k]`` like bf16 / f32. Scaled segments ("int8", "e4m3",
     "e5m2"): ``values`` ``[rows, k]`` of that type (int8 integers; e4m3 / e5m2 as uint8
     patterns or values exact in the type) and ``scales`` ``[ceil(rows / scale_rows),
-    k / group_size]`` (w = q * s); ``group_size`` defaults to k, ``scale_rows`` to 1.
+    k / group_size]`` (w = q * s); ``group_size`` is required, as dump-format.md §4.1 says
+    (``group_size=k`` for one scale per row), and ``scale_rows`` defaults to 1.
 
     ggml.segment_from_blocks builds the segment that declares ggml's Q4_0, Q4_1 or Q8_0 blocks.
     """

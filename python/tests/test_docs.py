@@ -7,9 +7,11 @@ import re
 import textwrap
 import unittest
 
+import numpy as np
+
 import ncert_dump
 
-from .support import HAVE_NCERT, REPO, TempDirCase, run_ncert
+from .support import HAVE_NCERT, REPO, TempDirCase, base_projection, run_ncert
 
 
 def docstring_example() -> str:
@@ -44,6 +46,24 @@ class Examples(TempDirCase):
 
     def test_readme_example(self):
         self.run_example(readme_example())
+
+
+class SegmentDocstring(TempDirCase):
+    def test_scaled_segments_group_size_is_required_as_documented(self):
+        # dump-format.md §4.1: group_size is required for int8 / e4m3 / e5m2 (221 when absent);
+        # the docstring says so rather than promising a default the writer does not apply.
+        doc = " ".join((ncert_dump.Segment.__doc__ or "").split())
+        self.assertNotIn("group_size`` defaults", doc)
+        self.assertIn("``group_size`` is required", doc)
+        seg = ncert_dump.Segment("int8", 0, 8, values=np.ones((8, 16), np.int8),
+                                 scales=np.ones((8, 1), np.float32))
+        kw = base_projection()
+        kw["weights"] = [seg]
+        with ncert_dump.DumpWriter(self.tmp(), engine="t", build="b") as w:
+            with self.assertRaises(ncert_dump.DumpFormatError) as cm:
+                w.add_projection("q", **kw)
+        self.assertEqual((cm.exception.name, cm.exception.message),
+                         ("missing-attribute", 'missing attribute "group_size"'))
 
 
 if __name__ == "__main__":
