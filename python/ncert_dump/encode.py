@@ -4,7 +4,7 @@ Rules (README "Values and types"):
 
 - the element type is explicit or the array's own: float32 arrays are f32, float16 arrays f16,
   torch / ml_dtypes bfloat16 arrays bf16 (their patterns), FP8 arrays (ml_dtypes, torch) e4m3 /
-  e5m2; float64 and integer arrays hold *values* and default to f32;
+  e5m2; float64 and integer arrays (int8 included) hold *values* and default to f32;
 - a ``uint16`` array holds raw 16-bit patterns of no stated type: it needs the type named
   (bf16 or f16); a ``uint8`` array given for e4m3 / e5m2 holds their raw patterns;
 - an array of another type than the one named is converted only when every value survives the
@@ -145,7 +145,9 @@ def encode_float(obj, dtype: Optional[str], path: str, *, arg: str = "dtype") ->
                 "invalid-argument", path,
                 f'{leaf} is a uint16 array: raw 16-bit patterns of no stated type; declare '
                 f'{arg}="bf16" or {arg}="f16"')
-        dtype = {"f64": "f32", "int": "f32", "u8": "f32"}.get(held, held)
+        # Integer arrays hold values, whatever their width: int8 too, although i8 is a type of
+        # its own, stored only where it is named (scaled weights' values, x_quantized).
+        dtype = {"f64": "f32", "int": "f32", "u8": "f32", "i8": "f32"}.get(held, held)
         if dtype not in VALUE_TYPES:
             raise _refuse_type(path, held, " or ".join(FLOAT_TYPES))
     if dtype not in VALUE_TYPES:

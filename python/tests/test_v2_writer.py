@@ -135,6 +135,24 @@ class ExplicitElementTypes(WriterCase):
             self.assertEqual(stored.dtype, np.dtype("<u4"))
             self.assertTrue(np.array_equal(stored[()], native))
 
+    def test_integer_arrays_of_every_width_are_values(self):
+        # int8 included: i8 is a storage type of its own (scaled weights, x_quantized), but an
+        # int8 array given where a float is expected holds values, as int16 or uint8 arrays do.
+        for itype in (np.int8, np.uint8, np.int16, np.int32, np.int64):
+            with self.subTest(itype.__name__):
+                x = np.random.default_rng(2).integers(-3, 4, (4, 16)).astype(np.float32)
+                w = DumpWriter(self.tmp(), engine="t", build="b", overwrite=True)
+                with w:
+                    w.add_projection("q", **self.kwargs(x=np.abs(x).astype(itype), x_dtype=None))
+                    w.add_tensor("t", np.arange(3).astype(itype))
+                    w.add_logits_run("r", tokens=np.zeros(2, np.int32),
+                                     logits=np.ones((2, 5), itype))
+                with h5py.File(self.tmp(), "r") as f:
+                    for member in ("/projections/q/x", "/tensors/t", "/logits/r/logits"):
+                        self.assertEqual(f[member].dtype, np.float32, member)
+                    self.assertTrue(np.array_equal(f["/projections/q/x"][()], np.abs(x)))
+                    self.assertEqual(f["/tensors/t"][()].tolist(), [0.0, 1.0, 2.0])
+
     def test_tensor_type_from_the_array(self):
         with DumpWriter(self.tmp(), engine="t", build="b") as w:
             w.add_tensor("a", np.ones(3, np.float16))
