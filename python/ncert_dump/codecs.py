@@ -35,6 +35,7 @@ __all__ = [
     "f32_from_e4m3",
     "f32_from_e5m2",
     "round_narrow",
+    "nan_patterns",
     "decode_narrow",
     "NARROW_FORMATS",
     "decode",
@@ -185,6 +186,23 @@ def _format(dtype: str) -> NarrowFormat:
         return NARROW_FORMATS[dtype]
     except KeyError:
         raise ValueError(f"{dtype!r} is not one of {', '.join(NARROW_FORMATS)}") from None
+
+
+def nan_patterns(f32_bits, dtype: str) -> np.ndarray:
+    """The `dtype` patterns closest to f32 NaNs given as their uint32 bits: the sign, and the top
+    payload bits as they are (no quiet bit forced); E4M3FN's one NaN for e4m3. Where the payload
+    does not fit (or truncates to 0: an infinity), decoding the result does not give the bits
+    back: the writer uses this to convert a NaN only when it survives exactly."""
+    u = np.asarray(f32_bits, dtype=np.uint32)
+    f = _format(dtype)
+    sign = (u >> np.uint32(31)).astype(np.int64) << (f.width - 1)
+    if not f.has_infinity:
+        out = np.int64(f.nan_pattern) | sign
+    else:
+        e_all = ((1 << f.exponent_bits) - 1) << f.mantissa_bits
+        m = ((u & np.uint32(0x7FFFFF)) >> np.uint32(23 - f.mantissa_bits)).astype(np.int64)
+        out = np.int64(e_all) | m | sign
+    return np.asarray(out).astype(_PATTERN_DTYPES[f.width])
 
 
 def round_narrow(a, dtype: str, rounding: str = "rne", overflow: Optional[str] = None) -> np.ndarray:

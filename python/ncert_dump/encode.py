@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from .codecs import decode, round_narrow
+from .codecs import decode, nan_patterns, round_narrow
 from .errors import DumpFormatError
 from .nodes import STORAGE_DTYPES, Stored
 
@@ -175,7 +175,65 @@ def encode_float(obj, dtype: Optional[str], path: str, *, arg: str = "dtype") ->
         stored = _patterns(pats, dtype)
         back = decode(pats, dtype).astype(np.float64)
     _require_exact(values, back, held, dtype, path, arg)
+    nan = np.isnan(values)
+    if nan.any():
+        stored = _exact_nans(a, held, nan, np.array(stored), dtype, path, arg)
     return Stored(dtype, np.ascontiguousarray(stored, dtype=want))
+
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _nan_f32_bits(src: np.ndarray, held: str) -> tuple[np.ndarray, np.ndarray]:
+    """The f32 bits of NaN elements `src` (of the array's type `held`), and whether f32 holds
+    each exactly: every narrow type widens exactly (decode keeps payloads); an f64 NaN only when
+    the 29 payload bits f32 lacks are 0."""
+    if held == "f32":
+        return src.view(np.uint32), np.ones(src.shape, bool)
+    if held == "f64":
+        b = src.view(np.uint64)
+        bits = (((b >> np.uint64(32)) & np.uint64(0x80000000)) | np.uint64(0x7F800000)
+                | ((b >> np.uint64(29)) & np.uint64(0x7FFFFF)))
+        return bits.astype(np.uint32), (b & np.uint64((1 << 29) - 1)) == 0
+    raw = src.view(np.uint16) if held == "f16" else src
+    return decode(raw, held).view(np.uint32), np.ones(src.shape, bool)
+
+
+def _exact_nans(a: np.ndarray, held: str, nan: np.ndarray, stored: np.ndarray, dtype: str,
+                path: str, arg: str) -> np.ndarray:
+    """`stored` with each NaN element replaced by the `dtype` NaN that holds it exactly: the
+    same sign, signalling bit and payload, decoded back to the same bits. A NaN no `dtype`
+    pattern holds is refused as any other value that would change: the rounding conversion
+    would make it the target's quiet NaN, a value the engine never had."""
+    src = np.ascontiguousarray(a)[nan]
+    bits, exact = _nan_f32_bits(src, held)
+    if dtype == "f32":
+        pats = bits
+        ok = exact
+    else:
+        pats = nan_patterns(bits, dtype)
+        ok = exact & (decode(pats, dtype).view(np.uint32) == bits)
+    if not ok.all():
+        first = int(np.argmin(ok))
+        where = ", ".join(str(int(i)) for i in np.argwhere(nan)[first])
+        width = src.dtype.itemsize
+        src_bits = int(src.view(_UINT[width])[first]) if src.dtype.kind == "f" else int(src[first])
+        rounded = stored.view(_UINT[stored.dtype.itemsize])[nan][first]
+        leaf = path.rsplit("/", 1)[-1]
+        what = "float64 values" if held == "f64" else f"{held} values"
+        remedy = f'pass {dtype} values or declare {arg}="{held}"' if held != "f64" else \
+            f"pass values exact in {dtype}"
+        raise DumpFormatError(
+            "datatype-refused", path,
+            f"{leaf}: {int((~ok).sum())} of its {what} are NaNs not exactly representable in "
+            f"{dtype} (first at [{where}]: NaN {src_bits:#0{2 + 2 * width}x}, whose sign, "
+            f"signalling bit and payload no {dtype} NaN holds, would become "
+            f"{int(rounded):#0{2 + 2 * stored.dtype.itemsize}x}); converting {held} to {dtype} would "
+            f"change them and the writer never rounds: {remedy}")
+    out = stored.copy()
+    view = out.view(_UINT[out.dtype.itemsize])
+    view[nan] = pats.astype(view.dtype)
+    return out
 
 
 def _encode_i8(a: np.ndarray, held: str, path: str, arg: str) -> Stored:

@@ -153,6 +153,45 @@ class ExplicitElementTypes(WriterCase):
                     self.assertTrue(np.array_equal(f["/projections/q/x"][()], np.abs(x)))
                     self.assertEqual(f["/tensors/t"][()].tolist(), [0.0, 1.0, 2.0])
 
+    def test_nans_convert_only_when_their_bits_survive(self):
+        # A NaN is a value like any other: converted only when the round trip gives back its
+        # bits (sign, signalling bit, payload), never silently made the target's quiet NaN.
+        def f32(*bits):
+            return np.array(bits, np.uint32).view(np.float32)
+
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            for bits, shown in ((0x7F800001, "0x7f800001"), (0xFFC12345, "0xffc12345")):
+                x = f32_from_bf16(base_projection()["x"])
+                x[0, 1] = f32(bits)[0]
+                self.refused("datatype-refused",
+                             lambda: w.add_projection("q", **self.kwargs(x=x, x_dtype="bf16")),
+                             "/projections/q/x", "[0, 1]", f"NaN {shown}", "f32 to bf16",
+                             'x_dtype="f32"')
+            w.add_tensor("kept", f32(0x7FC10000, 0xFFA00000, 0x7FC00000), dtype="bf16")
+            w.add_tensor("f16", f32(0x7FC02000, 0xFF802000), dtype="f16")
+            self.refused("datatype-refused",
+                         lambda: w.add_tensor("lost", f32(0x7FC00001), dtype="f16"), "NaN 0x7fc00001")
+            w.add_tensor("fp8", f32(0x7FC00000, 0xFFC00000), dtype="e4m3")  # E4M3FN's one NaN
+            self.refused("datatype-refused",
+                         lambda: w.add_tensor("fp8b", f32(0x7FD00000), dtype="e4m3"), "NaN 0x7fd00000")
+            w.add_tensor("f64", np.array([np.nan, -np.nan]))
+            payload = np.array([0x7FF8000000000001], np.uint64).view(np.float64)
+            self.refused("datatype-refused", lambda: w.add_tensor("f64b", payload),
+                         "NaN 0x7ff8000000000001", "float64 values")
+            try:  # a bf16 tensor widened to f32 keeps its signalling NaN's bits
+                import torch
+                bf16 = torch.tensor([0x7F81, -0x7F], dtype=torch.int16).view(torch.bfloat16)
+            except ImportError:
+                bf16 = f32(0x7F810000, 0xFF810000)
+            w.add_tensor("widened32", bf16, dtype="f32")
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f["/tensors/kept"][()].tolist(), [0x7FC1, 0xFFA0, 0x7FC0])
+            self.assertEqual(f["/tensors/f16"][()].view(np.uint16).tolist(), [0x7E01, 0xFC01])
+            self.assertEqual(f["/tensors/fp8"][()].tolist(), [0x7F, 0xFF])
+            self.assertEqual(f["/tensors/f64"][()].view(np.uint32).tolist(), [0x7FC00000, 0xFFC00000])
+            self.assertEqual(f["/tensors/widened32"][()].view(np.uint32).tolist(),
+                             [0x7F810000, 0xFF810000])
+
     def test_tensor_type_from_the_array(self):
         with DumpWriter(self.tmp(), engine="t", build="b") as w:
             w.add_tensor("a", np.ones(3, np.float16))
