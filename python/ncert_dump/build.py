@@ -14,6 +14,7 @@ import numpy as np
 from .encode import FLOAT_TYPES, VALUE_TYPES, as_numpy, encode_float, encode_int, shape_of
 from .errors import DumpFormatError
 from .nodes import Group, Stored
+from .schema import unencodable
 from .segments import as_segment, default_k, segment_group, segment_name
 
 __all__ = ["build_projection", "build_logits", "build_tensor", "check_leaf",
@@ -158,11 +159,16 @@ def _add_x_quant(m: dict, path: str, x_quant, x_quantized, x_scales, x_zero_poin
 
 
 def check_leaf(name, parent: str, what: str) -> None:
-    """Refuses a member name that HDF5 would split into groups or that holds a NUL."""
+    """Refuses a member name that HDF5 would split into groups, that holds a NUL, or that UTF-8
+    (HDF5's encoding of link names) cannot encode: a lone surrogate."""
     if not isinstance(name, str) or not name or "/" in name or "\0" in name \
             or name in (".", ".."):
         raise DumpFormatError("invalid-argument", parent,
                               f"{what} {name!r} must be a non-empty string without '/' or NUL")
+    bad = unencodable(name)
+    if bad is not None:
+        raise DumpFormatError("invalid-argument", parent,
+                              f"{what} {name!r} holds {bad}, which UTF-8 cannot encode")
 
 
 def _compression(compression, path: str) -> Optional[int]:

@@ -24,6 +24,7 @@ from .nodes import Group, Stored
 __all__ = [
     "render",
     "check_string_attrs",
+    "unencodable",
     "check_root",
     "check_projection",
     "check_logits",
@@ -119,6 +120,7 @@ class _Attrs:
         if _kind(v) != "string":
             raise DumpFormatError("attribute-invalid", self.path,
                                   f'attribute "{name}" = {render(v)} is not a string')
+        _refuse_unencodable(self.path, name, str(v))
         return str(v)
 
     def integer(self, name: str, required: bool, min_value: int) -> Optional[int]:
@@ -192,11 +194,32 @@ class _Attrs:
         raise DumpFormatError(values["refused"], self.path, message)
 
 
+def unencodable(s: str) -> Optional[str]:
+    """What in `s` UTF-8 cannot encode ("a lone surrogate (U+DCFF at offset 1)"), or None: HDF5
+    stores names and strings as UTF-8, so such a str cannot be written at all."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"a lone surrogate (U+{ord(s[e.start]):04X} at offset {e.start})"
+    return None
+
+
+def _refuse_unencodable(path: str, name: str, s: str) -> None:
+    """Writer rule: a string attribute UTF-8 cannot encode cannot be written; refused when it is
+    read, before its value is judged (or printed: the message could not be)."""
+    bad = unencodable(s)
+    if bad is not None:
+        raise DumpFormatError("invalid-argument", path,
+                              f'attribute "{name}" holds {bad}, which UTF-8 cannot encode')
+
+
 def check_string_attrs(path: str, attrs: dict) -> None:
     """Writer rule (dump-format.md §7): no string attribute may hold an embedded NUL, nor be
     oversized (§1). Where the checks above read an attribute, an oversized one was refused there
     first, as by the reader; elsewhere the reader would see a value of no kind, never the text."""
     for name, v in attrs.items():
+        if isinstance(v, (str, np.str_)):
+            _refuse_unencodable(path, name, str(v))
         if isinstance(v, (str, np.str_)) and _kind(v) != "string":
             raise DumpFormatError("attribute-invalid", path,
                                   f'attribute "{name}" = {render(v)} is not a string')

@@ -41,8 +41,21 @@ class DumpWriter:
 
     def __init__(self, path, engine: str, build: str, model: Optional[str] = None,
                  device: Optional[str] = None, overwrite: bool = False):
-        self.path = os.fspath(path)
+        try:
+            # A bytes path is a path too (os.fsdecode keeps undecodable bytes, and h5py encodes
+            # them back): mixed with the str names below it would fail at the first join.
+            self.path = os.fsdecode(os.fspath(path))
+        except TypeError:
+            raise DumpFormatError("invalid-argument", str(path),
+                                  f"a path is a str, bytes or os.PathLike, not "
+                                  f"{type(path).__name__}") from None
         self.overwrite = overwrite
+        if os.path.exists(self.path) and not os.path.isfile(self.path):
+            # Refused now, whatever overwrite says: replacing a directory or a device would
+            # fail only at close(), after the whole dump was written.
+            what = "a directory" if os.path.isdir(self.path) else "not a regular file"
+            raise DumpFormatError("not-regular-file", self.path,
+                                  f"is {what}; a dump is written only as a regular file")
         if not overwrite and os.path.exists(self.path):
             raise DumpFormatError("output-exists", self.path,
                                   "exists; refusing to overwrite it")
@@ -101,7 +114,13 @@ class DumpWriter:
             os.unlink(self._tmp)
             raise DumpFormatError("output-exists", self.path,
                                   "exists; refusing to overwrite it")
-        os.replace(self._tmp, self.path)
+        try:
+            os.replace(self._tmp, self.path)
+        except OSError as e:
+            os.unlink(self._tmp)
+            raise DumpFormatError("io", self.path,
+                                  f"cannot move the finished dump to its name ({e.strerror}); "
+                                  "nothing was written") from None
 
     def abort(self) -> None:
         """Discards everything written: no file appears at `path`."""

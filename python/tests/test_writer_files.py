@@ -1,0 +1,94 @@
+"""The writer's arguments and files: every refusal is a DumpFormatError raised at the call, and a
+refused or failed call leaves nothing behind, on disk or in the dump."""
+
+from __future__ import annotations
+
+import os
+import unittest
+
+import numpy as np
+
+from ncert_dump import DumpFormatError, DumpWriter
+
+from .support import TempDirCase, base_projection
+
+BAD = "q\udcff"  # a lone surrogate: a str that UTF-8, and so HDF5, cannot hold
+
+
+class Arguments(TempDirCase):
+    def refused(self, call, name, *fragments):
+        with self.assertRaises(DumpFormatError) as cm:
+            call()
+        self.assertEqual(cm.exception.name, name, str(cm.exception))
+        for f in fragments:
+            self.assertIn(f, cm.exception.message)
+        str(cm.exception).encode("utf-8")  # the message itself can be printed
+        return cm.exception
+
+    def writer(self):
+        w = DumpWriter(self.tmp(), engine="e", build="b")
+        self.addCleanup(w.abort)
+        return w
+
+    def logits(self, **changes):
+        lg = np.ones((2, 5), np.float32)
+        return dict(dict(tokens=np.zeros(2, np.int32), logits=lg), **changes)
+
+    def test_lone_surrogates_in_names_are_refused_at_the_call(self):
+        w = self.writer()
+        self.refused(lambda: w.add_projection(BAD, **base_projection()), "invalid-argument",
+                     "projection name", "UTF-8")
+        self.refused(lambda: w.add_logits_run(BAD, **self.logits()), "invalid-argument",
+                     "logits run name", "UTF-8")
+        self.refused(lambda: w.add_tensor("a/" + BAD, np.zeros(2, np.float32)),
+                     "invalid-argument", "tensor name", "UTF-8")
+        kw = base_projection()
+        kw["weights"][0].name = BAD
+        self.refused(lambda: w.add_projection("q", **kw), "invalid-argument", "segment name",
+                     "UTF-8")
+        self.assertEqual(list(w._file), [])  # no group was created for any of them
+        w.add_projection("q", **base_projection())
+        w.close()
+
+    def test_lone_surrogates_in_strings_are_refused_at_the_call(self):
+        self.refused(lambda: DumpWriter(self.tmp(), engine=BAD, build="b"), "invalid-argument",
+                     'attribute "engine"', "U+DCFF", "UTF-8")
+        self.assertEqual(os.listdir(self.dir), [])
+        w = self.writer()
+        self.refused(lambda: w.add_logits_run("r", **self.logits(prompt=BAD)), "invalid-argument",
+                     'attribute "prompt"', "U+DCFF at offset 1")
+        kw = base_projection()
+        kw["role"] = BAD
+        self.refused(lambda: w.add_projection("q", **kw), "invalid-argument", 'attribute "role"')
+        self.refused(lambda: w.add_tensor("t", np.zeros(2, np.float32), compare=BAD),
+                     "invalid-argument", 'attribute "compare"')  # before its grammar
+        self.assertEqual(list(w._file), [])
+
+    def test_a_bytes_or_path_like_path_is_a_path(self):
+        with DumpWriter(os.fsencode(self.tmp("a.h5")), engine="e", build="b") as w:
+            w.add_tensor("t", np.zeros(2, np.float32))
+        self.assertEqual(w.path, self.tmp("a.h5"))
+        self.assertTrue(os.path.isfile(self.tmp("a.h5")))
+        self.refused(lambda: DumpWriter(3, engine="e", build="b"),
+                     "invalid-argument", "a path", "int")
+
+    def test_a_directory_is_refused_at_once_whatever_overwrite_says(self):
+        os.mkdir(self.tmp())
+        for overwrite in (False, True):
+            self.refused(lambda: DumpWriter(self.tmp(), engine="e", build="b", overwrite=overwrite),
+                         "not-regular-file", "is a directory")
+        self.assertEqual(os.listdir(self.dir), ["dump.h5"])
+        self.assertTrue(os.path.isdir(self.tmp()))
+
+    def test_a_failed_move_at_close_leaves_nothing(self):
+        w = DumpWriter(self.tmp(), engine="e", build="b", overwrite=True)
+        os.mkdir(self.tmp())  # the name became a directory while the dump was written
+        with open(os.path.join(self.tmp(), "x"), "w"):
+            pass
+        self.refused(w.close, "io", "cannot move the finished dump")
+        self.assertEqual(os.listdir(self.dir), ["dump.h5"])
+        self.assertTrue(w.closed)
+
+
+if __name__ == "__main__":
+    unittest.main()
