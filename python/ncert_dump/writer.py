@@ -3,9 +3,11 @@ whatever the C++ reader would refuse on read.
 
 Each add_* call encodes its arrays, checks the resulting objects with the reader's rules
 (schema.py, guards.py) and only then writes them, so a refused call leaves nothing behind in
-the file. The file is written under a temporary name beside `path` and moved to `path` by a
-successful close(): a dump that exists under its name is complete, and a dump abandoned by an
-exception never appears.
+the file (nor does one that fails while writing: what it created is removed). The file is
+written under a temporary name beside `path` and moved to `path` by a successful close(): a
+dump that exists under its name is complete, and a dump abandoned by an exception never
+appears. Until close() the file lacks the root's ncert_schema, so the reader refuses the
+temporary file of a writer that was never closed rather than reading it as a dump.
 """
 
 from __future__ import annotations
@@ -72,6 +74,10 @@ class DumpWriter:
             self._file = h5py.File(self._tmp, "x")
         except OSError as e:
             raise DumpFormatError("io", self.path, f"cannot create ({e})") from None
+        # Until close() the file has no ncert_schema: the reader refuses it as "not an ncert
+        # dump" (schema-unknown), so an unfinished dump left under its temporary name (a killed
+        # process, a writer never closed) is never read as a finished one.
+        self._schema = {name: root.pop(name) for name in ("ncert_schema", "ncert_schema_version")}
         h5out.write_attrs(self._file, root)
         self._runs: dict[str, tuple[int, int]] = {}  # logits run name -> (T, V)
         # logits run name -> [facts of lm_head projections naming it]
@@ -107,7 +113,7 @@ class DumpWriter:
             self.abort()
             raise DumpFormatError("missing-member", heads[0].path,
                                   f'logits_run = "{run}" names no /logits run')
-        h5out.write_attrs(self._file, {"ncert_schema_version": self._version})
+        h5out.write_attrs(self._file, dict(self._schema, ncert_schema_version=self._version))
         self._file.close()
         self._file = None
         if not self.overwrite and os.path.exists(self.path):
@@ -157,9 +163,6 @@ class DumpWriter:
         if features and 2 in rules.VERSIONS:
             self._version = max(self._version, 2)
 
-    def _parent(self, root: str) -> h5py.Group:
-        return h5out.require_group(self._file, root)
-
     def _new_links(self, path: str, groups: list[str], node) -> int:
         """The links a member adds (its objects and the groups created for it), refusing the
         member that would take the file past the reader's MAX_LINKS (tree-limit)."""
@@ -170,14 +173,32 @@ class DumpWriter:
                                   "model's dump has a few thousand); refused")
         return added
 
-    def _write(self, parent: h5py.Group, name: str, node, path: str) -> None:
-        """Writes one validated member; on an HDF5 failure removes what was half written."""
+    def _write(self, groups: list[str], name: str, node, path: str) -> None:
+        """Writes one validated member as `name` below `groups` (from the root: "tensors",
+        "layer0", ...), creating the groups it lacks. On any failure it removes what it created,
+        the groups included, so that a failed call leaves no trace in the dump; an HDF5 failure
+        is raised as "io"."""
+        parent = self._file
+        created = None  # the topmost group created here: removing it removes all below it
         try:
+            for g in groups:
+                if g in parent:
+                    parent = parent[g]
+                else:
+                    parent = h5out.create_group(parent, g)
+                    created = created or parent.name
             h5out.write_node(parent, name, node)
-        except (OSError, RuntimeError, ValueError) as e:
-            if name in parent:
-                del parent[name]
-            raise DumpFormatError("io", path, f"cannot write ({e})") from e
+        except BaseException as e:
+            try:
+                if created is not None:
+                    del self._file[created]
+                elif name in parent:
+                    del parent[name]
+            except Exception:  # the first failure is the one to report
+                pass
+            if isinstance(e, (OSError, RuntimeError, ValueError)):
+                raise DumpFormatError("io", path, f"cannot write ({e})") from e
+            raise
 
     def add_projection(self, name: str, *, x, weights, accumulator, output_dtype,
                        epilogue="none", selector, k=None, n=None, in_stride=None,
@@ -231,7 +252,7 @@ class DumpWriter:
         if head_of is not None and head_of in self._runs:
             check_lm_head(facts, self._runs)
         links = self._new_links(path, ["projections"], node)
-        self._write(self._parent("projections"), name, node, path)
+        self._write(["projections"], name, node, path)
         self._links += links
         self._names.add(path)
         if head_of is not None and head_of not in self._runs:
@@ -261,7 +282,7 @@ class DumpWriter:
         for facts in self._pending.get(name, []):
             check_lm_head(facts, {name: (t, v)})
         links = self._new_links(path, ["logits"], node)
-        self._write(self._parent("logits"), name, node, path)
+        self._write(["logits"], name, node, path)
         self._links += links
         self._pending.pop(name, None)
         self._runs[name] = (t, v)
@@ -299,10 +320,7 @@ class DumpWriter:
         self._need_version(version.tensor_features(path, node))
         links = self._new_links(path, ["tensors"] + ["/".join(["tensors"] + parts[:i + 1])
                                                      for i in range(len(parts) - 1)], node)
-        parent = self._parent("tensors")
-        for part in parts[:-1]:
-            parent = h5out.require_group(parent, part)
-        self._write(parent, parts[-1], node, path)
+        self._write(["tensors"] + parts[:-1], parts[-1], node, path)
         self._links += links
         self._names.add(path)
         return path

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import unittest
+from unittest import mock
 
+import h5py
 import numpy as np
 
-from ncert_dump import DumpFormatError, DumpWriter
+from ncert_dump import DumpFormatError, DumpWriter, h5out
 
-from .support import TempDirCase, base_projection
+from .support import HAVE_NCERT, TempDirCase, base_projection, ncert_json
 
 BAD = "q\udcff"  # a lone surrogate: a str that UTF-8, and so HDF5, cannot hold
 
@@ -88,6 +90,61 @@ class Arguments(TempDirCase):
         self.refused(w.close, "io", "cannot move the finished dump")
         self.assertEqual(os.listdir(self.dir), ["dump.h5"])
         self.assertTrue(w.closed)
+
+
+def _half_then_fail(parent, name, node):
+    """h5out.write_node that fails halfway, as a full disk would."""
+    h5out.create_group(parent, name)
+    raise OSError("No space left on device")
+
+
+class NoTrace(TempDirCase):
+    """A failed call leaves no trace in the dump; an unfinished dump is not a dump."""
+
+    def test_a_failed_write_removes_the_groups_it_created(self):
+        w = DumpWriter(self.tmp(), engine="e", build="b")
+        self.addCleanup(w.abort)
+        with mock.patch.object(h5out, "write_node", _half_then_fail):
+            for call in (lambda: w.add_tensor("a/b/c", np.zeros(2, np.float32)),
+                         lambda: w.add_projection("q", **base_projection()),
+                         lambda: w.add_logits_run("r", tokens=np.zeros(2, np.int32),
+                                                  logits=np.ones((2, 5), np.float32))):
+                with self.assertRaises(DumpFormatError) as cm:
+                    call()
+                self.assertEqual(cm.exception.name, "io")
+                self.assertEqual(list(w._file), [])
+        w.add_tensor("kept", np.zeros(2, np.float32))
+        with mock.patch.object(h5out, "write_node", _half_then_fail):
+            with self.assertRaises(DumpFormatError):
+                w.add_tensor("x/y", np.zeros(2, np.float32))
+        self.assertEqual(list(w._file["tensors"]), ["kept"])
+        w.add_tensor("a/b/c", np.zeros(2, np.float32))  # the names are still free
+        w.close()
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(sorted(f), ["tensors"])
+            self.assertEqual(sorted(f["tensors"]), ["a", "kept"])
+
+    def test_an_unfinished_dump_is_not_a_dump(self):
+        # Until close(), the file under its temporary name has no ncert_schema: the reader
+        # refuses it (schema-unknown) instead of reading an unfinished dump as a finished one.
+        w = DumpWriter(self.tmp(), engine="e", build="b")
+        self.addCleanup(w.abort)
+        w.add_tensor("t", np.zeros(2, np.float32))
+        w._file.flush()
+        [partial] = os.listdir(self.dir)
+        self.assertTrue(partial.startswith(".dump.h5.") and partial.endswith(".partial"), partial)
+        with h5py.File(os.path.join(self.dir, partial), "r") as f:
+            self.assertNotIn("ncert_schema", f.attrs)
+        if HAVE_NCERT:
+            code, report = ncert_json("inspect", os.path.join(self.dir, partial))
+            self.assertEqual(code, 3)
+            self.assertIn("schema-unknown", [f["code"] for f in report.get("findings", [])])
+        w.close()
+        with h5py.File(self.tmp(), "r") as f:
+            self.assertEqual(f.attrs["ncert_schema"], "ncert-dump")
+        if HAVE_NCERT:
+            code, report = ncert_json("inspect", self.tmp())
+            self.assertEqual(code, 0, report)
 
 
 if __name__ == "__main__":
