@@ -38,7 +38,8 @@ class DumpWriter:
         engine: engine name (root attribute ``engine``).
         build: build identity: commit, flags (root attribute ``build``).
         model, device: optional root attributes.
-        overwrite: replace an existing file at `path` (otherwise "output-exists").
+        overwrite: replace an existing file at `path` (otherwise "output-exists"); when
+            `path` is a symbolic link, the file it names is replaced and the link kept.
     """
 
     def __init__(self, path, engine: str, build: str, model: Optional[str] = None,
@@ -58,9 +59,13 @@ class DumpWriter:
             what = "a directory" if os.path.isdir(self.path) else "not a regular file"
             raise DumpFormatError("not-regular-file", self.path,
                                   f"is {what}; a dump is written only as a regular file")
-        if not overwrite and os.path.exists(self.path):
+        if not overwrite and os.path.lexists(self.path):  # a link, even dangling, exists
             raise DumpFormatError("output-exists", self.path,
                                   "exists; refusing to overwrite it")
+        # A symbolic link is followed, as open(path, "w") follows it: the dump replaces the file
+        # it names and the link stays. The temporary file sits beside that file, so that the
+        # final rename is one atomic step on one file system.
+        self._target = os.path.realpath(self.path)
         # The least version that describes the file: 1 until a member needs 2 (version.py);
         # close() writes the final value.
         self._version = 1
@@ -68,7 +73,7 @@ class DumpWriter:
                 "engine": engine, "build": build, "model": model, "device": device}
         root = {k: v for k, v in root.items() if v is not None}
         check_root(root)
-        folder, base = os.path.split(os.path.abspath(self.path))
+        folder, base = os.path.split(self._target)
         self._tmp = os.path.join(folder, f".{base}.{uuid.uuid4().hex}.partial")
         try:
             self._file = h5py.File(self._tmp, "x")
@@ -116,12 +121,12 @@ class DumpWriter:
         h5out.write_attrs(self._file, dict(self._schema, ncert_schema_version=self._version))
         self._file.close()
         self._file = None
-        if not self.overwrite and os.path.exists(self.path):
+        if not self.overwrite and os.path.lexists(self.path):
             os.unlink(self._tmp)
             raise DumpFormatError("output-exists", self.path,
                                   "exists; refusing to overwrite it")
         try:
-            os.replace(self._tmp, self.path)
+            os.replace(self._tmp, self._target)
         except OSError as e:
             os.unlink(self._tmp)
             raise DumpFormatError("io", self.path,

@@ -147,5 +147,35 @@ class NoTrace(TempDirCase):
             self.assertEqual(code, 0, report)
 
 
+class Symlinks(TempDirCase):
+    """A symbolic link at `path` is followed, as open(path, "w") follows it: overwrite=True
+    replaces the file it names and the link stays."""
+
+    def test_overwrite_replaces_the_target_through_the_link(self):
+        os.mkdir(self.tmp("elsewhere"))
+        target = os.path.join(self.tmp("elsewhere"), "real.h5")
+        with open(target, "wb"):
+            pass
+        os.symlink(target, self.tmp())
+        with DumpWriter(self.tmp(), engine="new", build="b", overwrite=True) as w:
+            w.add_tensor("t", np.zeros(2, np.float32))
+            # the temporary file sits beside the target, so the final rename stays atomic
+            self.assertEqual(len([f for f in os.listdir(self.tmp("elsewhere"))
+                                  if f.startswith(".real.h5.") and f.endswith(".partial")]), 1)
+        self.assertTrue(os.path.islink(self.tmp()))
+        self.assertEqual(os.readlink(self.tmp()), target)
+        self.assertEqual(sorted(os.listdir(self.tmp("elsewhere"))), ["real.h5"])
+        with h5py.File(target, "r") as f:
+            self.assertEqual(f.attrs["engine"], "new")
+
+    def test_a_link_is_an_existing_output_even_dangling(self):
+        os.symlink(self.tmp("nowhere.h5"), self.tmp())
+        with self.assertRaises(DumpFormatError) as cm:
+            DumpWriter(self.tmp(), engine="e", build="b")
+        self.assertEqual(cm.exception.name, "output-exists")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["dump.h5"])
+        self.assertTrue(os.path.islink(self.tmp()))
+
+
 if __name__ == "__main__":
     unittest.main()
