@@ -94,7 +94,7 @@ ERROR_NAMES = {name: ERROR_CODES[name] for name in (
     "guard-cap-exceeded", "guard-commit-mismatch", "guard-too-few-slots",
     "guard-stride-below-width", "guard-extent-too-small", "guard-segment-table",
     "guard-af4-geometry", "guard-walk-split", "guard-plan-shape", "format-unknown",
-    "chunk-bomb", "tree-limit", "not-regular-file",
+    "chunk-bomb", "tree-limit", "not-regular-file", "shape-limit",
     "af4-variant-unknown", "af4-codebook-unknown", "af4-packing-unknown", "af4-dequant-unknown",
     "accumulator-unknown", "k-walk-invalid", "epilogue-unknown", "output-dtype-unknown",
     "policy-invalid", "output-rounding-unknown", "dequant-op-unknown", "x-quant-unknown",

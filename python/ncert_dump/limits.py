@@ -10,7 +10,7 @@ as tests/test_errors.py does for the error codes.
 from __future__ import annotations
 
 __all__ = ["MAX_ATTRIBUTE_BYTES", "MAX_SMALL_CHUNKS", "SMALL_CHUNK_BYTES", "MAX_TREE_DEPTH",
-           "MAX_LINKS"]
+           "MAX_LINKS", "MAX_SHAPE_VALUE"]
 
 #: kMaxAttrBytes (certify/io/detail/hdf5_util.cc): a string attribute of more bytes (UTF-8, as
 #: stored) reads as "<oversized: N bytes>", which is not a string (attribute-invalid).
@@ -26,3 +26,8 @@ SMALL_CHUNK_BYTES = 1024
 #: file, is refused (tree-limit).
 MAX_TREE_DEPTH = 32
 MAX_LINKS = 200_000
+
+#: kMaxShapeValue (certify/io/schema.cc): an extent or count attribute (every integer rule with
+#: a minimum of 0 or more: k, n, the strides, vocab, group sizes, segment rows, request
+#: geometry) above it is refused as shape-limit.
+MAX_SHAPE_VALUE = (1 << 32) - 1

@@ -148,10 +148,18 @@ class _Attrs:
                             f"read as {kind}")
 
     def check_int(self, rule: dict) -> Optional[int]:
-        """An integer attribute as its rule says: presence, type and minimum."""
+        """An integer attribute as its rule says: presence, type and minimum; then, for an
+        extent or a count (a rule with a minimum of 0 or more), the largest value the reader
+        accepts (int_attr of schema.cc)."""
         self._expect(rule, "int")
         lo = rule["min_value"]
-        return self.integer(rule["name"], rule["required"], INT64_MIN if lo is None else lo)
+        v = self.integer(rule["name"], rule["required"], INT64_MIN if lo is None else lo)
+        if v is not None and lo is not None and lo >= 0 and v > limits.MAX_SHAPE_VALUE:
+            raise DumpFormatError(
+                "shape-limit", self.path,
+                f'attribute "{rule["name"]}" = {v} is above {limits.MAX_SHAPE_VALUE} (2^32 - 1), '
+                "the largest extent ncert accepts; refused before any size is computed from it")
+        return v
 
     def check_str(self, rule: dict, parser: Optional[Parser] = None,
                   closed: bool = True) -> Optional[str]:

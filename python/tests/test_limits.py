@@ -55,6 +55,7 @@ class LimitsAreTheReaders(unittest.TestCase):
             "SMALL_CHUNK_BYTES": ("certify/io/dump_reader.h", "kSmallChunkBytes"),
             "MAX_TREE_DEPTH": ("certify/io/dump_reader.h", "max_depth"),
             "MAX_LINKS": ("certify/io/dump_reader.h", "max_objects"),
+            "MAX_SHAPE_VALUE": ("certify/io/schema.cc", "kMaxShapeValue"),
         }.items():
             self.assertEqual(getattr(limits, mirrored), cxx_constant(source, name), mirrored)
 
@@ -114,6 +115,19 @@ class LimitRefusals(TempDirCase):
         self.refused(lambda: w.add_projection("q", **kw), "attribute-invalid", "/projections/q",
                      f'attribute "role" = <oversized: {limits.MAX_ATTRIBUTE_BYTES + 1} bytes> is not '
                      "a string")
+
+    # ---- extents ----
+
+    def test_an_extent_above_2_32_is_refused(self):
+        # test_rule_parity plants this in every extent and count of the table, against the reader.
+        w = self.writer()
+        kw = base_projection()
+        kw["cap"] = 2**33
+        self.refused(lambda: w.add_projection("q", **kw), "shape-limit", "/projections/q",
+                     'attribute "cap" = 8589934592 is above 4294967295 (2^32 - 1), the largest '
+                     "extent ncert accepts; refused before any size is computed from it")
+        kw["cap"] = limits.MAX_SHAPE_VALUE
+        w.add_projection("q", **kw)
 
     # ---- chunk bombs ----
 

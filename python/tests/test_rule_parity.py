@@ -19,7 +19,7 @@ import unittest
 
 import numpy as np
 
-from ncert_dump import DumpFormatError, Segment, rules
+from ncert_dump import DumpFormatError, Segment, limits, rules
 from ncert_dump.quant import quantize_activations
 from ncert_dump.build import build_logits, build_tensor
 from ncert_dump.guards import check_weights_and_strides
@@ -90,6 +90,8 @@ def _attribute_plants(rule: dict, present):
         plants.append(("not an integer", "1"))
         if rule["min_value"] is not None:
             plants.append(("below the minimum", rule["min_value"] - 1))
+        if rule["min_value"] is not None and rule["min_value"] >= 0:  # an extent or a count
+            plants.append(("above the largest extent", limits.MAX_SHAPE_VALUE + 1))
     else:
         plants.append(("not a string", 5))
         if rule["values"]:
