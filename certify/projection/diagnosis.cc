@@ -1054,11 +1054,13 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     trial(std::string("accumulator = ") + acc, "", p, TrialEffect::kWidensBound);
   }
   narrow_accumulator_trials(f, s, base, trials);
-  // The output rounding of a narrow output.
-  if (info.output != DType::kF32 && info.output_rounding == reference::OutputRounding::kNearestEven) {
+  // The output rounding of a narrow output: the other of rne and rz (a kernel rounding to
+  // nearest declared rz read "no single other declaration fits ... a kernel fault").
+  if (info.output != DType::kF32 && info.output_rounding != reference::OutputRounding::kAny) {
+    const bool rne = info.output_rounding == reference::OutputRounding::kNearestEven;
     LinearProblem p = base;
-    p.output_rounding = reference::OutputRounding::kTowardZero;
-    trial("output_rounding = rz", "", p, TrialEffect::kMovesRounding);
+    p.output_rounding = rne ? reference::OutputRounding::kTowardZero : reference::OutputRounding::kNearestEven;
+    trial(rne ? "output_rounding = rz" : "output_rounding = rne", "", p, TrialEffect::kMovesRounding);
   }
   // Each quantized segment's dequantization, operation order and nibble order.
   segment_trials(s.weights, true, [&](const std::string& declaration, const std::string& segment, TrialEffect effect) {
@@ -1089,6 +1091,22 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
       p.bias = {DType::kF32, bias.data(), s.cols};
       trial("epilogue = bias (a per-column bias the dump does not declare)", "", p);
     }
+  }
+  // A declared bias the kernel never added: every column off by its own bias, which signature
+  // read as one column's wrong bias.
+  if (reference::has_bias(base.epilogue)) {
+    LinearProblem p = base;
+    p.epilogue = reference::has_residual(base.epilogue) ? reference::Epilogue::kResidual : reference::Epilogue::kNone;
+    trial("no bias added (the dump declares one the kernel does not add)", "", p);
+  }
+  // The residual added at the other point: after the output rounding, in the output type
+  // (residual_at = output), or before it in f32. Adding after rounding is defined only for a
+  // residual of the output type.
+  if (reference::has_residual(base.epilogue) && info.output != DType::kF32 && base.residual.dtype == info.output) {
+    LinearProblem p = base;
+    const bool at_f32 = base.residual_at == reference::ResidualAt::kF32;
+    p.residual_at = at_f32 ? reference::ResidualAt::kOutput : reference::ResidualAt::kF32;
+    trial(at_f32 ? "residual_at = output" : "residual_at = f32", "", p);
   }
   // Weights transposed: with a square W the engine may have multiplied by its transpose.
   if (info.k == info.n) {

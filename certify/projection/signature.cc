@@ -101,6 +101,39 @@ std::vector<SignatureFinding> other_columns(const SignatureEvidence& e, std::vec
   return out;
 }
 
+/// Where the strongest finding's K range is missing or counted twice in more than 8 columns and
+/// a tenth of those tested, and each of the strongest columns reads the same range the same
+/// way: how many of them (else 0). A split-K part dropped in every column read "column 41,
+/// group 2 (k 128-191) missing", one column of 256 (an outside exporter's).
+Index shared_range_columns(const SignatureEvidence& e, const std::vector<SignatureHit>& by_column,
+                           const ReferencePass& pass, const ProjectionFacts& f) {
+  if (e.fit || e.zero_point || e.strongest.empty()) return 0;
+  const SignatureFinding& s = e.strongest.front();
+  const bool missing = range_missing(s);
+  if (!(missing || range_doubled(s)) || e.significant_columns <= 8 || 10 * e.significant_columns < e.columns_tested) {
+    return 0;
+  }
+  Index same = 0;
+  for (const SignatureHit& h : by_column) {
+    const SignatureFinding o = finding_of(h, pass, f);
+    if (o.k_begin != s.k_begin || o.k_end != s.k_end || !(missing ? range_missing(o) : range_doubled(o))) return 0;
+    ++same;
+  }
+  return same;
+}
+
+/// "k 128-191 missing in 256 of 256 output columns: ..." (range_columns > 0).
+std::string describe_shared_range(const SignatureEvidence& e) {
+  const SignatureFinding& s = e.strongest.front();
+  return detail::range_text(s.k_begin, s.k_end, -1) + (range_missing(s) ? " missing" : " counted twice") + " in " +
+         std::to_string(e.significant_columns) + " of " + std::to_string(e.columns_tested) +
+         " output columns, and each of the " + std::to_string(e.range_columns) + " strongest fits " +
+         (range_missing(s) ? "0x" : "2x") + " that range's exact contribution (" + s.output + " column " +
+         std::to_string(s.col) + ": z = " + format_short(s.z) + "): the kernel " +
+         (range_missing(s) ? "drops" : "adds twice") +
+         " those K terms in every column (a split-K part or a tile), or x's columns there are not the ones it used";
+}
+
 /// "; and in 1 other column: y_unpacked column 20, the whole dot product 1.01x (z = 15.1)".
 std::string others_text(const std::vector<SignatureFinding>& others, Index k) {
   if (others.empty()) return std::string();
@@ -153,6 +186,7 @@ std::string describe_signature(const SignatureFinding& s, const ProjectionInfo& 
 
 std::string describe_location(const SignatureEvidence& e, const ProjectionInfo& info) {
   if (e.fit) return detail::describe_fit(*e.fit, info);
+  if (e.range_columns > 0) return describe_shared_range(e);
   return e.zero_point ? detail::describe_zero_point(*e.zero_point) : describe_signature(e.strongest.front(), info);
 }
 
@@ -166,6 +200,11 @@ std::string describe_location_short(const SignatureEvidence& e) {
     return t.output + " column " + std::to_string(t.col);
   }
   if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);
+  if (e.range_columns > 0) {
+    const SignatureFinding& s = e.strongest.front();
+    return detail::range_text(s.k_begin, s.k_end, -1) + " in " + std::to_string(e.significant_columns) +
+           " output columns";
+  }
   return e.strongest.front().output + " column " + std::to_string(e.strongest.front().col);
 }
 
@@ -256,6 +295,7 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
     const SignatureFinding& s = e.strongest.front();
     detail::localize(f, e, columns);
     e.others = other_columns(e, by_column, pass, f);
+    e.range_columns = shared_range_columns(e, by_column, pass, f);
     r.verdict = Verdict::kFail;
     // Spread over the columns, the strongest candidate is no location: it is named as the
     // strongest, beside what such a spread is.

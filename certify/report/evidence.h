@@ -609,6 +609,11 @@ struct SignatureEvidence {
   /// among the 8 strongest: the strongest candidate of each other significant column, strongest
   /// first (a fault in several columns at once: two channels' scales wrong). Empty otherwise.
   std::vector<SignatureFinding> others;
+  /// Where the strongest finding's K range is missing (or counted twice) with more than 8
+  /// columns and a tenth of those tested significant, and each of the 8 strongest columns reads
+  /// that same range so: how many they are (else 0). The range is then the kernel's in every
+  /// column (a split-K part dropped), not one column's.
+  Index range_columns = 0;
   /// z of every computed candidate, and once per screened column its bound.
   Log2Histogram z{kZLog2Min, kZLog2Max};
   std::optional<ZeroPointFinding> zero_point;  ///< the failure's location, where a zero point explains it

@@ -390,6 +390,7 @@ void fields(auto& f, Is<SignatureEvidence> auto& x) {
   f("screened_max", x.screened_max);
   f("strongest", x.strongest);
   f("others", x.others);
+  f("range_columns", x.range_columns);
   f("z", x.z);
   f("zero_point", x.zero_point);
   f("fit", x.fit);

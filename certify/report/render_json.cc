@@ -292,6 +292,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                 {"screened_max", e.screened_max},
                 {"strongest", strongest},
                 {"others", findings(e.others)},
+                {"range_columns", e.range_columns},
                 {"z_histogram", histogram_json(e.z)}};
   if (e.zero_point) {
     const ZeroPointFinding& z = *e.zero_point;

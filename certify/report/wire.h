@@ -54,7 +54,8 @@ namespace ncert::certify {
 ///      LocationFit::col_begin, col_end, scale_row); the strongest candidate of each other
 ///      significant column (SignatureEvidence::others) (2026-12-07)
 ///  14  the variance lean over the residuals' own spread (VarianceOutput::spread_z,
-///      spread_limit) (2026-12-07)
+///      spread_limit, away_from_zero); the columns signature tested and those sharing a
+///      missing K range (SignatureEvidence::columns_tested, range_columns) (2026-12-07)
 inline constexpr int kWireVersion = 14;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).

@@ -721,7 +721,8 @@ TEST(Diagnosis, AnUndeclaredPerColumnBiasIsNamed) {
 /// selected (slot i holds row i, the other slots empty).
 void write_plain(const std::string& path, Index m, Index k, Index n, const std::vector<float>& x,
                  const std::vector<float>& w, DType output, const void* y, Index segments = 1,
-                 const float* y_packed = nullptr, Index selected = 0, const float* bias = nullptr) {
+                 const float* y_packed = nullptr, Index selected = 0, const float* bias = nullptr,
+                 const std::function<void(DumpWriter&)>& more = nullptr) {
   auto opened = DumpWriter::create(path, true);
   ASSERT_TRUE(opened.ok()) << opened.status().to_string();
   DumpWriter dw = std::move(opened).value();
@@ -754,6 +755,7 @@ void write_plain(const std::string& path, Index m, Index k, Index n, const std::
   ok(dw.write_dataset(g + "/selector", DType::kI32, {m}, selector.data()));
   ok(dw.write_dataset(g + "/y_unpacked", output, {m, n}, y));
   if (y_packed != nullptr) ok(dw.write_dataset(g + "/y_packed", DType::kF32, {m, n}, y_packed));
+  if (more) more(dw);
   ok(dw.close());
 }
 
@@ -2053,6 +2055,186 @@ TEST(Diagnosis, TruncatedF16OutputsAreReadAsTheRoundingNotAWiderAccumulator) {
   ASSERT_NE(bias, nullptr);
   EXPECT_EQ(bias->verdict, Verdict::kFail) << bias->reason;
   EXPECT_NE(bias->reason.find("truncation"), std::string::npos) << bias->reason;
+}
+
+TEST(Diagnosis, AKernelRoundingToNearestDeclaredRzIsNamed) {
+  // bf16 outputs rounded to nearest, the dump declaring rz: half the values lie a spacing
+  // beyond their rz intervals. Only rne was tried against a declared rne; this read "no single
+  // other declaration fits ...: a kernel fault" (an outside exporter's).
+  const Index m = 16, k = 512, n = 64;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 31, x, w);
+  const std::vector<std::uint16_t> y = to_bf16(row_scaled_outputs(m, k, n, x, w, -1, 1.0));
+  const std::string path = ncert::testing::scratch_file("diag-rne-declared-rz.h5");
+  write_plain(path, m, k, n, x, w, DType::kBf16, y.data());
+  ncert::testing::poke_attr_string(path, "/projections/p", "output_rounding", "rz");
+  const Report r = check_dump(path);
+  const CheckResult* b = nullptr;
+  ASSERT_NE(failing_bound(r, b), nullptr) << r.to_text(true);
+  EXPECT_NE(b->reason.find("the data fits output_rounding = rne (all"), std::string::npos) << b->reason;
+  // Its twin, declared as the kernel rounds, passes.
+  write_plain(path, m, k, n, x, w, DType::kBf16, y.data());
+  EXPECT_EQ(check_dump(path).verdict(), Verdict::kPass);
+}
+
+TEST(Diagnosis, ADeclaredBiasTheKernelNeverAddedIsNamed) {
+  // f32 outputs of the dot products alone, the dump declaring a bias of about the outputs'
+  // size: every column is off by its own bias, which signature read as one column's wrong bias
+  // ("y_unpacked column 26: ... the kernel's bias of that column is not the dumped one").
+  const Index m = 16, k = 512, n = 64;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 37, x, w);
+  const std::vector<float> y = row_scaled_outputs(m, k, n, x, w, -1, 1.0);
+  std::vector<float> bias(static_cast<std::size_t>(n));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (float& v : bias) v = normal(rng);
+  const std::string path = ncert::testing::scratch_file("diag-bias-not-added.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
+  const Report r = check_dump(path);
+  const CheckResult* b = nullptr;
+  ASSERT_NE(failing_bound(r, b), nullptr) << r.to_text(true);
+  EXPECT_NE(b->reason.find("the data fits no bias added (the dump declares one the kernel does not add)"),
+            std::string::npos)
+      << b->reason;
+  // The residual tests read residuals against the declared bias: held back, naming the fit.
+  const CheckResult* sig = find_check(r, "projections/p/signature");
+  ASSERT_NE(sig, nullptr);
+  EXPECT_NE(sig->verdict, Verdict::kFail) << sig->reason;
+  // Twin: declared without the bias, the same outputs pass.
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data());
+  EXPECT_EQ(check_dump(path).verdict(), Verdict::kPass);
+}
+
+TEST(Diagnosis, AResidualAddedAfterTheRoundingDeclaredBeforeItIsNamed) {
+  // The engine adds the bf16 residual after rounding (residual_at = output); the dump says f32
+  // (the default). Before, the messages named a weight scale and "bits coarser".
+  fixtures::ProjectionSpec p = base("p");
+  p.output = DType::kBf16;
+  p.epilogue = reference::Epilogue::kResidual;
+  p.residual_at = reference::ResidualAt::kOutput;
+  const std::string path = write_fixture(one(p), "diag-residual-at-output.h5");
+  EXPECT_EQ(check_dump(path).verdict(), Verdict::kPass);  // as the engine did it
+  ncert::testing::poke_attr_string(path, "/projections/p", "residual_at", "f32");
+  const Report r = check_dump(path);
+  const CheckResult* b = nullptr;
+  ASSERT_NE(failing_bound(r, b), nullptr) << r.to_text(true);
+  EXPECT_NE(b->reason.find("the data fits residual_at = output (all"), std::string::npos) << b->reason;
+}
+
+TEST(Diagnosis, PerTokenInt8ScalesStoredAsF16SubnormalsPassQuantize) {
+  // The engine's own int8 quantizer: s = fl32(amax / 127) per row, codes rne(fl32(x / s)), s
+  // stored in f16 afterwards (docs/dump-format.md §3.6 allows quantizing before the scale is
+  // rounded). Row 1's activations stay under 1e-3, so its stored scale is an f16 subnormal,
+  // 7.6e-6 with a rounding error of 0.4 %: quantize failed 20 of its codes (an outside
+  // exporter's) under the normal range's 2^-11. Its twin with row 1 moved by one code fails.
+  const Index m = 4, k = 256, n = 32;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 41, x, w);
+  for (Index c = 0; c < k; ++c) x[static_cast<std::size_t>(k + c)] *= 3e-4f;
+  std::vector<std::int8_t> q(static_cast<std::size_t>(m * k));
+  std::vector<std::uint16_t> scales(static_cast<std::size_t>(m));
+  std::vector<double> x_used(static_cast<std::size_t>(m * k));
+  for (Index r = 0; r < m; ++r) {
+    float amax = 0;
+    for (Index c = 0; c < k; ++c) amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(r * k + c)]));
+    const float s = amax / 127.0f;
+    scales[static_cast<std::size_t>(r)] = reference::f32_to_f16(s);
+    const double stored = reference::value_of_bits(scales[static_cast<std::size_t>(r)], DType::kF16);
+    for (Index c = 0; c < k; ++c) {
+      const auto e = static_cast<std::size_t>(r * k + c);
+      q[e] = static_cast<std::int8_t>(std::nearbyint(x[e] / s));
+      x_used[e] = q[e] * stored;  // what the kernel's products scale back with
+    }
+  }
+  ASSERT_LT(reference::value_of_bits(scales[1], DType::kF16), 0x1p-14);  // subnormal, as meant
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (Index r = 0; r < m; ++r) {
+    for (Index j = 0; j < n; ++j) {
+      double d = 0;
+      for (Index c = 0; c < k; ++c)
+        d += x_used[static_cast<std::size_t>(r * k + c)] * w[static_cast<std::size_t>(j * k + c)];
+      y[static_cast<std::size_t>(r * n + j)] = static_cast<float>(d);
+    }
+  }
+  const auto write = [&](const std::string& path) {
+    write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, nullptr, [&](DumpWriter& dw) {
+      auto ok = [](const Status& st) { ASSERT_TRUE(st.ok()) << st.to_string(); };
+      ok(dw.write_attr("/projections/p", "x_quant", std::string("int8")));
+      ok(dw.write_dataset("/projections/p/x_quantized", DType::kI8, {m, k}, q.data()));
+      ok(dw.write_dataset("/projections/p/x_scales", DType::kF16, {m, 1}, scales.data()));
+    });
+    ncert::testing::poke_attr_i64(path, "/", "ncert_schema_version", 2);
+  };
+  const std::string path = ncert::testing::scratch_file("diag-x-scales-f16-subnormal.h5");
+  write(path);
+  const Report r = check_dump(path);
+  const CheckResult* quantize = find_check(r, "projections/p/quantize");
+  ASSERT_NE(quantize, nullptr) << r.to_text(true);
+  EXPECT_EQ(quantize->verdict, Verdict::kPass) << quantize->reason;
+  EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
+  // Row 1's first code moved by 8: beyond even the subnormal scale's slack (about half a code).
+  q[static_cast<std::size_t>(k)] =
+      static_cast<std::int8_t>(q[static_cast<std::size_t>(k)] + (q[static_cast<std::size_t>(k)] > 0 ? -8 : 8));
+  write(path);
+  const Report moved = check_dump(path);
+  const CheckResult* mq = find_check(moved, "projections/p/quantize");
+  ASSERT_NE(mq, nullptr);
+  EXPECT_EQ(mq->verdict, Verdict::kFail) << mq->reason;
+  EXPECT_NE(mq->reason.find("a scale below its type's normal range"), std::string::npos) << mq->reason;
+}
+
+/// f32 outputs of x [m, k] times w's n rows exactly, the terms k 128-191 left out of the columns
+/// `drops` says.
+std::vector<float> outputs_without_range(Index m, Index k, Index n, const std::vector<float>& x,
+                                         const std::vector<float>& w, const std::function<bool(Index)>& drops) {
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      double dot = 0;
+      for (Index c = 0; c < k; ++c) {
+        if (drops(j) && c >= 128 && c < 192) continue;
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * k + c)]) * w[static_cast<std::size_t>(j * k + c)];
+      }
+      y[static_cast<std::size_t>(i * n + j)] = static_cast<float>(dot);
+    }
+  }
+  return y;
+}
+
+TEST(Diagnosis, AKRangeMissingInEveryColumnIsNamedSoNotAsOneColumns) {
+  // A split-K part dropped in every column: signature named one column of 64 ("column 41,
+  // group 2 (k 128-191) missing", an outside exporter's). Now the range, in every column it
+  // reads; the same range missing in one column alone keeps that column.
+  const Index m = 16, k = 512, n = 64;
+  std::vector<float> x, w;
+  random_problem(m, k, n, 43, x, w);
+  const std::string path = ncert::testing::scratch_file("diag-range-every-column.h5");
+  const std::vector<float> every = outputs_without_range(m, k, n, x, w, [](Index) { return true; });
+  write_plain(path, m, k, n, x, w, DType::kF32, every.data());
+  const Report r = check_dump(path);
+  const CheckResult* sig = find_check(r, "projections/p/signature");
+  ASSERT_NE(sig, nullptr) << r.to_text(true);
+  EXPECT_EQ(sig->verdict, Verdict::kFail) << r.to_text(true);
+  EXPECT_EQ(sig->reason.rfind("k 128-191 missing in 64 of 64 output columns, and each of the 8 strongest fits 0x", 0),
+            0U)
+      << sig->reason;
+  EXPECT_NE(sig->reason.find("the kernel drops those K terms in every column"), std::string::npos) << sig->reason;
+  const auto* e = std::get_if<SignatureEvidence>(&sig->evidence);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->range_columns, 8);
+
+  const std::vector<float> one = outputs_without_range(m, k, n, x, w, [](Index j) { return j == 5; });
+  write_plain(path, m, k, n, x, w, DType::kF32, one.data());
+  const Report r1 = check_dump(path);
+  const CheckResult* sig1 = find_check(r1, "projections/p/signature");
+  ASSERT_NE(sig1, nullptr) << r1.to_text(true);
+  EXPECT_EQ(sig1->verdict, Verdict::kFail) << r1.to_text(true);
+  EXPECT_EQ(sig1->reason.rfind("y_unpacked column 5, ", 0), 0U) << sig1->reason;
+  EXPECT_NE(sig1->reason.find("k 128-191 missing: the outputs fit 0x"), std::string::npos) << sig1->reason;
+  const auto* e1 = std::get_if<SignatureEvidence>(&sig1->evidence);
+  ASSERT_NE(e1, nullptr);
+  EXPECT_EQ(e1->range_columns, 0);
 }
 
 }  // namespace

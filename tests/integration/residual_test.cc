@@ -217,7 +217,9 @@ TEST(Residual, ADroppedKRangeIsNamedMissing) {
   EXPECT_EQ(s.k_begin, 2048);
   EXPECT_EQ(s.k_end, 2112);
   EXPECT_NEAR(s.fit, -1.0, 0.05);
-  EXPECT_NE(c.reason.find("(k 2048-2111) missing"), std::string::npos) << c.reason;
+  // Missing in every column: named as the range, not one column's.
+  EXPECT_EQ(c.reason.rfind("k 2048-2111 missing in ", 0), 0U) << c.reason;
+  EXPECT_EQ(e->range_columns, 8);
 }
 
 TEST(Residual, AnAccumulatorKeepingEighteenBitsFailsVariance) {

@@ -210,6 +210,7 @@ Evidence sample(Of<SignatureEvidence>) {
   e.strongest = {{"y_packed", 1234, 1088, 1152, 17, 41.5, 0.021},
                  {"y_unpacked", 88, 1024, 1280, -1, 9.1, -0.998, true}};
   e.others = {{"y_unpacked", 88, 1024, 1280, -1, 9.1, -0.998, true}};
+  e.range_columns = 8;
   e.z.add(0.5);
   e.z.add(41.5);
   e.z.add(-1.0);
