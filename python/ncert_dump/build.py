@@ -106,6 +106,7 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
     m = g.members
     # A member passed as None is simply absent: the schema check names it as the reader would.
     if x is not None:
+        _refuse_codes_as_x(x, x_quant, path)
         m["x"] = encode_float(x, x_dtype, path + "/x", arg="x_dtype")
     if selector is not None:
         m["selector"] = encode_int(selector, "i32", path + "/selector")
@@ -128,6 +129,19 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
             weight.members[name] = segment_group(seg, f"{path}/weight/{name}", k)
         m["weight"] = weight
     return g
+
+
+def _refuse_codes_as_x(x, x_quant, path: str) -> None:
+    """x given as the int8 / uint8 codes of a declared integer x_quant: an integer array is
+    stored as values (encode_float), so without this the mistake is seen only by `ncert check`'s
+    quantize; x is the activations before quantization (dump-format.md §3.6)."""
+    code = {"int8": np.int8, "uint8": np.uint8}.get(x_quant) if isinstance(x_quant, str) else None
+    held = getattr(x, "dtype", None)
+    if code is not None and held is not None and str(held) in (np.dtype(code).name, f"torch.{np.dtype(code).name}"):
+        raise DumpFormatError("invalid-argument", path + "/x",
+                              f"x is an {np.dtype(code).name} array while x_quant = \"{x_quant}\": x holds "
+                              "the activations before quantization (dump-format.md §3.6); pass the "
+                              "codes as x_quantized")
 
 
 def _add_x_quant(m: dict, path: str, x_quant, x_quantized, x_scales, x_zero_points,

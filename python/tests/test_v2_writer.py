@@ -172,8 +172,9 @@ class ExplicitElementTypes(WriterCase):
             self.refused("datatype-refused",
                          lambda: w.add_tensor("lost", f32(0x7FC00001), dtype="f16"), "NaN 0x7fc00001")
             w.add_tensor("fp8", f32(0x7FC00000, 0xFFC00000), dtype="e4m3")  # E4M3FN's one NaN
-            self.refused("datatype-refused",
-                         lambda: w.add_tensor("fp8b", f32(0x7FD00000), dtype="e4m3"), "NaN 0x7fd00000")
+            # It has no payload to lose: any NaN is it, with its sign, as PyTorch's widened e4m3
+            # NaN (0x7ff00000) is.
+            w.add_tensor("fp8b", f32(0x7FD00000, 0x7FF00000, 0xFFF00000), dtype="e4m3")
             w.add_tensor("f64", np.array([np.nan, -np.nan]))
             payload = np.array([0x7FF8000000000001], np.uint64).view(np.float64)
             self.refused("datatype-refused", lambda: w.add_tensor("f64b", payload),
@@ -188,6 +189,7 @@ class ExplicitElementTypes(WriterCase):
             self.assertEqual(f["/tensors/kept"][()].tolist(), [0x7FC1, 0xFFA0, 0x7FC0])
             self.assertEqual(f["/tensors/f16"][()].view(np.uint16).tolist(), [0x7E01, 0xFC01])
             self.assertEqual(f["/tensors/fp8"][()].tolist(), [0x7F, 0xFF])
+            self.assertEqual(f["/tensors/fp8b"][()].tolist(), [0x7F, 0x7F, 0xFF])
             self.assertEqual(f["/tensors/f64"][()].view(np.uint32).tolist(), [0x7FC00000, 0xFFC00000])
             self.assertEqual(f["/tensors/widened32"][()].view(np.uint32).tolist(),
                              [0x7F810000, 0xFF810000])
@@ -380,6 +382,23 @@ class V2Members(WriterCase):
             self.assertEqual(p.attrs["x_quant"], "int8")
             self.assertEqual(p["x_quantized"].dtype, np.int8)
             self.assertEqual(p["x_scales"].shape, (M, 2))
+
+    def test_codes_given_as_x_are_refused_with_the_member_they_belong_to(self):
+        # An int8 array is stored as values (an integer array is values), so x = the codes with
+        # x_quant = "int8" would be seen only by check's quantize: refused here, naming both.
+        rng = np.random.default_rng(12)
+        kw = v2_projection(rng)
+        q, s, _ = quantize_activations(kw["x"], K, "int8", group=32)
+        with DumpWriter(self.tmp(), engine="t", build="b") as w:
+            with self.assertRaises(DumpFormatError) as cm:
+                w.add_projection("q", **dict(kw, x=q, x_quant="int8", x_quant_group=32,
+                                             x_quantized=q, x_scales=s))
+            self.assertEqual((cm.exception.name, cm.exception.path),
+                             ("invalid-argument", "/projections/q/x"))
+            self.assertIn('x is an int8 array while x_quant = "int8"', cm.exception.message)
+            self.assertIn("pass the codes as x_quantized", cm.exception.message)
+            # Without x_quant an int8 x is values, as before.
+            w.add_projection("p", **dict(kw, x=q))
 
     def test_planted_faults_are_refused(self):
         rng = np.random.default_rng(11)

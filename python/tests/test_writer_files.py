@@ -168,6 +168,26 @@ class Symlinks(TempDirCase):
         with h5py.File(target, "r") as f:
             self.assertEqual(f.attrs["engine"], "new")
 
+    def test_a_file_made_at_a_relative_name_after_a_chdir_is_not_replaced(self):
+        # close() asks again whether the output exists: of the absolute name taken at the
+        # start, the file the dump would replace, not of the relative name after a chdir.
+        os.mkdir(self.tmp("a"))
+        os.mkdir(self.tmp("b"))
+        here = os.getcwd()
+        self.addCleanup(os.chdir, here)
+        os.chdir(self.tmp("a"))
+        w = DumpWriter("out.h5", engine="e", build="b")
+        w.add_tensor("t", np.zeros(2, np.float32))
+        os.chdir(self.tmp("b"))
+        with open(os.path.join(self.tmp("a"), "out.h5"), "w") as f:
+            f.write("USER DATA")
+        with self.assertRaises(DumpFormatError) as cm:
+            w.close()
+        self.assertEqual(cm.exception.name, "output-exists")
+        with open(os.path.join(self.tmp("a"), "out.h5")) as f:
+            self.assertEqual(f.read(), "USER DATA")
+        self.assertEqual(os.listdir(self.tmp("b")), [])
+
     def test_a_link_is_an_existing_output_even_dangling(self):
         os.symlink(self.tmp("nowhere.h5"), self.tmp())
         with self.assertRaises(DumpFormatError) as cm:

@@ -245,6 +245,11 @@ class TensorRefusals(RefusalAssertions):
         w.add_tensor("layer0/k", np.zeros(4))
         self.assertRefused(lambda: w.add_tensor("layer0", np.zeros(4)), "invalid-argument",
                            "clashes with /tensors/layer0/k")
+        self.assertRefused(lambda: w.add_tensor("layer0/k/v", np.zeros(4)), "invalid-argument",
+                           "clashes with /tensors/layer0/k")
+        self.assertRefused(lambda: w.add_tensor("layer0/k", np.zeros(4)), "invalid-argument",
+                           "clashes with /tensors/layer0/k")
+        w.add_tensor("layer0/v", np.zeros(4))  # a sibling under the same group
 
 
 class Atomicity(TempDirCase):
