@@ -222,14 +222,20 @@ TEST(Residual, ADroppedKRangeIsNamedMissing) {
   EXPECT_EQ(e->range_columns, 8);
 }
 
+/// residual_spec's f32 dump, its engine summing all K products in an accumulator that keeps
+/// `bits` of f32's 24 and rounds to nearest, while the dump declares f32-rn.
+Report narrow_accumulator(int bits) {
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  d.projections[0].engine_order = "promote:4096:" + std::to_string(bits) + ":rne";
+  return check_dump(write_fixture(d, "residual_p" + std::to_string(bits) + ".h5"));
+}
+
 TEST(Residual, AnAccumulatorKeepingEighteenBitsFailsVariance) {
   // The engine sums all K products in an 18-bit accumulator (rounding to nearest) while the dump
   // declares f32: unbiased, so only the energy of the residuals shows it. Its energy is 2.0x
   // the most any f32 order allows (limit 1.11 over 8,192 values); 19 bits (0.5x) pass: the
   // documented limit (docs/detection.md).
-  fixtures::DumpSpec d = residual_spec(DType::kF32);
-  d.projections[0].engine_order = "promote:4096:18:rne";
-  const Report r = check_dump(write_fixture(d, "residual_p18.h5"));
+  const Report r = narrow_accumulator(18);
   const CheckResult& c = check_of(r, "variance");
   EXPECT_EQ(c.verdict, Verdict::kFail) << r.to_text(true);
   EXPECT_NE(c.reason.find("bits coarser than declared"), std::string::npos) << c.reason;
@@ -246,9 +252,7 @@ TEST(Residual, ANarrowAccumulatorsNoiseIsReadAsNoiseNotAsALeanOrALocation) {
   // against 10.2), though only half the residuals lean away from zero; on the residuals' own
   // spread the lean is 2.0 against 7.4. variance leads with the energy and names no direction;
   // signature finds candidates in 250 of 256 columns and names no column.
-  fixtures::DumpSpec d = residual_spec(DType::kF32);
-  d.projections[0].engine_order = "promote:4096:16:rne";
-  const Report r = check_dump(write_fixture(d, "residual_p16.h5"));
+  const Report r = narrow_accumulator(16);
   const CheckResult& c = check_of(r, "variance");
   EXPECT_EQ(c.verdict, Verdict::kFail) << r.to_text(true);
   EXPECT_EQ(c.reason.rfind("y_unpacked: residual energy ", 0), 0U) << c.reason;
@@ -273,8 +277,7 @@ TEST(Residual, ANarrowAccumulatorsNoiseIsReadAsNoiseNotAsALeanOrALocation) {
   EXPECT_GT(se->significant_columns, 200);
   // 14 bits: one value per output lies outside B, and bound, which fails, quotes no likely
   // location (signature's strongest candidate, column 10 k 0-2047 1.002x, is the noise's).
-  d.projections[0].engine_order = "promote:4096:14:rne";
-  const Report r14 = check_dump(write_fixture(d, "residual_p14.h5"));
+  const Report r14 = narrow_accumulator(14);
   EXPECT_EQ(check_of(r14, "bound").verdict, Verdict::kFail) << r14.to_text(true);
   EXPECT_EQ(check_of(r14, "bound").reason.find("likely location"), std::string::npos) << r14.to_text(true);
   EXPECT_EQ(check_of(r14, "signature").reason.rfind("no single location: ", 0), 0U) << r14.to_text(true);
