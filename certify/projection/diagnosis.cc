@@ -1097,7 +1097,10 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   if (reference::has_bias(base.epilogue)) {
     LinearProblem p = base;
     p.epilogue = reference::has_residual(base.epilogue) ? reference::Epilogue::kResidual : reference::Epilogue::kNone;
-    trial("no bias added (the dump declares one the kernel does not add)", "", p);
+    trial(
+        "no bias added (the dump declares one the kernel does not add: a kernel that drops its bias, or a "
+        "declaration of one it never had)",
+        "", p);
   }
   // The residual added at the other point: after the output rounding, in the output type
   // (residual_at = output), or before it in f32. Adding after rounding is defined only for a

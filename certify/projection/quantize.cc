@@ -3,6 +3,7 @@
 // the code type (reference/x_quant.h); the products are then certified with those codes (the
 // reference uses (q - zp) * s in place of x), so a wrong code or scale is caught here, where it
 // happens, rather than only as outputs outside their intervals.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -33,12 +34,20 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
     return r;
   }
   std::string first;
+  // Scales below their type's normal range allow more than e.tolerance: how many, and the most
+  // (up to 1 at f16's smallest subnormal, where the check holds little more than the sign).
+  Index widened = 0;
+  double widest = e.tolerance;
   const Index groups = info.k / quantizer.group;
   for (Index row = 0; row < info.m; ++row) {
     for (Index g = 0; g < groups; ++g) {
       const double s = q.scale(row, g), zp = q.zero_point(row, g);
       // A scale below its storage type's normal range was rounded by more than u relative.
       const double tolerance = reference::x_quant_tolerance(info.x_scales_dtype, s);
+      if (tolerance > e.tolerance) {
+        ++widened;
+        widest = std::max(widest, tolerance);
+      }
       bool scale_counted = false;
       for (Index c = g * quantizer.group; c < (g + 1) * quantizer.group; ++c) {
         const double x = problem.x.at(row, c);
@@ -104,7 +113,11 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
                " quantized activations are not the declared quantization of x (" + what + "); first " + first;
   } else {
     r.reason = "all " + std::to_string(e.values) + " quantized activations are the declared quantization of x (" +
-               what + ", quotient slack " + format_short(e.tolerance) + ")";
+               what + ", quotient slack " + format_short(e.tolerance) +
+               (widened > 0 ? "; " + std::to_string(widened) + " scale" + (widened == 1 ? "" : "s") +
+                                  " below their type's normal range allowed up to " + format_short(widest)
+                            : std::string()) +
+               ")";
   }
   r.evidence = e;
   return r;

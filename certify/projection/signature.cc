@@ -109,6 +109,8 @@ Index shared_range_columns(const SignatureEvidence& e, const std::vector<Signatu
                            const ReferencePass& pass, const ProjectionFacts& f) {
   if (e.fit || e.zero_point || e.strongest.empty()) return 0;
   const SignatureFinding& s = e.strongest.front();
+  // The whole K missing or doubled is the whole dot product's reading (all-zero outputs, M 1).
+  if (s.k_begin == 0 && s.k_end == f.info().k) return 0;
   const bool missing = range_missing(s);
   if (!(missing || range_doubled(s)) || e.significant_columns <= 8 || 10 * e.significant_columns < e.columns_tested) {
     return 0;
@@ -125,13 +127,16 @@ Index shared_range_columns(const SignatureEvidence& e, const std::vector<Signatu
 /// "k 128-191 missing in 256 of 256 output columns: ..." (range_columns > 0).
 std::string describe_shared_range(const SignatureEvidence& e) {
   const SignatureFinding& s = e.strongest.front();
+  // Every column where all are significant, else those (one N tile's split-K part, 32 of 256).
+  const bool every = e.significant_columns >= e.columns_tested;
   return detail::range_text(s.k_begin, s.k_end, -1) + (range_missing(s) ? " missing" : " counted twice") + " in " +
          std::to_string(e.significant_columns) + " of " + std::to_string(e.columns_tested) +
          " output columns, and each of the " + std::to_string(e.range_columns) + " strongest fits " +
          (range_missing(s) ? "0x" : "2x") + " that range's exact contribution (" + s.output + " column " +
          std::to_string(s.col) + ": z = " + format_short(s.z) + "): the kernel " +
-         (range_missing(s) ? "drops" : "adds twice") +
-         " those K terms in every column (a split-K part or a tile), or x's columns there are not the ones it used";
+         (range_missing(s) ? "drops" : "adds twice") + " those K terms " +
+         (every ? "in every column" : "in those columns") +
+         " (a split-K part or a tile), or x's columns there are not the ones it used";
 }
 
 /// "; and in 1 other column: y_unpacked column 20, the whole dot product 1.01x (z = 15.1)".
@@ -303,8 +308,8 @@ std::optional<CheckResult> signature_check(const ProjectionFacts& f, const Refer
                    ? "no single location: candidates beyond the threshold in " + std::to_string(e.significant_columns) +
                          " of " + std::to_string(e.columns_tested) +
                          " output columns, a spread the kernel's rounding leaves (noise above the "
-                         "declared accumulator's, or a lean: variance tests both) or a fault of "
-                         "every column (the strongest: " +
+                         "declared accumulator's, or a lean, which variance and bias test) or a fault "
+                         "of many columns, such as one segment's or one tile's (the strongest: " +
                          describe_location(e, info) + ")"
                    : describe_location(e, info) + others_text(e.others, info.k);
     r.reason += "; " + std::to_string(e.significant) + " candidate" + (e.significant == 1 ? "" : "s") + " in " +

@@ -63,10 +63,10 @@ bool leans_beyond_noise(const VarianceOutput& o, double lean_t) {
   return with + against > 0 && (with - against) / std::sqrt(with + against) > lean_t;
 }
 
-/// A lean beyond the declared noise's limit that the residuals' own spread accounts for, read
-/// beside the energy it comes with: "; y_unpacked's residuals lean away from zero (z = 11.85
-/// where the declared noise allows 10.21), but by 1.45 on their own spread (limit 10.21): that
-/// noise's size, not a direction".
+/// A lean beyond the declared noise's limit that neither the residuals' own spread nor their
+/// signs bear out, read beside the energy it comes with: "; y_unpacked's residuals lean away from
+/// zero (z = 11.85 where the declared noise allows 10.21), but by 2.022 on their own spread
+/// (limit 7.393) and 4140 of 8192 by sign: the excess energy's size, not a direction".
 std::string noise_lean_text(const VarianceOutput& o) {
   const bool toward = *o.lean_z < 0;
   return "; " + o.output + "'s residuals lean " + (toward ? "toward" : "away from") +
@@ -74,7 +74,7 @@ std::string noise_lean_text(const VarianceOutput& o) {
          format_short(o.lean_limit) + "), but by " + format_short(o.spread_z ? std::fabs(*o.spread_z) : 0.0) +
          " on their own spread (limit " + format_short(o.spread_limit) + ") and " +
          std::to_string(toward ? o.toward_zero : o.away_from_zero) + " of " +
-         std::to_string(o.toward_zero + o.away_from_zero) + " by sign: that noise's size, not a direction";
+         std::to_string(o.toward_zero + o.away_from_zero) + " by sign: the excess energy's size, not a direction";
 }
 
 /// The energy part's finding. The energy of rounding errors scales as u^2: a ratio rho means

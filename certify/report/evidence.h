@@ -640,7 +640,7 @@ struct VarianceOutput {
   /// sqrt(leaning), against lean_t plus the slack's shift over that spread
   /// (spread_limit). Where the energy fails too, a lean beyond lean_limit but within
   /// spread_limit is the size of that excess noise, not a direction (a 16-bit accumulator
-  /// rounding to nearest: z = 11.9 against 10.2, 1.4 on its own spread).
+  /// rounding to nearest: z = 11.9 against 10.2, 2.0 on its own spread).
   std::optional<double> spread_z;
   double spread_limit = 0;
   bool operator==(const VarianceOutput&) const = default;

@@ -2094,7 +2094,9 @@ TEST(Diagnosis, ADeclaredBiasTheKernelNeverAddedIsNamed) {
   const Report r = check_dump(path);
   const CheckResult* b = nullptr;
   ASSERT_NE(failing_bound(r, b), nullptr) << r.to_text(true);
-  EXPECT_NE(b->reason.find("the data fits no bias added (the dump declares one the kernel does not add)"),
+  EXPECT_NE(b->reason.find(
+                "the data fits no bias added (the dump declares one the kernel does not add: a kernel that drops its "
+                "bias, or a declaration of one it never had)"),
             std::string::npos)
       << b->reason;
   // The residual tests read residuals against the declared bias: held back, naming the fit.
@@ -2172,6 +2174,8 @@ TEST(Diagnosis, PerTokenInt8ScalesStoredAsF16SubnormalsPassQuantize) {
   const CheckResult* quantize = find_check(r, "projections/p/quantize");
   ASSERT_NE(quantize, nullptr) << r.to_text(true);
   EXPECT_EQ(quantize->verdict, Verdict::kPass) << quantize->reason;
+  EXPECT_NE(quantize->reason.find("; 1 scale below their type's normal range allowed up to "), std::string::npos)
+      << quantize->reason;
   EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
   // Row 1's first code moved by 8: beyond even the subnormal scale's slack (about half a code).
   q[static_cast<std::size_t>(k)] =
@@ -2223,6 +2227,15 @@ TEST(Diagnosis, AKRangeMissingInEveryColumnIsNamedSoNotAsOneColumns) {
   const auto* e = std::get_if<SignatureEvidence>(&sig->evidence);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->range_columns, 8);
+
+  // Dropped in one tile of 32 columns: named with its count, "in those columns", not "every".
+  const std::vector<float> tile = outputs_without_range(m, k, n, x, w, [](Index j) { return j < 32; });
+  write_plain(path, m, k, n, x, w, DType::kF32, tile.data());
+  const Report rt = check_dump(path);
+  const CheckResult* sigt = find_check(rt, "projections/p/signature");
+  ASSERT_NE(sigt, nullptr) << rt.to_text(true);
+  EXPECT_EQ(sigt->reason.rfind("k 128-191 missing in 32 of 64 output columns", 0), 0U) << sigt->reason;
+  EXPECT_NE(sigt->reason.find("drops those K terms in those columns"), std::string::npos) << sigt->reason;
 
   const std::vector<float> one = outputs_without_range(m, k, n, x, w, [](Index j) { return j == 5; });
   write_plain(path, m, k, n, x, w, DType::kF32, one.data());

@@ -258,7 +258,7 @@ TEST(Residual, ANarrowAccumulatorsNoiseIsReadAsNoiseNotAsALeanOrALocation) {
   EXPECT_EQ(c.reason.rfind("y_unpacked: residual energy ", 0), 0U) << c.reason;
   EXPECT_NE(c.reason.find("bits coarser than declared"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("y_unpacked's residuals lean away from zero (z = "), std::string::npos) << c.reason;
-  EXPECT_NE(c.reason.find("that noise's size, not a direction"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("the excess energy's size, not a direction"), std::string::npos) << c.reason;
   EXPECT_EQ(c.reason.find("the kernel rounds away from zero"), std::string::npos) << c.reason;
   const auto* e = std::get_if<VarianceEvidence>(&c.evidence);
   ASSERT_NE(e, nullptr);
