@@ -391,14 +391,7 @@ class CompareSink final : public reference::ReferenceSink {
             vt.q += excess * excess / var;
             if (b.center[e] != 0) {
               // Weights sign(c) / sigma are fixed by the data, not by the roundings.
-              const double sd = std::sqrt(var);
-              const double toward = b.center[e] < 0 ? -r : r;
-              ++vt.leaning;
-              vt.lean += toward / sd;
-              vt.lean_shift += b.slack[e] / sd;
-              vt.lean_sq += (r / sd) * (r / sd);
-              vt.toward_zero += toward < 0;
-              vt.away_from_zero += toward > 0;
+              vt.add_lean(b.center[e] < 0 ? -r : r, std::sqrt(var), b.slack[e]);
             }
           } else if (excess > 0) {
             ++vt.beyond_exact;

@@ -89,6 +89,16 @@ void SignatureTally::merge(const SignatureTally& o) {
   for (const SignatureHit& h : o.strongest_columns) keep_strongest_column(strongest_columns, h);
 }
 
+void VarianceSums::add_lean(double toward, double sd, double slack) {
+  const double s = toward / sd;  // sign(c) r / sigma, once for the sum and its square
+  ++leaning;
+  lean += s;
+  lean_shift += slack / sd;
+  lean_sq += s * s;
+  toward_zero += toward < 0;
+  away_from_zero += toward > 0;
+}
+
 void VarianceSums::merge(const VarianceSums& o) {
   values += o.values;
   q += o.q;

@@ -100,6 +100,9 @@ struct VarianceSums {
   Index toward_zero = 0;
   Index away_from_zero = 0;  ///< residuals away from zero (those of exactly 0 are neither)
   Index count() const { return values + beyond_exact; }
+  /// One value's centre-part terms: `toward` = sign(c) r, `sd` its sigma (> 0), `slack` what
+  /// the deterministic part may move r by.
+  void add_lean(double toward, double sd, double slack);
   void merge(const VarianceSums& o);
 };
 
