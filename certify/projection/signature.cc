@@ -127,15 +127,15 @@ Index shared_range_columns(const SignatureEvidence& e, const std::vector<Signatu
 /// "k 128-191 missing in 256 of 256 output columns: ..." (range_columns > 0).
 std::string describe_shared_range(const SignatureEvidence& e) {
   const SignatureFinding& s = e.strongest.front();
+  const bool missing = range_missing(s);  // else counted twice (shared_range_columns)
   // Every column where all are significant, else those (one N tile's split-K part, 32 of 256).
   const bool every = e.significant_columns >= e.columns_tested;
-  return detail::range_text(s.k_begin, s.k_end, -1) + (range_missing(s) ? " missing" : " counted twice") + " in " +
+  return detail::range_text(s.k_begin, s.k_end, -1) + (missing ? " missing" : " counted twice") + " in " +
          std::to_string(e.significant_columns) + " of " + std::to_string(e.columns_tested) +
          " output columns, and each of the " + std::to_string(e.range_columns) + " strongest fits " +
-         (range_missing(s) ? "0x" : "2x") + " that range's exact contribution (" + s.output + " column " +
-         std::to_string(s.col) + ": z = " + format_short(s.z) + "): the kernel " +
-         (range_missing(s) ? "drops" : "adds twice") + " those K terms " +
-         (every ? "in every column" : "in those columns") +
+         (missing ? "0x" : "2x") + " that range's exact contribution (" + s.output + " column " +
+         std::to_string(s.col) + ": z = " + format_short(s.z) + "): the kernel " + (missing ? "drops" : "adds twice") +
+         " those K terms " + (every ? "in every column" : "in those columns") +
          " (a split-K part or a tile), or x's columns there are not the ones it used";
 }
 

@@ -37,14 +37,23 @@ Tested tested(const VarianceTally& v) {
   return t;
 }
 
+/// The residuals that lie the lean's way (toward zero where lean_z < 0), and those the other
+/// way; residuals of exactly 0 are neither.
+struct LeanSigns {
+  Index with = 0, against = 0;
+};
+LeanSigns lean_signs(const VarianceOutput& o) {
+  return *o.lean_z < 0 ? LeanSigns{o.toward_zero, o.away_from_zero} : LeanSigns{o.away_from_zero, o.toward_zero};
+}
+
 /// The centre part's finding: residuals that lean one way. Round to nearest is centred; toward
 /// zero is what truncation in the accumulator (or a scale a little under 1) does.
 std::string lean_text(const VarianceOutput& o, const std::string& accumulator) {
   const bool toward = *o.lean_z < 0;
-  const Index n = toward ? o.toward_zero : o.away_from_zero;
-  return o.output + ": residuals lean " + (toward ? "toward" : "away from") + " zero (" + std::to_string(n) + " of " +
-         std::to_string(o.leaning) + " values; z = " + format_short(std::fabs(*o.lean_z)) + " where accumulator " +
-         accumulator + " allows " + format_short(o.lean_limit) + ", false-alarm probability <= 1e-9): " +
+  return o.output + ": residuals lean " + (toward ? "toward" : "away from") + " zero (" +
+         std::to_string(lean_signs(o).with) + " of " + std::to_string(o.leaning) +
+         " values; z = " + format_short(std::fabs(*o.lean_z)) + " where accumulator " + accumulator + " allows " +
+         format_short(o.lean_limit) + ", false-alarm probability <= 1e-9): " +
          (toward ? "the kernel rounds toward zero, not to nearest (accumulator = f32-rz: a truncating "
                    "accumulator, such as MXCSR set to round toward zero), or scales its values by slightly less "
                    "than 1"
@@ -57,9 +66,8 @@ std::string lean_text(const VarianceOutput& o, const std::string& accumulator) {
 /// probability 2 exp(-lean_t^2 / 2) (Hoeffding), where symmetric.
 bool leans_beyond_noise(const VarianceOutput& o, double lean_t) {
   if (o.spread_z && std::fabs(*o.spread_z) > o.spread_limit) return true;
-  const bool toward = *o.lean_z < 0;
-  const auto with = static_cast<double>(toward ? o.toward_zero : o.away_from_zero);
-  const auto against = static_cast<double>(toward ? o.away_from_zero : o.toward_zero);
+  const LeanSigns n = lean_signs(o);
+  const auto with = static_cast<double>(n.with), against = static_cast<double>(n.against);
   return with + against > 0 && (with - against) / std::sqrt(with + against) > lean_t;
 }
 
@@ -68,13 +76,12 @@ bool leans_beyond_noise(const VarianceOutput& o, double lean_t) {
 /// zero (z = 11.85 where the declared noise allows 10.21), but by 2.022 on their own spread
 /// (limit 7.393) and 4140 of 8192 by sign: the excess energy's size, not a direction".
 std::string noise_lean_text(const VarianceOutput& o) {
-  const bool toward = *o.lean_z < 0;
-  return "; " + o.output + "'s residuals lean " + (toward ? "toward" : "away from") +
+  const LeanSigns n = lean_signs(o);
+  return "; " + o.output + "'s residuals lean " + (*o.lean_z < 0 ? "toward" : "away from") +
          " zero (z = " + format_short(std::fabs(*o.lean_z)) + " where the declared noise allows " +
          format_short(o.lean_limit) + "), but by " + format_short(o.spread_z ? std::fabs(*o.spread_z) : 0.0) +
-         " on their own spread (limit " + format_short(o.spread_limit) + ") and " +
-         std::to_string(toward ? o.toward_zero : o.away_from_zero) + " of " +
-         std::to_string(o.toward_zero + o.away_from_zero) + " by sign: the excess energy's size, not a direction";
+         " on their own spread (limit " + format_short(o.spread_limit) + ") and " + std::to_string(n.with) + " of " +
+         std::to_string(n.with + n.against) + " by sign: the excess energy's size, not a direction";
 }
 
 /// The energy part's finding. The energy of rounding errors scales as u^2: a ratio rho means
