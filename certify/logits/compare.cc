@@ -123,7 +123,9 @@ namespace {
 Distribution distribution(std::vector<double> v) {
   Distribution d;
   if (v.empty()) return d;
-  std::sort(v.begin(), v.end());
+  // A KL that is not a number (NaN in a row) ranks above every other value, +inf included, as
+  // in the position series: std::sort's < is no ordering once a NaN is among the values.
+  std::sort(v.begin(), v.end(), [](double a, double b) { return std::isnan(b) ? !std::isnan(a) : a < b; });
   d.empty = false;
   d.max = v.back();
   d.p999 = nearest_rank(v, 99.9);
@@ -327,6 +329,7 @@ PositionSeries position_series(const RunComparison& c) {
 struct RowTotals {
   Index top1 = 0;
   double top5 = 0, top10 = 0, kl_sum = 0;
+  Index kl_finite = 0;  ///< rows whose KL(A||B) is finite: kl_mean's divisor
   std::vector<double> kls, maxabs;
   std::string failure;  ///< the first failing row's text
 };
@@ -345,7 +348,10 @@ RowTotals walk_rows(const RunComparison& c, const Policy& policy, const RunForks
     s.top5 += x.top5_overlap;
     s.top10 += x.top10_overlap;
     e.nonfinite_rows += x.nonfinite;
-    if (std::isfinite(x.kl_ab)) s.kl_sum += x.kl_ab;
+    if (std::isfinite(x.kl_ab)) {
+      s.kl_sum += x.kl_ab;
+      ++s.kl_finite;
+    }
     if (std::isfinite(x.jsd)) e.jsd_max = std::max(e.jsd_max, x.jsd);
     if (x.max_ulp > e.max_ulp) {
       e.max_ulp = x.max_ulp;
@@ -372,7 +378,9 @@ RowTotals walk_rows(const RunComparison& c, const Policy& policy, const RunForks
 /// The run as a whole: extents, the policy, means and distributions over the matched rows.
 void summarize_run(const RunComparison& c, const Policy& policy, const std::string& source, const RowTotals& s,
                    LogitsEvidence& e) {
-  const double m = static_cast<double>(std::max<Index>(c.matched, 1));
+  // With no matched row there is no agreement to state: the means are NaN (null in the JSON),
+  // not 0, which would read as "every row disagrees".
+  const double m = c.matched > 0 ? static_cast<double>(c.matched) : std::numeric_limits<double>::quiet_NaN();
   const double rate = static_cast<double>(s.top1) / m;
   e.rows_a = c.rows_a;
   e.rows_b = c.rows_b;
@@ -391,7 +399,7 @@ void summarize_run(const RunComparison& c, const Policy& policy, const std::stri
   e.top1_agreement_stderr = std::sqrt(rate * (1 - rate) / m);
   e.top5_overlap_mean = s.top5 / m;
   e.top10_overlap_mean = s.top10 / m;
-  e.kl_mean = s.kl_sum / m;
+  e.kl_mean = s.kl_finite > 0 ? s.kl_sum / static_cast<double>(s.kl_finite) : std::numeric_limits<double>::quiet_NaN();
   e.kl_ab = distribution(s.kls);
   e.max_abs_diff = distribution(s.maxabs);
   e.timing_seconds = c.seconds;
@@ -412,22 +420,29 @@ std::string length_text(const RunComparison& c) {
          (a_longer ? "A's" : "B's") + " last " + std::to_string(std::abs(c.rows_a - c.rows_b)) + " are not compared";
 }
 
+/// The rows after a divergence, counted in each run where their lengths differ: "22 row(s)", or
+/// "A's 22 and B's 10 row(s)" (the JSON's `unmatched` is the longer run's count).
+std::string unmatched_text(const RunComparison& c) {
+  const Index a = c.rows_a - c.matched, b = c.rows_b - c.matched;
+  if (a == b) return std::to_string(a) + " row(s)";
+  return "A's " + std::to_string(a) + " and B's " + std::to_string(b) + " row(s)";
+}
+
 /// A FAIL: the first failing row's text and how much breaks, the failing row in full, the run.
 void fail(const RunComparison& c, const std::string& failure, const LogitsEvidence& e, CheckResult& r) {
   const RowComparison& x = c.rows[static_cast<std::size_t>(e.first_failure_row)];
   r.verdict = Verdict::kFail;
   // How much breaks, not only where first: one stray element and a whole broken run read
   // differently.
-  r.reason =
-      failure + "; " + std::to_string(e.failing_rows) + " of " + std::to_string(c.matched) +
-      " matched row(s) break the policy" +
-      (e.element_policy
-           ? " (" + std::to_string(e.failing_elements) + " of " + std::to_string(c.matched * c.vocab) + " elements)"
-           : std::string()) +
-      (c.compared > c.matched ? "; " + std::to_string(e.unmatched) + " row(s) after the histories diverge at row " +
-                                    std::to_string(c.divergence) + " are not compared"
-                              : std::string()) +
-      length_text(c);
+  r.reason = failure + "; " + std::to_string(e.failing_rows) + " of " + std::to_string(c.matched) +
+             " matched row(s) break the policy" +
+             (e.element_policy ? " (" + std::to_string(e.failing_elements) + " of " +
+                                     std::to_string(c.matched * c.vocab) + " elements)"
+                               : std::string()) +
+             (c.compared > c.matched ? "; " + unmatched_text(c) + " after the histories diverge at row " +
+                                           std::to_string(c.divergence) + " are not compared"
+                                     : std::string()) +
+             length_text(c);
   r.first_failure = Location{r.id, e.first_failure_row, -1};
   // The failing row in full, and how the run looks overall, for the human summary.
   r.details.push_back("row " + std::to_string(e.first_failure_row) + ": max |d| " + format_short(x.max_abs) +
@@ -493,8 +508,8 @@ CheckResult logits_check(const RunComparison& c, const Policy& policy, const std
   } else {
     const std::string extent =
         std::to_string(c.matched) + " matched row(s)" +
-        (c.compared > c.matched ? ", " + std::to_string(e.unmatched) +
-                                      " unmatched after the histories diverge at row " + std::to_string(c.divergence)
+        (c.compared > c.matched ? ", " + unmatched_text(c) + " unmatched after the histories diverge at row " +
+                                      std::to_string(c.divergence)
                                 : std::string()) +
         length_text(c);
     r.reason = "policy " + policy.text + " (" + source + ") holds on " + extent + "; " +

@@ -18,8 +18,9 @@ Json ulps(std::uint64_t u) { return u == reference::kUlpInfinite ? Json("inf") :
 
 Json distribution_json(const Distribution& d) {
   if (d.empty) return Json::object();
-  return Json{{"max", d.max}, {"p99.9", d.p999}, {"p99", d.p99}, {"p95", d.p95},
-              {"p90", d.p90}, {"p50", d.p50},    {"min", d.min}};
+  return Json{{"max", number_or_text(d.max)}, {"p99.9", number_or_text(d.p999)}, {"p99", number_or_text(d.p99)},
+              {"p95", number_or_text(d.p95)}, {"p90", number_or_text(d.p90)},    {"p50", number_or_text(d.p50)},
+              {"min", number_or_text(d.min)}};
 }
 
 Json histogram_json(const Log2Histogram& h) {

@@ -751,6 +751,97 @@ TEST(Compare, RowsOneRunHoldsBeyondTheOtherAreSaidNotCompared) {
   EXPECT_NE(c->reason.find("B holds 8 rows, A 5: B's last 3 are not compared"), std::string::npos) << c->reason;
 }
 
+TEST(Compare, RowsAfterADivergenceAreCountedInEachRunWhereTheirLengthsDiffer) {
+  // A holds 8 rows, B 6; B emits another token at row 3, so rows 4.. have other histories: A's 4
+  // and B's 2 are unmatched. The reason said "4 row(s) after the histories diverge", B's 2 unsaid.
+  const Index T = 8, V = 200;
+  const auto ra = clear_rows(T, V);
+  std::vector<float> rb(ra.begin(), ra.begin() + 6 * V);
+  auto tb = argmax_tokens(rb, 6, V);
+  rb[3 * V + 150] = 5.0f;
+  tb[3] = 150;
+  const std::string a = write_fixture(explicit_run("run", T, V, ra, argmax_tokens(ra, T, V)), "a8.h5");
+  const std::string b = write_fixture(explicit_run("run", 6, V, rb, tb), "b6.h5");
+  Report r = compare(a, b, "abs:10");
+  const CheckResult* c = find_check(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  EXPECT_NE(c->reason.find("holds on 4 matched row(s), A's 4 and B's 2 row(s) unmatched after the histories "
+                           "diverge at row 4"),
+            std::string::npos)
+      << c->reason;
+  EXPECT_EQ(stats(*c)["unmatched"], 4);
+  r = compare(a, b, "bitwise");
+  c = find_check(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail) << c->reason;
+  EXPECT_NE(c->reason.find("; A's 4 and B's 2 row(s) after the histories diverge at row 4 are not compared"),
+            std::string::npos)
+      << c->reason;
+}
+
+TEST(Compare, NoMatchedRowStatesNoAgreement) {
+  // The runs' prompts differ: no row is matched, so there is no top-1 agreement to state. The
+  // report said 0 % (every row disagreeing), with a standard error of 0.
+  const Index T = 4, V = 200;
+  const auto rows = clear_rows(T, V);
+  auto sa = explicit_run("run", T, V, rows, argmax_tokens(rows, T, V));
+  auto sb = sa;
+  sa.logits[0].write_prompt_tokens = sb.logits[0].write_prompt_tokens = false;  // the prompts decide
+  sa.logits[0].prompt = "one prompt";
+  sb.logits[0].prompt = "another prompt";
+  const std::string a = write_fixture(sa, "a0.h5");
+  const std::string b = write_fixture(sb, "b0.h5");
+  const Report r = compare(a, b, "bitwise");
+  const CheckResult* c = find_check(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  const Json s = stats(*c);
+  EXPECT_EQ(s["matched"], 0);
+  for (const char* k :
+       {"top1_agreement", "top1_agreement_stderr", "top5_overlap_mean", "top10_overlap_mean", "kl_mean"})
+    EXPECT_EQ(s[k].dump(), "null") << k;  // NaN, which JSON writes as null
+}
+
+TEST(Compare, ARowWhoseKlIsNotANumberRanksAboveEveryOtherInTheDistribution) {
+  // Rows 1 and 5 of 8 hold a NaN on both sides, so their KL is NaN. Sorted by <, a NaN is no
+  // ordering (the JSON read p90 null, where its schema wants a number); it now ranks last and
+  // reads "nan", and the other rows' percentiles are numbers, in order.
+  const Index T = 8, V = 200;
+  auto ra = clear_rows(T, V);
+  for (Index t = 0; t < T; ++t) ra[t * V + 3] += 0.01f * static_cast<float>(t);
+  auto rb = ra;
+  for (Index t = 0; t < T; ++t) rb[t * V + 5] += 0.02f * static_cast<float>(t + 1);
+  ra[1 * V + 9] = rb[1 * V + 9] = std::numeric_limits<float>::quiet_NaN();
+  ra[5 * V + 9] = rb[5 * V + 9] = std::numeric_limits<float>::quiet_NaN();
+  const auto tokens = argmax_tokens(clear_rows(T, V), T, V);
+  const std::string a = write_fixture(explicit_run("run", T, V, ra, tokens), "nan-a.h5");
+  const std::string b = write_fixture(explicit_run("run", T, V, rb, tokens), "nan-b.h5");
+  const Report r = compare(a, b, "top1");
+  const CheckResult* c = find_check(r, "logits/run");
+  ASSERT_NE(c, nullptr);
+  const Json kl = stats(*c)["kl_ab"];
+  EXPECT_EQ(kl["max"], "nan") << kl;
+  EXPECT_EQ(kl["p99"], "nan") << kl;  // 2 of 8 rows: the 7th and 8th ranks
+  ASSERT_TRUE(kl["p50"].is_number()) << kl;
+  ASSERT_TRUE(kl["min"].is_number()) << kl;
+  EXPECT_LE(kl["min"].get<double>(), kl["p50"].get<double>());
+  EXPECT_GT(kl["p50"].get<double>(), 0);
+  // kl_mean is over the six rows whose KL is a number.
+  const auto* e = evidence_of<LogitsEvidence>(c);
+  ASSERT_NE(e, nullptr);
+  double sum = 0;
+  int finite = 0;
+  for (const RowComparison& x : e->first_rows) {
+    if (std::isfinite(x.kl_ab)) {
+      sum += x.kl_ab;
+      ++finite;
+    }
+  }
+  EXPECT_EQ(finite, 6);
+  EXPECT_DOUBLE_EQ(e->kl_mean, sum / 6);
+}
+
 TEST(Compare, AKlFailureFromAMaskOnOneSideNamesThatEntry) {
   // A masks entries 50-59 of row 2; B forgot the mask there. KL(A||B) fails from those entries,
   // where every finite pair is equal: the reason named "largest |d| at col 0" (|d| 0 there).

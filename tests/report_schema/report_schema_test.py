@@ -110,6 +110,21 @@ def write_extra_dumps(d):
         paths[name] = os.path.join(d, name + ".h5")
         with DumpWriter(paths[name], engine="schema-test", build=name, overwrite=True) as dw:
             dw.add_logits_run("greedy", tokens=rows.argmax(axis=1).astype(np.int32), logits=rows, prompt="p")
+    # fork0-a's run under another prompt: no row is matched (the agreement means are null).
+    paths["other-prompt"] = os.path.join(d, "other-prompt.h5")
+    with DumpWriter(paths["other-prompt"], engine="schema-test", build="other-prompt", overwrite=True) as dw:
+        dw.add_logits_run("greedy", tokens=logits.argmax(axis=1).astype(np.int32), logits=logits, prompt="q")
+    # Two runs whose row 1 holds a NaN on both sides: its KL is NaN, which the kl_ab percentiles
+    # must render as text, not as null.
+    clean = rng.standard_normal((4, 64)).astype(np.float32)
+    tokens = clean.argmax(axis=1).astype(np.int32)
+    shifted = clean.copy()
+    shifted[:, 0] += 0.01
+    for name, rows in (("nan-a", clean.copy()), ("nan-b", shifted)):
+        rows[1, 9] = np.nan
+        paths[name] = os.path.join(d, name + ".h5")
+        with DumpWriter(paths[name], engine="schema-test", build=name, overwrite=True) as dw:
+            dw.add_logits_run("greedy", tokens=tokens, logits=rows, prompt="p")
     return paths
 
 
@@ -232,6 +247,8 @@ class ReportSchema(unittest.TestCase):
             ("compare-top1", ["compare", demo("logits-a.h5"), demo("logits-b.h5"), "--policy", "top1"], 0),
             ("compare-tensors", ["compare", demo("good.h5"), demo("nan-output.h5")], 0),
             ("compare-vocab", ["compare", demo("good.h5"), demo("logits-a.h5")], 3),
+            ("compare-nan-rows", ["compare", x["nan-a"], x["nan-b"], "--policy", "top1"], 0),
+            ("compare-no-matched-row", ["compare", x["fork0-a"], x["other-prompt"]], 1),
             ("compare-garbage", ["compare", garbage, demo("good.h5")], 3),
             # witness and witness --verify.
             ("witness-good", ["witness", demo("good.h5"), "--out", witness_file, "--force"], 0),

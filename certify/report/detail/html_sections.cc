@@ -361,9 +361,12 @@ std::string logits_section(const CheckResult& c, const LogitsEvidence& e) {
                 ", B " + count_text(e.rows_b) + ")" +
                 (e.divergence_row >= 0 ? "; histories diverge at row " + std::to_string(e.divergence_row) : "")) +
        fact("bit-identical rows", count_text(e.bit_identical_rows)) +
-       fact("top-1 agreement", num(100 * e.top1_agreement) + " % (&#177; " + num(100 * e.top1_agreement_stderr) + ")") +
-       fact("top-5 / top-10 overlap", num(e.top5_overlap_mean) + " / " + num(e.top10_overlap_mean)) +
-       fact("KL(A||B) mean, JSD max", num(e.kl_mean) + ", " + num(e.jsd_max)) +
+       (e.matched > 0
+            ? fact("top-1 agreement",
+                   num(100 * e.top1_agreement) + " % (&#177; " + num(100 * e.top1_agreement_stderr) + ")") +
+                  fact("top-5 / top-10 overlap", num(e.top5_overlap_mean) + " / " + num(e.top10_overlap_mean)) +
+                  fact("KL(A||B) mean, JSD max", num(e.kl_mean) + ", " + num(e.jsd_max))
+            : fact("agreement", "none to state: no matched rows")) +
        (e.dtype_a != e.dtype_b
             ? fact("largest difference", e.max_ulp_row >= 0
                                              ? "row " + std::to_string(e.max_ulp_row) + " col " +
