@@ -59,7 +59,8 @@ Result<std::shared_ptr<const LinearKernel>> LinearKernel::create(const reference
   return std::shared_ptr<const LinearKernel>(std::move(kernel));
 }
 
-void LinearKernel::run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc, Index acc_stride) const {
+void LinearKernel::run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc, Index acc_stride,
+                       const float* start) const {
   std::vector<float> xr(static_cast<std::size_t>(k_));
   std::vector<float> scratch(static_cast<std::size_t>(kBlock));
   for (Index r = 0; r < rows; ++r) {
@@ -67,7 +68,7 @@ void LinearKernel::run(const void* x, DType x_dtype, Index x_stride, Index rows,
     for (Index j0 = 0; j0 < n_; j0 += kBlock) {
       const Index width = std::min(kBlock, n_ - j0);
       reference::walk_row_block(walk_, xr.data(), wt_.data() + j0 * k_, k_, width, acc + r * acc_stride + j0,
-                                scratch.data());
+                                scratch.data(), start != nullptr ? start + j0 : nullptr);
     }
   }
 }
@@ -85,6 +86,15 @@ void gather(const PackPlan& p, const void* x, void* compact_in) {
 }
 
 namespace {
+/// The plan's biases as f32 where the kernel starts from them (bias_at = start), else empty.
+std::vector<float> start_biases(const PackPlan& p, const void* bias) {
+  std::vector<float> out;
+  if (!reference::bias_in_sum(p)) return out;
+  out.resize(static_cast<std::size_t>(p.n));
+  for (Index j = 0; j < p.n; ++j) out[static_cast<std::size_t>(j)] = load(bias, p.bias_dtype, j);
+  return out;
+}
+
 void epilogue_row(const PackPlan& p, const float* acc, const void* bias, const void* residual, Index row, void* out) {
   const bool has_b = reference::has_bias(p.epilogue);
   const bool has_r = reference::has_residual(p.epilogue);
@@ -108,9 +118,10 @@ void scatter(const PackPlan& p, const float* compact_out, const void* bias, cons
 
 void run_unpacked(const PackPlan& p, const LinearKernel& kernel, const HostBuffers& b) {
   std::vector<float> acc(static_cast<std::size_t>(p.n));
+  const std::vector<float> start = start_biases(p, b.bias);
   for (Index r = 0; r < p.rows(); ++r) {
     kernel.run(static_cast<const unsigned char*>(b.x) + r * p.in_stride * dtype_size(p.x_dtype), p.x_dtype, p.in_stride,
-               1, acc.data(), p.n);
+               1, acc.data(), p.n, start.empty() ? nullptr : start.data());
     epilogue_row(p, acc.data(), b.bias, b.residual, r, b.out);
   }
 }
@@ -118,10 +129,12 @@ void run_unpacked(const PackPlan& p, const LinearKernel& kernel, const HostBuffe
 void run_packed(const PackPlan& p, const LinearKernel& kernel, const HostBuffers& b) {
   gather(p, b.x, b.compact_in);
   const int size = dtype_size(p.x_dtype);
+  const std::vector<float> start = start_biases(p, b.bias);
   for (Index s = 0; s < p.slots; ++s) {
     if (p.selector[static_cast<std::size_t>(s)] < 0) continue;
     kernel.run(static_cast<const unsigned char*>(b.compact_in) + s * p.compact_in_stride * size, p.x_dtype,
-               p.compact_in_stride, 1, b.compact_out + s * p.compact_out_stride, p.compact_out_stride);
+               p.compact_in_stride, 1, b.compact_out + s * p.compact_out_stride, p.compact_out_stride,
+               start.empty() ? nullptr : start.data());
   }
   scatter(p, b.compact_out, b.bias, b.residual, b.out);
 }

@@ -26,7 +26,10 @@ class LinearKernel {
   Index n() const { return n_; }
   const reference::KWalk& walk() const { return walk_; }
   /// acc[r * acc_stride + j] = walk(x row r, w_j) for r < rows, j < N; only those cells written.
-  void run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc, Index acc_stride) const;
+  /// `start`: null, or the N biases the output holds before the kernel adds into it (bias_at =
+  /// start; reference/k_walk.h), then part of acc.
+  void run(const void* x, DType x_dtype, Index x_stride, Index rows, float* acc, Index acc_stride,
+           const float* start = nullptr) const;
 
  private:
   Index k_ = 0;

@@ -92,6 +92,12 @@ ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& wal
   return m;
 }
 
+ColumnModel with_bias_term(ColumnModel m) {
+  m.k_eff += 1;
+  if (m.inner_roundings > 0) m.outer_roundings += 1;
+  return m;
+}
+
 double promoted_gamma(double n_in, double u_in, double n_out, double u_out) {
   // (1 + u)^n <= 1 / (1 - n u) = 1 + gamma_n(u) for n u < 1, so the product of the two stages'
   // factors is at most (1 + g_in)(1 + g_out). gamma() already rounds up; the two adds and the

@@ -41,6 +41,12 @@ struct ColumnModel {
 ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& walk = {}, double u_eff = 0x1p-24,
                          bool quantized_x = false);
 
+/// The same model with the bias as one more term of the sum (bias_at = start; docs/error-bounds.md
+/// §2): every product's path gains at most one rounding, the f32 add into the bias (for a
+/// promoted walk, of its outer stage), and the bias itself passes no more roundings than a
+/// product does. The bound then takes S + |bias| for S.
+ColumnModel with_bias_term(ColumnModel m);
+
 /// gamma for a product passing n_in roundings at u_in and n_out at u_out:
 /// (1 + u_in)^n_in (1 + u_out)^n_out - 1 <= g_in + g_out + g_in g_out with g = gamma_n(u),
 /// rounded up; +inf when either gamma is.

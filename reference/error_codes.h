@@ -129,7 +129,7 @@ NCERT_ERROR_CODE(kAccumulatorUnknown, 405, "accumulator-unknown", 3,
 NCERT_ERROR_CODE(kKWalkInvalid, 406, "k-walk-invalid", 3,
                  "k_walk not one of the forms of docs/dump-format.md §3.4 (seq, split, lanes, promote, splitk)")
 NCERT_ERROR_CODE(kEpilogueUnknown, 407, "epilogue-unknown", 3,
-                 "epilogue other than none, bias, residual, bias+residual")
+                 "epilogue other than none, bias, residual, bias+residual (or bias_at other than end, start)")
 NCERT_ERROR_CODE(kOutputDtypeUnknown, 408, "output-dtype-unknown", 3,
                  "output_dtype other than f32, bf16, f16 (or residual_at invalid)")
 NCERT_ERROR_CODE(kPolicyInvalid, 409, "policy-invalid", 3, "a comparison policy string that does not parse")

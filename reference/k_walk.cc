@@ -162,8 +162,10 @@ float promote_dot(const KWalk& walk, const float* x, const float* w, Index k) {
 }
 
 /// Any walk, one dot product: each of the walk's parts by its inner walk from 0, then the
-/// combine tree. `scratch` grows to parts + lanes floats.
-float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std::vector<float>& scratch) {
+/// combine tree; `start` (bias_at = start) added to part 0's sum under a seq tree, else to the
+/// tree's result (k_walk.h). `scratch` grows to parts + lanes floats.
+float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std::vector<float>& scratch,
+                 const float* start) {
   const Index parts = walk.parts;
   const Index len = k / parts;
   const Index lanes = walk.inner == KWalkInner::kLanes ? lanes_used(walk, len) : 0;
@@ -184,7 +186,10 @@ float staged_dot(const KWalk& walk, const float* x, const float* w, Index k, std
         break;
     }
   }
-  return reduce_tree(walk.combine, walk.combine_distances, sums, parts);
+  const bool in_chain = start != nullptr && walk.combine == KWalkTree::kSeq;
+  if (in_chain) sums[0] = sums[0] + *start;
+  const float total = reduce_tree(walk.combine, walk.combine_distances, sums, parts);
+  return start != nullptr && !in_chain ? total + *start : total;
 }
 
 /// walk_rows_block's weight panels: 16 columns, one AVX-512 register of f32 (k_walk.h).
@@ -199,7 +204,7 @@ static_assert(kPanelCols == detail::kTransposeRows, "the panels detail::F32Panel
 /// rounding per term, scalar). A 32 x 16480 x 5120 projection declaring promote thus spends ~45 s
 /// of one core in the walk emulation; only dumps that declare these walks pay it.
 void staged_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, bool panels,
-                  float* out) {
+                  float* out, const float* start) {
   std::vector<float> column(static_cast<std::size_t>(k));
   std::vector<float> scratch;
   for (Index j = 0; j < width; ++j) {
@@ -208,16 +213,17 @@ void staged_block(const KWalk& walk, const float* x, Index rows, const float* wt
     const float* base = panels ? layout.row(j) : wt + j;
     const Index pw = panels ? layout.step(j) : width;
     for (Index c = 0; c < k; ++c) column[static_cast<std::size_t>(c)] = base[c * pw];
-    for (Index r = 0; r < rows; ++r) out[r * width + j] = staged_dot(walk, x + r * k, column.data(), k, scratch);
+    const float* b = start != nullptr ? start + j : nullptr;
+    for (Index r = 0; r < rows; ++r) out[r * width + j] = staged_dot(walk, x + r * k, column.data(), k, scratch, b);
   }
 }
 
 }  // namespace
 
-float walk_dot(const KWalk& walk, const float* x, const float* w, Index k) {
+float walk_dot(const KWalk& walk, const float* x, const float* w, Index k, const float* start) {
   if (!walk.plain()) {
     std::vector<float> scratch;
-    return staged_dot(walk, x, w, k, scratch);
+    return staged_dot(walk, x, w, k, scratch, start);
   }
   const Index parts = walk.parts;
   const Index len = k / parts;
@@ -230,15 +236,16 @@ float walk_dot(const KWalk& walk, const float* x, const float* w, Index k) {
     } else {
       for (Index c = p * len; c < end; ++c) acc = acc + x[c] * w[c];
     }
-    total = p == 0 ? acc : total + acc;
+    // bias_at = start: the bias joins part 0's sum before any later part (k_walk.h).
+    total = p == 0 ? (start != nullptr ? acc + *start : acc) : total + acc;
   }
   return total;
 }
 
 void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k, Index width, float* out,
-                    float* scratch) {
+                    float* scratch, const float* start) {
   if (!walk.plain()) {
-    staged_block(walk, x, 1, wt, k, width, false, out);
+    staged_block(walk, x, 1, wt, k, width, false, out, start);
     return;
   }
   const Index parts = walk.parts;
@@ -261,6 +268,9 @@ void walk_row_block(const KWalk& walk, const float* x, const float* wt, Index k,
         const float* row = wt + c * width;
         for (Index j = 0; j < width; ++j) acc[j] = acc[j] + xv * row[j];
       }
+    }
+    if (p == 0 && start != nullptr) {
+      for (Index j = 0; j < width; ++j) out[j] = out[j] + start[j];
     }
     if (p > 0) {
       for (Index j = 0; j < width; ++j) out[j] = out[j] + scratch[j];
@@ -396,9 +406,9 @@ constexpr Index kPanelRows = 32;
 }  // namespace
 
 void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float* wt, Index k, Index width, float* out,
-                     float* scratch) {
+                     float* scratch, const float* start) {
   if (!walk.plain()) {
-    staged_block(walk, x, rows, wt, k, width, true, out);
+    staged_block(walk, x, rows, wt, k, width, true, out, start);
     return;
   }
   const Index parts = walk.parts;
@@ -438,6 +448,11 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
               }
             }
           }
+          if (p == 0 && start != nullptr) {
+            for (Index r = 0; r < nr; ++r) {
+              for (Index j = 0; j < cols; ++j) total[r * width + j] = total[r * width + j] + start[j0 + j];
+            }
+          }
           if (p > 0) {
             for (Index r = 0; r < nr; ++r) {
               for (Index j = 0; j < cols; ++j) total[r * width + j] = total[r * width + j] + part[r * width + j];
@@ -462,6 +477,9 @@ void walk_rows_block(const KWalk& walk, const float* x, Index rows, const float*
           const float* w = panel + c * tw;
           for (Index j = 0; j < tw; ++j) acc[j] = walk.fma ? std::fma(xv, w[j], acc[j]) : acc[j] + xv * w[j];
         }
+        if (p == 0 && start != nullptr) {
+          for (Index j = 0; j < tw; ++j) total[j] = total[j] + start[full + j];
+        }
         if (p > 0) {
           for (Index j = 0; j < tw; ++j) total[j] = total[j] + part[j];
         }
@@ -476,7 +494,7 @@ float round_to_output(float v, DType output, OutputRounding rounding) {
 
 float epilogue_value(float acc, float bias, float residual, const ProjectionArithmetic& a) {
   float v = acc;
-  if (has_bias(a.epilogue)) v = v + bias;
+  if (has_bias(a.epilogue) && !bias_in_sum(a)) v = v + bias;
   if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) v = v + residual;
   float out = round_to_output(v, a.output, a.output_rounding);
   if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kOutput) {

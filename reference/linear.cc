@@ -48,6 +48,7 @@ struct ReferenceScratch::Block {
   std::vector<double> a_l1;
   std::vector<float> bias_row, residual_row;  // the block's bias, one row's residual (where the epilogue has them)
   std::vector<double> spread_row;             // one row's D made a true bound (where any spread)
+  std::vector<double> s_row;                  // one row's S + |bias| (bias_at = start)
   std::vector<const BoundTerms*> terms;       // per column of the block
   std::vector<double> x_abs;                  // M x K: |x| in f64 when the problem has no shared copy
   Index s_bf16_blocks = 0;                    // blocks whose S came from bf16 magnitudes
@@ -200,6 +201,17 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
     }
     in.y = t.y.data() + row;
     in.s = t.s.data() + row;
+    if (bias_in_sum(p)) {
+      // The bias is a term of the sum (bias_at = start): S + |bias| as a true upper bound. The
+      // f64 add rounds to nearest (down by at most 2^-53), the factor 1 + 2^-51 lifts it above
+      // the exact sum after its own rounding. t.s keeps S alone for the residual tests.
+      t.s_row.resize(static_cast<std::size_t>(w));
+      for (Index jj = 0; jj < w; ++jj) {
+        const double b = std::fabs(static_cast<double>(t.bias_row[static_cast<std::size_t>(jj)]));
+        t.s_row[static_cast<std::size_t>(jj)] = (t.s[row + jj] + b) * (1.0 + 0x1p-51);
+      }
+      in.s = t.s_row.data();
+    }
     in.x_l1 = x.l1[static_cast<std::size_t>(i)];
     const detail::ElementBoundsOut out{t.bound.data() + row, t.tier.data() + row,   t.slack.data() + row,
                                        t.sigma.data() + row, t.center.data() + row, t.accept.data() + row,
@@ -241,7 +253,14 @@ void block_y_star(const detail::PackedActivations* packed, const Activations& x,
 void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   // Every row at once: walk_rows_block orders rows and weight panels for the caches.
-  walk_rows_block(p.walk, x.f32.data(), M, t.w_kernel.data(), K, w, t.walk.data(), t.walk_scratch.data());
+  // bias_at = start: the walk adds the bias where the kernel does (k_walk.h), the epilogue not.
+  const float* start = nullptr;
+  if (bias_in_sum(p)) {
+    t.bias_row.resize(static_cast<std::size_t>(w));
+    for (Index jj = 0; jj < w; ++jj) t.bias_row[static_cast<std::size_t>(jj)] = p.bias.at(j0 + jj);
+    start = t.bias_row.data();
+  }
+  walk_rows_block(p.walk, x.f32.data(), M, t.w_kernel.data(), K, w, t.walk.data(), t.walk_scratch.data(), start);
   for (Index i = 0; i < M; ++i) {
     for (Index jj = 0; jj < w; ++jj) {
       const Index j = j0 + jj;
@@ -429,6 +448,32 @@ void column_tile_dots(const ReferenceBlock& block, Index c, float* out) {
   }
 }
 
+namespace {
+
+/// Each weight segment's bound constants and what its blocks may take from the walk's panels;
+/// a segment whose bound is vacuous marks the summary.
+SegmentModels segment_models(const LinearProblem& p, ReferenceSummary& summary) {
+  const Weights& W = *p.weights;
+  const Index K = W.k;
+  SegmentModels models;
+  models.weights = &W;
+  for (const WeightSegment& seg : W.segments) {
+    ColumnModel m = column_model(seg, K, p.walk, p.accumulator.u_eff, p.x_quant.type != XQuantType::kNone);
+    if (bias_in_sum(p)) m = with_bias_term(m);
+    models.terms.push_back(bound_terms(m, p.accumulator, p.lambda, K));
+    if (seg.format == WeightFormat::kAf4 || is_scaled_format(seg.format)) {
+      models.terms.back().shared_coef = 2 * std::max(p.accumulator.u_eff, 0x1p-24);
+    }
+    if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
+    models.may_spread.push_back(detail::segment_may_spread(seg));
+    models.exact_is_kernel.push_back(detail::segment_exact_is_kernel(seg, p.x.dtype));
+    models.magnitudes_are_kernel.push_back(detail::segment_magnitudes_are_kernels(seg, p.x.dtype));
+  }
+  return models;
+}
+
+}  // namespace
+
 Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSink& sink,
                                             const ReferenceOptions& options) {
   NCERT_RETURN_IF_ERROR(validate_problem(p));
@@ -445,21 +490,9 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   summary.blocks = nblocks;
   summary.biased_rounding = rounds_with_bias(p);
 
-  SegmentModels models;
-  models.weights = &W;
-  bool any_spread = false;
-  for (const WeightSegment& seg : W.segments) {
-    const ColumnModel m = column_model(seg, K, p.walk, p.accumulator.u_eff, p.x_quant.type != XQuantType::kNone);
-    models.terms.push_back(bound_terms(m, p.accumulator, p.lambda, K));
-    if (seg.format == WeightFormat::kAf4 || is_scaled_format(seg.format)) {
-      models.terms.back().shared_coef = 2 * std::max(p.accumulator.u_eff, 0x1p-24);
-    }
-    if (std::isinf(models.terms.back().gamma_acc)) summary.vacuous_bound = true;
-    models.may_spread.push_back(detail::segment_may_spread(seg));
-    models.exact_is_kernel.push_back(detail::segment_exact_is_kernel(seg, p.x.dtype));
-    models.magnitudes_are_kernel.push_back(detail::segment_magnitudes_are_kernels(seg, p.x.dtype));
-    any_spread = any_spread || models.may_spread.back();
-  }
+  const SegmentModels models = segment_models(p, summary);
+  const bool any_spread =
+      std::find(models.may_spread.begin(), models.may_spread.end(), true) != models.may_spread.end();
   Activations x = prepare_activations(p, K, any_spread, summary);
   if (options.bf16_s) {
     x.mag_bf16.resize(static_cast<std::size_t>(M * detail::bf16_padded(K)));

@@ -62,6 +62,12 @@ Result<ResidualAt> parse_residual_at(std::string_view s) {
   return Status(ErrorCode::kOutputDtypeUnknown, "residual_at \"" + std::string(s) + "\" is not one of f32, output");
 }
 
+Result<BiasAt> parse_bias_at(std::string_view s) {
+  if (s == "end") return BiasAt::kEnd;
+  if (s == "start") return BiasAt::kStart;
+  return Status(ErrorCode::kEpilogueUnknown, "bias_at \"" + std::string(s) + "\" is not one of end, start");
+}
+
 Result<OutputRounding> parse_output_rounding(std::string_view s) {
   if (s == "rne") return OutputRounding::kNearestEven;
   if (s == "rz") return OutputRounding::kTowardZero;
@@ -102,6 +108,16 @@ std::string_view residual_at_name(ResidualAt r) {
       return "f32";
     case ResidualAt::kOutput:
       return "output";
+  }
+  return "?";
+}
+
+std::string_view bias_at_name(BiasAt b) {
+  switch (b) {
+    case BiasAt::kEnd:
+      return "end";
+    case BiasAt::kStart:
+      return "start";
   }
   return "?";
 }

@@ -40,10 +40,17 @@ Result<Accumulator> parse_accumulator(std::string_view s);
 
 enum class Epilogue : std::uint8_t { kNone, kBias, kResidual, kBiasResidual };
 enum class ResidualAt : std::uint8_t { kF32, kOutput };
+/// Where the bias enters the sum (docs/dump-format.md §3.3): added to the accumulation's result
+/// (`end`, the default), or held by the output before the kernel accumulates into it (`start`:
+/// a GEMM with beta = 1 on an output pre-filled with the bias, as ONNX Runtime's Gemm runs MLAS,
+/// which adds each K block's sum to it).
+enum class BiasAt : std::uint8_t { kEnd, kStart };
 Result<Epilogue> parse_epilogue(std::string_view s);
 Result<ResidualAt> parse_residual_at(std::string_view s);
+Result<BiasAt> parse_bias_at(std::string_view s);
 std::string_view epilogue_name(Epilogue e);
 std::string_view residual_at_name(ResidualAt r);
+std::string_view bias_at_name(BiasAt b);
 inline bool has_bias(Epilogue e) { return e == Epilogue::kBias || e == Epilogue::kBiasResidual; }
 inline bool has_residual(Epilogue e) { return e == Epilogue::kResidual || e == Epilogue::kBiasResidual; }
 /// "f32", "bf16" or "f16".
@@ -177,6 +184,7 @@ struct ProjectionArithmetic {
   Accumulator accumulator;
   Epilogue epilogue = Epilogue::kNone;
   ResidualAt residual_at = ResidualAt::kF32;
+  BiasAt bias_at = BiasAt::kEnd;
   DType output = DType::kF32;
   OutputRounding output_rounding = OutputRounding::kNearestEven;
   KWalk walk;
@@ -185,6 +193,11 @@ struct ProjectionArithmetic {
   ProjectionArithmetic& arithmetic() { return *this; }
   const ProjectionArithmetic& arithmetic() const { return *this; }
 };
+
+/// The bias is a term of the accumulation (a bias with bias_at = start): the bound charges it as
+/// one more term, in any order (docs/error-bounds.md §2), and the walk's emulation adds it where
+/// the kernel does (k_walk.h); the epilogue then adds it no more.
+inline bool bias_in_sum(const ProjectionArithmetic& a) { return has_bias(a.epilogue) && a.bias_at == BiasAt::kStart; }
 
 /// The valid widths and row strides of a projection's buffers and its activation type, shared by
 /// the dump model and the packing plan.

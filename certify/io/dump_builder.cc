@@ -238,6 +238,7 @@ Node projection_node(const std::string& path, const Projection& p) {
   node.text("output_dtype", name_of(p.output_dtype, dtype_name));
   node.text("epilogue", name_of(p.epilogue, reference::epilogue_name));
   node.text("residual_at", name_of(p.residual_at, reference::residual_at_name));
+  node.text("bias_at", name_of(p.bias_at, reference::bias_at_name));
   node.text("output_rounding", name_of(p.output_rounding, reference::output_rounding_name));
   node.text("k_walk", p.k_walk);
   node.number("layer", p.layer);
@@ -290,6 +291,7 @@ Status check_projection_grammars(const Projection& p, const std::string& path) {
 std::string projection_version_2(const std::string& path, const Projection& p, const Node& node) {
   if (p.output_dtype == DType::kF16) return path + ": output_dtype = \"f16\"";
   if (p.x_quant) return path + ": x_quant";
+  if (p.bias_at == reference::BiasAt::kStart) return path + ": bias_at = \"start\"";
   for (std::string_view form : {"lanes:", "promote:", "splitk:"}) {
     if (p.k_walk && p.k_walk->starts_with(form)) return path + ": k_walk = \"" + *p.k_walk + "\"";
   }

@@ -134,6 +134,7 @@ struct Projection {
   std::optional<DType> output_dtype{};
   std::optional<reference::Epilogue> epilogue{};
   std::optional<reference::ResidualAt> residual_at{};
+  std::optional<reference::BiasAt> bias_at{};  ///< "start": the output holds the bias before the kernel adds
   std::optional<reference::OutputRounding> output_rounding{};
   std::optional<std::string> k_walk{};  ///< the §3.4 grammar, e.g. "seq", "lanes:8:halving:fma"
   std::optional<Index> layer{};

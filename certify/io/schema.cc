@@ -93,6 +93,7 @@ class SchemaChecker {
       if (p.bias_dtype == DType::kF16) v2(p.path + "/bias", "an f16 bias");
       if (p.residual_dtype == DType::kF16) v2(p.path + "/residual", "an f16 residual");
       if (p.x_quant.type != reference::XQuantType::kNone) v2(p.path, "x_quant");
+      if (p.bias_at == reference::BiasAt::kStart) v2(p.path, "bias_at = \"start\"");
       for (std::string_view form : {"lanes:", "promote:", "splitk:"}) {
         if (p.walk.declared && p.walk.name.starts_with(form)) v2(p.path, "k_walk = \"" + p.walk.name + "\"");
       }
@@ -363,6 +364,9 @@ class SchemaChecker {
     if (auto r = str_attr(path, attr_rule(kProj, "residual_at"))) {
       if (auto ra = parsed(path, reference::parse_residual_at(*r))) p.residual_at = *ra;
     }
+    if (auto b = str_attr(path, attr_rule(kProj, "bias_at"))) {
+      if (auto ba = parsed(path, reference::parse_bias_at(*b))) p.bias_at = *ba;
+    }
     if (auto r = str_attr(path, attr_rule(kProj, "output_rounding"))) {
       if (auto orr = parsed(path, reference::parse_output_rounding(*r))) p.output_rounding = *orr;
     }
@@ -464,6 +468,9 @@ class SchemaChecker {
       if (auto* b = member(path, bias, types, sym)) p.bias_dtype = b->dtype;
     } else if (model().dataset(path + "/bias")) {
       note(path + "/bias", "present but the epilogue has no bias; ignored");
+    }
+    if (p.bias_at == reference::BiasAt::kStart && !reference::has_bias(p.epilogue)) {
+      note(path, "bias_at = \"start\" but the epilogue has no bias; ignored");
     }
     const MemberRule& residual = dataset_rule(kProj, "residual");
     if (rule_applies(residual.when, context)) {

@@ -25,6 +25,7 @@ using reference::ZeroPointPacking;
 constexpr DType kOutputDtypes[] = {DType::kF32, DType::kBf16, DType::kF16};
 constexpr Epilogue kEpilogues[] = {Epilogue::kNone, Epilogue::kBias, Epilogue::kResidual, Epilogue::kBiasResidual};
 constexpr ResidualAt kResidualAts[] = {ResidualAt::kF32, ResidualAt::kOutput};
+constexpr reference::BiasAt kBiasAts[] = {reference::BiasAt::kEnd, reference::BiasAt::kStart};
 constexpr OutputRounding kOutputRoundings[] = {OutputRounding::kNearestEven, OutputRounding::kTowardZero,
                                                OutputRounding::kAny};
 constexpr WeightFormat kFormats[] = {WeightFormat::kAf4,  WeightFormat::kBf16, WeightFormat::kF32, WeightFormat::kF16,
@@ -151,6 +152,8 @@ void root_and_projection_rules(std::vector<MemberRule>& t) {
                      named(kEpilogues, reference::epilogue_name, ErrorCode::kEpilogueUnknown, "epilogue")));
   t.push_back(one_of(defaults(attribute(kProj, "residual_at", kOptional, kStr), "`f32`"),
                      named(kResidualAts, reference::residual_at_name, ErrorCode::kOutputDtypeUnknown, "residual_at")));
+  t.push_back(one_of(defaults(attribute(kProj, "bias_at", kOptional, kStr), "`end`"),
+                     named(kBiasAts, reference::bias_at_name, ErrorCode::kEpilogueUnknown, "bias_at")));
   t.push_back(one_of(
       defaults(attribute(kProj, "output_rounding", kOptional, kStr), "`rne`"),
       named(kOutputRoundings, reference::output_rounding_name, ErrorCode::kOutputRoundingUnknown, "output_rounding")));

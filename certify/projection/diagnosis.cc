@@ -108,7 +108,12 @@ struct Evaluation {
   double energy = -1;
 };
 
-Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProblem& p, Declared& d) {
+/// `own_model`: the trial's energies are taken with its own sigma, not the declaration's. Only
+/// for a declaration that changes the kernel's rounding noise itself (bias_at = start: the blocks
+/// it adds into the bias round at the bias's magnitude); any other trial that widens the model
+/// would "fit" every excess by widening alone.
+Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProblem& p, Declared& d,
+                    bool own_model = false) {
   if (!reference::validate_problem(p).ok()) return {};
   auto ref = reference::compute_reference(p, s.options());
   if (!ref.ok()) return {};
@@ -142,7 +147,12 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
         d.bound[c] = ref->bound[at];
       }
       const double r = static_cast<double>(z) - ref->center[at];
-      if (std::isfinite(r) && std::isfinite(d.var[c]) && d.var[c] > 0) q[c] = r * r / d.var[c];
+      double var = d.var[c];
+      if (own_model) {
+        const double h = output_rounding_bound(std::fabs(ref->center[at]) + ref->bound[at], info.output);
+        var = ref->sigma[at] * ref->sigma[at] + h * h;
+      }
+      if (std::isfinite(r) && std::isfinite(var) && var > 0) q[c] = r * r / var;
       const bool far_off = in && q[c] > far;  // false for NaN
       far_values += far_off ? 1 : 0;
       out[c] = !in ? kOutside : far_off ? kFarOff : kInside;
@@ -1013,6 +1023,45 @@ Index diagnosis_columns(const reference::Weights& w) {
   return std::min(cols, w.n);
 }
 
+namespace {
+
+/// The epilogue declared otherwise: a bias the kernel never added, the residual added at the
+/// other point, the bias as a term of the sum. `trial` is diagnose_declarations' own.
+template <typename Trial>
+void epilogue_trials(const ProjectionInfo& info, const LinearProblem& base, const Trial& trial) {
+  // A declared bias the kernel never added: every column off by its own bias, which signature
+  // read as one column's wrong bias.
+  if (reference::has_bias(base.epilogue)) {
+    LinearProblem p = base;
+    p.epilogue = reference::has_residual(base.epilogue) ? reference::Epilogue::kResidual : reference::Epilogue::kNone;
+    trial(
+        "no bias added (the dump declares one the kernel does not add: a kernel that drops its bias, or a "
+        "declaration of one it never had)",
+        "", p);
+  }
+  // The residual added at the other point: after the output rounding, in the output type
+  // (residual_at = output), or before it in f32. Adding after rounding is defined only for a
+  // residual of the output type.
+  if (reference::has_residual(base.epilogue) && info.output != DType::kF32 && base.residual.dtype == info.output) {
+    LinearProblem p = base;
+    const bool at_f32 = base.residual_at == reference::ResidualAt::kF32;
+    p.residual_at = at_f32 ? reference::ResidualAt::kOutput : reference::ResidualAt::kF32;
+    trial(at_f32 ? "residual_at = output" : "residual_at = f32", "", p);
+  }
+  // The bias as a term of the sum (bias_at = start), where the dump adds it last: B then charges
+  // the additions of each K block into an output holding the bias (ONNX Runtime's Gemm, whose
+  // blocks round at the bias's magnitude where |bias| dwarfs S: a row of small activations, a
+  // column of small weights).
+  if (reference::has_bias(base.epilogue) && base.bias_at == reference::BiasAt::kEnd) {
+    LinearProblem p = base;
+    p.bias_at = reference::BiasAt::kStart;
+    trial("bias_at = start (the kernel adds its sums into an output holding the bias)", "", p,
+          TrialEffect::kMovesCentres, true);
+  }
+}
+
+}  // namespace
+
 std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, const CheckOptions& options,
                                                     DiagnosisReason reason, Index lone_row) {
   const ProjectionInfo& info = f.info();
@@ -1027,8 +1076,8 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   Declared declared_model;
   declared_model.far_off = reason == DiagnosisReason::kResiduals;
   const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p,
-                         TrialEffect effect = TrialEffect::kMovesCentres) {
-    const Evaluation e = evaluate(f, s, p, declared_model);
+                         TrialEffect effect = TrialEffect::kMovesCentres, bool own_model = false) {
+    const Evaluation e = evaluate(f, s, p, declared_model, own_model);
     if (e.inside >= 0) {
       trials.push_back(
           {std::move(declaration), std::move(segment), effect, sampled, e.inside, e.energy, e.left, e.far});
@@ -1092,25 +1141,7 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
       trial("epilogue = bias (a per-column bias the dump does not declare)", "", p);
     }
   }
-  // A declared bias the kernel never added: every column off by its own bias, which signature
-  // read as one column's wrong bias.
-  if (reference::has_bias(base.epilogue)) {
-    LinearProblem p = base;
-    p.epilogue = reference::has_residual(base.epilogue) ? reference::Epilogue::kResidual : reference::Epilogue::kNone;
-    trial(
-        "no bias added (the dump declares one the kernel does not add: a kernel that drops its bias, or a "
-        "declaration of one it never had)",
-        "", p);
-  }
-  // The residual added at the other point: after the output rounding, in the output type
-  // (residual_at = output), or before it in f32. Adding after rounding is defined only for a
-  // residual of the output type.
-  if (reference::has_residual(base.epilogue) && info.output != DType::kF32 && base.residual.dtype == info.output) {
-    LinearProblem p = base;
-    const bool at_f32 = base.residual_at == reference::ResidualAt::kF32;
-    p.residual_at = at_f32 ? reference::ResidualAt::kOutput : reference::ResidualAt::kF32;
-    trial(at_f32 ? "residual_at = output" : "residual_at = f32", "", p);
-  }
+  epilogue_trials(info, base, trial);
   // Weights transposed: with a square W the engine may have multiplied by its transpose.
   if (info.k == info.n) {
     std::vector<float> storage;
@@ -1163,6 +1194,18 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
     const WalkCount n = walk_equal(f, s, base);
     if (n.equal >= 0) trials.push_back({declaration, segment, TrialEffect::kMovesCentres, n.sampled, n.equal});
   });
+  // The bias at the other end of the sum: a kernel that adds its K blocks into an output holding
+  // the bias (ONNX Runtime's Gemm through MLAS) declared with the bias added last, or the
+  // reverse. Only a walk of several parts in sequence tells the two apart (k_walk.h).
+  if (reference::has_bias(base.epilogue) && base.walk.parts >= 2 && base.walk.combine == reference::KWalkTree::kSeq) {
+    LinearProblem p = base;
+    const bool end = base.bias_at == reference::BiasAt::kEnd;
+    p.bias_at = end ? reference::BiasAt::kStart : reference::BiasAt::kEnd;
+    const WalkCount n = walk_equal(f, s, p);
+    if (n.equal >= 0) {
+      trials.push_back({end ? "bias_at = start" : "bias_at = end", "", TrialEffect::kMovesCentres, n.sampled, n.equal});
+    }
+  }
   return trials;
 }
 

@@ -61,7 +61,7 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
                      residual, commit_counts, requests, block_rows, cap, outputs: dict, role,
                      logits_run, layer, x_dtype, bias_dtype=None, residual_dtype=None,
                      x_quant=None, x_quant_group=None, x_quant_rounding=None, x_quantized=None,
-                     x_scales=None, x_zero_points=None, x_scales_dtype=None) -> Group:
+                     x_scales=None, x_zero_points=None, x_scales_dtype=None, bias_at=None) -> Group:
     """The group of one projection (§3); `outputs` maps y_* names to arrays (or None)."""
     for arg, declared in (("x_dtype", x_dtype), ("bias_dtype", bias_dtype),
                           ("residual_dtype", residual_dtype)):
@@ -97,7 +97,8 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
     g = Group()
     attrs = {"op": "linear", "k": k, "n": n, "in_stride": in_stride, "out_stride": out_stride,
              "accumulator": accumulator, "output_dtype": output_dtype, "epilogue": epilogue,
-             "residual_at": residual_at, "k_walk": k_walk, "output_rounding": output_rounding,
+             "residual_at": residual_at, "bias_at": bias_at, "k_walk": k_walk,
+             "output_rounding": output_rounding,
              "layer": layer, "role": role, "logits_run": logits_run, "requests": requests,
              "block_rows": block_rows, "cap": cap, "x_quant": x_quant,
              "x_quant_group": x_quant_group, "x_quant_rounding": x_quant_rounding}

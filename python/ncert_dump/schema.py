@@ -398,6 +398,7 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
     output = a.require_str(rules.attribute(_P, "output_dtype"))
     epilogue = a.require_str(rules.attribute(_P, "epilogue"))
     a.check_str(rules.attribute(_P, "residual_at"))
+    a.check_str(rules.attribute(_P, "bias_at"))
     a.check_str(rules.attribute(_P, "output_rounding"))
     k_walk = a.check_str(rules.attribute(_P, "k_walk"), parse.parse_k_walk)
     x_quant, x_quant_group = _x_quant_attributes(path, g, a)
@@ -441,6 +442,10 @@ def check_projection(path: str, g: Group) -> ProjectionFacts:
             # The reader notes and ignores it; a writer refuses to write what nobody reads.
             raise DumpFormatError("invalid-argument", f"{path}/{leaf}",
                                   f"present but the epilogue has no {leaf}; it would be ignored")
+    if g.attrs.get("bias_at") == "start" and not rules.applies(rules.dataset(_P, "bias"), context):
+        # The reader notes and ignores it, as it does a bias the epilogue does not add.
+        raise DumpFormatError("invalid-argument", path,
+                              'bias_at = "start" but the epilogue has no bias; it would be ignored')
     outputs = [leaf for leaf in ("y_unpacked", "y_packed", "y_before", "y_compact")
                if _dataset(g, path, rules.dataset(_P, leaf), types, sym) is not None]
 

@@ -28,6 +28,8 @@ def projection_features(path: str, g: Group) -> list[str]:
     walk = g.attrs.get("k_walk")
     if isinstance(walk, str) and walk.startswith(_V2_WALKS):
         out.append(f'{path}: k_walk "{walk}"')
+    if g.attrs.get("bias_at") == "start":
+        out.append(f'{path}: bias_at "start"')
     for name in ("x_quant", "x_quant_group", "x_quant_rounding"):
         if name in g.attrs:
             out.append(f"{path}: {name}")

@@ -221,7 +221,7 @@ class DumpWriter:
                        x_dtype=None, bias_dtype=None, residual_dtype=None,
                        weights_hash=False, omit_weights=False, x_quant=None, x_quant_group=None,
                        x_quant_rounding=None, x_quantized=None, x_scales=None,
-                       x_zero_points=None, x_scales_dtype=None) -> str:
+                       x_zero_points=None, x_scales_dtype=None, bias_at=None) -> str:
         """Writes ``/projections/<name>`` (dump-format.md §3) and returns its path.
 
         Arrays are full-stride, exactly as in the engine's buffers: ``x`` is
@@ -250,7 +250,7 @@ class DumpWriter:
             bias_dtype=bias_dtype, residual_dtype=residual_dtype, x_quant=x_quant,
             x_quant_group=x_quant_group, x_quant_rounding=x_quant_rounding,
             x_quantized=x_quantized, x_scales=x_scales, x_zero_points=x_zero_points,
-            x_scales_dtype=x_scales_dtype)
+            x_scales_dtype=x_scales_dtype, bias_at=bias_at)
         facts = check_projection(path, node)
         check_weights_and_strides(facts)
         features = version.projection_features(path, node)

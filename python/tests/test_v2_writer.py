@@ -58,6 +58,23 @@ class ExplicitElementTypes(WriterCase):
             self.assertTrue(np.array_equal(f["/projections/q/x"][()], x))
             self.assertEqual(int(f.attrs["ncert_schema_version"]), 1)
 
+    def test_bias_at_start_is_version_2_and_needs_a_bias(self):
+        # bias_at = "start" (dump-format.md §3.3) makes the dump version 2; "end" is version 1's
+        # meaning; without a bias the reader would ignore it, so the writer refuses it.
+        kw = self.kwargs(epilogue="bias", bias=np.zeros(8, np.float32), bias_dtype="f32")
+        kw["y_unpacked"] = kw["y_unpacked"].copy()
+        for value, version in (("end", 1), ("start", 2)):
+            with DumpWriter(self.tmp(), engine="t", build="b", overwrite=True) as w:
+                w.add_projection("q", bias_at=value, **kw)
+            with h5py.File(self.tmp(), "r") as f:
+                self.assertEqual(f["/projections/q"].attrs["bias_at"], value)
+                self.assertEqual(int(f.attrs["ncert_schema_version"]), version)
+        with DumpWriter(self.tmp(), engine="t", build="b", overwrite=True) as w:
+            self.refused("invalid-argument", lambda: w.add_projection("q", bias_at="start", **self.kwargs()),
+                         'bias_at = "start" but the epilogue has no bias')
+            self.refused("epilogue-unknown", lambda: w.add_projection("q", bias_at="begin", **kw),
+                         'bias_at "begin" is not one of end, start')
+
     def test_uint16_x_needs_its_type_named(self):
         kw = self.kwargs()
         del kw["x_dtype"]

@@ -128,6 +128,7 @@ struct ProblemOptions {
   bool positive = false;  // all-positive data (worst case for biased accumulators)
   reference::Epilogue epilogue = reference::Epilogue::kNone;
   reference::ResidualAt residual_at = reference::ResidualAt::kF32;
+  reference::BiasAt bias_at = reference::BiasAt::kEnd;
   DType output = DType::kF32;
   DType bias_dtype = DType::kF32;
   std::string accumulator = "f32-rn";
@@ -262,6 +263,7 @@ inline std::unique_ptr<OwnedProblem> make_problem(const ProblemOptions& o) {
   lp.accumulator = *reference::parse_accumulator(o.accumulator);
   lp.epilogue = o.epilogue;
   lp.residual_at = o.residual_at;
+  lp.bias_at = o.bias_at;
   lp.output = o.output;
   if (reference::has_bias(o.epilogue)) lp.bias = {DType::kF32, p->bias.data(), p->n};
   if (reference::has_residual(o.epilogue)) lp.residual = {DType::kF32, p->residual.data(), p->m, p->n, p->n};

@@ -210,6 +210,7 @@ TEST(SchemaRulesJson, ValueSetsAreTheParsers) {
       {"zero_point_packing", [&](std::string_view s) { return status(reference::parse_zero_point_packing(s)); }},
       {"x_quant", [&](std::string_view s) { return status(reference::parse_x_quant(s)); }},
       {"x_quant_rounding", [&](std::string_view s) { return status(reference::parse_x_quant_rounding(s)); }},
+      {"bias_at", [&](std::string_view s) { return status(reference::parse_bias_at(s)); }},
   };
   int enumerated = 0, single = 0;
   for (const MemberRule& r : member_rules()) {
@@ -235,7 +236,7 @@ TEST(SchemaRulesJson, ValueSetsAreTheParsers) {
     EXPECT_EQ(refused.message(), std::string(r.values.what) + " \"int7\" is not one of " + listed) << r.name;
     ++enumerated;
   }
-  EXPECT_EQ(enumerated, 13);
+  EXPECT_EQ(enumerated, 14);
   EXPECT_EQ(single, 2);
 }
 

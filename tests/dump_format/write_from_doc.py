@@ -348,7 +348,7 @@ def build_example(omit_defaults: Tuple[str, ...] = ()) -> Group:
             y_compact[slot, :n] = y[row]
     attn_attrs = {"op": "linear", "k": k, "n": n, "in_stride": in_stride, "out_stride": out_stride,
                   "accumulator": "f32-rn", "output_dtype": "bf16", "epilogue": "bias+residual",
-                  "residual_at": "f32", "output_rounding": "rne", "k_walk": "seq", "layer": 0,
+                  "residual_at": "f32", "bias_at": "end", "output_rounding": "rne", "k_walk": "seq", "layer": 0,
                   "requests": 2, "block_rows": 4, "cap": 3}
     for name in omit_defaults:
         attn_attrs.pop(name, None)

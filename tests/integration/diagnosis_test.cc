@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "certify/commands/check.h"
+#include "certify/io/dump_reader.h"
 #include "certify/io/dump_writer.h"
 #include "certify/projection/diagnosis.h"
 #include "reference/float_bits.h"
@@ -2248,6 +2249,138 @@ TEST(Diagnosis, AKRangeMissingInEveryColumnIsNamedSoNotAsOneColumns) {
   const auto* e1 = std::get_if<SignatureEvidence>(&sig1->evidence);
   ASSERT_NE(e1, nullptr);
   EXPECT_EQ(e1->range_columns, 0);
+}
+
+// ---- the bias at the start of the sum (bias_at, docs/dump-format.md §3.3) ----------------------
+
+/// What ONNX Runtime's Gemm computes through MLAS (measured: examples/half_gemm): the output
+/// holds the bias, then each K block of `block` terms, summed from 0 with FMAs, is added to it.
+/// `bias_first` false: the same blocks, the bias added last (the kernel bias_at = end describes).
+std::vector<float> gemm_into_bias(Index m, Index k, Index n, Index block, const std::vector<float>& x,
+                                  const std::vector<float>& w, const std::vector<float>& bias, bool bias_first) {
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (Index i = 0; i < m; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      float total = bias_first ? bias[static_cast<std::size_t>(j)] : 0.0f;
+      for (Index b0 = 0; b0 < k; b0 += block) {
+        float acc = 0.0f;
+        for (Index c = b0; c < b0 + block; ++c) {
+          acc = std::fma(x[static_cast<std::size_t>(i * k + c)], w[static_cast<std::size_t>(j * k + c)], acc);
+        }
+        total = (b0 == 0 && !bias_first) ? acc : total + acc;
+      }
+      y[static_cast<std::size_t>(i * n + j)] = bias_first ? total : total + bias[static_cast<std::size_t>(j)];
+    }
+  }
+  return y;
+}
+
+/// A bias of about 1 beside activations of 1e-5: S is about 1e-3 at K 4096, and each of the
+/// 16 blocks rounds at the bias's magnitude (the review's ONNX Runtime Gemm: 61 of 4096 values
+/// outside B declared end).
+void small_products_problem(Index m, Index k, Index n, std::vector<float>& x, std::vector<float>& w,
+                            std::vector<float>& bias) {
+  random_problem(m, k, n, 41, x, w);
+  for (float& v : x) v *= 1e-5f;
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal;
+  bias.resize(static_cast<std::size_t>(n));
+  for (float& b : bias) b = normal(rng);
+}
+
+const CheckResult* check_of(const Report& r, const std::string& kind) { return find_check(r, "projections/p/" + kind); }
+
+TEST(BiasAt, AKernelAddingItsBlocksIntoTheBiasPassesDeclaredStartAndIsNamedDeclaredEnd) {
+  const Index m = 16, k = 4096, n = 64;
+  std::vector<float> x, w, bias;
+  small_products_problem(m, k, n, x, w, bias);
+  const std::vector<float> y = gemm_into_bias(m, k, n, 256, x, w, bias, true);
+  const std::string walk = "splitk:16:seq/seq-fma";
+
+  // Declared as the kernel runs: every check passes, the walk bit for bit.
+  const std::string start = ncert::testing::scratch_file("bias-at-start.h5");
+  write_plain(start, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
+  ncert::testing::poke_attr_i64(start, "/", "ncert_schema_version", 2);
+  ncert::testing::poke_attr_string(start, "/projections/p", "k_walk", walk);
+  ncert::testing::poke_attr_string(start, "/projections/p", "bias_at", "start");
+  const Report rs = check_dump(start);
+  EXPECT_EQ(rs.verdict(), Verdict::kPass) << rs.to_text(true);
+  for (const char* kind : {"bound", "walk", "signature", "variance"}) {
+    const CheckResult* c = check_of(rs, kind);
+    ASSERT_NE(c, nullptr) << kind;
+    EXPECT_EQ(c->verdict, Verdict::kPass) << kind << ": " << c->reason;
+  }
+
+  // The same data declared with the bias added last: walk fails and names bias_at = start.
+  const std::string end = ncert::testing::scratch_file("bias-at-end-declared.h5");
+  write_plain(end, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
+  ncert::testing::poke_attr_i64(end, "/", "ncert_schema_version", 2);
+  ncert::testing::poke_attr_string(end, "/projections/p", "k_walk", walk);
+  const Report re = check_dump(end);
+  const CheckResult* wc = check_of(re, "walk");
+  ASSERT_NE(wc, nullptr);
+  EXPECT_EQ(wc->verdict, Verdict::kFail);
+  EXPECT_NE(wc->reason.find("bias_at = start"), std::string::npos) << wc->reason;
+  // Without a walk: B holds these 1,024 values (at 4,096 values of a real Gemm 61 left it:
+  // examples/ort_gemm_bias), but the blocks' roundings at the bias's magnitude are 2.5x the
+  // energy the model of a sum without the bias allows. variance fails and names bias_at =
+  // start, whose own model holds them (it read "0.67 bits coarser than declared" alone).
+  const std::string plain = ncert::testing::scratch_file("bias-at-end-no-walk.h5");
+  write_plain(plain, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
+  const Report rp = check_dump(plain);
+  const CheckResult* v = check_of(rp, "variance");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->verdict, Verdict::kFail) << rp.to_text(true);
+  EXPECT_EQ(v->reason.rfind("the data fits bias_at = start", 0), 0U) << v->reason;
+  // The same values declared start: B and the residual model take the bias as a term.
+  ncert::testing::poke_attr_i64(plain, "/", "ncert_schema_version", 2);
+  ncert::testing::poke_attr_string(plain, "/projections/p", "bias_at", "start");
+  const Report ps = check_dump(plain);
+  EXPECT_EQ(ps.verdict(), Verdict::kPass) << ps.to_text(true);
+}
+
+TEST(BiasAt, AKernelAddingTheBiasLastFailsAWalkDeclaredStart) {
+  // The twin: the kernel adds its blocks from 0 and the bias last, the dump says start. The
+  // walk check fails and names bias_at = end; B (which charges the bias as a term) holds it.
+  const Index m = 16, k = 4096, n = 64;
+  std::vector<float> x, w, bias;
+  small_products_problem(m, k, n, x, w, bias);
+  const std::vector<float> y = gemm_into_bias(m, k, n, 256, x, w, bias, false);
+  const std::string path = ncert::testing::scratch_file("bias-at-start-declared.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
+  ncert::testing::poke_attr_i64(path, "/", "ncert_schema_version", 2);
+  ncert::testing::poke_attr_string(path, "/projections/p", "k_walk", "splitk:16:seq/seq-fma");
+  ncert::testing::poke_attr_string(path, "/projections/p", "bias_at", "start");
+  const Report r = check_dump(path);
+  const CheckResult* wc = check_of(r, "walk");
+  ASSERT_NE(wc, nullptr);
+  EXPECT_EQ(wc->verdict, Verdict::kFail);
+  EXPECT_NE(wc->reason.find("bias_at = end"), std::string::npos) << wc->reason;
+  const CheckResult* bc = check_of(r, "bound");
+  ASSERT_NE(bc, nullptr);
+  EXPECT_EQ(bc->verdict, Verdict::kPass) << bc->reason;
+}
+
+TEST(BiasAt, StartIsAVersion2ValueAndAnUnknownOneIsRefused) {
+  const Index m = 2, k = 64, n = 8;
+  std::vector<float> x, w, bias(static_cast<std::size_t>(n), 0.5f);
+  random_problem(m, k, n, 3, x, w);
+  const std::vector<float> y = gemm_into_bias(m, k, n, 64, x, w, bias, true);
+  const std::string path = ncert::testing::scratch_file("bias-at-v1.h5");
+  write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
+  ncert::testing::poke_attr_string(path, "/projections/p", "bias_at", "start");
+  auto v1 = DumpReader::open(path);
+  ASSERT_FALSE(v1.ok());
+  EXPECT_EQ(v1.status().code(), ErrorCode::kSchemaVersion);
+  EXPECT_NE(v1.status().message().find("bias_at = \"start\" is dump format version 2"), std::string::npos)
+      << v1.status().to_string();
+  ncert::testing::poke_attr_i64(path, "/", "ncert_schema_version", 2);
+  ncert::testing::poke_attr_string(path, "/projections/p", "bias_at", "begin");
+  auto bad = DumpReader::open(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kEpilogueUnknown);
+  EXPECT_NE(bad.status().message().find("bias_at \"begin\" is not one of end, start"), std::string::npos)
+      << bad.status().to_string();
 }
 
 }  // namespace

@@ -329,6 +329,7 @@ WORDS = {
     "output_dtype": ("f32", "bf16", "f16"),
     "epilogue": ("none", "bias", "residual", "bias+residual"),
     "residual_at": ("f32", "output"),
+    "bias_at": ("end", "start"),
     "output_rounding": ("rne", "rz", "any"),
     "x_quant": ("int8", "uint8", "e4m3", "e5m2"),
     "x_quant_rounding": ("rne", "rna"),
@@ -352,6 +353,7 @@ NEAR_MISSES = {
     "output_dtype": ("F32", "f64", "bfloat16", "fp16", "e4m3", "i8"),
     "epilogue": ("bias+bias", "residual+bias", "bias+", "+residual", "Bias"),
     "residual_at": ("bf16", "Output", "f16"),
+    "bias_at": ("begin", "Start", "first", "end "),
     "output_rounding": ("rn", "RNE", "rna", "nearest"),
     "x_quant": ("int4", "fp8", "u8", "INT8"),
     "x_quant_rounding": ("rz", "RNA", "rtz"),
@@ -730,7 +732,7 @@ class Planner:
                             "device")
         if o.role == "projection":
             return name in ("op", "k", "n", "in_stride", "out_stride", "accumulator",
-                            "output_dtype", "epilogue", "residual_at", "output_rounding",
+                            "output_dtype", "epilogue", "residual_at", "bias_at", "output_rounding",
                             "k_walk", "layer", "role", "logits_run", "requests", "block_rows",
                             "cap", "weights_xxh3", "x_quant", "x_quant_group", "x_quant_rounding")
         if o.role == "segment":

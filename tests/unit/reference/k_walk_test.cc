@@ -539,6 +539,85 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
   }
 }
 
+TEST(KWalkEmulation, ABiasTheOutputStartsFromJoinsPartZeroUnderASeqCombine) {
+  // bias_at = start (k_walk.h): the output holds the bias and the kernel adds each part's sum
+  // into it, as MLAS adds its K blocks of 256 into a Gemm's Y: total = fl32(p_0 + b), then + p_i.
+  // The oracle sums each part itself; for a walk of one part, or parts combined by a tree
+  // other than seq, the bias is added once to the result (bias_at = end's value).
+  std::mt19937_64 rng(29);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  const Index k = 768;
+  std::vector<float> x(static_cast<std::size_t>(k)), w(x.size());
+  int differ_from_end = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    for (auto& v : x) v = n(rng) * 1e-4f;  // small products beside a bias of about 1: the blocks
+    for (auto& v : w) v = n(rng);          // round at the bias's magnitude
+    const float b = n(rng);
+    for (Index parts : {3, 6}) {
+      const KWalk kw = *parse_k_walk("splitk:" + std::to_string(parts) + ":seq/seq-fma");
+      const Index len = k / parts;
+      float total = b;
+      for (Index p = 0; p < parts; ++p) {
+        float acc = 0.0f;
+        for (Index c = p * len; c < (p + 1) * len; ++c) acc = std::fma(x[c], w[c], acc);
+        total = total + acc;
+      }
+      const float got = walk_dot(kw, x.data(), w.data(), k, &b);
+      ASSERT_EQ(f32_bits(got), f32_bits(total)) << parts << " parts, trial " << trial;
+      const float end = walk_dot(kw, x.data(), w.data(), k) + b;
+      differ_from_end += f32_bits(got) != f32_bits(end);
+    }
+    for (const char* one : {"seq-fma", "lanes:8:halving:fma", "splitk:4:pairs/seq", "promote:128:14:rne"}) {
+      const KWalk kw = *parse_k_walk(one);
+      ASSERT_EQ(f32_bits(walk_dot(kw, x.data(), w.data(), k, &b)), f32_bits(walk_dot(kw, x.data(), w.data(), k) + b))
+          << one;
+    }
+  }
+  // The two ends differ often enough here that a walk test tells them apart (ONNX Runtime's
+  // Gemm: 52-55 % of its values at K 1,536).
+  EXPECT_GT(differ_from_end, 100);
+}
+
+TEST(KWalkEmulation, BlockedPathsEqualWalkDotWithABiasAtTheStart) {
+  for (const char* name : {"split:4:fma", "split:3", "splitk:4:seq/lanes:4:pairs", "splitk:2:seq/promote:16:12:rz",
+                           "seq", "lanes:8:halving", "splitk:4:pairs/seq"}) {
+    for (const auto& [m, block_cols] : {std::pair<Index, Index>{3, 20}, {11, 56}, {37, 56}}) {
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows, blocks of " + std::to_string(block_cols));
+      testing::ProblemOptions o;
+      o.m = m;
+      o.k = 96;
+      o.x_dtype = DType::kF32;
+      o.walk = name;
+      o.epilogue = reference::Epilogue::kBias;
+      o.bias_at = reference::BiasAt::kStart;
+      o.segments = {{WeightFormat::kF32, 93, {}}};
+      auto p = testing::make_problem(o);
+      ReferenceOptions ro;
+      ro.block_cols = block_cols;
+      auto r = compute_reference(p->problem, ro);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      const KWalk& kw = p->problem.walk;
+      const Index n = p->weights.n;
+      std::vector<float> wt(static_cast<std::size_t>(o.k * n));
+      for (Index j = 0; j < n; ++j) {
+        for (Index c = 0; c < o.k; ++c) wt[static_cast<std::size_t>(c * n + j)] = p->f32_store[0][j * o.k + c];
+      }
+      std::vector<float> row(static_cast<std::size_t>(n)), scratch(row.size());
+      for (Index i = 0; i < p->m; ++i) {
+        const float* x = p->x_values.data() + i * o.k;
+        walk_row_block(kw, x, wt.data(), o.k, n, row.data(), scratch.data(), p->bias.data());
+        for (Index j = 0; j < n; ++j) {
+          const float* b = p->bias.data() + j;
+          const float want = walk_dot(kw, x, p->f32_store[0].data() + j * o.k, o.k, b);
+          // The reference's walk is the stored f32 output: the epilogue adds the bias no more.
+          ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(want)) << i << "," << j;
+          ASSERT_EQ(f32_bits(row[static_cast<std::size_t>(j)]), f32_bits(want)) << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
 // ---- the bound of a promoted walk -------------------------------------------------------------
 
 TEST(KWalkBound, PromotedKernelPassesItsBoundAndNotTheF32One) {
