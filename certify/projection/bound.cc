@@ -376,10 +376,18 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
   }
   if (summary.nonfinite_x > 0 || summary.nonfinite_w > 0) {
     r.verdict = Verdict::kFail;
-    if (summary.nonfinite_x > 0) {
+    const Index row = summary.first_nonfinite_x / info.k, col = summary.first_nonfinite_x % info.k;
+    if (summary.nonfinite_x > 0 && info.x_quant.type != reference::XQuantType::kNone) {
+      // The reference multiplies the dumped codes by their scales (§3.6): x as stored may be
+      // finite throughout while a scale is not (a review's NaN scale read "x holds ... values").
+      const Index group = info.x_quant.group > 0 ? info.x_quant.group : info.k;
+      r.reason = "the quantized activations (x_quantized with x_scales) hold " + std::to_string(summary.nonfinite_x) +
+                 " value(s) that are not finite or lie beyond f32's range, first at row " + std::to_string(row) +
+                 " col " + std::to_string(col) + " (its scale x_scales[" + std::to_string(row) + ", " +
+                 std::to_string(col / group) + "]): the reference cannot certify them";
+    } else if (summary.nonfinite_x > 0) {
       r.reason = "x holds " + std::to_string(summary.nonfinite_x) + " non-finite value(s), first at row " +
-                 std::to_string(summary.first_nonfinite_x / info.k) + " col " +
-                 std::to_string(summary.first_nonfinite_x % info.k) + ": the reference cannot certify them";
+                 std::to_string(row) + " col " + std::to_string(col) + ": the reference cannot certify them";
     } else {
       r.reason = "the dequantized weights hold " + std::to_string(summary.nonfinite_w) +
                  " non-finite value(s), first at W row " + std::to_string(summary.first_nonfinite_w / info.k) +

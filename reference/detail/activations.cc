@@ -1,6 +1,7 @@
 #include "reference/detail/activations.h"
 
 #include <cmath>
+#include <limits>
 
 #include "reference/bounds.h"
 #include "reference/detail/directed.h"
@@ -28,7 +29,9 @@ Activations prepare_activations(const LinearProblem& p, Index K, bool with_abs, 
         a.f32[i * K + c] = static_cast<float>(v);  // only a walk would read it, and none is defined
         a.mag[i * K + c] = detail::f64_to_f32_up(std::fabs(v));
         if (with_abs) a.abs[i * K + c] = std::fabs(v);
-        if (!std::isfinite(v)) {
+        // Beyond f32's range (a scale of 3e38 times a code of 127) no f32 kernel holds the value
+        // either: counted with the non-finite ones (B would be NaN there).
+        if (!(std::fabs(v) <= static_cast<double>(std::numeric_limits<float>::max()))) {
           if (summary.nonfinite_x++ == 0) summary.first_nonfinite_x = i * K + c;
         } else {
           l1 += std::fabs(v);

@@ -122,6 +122,30 @@ TEST(FormatV2, AWrongActivationScaleFailsQuantizeAndBound) {
   }
 }
 
+TEST(FormatV2, AScaleThatIsNotFiniteIsNamedByBoundAsTheScaleNotX) {
+  // x as stored is finite; the reference multiplies the codes by x_scales[2, 1], which is NaN
+  // (or 3e38, beyond f32's range once times a code): bound said "x holds 32 non-finite
+  // value(s)", naming an object that holds none, and with 3e38 printed "outside [nan, nan]"
+  // (a review's).
+  for (const float bad : {NAN, 3e38f}) {
+    SCOPED_TRACE(bad);
+    const std::string path =
+        write_fixture(single_projection_dump(x_quant_projection({"int8", 32, "", ""})), "xq-scale-bad.h5");
+    ncert::testing::poke_f32(path, "/projections/w8a8/x_scales", 2, 1, bad);
+    const Report r = check_dump(path);
+    EXPECT_EQ(r.verdict(), Verdict::kFail) << r.to_text(true);
+    const CheckResult* b = find_check(r, "projections/w8a8/bound");
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->verdict, Verdict::kFail) << b->reason;
+    EXPECT_NE(b->reason.find("the quantized activations (x_quantized with x_scales) hold "), std::string::npos)
+        << b->reason;
+    EXPECT_NE(b->reason.find("first at row 2 col 3"), std::string::npos) << b->reason;
+    EXPECT_NE(b->reason.find("(its scale x_scales[2, 1])"), std::string::npos) << b->reason;
+    EXPECT_EQ(b->reason.find("nan"), std::string::npos) << b->reason;
+    EXPECT_EQ(verdict_of(r, "projections/w8a8/quantize"), Verdict::kFail);
+  }
+}
+
 TEST(FormatV2, ANonFiniteActivationFailsQuantize) {
   // No declared quantizer has a code for an inf or NaN x, and the reference multiplies the
   // codes, not x: quantize is the one check that reads x, so it fails (it had skipped such
