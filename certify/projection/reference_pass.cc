@@ -100,8 +100,11 @@ void BiasTally::add_beyond(const BiasValue& v, bool toward_zero, bool is_far) {
 Index residual_tile(const reference::Weights& w) {
   Index tile = 0;
   for (const reference::WeightSegment& seg : w.segments) {
+    // A group as long as K (per-channel scales) fixes no range inside K: such a segment is
+    // tiled as one without groups. Taking it as the tile left one range per column, the whole
+    // dot product, and a dropped K block of per-channel int8 weights went unnamed (a review's).
     const Index g = segment_group_size(seg);
-    if (g > 0) tile = tile == 0 ? g : std::gcd(tile, g);
+    if (g > 0 && g < w.k) tile = tile == 0 ? g : std::gcd(tile, g);
   }
   // 64 columns without groups: 80 tiles at K = 5120, about 160 ranges per column.
   if (tile == 0) tile = 64;

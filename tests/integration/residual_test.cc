@@ -222,6 +222,32 @@ TEST(Residual, ADroppedKRangeIsNamedMissing) {
   EXPECT_EQ(e->range_columns, 8);
 }
 
+TEST(Residual, ADroppedKRangeIsNamedMissingWithPerChannelWeightScales) {
+  // int8 weights with one scale per output column (group_size = K, as W8A8 kernels store them):
+  // the tile was that group, K itself, so no range inside K was a candidate and the dropped
+  // terms read "no single location ... the whole dot product 0.67x" (a review's ONNX Runtime
+  // MatMulInteger dump). A group as long as K fixes no range: tiles of 64, as without groups.
+  fixtures::DumpSpec d = residual_spec(DType::kF32);
+  fixtures::SegmentSpec q;
+  q.format = reference::WeightFormat::kInt8;
+  q.rows = 256;
+  q.af4.group_size = 4096;
+  d.projections[0].segments = {q};
+  const Report twin = check_dump(write_fixture(d, "residual_int8_twin.h5"));
+  EXPECT_EQ(check_of(twin, "signature").verdict, Verdict::kPass) << check_of(twin, "signature").reason;
+  EXPECT_EQ(std::get_if<SignatureEvidence>(&check_of(twin, "signature").evidence)->tile, 64);
+  d.projections[0].dropped_terms = 64;
+  const Report r = check_dump(write_fixture(d, "residual_int8_dropped.h5"));
+  const CheckResult& c = check_of(r, "signature");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  const auto* e = std::get_if<SignatureEvidence>(&c.evidence);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->tile, 64);
+  EXPECT_EQ(e->strongest.front().k_begin, 2048);
+  EXPECT_EQ(e->strongest.front().k_end, 2112);
+  EXPECT_EQ(c.reason.rfind("k 2048-2111 missing in ", 0), 0U) << c.reason;
+}
+
 /// residual_spec's f32 dump, its engine summing all K products in an accumulator that keeps
 /// `bits` of f32's 24 and rounds to nearest, while the dump declares f32-rn.
 Report narrow_accumulator(int bits) {
