@@ -43,7 +43,8 @@ void register_witness(CLI::App& app, Action& action) {
       w.table = cl->common.verbose;
       // --out writes the witness file and its summary beside it (WITNESS.h5.json).
       CommandFiles files{{{"DUMP", w.dump}}, {}, {}};
-      if (!w.out.empty()) files.outputs = {{"--out", w.out}, {"--out's summary", w.out + ".json"}};
+      // The summary is a report: it replaces only an empty file or a report, --force or not.
+      if (!w.out.empty()) files.outputs = {{"--out", w.out}, {"--out's summary", w.out + ".json", true}};
       return run_reported("witness", cl->common, files, [&] { return certify::run_witness(w); });
     };
   });

@@ -62,6 +62,19 @@ Result<Report> run_witness(const WitnessOptions& o) {
       return Status(ErrorCode::kOutputExists, o.out + ": exists; refusing to overwrite it (--force)");
     }
   }
+  if (!o.out.empty()) {
+    // The summary beside it is a report: it replaces an empty file or a report, --force or not
+    // (a review's W.h5.json, a copy of a dump, was overwritten without a word).
+    const std::string summary = o.out + ".json";
+    struct stat st {};
+    if (::stat(summary.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (const std::string what = replaceable_by_report(summary); !what.empty()) {
+        return Status(ErrorCode::kOutputExists, summary + " exists and is " + what +
+                                                    ": refusing to replace it with the witness summary (remove "
+                                                    "it, or choose another --out)");
+      }
+    }
+  }
   std::vector<RunWitnesses> runs;
   Json all = Json::object();
   if (!o.only.empty() &&
@@ -156,13 +169,21 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
       NCERT_ASSIGN_OR_RETURN(RunWitnesses fresh, witness_run(*dump, *run, std::move(model)));
       const Index T = run->tokens;
       Index checked = 0;
+      if (s.vocab != run->vocab) {
+        fail("the witness file records a vocabulary of " + std::to_string(s.vocab) + ", the run has " +
+                 std::to_string(run->vocab),
+             -1);
+      }
       for (Index t = 0; t < T && !c.failed(); ++t) {
         const Witness& w = fresh.witnesses[static_cast<std::size_t>(t)];
         const auto i = static_cast<std::size_t>(t);
         auto differs = [&](const std::string& field, const std::string& was, const std::string& now) {
           fail(field + " differs: stored " + was + ", dump gives " + now, s.position[i]);
         };
-        if (s.row_hash(t) != w.row_xxh3) {
+        if (s.row[i] != w.row || s.position[i] != w.position) {
+          differs("row and position", std::to_string(s.row[i]) + " at " + std::to_string(s.position[i]),
+                  std::to_string(w.row) + " at " + std::to_string(w.position));
+        } else if (s.row_hash(t) != w.row_xxh3) {
           differs("row hash", s.row_hash(t), w.row_xxh3 + " (the row was modified)");
         } else if (s.token[i] != w.token) {
           differs("token", std::to_string(s.token[i]), std::to_string(w.token));
@@ -204,7 +225,7 @@ Result<Report> run_witness_verify(const VerifyOptions& o) {
       VerifyEvidence e;
       if (c.first_failure) e.position = c.first_failure->position;
       e.tokens = T;
-      e.verified = field_differs ? checked - 1 : T;
+      e.verified = field_differs ? std::max<Index>(0, checked - 1) : T;
       e.error_source = fresh.model.source;
       e.same_file = same_file;
       c.evidence = std::move(e);

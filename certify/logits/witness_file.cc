@@ -1,6 +1,9 @@
 #include "certify/logits/witness_file.h"
 
+#include <cmath>
+
 #include "certify/io/dump_writer.h"
+#include "certify/report/format.h"
 
 namespace ncert::certify {
 
@@ -154,11 +157,35 @@ Result<StoredRun> WitnessFile::read(const std::string& run, Index tokens) const 
   NCERT_ASSIGN_OR_RETURN(s.runner_up_logit, reader_.read_f32(g + "/runner_up_logit"));
   NCERT_ASSIGN_OR_RETURN(s.cls, reader_.read_u8(g + "/class"));
   NCERT_ASSIGN_OR_RETURN(s.row_xxh3, reader_.read_u8(g + "/row_xxh3"));
+  std::string tie_break;
   for (const GroupInfo& gi : reader_.model().groups) {
     if (gi.path != g) continue;
     for (const AttributeInfo& a : gi.attributes) {
       if (a.name == "logit_error") s.logit_error = a.value.as_number();
+      if (a.name == "vocab") {
+        const std::optional<double> v = a.value.as_number();
+        // Out of Index's range (or not a number): no vocabulary, refused below.
+        s.vocab = v && *v >= 1 && *v < 0x1p62 ? static_cast<Index>(*v) : 0;
+      }
+      if (a.name == "tie_break" && a.value.kind == AttrValue::Kind::kString && a.value.strings.size() == 1) {
+        tie_break = a.value.strings[0];
+      }
     }
+  }
+  // Values ncert never writes are refused, not re-derived: a negative logit_error made every
+  // margin "certified", and another tie rule or vocabulary claims what no witness here
+  // establishes (a review's files verified "all 3 stored witnesses match").
+  const auto invalid = [&](const std::string& what) {
+    return Status(ErrorCode::kWitnessFileInvalid, path_ + ": " + g + " " + what + ": not a witness file ncert wrote");
+  };
+  if (s.logit_error && !(std::isfinite(*s.logit_error) && *s.logit_error >= 0)) {
+    return invalid("logit_error = " + format_float(*s.logit_error) + " (an error bound is finite and at least 0)");
+  }
+  if (tie_break != "lowest") return invalid("tie_break \"" + tie_break + "\" (ncert breaks ties to the lowest id)");
+  if (s.vocab < 1) return invalid("vocab = " + std::to_string(s.vocab));
+  for (Index t = 0; t < tokens; ++t) {
+    const std::int64_t row = s.row[static_cast<std::size_t>(t)];
+    if (row < 0) return invalid("row[" + std::to_string(t) + "] = " + std::to_string(row));
   }
   return s;
 }

@@ -32,7 +32,8 @@ Status write_witness_file(const std::string& path, bool overwrite, const DumpMod
 /// One run's stored witnesses, every dataset of length T.
 struct StoredRun {
   std::string run;
-  std::optional<double> logit_error;  ///< the absolute error model they were made with
+  std::optional<double> logit_error;  ///< the absolute error model they were made with (finite, >= 0)
+  Index vocab = 0;                    ///< the run's vocabulary when witnessed (attribute `vocab`)
   std::vector<std::int64_t> row, position;
   std::vector<std::int32_t> token, runner_up, ties;
   std::vector<float> logit, runner_up_logit;

@@ -126,6 +126,20 @@ json_has "$dir/witness.json" "r['command']=='witness' and r['checks'][0]['kind']
 expect 0 "witness --verify the file just written" -- "$ncert" witness --verify "$dir/w.h5" "$dir/demo/good.h5"
 expect 2 "witness --out refuses to overwrite" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w.h5"
 expect 0 "witness --out --force overwrites" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w.h5" --force --quiet
+# The summary beside --out is a report: it replaces an empty file or a report, never another file,
+# --force or not (a review's W.h5.json, a copy of a dump, was overwritten).
+cp "$dir/demo/good.h5" "$dir/w2.h5.json"
+expect 2 "witness --out refuses to replace a summary path that holds a dump" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w2.h5" --force
+if cmp -s "$dir/demo/good.h5" "$dir/w2.h5.json" && [[ ! -e "$dir/w2.h5" ]] && grep -q "output-exists (102)" "$dir/err.txt"; then
+  echo "ok:   the dump at the summary's path is untouched and no witness file was written"
+else
+  echo "FAIL: witness --out replaced a dump at its summary's path"
+  failures=$((failures + 1))
+fi
+echo "notes" > "$dir/notes.txt" && ln -sf "$dir/notes.txt" "$dir/w3.h5.json"
+expect 2 "witness --out refuses a summary path linked to a file that is no report" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w3.h5"
+json_has "$dir/witness.json" "open('$dir/notes.txt').read()=='notes\\n'" "the linked file is untouched"
+expect 0 "witness --out replaces its own earlier summary" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w.h5" --force --quiet
 expect 2 "witness needs DUMP or --verify" -- "$ncert" witness
 expect 3 "witness --verify refuses a dump as a witness file" -- "$ncert" witness --verify "$dir/demo/good.h5" "$dir/demo/good.h5"
 

@@ -376,6 +376,52 @@ TEST(WitnessFile, AFileRecordingAFailedEmissionVerifiesButCertifiesNothingThere)
   EXPECT_EQ(c->first_failure->position, 8);
 }
 
+TEST(WitnessFile, ValuesNcertNeverWritesAreRefusedNotReDerived) {
+  // A review's: with logit_error = -1e30 every margin re-derived as "certified", and a file
+  // claiming another tie rule or vocabulary verified "all 3 stored witnesses match".
+  const Index T = 4, V = 1000;
+  const auto rows = clear_rows(T, V);
+  const std::string dump = write_fixture(explicit_run("run", T, V, rows, argmax_tokens(rows, T, V)), "wv.h5");
+  const auto fresh_witness = [&](const std::string& name) {
+    const std::string wfile = scratch_file(name);
+    std::filesystem::remove(wfile);
+    std::filesystem::remove(wfile + ".json");
+    EXPECT_EQ(witness(dump, 0.01, wfile).verdict(), Verdict::kPass);
+    return wfile;
+  };
+  const auto verify = [&](const std::string& wfile) {
+    VerifyOptions v;
+    v.witness_file = wfile;
+    v.dump = dump;
+    auto r = run_witness_verify(v);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : Report{};
+  };
+  EXPECT_EQ(verify(fresh_witness("wv-good.h5")).verdict(), Verdict::kPass);
+
+  const std::string negative = fresh_witness("wv-negative.h5");
+  ncert::testing::poke_attr_i64(negative, "/witness/run", "logit_error", -5);
+  Report r = verify(negative);
+  ASSERT_TRUE(r.error.has_value()) << r.to_text(true);
+  EXPECT_EQ(r.error->code(), ErrorCode::kWitnessFileInvalid);
+  EXPECT_NE(r.error->message().find("logit_error = -5"), std::string::npos) << r.error->message();
+
+  const std::string highest = fresh_witness("wv-highest.h5");
+  ncert::testing::poke_attr_string(highest, "/witness/run", "tie_break", "highest");
+  r = verify(highest);
+  ASSERT_TRUE(r.error.has_value()) << r.to_text(true);
+  EXPECT_EQ(r.error->code(), ErrorCode::kWitnessFileInvalid);
+  EXPECT_NE(r.error->message().find("tie_break \"highest\""), std::string::npos) << r.error->message();
+
+  const std::string vocab = fresh_witness("wv-vocab.h5");
+  ncert::testing::poke_attr_i64(vocab, "/witness/run", "vocab", 999);
+  r = verify(vocab);
+  const CheckResult* c = find_check(r, "logits/run/witness");
+  ASSERT_NE(c, nullptr) << r.to_text(true);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  EXPECT_NE(c->reason.find("records a vocabulary of 999, the run has 1000"), std::string::npos) << c->reason;
+}
+
 TEST(WitnessFile, ADumpIsNotAWitnessFile) {
   const Index T = 2, V = 50;
   const auto rows = clear_rows(T, V);
