@@ -10,6 +10,7 @@
 #include "certify/campaign/entry_options.h"
 #include "certify/io/hash.h"
 #include "certify/io/input_file.h"
+#include "certify/report/json_keys.h"
 
 namespace ncert::certify {
 
@@ -35,55 +36,6 @@ Status usage(const std::string& path, const std::string& what) { return Status(E
 bool accepts(const KindInfo& k, const std::string& key) {
   const std::vector<std::string> keys = entry_option_keys(k.kind);
   return std::find(keys.begin(), keys.end(), key) != keys.end();
-}
-
-/// A key given twice in one object of the manifest: where (the keys and list indices leading to
-/// that object) and the key. nlohmann keeps the last value of a repeated key and drops the
-/// first without a word, so the parse watches every object's keys itself.
-struct DuplicateKey {
-  std::vector<std::string> where;  ///< the keys and list indices (as digits) up to it: "entries", "0"
-  std::string key;
-};
-
-/// Parses `text`, noting the first key an object repeats in `*duplicate`.
-Json parse_watching_keys(const std::string& text, std::optional<DuplicateKey>* duplicate) {
-  struct Frame {
-    bool object = false;
-    std::set<std::string> keys;
-    std::string key;        ///< an object's current key
-    std::size_t index = 0;  ///< a list's current element
-  };
-  std::vector<Frame> stack;
-  const auto next_element = [&] {
-    if (!stack.empty() && !stack.back().object) ++stack.back().index;
-  };
-  return Json::parse(text, [&](int, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        stack.push_back(Frame{event == Json::parse_event_t::object_start, {}, {}, 0});
-        break;
-      case Json::parse_event_t::key:
-        stack.back().key = parsed.get<std::string>();
-        if (!stack.back().keys.insert(stack.back().key).second && !*duplicate) {
-          DuplicateKey d{{}, stack.back().key};
-          for (std::size_t i = 0; i + 1 < stack.size(); ++i) {
-            d.where.push_back(stack[i].object ? stack[i].key : std::to_string(stack[i].index));
-          }
-          *duplicate = std::move(d);
-        }
-        break;
-      case Json::parse_event_t::object_end:
-      case Json::parse_event_t::array_end:
-        stack.pop_back();
-        next_element();
-        break;
-      case Json::parse_event_t::value:
-        next_element();
-        break;
-    }
-    return true;
-  });
 }
 
 /// The refusal of a repeated key, naming the entry by its id where it is in one.

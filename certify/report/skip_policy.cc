@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "certify/report/json_keys.h"
+
 namespace ncert::certify {
 
 namespace {
@@ -204,8 +206,26 @@ void SkipPolicy::apply(std::vector<CheckResult>& checks) const {
 }
 
 Result<SkipPolicy> parse_skip_policy(std::string_view text, const std::string& path) {
-  PolicyJson j = PolicyJson::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status(ErrorCode::kSkipPolicyInvalid, path + ": not valid JSON");
+  // A key given twice would be read as its last value (a review's {"kind": "walk", "kind":
+  // "witness"} expected witness skips): refused, as the manifest refuses it.
+  std::optional<DuplicateKey> duplicate;
+  PolicyJson j;
+  try {
+    j = parse_watching_keys(std::string(text), &duplicate);
+  } catch (const PolicyJson::exception&) {
+    return Status(ErrorCode::kSkipPolicyInvalid, path + ": not valid JSON");
+  }
+  if (duplicate) {
+    // The policy's own spelling of a place: expected_skips[1].kind.
+    std::string where;
+    for (std::size_t i = 0; i < duplicate->where.size(); ++i) {
+      where +=
+          duplicate->is_index[i] ? "[" + duplicate->where[i] + "]" : (where.empty() ? "" : ".") + duplicate->where[i];
+    }
+    return invalid(
+        path, where.empty() ? "top level" : where,
+        cat({"gives the key \"", duplicate->key, "\" twice (JSON keeps only the last: give each key once)"}));
+  }
   if (!j.is_object()) return invalid(path, "top level", "is not an object");
   SkipPolicy p;
   p.path = path;

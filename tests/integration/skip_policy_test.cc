@@ -262,6 +262,11 @@ TEST(SkipPolicy, ABadPolicyFileIsRefusedNamingFileKeyAndValue) {
                  "expected_skips[0].kind: \"walk\" is also required");
   expect_refused("bad-required.json", R"({"ncert_skip_policy": 1, "required": "some"})",
                  "required: \"some\" is not \"all\" or a list of check kinds");
+  // A key given twice is read as its last value by JSON libraries: refused, as in manifests.
+  expect_refused("twice.json", R"({"ncert_skip_policy": 1, "expected_skips": [{"kind": "walk", "kind": "witness"}]})",
+                 "expected_skips[0]: gives the key \"kind\" twice (JSON keeps only the last: give each key once)");
+  expect_refused("twice-top.json", R"({"ncert_skip_policy": 1, "required": [], "required": "all"})",
+                 "top level: gives the key \"required\" twice (JSON keeps only the last: give each key once)");
   expect_refused("empty-projection.json", R"({"ncert_skip_policy": 1, "expected_skips": [{"projection": ""}]})",
                  "expected_skips[0].projection: \"\" is not a non-empty text");
   // A missing file is the same refusal, naming it.
