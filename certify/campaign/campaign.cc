@@ -337,6 +337,13 @@ Json CampaignRun::input_hashes(const std::string& key) const {
   if (it == entry_by_id_.end()) return nullptr;
   Json hashes = Json::object();
   for (const InputPin& pin : pins_of(it->second)) hashes[pin.path] = pin.xxh3_128;
+  // The command line's settings that can change a result: a record made under a memory limit
+  // that refused a dump is not one a run under a larger limit may trust.
+  // A file the manifest names "ncert:settings" (relative, beside a manifest in the working
+  // directory) keeps its hash in front: either changing still changes the record's binding.
+  const std::string settings = "memory_limit " + std::to_string(settings_.reader.memory_limit);
+  Json& slot = hashes[std::string(kSettingsKey)];
+  slot = slot.is_string() ? Json(slot.get<std::string>() + "; " + settings) : Json(settings);
   return hashes;
 }
 

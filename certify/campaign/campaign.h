@@ -45,6 +45,9 @@ struct WorkItem {
 Json work_item_json(const WorkItem& item);
 Result<WorkItem> work_item_from_json(const Json& j);
 
+/// The key of a journal record's inputs that holds the campaign's settings.
+inline constexpr std::string_view kSettingsKey = "ncert:settings";
+
 /// What every item is run with (the same everywhere).
 struct CampaignSettings {
   ReaderOptions reader;
@@ -98,8 +101,9 @@ class CampaignRun {
   bool finished(const std::string& key) const { return results_.count(key) > 0; }
   /// Whether the item is pending or handed out (a journal record for it can be replayed now).
   bool known(const std::string& key) const { return pending_.count(key) > 0 || running_.count(key) > 0; }
-  /// The content hashes of the files the item `key` reads, {path: XXH3-128} in the entry's order
-  /// (what its journal record carries); null for a key of no entry.
+  /// The content hashes of the files the item `key` reads, {path: XXH3-128} in the entry's order,
+  /// then under kSettingsKey the settings a result depends on (what its journal record carries,
+  /// and what --resume holds it to); null for a key of no entry.
   Json input_hashes(const std::string& key) const;
   /// Lines of the journal that were not trusted (journal.h), shown in the report.
   void set_journal_notices(std::vector<std::string> notices) { journal_notices_ = std::move(notices); }

@@ -104,7 +104,10 @@ Result<InputPin> pin_from_json(const Json& j) {
 
 std::vector<std::string> entry_files(const CampaignEntry& e) {
   std::vector<std::string> files = e.inputs;
-  for (const char* key : {"weights", "vocab"}) {
+  // The skip policy too: a policy edited between a run and its --resume changes the verdicts of
+  // the entries that read it, so their journal records must not be trusted (a review's resume
+  // kept a PASS a fresh run fails).
+  for (const char* key : {"weights", "vocab", "skip_policy"}) {
     const auto it = e.options.find(key);
     if (it != e.options.end() && it->is_string()) files.push_back(it->get<std::string>());
   }

@@ -47,8 +47,8 @@ struct InputPin {
 nlohmann::ordered_json pin_json(const InputPin& pin);
 Result<InputPin> pin_from_json(const nlohmann::ordered_json& j);
 
-/// Every file an entry reads: its inputs, then a check entry's weights dump or a forks entry's
-/// vocabulary (resolved paths, as the manifest holds them).
+/// Every file an entry reads: its inputs, then a check entry's weights dump, a forks entry's
+/// vocabulary and the entry's skip policy file (resolved paths, as the manifest holds them).
 std::vector<std::string> entry_files(const CampaignEntry& entry);
 
 /// The pins of every file of every entry, by path, hashed in parallel (one file per thread).

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,17 +45,34 @@ Status write_line(int fd, const std::string& path, const std::string& line) {
   return Status();
 }
 
+Status held_by_another(const std::string& path) {
+  return Status(ErrorCode::kOutputExists,
+                path +
+                    ": another campaign is running with this journal (or one just stopped whose worker processes "
+                    "are still ending): wait for it, or give this one another --state directory");
+}
+
 /// Takes the journal's lock (flock, exclusive, not waiting): one campaign at a time writes a
 /// journal. The lock goes with the descriptor, so a killed campaign never leaves it held.
 Status lock(int fd, const std::string& path) {
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Status();
-  if (errno == EWOULDBLOCK) {
-    return Status(ErrorCode::kOutputExists,
-                  path +
-                      ": another campaign is running with this journal: wait for it, or give this one another "
-                      "--state directory");
-  }
+  if (errno == EWOULDBLOCK) return held_by_another(path);
   return io_error(path, "lock");
+}
+
+/// lock(), then whether the locked file is still the one at `path`: a campaign that replaces
+/// the journal renames a new file over it while it holds the old one's lock, so a campaign that
+/// opened the old file and locks it after that holds a file no longer there (two campaigns
+/// started within milliseconds both ran, and one journal was lost: a review's).
+Status lock_current(int fd, const std::string& path) {
+  NCERT_RETURN_IF_ERROR(lock(fd, path));
+  struct stat held {
+  }, now{};
+  if (::fstat(fd, &held) != 0) return io_error(path, "stat");
+  if (::stat(path.c_str(), &now) != 0 || held.st_ino != now.st_ino || held.st_dev != now.st_dev) {
+    return held_by_another(path);
+  }
+  return Status();
 }
 
 /// 128 random bits: the campaign's id in its header, so no line of another journal (even of the
@@ -301,29 +319,46 @@ Result<Journal> Journal::create(const std::string& path, const std::string& mani
   // replaced only once this one has its header on disk: the new journal is written beside it and
   // renamed over it, so at every moment the path holds one whole journal. One still in use by a
   // running campaign is refused instead.
-  if (const int old = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); old >= 0) {
-    const std::string what = replaceable_by_journal(old);
-    const Status locked = what.empty() ? lock(old, path)
-                                       : Status(ErrorCode::kOutputExists,
-                                                path + " exists and is " + what +
-                                                    ": refusing to replace it with a campaign journal (remove it, "
-                                                    "or give another --journal or --state)");
+  // The file at the path (an empty one created where there is none, so that two campaigns
+  // starting together lock the same file) is locked until the new journal, locked too, has been
+  // renamed over it: a second campaign finds one of the two locked, or holds a file no longer
+  // at the path (lock_current).
+  bool created = false;
+  int old = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (old < 0 && errno == ENOENT) {
+    old = ::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    created = old >= 0;
+    if (old < 0 && errno == EEXIST) old = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (old < 0) return io_error(path, "open");
+  const std::string what = replaceable_by_journal(old);
+  const Status locked = what.empty() ? lock_current(old, path)
+                                     : Status(ErrorCode::kOutputExists,
+                                              path + " exists and is " + what +
+                                                  ": refusing to replace it with a campaign journal (remove it, "
+                                                  "or give another --journal or --state)");
+  if (!locked.ok()) {
     ::close(old);
-    NCERT_RETURN_IF_ERROR(locked);
-  } else if (errno != ENOENT) {
-    return io_error(path, "open");
+    return locked;
   }
   const std::string fresh = path + ".new-" + std::to_string(::getpid());
   const int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
-  if (fd < 0) return io_error(fresh, "create");
+  if (fd < 0) {
+    const Status s = io_error(fresh, "create");
+    if (created) ::unlink(path.c_str());
+    ::close(old);
+    return s;
+  }
   Journal j(path, fd, "");
   Status written = lock(fd, path);
   if (written.ok()) written = j.append_line(manifest_xxh3, header_body(manifest_xxh3));
   if (written.ok() && ::rename(fresh.c_str(), path.c_str()) != 0) written = io_error(path, "replace");
   if (!written.ok()) {
     ::unlink(fresh.c_str());
-    return written;
+    if (created) ::unlink(path.c_str());
   }
+  ::close(old);  // only now: the path holds the new journal, locked
+  if (!written.ok()) return written;
   return j;
 }
 
@@ -335,7 +370,7 @@ Result<Journal> Journal::resume(const std::string& path, const std::string& mani
     return io_error(path, "open");
   }
   Journal j(path, fd, "");  // closes fd on every return below
-  NCERT_RETURN_IF_ERROR(lock(fd, path));
+  NCERT_RETURN_IF_ERROR(lock_current(fd, path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return io_error(path, "read");
   std::stringstream ss;

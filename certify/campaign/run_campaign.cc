@@ -23,7 +23,7 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                           1, 1024, [](O& o) -> int& { return o.workers; }),
         path_option<O>("state", "DIR",
                        "Directory of the campaign's journal, created if missing (default: that of the first of "
-                       "--json, --html, --junit written to a file, else the working directory); the journal is "
+                       "--json, --html, --junit written to a regular file, else the working directory); the journal is "
                        "DIR/<manifest's file name>.journal",
                        [](O& o) -> std::string& { return o.state; }),
         path_option<O>("journal", "PATH", "The journal's path itself, instead of one in the --state directory",

@@ -6,6 +6,7 @@
 #include "certify/campaign/run_campaign.h"
 #include "certify/cli/cli_common.h"
 #include "certify/report/printable.h"
+#include "certify/report/report_file.h"
 
 namespace ncert::cli {
 
@@ -36,9 +37,10 @@ void register_campaign(CLI::App& app, Action& action) {
       o.settings.reader.memory_limit = cl->common.max_memory;
       o.isolation = command_isolation(cl->common);
       // The journal goes beside the report by default (never beside the inputs unless the
-      // report goes there): the first report written to a file names the directory.
+      // report goes there): the first report written to a file names the directory. A report
+      // written in place (/dev/null, /dev/stdout, a FIFO) names none: the journal went to /dev.
       for (const std::string* report : {&cl->common.json_path, &cl->common.html_path, &cl->common.junit_path}) {
-        if (report->empty() || *report == "-") continue;
+        if (report->empty() || *report == "-" || certify::is_stream_path(*report)) continue;
         const std::filesystem::path dir = std::filesystem::path(*report).parent_path();
         o.report_dir = dir.empty() ? "." : dir.string();
         break;
@@ -48,7 +50,21 @@ void register_campaign(CLI::App& app, Action& action) {
       // Every entry's files are inputs too: no report and no journal may be one of them. A
       // manifest that does not load is the campaign's own refusal, reported as such.
       const std::string journal = certify::journal_path(o);
-      // --state DIR is created if missing (docs/cli.md), before the path checks look for it.
+      // "-" would be a file of that name in the working directory: the journal is read back and
+      // appended to, never a stream (a review's `--journal -`).
+      if (o.journal == "-") {
+        const Status s(ErrorCode::kUsage, "--journal -: a campaign journal is a file, not stdout");
+        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+        return exit_code_for(s.code());
+      }
+      // --state DIR is created if missing (docs/cli.md), before the path checks look for it; a
+      // file there is the command line's mistake (usage), not the disk's.
+      if (std::error_code ec;
+          !o.state.empty() && std::filesystem::exists(o.state, ec) && !std::filesystem::is_directory(o.state, ec)) {
+        const Status s(ErrorCode::kUsage, "--state " + o.state + " exists and is not a directory");
+        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+        return exit_code_for(s.code());
+      }
       if (!o.state.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(o.state, ec);

@@ -233,6 +233,14 @@ Status check_command_paths(const CommandPaths& paths) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const NamedPath& out = *outputs[i];
     if (goes_to_stdout(out.path, out_file)) {
+      // A report may go through stdout (`--json out.txt > out.txt`); any other output on the
+      // file stdout appends to gets the summary lines mixed in (a review's `--resume >>
+      // model.json.journal`).
+      if (!out.report && out.path != "-") {
+        return Status(ErrorCode::kPathConflict, "stdout is " + out.role + " " + out.path +
+                                                    ": refusing to write the summary into it (redirect stdout "
+                                                    "elsewhere)");
+      }
       if (on_stdout != nullptr) {
         const auto named = [](const NamedPath& o) { return o.role + (o.path == "-" ? "" : " " + o.path); };
         return Status(ErrorCode::kUsage,

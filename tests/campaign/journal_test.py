@@ -105,13 +105,13 @@ class CampaignJournal(unittest.TestCase):
             json.dump({"ncert_campaign": 1, "name": "journal", "entries": entries}, f)
         return manifest
 
-    def campaign(self, manifest, tag, resume=False):
+    def campaign(self, manifest, tag, resume=False, extra=()):
         """Runs (or resumes) the campaign with journal TAG.journal: (exit code, report, stdout)."""
         out = self.path(tag + ".json")
         if os.path.exists(out):
             os.remove(out)
         args = [NCERT, "campaign", manifest, "--journal", self.path(tag + ".journal"), "--json", out, "--workers", "2"]
-        r = run(args + (["--resume"] if resume else []), self.dir)
+        r = run(args + (["--resume"] if resume else []) + list(extra), self.dir)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         with open(out) as f:
             report = Report(f.read())
@@ -167,6 +167,71 @@ class CampaignJournal(unittest.TestCase):
         code, back, _ = self.campaign(manifest, "run", resume=True)
         self.assertEqual(len(journal_lines(self.path("run.journal"))), lines)
         self.assert_same_report(back, first)
+
+    def test_a_skip_policy_edited_in_place_or_another_memory_limit_runs_its_items_again(self):
+        # A review's: a policy that expected the witness entry's skip, then tightened in place to
+        # require it; --resume kept the PASS a fresh run fails. The policy file is an input of
+        # the entries that read it, and --max-memory a setting every record is bound to.
+        policy = self.path("policy.json")
+        with open(policy, "w") as f:
+            json.dump({"ncert_skip_policy": 1, "expected_skips": [{"kind": "witness", "why": "no lm_head"}]}, f)
+        manifest = self.path("campaign.json")
+        with open(manifest, "w") as f:
+            json.dump({"ncert_campaign": 1,
+                       "entries": [{"id": "w", "witness": self.shared("logits-a.h5"), "skip_policy": "policy.json"},
+                                   {"id": "c", "check": "step-a.h5"}]}, f)
+        code, first, _ = self.campaign(manifest, "run")
+        self.assertEqual(code, 0)
+        with open(policy, "w") as f:
+            json.dump({"ncert_skip_policy": 1, "required": ["witness"]}, f)
+        code, resumed, _ = self.campaign(manifest, "run", resume=True)
+        fresh_code, fresh, _ = self.fresh(manifest)
+        self.assertEqual(fresh_code, 1)
+        self.assertEqual(code, fresh_code)
+        self.assertEqual(self.entry(resumed, "w")["verdict"], "FAIL")
+        self.assert_same_report(resumed, fresh)
+        # A memory limit that refuses the dump, then the default: the refusal is not kept.
+        code, small, _ = self.campaign(manifest, "mem", extra=["--max-memory", "1048576"])
+        self.assertEqual(self.entry(small, "c")["verdict"], "FAIL")
+        self.assertIn("memory", json.dumps(self.entry(small, "c")["report"]))
+        code, resumed, _ = self.campaign(manifest, "mem", resume=True)
+        self.assertEqual(self.entry(resumed, "c")["verdict"], "PASS")
+        self.assert_same_report(resumed, self.fresh(manifest, "fresh2")[1])
+
+    def test_two_campaigns_started_together_on_one_journal_run_one_at_a_time(self):
+        # A review's: started within milliseconds of each other, both campaigns passed the lock
+        # (the first tested the old file's lock, let it go, then renamed a new journal over it),
+        # both ran and one journal was lost. Now the second is refused every time.
+        manifest = self.write_manifest(extra_checks=6)
+        for attempt in range(4):
+            for name in ("together.journal", "a.json", "b.json"):
+                if os.path.exists(self.path(name)):
+                    os.remove(self.path(name))
+            procs = [subprocess.Popen([NCERT, "campaign", manifest, "--journal", self.path("together.journal"),
+                                       "--json", self.path(out), "--quiet"], cwd=self.dir,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for out in ("a.json", "b.json")]
+            results = [(p.wait(timeout=300), p.stdout.read() + p.stderr.read()) for p in procs]
+            for p in procs:
+                p.stdout.close()
+                p.stderr.close()
+            codes = sorted(code for code, _ in results)
+            self.assertEqual(codes, [1, 2], "attempt %d: %r" % (attempt, results))
+            refused = next(err for code, err in results if code == 2)
+            self.assertIn("output-exists (102)", refused)
+            self.assertIn("another campaign is running with this journal", refused)
+
+    def test_a_report_to_dev_null_puts_the_journal_in_the_working_directory(self):
+        # A review's: --json /dev/null made /dev the report's directory and the journal
+        # /dev/campaign.json.journal (a tmpfs, and not writable but by root).
+        manifest = self.write_manifest()
+        stray = "/dev/" + os.path.basename(manifest) + ".journal"
+        if os.path.exists(stray):
+            os.remove(stray)
+        r = run([NCERT, "campaign", manifest, "--json", "/dev/null", "--quiet"], self.dir)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        self.assertFalse(os.path.exists(stray))
+        self.assertTrue(os.path.exists(self.path(os.path.basename(manifest) + ".journal")))
 
     def test_an_edited_verdict_is_not_trusted(self):
         manifest = self.write_manifest()

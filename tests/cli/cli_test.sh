@@ -109,6 +109,13 @@ expect 2 "campaign --policy with a bad file is refused" -- "$ncert" campaign "$d
 cat "$dir/out.txt" "$dir/err.txt" | grep -q "skip-policy-invalid (107): .*policy-bad.json: expected_skips\[0\].kind" \
   && echo "ok:   campaign refusal names the code" \
   || { echo "FAIL: campaign bad policy message"; cat "$dir/err.txt"; failures=$((failures + 1)); }
+expect 2 "campaign --journal - is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --journal -
+[[ ! -e ./- ]] && echo "ok:   no file named - was made" || { echo "FAIL: a journal named - was made"; failures=$((failures + 1)); }
+echo "not a directory" > "$dir/state-file"
+expect 2 "campaign --state naming a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/state-file"
+# stdout appended to the campaign's own journal (a review's `--resume >> model.json.journal`).
+expect 2 "campaign --resume with stdout into its journal is a path conflict" -- bash -c "\"\$0\" campaign \"\$1\" --journal \"\$2\" --resume --quiet >> \"\$2\"" "$ncert" "$dir/demo/pol-campaign.json" "$dir/pol-campaign.journal"
+grep -q "path-conflict (105)" "$dir/err.txt" && echo "ok:   the journal on stdout is named" || { echo "FAIL: stdout into the journal not refused"; failures=$((failures + 1)); }
 
 expect 0 "inspect a valid dump" -- "$ncert" inspect "$dir/demo/good.h5" --json "$dir/inspect.json"
 json_has "$dir/inspect.json" "all(set(d)>={'path','shape','dtype','xxh3_128'} for d in r['datasets']) and len(r['datasets'])>10" \

@@ -94,7 +94,11 @@ TEST(InputPins, AnItemWhoseFileChangedSinceItWasPinnedGivesNoVerdictAndIsNotJour
   const std::optional<WorkItem> plan = run.next();
   ASSERT_TRUE(plan.has_value());
   ASSERT_EQ(plan->inputs.size(), 1u);
-  EXPECT_EQ(run.input_hashes(plan->key), (nlohmann::ordered_json{{dump, plan->inputs[0].xxh3_128}}));
+  // The files' hashes, then the settings a record is bound to besides (the memory limit).
+  EXPECT_EQ(run.input_hashes(plan->key),
+            (nlohmann::ordered_json{{dump, plan->inputs[0].xxh3_128},
+                                    {std::string(kSettingsKey),
+                                     "memory_limit " + std::to_string(CampaignSettings{}.reader.memory_limit)}}));
   // The file as pinned: the plan runs (and refuses it, a verdict on those bytes).
   const nlohmann::ordered_json refused = run_work_item(m, CampaignSettings{}, *plan);
   EXPECT_FALSE(input_changed(refused)) << refused.dump();
