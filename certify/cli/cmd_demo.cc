@@ -1,3 +1,5 @@
+#include <filesystem>
+
 #include "certify/cli/cli_common.h"
 #include "certify/demo/demo.h"
 
@@ -11,7 +13,14 @@ void register_demo(CLI::App& app, Action& action) {
   cmd->callback([cl, &action] {
     action = [cl] {
       cl->apply();
-      return run_reported("demo", cl->common, CommandFiles{}, [&] { return certify::run_demo(cl->options); });
+      // The demo's own files are outputs: a report aimed at one of them (--json DIR/good.h5) is a
+      // path conflict before anything is written. Where --dir does not exist yet none can be.
+      CommandFiles files;
+      std::error_code ec;
+      if (std::filesystem::is_directory(cl->options.dir, ec)) {
+        for (std::string& path : certify::demo_paths(cl->options.dir)) files.outputs.push_back({"demo file", path});
+      }
+      return run_reported("demo", cl->common, files, [&] { return certify::run_demo(cl->options); });
     };
   });
 }

@@ -181,18 +181,31 @@ Result<CheckResult> tour_fork(const ForkEntry& e, const std::string& dir, Report
 
 }  // namespace
 
+std::vector<std::string> demo_paths(const std::string& dir) {
+  std::vector<std::string> paths;
+  for (const std::string& file : demo_files()) paths.push_back((std::filesystem::path(dir) / file).string());
+  return paths;
+}
+
 Result<Report> run_demo(const DemoOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(options.dir, ec);
   if (ec) return Status(ErrorCode::kIo, options.dir + ": cannot create the demo directory: " + ec.message());
-  if (!options.force) {
-    for (const std::string& file : demo_files()) {
-      const std::string path = (fs::path(options.dir) / file).string();
-      if (fs::exists(path)) {
-        return Status(ErrorCode::kOutputExists,
-                      path + " exists (from an earlier demo?); pass --force to overwrite the demo files");
-      }
+  for (const std::string& path : demo_paths(options.dir)) {
+    // Only regular files of the directory itself: a link would have the demo write where it
+    // points, outside --dir (a review's --force replaced ../precious.h5; a dangling link made
+    // ../outside.h5), --force or not.
+    const fs::file_status st = fs::symlink_status(path, ec);
+    if (fs::is_symlink(st) || (fs::exists(st) && !fs::is_regular_file(st))) {
+      return Status(ErrorCode::kOutputExists, path + " is " +
+                                                  (fs::is_symlink(st) ? "a symbolic link" : "not a regular file") +
+                                                  ": the demo writes only regular files of " + options.dir +
+                                                  " (remove it, or give another --dir)");
+    }
+    if (!options.force && fs::exists(st)) {
+      return Status(ErrorCode::kOutputExists,
+                    path + " exists (from an earlier demo?); pass --force to overwrite the demo files");
     }
   }
   Report report;

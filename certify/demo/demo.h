@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "certify/commands/option_table.h"
 #include "certify/report/report.h"
@@ -24,5 +25,8 @@ const OptionTable<DemoOptions>& demo_option_table();
 /// kOutputExists when a demo file exists and force is false; kIo when the directory cannot be
 /// created.
 Result<Report> run_demo(const DemoOptions& options);
+
+/// The paths of the files the demo writes in `dir`.
+std::vector<std::string> demo_paths(const std::string& dir);
 
 }  // namespace ncert::certify

@@ -45,6 +45,17 @@ json_has "$dir/demo.json" "r['stats']['faults_caught']==r['stats']['faults']==10
   "demo JSON counts the faults caught"
 expect 2 "demo refuses to overwrite its files without --force" -- "$ncert" demo --dir "$dir/demo"
 expect 0 "demo --force overwrites" -- "$ncert" demo --dir "$dir/demo" --force --quiet
+# The demo's own files are outputs (a review's --json DIR/good.h5 replaced the dump), and it writes
+# only regular files of its directory, never through a link (--force replaced ../precious.h5).
+mkdir -p "$dir/demo-empty"
+expect 2 "demo --json onto one of its own dumps is a path conflict" -- "$ncert" demo --dir "$dir/demo-empty" --json "$dir/demo-empty/good.h5"
+grep -q "path-conflict (105)" "$dir/err.txt" && echo "ok:   the conflict is named" || { echo "FAIL: no path-conflict named"; failures=$((failures + 1)); }
+mkdir -p "$dir/demo-link" && echo "precious" > "$dir/precious.h5" && ln -sf "$dir/precious.h5" "$dir/demo-link/good.h5"
+expect 2 "demo --force refuses a demo file that is a link" -- "$ncert" demo --dir "$dir/demo-link" --force
+json_has "$dir/demo.json" "open('$dir/precious.h5').read()=='precious\\n'" "the link's target is untouched"
+rm -f "$dir/demo-link/good.h5" && ln -sf "$dir/outside.h5" "$dir/demo-link/good.h5"
+expect 2 "demo refuses a dangling link among its files" -- "$ncert" demo --dir "$dir/demo-link"
+[[ ! -e "$dir/outside.h5" ]] && echo "ok:   nothing written outside --dir" || { echo "FAIL: the demo wrote through a dangling link"; failures=$((failures + 1)); }
 
 expect 0 "check on a good dump passes" -- "$ncert" check "$dir/demo/good.h5" --json "$dir/good.json"
 json_has "$dir/good.json" "r['tool']=='ncert' and r['command']=='check' and r['verdict']=='PASS' and len(r['inputs'][0]['xxh3_128'])==32 and all(set(c)>={'id','kind','verdict','reason','stats'} for c in r['checks'])" \
