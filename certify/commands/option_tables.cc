@@ -195,6 +195,14 @@ const OptionTable<SweepOptions>& sweep_option_table() {
         text_option<O>("filter", "TEXT", "Run only cases whose key contains TEXT (selecting nothing: exit 2)",
                        [](O& o) -> std::string& { return o.filter; }),
     };
+    // An empty key names no case: it left case_key unset and the whole sweep ran (a review's
+    // `--case ''`, a shell variable never set).
+    t[0].set = [](O& o, const OptionValue& v) {
+      const std::string& key = std::get<std::string>(v);
+      if (key.empty()) return Status(ErrorCode::kUsage, "an empty key names no case (give pack(...) as printed)");
+      o.case_key = key;
+      return Status();
+    };
     for (OptionSpec<O>& s : t) s.key.clear();
     return t;
   }();

@@ -243,7 +243,7 @@ const OptionTable<DemoOptions>& demo_option_table() {
   using O = DemoOptions;
   static const OptionTable<O> table = [] {
     OptionTable<O> t = {
-        text_option<O>("dir", "DIR", "Directory for the demo dumps", [](O& o) -> std::string& { return o.dir; }),
+        path_option<O>("dir", "DIR", "Directory for the demo dumps", [](O& o) -> std::string& { return o.dir; }),
         flag_option<O>("force", "Overwrite demo files left by an earlier run", [](O& o) -> bool& { return o.force; }),
     };
     for (OptionSpec<O>& s : t) s.key.clear();

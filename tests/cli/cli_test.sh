@@ -133,6 +133,8 @@ json_has "$dir/inspect.json" "all(set(d)>={'path','shape','dtype','xxh3_128'} fo
   "inspect JSON lists datasets with path, shape, dtype and hash"
 expect 3 "inspect a refused dump" -- "$ncert" inspect "$dir/garbage.h5"
 expect 2 "sweep --case with a malformed key" -- "$ncert" sweep --case "pack(kind=nope)"
+expect 2 "sweep --case '' names no case (it ran the whole sweep)" -- "$ncert" sweep --case ""
+expect 2 "demo --dir '' names no directory" -- "$ncert" demo --dir ""
 expect 0 "sweep --filter a subset" -- "$ncert" sweep --filter "fmt=af4c,K=32" --json "$dir/sweep.json"
 json_has "$dir/sweep.json" "set(r['stats'])>={'identity_comparisons','alias_cases','guard_cases','guards_covered'}" \
   "sweep JSON carries the contract's stats"
