@@ -231,9 +231,11 @@ OptionSpec<Options> parsed_option(const std::string& flag, const std::string& va
   });
   s.set = [field, parse](Options& o, const OptionValue& v) {
     auto parsed = parse(std::get<std::string>(v));
-    // A parser's own refusal code (skip-policy-invalid for a skip policy file) is kept; a grammar
-    // error is a usage error.
-    if (!parsed.ok() && parsed.status().code() != ErrorCode::kUsage) return parsed.status();
+    // A parser's own refusal code is kept where it is the command line's kind of error
+    // (skip-policy-invalid, 107: exit 2); any other code is a usage error with the parser's
+    // message: `--policy ulp:-1` printed policy-invalid (409), whose exit for an input is 3, and
+    // exited 2.
+    if (!parsed.ok() && exit_code_for(parsed.status().code()) == 2) return parsed.status();
     if (!parsed.ok()) return Status(ErrorCode::kUsage, parsed.status().message());
     field(o) = *std::move(parsed);
     return Status();

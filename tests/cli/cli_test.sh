@@ -134,6 +134,10 @@ json_has "$dir/inspect.json" "all(set(d)>={'path','shape','dtype','xxh3_128'} fo
 expect 3 "inspect a refused dump" -- "$ncert" inspect "$dir/garbage.h5"
 expect 2 "sweep --case with a malformed key" -- "$ncert" sweep --case "pack(kind=nope)"
 expect 2 "sweep --case '' names no case (it ran the whole sweep)" -- "$ncert" sweep --case ""
+expect 2 "compare --policy that does not parse is a usage error" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --policy ulp:-1
+! grep -q "(409)" "$dir/err.txt" && grep -q 'policy "ulp:-1" is not one of' "$dir/err.txt" \
+  && echo "ok:   it names the policy, not an input's error code" \
+  || { echo "FAIL: --policy ulp:-1 message"; failures=$((failures + 1)); }
 expect 2 "demo --dir '' names no directory" -- "$ncert" demo --dir ""
 expect 0 "sweep --filter a subset" -- "$ncert" sweep --filter "fmt=af4c,K=32" --json "$dir/sweep.json"
 json_has "$dir/sweep.json" "set(r['stats'])>={'identity_comparisons','alias_cases','guard_cases','guards_covered'}" \
