@@ -1,6 +1,11 @@
+#include <cstdio>
+#include <optional>
+
 #include "certify/cli/cli_common.h"
 #include "certify/commands/option_tables.h"
 #include "certify/commands/witness.h"
+#include "certify/report/printable.h"
+#include "certify/report/report_file.h"
 
 namespace ncert::cli {
 
@@ -41,6 +46,19 @@ void register_witness(CLI::App& app, Action& action) {
       certify::WitnessOptions& w = cl->options;
       w.reader.memory_limit = cl->common.max_memory;
       w.table = cl->common.verbose;
+      // The witness file is an HDF5 file replaced whole, its summary written beside it: a device
+      // or pipe is no place for either (a review's --out /dev/null --force made /dev/null.json),
+      // and --force overwrites nothing without --out.
+      std::optional<Status> bad;
+      if (!w.out.empty() && certify::is_stream_path(w.out)) {
+        bad = Status(ErrorCode::kUsage, "--out " + w.out + " is not a regular file: a witness file is an HDF5 file");
+      } else if (w.overwrite && w.out.empty()) {
+        bad = Status(ErrorCode::kUsage, "--force overwrites --out, and no --out is given");
+      }
+      if (bad) {
+        std::fprintf(stderr, "ncert: %s\n", certify::printable(bad->to_string()).c_str());
+        return exit_code_for(bad->code());
+      }
       // --out writes the witness file and its summary beside it (WITNESS.h5.json).
       CommandFiles files{{{"DUMP", w.dump}}, {}, {}};
       // The summary is a report: it replaces only an empty file or a report, --force or not.

@@ -149,9 +149,13 @@ const OptionTable<WitnessOptions>& witness_option_table() {
   using O = WitnessOptions;
   static const OptionTable<O> table = [] {
     OptionTable<O> t = {
-        path_option<O>("out", "WITNESS.h5", "Also write the witnesses to an HDF5 witness file and WITNESS.h5.json",
+        path_option<O>("out", "WITNESS.h5",
+                       "Also write the witnesses to an HDF5 witness file (a regular file, not a device) and "
+                       "WITNESS.h5.json (a report: it replaces only an empty file or a report)",
                        [](O& o) -> std::string& { return o.out; }),
-        flag_option<O>("force", "Overwrite --out (otherwise an existing file is refused: output-exists, exit 2)",
+        flag_option<O>("force",
+                       "Overwrite --out (otherwise an existing file is refused: output-exists, exit 2); without "
+                       "--out a usage error",
                        [](O& o) -> bool& { return o.overwrite; }),
         logit_error_option<O>(
             "Absolute error bound of every logit, for runs without an lm_head projection",

@@ -164,6 +164,8 @@ echo "notes" > "$dir/notes.txt" && ln -sf "$dir/notes.txt" "$dir/w3.h5.json"
 expect 2 "witness --out refuses a summary path linked to a file that is no report" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w3.h5"
 json_has "$dir/witness.json" "open('$dir/notes.txt').read()=='notes\\n'" "the linked file is untouched"
 expect 0 "witness --out replaces its own earlier summary" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w.h5" --force --quiet
+expect 2 "witness --out to a device is a usage error" -- "$ncert" witness "$dir/demo/good.h5" --out /dev/null --force
+expect 2 "witness --force without --out is a usage error" -- "$ncert" witness "$dir/demo/good.h5" --force
 expect 2 "witness needs DUMP or --verify" -- "$ncert" witness
 expect 3 "witness --verify refuses a dump as a witness file" -- "$ncert" witness --verify "$dir/demo/good.h5" "$dir/demo/good.h5"
 
