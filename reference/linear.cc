@@ -204,7 +204,8 @@ void block_bounds(const LinearProblem& p, const Activations& x, Index j0, Index 
     if (bias_in_sum(p)) {
       // The bias is a term of the sum (bias_at = start): S + |bias| as a true upper bound. The
       // f64 add rounds to nearest (down by at most 2^-53), the factor 1 + 2^-51 lifts it above
-      // the exact sum after its own rounding. t.s keeps S alone for the residual tests.
+      // the exact sum after its own rounding. B, T, the slack and sigma all take it; the block's
+      // S (ReferenceBlock::s) stays the products' own.
       t.s_row.resize(static_cast<std::size_t>(w));
       for (Index jj = 0; jj < w; ++jj) {
         const double b = std::fabs(static_cast<double>(t.bias_row[static_cast<std::size_t>(jj)]));

@@ -46,6 +46,11 @@ Weights clip_weights(const Weights& w, Index cols) {
 struct Sample {
   Index rows = 0, cols = 0;
   Weights weights;
+  /// The dump's row of each sampled row (empty: the first `rows` rows), and the gathered rows
+  /// of x and of the residual the problem views where they are chosen (rows_problem).
+  std::vector<Index> row_of;
+  std::vector<unsigned char> x_rows, residual_rows;
+  Index row(Index i) const { return row_of.empty() ? i : row_of[static_cast<std::size_t>(i)]; }
   /// The block buffers every trial's reference shares: the trials run on problems of one
   /// shape, one after another (reference::ReferenceScratch).
   reference::ReferenceScratch* scratch = nullptr;
@@ -136,7 +141,7 @@ Evaluation evaluate(const ProjectionFacts& f, const Sample& s, const LinearProbl
   for (Index i = 0; i < s.rows; ++i) {
     for (Index j = 0; j < s.cols; ++j) {
       const std::size_t c = static_cast<std::size_t>(i * s.cols + j);
-      const float z = f.data.y_unpacked.value(info.output, info.out_stride, i, j);
+      const float z = f.data.y_unpacked.value(info.output, info.out_stride, s.row(i), j);
       const Index at = ref->at(i, j);
       const bool in = reference::contains(ref->accept[at], z);
       e.inside += in ? 1 : 0;
@@ -202,6 +207,39 @@ LinearProblem on_columns(LinearProblem p, const Weights& w) {
   return p;
 }
 
+/// `rows` of a matrix view gathered into `buffer` (their elements as stored), and the view of them.
+reference::MatrixView gather_rows(const reference::MatrixView& m, const std::vector<Index>& rows,
+                                  std::vector<unsigned char>& buffer) {
+  const std::size_t size = static_cast<std::size_t>(dtype_size(m.dtype));
+  const std::size_t row_bytes = static_cast<std::size_t>(m.cols) * size;
+  buffer.resize(rows.size() * row_bytes);
+  const auto* from = static_cast<const unsigned char*>(m.data);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(buffer.data() + i * row_bytes, from + static_cast<std::size_t>(rows[i] * m.stride) * size, row_bytes);
+  }
+  reference::MatrixView out = m;
+  out.data = buffer.data();
+  out.rows = static_cast<Index>(rows.size());
+  out.stride = m.cols;
+  return out;
+}
+
+/// The projection's problem on the sample's columns and on `rows` of the dump (x and the
+/// residual gathered into `s`), or none where the activations are quantized (their codes and
+/// scales would need the same gather; no trial here needs them).
+std::optional<LinearProblem> rows_problem(const ProjectionFacts& f, const CheckOptions& options,
+                                          const std::vector<Index>& rows, Sample& s) {
+  if (f.info().x_quant.type != reference::XQuantType::kNone || rows.empty()) return std::nullopt;
+  s.row_of = rows;
+  s.rows = static_cast<Index>(rows.size());
+  s.weights = clip_weights(f.data.weights, diagnosis_columns(f.data.weights));
+  s.cols = s.weights.n;
+  LinearProblem base = on_columns(f.data.problem(options.lambda), s.weights);
+  base.x = gather_rows(base.x, rows, s.x_rows);
+  if (!base.residual.empty()) base.residual = gather_rows(base.residual, rows, s.residual_rows);
+  return base;
+}
+
 /// The sample's rows and columns of y_unpacked, and the projection's problem restricted to them.
 LinearProblem sample_problem(const ProjectionFacts& f, const CheckOptions& options, Sample& s) {
   s.rows = std::min(f.info().m, kDiagnosisRows);
@@ -225,7 +263,7 @@ Index walk_equal_on(const ProjectionFacts& f, const Sample& s, const LinearProbl
   Index equal = 0;
   for (Index i = 0; i < s.rows; ++i) {
     for (Index j = 0; j < s.cols; ++j) {
-      const std::uint32_t engine = f.data.y_unpacked.bits(info.output, info.out_stride, i, j);
+      const std::uint32_t engine = f.data.y_unpacked.bits(info.output, info.out_stride, s.row(i), j);
       equal += engine == reference::bits_of_value(ref->walk[ref->at(i, j)], info.output) ? 1 : 0;
     }
   }
@@ -236,6 +274,7 @@ Index walk_equal_on(const ProjectionFacts& f, const Sample& s, const LinearProbl
 /// weights, which `screen` then holds.
 LinearProblem first_columns(const LinearProblem& p, const Sample& s, Index cols, Sample& screen) {
   screen.rows = s.rows;
+  screen.row_of = s.row_of;
   screen.weights = clip_weights(*p.weights, cols);
   screen.cols = screen.weights.n;
   return on_columns(p, screen.weights);
@@ -1039,6 +1078,30 @@ void epilogue_trials(const ProjectionInfo& info, const LinearProblem& base, cons
         "declaration of one it never had)",
         "", p);
   }
+  // The bias added twice (every column off by its own bias once more), or rounded to bf16 or f16
+  // before the add (an engine that casts an f32 bias to its activation type): signature named
+  // one column's "bias of that column is not the dumped one" and bound "no single other
+  // declaration fits" (a review's).
+  if (reference::has_bias(base.epilogue)) {
+    std::vector<float> twice(static_cast<std::size_t>(base.bias.size));
+    for (Index j = 0; j < base.bias.size; ++j) twice[static_cast<std::size_t>(j)] = 2 * base.bias.at(j);
+    LinearProblem p = base;
+    p.bias = {DType::kF32, twice.data(), base.bias.size};
+    trial("the bias added twice", "", p);
+    for (DType t : {DType::kBf16, DType::kF16}) {
+      if (dtype_size(base.bias.dtype) <= dtype_size(t)) continue;
+      std::vector<float> rounded(static_cast<std::size_t>(base.bias.size));
+      bool changes = false;
+      for (Index j = 0; j < base.bias.size; ++j) {
+        rounded[static_cast<std::size_t>(j)] = reference::round_to_type(base.bias.at(j), t, false);
+        changes = changes || rounded[static_cast<std::size_t>(j)] != base.bias.at(j);
+      }
+      if (!changes) continue;
+      LinearProblem q = base;
+      q.bias = {DType::kF32, rounded.data(), base.bias.size};
+      trial("the bias rounded to " + std::string(dtype_name(t)) + " before the add", "", q);
+    }
+  }
   // The residual added at the other point: after the output rounding, in the output type
   // (residual_at = output), or before it in f32. Adding after rounding is defined only for a
   // residual of the output type.
@@ -1205,6 +1268,45 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
     if (n.equal >= 0) {
       trials.push_back({end ? "bias_at = start" : "bias_at = end", "", TrialEffect::kMovesCentres, n.sampled, n.equal});
     }
+  }
+  return trials;
+}
+
+std::vector<DeclarationTrial> diagnose_bias_at(const ProjectionFacts& f, const CheckOptions& options,
+                                               const std::vector<Index>& rows, bool walk) {
+  std::vector<DeclarationTrial> trials;
+  const ProjectionInfo& info = f.info();
+  if (!f.data.y_unpacked.present || !f.weights.ok() || !reference::has_bias(info.epilogue)) return trials;
+  const bool walk_tells = info.walk.parts >= 2 && info.walk.combine == reference::KWalkTree::kSeq;
+  if (walk ? !(info.walk.declared && walk_tells) : info.bias_at != reference::BiasAt::kEnd) return trials;
+  reference::ReferenceScratch scratch;
+  Sample s;
+  s.scratch = &scratch;
+  std::optional<LinearProblem> base = rows_problem(f, options, rows, s);
+  if (!base) return trials;
+  LinearProblem other = *base;
+  const bool end = base->bias_at == reference::BiasAt::kEnd;
+  other.bias_at = end ? reference::BiasAt::kStart : reference::BiasAt::kEnd;
+  const std::string declaration = end ? "bias_at = start" : "bias_at = end";
+  const Index sampled = s.rows * s.cols;
+  if (walk) {
+    const Index declared = walk_equal_on(f, s, *base);
+    if (declared < 0 || declared == sampled) return trials;
+    const WalkCount n = walk_equal(f, s, other);
+    trials.push_back({"as declared", "", TrialEffect::kMovesCentres, sampled, declared});
+    if (n.equal >= 0) trials.push_back({declaration, "", TrialEffect::kMovesCentres, n.sampled, n.equal});
+    return trials;
+  }
+  base->walk = {};
+  other.walk = {};
+  Declared declared_model;
+  const Evaluation d = evaluate(f, s, *base, declared_model);
+  if (d.inside < 0 || d.inside == sampled) return trials;
+  trials.push_back({"as declared", "", TrialEffect::kMovesCentres, sampled, d.inside, d.energy, d.left, d.far});
+  const Evaluation e = evaluate(f, s, other, declared_model, true);
+  if (e.inside >= 0) {
+    trials.push_back({declaration + " (the kernel adds its sums into an output holding the bias)", "",
+                      TrialEffect::kMovesCentres, sampled, e.inside, e.energy, e.left, e.far});
   }
   return trials;
 }

@@ -148,6 +148,16 @@ std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const Declaratio
 /// rounding, inside B).
 std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const CheckOptions& options);
 
+/// Where too few values fail for the diagnoses above (under kDiagnosisShare of them) and a bias
+/// is declared: the other `bias_at` alone, on `rows` of y_unpacked (those holding the failing
+/// values, at most kDiagnosisRows) and the sample's columns. `walk`: counted as diagnose_walk
+/// counts (its walk reproducing every sampled value); else as diagnose_declarations counts for
+/// bound (bias_at = start, with its own residual model). The declaration first, then the trial;
+/// empty where nothing applies (no bias, quantized activations, a walk the bias's end does not
+/// change, or no sampled value failing as declared).
+std::vector<DeclarationTrial> diagnose_bias_at(const ProjectionFacts& f, const CheckOptions& options,
+                                               const std::vector<Index>& rows, bool walk);
+
 /// One trial as a reason names it: "dequant = output for segment kv".
 std::string trial_text(const DeclarationTrial& t);
 

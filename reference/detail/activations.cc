@@ -29,8 +29,10 @@ Activations prepare_activations(const LinearProblem& p, Index K, bool with_abs, 
         a.f32[i * K + c] = static_cast<float>(v);  // only a walk would read it, and none is defined
         a.mag[i * K + c] = detail::f64_to_f32_up(std::fabs(v));
         if (with_abs) a.abs[i * K + c] = std::fabs(v);
-        // Beyond f32's range (a scale of 3e38 times a code of 127) no f32 kernel holds the value
-        // either: counted with the non-finite ones (B would be NaN there).
+        // Beyond f32's range (a scale of 3e38 times a code of 127): counted with the non-finite
+        // ones, which bound fails naming the scale (B was NaN there: "outside [nan, nan]"). A
+        // kernel that scales its summed codes might still end in range; such a scale is no
+        // quantization of x either (quantize fails it).
         if (!(std::fabs(v) <= static_cast<double>(std::numeric_limits<float>::max()))) {
           if (summary.nonfinite_x++ == 0) summary.first_nonfinite_x = i * K + c;
         } else {

@@ -32,7 +32,10 @@ bool element_bounds_vectorized(const ProjectionArithmetic& a) {
 #if defined(NCERT_DIRECTED_AVX512)
   // The output types round_out knows (the vector one would take any other type for f32, where
   // the scalar one rounds it as f16): f32, and bf16 / f16 with a pinned rounding.
+  // A bias in the sum (bias_at = start) joins the centre before the f32 range rule
+  // (propagate_interval): the scalar code's alone, a rare declaration.
   const bool narrow_type = a.output == DType::kBf16 || a.output == DType::kF16;
+  if (bias_in_sum(a)) return false;
   return a.output == DType::kF32 || (narrow_type && a.output_rounding != OutputRounding::kAny);
 #else
   (void)a;

@@ -72,8 +72,13 @@ inline void round_out(double& lo, double& hi, DType output, OutputRounding round
 
 inline Interval propagate_interval(double y_star, double b, float bias, float residual, const ProjectionArithmetic& a) {
   const bool nearest = rounds_past_max_to_inf(a);
-  double lo = detail::add_down(y_star, -b);
-  double hi = detail::add_up(y_star, b);
+  // With the bias a term of the sum (bias_at = start) the accumulator's result is y* + bias +-
+  // B, never y* alone: the bias joins the centre here, outward, and is not added again below
+  // (x = [3e38, 3e38], w = [1, 1], bias -3e38 stores 3e38, which the f32 range rule applied to
+  // y* = 6e38 failed as [inf, inf]: a review's).
+  const bool in_sum = bias_in_sum(a);
+  double lo = detail::add_down(in_sum ? detail::add_down(y_star, static_cast<double>(bias)) : y_star, -b);
+  double hi = detail::add_up(in_sum ? detail::add_up(y_star, static_cast<double>(bias)) : y_star, b);
   // The accumulator's own result first: past f32's range in every order it is +-inf, and stays
   // so through the epilogue's adds (x = [3e38, 3e38], w = [2, 2], bias -3e38: the correct +inf
   // failed, 3e38 passed; a review's).
@@ -84,7 +89,7 @@ inline Interval propagate_interval(double y_star, double b, float bias, float re
     lo = lo >= kF32RoundsToInf ? kInf : lo <= -kF32RoundsToInf ? -kInf : lo;
     hi = hi >= kF32RoundsToInf ? kInf : hi <= -kF32RoundsToInf ? -kInf : hi;
   }
-  if (has_bias(a.epilogue)) add_into_f32(lo, hi, bias, nearest);
+  if (has_bias(a.epilogue) && !in_sum) add_into_f32(lo, hi, bias, nearest);
   if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kF32) add_into_f32(lo, hi, residual, nearest);
   round_out(lo, hi, a.output, a.output_rounding, nearest);
   if (has_residual(a.epilogue) && a.residual_at == ResidualAt::kOutput) {
