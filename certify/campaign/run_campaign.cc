@@ -68,13 +68,17 @@ namespace {
 /// campaign no longer has (a plan that ran again and listed other units) are left unused.
 Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
   std::vector<const JournalRecord*> waiting;
-  std::size_t stale = 0;
+  std::size_t stale = 0, resettled = 0;  // files changed; settings (or a record without them) changed
   for (const JournalRecord& r : records) {
-    if (r.inputs == run.input_hashes(r.key)) {
+    const Json now = run.input_hashes(r.key);
+    if (r.inputs == now) {
       waiting.push_back(&r);
-    } else {
-      ++stale;
+      continue;
     }
+    const std::string key(kSettingsKey);
+    const bool settings_differ = !r.inputs.is_object() || !now.is_object() || !r.inputs.contains(key) ||
+                                 (now.contains(key) && r.inputs[key] != now[key]);
+    ++(settings_differ ? resettled : stale);
   }
   for (bool progress = true; progress;) {
     progress = false;
@@ -93,6 +97,12 @@ Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
   if (stale > 0) {
     std::fprintf(stderr, "ncert: campaign: %zu finished item(s) read files that changed since: they run again\n",
                  stale);
+  }
+  if (resettled > 0) {
+    std::fprintf(stderr,
+                 "ncert: campaign: %zu finished item(s) ran under other settings (--max-memory), or were journaled "
+                 "by an ncert that did not record them: they run again\n",
+                 resettled);
   }
   return Status();
 }

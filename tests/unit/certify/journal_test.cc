@@ -10,10 +10,12 @@
 #include "certify/campaign/journal.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <tuple>
 
 #include "certify/campaign/campaign.h"
@@ -331,6 +333,64 @@ TEST(Journal, AJournalARunningCampaignHoldsIsNeitherReplacedNorResumed) {
   EXPECT_EQ(keys_of(resumed(path)), std::vector<std::string>{"e#1"});
   std::filesystem::remove(path);
   std::filesystem::remove(temp_path("held-other"));
+}
+
+TEST(Journal, AForkedChildHoldsNoLockOnceTheCampaignLetsItsJournalGo) {
+  // The lock belongs to the open file, which a forked work item's copy of the descriptor kept
+  // locked after the campaign was killed, until the child ended: a resume right then was refused
+  // as "another campaign is running" (a review's, 1 time in 40). Children close their copies.
+  const std::string path = temp_path("forked");
+  std::optional<Journal> running;
+  {
+    Result<Journal> made = Journal::create(path, kManifestHash);
+    ASSERT_TRUE(made.ok()) << made.status().to_string();
+    running.emplace(std::move(made).value());
+  }
+  int ready[2], release[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(release), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c = 1;
+    (void)!::write(ready[1], &c, 1);
+    (void)!::read(release[0], &c, 1);  // alive until the parent has tried
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  running.reset();  // the campaign lets its journal go while its child still runs
+  JournalContents contents;
+  const Result<Journal> resumed_now = Journal::resume(path, kManifestHash, &contents);
+  EXPECT_TRUE(resumed_now.ok()) << resumed_now.status().to_string();
+  (void)!::write(release[1], &c, 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  for (int fd : {ready[0], ready[1], release[0], release[1]}) ::close(fd);
+  std::filesystem::remove(path);
+}
+
+TEST(Journal, AnEmptyFileIsNoJournalToResumeAndADanglingLinkIsReplaced) {
+  // An empty file is what a campaign stopped between placing the journal and writing its header
+  // leaves: resumed, it reads as no journal (it said "has no journal header", a usage error).
+  const std::string path = temp_path("empty");
+  write_text(path, "");
+  JournalContents contents;
+  const Result<Journal> r = Journal::resume(path, kManifestHash, &contents);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kFileNotFound);
+  EXPECT_NE(r.status().message().find("no campaign journal to resume (the file is empty"), std::string::npos);
+  std::filesystem::remove(path);
+  // A symbolic link to nothing at the journal's path: the new journal replaces the link (it was
+  // an io error once the path was opened to be locked).
+  const std::string link = temp_path("dangling");
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(temp_path("nowhere"), link);
+  Result<Journal> made = Journal::create(link, kManifestHash);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(link)));
+  EXPECT_FALSE(std::filesystem::exists(temp_path("nowhere")));
+  std::filesystem::remove(link);
 }
 
 TEST(Journal, AJournalOfAnotherManifestOrWireVersionIsRefused) {
