@@ -340,6 +340,77 @@ void spread_of_outside(const ProjectionFacts& f, const ReferencePass& pass, Boun
   }
 }
 
+/// Why no interval can be computed for some outputs: a bias, x (or its quantized form) or the
+/// dequantized weights holding values that are not finite; none where every operand is.
+std::optional<std::string> nonfinite_operands(const ProjectionFacts& f, const reference::ReferenceSummary& summary,
+                                              double lambda) {
+  const ProjectionInfo& info = f.info();
+  if (summary.nonfinite_x == 0 && summary.nonfinite_w == 0) {
+    // A bias that is not finite: the intervals through it are NaN, and the reason named no value
+    // ("outside [nan, inf]", a review's bias[3] = inf).
+    if (!reference::has_bias(info.epilogue)) return std::nullopt;
+    const reference::VectorView bias = f.data.problem(lambda).bias;
+    Index count = 0, first = -1;
+    for (Index j = 0; j < bias.size; ++j) {
+      if (std::isfinite(bias.at(j))) continue;
+      if (count++ == 0) first = j;
+    }
+    if (count == 0) return std::nullopt;
+    return "the bias holds " + std::to_string(count) + " value(s) that are not finite, first bias[" +
+           std::to_string(first) + "] = " + format_float(bias.at(first)) +
+           ": the reference cannot certify the outputs of those columns";
+  }
+  const Index row = summary.first_nonfinite_x / info.k, col = summary.first_nonfinite_x % info.k;
+  if (summary.nonfinite_x > 0 && info.x_quant.type != reference::XQuantType::kNone) {
+    // The reference multiplies the dumped codes by their scales (§3.6): x as stored may be
+    // finite throughout while a scale is not (a review's NaN scale read "x holds ... values").
+    const Index group = info.x_quant.group > 0 ? info.x_quant.group : info.k;
+    return "the quantized activations (x_quantized with x_scales) hold " + std::to_string(summary.nonfinite_x) +
+           " value(s) that are not finite or lie beyond f32's range, first at row " + std::to_string(row) + " col " +
+           std::to_string(col) + " (its scale x_scales[" + std::to_string(row) + ", " + std::to_string(col / group) +
+           "]): the reference cannot certify them";
+  }
+  if (summary.nonfinite_x > 0) {
+    return "x holds " + std::to_string(summary.nonfinite_x) + " non-finite value(s), first at row " +
+           std::to_string(row) + " col " + std::to_string(col) + ": the reference cannot certify them";
+  }
+  return "the dequantized weights hold " + std::to_string(summary.nonfinite_w) +
+         " non-finite value(s), first at W row " + std::to_string(summary.first_nonfinite_w / info.k) + " col " +
+         std::to_string(summary.first_nonfinite_w % info.k);
+}
+
+/// What the diagnosis adds to a bound failure: the likely declaration mistakes where 1 % of the
+/// values or more are outside; where fewer are and a bias is declared, bias_at alone.
+std::string diagnosis_of_outside(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options,
+                                 BoundEvidence& e) {
+  const ProjectionInfo& info = f.info();
+  const std::vector<char>& outside = pass.outside_rows[static_cast<std::size_t>(EngineOutputId::kUnpacked)];
+  if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
+    // The one row of y_unpacked holding values outside, if one alone does: the only row whose
+    // scale the diagnosis fits (row_scale_trial).
+    Index lone_row = -1;
+    if (std::count(outside.begin(), outside.end(), 1) == 1) {
+      lone_row = static_cast<Index>(std::find(outside.begin(), outside.end(), 1) - outside.begin());
+    }
+    e.diagnosis = diagnose_declarations(f, options, DiagnosisReason::kBound, lone_row);
+    // bias reads the values beyond by direction where its per-value part runs: bf16 / f16
+    // outputs, and the threshold the reference pass set where the residual model applies.
+    const bool bias_runs = (info.output == DType::kBf16 || info.output == DType::kF16) && pass.bias_value_threshold > 0;
+    return diagnosis_text(e.diagnosis, e, bias_runs);
+  }
+  if (!reference::has_bias(info.epilogue)) return "";
+  // Too few values outside for the diagnosis, but a bias declared added last: a kernel that adds
+  // its K blocks into the bias fails only where |bias| dwarfs S (a few rows of small activations:
+  // 41 of 8,192 values of ONNX Runtime's Gemm, with no word of why; a review's). That one
+  // declaration is tried on the rows holding the values outside.
+  std::vector<Index> rows;
+  for (std::size_t i = 0; i < outside.size() && static_cast<Index>(rows.size()) < kDiagnosisRows; ++i) {
+    if (outside[i] != 0) rows.push_back(static_cast<Index>(i));
+  }
+  e.diagnosis = diagnose_bias_at(f, options, rows, false);
+  return e.diagnosis.size() == 2 ? diagnosis_text(e.diagnosis, e, false) : "";
+}
+
 }  // namespace
 
 CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, const CheckOptions& options) {
@@ -374,44 +445,9 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
     max_err_over_b = std::max(max_err_over_b, st.max_error_over_bound());
     if (!worst && st.outside() > 0) worst = id;
   }
-  // A bias that is not finite: the intervals through it are NaN, and the reason named no value
-  // ("outside [nan, inf]", a review's bias[3] = inf).
-  Index nonfinite_bias = 0, first_bias = -1;
-  float first_bias_value = 0;
-  if (reference::has_bias(info.epilogue)) {
-    const reference::VectorView bias = f.data.problem(options.lambda).bias;
-    for (Index j = 0; j < bias.size; ++j) {
-      if (std::isfinite(bias.at(j))) continue;
-      if (nonfinite_bias++ == 0) {
-        first_bias = j;
-        first_bias_value = bias.at(j);
-      }
-    }
-  }
-  if (nonfinite_bias > 0 && summary.nonfinite_x == 0 && summary.nonfinite_w == 0) {
+  if (std::optional<std::string> why = nonfinite_operands(f, summary, options.lambda)) {
     r.verdict = Verdict::kFail;
-    r.reason = "the bias holds " + std::to_string(nonfinite_bias) + " value(s) that are not finite, first bias[" +
-               std::to_string(first_bias) + "] = " + format_float(first_bias_value) +
-               ": the reference cannot certify the outputs of those columns";
-  } else if (summary.nonfinite_x > 0 || summary.nonfinite_w > 0) {
-    r.verdict = Verdict::kFail;
-    const Index row = summary.first_nonfinite_x / info.k, col = summary.first_nonfinite_x % info.k;
-    if (summary.nonfinite_x > 0 && info.x_quant.type != reference::XQuantType::kNone) {
-      // The reference multiplies the dumped codes by their scales (§3.6): x as stored may be
-      // finite throughout while a scale is not (a review's NaN scale read "x holds ... values").
-      const Index group = info.x_quant.group > 0 ? info.x_quant.group : info.k;
-      r.reason = "the quantized activations (x_quantized with x_scales) hold " + std::to_string(summary.nonfinite_x) +
-                 " value(s) that are not finite or lie beyond f32's range, first at row " + std::to_string(row) +
-                 " col " + std::to_string(col) + " (its scale x_scales[" + std::to_string(row) + ", " +
-                 std::to_string(col / group) + "]): the reference cannot certify them";
-    } else if (summary.nonfinite_x > 0) {
-      r.reason = "x holds " + std::to_string(summary.nonfinite_x) + " non-finite value(s), first at row " +
-                 std::to_string(row) + " col " + std::to_string(col) + ": the reference cannot certify them";
-    } else {
-      r.reason = "the dequantized weights hold " + std::to_string(summary.nonfinite_w) +
-                 " non-finite value(s), first at W row " + std::to_string(summary.first_nonfinite_w / info.k) +
-                 " col " + std::to_string(summary.first_nonfinite_w % info.k);
-    }
+    r.reason = *std::move(why);
   } else if (summary.vacuous_bound && info.walk.declared && info.walk.inner == reference::KWalkInner::kPromote) {
     // docs/error-bounds.md §2a: the p-bit blocks' own roundings make the bound vacuous.
     r.verdict = Verdict::kFail;
@@ -434,33 +470,7 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
                "); values outside: " + outside_per_output(e);
     r.reason.append(" (").append(declarations_text(info)).append(")");
     spread_of_outside(f, pass, e);
-    if (static_cast<double>(e.outside) >= kDiagnosisShare * static_cast<double>(e.elements)) {
-      // The one row of y_unpacked holding values outside, if one alone does: the only row whose
-      // scale the diagnosis fits (row_scale_trial).
-      Index lone_row = -1;
-      const std::vector<char>& rows = pass.outside_rows[static_cast<std::size_t>(EngineOutputId::kUnpacked)];
-      if (std::count(rows.begin(), rows.end(), 1) == 1) {
-        lone_row = static_cast<Index>(std::find(rows.begin(), rows.end(), 1) - rows.begin());
-      }
-      e.diagnosis = diagnose_declarations(f, options, DiagnosisReason::kBound, lone_row);
-      // bias reads the values beyond by direction where its per-value part runs: bf16 / f16
-      // outputs, and the threshold the reference pass set where the residual model applies.
-      const bool bias_runs =
-          (info.output == DType::kBf16 || info.output == DType::kF16) && pass.bias_value_threshold > 0;
-      r.reason += diagnosis_text(e.diagnosis, e, bias_runs);
-    } else if (reference::has_bias(info.epilogue)) {
-      // Too few values outside for the diagnosis, but a bias declared added last: a kernel that
-      // adds its K blocks into the bias fails only where |bias| dwarfs S (a few rows of small
-      // activations: 41 of 8,192 values of ONNX Runtime's Gemm, with no word of why; a
-      // review's). That one declaration is tried on the rows holding the values outside.
-      std::vector<Index> rows;
-      const std::vector<char>& outside = pass.outside_rows[static_cast<std::size_t>(EngineOutputId::kUnpacked)];
-      for (std::size_t i = 0; i < outside.size() && static_cast<Index>(rows.size()) < kDiagnosisRows; ++i) {
-        if (outside[i] != 0) rows.push_back(static_cast<Index>(i));
-      }
-      e.diagnosis = diagnose_bias_at(f, options, rows, false);
-      if (e.diagnosis.size() == 2) r.reason += diagnosis_text(e.diagnosis, e, false);
-    }
+    r.reason += diagnosis_of_outside(f, pass, options, e);
     r.first_failure = Location{name, el.row, el.col, slot};
     e.first = BoundFailure{name, el, slot};
   } else if (options.strict && e.beyond_tier > 0) {
