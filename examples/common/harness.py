@@ -94,6 +94,29 @@ def run_ort_job(script: Path, ort_package: Path, work: Path, calls: List[dict]) 
     return json.loads(proc.stdout.strip().splitlines()[-1])["onnxruntime"]
 
 
+class OrtCalls:
+    """Calls of ONNX models queued (`queue`), then run all in one node process (`run`: `script`,
+    an example's run_ort.js built on ort_job.js); each example's runner says what a call feeds
+    and how its output reads."""
+
+    def __init__(self, work: Path, ort_package: Path, script: Path):
+        self.work = work
+        self.ort_package = ort_package
+        self.script = script
+        self.calls: List[dict] = []
+        self.version: Optional[str] = None
+
+    def queue(self, call: dict) -> int:
+        """Adds one call; returns its index."""
+        self.calls.append(call)
+        return len(self.calls) - 1
+
+    def run(self) -> str:
+        """Runs every queued call; returns (and keeps) onnxruntime-node's version."""
+        self.version = run_ort_job(self.script, self.ort_package, self.work, self.calls)
+        return self.version
+
+
 @dataclass
 class Expectation:
     what: str

@@ -20,7 +20,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from harness import run_ort_job  # examples/common, on sys.path beside this folder
+from harness import OrtCalls  # examples/common, on sys.path beside this folder
 
 
 def build_matmul_model(path: Path, w: np.ndarray, output: str, input_dtype: str = "f16") -> None:
@@ -68,14 +68,11 @@ def build_matmul_model(path: Path, w: np.ndarray, output: str, input_dtype: str 
     onnx.save(model, str(path))
 
 
-class OrtRunner:
-    """Collects calls of ONNX models, then runs them all in one node process (run_ort.js)."""
+class OrtRunner(OrtCalls):
+    """MatMul calls on float16 inputs, run in one node process (run_ort.js)."""
 
     def __init__(self, work: Path, ort_package: Path):
-        self.work = work
-        self.ort_package = ort_package
-        self.calls: List[dict] = []
-        self.version: Optional[str] = None
+        super().__init__(work, ort_package, Path(__file__).with_name("run_ort.js"))
 
     def plan(self, model: Path, x: np.ndarray, out_dtype, optimized: Optional[Path] = None) -> int:
         """Queues Y = model(x) for x float16 [M, K]; returns the call's index for `result`."""
@@ -87,12 +84,7 @@ class OrtRunner:
                 "out_dtype": np.dtype(out_dtype).str}
         if optimized is not None:
             call["optimized"] = str(optimized)
-        self.calls.append(call)
-        return i
-
-    def run(self) -> str:
-        self.version = run_ort_job(Path(__file__).with_name("run_ort.js"), self.ort_package, self.work, self.calls)
-        return self.version
+        return self.queue(call)
 
     def result(self, i: int, n: int) -> np.ndarray:
         call = self.calls[i]

@@ -27,6 +27,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "common"))  # harness, packed_path
 
 import data  # noqa: E402
 import kernels  # noqa: E402

@@ -12,9 +12,11 @@ bound of a sum added once to the bias allows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+# The packed path's geometry and its gather and scatter, shared with the other ONNX Runtime
+# examples (examples/common, on sys.path beside this folder).
+from packed_path import Packing, gather, kBlockRows, kCap, kCommit, kRequests, packing, scatter  # noqa: F401
 
 kM, kN = 32, 256
 kK = 1536  # the main dumps: 6 blocks of 256
@@ -22,50 +24,11 @@ kKSmall = 4096  # the small-activations dumps: 16 blocks of 256
 kStrideK = 256  # MLAS_SGEMM_PACKED_STRIDEK: MLAS adds each block of 256 terms into the output
 kSmallScale = 1e-5
 kSmallRequests = (1, 3, 5, 7)  # the requests whose rows are scaled by kSmallScale
-# M = requests x block_rows; ncert's packing helper takes R <= 8 and cap <= min(4, B) (guard 315)
-kRequests, kBlockRows, kCap = 8, 4, 4
-kCommit = (3, 4, 2, 4, 1, 3, 4, 2)  # rows gathered per request (a prefix of its block), <= cap
 
 
 def walk(k: int) -> str:
     """The k_walk of MLAS' prepacked SGEMM at depth k (a multiple of 256)."""
     return f"splitk:{k // kStrideK}:seq/seq-fma"
-
-
-@dataclass
-class Packing:
-    """The packed path's geometry (dump-format.md §3.2): slot p holds row selector[p]."""
-
-    selector: np.ndarray  # int32 [P], -1 for an empty slot
-    commit_counts: np.ndarray  # int32 [R]
-
-
-def packing() -> Packing:
-    # Requests in a scheduler's order, not the rows', with one empty slot after the fourth:
-    # P = 23 + 1 slots (half_gemm's geometry).
-    slots = []
-    for r in (5, 2, 0, 7):
-        slots += [r * kBlockRows + i for i in range(kCommit[r])]
-    slots.append(-1)
-    for r in (3, 6, 1, 4):
-        slots += [r * kBlockRows + i for i in range(kCommit[r])]
-    return Packing(np.array(slots, dtype=np.int32), np.array(kCommit, dtype=np.int32))
-
-
-def gather(x: np.ndarray, sel: np.ndarray) -> np.ndarray:
-    """S·X: the compact input, slot p = row sel[p]; an empty slot holds zeros."""
-    xc = np.zeros((sel.size, x.shape[1]), dtype=x.dtype)
-    used = sel >= 0
-    xc[used] = x[sel[used]]
-    return xc
-
-
-def scatter(y_before: np.ndarray, y_compact: np.ndarray, sel: np.ndarray) -> np.ndarray:
-    """The packed output buffer after the call: y_before with each used slot's row written."""
-    y = y_before.copy()
-    used = sel >= 0
-    y[sel[used]] = y_compact[used]
-    return y
 
 
 def weights(k: int, seed: int):

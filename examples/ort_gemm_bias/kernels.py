@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from harness import run_ort_job  # examples/common, on sys.path beside this folder
+from harness import OrtCalls  # examples/common, on sys.path beside this folder
 
 
 def build_gemm_model(path: Path, w: np.ndarray, bias: np.ndarray) -> None:
@@ -38,14 +38,11 @@ def build_gemm_model(path: Path, w: np.ndarray, bias: np.ndarray) -> None:
     onnx.save(model, str(path))
 
 
-class OrtRunner:
-    """Collects calls of ONNX models, then runs them all in one node process (run_ort.js)."""
+class OrtRunner(OrtCalls):
+    """Gemm calls on float32 inputs, run in one node process (run_ort.js)."""
 
     def __init__(self, work: Path, ort_package: Path):
-        self.work = work
-        self.ort_package = ort_package
-        self.calls: List[dict] = []
-        self.version: Optional[str] = None
+        super().__init__(work, ort_package, Path(__file__).with_name("run_ort.js"))
 
     def plan(self, model: Path, x: np.ndarray, n: int, optimized: Optional[Path] = None) -> int:
         """Queues Y = model(x) for x float32 [M, K]; returns the call's index for `result`."""
@@ -56,13 +53,7 @@ class OrtRunner:
                 "n": n, "y": str(self.work / f"call{i}.y")}
         if optimized is not None:
             call["optimized"] = str(optimized)
-        self.calls.append(call)
-        return i
-
-    def run(self) -> str:
-        version = run_ort_job(Path(__file__).with_name("run_ort.js"), self.ort_package, self.work, self.calls)
-        self.version = version
-        return version
+        return self.queue(call)
 
     def result(self, i: int) -> np.ndarray:
         call = self.calls[i]

@@ -18,7 +18,7 @@ from ncert_dump import DumpWriter, Segment
 from ncert_dump.af4 import pack_zero_points, unpack_codes
 from ncert_dump.packing import scatter_rows
 
-from harness import run_ort_job  # examples/common, on sys.path beside this folder
+from harness import OrtCalls  # examples/common, on sys.path beside this folder
 
 import model
 
@@ -77,25 +77,18 @@ def quantize_activations(x: np.ndarray, block: int) -> tuple:
     return codes.astype(np.int8).reshape(m, k), scales
 
 
-class OrtRunner:
+class OrtRunner(OrtCalls):
     """Collects MatMulNBits calls, runs them in one node process (run_ort.js), returns Y."""
 
     def __init__(self, work: Path, ort_package: Path):
-        self.work = work
-        self.ort_package = ort_package
-        self.calls: List[dict] = []
-        self.version: Optional[str] = None
+        super().__init__(work, ort_package, Path(__file__).with_name("run_ort.js"))
 
     def add(self, model_path: Path, x: np.ndarray) -> int:
         i = len(self.calls)
         xp = self.work / f"call{i:03d}_x.bin"
         np.ascontiguousarray(x, dtype="<f4").tofile(xp)
-        self.calls.append({"model": str(model_path), "x": str(xp), "rows": int(x.shape[0]),
+        return self.queue({"model": str(model_path), "x": str(xp), "rows": int(x.shape[0]),
                            "k": int(x.shape[1]), "y": str(self.work / f"call{i:03d}_y.bin")})
-        return i
-
-    def run(self) -> None:
-        self.version = run_ort_job(Path(__file__).with_name("run_ort.js"), self.ort_package, self.work, self.calls)
 
     def y(self, i: int, n: int) -> np.ndarray:
         call = self.calls[i]
