@@ -2290,6 +2290,14 @@ void small_products_problem(Index m, Index k, Index n, std::vector<float>& x, st
 
 const CheckResult* check_of(const Report& r, const std::string& kind) { return find_check(r, "projections/p/" + kind); }
 
+/// Declares, on a write_plain dump, format version 2 with the walk `k_walk` and `bias_at` (each
+/// only where not empty).
+void declare_v2(const std::string& path, const std::string& k_walk, const std::string& bias_at) {
+  ncert::testing::poke_attr_i64(path, "/", "ncert_schema_version", 2);
+  if (!k_walk.empty()) ncert::testing::poke_attr_string(path, "/projections/p", "k_walk", k_walk);
+  if (!bias_at.empty()) ncert::testing::poke_attr_string(path, "/projections/p", "bias_at", bias_at);
+}
+
 TEST(BiasAt, AKernelAddingItsBlocksIntoTheBiasPassesDeclaredStartAndIsNamedDeclaredEnd) {
   const Index m = 16, k = 4096, n = 64;
   std::vector<float> x, w, bias;
@@ -2300,9 +2308,7 @@ TEST(BiasAt, AKernelAddingItsBlocksIntoTheBiasPassesDeclaredStartAndIsNamedDecla
   // Declared as the kernel runs: every check passes, the walk bit for bit.
   const std::string start = ncert::testing::scratch_file("bias-at-start.h5");
   write_plain(start, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
-  ncert::testing::poke_attr_i64(start, "/", "ncert_schema_version", 2);
-  ncert::testing::poke_attr_string(start, "/projections/p", "k_walk", walk);
-  ncert::testing::poke_attr_string(start, "/projections/p", "bias_at", "start");
+  declare_v2(start, walk, "start");
   const Report rs = check_dump(start);
   EXPECT_EQ(rs.verdict(), Verdict::kPass) << rs.to_text(true);
   for (const char* kind : {"bound", "walk", "signature", "variance"}) {
@@ -2314,8 +2320,7 @@ TEST(BiasAt, AKernelAddingItsBlocksIntoTheBiasPassesDeclaredStartAndIsNamedDecla
   // The same data declared with the bias added last: walk fails and names bias_at = start.
   const std::string end = ncert::testing::scratch_file("bias-at-end-declared.h5");
   write_plain(end, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
-  ncert::testing::poke_attr_i64(end, "/", "ncert_schema_version", 2);
-  ncert::testing::poke_attr_string(end, "/projections/p", "k_walk", walk);
+  declare_v2(end, walk, "");
   const Report re = check_dump(end);
   const CheckResult* wc = check_of(re, "walk");
   ASSERT_NE(wc, nullptr);
@@ -2333,8 +2338,7 @@ TEST(BiasAt, AKernelAddingItsBlocksIntoTheBiasPassesDeclaredStartAndIsNamedDecla
   EXPECT_EQ(v->verdict, Verdict::kFail) << rp.to_text(true);
   EXPECT_EQ(v->reason.rfind("the data fits bias_at = start", 0), 0U) << v->reason;
   // The same values declared start: B and the residual model take the bias as a term.
-  ncert::testing::poke_attr_i64(plain, "/", "ncert_schema_version", 2);
-  ncert::testing::poke_attr_string(plain, "/projections/p", "bias_at", "start");
+  declare_v2(plain, "", "start");
   const Report ps = check_dump(plain);
   EXPECT_EQ(ps.verdict(), Verdict::kPass) << ps.to_text(true);
 }
@@ -2369,8 +2373,7 @@ TEST(BiasAt, FewValuesMovedByTheBiasesEndAreStillNamed) {
   const std::vector<float> y2 = gemm_into_bias(m, k, n, 256, x2, w2, bias2, true);
   const std::string walked = ncert::testing::scratch_file("bias-at-few-walk.h5");
   write_plain(walked, m, k, n, x2, w2, DType::kF32, y2.data(), 1, nullptr, 0, bias2.data());
-  ncert::testing::poke_attr_i64(walked, "/", "ncert_schema_version", 2);
-  ncert::testing::poke_attr_string(walked, "/projections/p", "k_walk", "splitk:16:seq/seq-fma");
+  declare_v2(walked, "splitk:16:seq/seq-fma", "");
   const Report rw = check_dump(walked);
   const CheckResult* wc = check_of(rw, "walk");
   ASSERT_NE(wc, nullptr);
@@ -2381,8 +2384,7 @@ TEST(BiasAt, FewValuesMovedByTheBiasesEndAreStillNamed) {
   EXPECT_NE(wc->reason.find("; the data fits bias_at = start"), std::string::npos) << wc->reason;
   // Declared start, both pass.
   for (const std::string& path : {plain, walked}) {
-    ncert::testing::poke_attr_i64(path, "/", "ncert_schema_version", 2);
-    ncert::testing::poke_attr_string(path, "/projections/p", "bias_at", "start");
+    declare_v2(path, "", "start");
     const Report ok = check_dump(path);
     EXPECT_EQ(ok.verdict(), Verdict::kPass) << ok.to_text(true);
   }
@@ -2441,9 +2443,7 @@ TEST(BiasAt, ASumPastF32sRangeWithoutItsBiasIsNotAnInfinity) {
   const std::vector<float> y = {3e38f};
   const std::string path = ncert::testing::scratch_file("bias-at-range.h5");
   write_plain(path, 1, 2, 1, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
-  ncert::testing::poke_attr_i64(path, "/", "ncert_schema_version", 2);
-  ncert::testing::poke_attr_string(path, "/projections/p", "k_walk", "splitk:2:seq/seq");
-  ncert::testing::poke_attr_string(path, "/projections/p", "bias_at", "start");
+  declare_v2(path, "splitk:2:seq/seq", "start");
   const Report r = check_dump(path);
   for (const char* kind : {"bound", "walk"}) {
     const CheckResult* c = check_of(r, kind);
@@ -2461,9 +2461,7 @@ TEST(BiasAt, AKernelAddingTheBiasLastFailsAWalkDeclaredStart) {
   const std::vector<float> y = gemm_into_bias(m, k, n, 256, x, w, bias, false);
   const std::string path = ncert::testing::scratch_file("bias-at-start-declared.h5");
   write_plain(path, m, k, n, x, w, DType::kF32, y.data(), 1, nullptr, 0, bias.data());
-  ncert::testing::poke_attr_i64(path, "/", "ncert_schema_version", 2);
-  ncert::testing::poke_attr_string(path, "/projections/p", "k_walk", "splitk:16:seq/seq-fma");
-  ncert::testing::poke_attr_string(path, "/projections/p", "bias_at", "start");
+  declare_v2(path, "splitk:16:seq/seq-fma", "start");
   const Report r = check_dump(path);
   const CheckResult* wc = check_of(r, "walk");
   ASSERT_NE(wc, nullptr);

@@ -496,6 +496,48 @@ TEST(KWalkEmulation, SplitIsSplitKWithSeqCombineBitForBit) {
   }
 }
 
+/// compute_reference's walk (blocks of `block_cols`) and walk_row_block, for every row and
+/// column of a 96-deep problem, against walk_dot: bit for bit. `bias_start`: with a bias the
+/// output holds before the kernel adds into it (bias_at = start), which the walk takes.
+void expect_blocked_paths_equal_walk_dot(const char* name, Index m, Index block_cols, bool bias_start) {
+  SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows, blocks of " + std::to_string(block_cols) +
+               (bias_start ? ", bias at the start" : ""));
+  testing::ProblemOptions o;
+  o.m = m;
+  o.k = 96;
+  o.x_dtype = DType::kF32;
+  o.walk = name;
+  if (bias_start) {
+    o.epilogue = reference::Epilogue::kBias;
+    o.bias_at = reference::BiasAt::kStart;
+  }
+  o.segments = {{WeightFormat::kF32, 93, {}}};  // 93 columns: a block of 56 and one of 37
+  auto p = testing::make_problem(o);
+  ReferenceOptions ro;
+  ro.block_cols = block_cols;
+  auto r = compute_reference(p->problem, ro);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const KWalk& kw = p->problem.walk;
+  const Index n = p->weights.n;
+  std::vector<float> wt(static_cast<std::size_t>(o.k * n));
+  for (Index j = 0; j < n; ++j) {
+    for (Index c = 0; c < o.k; ++c) wt[static_cast<std::size_t>(c * n + j)] = p->f32_store[0][j * o.k + c];
+  }
+  const float* start = bias_start ? p->bias.data() : nullptr;
+  std::vector<float> row(static_cast<std::size_t>(n)), scratch(row.size());
+  for (Index i = 0; i < p->m; ++i) {
+    const float* x = p->x_values.data() + i * o.k;
+    walk_row_block(kw, x, wt.data(), o.k, n, row.data(), scratch.data(), start);
+    for (Index j = 0; j < n; ++j) {
+      const float want = walk_dot(kw, x, p->f32_store[0].data() + j * o.k, o.k, start ? start + j : nullptr);
+      // The reference's walk is the stored f32 output; with the bias in the sum the epilogue
+      // adds it no more.
+      ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(want)) << i << "," << j;
+      ASSERT_EQ(f32_bits(row[static_cast<std::size_t>(j)]), f32_bits(want)) << i << "," << j;
+    }
+  }
+}
+
 TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
   for (const char* name : {"seq", "split:4:fma", "lanes:8:halving", "lanes:5:seq:fma", "splitk:4:pairs/seq",
                            "splitk:2:halving/lanes:4:pairs:fma", "promote:16:12:rz", "promote:32:9:rne:fma",
@@ -507,34 +549,7 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
     // columns, then 37: a pair and 5.
     for (const auto& [m, block_cols] :
          {std::pair<Index, Index>{3, 20}, {6, 20}, {11, 20}, {37, 20}, {6, 56}, {11, 56}, {37, 56}}) {
-      SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows, blocks of " + std::to_string(block_cols));
-      testing::ProblemOptions o;
-      o.m = m;
-      o.k = 96;
-      o.x_dtype = DType::kF32;
-      o.walk = name;
-      o.segments = {{WeightFormat::kF32, 93, {}}};  // 93 columns: a block of 56 and one of 37
-      auto p = testing::make_problem(o);
-      ReferenceOptions ro;
-      ro.block_cols = block_cols;
-      auto r = compute_reference(p->problem, ro);
-      ASSERT_TRUE(r.ok()) << r.status().to_string();
-      const KWalk& kw = p->problem.walk;
-      const Index n = p->weights.n;
-      std::vector<float> wt(static_cast<std::size_t>(o.k * n));
-      for (Index j = 0; j < n; ++j) {
-        for (Index c = 0; c < o.k; ++c) wt[static_cast<std::size_t>(c * n + j)] = p->f32_store[0][j * o.k + c];
-      }
-      std::vector<float> row(static_cast<std::size_t>(n)), scratch(row.size());
-      for (Index i = 0; i < p->m; ++i) {
-        const float* x = p->x_values.data() + i * o.k;
-        walk_row_block(kw, x, wt.data(), o.k, n, row.data(), scratch.data());
-        for (Index j = 0; j < n; ++j) {
-          const float want = walk_dot(kw, x, p->f32_store[0].data() + j * o.k, o.k);
-          ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(want)) << i << "," << j;
-          ASSERT_EQ(f32_bits(row[static_cast<std::size_t>(j)]), f32_bits(want)) << i << "," << j;
-        }
-      }
+      expect_blocked_paths_equal_walk_dot(name, m, block_cols, false);
     }
   }
 }
@@ -582,38 +597,7 @@ TEST(KWalkEmulation, BlockedPathsEqualWalkDotWithABiasAtTheStart) {
   for (const char* name : {"split:4:fma", "split:3", "splitk:4:seq/lanes:4:pairs", "splitk:2:seq/promote:16:12:rz",
                            "seq", "lanes:8:halving", "splitk:4:pairs/seq"}) {
     for (const auto& [m, block_cols] : {std::pair<Index, Index>{3, 20}, {11, 56}, {37, 56}}) {
-      SCOPED_TRACE(std::string(name) + ", " + std::to_string(m) + " rows, blocks of " + std::to_string(block_cols));
-      testing::ProblemOptions o;
-      o.m = m;
-      o.k = 96;
-      o.x_dtype = DType::kF32;
-      o.walk = name;
-      o.epilogue = reference::Epilogue::kBias;
-      o.bias_at = reference::BiasAt::kStart;
-      o.segments = {{WeightFormat::kF32, 93, {}}};
-      auto p = testing::make_problem(o);
-      ReferenceOptions ro;
-      ro.block_cols = block_cols;
-      auto r = compute_reference(p->problem, ro);
-      ASSERT_TRUE(r.ok()) << r.status().to_string();
-      const KWalk& kw = p->problem.walk;
-      const Index n = p->weights.n;
-      std::vector<float> wt(static_cast<std::size_t>(o.k * n));
-      for (Index j = 0; j < n; ++j) {
-        for (Index c = 0; c < o.k; ++c) wt[static_cast<std::size_t>(c * n + j)] = p->f32_store[0][j * o.k + c];
-      }
-      std::vector<float> row(static_cast<std::size_t>(n)), scratch(row.size());
-      for (Index i = 0; i < p->m; ++i) {
-        const float* x = p->x_values.data() + i * o.k;
-        walk_row_block(kw, x, wt.data(), o.k, n, row.data(), scratch.data(), p->bias.data());
-        for (Index j = 0; j < n; ++j) {
-          const float* b = p->bias.data() + j;
-          const float want = walk_dot(kw, x, p->f32_store[0].data() + j * o.k, o.k, b);
-          // The reference's walk is the stored f32 output: the epilogue adds the bias no more.
-          ASSERT_EQ(f32_bits(r->walk[r->at(i, j)]), f32_bits(want)) << i << "," << j;
-          ASSERT_EQ(f32_bits(row[static_cast<std::size_t>(j)]), f32_bits(want)) << i << "," << j;
-        }
-      }
+      expect_blocked_paths_equal_walk_dot(name, m, block_cols, true);
     }
   }
 }
