@@ -56,7 +56,9 @@ Status write_line(int fd, const std::string& path, const std::string& line) {
 struct HeldFd {
   std::atomic<int> fd{-1};
 };
-constexpr int kMaxHeld = 8;  // one campaign holds one journal; tests open a few
+// One campaign holds one journal; tests open a few. A journal beyond these is still locked and
+// written; only its children's copies stay open (the refusal after a kill, above).
+constexpr int kMaxHeld = 64;
 HeldFd g_held[kMaxHeld];
 
 void close_held_in_child() {
@@ -374,27 +376,35 @@ Result<Journal> Journal::create(const std::string& path, const std::string& mani
     if (old < 0 && errno == EEXIST) old = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   }
   // Still missing after O_EXCL found something there: a symbolic link to a file that does not
-  // exist, which the new journal replaces (the rename replaces the link) with no old file to lock.
-  const bool dangling_link = old < 0 && errno == ENOENT && !created;
-  if (old < 0 && !dangling_link) return io_error(path, "open");
-  if (old >= 0) {
-    const std::string what = replaceable_by_journal(old);
-    const Status locked = what.empty() ? lock_current(old, path)
-                                       : Status(ErrorCode::kOutputExists,
-                                                path + " exists and is " + what +
-                                                    ": refusing to replace it with a campaign journal (remove it, "
-                                                    "or give another --journal or --state)");
-    if (!locked.ok()) {
-      ::close(old);
-      return locked;
+  // exist. Replacing it would leave nothing to lock, so two campaigns started together could
+  // both run (a review's): refused, naming it.
+  if (old < 0) {
+    const int err = errno;
+    struct stat link {};
+    if (err == ENOENT && !created && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      return Status(ErrorCode::kOutputExists, path +
+                                                  " is a symbolic link to a file that does not exist: remove it, or "
+                                                  "give another --journal or --state");
     }
+    errno = err;
+    return io_error(path, "open");
+  }
+  const std::string what = replaceable_by_journal(old);
+  const Status locked = what.empty() ? lock_current(old, path)
+                                     : Status(ErrorCode::kOutputExists,
+                                              path + " exists and is " + what +
+                                                  ": refusing to replace it with a campaign journal (remove it, "
+                                                  "or give another --journal or --state)");
+  if (!locked.ok()) {
+    ::close(old);
+    return locked;
   }
   const std::string fresh = path + ".new-" + std::to_string(::getpid());
   const int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
   if (fd < 0) {
     const Status s = io_error(fresh, "create");
     if (created) ::unlink(path.c_str());
-    if (old >= 0) ::close(old);
+    ::close(old);
     return s;
   }
   Journal j(path, fd, "");
@@ -406,7 +416,7 @@ Result<Journal> Journal::create(const std::string& path, const std::string& mani
     ::unlink(fresh.c_str());
     if (created) ::unlink(path.c_str());
   }
-  if (old >= 0) ::close(old);  // only now: the path holds the new journal, locked
+  ::close(old);  // only now: the path holds the new journal, locked
   if (!written.ok()) return written;
   return j;
 }

@@ -75,10 +75,18 @@ Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
       waiting.push_back(&r);
       continue;
     }
+    // The files as they were, and only the settings (or their absence) differ: another memory
+    // limit, or a record of an ncert before they were recorded. Any file's hash that differs,
+    // or an item this campaign cannot bind: the files changed.
     const std::string key(kSettingsKey);
-    const bool settings_differ = !r.inputs.is_object() || !now.is_object() || !r.inputs.contains(key) ||
-                                 (now.contains(key) && r.inputs[key] != now[key]);
-    ++(settings_differ ? resettled : stale);
+    bool files_equal = r.inputs.is_object() && now.is_object();
+    if (files_equal) {
+      Json before = r.inputs, after = now;
+      before.erase(key);
+      after.erase(key);
+      files_equal = before == after;
+    }
+    ++(files_equal ? resettled : stale);
   }
   for (bool progress = true; progress;) {
     progress = false;

@@ -408,7 +408,11 @@ std::string diagnosis_of_outside(const ProjectionFacts& f, const ReferencePass& 
     if (outside[i] != 0) rows.push_back(static_cast<Index>(i));
   }
   e.diagnosis = diagnose_bias_at(f, options, rows, false);
-  return e.diagnosis.size() == 2 ? diagnosis_text(e.diagnosis, e, false) : "";
+  if (e.diagnosis.size() != 2) {
+    e.diagnosis.clear();  // no fit: variance's own diagnosis runs (it looks for a bound's first)
+    return "";
+  }
+  return diagnosis_text(e.diagnosis, e, false);
 }
 
 }  // namespace

@@ -152,9 +152,11 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
 /// is declared: the other `bias_at` alone, on `rows` of y_unpacked (those holding the failing
 /// values, at most kDiagnosisRows) and the sample's columns. `walk`: counted as diagnose_walk
 /// counts (its walk reproducing every sampled value); else as diagnose_declarations counts for
-/// bound (bias_at = start, with its own residual model). The declaration first, then the trial;
-/// empty where nothing applies (no bias, quantized activations, a walk the bias's end does not
-/// change, or no sampled value failing as declared).
+/// bound (bias_at = start, with its own residual model). The declaration first, then the trial,
+/// only where the trial fits: for bound, start's B holds every sampled value and the values
+/// inside B as declared show more noise than the declaration allows; empty otherwise (no bias,
+/// quantized activations, a walk the bias's end does not change, nothing failing, no fit), so
+/// that nothing is read as a diagnosis (variance then runs its own).
 std::vector<DeclarationTrial> diagnose_bias_at(const ProjectionFacts& f, const CheckOptions& options,
                                                const std::vector<Index>& rows, bool walk);
 

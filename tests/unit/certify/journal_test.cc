@@ -370,7 +370,7 @@ TEST(Journal, AForkedChildHoldsNoLockOnceTheCampaignLetsItsJournalGo) {
   std::filesystem::remove(path);
 }
 
-TEST(Journal, AnEmptyFileIsNoJournalToResumeAndADanglingLinkIsReplaced) {
+TEST(Journal, AnEmptyFileIsNoJournalToResumeAndADanglingLinkIsRefused) {
   // An empty file is what a campaign stopped between placing the journal and writing its header
   // leaves: resumed, it reads as no journal (it said "has no journal header", a usage error).
   const std::string path = temp_path("empty");
@@ -381,14 +381,18 @@ TEST(Journal, AnEmptyFileIsNoJournalToResumeAndADanglingLinkIsReplaced) {
   EXPECT_EQ(r.status().code(), ErrorCode::kFileNotFound);
   EXPECT_NE(r.status().message().find("no campaign journal to resume (the file is empty"), std::string::npos);
   std::filesystem::remove(path);
-  // A symbolic link to nothing at the journal's path: the new journal replaces the link (it was
-  // an io error once the path was opened to be locked).
+  // A symbolic link to nothing at the journal's path: refused, naming it (replacing it would
+  // leave no file to lock, and two campaigns started together could both run; it was an io
+  // error once the path was opened to be locked).
   const std::string link = temp_path("dangling");
   std::filesystem::remove(link);
   std::filesystem::create_symlink(temp_path("nowhere"), link);
-  Result<Journal> made = Journal::create(link, kManifestHash);
-  ASSERT_TRUE(made.ok()) << made.status().to_string();
-  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(link)));
+  const Result<Journal> made = Journal::create(link, kManifestHash);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), ErrorCode::kOutputExists);
+  EXPECT_NE(made.status().message().find("is a symbolic link to a file that does not exist"), std::string::npos)
+      << made.status().to_string();
+  EXPECT_TRUE(std::filesystem::is_symlink(std::filesystem::symlink_status(link)));
   EXPECT_FALSE(std::filesystem::exists(temp_path("nowhere")));
   std::filesystem::remove(link);
 }
