@@ -254,11 +254,11 @@ void block_y_star(const detail::PackedActivations* packed, const Activations& x,
 void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w, BlockScratch& t) {
   const Index M = p.x.rows, K = p.weights->k;
   // Every row at once: walk_rows_block orders rows and weight panels for the caches.
-  // bias_at = start: the walk adds the bias where the kernel does (k_walk.h), the epilogue not.
+  // bias_at = start: the walk adds the bias where the kernel does (k_walk.h), the epilogue not;
+  // block_bounds has put the block's bias in t.bias_row.
   const float* start = nullptr;
   if (bias_in_sum(p)) {
-    t.bias_row.resize(static_cast<std::size_t>(w));
-    for (Index jj = 0; jj < w; ++jj) t.bias_row[static_cast<std::size_t>(jj)] = p.bias.at(j0 + jj);
+    NCERT_ASSERT(t.bias_row.size() == static_cast<std::size_t>(w), "block_bounds fills the block's bias first");
     start = t.bias_row.data();
   }
   walk_rows_block(p.walk, x.f32.data(), M, t.w_kernel.data(), K, w, t.walk.data(), t.walk_scratch.data(), start);

@@ -1064,25 +1064,38 @@ Index diagnosis_columns(const reference::Weights& w) {
 
 namespace {
 
+/// bias_at = start as bound's and variance's diagnoses name it (walk's names the value alone).
+constexpr std::string_view kBiasAtStartTrial =
+    "bias_at = start (the kernel adds its sums into an output holding the bias)";
+
+/// Whether a walk tells the bias's two ends apart: parts added one by one into the output, which
+/// starts from the bias under bias_at = start (k_walk.h); any other walk adds the bias once.
+bool walk_tells_bias_at(const reference::KWalk& w) { return w.parts >= 2 && w.combine == reference::KWalkTree::kSeq; }
+
+/// `p` with the bias at its other end.
+LinearProblem other_bias_at(LinearProblem p) {
+  p.bias_at = p.bias_at == reference::BiasAt::kEnd ? reference::BiasAt::kStart : reference::BiasAt::kEnd;
+  return p;
+}
+
 /// The epilogue declared otherwise: a bias the kernel never added, the residual added at the
 /// other point, the bias as a term of the sum. `trial` is diagnose_declarations' own.
 template <typename Trial>
 void epilogue_trials(const ProjectionInfo& info, const LinearProblem& base, const Trial& trial) {
-  // A declared bias the kernel never added: every column off by its own bias, which signature
-  // read as one column's wrong bias.
   if (reference::has_bias(base.epilogue)) {
-    LinearProblem p = base;
-    p.epilogue = reference::has_residual(base.epilogue) ? reference::Epilogue::kResidual : reference::Epilogue::kNone;
+    // A declared bias the kernel never added: every column off by its own bias, which signature
+    // read as one column's wrong bias.
+    LinearProblem none = base;
+    none.epilogue =
+        reference::has_residual(base.epilogue) ? reference::Epilogue::kResidual : reference::Epilogue::kNone;
     trial(
         "no bias added (the dump declares one the kernel does not add: a kernel that drops its bias, or a "
         "declaration of one it never had)",
-        "", p);
-  }
-  // The bias added twice (every column off by its own bias once more), or rounded to bf16 or f16
-  // before the add (an engine that casts an f32 bias to its activation type): signature named
-  // one column's "bias of that column is not the dumped one" and bound "no single other
-  // declaration fits" (a review's).
-  if (reference::has_bias(base.epilogue)) {
+        "", none);
+    // The bias added twice (every column off by its own bias once more), or rounded to bf16 or
+    // f16 before the add (an engine that casts an f32 bias to its activation type): signature
+    // named one column's "bias of that column is not the dumped one" and bound "no single other
+    // declaration fits" (a review's).
     std::vector<float> twice(static_cast<std::size_t>(base.bias.size));
     for (Index j = 0; j < base.bias.size; ++j) twice[static_cast<std::size_t>(j)] = 2 * base.bias.at(j);
     LinearProblem p = base;
@@ -1116,10 +1129,7 @@ void epilogue_trials(const ProjectionInfo& info, const LinearProblem& base, cons
   // blocks round at the bias's magnitude where |bias| dwarfs S: a row of small activations, a
   // column of small weights).
   if (reference::has_bias(base.epilogue) && base.bias_at == reference::BiasAt::kEnd) {
-    LinearProblem p = base;
-    p.bias_at = reference::BiasAt::kStart;
-    trial("bias_at = start (the kernel adds its sums into an output holding the bias)", "", p,
-          TrialEffect::kMovesCentres, true);
+    trial(std::string(kBiasAtStartTrial), "", other_bias_at(base), TrialEffect::kMovesCentres, true);
   }
 }
 
@@ -1260,13 +1270,12 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
   // The bias at the other end of the sum: a kernel that adds its K blocks into an output holding
   // the bias (ONNX Runtime's Gemm through MLAS) declared with the bias added last, or the
   // reverse. Only a walk of several parts in sequence tells the two apart (k_walk.h).
-  if (reference::has_bias(base.epilogue) && base.walk.parts >= 2 && base.walk.combine == reference::KWalkTree::kSeq) {
-    LinearProblem p = base;
-    const bool end = base.bias_at == reference::BiasAt::kEnd;
-    p.bias_at = end ? reference::BiasAt::kStart : reference::BiasAt::kEnd;
-    const WalkCount n = walk_equal(f, s, p);
+  if (reference::has_bias(base.epilogue) && walk_tells_bias_at(base.walk)) {
+    const LinearProblem other = other_bias_at(base);
+    const WalkCount n = walk_equal(f, s, other);
     if (n.equal >= 0) {
-      trials.push_back({end ? "bias_at = start" : "bias_at = end", "", TrialEffect::kMovesCentres, n.sampled, n.equal});
+      trials.push_back({"bias_at = " + std::string(reference::bias_at_name(other.bias_at)), "",
+                        TrialEffect::kMovesCentres, n.sampled, n.equal});
     }
   }
   return trials;
@@ -1277,24 +1286,25 @@ std::vector<DeclarationTrial> diagnose_bias_at(const ProjectionFacts& f, const C
   std::vector<DeclarationTrial> trials;
   const ProjectionInfo& info = f.info();
   if (!f.data.y_unpacked.present || !f.weights.ok() || !reference::has_bias(info.epilogue)) return trials;
-  const bool walk_tells = info.walk.parts >= 2 && info.walk.combine == reference::KWalkTree::kSeq;
-  if (walk ? !(info.walk.declared && walk_tells) : info.bias_at != reference::BiasAt::kEnd) return trials;
+  if (walk ? !(info.walk.declared && walk_tells_bias_at(info.walk)) : info.bias_at != reference::BiasAt::kEnd) {
+    return trials;
+  }
   reference::ReferenceScratch scratch;
   Sample s;
   s.scratch = &scratch;
   std::optional<LinearProblem> base = rows_problem(f, options, rows, s);
   if (!base) return trials;
-  LinearProblem other = *base;
-  const bool end = base->bias_at == reference::BiasAt::kEnd;
-  other.bias_at = end ? reference::BiasAt::kStart : reference::BiasAt::kEnd;
-  const std::string declaration = end ? "bias_at = start" : "bias_at = end";
+  LinearProblem other = other_bias_at(*base);
   const Index sampled = s.rows * s.cols;
   if (walk) {
     const Index declared = walk_equal_on(f, s, *base);
     if (declared < 0 || declared == sampled) return trials;
     const WalkCount n = walk_equal(f, s, other);
     trials.push_back({"as declared", "", TrialEffect::kMovesCentres, sampled, declared});
-    if (n.equal >= 0) trials.push_back({declaration, "", TrialEffect::kMovesCentres, n.sampled, n.equal});
+    if (n.equal >= 0) {
+      trials.push_back({"bias_at = " + std::string(reference::bias_at_name(other.bias_at)), "",
+                        TrialEffect::kMovesCentres, n.sampled, n.equal});
+    }
     return trials;
   }
   base->walk = {};
@@ -1312,8 +1322,8 @@ std::vector<DeclarationTrial> diagnose_bias_at(const ProjectionFacts& f, const C
   const Evaluation e = evaluate(f, s, other, declared_model, true);
   if (e.inside != sampled) return trials;
   trials.push_back({"as declared", "", TrialEffect::kMovesCentres, sampled, d.inside, d.energy, d.left, d.far});
-  trials.push_back({declaration + " (the kernel adds its sums into an output holding the bias)", "",
-                    TrialEffect::kMovesCentres, sampled, e.inside, e.energy, e.left, e.far});
+  trials.push_back(
+      {std::string(kBiasAtStartTrial), "", TrialEffect::kMovesCentres, sampled, e.inside, e.energy, e.left, e.far});
   return trials;
 }
 
