@@ -168,16 +168,18 @@ int run_child(const char* command, const CommonOptions& o, const std::vector<std
 
 certify::IsolationOptions command_isolation(const CommonOptions& o) { return isolation_options(o); }
 
+int refuse_before_running(const Status& s) {
+  std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
+  return exit_code_for(s.code());
+}
+
 int run_reported(const char* command, const CommonOptions& o, const CommandFiles& files,
                  const std::function<Result<certify::Report>()>& run, bool isolate) {
   std::vector<std::string> inputs;
   for (const certify::NamedPath& p : files.inputs) {
     if (!p.path.empty()) inputs.push_back(p.path);
   }
-  if (Status s = check_paths(o, files); !s.ok()) {
-    std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
-    return exit_code_for(s.code());
-  }
+  if (Status s = check_paths(o, files); !s.ok()) return refuse_before_running(s);
   // A progress line for long runs, on a terminal only (never in pipes, logs or reports), after
   // 1 s or NCERT_PROGRESS_DELAY seconds.
   double delay = 1.0;

@@ -72,6 +72,10 @@ struct CommandFiles {
   std::vector<certify::NamedPath> outputs;       ///< beyond --json, --html, --junit: witness --out, the journal
 };
 
+/// A command refused before it runs anything (a path or option the command line got wrong):
+/// `s` printed as "ncert: error <name> (<code>): ..." on stderr, and its exit code.
+int refuse_before_running(const Status& s);
+
 /// Runs a command the CLI way (docs/cli.md "Isolation" and "Reports and exit status"): checks
 /// every path of `files` and the reports first (an output that is an input or another output is
 /// path-conflict, an unwritable place a usage error, both before any work), runs `run` in a

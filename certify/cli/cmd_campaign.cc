@@ -53,25 +53,22 @@ void register_campaign(CLI::App& app, Action& action) {
       // "-" would be a file of that name in the working directory: the journal is read back and
       // appended to, never a stream (a review's `--journal -`).
       if (o.journal == "-") {
-        const Status s(ErrorCode::kUsage, "--journal -: a campaign journal is a file, not stdout");
-        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
-        return exit_code_for(s.code());
+        return refuse_before_running(
+            Status(ErrorCode::kUsage, "--journal -: a campaign journal is a file, not stdout"));
       }
       // --state DIR is created if missing (docs/cli.md), before the path checks look for it; a
       // file there is the command line's mistake (usage), not the disk's.
       if (std::error_code ec;
           !o.state.empty() && std::filesystem::exists(o.state, ec) && !std::filesystem::is_directory(o.state, ec)) {
-        const Status s(ErrorCode::kUsage, "--state " + o.state + " exists and is not a directory");
-        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
-        return exit_code_for(s.code());
+        return refuse_before_running(
+            Status(ErrorCode::kUsage, "--state " + o.state + " exists and is not a directory"));
       }
       if (!o.state.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(o.state, ec);
         if (ec) {
-          const Status s(ErrorCode::kIo, "--state " + o.state + ": cannot create the directory: " + ec.message());
-          std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
-          return exit_code_for(s.code());
+          return refuse_before_running(
+              Status(ErrorCode::kIo, "--state " + o.state + ": cannot create the directory: " + ec.message()));
         }
       }
       CommandFiles files{{{"MANIFEST", o.manifest}}, {}, {{"the journal", journal}}};
@@ -83,10 +80,9 @@ void register_campaign(CLI::App& app, Action& action) {
       // The journal is read back on --resume and appended to: a FIFO or device there would block
       // or swallow it.
       if (certify::is_stream_path(journal)) {
-        const Status s(ErrorCode::kNotRegularFile,
-                       "the journal " + journal + " is not a regular file; a campaign journal must be one");
-        std::fprintf(stderr, "ncert: %s\n", certify::printable(s.to_string()).c_str());
-        return exit_code_for(s.code());
+        return refuse_before_running(
+            Status(ErrorCode::kNotRegularFile,
+                   "the journal " + journal + " is not a regular file; a campaign journal must be one"));
       }
       return run_reported(
           "campaign", cl->common, files,

@@ -1,10 +1,8 @@
-#include <cstdio>
 #include <optional>
 
 #include "certify/cli/cli_common.h"
 #include "certify/commands/option_tables.h"
 #include "certify/commands/witness.h"
-#include "certify/report/printable.h"
 #include "certify/report/report_file.h"
 
 namespace ncert::cli {
@@ -55,10 +53,7 @@ void register_witness(CLI::App& app, Action& action) {
       } else if (w.overwrite && w.out.empty()) {
         bad = Status(ErrorCode::kUsage, "--force overwrites --out, and no --out is given");
       }
-      if (bad) {
-        std::fprintf(stderr, "ncert: %s\n", certify::printable(bad->to_string()).c_str());
-        return exit_code_for(bad->code());
-      }
+      if (bad) return refuse_before_running(*bad);
       // --out writes the witness file and its summary beside it (WITNESS.h5.json).
       CommandFiles files{{{"DUMP", w.dump}}, {}, {}};
       // The summary is a report: it replaces only an empty file or a report, --force or not.

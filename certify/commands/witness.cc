@@ -62,19 +62,10 @@ Result<Report> run_witness(const WitnessOptions& o) {
       return Status(ErrorCode::kOutputExists, o.out + ": exists; refusing to overwrite it (--force)");
     }
   }
-  if (!o.out.empty()) {
-    // The summary beside it is a report: it replaces an empty file or a report, --force or not
-    // (a review's W.h5.json, a copy of a dump, was overwritten without a word).
-    const std::string summary = o.out + ".json";
-    struct stat st {};
-    if (::stat(summary.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      if (const std::string what = replaceable_by_report(summary); !what.empty()) {
-        return Status(ErrorCode::kOutputExists, summary + " exists and is " + what +
-                                                    ": refusing to replace it with the witness summary (remove "
-                                                    "it, or choose another --out)");
-      }
-    }
-  }
+  // The summary beside it is a report: it replaces an empty file or a report, --force or not
+  // (a review's W.h5.json, a copy of a dump, was overwritten without a word). The CLI checks it
+  // before it runs; a library caller gets the same rule here.
+  if (!o.out.empty()) NCERT_RETURN_IF_ERROR(check_output_place(NamedPath{"--out's summary", o.out + ".json", true}));
   std::vector<RunWitnesses> runs;
   Json all = Json::object();
   if (!o.only.empty() &&

@@ -133,8 +133,8 @@ bool goes_to_stdout(const std::string& path, const std::optional<struct stat>& o
   return out && !S_ISCHR(out->st_mode) && names_file(path, *out);
 }
 
-/// The rules of one output path alone: not a directory, writable where it points, and a
-/// report only over a report.
+}  // namespace
+
 Status check_output_place(const NamedPath& out) {
   const std::string& flag = out.role;
   const std::string& path = out.path;
@@ -165,8 +165,6 @@ Status check_output_place(const NamedPath& out) {
   }
   return Status();
 }
-
-}  // namespace
 
 std::string replaceable_by_report(const std::string& path) {
   // 4 KiB holds each form's opening with room to spare: the JSON report's first key, the HTML

@@ -41,6 +41,10 @@ struct CommandPaths {
   std::vector<NamedPath> outputs;
 };
 
+/// The rules of one output path alone (part of check_command_paths): not a directory, writable
+/// where it points, and, for a report, only over an empty file or a report (kOutputExists).
+Status check_output_place(const NamedPath& out);
+
 /// Checked before any work, so a long run never ends in a lost report or a replaced input:
 /// kPathConflict when an output is the same file as an input or as another output (by device
 /// and inode; by path where one of them does not exist yet), a stream excepted (an existing
