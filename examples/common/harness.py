@@ -94,6 +94,19 @@ def run_ort_job(script: Path, ort_package: Path, work: Path, calls: List[dict]) 
     return json.loads(proc.stdout.strip().splitlines()[-1])["onnxruntime"]
 
 
+def save_opset13_model(path: Path, graph, example: str) -> None:
+    """Saves an ONNX graph (opset 13, as half_gemm and ort_gemm_bias build theirs) as a model
+    onnxruntime-node reads, checked first; `example` names the producer."""
+    import onnx
+    from onnx import helper
+
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name=f"ncert-examples-{example}")
+    model.ir_version = 8  # onnxruntime-node 1.30 reads IR 3..11; 8 is what opset 13 shipped with
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+
+
 class OrtCalls:
     """Calls of ONNX models queued (`queue`), then run all in one node process (`run`: `script`,
     an example's run_ort.js built on ort_job.js); each example's runner says what a call feeds

@@ -20,7 +20,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from harness import OrtCalls  # examples/common, on sys.path beside this folder
+from harness import OrtCalls, save_opset13_model  # examples/common, on sys.path beside this folder
 
 
 def build_matmul_model(path: Path, w: np.ndarray, output: str, input_dtype: str = "f16") -> None:
@@ -33,7 +33,6 @@ def build_matmul_model(path: Path, w: np.ndarray, output: str, input_dtype: str 
     `input_dtype` "f32" (with `output` "f32"): A float32 and W's float32 values as they are, one
     MatMul node, MLAS SGEMM on f32 data (examples/legit_sweep runs it).
     """
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     n, k = w.shape
@@ -61,11 +60,7 @@ def build_matmul_model(path: Path, w: np.ndarray, output: str, input_dtype: str 
     graph = helper.make_graph(nodes, "half_gemm",
                               [helper.make_tensor_value_info("A", a_type, ["M", k])],
                               [helper.make_tensor_value_info("Y", y_type, ["M", n])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="ncert-examples-half_gemm")
-    model.ir_version = 8  # onnxruntime-node 1.30 reads IR 3..11; 8 is what opset 13 shipped with
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
+    save_opset13_model(path, graph, "half_gemm")
 
 
 class OrtRunner(OrtCalls):

@@ -15,13 +15,12 @@ from typing import List, Optional
 
 import numpy as np
 
-from harness import OrtCalls  # examples/common, on sys.path beside this folder
+from harness import OrtCalls, save_opset13_model  # examples/common, on sys.path beside this folder
 
 
 def build_gemm_model(path: Path, w: np.ndarray, bias: np.ndarray) -> None:
     """Writes an ONNX model Y = Gemm(A, W, bias, transB = 1): A float32 [M, K] (M free),
     W float32 [N, K] and bias float32 [N] initializers."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     n, k = w.shape
@@ -31,11 +30,7 @@ def build_gemm_model(path: Path, w: np.ndarray, bias: np.ndarray) -> None:
     graph = helper.make_graph([node], "ort_gemm_bias",
                               [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["M", k])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["M", n])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="ncert-examples-ort_gemm_bias")
-    model.ir_version = 8  # onnxruntime-node 1.30 reads IR 3..11; 8 is what opset 13 shipped with
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
+    save_opset13_model(path, graph, "ort_gemm_bias")
 
 
 class OrtRunner(OrtCalls):
