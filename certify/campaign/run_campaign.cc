@@ -7,6 +7,7 @@
 #include <map>
 #include <system_error>
 
+#include "certify/campaign/created_directories.h"
 #include "certify/campaign/detail/executors.h"
 #include "certify/campaign/entry_options.h"
 #include "certify/campaign/journal.h"
@@ -22,7 +23,8 @@ const OptionTable<CampaignOptions>& campaign_option_table() {
                           "(under MPI: one per rank)",
                           1, 1024, [](O& o) -> int& { return o.workers; }),
         path_option<O>("state", "DIR",
-                       "Directory of the campaign's journal, created if missing (default: that of the first of "
+                       "Directory of the campaign's journal, created if missing (and removed again if a refused run "
+                       "leaves it empty; default: that of the first of "
                        "--json, --html, --junit written to a regular file, else the working directory); the journal is "
                        "DIR/<manifest's file name>.journal",
                        [](O& o) -> std::string& { return o.state; }),
@@ -127,10 +129,10 @@ Result<Report> run_campaign(const CampaignOptions& o, int* stop_signal) {
     return Status(ErrorCode::kUsage, "campaign: --state and --journal both name where the journal goes: give one");
   }
   const std::string path = journal_path(o);
+  CreatedDirectories made;  // removed again if a refused resume leaves them empty
   if (const std::filesystem::path dir = std::filesystem::path(path).parent_path(); !dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Status(ErrorCode::kIo, dir.string() + ": cannot create the journal's directory: " + ec.message());
+    if (const std::error_code ec = made.create(dir))
+      return Status(ErrorCode::kIo, dir.string() + ": cannot create the journal's directory: " + ec.message());
   }
   JournalContents journaled;
   NCERT_ASSIGN_OR_RETURN(Journal journal, o.resume ? Journal::resume(path, manifest.xxh3_128, &journaled)

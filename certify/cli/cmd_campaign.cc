@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "certify/campaign/created_directories.h"
 #include "certify/campaign/manifest.h"
 #include "certify/campaign/run_campaign.h"
 #include "certify/cli/cli_common.h"
@@ -63,10 +64,10 @@ void register_campaign(CLI::App& app, Action& action) {
         return refuse_before_running(
             Status(ErrorCode::kUsage, "--state " + o.state + " exists and is not a directory"));
       }
+      // Removed again if the run leaves it empty: a refused run leaves no directory behind.
+      certify::CreatedDirectories made;
       if (!o.state.empty()) {
-        std::error_code ec;
-        std::filesystem::create_directories(o.state, ec);
-        if (ec) {
+        if (const std::error_code ec = made.create(o.state)) {
           return refuse_before_running(
               Status(ErrorCode::kIo, "--state " + o.state + ": cannot create the directory: " + ec.message()));
         }

@@ -124,6 +124,19 @@ expect 2 "campaign --journal - is a usage error" -- "$ncert" campaign "$dir/demo
 [[ ! -e ./- ]] && echo "ok:   no file named - was made" || { echo "FAIL: a journal named - was made"; failures=$((failures + 1)); }
 echo "not a directory" > "$dir/state-file"
 expect 2 "campaign --state naming a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/state-file"
+# A refused campaign leaves no --state directory behind (a review found new-state/a/b left by a
+# manifest that did not load); one that ran keeps it, with its journal.
+printf '{"entries": []}' > "$dir/not-a-manifest.json"
+expect 2 "campaign with a manifest lacking its version is refused" -- "$ncert" campaign "$dir/not-a-manifest.json" --state "$dir/new-state/a/b"
+[[ ! -e "$dir/new-state" ]] && echo "ok:   the refused campaign removed the --state levels it made" \
+  || { echo "FAIL: a refused campaign left $dir/new-state"; failures=$((failures + 1)); }
+mkdir -p "$dir/old-state"
+expect 2 "the same into an existing --state" -- "$ncert" campaign "$dir/not-a-manifest.json" --state "$dir/old-state/a"
+[[ -d "$dir/old-state" && ! -e "$dir/old-state/a" ]] && echo "ok:   the directory that was there stays" \
+  || { echo "FAIL: --state cleanup touched what was there"; failures=$((failures + 1)); }
+expect 0 "a campaign into a new --state" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/new-state/a/b"
+[[ -f "$dir/new-state/a/b/pol-campaign.json.journal" ]] && echo "ok:   a campaign that ran keeps its --state and journal" \
+  || { echo "FAIL: the campaign's --state journal is missing"; failures=$((failures + 1)); }
 # stdout appended to the campaign's own journal (a review's `--resume >> model.json.journal`).
 expect 2 "campaign --resume with stdout into its journal is a path conflict" -- bash -c "\"\$0\" campaign \"\$1\" --journal \"\$2\" --resume --quiet >> \"\$2\"" "$ncert" "$dir/demo/pol-campaign.json" "$dir/pol-campaign.journal"
 grep -q "path-conflict (105)" "$dir/err.txt" && echo "ok:   the journal on stdout is named" || { echo "FAIL: stdout into the journal not refused"; failures=$((failures + 1)); }
