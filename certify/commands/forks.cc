@@ -1,5 +1,8 @@
 #include "certify/commands/forks.h"
 
+#include <algorithm>
+#include <string>
+
 #include "certify/logits/compare.h"
 
 namespace ncert::certify {
@@ -33,6 +36,22 @@ Result<Report> run_forks(const ForksOptions& o) {
     return refuse(no_common_runs(A, B, o.a, o.b, false));
   }
   if (Status s = check_vocabularies(paired, o.a, o.b); !s.ok()) return refuse(s);
+  if (vocab) {
+    // Tokenizers often hold fewer entries than the logits' padded vocabulary (Qwen2: 151,646 of
+    // 151,936); more than it suggests another model's tokenizer. Either is said, not refused.
+    Index logits_vocab = 0;
+    for (const auto& [x, y] : paired.pairs) logits_vocab = std::max(logits_vocab, x->vocab);
+    const auto tokens = static_cast<Index>(vocab->size());
+    if (tokens < logits_vocab) {
+      report.preamble.push_back("--vocab " + o.vocab_file + ": " + std::to_string(tokens) +
+                                " token texts for a vocabulary of " + std::to_string(logits_vocab) + " (ids from " +
+                                std::to_string(tokens) + " on show as <id N?>)");
+    } else if (tokens > logits_vocab) {
+      report.preamble.push_back("--vocab " + o.vocab_file + ": " + std::to_string(tokens) +
+                                " token texts, more than the vocabulary of " + std::to_string(logits_vocab) +
+                                ": is it this model's tokenizer?");
+    }
+  }
   Index forks = 0;
   Json classes = Json{{"tie", 0}, {"near-tie", 0}, {"unexplained", 0}, {"invalid", 0}, {"undetermined", 0}};
   for (const auto& [x, y] : paired.pairs) {

@@ -137,7 +137,8 @@ const OptionTable<ForksOptions>& forks_option_table() {
           [](O & o) -> auto& { return o.require; }),
       skip_policy_option<O>(),
       path_option<O>("vocab", "FILE",
-                     "Token texts beside ids: a JSON list of strings (index = id) or a Hugging Face tokenizer.json",
+                     "Token texts beside ids: a JSON list of strings (index = id) or a Hugging Face tokenizer.json; "
+                     "one of another size than the logits' vocabulary is said in the summary, not refused",
                      [](O& o) -> std::string& { return o.vocab_file; }),
       integer_option<O>("context", "N", "Shared-history tokens shown per fork", 0, 4096,
                         [](O& o) -> Index& { return o.context; }),

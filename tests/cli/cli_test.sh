@@ -206,6 +206,16 @@ json_has "$dir/cmp-forks.json" "[f['class'] for c in r['checks'] if c['kind']=='
 expect 1 "compare --policy forks fails the unexplained fork forks fails" -- "$ncert" compare "$dir/demo/fork-unexplained-a.h5" "$dir/demo/fork-unexplained-b.h5" --policy forks
 expect 1 "compare --policy forks fails the invalid emission forks fails" -- "$ncert" compare "$dir/demo/fork-invalid-a.h5" "$dir/demo/fork-invalid-b.h5" --policy forks
 expect 3 "forks --vocab with a missing file is refused" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --vocab "$dir/nope.json"
+# A vocabulary file of another size is said, not refused (tokenizers are often shorter than the
+# logits' padded vocabulary, 2,000 here).
+python3 -c 'import json,sys; json.dump(["t%d" % i for i in range(int(sys.argv[2]))], open(sys.argv[1], "w"))' "$dir/vocab-short.json" 1500
+python3 -c 'import json,sys; json.dump(["t%d" % i for i in range(int(sys.argv[2]))], open(sys.argv[1], "w"))' "$dir/vocab-long.json" 2500
+expect 0 "forks --vocab shorter than the vocabulary runs" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --vocab "$dir/vocab-short.json"
+grep -q "vocab-short.json: 1500 token texts for a vocabulary of 2000 (ids from 1500 on show as <id N?>)" "$dir/out.txt" \
+  && echo "ok:   a short vocabulary file is said" || { echo "FAIL: a short vocabulary file went unsaid"; failures=$((failures + 1)); }
+expect 0 "forks --vocab longer than the vocabulary runs" -- "$ncert" forks "$dir/demo/fork-near-tie-a.h5" "$dir/demo/fork-near-tie-b.h5" --vocab "$dir/vocab-long.json"
+grep -q "vocab-long.json: 2500 token texts, more than the vocabulary of 2000: is it this model's tokenizer?" "$dir/out.txt" \
+  && echo "ok:   a long vocabulary file is questioned" || { echo "FAIL: a long vocabulary file went unsaid"; failures=$((failures + 1)); }
 
 # A mistyped command gets a suggestion.
 expect 2 "a typo is a usage error" -- "$ncert" chek "$dir/demo/good.h5"
