@@ -112,6 +112,11 @@ void identity_step(const ProjectionFacts& f, const std::string& selector_broken,
 std::string reference_blocker(const ProjectionFacts& f, const reference::LinearProblem& problem,
                               const std::string& selector_broken) {
   const LoadedProjection& data = f.data;
+  if (f.weights.code() == ErrorCode::kGuardWalkSplit) {
+    // The weights are fine: it is the walk's declaration that the reference cannot take.
+    return "the declared k_walk does not fit K (" + f.weights.message() +
+           "): declare a k_walk whose parts divide K, or none";
+  }
   if (!f.weights.ok()) return "the weights cannot be evaluated (" + f.weights.message() + ")";
   if (!f.rows.ok() && (data.y_packed.present || data.y_compact.present)) return selector_broken;
   if (const Status ps = reference::validate_problem(problem); !ps.ok()) return ps.message();

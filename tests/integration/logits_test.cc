@@ -152,6 +152,12 @@ TEST(Witness, AnLmHeadFailingAHostGuardFailsItsGeometryNotTheDump) {
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->verdict, Verdict::kFail);
   EXPECT_NE(g->reason.find("guard-walk-split"), std::string::npos) << g->reason;
+  // bound blames the walk's declaration, not the weights (a review read "the weights cannot be
+  // evaluated" there).
+  const CheckResult* b = find_check(r, "projections/lm_head_greedy/bound");
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(b->reason.find("the declared k_walk does not fit K (k_walk split:7:"), std::string::npos) << b->reason;
+  EXPECT_EQ(b->reason.find("weights cannot"), std::string::npos) << b->reason;
   const CheckResult* w = find_check(r, "logits/greedy/witness");
   ASSERT_NE(w, nullptr);
   EXPECT_NE(stats(*w)["error_source"].get<std::string>().find("lm_head lm_head_greedy could not be evaluated"),
