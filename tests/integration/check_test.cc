@@ -310,6 +310,38 @@ TEST(Check, APackedRowNeverWrittenIsNotBlamedOnItsActivationsByWalk) {
   EXPECT_EQ(walk->reason.find("activations"), std::string::npos) << walk->reason;
 }
 
+TEST(Check, OneWrongElementIsNotBlamedOnItsColumnByWalk) {
+  // One element one bf16 step off in each output that holds it (y_unpacked, y_packed and its
+  // slot of y_compact): three values, one element. walk had read "all in column 7: that
+  // column's weights ... are not those the kernel used" (a review's).
+  const std::string path = write_fixture(fixtures::preset_tiny(), "one-element.h5");
+  const std::string group = "/projections/attn_qkv/";
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(path, group + "selector");
+  std::int64_t row = -1, slot = -1;
+  for (std::size_t s = 0; s < selector.size() && row < 0; ++s) {
+    if (selector[s] >= 0) {
+      row = selector[s];
+      slot = static_cast<std::int64_t>(s);
+    }
+  }
+  ASSERT_GE(row, 0);
+  const std::int64_t col = 7;
+  ncert::testing::step_bits16(path, group + "y_unpacked", row, col, 1);
+  ncert::testing::step_bits16(path, group + "y_packed", row, col, 1);
+  ncert::testing::step_bits16(path, group + "y_compact", slot, col, 1);
+  const Report r = check_dump(path);
+  const CheckResult* walk = find_check(r, "projections/attn_qkv/walk");
+  ASSERT_NE(walk, nullptr);
+  EXPECT_EQ(walk->verdict, Verdict::kFail);
+  EXPECT_NE(walk->reason.find("3 of "), std::string::npos) << walk->reason;
+  EXPECT_NE(walk->reason.find("all at one element (row " + std::to_string(row) +
+                              ", column 7, in each output that "
+                              "holds it)"),
+            std::string::npos)
+      << walk->reason;
+  EXPECT_EQ(walk->reason.find("weights"), std::string::npos) << walk->reason;
+}
+
 TEST(Check, AWrongGroupSizeIsNamedFromTheStoredScales) {
   // attn_qkv's AF4 segment has groups of 32 over K = 64 (two scales a row); declaring 16 is
   // refused by guard 309, and the failure says which group size the stored scales fit.
