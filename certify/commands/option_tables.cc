@@ -151,8 +151,9 @@ const OptionTable<WitnessOptions>& witness_option_table() {
   static const OptionTable<O> table = [] {
     OptionTable<O> t = {
         path_option<O>("out", "WITNESS.h5",
-                       "Also write the witnesses to an HDF5 witness file (a regular file, not a device) and "
-                       "WITNESS.h5.json (a report: it replaces only an empty file or a report)",
+                       "Also write the witnesses to an HDF5 witness file (a regular file, not a device; written "
+                       "beside it under a temporary name and renamed once whole) and WITNESS.h5.json (a report: it "
+                       "replaces only an empty file or a report)",
                        [](O& o) -> std::string& { return o.out; }),
         flag_option<O>("force",
                        "Overwrite --out (otherwise an existing file is refused: output-exists, exit 2); without "

@@ -1,6 +1,7 @@
 #include "certify/io/dump_writer.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "certify/io/detail/hdf5_util.h"
 
@@ -11,6 +12,33 @@ using detail::Hid;
 struct DumpWriter::Impl {
   std::string path;
   Hid file;
+  /// A write failed (a full disk, a file size limit): the file is discarded, and close() must
+  /// not flush what the disk has no room for.
+  bool broken = false;
+
+  ~Impl() { (void)close(); }
+
+  Status failed(const std::string& what) {
+    broken = true;
+    return detail::hdf5_failure(ErrorCode::kIo, path + ": " + what);
+  }
+
+  /// Flushes and closes the file. HDF5 1.10 cannot close a file whose flush failed: the metadata
+  /// cache is left inconsistent ("slist not empty"), every later flush fails, H5Fclose fails,
+  /// and the library's exit handler then crashes on the file still registered (SIGSEGV after
+  /// main returned: an outside engine's disk-full test). After a failed write the file's bytes
+  /// are dropped first, so the flush has room: emptied, the file frees the disk's pages, and
+  /// the metadata's few kB are written into it.
+  Status close() {
+    if (!file.valid()) return Status();
+    if (broken) ::truncate(path.c_str(), 0);
+    const bool flushed = H5Fflush(file.get(), H5F_SCOPE_LOCAL) >= 0;
+    Status s = !flushed ? detail::hdf5_failure(ErrorCode::kIo, path + ": flush failed")
+               : broken ? Status(ErrorCode::kIo, path + ": a write failed; the file was emptied")
+                        : Status();
+    file.reset();
+    return s;
+  }
 };
 
 DumpWriter::DumpWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -65,7 +93,7 @@ Status DumpWriter::create_group(const std::string& path) {
         H5Pset_obj_track_times(gcpl.get(), false);
         Hid g = detail::own_group(H5Gcreate2(impl_->file.get(), prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
         if (!g.valid()) {
-          return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create group " + prefix);
+          return impl_->failed("cannot create group " + prefix);
         }
       }
     }
@@ -102,7 +130,7 @@ Status DumpWriter::create_dataset(const std::string& path, DType t, const std::v
   }
   Hid ds = detail::own_dataset(
       H5Dcreate2(impl_->file.get(), path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
-  if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create " + path);
+  if (!ds.valid()) return impl_->failed("cannot create " + path);
   if ((t == DType::kBf16 && !bf16_float) || is_fp8_dtype(t)) {
     ds.reset();
     NCERT_RETURN_IF_ERROR(write_attr(path, "dtype", std::string(dtype_name(t))));
@@ -113,7 +141,7 @@ Status DumpWriter::create_dataset(const std::string& path, DType t, const std::v
 Status DumpWriter::write_rows(const std::string& path, DType t, Index row, Index count, const void* data) {
   (void)t;
   Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), H5P_DEFAULT));
-  if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot open " + path);
+  if (!ds.valid()) return impl_->failed("cannot open " + path);
   Hid type = detail::own_type(H5Dget_type(ds.get()));
   Hid fspace = detail::own_space(H5Dget_space(ds.get()));
   const int rank = H5Sget_simple_extent_ndims(fspace.get());
@@ -125,7 +153,7 @@ Status DumpWriter::write_rows(const std::string& path, DType t, Index row, Index
   H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, cnt.data(), nullptr);
   Hid mspace = detail::own_space(H5Screate_simple(rank, cnt.data(), nullptr));
   if (H5Dwrite(ds.get(), type.get(), mspace.get(), fspace.get(), H5P_DEFAULT, data) < 0) {
-    return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot write rows of " + path);
+    return impl_->failed("cannot write rows of " + path);
   }
   return Status();
 }
@@ -140,7 +168,7 @@ Status DumpWriter::write_dataset(const std::string& path, DType t, const std::ve
     Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), H5P_DEFAULT));
     Hid type = detail::own_type(H5Dget_type(ds.get()));
     if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-      return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot write " + path);
+      return impl_->failed("cannot write " + path);
     }
     return Status();
   }
@@ -184,13 +212,6 @@ Status DumpWriter::write_attr_f64(const std::string& object, const std::string& 
   return write_attr_raw(obj.get(), name, H5T_NATIVE_DOUBLE, &value);
 }
 
-Status DumpWriter::close() {
-  if (!impl_ || !impl_->file.valid()) return Status();
-  if (H5Fflush(impl_->file.get(), H5F_SCOPE_LOCAL) < 0) {
-    return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": flush failed");
-  }
-  impl_->file.reset();
-  return Status();
-}
+Status DumpWriter::close() { return impl_ ? impl_->close() : Status(); }
 
 }  // namespace ncert::certify

@@ -1,6 +1,12 @@
 #include "certify/logits/witness_file.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 
 #include "certify/io/dump_writer.h"
 #include "certify/report/format.h"
@@ -49,9 +55,10 @@ std::string StoredRun::row_hash(Index t) const {
   return s;
 }
 
-Status write_witness_file(const std::string& path, bool overwrite, const DumpModel& dump, const std::string& dump_hash,
-                          const std::vector<RunWitnesses>& runs) {
-  NCERT_ASSIGN_OR_RETURN(DumpWriter w, DumpWriter::create(path, overwrite));
+namespace {
+
+Status write_witnesses(DumpWriter& w, const DumpModel& dump, const std::string& dump_hash,
+                       const std::vector<RunWitnesses>& runs) {
   RootInfo root;
   root.engine = dump.engine;
   root.build = dump.build;
@@ -95,6 +102,35 @@ Status write_witness_file(const std::string& path, bool overwrite, const DumpMod
     NCERT_RETURN_IF_ERROR(w.write_dataset(g + "/row_xxh3", DType::kU8, {T, 16}, s.row_xxh3.data()));
   }
   return w.close();
+}
+
+}  // namespace
+
+Status write_witness_file(const std::string& path, bool overwrite, const DumpModel& dump, const std::string& dump_hash,
+                          const std::vector<RunWitnesses>& runs) {
+  // Written under a temporary name beside the target, which appears whole or not at all: a
+  // full disk or an interrupted run must not leave half a file, nor (with --force) have
+  // destroyed the witness file that was there.
+  struct stat st {};
+  if (!overwrite && ::lstat(path.c_str(), &st) == 0) {
+    return Status(ErrorCode::kOutputExists, path + ": exists; refusing to overwrite it");
+  }
+  const std::filesystem::path target(path);
+  std::string name(".");  // appended, not concatenated: GCC 12's -Wrestrict misreads the sum
+  name.append(target.filename().string()).append(".").append(std::to_string(::getpid())).append(".partial");
+  const std::string temp = (target.parent_path() / name).string();
+  Status written = [&]() -> Status {
+    NCERT_ASSIGN_OR_RETURN(DumpWriter w, DumpWriter::create(temp, true));
+    return write_witnesses(w, dump, dump_hash, runs);
+  }();
+  // Without overwrite the file appears by a hard link, which fails rather than replace a file
+  // that appeared meanwhile; with it, by rename, which replaces atomically.
+  if (written.ok() && (overwrite ? ::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str())) != 0) {
+    written = Status(errno == EEXIST ? ErrorCode::kOutputExists : ErrorCode::kIo,
+                     path + ": cannot move the witness file to its name: " + std::strerror(errno));
+  }
+  ::unlink(temp.c_str());
+  return written;
 }
 
 WitnessFile::WitnessFile(DumpReader reader, std::string path) : reader_(std::move(reader)), path_(std::move(path)) {
