@@ -339,6 +339,18 @@ DumpBuilder::~DumpBuilder() {
   if (impl_) impl_->discard();
 }
 
+namespace {
+
+/// A builder whose dump was moved to another (an engine's use after std::move): refused, not a
+/// crash.
+Status moved_from() {
+  return Status(ErrorCode::kInvalidArgument,
+                "this DumpBuilder was moved from: its dump belongs to the builder it "
+                "was moved to");
+}
+
+}  // namespace
+
 Result<DumpBuilder> DumpBuilder::create(const std::string& path, const BuilderOptions& options) {
   if (options.engine.empty() || options.build.empty()) {
     return refuse(ErrorCode::kInvalidArgument, path,
@@ -347,6 +359,14 @@ Result<DumpBuilder> DumpBuilder::create(const std::string& path, const BuilderOp
   std::error_code ec;
   if (!options.overwrite && fs::exists(path, ec)) {
     return Status(ErrorCode::kOutputExists, path + ": exists; refusing to overwrite it");
+  }
+  // Said now, of the path given, not at close() after every write (an outside engine's
+  // directory) or of the temporary name (its missing parent).
+  if (fs::is_directory(path, ec)) {
+    return Status(ErrorCode::kInvalidArgument, path + ": is a directory; a dump is a file");
+  }
+  if (const fs::path dir = fs::path(path).parent_path(); !dir.empty() && !fs::is_directory(dir, ec)) {
+    return Status(ErrorCode::kIo, path + ": the directory " + dir.string() + " does not exist");
   }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
@@ -366,10 +386,14 @@ Result<DumpBuilder> DumpBuilder::create(const std::string& path, const BuilderOp
   return DumpBuilder(std::move(impl));
 }
 
-std::int64_t DumpBuilder::schema_version() const { return impl_->version_2_reason.empty() ? 1 : 2; }
-const std::string& DumpBuilder::version_2_reason() const { return impl_->version_2_reason; }
+std::int64_t DumpBuilder::schema_version() const { return !impl_ || impl_->version_2_reason.empty() ? 1 : 2; }
+const std::string& DumpBuilder::version_2_reason() const {
+  static const std::string kNone;
+  return impl_ ? impl_->version_2_reason : kNone;
+}
 
 Status DumpBuilder::add_projection(const Projection& p) {
+  if (!impl_) return moved_from();
   Impl& im = *impl_;
   if (!im.open()) return im.closed_error();
   return im.in_file([&]() -> Status {
@@ -442,6 +466,7 @@ Status DumpBuilder::add_projection(const Projection& p) {
 }
 
 Status DumpBuilder::add_logits_run(const LogitsRun& run) {
+  if (!impl_) return moved_from();
   Impl& im = *impl_;
   if (!im.open()) return im.closed_error();
   return im.in_file([&]() -> Status {
@@ -480,6 +505,7 @@ Status DumpBuilder::add_logits_run(const LogitsRun& run) {
 }
 
 Status DumpBuilder::add_tensor(const StateTensor& t) {
+  if (!impl_) return moved_from();
   Impl& im = *impl_;
   if (!im.open()) return im.closed_error();
   return im.in_file([&]() -> Status {
@@ -526,6 +552,7 @@ void DumpBuilder::abort() {
 }
 
 Status DumpBuilder::close() {
+  if (!impl_) return moved_from();
   Impl& im = *impl_;
   if (!im.open()) return im.closed_error();
   if (!im.pending.empty()) {

@@ -918,6 +918,39 @@ TEST(DumpBuilder, NoHalfWrittenFileAndNoSilentOverwrite) {
     EXPECT_EQ(b->add_projection(v1.p).code(), ErrorCode::kInvalidArgument);  // closed
   }
   EXPECT_EQ(DumpReader::open(path)->model().engine, "second");
+  // A directory, or a path whose directory is missing, is refused at create(), naming the path
+  // given (an outside engine's wrote every projection before close() said so, or named the
+  // temporary file).
+  const std::string dir = fs::path(path).parent_path().string();
+  const Status is_dir = DumpBuilder::create(dir, {.engine = "e", .build = "b", .overwrite = true}).status();
+  EXPECT_EQ(is_dir.code(), ErrorCode::kInvalidArgument) << is_dir.to_string();
+  EXPECT_NE(is_dir.message().find("is a directory"), std::string::npos) << is_dir.to_string();
+  const std::string orphan = dir + "/no-such-dir/d.h5";
+  const Status missing = DumpBuilder::create(orphan, {.engine = "e", .build = "b"}).status();
+  EXPECT_EQ(missing.message(), orphan + ": the directory " + dir + "/no-such-dir does not exist")
+      << missing.to_string();
+}
+
+TEST(DumpBuilder, AMovedFromBuilderRefusesWhatItIsAsked) {
+  // An engine's use after std::move crashed (and left the moved-to builder's temporary file,
+  // which the crash kept from being removed).
+  V1 v1;
+  const std::string path = scratch("moved.h5");
+  auto made = DumpBuilder::create(path, {.engine = "e", .build = "b"});
+  ASSERT_TRUE(made.ok());
+  DumpBuilder a = std::move(made).value();
+  DumpBuilder b = std::move(a);
+  // NOLINTBEGIN(bugprone-use-after-move): the use after the move is what this test makes
+  EXPECT_EQ(a.add_projection(v1.p).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(a.close().message().find("was moved from"), std::string::npos);
+  EXPECT_EQ(a.schema_version(), 1);
+  EXPECT_TRUE(a.version_2_reason().empty());
+  a.abort();
+  // NOLINTEND(bugprone-use-after-move)
+  ASSERT_TRUE(b.add_projection(v1.p).ok());
+  ASSERT_TRUE(b.close().ok());
+  EXPECT_TRUE(DumpReader::open(path).ok());
+  EXPECT_EQ(leftovers(path), 0);
 }
 
 }  // namespace
