@@ -33,8 +33,48 @@ double round_code(double t, XQuantRounding r) {
 
 }  // namespace
 
-XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance) {
+double x_quant_zero_scale_below(DType scale_dtype) {
+  if (scale_dtype == DType::kF16) return 0x1p-25;
+  if (scale_dtype == DType::kBf16) return 0x1p-134;
+  return 0x1p-150;
+}
+
+XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance,
+                            double zero_scale_below) {
   XQuantRange out;
+  const bool integer = q.type == XQuantType::kInt8 || q.type == XQuantType::kUint8;
+  const double min = q.type == XQuantType::kInt8 ? -128 : 0, max = q.type == XQuantType::kInt8 ? 127 : 255;
+  const NarrowFormat& f = q.type == XQuantType::kE4m3 ? kE4m3Format : kE5m2Format;
+  const double fp8_max = q.type == XQuantType::kE4m3 ? 448 : 57344;
+  if (scale == 0 && x != 0 && zero_scale_below > 0) {
+    // A stored scale of 0 beside a nonzero x: the engine's own scale (amax / qmax, say) was
+    // positive but below half its storage type's smallest spacing, and stored as 0 (ggml's f16
+    // d of a block whose |x| stays under 127 * 2^-25 = 3.8e-6). It quantized x with that unknown
+    // scale s_u < zero_scale_below, so |x / s_u| > |x| / zero_scale_below: any code of x's sign
+    // at least that far out. The products with the stored 0 are 0, as the reference's are.
+    const double reach = integer ? std::max(std::fabs(min), max) : fp8_max;
+    const double t = std::fabs(x) / zero_scale_below;
+    if (t > reach * (1 + tolerance) + 1) {
+      out.valid = false;
+      return out;
+    }
+    if (!integer) {
+      const double near = narrow_decode(
+          f, narrow_round(f, t * (1 - tolerance), NarrowRounding::kTowardZero, NarrowOverflow::kSaturate));
+      out.lowest = x > 0 ? near : -fp8_max;
+      out.highest = x > 0 ? fp8_max : -near;
+      return out;
+    }
+    if (q.type == XQuantType::kUint8) {  // its zero point came from the same unknown scale
+      out.lowest = min;
+      out.highest = max;
+      return out;
+    }
+    const double near = std::floor(t * (1 - tolerance));
+    out.lowest = x > 0 ? std::min(near, max) : min;
+    out.highest = x > 0 ? max : std::max(-near, min);
+    return out;
+  }
   if (!(scale >= 0) || !std::isfinite(scale) || (scale == 0 && x != 0)) {
     out.valid = false;
     return out;
@@ -47,14 +87,12 @@ XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double 
   const double t = x / scale;
   const double slack = std::fabs(t) * (tolerance + 0x1p-50);
   const double lo = t - slack, hi = t + slack;
-  if (q.type == XQuantType::kInt8 || q.type == XQuantType::kUint8) {
-    const double min = q.type == XQuantType::kInt8 ? -128 : 0, max = q.type == XQuantType::kInt8 ? 127 : 255;
+  if (integer) {
     // Rounding is monotone, so the codes of [lo, hi] are those between the codes of its ends.
     out.lowest = std::clamp(round_code(lo, q.rounding) + zero_point, min, max);
     out.highest = std::clamp(round_code(hi, q.rounding) + zero_point, min, max);
     return out;
   }
-  const NarrowFormat& f = q.type == XQuantType::kE4m3 ? kE4m3Format : kE5m2Format;
   out.lowest = narrow_decode(f, narrow_round(f, lo, NarrowRounding::kNearestEven, NarrowOverflow::kSaturate));
   out.highest = narrow_decode(f, narrow_round(f, hi, NarrowRounding::kNearestEven, NarrowOverflow::kSaturate));
   return out;

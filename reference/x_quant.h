@@ -20,13 +20,20 @@ double x_quant_tolerance(DType scale_dtype);
 /// allowed 0.05 %), 2^-134 / s for bf16, and 2^-150 / s more for the f32 scale itself.
 double x_quant_tolerance(DType scale_dtype, double scale);
 
+/// The largest scale a stored scale of this type holds as 0: half its smallest spacing (f16
+/// 2^-25, bf16 2^-134, f32 2^-150).
+double x_quant_zero_scale_below(DType scale_dtype);
+
 /// The allowed codes [lowest, highest] (integers for int8 / uint8, FP8 values for e4m3 / e5m2),
-/// saturated to the type's range. `valid` is false when s is not positive and finite (s = 0 is
-/// allowed only for x = 0, whose code is then zp).
+/// saturated to the type's range. `valid` is false when s is not positive and finite. s = 0 is
+/// allowed for x = 0, whose code is then zp, and, given `zero_scale_below` (see above), for an
+/// x small enough that the engine's own scale of its group rounded to 0 where it was stored
+/// (|x| <= qmax * zero_scale_below): any code of x's sign at least |x| / zero_scale_below out.
 struct XQuantRange {
   bool valid = true;
   double lowest = 0, highest = 0;
 };
-XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance);
+XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance,
+                            double zero_scale_below = 0);
 
 }  // namespace ncert::reference

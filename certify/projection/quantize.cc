@@ -59,7 +59,8 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
           continue;
         }
         ++e.values;
-        const reference::XQuantRange allowed = reference::x_quant_allowed(quantizer, x, s, zp, tolerance);
+        const reference::XQuantRange allowed = reference::x_quant_allowed(
+            quantizer, x, s, zp, tolerance, reference::x_quant_zero_scale_below(info.x_scales_dtype));
         const double found = q.code(row, c);
         if (!allowed.valid && !scale_counted) {
           ++e.bad_scales;
@@ -85,7 +86,8 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
                                        (tolerance > e.tolerance ? " (quotient slack " + format_short(tolerance) +
                                                                       ": a scale below its type's normal range)"
                                                                 : std::string())
-                                 : ": the scale is not positive and finite (0 only for an all-zero group)");
+                                 : ": the scale is not positive and finite (0 only for a group whose |x| stays "
+                                   "within the codes' reach of a scale its type stores as 0)");
         }
       }
     }

@@ -128,6 +128,53 @@ TEST(XQuant, ScalesMustBePositiveAndFinite) {
   EXPECT_EQ(zero.highest, 3);
 }
 
+TEST(XQuant, AScaleItsTypeStoresAsZeroAllowsTheCodesOfTheEnginesOwnScale) {
+  // ggml's Q8_0 quantizes a block with d = amax / 127 in f32 and stores d in f16: a block whose
+  // |x| stays under 127 * 2^-25 = 3.8e-6 has its codes from d but a stored 0 (an outside review's
+  // false FAIL). Oracle: that quantization, run here, for blocks of amax 1e-9 .. 3.7e-6.
+  const double below = x_quant_zero_scale_below(DType::kF16);
+  EXPECT_EQ(below, 0x1p-25);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  for (const XQuantRounding rounding : {XQuantRounding::kNearestEven, XQuantRounding::kNearestAway}) {
+    const XQuantizer q{XQuantType::kInt8, rounding, 32};
+    for (const double amax : {1e-9, 1e-7, 1e-6, 3.7e-6}) {
+      const float d = static_cast<float>(amax / 127);
+      ASSERT_EQ(narrow_decode(kF16Format, narrow_round(kF16Format, d, NarrowRounding::kNearestEven,
+                                                        NarrowOverflow::kIeee)),
+                0.0);
+      for (int i = 0; i < 200; ++i) {
+        const auto x = static_cast<float>(amax * unit(rng));
+        const float t = x / d;
+        const double code = rounding == XQuantRounding::kNearestEven ? std::nearbyint(t) : std::round(t);
+        const XQuantRange r = x_quant_allowed(q, x, 0.0, 0, x_quant_tolerance(DType::kF16), below);
+        ASSERT_TRUE(r.valid) << x;
+        EXPECT_LE(r.lowest, code) << x;
+        EXPECT_GE(r.highest, code) << x;
+        // Of x's sign only: the opposite code is refused.
+        if (code != 0) {
+          EXPECT_FALSE(-code >= r.lowest && -code <= r.highest) << x;
+        }
+      }
+    }
+  }
+  const XQuantizer q{XQuantType::kInt8, XQuantRounding::kNearestEven, 32};
+  // A code too small for any scale under 2^-25: x / s_u exceeds 3e-6 / 2^-25 ~ 100.
+  const XQuantRange r = x_quant_allowed(q, 3e-6, 0.0, 0, 0x1p-22, below);
+  EXPECT_TRUE(r.valid);
+  EXPECT_GE(r.lowest, 99);
+  EXPECT_EQ(r.highest, 127);
+  // An x beyond every code's reach of such a scale, or with no type given, still fails.
+  EXPECT_FALSE(x_quant_allowed(q, 1e-3, 0.0, 0, 0x1p-22, below).valid);
+  EXPECT_FALSE(x_quant_allowed(q, 1e-6, 0.0, 0, 0x1p-22).valid);
+  // FP8 codes: e4m3 values of x's sign from the nearest of |x| / 2^-25 out to 448.
+  const XQuantizer e{XQuantType::kE4m3, XQuantRounding::kNearestEven, 32};
+  const XQuantRange f = x_quant_allowed(e, -1e-6, 0.0, 0, 0x1p-22, below);
+  EXPECT_TRUE(f.valid);
+  EXPECT_EQ(f.lowest, -448);
+  EXPECT_LT(f.highest, -30);  // 1e-6 * 2^25 = 33.6: e4m3 rounds toward zero to 32
+}
+
 TEST(XQuant, F16ScalesWidenTheSlackByTheirRounding) {
   EXPECT_EQ(x_quant_tolerance(DType::kF32), 0x1p-22);
   // t / (1 - delta) with the f32 operations' 2^-22: a little more than 2^-22 + delta.
