@@ -314,17 +314,25 @@ void narrow_accumulator_trials(const ProjectionFacts& f, const Sample& s, const 
                                std::vector<DeclarationTrial>& trials) {
   const ProjectionInfo& info = f.info();
   if (info.walk.declared || info.x_quant.type != reference::XQuantType::kNone) return;
+  // Each with its fused form too: f16 FMA hardware (AVX512-FP16, ARM's FMLA) rounds x*w + acc
+  // once (a review's such kernel read "no single other declaration fits").
   for (const auto& [bits, type] : {std::pair<int, const char*>{8, "bf16"}, {11, "f16"}}) {
-    const std::string walk = "promote:" + std::to_string(info.k) + ":" + std::to_string(bits) + ":rne";
-    auto parsed = reference::parse_k_walk(walk);
-    if (!parsed.ok()) continue;
-    LinearProblem p = base;
-    p.walk = *parsed;
-    const WalkCount n = walk_equal(f, s, p);
-    if (n.equal < 0) continue;
-    trials.push_back({std::string("accumulator = ") + type + " (k_walk = " + walk +
-                          ": every product and partial sum rounded to " + type + ", k ascending)",
-                      "", TrialEffect::kMovesCentres, n.sampled, n.equal, n.equal == n.sampled ? 0.0 : -1.0});
+    for (const bool fma : {false, true}) {
+      const std::string walk =
+          "promote:" + std::to_string(info.k) + ":" + std::to_string(bits) + ":rne" + (fma ? ":fma" : "");
+      auto parsed = reference::parse_k_walk(walk);
+      if (!parsed.ok()) continue;
+      LinearProblem p = base;
+      p.walk = *parsed;
+      const WalkCount n = walk_equal(f, s, p);
+      if (n.equal < 0) continue;
+      trials.push_back(
+          {std::string("accumulator = ") + type + " (k_walk = " + walk +
+               (fma ? ": every product added into " + std::string(bits == 11 ? "an " : "a ") + type +
+                          " sum with one rounding (fused multiply-add), k ascending)"
+                    : ": every product and partial sum rounded to " + std::string(type) + ", k ascending)"),
+           "", TrialEffect::kMovesCentres, n.sampled, n.equal, n.equal == n.sampled ? 0.0 : -1.0});
+    }
   }
 }
 

@@ -622,6 +622,17 @@ TEST(Diagnosis, ABf16AccumulatorIsNamedAsTheWalkThatReproducesIt) {
               "ascending)");
 }
 
+TEST(Diagnosis, AnF16FusedAccumulatorIsNamedAsItsFusedWalk) {
+  // f16 FMA hardware (AVX512-FP16, ARM's FMLA) rounds x*w + acc to f16 once: a review's such
+  // kernel read "no single other declaration fits", only the unfused f16 walk being tried.
+  fixtures::ProjectionSpec p = base("acc");
+  p.output = DType::kBf16;
+  p.engine_order = "promote:256:11:rne:fma";
+  expect_fits(write_fixture(one(p), "diag-f16-fma-acc.h5"), "acc",
+              "accumulator = f16 (k_walk = promote:256:11:rne:fma: every product added into an f16 sum with one "
+              "rounding (fused multiply-add), k ascending)");
+}
+
 TEST(Diagnosis, AWalkTrialThatMissesTheFirstColumnsIsCountedThereAlone) {
   // The bf16 accumulator's walk reproduces the first 16 columns, so it runs on the whole sample
   // (8 rows x 64 columns) and fits; the f16 accumulator's misses there and is counted on those
@@ -639,8 +650,10 @@ TEST(Diagnosis, AWalkTrialThatMissesTheFirstColumnsIsCountedThereAlone) {
   const DeclarationTrial* bf16 = nullptr;
   const DeclarationTrial* f16 = nullptr;
   for (const DeclarationTrial& t : e->diagnosis) {
-    if (t.declaration.starts_with("accumulator = bf16")) bf16 = &t;
-    if (t.declaration.starts_with("accumulator = f16")) f16 = &t;
+    // The unfused walks (each is tried with its fused form beside it).
+    const bool fused = t.declaration.find(":fma") != std::string::npos;
+    if (t.declaration.starts_with("accumulator = bf16") && !fused) bf16 = &t;
+    if (t.declaration.starts_with("accumulator = f16") && !fused) f16 = &t;
   }
   ASSERT_NE(bf16, nullptr) << b->reason;
   ASSERT_NE(f16, nullptr) << b->reason;
@@ -667,7 +680,7 @@ TEST(Diagnosis, AWalkTrialCountedOnTheFirstColumnsCanStillBeTheBest) {
   ASSERT_NE(e, nullptr);
   const DeclarationTrial* bf16 = nullptr;
   for (const DeclarationTrial& t : e->diagnosis) {
-    if (t.declaration.starts_with("accumulator = bf16")) bf16 = &t;
+    if (t.declaration.starts_with("accumulator = bf16") && t.declaration.find(":fma") == std::string::npos) bf16 = &t;
   }
   ASSERT_NE(bf16, nullptr) << b->reason;
   EXPECT_EQ(bf16->sampled, 8 * 16);
