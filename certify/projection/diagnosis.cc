@@ -1193,8 +1193,20 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
     trial(rne ? "output_rounding = rz" : "output_rounding = rne", "", p, TrialEffect::kMovesRounding);
   }
   // Each quantized segment's dequantization, operation order and nibble order.
+  // Folded dequantization keeps the centres and widens B and sigma alike. For bound it is tried
+  // only where its own sigma holds the residuals: its wider B holds a short accumulator's values
+  // too (a review's 12-bit Q4_0 kernel read "the data fits dequant = folded", its residuals 13x
+  // the noise folded allows). The residual tests' diagnosis reads it against the declaration's
+  // sigma, as every trial: there its own would fit any small excess by widening alone.
   segment_trials(s.weights, true, [&](const std::string& declaration, const std::string& segment, TrialEffect effect) {
-    trial(declaration, segment, base, effect);
+    if (effect != TrialEffect::kWidensBound || reason != DiagnosisReason::kBound) {
+      trial(declaration, segment, base, effect);
+      return;
+    }
+    const Evaluation e = evaluate(f, s, base, declared_model, /*own_model=*/true);
+    if (e.inside >= 0 && e.energy >= 0 && e.energy <= diagnosis_energy_limit(sampled)) {
+      trials.push_back({declaration, segment, effect, sampled, e.inside, e.energy, e.left, e.far});
+    }
   });
   // Activations rounded to a narrower type before the kernel (x as stored is wider).
   if (info.x_quant.type == reference::XQuantType::kNone) {
