@@ -68,6 +68,13 @@ Status read_manifest(const std::string& path, std::string* text, Json* j) {
     if (in.status().code() != ErrorCode::kFileNotFound) return in.status();
     return Status(ErrorCode::kFileNotFound, path + ": cannot read the manifest");
   }
+  // 256 MiB holds a manifest of a million entries; a larger file is not one (a review's 4 GB
+  // sparse manifest was read whole, 4.2 GB of memory).
+  constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{256} << 20;
+  if (in->size() > kMaxManifestBytes) {
+    return usage(path, std::to_string(in->size()) + " bytes; a manifest is at most " +
+                           std::to_string(kMaxManifestBytes >> 20) + " MiB");
+  }
   NCERT_ASSIGN_OR_RETURN(*text, in->read_all());
   std::optional<DuplicateKey> duplicate;
   try {

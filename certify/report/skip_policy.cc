@@ -212,8 +212,8 @@ Result<SkipPolicy> parse_skip_policy(std::string_view text, const std::string& p
   PolicyJson j;
   try {
     j = parse_watching_keys(std::string(text), &duplicate);
-  } catch (const PolicyJson::exception&) {
-    return Status(ErrorCode::kSkipPolicyInvalid, path + ": not valid JSON");
+  } catch (const PolicyJson::exception& e) {
+    return Status(ErrorCode::kSkipPolicyInvalid, path + ": not valid JSON (" + e.what() + ")");
   }
   if (duplicate) {
     // The policy's own spelling of a place: expected_skips[1].kind.
@@ -269,6 +269,14 @@ Result<SkipPolicy> load_skip_policy(const std::string& path) {
         path + ": not a regular file (" +
             (std::filesystem::is_directory(st) ? std::string("a directory") : std::string("a FIFO, socket or device")) +
             "); a skip policy is a JSON file");
+  }
+  // A policy lists a few rules: 16 MiB is far beyond any (a review's 4 GB sparse one took 65 s
+  // and 12.6 GB of memory).
+  constexpr std::uintmax_t kMaxPolicyBytes = std::uintmax_t{16} << 20;
+  if (const std::uintmax_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxPolicyBytes) {
+    return Status(ErrorCode::kSkipPolicyInvalid, path + ": " + std::to_string(size) +
+                                                     " bytes; a skip policy is at most " +
+                                                     std::to_string(kMaxPolicyBytes >> 20) + " MiB");
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;

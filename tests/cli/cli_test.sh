@@ -124,6 +124,18 @@ expect 2 "campaign --journal - is a usage error" -- "$ncert" campaign "$dir/demo
 [[ ! -e ./- ]] && echo "ok:   no file named - was made" || { echo "FAIL: a journal named - was made"; failures=$((failures + 1)); }
 echo "not a directory" > "$dir/state-file"
 expect 2 "campaign --state naming a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/state-file"
+# JSON a user hands over: nesting no ncert file needs overflowed the stack (exit 139 at 100,000
+# levels), and text after a NUL byte was never read (nlohmann stops there).
+python3 -c 'import sys; n = 100000; open(sys.argv[1], "w").write("{\"ncert_campaign\": 1, \"entries\": [{\"check\": \"good.h5\", \"id\": " + "{\"a\":" * n + "1" + "}" * n + "}]}")' "$dir/demo/deep.json"
+expect 2 "a manifest nested 100,000 deep is refused" -- "$ncert" campaign "$dir/demo/deep.json" --journal "$dir/deep.journal"
+grep -q "nested deeper than 64 levels" "$dir/out.txt" "$dir/err.txt" && echo "ok:   the nesting is named" \
+  || { echo "FAIL: the deep manifest's refusal does not say why"; failures=$((failures + 1)); }
+python3 -c 'import sys; n = 100000; open(sys.argv[1], "w").write("{\"ncert_skip_policy\": 1, \"expected_skips\": [{\"kind\": " + "{\"a\":" * n + "1" + "}" * n + "}]}")' "$dir/deep-policy.json"
+expect 2 "a skip policy nested 100,000 deep is refused" -- "$ncert" check "$dir/demo/good.h5" --policy "$dir/deep-policy.json"
+printf '{"ncert_campaign": 1, "entries": [{"check": "good.h5"}]}\0 {{{' > "$dir/demo/nul.json"
+expect 2 "a manifest with text after a NUL byte is refused" -- "$ncert" campaign "$dir/demo/nul.json" --journal "$dir/nul.journal"
+grep -q "a NUL byte at offset 56" "$dir/out.txt" "$dir/err.txt" && echo "ok:   the NUL byte is named" \
+  || { echo "FAIL: the NUL manifest's refusal does not say why"; failures=$((failures + 1)); }
 # A refused campaign leaves no --state directory behind (a review found new-state/a/b left by a
 # manifest that did not load); one that ran keeps it, with its journal.
 printf '{"entries": []}' > "$dir/not-a-manifest.json"
