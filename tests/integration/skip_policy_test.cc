@@ -242,7 +242,12 @@ void expect_refused(const std::string& name, const std::string& text, const std:
 }
 
 TEST(SkipPolicy, ABadPolicyFileIsRefusedNamingFileKeyAndValue) {
-  expect_refused("bad-json.json", "{\"ncert_skip_policy\": 1,", "not valid JSON");
+  expect_refused("bad-json.json", "{\"ncert_skip_policy\": 1,",
+                 "not valid JSON ([json.exception.parse_error.101] parse error at line 1, column 25: syntax error "
+                 "while parsing object key - unexpected end of input; expected string literal)");
+  expect_refused("nul.json", std::string("{\"ncert_skip_policy\": 1}\0{", 26),
+                 "not valid JSON ([json.exception.other_error.501] a NUL byte at offset 24: a JSON file holds text "
+                 "only)");
   expect_refused("no-version.json", "{\"required\": \"all\"}", "ncert_skip_policy: missing (the format's version, 1)");
   expect_refused("version-2.json", "{\"ncert_skip_policy\": 2}",
                  "ncert_skip_policy: 2 is not a version this ncert reads (1)");

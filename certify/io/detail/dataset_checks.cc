@@ -121,6 +121,13 @@ Status read_chunking(hid_t dcpl, DatasetInfo* info) {
     const H5Z_filter_t id =
         H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nelmts, cd, sizeof name, name, &config);
     if (id == H5Z_FILTER_DEFLATE) {
+      // Twice deflated, a GiB is a few kB and passes the expansion bound below, which counts one
+      // layer (a review's 37 KB file of 1 GiB read 3.1 GB, then "corrupt").
+      if (std::any_of(info->filters.begin(), info->filters.end(),
+                      [](const std::string& f) { return f.rfind("deflate", 0) == 0; })) {
+        return Status(ErrorCode::kFilterRefused, "deflate again at pipeline position " + std::to_string(i) +
+                                                     "; a dataset is deflated once at most");
+      }
       info->filters.push_back("deflate(" + std::to_string(nelmts > 0 ? cd[0] : 0) + ")");
     } else if (id == H5Z_FILTER_SHUFFLE) {
       info->filters.push_back("shuffle");
@@ -173,6 +180,22 @@ Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_si
                                                  std::to_string(stored) + " bytes for it" +
                                                  (deflated ? " (deflate expands at most ~1032x)" : "") +
                                                  ": unwritten space would read as fill values; refused");
+    }
+    // The slack above lets one chunk go unstored, and a chunk as large as the dataset lets it all
+    // (a review's 8.5 KB file, nothing written, certified as zeros): every chunk must be stored.
+    if (layout == H5D_CHUNKED) {
+      hsize_t written = 0;
+      const std::uint64_t chunks = chunks_touched(*info, 0, info->shape.empty() ? 0 : info->shape[0]);
+      const Hid space = own_space(H5Dget_space(ds));
+      if (!space.valid() || H5Dget_num_chunks(ds, space.get(), &written) < 0) {
+        return Status(ErrorCode::kHdf5, "cannot count the chunks the file stores");
+      }
+      if (written < chunks) {
+        return Status(ErrorCode::kStorageBomb, "declares " + shape_string(info->shape) + " in " +
+                                                   std::to_string(chunks) + " chunks of " + shape_string(info->chunk) +
+                                                   " but the file stores " + std::to_string(written) +
+                                                   " of them: unwritten chunks would read as fill values; refused");
+      }
     }
   }
   if (layout == H5D_CONTIGUOUS) {

@@ -66,6 +66,8 @@ std::vector<unsigned char> add_tensor(hid_t file, const Layout& l) {
   EXPECT_GE(ds, 0) << path;
   if (l.write_all) {
     EXPECT_GE(H5Dwrite(ds, l.type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
+  } else if (l.chunk[0] >= l.dims[0]) {
+    std::fill(data.begin(), data.end(), 0);  // one chunk row: nothing written at all
   } else {
     // Only the first chunk row: the rest stays unallocated and reads as the fill value 0.
     std::vector<hsize_t> start(rank, 0), count(l.dims);
@@ -102,7 +104,6 @@ const std::vector<Layout>& layouts() {
       {"bf16_grid", {23, 31}, {4, 8}, H5T_STD_U16LE, true, true},
       {"vector", {1000}, {64}, H5T_IEEE_F32LE, true, true},
       {"cube", {9, 5, 11}, {2, 3, 4}, H5T_IEEE_F32LE, true, true},
-      {"partly_unallocated", {40, 12}, {8, 5}, H5T_IEEE_F32LE, true, true, false},
       {"rows_plain", {50, 40}, {3, 40}, H5T_IEEE_F32LE, false, false},
       {"grid_plain", {33, 17}, {2, 3}, H5T_IEEE_F32LE, false, false},
       {"bf16_elements_plain", {23, 31}, {1, 1}, H5T_STD_U16LE, false, false},
@@ -149,6 +150,57 @@ TEST(ChunkDecode, EveryRowWindowEqualsTheHdf5Read) {
     // Content hashes agree too (they read through read_rows).
     EXPECT_EQ(*rp->dataset_hash(ds), *rh->dataset_hash(ds));
   }
+}
+
+TEST(ChunkDecode, APartlyWrittenDatasetIsRefusedBeforeAnythingReadsIt) {
+  // Its unallocated chunks would read as fill values: a review's dataset of one chunk, never
+  // written, was certified as zeros (the slack of one chunk covered all of it). Refused as
+  // storage-bomb (dump-format §7), whatever the chunk's size.
+  for (const Layout& l : {Layout{"partly", {40, 12}, {8, 5}, H5T_IEEE_F32LE, true, true, false},
+                          Layout{"one_chunk", {40, 12}, {40, 12}, H5T_IEEE_F32LE, false, false, false}}) {
+    SCOPED_TRACE(l.name);
+    const std::string path = scratch_file(std::string(l.name) + ".h5");
+    {
+      auto w = open_mini_dump(path);
+      add_tensor(static_cast<hid_t>(w.native_handle()), l);
+      ASSERT_TRUE(w.close().ok());
+    }
+    const auto r = DumpReader::open(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kStorageBomb) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("unwritten chunks would read as fill values"), std::string::npos)
+        << r.status().to_string();
+  }
+}
+
+TEST(ChunkDecode, ADatasetDeflatedTwiceIsRefused) {
+  // A GiB deflated twice is a few kB: it passed the one-layer expansion bound, read 3.1 GB and
+  // was then called corrupt (a review's). Refused from its pipeline.
+  const std::string path = scratch_file("twice.h5");
+  {
+    auto w = open_mini_dump(path);
+    const hid_t file = static_cast<hid_t>(w.native_handle());
+    const hsize_t dims[2] = {64, 64};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, dims);
+    const unsigned level = 1;
+    H5Pset_filter(dcpl, H5Z_FILTER_DEFLATE, H5Z_FLAG_OPTIONAL, 1, &level);
+    H5Pset_filter(dcpl, H5Z_FILTER_DEFLATE, H5Z_FLAG_OPTIONAL, 1, &level);
+    ASSERT_EQ(H5Pget_nfilters(dcpl), 2);
+    const hid_t ds = H5Dcreate2(file, "/tensors/twice", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    std::vector<float> v(64 * 64, 1.0f);
+    EXPECT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    ASSERT_TRUE(w.close().ok());
+  }
+  const auto r = DumpReader::open(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kFilterRefused) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("deflate again at pipeline position 1"), std::string::npos)
+      << r.status().to_string();
 }
 
 TEST(ChunkDecode, CorruptDeflateStreamIsAnErrorNamingTheChunk) {
