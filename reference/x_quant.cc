@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "reference/narrow_float.h"
 
@@ -9,7 +10,10 @@ namespace ncert::reference {
 
 double x_quant_tolerance(DType scale_dtype) { return x_quant_tolerance(scale_dtype, 1.0); }
 
-double x_quant_tolerance(DType scale_dtype, double scale) {
+namespace {
+
+/// The engine's f32 operations' relative error `ops` and the storage rounding's `delta` (below).
+std::pair<double, double> quotient_errors(DType scale_dtype, double scale) {
   const bool usable = scale > 0 && std::isfinite(scale);
   // The engine's f32 operations: up to three roundings, 3 * 2^-24 < 2^-22 relative; s =
   // fl(amax / 127) itself subnormal in f32 errs by up to 2^-150 absolute.
@@ -21,7 +25,22 @@ double x_quant_tolerance(DType scale_dtype, double scale) {
   double delta = 0;
   if (scale_dtype == DType::kF16) delta = usable ? std::max(0x1p-11, 0x1p-25 / scale) : 0x1p-11;
   if (scale_dtype == DType::kBf16) delta = usable ? std::max(0x1p-8, 0x1p-134 / scale) : 0x1p-8;
+  return {ops, delta};
+}
+
+}  // namespace
+
+double x_quant_tolerance(DType scale_dtype, double scale) {
+  const auto [ops, delta] = quotient_errors(scale_dtype, scale);
   return (1 + ops) / (1 - delta) - 1;
+}
+
+double x_quant_tolerance_low(DType scale_dtype, double scale) {
+  // The quotient with the engine's scale s_u >= (1 - delta) s... <= (1 + delta) s is at least
+  // t / (1 + delta): a subnormal f16 scale of 2^-24 (delta 1/2) keeps codes above 2/3 of x / s,
+  // where the symmetric slack let them fall to 0 (a review's wrong codes passed).
+  const auto [ops, delta] = quotient_errors(scale_dtype, scale);
+  return 1 - (1 - ops) / (1 + delta);
 }
 
 namespace {
@@ -40,7 +59,8 @@ double x_quant_zero_scale_below(DType scale_dtype) {
 }
 
 XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance,
-                            double zero_scale_below) {
+                            double zero_scale_below, double tolerance_low) {
+  if (tolerance_low < 0) tolerance_low = tolerance;
   XQuantRange out;
   const bool integer = q.type == XQuantType::kInt8 || q.type == XQuantType::kUint8;
   const double min = q.type == XQuantType::kInt8 ? -128 : 0, max = q.type == XQuantType::kInt8 ? 127 : 255;
@@ -85,8 +105,9 @@ XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double 
   }
   // x / s in f64 is within 2^-53 of the exact quotient; the slack covers that too.
   const double t = x / scale;
-  const double slack = std::fabs(t) * (tolerance + 0x1p-50);
-  const double lo = t - slack, hi = t + slack;
+  // |t| may shrink by tolerance_low and grow by tolerance (2^-50 more: t in f64).
+  const double shrunk = t * (1 - (tolerance_low + 0x1p-50)), grown = t * (1 + tolerance + 0x1p-50);
+  const double lo = std::min(shrunk, grown), hi = std::max(shrunk, grown);
   if (integer) {
     // Rounding is monotone, so the codes of [lo, hi] are those between the codes of its ends.
     out.lowest = std::clamp(round_code(lo, q.rounding) + zero_point, min, max);

@@ -19,6 +19,9 @@ double x_quant_tolerance(DType scale_dtype);
 /// its unit roundoff relative: delta = 2^-25 / s for f16 (0.4 % at s = 7.6e-6, where 2^-11
 /// allowed 0.05 %), 2^-134 / s for bf16, and 2^-150 / s more for the f32 scale itself.
 double x_quant_tolerance(DType scale_dtype, double scale);
+/// The relative amount the quotient may fall short of x / s: 1 - (1 - 2^-22) / (1 + delta), which
+/// the symmetric tolerance above overstates where delta is large (a subnormal scale).
+double x_quant_tolerance_low(DType scale_dtype, double scale);
 
 /// The largest scale a stored scale of this type holds as 0: half its smallest spacing (f16
 /// 2^-25, bf16 2^-134, f32 2^-150).
@@ -33,7 +36,8 @@ struct XQuantRange {
   bool valid = true;
   double lowest = 0, highest = 0;
 };
+/// `tolerance` widens |x / s| upward, `tolerance_low` downward (negative: the same as tolerance).
 XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance,
-                            double zero_scale_below = 0);
+                            double zero_scale_below = 0, double tolerance_low = -1);
 
 }  // namespace ncert::reference

@@ -60,7 +60,8 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
         }
         ++e.values;
         const reference::XQuantRange allowed = reference::x_quant_allowed(
-            quantizer, x, s, zp, tolerance, reference::x_quant_zero_scale_below(info.x_scales_dtype));
+            quantizer, x, s, zp, tolerance, reference::x_quant_zero_scale_below(info.x_scales_dtype),
+            reference::x_quant_tolerance_low(info.x_scales_dtype, s));
         const double found = q.code(row, c);
         if (!allowed.valid && !scale_counted) {
           ++e.bad_scales;

@@ -51,12 +51,27 @@ TEST(XQuant, AScaleStoredBelowItsTypesNormalRangeAllowsItsRoundingsAbsoluteError
         ASSERT_TRUE(got.valid);
         EXPECT_LE(got.lowest, code) << x << " / " << stored;
         EXPECT_GE(got.highest, code) << x << " / " << stored;
+        // The check's own slack, narrower below: still every code.
+        const XQuantRange tight = x_quant_allowed(q, x, stored, 0, x_quant_tolerance(storage, stored), 0,
+                                                  x_quant_tolerance_low(storage, stored));
+        ASSERT_TRUE(tight.valid);
+        EXPECT_LE(tight.lowest, code) << x << " / " << stored;
+        EXPECT_GE(tight.highest, code) << x << " / " << stored;
         const XQuantRange normal = x_quant_allowed(q, x, stored, 0, x_quant_tolerance(storage));
         missed_by_normal_slack += code < normal.lowest || code > normal.highest;
       }
     }
   }
   EXPECT_GT(missed_by_normal_slack, 0);  // the case is real: the normal-range slack misses codes
+  // Below, the slack is the storage rounding's, not symmetric: at the smallest f16 scale 2^-24
+  // (delta 1/2) x / s_u >= (x / s) / 1.5, so x = 0.3456 (x / s = 5.8e6) must saturate to 127; a
+  // review's code 16 passed when the slack reached down to 0.
+  const double tiny = 0x1p-24;
+  const XQuantRange sat = x_quant_allowed(q, 0.3456, tiny, 0, x_quant_tolerance(DType::kF16, tiny), 0,
+                                          x_quant_tolerance_low(DType::kF16, tiny));
+  EXPECT_EQ(sat.lowest, 127);
+  EXPECT_EQ(sat.highest, 127);
+  EXPECT_NEAR(x_quant_tolerance_low(DType::kF16, tiny), 1.0 / 3, 1e-6);
   // In the normal range the per-scale slack is the type's.
   EXPECT_EQ(x_quant_tolerance(DType::kF16, 0.01), x_quant_tolerance(DType::kF16));
   EXPECT_EQ(x_quant_tolerance(DType::kBf16, 1e-30), x_quant_tolerance(DType::kBf16));
