@@ -342,6 +342,24 @@ TEST(Check, OneWrongElementIsNotBlamedOnItsColumnByWalk) {
   EXPECT_EQ(walk->reason.find("weights"), std::string::npos) << walk->reason;
 }
 
+TEST(Check, ADtypeTagNamingAnotherTypeThanTheStoredOneIsRefused) {
+  // bf16 bits written into a native float16 dataset, tagged bf16, were read as f16 without a
+  // word (a review's). A tag naming the stored type, or no element type at all, stays accepted.
+  const std::string path = write_fixture(fixtures::preset_tiny(), "tag-contradicts.h5");
+  ncert::testing::poke_attr_string(path, "/projections/attn_qkv/selector", "dtype", "float32");
+  EXPECT_FALSE(check_dump(path).error.has_value());
+  ncert::testing::poke_attr_string(path, "/projections/attn_qkv/selector", "dtype", "i32");
+  EXPECT_FALSE(check_dump(path).error.has_value());
+  ncert::testing::poke_attr_string(path, "/projections/attn_qkv/selector", "dtype", "bf16");
+  const Report r = check_dump(path);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->code(), ErrorCode::kDatatypeRefused);
+  EXPECT_NE(r.error->message().find("/projections/attn_qkv/selector: stored as i32 but its attribute dtype = \"bf16\" "
+                                    "names another type"),
+            std::string::npos)
+      << r.error->to_string();
+}
+
 TEST(Check, AWrongGroupSizeIsNamedFromTheStoredScales) {
   // attn_qkv's AF4 segment has groups of 32 over K = 64 (two scales a row); declaring 16 is
   // refused by guard 309, and the failure says which group size the stored scales fit.

@@ -99,6 +99,16 @@ Status read_dtype(hid_t ds, const TypedAttrs& attrs, DatasetInfo* info) {
   } else {
     info->dtype = tc.dtype;
   }
+  // A tag naming another element type than the stored one contradicts it: bf16 bits written
+  // into a native float16 dataset (a plausible exporter mistake) were read as f16 without a
+  // word. A tag that names no element type (numpy's "float32", say) is ignored, as ever.
+  if (tag) {
+    if (const std::optional<DType> named = parse_dtype(*tag); named && *named != info->dtype) {
+      return Status(ErrorCode::kDatatypeRefused, "stored as " + std::string(dtype_name(info->dtype)) +
+                                                     " but its attribute dtype = \"" + *tag +
+                                                     "\" names another type: write the one it holds");
+    }
+  }
   if (mul_overflows(info->elements, dtype_size(info->dtype), &info->bytes)) {
     return Status(ErrorCode::kSizeOverflow, "shape " + shape_string(info->shape) + " overflows a 64-bit byte count");
   }
