@@ -6,6 +6,7 @@
 #include "certify/commands/check.h"
 #include "certify/commands/compare.h"
 #include "certify/commands/forks.h"
+#include "certify/io/dump_reader.h"
 #include "fixtures/generator.h"
 #include "fixtures/logits.h"
 
@@ -181,6 +182,9 @@ Result<CheckResult> tour_fork(const ForkEntry& e, const std::string& dir, Report
 
 }  // namespace
 
+/// The engine the fixtures write into every demo dump's root: how --force knows its own files.
+constexpr std::string_view kDemoEngine = "ncert-fixture";
+
 std::vector<std::string> demo_paths(const std::string& dir) {
   std::vector<std::string> paths;
   for (const std::string& file : demo_files()) paths.push_back((std::filesystem::path(dir) / file).string());
@@ -206,6 +210,17 @@ Result<Report> run_demo(const DemoOptions& options) {
     if (!options.force && fs::exists(st)) {
       return Status(ErrorCode::kOutputExists,
                     path + " exists (from an earlier demo?); pass --force to overwrite the demo files");
+    }
+    // --force replaces the demo's own files only: a user's dump that happens to be named good.h5
+    // is not one (a review's was overwritten).
+    if (fs::exists(st)) {
+      auto earlier = DumpReader::open(path);
+      if (!earlier.ok() || earlier->model().engine != kDemoEngine) {
+        return Status(ErrorCode::kOutputExists,
+                      path + " exists and is not a file of an earlier demo (" +
+                          (earlier.ok() ? "engine \"" + earlier->model().engine + "\"" : earlier.status().message()) +
+                          "): --force overwrites only the demo's own files; remove it, or give another --dir");
+      }
     }
   }
   Report report;
@@ -244,7 +259,10 @@ const OptionTable<DemoOptions>& demo_option_table() {
   static const OptionTable<O> table = [] {
     OptionTable<O> t = {
         path_option<O>("dir", "DIR", "Directory for the demo dumps", [](O& o) -> std::string& { return o.dir; }),
-        flag_option<O>("force", "Overwrite demo files left by an earlier run", [](O& o) -> bool& { return o.force; }),
+        flag_option<O>("force",
+                       "Overwrite demo files left by an earlier run (only those: a file of the same name that no demo "
+                       "wrote is refused)",
+                       [](O& o) -> bool& { return o.force; }),
     };
     for (OptionSpec<O>& s : t) s.key.clear();
     return t;

@@ -50,6 +50,10 @@ expect 0 "demo --force overwrites" -- "$ncert" demo --dir "$dir/demo" --force --
 mkdir -p "$dir/demo-empty"
 expect 2 "demo --json onto one of its own dumps is a path conflict" -- "$ncert" demo --dir "$dir/demo-empty" --json "$dir/demo-empty/good.h5"
 grep -q "path-conflict (105)" "$dir/err.txt" && echo "ok:   the conflict is named" || { echo "FAIL: no path-conflict named"; failures=$((failures + 1)); }
+mkdir -p "$dir/demo-user" && echo "precious" > "$dir/demo-user/good.h5"
+expect 2 "demo --force refuses a file of that name it did not write" -- "$ncert" demo --dir "$dir/demo-user" --force
+[[ "$(cat "$dir/demo-user/good.h5")" == precious ]] && echo "ok:   the user's good.h5 is untouched" \
+  || { echo "FAIL: demo --force replaced a user's good.h5"; failures=$((failures + 1)); }
 mkdir -p "$dir/demo-link" && echo "precious" > "$dir/precious.h5" && ln -sf "$dir/precious.h5" "$dir/demo-link/good.h5"
 expect 2 "demo --force refuses a demo file that is a link" -- "$ncert" demo --dir "$dir/demo-link" --force
 json_has "$dir/demo.json" "open('$dir/precious.h5').read()=='precious\\n'" "the link's target is untouched"
