@@ -194,6 +194,9 @@ std::vector<std::string> demo_paths(const std::string& dir) {
 Result<Report> run_demo(const DemoOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (fs::exists(options.dir, ec) && !fs::is_directory(options.dir, ec)) {
+    return Status(ErrorCode::kUsage, "--dir " + options.dir + " exists and is not a directory");
+  }
   fs::create_directories(options.dir, ec);
   if (ec) return Status(ErrorCode::kIo, options.dir + ": cannot create the demo directory: " + ec.message());
   for (const std::string& path : demo_paths(options.dir)) {

@@ -50,6 +50,8 @@ expect 0 "demo --force overwrites" -- "$ncert" demo --dir "$dir/demo" --force --
 mkdir -p "$dir/demo-empty"
 expect 2 "demo --json onto one of its own dumps is a path conflict" -- "$ncert" demo --dir "$dir/demo-empty" --json "$dir/demo-empty/good.h5"
 grep -q "path-conflict (105)" "$dir/err.txt" && echo "ok:   the conflict is named" || { echo "FAIL: no path-conflict named"; failures=$((failures + 1)); }
+echo "a file" > "$dir/demo-file"
+expect 2 "demo --dir naming a file is a usage error" -- "$ncert" demo --dir "$dir/demo-file"
 mkdir -p "$dir/demo-user" && echo "precious" > "$dir/demo-user/good.h5"
 expect 2 "demo --force refuses a file of that name it did not write" -- "$ncert" demo --dir "$dir/demo-user" --force
 [[ "$(cat "$dir/demo-user/good.h5")" == precious ]] && echo "ok:   the user's good.h5 is untouched" \
