@@ -47,7 +47,8 @@ const certify::OptionTable<CommonOptions>& common_option_table() {
             "max-memory", "BYTES",
             "The run's memory budget: a dataset larger than it is never read whole "
             "(refused, memory-limit, exit 3), and a run that needs more memory ends the same way; logits and "
-            "tensors are streamed and never read whole",
+            "tensors are streamed and never read whole, in blocks of whole chunks (a chunk layout whose two "
+            "blocks exceed the budget is refused the same way, naming the file)",
             std::int64_t{1} << 20, std::int64_t{1} << 50, [](O& o) -> std::uint64_t& { return o.max_memory; }),
         number_option<O>("hdf5-timeout", "SECONDS",
                          "Seconds the HDF5 library may make no progress reading a file before it is stopped as "

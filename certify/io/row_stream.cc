@@ -58,6 +58,22 @@ Result<RowStream> RowStream::open(const DumpReader& reader, const std::string& d
   impl->rows = d->shape[0];
   impl->row_bytes = d->row_elements() * dtype_size(d->dtype);
   impl->per_block = rows_per_block;
+  // Two blocks are held at once. Whole chunks of many rows make large blocks (a chunk of 16,384
+  // rows by one column is every row: 2.4 GB read under --max-memory 256 MiB, a review's):
+  // refused up front where the budget cannot hold them, naming the layout. Parts of chunks
+  // would be read 20x slower (each filtered chunk decoded again by every block).
+  const std::uint64_t held = 2 * static_cast<std::uint64_t>(std::min(rows_per_block, impl->rows)) *
+                             static_cast<std::uint64_t>(impl->row_bytes);
+  if (held > reader.options().memory_limit) {
+    return Status(ErrorCode::kMemoryLimit,
+                  reader.model().file + ": " + dataset + ": two blocks of " +
+                      std::to_string(std::min(rows_per_block, impl->rows)) + " rows take " + std::to_string(held) +
+                      " bytes, over the memory limit of " + std::to_string(reader.options().memory_limit) +
+                      (d->layout == Layout::kChunked && !d->chunk.empty() && d->chunk[0] > 1
+                           ? " (its chunks hold " + std::to_string(d->chunk[0]) +
+                                 " rows each, read whole: rewrite it in chunks of fewer rows, or raise --max-memory)"
+                           : std::string()));
+  }
   impl->hash = hash;
   if (d->file_offset && d->filters.empty() && d->layout == Layout::kContiguous) {
     impl->fd = ::open(reader.model().file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -86,8 +102,9 @@ Result<RowBlock> RowStream::next() {
   const std::size_t block_bytes = static_cast<std::size_t>(b.rows * s.row_bytes);
   unsigned char* buffer = w.buffer.reserve(static_cast<std::size_t>(s.per_block * s.row_bytes));
   if (buffer == nullptr) {
-    return Status(ErrorCode::kMemoryLimit, s.path + ": no memory for a block of " + std::to_string(s.per_block) +
-                                               " rows (" + std::to_string(s.per_block * s.row_bytes) + " bytes)");
+    return Status(ErrorCode::kMemoryLimit, s.reader->model().file + ": " + s.path + ": no memory for a block of " +
+                                               std::to_string(s.per_block) + " rows (" +
+                                               std::to_string(s.per_block * s.row_bytes) + " bytes)");
   }
   if (s.fd >= 0) {
     // pread, not a mapping of the file: the kernel copies from the page cache through its own
