@@ -394,6 +394,11 @@ class SchemaChecker {
         error(ErrorCode::kMissingMember, path,
               "logits_run = \"\" names no /logits run (omit it for an lm_head of no run)");
       }
+      // Only an lm_head names its run (§3.5): said, not silently dropped (an outside writer's
+      // projection named a run that does not exist, and nothing was said).
+      if (p.role != "lm_head") {
+        note(path, "logits_run = \"" + *l + "\" without role = \"lm_head\"; ignored (an lm_head names its run)");
+      }
     }
     p.requests = int_attr(path, attr_rule(kProj, "requests"));
     p.block_rows = int_attr(path, attr_rule(kProj, "block_rows"));

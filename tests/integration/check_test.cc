@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "certify/io/dump_reader.h"
 #include "fixtures/generator.h"
 #include "tests/common/fixture_check.h"
 #include "tests/common/format_v2_spec.h"
@@ -358,6 +359,21 @@ TEST(Check, ADtypeTagNamingAnotherTypeThanTheStoredOneIsRefused) {
                                     "names another type"),
             std::string::npos)
       << r.error->to_string();
+}
+
+TEST(Check, ALogitsRunWithoutTheLmHeadRoleIsNoted) {
+  // Only an lm_head names its run (dump-format §3.5); elsewhere the attribute was dropped without
+  // a word, even naming a run that does not exist (an outside writer's).
+  const std::string path = write_fixture(fixtures::preset_tiny(), "logits-run-no-role.h5");
+  ncert::testing::poke_attr_string(path, "/projections/attn_qkv", "logits_run", "nope");
+  auto r = DumpReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  int noted = 0;
+  for (const Finding& f : r->model().findings) {
+    noted += f.severity == Severity::kNote && f.path == "/projections/attn_qkv" &&
+             f.message == "logits_run = \"nope\" without role = \"lm_head\"; ignored (an lm_head names its run)";
+  }
+  EXPECT_EQ(noted, 1);
 }
 
 TEST(Check, AWrongGroupSizeIsNamedFromTheStoredScales) {
