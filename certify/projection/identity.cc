@@ -85,7 +85,11 @@ void explain_rows(const ProjectionFacts& f, const std::vector<std::pair<Index, I
     const auto mapping = [&](SlotMisroute kind, std::pair<Index, Index> found) {
       if (found.first >= 0) m = SlotMapping{kind, slot, row, found.first, found.second};
     };
-    if (packed_differs[i]) {
+    // Without y_unpacked only the scatter's view differs: y_packed's row is still explained by
+    // the compact slot it holds, or by y_before (an outside exporter's dump without y_unpacked
+    // read "not a misrouted row" for a row scattered from the wrong slot).
+    const bool scatter_only = !packed_differs[i] && compact_differs[i] && !unpacked.present() && L.y_packed.present;
+    if (packed_differs[i] || scatter_only) {
       const std::string_view packed = unpacked.key(L.y_packed, row);
       if (compact.present() && compact_differs[i]) mapping(SlotMisroute::kScattered, compact.find(packed, slot));
       if (!m && L.y_before.present && packed == unpacked.key(L.y_before, row)) {

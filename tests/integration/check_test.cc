@@ -376,6 +376,53 @@ TEST(Check, ALogitsRunWithoutTheLmHeadRoleIsNoted) {
   EXPECT_EQ(noted, 1);
 }
 
+TEST(Check, AScatterFromTheWrongSlotIsNamedWithoutYUnpacked) {
+  // y_unpacked is optional (dump-format §3.1): the scatter's view alone explains a row scattered
+  // from another slot. Without it identity read "not a misrouted row" (an outside exporter's).
+  const std::string path =
+      write_fixture(fixtures::preset_tiny(), "scatter-no-unpacked.h5", Fault::kWrongRowScattered, "attn_qkv");
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    EXPECT_GE(H5Ldelete(f, "/projections/attn_qkv/y_unpacked", H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  const Report r = check_dump(path);
+  const CheckResult* c = find_check(r, "projections/attn_qkv/identity");
+  ASSERT_NE(c, nullptr) << r.to_text(true);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  const std::vector<SlotMapping> m = mappings_of(r, "projections/attn_qkv/identity");
+  ASSERT_FALSE(m.empty()) << c->reason;
+  // Slot 0 went into the next row, an unselected one: its own row still holds y_before.
+  EXPECT_EQ(m[0].kind, SlotMisroute::kUnwritten) << c->reason;
+  EXPECT_NE(c->reason.find("was never written: it still holds y_before"), std::string::npos) << c->reason;
+  EXPECT_EQ(c->reason.find("not a misrouted row"), std::string::npos) << c->reason;
+  // A slot scattered into another selected row: that row received it.
+  const std::string swapped = write_fixture(fixtures::preset_tiny(), "scatter-swap-no-unpacked.h5");
+  const std::vector<std::int32_t> selector = ncert::testing::read_i32(swapped, "/projections/attn_qkv/selector");
+  std::vector<std::int64_t> used;
+  for (std::size_t slot = 0; slot < selector.size(); ++slot) {
+    if (selector[slot] >= 0) used.push_back(static_cast<std::int64_t>(slot));
+  }
+  ASSERT_GE(used.size(), 2u);
+  const std::int64_t row_a = selector[static_cast<std::size_t>(used[0])];
+  const std::int64_t row_b = selector[static_cast<std::size_t>(used[1])];
+  ncert::testing::copy_row(swapped, "/projections/attn_qkv/y_compact", used[1], "/projections/attn_qkv/y_packed",
+                           row_a);
+  {
+    const hid_t f = H5Fopen(swapped.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    EXPECT_GE(H5Ldelete(f, "/projections/attn_qkv/y_unpacked", H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  const Report rs = check_dump(swapped);
+  const CheckResult* cs = find_check(rs, "projections/attn_qkv/identity");
+  ASSERT_NE(cs, nullptr);
+  EXPECT_NE(cs->reason.find("row " + std::to_string(row_a) + " received slot " + std::to_string(used[1])),
+            std::string::npos)
+      << cs->reason << " (row b " << row_b << ")";
+}
+
 TEST(Check, AWrongGroupSizeIsNamedFromTheStoredScales) {
   // attn_qkv's AF4 segment has groups of 32 over K = 64 (two scales a row); declaring 16 is
   // refused by guard 309, and the failure says which group size the stored scales fit.
@@ -417,7 +464,7 @@ TEST(Check, OutputRoundingAnyWidensTheIntervalOutward) {
 fixtures::DumpSpec small(const std::string& accumulator, const std::string& walk, const std::string& order) {
   fixtures::DumpSpec d;
   fixtures::ProjectionSpec p;
-  p.name = "p";
+  p.name.assign(1, 'p');  // assigned, not from a literal: GCC 12's -Wrestrict misreads that here
   p.k = 256;
   p.n = 24;
   p.out_pad = 8;
