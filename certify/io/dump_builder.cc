@@ -417,6 +417,10 @@ Status DumpBuilder::add_projection(const Projection& p) {
     // A group that does not divide K is geometry guard 309 when the projection is checked.
     const Index x_group = p.x_quant_group.value_or(k);
     if (k % x_group == 0) c.symbols.x_scale_columns = k / x_group;
+    // The rows of x before the members shaped by them, as the reader checks it.
+    if (!p.x.shape().empty() && p.x.shape()[0] == 0) {
+      return refuse(ErrorCode::kShapeMismatch, path + "/x", "0 rows: a projection computes at least one row");
+    }
     NCERT_RETURN_IF_ERROR(
         detail::check_datasets(node, c, [](std::string_view name, const DumpArray& a, NodeContext& ctx) {
           if (name == "x") ctx.symbols.m = a.shape()[0];

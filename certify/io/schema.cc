@@ -440,6 +440,12 @@ class SchemaChecker {
     p.x_dtype = x->dtype;
     p.m = x->shape[0];
     sym.m = p.m;
+    // A projection of no rows certifies nothing, and every check read it otherwise (block_rows
+    // 0, "no activations x" beside an x, a dump-level vacuity that counted it): refused.
+    if (p.m < 1) {
+      error(ErrorCode::kShapeMismatch, path + "/x", "0 rows: a projection computes at least one row");
+      return false;
+    }
     context.x_quant = types.x_quant = p.x_quant.type;
     // A group that does not divide K is geometry guard 309 when the projection is checked.
     if (p.k % p.x_quant.group == 0) sym.x_scale_columns = p.k / p.x_quant.group;

@@ -931,6 +931,41 @@ TEST(DumpBuilder, NoHalfWrittenFileAndNoSilentOverwrite) {
       << missing.to_string();
 }
 
+TEST(DumpBuilder, AProjectionOfNoRowsIsRefusedAsTheReaderRefusesIt) {
+  // Accepted before, then checked as block_rows 0, "no activations x" beside an x, and counted
+  // by the dump's vacuity (an outside engine's): refused by both, naming x.
+  V1 v1;
+  const std::string path = scratch("zero-rows.h5");
+  auto b = DumpBuilder::create(path, {.engine = "e", .build = "b"});
+  ASSERT_TRUE(b.ok());
+  Projection p = v1.p;
+  p.x = DumpArray(DType::kF32, std::span<const float>(), {0, kInStride});
+  const Status s = b->add_projection(p);
+  EXPECT_EQ(s.code(), ErrorCode::kShapeMismatch) << s.to_string();
+  EXPECT_EQ(s.message(), path + ": /projections/attn/x: 0 rows: a projection computes at least one row");
+  // The reader, on a file whose x was replaced by one of no rows.
+  ASSERT_TRUE(b->add_projection(v1.p).ok());
+  ASSERT_TRUE(b->close().ok());
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    ASSERT_GE(H5Ldelete(f, "/projections/attn/x", H5P_DEFAULT), 0);
+    const hsize_t dims[2] = {0, static_cast<hsize_t>(kInStride)};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t ds = H5Dcreate2(f, "/projections/attn/x", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(ds, 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  const auto r = DumpReader::open(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kShapeMismatch) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("/projections/attn/x: 0 rows: a projection computes at least one row"),
+            std::string::npos)
+      << r.status().to_string();
+}
+
 TEST(DumpBuilder, AMovedFromBuilderRefusesWhatItIsAsked) {
   // An engine's use after std::move crashed (and left the moved-to builder's temporary file,
   // which the crash kept from being removed).
