@@ -16,13 +16,6 @@ namespace ncert::certify::detail {
 
 namespace {
 
-/// The largest extent or count an attribute may declare: 2^32 - 1, thousands of times any real
-/// model's (vocabularies reach 2^18, K and N 2^17). Every other extent comes from a stored
-/// dataset's dims, which the survey bounds by what the file holds; so the sizes the memory
-/// estimate forms from a declared one (a reference block: K x 64 columns x 28 bytes, 2^43 at most)
-/// stay far below 2^64 and the budget check sees an honest figure, never a saturated one.
-constexpr Index kMaxShapeValue = (Index{1} << 32) - 1;
-
 const MemberRule& attr_rule(Container c, std::string_view name) { return member_rule(c, MemberKind::kAttribute, name); }
 const MemberRule& dataset_rule(Container c, std::string_view name) {
   return member_rule(c, MemberKind::kDataset, name);

@@ -31,6 +31,14 @@
 
 namespace ncert::certify {
 
+/// The largest extent or count an attribute may declare (shape-limit beyond): 2^32 - 1,
+/// thousands of times any real model's (vocabularies reach 2^18, K and N 2^17). Every other
+/// extent comes from a stored dataset's dims, which the survey bounds by what the file holds; so
+/// the sizes the memory estimate forms from a declared one (a reference block: K x 64 columns x
+/// 28 bytes, 2^43 at most) stay far below 2^64 and the budget check sees an honest figure, never
+/// a saturated one. The reader and the C++ writer both hold integer attributes to it.
+inline constexpr std::int64_t kMaxShapeValue = (std::int64_t{1} << 32) - 1;
+
 /// The newest value of the root's ncert_schema_version this build reads (§2), and the oldest:
 /// every version in between is read, each with only the members and values it defines.
 inline constexpr std::int64_t kDumpFormatVersion = 2;

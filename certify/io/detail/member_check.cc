@@ -72,6 +72,14 @@ Status check_attributes(const Node& node, const NodeContext& context) {
                       "attribute \"" + std::string(rule.name) + "\" = " + std::to_string(*a->number) + " is below " +
                           std::to_string(rule.min_value));
       }
+      // The reader's extent limit, with its code and words (an outside engine's k = 2^33 read
+      // shape-mismatch here and shape-limit in ncert check).
+      if (rule.min_value >= 0 && *a->number > kMaxShapeValue) {
+        return refuse(ErrorCode::kShapeLimit, node.path,
+                      "attribute \"" + std::string(rule.name) + "\" = " + std::to_string(*a->number) + " is above " +
+                          std::to_string(kMaxShapeValue) +
+                          " (2^32 - 1), the largest extent ncert accepts; refused before any size is computed from it");
+      }
     } else {
       NCERT_ASSERT(a->text.has_value(), "a string rule written as an integer");
       if (a->text->find('\0') != std::string::npos) {

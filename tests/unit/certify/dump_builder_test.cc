@@ -813,6 +813,7 @@ TEST(DumpBuilder, TheReaderRefusesTheSameFaultWithTheSameStatus) {
       {"epilogue", [](Projection& p) { p.epilogue = static_cast<reference::Epilogue>(9); }, attn, "epilogue", "?", {}},
       {"output_dtype", [](Projection& p) { p.output_dtype = DType::kI8; }, attn, "output_dtype", "i8", {}},
       {"k = 0", [](Projection& p) { p.k = 0; }, attn, "k", std::nullopt, 0},
+      {"k = 2^33", [](Projection& p) { p.k = Index{1} << 33; }, attn, "k", std::nullopt, std::int64_t{1} << 33},
       {"format",
        [](Projection& p) { p.weight[0].format = static_cast<WeightFormat>(20); },
        attn + "/weight/s0_f32",
