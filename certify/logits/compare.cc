@@ -179,7 +179,12 @@ Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
   };
   RunPairing out;
   if (!explicit_pairs.empty()) {
+    std::set<std::pair<std::string, std::string>> given;
     for (const auto& [x, y] : explicit_pairs) {
+      // The same pair twice made two checks of one id (a review's).
+      if (!given.emplace(x, y).second) {
+        return Status(ErrorCode::kUsage, "--pair " + x + ":" + y + " is given twice");
+      }
       const LogitsRunInfo* px = find(A, x);
       const LogitsRunInfo* py = find(B, y);
       if (!px || !py) {

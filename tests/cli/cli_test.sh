@@ -207,6 +207,9 @@ json_has "$dir/cmp.json" "r['checks'][0]['kind']=='logits' and r['checks'][0]['s
 expect 0 "compare --policy kl:1e-5 passes" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --policy kl:1e-5
 expect 0 "compare a dump with itself passes bitwise" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-a.h5"
 expect 2 "compare --policy that does not parse" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --policy kl:abc
+expect 2 "compare --pair given twice" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --pair greedy:greedy --pair greedy:greedy
+grep -q -- "--pair greedy:greedy is given twice" "$dir/out.txt" "$dir/err.txt" && echo "ok:   the repeated pair is named" \
+  || { echo "FAIL: a repeated --pair is not named"; failures=$((failures + 1)); }
 expect 2 "compare --pair without a colon" -- "$ncert" compare "$dir/demo/logits-a.h5" "$dir/demo/logits-b.h5" --pair greedy
 expect 3 "compare refuses different vocabularies" -- "$ncert" compare "$dir/demo/good.h5" "$dir/demo/logits-a.h5"
 
