@@ -334,8 +334,9 @@ Status child_end_status(const ChildEnd& end, const IsolationOptions& o) {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.0f", o.hdf5_timeout_seconds);
       return Status(ErrorCode::kHdf5Hung, std::string("the HDF5 library made no progress for ") + secs + " s" + where +
-                                              ": the file is corrupt (stopped by the watchdog; --hdf5-timeout sets "
-                                              "its time)");
+                                              ": the file is corrupt, or one call takes longer than that (a "
+                                              "chunk that inflates to gigabytes; stopped by the watchdog: "
+                                              "--hdf5-timeout sets its time)");
     }
     case ChildEnd::Kind::kCrashed:
       return Status(ErrorCode::kInternal,
