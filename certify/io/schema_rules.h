@@ -37,7 +37,7 @@ namespace ncert::certify {
 /// the sizes the memory estimate forms from a declared one (a reference block: K x 64 columns x
 /// 28 bytes, 2^43 at most) stay far below 2^64 and the budget check sees an honest figure, never
 /// a saturated one. The reader and the C++ writer both hold integer attributes to it.
-inline constexpr std::int64_t kMaxShapeValue = (std::int64_t{1} << 32) - 1;
+inline constexpr Index kMaxShapeValue = (Index{1} << 32) - 1;
 
 /// The newest value of the root's ncert_schema_version this build reads (§2), and the oldest:
 /// every version in between is read, each with only the members and values it defines.

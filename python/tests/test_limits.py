@@ -55,7 +55,7 @@ class LimitsAreTheReaders(unittest.TestCase):
             "SMALL_CHUNK_BYTES": ("certify/io/dump_reader.h", "kSmallChunkBytes"),
             "MAX_TREE_DEPTH": ("certify/io/dump_reader.h", "max_depth"),
             "MAX_LINKS": ("certify/io/dump_reader.h", "max_objects"),
-            "MAX_SHAPE_VALUE": ("certify/io/schema.cc", "kMaxShapeValue"),
+            "MAX_SHAPE_VALUE": ("certify/io/schema_rules.h", "kMaxShapeValue"),
         }.items():
             self.assertEqual(getattr(limits, mirrored), cxx_constant(source, name), mirrored)
 
