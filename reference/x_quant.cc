@@ -69,30 +69,18 @@ XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double 
   if (scale == 0 && x != 0 && zero_scale_below > 0) {
     // A stored scale of 0 beside a nonzero x: the engine's own scale (amax / qmax, say) was
     // positive but below half its storage type's smallest spacing, and stored as 0 (ggml's f16
-    // d of a block whose |x| stays under 127 * 2^-25 = 3.8e-6). It quantized x with that unknown
-    // scale s_u < zero_scale_below, so |x / s_u| > |x| / zero_scale_below: any code of x's sign
-    // at least that far out. The products with the stored 0 are 0, as the reference's are.
-    const double reach = integer ? std::max(std::fabs(min), max) : fp8_max;
-    const double t = std::fabs(x) / zero_scale_below;
-    if (t > reach * (1 + tolerance) + 1) {
+    // d of a block whose |x| stays under 127 * 2^-25 = 3.8e-6), or an f32 scale underflowed and
+    // the engine's guard (d ? 1 / d : 0) made every code 0. It quantized with a scale s_u it
+    // did not store, and an asymmetric quantizer's zero point came from s_u too: any code may
+    // be its quantization of x, and the products with the stored 0 are 0 whatever the code, for
+    // the kernel and the reference alike. Only an x no such scale reaches is refused.
+    const double reach = integer ? 255 : fp8_max;  // an asymmetric int8 code spans 255 steps too
+    if (std::fabs(x) / zero_scale_below > reach * (1 + tolerance) + 1) {
       out.valid = false;
       return out;
     }
-    if (!integer) {
-      const double near = narrow_decode(
-          f, narrow_round(f, t * (1 - tolerance), NarrowRounding::kTowardZero, NarrowOverflow::kSaturate));
-      out.lowest = x > 0 ? near : -fp8_max;
-      out.highest = x > 0 ? fp8_max : -near;
-      return out;
-    }
-    if (q.type == XQuantType::kUint8) {  // its zero point came from the same unknown scale
-      out.lowest = min;
-      out.highest = max;
-      return out;
-    }
-    const double near = std::floor(t * (1 - tolerance));
-    out.lowest = x > 0 ? std::min(near, max) : min;
-    out.highest = x > 0 ? max : std::max(-near, min);
+    out.lowest = integer ? min : -fp8_max;
+    out.highest = integer ? max : fp8_max;
     return out;
   }
   if (!(scale >= 0) || !std::isfinite(scale) || (scale == 0 && x != 0)) {

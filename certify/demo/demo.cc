@@ -1,6 +1,7 @@
 #include "certify/demo/demo.h"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "certify/commands/check.h"
@@ -70,12 +71,37 @@ std::vector<std::string> demo_files() {
   return files;
 }
 
+/// Writes `paths` through `write`, which is handed temporary names beside them, and renames
+/// each to its name once all are whole: an interrupted or failed demo leaves no half-written
+/// file, which demo --force, replacing only its own earlier dumps, could not tell from a user's.
+Status written_whole(const std::vector<std::string>& paths,
+                     const std::function<Status(const std::vector<std::string>&)>& write) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> temps;
+  for (const std::string& p : paths) {
+    const fs::path target(p);
+    std::string name(".");
+    name.append(target.filename().string()).append(".partial");
+    temps.push_back((target.parent_path() / name).string());
+  }
+  Status s = write(temps);
+  std::error_code ec;
+  for (std::size_t i = 0; s.ok() && i < paths.size(); ++i) {
+    fs::rename(temps[i], paths[i], ec);
+    if (ec) s = Status(ErrorCode::kIo, paths[i] + ": cannot move the demo file to its name: " + ec.message());
+  }
+  for (const std::string& t : temps) fs::remove(t, ec);
+  return s;
+}
+
 /// One dump of the tour: written with its fault, certified as `ncert check` would, and held
 /// against what its fault table row expects.
 Result<CheckResult> tour_dump(const Entry& e, const std::string& dir, Report& report) {
   namespace fs = std::filesystem;
   const std::string path = (fs::path(dir) / e.file).string();
-  NCERT_RETURN_IF_ERROR(fixtures::write_dump(path, fixtures::preset_tiny(), {e.fault, ""}, true));
+  NCERT_RETURN_IF_ERROR(written_whole({path}, [&](const std::vector<std::string>& t) {
+    return fixtures::write_dump(t[0], fixtures::preset_tiny(), {e.fault, ""}, true);
+  }));
   CheckCommandOptions co;
   co.dump = path;
   NCERT_ASSIGN_OR_RETURN(Report r, run_check(co));
@@ -127,7 +153,8 @@ Result<CheckResult> tour_compare(const std::string& dir, Report& report) {
   spec.tokens = 64;
   spec.vocab = 32000;
   spec.noise = 1e-3f;
-  NCERT_RETURN_IF_ERROR(fixtures::write_logits_pair(a, b, spec, true));
+  NCERT_RETURN_IF_ERROR(written_whole(
+      {a, b}, [&](const std::vector<std::string>& t) { return fixtures::write_logits_pair(t[0], t[1], spec, true); }));
   CompareOptions co;
   co.a = a;
   co.b = b;
@@ -152,7 +179,8 @@ Result<CheckResult> tour_fork(const ForkEntry& e, const std::string& dir, Report
   const std::string b = (fs::path(dir) / (e.tag + "-b.h5")).string();
   fixtures::ForkPairSpec spec;
   spec.forks = {{10, e.kind}};
-  NCERT_RETURN_IF_ERROR(fixtures::write_fork_pair(a, b, spec, true));
+  NCERT_RETURN_IF_ERROR(written_whole(
+      {a, b}, [&](const std::vector<std::string>& t) { return fixtures::write_fork_pair(t[0], t[1], spec, true); }));
   ForksOptions fo;
   fo.a = a;
   fo.b = b;
@@ -217,6 +245,8 @@ Result<Report> run_demo(const DemoOptions& options) {
     // --force replaces the demo's own files only: a user's dump that happens to be named good.h5
     // is not one (a review's was overwritten).
     if (fs::exists(st)) {
+      // The demo's own files appear whole (written_whole below): one that does not open as a
+      // dump of its engine is not the demo's.
       auto earlier = DumpReader::open(path);
       if (!earlier.ok() || earlier->model().engine != kDemoEngine) {
         return Status(ErrorCode::kOutputExists,

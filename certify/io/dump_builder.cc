@@ -357,16 +357,19 @@ Result<DumpBuilder> DumpBuilder::create(const std::string& path, const BuilderOp
                   "the root attributes engine and build are required (docs/dump-format.md §2)");
   }
   std::error_code ec;
-  if (!options.overwrite && fs::exists(path, ec)) {
-    return Status(ErrorCode::kOutputExists, path + ": exists; refusing to overwrite it");
-  }
   // Said now, of the path given, not at close() after every write (an outside engine's
   // directory) or of the temporary name (its missing parent).
   if (fs::is_directory(path, ec)) {
     return Status(ErrorCode::kInvalidArgument, path + ": is a directory; a dump is a file");
   }
+  if (!options.overwrite && fs::exists(path, ec)) {
+    return Status(ErrorCode::kOutputExists, path + ": exists; refusing to overwrite it");
+  }
   if (const fs::path dir = fs::path(path).parent_path(); !dir.empty() && !fs::is_directory(dir, ec)) {
-    return Status(ErrorCode::kIo, path + ": the directory " + dir.string() + " does not exist");
+    return Status(ErrorCode::kIo,
+                  path + ": " + dir.string() +
+                      (fs::exists(fs::symlink_status(dir, ec)) ? " is not a directory (or cannot be read)"
+                                                               : ": the directory does not exist"));
   }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
@@ -417,10 +420,6 @@ Status DumpBuilder::add_projection(const Projection& p) {
     // A group that does not divide K is geometry guard 309 when the projection is checked.
     const Index x_group = p.x_quant_group.value_or(k);
     if (k % x_group == 0) c.symbols.x_scale_columns = k / x_group;
-    // The rows of x before the members shaped by them, as the reader checks it.
-    if (!p.x.shape().empty() && p.x.shape()[0] == 0) {
-      return refuse(ErrorCode::kShapeMismatch, path + "/x", "0 rows: a projection computes at least one row");
-    }
     NCERT_RETURN_IF_ERROR(
         detail::check_datasets(node, c, [](std::string_view name, const DumpArray& a, NodeContext& ctx) {
           if (name == "x") ctx.symbols.m = a.shape()[0];

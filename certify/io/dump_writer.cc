@@ -93,7 +93,7 @@ Status DumpWriter::create_group(const std::string& path) {
         H5Pset_obj_track_times(gcpl.get(), false);
         Hid g = detail::own_group(H5Gcreate2(impl_->file.get(), prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
         if (!g.valid()) {
-          return impl_->failed("cannot create group " + prefix);
+          return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot create group " + prefix);
         }
       }
     }
@@ -141,7 +141,7 @@ Status DumpWriter::create_dataset(const std::string& path, DType t, const std::v
 Status DumpWriter::write_rows(const std::string& path, DType t, Index row, Index count, const void* data) {
   (void)t;
   Hid ds = detail::own_dataset(H5Dopen2(impl_->file.get(), path.c_str(), H5P_DEFAULT));
-  if (!ds.valid()) return impl_->failed("cannot open " + path);
+  if (!ds.valid()) return detail::hdf5_failure(ErrorCode::kIo, impl_->path + ": cannot open " + path);
   Hid type = detail::own_type(H5Dget_type(ds.get()));
   Hid fspace = detail::own_space(H5Dget_space(ds.get()));
   const int rank = H5Sget_simple_extent_ndims(fspace.get());

@@ -62,9 +62,10 @@ class DumpWriter {
   Status write_attr(const std::string& object, const std::string& name, const std::string& value);
   Status write_attr(const std::string& object, const std::string& name, std::int64_t value);
   Status write_attr_f64(const std::string& object, const std::string& name, double value);
-  /// Flushes and closes; the destructor closes too, but only close() reports errors. A flush
-  /// that fails (kIo) empties the file before closing it: its caller discards it anyway, and
-  /// HDF5 1.10 cannot close a file it cannot flush (it crashes at the process's exit).
+  /// Flushes and closes; the destructor closes too, but only close() reports errors. After a
+  /// dataset that could not be created or written (a full disk), the file is emptied before it
+  /// is closed (kIo): its caller discards it anyway, and HDF5 1.10 cannot close a file whose
+  /// flush fails for want of room (it crashes at the process's exit).
   Status close();
 
   /// The underlying HDF5 file id, for tests that craft hostile objects next to valid ones.

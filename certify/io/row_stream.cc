@@ -58,21 +58,23 @@ Result<RowStream> RowStream::open(const DumpReader& reader, const std::string& d
   impl->rows = d->shape[0];
   impl->row_bytes = d->row_elements() * dtype_size(d->dtype);
   impl->per_block = rows_per_block;
-  // Two blocks are held at once. Whole chunks of many rows make large blocks (a chunk of 16,384
-  // rows by one column is every row: 2.4 GB read under --max-memory 256 MiB, a review's):
-  // refused up front where the budget cannot hold them, naming the layout. Parts of chunks
-  // would be read 20x slower (each filtered chunk decoded again by every block).
-  const std::uint64_t held = 2 * static_cast<std::uint64_t>(std::min(rows_per_block, impl->rows)) *
-                             static_cast<std::uint64_t>(impl->row_bytes);
-  if (held > reader.options().memory_limit) {
+  // Two blocks are held at once (one, if it is every row). Whole chunks of many rows make large blocks (a chunk of
+  // 16,384 rows by one column is every row: 2.4 GB read under --max-memory 256 MiB, a review's): refused up front where
+  // the budget cannot hold them, naming the layout. Parts of chunks would be read 20x slower (each filtered chunk
+  // decoded again by every block). Only where the chunks made the blocks that large: an unchunked dataset's blocks are
+  // the caller's few MiB, which a tight budget meets in the reserve below or not at all.
+  const std::uint64_t held =
+      std::min<std::uint64_t>(2 * static_cast<std::uint64_t>(rows_per_block), static_cast<std::uint64_t>(impl->rows)) *
+      static_cast<std::uint64_t>(impl->row_bytes);
+  const bool chunk_rows =
+      d->layout == Layout::kChunked && !d->chunk.empty() && d->chunk[0] > 1 && rows_per_block >= d->chunk[0];
+  if (chunk_rows && held > reader.options().memory_limit) {
     return Status(ErrorCode::kMemoryLimit,
-                  reader.model().file + ": " + dataset + ": two blocks of " +
+                  reader.model().file + ": " + dataset + ": its blocks of " +
                       std::to_string(std::min(rows_per_block, impl->rows)) + " rows take " + std::to_string(held) +
-                      " bytes, over the memory limit of " + std::to_string(reader.options().memory_limit) +
-                      (d->layout == Layout::kChunked && !d->chunk.empty() && d->chunk[0] > 1
-                           ? " (its chunks hold " + std::to_string(d->chunk[0]) +
-                                 " rows each, read whole: rewrite it in chunks of fewer rows, or raise --max-memory)"
-                           : std::string()));
+                      " bytes at once, over the memory limit of " + std::to_string(reader.options().memory_limit) +
+                      " (its chunks hold " + std::to_string(d->chunk[0]) +
+                      " rows each, read whole: rewrite it in chunks of fewer rows, or raise --max-memory)");
   }
   impl->hash = hash;
   if (d->file_offset && d->filters.empty() && d->layout == Layout::kContiguous) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "certify/projection/diagnosis.h"
@@ -129,8 +130,10 @@ std::string reference_blocker(const ProjectionFacts& f, const reference::LinearP
 bool walk_rounding_declared(const ProjectionInfo& info) {
   const reference::Accumulator& acc = info.accumulator;
   if (info.walk.inner == reference::KWalkInner::kPromote) return true;
+  // u = 5.96e-8 is f32's 2^-24 written in decimal: equal to within the digits given.
   return acc.kind == reference::AccumulatorKind::kF32Rn ||
-         (acc.kind == reference::AccumulatorKind::kExplicit && acc.round_to_nearest && acc.u_eff == 0x1p-24);
+         (acc.kind == reference::AccumulatorKind::kExplicit && acc.round_to_nearest &&
+          std::fabs(acc.u_eff - 0x1p-24) <= 1e-3 * 0x1p-24);
 }
 
 /// 4. walk, from an evaluated reference pass: checked where the pass emulated the declared walk,

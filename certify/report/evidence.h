@@ -666,7 +666,7 @@ struct QuantizeEvidence {
   Index values = 0;       ///< codes checked
   Index excluded = 0;     ///< values of x that are inf or NaN (no code quantizes them: any fails the check)
   Index mismatched = 0;   ///< codes outside their allowed range
-  Index bad_scales = 0;   ///< scales that are not positive and finite (0 only for an all-zero group)
+  Index bad_scales = 0;   ///< scales not positive and finite (0 allowed as §3.6 says)
   double tolerance = 0;   ///< the relative slack of the quotient
   // The first mismatched code (row and column in first_failure): x, the group's scale and zero
   // point, the code found and the allowed codes' range (values of FP8 codes).

@@ -78,10 +78,6 @@ def build_projection(path: str, *, x, weights, accumulator, output_dtype, epilog
         if names.index(name) != i:
             raise DumpFormatError("invalid-argument", f"{path}/weight/{name}",
                                   "two segments have this name")
-    # A projection of no rows certifies nothing; the reader refuses it (dump-format §3.1).
-    if x is not None and np.ndim(x) >= 1 and np.shape(x)[0] == 0:
-        raise DumpFormatError("shape-mismatch", path + "/x",
-                              "0 rows: a projection computes at least one row")
     for seg, name in zip(segs, names):
         _refuse_transposed(seg, f"{path}/weight/{name}", k, _width(x))
     if k is None:

@@ -27,7 +27,7 @@ SMALL_CHUNK_BYTES = 1024
 MAX_TREE_DEPTH = 32
 MAX_LINKS = 200_000
 
-#: kMaxShapeValue (certify/io/schema.cc): an extent or count attribute (every integer rule with
+#: kMaxShapeValue (certify/io/schema_rules.h): an extent or count attribute (every integer rule with
 #: a minimum of 0 or more: k, n, the strides, vocab, group sizes, segment rows, request
 #: geometry) above it is refused as shape-limit.
 MAX_SHAPE_VALUE = (1 << 32) - 1

@@ -286,12 +286,6 @@ class TransposedWeights(RefusalAssertions):
                                "[K, rows]", "/projections/q/weight/s0_bf16/values")
         self.assertIn("pass its transpose", e.message)
 
-    def test_a_projection_of_no_rows_is_refused(self):
-        kw = base_projection()
-        kw["x"] = np.zeros((0, np.shape(kw["x"])[1]), np.asarray(kw["x"]).dtype)
-        self.assertRefused(lambda: self.writer().add_projection("q", **kw), "shape-mismatch",
-                           "0 rows: a projection computes at least one row", "/projections/q/x")
-
     def test_a_square_segment_is_not_second_guessed(self):
         kw = base_projection()
         # 16 rows of K = 16: [rows, K] and [K, rows] are the same shape; nothing to say.

@@ -249,8 +249,8 @@ expect 2 "a misspelt option is a usage error" -- "$ncert" check --thread 4 "$dir
 if grep -q 'unknown option --thread for `ncert check`; did you mean --threads?' "$dir/err.txt" &&
   ! grep -q "good.h5" "$dir/err.txt"; then echo "ok:   a misspelt option suggests the option"; else
   echo "FAIL: no suggestion for --thread"; sed 's/^/  | /' "$dir/err.txt"; failures=$((failures + 1)); fi
-# Logits in chunks of every row by one column: read in whole chunks, two blocks of all 512 rows
-# (32 MiB) do not fit a 16 MiB budget. Refused up front, naming the file and the layout (a
+# Logits in chunks of every row by one column: read in whole chunks, one block of all 512 rows
+# (16 MiB) does not fit an 8 MiB budget. Refused up front, naming the file and the layout (a
 # review's such file was read at 9x its budget).
 /usr/bin/python3 - "$dir/colchunk.h5" <<'PY'
 import sys, h5py, numpy as np
@@ -263,10 +263,24 @@ with h5py.File(sys.argv[1], "w") as f:
     g.create_dataset("logits", data=logits, chunks=(512, 1))
     g["tokens"] = np.arange(512, dtype=np.int32)
 PY
-expect 3 "column-chunked logits over the budget are refused" -- "$ncert" witness "$dir/colchunk.h5" --max-memory 16777216
-grep -q "colchunk.h5: /logits/greedy/logits: two blocks of 512 rows take 33554432 bytes, over the memory limit of 16777216 (its chunks hold 512 rows each" "$dir/out.txt" "$dir/err.txt" \
+expect 3 "column-chunked logits over the budget are refused" -- "$ncert" witness "$dir/colchunk.h5" --max-memory 8388608
+grep -q "colchunk.h5: /logits/greedy/logits: its blocks of 512 rows take 16777216 bytes at once, over the memory limit of 8388608 (its chunks hold 512 rows each" "$dir/out.txt" "$dir/err.txt" \
   && echo "ok:   the file and its layout are named" || { echo "FAIL: the column-chunk refusal does not name the layout"; failures=$((failures + 1)); }
 expect 0 "the same within the default budget" -- "$ncert" witness "$dir/colchunk.h5" --quiet
+# bf16 bits written into a native float16 dataset, tagged bf16: read as f16 without a word before.
+cp "$dir/demo/good.h5" "$dir/f16-tagged-bf16.h5"
+/usr/bin/python3 - "$dir/f16-tagged-bf16.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "a") as f:
+    g = f["projections/attn_qkv"]
+    x = g["x"][...]
+    del g["x"]
+    g.create_dataset("x", data=np.zeros(x.shape, np.float16))
+    g["x"].attrs["dtype"] = "bf16"
+PY
+expect 3 "a native float16 dataset tagged bf16 is refused" -- "$ncert" check "$dir/f16-tagged-bf16.h5"
+grep -q 'stored as f16 but its attribute dtype = "bf16" names another type' "$dir/out.txt" "$dir/err.txt" \
+  && echo "ok:   the contradiction is named" || { echo "FAIL: the tag contradiction is not named"; failures=$((failures + 1)); }
 expect 2 "--max-memory 8GiB is a usage error" -- "$ncert" check "$dir/demo/good.h5" --max-memory 8GiB
 if grep -q -- '--max-memory: 8GiB is not a whole number of bytes (e.g. 8589934592 for 8 GiB)' "$dir/err.txt"; then
   echo "ok:   a value that is not a number says so"; else

@@ -343,22 +343,14 @@ TEST(Check, OneWrongElementIsNotBlamedOnItsColumnByWalk) {
   EXPECT_EQ(walk->reason.find("weights"), std::string::npos) << walk->reason;
 }
 
-TEST(Check, ADtypeTagNamingAnotherTypeThanTheStoredOneIsRefused) {
-  // bf16 bits written into a native float16 dataset, tagged bf16, were read as f16 without a
-  // word (a review's). A tag naming the stored type, or no element type at all, stays accepted.
-  const std::string path = write_fixture(fixtures::preset_tiny(), "tag-contradicts.h5");
-  ncert::testing::poke_attr_string(path, "/projections/attn_qkv/selector", "dtype", "float32");
-  EXPECT_FALSE(check_dump(path).error.has_value());
-  ncert::testing::poke_attr_string(path, "/projections/attn_qkv/selector", "dtype", "i32");
-  EXPECT_FALSE(check_dump(path).error.has_value());
-  ncert::testing::poke_attr_string(path, "/projections/attn_qkv/selector", "dtype", "bf16");
-  const Report r = check_dump(path);
-  ASSERT_TRUE(r.error.has_value());
-  EXPECT_EQ(r.error->code(), ErrorCode::kDatatypeRefused);
-  EXPECT_NE(r.error->message().find("/projections/attn_qkv/selector: stored as i32 but its attribute dtype = \"bf16\" "
-                                    "names another type"),
-            std::string::npos)
-      << r.error->to_string();
+TEST(Check, ADtypeTagOnADatasetThatCannotHoldThatTypeIsIgnoredAsEver) {
+  // Version 1 ignored a dtype attribute on other storage than the raw 16- and 8-bit patterns;
+  // so does version 2 (a native float16 dataset tagged "bf16" is refused: tests/cli).
+  const std::string path = write_fixture(fixtures::preset_tiny(), "tag-ignored.h5");
+  for (const char* tag : {"float32", "i32", "bf16"}) {
+    ncert::testing::poke_attr_string(path, "/projections/attn_qkv/selector", "dtype", tag);
+    EXPECT_FALSE(check_dump(path).error.has_value()) << tag;
+  }
 }
 
 TEST(Check, ALogitsRunWithoutTheLmHeadRoleIsNoted) {

@@ -99,11 +99,15 @@ Status read_dtype(hid_t ds, const TypedAttrs& attrs, DatasetInfo* info) {
   } else {
     info->dtype = tc.dtype;
   }
-  // A tag naming another element type than the stored one contradicts it: bf16 bits written
-  // into a native float16 dataset (a plausible exporter mistake) were read as f16 without a
-  // word. A tag that names no element type (numpy's "float32", say) is ignored, as ever.
-  if (tag) {
-    if (const std::optional<DType> named = parse_dtype(*tag); named && *named != info->dtype) {
+  // A native 16- or 8-bit float or int8 dataset tagged as another type of its size holds bits
+  // the tag says are that type: bf16 written into a native float16 dataset (a plausible exporter
+  // mistake) was read as f16 without a word. Refused there only: any other tag stays ignored, as
+  // version 1 read it (an f32 tensor tagged "bf16" by an exporter that upcast it loads as ever).
+  const bool reinterpretable =
+      !info->tagged_raw && (info->dtype == DType::kF16 || info->dtype == DType::kBf16 || info->dtype == DType::kI8);
+  if (tag && reinterpretable) {
+    if (const std::optional<DType> named = parse_dtype(*tag);
+        named && *named != info->dtype && dtype_size(*named) == dtype_size(info->dtype)) {
       return Status(ErrorCode::kDatatypeRefused, "stored as " + std::string(dtype_name(info->dtype)) +
                                                      " but its attribute dtype = \"" + *tag +
                                                      "\" names another type: write the one it holds");

@@ -189,7 +189,7 @@ TEST(ChunkDecode, ADatasetDeflatedTwiceIsRefused) {
     H5Pset_filter(dcpl, H5Z_FILTER_DEFLATE, H5Z_FLAG_OPTIONAL, 1, &level);
     ASSERT_EQ(H5Pget_nfilters(dcpl), 2);
     const hid_t ds = H5Dcreate2(file, "/tensors/twice", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    std::vector<float> v(64 * 64, 1.0f);
+    std::vector<float> v(std::size_t{64} * 64, 1.0f);
     EXPECT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
     H5Dclose(ds);
     H5Pclose(dcpl);
