@@ -125,7 +125,19 @@ Status write_witness_file(const std::string& path, bool overwrite, const DumpMod
   }();
   // Without overwrite the file appears by a hard link, which fails rather than replace a file
   // that appeared meanwhile; with it, by rename, which replaces atomically.
-  if (written.ok() && (overwrite ? ::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str())) != 0) {
+  const auto place = [&]() -> int {
+    if (overwrite) return ::rename(temp.c_str(), path.c_str());
+    if (::link(temp.c_str(), path.c_str()) == 0) return 0;
+    // A file system without hard links (EPERM, ENOTSUP on some FUSE and network mounts): the
+    // rename, after one more look that nothing appeared at the name.
+    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP) return -1;
+    if (::lstat(path.c_str(), &st) == 0) {
+      errno = EEXIST;
+      return -1;
+    }
+    return ::rename(temp.c_str(), path.c_str());
+  };
+  if (written.ok() && place() != 0) {
     written = Status(errno == EEXIST ? ErrorCode::kOutputExists : ErrorCode::kIo,
                      path + ": cannot move the witness file to its name: " + std::strerror(errno));
   }
