@@ -214,6 +214,14 @@ inline void poke_attr_string(const std::string& path, const std::string& object,
   H5Fclose(f);
 }
 
+/// Removes the link `object` (a member a dump may omit, dropped to test its absence).
+inline void remove_link(const std::string& path, const std::string& object) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << path;
+  EXPECT_GE(H5Ldelete(f, object.c_str(), H5P_DEFAULT), 0) << object;
+  H5Fclose(f);
+}
+
 /// Replaces the link `alias` with a hard link to the object at `target`: after this the two
 /// names are one object.
 inline void relink_hard(const std::string& path, const std::string& target, const std::string& alias) {

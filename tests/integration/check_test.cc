@@ -373,12 +373,7 @@ TEST(Check, AScatterFromTheWrongSlotIsNamedWithoutYUnpacked) {
   // from another slot. Without it identity read "not a misrouted row" (an outside exporter's).
   const std::string path =
       write_fixture(fixtures::preset_tiny(), "scatter-no-unpacked.h5", Fault::kWrongRowScattered, "attn_qkv");
-  {
-    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    ASSERT_GE(f, 0);
-    EXPECT_GE(H5Ldelete(f, "/projections/attn_qkv/y_unpacked", H5P_DEFAULT), 0);
-    H5Fclose(f);
-  }
+  ncert::testing::remove_link(path, "/projections/attn_qkv/y_unpacked");
   const Report r = check_dump(path);
   const CheckResult* c = find_check(r, "projections/attn_qkv/identity");
   ASSERT_NE(c, nullptr) << r.to_text(true);
@@ -401,12 +396,7 @@ TEST(Check, AScatterFromTheWrongSlotIsNamedWithoutYUnpacked) {
   const std::int64_t row_b = selector[static_cast<std::size_t>(used[1])];
   ncert::testing::copy_row(swapped, "/projections/attn_qkv/y_compact", used[1], "/projections/attn_qkv/y_packed",
                            row_a);
-  {
-    const hid_t f = H5Fopen(swapped.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    ASSERT_GE(f, 0);
-    EXPECT_GE(H5Ldelete(f, "/projections/attn_qkv/y_unpacked", H5P_DEFAULT), 0);
-    H5Fclose(f);
-  }
+  ncert::testing::remove_link(swapped, "/projections/attn_qkv/y_unpacked");
   const Report rs = check_dump(swapped);
   const CheckResult* cs = find_check(rs, "projections/attn_qkv/identity");
   ASSERT_NE(cs, nullptr);

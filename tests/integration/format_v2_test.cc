@@ -355,20 +355,21 @@ TEST(FormatV2, AVersion2MemberInAVersion1FileIsRefusedNamingIt) {
 TEST(FormatV2, AVersion2AttributeIsNamedBeforeTheMembersItCallsFor) {
   // x_quant in a version 1 file read "missing dataset x_quantized", and variant = zero-point
   // "missing zero_points" (a review's): the version 2 attribute is the cause, named first.
-  const std::string path = write_fixture(fixtures::preset_tiny(), "v1-x-quant.h5");
-  ncert::testing::poke_attr_string(path, "/projections/attn_qkv", "x_quant", "int8");
-  auto r = DumpReader::open(path);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), ErrorCode::kSchemaVersion) << r.status().to_string();
-  EXPECT_NE(r.status().message().find("/projections/attn_qkv: x_quant is dump format version 2"), std::string::npos)
-      << r.status().to_string();
-  const std::string zp = write_fixture(fixtures::preset_tiny(), "v1-zero-point.h5");
-  ncert::testing::poke_attr_string(zp, "/projections/attn_qkv/weight/s0_af4", "variant", "zero-point");
-  auto z = DumpReader::open(zp);
-  ASSERT_FALSE(z.ok());
-  EXPECT_EQ(z.status().code(), ErrorCode::kSchemaVersion) << z.status().to_string();
-  EXPECT_NE(z.status().message().find("variant = \"zero-point\" is dump format version 2"), std::string::npos)
-      << z.status().to_string();
+  struct Case {
+    std::string object, name, value, says;
+  };
+  for (const Case& c :
+       {Case{"/projections/attn_qkv", "x_quant", "int8", "/projections/attn_qkv: x_quant is dump format version 2"},
+        Case{"/projections/attn_qkv/weight/s0_af4", "variant", "zero-point",
+             "variant = \"zero-point\" is dump format version 2"}}) {
+    SCOPED_TRACE(c.name);
+    const std::string path = write_fixture(fixtures::preset_tiny(), "v1-" + c.name + ".h5");
+    ncert::testing::poke_attr_string(path, c.object, c.name, c.value);
+    auto r = DumpReader::open(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kSchemaVersion) << r.status().to_string();
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos) << r.status().to_string();
+  }
 }
 
 TEST(FormatV2, VersionOneFixturesStayVersionOne) {
