@@ -1,5 +1,6 @@
 #include "certify/demo/demo.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "certify/commands/compare.h"
 #include "certify/commands/forks.h"
 #include "certify/io/dump_reader.h"
+#include "certify/io/output_file.h"
 #include "fixtures/generator.h"
 #include "fixtures/logits.h"
 
@@ -76,21 +78,13 @@ std::vector<std::string> demo_files() {
 /// file, which demo --force, replacing only its own earlier dumps, could not tell from a user's.
 Status written_whole(const std::vector<std::string>& paths,
                      const std::function<Status(const std::vector<std::string>&)>& write) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> temps;
-  for (const std::string& p : paths) {
-    const fs::path target(p);
-    std::string name(".");
-    name.append(target.filename().string()).append(".partial");
-    temps.push_back((target.parent_path() / name).string());
-  }
+  std::vector<std::string> temps(paths.size());
+  std::transform(paths.begin(), paths.end(), temps.begin(), temporary_beside);
   Status s = write(temps);
+  for (std::size_t i = 0; s.ok() && i < paths.size(); ++i)
+    s = move_into_place(temps[i], paths[i], true, "the demo file");
   std::error_code ec;
-  for (std::size_t i = 0; s.ok() && i < paths.size(); ++i) {
-    fs::rename(temps[i], paths[i], ec);
-    if (ec) s = Status(ErrorCode::kIo, paths[i] + ": cannot move the demo file to its name: " + ec.message());
-  }
-  for (const std::string& t : temps) fs::remove(t, ec);
+  for (const std::string& t : temps) std::filesystem::remove(t, ec);
   return s;
 }
 

@@ -3,17 +3,13 @@
 // under a temporary name until then.
 #include "certify/io/dump_builder.h"
 
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "certify/io/detail/member_check.h"
 #include "certify/io/dump_writer.h"
+#include "certify/io/output_file.h"
 
 namespace ncert::certify {
 
@@ -374,16 +370,7 @@ Result<DumpBuilder> DumpBuilder::create(const std::string& path, const BuilderOp
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  // A name no other builder of this or another process picks: the pid and a counter.
-  static std::atomic<unsigned> counter{0};
-  const fs::path target(path);
-  std::string leaf = ".";
-  leaf += target.filename().string();
-  for (const std::string& part : {std::to_string(::getpid()), std::to_string(counter++), std::string("partial")}) {
-    leaf += '.';
-    leaf += part;
-  }
-  impl->temp = (target.parent_path() / leaf).string();
+  impl->temp = temporary_beside(path);
   NCERT_ASSIGN_OR_RETURN(DumpWriter writer, DumpWriter::create(impl->temp));
   impl->writer.emplace(std::move(writer));
   return DumpBuilder(std::move(impl));
@@ -579,23 +566,9 @@ Status DumpBuilder::close() {
   }
   // Without overwrite the file appears by a hard link, which fails rather than replace a file
   // that appeared since create(); with it, by rename, which replaces atomically.
-  if (im.options.overwrite) {
-    std::error_code ec;
-    fs::rename(im.temp, im.path, ec);
-    if (ec) {
-      im.discard();
-      return refuse(ErrorCode::kIo, im.path, "cannot move the dump to its name: " + ec.message());
-    }
-    return Status();
-  }
-  if (::link(im.temp.c_str(), im.path.c_str()) != 0) {
-    const int err = errno;
-    im.discard();
-    if (err == EEXIST) return Status(ErrorCode::kOutputExists, im.path + ": exists; refusing to overwrite it");
-    return refuse(ErrorCode::kIo, im.path, std::string("cannot move the dump to its name: ") + std::strerror(err));
-  }
-  im.discard();  // the temporary name only
-  return Status();
+  Status placed = move_into_place(im.temp, im.path, im.options.overwrite, "the dump");
+  im.discard();  // the temporary name only, once placed
+  return placed;
 }
 
 }  // namespace ncert::certify

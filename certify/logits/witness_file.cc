@@ -3,12 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
 
 #include "certify/io/dump_writer.h"
+#include "certify/io/output_file.h"
 #include "certify/report/format.h"
 
 namespace ncert::certify {
@@ -115,32 +113,12 @@ Status write_witness_file(const std::string& path, bool overwrite, const DumpMod
   if (!overwrite && ::lstat(path.c_str(), &st) == 0) {
     return Status(ErrorCode::kOutputExists, path + ": exists; refusing to overwrite it");
   }
-  const std::filesystem::path target(path);
-  std::string name(".");  // appended, not concatenated: GCC 12's -Wrestrict misreads the sum
-  name.append(target.filename().string()).append(".").append(std::to_string(::getpid())).append(".partial");
-  const std::string temp = (target.parent_path() / name).string();
+  const std::string temp = temporary_beside(path);
   Status written = [&]() -> Status {
     NCERT_ASSIGN_OR_RETURN(DumpWriter w, DumpWriter::create(temp, true));
     return write_witnesses(w, dump, dump_hash, runs);
   }();
-  // Without overwrite the file appears by a hard link, which fails rather than replace a file
-  // that appeared meanwhile; with it, by rename, which replaces atomically.
-  const auto place = [&]() -> int {
-    if (overwrite) return ::rename(temp.c_str(), path.c_str());
-    if (::link(temp.c_str(), path.c_str()) == 0) return 0;
-    // A file system without hard links (EPERM, ENOTSUP on some FUSE and network mounts): the
-    // rename, after one more look that nothing appeared at the name.
-    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP) return -1;
-    if (::lstat(path.c_str(), &st) == 0) {
-      errno = EEXIST;
-      return -1;
-    }
-    return ::rename(temp.c_str(), path.c_str());
-  };
-  if (written.ok() && place() != 0) {
-    written = Status(errno == EEXIST ? ErrorCode::kOutputExists : ErrorCode::kIo,
-                     path + ": cannot move the witness file to its name: " + std::strerror(errno));
-  }
+  if (written.ok()) written = move_into_place(temp, path, overwrite, "the witness file");
   ::unlink(temp.c_str());
   return written;
 }
