@@ -10,6 +10,12 @@ namespace ncert::reference {
 
 double x_quant_tolerance(DType scale_dtype) { return x_quant_tolerance(scale_dtype, 1.0); }
 
+double x_quant_zero_scale_below(DType scale_dtype) {
+  if (scale_dtype == DType::kF16) return 0x1p-25;
+  if (scale_dtype == DType::kBf16) return 0x1p-134;
+  return 0x1p-150;
+}
+
 namespace {
 
 /// The engine's f32 operations' relative error `ops` and the storage rounding's `delta` (below).
@@ -18,13 +24,14 @@ std::pair<double, double> quotient_errors(DType scale_dtype, double scale) {
   // The engine's f32 operations: up to three roundings, 3 * 2^-24 < 2^-22 relative; s =
   // fl(amax / 127) itself subnormal in f32 errs by up to 2^-150 absolute.
   double ops = 0x1p-22;
-  if (usable && scale < 0x1p-126) ops += 0x1p-150 / scale;
+  if (usable && scale < 0x1p-126) ops += x_quant_zero_scale_below(DType::kF32) / scale;
   // The storage rounding after use: |s_used - s| <= delta * s for the stored s, u relative in
   // the type's normal range, half its smallest spacing below it (at most s / 2: s is at least
   // that spacing). The quotient with s_used is t * s / s_used, within t / (1 - delta) of t.
-  double delta = 0;
-  if (scale_dtype == DType::kF16) delta = usable ? std::max(0x1p-11, 0x1p-25 / scale) : 0x1p-11;
-  if (scale_dtype == DType::kBf16) delta = usable ? std::max(0x1p-8, 0x1p-134 / scale) : 0x1p-8;
+  double u = 0;
+  if (scale_dtype == DType::kF16) u = 0x1p-11;
+  if (scale_dtype == DType::kBf16) u = 0x1p-8;
+  const double delta = u > 0 && usable ? std::max(u, x_quant_zero_scale_below(scale_dtype) / scale) : u;
   return {ops, delta};
 }
 
@@ -43,6 +50,11 @@ double x_quant_tolerance_low(DType scale_dtype, double scale) {
   return 1 - (1 - ops) / (1 + delta);
 }
 
+XQuantSlack x_quant_slack(DType scale_dtype, double scale) {
+  return {x_quant_tolerance(scale_dtype, scale), x_quant_tolerance_low(scale_dtype, scale),
+          x_quant_zero_scale_below(scale_dtype)};
+}
+
 namespace {
 
 double round_code(double t, XQuantRounding r) {
@@ -51,12 +63,6 @@ double round_code(double t, XQuantRounding r) {
 }
 
 }  // namespace
-
-double x_quant_zero_scale_below(DType scale_dtype) {
-  if (scale_dtype == DType::kF16) return 0x1p-25;
-  if (scale_dtype == DType::kBf16) return 0x1p-134;
-  return 0x1p-150;
-}
 
 XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance,
                             double zero_scale_below, double tolerance_low) {

@@ -39,5 +39,15 @@ struct XQuantRange {
 /// `tolerance` widens |x / s| upward, `tolerance_low` downward (negative: the same as tolerance).
 XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point, double tolerance,
                             double zero_scale_below = 0, double tolerance_low = -1);
+/// Every slack x_quant_allowed takes, from a stored scale and its type (the quantize check's,
+/// once per group).
+struct XQuantSlack {
+  double tolerance = 0, tolerance_low = 0, zero_scale_below = 0;
+};
+XQuantSlack x_quant_slack(DType scale_dtype, double scale);
+inline XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double zero_point,
+                                   const XQuantSlack& slack) {
+  return x_quant_allowed(q, x, scale, zero_point, slack.tolerance, slack.zero_scale_below, slack.tolerance_low);
+}
 
 }  // namespace ncert::reference

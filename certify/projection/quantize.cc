@@ -43,7 +43,8 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
     for (Index g = 0; g < groups; ++g) {
       const double s = q.scale(row, g), zp = q.zero_point(row, g);
       // A scale below its storage type's normal range was rounded by more than u relative.
-      const double tolerance = reference::x_quant_tolerance(info.x_scales_dtype, s);
+      const reference::XQuantSlack slack = reference::x_quant_slack(info.x_scales_dtype, s);
+      const double tolerance = slack.tolerance;
       if (tolerance > e.tolerance) {
         ++widened;
         widest = std::max(widest, tolerance);
@@ -59,9 +60,7 @@ std::optional<CheckResult> quantize_check(const ProjectionFacts& f) {
           continue;
         }
         ++e.values;
-        const reference::XQuantRange allowed = reference::x_quant_allowed(
-            quantizer, x, s, zp, tolerance, reference::x_quant_zero_scale_below(info.x_scales_dtype),
-            reference::x_quant_tolerance_low(info.x_scales_dtype, s));
+        const reference::XQuantRange allowed = reference::x_quant_allowed(quantizer, x, s, zp, slack);
         const double found = q.code(row, c);
         if (!allowed.valid && !scale_counted) {
           ++e.bad_scales;
