@@ -77,9 +77,6 @@ class SchemaChecker {
  private:
   DumpModel& model() { return model_; }
 
-  /// A file that declares version 1 may use only what version 1 defined (docs/dump-format.md §2):
-  /// a reader of version 1 would misread the rest, so a writer that uses a version 2 member or
-  /// value must say so. Each use is named with its object.
   /// Names one version 2 use in a file that declares 1, once (the members' checks name some of
   /// them as they read them, before what they then miss reads as the cause).
   void version_2_used(const std::string& path, const std::string& what) {
@@ -91,33 +88,36 @@ class SchemaChecker {
     error(ErrorCode::kSchemaVersion, path, msg);
   }
 
+  /// A file that declares version 1 may use only what version 1 defined (docs/dump-format.md §2):
+  /// a reader of version 1 would misread the rest, so a writer that uses a version 2 member or
+  /// value must say so. Each use is named with its object.
   void check_version_1_features() {
-    const auto v2 = [&](const std::string& path, const std::string& what) { version_2_used(path, what); };
     for (const ProjectionInfo& p : model_.projections) {
-      if (p.x_dtype == DType::kF16) v2(p.path + "/x", "an f16 x");
-      if (p.output == DType::kF16) v2(p.path, "output_dtype = \"f16\"");
-      if (p.bias_dtype == DType::kF16) v2(p.path + "/bias", "an f16 bias");
-      if (p.residual_dtype == DType::kF16) v2(p.path + "/residual", "an f16 residual");
-      if (p.x_quant.type != reference::XQuantType::kNone) v2(p.path, "x_quant");
-      if (p.bias_at == reference::BiasAt::kStart) v2(p.path, "bias_at = \"start\"");
+      if (p.x_dtype == DType::kF16) version_2_used(p.path + "/x", "an f16 x");
+      if (p.output == DType::kF16) version_2_used(p.path, "output_dtype = \"f16\"");
+      if (p.bias_dtype == DType::kF16) version_2_used(p.path + "/bias", "an f16 bias");
+      if (p.residual_dtype == DType::kF16) version_2_used(p.path + "/residual", "an f16 residual");
+      if (p.x_quant.type != reference::XQuantType::kNone) version_2_used(p.path, "x_quant");
+      if (p.bias_at == reference::BiasAt::kStart) version_2_used(p.path, "bias_at = \"start\"");
       for (std::string_view form : {"lanes:", "promote:", "splitk:"}) {
-        if (p.walk.declared && p.walk.name.starts_with(form)) v2(p.path, "k_walk = \"" + p.walk.name + "\"");
+        if (p.walk.declared && p.walk.name.starts_with(form))
+          version_2_used(p.path, "k_walk = \"" + p.walk.name + "\"");
       }
       for (const SegmentInfo& s : p.segments) {
         if (s.format == reference::WeightFormat::kF16 || reference::is_scaled_format(s.format)) {
-          v2(s.path, "format = \"" + std::string(reference::weight_format_name(s.format)) + "\"");
+          version_2_used(s.path, "format = \"" + std::string(reference::weight_format_name(s.format)) + "\"");
         }
         if (s.format == reference::WeightFormat::kAf4 && s.af4.variant == reference::Af4Variant::kZeroPoint) {
-          v2(s.path, "variant = \"zero-point\"");
+          version_2_used(s.path, "variant = \"zero-point\"");
         }
       }
     }
     for (const LogitsRunInfo& r : model_.logits) {
       const DatasetInfo* d = model_.dataset(r.path + "/logits");
-      if (d && d->dtype != DType::kF32) v2(d->path, std::string(dtype_name(d->dtype)) + " logits");
+      if (d && d->dtype != DType::kF32) version_2_used(d->path, std::string(dtype_name(d->dtype)) + " logits");
     }
     for (const TensorInfo& t : model_.tensors) {
-      if (is_fp8_dtype(t.dtype)) v2(t.path, "an " + std::string(dtype_name(t.dtype)) + " tensor");
+      if (is_fp8_dtype(t.dtype)) version_2_used(t.path, "an " + std::string(dtype_name(t.dtype)) + " tensor");
     }
   }
 

@@ -9,6 +9,12 @@ namespace ncert::certify::detail {
 
 namespace {
 
+/// Whether the dataset's filter pipeline holds deflate (read_chunking names it "deflate(<level>)").
+bool deflated(const DatasetInfo& info) {
+  return std::any_of(info.filters.begin(), info.filters.end(),
+                     [](const std::string& f) { return f.rfind("deflate", 0) == 0; });
+}
+
 bool mul_overflows(Index a, Index b, Index* out) { return __builtin_mul_overflow(a, b, out); }
 
 /// Refuses storage that could read through to another file or as fill values: virtual
@@ -137,8 +143,7 @@ Status read_chunking(hid_t dcpl, DatasetInfo* info) {
     if (id == H5Z_FILTER_DEFLATE) {
       // Twice deflated, a GiB is a few kB and passes the expansion bound below, which counts one
       // layer (a review's 37 KB file of 1 GiB read 3.1 GB, then "corrupt").
-      if (std::any_of(info->filters.begin(), info->filters.end(),
-                      [](const std::string& f) { return f.rfind("deflate", 0) == 0; })) {
+      if (deflated(*info)) {
         return Status(ErrorCode::kFilterRefused, "deflate again at pipeline position " + std::to_string(i) +
                                                      "; a dataset is deflated once at most");
       }
@@ -181,10 +186,8 @@ Status check_chunk_count(const DatasetInfo& info) {
 Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_size, DatasetInfo* info) {
   if (info->bytes > 0 && layout != H5D_COMPACT) {
     const std::uint64_t stored = H5Dget_storage_size(ds);
-    const bool deflated = std::find_if(info->filters.begin(), info->filters.end(), [](const std::string& f) {
-                            return f.rfind("deflate", 0) == 0;
-                          }) != info->filters.end();
-    const std::uint64_t expand = deflated ? 1100 : 1;
+    const bool inflates = deflated(*info);
+    const std::uint64_t expand = inflates ? 1100 : 1;
     const std::uint64_t expanded = stored > UINT64_MAX / expand ? UINT64_MAX : stored * expand;
     const std::uint64_t slack = layout == H5D_CHUNKED ? chunk_bytes(*info) : 0;
     const std::uint64_t can_hold = expanded > UINT64_MAX - slack ? UINT64_MAX : expanded + slack;
@@ -192,7 +195,7 @@ Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_si
       return Status(ErrorCode::kStorageBomb, "declares " + shape_string(info->shape) + " = " +
                                                  std::to_string(info->bytes) + " bytes but the file stores " +
                                                  std::to_string(stored) + " bytes for it" +
-                                                 (deflated ? " (deflate expands at most ~1032x)" : "") +
+                                                 (inflates ? " (deflate expands at most ~1032x)" : "") +
                                                  ": unwritten space would read as fill values; refused");
     }
     // The slack above lets one chunk go unstored, and a chunk as large as the dataset lets it all
