@@ -1156,10 +1156,13 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   const Index sampled = s.rows * s.cols;
   Declared declared_model;
   declared_model.far_off = reason == DiagnosisReason::kResiduals;
+  // `own_model`: the trial's energy with its own sigma (evaluate); `noise_holds`: kept only where
+  // that energy is within the noise's limit.
   const auto trial = [&](std::string declaration, std::string segment, const LinearProblem& p,
-                         TrialEffect effect = TrialEffect::kMovesCentres, bool own_model = false) {
+                         TrialEffect effect = TrialEffect::kMovesCentres, bool own_model = false,
+                         bool noise_holds = false) {
     const Evaluation e = evaluate(f, s, p, declared_model, own_model);
-    if (e.inside >= 0) {
+    if (e.inside >= 0 && (!noise_holds || (e.energy >= 0 && e.energy <= diagnosis_energy_limit(sampled)))) {
       trials.push_back(
           {std::move(declaration), std::move(segment), effect, sampled, e.inside, e.energy, e.left, e.far});
     }
@@ -1199,14 +1202,8 @@ std::vector<DeclarationTrial> diagnose_declarations(const ProjectionFacts& f, co
   // the noise folded allows). The residual tests' diagnosis reads it against the declaration's
   // sigma, as every trial: there its own would fit any small excess by widening alone.
   segment_trials(s.weights, true, [&](const std::string& declaration, const std::string& segment, TrialEffect effect) {
-    if (effect != TrialEffect::kWidensBound || reason != DiagnosisReason::kBound) {
-      trial(declaration, segment, base, effect);
-      return;
-    }
-    const Evaluation e = evaluate(f, s, base, declared_model, /*own_model=*/true);
-    if (e.inside >= 0 && e.energy >= 0 && e.energy <= diagnosis_energy_limit(sampled)) {
-      trials.push_back({declaration, segment, effect, sampled, e.inside, e.energy, e.left, e.far});
-    }
+    const bool folded_for_bound = effect == TrialEffect::kWidensBound && reason == DiagnosisReason::kBound;
+    trial(declaration, segment, base, effect, folded_for_bound, folded_for_bound);
   });
   // Activations rounded to a narrower type before the kernel (x as stored is wider).
   if (info.x_quant.type == reference::XQuantType::kNone) {
