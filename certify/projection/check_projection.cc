@@ -419,8 +419,13 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
   if (!f.any_output()) {
     // Nothing to bound: vacuity reports it.
   } else if (!ref_blocker.empty()) {
+    // Every check that reads the reference's residuals is named as not evaluated, not left out
+    // (a k_walk not dividing K listed bound and walk only, as if the others did not exist).
     out.blocked(CheckKind::kBound, ref_blocker);
     if (info.walk.declared) out.blocked(CheckKind::kWalk, ref_blocker);
+    if (info.output == DType::kBf16 || info.output == DType::kF16) out.blocked(CheckKind::kBias, ref_blocker);
+    out.blocked(CheckKind::kSignature, ref_blocker);
+    out.blocked(CheckKind::kVariance, ref_blocker);
   } else {
     reference::ReferenceOptions ro = options.reference;
     ro.emulate_walk = walk_supported;

@@ -158,6 +158,14 @@ TEST(Witness, AnLmHeadFailingAHostGuardFailsItsGeometryNotTheDump) {
   ASSERT_NE(b, nullptr);
   EXPECT_NE(b->reason.find("the declared k_walk does not fit K (k_walk split:7:"), std::string::npos) << b->reason;
   EXPECT_EQ(b->reason.find("weights cannot"), std::string::npos) << b->reason;
+  // The residual tests read the same reference: listed as not evaluated for the same reason,
+  // not left out of the report.
+  for (const char* kind : {"signature", "variance"}) {
+    const CheckResult* c = find_check(r, std::string("projections/lm_head_greedy/") + kind);
+    ASSERT_NE(c, nullptr) << kind;
+    EXPECT_EQ(c->verdict, Verdict::kFail) << kind;
+    EXPECT_EQ(c->reason.rfind("not evaluated: the declared k_walk does not fit K", 0), 0u) << c->reason;
+  }
   const CheckResult* w = find_check(r, "logits/greedy/witness");
   ASSERT_NE(w, nullptr);
   EXPECT_NE(stats(*w)["error_source"].get<std::string>().find("lm_head lm_head_greedy could not be evaluated"),
