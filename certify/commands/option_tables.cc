@@ -45,7 +45,9 @@ OptionSpec<O> skip_policy_option() {
 template <class O>
 OptionSpec<O> pair_option() {
   OptionSpec<O> s = list_option<O>(
-      "pair", "a:b", "Pair run a of A with run b of B (repeatable; replaces pairing by name)",
+      "pair", "a:b",
+      "Pair run a of A with run b of B (repeatable; replaces pairing by name; names holding ':' pair at the one colon "
+      "whose halves name a run of each)",
       [](std::string_view text) { return parse_run_pair(text); }, [](O & o) -> auto& { return o.pairs; });
   s.key = "pairs";
   return s;

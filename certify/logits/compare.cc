@@ -180,16 +180,31 @@ Result<RunPairing> pair_runs(const DumpModel& A, const DumpModel& B,
   RunPairing out;
   if (!explicit_pairs.empty()) {
     std::set<std::pair<std::string, std::string>> given;
-    for (const auto& [x, y] : explicit_pairs) {
-      // The same pair twice made two checks of one id (a review's).
-      if (!given.emplace(x, y).second) {
-        return Status(ErrorCode::kUsage, "--pair " + x + ":" + y + " is given twice");
+    for (const auto& [first_x, first_y] : explicit_pairs) {
+      // A run's name may hold ':' itself (an HDF5 group name can): the pair is the one split of
+      // the text at a colon whose halves name a run of A and a run of B.
+      const std::string text = first_x + ":" + first_y;
+      std::vector<std::pair<const LogitsRunInfo*, const LogitsRunInfo*>> fits;
+      for (std::size_t c = text.find(':'); c != std::string::npos; c = text.find(':', c + 1)) {
+        const LogitsRunInfo* px = find(A, text.substr(0, c));
+        const LogitsRunInfo* py = find(B, text.substr(c + 1));
+        if (px && py) fits.emplace_back(px, py);
       }
-      const LogitsRunInfo* px = find(A, x);
-      const LogitsRunInfo* py = find(B, y);
-      if (!px || !py) {
-        return Status(ErrorCode::kUsage, "--pair " + x + ":" + y + ": " +
-                                             (!px ? a_path + " has no run " + x : b_path + " has no run " + y));
+      if (fits.empty()) {
+        const bool has_x = find(A, first_x) != nullptr;
+        return Status(
+            ErrorCode::kUsage,
+            "--pair " + text + ": " + (!has_x ? a_path + " has no run " + first_x : b_path + " has no run " + first_y));
+      }
+      if (fits.size() > 1) {
+        return Status(ErrorCode::kUsage, "--pair " + text + " is ambiguous: it reads as " + fits[0].first->name +
+                                             " : " + fits[0].second->name + " and as " + fits[1].first->name + " : " +
+                                             fits[1].second->name + " (run names holding ':' pair only one way)");
+      }
+      const auto [px, py] = fits.front();
+      // The same pair twice made two checks of one id (a review's).
+      if (!given.emplace(px->name, py->name).second) {
+        return Status(ErrorCode::kUsage, "--pair " + text + " is given twice");
       }
       out.pairs.emplace_back(px, py);
     }

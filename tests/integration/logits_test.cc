@@ -712,6 +712,39 @@ TEST(Compare, RunsPairByNameOrExplicitly) {
   EXPECT_EQ(bad.status().code(), ErrorCode::kUsage);
 }
 
+TEST(Compare, RunNamesHoldingAColonPairTheOneWayTheirRunsExist) {
+  // An HDF5 group name may hold ':': --pair step:1:step:2 was read as step : 1:step:2 only,
+  // and such runs could not be paired at all.
+  const Index T = 3, V = 64;
+  const auto rows = clear_rows(T, V);
+  const auto tokens = argmax_tokens(rows, T, V);
+  const std::string a = write_fixture(explicit_run("step:1", T, V, rows, tokens), "colon_a.h5");
+  const std::string b = write_fixture(explicit_run("step:2", T, V, rows, tokens), "colon_b.h5");
+  CompareOptions o;
+  o.pairs = {{"step", "1:step:2"}};  // as the command line parses --pair step:1:step:2
+  Report r = compare(a, b, "bitwise", o);
+  ASSERT_FALSE(r.error.has_value()) << r.error->to_string();
+  const CheckResult* c = find_check(r, "logits/step:1:step:2");
+  ASSERT_NE(c, nullptr) << r.to_text(true);
+  EXPECT_EQ(c->verdict, Verdict::kPass) << c->reason;
+  // Two splits naming existing runs: refused as ambiguous, naming both readings.
+  fixtures::DumpSpec sa = explicit_run("x", T, V, rows, tokens);
+  fixtures::DumpSpec more_a = explicit_run("x:y", T, V, rows, tokens);
+  sa.logits.push_back(more_a.logits.front());
+  fixtures::DumpSpec sb = explicit_run("y:z", T, V, rows, tokens);
+  fixtures::DumpSpec more_b = explicit_run("z", T, V, rows, tokens);
+  sb.logits.push_back(more_b.logits.front());
+  o.a = write_fixture(sa, "colon_ambiguous_a.h5");
+  o.b = write_fixture(sb, "colon_ambiguous_b.h5");
+  o.pairs = {{"x", "y:z"}};
+  const auto bad = run_compare(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kUsage);
+  EXPECT_NE(bad.status().message().find("--pair x:y:z is ambiguous: it reads as x : y:z and as x:y : z"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(Compare, MismatchedVocabulariesAreRefused) {
   const auto ra = clear_rows(3, 64), rb = clear_rows(3, 65);
   const std::string a = write_fixture(explicit_run("run", 3, 64, ra, argmax_tokens(ra, 3, 64)), "a.h5");
