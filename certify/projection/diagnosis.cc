@@ -1260,6 +1260,55 @@ std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const Declaratio
   return trials;
 }
 
+/// The walks a kernel of the usual families runs (docs/dump-format.md §3 k_walk's table): one
+/// accumulator, K split in equal parts, or L lanes reduced by a tree, each plain or fused; and,
+/// where the declaration splits K (splitk:<S>:<tree>/<inner>), each of them as its inner walk.
+/// A wrong lane count or tree failed the walk on nearly every value with no hint (a review's).
+std::vector<std::string> neighbour_walks(const reference::KWalk& declared, Index k) {
+  std::vector<std::string> inner{"seq", "seq-fma"};
+  for (const Index lanes : {4, 8, 16, 32, 64}) {
+    for (const char* tree : {"seq", "halving", "pairs"}) {
+      const std::string w = "lanes:" + std::to_string(lanes) + ":" + tree;
+      inner.push_back(w);
+      inner.push_back(w + ":fma");
+    }
+  }
+  std::vector<std::string> walks = inner;
+  for (const Index parts : {2, 4, 8, 16, 32, 64}) {
+    if (k % parts != 0 || parts >= k) continue;
+    walks.push_back("split:" + std::to_string(parts));
+    walks.push_back("split:" + std::to_string(parts) + ":fma");
+  }
+  if (const auto slash = declared.name.find('/'); declared.name.starts_with("splitk:") && slash != std::string::npos) {
+    // The declared split and its tree as written, each inner walk after them.
+    const std::string prefix = declared.name.substr(0, slash + 1);
+    for (const std::string& w : inner) walks.push_back(prefix + w);
+  }
+  std::erase(walks, declared.name);
+  return walks;
+}
+
+/// At most this many other walks named: they are hints, and at a short K several orders can
+/// agree on every sampled value.
+constexpr std::size_t kWalkFitsNamed = 3;
+
+/// Each neighbouring walk (neighbour_walks) that reproduces every sampled value, as a trial.
+void neighbour_walk_trials(const ProjectionFacts& f, const Sample& s, const LinearProblem& base,
+                           std::vector<DeclarationTrial>& trials) {
+  std::size_t named = 0;
+  for (const std::string& spelling : neighbour_walks(base.walk, f.info().k)) {
+    auto parsed = reference::parse_k_walk(spelling);
+    if (!parsed.ok()) continue;
+    LinearProblem p = base;
+    p.walk = *parsed;
+    const WalkCount n = walk_equal(f, s, p);
+    // Only fits are kept: some 80 misses would fill the evidence with nothing to act on.
+    if (n.equal < 0 || n.equal != n.sampled) continue;
+    trials.push_back({"k_walk = " + spelling, "", TrialEffect::kMovesCentres, n.sampled, n.equal, 0.0});
+    if (++named == kWalkFitsNamed) return;
+  }
+}
+
 std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const CheckOptions& options) {
   std::vector<DeclarationTrial> trials;
   if (!f.data.y_unpacked.present || !f.weights.ok() || !f.info().walk.declared) return trials;
@@ -1295,6 +1344,8 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
                         TrialEffect::kMovesCentres, n.sampled, n.equal});
     }
   }
+  // Another walk: the kernel's lane count, tree, split or fusing declared wrong.
+  neighbour_walk_trials(f, s, base, trials);
   return trials;
 }
 

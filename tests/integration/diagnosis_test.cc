@@ -610,6 +610,33 @@ TEST(Diagnosis, AnotherDequantOpIsNamedByTheWalk) {
   EXPECT_EQ(bound->verdict, Verdict::kPass) << bound->reason;
 }
 
+TEST(Diagnosis, AWrongLaneCountOrTreeIsNamedByTheWalkThatReproducesTheData) {
+  // The kernel keeps 8 lanes reduced by halving with fused steps; the dump declares 16 lanes,
+  // or the pairwise tree. Each walk failed on nearly every value with no hint (a review's).
+  fixtures::ProjectionSpec p = base("lanes");
+  p.x = DType::kF32;
+  p.k = 1000;  // not a multiple of the lanes: the short tail is part of the walk
+  p.k_walk = "lanes:8:halving:fma";
+  // The legitimate dump passes as declared.
+  const std::string path = write_fixture(one(p), "diag-walk-lanes.h5");
+  const Report legit = check_dump(path);
+  EXPECT_EQ(legit.verdict(), Verdict::kPass) << legit.to_text(true);
+  for (const char* wrong : {"lanes:16:halving:fma", "lanes:8:pairs:fma", "lanes:8:halving"}) {
+    ncert::testing::poke_attr_string(path, "/projections/lanes", "k_walk", wrong);
+    const Report r = check_dump(path);
+    const CheckResult* walk = find_check(r, "projections/lanes/walk");
+    ASSERT_NE(walk, nullptr);
+    EXPECT_EQ(walk->verdict, Verdict::kFail) << wrong << ": " << r.to_text(true);
+    EXPECT_NE(walk->reason.find("; the data fits k_walk = lanes:8:halving:fma (its walk reproduces all"),
+              std::string::npos)
+        << wrong << ": " << walk->reason;
+    // bound holds the kernel (any order is inside B): only the walk's declaration is wrong.
+    const CheckResult* bound = find_check(r, "projections/lanes/bound");
+    ASSERT_NE(bound, nullptr);
+    EXPECT_EQ(bound->verdict, Verdict::kPass) << bound->reason;
+  }
+}
+
 TEST(Diagnosis, ABf16AccumulatorIsNamedAsTheWalkThatReproducesIt) {
   // The engine adds every product into a bf16 sum, k ascending; the dump declares f32-rn and no
   // walk. As a bound a bf16 accumulator is vacuous at K = 256 (K u = 1), so it is tried as the
