@@ -202,6 +202,10 @@ std::string describe_location_short(const SignatureEvidence& e) {
     if (t.kind == FitKind::kElement) return detail::describe_row(t) + ", column " + std::to_string(t.col);
     if (t.kind == FitKind::kElements) return detail::describe_values(t);
     if (t.kind == FitKind::kScaleBlock) return detail::describe_block(t);
+    if (t.kind == FitKind::kRange) {
+      return detail::range_text(t.k_begin, t.k_end, -1) + " in " + std::to_string(t.columns) + " " + t.output +
+             (t.columns == 1 ? " column" : " columns");
+    }
     return t.output + " column " + std::to_string(t.col);
   }
   if (e.zero_point) return e.zero_point->output + " column " + std::to_string(e.zero_point->col);

@@ -519,6 +519,10 @@ enum class FitKind : std::uint8_t {
   /// one scale shared by several columns (scale_rows > 1: a 128 x 128 block, a per-tensor scale
   /// per group) wrong: every column sharing it fits the same scale of its group's contribution
   kScaleBlock,
+  /// one contiguous K range [k_begin, k_end) missing (value 0) or counted twice (value 2) in every
+  /// column fitted (the significant ones among the strongest), at any alignment: a masked tail,
+  /// or a tile the kernel skips, that the candidates' 64-term ranges reach only in part
+  kRange,
 };
 std::string_view fit_kind_name(FitKind k);
 
@@ -565,6 +569,9 @@ struct LocationFit {
   Index other_col = -1;
   bool exchanged = false;
   bool with_epilogue = false;
+  /// kRange: the range, [k_begin, k_end); columns: the columns fitted, every one of which it
+  /// explains; value: 1 plus the coefficient fitted (0: missing, 2: counted twice); explained
+  /// over those columns; alternative_explained: the strongest candidate's range there.
   /// kScaleBlock: the columns sharing the scale, [col_begin, col_end), and its row of `scales`
   /// (group is its column); columns: how many of them were fitted; value: the scale they fit;
   /// alternative_explained: the share the same scale explains in those columns but col.

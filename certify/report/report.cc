@@ -82,6 +82,8 @@ std::string_view fit_kind_name(FitKind k) {
       return "column-swap";
     case FitKind::kScaleBlock:
       return "scale-block";
+    case FitKind::kRange:
+      return "range";
   }
   return "?";
 }

@@ -56,7 +56,9 @@ namespace ncert::certify {
 ///  14  the variance lean over the residuals' own spread (VarianceOutput::spread_z,
 ///      spread_limit, away_from_zero); the columns signature tested and those sharing a
 ///      missing K range (SignatureEvidence::columns_tested, range_columns) (2026-12-07)
-inline constexpr int kWireVersion = 14;
+///  15  location fits of a K range missing or counted twice at any alignment (FitKind::kRange)
+///      (2026-12-07)
+inline constexpr int kWireVersion = 15;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).
 Json check_to_wire(const CheckResult& check);

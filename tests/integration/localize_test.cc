@@ -10,6 +10,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -584,6 +585,34 @@ TEST(Localize, ADroppedRangeStaysADroppedRange) {
   const SignatureEvidence e = failing_signature(r);
   EXPECT_FALSE(e.fit.has_value()) << signature_reason(r);
   EXPECT_EQ(signature_reason(r).rfind("k 512-575 missing in ", 0), 0U) << signature_reason(r);
+}
+
+TEST(Localize, ADroppedRangeOffTheCandidatesTilesIsNamedExactly) {
+  // 32 terms from k 300 straddle two of the candidates' 64-term ranges (256-319, 320-383), and
+  // a masked tail of 8 terms ends K = 1024: each read as another range "counted twice" in one
+  // column, or as no single location (a review's). The range fit names them term for term.
+  for (const auto& [begin, terms, text] : {std::tuple<Index, Index, const char*>{300, 32, "k 300-331 missing in "},
+                                           {1016, 8, "k 1016-1023 missing in "}}) {
+    fixtures::DumpSpec d = localize_spec();
+    d.projections[0].dropped_terms = terms;
+    d.projections[0].dropped_begin = begin;
+    const Report r = check_dump(write_fixture(d, "localize-dropped-unaligned.h5"));
+    const SignatureEvidence e = failing_signature(r);
+    ASSERT_TRUE(e.fit.has_value()) << signature_reason(r);
+    EXPECT_EQ(e.fit->kind, FitKind::kRange);
+    EXPECT_EQ(e.fit->k_begin, begin);
+    EXPECT_EQ(e.fit->k_end, begin + terms);
+    EXPECT_NEAR(e.fit->value, 0.0, 1e-3);
+    EXPECT_GT(e.fit->explained, 0.99);
+    EXPECT_EQ(signature_reason(r).rfind(text, 0), 0U) << signature_reason(r);
+    EXPECT_NE(signature_reason(r).find("the kernel drops those " + std::to_string(terms) + " K terms"),
+              std::string::npos)
+        << signature_reason(r);
+    // bound names the same location.
+    const CheckResult* b = find_check(r, "projections/proj/bound");
+    ASSERT_NE(b, nullptr);
+    EXPECT_NE(b->reason.find(std::string("likely location: ") + text), std::string::npos) << b->reason;
+  }
 }
 
 /// The slot the dump's selector gathers `row` into (-1: none).

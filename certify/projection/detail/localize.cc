@@ -933,6 +933,156 @@ std::optional<LocationFit> scale_block_fit(const LoadedProjection& d, const refe
 
 }  // namespace
 
+/// The range fit (FitKind::kRange): the share of the columns' residual energy a range must
+/// explain, pooled, and in each column fitted; how far its ends are searched around the
+/// maximum-sum reading; and the prefix sums it keeps at most (32 MiB of doubles).
+constexpr double kRangeExplained = 0.99;
+constexpr double kRangeColumnExplained = 0.9;
+constexpr Index kRangeRefine = 4;
+constexpr std::size_t kRangeMaxPrefix = std::size_t{1} << 22;
+/// A range's fitted coefficient within this of -1 or +1 reads as missing or counted twice
+/// (signature.cc's kRangeCountTolerance).
+constexpr double kRangeCoefficientTolerance = 0.1;
+
+/// One contiguous K range missing or counted twice in every column of `cols`: each row's
+/// residual is then -c or +c times that range's partial dot. The weighted residual energy left
+/// after subtracting c times the range's partial dots is, to within cross terms of zero mean,
+/// sum r^2 - sum over k in the range of (2 c g_k - d_k), g_k = sum r x_k w_k and d_k = sum
+/// (x_k w_k)^2 over the (row, column) residuals: the range is the maximum-sum subarray of
+/// 2 c g_k - d_k (Kadane's scan, O(K) per sign), its ends then searched exactly within
+/// kRangeRefine terms. A dropped range k 1000-1031 straddles two of the candidates' 64-term
+/// ranges and read "column 235, k 2816-2943 counted twice: 1.954x" (a review's), a tail of 8
+/// terms at K = 3000 "no single location".
+std::optional<LocationFit> range_fit(const LoadedProjection& d, const reference::LinearProblem& p,
+                                     const OutputRows& rows, const std::vector<Index>& cols,
+                                     const SignatureFinding& strongest) {
+  const ProjectionInfo& info = *d.info;
+  const Index K = info.k;
+  if (K < 2 || cols.empty()) return std::nullopt;
+  const bool quantized = info.x_quant.type != reference::XQuantType::kNone;
+  const auto width = static_cast<std::size_t>(K + 1);
+  // Per (row, column) residual: r / v, and the prefix sums of x_k w_k / v (v the row's noise
+  // scale, as every fit here weighs its rows).
+  std::vector<double> r, prefix;
+  std::vector<std::size_t> column_of;
+  std::vector<double> w(static_cast<std::size_t>(K));
+  for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+    const ColumnResiduals c = column_residuals(d, p, rows, cols[ci]);
+    reference::decode_weight_row(d.weights, cols[ci], p.x.dtype, w.data(), nullptr, nullptr);
+    for (Index i = 0; i < c.rows; ++i) {
+      const double ri = weighted(c, i);
+      if (std::isnan(ri) || (r.size() + 1) * width > kRangeMaxPrefix) continue;
+      const double u = 1 / c.v[static_cast<std::size_t>(i)];
+      r.push_back(ri);
+      column_of.push_back(ci);
+      double acc = 0;
+      prefix.push_back(0);
+      for (Index k = 0; k < K; ++k) {
+        const double x = quantized ? p.x_quantized.value(i, k) : static_cast<double>(p.x.at(i, k));
+        acc += x * w[static_cast<std::size_t>(k)] * u;
+        prefix.push_back(acc);
+      }
+    }
+  }
+  const std::size_t n = r.size();
+  if (static_cast<Index>(n) < kMinFitRows) return std::nullopt;
+  double rr = 0;
+  for (double v : r) rr += v * v;
+  if (!(rr > 0) || !std::isfinite(rr)) return std::nullopt;
+  const auto part = [&](std::size_t o, Index a, Index b) {
+    return prefix[o * width + static_cast<std::size_t>(b)] - prefix[o * width + static_cast<std::size_t>(a)];
+  };
+  std::vector<double> g(static_cast<std::size_t>(K), 0.0), dd(g.size(), 0.0);
+  for (std::size_t o = 0; o < n; ++o) {
+    for (Index k = 0; k < K; ++k) {
+      const double t = part(o, k, k + 1);
+      g[static_cast<std::size_t>(k)] += r[o] * t;
+      dd[static_cast<std::size_t>(k)] += t * t;
+    }
+  }
+  // The energy left by c times [a, b): sum (r - c R)^2.
+  const auto left = [&](double c, Index a, Index b) {
+    double e = 0;
+    for (std::size_t o = 0; o < n; ++o) {
+      const double x = r[o] - c * part(o, a, b);
+      e += x * x;
+    }
+    return e;
+  };
+  double best_left = rr;
+  Index best_a = 0, best_b = 0;
+  double best_c = 0;
+  for (const double c : {-1.0, 1.0}) {
+    double sum = 0, best = 0;
+    Index start = 0, a = 0, b = 0;
+    for (Index k = 0; k < K; ++k) {
+      if (sum <= 0) {
+        sum = 0;
+        start = k;
+      }
+      sum += 2 * c * g[static_cast<std::size_t>(k)] - dd[static_cast<std::size_t>(k)];
+      if (sum > best) {
+        best = sum;
+        a = start;
+        b = k + 1;
+      }
+    }
+    if (b <= a) continue;
+    for (Index a2 = std::max<Index>(0, a - kRangeRefine); a2 <= std::min(K - 1, a + kRangeRefine); ++a2) {
+      for (Index b2 = std::max(a2 + 1, b - kRangeRefine); b2 <= std::min(K, b + kRangeRefine); ++b2) {
+        const double e = left(c, a2, b2);
+        if (e < best_left) {
+          best_left = e;
+          best_a = a2;
+          best_b = b2;
+          best_c = c;
+        }
+      }
+    }
+  }
+  if (best_b <= best_a || (best_a == 0 && best_b == K)) return std::nullopt;
+  // The candidates' own reading where it is this range (aligned to their tiles), and the whole
+  // K's (all-zero outputs) stand.
+  if (strongest.k_begin == best_a && strongest.k_end == best_b) return std::nullopt;
+  const double explained = 1 - best_left / rr;
+  if (!(explained >= kRangeExplained)) return std::nullopt;
+  // Each column on its own, and the coefficient fitted freely, must read the same.
+  std::vector<double> col_rr(cols.size(), 0.0), col_left(cols.size(), 0.0);
+  double rR = 0, RR = 0, rS = 0, SS = 0;
+  const bool strongest_here = strongest.output == engine_output_name(rows.id) && strongest.k_end > strongest.k_begin;
+  for (std::size_t o = 0; o < n; ++o) {
+    const double R = part(o, best_a, best_b);
+    const double x = r[o] - best_c * R;
+    col_rr[column_of[o]] += r[o] * r[o];
+    col_left[column_of[o]] += x * x;
+    rR += r[o] * R;
+    RR += R * R;
+    if (strongest_here) {
+      const double S = part(o, strongest.k_begin, strongest.k_end);
+      rS += r[o] * S;
+      SS += S * S;
+    }
+  }
+  for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+    if (col_rr[ci] > 0 && !(col_left[ci] <= (1 - kRangeColumnExplained) * col_rr[ci])) return std::nullopt;
+  }
+  const double coefficient = RR > 0 ? rR / RR : 0.0;
+  if (!(std::fabs(coefficient - best_c) < kRangeCoefficientTolerance)) return std::nullopt;
+  const double alternative = SS > 0 ? std::min(1.0, rS * rS / SS / rr) : 0.0;
+  if (!dominates(explained * rr, alternative * rr, rr)) return std::nullopt;
+  LocationFit t;
+  t.kind = FitKind::kRange;
+  t.output = std::string(engine_output_name(rows.id));
+  t.col = cols.front();
+  t.k_begin = best_a;
+  t.k_end = best_b;
+  t.columns = static_cast<Index>(cols.size());
+  t.value = 1 + coefficient;
+  t.explained = explained;
+  t.alternative_explained = alternative;
+  return t;
+}
+
 void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns) {
   const LoadedProjection& d = f.data;
   if (e.strongest.empty()) return;
@@ -954,6 +1104,17 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   const ColumnResiduals c = column_residuals(d, p, rows, col, extras);
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
+  {
+    // The significant columns of that output among the strongest, where one K range explains
+    // them all (else the strongest column alone).
+    std::vector<Index> range_cols = columns.significant_kept[static_cast<std::size_t>(*held)];
+    if (range_cols.empty() || range_cols.front() != col) range_cols.insert(range_cols.begin(), col);
+    range_cols.erase(std::unique(range_cols.begin(), range_cols.end()), range_cols.end());
+    if (std::optional<LocationFit> t = range_fit(d, p, rows, range_cols, strongest)) {
+      e.fit = *t;
+      return;
+    }
+  }
   if (std::optional<LocationFit> t = swap_fit(d, p, rows, columns.strongest, c, fits, col)) {
     e.fit = *t;
     return;
@@ -1242,6 +1403,20 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
              shares + "): its s q part is scaled (its bias alone explains less)";
     case FitKind::kScaleBlock:
       return describe_scale_block(t, info);
+    case FitKind::kRange: {
+      const bool missing = t.value < 1;
+      // A range dropped outright fits 0 to within its own rounding: "0x".
+      const double times = std::fabs(t.value) < 5e-5 ? 0.0 : t.value;
+      const std::string where = t.columns == 1 ? t.output + " column " + std::to_string(t.col)
+                                               : "each of the " + std::to_string(t.columns) +
+                                                     " strongest significant columns of " + t.output + " fitted";
+      return range_text(t.k_begin, t.k_end, -1) + (missing ? " missing" : " counted twice") + " in " + where +
+             ": the outputs fit " + format_scale(times) + "x that range's exact contribution (" +
+             format_short(100 * t.explained) + " % of their residual energy; the strongest candidate's range " +
+             format_short(100 * t.alternative_explained) + " %): the kernel " + (missing ? "drops" : "adds") +
+             " those " + std::to_string(t.k_end - t.k_begin) + (missing ? " K terms" : " K terms twice") +
+             " (a masked tail, a vector remainder, a tile), or x's columns there are not the ones it used";
+    }
     case FitKind::kColumnSwap: {
       const std::string col = std::to_string(t.col), other = std::to_string(t.other_col);
       const std::string what = t.with_epilogue ? "exact outputs, bias and residual included" : "exact dot products";

@@ -228,6 +228,11 @@ std::string fit_paragraph(const LocationFit& t) {
              std::to_string(t.scale_row) + ", " + std::to_string(std::max<Index>(t.group, 0)) + "]) " + num(t.value) +
              "&#215; the dumped one, over " + std::to_string(t.columns) + " of them fitted";
       break;
+    case FitKind::kRange:
+      what = "k " + std::to_string(t.k_begin) + "&#8211;" + std::to_string(t.k_end - 1) +
+             (t.value < 1 ? " missing" : " counted twice") + " in each of the " + std::to_string(t.columns) +
+             " columns fitted (" + num(t.value) + "&#215; that range's exact contribution)";
+      break;
   }
   return "<p class=\"fit\">" + markup(t.output) + " " + what + shares + "</p>";
 }
