@@ -60,7 +60,8 @@ NCERT_ERROR_CODE(kLinkRefused, 215, "link-refused", 3, "a user-defined or dangli
 NCERT_ERROR_CODE(kObjectAliased, 216, "object-aliased", 3, "two names (hard links) for one HDF5 object")
 NCERT_ERROR_CODE(kTreeLimit, 217, "tree-limit", 3, "the group tree is deeper or has more objects than the limits")
 NCERT_ERROR_CODE(kStorageBomb, 218, "storage-bomb", 3,
-                 "a dataset declares far more data than the file stores or can expand to")
+                 "a dataset declares far more data than the file stores or can expand to, or attributes read far more "
+                 "than the file stores")
 NCERT_ERROR_CODE(kTrailingData, 219, "trailing-data", 3,
                  "the file extends over 1 MiB past its HDF5 end-of-file address (a sparse hole or appended bytes)")
 NCERT_ERROR_CODE(kDatatypeRefused, 220, "datatype-refused", 3, "a datatype the format does not allow for that object")

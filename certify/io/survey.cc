@@ -59,6 +59,7 @@ struct Walk {
   hid_t file = H5I_INVALID_HID;  ///< the file surveyed: impl's, or the same bytes mapped (FileImage)
   hid_t lapl = H5I_INVALID_HID;
   int max_depth = 0;
+  AttributeBudget* attributes = nullptr;  ///< every attribute read charged to it
 };
 
 /// One group's listing (H5Literate's callback state).
@@ -140,7 +141,7 @@ void soft_link_findings(const std::vector<std::pair<std::string, std::string>>& 
 /// an inspected dataset. False when the object was refused.
 bool survey_object(const Walk& w, hid_t obj, const HardLink& link, H5I_type_t type, TreePart& part) {
   const std::string& path = link.path;
-  auto attrs = read_attributes(obj);
+  auto attrs = read_attributes(obj, w.attributes);
   if (!attrs.ok()) {
     part.findings.push_back({Severity::kError, attrs.status().code(), path, attrs.status().message()});
     return false;
@@ -296,8 +297,8 @@ void take_part(TreePart&& part, DumpModel& m, Surveyed& s, std::vector<Finding>&
 /// links than were left), and such a unit is walked again here with what the units before it
 /// met, exactly as one walk would. So the findings are the same at any process count.
 void survey_tree(DumpReader::Impl& impl, hid_t file, hid_t lapl, Surveyed& s, std::vector<Finding>& findings,
-                 std::vector<std::pair<std::string, std::string>>& soft) {
-  Walk w{&impl, file, lapl, impl.options.max_depth};
+                 std::vector<std::pair<std::string, std::string>>& soft, AttributeBudget& attributes) {
+  Walk w{&impl, file, lapl, impl.options.max_depth, &attributes};
   const Index max_links = impl.options.max_objects;
   std::unordered_map<haddr_t, std::string> names;
   TreePart top;
@@ -415,16 +416,17 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   DumpModel& m = impl->model;
   Surveyed s;
   std::vector<Finding> findings;
+  AttributeBudget attributes = attribute_budget(file_size);
   {
     Hdf5Activity activity("reading the root attributes of", path);
-    if (auto root_attrs = read_attributes(surveyed_file); root_attrs.ok()) {
+    if (auto root_attrs = read_attributes(surveyed_file, &attributes); root_attrs.ok()) {
       m.root_attributes = std::move(*root_attrs);
     } else {
       findings.push_back({Severity::kError, root_attrs.status().code(), "/", root_attrs.status().message()});
     }
   }
   std::vector<std::pair<std::string, std::string>> soft;
-  survey_tree(*impl, surveyed_file, lapl.get(), s, findings, soft);
+  survey_tree(*impl, surveyed_file, lapl.get(), s, findings, soft, attributes);
   if (image) {
     Hdf5Activity activity("closing the mapping of", path);
     image.reset();

@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import time
 import unittest
@@ -119,6 +120,64 @@ class HostileInputs(unittest.TestCase):
                 message = self.assert_refused(r, 217, "tree-limit", report)
                 self.assertIn("/chain/g/g/g", message)
                 self.assertIn("deep.h5: /", message)
+
+    def alias_strings(self, path, big, small_len, count):
+        """Points the `count` variable-length strings of length `small_len` in the file at the
+        heap object of the one string of length `big`: a file of about `big` bytes whose
+        strings, read, hold count x big bytes (each descriptor: length, heap address, index)."""
+        with open(path, "rb") as f:
+            data = bytearray(f.read())
+
+        def descriptor(i):  # a heap address pointing at a global heap collection
+            heap = struct.unpack_from("<Q", data, i + 4)[0]
+            return 0 < heap < len(data) - 4 and data[heap:heap + 4] == b"GCOL"
+
+        at = data.find(struct.pack("<I", big))
+        while at >= 0 and not descriptor(at):
+            at = data.find(struct.pack("<I", big), at + 1)
+        self.assertGreaterEqual(at, 0)
+        target = bytes(data[at:at + 16])
+        patched = 0
+        i = data.find(struct.pack("<I", small_len))
+        while i >= 0:
+            if descriptor(i):
+                data[i:i + 16] = target
+                patched += 1
+            i = data.find(struct.pack("<I", small_len), i + 4)
+        self.assertEqual(patched, count)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def test_strings_sharing_one_heap_object_are_not_read_again_and_again(self):
+        # A review's 1.3 MB file whose 2,048 strings point at one 1 MiB heap object read 2 GiB
+        # (2.1 GB peak) for an attribute nothing reads; 64 such attributes took 149 s.
+        big = 1 << 20
+        p = self.copy_good("shared_strings.h5")
+        with h5py.File(p, "r+") as f:
+            values = np.array(["B" * big] + ["x" * 37] * 2047, dtype=object)
+            f.create_group("extra").attrs.create("strings", values, dtype=h5py.string_dtype())
+        self.alias_strings(p, big, 37, 2047)
+        r = hs.run_measured(["inspect", p, "--json", self.path("shared_strings.json")], timeout=120)
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertLess(r.maxrss_kib, 512 * 1024, r.describe())
+        with open(self.path("shared_strings.json")) as f:
+            self.assertIn("variable-length strings, 2048 of them (not read)", f.read())
+        # Scalars are read (the format's strings are scalars): 200 of them sharing the 1 MiB
+        # object exceed the attributes' budget (64 MiB, or twice the file) and are refused.
+        p = self.copy_good("shared_scalars.h5")
+        with h5py.File(p, "r+") as f:
+            g = f.create_group("extra")
+            g.attrs.create("big", "B" * big, dtype=h5py.string_dtype())
+            for i in range(200):
+                g.attrs.create("s%03d" % i, "y" * 41, dtype=h5py.string_dtype())
+        self.alias_strings(p, big, 41, 200)
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                r = hs.run_measured([command, p], timeout=120)
+                message = self.assert_refused(r, 218, "storage-bomb")
+                self.assertIn("/extra", message)
+                self.assertIn("more than the 67108864 bytes", message)
+                self.assertLess(r.maxrss_kib, 512 * 1024, r.describe())
 
     def narrow_rows(self, path, projection, out_stride):
         """Stores every output (and the residual) of `projection` out_stride wide, as its

@@ -239,7 +239,7 @@ Status stored_string(std::string s, bool space_padded, const char* name, AttrVal
 /// They are read as sequences of bytes (hvl_t), not as C strings: a C string would end at an
 /// embedded NUL, and its 16-byte descriptor says nothing of the bytes behind it. Over
 /// kMaxAttrBytes in all, the attribute is oversized as a fixed-length one would be.
-Status read_variable_strings(hid_t attr, hid_t space, size_t n, const char* name, AttrValue& v) {
+Status read_variable_strings(hid_t attr, hid_t space, size_t n, const char* name, AttrValue& v, std::uint64_t& held) {
   Hid mem = own_type(H5Tvlen_create(H5T_NATIVE_UCHAR));
   std::vector<hvl_t> seqs(n, hvl_t{0, nullptr});
   if (!mem.valid() || H5Aread(attr, mem.get(), seqs.data()) < 0) {
@@ -252,6 +252,7 @@ Status read_variable_strings(hid_t attr, hid_t space, size_t n, const char* name
   } reclaim{mem.get(), space, &seqs};
   size_t total = 0;
   for (const hvl_t& q : seqs) total += q.len;
+  held = total;
   if (total > kMaxAttrBytes) {
     v.kind = AttrValue::Kind::kOther;
     v.type_description = "oversized: " + std::to_string(total) + " bytes";
@@ -266,8 +267,9 @@ Status read_variable_strings(hid_t attr, hid_t space, size_t n, const char* name
 }
 
 /// The n strings of a string attribute, variable or fixed length; refuses an embedded NUL.
-Status read_string_values(hid_t attr, hid_t type, hid_t space, size_t size, size_t n, const char* name, AttrValue& v) {
-  if (H5Tis_variable_str(type) > 0) return read_variable_strings(attr, space, n, name, v);
+Status read_string_values(hid_t attr, hid_t type, hid_t space, size_t size, size_t n, const char* name, AttrValue& v,
+                          std::uint64_t& held) {
+  if (H5Tis_variable_str(type) > 0) return read_variable_strings(attr, space, n, name, v, held);
   std::vector<char> buf(size * n + 1, '\0');
   Hid mem = own_type(H5Tcopy(type));
   if (H5Aread(attr, mem.get(), buf.data()) < 0) {
@@ -305,7 +307,20 @@ Status read_int_values(hid_t attr, hid_t type, size_t size, size_t n, const char
   return Status();
 }
 
-Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
+/// Charges `bytes` read for attribute `name` to the budget (none: nothing to charge).
+Status charge(AttributeBudget* budget, std::uint64_t bytes, const char* name) {
+  if (budget == nullptr) return Status();
+  budget->used += bytes;
+  if (budget->used <= budget->limit) return Status();
+  return Status(ErrorCode::kStorageBomb,
+                std::string("attribute ") + name + ": the attributes read so far hold " + std::to_string(budget->used) +
+                    " bytes, more than the " + std::to_string(budget->limit) +
+                    " bytes this file's attributes may (64 MiB, or twice the file): their values are stored once and "
+                    "read again and again (variable-length strings sharing one heap object, or a shared attribute "
+                    "message); refused");
+}
+
+Result<AttrValue> read_one_attribute(hid_t obj, const char* name, AttributeBudget* budget) {
   Hid attr = own_attr(H5Aopen(obj, name, H5P_DEFAULT));
   if (!attr.valid()) return hdf5_failure(ErrorCode::kHdf5, std::string("cannot open attribute ") + name);
   Hid type = own_type(H5Aget_type(attr.get()));
@@ -332,9 +347,21 @@ Result<AttrValue> read_one_attribute(hid_t obj, const char* name) {
     return v;
   }
   const auto n = static_cast<size_t>(npoints);
+  const bool variable = cls == H5T_STRING && H5Tis_variable_str(type.get()) > 0;
+  if (variable && n > 1) {
+    // Each string may point at one shared heap object; the format's strings are scalars.
+    v.kind = AttrValue::Kind::kOther;
+    v.type_description = "variable-length strings, " + std::to_string(n) + " of them (not read)";
+    return v;
+  }
+  // Fixed-size values are charged before they are read; a variable-length string after, by the
+  // bytes its heap object held.
+  if (!variable) NCERT_RETURN_IF_ERROR(charge(budget, size * n, name));
   if (cls == H5T_STRING) {
     v.kind = AttrValue::Kind::kString;
-    NCERT_RETURN_IF_ERROR(read_string_values(attr.get(), type.get(), space.get(), size, n, name, v));
+    std::uint64_t held = 0;  // a variable-length string's bytes, read whatever they turn out to be
+    NCERT_RETURN_IF_ERROR(read_string_values(attr.get(), type.get(), space.get(), size, n, name, v, held));
+    if (variable) NCERT_RETURN_IF_ERROR(charge(budget, held, name));
     return v;
   }
   if (cls == H5T_INTEGER) {
@@ -376,7 +403,12 @@ herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* data)
 
 }  // namespace
 
-Result<std::vector<AttributeInfo>> read_attributes(hid_t obj) {
+AttributeBudget attribute_budget(std::uint64_t file_size) {
+  constexpr std::uint64_t kFloor = std::uint64_t{64} << 20;
+  return {std::max(kFloor, file_size > UINT64_MAX / 2 ? UINT64_MAX : 2 * file_size), 0};
+}
+
+Result<std::vector<AttributeInfo>> read_attributes(hid_t obj, AttributeBudget* budget) {
   AttrNames names;
   hsize_t idx = 0;
   if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr_name, &names) < 0) {
@@ -389,7 +421,7 @@ Result<std::vector<AttributeInfo>> read_attributes(hid_t obj) {
   std::vector<AttributeInfo> out;
   out.reserve(names.names.size());
   for (std::string& name : names.names) {
-    NCERT_ASSIGN_OR_RETURN(AttrValue v, read_one_attribute(obj, name.c_str()));
+    NCERT_ASSIGN_OR_RETURN(AttrValue v, read_one_attribute(obj, name.c_str(), budget));
     out.push_back({std::move(name), std::move(v)});
   }
   return out;

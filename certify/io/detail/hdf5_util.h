@@ -98,8 +98,24 @@ TypeClass classify_type(hid_t type);
 /// when `bf16_as_float` is true, else as uint16). Caller owns the result.
 Hid make_file_type(DType t, bool bf16_as_float);
 
+/// The attribute bytes one file's survey reads in all, at most. An attribute's value can be
+/// shared: every string of a variable-length string attribute may point at one heap object, and
+/// a shared attribute message serves many objects; each is read again each time. A 1.3 MB file
+/// whose 2,048 strings all point at one 1 MiB heap object read 2 GiB per attribute, and 64 such
+/// attributes took 149 s (a review's).
+struct AttributeBudget {
+  std::uint64_t limit = 0;
+  std::uint64_t used = 0;
+};
+/// The budget of a file of `file_size` bytes: 64 MiB, or twice the file where that is more
+/// (the format's own attributes are a few hundred bytes an object).
+AttributeBudget attribute_budget(std::uint64_t file_size);
+
 /// Reads every attribute of an object, sorted by name. Attributes larger than 1 MiB or of
-/// unsupported types come back as Kind::kOther with their type described (never read).
-Result<std::vector<AttributeInfo>> read_attributes(hid_t obj);
+/// unsupported types come back as Kind::kOther with their type described (never read), and so
+/// do variable-length string attributes of more than one string (every string attribute of the
+/// format is a scalar). With a budget, each value read is charged to it, and an attribute that
+/// takes it past its limit refuses the object (storage-bomb, naming the attribute).
+Result<std::vector<AttributeInfo>> read_attributes(hid_t obj, AttributeBudget* budget = nullptr);
 
 }  // namespace ncert::certify::detail
