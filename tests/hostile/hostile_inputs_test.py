@@ -179,6 +179,37 @@ class HostileInputs(unittest.TestCase):
                 self.assertIn("more than the 67108864 bytes", message)
                 self.assertLess(r.maxrss_kib, 512 * 1024, r.describe())
 
+    def test_compact_storage_shorter_than_its_shape_is_refused_before_reading(self):
+        # Compact raw data lives in the layout message, whose size field HDF5 trusts: one
+        # declaring 512 bytes for [8, 64] f32 was read past its buffer, and heap memory came back
+        # as logits (different on every run; a review's).
+        p = self.copy_good("compact.h5")
+        with h5py.File(p, "r+") as f:
+            run = f["logits/greedy"]
+            values = run["logits"][...]
+            self.assertLess(values.size * 4, 60000, values.shape)  # compact holds < 64 KiB
+            del run["logits"]
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_layout(h5py.h5d.COMPACT)
+            d = h5py.h5d.create(run.id, b"logits", h5py.h5t.IEEE_F32LE, h5py.h5s.create_simple(values.shape),
+                                dcpl=dcpl)
+            d.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(values, np.float32))
+        r = hs.run(["witness", p])
+        self.assertEqual(r.returncode, 0, r.describe())  # compact storage is fine
+        with open(p, "rb") as f:
+            data = bytearray(f.read())
+        raw = np.ascontiguousarray(values, np.float32).tobytes()
+        at = data.find(struct.pack("<H", len(raw)) + raw)
+        self.assertGreater(at, 0)
+        data[at:at + 2] = struct.pack("<H", len(raw) // 4)
+        with open(p, "wb") as f:
+            f.write(data)
+        for command in ("inspect", "witness"):
+            with self.subTest(command=command):
+                message = self.assert_refused(hs.run([command, p]), 202, "hdf5")
+                self.assertIn("/logits/greedy/logits: compact storage of %d bytes where its shape" % (len(raw) // 4),
+                              message)
+
     def narrow_rows(self, path, projection, out_stride):
         """Stores every output (and the residual) of `projection` out_stride wide, as its
         attribute then says: a layout the reader passes to the geometry guard (306)."""

@@ -184,6 +184,17 @@ Status check_chunk_count(const DatasetInfo& info) {
 /// compared as such): a bomb, refused before anything reads it. One chunk of slack covers edge
 /// chunks. Contiguous raw data must also lie inside the file.
 Status check_storage_bounds(hid_t ds, H5D_layout_t layout, std::uint64_t file_size, DatasetInfo* info) {
+  if (info->bytes > 0 && layout == H5D_COMPACT) {
+    // Compact raw data lives in the layout message, whose size field HDF5 trusts: one declaring
+    // fewer bytes than the shape needs was read past its buffer, and heap memory came back as
+    // logits and tokens, different on every run (a review's). The sizes must agree exactly.
+    const std::uint64_t stored = H5Dget_storage_size(ds);
+    if (stored != static_cast<std::uint64_t>(info->bytes)) {
+      return Status(ErrorCode::kHdf5, "compact storage of " + std::to_string(stored) + " bytes where its shape " +
+                                          shape_string(info->shape) + " needs " + std::to_string(info->bytes) +
+                                          ": a corrupt layout message; refused before reading");
+    }
+  }
   if (info->bytes > 0 && layout != H5D_COMPACT) {
     const std::uint64_t stored = H5Dget_storage_size(ds);
     const bool inflates = deflated(*info);
