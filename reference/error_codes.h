@@ -82,7 +82,8 @@ NCERT_ERROR_CODE(kWitnessFileInvalid, 232, "witness-file-invalid", 3, "a witness
 NCERT_ERROR_CODE(kVocabFileInvalid, 233, "vocab-file-invalid", 3,
                  "a --vocab file is neither a JSON list of strings nor a tokenizer.json")
 NCERT_ERROR_CODE(kChunkBomb, 234, "chunk-bomb", 3,
-                 "a chunked dataset of over 65,536 chunks under 1 KiB each (its index outweighs its data)")
+                 "a chunked dataset of over 65,536 chunks under 1 KiB each (its index outweighs its data), or a chunk "
+                 "over 256 MiB larger than its whole dataset")
 NCERT_ERROR_CODE(kInputChanged, 235, "input-changed", 3, "an input file was replaced or shortened while ncert read it")
 
 // 3xx: packing host guards. Exit 3; in `ncert check` a guard trip is a FAIL of the geometry check.

@@ -30,6 +30,11 @@ inline constexpr std::uint64_t kDefaultMemoryLimit = 8ull << 30;
 /// never picks chunks under 8 KiB), far from either limit.
 inline constexpr std::uint64_t kMaxSmallChunks = 65'536;
 inline constexpr std::uint64_t kSmallChunkBytes = 1024;
+/// The largest chunk a chunked dataset may have where the chunk holds more bytes than the whole
+/// dataset declares (kChunkBomb): libhdf5 reads and inflates a whole chunk for any element of it.
+/// Exporters chunk by rows (a 64-row chunk of a 151,936-token vocabulary is 39 MB) and an
+/// extendible dataset may hold fewer rows than one chunk; 256 MiB is far above either.
+inline constexpr std::uint64_t kMaxOversizedChunkBytes = 256ull << 20;
 
 struct ReaderOptions {
   std::uint64_t memory_limit = kDefaultMemoryLimit;

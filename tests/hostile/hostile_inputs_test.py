@@ -416,6 +416,26 @@ class HostileInputs(unittest.TestCase):
                 self.assertLess(time.monotonic() - t0, 10)
                 self.assertLess(r.maxrss_kib, 256 << 10)
 
+    def test_a_chunk_far_wider_than_its_dataset_is_a_chunk_bomb(self):
+        # [6, 256] logits in deflated chunks of [6, 2^26] passed the storage bound (it counts the
+        # declared bytes), and every command read and inflated 1.5 GiB per chunk (a review's).
+        p = self.copy_good("wide_chunk.h5")
+        with h5py.File(p, "r+") as f:
+            run = f["logits/greedy"]
+            values, attrs = run["logits"][...], dict(run["logits"].attrs)
+            del run["logits"]
+            d = run.create_dataset("logits", data=values, maxshape=(None, None), chunks=(values.shape[0], 1 << 26),
+                                   compression="gzip", compression_opts=9)
+            for k, v in attrs.items():
+                d.attrs[k] = v
+        for command in ("inspect", "witness"):
+            with self.subTest(command=command):
+                r = hs.run_measured([command, p], timeout=120)
+                message = self.assert_refused(r, 234, "chunk-bomb")
+                self.assertIn("/logits/greedy/logits", message)
+                self.assertIn("a chunk larger than the dataset may be at most 268435456 bytes", message)
+                self.assertLess(r.maxrss_kib, 256 << 10)
+
     def test_logits_2_38_wide_are_refused_not_an_internal_error(self):
         p = self.small_logits_dump("wide38.h5")
         other = self.small_logits_dump("wide38-other.h5")

@@ -175,6 +175,20 @@ Status check_chunk_count(const DatasetInfo& info) {
                       " bytes each: its chunk index outweighs its data; refused before reading; rewrite it with "
                       "chunks of whole rows");
   }
+  // HDF5 reads (and inflates) a whole chunk for any element of it. A chunk far wider than the
+  // dataset passes the storage bound, which counts declared bytes: a 1.7 MB file's [6, 256]
+  // logits in deflated chunks of [6, 2^26] read 1.5 GiB per chunk and peaked at 1.6 GB in every
+  // command, whatever --max-memory said (a review's). A chunk may exceed the extent (an
+  // extendible dataset's rows written so far), up to kMaxOversizedChunkBytes.
+  const std::uint64_t declared = static_cast<std::uint64_t>(std::max<Index>(info.bytes, 0));
+  if (one_chunk > declared && one_chunk > kMaxOversizedChunkBytes) {
+    return Status(ErrorCode::kChunkBomb,
+                  "declares " + shape_string(info.shape) + " (" + std::to_string(declared) + " bytes) in chunks of " +
+                      shape_string(info.chunk) + " (" + std::to_string(one_chunk) +
+                      " bytes each): HDF5 reads and inflates a whole chunk for any element of it, and a chunk larger "
+                      "than the dataset may be at most " +
+                      std::to_string(kMaxOversizedChunkBytes) + " bytes; refused before reading");
+  }
   return Status::ok_status();
 }
 
