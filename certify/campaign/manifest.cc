@@ -124,6 +124,10 @@ Status check_top_level(const std::string& path, const Json& j) {
   if (!j.contains("entries") || !j["entries"].is_array() || j["entries"].empty()) {
     return usage(path, "\"entries\" must be a non-empty list");
   }
+  // The campaign's name titles its reports (a number there was an internal error, exit 4).
+  if (j.contains("name") && (!j["name"].is_string() || j["name"].get<std::string>().empty())) {
+    return usage(path, "\"name\" must be a non-empty string, not " + j["name"].dump());
+  }
   if (j.contains("weights") && (!j["weights"].is_string() || j["weights"].get<std::string>().empty())) {
     return usage(path, "\"weights\" must be the path of a weights dump");
   }

@@ -56,6 +56,18 @@ TEST(Manifest, AKeyGivenTwiceIsRefusedNamingTheEntryAndTheKey) {
       "accepted");
 }
 
+TEST(Manifest, ANameThatIsNotAStringIsAUsageError) {
+  // A number was an internal error (exit 4) and left no report (a review's).
+  for (const auto& [name, shown] : {std::pair<const char*, const char*>{"5", "5"}, {"null", "null"}, {"{}", "{}"},
+                                    {"\"\"", "\"\""}}) {
+    EXPECT_EQ(refusal("name", std::string(R"({"ncert_campaign": 1, "name": )") + name +
+                                  R"(, "entries": [{"id": "a", "check": "a.h5"}]})"),
+              std::string("\"name\" must be a non-empty string, not ") + shown);
+  }
+  EXPECT_EQ(refusal("name-ok", R"({"ncert_campaign": 1, "name": "m", "entries": [{"id": "a", "check": "a.h5"}]})"),
+            "accepted");
+}
+
 TEST(Manifest, AStringHoldingNulIsRefusedNamingTheEntryAndTheKey) {
   EXPECT_EQ(refusal("nul-input", R"({"ncert_campaign": 1, "entries": [{"id": "a", "check": "good.h5\u0000 x"}]})"),
             "entry a: \"check\" holds a NUL character (\\u0000), which no path or option may contain");
