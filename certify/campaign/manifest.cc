@@ -264,7 +264,8 @@ std::string_view entry_kind_name(EntryKind k) {
 std::vector<NamedPath> named_entry_files(const CampaignEntry& entry) {
   std::vector<NamedPath> files;
   for (const std::string& in : entry.inputs) files.push_back({"entry " + entry.id, in});
-  for (const char* key : {"weights", "vocab"}) {
+  // The skip policy is read too: a report written over it would lose it (a review's).
+  for (const char* key : {"weights", "vocab", "skip_policy"}) {
     if (entry.options.contains(key) && entry.options[key].is_string()) {
       files.push_back({"entry " + entry.id + " " + key, entry.options[key].get<std::string>()});
     }

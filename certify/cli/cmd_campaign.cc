@@ -72,7 +72,7 @@ void register_campaign(CLI::App& app, Action& action) {
               Status(ErrorCode::kIo, "--state " + o.state + ": cannot create the directory: " + ec.message()));
         }
       }
-      CommandFiles files{{{"MANIFEST", o.manifest}}, {}, {{"the journal", journal}}};
+      CommandFiles files{{{"MANIFEST", o.manifest}, {"--policy", o.skip_policy}}, {}, {{"the journal", journal}}};
       if (auto manifest = certify::load_manifest(o.manifest); manifest.ok()) {
         for (const certify::CampaignEntry& e : manifest->entries) {
           for (certify::NamedPath& f : certify::named_entry_files(e)) files.other_inputs.push_back(std::move(f));

@@ -15,8 +15,10 @@ void register_check(CLI::App& app, Action& action) {
       cl->apply();
       certify::CheckCommandOptions& o = cl->options;
       o.reader.memory_limit = cl->common.max_memory;
-      return run_reported("check", cl->common, {{{"DUMP", o.dump}, {"--weights", o.weights}}, {}, {}},
-                          [&] { return certify::run_check(o); });
+      return run_reported(
+          "check", cl->common,
+          {{{"DUMP", o.dump}, {"--weights", o.weights}, {"--policy", policy_path(o.skip_policy)}}, {}, {}},
+          [&] { return certify::run_check(o); });
     };
   });
 }

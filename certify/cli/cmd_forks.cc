@@ -16,8 +16,10 @@ void register_forks(CLI::App& app, Action& action) {
       cl->apply();
       certify::ForksOptions& o = cl->options;
       o.reader.memory_limit = cl->common.max_memory;
-      return run_reported("forks", cl->common, {{{"A", o.a}, {"B", o.b}, {"--vocab", o.vocab_file}}, {}, {}},
-                          [&] { return certify::run_forks(o); });
+      return run_reported(
+          "forks", cl->common,
+          {{{"A", o.a}, {"B", o.b}, {"--vocab", o.vocab_file}, {"--policy", policy_path(o.skip_policy)}}, {}, {}},
+          [&] { return certify::run_forks(o); });
     };
   });
 }

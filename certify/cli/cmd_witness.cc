@@ -55,7 +55,7 @@ void register_witness(CLI::App& app, Action& action) {
       }
       if (bad) return refuse_before_running(*bad);
       // --out writes the witness file and its summary beside it (WITNESS.h5.json).
-      CommandFiles files{{{"DUMP", w.dump}}, {}, {}};
+      CommandFiles files{{{"DUMP", w.dump}, {"--policy", policy_path(w.skip_policy)}}, {}, {}};
       // The summary is a report: it replaces only an empty file or a report, --force or not.
       if (!w.out.empty()) files.outputs = {{"--out", w.out}, {"--out's summary", w.out + ".json", true}};
       return run_reported("witness", cl->common, files, [&] { return certify::run_witness(w); });

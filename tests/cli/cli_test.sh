@@ -50,6 +50,17 @@ expect 0 "demo --force overwrites" -- "$ncert" demo --dir "$dir/demo" --force --
 mkdir -p "$dir/demo-empty"
 expect 2 "demo --json onto one of its own dumps is a path conflict" -- "$ncert" demo --dir "$dir/demo-empty" --json "$dir/demo-empty/good.h5"
 grep -q "path-conflict (105)" "$dir/err.txt" && echo "ok:   the conflict is named" || { echo "FAIL: no path-conflict named"; failures=$((failures + 1)); }
+# A skip policy is an input: a report over it lost it, empty or not (a review's campaign with
+# "skip_policy": "pol.json" and --json pol.json replaced the policy with its refusal).
+echo '{"ncert_skip_policy": 1}' > "$dir/policy.json"
+expect 2 "check --json onto its --policy is a path conflict" -- "$ncert" check "$dir/demo/good.h5" --policy "$dir/policy.json" --json "$dir/policy.json"
+grep -q "path-conflict (105).*(--policy)" "$dir/err.txt" && grep -q ncert_skip_policy "$dir/policy.json" \
+  && echo "ok:   the policy is named and kept" || { echo "FAIL: the policy was not protected"; failures=$((failures + 1)); }
+: > "$dir/empty-policy.json"
+printf '{"ncert_campaign": 1, "skip_policy": "empty-policy.json", "entries": [{"id": "a", "check": "demo/good.h5"}]}' > "$dir/policy-manifest.json"
+expect 2 "campaign --json onto its manifest's skip policy is a path conflict" -- "$ncert" campaign "$dir/policy-manifest.json" --json "$dir/empty-policy.json"
+grep -q "path-conflict (105)" "$dir/err.txt" && [[ ! -s "$dir/empty-policy.json" ]] \
+  && echo "ok:   the manifest's policy is kept" || { echo "FAIL: the manifest's policy was overwritten"; failures=$((failures + 1)); }
 echo "a file" > "$dir/demo-file"
 expect 2 "demo --dir naming a file is a usage error" -- "$ncert" demo --dir "$dir/demo-file"
 mkdir -p "$dir/demo-user" && echo "precious" > "$dir/demo-user/good.h5"
