@@ -52,14 +52,25 @@ std::string dotted(std::string s) {
 }
 
 /// The classname and name of a check's testcase.
+/// A campaign's checks carry their entry's id before both id and subject (Report::add_entry):
+/// a check without a subject has the subject "ENTRY/", and a dump's own checks read "g/schema"
+/// of subject "g/dump". Each is named as its command names it, the entry's id before
+/// (a review's "cmp." / "cmp/logits/greedy" and "g.dump" / "g/schema").
 std::pair<std::string, std::string> testcase_names(const CheckResult& c) {
   const std::string kind(check_kind_name(c.kind));
-  if (!c.subject.empty()) {
-    if (c.id.size() > c.subject.size() + 1 && c.id.compare(0, c.subject.size(), c.subject) == 0 &&
-        c.id[c.subject.size()] == '/') {
-      return {dotted(c.subject), c.id.substr(c.subject.size() + 1)};
+  const std::string_view subject = c.subject;
+  if (!subject.empty() && subject.back() != '/') {
+    if (c.id.size() > subject.size() + 1 && c.id.compare(0, subject.size(), subject) == 0 &&
+        c.id[subject.size()] == '/') {
+      return {dotted(c.subject), c.id.substr(subject.size() + 1)};
     }
-    return {dotted(c.subject), c.id == c.subject ? kind : c.id};
+    // The folders id and subject share (a campaign entry's id) are the classname's alone.
+    std::size_t shared = 0;
+    for (std::size_t i = 0; i < c.id.size() && i < subject.size() && c.id[i] == subject[i]; ++i) {
+      if (c.id[i] == '/') shared = i + 1;
+    }
+    const std::string rest = c.id.substr(shared);
+    return {dotted(c.subject), c.id == c.subject ? kind : rest};
   }
   return {dotted(c.id), kind};
 }
@@ -76,10 +87,29 @@ std::ptrdiff_t refusal_index(const Report& r) {
   return -1;
 }
 
+/// `j` without its timing_* members, at any depth: a check's stats hold its run time (compare's
+/// timing_seconds), and the page must be the same bytes for the same inputs at any thread
+/// count, as the HTML is (a review's two runs differed in that line alone).
+Json without_timings(Json j) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end();) {
+      if (it.key().rfind("timing_", 0) == 0) {
+        it = j.erase(it);
+      } else {
+        *it = without_timings(std::move(*it));
+        ++it;
+      }
+    }
+  } else if (j.is_array()) {
+    for (Json& v : j) v = without_timings(std::move(v));
+  }
+  return j;
+}
+
 std::string evidence_text(const CheckResult& c) {
   std::string text = c.reason + "\n";
   for (const std::string& d : c.details) text += d + "\n";
-  text += "stats: " + utf8_repaired(check_json(c)["stats"]).dump(2) + "\n";
+  text += "stats: " + utf8_repaired(without_timings(check_json(c)["stats"])).dump(2) + "\n";
   return text;
 }
 

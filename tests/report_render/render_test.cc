@@ -277,10 +277,22 @@ TEST(RenderJunit, OneTestcasePerCheckWithSkipsFailuresAndTheRefusalAsError) {
   fail.reason = "row 0 differs";
   fail.details = {"row 0: max |d| 1"};
   r.checks.push_back(fail);
+  // A failing comparison's stats hold its run time, which the page leaves out (a review's two
+  // runs' pages differed in that line alone).
+  CheckResult timed = fail;
+  timed.id = "logits/timed";
+  LogitsEvidence le;
+  le.timing_seconds = 0.00189;
+  le.rows_a = 7;
+  timed.evidence = le;
+  r.checks.push_back(timed);
   r.refuse(Status(ErrorCode::kNotHdf5, "b.h5: not an HDF5 file"));
   const std::string x = render_junit(r);
-  EXPECT_NE(x.find("<testsuite name=\"ncert check\" tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\">"),
-            std::string::npos);
+  EXPECT_NE(x.find("<testsuite name=\"ncert check\" tests=\"5\" failures=\"2\" errors=\"1\" skipped=\"1\">"),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("&quot;rows_a&quot;: 7"), std::string::npos) << x;
+  EXPECT_EQ(x.find("timing"), std::string::npos) << x;
   EXPECT_NE(
       x.find("<testcase classname=\"projections.attn\" name=\"bound\">\n      <system-out>all inside</system-out>"),
       std::string::npos);
@@ -296,6 +308,40 @@ TEST(RenderJunit, OneTestcasePerCheckWithSkipsFailuresAndTheRefusalAsError) {
   EXPECT_NE(x.find("<property name=\"input.1.xxh3_128\" value=\"00000000000000000000000000000001\"/>"),
             std::string::npos);
   EXPECT_EQ(x.find("time="), std::string::npos);  // nothing that changes between identical runs
+}
+
+TEST(RenderJunit, ACampaignNamesEachCheckAsItsCommandDoesWithTheEntryFirst) {
+  // Checks without a subject read classname "cmp." and name "cmp/logits/greedy"; a dump's own
+  // checks "g.dump" and "g/schema" (a review's).
+  Report entry;
+  entry.command = "compare";
+  CheckResult logits;
+  logits.id = "logits/greedy";
+  logits.kind = CheckKind::kLogits;
+  entry.checks.push_back(logits);
+  CheckResult schema;
+  schema.id = "schema";
+  schema.subject = "dump";
+  schema.kind = CheckKind::kSchema;
+  entry.checks.push_back(schema);
+  CheckResult bound;
+  bound.id = "projections/attn/bound";
+  bound.subject = "projections/attn";
+  bound.kind = CheckKind::kBound;
+  entry.checks.push_back(bound);
+  const std::string alone = render_junit(entry);
+  Report campaign;
+  campaign.command = "campaign";
+  campaign.add_entry("e1", "compare", entry);
+  const std::string x = render_junit(campaign);
+  for (const auto& [own, in_campaign] :
+       {std::pair<const char*, const char*>{"classname=\"logits.greedy\" name=\"logits\"",
+                                            "classname=\"e1.logits.greedy\" name=\"logits\""},
+        {"classname=\"dump\" name=\"schema\"", "classname=\"e1.dump\" name=\"schema\""},
+        {"classname=\"projections.attn\" name=\"bound\"", "classname=\"e1.projections.attn\" name=\"bound\""}}) {
+    EXPECT_NE(alone.find(own), std::string::npos) << own << "\n" << alone;
+    EXPECT_NE(x.find(in_campaign), std::string::npos) << in_campaign << "\n" << x;
+  }
 }
 
 // ---- layout: summary, failures first, collapsed passes, calm plots, ids that wrap ---------------
