@@ -20,24 +20,30 @@ namespace ncert::certify {
 
 namespace {
 
-// The temporary file in flight, for the signal handler: a fixed buffer (no allocation in a
-// handler), empty when none.
-char g_temp[PATH_MAX + 32] = {};
+// The temporary files in flight, for the signal handler: fixed buffers (no allocation in a
+// handler), empty when none. A command writes at most its three reports at once.
+constexpr std::size_t kMaxTemps = 3;
+char g_temps[kMaxTemps][PATH_MAX + 32] = {};
 struct sigaction g_old_int {
 }, g_old_term{};
 
 extern "C" void remove_temp_and_die(int sig) {
-  if (g_temp[0] != '\0') unlink(g_temp);
+  for (auto& temp : g_temps) {
+    if (temp[0] != '\0') unlink(temp);
+  }
   // Die by the same signal, as if the handler had never been installed.
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
-/// Registers the temporary file with the signal handlers for its lifetime.
+/// Registers the temporary files with the signal handlers for its lifetime, and removes what is
+/// left of them at its end (after a successful rename, nothing).
 class TempGuard {
  public:
-  explicit TempGuard(const std::string& path) {
-    std::snprintf(g_temp, sizeof g_temp, "%s", path.c_str());
+  explicit TempGuard(const std::vector<std::string>& paths) {
+    for (std::size_t i = 0; i < paths.size() && i < kMaxTemps; ++i) {
+      std::snprintf(g_temps[i], sizeof g_temps[i], "%s", paths[i].c_str());
+    }
     struct sigaction sa {};
     sa.sa_handler = remove_temp_and_die;
     sigemptyset(&sa.sa_mask);
@@ -49,9 +55,36 @@ class TempGuard {
   ~TempGuard() {
     sigaction(SIGINT, &g_old_int, nullptr);
     sigaction(SIGTERM, &g_old_term, nullptr);
-    unlink(g_temp);  // after a successful rename there is nothing left to remove
-    g_temp[0] = '\0';
+    for (auto& temp : g_temps) {
+      if (temp[0] != '\0') unlink(temp);
+      temp[0] = '\0';
+    }
   }
+};
+
+/// SIGINT and SIGTERM ignored for its lifetime (or, `for_good`, from then on): the renames that
+/// put several reports in place run to their end (a few microseconds).
+class StopsHeldOff {
+ public:
+  explicit StopsHeldOff(bool for_good) : for_good_(for_good) {
+    struct sigaction sa {};
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  StopsHeldOff(const StopsHeldOff&) = delete;
+  StopsHeldOff& operator=(const StopsHeldOff&) = delete;
+  ~StopsHeldOff() {
+    if (for_good_) return;
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  bool for_good_;
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 Status write_failure(const std::string& path, const std::string& what, int err) {
@@ -279,33 +312,64 @@ Status write_stdout(const std::string& text) {
 }
 
 Status write_report_file(const std::string& path, const std::string& text) {
-  if (path == "-") return write_stdout(text);
-  struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && is_stream_path(path)) {
-    // A device, FIFO or open descriptor: in place, appending (a regular file behind /dev/stdout
-    // already holds the human summary). Any other regular file, in /dev/shm too, is replaced.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0) return write_failure(path, "open", errno);
-    const int err = write_all(fd, text);
-    const int cerr = ::close(fd) != 0 ? errno : 0;
-    if (err != 0) return write_failure(path, "write", err);
-    if (cerr != 0 && cerr != EINTR) return write_failure(path, "close", cerr);
-    return Status();
+  return write_report_files({{path, text}}, false).front();
+}
+
+std::vector<Status> write_report_files(const std::vector<std::pair<std::string, std::string>>& files, bool last) {
+  std::vector<Status> out(files.size());
+  // Regular files or new ones: whole or not at all, each to a temporary file beside its real
+  // target (rename stays on one filesystem, and a symlink keeps pointing at the report).
+  std::vector<std::string> temps(files.size()), targets(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& path = files[i].first;
+    if (path == "-" || is_stream_path(path)) continue;
+    targets[i] = resolved(path);
+    temps[i] = report_temp_path(path, static_cast<long>(::getpid()));
   }
-  // A regular file or a new one: whole or not at all. Beside the real target, so rename stays
-  // on one filesystem and a symlink keeps pointing at the report.
-  const std::string target = resolved(path);
-  const std::string tmp = report_temp_path(path, static_cast<long>(::getpid()));
-  TempGuard guard(tmp);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) return write_failure(path, "create " + tmp, errno);
-  int err = write_all(fd, text);
-  if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
-  if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
-  if (err != 0) return write_failure(path, "write", err);
-  if (::rename(tmp.c_str(), target.c_str()) != 0) return write_failure(path, "rename", errno);
-  return Status();
+  TempGuard guard(temps);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& [path, text] = files[i];
+    if (path == "-") {
+      out[i] = write_stdout(text);
+    } else if (temps[i].empty()) {
+      // A device, FIFO or open descriptor: in place, appending (a regular file behind
+      // /dev/stdout already holds the human summary). Any other regular file, in /dev/shm too,
+      // is replaced.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+      if (fd < 0) {
+        out[i] = write_failure(path, "open", errno);
+        continue;
+      }
+      const int err = write_all(fd, text);
+      const int cerr = ::close(fd) != 0 ? errno : 0;
+      if (err != 0) out[i] = write_failure(path, "write", err);
+      if (err == 0 && cerr != 0 && cerr != EINTR) out[i] = write_failure(path, "close", cerr);
+    } else {
+      const int fd = ::open(temps[i].c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd < 0) {
+        out[i] = write_failure(path, "create " + temps[i], errno);
+        temps[i].clear();
+        continue;
+      }
+      int err = write_all(fd, text);
+      if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+      if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+      if (err != 0) {
+        out[i] = write_failure(path, "write", err);
+        ::unlink(temps[i].c_str());
+        temps[i].clear();
+      }
+    }
+  }
+  // Every report written: put in place together, stops held off. A SIGTERM while three were
+  // written left the JSON new beside the old JUnit and HTML, under "no report written" (a
+  // review's); now a stop before this point changes none, and one during it waits for it.
+  StopsHeldOff held(last);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (temps[i].empty()) continue;
+    if (::rename(temps[i].c_str(), targets[i].c_str()) != 0) out[i] = write_failure(files[i].first, "rename", errno);
+  }
+  return out;
 }
 
 }  // namespace ncert::certify

