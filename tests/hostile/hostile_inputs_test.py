@@ -367,11 +367,13 @@ class HostileInputs(unittest.TestCase):
         self.assertLess(r.maxrss_kib, 256 << 10, "peak RSS %d KiB" % r.maxrss_kib)
         self.assertLess(elapsed, 30)
 
-    def test_a_chunk_libhdf5_cannot_inflate_within_the_budget_names_the_file(self):
-        # The logits of B stored as one deflate chunk of 32,767 x 32,768 f32 (4 GiB of zeros in
-        # ~4 MB): libhdf5 inflates it whole, and its allocation fails under the address-space
-        # limit of --max-memory 64 MiB. compare reads two dumps with the same object names, so
-        # the message names the file, and the budget as the cause before any corruption.
+    def test_a_chunk_too_large_for_the_budget_names_the_file(self):
+        # A tensor, 32,767 x 32,768 f32, stored as one deflate chunk (4 GiB of zeros in ~4 MB; as
+        # large as the tensor, so no chunk bomb): libhdf5 would inflate it whole to read any row,
+        # over --max-memory 64 MiB. It is refused before libhdf5 is asked (whose failed
+        # allocation the logits' chunk of this size reached before chunks larger than their
+        # dataset were chunk bombs). compare reads two dumps with the same object names, so the
+        # message names the file, and the budget as the cause before any corruption.
         a = self.small_logits_dump("bigchunk-a.h5")
         b = self.small_logits_dump("bigchunk-b.h5")
         rows, cols = 32767, 32768
@@ -386,19 +388,17 @@ class HostileInputs(unittest.TestCase):
         whole, tail = divmod(total - len(block), len(block))
         tail_bytes = z.compress(bytes(tail)) + z.flush(zlib.Z_FULL_FLUSH) if tail else b""
         stream = head + repeat * whole + tail_bytes + b"\x03\x00" + ((total % 65521) << 16 | 1).to_bytes(4, "big")
-        with h5py.File(b, "r+") as f:
-            g = f["logits/greedy"]
-            shape = g["logits"].shape
-            del g["logits"]
-            d = g.create_dataset("logits", shape=shape, maxshape=(None, None), chunks=(rows, cols),
-                                 dtype=np.float32, compression="gzip")
-            d.id.write_direct_chunk((0, 0), stream)
+        for path in (a, b):
+            with h5py.File(path, "r+") as f:
+                d = f.create_group("tensors").create_dataset("big", shape=(rows, cols), chunks=(rows, cols),
+                                                             dtype=np.float32, compression="gzip")
+                d.id.write_direct_chunk((0, 0), stream)
         self.assertLess(os.path.getsize(b), 16 << 20)
         report = self.path("bigchunk.json")
         r = hs.run(["compare", a, b, "--max-memory", str(64 << 20), "--json", report], timeout=120)
         message = self.assert_refused(r, 226, "memory-limit", report)
-        self.assertTrue(message.startswith(b + ": /logits/greedy/logits: rows [0, "), message)
-        self.assertIn("libhdf5 could not allocate the memory it needs within the --max-memory budget", message)
+        self.assertTrue(message.startswith(a + ": /tensors/big: its blocks of 32767 rows take 4294836224 bytes at "
+                                           "once, over the memory limit of 67108864"), message)
         self.assertNotIn("corrupt", message)
 
     def test_unallocated_2_40_elements_are_a_storage_bomb(self):
@@ -631,6 +631,45 @@ class HostileInputs(unittest.TestCase):
                     self.assertFalse(os.path.exists(report))
         finally:
             os.remove(p)
+
+    def test_a_stop_while_reports_are_written_replaces_all_three_or_none(self):
+        # A SIGTERM ~31-38 ms into a failing compare left its JSON new beside the previous run's
+        # JUnit and HTML, exit 143 "no report written" (a review's). Stops spread over the
+        # command's whole run: whatever the timing, the three agree, and an interrupted run
+        # leaves the previous ones.
+        a, b = self.demo["logits-a.h5"], self.demo["logits-b.h5"]
+        d = self.path("stopped-reports")
+        os.makedirs(d)
+        reports = ["--json", os.path.join(d, "r.json"), "--html", os.path.join(d, "r.html"),
+                   "--junit", os.path.join(d, "r.xml")]
+
+        def verdicts():
+            found = []
+            for name, pattern in (("r.json", r'"verdict": "([A-Z]+)"'),
+                                  ("r.html", r'data-verdict="([A-Z]+)"'),
+                                  ("r.xml", r'ncert\.verdict" value="([A-Z]+)"')):
+                with open(os.path.join(d, name)) as f:
+                    found.append(re.search(pattern, f.read()).group(1))
+            return found
+
+        stopped = 0
+        for i in range(40):
+            self.assertEqual(hs.run(["compare", a, a, "--threads", "1"] + reports).returncode, 0)
+            proc = subprocess.Popen([hs.NCERT, "compare", a, b, "--threads", "1"] + reports,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE)
+            time.sleep(0.001 * i)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+            seen = verdicts()
+            self.assertEqual(len(set(seen)), 1, "delay %d ms, exit %s: %s %s" % (i, proc.returncode, seen, err))
+            if proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM):
+                stopped += 1
+                self.assertEqual(seen[0], "PASS", "delay %d ms: stopped, yet replaced" % i)
+            else:
+                self.assertEqual((proc.returncode, seen[0]), (1, "FAIL"), err)
+            self.assertEqual(hs.temp_leftovers(d), [])
+        self.assertGreater(stopped, 0)
 
 
 if __name__ == "__main__":
