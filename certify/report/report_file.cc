@@ -102,14 +102,29 @@ std::string directory_of(const std::string& path) {
 std::string resolved(const std::string& path) {
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) != nullptr) return buf;
-  return path;
+  // A symbolic link to a file not there yet: the report goes where it points, as through a link
+  // to an existing one (a dangling link was replaced by a regular file and its target never
+  // written: a review's). Followed as the kernel would, up to its 40 links.
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) break;
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(p.c_str(), target, sizeof target - 1);
+    if (n < 0) break;
+    target[n] = '\0';
+    const std::filesystem::path t(target);
+    p = t.is_absolute() ? t.string() : (std::filesystem::path(p).parent_path() / t).string();
+  }
+  return p;
 }
 
 /// The path made absolute and normal, following the symbolic links of the part that exists: two
 /// spellings of one path not yet created compare equal ("r.json", "./sub/../r.json").
 std::string normal_path(const std::string& path) {
   std::error_code ec;
-  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  // A dangling link names the path it points at (resolved), which another output may name too.
+  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(resolved(path), ec), ec);
   return ec ? path : p.lexically_normal().string();
 }
 
@@ -187,6 +202,9 @@ Status check_output_place(const NamedPath& out) {
                                                     "choose another path)");
       }
     }
+  }
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) != 0 && errno == ELOOP) {
+    return Status(ErrorCode::kUsage, flag + " " + path + " is a symbolic link that loops");
   }
   const std::string dir = directory_of(resolved(path));
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {

@@ -600,6 +600,29 @@ class HostileInputs(unittest.TestCase):
         self.assertEqual(os.readlink(link), "target.json")
         self.assertEqual(hs.load_report(target)["command"], "check")
         self.assertEqual(hs.temp_leftovers(d), [])
+        # A link to a file not there yet: the report is written where it points, the link kept
+        # (it was replaced by a regular file, its target never written: a review's); into a
+        # missing directory, or a link that loops, is a usage error.
+        os.symlink("new.json", os.path.join(d, "dangling.json"))
+        r = hs.run(["check", self.demo["good.h5"], "--json", os.path.join(d, "dangling.json")])
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertTrue(os.path.islink(os.path.join(d, "dangling.json")))
+        self.assertEqual(hs.load_report(os.path.join(d, "new.json"))["command"], "check")
+        os.symlink("/nonexistent/dir/r.json", os.path.join(d, "nowhere.json"))
+        os.symlink("loop.json", os.path.join(d, "loop.json"))
+        for name, said in (("nowhere.json", "the directory /nonexistent/dir does not exist"),
+                           ("loop.json", "is a symbolic link that loops")):
+            r = hs.run(["check", self.demo["good.h5"], "--json", os.path.join(d, name)])
+            self.assertEqual(r.returncode, 2, r.describe())
+            self.assertIn(said, r.err_text)
+            self.assertTrue(os.path.islink(os.path.join(d, name)))
+        # Two outputs through a dangling link and its target are one path.
+        os.symlink("both.html", os.path.join(d, "to-both.json"))
+        r = hs.run(["check", self.demo["good.h5"], "--json", os.path.join(d, "to-both.json"),
+                    "--html", os.path.join(d, "both.html")])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertIn("path-conflict (105)", r.err_text)
+        self.assertEqual(hs.temp_leftovers(d), [])
 
     def test_sigint_and_sigterm_during_a_long_check(self):
         # 2048 x 4096 activations against 4096 x 4096 bf16 weights: ~2.5 s of `check` on one
