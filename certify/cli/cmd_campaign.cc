@@ -68,8 +68,9 @@ void register_campaign(CLI::App& app, Action& action) {
       certify::CreatedDirectories made;
       if (!o.state.empty()) {
         if (const std::error_code ec = made.create(o.state)) {
+          // An output's place the command line names: usage, as for every output (docs/cli.md).
           return refuse_before_running(
-              Status(ErrorCode::kIo, "--state " + o.state + ": cannot create the directory: " + ec.message()));
+              Status(ErrorCode::kUsage, "--state " + o.state + ": cannot create the directory: " + ec.message()));
         }
       }
       CommandFiles files{{{"MANIFEST", o.manifest}, {"--policy", o.skip_policy}}, {}, {{"the journal", journal}}};

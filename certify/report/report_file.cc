@@ -207,12 +207,30 @@ Status check_output_place(const NamedPath& out) {
     return Status(ErrorCode::kUsage, flag + " " + path + " is a symbolic link that loops");
   }
   const std::string dir = directory_of(resolved(path));
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (::stat(dir.c_str(), &st) != 0) {
     return Status(ErrorCode::kUsage, flag + " " + path + ": the directory " + dir + " does not exist");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status(ErrorCode::kUsage, flag + " " + path + ": " + dir + " is not a directory");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
     return Status(ErrorCode::kUsage,
                   flag + " " + path + ": cannot create files in " + dir + ": " + std::strerror(errno));
+  }
+  // access() answers yes to root wherever the mode bits do, and a file system may still refuse
+  // (sysfs, a read-only mount): a file made and removed again is the answer (a review's --state
+  // /sys/kernel was found out only by the run, as io, exit 3).
+  const std::string probe = dir + "/.ncert-probe." + std::to_string(static_cast<long>(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    if (err != EEXIST) {
+      return Status(ErrorCode::kUsage,
+                    flag + " " + path + ": cannot create files in " + dir + ": " + std::strerror(err));
+    }
+  } else {
+    ::close(fd);
+    ::unlink(probe.c_str());
   }
   return Status();
 }

@@ -141,6 +141,14 @@ expect 2 "campaign --journal - is a usage error" -- "$ncert" campaign "$dir/demo
 [[ ! -e ./- ]] && echo "ok:   no file named - was made" || { echo "FAIL: a journal named - was made"; failures=$((failures + 1)); }
 echo "not a directory" > "$dir/state-file"
 expect 2 "campaign --state naming a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/state-file"
+# Below a file, or in a directory the file system refuses writes to whatever the mode bits say
+# (sysfs, even to root): the command line's mistake, usage, not io at run time (a review's exit 3).
+expect 2 "campaign --state below a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/state-file/st"
+expect 2 "campaign --journal below a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --journal "$dir/state-file/j"
+grep -q "state-file is not a directory" "$dir/err.txt" && echo "ok:   the file in the way is named" || { echo "FAIL: the file in the way is not named"; failures=$((failures + 1)); }
+if [[ -d /sys/kernel ]]; then
+  expect 2 "campaign --state in a directory that refuses files is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state /sys/kernel
+fi
 # JSON a user hands over: nesting no ncert file needs overflowed the stack (exit 139 at 100,000
 # levels), and text after a NUL byte was never read (nlohmann stops there).
 python3 -c 'import sys; n = 100000; open(sys.argv[1], "w").write("{\"ncert_campaign\": 1, \"entries\": [{\"check\": \"good.h5\", \"id\": " + "{\"a\":" * n + "1" + "}" * n + "}]}")' "$dir/demo/deep.json"
