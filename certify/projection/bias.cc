@@ -125,6 +125,17 @@ std::string beyond_text(const BiasOutput& o, double threshold) {
          : toward                   ? ", or truncation seen first where that row's sums are largest"
          : away ? ", or a rounding that is not to nearest seen first where that row's sums are largest"
                 : ", or a rounding fault seen first where that row's sums are largest";
+  } else if (o.beyond_toward_zero == o.beyond && 100 * n < o.tested) {
+    // An output rounding that truncates moves about half of all values beyond; a few of them
+    // are those values' own (a part of the outputs truncated), or values wrong by less than a
+    // spacing (one AF4 group's scale x 1.002 moved one value so, which read "truncation": a
+    // review's).
+    s += (n == 1 ? ", toward zero by less than a spacing" : ", every one toward zero and by less than a spacing") +
+         std::string(": ") +
+         (n == 1 ? "that value truncated, or wrong by less than a spacing"
+                 : "those values truncated, or wrong by less than a spacing") +
+         " (an output rounding that truncates would move about half the " + std::to_string(o.tested) +
+         " values tested)";
   } else if (o.beyond_toward_zero == o.beyond) {
     s += n == 1 ? ", toward zero by less than a spacing: truncation"
                 : ", every one toward zero and by less than a spacing: truncation";
