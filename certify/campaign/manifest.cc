@@ -180,6 +180,10 @@ struct EntryReader {
       return usage(path, where + ": \"" + std::string(kind.name) + "\" takes " +
                              (kind.inputs == 1 ? "a path" : "a list of two paths"));
     }
+    // An empty path names no file (it read "file-not-found (103): : no such file" at run time).
+    const bool empty = kind.inputs == 1 ? given.get<std::string>().empty()
+                                        : given[0].get<std::string>().empty() || given[1].get<std::string>().empty();
+    if (empty) return usage(path, where + ": \"" + std::string(kind.name) + "\": an empty path names no file");
     return Status();
   }
 

@@ -11,6 +11,7 @@
 #include "certify/campaign/detail/executors.h"
 #include "certify/campaign/entry_options.h"
 #include "certify/campaign/journal.h"
+#include "certify/report/skip_policy.h"
 
 namespace ncert::certify {
 
@@ -55,6 +56,11 @@ std::string journal_path(const CampaignOptions& o) {
 Result<Manifest> campaign_manifest(const CampaignOptions& o) {
   NCERT_ASSIGN_OR_RETURN(Manifest manifest, load_manifest(o.manifest));
   if (o.skip_policy.empty()) return manifest;
+  // The command line's policy, refused as the command line's: given to every entry, its error
+  // read "MANIFEST: entry g: option \"skip_policy\": ..." of a manifest that names none.
+  if (auto policy = load_skip_policy(o.skip_policy); !policy.ok()) {
+    return Status(policy.status().code(), "--policy: " + policy.status().message());
+  }
   for (CampaignEntry& e : manifest.entries) {
     const std::vector<std::string> keys = entry_option_keys(e.kind);
     if (std::find(keys.begin(), keys.end(), "skip_policy") != keys.end()) e.options["skip_policy"] = o.skip_policy;

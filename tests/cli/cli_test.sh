@@ -141,6 +141,12 @@ expect 2 "campaign --journal - is a usage error" -- "$ncert" campaign "$dir/demo
 [[ ! -e ./- ]] && echo "ok:   no file named - was made" || { echo "FAIL: a journal named - was made"; failures=$((failures + 1)); }
 echo "not a directory" > "$dir/state-file"
 expect 2 "campaign --state naming a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/state-file"
+# A bad --policy is the command line's, not the manifest's (it read "MANIFEST: entry g: option
+# \"skip_policy\": ..." of a manifest that names none: a review's).
+echo '{"ncert_skip_policy": 1, "expected_skips": [{"kind": "wlak"}]}' > "$dir/bad-policy.json"
+expect 2 "campaign --policy naming a bad file is refused" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --policy "$dir/bad-policy.json"
+grep -q "skip-policy-invalid (107): --policy: " "$dir/out.txt" "$dir/err.txt" && ! grep -q "option \"skip_policy\"" "$dir/out.txt" "$dir/err.txt" \
+  && echo "ok:   the refusal names --policy" || { echo "FAIL: the refusal blames the manifest"; failures=$((failures + 1)); }
 # Below a file, or in a directory the file system refuses writes to whatever the mode bits say
 # (sysfs, even to root): the command line's mistake, usage, not io at run time (a review's exit 3).
 expect 2 "campaign --state below a file is a usage error" -- "$ncert" campaign "$dir/demo/pol-campaign.json" --state "$dir/state-file/st"

@@ -58,14 +58,22 @@ TEST(Manifest, AKeyGivenTwiceIsRefusedNamingTheEntryAndTheKey) {
 
 TEST(Manifest, ANameThatIsNotAStringIsAUsageError) {
   // A number was an internal error (exit 4) and left no report (a review's).
-  for (const auto& [name, shown] : {std::pair<const char*, const char*>{"5", "5"}, {"null", "null"}, {"{}", "{}"},
-                                    {"\"\"", "\"\""}}) {
+  for (const auto& [name, shown] :
+       {std::pair<const char*, const char*>{"5", "5"}, {"null", "null"}, {"{}", "{}"}, {"\"\"", "\"\""}}) {
     EXPECT_EQ(refusal("name", std::string(R"({"ncert_campaign": 1, "name": )") + name +
                                   R"(, "entries": [{"id": "a", "check": "a.h5"}]})"),
               std::string("\"name\" must be a non-empty string, not ") + shown);
   }
   EXPECT_EQ(refusal("name-ok", R"({"ncert_campaign": 1, "name": "m", "entries": [{"id": "a", "check": "a.h5"}]})"),
             "accepted");
+}
+
+TEST(Manifest, AnEmptyInputPathIsAUsageErrorNamingTheEntryByPlace) {
+  // It failed its entry at run time: "file-not-found (103): : no such file" (a review's).
+  EXPECT_EQ(refusal("empty-check", R"({"ncert_campaign": 1, "entries": [{"id": "a", "check": ""}]})"),
+            "entries[0]: \"check\": an empty path names no file");
+  EXPECT_EQ(refusal("empty-compare", R"({"ncert_campaign": 1, "entries": [{"id": "c", "compare": ["a.h5", ""]}]})"),
+            "entries[0]: \"compare\": an empty path names no file");
 }
 
 TEST(Manifest, AStringHoldingNulIsRefusedNamingTheEntryAndTheKey) {
