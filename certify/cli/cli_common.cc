@@ -117,6 +117,7 @@ int output(const certify::Report& report, const CommonOptions& o) {
   if (o.json_path != "-" && o.html_path != "-" && o.junit_path != "-") {
     if (Status s = certify::write_stdout(report.to_text(o.quiet)); !s.ok()) failed_write(s);
   }
+  for (const Status& s : report.output_errors) failed_write(s);
   // The three reports are replaced together or not at all (write_report_files).
   std::vector<std::pair<std::string, std::string>> files;
   if (!o.json_path.empty()) files.emplace_back(o.json_path, report.to_json().dump(2) + "\n");

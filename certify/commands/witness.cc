@@ -15,6 +15,17 @@ namespace ncert::certify {
 
 namespace {
 
+/// The system's reason libhdf5's error stack gives for a failed file operation ("; No space
+/// left on device"), or nothing.
+std::string os_reason(const Status& s) {
+  const std::string& d = s.detail();
+  const std::string key = "error message = '";
+  const auto at = d.find(key);
+  if (at == std::string::npos) return std::string();
+  const auto end = d.find('\'', at + key.size());
+  return end == std::string::npos ? std::string() : "; " + d.substr(at + key.size(), end - at - key.size());
+}
+
 std::string witness_line(const Witness& w) {
   std::string s = "position " + std::to_string(w.position) + "  token " + std::to_string(w.token) + "  logit " +
                   format_f32(w.logit);
@@ -102,10 +113,21 @@ Result<Report> run_witness(const WitnessOptions& o) {
   report.inputs = hashes.finish();
   const InputInfo input = report.inputs.front();
   if (!o.out.empty()) {
-    NCERT_RETURN_IF_ERROR(write_witness_file(o.out, o.overwrite, reader->model(), input.xxh3_128, runs));
+    // A file that cannot be written never hides the verdict (a full disk read "input refused",
+    // exit 3, the witnesses gone: a review's): it is an output error beside the report.
+    if (Status s = write_witness_file(o.out, o.overwrite, reader->model(), input.xxh3_128, runs); !s.ok()) {
+      report.output_errors.push_back(
+          Status(ErrorCode::kReportWrite,
+                 "--out " + o.out + ": the witness file could not be written: " + s.message() + os_reason(s)));
+      return report;
+    }
     // The JSON summary beside it: the same report, for tools that do not read HDF5.
     const std::string summary = o.out + ".json";
-    NCERT_RETURN_IF_ERROR(write_report_file(summary, report.to_json().dump(2) + "\n"));
+    if (Status s = write_report_file(summary, report.to_json().dump(2) + "\n"); !s.ok()) {
+      report.output_errors.push_back(Status(
+          ErrorCode::kReportWrite, s.message() + " (the witness file " + o.out + " was written, its summary not)"));
+      return report;
+    }
     report.stats["witness_file"] = o.out;
     report.stats["witness_summary"] = summary;
     report.preamble.push_back("wrote " + o.out + " and " + summary);

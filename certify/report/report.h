@@ -49,6 +49,10 @@ struct Report {
   Json extra = Json::object();        ///< command-specific top-level members (inspect: datasets)
   std::optional<Status> error;        ///< set when an input was refused (exit 3)
   std::vector<std::string> preamble;  ///< lines printed before the checks (human summary)
+  /// Files the command writes itself beside its reports (witness --out and its summary) that
+  /// could not be written: printed as errors, and a PASS exits 5 as for a report not written;
+  /// the verdict stands (they are not rendered into the reports).
+  std::vector<Status> output_errors;
   /// A campaign's entries (add_entry), each with its own command's report, typed: the JSON's
   /// top-level `entries` and the HTML page's summary and per-entry parts are drawn from them.
   /// Empty for every other command.

@@ -216,6 +216,20 @@ else
   echo "FAIL: witness --out replaced a dump at its summary's path"
   failures=$((failures + 1))
 fi
+# A summary that cannot be written (a full disk: here a link to /dev/full) never hides the
+# verdict: the witnesses are reported, PASS exits 5 (it read "input refused", exit 5, its checks
+# replaced by a schema FAIL: a review's).
+ln -sf /dev/full "$dir/w4.h5.json"
+expect 5 "witness --out whose summary cannot be written keeps its verdict" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w4.h5" --json "$dir/w4-report.json"
+if grep -q "report-write (205).*(the witness file .*w4.h5 was written, its summary not)" "$dir/err.txt" && ! grep -q REFUSED "$dir/out.txt" \
+  && grep -q "verdict: PASS" "$dir/out.txt"; then
+  echo "ok:   the verdict stands beside the write failure"
+else
+  echo "FAIL: the summary's failure hid the verdict"
+  failures=$((failures + 1))
+fi
+json_has "$dir/w4-report.json" "r['verdict']=='PASS' and any(c['kind']=='witness' for c in r['checks'])" \
+  "the report keeps the witnesses"
 echo "notes" > "$dir/notes.txt" && ln -sf "$dir/notes.txt" "$dir/w3.h5.json"
 expect 2 "witness --out refuses a summary path linked to a file that is no report" -- "$ncert" witness "$dir/demo/good.h5" --out "$dir/w3.h5"
 json_has "$dir/witness.json" "open('$dir/notes.txt').read()=='notes\\n'" "the linked file is untouched"
