@@ -397,7 +397,19 @@ Result<std::unique_ptr<DumpReader::Impl>> survey_file(const std::string& path, c
   H5Pset_mdc_config(fapl.get(), &surveying);
   impl->file = own_file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
   if (!impl->file.valid()) {
-    return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open (corrupt or truncated)");
+    const Hdf5Error error = hdf5_error();
+    // A superblock v3 whose writer has the file open, or never closed it, carries consistency
+    // flags libhdf5 refuses to read past: not corruption (a review's dump read "corrupt or
+    // truncated", the cause in --verbose alone).
+    if (error.text.find("already open for write") != std::string::npos) {
+      return hdf5_failure(ErrorCode::kHdf5,
+                          path +
+                              ": cannot open: a writer has it open, or did not close it (its superblock's "
+                              "consistency flags are set); certify it once the writer has closed it, or "
+                              "clear the flags with `h5clear -s` if no writer is left",
+                          error);
+    }
+    return hdf5_failure(ErrorCode::kHdf5, path + ": cannot open (corrupt or truncated)", error);
   }
   // kInputChanged unless libhdf5 opened, by name, the file checked as `input`: the path was
   // replaced in between, and the survey (through a mapping of `input`) and the reads would see

@@ -210,6 +210,18 @@ class HostileInputs(unittest.TestCase):
                 self.assertIn("/logits/greedy/logits: compact storage of %d bytes where its shape" % (len(raw) // 4),
                               message)
 
+    def test_a_file_its_writer_still_has_open_is_named_so_not_corrupt(self):
+        # A superblock v3 file whose writer has it open (SWMR) or never closed it: libhdf5
+        # refuses it, and the reason read "corrupt or truncated" (a review's).
+        p = self.path("open-for-write.h5")
+        with h5py.File(p, "w", libver="latest") as f:
+            f.create_dataset("d", data=np.zeros(4, np.float32))
+            f.swmr_mode = True
+            r = hs.run(["inspect", p])
+        message = self.assert_refused(r, 202, "hdf5")
+        self.assertIn("a writer has it open, or did not close it", message)
+        self.assertNotIn("corrupt", message)
+
     def narrow_rows(self, path, projection, out_stride):
         """Stores every output (and the residual) of `projection` out_stride wide, as its
         attribute then says: a layout the reader passes to the geometry guard (306)."""
