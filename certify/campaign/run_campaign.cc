@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "certify/campaign/created_directories.h"
@@ -76,7 +77,10 @@ namespace {
 /// campaign no longer has (a plan that ran again and listed other units) are left unused.
 Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
   std::vector<const JournalRecord*> waiting;
-  std::size_t stale = 0, resettled = 0;  // files changed; settings (or a record without them) changed
+  // Items whose record's files changed; whose settings (or a record without them) changed. Keys,
+  // not records: a journal keeps the records a later run superseded, and each resume counted them
+  // again ("68 finished items ... run again" of an 18-item campaign that ran none: a review's).
+  std::set<std::string> stale, resettled;
   for (const JournalRecord& r : records) {
     const Json now = run.input_hashes(r.key);
     if (r.inputs == now) {
@@ -94,7 +98,7 @@ Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
       after.erase(key);
       files_equal = before == after;
     }
-    ++(files_equal ? resettled : stale);
+    (files_equal ? resettled : stale).insert(r.key);
   }
   for (bool progress = true; progress;) {
     progress = false;
@@ -110,15 +114,23 @@ Status replay(const std::vector<JournalRecord>& records, CampaignRun& run) {
     }
     waiting = std::move(later);
   }
-  if (stale > 0) {
+  // Only the items no record replayed run again, and only they are counted.
+  const auto running_again = [&](const std::set<std::string>& keys) {
+    return static_cast<std::size_t>(std::count_if(
+        keys.begin(), keys.end(), [&](const std::string& k) { return run.known(k) && !run.finished(k); }));
+  };
+  const std::size_t changed = running_again(stale);
+  std::size_t settled = 0;
+  for (const std::string& k : resettled) settled += run.known(k) && !run.finished(k) && !stale.count(k);
+  if (changed > 0) {
     std::fprintf(stderr, "ncert: campaign: %zu finished item(s) read files that changed since: they run again\n",
-                 stale);
+                 changed);
   }
-  if (resettled > 0) {
+  if (settled > 0) {
     std::fprintf(stderr,
                  "ncert: campaign: %zu finished item(s) ran under other settings (--max-memory), or were journaled "
                  "by an ncert that did not record them: they run again\n",
-                 resettled);
+                 settled);
   }
   return Status();
 }

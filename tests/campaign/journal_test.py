@@ -185,6 +185,16 @@ class CampaignJournal(unittest.TestCase):
         with open(policy, "w") as f:
             json.dump({"ncert_skip_policy": 1, "required": ["witness"]}, f)
         code, resumed, _ = self.campaign(manifest, "run", resume=True)
+        # Resumed again with nothing changed since: no item runs again, and none is said to (each
+        # resume counted the records the last one superseded: a review's).
+        with open(self.path("run.journal")) as f:
+            lines = len(f.readlines())
+        again = run([NCERT, "campaign", manifest, "--journal", self.path("run.journal"), "--json",
+                     self.path("again.json"), "--resume"], self.dir)
+        self.assertEqual(again.returncode, 1, again.stdout + again.stderr)
+        self.assertNotIn("run again", again.stderr)
+        with open(self.path("run.journal")) as f:
+            self.assertEqual(len(f.readlines()), lines)
         fresh_code, fresh, _ = self.fresh(manifest)
         self.assertEqual(fresh_code, 1)
         self.assertEqual(code, fresh_code)
