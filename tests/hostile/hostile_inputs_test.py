@@ -107,6 +107,22 @@ class HostileInputs(unittest.TestCase):
 
     # ---------------------------------------------------------------- trees and names
 
+    def test_a_path_longer_than_1024_bytes_is_a_tree_limit(self):
+        # Every path below a group repeats its name: 12,000 children of a group named with
+        # 60,000 characters (a 9.9 MB file) took 3.5 GB, and inspect printed 720 MB (a review's).
+        p = self.copy_good("long_path.h5")
+        with h5py.File(p, "r+") as f:
+            g = f.create_group("extra/" + "n" * 60000)
+            for i in range(2000):
+                g.create_group("c%d" % i)
+        for command in ("inspect", "check"):
+            with self.subTest(command=command):
+                r = hs.run_measured([command, p], timeout=120)
+                message = self.assert_refused(r, 217, "tree-limit")
+                self.assertIn("a path of 60007 bytes, over the 1024 an object's path may have", message)
+                self.assertLess(len(r.out), 10000)
+                self.assertLess(r.maxrss_kib, 256 << 10)
+
     def test_deep_group_chain_is_a_tree_limit(self):
         p = self.copy_good("deep.h5")
         with h5py.File(p, "r+") as f:
