@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "certify/io/detail/page_buffer.h"
+#include "certify/io/detail/reader_impl.h"
 #include "certify/io/input_file.h"
 
 namespace ncert::certify {
@@ -75,6 +76,16 @@ Result<RowStream> RowStream::open(const DumpReader& reader, const std::string& d
                       " bytes at once, over the memory limit of " + std::to_string(reader.options().memory_limit) +
                       " (its chunks hold " + std::to_string(d->chunk[0]) +
                       " rows each, read whole: rewrite it in chunks of fewer rows, or raise --max-memory)");
+  }
+  // A filtered chunk is inflated whole for any element of it, whatever the rows read: one
+  // wider than the dataset is that much more (a review's [6, 2^26] chunks on [6, 256] logits
+  // read 1.5 GiB under --max-memory 1 GiB).
+  if (d->layout == Layout::kChunked && !d->filters.empty() && detail::chunk_bytes(*d) > reader.options().memory_limit) {
+    return Status(ErrorCode::kMemoryLimit, reader.model().file + ": " + dataset + ": its chunks of " +
+                                               std::to_string(detail::chunk_bytes(*d)) +
+                                               " bytes are inflated whole, over the memory limit of " +
+                                               std::to_string(reader.options().memory_limit) +
+                                               " (rewrite it in smaller chunks, or raise --max-memory)");
   }
   impl->hash = hash;
   if (d->file_offset && d->filters.empty() && d->layout == Layout::kContiguous) {

@@ -463,6 +463,21 @@ class HostileInputs(unittest.TestCase):
                 self.assertIn("/logits/greedy/logits", message)
                 self.assertIn("a chunk larger than the dataset may be at most 268435456 bytes", message)
                 self.assertLess(r.maxrss_kib, 256 << 10)
+        # Under 256 MiB, a chunk still inflates whole: over --max-memory it is refused naming it.
+        p = self.copy_good("wide_chunk_budget.h5")
+        with h5py.File(p, "r+") as f:
+            run = f["logits/greedy"]
+            values, attrs = run["logits"][...], dict(run["logits"].attrs)
+            del run["logits"]
+            d = run.create_dataset("logits", data=values, maxshape=(None, None), chunks=(values.shape[0], 1 << 23),
+                                   compression="gzip", compression_opts=9)
+            for k, v in attrs.items():
+                d.attrs[k] = v
+        r = hs.run_measured(["witness", p, "--max-memory", str(64 << 20)], timeout=120)
+        message = self.assert_refused(r, 226, "memory-limit")
+        self.assertIn("/logits/greedy/logits: its chunks of %d bytes are inflated whole, over the memory limit of %d"
+                      % (values.shape[0] * (1 << 23) * 4, 64 << 20), message)
+        self.assertLess(r.maxrss_kib, 256 << 10)
 
     def test_logits_2_38_wide_are_refused_not_an_internal_error(self):
         p = self.small_logits_dump("wide38.h5")
