@@ -48,7 +48,7 @@ const certify::OptionTable<CommonOptions>& common_option_table() {
             "The run's memory budget: a dataset larger than it is never read whole "
             "(refused, memory-limit, exit 3), and a run that needs more memory ends the same way; logits and "
             "tensors are streamed and never read whole, in blocks of whole chunks (a chunk layout whose two "
-            "blocks exceed the budget is refused the same way, naming the file)",
+            "blocks, or one deflated chunk, exceed the budget is refused the same way, naming the file)",
             std::int64_t{1} << 20, std::int64_t{1} << 50, [](O& o) -> std::uint64_t& { return o.max_memory; }),
         number_option<O>("hdf5-timeout", "SECONDS",
                          "Seconds the HDF5 library may make no progress reading a file before it is stopped as "
@@ -150,9 +150,6 @@ certify::Report error_report(const char* command, const std::vector<std::string>
   return r;
 }
 
-volatile sig_atomic_t g_late_stop = 0;
-extern "C" void note_late_stop(int sig) { g_late_stop = sig; }
-
 /// The command itself, in the child: its report, or the error it ended with.
 int run_child(const char* command, const CommonOptions& o, const std::vector<std::string>& inputs,
               const std::function<Result<certify::Report>()>& run) {
@@ -196,15 +193,9 @@ int run_reported(const char* command, const CommonOptions& o, const CommandFiles
   certify::IsolationOptions iso = isolation_options(o);
   iso.enabled = iso.enabled && isolate;
   // A stop that reaches the supervisor once its child has ended normally (the reports in place)
-  // ends nothing: the supervisor restores these handlers, which only note it. By the default
-  // action it ended the run by the signal, its reports written whole (2 of 40 stops timed there).
-  if (iso.enabled) {
-    struct sigaction sa {};
-    sa.sa_handler = note_late_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-  }
+  // ends nothing; by the default action it ended the run by the signal beside whole reports (2
+  // of 40 stops timed there). One before the child starts is forwarded to it once it does.
+  if (iso.enabled) certify::hold_stops_for_the_supervisor();
   auto end = certify::run_isolated([&] { return run_child(command, o, inputs, run); }, iso);
   if (!end.ok()) return output(error_report(command, inputs, end.status()), o);
   if (end->kind == certify::ChildEnd::Kind::kExited) return end->exit_code;

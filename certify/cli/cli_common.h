@@ -65,13 +65,13 @@ struct CommandLine {
   }
 };
 
-/// The files one command reads and writes besides its reports (docs/cli.md "Reports and exit
-/// status"), each named by what gives it ("DUMP", "--weights", "entry step-3").
 /// The path of a --policy given (empty: none), as a command's input.
 inline std::string policy_path(const std::optional<certify::SkipPolicy>& policy) {
   return policy ? policy->path : std::string();
 }
 
+/// The files one command reads and writes besides its reports (docs/cli.md "Reports and exit
+/// status"), each named by what gives it ("DUMP", "--weights", "entry step-3").
 struct CommandFiles {
   std::vector<certify::NamedPath> inputs;        ///< the report's `inputs` when the command stops on an error
   std::vector<certify::NamedPath> other_inputs;  ///< read, listed in other reports: a campaign's entries' files

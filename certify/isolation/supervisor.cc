@@ -43,6 +43,18 @@ volatile sig_atomic_t g_received = 0;  // SIGINT/SIGTERM seen by the supervisor
 
 extern "C" void on_stop_signal(int sig) { g_received = sig; }
 
+}  // namespace
+
+void hold_stops_for_the_supervisor() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+namespace {
+
 /// Installs on_stop_signal for SIGINT and SIGTERM without SA_RESTART, so poll() returns EINTR.
 struct StopSignals {
   struct sigaction old_int {

@@ -45,6 +45,12 @@ struct ChildEnd {
   double stalled_seconds = 0;  ///< kHungInHdf5: time without progress
 };
 
+/// Installs the supervisor's own SIGINT / SIGTERM handler for good (run_isolated installs it
+/// only while it waits): a stop that comes before the child starts reaches it as soon as it
+/// does, and one after it ended normally ends nothing (its reports are in place). For a process
+/// that runs one isolated command and then exits.
+void hold_stops_for_the_supervisor();
+
 /// Runs `body` in a child and waits for it. Flushes stdio first so nothing is written twice.
 /// Returns kIo if the child cannot be created. With isolation disabled, runs `body` here.
 Result<ChildEnd> run_isolated(const std::function<int()>& body, const IsolationOptions& options);

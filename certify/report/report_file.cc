@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -26,6 +27,7 @@ constexpr std::size_t kMaxTemps = 3;
 char g_temps[kMaxTemps][PATH_MAX + 32] = {};
 struct sigaction g_old_int {
 }, g_old_term{};
+volatile sig_atomic_t g_held_stop = 0;  // a stop that came while the renames ran
 
 extern "C" void remove_temp_and_die(int sig) {
   for (auto& temp : g_temps) {
@@ -36,8 +38,23 @@ extern "C" void remove_temp_and_die(int sig) {
   raise(sig);
 }
 
-/// Registers the temporary files with the signal handlers for its lifetime, and removes what is
-/// left of them at its end (after a successful rename, nothing).
+extern "C" void hold_stop(int sig) { g_held_stop = sig; }
+
+void install(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+/// The signal handling of one write_report_files call, in one object so no moment is left
+/// between two owners: a stop while the temporaries are written removes them and ends the
+/// process (remove_temp_and_die); hold_stops() then notes a stop while the renames run, and the
+/// end either delivers it (once everything is in place or removed) or, keep_held(), ignores
+/// stops from then on. Two guards restoring in turn left the default action back in place after
+/// the renames, and a stop there ended the run "no report written" beside its new reports (a
+/// review's, under strace).
 class TempGuard {
  public:
   explicit TempGuard(const std::vector<std::string>& paths) {
@@ -52,39 +69,30 @@ class TempGuard {
   }
   TempGuard(const TempGuard&) = delete;
   TempGuard& operator=(const TempGuard&) = delete;
+  void hold_stops() {
+    g_held_stop = 0;
+    install(hold_stop);
+  }
+  void keep_held() { keep_held_ = true; }
   ~TempGuard() {
-    sigaction(SIGINT, &g_old_int, nullptr);
-    sigaction(SIGTERM, &g_old_term, nullptr);
     for (auto& temp : g_temps) {
-      if (temp[0] != '\0') unlink(temp);
+      if (temp[0] != '\0') unlink(temp);  // after a successful rename there is nothing left to remove
       temp[0] = '\0';
     }
-  }
-};
-
-/// SIGINT and SIGTERM ignored for its lifetime (or, `for_good`, from then on): the renames that
-/// put several reports in place run to their end (a few microseconds).
-class StopsHeldOff {
- public:
-  explicit StopsHeldOff(bool for_good) : for_good_(for_good) {
-    struct sigaction sa {};
-    sa.sa_handler = SIG_IGN;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  StopsHeldOff(const StopsHeldOff&) = delete;
-  StopsHeldOff& operator=(const StopsHeldOff&) = delete;
-  ~StopsHeldOff() {
-    if (for_good_) return;
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    if (keep_held_) {
+      install(SIG_IGN);
+      return;
+    }
+    sigaction(SIGINT, &g_old_int, nullptr);
+    sigaction(SIGTERM, &g_old_term, nullptr);
+    if (const int held = g_held_stop; held != 0) {
+      g_held_stop = 0;
+      raise(held);
+    }
   }
 
  private:
-  bool for_good_;
-  struct sigaction old_int_ {
-  }, old_term_{};
+  bool keep_held_ = false;
 };
 
 Status write_failure(const std::string& path, const std::string& what, int err) {
@@ -397,14 +405,27 @@ std::vector<Status> write_report_files(const std::vector<std::pair<std::string, 
       }
     }
   }
-  // Every report written: put in place together, stops held off. A SIGTERM while three were
-  // written left the JSON new beside the old JUnit and HTML, under "no report written" (a
-  // review's); now a stop before this point changes none, and one during it waits for it.
-  StopsHeldOff held(last);
+  // Every report written, or none replaced: one that could not be written (a full disk) leaves
+  // the others as they were too, each failing with the reason.
+  const auto failed = std::find_if(out.begin(), out.end(), [](const Status& s) { return !s.ok(); });
+  if (failed != out.end()) {
+    const std::string why = failed->message();
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (temps[i].empty() || !out[i].ok()) continue;
+      out[i] = Status(ErrorCode::kReportWrite,
+                      "not replacing " + files[i].first + ": the reports are replaced together, and " + why);
+    }
+    return out;  // the guard removes the temporaries
+  }
+  // Put in place together. A SIGTERM while three were written left the JSON new beside the old
+  // JUnit and HTML, under "no report written" (a review's): a stop before this point changes
+  // none, one during the renames waits for them, and after the run's last act none stops it.
+  guard.hold_stops();
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (temps[i].empty()) continue;
     if (::rename(temps[i].c_str(), targets[i].c_str()) != 0) out[i] = write_failure(files[i].first, "rename", errno);
   }
+  if (last) guard.keep_held();
   return out;
 }
 

@@ -216,6 +216,18 @@ else
   echo "FAIL: witness --out replaced a dump at its summary's path"
   failures=$((failures + 1))
 fi
+# The reports are replaced together or not at all: one that cannot be written (a full disk) leaves
+# the others as the previous run wrote them (the code review's new JSON beside an old HTML).
+expect 0 "reports written" -- "$ncert" check "$dir/demo/good.h5" --html "$dir/together.html" --junit "$dir/together.xml" --quiet
+cp "$dir/together.html" "$dir/together-before.html"
+expect 1 "a failing check whose JSON cannot be written keeps its exit code" -- "$ncert" check "$dir/demo/nan-output.h5" --json /dev/full --html "$dir/together.html" --junit "$dir/together.xml" --quiet
+if cmp -s "$dir/together.html" "$dir/together-before.html" && grep -q 'ncert.verdict" value="PASS' "$dir/together.xml" \
+  && grep -q "not replacing .*together.html: the reports are replaced together" "$dir/err.txt"; then
+  echo "ok:   the other reports are left as they were, and say why"
+else
+  echo "FAIL: a report was replaced beside one that could not be written"
+  failures=$((failures + 1))
+fi
 # A summary that cannot be written (a full disk: here a link to /dev/full) never hides the
 # verdict: the witnesses are reported, PASS exits 5 (it read "input refused", exit 5, its checks
 # replaced by a schema FAIL: a review's).
