@@ -944,32 +944,43 @@ constexpr std::size_t kRangeMaxPrefix = std::size_t{1} << 22;
 /// (signature.cc's kRangeCountTolerance).
 constexpr double kRangeCoefficientTolerance = 0.1;
 
-/// One contiguous K range missing or counted twice in every column of `cols`: each row's
-/// residual is then -c or +c times that range's partial dot. The weighted residual energy left
-/// after subtracting c times the range's partial dots is, to within cross terms of zero mean,
-/// sum r^2 - sum over k in the range of (2 c g_k - d_k), g_k = sum r x_k w_k and d_k = sum
-/// (x_k w_k)^2 over the (row, column) residuals: the range is the maximum-sum subarray of
-/// 2 c g_k - d_k (Kadane's scan, O(K) per sign), its ends then searched exactly within
-/// kRangeRefine terms. A dropped range k 1000-1031 straddles two of the candidates' 64-term
-/// ranges and read "column 235, k 2816-2943 counted twice: 1.954x" (a review's), a tail of 8
-/// terms at K = 3000 "no single location".
-std::optional<LocationFit> range_fit(const LoadedProjection& d, const reference::LinearProblem& p,
-                                     const OutputRows& rows, const std::vector<Index>& cols,
-                                     const SignatureFinding& strongest) {
-  const ProjectionInfo& info = *d.info;
-  const Index K = info.k;
-  if (K < 2 || cols.empty()) return std::nullopt;
-  const bool quantized = info.x_quant.type != reference::XQuantType::kNone;
-  const auto width = static_cast<std::size_t>(K + 1);
-  // Per (row, column) residual: r / v, and the prefix sums of x_k w_k / v (v the row's noise
-  // scale, as every fit here weighs its rows).
+/// The (row, column) residuals a range fit reads: per one, r / v and the prefix sums of
+/// x_k w_k / v over k (v the row's noise scale, as every fit here weighs its rows), and its
+/// column's place in the columns fitted.
+struct RangeTerms {
+  Index k = 0;
+  std::size_t width = 0;  ///< K + 1 prefix sums per residual
   std::vector<double> r, prefix;
   std::vector<std::size_t> column_of;
-  std::vector<double> w(static_cast<std::size_t>(K));
+  double rr = 0;  ///< sum r^2
+
+  std::size_t size() const { return r.size(); }
+  /// The partial dot of residual o over [a, b), weighted.
+  double part(std::size_t o, Index a, Index b) const {
+    return prefix[o * width + static_cast<std::size_t>(b)] - prefix[o * width + static_cast<std::size_t>(a)];
+  }
+  /// The energy left by c times [a, b): sum (r - c R)^2.
+  double left(double c, Index a, Index b) const {
+    double e = 0;
+    for (std::size_t o = 0; o < size(); ++o) {
+      const double x = r[o] - c * part(o, a, b);
+      e += x * x;
+    }
+    return e;
+  }
+};
+
+RangeTerms range_terms(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
+                       const std::vector<Index>& cols) {
+  RangeTerms t;
+  t.k = d.info->k;
+  t.width = static_cast<std::size_t>(t.k + 1);
+  const bool quantized = d.info->x_quant.type != reference::XQuantType::kNone;
+  std::vector<double> w(static_cast<std::size_t>(t.k));
   // The prefix sums' budget shared by the columns alike: each is fitted on its first rows (a
   // budget spent in column order fitted the first column alone at K = 4,096 and 1,024 rows,
   // and named all eight: the code review's).
-  const std::size_t per_column = std::max<std::size_t>(1, kRangeMaxPrefix / width / cols.size());
+  const std::size_t per_column = std::max<std::size_t>(1, kRangeMaxPrefix / t.width / cols.size());
   for (std::size_t ci = 0; ci < cols.size(); ++ci) {
     const ColumnResiduals c = column_residuals(d, p, rows, cols[ci]);
     reference::decode_weight_row(d.weights, cols[ci], p.x.dtype, w.data(), nullptr, nullptr);
@@ -979,93 +990,102 @@ std::optional<LocationFit> range_fit(const LoadedProjection& d, const reference:
       if (std::isnan(ri)) continue;
       ++taken;
       const double u = 1 / c.v[static_cast<std::size_t>(i)];
-      r.push_back(ri);
-      column_of.push_back(ci);
+      t.r.push_back(ri);
+      t.rr += ri * ri;
+      t.column_of.push_back(ci);
       double acc = 0;
-      prefix.push_back(0);
-      for (Index k = 0; k < K; ++k) {
+      t.prefix.push_back(0);
+      for (Index k = 0; k < t.k; ++k) {
         const double x = quantized ? p.x_quantized.value(i, k) : static_cast<double>(p.x.at(i, k));
         acc += x * w[static_cast<std::size_t>(k)] * u;
-        prefix.push_back(acc);
+        t.prefix.push_back(acc);
       }
     }
   }
-  const std::size_t n = r.size();
-  if (static_cast<Index>(n) < kMinFitRows) return std::nullopt;
-  double rr = 0;
-  for (double v : r) rr += v * v;
-  if (!(rr > 0) || !std::isfinite(rr)) return std::nullopt;
-  const auto part = [&](std::size_t o, Index a, Index b) {
-    return prefix[o * width + static_cast<std::size_t>(b)] - prefix[o * width + static_cast<std::size_t>(a)];
-  };
-  std::vector<double> g(static_cast<std::size_t>(K), 0.0), dd(g.size(), 0.0);
-  for (std::size_t o = 0; o < n; ++o) {
-    for (Index k = 0; k < K; ++k) {
-      const double t = part(o, k, k + 1);
-      g[static_cast<std::size_t>(k)] += r[o] * t;
-      dd[static_cast<std::size_t>(k)] += t * t;
+  return t;
+}
+
+/// The range [a, b) and sign c whose subtraction leaves the least energy, and that energy.
+struct RangeCandidate {
+  Index a = 0, b = 0;
+  double c = 0, left = 0;
+};
+
+/// The energy left by c times [a, b) is, to within cross terms of zero mean, sum r^2 - sum over
+/// k in the range of (2 c g_k - d_k), g_k = sum r x_k w_k and d_k = sum (x_k w_k)^2: the range is
+/// the maximum-sum subarray of 2 c g_k - d_k (Kadane's scan, O(K) per sign), its ends then
+/// searched exactly within kRangeRefine terms.
+RangeCandidate best_range(const RangeTerms& t) {
+  const auto K = static_cast<std::size_t>(t.k);
+  std::vector<double> g(K, 0.0), dd(K, 0.0);
+  for (std::size_t o = 0; o < t.size(); ++o) {
+    for (std::size_t k = 0; k < K; ++k) {
+      const double x = t.part(o, static_cast<Index>(k), static_cast<Index>(k) + 1);
+      g[k] += t.r[o] * x;
+      dd[k] += x * x;
     }
   }
-  // The energy left by c times [a, b): sum (r - c R)^2.
-  const auto left = [&](double c, Index a, Index b) {
-    double e = 0;
-    for (std::size_t o = 0; o < n; ++o) {
-      const double x = r[o] - c * part(o, a, b);
-      e += x * x;
-    }
-    return e;
-  };
-  double best_left = rr;
-  Index best_a = 0, best_b = 0;
-  double best_c = 0;
+  RangeCandidate best{0, 0, 0, t.rr};
   for (const double c : {-1.0, 1.0}) {
-    double sum = 0, best = 0;
+    double sum = 0, most = 0;
     Index start = 0, a = 0, b = 0;
-    for (Index k = 0; k < K; ++k) {
+    for (Index k = 0; k < t.k; ++k) {
       if (sum <= 0) {
         sum = 0;
         start = k;
       }
       sum += 2 * c * g[static_cast<std::size_t>(k)] - dd[static_cast<std::size_t>(k)];
-      if (sum > best) {
-        best = sum;
+      if (sum > most) {
+        most = sum;
         a = start;
         b = k + 1;
       }
     }
     if (b <= a) continue;
-    for (Index a2 = std::max<Index>(0, a - kRangeRefine); a2 <= std::min(K - 1, a + kRangeRefine); ++a2) {
-      for (Index b2 = std::max(a2 + 1, b - kRangeRefine); b2 <= std::min(K, b + kRangeRefine); ++b2) {
-        const double e = left(c, a2, b2);
-        if (e < best_left) {
-          best_left = e;
-          best_a = a2;
-          best_b = b2;
-          best_c = c;
-        }
+    for (Index a2 = std::max<Index>(0, a - kRangeRefine); a2 <= std::min(t.k - 1, a + kRangeRefine); ++a2) {
+      for (Index b2 = std::max(a2 + 1, b - kRangeRefine); b2 <= std::min(t.k, b + kRangeRefine); ++b2) {
+        const double e = t.left(c, a2, b2);
+        if (e < best.left) best = {a2, b2, c, e};
       }
     }
   }
-  if (best_b <= best_a || (best_a == 0 && best_b == K)) return std::nullopt;
+  return best;
+}
+
+/// One contiguous K range missing or counted twice in every column of `cols`: each row's
+/// residual is then -c or +c times that range's partial dot (best_range finds it). A dropped
+/// range k 1000-1031 straddles two of the candidates' 64-term ranges and read "column 235,
+/// k 2816-2943 counted twice: 1.954x" (a review's), a tail of 8 terms at K = 3000 "no single
+/// location".
+std::optional<LocationFit> range_fit(const LoadedProjection& d, const reference::LinearProblem& p,
+                                     const OutputRows& rows, const std::vector<Index>& cols,
+                                     const SignatureFinding& strongest) {
+  const Index K = d.info->k;
+  if (K < 2 || cols.empty()) return std::nullopt;
+  const RangeTerms terms = range_terms(d, p, rows, cols);
+  if (static_cast<Index>(terms.size()) < kMinFitRows || !(terms.rr > 0) || !std::isfinite(terms.rr)) {
+    return std::nullopt;
+  }
+  const RangeCandidate best = best_range(terms);
+  if (best.b <= best.a || (best.a == 0 && best.b == K)) return std::nullopt;
   // The candidates' own reading where it is this range (aligned to their tiles), and the whole
   // K's (all-zero outputs) stand.
-  if (strongest.k_begin == best_a && strongest.k_end == best_b) return std::nullopt;
-  const double explained = 1 - best_left / rr;
+  if (strongest.k_begin == best.a && strongest.k_end == best.b) return std::nullopt;
+  const double explained = 1 - best.left / terms.rr;
   if (!(explained >= kRangeExplained)) return std::nullopt;
   // Each column on its own, and the coefficient fitted freely, must read the same.
   std::vector<double> col_rr(cols.size(), 0.0), col_left(cols.size(), 0.0);
   double rR = 0, RR = 0, rS = 0, SS = 0;
   const bool strongest_here = strongest.output == engine_output_name(rows.id) && strongest.k_end > strongest.k_begin;
-  for (std::size_t o = 0; o < n; ++o) {
-    const double R = part(o, best_a, best_b);
-    const double x = r[o] - best_c * R;
-    col_rr[column_of[o]] += r[o] * r[o];
-    col_left[column_of[o]] += x * x;
-    rR += r[o] * R;
+  for (std::size_t o = 0; o < terms.size(); ++o) {
+    const double r = terms.r[o], R = terms.part(o, best.a, best.b);
+    col_rr[terms.column_of[o]] += r * r;
+    col_left[terms.column_of[o]] += (r - best.c * R) * (r - best.c * R);
+    rR += r * R;
     RR += R * R;
     if (strongest_here) {
-      const double S = part(o, strongest.k_begin, strongest.k_end);
-      rS += r[o] * S;
+      const double S = terms.part(o, strongest.k_begin, strongest.k_end);
+      rS += r * S;
       SS += S * S;
     }
   }
@@ -1074,24 +1094,33 @@ std::optional<LocationFit> range_fit(const LoadedProjection& d, const reference:
     if (!(col_rr[ci] > 0) || !(col_left[ci] <= (1 - kRangeColumnExplained) * col_rr[ci])) return std::nullopt;
   }
   const double coefficient = RR > 0 ? rR / RR : 0.0;
-  if (!(std::fabs(coefficient - best_c) < kRangeCoefficientTolerance)) return std::nullopt;
-  const double alternative = SS > 0 ? std::min(1.0, rS * rS / SS / rr) : 0.0;
-  if (!dominates(explained * rr, alternative * rr, rr)) return std::nullopt;
+  if (!(std::fabs(coefficient - best.c) < kRangeCoefficientTolerance)) return std::nullopt;
+  const double alternative = SS > 0 ? std::min(1.0, rS * rS / SS / terms.rr) : 0.0;
+  if (!dominates(explained * terms.rr, alternative * terms.rr, terms.rr)) return std::nullopt;
   LocationFit t;
   t.kind = FitKind::kRange;
   t.output = std::string(engine_output_name(rows.id));
   t.col = cols.front();
-  t.k_begin = best_a;
-  t.k_end = best_b;
+  t.k_begin = best.a;
+  t.k_end = best.b;
   t.columns = static_cast<Index>(cols.size());
   // A range that is one weight group of the column: that group's scale read as 0 (or doubled)
   // does the same, and the reason says so.
   const Index gs = segment_group_size(reference::segment_of(d.weights, t.col));
-  if (gs > 0 && gs < K && best_a % gs == 0 && best_b - best_a == gs) t.group = best_a / gs;
+  if (gs > 0 && gs < K && best.a % gs == 0 && best.b - best.a == gs) t.group = best.a / gs;
   t.value = 1 + coefficient;
   t.explained = explained;
   t.alternative_explained = alternative;
   return t;
+}
+
+/// The columns a range fit reads: the significant columns of the strongest candidate's output
+/// among the strongest, the strongest candidate's own first (it alone where none is).
+std::vector<Index> range_columns(const SignatureColumns& columns, EngineOutputId held, Index col) {
+  std::vector<Index> cols = columns.significant_kept[static_cast<std::size_t>(held)];
+  if (cols.empty() || cols.front() != col) cols.insert(cols.begin(), col);
+  cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+  return cols;
 }
 
 void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns) {
@@ -1115,23 +1144,12 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   const ColumnResiduals c = column_residuals(d, p, rows, col, extras);
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
-  {
-    // The significant columns of that output among the strongest, where one K range explains
-    // them all (else the strongest column alone).
-    std::vector<Index> range_cols = columns.significant_kept[static_cast<std::size_t>(*held)];
-    if (range_cols.empty() || range_cols.front() != col) range_cols.insert(range_cols.begin(), col);
-    range_cols.erase(std::unique(range_cols.begin(), range_cols.end()), range_cols.end());
-    if (std::optional<LocationFit> t = range_fit(d, p, rows, range_cols, strongest)) {
-      e.fit = *t;
-      return;
-    }
-  }
-  if (std::optional<LocationFit> t = swap_fit(d, p, rows, columns.strongest, c, fits, col)) {
-    e.fit = *t;
-    return;
-  }
-  if (std::optional<LocationFit> t = scale_block_fit(d, p, rows, columns, c, fits, col)) {
-    e.fit = *t;
+  // A K range, another column's values, a shared scale: the first that explains them.
+  std::optional<LocationFit> found = range_fit(d, p, rows, range_columns(columns, *held, col), strongest);
+  if (!found) found = swap_fit(d, p, rows, columns.strongest, c, fits, col);
+  if (!found) found = scale_block_fit(d, p, rows, columns, c, fits, col);
+  if (found) {
+    e.fit = *found;
     return;
   }
   const std::size_t best = fits.best();
@@ -1329,6 +1347,29 @@ std::string describe_scale_block(const LocationFit& t, const ProjectionInfo& inf
 
 }  // namespace
 
+namespace {
+
+/// A range fit's text (FitKind::kRange).
+std::string describe_range(const LocationFit& t) {
+  const bool missing = t.value < 1;
+  // A range dropped outright fits 0 to within its own rounding: "0x".
+  const double times = std::fabs(t.value) < 5e-5 ? 0.0 : t.value;
+  const std::string where = t.columns == 1 ? t.output + " column " + std::to_string(t.col)
+                                           : "each of the " + std::to_string(t.columns) +
+                                                 " strongest significant columns of " + t.output + " fitted";
+  return range_text(t.k_begin, t.k_end, -1) + (missing ? " missing" : " counted twice") + " in " + where +
+         ": the outputs fit " + format_scale(times) + "x that range's exact contribution (" +
+         format_short(100 * t.explained) + " % of their residual energy; the strongest candidate's range " +
+         format_short(100 * t.alternative_explained) + " %): the kernel " + (missing ? "drops" : "adds") + " those " +
+         std::to_string(t.k_end - t.k_begin) + (missing ? " K terms" : " K terms twice") +
+         " (a masked tail, a vector remainder, a tile), or x's columns there are not the ones it used" +
+         (t.group < 0
+              ? std::string()
+              : ", or weight group " + std::to_string(t.group) + "'s scale is " + (missing ? "read as 0" : "doubled"));
+}
+
+}  // namespace
+
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
   const std::string shares = format_short(100 * t.explained) + " % of the residual energy; the best alternative " +
                              format_short(100 * t.alternative_explained) + " %";
@@ -1414,23 +1455,8 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
              shares + "): its s q part is scaled (its bias alone explains less)";
     case FitKind::kScaleBlock:
       return describe_scale_block(t, info);
-    case FitKind::kRange: {
-      const bool missing = t.value < 1;
-      // A range dropped outright fits 0 to within its own rounding: "0x".
-      const double times = std::fabs(t.value) < 5e-5 ? 0.0 : t.value;
-      const std::string where = t.columns == 1 ? t.output + " column " + std::to_string(t.col)
-                                               : "each of the " + std::to_string(t.columns) +
-                                                     " strongest significant columns of " + t.output + " fitted";
-      return range_text(t.k_begin, t.k_end, -1) + (missing ? " missing" : " counted twice") + " in " + where +
-             ": the outputs fit " + format_scale(times) + "x that range's exact contribution (" +
-             format_short(100 * t.explained) + " % of their residual energy; the strongest candidate's range " +
-             format_short(100 * t.alternative_explained) + " %): the kernel " + (missing ? "drops" : "adds") +
-             " those " + std::to_string(t.k_end - t.k_begin) + (missing ? " K terms" : " K terms twice") +
-             " (a masked tail, a vector remainder, a tile), or x's columns there are not the ones it used" +
-             (t.group < 0 ? std::string()
-                          : ", or weight group " + std::to_string(t.group) + "'s scale is " +
-                                (missing ? "read as 0" : "doubled"));
-    }
+    case FitKind::kRange:
+      return describe_range(t);
     case FitKind::kColumnSwap: {
       const std::string col = std::to_string(t.col), other = std::to_string(t.other_col);
       const std::string what = t.with_epilogue ? "exact outputs, bias and residual included" : "exact dot products";
