@@ -444,18 +444,24 @@ class HostileInputs(unittest.TestCase):
                 self.assertLess(time.monotonic() - t0, 10)
                 self.assertLess(r.maxrss_kib, 256 << 10)
 
-    def test_a_chunk_far_wider_than_its_dataset_is_a_chunk_bomb(self):
-        # [6, 256] logits in deflated chunks of [6, 2^26] passed the storage bound (it counts the
-        # declared bytes), and every command read and inflated 1.5 GiB per chunk (a review's).
-        p = self.copy_good("wide_chunk.h5")
+    def rechunk_logits(self, name, chunk_width):
+        """The good dump with its logits deflated in chunks of all rows by `chunk_width`
+        columns; the path and the logits' shape."""
+        p = self.copy_good(name)
         with h5py.File(p, "r+") as f:
             run = f["logits/greedy"]
             values, attrs = run["logits"][...], dict(run["logits"].attrs)
             del run["logits"]
-            d = run.create_dataset("logits", data=values, maxshape=(None, None), chunks=(values.shape[0], 1 << 26),
+            d = run.create_dataset("logits", data=values, maxshape=(None, None), chunks=(values.shape[0], chunk_width),
                                    compression="gzip", compression_opts=9)
             for k, v in attrs.items():
                 d.attrs[k] = v
+        return p, values.shape
+
+    def test_a_chunk_far_wider_than_its_dataset_is_a_chunk_bomb(self):
+        # [6, 256] logits in deflated chunks of [6, 2^26] passed the storage bound (it counts the
+        # declared bytes), and every command read and inflated 1.5 GiB per chunk (a review's).
+        p, _ = self.rechunk_logits("wide_chunk.h5", 1 << 26)
         for command in ("inspect", "witness"):
             with self.subTest(command=command):
                 r = hs.run_measured([command, p], timeout=120)
@@ -464,19 +470,11 @@ class HostileInputs(unittest.TestCase):
                 self.assertIn("a chunk larger than the dataset may be at most 268435456 bytes", message)
                 self.assertLess(r.maxrss_kib, 256 << 10)
         # Under 256 MiB, a chunk still inflates whole: over --max-memory it is refused naming it.
-        p = self.copy_good("wide_chunk_budget.h5")
-        with h5py.File(p, "r+") as f:
-            run = f["logits/greedy"]
-            values, attrs = run["logits"][...], dict(run["logits"].attrs)
-            del run["logits"]
-            d = run.create_dataset("logits", data=values, maxshape=(None, None), chunks=(values.shape[0], 1 << 23),
-                                   compression="gzip", compression_opts=9)
-            for k, v in attrs.items():
-                d.attrs[k] = v
+        p, shape = self.rechunk_logits("wide_chunk_budget.h5", 1 << 23)
         r = hs.run_measured(["witness", p, "--max-memory", str(64 << 20)], timeout=120)
         message = self.assert_refused(r, 226, "memory-limit")
         self.assertIn("/logits/greedy/logits: its chunks of %d bytes are inflated whole, over the memory limit of %d"
-                      % (values.shape[0] * (1 << 23) * 4, 64 << 20), message)
+                      % (shape[0] * (1 << 23) * 4, 64 << 20), message)
         self.assertLess(r.maxrss_kib, 256 << 10)
 
     def test_logits_2_38_wide_are_refused_not_an_internal_error(self):
