@@ -114,7 +114,37 @@ int run_campaign_worker(const CampaignOptions& o) {
 
 namespace detail {
 
-Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun& run, const Recorder& record) {
+namespace {
+
+volatile sig_atomic_t g_rank0_stop = 0;  // SIGINT/SIGTERM seen by rank 0
+extern "C" void on_rank0_stop(int sig) { g_rank0_stop = sig; }
+
+/// Rank 0's SIGINT / SIGTERM noted while it schedules, for its 1 ms wait to see: by the default
+/// action it died without the "campaign interrupted" line a local campaign prints (a review's).
+struct Rank0Stops {
+  struct sigaction old_int {
+  }, old_term{};
+  Rank0Stops() {
+    g_rank0_stop = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_rank0_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  Rank0Stops(const Rank0Stops&) = delete;
+  Rank0Stops& operator=(const Rank0Stops&) = delete;
+  ~Rank0Stops() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+}  // namespace
+
+Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun& run, const Recorder& record,
+                     int* stop_signal) {
+  const Rank0Stops stops;
   const int n = world_size();
   std::deque<int> idle;
   for (int r = 1; r < n; ++r) idle.push_back(r);
@@ -137,6 +167,13 @@ Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun& run, 
     // this node need (rank 0 only schedules). A result is checked for every millisecond.
     MPI_Status st;
     for (int flag = 0; !flag;) {
+      if (const int sig = g_rank0_stop; sig != 0) {
+        // The workers' items are lost with them: the launcher ends every rank once rank 0
+        // ends by the signal (cmd_campaign's end_by_signal).
+        if (stop_signal) *stop_signal = sig;
+        return Status(ErrorCode::kInterrupted, "campaign interrupted by " + signal_name(sig) +
+                                                   ": finished items are in the journal; --resume continues");
+      }
       MPI_Iprobe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &flag, &st);
       if (!flag) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -169,7 +206,7 @@ int run_campaign_worker(const CampaignOptions&) { return 0; }
 
 namespace detail {
 
-Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun&, const Recorder&) {
+Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun&, const Recorder&, int*) {
   return Status(ErrorCode::kUsage, launched_with_ranks() ? "this ncert was built without MPI (OpenMPI not found)"
                                                          : "not started by an MPI launcher");
 }

@@ -191,7 +191,7 @@ Result<Report> run_campaign(const CampaignOptions& o, int* stop_signal) {
     return Status();
   };
   if (mpi_available()) {
-    NCERT_RETURN_IF_ERROR(detail::run_items_mpi(manifest, o, run, record));
+    NCERT_RETURN_IF_ERROR(detail::run_items_mpi(manifest, o, run, record, stop_signal));
   } else {
     NCERT_RETURN_IF_ERROR(detail::run_items_local(manifest, o, run, record, stop_signal));
   }

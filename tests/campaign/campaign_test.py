@@ -321,6 +321,57 @@ class Campaign(unittest.TestCase):
         self.assertEqual(strip_timing(got), strip_timing(self.reference))
         self.assertLess(done, got["stats"]["work_items"], "the rank died after the campaign ended")
 
+    @needs(MPIRUN, "mpirun not installed (openmpi-bin): no MPI campaign to run")
+    def test_sigterm_to_rank_0_says_so_and_resume_finishes_it(self):
+        """Rank 0 stopped by SIGTERM says so on stderr, as a local campaign does (it died by the
+        default action without a word: a review's), writes no report, and keeps its journal."""
+        tag = "rank0stop"
+        journal = os.path.join(self.dir, tag + ".journal")
+        out = os.path.join(self.dir, tag + ".json")
+        for path in (journal, out):
+            if os.path.exists(path):
+                os.remove(path)
+        p = subprocess.Popen([MPIRUN, "-n", "3", "--oversubscribe", NCERT, "campaign", self.manifest, "--journal",
+                              journal, "--json", out, "--quiet", "--threads", "1"], cwd=self.dir,
+                             env=dict(os.environ, **MPI_ENV), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+
+        def rank_0():
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                    with open(f"/proc/{entry}/environ", "rb") as f:
+                        env = f.read().split(b"\0")
+                except OSError:
+                    continue
+                if parent == p.pid and b"OMPI_COMM_WORLD_RANK=0" in env:
+                    return int(entry)
+            return None
+
+        root = None
+        deadline = time.time() + 60
+        while root is None and time.time() < deadline and p.poll() is None:
+            lines = 0
+            if os.path.exists(journal):
+                with open(journal) as f:
+                    lines = sum(1 for _ in f)
+            if lines >= 3:
+                root = rank_0()
+            time.sleep(0.002)
+        self.assertIsNotNone(root, "rank 0 was not seen while the campaign ran")
+        os.kill(root, signal.SIGTERM)
+        output = p.communicate(timeout=120)[0].decode(errors="replace")
+        self.assertNotEqual(p.returncode, 0, output)
+        self.assertIn("campaign interrupted by SIGTERM: finished items are in the journal; --resume continues",
+                      output)
+        self.assertFalse(os.path.exists(out), "a stopped campaign must not leave a report")
+        got = self.campaign(tag, ["--threads", "1"], launcher=[MPIRUN, "-n", "2", "--oversubscribe"], env=MPI_ENV,
+                            resume=True)
+        self.assertEqual(strip_timing(got), strip_timing(self.reference))
+
     def test_a_finished_campaign_reruns_afresh_over_its_journal(self):
         # docs/campaigns.md: without --resume a campaign starts afresh and replaces the journal
         # it finds there once it has started; nothing has to be removed first.

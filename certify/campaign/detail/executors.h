@@ -17,9 +17,10 @@ using Recorder = std::function<Status(const std::string& key, const Json& result
 Status run_items_local(const Manifest& manifest, const CampaignOptions& options, CampaignRun& run,
                        const Recorder& record, int* stop_signal);
 /// Rank 0's loop: hands items to the worker ranks as they become idle (mpi.cc, or an error
-/// when ncert was built without MPI).
-Status run_items_mpi(const Manifest& manifest, const CampaignOptions& options, CampaignRun& run,
-                     const Recorder& record);
+/// when ncert was built without MPI). kInterrupted when SIGINT/SIGTERM reached rank 0
+/// (`*stop_signal`, when given: which), as run_items_local.
+Status run_items_mpi(const Manifest& manifest, const CampaignOptions& options, CampaignRun& run, const Recorder& record,
+                     int* stop_signal);
 
 /// Runs one item in an isolated child and returns its result (an abnormal end becomes the
 /// error the entry's own command would report).
