@@ -52,6 +52,30 @@ def run(args, cwd, env=None, check_rc=None):
     return r
 
 
+def parent_of(pid):
+    """The parent of process `pid`, or -1 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+def processes():
+    """Every process still there, as (pid, argv, environment), each a list of bytes."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        yield int(entry), argv, env
+
+
 class Campaign(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -255,12 +279,9 @@ class Campaign(unittest.TestCase):
         self.assertEqual(strip_timing(got), strip_timing(self.reference))
         self.assertLess(done, got["stats"]["work_items"], "the kill came after the campaign ended")
 
-    @needs(MPIRUN, "mpirun not installed (openmpi-bin): no MPI campaign to run")
-    def test_a_worker_rank_that_dies_stops_the_job_and_resume_finishes_it(self):
-        """SIGKILL of a worker rank (not of an item: items run in their own children) takes the
-        MPI job down, as OpenMPI does; the journal keeps what finished and --resume on another
-        rank count gives the uninterrupted report."""
-        tag = "rankdeath"
+    def start_mpi_campaign(self, tag):
+        """Starts the campaign on 3 MPI ranks with journal TAG.journal and report TAG.json (both
+        removed first): the launcher's process, the journal's path and the report's."""
         journal = os.path.join(self.dir, tag + ".journal")
         out = os.path.join(self.dir, tag + ".json")
         for path in (journal, out):
@@ -270,43 +291,44 @@ class Campaign(unittest.TestCase):
                               journal, "--json", out, "--quiet", "--threads", "1"], cwd=self.dir,
                              env=dict(os.environ, **MPI_ENV), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)
+        return p, journal, out
 
-        def parent_of(pid):
-            with open(f"/proc/{pid}/stat") as f:
-                return int(f.read().rsplit(")", 1)[1].split()[1])
-
-        def ncert_pids():
-            pids = []
-            for entry in os.listdir("/proc"):
-                if entry.isdigit():
-                    try:
-                        with open(f"/proc/{entry}/cmdline", "rb") as f:
-                            argv = f.read().split(b"\0")
-                        if argv and argv[0] == NCERT.encode() and b"campaign" in argv:
-                            pids.append(int(entry))
-                    except OSError:
-                        pass
-            return pids
-
-        # A worker rank is the ncert whose children are items: kill the rank itself after the
-        # journal shows a few finished items.
-        victim = None
+    @staticmethod
+    def once_journaled(p, journal, lines, find):
+        """Polls, while the launcher `p` runs (up to 60 s), until the journal holds `lines` lines
+        and `find()` returns a pid; that pid, or None."""
         deadline = time.time() + 60
-        while victim is None and time.time() < deadline and p.poll() is None:
-            lines = 0
+        while time.time() < deadline and p.poll() is None:
+            held = 0
             if os.path.exists(journal):
                 with open(journal) as f:
-                    lines = sum(1 for _ in f)
-            if lines >= 4:
-                for pid in ncert_pids():
-                    try:
-                        parent = parent_of(pid)
-                        if parent != p.pid and parent_of(parent) == p.pid:
-                            victim = parent
-                            break
-                    except OSError:
-                        pass
+                    held = sum(1 for _ in f)
+            if held >= lines:
+                pid = find()
+                if pid is not None:
+                    return pid
             time.sleep(0.002)
+        return None
+
+    @needs(MPIRUN, "mpirun not installed (openmpi-bin): no MPI campaign to run")
+    def test_a_worker_rank_that_dies_stops_the_job_and_resume_finishes_it(self):
+        """SIGKILL of a worker rank (not of an item: items run in their own children) takes the
+        MPI job down, as OpenMPI does; the journal keeps what finished and --resume on another
+        rank count gives the uninterrupted report."""
+        tag = "rankdeath"
+        p, journal, out = self.start_mpi_campaign(tag)
+
+        def worker_rank():
+            # A worker rank is the ncert whose children are items.
+            for pid, argv, _ in processes():
+                if argv and argv[0] == NCERT.encode() and b"campaign" in argv:
+                    parent = parent_of(pid)
+                    if parent != p.pid and parent_of(parent) == p.pid:
+                        return parent
+            return None
+
+        # Kill the rank itself after the journal shows a few finished items.
+        victim = self.once_journaled(p, journal, 4, worker_rank)
         self.assertIsNotNone(victim, "no worker rank with a running item was seen")
         os.kill(victim, signal.SIGKILL)
         output = p.communicate(timeout=120)[0].decode(errors="replace")
@@ -326,41 +348,15 @@ class Campaign(unittest.TestCase):
         """Rank 0 stopped by SIGTERM says so on stderr, as a local campaign does (it died by the
         default action without a word: a review's), writes no report, and keeps its journal."""
         tag = "rank0stop"
-        journal = os.path.join(self.dir, tag + ".journal")
-        out = os.path.join(self.dir, tag + ".json")
-        for path in (journal, out):
-            if os.path.exists(path):
-                os.remove(path)
-        p = subprocess.Popen([MPIRUN, "-n", "3", "--oversubscribe", NCERT, "campaign", self.manifest, "--journal",
-                              journal, "--json", out, "--quiet", "--threads", "1"], cwd=self.dir,
-                             env=dict(os.environ, **MPI_ENV), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+        p, journal, out = self.start_mpi_campaign(tag)
 
         def rank_0():
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit():
-                    continue
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        parent = int(f.read().rsplit(")", 1)[1].split()[1])
-                    with open(f"/proc/{entry}/environ", "rb") as f:
-                        env = f.read().split(b"\0")
-                except OSError:
-                    continue
-                if parent == p.pid and b"OMPI_COMM_WORLD_RANK=0" in env:
-                    return int(entry)
+            for pid, _, env in processes():
+                if b"OMPI_COMM_WORLD_RANK=0" in env and parent_of(pid) == p.pid:
+                    return pid
             return None
 
-        root = None
-        deadline = time.time() + 60
-        while root is None and time.time() < deadline and p.poll() is None:
-            lines = 0
-            if os.path.exists(journal):
-                with open(journal) as f:
-                    lines = sum(1 for _ in f)
-            if lines >= 3:
-                root = rank_0()
-            time.sleep(0.002)
+        root = self.once_journaled(p, journal, 3, rank_0)
         self.assertIsNotNone(root, "rank 0 was not seen while the campaign ran")
         os.kill(root, signal.SIGTERM)
         output = p.communicate(timeout=120)[0].decode(errors="replace")
