@@ -114,37 +114,12 @@ int run_campaign_worker(const CampaignOptions& o) {
 
 namespace detail {
 
-namespace {
-
-volatile sig_atomic_t g_rank0_stop = 0;  // SIGINT/SIGTERM seen by rank 0
-extern "C" void on_rank0_stop(int sig) { g_rank0_stop = sig; }
-
-/// Rank 0's SIGINT / SIGTERM noted while it schedules, for its 1 ms wait to see: by the default
-/// action it died without the "campaign interrupted" line a local campaign prints (a review's).
-struct Rank0Stops {
-  struct sigaction old_int {
-  }, old_term{};
-  Rank0Stops() {
-    g_rank0_stop = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_rank0_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-  }
-  Rank0Stops(const Rank0Stops&) = delete;
-  Rank0Stops& operator=(const Rank0Stops&) = delete;
-  ~Rank0Stops() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  }
-};
-
-}  // namespace
-
 Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun& run, const Recorder& record,
                      int* stop_signal) {
-  const Rank0Stops stops;
+  // Rank 0's stops noted, for its 1 ms wait to see: by the default action it died without the
+  // "campaign interrupted" line a local campaign prints (a review's). Rank 0 ends after this
+  // loop, by the signal or with its report, so the handler stays.
+  hold_stops_for_the_supervisor();
   const int n = world_size();
   std::deque<int> idle;
   for (int r = 1; r < n; ++r) idle.push_back(r);
@@ -167,7 +142,7 @@ Status run_items_mpi(const Manifest&, const CampaignOptions&, CampaignRun& run, 
     // this node need (rank 0 only schedules). A result is checked for every millisecond.
     MPI_Status st;
     for (int flag = 0; !flag;) {
-      if (const int sig = g_rank0_stop; sig != 0) {
+      if (const int sig = stop_received(); sig != 0) {
         // The workers' items are lost with them: the launcher ends every rank once rank 0
         // ends by the signal (cmd_campaign's end_by_signal).
         if (stop_signal) *stop_signal = sig;

@@ -45,6 +45,8 @@ extern "C" void on_stop_signal(int sig) { g_received = sig; }
 
 }  // namespace
 
+int stop_received() { return g_received; }
+
 void hold_stops_for_the_supervisor() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;

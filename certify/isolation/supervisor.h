@@ -48,8 +48,12 @@ struct ChildEnd {
 /// Installs the supervisor's own SIGINT / SIGTERM handler for good (run_isolated installs it
 /// only while it waits): a stop that comes before the child starts reaches it as soon as it
 /// does, and one after it ended normally ends nothing (its reports are in place). For a process
-/// that runs one isolated command and then exits.
+/// that runs one isolated command and then exits; or that schedules others' work and polls
+/// stop_received() (a campaign's MPI rank 0).
 void hold_stops_for_the_supervisor();
+
+/// The SIGINT or SIGTERM the supervisor's handler has seen (0: none).
+int stop_received();
 
 /// Runs `body` in a child and waits for it. Flushes stdio first so nothing is written twice.
 /// Returns kIo if the child cannot be created. With isolation disabled, runs `body` here.
