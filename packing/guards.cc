@@ -102,9 +102,8 @@ Status check_support(const PackPlan& p) {
 
 // 3. A declared split must cut K into equal parts.
 Status check_walk(const PackPlan& p) {
-  if (p.walk.declared && (p.walk.parts < 1 || p.k % p.walk.parts != 0)) {
-    return fail(ErrorCode::kGuardWalkSplit,
-                "k_walk " + p.walk.name + ": K = " + n2s(p.k) + " is not a multiple of " + n2s(p.walk.parts));
+  if (p.walk.declared && !p.walk.divides(p.k)) {
+    return fail(ErrorCode::kGuardWalkSplit, reference::walk_split_message(p.walk, p.k));
   }
   return Status();
 }

@@ -42,10 +42,11 @@ Result<std::shared_ptr<const LinearKernel>> LinearKernel::create(const reference
     kernel->walk_.parts = 1;
     kernel->walk_.name = "seq-fma";
   }
-  if (kernel->walk_.parts < 1 || w.k % kernel->walk_.parts != 0) {
-    return Status(ErrorCode::kGuardWalkSplit, "k_walk " + walk.name + ": K = " + std::to_string(w.k) +
-                                                  " is not a multiple of " + std::to_string(walk.parts));
+  if (walk.codes()) {
+    return Status(ErrorCode::kGuardUnsupported,
+                  "k_walk " + walk.name + ": the helper's kernel sums f32 products of x, not integer code sums");
   }
+  if (!kernel->walk_.divides(w.k)) return Status(ErrorCode::kGuardWalkSplit, reference::walk_split_message(walk, w.k));
   kernel->wt_.resize(static_cast<std::size_t>(w.n * w.k));
   std::vector<float> row(static_cast<std::size_t>(w.k));
   for (Index j0 = 0; j0 < w.n; j0 += kBlock) {

@@ -110,7 +110,8 @@ NCERT_ERROR_CODE(kGuardOutputAliasesInput, 312, "guard-output-aliases-input", 3,
                  "the output buffer overlaps the input X")
 NCERT_ERROR_CODE(kGuardMisaligned, 313, "guard-misaligned", 3, "a buffer base address is not aligned for the kernel")
 NCERT_ERROR_CODE(kGuardWalkSplit, 314, "guard-walk-split", 3,
-                 "k_walk split:<P> or splitk:<S>:... with K not a multiple of P or S")
+                 "k_walk split:<P> or splitk:<S>:... with K not a multiple of P or S; codes:<C>:... with K not a "
+                 "multiple of C, or K / C not a multiple of the parts")
 NCERT_ERROR_CODE(kGuardPlanShape, 315, "guard-plan-shape", 3,
                  "R, B, cap or P outside the helper's limits or inconsistent")
 NCERT_ERROR_CODE(kGuardCapacity, 316, "guard-capacity", 3, "no compiled width bucket can hold the prompt")

@@ -222,7 +222,8 @@ void staged_block(const KWalk& walk, const float* x, Index rows, const float* wt
 
 float walk_dot(const KWalk& walk, const float* x, const float* w, Index k, const float* start) {
   if (!walk.plain()) {
-    std::vector<float> scratch;
+    // Kept per thread: an integer kernel's walk (code_walk.h) calls this once per element.
+    thread_local std::vector<float> scratch;
     return staged_dot(walk, x, w, k, scratch, start);
   }
   const Index parts = walk.parts;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "reference/code_walk.h"
 #include "reference/detail/activations.h"
 #include "reference/detail/directed.h"
 #include "reference/detail/element_bounds.h"
@@ -261,7 +262,12 @@ void block_walk(const LinearProblem& p, const Activations& x, Index j0, Index w,
     NCERT_ASSERT(t.bias_row.size() == static_cast<std::size_t>(w), "block_bounds fills the block's bias first");
     start = t.bias_row.data();
   }
-  walk_rows_block(p.walk, x.f32.data(), M, t.w_kernel.data(), K, w, t.walk.data(), t.walk_scratch.data(), start);
+  if (p.walk.codes()) {
+    // An integer kernel: its terms are sums of code products, not products of x and the panels.
+    code_walk_block(p, j0, w, t.walk.data(), start);
+  } else {
+    walk_rows_block(p.walk, x.f32.data(), M, t.w_kernel.data(), K, w, t.walk.data(), t.walk_scratch.data(), start);
+  }
   for (Index i = 0; i < M; ++i) {
     for (Index jj = 0; jj < w; ++jj) {
       const Index j = j0 + jj;

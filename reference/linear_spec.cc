@@ -254,7 +254,63 @@ double KWalk::promote_unit() const {
   return std::ldexp(1.0, (promote_rounding == PromoteRounding::kNearestEven ? 0 : 1) - promote_bits);
 }
 
+std::string walk_split_message(const KWalk& walk, Index k) {
+  const std::string head = "k_walk " + walk.name + ": K = " + std::to_string(k);
+  if (walk.codes() && k % walk.code_chunk != 0) {
+    return head + " is not a multiple of C = " + std::to_string(walk.code_chunk);
+  }
+  if (walk.codes()) {
+    return head + " makes " + std::to_string(walk.terms(k)) + " code sums of " + std::to_string(walk.code_chunk) +
+           ", not a multiple of " + std::to_string(walk.parts);
+  }
+  return head + " is not a multiple of " + std::to_string(walk.parts);
+}
+
+std::string_view code_scaling_name(CodeScaling s) {
+  switch (s) {
+    case CodeScaling::kScaleProduct:
+      return "scale-product";
+    case CodeScaling::kWScaleFirst:
+      return "w-scale-first";
+    case CodeScaling::kXScaleFirst:
+      return "x-scale-first";
+  }
+  return "?";
+}
+
+namespace {
+
+/// codes:<C>:<scaling>/<walk> (`rest` follows "codes:"): the f32 walk parsed as any other, then
+/// the chunk and scaling set on it. A second codes: inside is not a form.
+std::optional<KWalk> parse_codes(std::string_view whole, std::string_view rest) {
+  const std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const std::vector<std::string_view> head = fields(rest.substr(0, slash), ':');
+  if (head.size() != 2) return std::nullopt;
+  const auto chunk = whole_number(head[0]);
+  std::optional<CodeScaling> scaling;
+  for (CodeScaling c : {CodeScaling::kScaleProduct, CodeScaling::kWScaleFirst, CodeScaling::kXScaleFirst}) {
+    if (head[1] == code_scaling_name(c)) scaling = c;
+  }
+  const std::string_view inner = rest.substr(slash + 1);
+  if (!chunk || *chunk < 1 || !scaling || inner.starts_with("codes:")) return std::nullopt;
+  auto walk = parse_k_walk(inner);
+  if (!walk.ok()) return std::nullopt;
+  KWalk w = std::move(walk).value();
+  w.code_chunk = *chunk;
+  w.code_scaling = *scaling;
+  w.name = std::string(whole);
+  return w;
+}
+
+}  // namespace
+
 Result<KWalk> parse_k_walk(std::string_view s) {
+  if (s.starts_with("codes:")) {
+    if (auto w = parse_codes(s, s.substr(6))) return *std::move(w);
+    return Status(ErrorCode::kKWalkInvalid,
+                  "k_walk \"" + std::string(s) + "\" is not one of " + std::string(kKWalkForms));
+  }
   KWalk w;
   w.declared = true;
   w.name = std::string(s);
@@ -475,9 +531,8 @@ Status validate_problem(const LinearProblem& p) {
                                                                    : ""));
     }
   }
-  if (p.walk.declared && (p.walk.parts < 1 || w.k % p.walk.parts != 0)) {
-    return Status(ErrorCode::kGuardWalkSplit, "k_walk " + p.walk.name + ": K = " + std::to_string(w.k) +
-                                                  " is not a multiple of " + std::to_string(p.walk.parts));
+  if (p.walk.declared && !p.walk.divides(w.k)) {
+    return Status(ErrorCode::kGuardWalkSplit, walk_split_message(p.walk, w.k));
   }
   if (!(p.lambda > 0) || !std::isfinite(p.lambda)) {
     return Status(ErrorCode::kInvalidArgument, "lambda must be a positive number");

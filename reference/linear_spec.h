@@ -95,6 +95,22 @@ enum class PromoteRounding : std::uint8_t { kNearestEven, kTowardZero };
 ///                                     significand bits (rounding rnd), each block's sum then
 ///                                     added to an f32 total: t = b_0; t = fl32(t + b_j)
 ///   splitk:<S>:<combine>/<inner>      parts S, combine as named, inner any form above but split
+///   codes:<C>:<scaling>/<walk>        an integer kernel (x_quant int8 / uint8, integer weight
+///                                     codes): the terms the walk sums are not x_k w_k but, per
+///                                     C consecutive k, the exact integer sum Q of the code
+///                                     products (q_x - zp_x)(q_w - zp_w), converted to f32, and
+///                                     scaled as CodeScaling says; <walk> is any form above over
+///                                     those K / C terms (its fma fuses the last multiply)
+/// How an integer kernel turns a chunk's code sum Q into the f32 term it adds (fl32: one
+/// rounding; s_x, s_w the chunk's stored scales as f32; the last multiply is the walk's, fused
+/// with its add under :fma):
+///   scale-product   d = fl32(s_w * s_x), term d * fl32(Q) (ggml's AVX2 vec_dot, MLAS's and
+///                   oneDNN's int8 GEMMs with one combined scale)
+///   w-scale-first   fl32(fl32(Q) * s_w) * s_x (ggml's scalar sumi * d_w * d_x)
+///   x-scale-first   fl32(fl32(Q) * s_x) * s_w
+enum class CodeScaling : std::uint8_t { kScaleProduct, kWScaleFirst, kXScaleFirst };
+std::string_view code_scaling_name(CodeScaling s);
+
 struct KWalk {
   bool declared = false;                 ///< false: no k_walk attribute, nothing to emulate
   bool fma = false;                      ///< each inner step one fused multiply-add (else multiply, then add)
@@ -108,7 +124,17 @@ struct KWalk {
   Index promote_block = 0;                ///< kPromote: P >= 1 terms per block
   int promote_bits = 24;                  ///< kPromote: p, 8..24, counting the implicit bit
   PromoteRounding promote_rounding = PromoteRounding::kNearestEven;
+  /// codes:<C>:...: the K elements summed C at a time in integers before the walk (0: the walk
+  /// sums f32 products of x and w); the walk's other fields then describe its K / C terms.
+  Index code_chunk = 0;
+  CodeScaling code_scaling = CodeScaling::kScaleProduct;
   std::string name;  ///< as written, for reports
+
+  bool codes() const { return code_chunk > 0; }
+  /// The terms the walk sums for a K: K, or K / C for code sums (guard 314: K % C == 0).
+  Index terms(Index k) const { return codes() ? k / code_chunk : k; }
+  /// Whether K cuts into the walk's terms and those into its parts (guard 314).
+  bool divides(Index k) const { return parts >= 1 && (!codes() || k % code_chunk == 0) && terms(k) % parts == 0; }
 
   /// seq, seq-fma, split:<P>[:fma] and their splitk spellings: the forms the blocked fast paths
   /// of reference/k_walk.h compute directly.
@@ -116,13 +142,17 @@ struct KWalk {
   /// The unit roundoff of a promoted walk's p-bit accumulator: 2^-p (rne), 2^(1-p) (rz).
   double promote_unit() const;
 };
+/// Guard 314's message where !walk.divides(k): "k_walk <name>: K = <k> is not a multiple of ...".
+std::string walk_split_message(const KWalk& walk, Index k);
 /// The accepted forms, as the k-walk-invalid message lists them.
 inline constexpr std::string_view kKWalkForms =
     "seq, seq-fma, split:<P>, split:<P>:fma (P >= 1), lanes:<L>:<tree>, lanes:<L>:<tree>:fma (L >= 2), "
     "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
     "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
     "tree seq, halving, pairs or butterfly(<d>,...) (all but seq need L or S a power of two; a butterfly's "
-    "distances are the powers of two below it, each once, in the order the kernel adds them)";
+    "distances are the powers of two below it, each once, in the order the kernel adds them); "
+    "codes:<C>:<scaling>/<walk> (C >= 1, scaling scale-product, w-scale-first or x-scale-first, walk any form "
+    "above) for a kernel that sums integer code products";
 
 /// "seq", "seq-fma", "split:<P>", "split:<P>:fma" (P >= 1), "lanes:<L>:<tree>[:fma]" (L >= 2,
 /// tree seq, halving or pairs, the last two with L a power of two), "promote:<P>:<p>:<rnd>[:fma]"

@@ -456,7 +456,7 @@ CheckResult bound_check(const ProjectionFacts& f, const ReferencePass& pass, con
     // docs/error-bounds.md §2a: the p-bit blocks' own roundings make the bound vacuous.
     r.verdict = Verdict::kFail;
     r.reason = "the deterministic bound is vacuous: k_walk " + info.walk.name + " rounds up to " +
-               std::to_string(std::min(info.walk.promote_block, info.k / info.walk.parts)) +
+               std::to_string(std::min(info.walk.promote_block, info.walk.terms(info.k) / info.walk.parts)) +
                " times at u = " + format_float(std::max(info.walk.promote_unit(), info.accumulator.u_eff)) +
                " in a block, n u >= 1/2: nothing can be certified";
   } else if (summary.vacuous_bound) {

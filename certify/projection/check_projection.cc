@@ -9,6 +9,7 @@
 #include "certify/report/format.h"
 #include "certify/report/progress.h"
 #include "packing/guards.h"
+#include "reference/code_walk.h"
 
 namespace ncert::certify {
 
@@ -184,7 +185,7 @@ void diagnose_walk_failure(const ProjectionFacts& f, const CheckOptions& options
 }
 
 void walk_step(const ProjectionFacts& f, const CheckOptions& options, const ReferencePass& pass, bool walk_supported,
-               bool rounding_pinned, ChecksBeingMade& out) {
+               bool rounding_pinned, const std::string& codes_blocked, ChecksBeingMade& out) {
   const ProjectionInfo& info = out.info;
   if (walk_supported && pass.summary.ambiguous_weights > 0) {
     out.skip(CheckKind::kWalk, std::to_string(pass.summary.ambiguous_weights) +
@@ -194,10 +195,13 @@ void walk_step(const ProjectionFacts& f, const CheckOptions& options, const Refe
     CheckResult walk = walk_check(f, pass);
     if (walk.failed()) diagnose_walk_failure(f, options, walk);
     out.checks.push_back(std::move(walk));
-  } else if (info.walk.declared && info.x_quant.type != reference::XQuantType::kNone) {
+  } else if (!codes_blocked.empty()) {
+    out.skip(CheckKind::kWalk, "k_walk " + info.walk.name + " sums integer code products, but " + codes_blocked);
+  } else if (info.walk.declared && !info.walk.codes() && info.x_quant.type != reference::XQuantType::kNone) {
     out.skip(CheckKind::kWalk, "k_walk " + info.walk.name + " is an f32 walk over x, but x_quant = " +
                                    std::string(reference::x_quant_name(info.x_quant.type)) +
-                                   ": the kernel multiplies quantized codes, whose walk the format does not describe");
+                                   ": the kernel multiplies quantized codes; an integer kernel's walk is declared "
+                                   "codes:<C>:<scaling>/<walk> (docs/dump-format.md §3.4)");
   } else if (info.walk.declared && !walk_rounding_declared(info)) {
     // A review's AVX2 kernel under MXCSR round-toward-zero, declared f32-rz with its lanes, failed
     // 2,271 of 2,304 values against the round-to-nearest emulation, with no word of why.
@@ -414,8 +418,10 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
   // (output_rounding = any), has no single emulated value to compare with.
   const bool rounding_pinned = info.output_rounding != reference::OutputRounding::kAny;
   const bool quantized = info.x_quant.type != reference::XQuantType::kNone;
+  // An integer kernel's code walk, when the data has the codes it sums (code_walk.h).
+  const std::string codes_blocked = info.walk.codes() ? reference::code_walk_unsupported(problem) : "";
   const bool walk_supported = info.walk.declared && f.plan.code() != ErrorCode::kGuardUnsupported && rounding_pinned &&
-                              !quantized && walk_rounding_declared(info);
+                              quantized == info.walk.codes() && codes_blocked.empty() && walk_rounding_declared(info);
   if (!f.any_output()) {
     // Nothing to bound: vacuity reports it.
   } else if (!ref_blocker.empty()) {
@@ -434,7 +440,7 @@ Status reference_steps(const ProjectionFacts& f, const CheckOptions& options, co
     T.reference_seconds = pass->seconds;
     T.compare_seconds = pass->compare_seconds;
     out.checks.push_back(bound_check(f, *pass, options));
-    walk_step(f, options, *pass, walk_supported, rounding_pinned, out);
+    walk_step(f, options, *pass, walk_supported, rounding_pinned, codes_blocked, out);
     // bias is reported before the residual tests but decided after them: values wrong by more
     // than a spacing are its business only where no other check already fails on them.
     const auto bias_at = static_cast<std::ptrdiff_t>(out.checks.size());

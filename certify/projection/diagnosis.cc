@@ -1264,7 +1264,42 @@ std::vector<const DeclarationTrial*> rank_by_energy(std::vector<const Declaratio
 /// accumulator, K split in equal parts, or L lanes reduced by a tree, each plain or fused; and,
 /// where the declaration splits K (splitk:<S>:<tree>/<inner>), each of them as its inner walk.
 /// A wrong lane count or tree failed the walk on nearly every value with no hint (a review's).
+std::vector<std::string> neighbour_walks(const reference::KWalk& declared, Index k);
+
+/// An integer kernel's neighbours (k_walk = codes:<C>:<scaling>/<walk>): the usual chunks (the
+/// declared, 4 for AVX2's maddubs + madd lanes, a block of 32 for a scalar loop, ..., K for an
+/// int32 GEMM that scales once), each scaling, and over each chunk's K / C sums the declared
+/// f32 walk and its neighbours, the declared chunk first. On a failure only, on the sample's
+/// first 16 columns (walk_equal): some 600 trials at K 4,096 cost about what one f32 walk does.
+std::vector<std::string> neighbour_code_walks(const reference::KWalk& declared, Index k) {
+  const std::string inner = declared.name.substr(declared.name.find('/') + 1);
+  auto inner_walk = reference::parse_k_walk(inner);
+  if (!inner_walk.ok()) return {};
+  std::vector<Index> chunks;
+  for (const Index c :
+       {declared.code_chunk, Index{4}, Index{32}, Index{8}, Index{16}, Index{1}, Index{2}, Index{64}, Index{128}, k}) {
+    if (k % c == 0 && std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
+  }
+  std::vector<std::string> walks;
+  for (const Index chunk : chunks) {
+    std::vector<std::string> f32_walks{inner};
+    for (std::string& w : neighbour_walks(*inner_walk, k / chunk)) f32_walks.push_back(std::move(w));
+    for (const reference::CodeScaling scaling :
+         {declared.code_scaling, reference::CodeScaling::kScaleProduct, reference::CodeScaling::kWScaleFirst,
+          reference::CodeScaling::kXScaleFirst}) {
+      const std::string head =
+          "codes:" + std::to_string(chunk) + ":" + std::string(reference::code_scaling_name(scaling)) + "/";
+      for (const std::string& w : f32_walks) {
+        if (std::find(walks.begin(), walks.end(), head + w) == walks.end()) walks.push_back(head + w);
+      }
+    }
+  }
+  std::erase(walks, declared.name);
+  return walks;
+}
+
 std::vector<std::string> neighbour_walks(const reference::KWalk& declared, Index k) {
+  if (declared.codes()) return neighbour_code_walks(declared, k);
   std::vector<std::string> inner{"seq", "seq-fma"};
   for (const Index lanes : {4, 8, 16, 32, 64}) {
     for (const char* tree : {"seq", "halving", "pairs"}) {

@@ -23,11 +23,17 @@ def check_weights_and_strides(f: ProjectionFacts) -> None:
     """Guards 3 (walk split), 4 (segment table), 5 (AF4 geometry), 6 (strides), in order."""
     if f.k_walk is not None:
         parts = parse.k_walk_parts(f.k_walk)
-        if parts is None:  # check_projection refuses it first; the same finding if it did not
+        chunk = parse.k_walk_chunk(f.k_walk)
+        if parts is None or chunk is None:  # check_projection refuses it first; the same finding if it did not
             raise DumpFormatError("k-walk-invalid", f.path, parse.k_walk_message(f.k_walk))
+        head = f"k_walk {f.k_walk}: K = {f.k}"
+        if f.k_walk.startswith("codes:") and f.k % chunk:
+            raise DumpFormatError("guard-walk-split", f.path, f"{head} is not a multiple of C = {chunk}")
+        if f.k_walk.startswith("codes:") and (f.k // chunk) % parts:
+            raise DumpFormatError("guard-walk-split", f.path, f"{head} makes {f.k // chunk} code sums of {chunk}, "
+                                  f"not a multiple of {parts}")
         if f.k % parts:
-            raise DumpFormatError("guard-walk-split", f.path,
-                                  f"k_walk {f.k_walk}: K = {f.k} is not a multiple of {parts}")
+            raise DumpFormatError("guard-walk-split", f.path, f"{head} is not a multiple of {parts}")
     if f.x_quant_group is not None and (f.x_quant_group < 1 or f.k % f.x_quant_group):
         raise DumpFormatError("guard-af4-geometry", f.path,
                               f"x_quant_group {f.x_quant_group} does not divide K = {f.k}")

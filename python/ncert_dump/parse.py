@@ -24,6 +24,7 @@ __all__ = [
     "parse_residual_at",
     "parse_k_walk",
     "k_walk_parts",
+    "k_walk_chunk",
     "k_walk_message",
     "parse_weight_format",
     "parse_af4_variant",
@@ -115,7 +116,10 @@ _K_WALK_FORMS = (
     "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
     "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
     "tree seq, halving, pairs or butterfly(<d>,...) (all but seq need L or S a power of two; a butterfly's "
-    "distances are the powers of two below it, each once, in the order the kernel adds them)")
+    "distances are the powers of two below it, each once, in the order the kernel adds them); "
+    "codes:<C>:<scaling>/<walk> (C >= 1, scaling scale-product, w-scale-first or x-scale-first, walk any form "
+    "above) for a kernel that sums integer code products")
+_CODE_SCALINGS = ("scale-product", "w-scale-first", "x-scale-first")
 _TREES = ("seq", "halving", "pairs")
 
 
@@ -166,9 +170,27 @@ def _inner_walk_valid(s: str) -> bool:
     return False
 
 
+def k_walk_chunk(s: str) -> Optional[int]:
+    """C of a valid codes:<C>:<scaling>/<walk> (the K elements each integer term sums), 1 for
+    every other valid form; None when invalid (reference/linear_spec.cc parse_codes)."""
+    if not s.startswith("codes:"):
+        return 1 if k_walk_parts(s) is not None else None
+    head, slash, walk = s[6:].partition("/")
+    fields = head.split(":")
+    if not slash or len(fields) != 2 or walk.startswith("codes:"):
+        return None
+    chunk = _from_chars_int(fields[0], True, 64)
+    if chunk is None or chunk < 1 or fields[1] not in _CODE_SCALINGS or k_walk_parts(walk) is None:
+        return None
+    return chunk
+
+
 def k_walk_parts(s: str) -> Optional[int]:
-    """The number of equal parts a valid k_walk cuts K into (guard-walk-split: K must be a
-    multiple): P of split:<P>, S of splitk:<S>:..., 1 for every other form; None when invalid."""
+    """The number of equal parts a valid k_walk cuts its terms into (guard-walk-split: they must
+    be a multiple): P of split:<P>, S of splitk:<S>:..., 1 for every other form, the inner walk's
+    for codes:<C>:<scaling>/<walk>; None when invalid."""
+    if s.startswith("codes:"):
+        return k_walk_parts(s.partition("/")[2]) if k_walk_chunk(s) is not None else None
     if _inner_walk_valid(s):
         return 1
     if s.startswith("splitk:"):

@@ -4,7 +4,7 @@ The writer declares the least version that describes the file, so a v1 reader ke
 every dump that needs nothing newer. v2 features: f16 or FP8/i8 element types where v1 had
 f32 / bf16 only (x, bias, residual, outputs, logits, tensors), the weight formats f16, int8,
 e4m3, e5m2 (ggml's blocks are declared in these and AF4 forms), the zero-point variant,
-activation quantization, and the k_walk forms lanes:, promote: and splitk: (docs/dump-format.md
+activation quantization, and the k_walk forms lanes:, promote:, splitk: and codes: (docs/dump-format.md
 §2's declaration table).
 """
 
@@ -14,7 +14,7 @@ from .nodes import Group, Stored
 
 __all__ = ["projection_features", "logits_features", "tensor_features"]
 
-_V2_WALKS = ("lanes:", "promote:", "splitk:")
+_V2_WALKS = ("lanes:", "promote:", "splitk:", "codes:")
 _V2_FORMATS = ("f16", "int8", "e4m3", "e5m2")
 
 

@@ -7,7 +7,7 @@ import unittest
 from typing import Optional
 
 from ncert_dump import DumpWriter
-from ncert_dump.parse import (k_walk_parts, parse_accumulator, parse_k_walk,
+from ncert_dump.parse import (k_walk_chunk, k_walk_parts, parse_accumulator, parse_k_walk,
                               parse_tensor_policy, strtod_full)
 
 from .support import HAVE_NCERT, TempDirCase, base_projection, run_ncert
@@ -27,7 +27,9 @@ ACCEPTED_WALKS = ["seq", "seq-fma", "split:1", "split:4:fma", "split:008",
                   "lanes:8:halving", "lanes:6:seq:fma", "lanes:16:pairs", "lanes:02:pairs",
                   "promote:128:14:rz", "promote:4:24:rne:fma", "promote:1:8:rne",
                   "splitk:4:halving/lanes:8:pairs:fma", "splitk:3:seq/seq-fma",
-                  "splitk:08:pairs/promote:32:8:rne", "splitk:1:halving/seq"]
+                  "splitk:08:pairs/promote:32:8:rne", "splitk:1:halving/seq",
+                  "codes:4:scale-product/lanes:8:halving:fma", "codes:16:x-scale-first/seq",
+                  "codes:2:w-scale-first/splitk:2:seq/seq-fma"]
 REFUSED_WALKS = ["split:0", "split:-2", "split:+4", "split:4:x", "split:", "split:4:fma:x",
                  "split: 4", "split:99999999999999999999", "SEQ",
                  "lanes:1:seq", "lanes:0:seq", "lanes:6:halving", "lanes:12:pairs", "lanes:8",
@@ -37,7 +39,9 @@ REFUSED_WALKS = ["split:0", "split:-2", "split:+4", "split:4:x", "split:", "spli
                  "splitk:0:seq/seq", "splitk:3:halving/seq", "splitk:6:pairs/seq", "splitk:4:seq",
                  "splitk:4/seq", "splitk:4:seq/split:2", "splitk:4:seq/splitk:2:seq/seq", "splitk:4:seq/",
                  "splitk:4:seq/lanes:3:pairs", "splitk:4:halving:fma/seq", "lanes", "promote",
-                 "splitk:", ""]
+                 "splitk:", "", "codes:", "codes:4:scale-product", "codes:0:scale-product/seq",
+                 "codes:4:scales/seq", "codes:4:scale-product/", "codes:4:scale-product/lanes:3:pairs",
+                 "codes:4:scale-product/codes:4:scale-product/seq", "codes:+4:w-scale-first/seq"]
 
 
 class Parsers(unittest.TestCase):
@@ -67,6 +71,11 @@ class Parsers(unittest.TestCase):
         self.assertEqual(k_walk_parts("lanes:8:halving"), 1)
         self.assertEqual(k_walk_parts("promote:128:14:rz"), 1)
         self.assertIsNone(k_walk_parts("splitk:3:pairs/seq"))
+        # An integer kernel's walk: its chunk C, and the parts of its K / C sums.
+        self.assertEqual(k_walk_chunk("codes:4:scale-product/splitk:2:seq/seq"), 4)
+        self.assertEqual(k_walk_parts("codes:4:scale-product/splitk:2:seq/seq"), 2)
+        self.assertEqual(k_walk_chunk("seq"), 1)
+        self.assertIsNone(k_walk_chunk("codes:4:scales/seq"))
 
     def test_tensor_policies(self):
         for s in ("bitwise", "ulp:0", "ulp:18446744073709551615", "abs:1e-3", "abs:0,rel:0.5"):
