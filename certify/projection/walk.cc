@@ -42,7 +42,11 @@ std::string where_they_lie(const WalkTally& span, Index distinct, Index rows, In
            (bias ? ", or its bias" : "") + ") are not those the kernel used";
   }
   if (span.row_min == span.row_max && rare(rows)) {
-    return ", all in row " + std::to_string(span.row_min) + ": that row's activations are not those the kernel used";
+    // Or the kernel took another path for that row alone: ONNX Runtime's W4A8 kernel sums the
+    // last row of an odd M in another lane order than the rows it pairs (a review's M = 3 call).
+    return ", all in row " + std::to_string(span.row_min) +
+           ": that row's activations are not those the kernel used, or the kernel computed that row by another "
+           "path (a kernel that pairs rows and sums the last of an odd count alone)";
   }
   const auto lines = [](const char* one, Index lo, Index hi) {
     return lo == hi ? std::string(one) + " " + std::to_string(lo)

@@ -47,7 +47,7 @@ struct W8A8 {
 
   /// ggml's AVX2 walk; in `bad_column` the first integer sum one unit off (the last bit of a
   /// narrow accumulator lost, say), which moves each of its values by about 1e-7 of them.
-  void run(Index bad_column = -1) {
+  void run(Index bad_column = -1, Index bad_row = -1) {
     y.assign(kM * kN, 0.0f);
     for (Index i = 0; i < kM; ++i) {
       for (Index j = 0; j < kN; ++j) {
@@ -58,7 +58,7 @@ struct W8A8 {
           for (Index l = 0; l < 8; ++l) {
             std::int32_t q = 0;
             for (Index c = b * kGroup + 4 * l; c < b * kGroup + 4 * l + 4; ++c) q += xq[i * kK + c] * wq[j * kK + c];
-            if (j == bad_column && b == 0 && l == 0) q += 1;
+            if ((j == bad_column || i == bad_row) && b == 0 && l == 0) q += 1;
             lane[l] = std::fma(d, static_cast<float>(q), lane[l]);
           }
         }
@@ -125,6 +125,17 @@ TEST(CodeWalkCheck, AnIntegerKernelPassesBitForBitAndASumTheBoundAllowsFailsTheW
   ASSERT_NE(walk, nullptr);
   EXPECT_EQ(walk->verdict, Verdict::kFail);
   EXPECT_NE(walk->reason.find("all in column 5"), std::string::npos) << walk->reason;
+
+  // One row's sums off: its activations, or a path the kernel takes for that row alone (ONNX
+  // Runtime's W4A8 kernel sums the last row of an odd M in another order).
+  d.run(-1, 3);
+  walk = find_check(check_dump(d.write("codes-row.h5", kAvx2Walk)), "projections/w8a8/walk");
+  ASSERT_NE(walk, nullptr);
+  EXPECT_EQ(walk->verdict, Verdict::kFail);
+  EXPECT_NE(walk->reason.find("all in row 3: that row's activations are not those the kernel used, or the kernel "
+                              "computed that row by another path"),
+            std::string::npos)
+      << walk->reason;
 }
 
 TEST(CodeWalkCheck, AWrongCodeWalkIsDiagnosedAndAnF32WalkIsASkipNamingTheForm) {
