@@ -40,6 +40,10 @@ void fixed_chunk_sums(const std::int16_t* x, const std::int16_t* w, Index k, flo
 void chunk_sums(const std::int16_t* x, const std::int16_t* w, Index k, Index chunk, std::int32_t* products,
                 float* out) {
   switch (chunk) {
+    case 1:
+      return fixed_chunk_sums<1>(x, w, k, out);
+    case 2:
+      return fixed_chunk_sums<2>(x, w, k, out);
     case 4:
       return fixed_chunk_sums<4>(x, w, k, out);
     case 8:
@@ -94,9 +98,8 @@ std::string why_segment(const WeightSegment& seg, Index chunk) {
   const std::string name = "segment " + seg.name;
   if (seg.format == WeightFormat::kInt8) {
     if (seg.scaled.dequant != Dequant::kExact) {
-      return name +
-             " declares a dequantized weight, but a kernel that multiplies codes multiplies them as they are: "
-             "declare dequant = exact";
+      return name + " declares dequant = " + std::string(dequant_name(seg.scaled.dequant)) +
+             ", where a kernel that multiplies codes multiplies them as they are: declare dequant = exact";
     }
     if (seg.scaled.group_size % chunk != 0) {
       return name + "'s group_size " + std::to_string(seg.scaled.group_size) +
@@ -106,9 +109,8 @@ std::string why_segment(const WeightSegment& seg, Index chunk) {
   }
   if (seg.format == WeightFormat::kAf4 && seg.af4.layout.variant == Af4Variant::kZeroPoint) {
     if (seg.af4.layout.dequant != Dequant::kExact) {
-      return name +
-             " declares a dequantized weight, but a kernel that multiplies codes multiplies them as they are: "
-             "declare dequant = exact";
+      return name + " declares dequant = " + std::string(dequant_name(seg.af4.layout.dequant)) +
+             ", where a kernel that multiplies codes multiplies them as they are: declare dequant = exact";
     }
     if (seg.af4.layout.group_size % chunk != 0) {
       return name + "'s group_size " + std::to_string(seg.af4.layout.group_size) +
@@ -164,6 +166,7 @@ void code_walk_block(const LinearProblem& p, Index j0, Index width, float* out, 
   std::vector<float> a(static_cast<std::size_t>(terms)), b(static_cast<std::size_t>(terms)),
       sums(static_cast<std::size_t>(terms));
   std::vector<std::int32_t> products(static_cast<std::size_t>(K));
+  const bool single_product = terms == 1 && walk.plain() && walk.parts == 1 && !walk.fma;
   for (Index jj = 0; jj < width; ++jj) {
     weight_codes(*p.weights, j0 + jj, chunk, w);
     for (Index i = 0; i < M; ++i) {
@@ -187,7 +190,12 @@ void code_walk_block(const LinearProblem& p, Index j0, Index width, float* out, 
             break;
         }
       }
-      out[i * width + jj] = walk_dot(walk, a.data(), b.data(), terms, start != nullptr ? start + jj : nullptr);
+      // One term summed by `seq`: the kernel scales its whole-K sum once (an int32 GEMM's output
+      // stage) and has no f32 accumulator, so the product is the value, a zero keeping its sign
+      // (Q = 0 under a negative scale is -0, where 0 + -0 would be +0).
+      out[i * width + jj] = single_product && start == nullptr
+                                ? a[0] * b[0]
+                                : walk_dot(walk, a.data(), b.data(), terms, start != nullptr ? start + jj : nullptr);
     }
   }
 }

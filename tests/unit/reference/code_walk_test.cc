@@ -274,6 +274,24 @@ TEST(CodeWalk, EqualsAnInt32GemmWhoseSumsRoundToF32) {
   EXPECT_GT(past, 0);
 }
 
+TEST(CodeWalk, AWholeKSumScaledOnceKeepsTheSignOfItsZero) {
+  // An int32 GEMM's output stage is one multiply, no f32 accumulator: a zero sum under a
+  // negative scale is -0 (a review's padding row; the walk had started from +0).
+  IntProblem p;
+  p.uint8_x = true;
+  p.af4_w = false;
+  p.k = 64;
+  p.build(9);
+  for (Index c = 0; c < p.k; ++c) p.xq[c] = p.x_zp[0];  // row 0: every code its zero point
+  for (Index c = 0; c < p.k; ++c) p.x[c] = 0.0f;
+  p.ws32[1] = -p.ws32[1];
+  const std::vector<float> once = p.emulated("codes:64:scale-product/seq");
+  EXPECT_EQ(bits(once[1]), 0x80000000u);  // row 0, column 1
+  EXPECT_EQ(bits(once[1]), bits(gemm_like(p, 0, 1)));
+  EXPECT_EQ(bits(once[0]), 0u);
+  for (Index j = 0; j < p.n; ++j) EXPECT_EQ(bits(once[j]), bits(gemm_like(p, 0, j))) << j;
+}
+
 TEST(CodeWalk, FaultsTheBoundLetsThroughChangeTheEmulatedValues) {
   // uint8-range products: x codes up to 255 against int8 weights, so maddubs' pairs saturate.
   IntProblem p;
@@ -309,7 +327,9 @@ TEST(CodeWalk, SaysWhyAProblemCannotTakeIt) {
             "x_quant_group 32 is not a multiple of C = 64: a chunk would straddle two activation scales");
   p.problem.walk = *parse_k_walk("codes:4:scale-product/seq");
   p.weights.segments[0].af4.layout.dequant = Dequant::kF32;
-  EXPECT_NE(code_walk_unsupported(p.problem).find("segment w declares a dequantized weight"), std::string::npos);
+  EXPECT_EQ(code_walk_unsupported(p.problem),
+            "segment w declares dequant = f32, where a kernel that multiplies codes multiplies them as they are: "
+            "declare dequant = exact");
   p.weights.segments[0].af4.layout.dequant = Dequant::kExact;
   p.weights.segments[0].af4.layout.variant = Af4Variant::kAffine;
   EXPECT_EQ(code_walk_unsupported(p.problem),
