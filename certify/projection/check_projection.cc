@@ -169,6 +169,14 @@ void diagnose_walk_failure(const ProjectionFacts& f, const CheckOptions& options
     e.diagnosis = diagnose_bias_at(f, options, rows, true);
   } else {
     e.diagnosis = diagnose_walk(f, options);
+    if (e.diagnosis.size() == 1 && e.diagnosis.front().inside < e.diagnosis.front().sampled) {
+      // Tried and none fits: said, since silence read as "not tried" (a review's hadd kernel
+      // declared halving, before butterfly(4,1,2) was among the trials).
+      walk.reason += "; no other declaration tried (lane counts, trees, splits, fusing, " +
+                     std::string(f.info().walk.codes() ? "chunks, scalings, " : "") +
+                     "dequantization) reproduces the " + std::to_string(e.diagnosis.front().sampled) +
+                     " sampled values: a kernel fault, or an order no k_walk form declares";
+    }
   }
   if (e.diagnosis.size() < 2) {
     e.diagnosis.clear();

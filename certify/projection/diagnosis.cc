@@ -1295,6 +1295,10 @@ std::vector<std::string> neighbour_code_walks(const reference::KWalk& declared, 
     }
   }
   std::erase(walks, declared.name);
+  // The likeliest first (the declared chunk, then 4 and 32); beyond this many a failing check
+  // would spend seconds on trials (a review's: 2-8 s at K 4,096).
+  constexpr std::size_t kMostCodeTrials = 600;
+  if (walks.size() > kMostCodeTrials) walks.resize(kMostCodeTrials);
   return walks;
 }
 
@@ -1307,6 +1311,13 @@ std::vector<std::string> neighbour_walks(const reference::KWalk& declared, Index
       inner.push_back(w);
       inner.push_back(w + ":fma");
     }
+  }
+  // MLAS's FoldAccumulators: each 128-bit quarter's 4 lanes in order, then the quarters halved
+  // (16 lanes) or added (8).
+  // And AVX2's "fold the upper 128 bits, then hadd twice".
+  for (const char* w : {"lanes:16:groups(4,seq,halving)", "lanes:8:groups(4,seq,seq)", "lanes:8:butterfly(4,1,2)"}) {
+    inner.emplace_back(w);
+    inner.push_back(std::string(w) + ":fma");
   }
   std::vector<std::string> walks = inner;
   for (const Index parts : {2, 4, 8, 16, 32, 64}) {
