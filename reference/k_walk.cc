@@ -98,8 +98,19 @@ float reduce_tree(KWalkTree tree, const std::vector<Index>& distances, float* v,
         for (Index i = 0; i < width / 2; ++i) v[i] = v[2 * i] + v[2 * i + 1];
       }
       return v[0];
+    case KWalkTree::kGroups:
+      break;  // reduce_groups: it needs the group's shape
   }
   return v[0];
+}
+
+/// groups(g,inner,outer) over v[0..n): each run of g reduced by `inner` into v[k] (group k's
+/// values start at k g >= k, and the groups before it are done: in place is safe), then the n / g
+/// sums by `outer`.
+float reduce_groups(const KWalk& walk, float* v, Index n) {
+  const Index g = walk.lane_group;
+  for (Index k = 0; k < n / g; ++k) v[k] = reduce_tree(walk.lane_group_inner, {}, v + k * g, g);
+  return reduce_tree(walk.lane_group_outer, {}, v, n / g);
 }
 
 /// The lanes a walk materializes for `k` terms. Lanes beyond K never receive a term and stay
@@ -110,6 +121,8 @@ float reduce_tree(KWalkTree tree, const std::vector<Index>& distances, float* v,
 /// bit_ceil(K) and keeps the others in their order), and a seq tree over L >= K lanes the seq
 /// tree over K: an L of 2^40 costs no memory.
 Index lanes_used(const KWalk& walk, Index k) {
+  // groups(...) keeps every lane: a group's position fixes its order (L <= 65,536, parse_k_walk).
+  if (walk.lane_tree == KWalkTree::kGroups) return walk.lanes;
   const Index cap = walk.lane_tree == KWalkTree::kSeq
                         ? std::max<Index>(1, k)
                         : static_cast<Index>(std::bit_ceil(static_cast<std::uint64_t>(std::max<Index>(1, k))));
@@ -137,7 +150,8 @@ float lanes_dot(const KWalk& walk, const float* x, const float* w, Index k, floa
       lane[l] = walk.fma ? std::fma(x[c0 + l], w[c0 + l], lane[l]) : lane[l] + x[c0 + l] * w[c0 + l];
     }
   }
-  return reduce_tree(walk.lane_tree, walk.lane_distances, lane, lanes);
+  return walk.lane_tree == KWalkTree::kGroups ? reduce_groups(walk, lane, lanes)
+                                              : reduce_tree(walk.lane_tree, walk.lane_distances, lane, lanes);
 }
 
 /// promote:<P>:<p>:<rnd>[:fma] over x[0..k): blocks of P terms at p bits, each block's sum added

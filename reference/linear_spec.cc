@@ -144,6 +144,8 @@ bool power_of_two(Index v) { return v >= 1 && (v & (v - 1)) == 0; }
 struct TreeSpec {
   KWalkTree tree = KWalkTree::kSeq;
   std::vector<Index> distances;  ///< butterfly only
+  Index group = 0;               ///< groups only: g, and the trees inside and over the groups
+  KWalkTree inner = KWalkTree::kSeq, outer = KWalkTree::kSeq;
 };
 
 /// `s` cut at every `sep` (empty fields kept).
@@ -154,6 +156,20 @@ std::optional<TreeSpec> parse_tree(std::string_view s) {
   if (s == "seq") return TreeSpec{KWalkTree::kSeq, {}};
   if (s == "halving") return TreeSpec{KWalkTree::kHalving, {}};
   if (s == "pairs") return TreeSpec{KWalkTree::kPairs, {}};
+  if (s.starts_with("groups(") && s.back() == ')') {
+    const std::vector<std::string_view> f = fields(s.substr(7, s.size() - 8), ',');
+    const auto simple = [](std::string_view t) -> std::optional<KWalkTree> {
+      if (t == "seq") return KWalkTree::kSeq;
+      if (t == "halving") return KWalkTree::kHalving;
+      if (t == "pairs") return KWalkTree::kPairs;
+      return std::nullopt;
+    };
+    const auto g = f.size() == 3 ? whole_number(f[0]) : std::nullopt;
+    const auto inner = f.size() == 3 ? simple(f[1]) : std::nullopt;
+    const auto outer = f.size() == 3 ? simple(f[2]) : std::nullopt;
+    if (!g || *g < 2 || !inner || !outer) return std::nullopt;
+    return TreeSpec{KWalkTree::kGroups, {}, *g, *inner, *outer};
+  }
   constexpr std::string_view kOpen = "butterfly(";
   if (s.substr(0, kOpen.size()) != kOpen || s.size() <= kOpen.size() || s.back() != ')') return std::nullopt;
   TreeSpec t{KWalkTree::kButterfly, {}};
@@ -171,6 +187,11 @@ std::optional<TreeSpec> parse_tree(std::string_view s) {
 /// butterfly exactly the distances 1, 2, ..., n/2 in some order.
 bool tree_fits(const TreeSpec& t, Index n) {
   if (t.tree == KWalkTree::kSeq) return true;
+  if (t.tree == KWalkTree::kGroups) {
+    // Every lane is materialized (lanes_used): at most 65,536 of them.
+    return n <= 65536 && n % t.group == 0 && tree_fits(TreeSpec{t.inner, {}}, t.group) &&
+           tree_fits(TreeSpec{t.outer, {}}, n / t.group);
+  }
   if (!power_of_two(n)) return false;
   if (t.tree != KWalkTree::kButterfly) return true;
   Index covered = 0;
@@ -200,6 +221,9 @@ bool parse_lanes(const std::vector<std::string_view>& f, KWalk& w) {
   w.lanes = *lanes;
   w.lane_tree = tree->tree;
   w.lane_distances = tree->distances;
+  w.lane_group = tree->group;
+  w.lane_group_inner = tree->inner;
+  w.lane_group_outer = tree->outer;
   w.fma = f.size() == 4;
   return true;
 }
@@ -239,7 +263,9 @@ bool parse_splitk(std::string_view rest, KWalk& w) {
   if (head.size() != 2) return false;
   const auto parts = whole_number(head[0]);
   const auto combine = parse_tree(head[1]);
-  if (!parts || *parts < 1 || !combine || !tree_fits(*combine, *parts)) return false;
+  if (!parts || *parts < 1 || !combine || combine->tree == KWalkTree::kGroups || !tree_fits(*combine, *parts)) {
+    return false;
+  }
   w.parts = *parts;
   w.combine = combine->tree;
   w.combine_distances = combine->distances;

@@ -77,7 +77,11 @@ std::string_view output_rounding_name(OutputRounding r);
 ///            below n, each once): the horizontal sums SIMD code writes as shuffles, e.g. the
 ///            AVX2 "fold the upper 128 bits, then hadd twice" over 8 lanes is butterfly(4,1,2);
 ///            halving is butterfly(n/2,...,1) and pairs butterfly(1,...,n/2)
-enum class KWalkTree : std::uint8_t { kSeq, kHalving, kPairs, kButterfly };
+///   groups(g,inner,outer)  lanes only: each run of g consecutive values reduced by `inner`, then
+///            the n / g results by `outer` (inner and outer seq, halving or pairs; n a multiple of
+///            g, at most 65,536): MLAS's FoldAccumulators, the 4 lanes of each 128-bit quarter
+///            summed in order, then the quarters halved, is groups(4,seq,halving) over 16 lanes
+enum class KWalkTree : std::uint8_t { kSeq, kHalving, kPairs, kButterfly, kGroups };
 /// What each part of K is reduced by, starting from 0 (see KWalk).
 enum class KWalkInner : std::uint8_t { kSeq, kLanes, kPromote };
 /// The rounding of a promoted walk's p-bit accumulator.
@@ -118,11 +122,14 @@ struct KWalk {
   KWalkTree combine = KWalkTree::kSeq;   ///< how the parts' sums are combined
   std::vector<Index> combine_distances;  ///< combine = kButterfly: its distances, in order
   KWalkInner inner = KWalkInner::kSeq;
-  Index lanes = 1;                        ///< kLanes: L >= 2
-  KWalkTree lane_tree = KWalkTree::kSeq;  ///< kLanes: how the lanes are reduced
-  std::vector<Index> lane_distances;      ///< lane_tree = kButterfly: its distances, in order
-  Index promote_block = 0;                ///< kPromote: P >= 1 terms per block
-  int promote_bits = 24;                  ///< kPromote: p, 8..24, counting the implicit bit
+  Index lanes = 1;                               ///< kLanes: L >= 2
+  KWalkTree lane_tree = KWalkTree::kSeq;         ///< kLanes: how the lanes are reduced
+  std::vector<Index> lane_distances;             ///< lane_tree = kButterfly: its distances, in order
+  Index lane_group = 0;                          ///< lane_tree = kGroups: g, the lanes of one group
+  KWalkTree lane_group_inner = KWalkTree::kSeq;  ///< kGroups: each group's tree
+  KWalkTree lane_group_outer = KWalkTree::kSeq;  ///< kGroups: the tree over the groups' sums
+  Index promote_block = 0;                       ///< kPromote: P >= 1 terms per block
+  int promote_bits = 24;                         ///< kPromote: p, 8..24, counting the implicit bit
   PromoteRounding promote_rounding = PromoteRounding::kNearestEven;
   /// codes:<C>:...: the K elements summed C at a time in integers before the walk (0: the walk
   /// sums f32 products of x and w); the walk's other fields then describe its K / C terms.
@@ -150,7 +157,8 @@ inline constexpr std::string_view kKWalkForms =
     "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
     "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
     "tree seq, halving, pairs or butterfly(<d>,...) (all but seq need L or S a power of two; a butterfly's "
-    "distances are the powers of two below it, each once, in the order the kernel adds them); "
+    "distances are the powers of two below it, each once, in the order the kernel adds them), or for lanes "
+    "groups(<g>,<inner>,<outer>) (g >= 2 dividing L <= 65536, inner and outer seq, halving or pairs); "
     "codes:<C>:<scaling>/<walk> (C >= 1, scaling scale-product, w-scale-first or x-scale-first, walk any form "
     "above) for a kernel that sums integer code products";
 

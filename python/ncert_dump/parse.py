@@ -116,7 +116,8 @@ _K_WALK_FORMS = (
     "promote:<P>:<p>:<rnd>, promote:<P>:<p>:<rnd>:fma (P >= 1, 8 <= p <= 24, rnd rne or rz), "
     "splitk:<S>:<tree>/<inner> (S >= 1, inner seq, seq-fma, a lanes or a promote form); "
     "tree seq, halving, pairs or butterfly(<d>,...) (all but seq need L or S a power of two; a butterfly's "
-    "distances are the powers of two below it, each once, in the order the kernel adds them); "
+    "distances are the powers of two below it, each once, in the order the kernel adds them), or for lanes "
+    "groups(<g>,<inner>,<outer>) (g >= 2 dividing L <= 65536, inner and outer seq, halving or pairs); "
     "codes:<C>:<scaling>/<walk> (C >= 1, scaling scale-product, w-scale-first or x-scale-first, walk any form "
     "above) for a kernel that sums integer code products")
 _CODE_SCALINGS = ("scale-product", "w-scale-first", "x-scale-first")
@@ -136,9 +137,26 @@ def _butterfly_distances(tree: str) -> Optional[List[int]]:
     return out
 
 
-def _tree_fits(tree: str, n: int) -> bool:
+def _groups(tree: str) -> Optional[tuple[int, str, str]]:
+    """(g, inner, outer) of groups(<g>,<inner>,<outer>), inner and outer seq, halving or
+    pairs and g >= 2; None otherwise."""
+    if not tree.startswith("groups(") or not tree.endswith(")"):
+        return None
+    f = tree[len("groups("):-1].split(",")
+    if len(f) != 3 or f[1] not in _TREES or f[2] not in _TREES:
+        return None
+    g = _from_chars_int(f[0], True, 64)
+    return (g, f[1], f[2]) if g is not None and g >= 2 else None
+
+
+def _tree_fits(tree: str, n: int, lanes: bool = False) -> bool:
     """A tree over n values (reference/linear_spec.cc tree_fits): seq for any n; halving, pairs
-    and butterfly for powers of two, a butterfly's distances exactly 1, 2, ..., n/2."""
+    and butterfly for powers of two, a butterfly's distances exactly 1, 2, ..., n/2; for lanes
+    groups(g,inner,outer) with g dividing n <= 65536 and each tree fitting its values."""
+    groups = _groups(tree)
+    if groups is not None:
+        g, inner, outer = groups
+        return lanes and n <= 65536 and n % g == 0 and _tree_fits(inner, g) and _tree_fits(outer, n // g)
     if tree == "seq":
         return True
     if n < 1 or n & (n - 1):
@@ -159,7 +177,7 @@ def _inner_walk_valid(s: str) -> bool:
         if len(f) != 3 and not (len(f) == 4 and f[3] == "fma"):
             return False
         lanes = _from_chars_int(f[1], True, 64)
-        return lanes is not None and lanes >= 2 and _tree_fits(f[2], lanes)
+        return lanes is not None and lanes >= 2 and _tree_fits(f[2], lanes, lanes=True)
     if f[0] == "promote":
         if len(f) != 4 and not (len(f) == 5 and f[4] == "fma"):
             return False

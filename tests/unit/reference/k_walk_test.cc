@@ -130,6 +130,13 @@ TEST(KWalkParse, MalformedFormsAreKWalkInvalidListingTheForms) {
                         "lanes:8:butterfly(4,1,2",
                         "lanes:8:butterfly(4, 1, 2)",
                         "splitk:3:butterfly(1,2)/seq",
+                        "lanes:16:groups(1,seq,seq)",
+                        "lanes:16:groups(3,seq,seq)",
+                        "lanes:16:groups(4,seq)",
+                        "lanes:16:groups(4,butterfly(1,2),seq)",
+                        "lanes:12:groups(4,seq,halving)",
+                        "lanes:131072:groups(4,seq,seq)",
+                        "splitk:4:groups(2,seq,seq)/seq",
                         "split:0",
                         "split:4:x",
                         "SEQ",
@@ -234,6 +241,9 @@ float tree_oracle(KWalkTree tree, const std::vector<Index>& distances, std::vect
     case KWalkTree::kHalving:  // the upper half folded onto the lower
       for (std::size_t i = 0; i < next.size(); ++i) next[i] = v[i] + v[i + next.size()];
       break;
+    case KWalkTree::kGroups:  // written out in GroupsAreMlasFoldAccumulatorsBitForBit instead
+      ADD_FAILURE() << "no groups oracle here";
+      return v[0];
     case KWalkTree::kPairs:  // adjacent pairs
       for (std::size_t i = 0; i < next.size(); ++i) next[i] = v[2 * i] + v[2 * i + 1];
       break;
@@ -450,6 +460,45 @@ TEST(KWalkEmulation, LanesAndSplitKEqualTheirOracles) {
   }
 }
 
+TEST(KWalkEmulation, GroupsAreMlasFoldAccumulatorsBitForBit) {
+  // MLAS's one-row 4-bit kernel (AVX-512): 16 FMA lanes, term k in lane k mod 16, then
+  // FoldAccumulators: each 128-bit quarter's 4 lanes summed in order, then (Q0 + Q2) + (Q1 + Q3).
+  // Written here from that description; and its AVX2 twin, 8 lanes, each half in order, added.
+  auto parsed = parse_k_walk("lanes:16:groups(4,seq,halving):fma");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->lane_tree, KWalkTree::kGroups);
+  EXPECT_EQ(parsed->lane_group, 4);
+  EXPECT_EQ(parsed->lane_group_inner, KWalkTree::kSeq);
+  EXPECT_EQ(parsed->lane_group_outer, KWalkTree::kHalving);
+  const KWalk avx512 = *parsed;
+  const KWalk avx2 = *parse_k_walk("lanes:8:groups(4,seq,seq):fma");
+  std::mt19937_64 rng(21);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  Index differ = 0;
+  for (const Index k : {Index{768}, Index{1152}, Index{100}, Index{5}}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> x(static_cast<std::size_t>(k)), w(x.size());
+      for (auto& v : x) v = n(rng);
+      for (auto& v : w) v = n(rng);
+      float lane16[16] = {}, lane8[8] = {};
+      for (Index c = 0; c < k; ++c) {
+        lane16[c % 16] = std::fma(x[c], w[c], lane16[c % 16]);
+        lane8[c % 8] = std::fma(x[c], w[c], lane8[c % 8]);
+      }
+      float q[4];
+      for (std::size_t i = 0; i < 4; ++i)
+        q[i] = ((lane16[4 * i] + lane16[4 * i + 1]) + lane16[4 * i + 2]) + lane16[4 * i + 3];
+      const float fold16 = (q[0] + q[2]) + (q[1] + q[3]);
+      const float fold8 =
+          (((lane8[0] + lane8[1]) + lane8[2]) + lane8[3]) + (((lane8[4] + lane8[5]) + lane8[6]) + lane8[7]);
+      ASSERT_EQ(f32_bits(walk_dot(avx512, x.data(), w.data(), k)), f32_bits(fold16)) << k;
+      ASSERT_EQ(f32_bits(walk_dot(avx2, x.data(), w.data(), k)), f32_bits(fold8)) << k;
+      differ += f32_bits(walk_dot(*parse_k_walk("lanes:16:halving:fma"), x.data(), w.data(), k)) != f32_bits(fold16);
+    }
+  }
+  EXPECT_GT(differ, 0);  // not halving by another name
+}
+
 TEST(KWalkEmulation, ButterfliesInOrderAreHalvingAndPairsBitForBit) {
   std::mt19937_64 rng(12);
   std::normal_distribution<float> n(0.0f, 1.0f);
@@ -539,9 +588,10 @@ void expect_blocked_paths_equal_walk_dot(const char* name, Index m, Index block_
 }
 
 TEST(KWalkEmulation, BlockedPathsEqualWalkDotForEveryForm) {
-  for (const char* name : {"seq", "split:4:fma", "lanes:8:halving", "lanes:5:seq:fma", "splitk:4:pairs/seq",
-                           "splitk:2:halving/lanes:4:pairs:fma", "promote:16:12:rz", "promote:32:9:rne:fma",
-                           "splitk:4:seq/promote:8:14:rne", "lanes:8:butterfly(4,1,2):fma"}) {
+  for (const char* name :
+       {"seq", "split:4:fma", "lanes:8:halving", "lanes:5:seq:fma", "splitk:4:pairs/seq",
+        "splitk:2:halving/lanes:4:pairs:fma", "promote:16:12:rz", "promote:32:9:rne:fma",
+        "splitk:4:seq/promote:8:14:rne", "lanes:8:butterfly(4,1,2):fma", "lanes:16:groups(4,seq,halving):fma"}) {
     // Register blocks of 4 and 8 rows (AVX-512), 8 rows and a 3-row tail; 37 rows cross a panel
     // of 32 rows (walk_rows_block reads each weight panel for 32 rows at a time).
     // Blocks of 20 columns: one 16-column weight panel and a narrower one of 4 columns, then a
