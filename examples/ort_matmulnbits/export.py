@@ -23,6 +23,22 @@ from harness import OrtCalls  # examples/common, on sys.path beside this folder
 import model
 
 kPrefillWalk = "seq-fma"  # README.md "What MLAS computes": M > 1 runs an SGEMM over f32 weights
+# The one-row kernel on AVX-512 CPUs: 16 FMA lanes, then FoldAccumulators (each 128-bit quarter's 4
+# lanes in order, the quarters halved). AVX2 CPUs run 8 lanes with a fold not measured here.
+kDecodeWalkAvx512 = "lanes:16:groups(4,seq,halving):fma"
+
+
+def decode_walk(cpuinfo: str = "/proc/cpuinfo") -> Optional[str]:
+    """The one-row kernel's walk where this CPU runs MLAS's AVX-512 kernels (AVX512F, BW, DQ and
+    VL: its AVX512 core dispatch), else None (README.md "Why decode declares its walk on AVX-512
+    only")."""
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return None
+    core = {"avx512f", "avx512bw", "avx512dq", "avx512vl"}
+    return kDecodeWalkAvx512 if core <= set(flags) else None
 
 
 @dataclass(frozen=True)
