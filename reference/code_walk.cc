@@ -166,7 +166,6 @@ void code_walk_block(const LinearProblem& p, Index j0, Index width, float* out, 
   std::vector<float> a(static_cast<std::size_t>(terms)), b(static_cast<std::size_t>(terms)),
       sums(static_cast<std::size_t>(terms));
   std::vector<std::int32_t> products(static_cast<std::size_t>(K));
-  const bool single_product = terms == 1 && walk.plain() && walk.parts == 1 && !walk.fma;
   for (Index jj = 0; jj < width; ++jj) {
     weight_codes(*p.weights, j0 + jj, chunk, w);
     for (Index i = 0; i < M; ++i) {
@@ -190,12 +189,15 @@ void code_walk_block(const LinearProblem& p, Index j0, Index width, float* out, 
             break;
         }
       }
-      // One term summed by `seq`: the kernel scales its whole-K sum once (an int32 GEMM's output
-      // stage) and has no f32 accumulator, so the product is the value, a zero keeping its sign
-      // (Q = 0 under a negative scale is -0, where 0 + -0 would be +0).
-      out[i * width + jj] = single_product && start == nullptr
-                                ? a[0] * b[0]
-                                : walk_dot(walk, a.data(), b.data(), terms, start != nullptr ? start + jj : nullptr);
+      if (walk.code_once) {
+        // The kernel scales its whole-K sum once (an int32 GEMM's output stage) and accumulates
+        // nothing in f32: the product is the value, a zero keeping its sign (Q = 0 under a
+        // negative scale is -0, where seq's 0 + -0 is +0); a bias the output held is added to it.
+        const float v = a[0] * b[0];
+        out[i * width + jj] = start != nullptr ? v + start[jj] : v;
+      } else {
+        out[i * width + jj] = walk_dot(walk, a.data(), b.data(), terms, start != nullptr ? start + jj : nullptr);
+      }
     }
   }
 }

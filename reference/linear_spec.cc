@@ -285,6 +285,10 @@ std::string walk_split_message(const KWalk& walk, Index k) {
   if (walk.codes() && k % walk.code_chunk != 0) {
     return head + " is not a multiple of C = " + std::to_string(walk.code_chunk);
   }
+  if (walk.code_once) {
+    return head + " makes " + std::to_string(walk.terms(k)) + " code sums of " + std::to_string(walk.code_chunk) +
+           ", where once scales a single sum (C = K)";
+  }
   if (walk.codes()) {
     return head + " makes " + std::to_string(walk.terms(k)) + " code sums of " + std::to_string(walk.code_chunk) +
            ", not a multiple of " + std::to_string(walk.parts);
@@ -320,9 +324,15 @@ std::optional<KWalk> parse_codes(std::string_view whole, std::string_view rest) 
   }
   const std::string_view inner = rest.substr(slash + 1);
   if (!chunk || *chunk < 1 || !scaling || inner.starts_with("codes:")) return std::nullopt;
-  auto walk = parse_k_walk(inner);
-  if (!walk.ok()) return std::nullopt;
-  KWalk w = std::move(walk).value();
+  KWalk w;
+  w.declared = true;
+  if (inner == "once") {
+    w.code_once = true;  // otherwise seq's fields: one part, no lanes, not fused
+  } else {
+    auto walk = parse_k_walk(inner);
+    if (!walk.ok()) return std::nullopt;
+    w = std::move(walk).value();
+  }
   w.code_chunk = *chunk;
   w.code_scaling = *scaling;
   w.name = std::string(whole);

@@ -104,7 +104,10 @@ enum class PromoteRounding : std::uint8_t { kNearestEven, kTowardZero };
 ///                                     C consecutive k, the exact integer sum Q of the code
 ///                                     products (q_x - zp_x)(q_w - zp_w), converted to f32, and
 ///                                     scaled as CodeScaling says; <walk> is any form above over
-///                                     those K / C terms (its fma fuses the last multiply)
+///                                     those K / C terms (its fma fuses the last multiply), or
+///                                     `once`: C = K, one sum scaled once and not accumulated
+///                                     (an int32 GEMM's output stage: y = d * fl32(Q), a zero
+///                                     keeping its sign, where seq's 0 + -0 is +0)
 /// How an integer kernel turns a chunk's code sum Q into the f32 term it adds (fl32: one
 /// rounding; s_x, s_w the chunk's stored scales as f32; the last multiply is the walk's, fused
 /// with its add under :fma):
@@ -135,13 +138,16 @@ struct KWalk {
   /// sums f32 products of x and w); the walk's other fields then describe its K / C terms.
   Index code_chunk = 0;
   CodeScaling code_scaling = CodeScaling::kScaleProduct;
-  std::string name;  ///< as written, for reports
+  bool code_once = false;  ///< codes:<C>:<scaling>/once: the one term is the value (C = K)
+  std::string name;        ///< as written, for reports
 
   bool codes() const { return code_chunk > 0; }
   /// The terms the walk sums for a K: K, or K / C for code sums (guard 314: K % C == 0).
   Index terms(Index k) const { return codes() ? k / code_chunk : k; }
   /// Whether K cuts into the walk's terms and those into its parts (guard 314).
-  bool divides(Index k) const { return parts >= 1 && (!codes() || k % code_chunk == 0) && terms(k) % parts == 0; }
+  bool divides(Index k) const {
+    return parts >= 1 && (!codes() || k % code_chunk == 0) && terms(k) % parts == 0 && (!code_once || terms(k) == 1);
+  }
 
   /// seq, seq-fma, split:<P>[:fma] and their splitk spellings: the forms the blocked fast paths
   /// of reference/k_walk.h compute directly.
@@ -160,7 +166,7 @@ inline constexpr std::string_view kKWalkForms =
     "distances are the powers of two below it, each once, in the order the kernel adds them), or for lanes "
     "groups(<g>,<inner>,<outer>) (g >= 2 dividing L <= 65536, inner and outer seq, halving or pairs); "
     "codes:<C>:<scaling>/<walk> (C >= 1, scaling scale-product, w-scale-first or x-scale-first, walk any form "
-    "above) for a kernel that sums integer code products";
+    "above, or once for one sum scaled once, C = K) for a kernel that sums integer code products";
 
 /// "seq", "seq-fma", "split:<P>", "split:<P>:fma" (P >= 1), "lanes:<L>:<tree>[:fma]" (L >= 2,
 /// tree seq, halving or pairs, the last two with L a power of two), "promote:<P>:<p>:<rnd>[:fma]"

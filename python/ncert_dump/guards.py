@@ -29,6 +29,9 @@ def check_weights_and_strides(f: ProjectionFacts) -> None:
         head = f"k_walk {f.k_walk}: K = {f.k}"
         if f.k_walk.startswith("codes:") and f.k % chunk:
             raise DumpFormatError("guard-walk-split", f.path, f"{head} is not a multiple of C = {chunk}")
+        if f.k_walk.startswith("codes:") and f.k_walk.endswith("/once") and f.k // chunk != 1:
+            raise DumpFormatError("guard-walk-split", f.path, f"{head} makes {f.k // chunk} code sums of {chunk}, "
+                                  "where once scales a single sum (C = K)")
         if f.k_walk.startswith("codes:") and (f.k // chunk) % parts:
             raise DumpFormatError("guard-walk-split", f.path, f"{head} makes {f.k // chunk} code sums of {chunk}, "
                                   f"not a multiple of {parts}")

@@ -119,7 +119,7 @@ _K_WALK_FORMS = (
     "distances are the powers of two below it, each once, in the order the kernel adds them), or for lanes "
     "groups(<g>,<inner>,<outer>) (g >= 2 dividing L <= 65536, inner and outer seq, halving or pairs); "
     "codes:<C>:<scaling>/<walk> (C >= 1, scaling scale-product, w-scale-first or x-scale-first, walk any form "
-    "above) for a kernel that sums integer code products")
+    "above, or once for one sum scaled once, C = K) for a kernel that sums integer code products")
 _CODE_SCALINGS = ("scale-product", "w-scale-first", "x-scale-first")
 _TREES = ("seq", "halving", "pairs")
 
@@ -198,9 +198,9 @@ def k_walk_chunk(s: str) -> Optional[int]:
     if not slash or len(fields) != 2 or walk.startswith("codes:"):
         return None
     chunk = _from_chars_int(fields[0], True, 64)
-    if chunk is None or chunk < 1 or fields[1] not in _CODE_SCALINGS or k_walk_parts(walk) is None:
+    if chunk is None or chunk < 1 or fields[1] not in _CODE_SCALINGS:
         return None
-    return chunk
+    return chunk if walk == "once" or k_walk_parts(walk) is not None else None
 
 
 def k_walk_parts(s: str) -> Optional[int]:
@@ -208,7 +208,10 @@ def k_walk_parts(s: str) -> Optional[int]:
     be a multiple): P of split:<P>, S of splitk:<S>:..., 1 for every other form, the inner walk's
     for codes:<C>:<scaling>/<walk>; None when invalid."""
     if s.startswith("codes:"):
-        return k_walk_parts(s.partition("/")[2]) if k_walk_chunk(s) is not None else None
+        walk = s.partition("/")[2]
+        if k_walk_chunk(s) is None:
+            return None
+        return 1 if walk == "once" else k_walk_parts(walk)
     if _inner_walk_valid(s):
         return 1
     if s.startswith("splitk:"):

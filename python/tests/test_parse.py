@@ -30,7 +30,7 @@ ACCEPTED_WALKS = ["seq", "seq-fma", "split:1", "split:4:fma", "split:008",
                   "splitk:08:pairs/promote:32:8:rne", "splitk:1:halving/seq",
                   "codes:4:scale-product/lanes:8:halving:fma", "codes:16:x-scale-first/seq",
                   "codes:2:w-scale-first/splitk:2:seq/seq-fma", "lanes:16:groups(4,seq,halving):fma",
-                  "lanes:8:groups(4,seq,seq)", "lanes:12:groups(3,seq,pairs)"]
+                  "lanes:8:groups(4,seq,seq)", "lanes:12:groups(3,seq,pairs)", "codes:16:scale-product/once"]
 REFUSED_WALKS = ["split:0", "split:-2", "split:+4", "split:4:x", "split:", "split:4:fma:x",
                  "split: 4", "split:99999999999999999999", "SEQ",
                  "lanes:1:seq", "lanes:0:seq", "lanes:6:halving", "lanes:12:pairs", "lanes:8",
@@ -44,7 +44,8 @@ REFUSED_WALKS = ["split:0", "split:-2", "split:+4", "split:4:x", "split:", "spli
                  "splitk:4:groups(2,seq,seq)/seq", "lanes:131072:groups(4,seq,seq)",
                  "splitk:", "", "codes:", "codes:4:scale-product", "codes:0:scale-product/seq",
                  "codes:4:scales/seq", "codes:4:scale-product/", "codes:4:scale-product/lanes:3:pairs",
-                 "codes:4:scale-product/codes:4:scale-product/seq", "codes:+4:w-scale-first/seq"]
+                 "codes:4:scale-product/codes:4:scale-product/seq", "codes:+4:w-scale-first/seq",
+                 "codes:4:scale-product/once:fma", "once", "splitk:2:seq/once"]
 
 
 class Parsers(unittest.TestCase):

@@ -60,11 +60,11 @@ TEST(CodeWalkParse, TheFormDescribesItsChunkScalingAndWalk) {
   EXPECT_FALSE(w->divides(100));
   EXPECT_EQ(walk_split_message(*w, 100), "k_walk codes:16:x-scale-first/split:3: K = 100 is not a multiple of C = 16");
   EXPECT_FALSE(parse_k_walk("seq")->codes());
-  for (const char* s :
-       {"codes:", "codes:4", "codes:4:scale-product", "codes:4:scale-product/", "codes:0:scale-product/seq",
-        "codes:4:scales/seq", "codes:4:scale-product:x/seq", "codes:-4:scale-product/seq",
-        "codes:4:scale-product/lanes:3:halving", "codes:4:scale-product/codes:4:scale-product/seq",
-        "codes:4:w-scale-first/split:0", "codes:x:w-scale-first/seq"}) {
+  for (const char* s : {"codes:", "codes:4", "codes:4:scale-product", "codes:4:scale-product/",
+                        "codes:0:scale-product/seq", "codes:4:scales/seq", "codes:4:scale-product:x/seq",
+                        "codes:-4:scale-product/seq", "codes:4:scale-product/lanes:3:halving",
+                        "codes:4:scale-product/codes:4:scale-product/seq", "codes:4:w-scale-first/split:0",
+                        "codes:x:w-scale-first/seq", "codes:4:scale-product/once:fma", "once", "splitk:2:seq/once"}) {
     SCOPED_TRACE(s);
     const auto bad = parse_k_walk(s);
     ASSERT_FALSE(bad.ok());
@@ -260,7 +260,7 @@ TEST(CodeWalk, EqualsAnInt32GemmWhoseSumsRoundToF32) {
   p.skew = true;
   p.k = 4096;
   p.build(5);
-  const std::vector<float> once = p.emulated("codes:4096:scale-product/seq");
+  const std::vector<float> once = p.emulated("codes:4096:scale-product/once");
   Index past = 0;
   for (Index i = 0; i < p.m; ++i) {
     for (Index j = 0; j < p.n; ++j) {
@@ -276,7 +276,8 @@ TEST(CodeWalk, EqualsAnInt32GemmWhoseSumsRoundToF32) {
 
 TEST(CodeWalk, AWholeKSumScaledOnceKeepsTheSignOfItsZero) {
   // An int32 GEMM's output stage is one multiply, no f32 accumulator: a zero sum under a
-  // negative scale is -0 (a review's padding row; the walk had started from +0).
+  // negative scale is -0 (a review's padding row), declared `once`; `seq` starts from +0 and
+  // gives +0 there, as ggml's scalar loop over one block does (sumf = 0; sumf += ...).
   IntProblem p;
   p.uint8_x = true;
   p.af4_w = false;
@@ -285,11 +286,18 @@ TEST(CodeWalk, AWholeKSumScaledOnceKeepsTheSignOfItsZero) {
   for (Index c = 0; c < p.k; ++c) p.xq[c] = p.x_zp[0];  // row 0: every code its zero point
   for (Index c = 0; c < p.k; ++c) p.x[c] = 0.0f;
   p.ws32[1] = -p.ws32[1];
-  const std::vector<float> once = p.emulated("codes:64:scale-product/seq");
+  const std::vector<float> once = p.emulated("codes:64:scale-product/once");
   EXPECT_EQ(bits(once[1]), 0x80000000u);  // row 0, column 1
   EXPECT_EQ(bits(once[1]), bits(gemm_like(p, 0, 1)));
   EXPECT_EQ(bits(once[0]), 0u);
-  for (Index j = 0; j < p.n; ++j) EXPECT_EQ(bits(once[j]), bits(gemm_like(p, 0, j))) << j;
+  for (Index i = 0; i < p.m; ++i)
+    for (Index j = 0; j < p.n; ++j) EXPECT_EQ(bits(once[i * p.n + j]), bits(gemm_like(p, i, j))) << i << "," << j;
+  const std::vector<float> seq = p.emulated("codes:64:scale-product/seq");
+  EXPECT_EQ(bits(seq[1]), 0u);  // 0 + -0
+  EXPECT_FALSE(parse_k_walk("codes:32:scale-product/once")->divides(64));
+  EXPECT_EQ(walk_split_message(*parse_k_walk("codes:32:scale-product/once"), 64),
+            "k_walk codes:32:scale-product/once: K = 64 makes 2 code sums of 32, where once scales a single sum "
+            "(C = K)");
 }
 
 TEST(CodeWalk, FaultsTheBoundLetsThroughChangeTheEmulatedValues) {
