@@ -78,7 +78,8 @@ ColumnModel column_model(const WeightSegment& segment, Index k, const KWalk& wal
   // (the first add to the zero accumulator is exact). Block 0's sum then passes nb - 1 f32
   // additions, and a part's sum the combine tree's: S - 1 (seq) or log2 S (halving, pairs,
   // butterfly).
-  const Index len = k / std::max<Index>(1, walk.parts);
+  // A code walk's promoted blocks hold K / C terms, each a sum already exact (code_walk.h).
+  const Index len = walk.terms(k) / std::max<Index>(1, walk.parts);
   const Index blocks = len == 0 ? 0 : (len - 1) / walk.promote_block + 1;
   const double combine = walk.combine == KWalkTree::kSeq ? static_cast<double>(walk.parts - 1)
                                                          : std::log2(static_cast<double>(walk.parts));

@@ -121,8 +121,14 @@ float reduce_groups(const KWalk& walk, float* v, Index n) {
 /// bit_ceil(K) and keeps the others in their order), and a seq tree over L >= K lanes the seq
 /// tree over K: an L of 2^40 costs no memory.
 Index lanes_used(const KWalk& walk, Index k) {
-  // groups(...) keeps every lane: a group's position fixes its order (L <= 65,536, parse_k_walk).
-  if (walk.lane_tree == KWalkTree::kGroups) return walk.lanes;
+  if (walk.lane_tree == KWalkTree::kGroups) {
+    // Whole groups of +0 lanes beyond K reduce to +0, and adding them is the identity (no group's
+    // sum is -0): ceil(K / g) groups, a power of two of them under a halving or pairs outer tree.
+    const auto g = static_cast<std::uint64_t>(walk.lane_group);
+    auto groups = (static_cast<std::uint64_t>(std::max<Index>(1, k)) + g - 1) / g;
+    if (walk.lane_group_outer != KWalkTree::kSeq) groups = std::bit_ceil(groups);
+    return std::min(walk.lanes, static_cast<Index>(groups * g));
+  }
   const Index cap = walk.lane_tree == KWalkTree::kSeq
                         ? std::max<Index>(1, k)
                         : static_cast<Index>(std::bit_ceil(static_cast<std::uint64_t>(std::max<Index>(1, k))));

@@ -492,6 +492,12 @@ Result<ReferenceSummary> evaluate_reference(const LinearProblem& p, ReferenceSin
   const Index bc = options.block_cols;
   const Index nblocks = (N + bc - 1) / bc;
   const bool walk = p.walk.declared && options.emulate_walk;
+  if (walk && p.walk.codes()) {
+    // The codes, scales and formats a code walk reads (the check SKIPs such a walk first).
+    if (std::string why = code_walk_unsupported(p); !why.empty()) {
+      return Status(ErrorCode::kInvalidArgument, "k_walk " + p.walk.name + ": " + why);
+    }
+  }
 
   ReferenceSummary summary;
   summary.blocks = nblocks;
