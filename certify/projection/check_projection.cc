@@ -117,7 +117,7 @@ std::string reference_blocker(const ProjectionFacts& f, const reference::LinearP
   if (f.weights.code() == ErrorCode::kGuardWalkSplit) {
     // The weights are fine: it is the walk's declaration that the reference cannot take.
     return "the declared k_walk does not fit K (" + f.weights.message() +
-           "): declare a k_walk whose parts divide K, or none";
+           "): declare a k_walk whose parts (and for codes:<C>, whose C) divide K, or none";
   }
   if (!f.weights.ok()) return "the weights cannot be evaluated (" + f.weights.message() + ")";
   if (!f.rows.ok() && (data.y_packed.present || data.y_compact.present)) return selector_broken;
@@ -169,12 +169,13 @@ void diagnose_walk_failure(const ProjectionFacts& f, const CheckOptions& options
     e.diagnosis = diagnose_bias_at(f, options, rows, true);
   } else {
     e.diagnosis = diagnose_walk(f, options);
-    if (e.diagnosis.size() == 1 && e.diagnosis.front().inside < e.diagnosis.front().sampled) {
+    if (!e.diagnosis.empty() && e.diagnosis.front().inside < e.diagnosis.front().sampled &&
+        walk_fits(e.diagnosis).empty()) {
       // Tried and none fits: said, since silence read as "not tried" (a review's hadd kernel
       // declared halving, before butterfly(4,1,2) was among the trials).
       walk.reason += "; no other declaration tried (lane counts, trees, splits, fusing, " +
-                     std::string(f.info().walk.codes() ? "chunks, scalings, " : "") +
-                     "dequantization) reproduces the " + std::to_string(e.diagnosis.front().sampled) +
+                     std::string(f.info().walk.codes() ? "chunks, scalings" : "dequantization") + ") reproduces the " +
+                     std::to_string(e.diagnosis.front().sampled) +
                      " sampled values: a kernel fault, or an order no k_walk form declares";
     }
   }

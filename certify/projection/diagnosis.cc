@@ -11,6 +11,7 @@
 
 #include "certify/projection/reference_pass.h"
 #include "certify/report/format.h"
+#include "reference/code_walk.h"
 #include "reference/float_bits.h"
 #include "reference/linear.h"
 
@@ -1273,30 +1274,41 @@ std::vector<std::string> neighbour_walks(const reference::KWalk& declared, Index
 /// first 16 columns (walk_equal): some 600 trials at K 4,096 cost about what one f32 walk does.
 std::vector<std::string> neighbour_code_walks(const reference::KWalk& declared, Index k) {
   const std::string inner = declared.name.substr(declared.name.find('/') + 1);
-  auto inner_walk = reference::parse_k_walk(inner);
-  if (!inner_walk.ok()) return {};
   std::vector<Index> chunks;
   for (const Index c :
        {declared.code_chunk, Index{4}, Index{32}, Index{8}, Index{16}, Index{1}, Index{2}, Index{64}, Index{128}, k}) {
     if (k % c == 0 && std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
   }
+  const reference::CodeScaling scalings[] = {declared.code_scaling, reference::CodeScaling::kScaleProduct,
+                                             reference::CodeScaling::kWScaleFirst,
+                                             reference::CodeScaling::kXScaleFirst};
   std::vector<std::string> walks;
+  const auto add = [&](Index chunk, reference::CodeScaling scaling, const std::string& w) {
+    const std::string s =
+        "codes:" + std::to_string(chunk) + ":" + std::string(reference::code_scaling_name(scaling)) + "/" + w;
+    if (s != declared.name && std::find(walks.begin(), walks.end(), s) == walks.end()) walks.push_back(s);
+  };
+  // First every chunk and scaling with the declared walk, seq, seq-fma and, for one sum, once
+  // (about 100 trials: a review's C = K and C = 2 kernels were never reached when each chunk
+  // brought its 150 neighbours in turn), then each chunk's neighbouring walks.
   for (const Index chunk : chunks) {
-    std::vector<std::string> f32_walks{inner};
-    for (std::string& w : neighbour_walks(*inner_walk, k / chunk)) f32_walks.push_back(std::move(w));
-    for (const reference::CodeScaling scaling :
-         {declared.code_scaling, reference::CodeScaling::kScaleProduct, reference::CodeScaling::kWScaleFirst,
-          reference::CodeScaling::kXScaleFirst}) {
-      const std::string head =
-          "codes:" + std::to_string(chunk) + ":" + std::string(reference::code_scaling_name(scaling)) + "/";
-      for (const std::string& w : f32_walks) {
-        if (std::find(walks.begin(), walks.end(), head + w) == walks.end()) walks.push_back(head + w);
+    for (const reference::CodeScaling scaling : scalings) {
+      for (const std::string& w : {inner, std::string("seq"), std::string("seq-fma")}) {
+        if (w != "once" || chunk == k) add(chunk, scaling, w);
       }
+      if (chunk == k) add(chunk, scaling, "once");
     }
   }
-  std::erase(walks, declared.name);
-  // The likeliest first (the declared chunk, then 4 and 32); beyond this many a failing check
-  // would spend seconds on trials (a review's: 2-8 s at K 4,096).
+  auto inner_walk = reference::parse_k_walk(inner == "once" ? "seq" : inner);
+  for (const Index chunk : chunks) {
+    if (!inner_walk.ok() || chunk == k) continue;  // one sum: no other walk over it
+    const std::vector<std::string> others = neighbour_walks(*inner_walk, k / chunk);
+    for (const reference::CodeScaling scaling : scalings) {
+      for (const std::string& w : others) add(chunk, scaling, w);
+    }
+  }
+  // Beyond this many a failing check would spend seconds on trials (a review's: 2-8 s at K
+  // 4,096); the likeliest come first.
   constexpr std::size_t kMostCodeTrials = 600;
   if (walks.size() > kMostCodeTrials) walks.resize(kMostCodeTrials);
   return walks;
@@ -1347,6 +1359,8 @@ void neighbour_walk_trials(const ProjectionFacts& f, const Sample& s, const Line
     if (!parsed.ok()) continue;
     LinearProblem p = base;
     p.walk = *parsed;
+    // A chunk that straddles two scales is no declaration `walk` would run: not a fit to name.
+    if (p.walk.codes() && !reference::code_walk_unsupported(p).empty()) continue;
     const WalkCount n = walk_equal(f, s, p);
     // Only fits are kept: some 80 misses would fill the evidence with nothing to act on.
     if (n.equal < 0 || n.equal != n.sampled) continue;
@@ -1371,14 +1385,19 @@ std::vector<DeclarationTrial> diagnose_walk(const ProjectionFacts& f, const Chec
   // The walk fixes the order of every operation; what else it reproduces bit for bit is the
   // weights each product uses: each AF4 segment's dequantization and its order. An emulated
   // walk is held bit for bit, with no bound to widen: each trial moves the values it emulates.
-  segment_trials(s.weights, false, [&](const std::string& declaration, const std::string& segment, TrialEffect effect) {
-    // Folded dequantization (the one trial that only widens B) has no walk: geometry guard 310
-    // refuses a k_walk over it, so naming it would advise a dump ncert refuses (a review's
-    // "the data fits ... or dequant = folded for segment w0").
-    if (effect == TrialEffect::kWidensBound) return;
-    const WalkCount n = walk_equal(f, s, base);
-    if (n.equal >= 0) trials.push_back({declaration, segment, TrialEffect::kMovesCentres, n.sampled, n.equal});
-  });
+  // A code walk multiplies codes: another dequantization changes nothing it emulates.
+  if (!base.walk.codes()) {
+    segment_trials(s.weights, false,
+                   [&](const std::string& declaration, const std::string& segment, TrialEffect effect) {
+                     // Folded dequantization (the one trial that only widens B) has no walk: geometry guard 310
+                     // refuses a k_walk over it, so naming it would advise a dump ncert refuses (a review's
+                     // "the data fits ... or dequant = folded for segment w0").
+                     if (effect == TrialEffect::kWidensBound) return;
+                     const WalkCount n = walk_equal(f, s, base);
+                     if (n.equal >= 0)
+                       trials.push_back({declaration, segment, TrialEffect::kMovesCentres, n.sampled, n.equal});
+                   });
+  }
   // The bias at the other end of the sum: a kernel that adds its K blocks into an output holding
   // the bias (ONNX Runtime's Gemm through MLAS) declared with the bias added last, or the
   // reverse. Only a walk of several parts in sequence tells the two apart (k_walk.h).
