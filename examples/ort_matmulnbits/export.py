@@ -29,15 +29,17 @@ kDecodeWalkAvx512 = "lanes:16:groups(4,seq,halving):fma"
 
 
 def decode_walk(cpuinfo: str = "/proc/cpuinfo") -> Optional[str]:
-    """The one-row kernel's walk where this CPU runs MLAS's AVX-512 kernels (AVX512F, BW, DQ and
-    VL: its AVX512 core dispatch), else None (README.md "Why decode declares its walk on AVX-512
+    """The one-row kernel's walk where this CPU runs MLAS's AVX-512 VNNI kernels (AVX512F, BW,
+    DQ, VL and VNNI: the dispatch it was measured on), else None (README.md "Why decode declares its walk on AVX-512
     only")."""
     try:
         with open(cpuinfo, encoding="ascii", errors="replace") as f:
             flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
     except OSError:
         return None
-    core = {"avx512f", "avx512bw", "avx512dq", "avx512vl"}
+    # avx512_vnni too: the measured CPU took MLAS's Avx512vnni dispatch, whose one-row wrapper is
+    # its own; an AVX-512 CPU without VNNI takes another, never run here.
+    core = {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}
     return kDecodeWalkAvx512 if core <= set(flags) else None
 
 
