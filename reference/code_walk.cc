@@ -20,11 +20,7 @@ struct CodeRow {
   std::vector<float> s;
 };
 
-/// Each run of `chunk` code products summed exactly, as f32 (one rounding: cvtdq2ps's, to nearest
-/// even; exact below 2^24). The products go through an int32 buffer first (the compiler
-/// vectorizes that loop: pmaddwd's operands); sums of up to 32,768 of them stay in int32 (at most
-/// 2,130,739,200 < 2^31), longer ones add such runs in int64.
-/// The same for a chunk known at compile time (ggml's 4 and 32 among them): the compiler unrolls
+/// chunk_sums for a chunk known at compile time (ggml's 4 and 32 among them): the compiler unrolls
 /// each run and vectorizes across runs, about 4x the general loop's speed at C = 4.
 template <Index kChunk>
 void fixed_chunk_sums(const std::int16_t* x, const std::int16_t* w, Index k, float* out) {
@@ -37,6 +33,10 @@ void fixed_chunk_sums(const std::int16_t* x, const std::int16_t* w, Index k, flo
   }
 }
 
+/// Each run of `chunk` code products summed exactly, as f32 (one rounding: cvtdq2ps's, to nearest
+/// even; exact below 2^24). Chunks of 1-32 take fixed_chunk_sums; others put the products through
+/// `products` first (the compiler vectorizes that loop: pmaddwd's operands), and sum runs of up to
+/// 32,768 of them in int32 (at most 2,130,739,200 < 2^31), longer ones such runs in int64.
 void chunk_sums(const std::int16_t* x, const std::int16_t* w, Index k, Index chunk, std::int32_t* products,
                 float* out) {
   switch (chunk) {

@@ -280,6 +280,13 @@ double KWalk::promote_unit() const {
   return std::ldexp(1.0, (promote_rounding == PromoteRounding::kNearestEven ? 0 : 1) - promote_bits);
 }
 
+bool k_walk_is_version_2(std::string_view walk) {
+  for (std::string_view form : {"lanes:", "promote:", "splitk:", "codes:"}) {
+    if (walk.starts_with(form)) return true;
+  }
+  return false;
+}
+
 std::string walk_split_message(const KWalk& walk, Index k) {
   const std::string head = "k_walk " + walk.name + ": K = " + std::to_string(k);
   if (walk.codes() && k % walk.code_chunk != 0) {

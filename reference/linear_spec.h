@@ -155,6 +155,10 @@ struct KWalk {
   /// The unit roundoff of a promoted walk's p-bit accumulator: 2^-p (rne), 2^(1-p) (rz).
   double promote_unit() const;
 };
+/// Whether a k_walk spelling is one of the forms dump format version 2 added (lanes:, promote:,
+/// splitk:, codes:; docs/dump-format.md "Versions"): the reader refuses one in a version 1 file
+/// (228), and the writers declare 2 for it.
+bool k_walk_is_version_2(std::string_view walk);
 /// Guard 314's message where !walk.divides(k): "k_walk <name>: K = <k> is not a multiple of ...".
 std::string walk_split_message(const KWalk& walk, Index k);
 /// The accepted forms, as the k-walk-invalid message lists them.

@@ -288,9 +288,7 @@ std::string projection_version_2(const std::string& path, const Projection& p, c
   if (p.output_dtype == DType::kF16) return path + ": output_dtype = \"f16\"";
   if (p.x_quant) return path + ": x_quant";
   if (p.bias_at == reference::BiasAt::kStart) return path + ": bias_at = \"start\"";
-  for (std::string_view form : {"lanes:", "promote:", "splitk:", "codes:"}) {
-    if (p.k_walk && p.k_walk->starts_with(form)) return path + ": k_walk = \"" + *p.k_walk + "\"";
-  }
+  if (p.k_walk && reference::k_walk_is_version_2(*p.k_walk)) return path + ": k_walk = \"" + *p.k_walk + "\"";
   for (const auto& [name, a] : node.datasets) {
     if (is_version_2_dtype(a->dtype())) {
       return path + "/" + name + ": an " + std::string(dtype_name(a->dtype())) + " " + name;

@@ -99,9 +99,8 @@ class SchemaChecker {
       if (p.residual_dtype == DType::kF16) version_2_used(p.path + "/residual", "an f16 residual");
       if (p.x_quant.type != reference::XQuantType::kNone) version_2_used(p.path, "x_quant");
       if (p.bias_at == reference::BiasAt::kStart) version_2_used(p.path, "bias_at = \"start\"");
-      for (std::string_view form : {"lanes:", "promote:", "splitk:", "codes:"}) {
-        if (p.walk.declared && p.walk.name.starts_with(form))
-          version_2_used(p.path, "k_walk = \"" + p.walk.name + "\"");
+      if (p.walk.declared && reference::k_walk_is_version_2(p.walk.name)) {
+        version_2_used(p.path, "k_walk = \"" + p.walk.name + "\"");
       }
       for (const SegmentInfo& s : p.segments) {
         if (s.format == reference::WeightFormat::kF16 || reference::is_scaled_format(s.format)) {
