@@ -293,6 +293,11 @@ class Campaign(unittest.TestCase):
                              start_new_session=True)
         return p, journal, out
 
+    def resume_mpi_campaign(self, tag):
+        """Resumes start_mpi_campaign's campaign TAG on 2 MPI ranks to its end: its report."""
+        return self.campaign(tag, ["--threads", "1"], launcher=[MPIRUN, "-n", "2", "--oversubscribe"], env=MPI_ENV,
+                             resume=True)
+
     @staticmethod
     def once_journaled(p, journal, lines, find):
         """Polls, while the launcher `p` runs (up to 60 s), until the journal holds `lines` lines
@@ -338,8 +343,7 @@ class Campaign(unittest.TestCase):
         with open(journal) as f:
             done = sum(1 for _ in f) - 1
         self.assertGreaterEqual(done, 3)
-        got = self.campaign(tag, ["--threads", "1"], launcher=[MPIRUN, "-n", "2", "--oversubscribe"], env=MPI_ENV,
-                            resume=True)
+        got = self.resume_mpi_campaign(tag)
         self.assertEqual(strip_timing(got), strip_timing(self.reference))
         self.assertLess(done, got["stats"]["work_items"], "the rank died after the campaign ended")
 
@@ -364,8 +368,7 @@ class Campaign(unittest.TestCase):
         self.assertIn("campaign interrupted by SIGTERM: finished items are in the journal; --resume continues",
                       output)
         self.assertFalse(os.path.exists(out), "a stopped campaign must not leave a report")
-        got = self.campaign(tag, ["--threads", "1"], launcher=[MPIRUN, "-n", "2", "--oversubscribe"], env=MPI_ENV,
-                            resume=True)
+        got = self.resume_mpi_campaign(tag)
         self.assertEqual(strip_timing(got), strip_timing(self.reference))
 
     def test_a_finished_campaign_reruns_afresh_over_its_journal(self):
