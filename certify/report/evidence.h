@@ -528,14 +528,19 @@ std::string_view fit_kind_name(FitKind k);
 
 /// A row a location fit names (kRow, kRows): its number in x, its slot in a packed output (-1
 /// in y_unpacked), the scale its outputs fit, and the part of its dot product scaled: an
-/// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K). A value
-/// (kElements): its row, slot and column, and its residual (group -1, k_begin = k_end = 0).
+/// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K). With integer
+/// x_quant a row's part may fit an offset instead: its activations there moved by one constant
+/// (offset; value is the constant, steps the kernel's zero point minus the dumped one it
+/// implies, -value / the part's x scale). A value (kElements): its row, slot and column, and its
+/// residual (group -1, k_begin = k_end = 0).
 struct FittedRow {
   Index row = -1;
   Index slot = -1;
   double value = 0;
   Index group = -1, k_begin = 0, k_end = 0;
-  Index col = -1;  ///< kElements: the value's column; -1 for a row (kRow, kRows)
+  Index col = -1;       ///< kElements: the value's column; -1 for a row (kRow, kRows)
+  bool offset = false;  ///< kRow, kRows: the part's activations moved by `value`, not scaled
+  double steps = 0;     ///< offset: -value / that part's activation scale (0 otherwise)
   bool operator==(const FittedRow&) const = default;
 };
 
@@ -559,7 +564,10 @@ struct LocationFit {
   double value = 0;
   double explained = 0;              ///< the share of the residual energy the fit explains
   double alternative_explained = 0;  ///< the same for the best alternative
-  /// kRow(s): the share of the rows' energy their scales explain; kGroupOffset of an affine
+  /// kRow, kRows: the first row's FittedRow::offset and steps.
+  bool offset = false;
+  double steps = 0;
+  /// kRow(s): the share of the rows' energy their scales (or offsets) explain; kGroupOffset of an affine
   /// group whose scale fits alike (its scale, its bias or both): the share its scale alone
   /// explains.
   double scale_explained = 0;

@@ -350,6 +350,8 @@ void fields(auto& f, Is<FittedRow> auto& x) {
   f("k_begin", x.k_begin);
   f("k_end", x.k_end);
   f("col", x.col);
+  f("offset", x.offset);
+  f("steps", x.steps);
 }
 
 void fields(auto& f, Is<LocationFit> auto& x) {
@@ -365,6 +367,8 @@ void fields(auto& f, Is<LocationFit> auto& x) {
   f("value", x.value);
   f("explained", x.explained);
   f("alternative_explained", x.alternative_explained);
+  f("offset", x.offset);
+  f("steps", x.steps);
   f("scale_explained", x.scale_explained);
   f("other_col", x.other_col);
   f("exchanged", x.exchanged);

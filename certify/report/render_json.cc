@@ -316,6 +316,8 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                     {"value", number_or_text(t.value)},
                     {"explained", t.explained},
                     {"alternative_explained", t.alternative_explained},
+                    {"offset", t.offset},
+                    {"steps", number_or_text(t.steps)},
                     {"scale_explained", t.scale_explained},
                     {"other_col", t.other_col},
                     {"exchanged", t.exchanged},
@@ -331,7 +333,9 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                           {"group", w.group},
                           {"k_begin", w.k_begin},
                           {"k_end", w.k_end},
-                          {"col", w.col}});
+                          {"col", w.col},
+                          {"offset", w.offset},
+                          {"steps", number_or_text(w.steps)}});
     }
     j["fit"]["rows"] = std::move(rows);
   }

@@ -146,6 +146,52 @@ TEST(Localize, AWrongScaleOfOneActivationGroupIsNamedThatRowAndGroup) {
       << reason;
 }
 
+TEST(Localize, AWrongZeroPointOfOneActivationGroupIsNamedThatRowGroupAndStep) {
+  // uint8 activations (zero point 128) in groups of 32 along K = 128: the engine's row 5
+  // subtracts 129 in its group 1 (k 32-63), moving those activations by one step of their
+  // scale. Each column's residual there is -s times its weights' sum over the group, which no
+  // scale of the row's dot product, or of the group's part, fits; before offsets were fitted
+  // it read "fit no scale of their exact values".
+  ncert::testing::XQuantCase q;
+  q.type = "uint8";
+  q.group = 32;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.engine_x_zero_point_error = 1;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp.h5"));
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRow);
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
+  EXPECT_TRUE(e.fit->offset);
+  EXPECT_EQ(e.fit->group, 1);
+  EXPECT_EQ(e.fit->k_begin, 32);
+  EXPECT_EQ(e.fit->k_end, 64);
+  EXPECT_NEAR(e.fit->steps, 1.0, 0.05);
+  EXPECT_GT(e.fit->scale_explained, 0.99);
+  const std::string reason = signature_reason(r, "projections/w8a8");
+  EXPECT_NE(reason.find("its activations over k 32-63 (activation group 1) moved by -"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("the kernel's zero point there the dumped one +1 (fitted: 1"), std::string::npos) << reason;
+}
+
+TEST(Localize, AWrongZeroPointOfAPerTokenRowIsNamedOverTheWholeK) {
+  // The same with one uint8 scale and zero point per row: the whole row moved by one step, -2.
+  ncert::testing::XQuantCase q;
+  q.type = "uint8";
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.engine_x_zero_point_error = -2;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-token.h5"));
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRow);
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
+  EXPECT_TRUE(e.fit->offset);
+  EXPECT_EQ(e.fit->group, -1);
+  EXPECT_NEAR(e.fit->steps, -2.0, 0.1);
+  const std::string reason = signature_reason(r, "projections/w8a8");
+  EXPECT_NE(reason.find("the whole K moved by +"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("zero point there the dumped one -2"), std::string::npos) << reason;
+}
+
 TEST(Localize, WrongActivationScalesOfTwoOrThreeRowsAreNamedThoseRows) {
   // Rows 5 and 12 of the engine's activations x 1.005 and x 1.01: each explains part of every
   // column's residual energy and no single structure dominates. Before, the candidates' reading

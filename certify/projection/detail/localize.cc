@@ -80,6 +80,9 @@ struct ColumnResiduals {
   std::vector<double> exact;                             ///< the exact output: dot, bias, residual
   /// Extras::part_rows' partial dots: those of part_rows[j] from j x (K / part_width rounded up).
   std::vector<double> parts;
+  /// Per part, the sum of the column's weights over it, then over the whole K: what a row's
+  /// activations moved by one constant there (a zero point) add to its output, per unit.
+  std::vector<double> part_w;
 };
 
 ColumnResiduals column_residuals(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows,
@@ -114,6 +117,13 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
     part_of[static_cast<std::size_t>(extras.part_rows[j])] = static_cast<Index>(j);
   }
   c.parts.assign(extras.part_rows.size() * static_cast<std::size_t>(part_count), 0.0);
+  if (part_count > 0) {
+    c.part_w.assign(static_cast<std::size_t>(part_count) + 1, 0.0);
+    for (Index k = 0; k < K; ++k) {
+      c.part_w[static_cast<std::size_t>(k / extras.part_width)] += w[static_cast<std::size_t>(k)];
+      c.part_w.back() += w[static_cast<std::size_t>(k)];
+    }
+  }
   double v_max = 0;
   for (Index i = 0; i < c.rows; ++i) {
     double dot = 0, mag = 0, range = 0;
@@ -304,31 +314,47 @@ constexpr std::size_t kRowScaleColumns = 16;
 struct RowScan {
   Index rows = 0, width = 0;
   std::size_t parts = 0;
+  /// Integer x_quant: a part of a row may also fit an offset (its activations moved by one
+  /// constant, a zero point), by r_o and o_o: sum r o and sum o^2 of its weighted weight sums.
+  bool offsets = false;
   std::vector<std::vector<double>> energy;  ///< per tested column, per row
   std::vector<double> rr, other;            ///< per tested column
   std::vector<Index> cols;                  ///< per tested column, its number
   std::vector<double> r_a, a_a;             ///< per row, (parts + 1) each
+  std::vector<double> r_o, o_o;             ///< the same for offsets (offsets only)
   std::vector<double> row_energy;           ///< per row, over every column added
   std::size_t added = 0;                    ///< columns added (the tested and the strongest)
 
   std::size_t tested() const { return rr.size(); }
-  /// The part (parts: the whole row) whose scale explains most of row i's energy, and that
-  /// energy: the whole row unless one part explains more.
-  std::pair<std::size_t, double> best_part(Index i) const {
-    auto explained_by = [&](std::size_t a) {
+  struct PartFit {
+    std::size_t part = 0;  ///< parts: the whole row
+    double explained = 0;
+    bool offset = false;
+    double coef = 0;  ///< the scale's coefficient (the row fits 1 + coef times it) or the offset
+  };
+  /// The part (parts: the whole row) whose scale, or with `offsets` whose offset, explains most
+  /// of row i's energy, and that energy: the whole row's scale unless another explains more.
+  PartFit best_part(Index i) const {
+    auto consider = [&](const std::vector<double>& ra, const std::vector<double>& aa, std::size_t a, bool offset,
+                        PartFit& best) {
       const std::size_t at = static_cast<std::size_t>(i) * (parts + 1) + a;
-      return a_a[at] > 0 ? r_a[at] * r_a[at] / a_a[at] : 0.0;
+      const double e = aa[at] > 0 ? ra[at] * ra[at] / aa[at] : 0.0;
+      if (e > best.explained) best = {a, e, offset, ra[at] / aa[at]};
     };
-    std::pair<std::size_t, double> best{parts, explained_by(parts)};
-    for (std::size_t a = 0; parts > 1 && a < parts; ++a) {
-      if (explained_by(a) > best.second) best = {a, explained_by(a)};
+    PartFit best{parts, 0.0, false, 0.0};
+    consider(r_a, a_a, parts, false, best);
+    for (std::size_t a = 0; parts > 1 && a < parts; ++a) consider(r_a, a_a, a, false, best);
+    if (offsets) {
+      consider(r_o, o_o, parts, true, best);
+      for (std::size_t a = 0; parts > 1 && a < parts; ++a) consider(r_o, o_o, a, true, best);
     }
     return best;
   }
-  /// Whether row i fits a scale (kRowScaleShare) over enough columns (kRowScaleColumns).
+  /// Whether row i fits a scale or an offset (kRowScaleShare) over enough columns
+  /// (kRowScaleColumns).
   bool scaled(Index i) const {
     const double e = row_energy[static_cast<std::size_t>(i)];
-    return added >= kRowScaleColumns && e > 0 && best_part(i).second >= kRowScaleShare * e;
+    return added >= kRowScaleColumns && e > 0 && best_part(i).explained >= kRowScaleShare * e;
   }
   double set_energy(std::size_t column, const std::vector<Index>& set) const {
     double e = 0;
@@ -358,6 +384,15 @@ struct RowScan {
       }
       ra[parts] += r * c.dot[at] * u;
       aa[parts] += c.dot[at] * u * c.dot[at] * u;
+      if (offsets) {
+        double* ro = r_o.data() + at * per_row;
+        double* oo = o_o.data() + at * per_row;
+        for (std::size_t a = 0; a <= parts; ++a) {
+          const double o = c.part_w[a] * u;
+          ro[a] += r * o;
+          oo[a] += o * o;
+        }
+      }
     }
   }
 };
@@ -383,6 +418,12 @@ RowScan scan_rows(const LoadedProjection& d, const reference::LinearProblem& p, 
   s.parts = static_cast<std::size_t>((info.k + s.width - 1) / s.width);
   s.r_a.assign(static_cast<std::size_t>(s.rows) * (s.parts + 1), 0.0);
   s.a_a.assign(s.r_a.size(), 0.0);
+  // An integer code's zero point moves every activation of its group by one step of the scale.
+  s.offsets = info.x_quant.type == reference::XQuantType::kInt8 || info.x_quant.type == reference::XQuantType::kUint8;
+  if (s.offsets) {
+    s.r_o.assign(s.r_a.size(), 0.0);
+    s.o_o.assign(s.r_a.size(), 0.0);
+  }
   s.row_energy.assign(static_cast<std::size_t>(s.rows), 0.0);
   const Index others = std::min(kRowColumns, info.n - 1);
   for (Index t = 0; t < others; ++t) {
@@ -554,13 +595,14 @@ std::vector<Index> rows_standing_out(const RowScan& s, const ColumnResiduals& st
 /// same rule, in at least half? Then a row fault (rows_standing_out names the rows), each row
 /// fitted by a scale of its whole dot product or, where x_quant declares groups along K, of
 /// one activation group's part (a wrong scale of one group: the part explaining most of the
-/// rows together). One row standing out in none, where the signature test found one
-/// significant column only (`one_column`): one wrong value. Otherwise (two values in one
+/// rows together); with integer x_quant, or by an offset of its activations over one of those
+/// parts (a zero point: the residuals follow each column's sum of weights there). One row standing out in none, where
+/// the signature test found one significant column only (`one_column`): one wrong value. Otherwise (two values in one
 /// column or in different columns, no other column to test) nothing: the candidates' reading
 /// stands. `s`: the other columns scanned beside col, and `strongest` (col) added.
-std::optional<LocationFit> row_fit(const LoadedProjection& d, const RowScan& s, const OutputRows& rows, Index col,
-                                   const ColumnResiduals& strongest, const Fits& fits, const std::vector<Index>& set,
-                                   bool one_column) {
+std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, const RowScan& s,
+                                   const OutputRows& rows, Index col, const ColumnResiduals& strongest,
+                                   const Fits& fits, const std::vector<Index>& set, bool one_column) {
   const std::vector<Index> named = rows_standing_out(s, strongest, fits, set);
   LocationFit t;
   t.output = std::string(engine_output_name(rows.id));
@@ -574,23 +616,28 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const RowScan& s, 
       e_total += s.rr[c];
       e_alt += s.other[c];
     }
-    const std::size_t per_row = s.parts + 1;
     // Each row its own part: the whole dot product unless one activation group's explains more
     // (two rows' scales wrong in different groups fit each its own).
     const Index K = d.info->k;
     double e_best = 0;
     t.kind = named.size() == 1 ? FitKind::kRow : FitKind::kRows;
     for (Index i : named) {
-      const auto [best, explained] = s.best_part(i);
-      e_best += explained;
-      const std::size_t at = static_cast<std::size_t>(i) * per_row + best;
+      const RowScan::PartFit best = s.best_part(i);
+      e_best += best.explained;
       FittedRow w;
       w.row = i;
       w.slot = rows.id != EngineOutputId::kUnpacked ? (*rows.slot_of_row)[static_cast<std::size_t>(i)] : -1;
-      w.value = s.a_a[at] > 0 ? 1 + s.r_a[at] / s.a_a[at] : 1.0;
-      w.group = best == s.parts ? -1 : static_cast<Index>(best);
-      w.k_begin = best == s.parts ? 0 : static_cast<Index>(best) * s.width;
-      w.k_end = best == s.parts ? K : std::min(K, w.k_begin + s.width);
+      w.value = best.offset ? best.coef : 1 + best.coef;
+      w.group = best.part == s.parts ? -1 : static_cast<Index>(best.part);
+      w.k_begin = best.part == s.parts ? 0 : static_cast<Index>(best.part) * s.width;
+      w.k_end = best.part == s.parts ? K : std::min(K, w.k_begin + s.width);
+      w.offset = best.offset;
+      if (best.offset) {
+        // x = (q - zp) s: a zero point larger by z moves the part's activations by -z s (the
+        // whole row: per-token quantization, its one group).
+        const double scale = p.x_quantized.scale(i, w.k_begin / p.x_quantized.group);
+        w.steps = scale != 0 ? -w.value / scale : 0.0;
+      }
       t.rows.push_back(w);
     }
     const FittedRow& first = t.rows.front();
@@ -600,6 +647,8 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const RowScan& s, 
     t.group = first.group;
     t.k_begin = first.k_begin;
     t.k_end = first.k_end;
+    t.offset = first.offset;
+    t.steps = first.steps;
     t.explained = std::min(1.0, e_rows / e_total);
     t.alternative_explained = std::min(1.0, e_alt / e_total);
     t.scale_explained = e_rows > 0 ? std::min(1.0, e_best / e_rows) : 0.0;
@@ -1170,7 +1219,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
     // The other columns, scanned once for the row test and the values test.
     RowScan scan = scan_rows(d, p, rows, col, set.front(), row_parts(*d.info, p.x.rows));
     scan.add(c);  // computed with every row's parts
-    std::optional<LocationFit> t = row_fit(d, scan, rows, col, c, fits, set, one_value.one_column);
+    std::optional<LocationFit> t = row_fit(d, p, scan, rows, col, c, fits, set, one_value.one_column);
     if (t && t->kind == FitKind::kElement && one_value.pair && !same_value(f, rows, *one_value.pair, t->row, col)) {
       return;
     }
@@ -1289,6 +1338,23 @@ namespace {
 
 /// ", fitting no scale there" where the rows' scale was tested (over kRowScaleColumns columns
 /// or more: RowScan::scaled), else "".
+/// A row part's offset (FittedRow::offset): "k 32-63 (activation group 1) moved by -0.0226, the
+/// kernel's zero point there the dumped one +1 (fitted: 1.002x its scale)".
+std::string describe_offset(const FittedRow& w) {
+  std::string value = format_short(w.value);
+  if (w.value > 0) value.insert(0, 1, '+');
+  const std::string part = w.group < 0 ? std::string("the whole K")
+                                       : "k " + std::to_string(w.k_begin) + "-" + std::to_string(w.k_end - 1) +
+                                             " (activation group " + std::to_string(w.group) + ")";
+  const double whole = std::round(w.steps);
+  // A zero point is an integer: within a fifth of a step of one, the fit names it.
+  if (whole != 0 && std::fabs(w.steps - whole) <= 0.2) {
+    return part + " moved by " + value + ", the kernel's zero point there the dumped one " + (whole > 0 ? "+" : "") +
+           format_short(whole) + " (fitted: " + format_short(w.steps) + "x its scale)";
+  }
+  return part + " moved by " + value + " (" + format_short(w.steps) + "x its scale: no whole zero point step)";
+}
+
 std::string no_scale(const LocationFit& t) {
   return static_cast<std::size_t>(t.columns) + 1 >= kRowScaleColumns ? ", fitting no scale there" : "";
 }
@@ -1384,6 +1450,12 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
         return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
                " %): that row's activations are not the ones the kernel multiplied";
       }
+      if (t.offset) {
+        return where + "; there the outputs fit their exact values plus one constant times each column's sum of " +
+               "weights over a part of K (" + format_short(100 * t.scale_explained) +
+               " % of the row's energy): its activations over " + describe_offset(t.rows.front()) +
+               ": that row's activation zero point (or offset) is not the one the kernel used";
+      }
       if (t.group < 0) {
         return where + "; there the outputs fit " + format_scale(t.value) +
                "x their exact values (a wrong activation scale for that row, or its activations scaled after "
@@ -1403,6 +1475,23 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
       }
       const bool one_part = std::all_of(t.rows.begin(), t.rows.end(),
                                         [&](const FittedRow& w) { return w.group == t.rows.front().group; });
+      if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
+        std::string parts;
+        for (const FittedRow& w : t.rows) {
+          parts += (parts.empty() ? "row " : "; row ") + std::to_string(w.row) + ": ";
+          if (w.offset) {
+            parts += describe_offset(w);
+          } else {
+            parts +=
+                format_scale(w.value) + "x " +
+                (w.group < 0 ? std::string("its whole dot product")
+                             : "the exact contribution of k " + std::to_string(w.k_begin) + "-" +
+                                   std::to_string(w.k_end - 1) + " (activation group " + std::to_string(w.group) + ")");
+          }
+        }
+        return where + "; there each row's outputs fit its activations over one part of K scaled or moved by one " +
+               "constant (" + parts + "): wrong activation scales or zero points for those rows and parts";
+      }
       std::string scales;
       for (const FittedRow& w : t.rows) {
         scales += (scales.empty() ? "row " : ", row ") + std::to_string(w.row) + " " + format_scale(w.value) + "x";

@@ -17,6 +17,13 @@ std::string th(const std::string& escaped) { return "<th>" + escaped + "</th>"; 
 std::string num(double v) { return markup_fixed(short_text(v)); }
 std::string exact(double v) { return markup_fixed(format_float(v)); }
 
+/// A row's part of K (FittedRow): "k 32&#8211;63 (activation group 1)" or "the whole K".
+std::string activation_part(const FittedRow& w) {
+  if (w.group < 0) return "the whole K";
+  return "k " + std::to_string(w.k_begin) + "&#8211;" + std::to_string(w.k_end - 1) + " (activation group " +
+         std::to_string(w.group) + ")";
+}
+
 /// One row of a two-column table of facts.
 std::string fact(const std::string& name, const std::string& escaped_value) {
   return "<tr><th>" + name + "</th><td>" + escaped_value + "</td></tr>";
@@ -145,6 +152,12 @@ std::string fit_paragraph(const LocationFit& t) {
                 " % of the row's energy)";
         break;
       }
+      if (t.offset) {
+        what += "its activations over " + activation_part(t.rows.front()) + " moved by " + num(t.value) + ", " +
+                num(t.steps) + "&#215; their scale (a zero point; that offset explains " +
+                num(100 * t.scale_explained) + " % of the row's energy)";
+        break;
+      }
       what += "its outputs fit " + format_scale(t.value) + "&#215; " +
               (t.group < 0 ? std::string("their exact values")
                            : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
@@ -159,6 +172,11 @@ std::string fit_paragraph(const LocationFit& t) {
       for (std::size_t j = 0; j < t.rows.size(); ++j) {
         const FittedRow& w = t.rows[j];
         if (j > 0) list += j + 1 == t.rows.size() ? " and " : ", ";
+        if (w.offset) {
+          list += row_name(w.row, w.slot) + " moved by " + num(w.value) + " (" + num(w.steps) +
+                  "&#215; its scale) over " + activation_part(w);
+          continue;
+        }
         list += row_name(w.row, w.slot) + " " + format_scale(w.value) + "&#215;";
         // Each row's own part where they differ.
         if (!one_part) {
@@ -170,6 +188,11 @@ std::string fit_paragraph(const LocationFit& t) {
       if (t.scale_explained < 0.9) {
         what += "their outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
                 " % of the rows' energy)";
+        break;
+      }
+      if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
+        what += "their activations over one part of K fit a scale or an offset (a zero point): " + list +
+                " (those fits explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
         break;
       }
       what +=
