@@ -104,30 +104,53 @@ float reduce_tree(KWalkTree tree, const std::vector<Index>& distances, float* v,
   return v[0];
 }
 
-/// groups(g,inner,outer) over v[0..n): each run of g reduced by `inner` into v[k] (group k's
-/// values start at k g >= k, and the groups before it are done: in place is safe), then the n / g
-/// sums by `outer`.
-float reduce_groups(const KWalk& walk, float* v, Index n) {
+/// The lanes a tree over lanes of which only the first `used` hold terms (the rest +0) needs:
+/// seq the used ones, halving, pairs and butterfly bit_ceil of them (their upper halves only add
+/// zeros). The value is the full tree's but for the sign of a zero result (lanes_dot).
+Index tree_lanes(KWalkTree tree, Index used) {
+  const auto u = static_cast<std::uint64_t>(std::max<Index>(1, used));
+  return tree == KWalkTree::kSeq ? static_cast<Index>(u) : static_cast<Index>(std::bit_ceil(u));
+}
+
+/// groups(g,inner,outer) over the lanes of `k` terms, v[0..n) as lanes_used materialized them:
+/// each run of g reduced by `inner` into v[j] (group j's values start at j g >= j, and the
+/// groups before it are done: in place is safe), then the group sums by `outer`. With every lane
+/// materialized (L <= K) the groups are whole; otherwise only the ceil(K / g) groups holding
+/// terms are, the last cut to tree_lanes of its terms, and the groups beyond (+0 sums) count
+/// only as outer's bit_ceil requires.
+float reduce_groups(const KWalk& walk, float* v, Index n, Index k) {
   const Index g = walk.lane_group;
-  for (Index k = 0; k < n / g; ++k) v[k] = reduce_tree(walk.lane_group_inner, {}, v + k * g, g);
-  return reduce_tree(walk.lane_group_outer, {}, v, n / g);
+  if (n == walk.lanes) {
+    for (Index j = 0; j < n / g; ++j) v[j] = reduce_tree(walk.lane_group_inner, {}, v + j * g, g);
+    return reduce_tree(walk.lane_group_outer, {}, v, n / g);
+  }
+  const Index groups = (std::max<Index>(1, k) + g - 1) / g;
+  for (Index j = 0; j < groups; ++j) {
+    const Index used = std::min(g, std::max<Index>(1, k) - j * g);
+    v[j] = reduce_tree(walk.lane_group_inner, {}, v + j * g, tree_lanes(walk.lane_group_inner, used));
+  }
+  const Index outer = tree_lanes(walk.lane_group_outer, groups);
+  for (Index j = groups; j < outer; ++j) v[j] = 0.0f;
+  return reduce_tree(walk.lane_group_outer, {}, v, outer);
 }
 
 /// The lanes a walk materializes for `k` terms. Lanes beyond K never receive a term and stay
-/// +0; a lane that received terms is never -0 (it starts at +0, and an exact zero sum or a
-/// product -0 added to +0 rounds to +0), so adding such a lane is exact and the identity. A
+/// +0, and adding +0 is exact and the identity but for a -0 (a lane can be -0: fma(x, w, +0)
+/// rounds a tiny negative product to -0; lanes_dot restores the +0 a zero result then has). A
 /// halving, pairs or butterfly tree over L >= bit_ceil(K) lanes is therefore the same tree over
 /// bit_ceil(K) lanes (the upper halves only add zeros: a butterfly drops the distances at or above
 /// bit_ceil(K) and keeps the others in their order), and a seq tree over L >= K lanes the seq
 /// tree over K: an L of 2^40 costs no memory.
 Index lanes_used(const KWalk& walk, Index k) {
   if (walk.lane_tree == KWalkTree::kGroups) {
-    // Whole groups of +0 lanes beyond K reduce to +0, and adding them is the identity (no group's
-    // sum is -0): ceil(K / g) groups, a power of two of them under a halving or pairs outer tree.
-    const auto g = static_cast<std::uint64_t>(walk.lane_group);
-    auto groups = (static_cast<std::uint64_t>(std::max<Index>(1, k)) + g - 1) / g;
-    if (walk.lane_group_outer != KWalkTree::kSeq) groups = std::bit_ceil(groups);
-    return std::min(walk.lanes, static_cast<Index>(groups * g));
+    // Groups of +0 lanes beyond K reduce to +0: the ceil(K / g) groups holding terms, the last
+    // cut to its inner tree's lanes (reduce_groups), and room for outer's bit_ceil of group sums.
+    // A g of 65,536 at K = 16 once reduced 65,536 lanes per value (a 2.6 MB dump ran > 60 s).
+    if (walk.lanes <= k) return walk.lanes;
+    const Index g = walk.lane_group, kk = std::max<Index>(1, k);
+    const Index groups = (kk + g - 1) / g;
+    const Index lanes = (groups - 1) * g + tree_lanes(walk.lane_group_inner, kk - (groups - 1) * g);
+    return std::min(walk.lanes, std::max(lanes, tree_lanes(walk.lane_group_outer, groups)));
   }
   const Index cap = walk.lane_tree == KWalkTree::kSeq
                         ? std::max<Index>(1, k)
@@ -156,8 +179,13 @@ float lanes_dot(const KWalk& walk, const float* x, const float* w, Index k, floa
       lane[l] = walk.fma ? std::fma(x[c0 + l], w[c0 + l], lane[l]) : lane[l] + x[c0 + l] * w[c0 + l];
     }
   }
-  return walk.lane_tree == KWalkTree::kGroups ? reduce_groups(walk, lane, lanes)
-                                              : reduce_tree(walk.lane_tree, walk.lane_distances, lane, lanes);
+  const float sum = walk.lane_tree == KWalkTree::kGroups
+                        ? reduce_groups(walk, lane, lanes, k)
+                        : reduce_tree(walk.lane_tree, walk.lane_distances, lane, lanes);
+  // A sum of floats is -0 only where both are -0, so a tree holding a +0 lane never ends at -0;
+  // where lanes were left out as +0, a zero sum is +0 (a reviewer's lanes:8:halving:fma at K 4,
+  // each product rounding to -0, gave 0x80000000 against the kernel's 0x00000000).
+  return lanes < walk.lanes && sum == 0.0f ? 0.0f : sum;
 }
 
 /// promote:<P>:<p>:<rnd>[:fma] over x[0..k): blocks of P terms at p bits, each block's sum added

@@ -188,7 +188,7 @@ std::optional<TreeSpec> parse_tree(std::string_view s) {
 bool tree_fits(const TreeSpec& t, Index n) {
   if (t.tree == KWalkTree::kSeq) return true;
   if (t.tree == KWalkTree::kGroups) {
-    // Every lane is materialized (lanes_used): at most 65,536 of them.
+    // At most 65,536 lanes; the emulation materializes those K reaches (lanes_used).
     return n <= 65536 && n % t.group == 0 && tree_fits(TreeSpec{t.inner, {}}, t.group) &&
            tree_fits(TreeSpec{t.outer, {}}, n / t.group);
   }

@@ -499,6 +499,71 @@ TEST(KWalkEmulation, GroupsAreMlasFoldAccumulatorsBitForBit) {
   EXPECT_GT(differ, 0);  // not halving by another name
 }
 
+/// lanes:<L>:groups(g,inner,outer)[:fma] with every lane materialized, even beyond K: each run of
+/// g lanes by `inner`, then the L / g sums by `outer` (docs/dump-format.md §3.4).
+float groups_oracle(const KWalk& kw, const float* x, const float* w, Index k) {
+  std::vector<float> lane(static_cast<std::size_t>(kw.lanes), 0.0f);
+  for (Index c = 0; c < k; ++c) {
+    float& a = lane[static_cast<std::size_t>(c % kw.lanes)];
+    a = kw.fma ? std::fma(x[c], w[c], a) : a + x[c] * w[c];
+  }
+  std::vector<float> sums;
+  for (Index j = 0; j < kw.lanes; j += kw.lane_group) {
+    sums.push_back(
+        tree_oracle(kw.lane_group_inner, {}, std::vector<float>(lane.begin() + j, lane.begin() + j + kw.lane_group)));
+  }
+  return tree_oracle(kw.lane_group_outer, {}, sums);
+}
+
+TEST(KWalkEmulation, GroupsBeyondKEqualEveryLaneMaterialized) {
+  // Only the groups K reaches are reduced, the last cut to its inner tree's lanes: the same bits
+  // as every lane added. A reviewer's lanes:65536:groups(65536,seq,seq) at K 16 once reduced
+  // 65,536 lanes per value (a 2.6 MB dump ran beyond 60 s).
+  std::mt19937_64 rng(23);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  struct Case {
+    std::string walk;
+    Index k;
+  };
+  const std::vector<Case> cases = {
+      {"lanes:64:groups(16,halving,pairs)", 20},   {"lanes:64:groups(16,halving,pairs)", 37},
+      {"lanes:64:groups(16,halving,pairs)", 64},   {"lanes:64:groups(16,halving,pairs)", 100},
+      {"lanes:32:groups(4,pairs,halving):fma", 5}, {"lanes:32:groups(4,pairs,halving):fma", 9},
+      {"lanes:16:groups(2,seq,seq)", 3},           {"lanes:48:groups(16,seq,seq):fma", 33},
+      {"lanes:65536:groups(65536,seq,seq)", 16},   {"lanes:65536:groups(16,halving,halving):fma", 40},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.walk + " K=" + std::to_string(c.k));
+    const KWalk kw = *parse_k_walk(c.walk);
+    for (int trial = 0; trial < 10; ++trial) {
+      std::vector<float> x(static_cast<std::size_t>(c.k)), w(x.size());
+      for (auto& v : x) v = n(rng);
+      for (auto& v : w) v = n(rng);
+      ASSERT_EQ(f32_bits(walk_dot(kw, x.data(), w.data(), c.k)), f32_bits(groups_oracle(kw, x.data(), w.data(), c.k)));
+    }
+  }
+}
+
+TEST(KWalkEmulation, FusedLanesRoundingToMinusZeroBesideEmptyLanesSumToPlusZero) {
+  // fma(1e-30, -1e-20, +0) rounds -1e-50 to -0: each lane holding a term is -0, the lanes K
+  // never reaches +0, and the tree over all L lanes gives +0 (a sum is -0 only where both are).
+  // Found by a reviewer: lanes:8:halving:fma at K 4 gave 0x80000000 against the kernel's +0.
+  const std::vector<float> x(4, 1e-30f), w(4, -1e-20f);
+  for (const char* walk : {"lanes:8:halving:fma", "lanes:16:seq:fma", "lanes:8:groups(2,seq,seq):fma",
+                           "lanes:8:butterfly(4,1,2):fma", "lanes:64:groups(16,halving,pairs):fma"}) {
+    SCOPED_TRACE(walk);
+    const KWalk kw = *parse_k_walk(walk);
+    const float oracle = kw.lane_tree == KWalkTree::kGroups
+                             ? groups_oracle(kw, x.data(), w.data(), 4)
+                             : lanes_oracle(x.data(), w.data(), 4, kw.lanes, kw.lane_tree, kw.lane_distances, true);
+    EXPECT_EQ(f32_bits(oracle), 0u);
+    EXPECT_EQ(f32_bits(walk_dot(kw, x.data(), w.data(), 4)), 0u);
+  }
+  // Every lane holding a term: the -0 stays.
+  const KWalk four = *parse_k_walk("lanes:4:halving:fma");
+  EXPECT_EQ(f32_bits(walk_dot(four, x.data(), w.data(), 4)), 0x80000000u);
+}
+
 TEST(KWalkEmulation, ButterfliesInOrderAreHalvingAndPairsBitForBit) {
   std::mt19937_64 rng(12);
   std::normal_distribution<float> n(0.0f, 1.0f);
