@@ -142,7 +142,7 @@ Status check_segments(const PackPlan& p) {
   return Status();
 }
 
-// 5. AF4 groups must divide K and the codes/scales extents must match the packing.
+// 5. AF4 and scaled groups must divide K and the codes/scales extents must match the packing.
 Status check_af4(const PackPlan& p) {
   for (const SegmentGeometry& g : p.segments) {
     if (reference::is_scaled_format(g.format)) {
@@ -373,10 +373,21 @@ Status check_buffers(const PackPlan& p, const HostBuffers& b, bool packed) {
   return Status();
 }
 
+// 5b. Activation groups (x_quant) must divide K: a last group of another width than its scale
+// describes read as a `quantize` FAIL while `geometry` passed.
+Status check_x_quant(const PackPlan& p) {
+  if (p.x_quant.type != reference::XQuantType::kNone && (p.x_quant.group < 1 || p.k % p.x_quant.group != 0)) {
+    return fail(ErrorCode::kGuardAf4Geometry,
+                "x_quant_group " + n2s(p.x_quant.group) + " does not divide K = " + n2s(p.k));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status validate_plan(const PackPlan& p) {
   NCERT_RETURN_IF_ERROR(check_plan_shape(p));
+  NCERT_RETURN_IF_ERROR(check_x_quant(p));
   NCERT_RETURN_IF_ERROR(check_support(p));
   NCERT_RETURN_IF_ERROR(check_walk(p));
   NCERT_RETURN_IF_ERROR(check_segments(p));
@@ -404,6 +415,7 @@ Status validate(const PackPlan& p, const HostBuffers& b) {
 
 Status validate_unpacked(const PackPlan& p, const HostBuffers& b) {
   NCERT_RETURN_IF_ERROR(check_plan_shape(p));
+  NCERT_RETURN_IF_ERROR(check_x_quant(p));
   NCERT_RETURN_IF_ERROR(check_walk(p));
   NCERT_RETURN_IF_ERROR(check_segments(p));
   NCERT_RETURN_IF_ERROR(check_af4(p));

@@ -130,7 +130,8 @@ NCERT_ERROR_CODE(kAf4DequantUnknown, 404, "af4-dequant-unknown", 3, "AF4 dequant
 NCERT_ERROR_CODE(kAccumulatorUnknown, 405, "accumulator-unknown", 3,
                  "accumulator other than f32-rn, f32-rz, matrix-unit, u=<x>")
 NCERT_ERROR_CODE(kKWalkInvalid, 406, "k-walk-invalid", 3,
-                 "k_walk not one of the forms of docs/dump-format.md §3.4 (seq, split, lanes, promote, splitk)")
+                 "k_walk not one of the forms of docs/dump-format.md §3.4 (seq, seq-fma, split, lanes with a seq, "
+                 "halving, pairs, butterfly(...) or groups(...) tree, promote, splitk, codes)")
 NCERT_ERROR_CODE(kEpilogueUnknown, 407, "epilogue-unknown", 3,
                  "epilogue other than none, bias, residual, bias+residual (or bias_at other than end, start)")
 NCERT_ERROR_CODE(kOutputDtypeUnknown, 408, "output-dtype-unknown", 3,

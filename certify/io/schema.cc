@@ -175,6 +175,15 @@ class SchemaChecker {
     return nullptr;
   }
 
+  /// Why an attribute is not of the kind read: its size where it is beyond the reader's limit
+  /// (a 1.1 MB k_walk read "is not a string"), else its kind.
+  static std::string not_a(const AttrValue& v, const std::string& kind) {
+    if (v.kind == AttrValue::Kind::kOther && v.type_description.starts_with("oversized")) {
+      return " is larger than an attribute may be (1 MiB or 65,536 elements, docs/dump-format.md §1)";
+    }
+    return (kind == "integer" ? " is not an " : " is not a ") + kind;
+  }
+
   std::optional<std::string> str_attr(const std::string& obj, const std::string& name, bool required) {
     const AttrValue* v = attr(obj, name);
     if (!v) {
@@ -182,7 +191,7 @@ class SchemaChecker {
       return std::nullopt;
     }
     if (v->kind != AttrValue::Kind::kString || v->strings.size() != 1) {
-      error(ErrorCode::kAttributeInvalid, obj, "attribute \"" + name + "\" = " + v->render() + " is not a string");
+      error(ErrorCode::kAttributeInvalid, obj, "attribute \"" + name + "\" = " + v->render() + not_a(*v, "string"));
       return std::nullopt;
     }
     return v->strings[0];
@@ -198,7 +207,7 @@ class SchemaChecker {
       // A float attribute renders as "64": say what is stored, or the value reads as an integer.
       const bool floating = v->kind == AttrValue::Kind::kFloat && v->scalar;
       error(ErrorCode::kAttributeInvalid, obj,
-            "attribute \"" + name + "\" = " + v->render() + " is not an integer" +
+            "attribute \"" + name + "\" = " + v->render() + not_a(*v, "integer") +
                 (floating ? std::string(" (stored as a float: write an integer attribute)") : std::string()));
       return std::nullopt;
     }
@@ -384,6 +393,14 @@ class SchemaChecker {
     const auto x_quant_group = int_attr(path, attr_rule(kProj, "x_quant_group"));
     if (auto r = str_attr(path, attr_rule(kProj, "x_quant_rounding"))) {
       if (auto qr = parsed(path, reference::parse_x_quant_rounding(*r))) p.x_quant.rounding = *qr;
+      // FP8 codes are always rne (§3.6): an rna would be reported and never applied. The Python
+      // writer refuses it alike.
+      const bool fp8 = p.x_quant.type == reference::XQuantType::kE4m3 || p.x_quant.type == reference::XQuantType::kE5m2;
+      if (fp8 && p.x_quant.rounding == reference::XQuantRounding::kNearestAway) {
+        error(ErrorCode::kAttributeInvalid, path,
+              "x_quant_rounding = \"rna\" with x_quant = \"" + std::string(reference::x_quant_name(p.x_quant.type)) +
+                  "\": FP8 quantization always rounds to nearest even (docs/dump-format.md §3.6)");
+      }
     }
     if (p.x_quant.type == reference::XQuantType::kNone) {
       for (std::string_view name : {"x_quant_group", "x_quant_rounding"}) {

@@ -13,7 +13,8 @@ __all__ = ["MAX_ATTRIBUTE_BYTES", "MAX_SMALL_CHUNKS", "SMALL_CHUNK_BYTES", "MAX_
            "MAX_LINKS", "MAX_SHAPE_VALUE"]
 
 #: kMaxAttrBytes (certify/io/detail/hdf5_util.cc): a string attribute of more bytes (UTF-8, as
-#: stored) reads as "<oversized: N bytes>", which is not a string (attribute-invalid).
+#: stored) reads as "<oversized: N bytes>", refused as larger than an attribute may be
+#: (attribute-invalid).
 MAX_ATTRIBUTE_BYTES = 1 << 20
 
 #: kMaxSmallChunks and kSmallChunkBytes (certify/io/dump_reader.h): a chunked dataset of more

@@ -85,6 +85,14 @@ def _render_double(d: float) -> str:
     return "%.17g" % d
 
 
+def _not_a_string(v) -> str:
+    """Why a string attribute is refused, as the reader says it: its size where it is beyond the
+    reader's limit, else its kind."""
+    if isinstance(v, (str, np.str_)) and _kind(v) != "string":
+        return " is larger than an attribute may be (1 MiB or 65,536 elements, docs/dump-format.md §1)"
+    return " is not a string"
+
+
 def render(v) -> str:
     """AttrValue::render: how `ncert inspect` prints an attribute value."""
     kind = _kind(v)
@@ -119,7 +127,7 @@ class _Attrs:
             return None
         if _kind(v) != "string":
             raise DumpFormatError("attribute-invalid", self.path,
-                                  f'attribute "{name}" = {render(v)} is not a string')
+                                  f'attribute "{name}" = {render(v)}{_not_a_string(v)}')
         _refuse_unencodable(self.path, name, str(v))
         return str(v)
 
@@ -230,7 +238,7 @@ def check_string_attrs(path: str, attrs: dict) -> None:
             _refuse_unencodable(path, name, str(v))
         if isinstance(v, (str, np.str_)) and _kind(v) != "string":
             raise DumpFormatError("attribute-invalid", path,
-                                  f'attribute "{name}" = {render(v)} is not a string')
+                                  f'attribute "{name}" = {render(v)}{_not_a_string(v)}')
         if _kind(v) == "string" and "\0" in str(v):
             raise DumpFormatError("attribute-invalid", path,
                                   f'attribute "{name}" = {render(v)} holds an embedded NUL')

@@ -253,6 +253,35 @@ TEST(FormatV2, AScaleGridThatDoesNotFitIsGeometryGuard309) {
   EXPECT_NE(g->reason.find("group_size 48"), std::string::npos) << g->reason;
 }
 
+TEST(FormatV2, AnActivationGroupThatDoesNotDivideKIsGeometryGuard309) {
+  // x_quant_group 48 at K = 128: geometry fails with guard 309, as a weight group_size does (a
+  // reviewer's: it read as a quantize FAIL while geometry passed).
+  XQuantCase q;
+  q.group = 32;
+  const std::string path = write_fixture(single_projection_dump(x_quant_projection(q, "w8a8")), "xq-group.h5");
+  ncert::testing::poke_attr_i64(path, "/projections/w8a8", "x_quant_group", 48);
+  const Report r = check_dump(path);
+  const CheckResult* g = find_check(r, "projections/w8a8/geometry");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->verdict, Verdict::kFail);
+  EXPECT_NE(g->reason.find("guard-af4-geometry (309): x_quant_group 48 does not divide K = 128"), std::string::npos)
+      << g->reason;
+}
+
+TEST(FormatV2, RnaWithFp8ActivationsIsRefusedAsTheWriterRefusesIt) {
+  // FP8 codes are always rne (§3.6): an rna was read, reported as "e4m3 rna" and never applied.
+  XQuantCase q;
+  q.type = "e4m3";
+  q.group = 32;
+  const std::string path = write_fixture(single_projection_dump(x_quant_projection(q, "fp8")), "xq-fp8-rna.h5");
+  ncert::testing::poke_attr_string(path, "/projections/fp8", "x_quant_rounding", "rna");
+  auto r = DumpReader::open(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kAttributeInvalid) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("x_quant_rounding = \"rna\" with x_quant = \"e4m3\""), std::string::npos)
+      << r.status().to_string();
+}
+
 TEST(FormatV2, AButterflyLaneTreeIsEmulatedAndALaneLeftOutIsCaught) {
   // The AVX2 horizontal sum (fold the upper 128 bits, then hadd twice) over 8 FMA lanes, computed
   // by the fixture engine's own shuffle loop.

@@ -144,6 +144,11 @@ TEST(Guards, Af4Geometry) {
   Fixture h;
   h.plan.segments[0].scales_cols = 4;
   expect_code(h.check(), ErrorCode::kGuardAf4Geometry, "scales have 4 columns");
+  // Activation groups too (x_quant_group, docs/dump-format.md §3.6).
+  Fixture x;
+  x.plan.x_quant.type = reference::XQuantType::kInt8;
+  x.plan.x_quant.group = 24;
+  expect_code(x.check(), ErrorCode::kGuardAf4Geometry, "x_quant_group 24 does not divide K = 32");
 }
 
 TEST(Guards, StridesBelowValidWidth) {
