@@ -1434,6 +1434,81 @@ std::string describe_range(const LocationFit& t) {
               : ", or weight group " + std::to_string(t.group) + "'s scale is " + (missing ? "read as 0" : "doubled"));
 }
 
+/// A row fit (FitKind::kRow): where, and the scale or offset its outputs fit.
+std::string describe_row_fit(const LocationFit& t, const std::string& shares) {
+  const std::string where = describe_row(t) + ": the residuals lie in that row alone, in column " +
+                            std::to_string(t.col) + " and in at least half of " + std::to_string(t.columns) +
+                            " other columns tested (" + shares + ")";
+  if (t.scale_explained < 0.9) {
+    return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
+           " %): that row's activations are not the ones the kernel multiplied";
+  }
+  if (t.offset) {
+    return where + "; there the outputs fit their exact values plus one constant times each column's sum of " +
+           "weights over a part of K (" + format_short(100 * t.scale_explained) +
+           " % of the row's energy): its activations over " + describe_offset(t.rows.front()) +
+           ": that row's activation zero point (or offset) is not the one the kernel used";
+  }
+  if (t.group < 0) {
+    return where + "; there the outputs fit " + format_scale(t.value) +
+           "x their exact values (a wrong activation scale for that row, or its activations scaled after "
+           "they were dumped)";
+  }
+  return where + "; there the outputs fit " + format_scale(t.value) + "x the exact contribution of k " +
+         std::to_string(t.k_begin) + "-" + std::to_string(t.k_end - 1) + " (activation group " +
+         std::to_string(t.group) + "): that group's activation scale is not the one the kernel used";
+}
+
+/// A rows fit (FitKind::kRows): where, and each row's scale or offset.
+std::string describe_rows_fit(const LocationFit& t, const std::string& shares) {
+  const std::string where = describe_row(t) + ": the residuals lie in those " + std::to_string(t.rows.size()) +
+                            " rows alone, in column " + std::to_string(t.col) + " and in at least half of " +
+                            std::to_string(t.columns) + " other columns tested (" + shares + ")";
+  if (t.scale_explained < 0.9) {
+    return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
+           " %): those rows' activations are not the ones the kernel multiplied";
+  }
+  const bool one_part =
+      std::all_of(t.rows.begin(), t.rows.end(), [&](const FittedRow& w) { return w.group == t.rows.front().group; });
+  if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
+    std::string parts;
+    for (const FittedRow& w : t.rows) {
+      parts += (parts.empty() ? "row " : "; row ") + std::to_string(w.row) + ": ";
+      if (w.offset) {
+        parts += describe_offset(w);
+      } else {
+        parts +=
+            format_scale(w.value) + "x " +
+            (w.group < 0 ? std::string("its whole dot product")
+                         : "the exact contribution of k " + std::to_string(w.k_begin) + "-" +
+                               std::to_string(w.k_end - 1) + " (activation group " + std::to_string(w.group) + ")");
+      }
+    }
+    return where + "; there each row's outputs fit its activations over one part of K scaled or moved by one " +
+           "constant (" + parts + "): wrong activation scales or zero points for those rows and parts";
+  }
+  std::string scales;
+  for (const FittedRow& w : t.rows) {
+    scales += (scales.empty() ? "row " : ", row ") + std::to_string(w.row) + " " + format_scale(w.value) + "x";
+    if (!one_part) {
+      scales += w.group < 0 ? " of its whole dot product"
+                            : " of k " + std::to_string(w.k_begin) + "-" + std::to_string(w.k_end - 1) +
+                                  " (activation group " + std::to_string(w.group) + ")";
+    }
+  }
+  if (!one_part) {
+    return where + "; there each row's outputs fit a scale of one part of their exact values (" + scales +
+           "): wrong activation scales for those rows and parts";
+  }
+  if (t.group < 0) {
+    return where + "; there each row's outputs fit a scale of their exact values (" + scales +
+           "): wrong activation scales for those rows, or their activations scaled after they were dumped";
+  }
+  return where + "; there each row's outputs fit a scale of the exact contribution of k " + std::to_string(t.k_begin) +
+         "-" + std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ": " + scales +
+         "): that group's activation scales are not the ones the kernel used for those rows";
+}
+
 }  // namespace
 
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
@@ -1442,78 +1517,10 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
   std::string signed_value = format_short(t.value);
   if (t.value > 0) signed_value.insert(0, 1, '+');
   switch (t.kind) {
-    case FitKind::kRow: {
-      const std::string where = describe_row(t) + ": the residuals lie in that row alone, in column " +
-                                std::to_string(t.col) + " and in at least half of " + std::to_string(t.columns) +
-                                " other columns tested (" + shares + ")";
-      if (t.scale_explained < 0.9) {
-        return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
-               " %): that row's activations are not the ones the kernel multiplied";
-      }
-      if (t.offset) {
-        return where + "; there the outputs fit their exact values plus one constant times each column's sum of " +
-               "weights over a part of K (" + format_short(100 * t.scale_explained) +
-               " % of the row's energy): its activations over " + describe_offset(t.rows.front()) +
-               ": that row's activation zero point (or offset) is not the one the kernel used";
-      }
-      if (t.group < 0) {
-        return where + "; there the outputs fit " + format_scale(t.value) +
-               "x their exact values (a wrong activation scale for that row, or its activations scaled after "
-               "they were dumped)";
-      }
-      return where + "; there the outputs fit " + format_scale(t.value) + "x the exact contribution of k " +
-             std::to_string(t.k_begin) + "-" + std::to_string(t.k_end - 1) + " (activation group " +
-             std::to_string(t.group) + "): that group's activation scale is not the one the kernel used";
-    }
-    case FitKind::kRows: {
-      const std::string where = describe_row(t) + ": the residuals lie in those " + std::to_string(t.rows.size()) +
-                                " rows alone, in column " + std::to_string(t.col) + " and in at least half of " +
-                                std::to_string(t.columns) + " other columns tested (" + shares + ")";
-      if (t.scale_explained < 0.9) {
-        return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
-               " %): those rows' activations are not the ones the kernel multiplied";
-      }
-      const bool one_part = std::all_of(t.rows.begin(), t.rows.end(),
-                                        [&](const FittedRow& w) { return w.group == t.rows.front().group; });
-      if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
-        std::string parts;
-        for (const FittedRow& w : t.rows) {
-          parts += (parts.empty() ? "row " : "; row ") + std::to_string(w.row) + ": ";
-          if (w.offset) {
-            parts += describe_offset(w);
-          } else {
-            parts +=
-                format_scale(w.value) + "x " +
-                (w.group < 0 ? std::string("its whole dot product")
-                             : "the exact contribution of k " + std::to_string(w.k_begin) + "-" +
-                                   std::to_string(w.k_end - 1) + " (activation group " + std::to_string(w.group) + ")");
-          }
-        }
-        return where + "; there each row's outputs fit its activations over one part of K scaled or moved by one " +
-               "constant (" + parts + "): wrong activation scales or zero points for those rows and parts";
-      }
-      std::string scales;
-      for (const FittedRow& w : t.rows) {
-        scales += (scales.empty() ? "row " : ", row ") + std::to_string(w.row) + " " + format_scale(w.value) + "x";
-        if (!one_part) {
-          scales += w.group < 0 ? " of its whole dot product"
-                                : " of k " + std::to_string(w.k_begin) + "-" + std::to_string(w.k_end - 1) +
-                                      " (activation group " + std::to_string(w.group) + ")";
-        }
-      }
-      if (!one_part) {
-        return where + "; there each row's outputs fit a scale of one part of their exact values (" + scales +
-               "): wrong activation scales for those rows and parts";
-      }
-      if (t.group < 0) {
-        return where + "; there each row's outputs fit a scale of their exact values (" + scales +
-               "): wrong activation scales for those rows, or their activations scaled after they were dumped";
-      }
-      return where + "; there each row's outputs fit a scale of the exact contribution of k " +
-             std::to_string(t.k_begin) + "-" + std::to_string(t.k_end - 1) + " (activation group " +
-             std::to_string(t.group) + ": " + scales +
-             "): that group's activation scales are not the ones the kernel used for those rows";
-    }
+    case FitKind::kRow:
+      return describe_row_fit(t, shares);
+    case FitKind::kRows:
+      return describe_rows_fit(t, shares);
     case FitKind::kElement:
       return describe_row(t) + ", column " + std::to_string(t.col) + ": that one value is off by " + signed_value +
              " from its exact value (" + shares + "), and the row stands out in no more of " +

@@ -133,77 +133,89 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output, bool failed) 
 }
 
 /// The location fit of a failing signature test, one sentence (the check's reason words it too).
-std::string fit_paragraph(const LocationFit& t) {
-  const std::string shares = " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
-                             num(100 * t.alternative_explained) + " %)";
-  // A packed output's row names its slot too; y_compact's rows are its slots.
-  auto row_name = [&](Index r, Index slot) {
-    if (slot >= 0 && t.output == "y_compact")
-      return "slot " + std::to_string(slot) + " (row " + std::to_string(r) + ")";
-    return "row " + std::to_string(r) + (slot >= 0 ? " (slot " + std::to_string(slot) + ")" : "");
-  };
-  const std::string row = row_name(t.row, t.slot);
-  std::string what;
-  switch (t.kind) {
-    case FitKind::kRow:
-      what = row + " alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
-      if (t.scale_explained < 0.9) {
-        what += "its outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
-                " % of the row's energy)";
-        break;
-      }
-      if (t.offset) {
-        what += "its activations over " + activation_part(t.rows.front()) + " moved by " + num(t.value) + ", " +
-                num(t.steps) + "&#215; their scale (a zero point; that offset explains " +
-                num(100 * t.scale_explained) + " % of the row's energy)";
-        break;
-      }
-      what += "its outputs fit " + format_scale(t.value) + "&#215; " +
-              (t.group < 0 ? std::string("their exact values")
-                           : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
-                                 std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
-              " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
-      break;
-    case FitKind::kRows: {
-      // Each row with its slot and the scale its outputs fit.
-      const bool one_part = std::all_of(t.rows.begin(), t.rows.end(),
-                                        [&](const FittedRow& w) { return w.group == t.rows.front().group; });
-      std::string list;
-      for (std::size_t j = 0; j < t.rows.size(); ++j) {
-        const FittedRow& w = t.rows[j];
-        if (j > 0) list += j + 1 == t.rows.size() ? " and " : ", ";
-        if (w.offset) {
-          list += row_name(w.row, w.slot) + " moved by " + num(w.value) + " (" + num(w.steps) +
-                  "&#215; its scale) over " + activation_part(w);
-          continue;
-        }
-        list += row_name(w.row, w.slot) + " " + format_scale(w.value) + "&#215;";
-        // Each row's own part where they differ.
-        if (!one_part) {
-          list += w.group < 0 ? " of its whole dot product"
-                              : " of k " + std::to_string(w.k_begin) + "&#8211;" + std::to_string(w.k_end - 1);
-        }
-      }
-      what = std::to_string(t.rows.size()) + " rows alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
-      if (t.scale_explained < 0.9) {
-        what += "their outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
-                " % of the rows' energy)";
-        break;
-      }
-      if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
-        what += "their activations over one part of K fit a scale or an offset (a zero point): " + list +
-                " (those fits explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
-        break;
-      }
-      what +=
-          "their outputs fit scales of " +
+/// A fit's row with its slot: a packed output's row names its slot too; y_compact's rows are its
+/// slots.
+std::string fit_row_name(const LocationFit& t, Index r, Index slot) {
+  if (slot >= 0 && t.output == "y_compact") return "slot " + std::to_string(slot) + " (row " + std::to_string(r) + ")";
+  return "row " + std::to_string(r) + (slot >= 0 ? " (slot " + std::to_string(slot) + ")" : "");
+}
+
+/// A row fit (FitKind::kRow) after its row's name: the scale or offset its outputs fit.
+std::string row_fit_text(const LocationFit& t, const std::string& row) {
+  std::string what = row + " alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
+  if (t.scale_explained < 0.9) {
+    what += "its outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
+            " % of the row's energy)";
+    return what;
+  }
+  if (t.offset) {
+    what += "its activations over " + activation_part(t.rows.front()) + " moved by " + num(t.value) + ", " +
+            num(t.steps) + "&#215; their scale (a zero point; that offset explains " + num(100 * t.scale_explained) +
+            " % of the row's energy)";
+    return what;
+  }
+  what += "its outputs fit " + format_scale(t.value) + "&#215; " +
+          (t.group < 0 ? std::string("their exact values")
+                       : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
+                             std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
+          " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
+  return what;
+}
+
+/// A rows fit (FitKind::kRows): each row with its slot and the scale or offset it fits.
+std::string rows_fit_text(const LocationFit& t) {
+  // Each row with its slot and the scale its outputs fit.
+  const bool one_part =
+      std::all_of(t.rows.begin(), t.rows.end(), [&](const FittedRow& w) { return w.group == t.rows.front().group; });
+  std::string list;
+  for (std::size_t j = 0; j < t.rows.size(); ++j) {
+    const FittedRow& w = t.rows[j];
+    if (j > 0) list += j + 1 == t.rows.size() ? " and " : ", ";
+    if (w.offset) {
+      list += fit_row_name(t, w.row, w.slot) + " moved by " + num(w.value) + " (" + num(w.steps) +
+              "&#215; its scale) over " + activation_part(w);
+      continue;
+    }
+    list += fit_row_name(t, w.row, w.slot) + " " + format_scale(w.value) + "&#215;";
+    // Each row's own part where they differ.
+    if (!one_part) {
+      list += w.group < 0 ? " of its whole dot product"
+                          : " of k " + std::to_string(w.k_begin) + "&#8211;" + std::to_string(w.k_end - 1);
+    }
+  }
+  std::string what =
+      std::to_string(t.rows.size()) + " rows alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
+  if (t.scale_explained < 0.9) {
+    what += "their outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
+            " % of the rows' energy)";
+    return what;
+  }
+  if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
+    what += "their activations over one part of K fit a scale or an offset (a zero point): " + list +
+            " (those fits explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
+    return what;
+  }
+  what += "their outputs fit scales of " +
           (!one_part     ? std::string("parts of their exact values")
            : t.group < 0 ? std::string("their exact values")
                          : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
                                std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
           ": " + list + " (those scales explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
+  return what;
+}
+
+std::string fit_paragraph(const LocationFit& t) {
+  const std::string shares = " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
+                             num(100 * t.alternative_explained) + " %)";
+  const std::string row = fit_row_name(t, t.row, t.slot);
+  std::string what;
+  switch (t.kind) {
+    case FitKind::kRow:
+      what = row_fit_text(t, row);
       break;
-    }
+    case FitKind::kRows:
+      what = rows_fit_text(t);
+      break;
     case FitKind::kElement:
       what = row + " of column " + std::to_string(t.col) + " alone: off by " + exact(t.value) +
              " (the row stands out in no more of " + std::to_string(t.columns) +
@@ -214,7 +226,7 @@ std::string fit_paragraph(const LocationFit& t) {
       for (std::size_t j = 0; j < t.rows.size(); ++j) {
         const FittedRow& w = t.rows[j];
         if (j > 0) what += j + 1 == t.rows.size() ? " and " : ", ";
-        what += row_name(w.row, w.slot) + " of column " + std::to_string(w.col) + " off by " + exact(w.value);
+        what += fit_row_name(t, w.row, w.slot) + " of column " + std::to_string(w.col) + " off by " + exact(w.value);
       }
       what += " (their rows stand out in no more of " + std::to_string(t.columns) +
               " other columns tested than rows of noise do)";
