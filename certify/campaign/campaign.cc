@@ -44,6 +44,7 @@ Json plan_json(const CheckPlan& p, const InputInfo& input) {
   Json j = Json{{"order", p.order},
                 {"units", units},
                 {"has_tensors", p.has_tensors},
+                {"projections_without_rows", p.projections_without_rows},
                 {"input", Json{{"path", input.path}, {"xxh3_128", input.xxh3_128}}}};
   if (p.refused) j["refused"] = status_to_wire(*p.refused);
   return j;
@@ -53,6 +54,7 @@ Status plan_from(const Json& j, CheckPlan* p, InputInfo* input) {
   try {
     p->order = j.at("order").get<std::vector<std::string>>();
     p->has_tensors = j.at("has_tensors").get<bool>();
+    p->projections_without_rows = j.at("projections_without_rows").get<Index>();
     for (const Json& u : j.at("units")) {
       CheckUnit unit;
       if (!u.at("projection").is_null()) unit.projection = u.at("projection").get<std::string>();

@@ -36,7 +36,7 @@ Status check_selection(const DumpModel& m, const std::string& only) {
 }
 
 /// A dump with nothing check certifies proves nothing: that is a failure, not a pass.
-CheckResult dump_vacuity(Index projections, Index runs, Index empty_runs, bool has_tensors) {
+CheckResult dump_vacuity(Index projections, Index runs, Index empty_runs, const CheckPlan& plan) {
   CheckResult v;
   v.id = "vacuity";
   v.subject = "dump";
@@ -50,10 +50,14 @@ CheckResult dump_vacuity(Index projections, Index runs, Index empty_runs, bool h
     v.verdict = Verdict::kFail;
     e.vacuous.push_back(empty_runs > 0 ? "no projection, and no logits run with an emission"
                                        : "no projection and no logits run");
-    v.reason = "nothing to certify: the dump holds no projection and " +
+    // A projection of 0 rows is in the file and left out: "holds no projection" read as if it
+    // were not there.
+    const Index empty = plan.projections_without_rows;
+    v.reason = "nothing to certify: the dump holds no projection" +
+               (empty > 0 ? " with rows (" + std::to_string(empty) + " of 0 rows left out)" : std::string()) + " and " +
                (empty_runs > 0 ? std::to_string(empty_runs) + " logits run(s), none with an emission"
                                : std::string("no logits run")) +
-               std::string(has_tensors ? " (its tensors are compared by ncert compare)" : "");
+               std::string(plan.has_tensors ? " (its tensors are compared by ncert compare)" : "");
   }
   v.evidence = std::move(e);
   return v;
@@ -259,6 +263,7 @@ Result<CheckPlan> plan_check(const DumpReader& reader, const CheckCommandOptions
     }
   }
   plan.has_tensors = !m.tensors.empty();
+  plan.projections_without_rows = m.projections_without_rows;
   const std::vector<const ProjectionInfo*> heads = usable_heads(m, options.only);
   double rest_cost = 0;
   for (const ProjectionInfo& p : m.projections) {
@@ -341,7 +346,7 @@ Report assemble_check(const CheckCommandOptions& options, const InputInfo& input
     ++certified;
   }
   for (CheckResult& c : tail) report.checks.push_back(std::move(c));
-  report.checks.push_back(dump_vacuity(certified, runs, empty_runs, plan.has_tensors));
+  report.checks.push_back(dump_vacuity(certified, runs, empty_runs, plan));
   report.apply(options.require);
   if (options.skip_policy) report.apply(*options.skip_policy);
   report.stats["timing_logits_seconds"] = t_logits;

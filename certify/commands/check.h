@@ -52,6 +52,7 @@ struct CheckPlan {
   std::vector<std::string> order;  ///< selected projections in the dump's order
   std::vector<CheckUnit> units;    ///< projections first, the rest last
   bool has_tensors = false;
+  Index projections_without_rows = 0;  ///< left out by the reader (DumpModel)
 };
 
 /// What one unit produced: checks by projection, the schema check (rest), witness checks

@@ -173,6 +173,8 @@ struct DumpModel {
   std::vector<LogitsRunInfo> logits;        ///< sorted by name
   std::vector<TensorInfo> tensors;          ///< sorted by name
   std::vector<Finding> findings;            ///< in traversal order (sorted paths)
+  /// Projections of 0 rows: noted and left out of `projections` (nothing to certify there).
+  Index projections_without_rows = 0;
 
   const DatasetInfo* dataset(const std::string& path) const;
   const GroupInfo* group(const std::string& path) const;  ///< "/" is not in `groups`

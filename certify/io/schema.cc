@@ -473,6 +473,7 @@ class SchemaChecker {
     // x, a dump-level vacuity that counted it).
     if (p.m < 1) {
       note(path + "/x", "0 rows: nothing to certify; the projection is left out");
+      ++model_.projections_without_rows;
       return false;
     }
     context.x_quant = types.x_quant = p.x_quant.type;

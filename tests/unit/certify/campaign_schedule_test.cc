@@ -33,6 +33,7 @@ Json plan_result(int step) {
   return Json{{"plan", Json{{"order", {"a", "b", "c"}},
                             {"units", units},
                             {"has_tensors", false},
+                            {"projections_without_rows", 0},
                             {"input", Json{{"path", "s.h5"}, {"xxh3_128", std::string(32, '0')}}}}}};
 }
 

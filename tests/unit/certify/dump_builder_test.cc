@@ -965,6 +965,17 @@ TEST(DumpBuilder, AProjectionOfNoRowsIsLeftOutWithANote) {
              f.message == "0 rows: nothing to certify; the projection is left out";
   }
   EXPECT_EQ(noted, 1);
+  EXPECT_EQ(r->model().projections_without_rows, 1);
+  // The dump's vacuity names it: "holds no projection" read as if it were not in the file.
+  CheckCommandOptions co;
+  co.dump = path;
+  auto report = run_check(co);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  const CheckResult& vacuity = report->checks.back();
+  EXPECT_EQ(vacuity.verdict, Verdict::kFail);
+  EXPECT_NE(vacuity.reason.find("holds no projection with rows (1 of 0 rows left out) and no logits run"),
+            std::string::npos)
+      << vacuity.reason;
 }
 
 TEST(DumpBuilder, AMovedFromBuilderRefusesWhatItIsAsked) {
