@@ -529,9 +529,11 @@ std::string_view fit_kind_name(FitKind k);
 /// A row a location fit names (kRow, kRows): its number in x, its slot in a packed output (-1
 /// in y_unpacked), the scale its outputs fit, and the part of its dot product scaled: an
 /// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K). With integer
-/// x_quant a row's part may fit an offset instead: its activations there moved by one constant
-/// (offset; value is the constant, steps the kernel's zero point minus the dumped one it
-/// implies, -value / the part's x scale). A value (kElements): its row, slot and column, and its
+/// x_quant a row's part may fit an offset instead: its zero points moved by `steps` (the
+/// kernel's minus the dumped ones), each group's activations by -steps times its scale (value:
+/// that move of the part's first group). alike: the other reading (a scale beside an offset,
+/// an offset beside a scale) fits almost as well, over alike_group (-1: the whole row), as the
+/// scale or the steps alike_value. A value (kElements): its row, slot and column, and its
 /// residual (group -1, k_begin = k_end = 0).
 struct FittedRow {
   Index row = -1;
@@ -539,8 +541,11 @@ struct FittedRow {
   double value = 0;
   Index group = -1, k_begin = 0, k_end = 0;
   Index col = -1;       ///< kElements: the value's column; -1 for a row (kRow, kRows)
-  bool offset = false;  ///< kRow, kRows: the part's activations moved by `value`, not scaled
-  double steps = 0;     ///< offset: -value / that part's activation scale (0 otherwise)
+  bool offset = false;  ///< kRow, kRows: the part's zero points moved, not its scale
+  double steps = 0;     ///< offset: the zero points' change fitted (0 otherwise)
+  bool alike = false;
+  Index alike_group = -1;
+  double alike_value = 0;
   bool operator==(const FittedRow&) const = default;
 };
 

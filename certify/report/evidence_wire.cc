@@ -352,6 +352,9 @@ void fields(auto& f, Is<FittedRow> auto& x) {
   f("col", x.col);
   f("offset", x.offset);
   f("steps", x.steps);
+  f("alike", x.alike);
+  f("alike_group", x.alike_group);
+  f("alike_value", x.alike_value);
 }
 
 void fields(auto& f, Is<LocationFit> auto& x) {

@@ -335,7 +335,10 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                           {"k_end", w.k_end},
                           {"col", w.col},
                           {"offset", w.offset},
-                          {"steps", number_or_text(w.steps)}});
+                          {"steps", number_or_text(w.steps)},
+                          {"alike", w.alike},
+                          {"alike_group", w.alike_group},
+                          {"alike_value", number_or_text(w.alike_value)}});
     }
     j["fit"]["rows"] = std::move(rows);
   }

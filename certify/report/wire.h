@@ -58,8 +58,8 @@ namespace ncert::certify {
 ///      missing K range (SignatureEvidence::columns_tested, range_columns) (2026-12-07)
 ///  15  location fits of a K range missing or counted twice at any alignment (FitKind::kRange)
 ///      (2026-12-07)
-///  16  a row's activations moved by a constant over one part of K (FittedRow::offset, steps;
-///      LocationFit::offset, steps) (2026-12-07)
+///  16  a row's zero points moved over one part of K (FittedRow::offset, steps, and the other
+///      reading alike: alike, alike_group, alike_value; LocationFit::offset, steps) (2026-12-07)
 inline constexpr int kWireVersion = 16;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).

@@ -169,8 +169,11 @@ TEST(Localize, AWrongZeroPointOfOneActivationGroupIsNamedThatRowGroupAndStep) {
   EXPECT_NEAR(e.fit->steps, 1.0, 0.05);
   EXPECT_GT(e.fit->scale_explained, 0.99);
   const std::string reason = signature_reason(r, "projections/w8a8");
-  EXPECT_NE(reason.find("its activations over k 32-63 (activation group 1) moved by -"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("the kernel's zero point there the dumped one +1 (fitted: 1"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("its zero point over k 32-63 (activation group 1) is the dumped one +1 (fitted steps: 1"),
+            std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("its activations moved by -"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("fits almost as well"), std::string::npos) << reason;
 }
 
 TEST(Localize, AWrongZeroPointOfAPerTokenRowIsNamedOverTheWholeK) {
@@ -188,8 +191,62 @@ TEST(Localize, AWrongZeroPointOfAPerTokenRowIsNamedOverTheWholeK) {
   EXPECT_EQ(e.fit->group, -1);
   EXPECT_NEAR(e.fit->steps, -2.0, 0.1);
   const std::string reason = signature_reason(r, "projections/w8a8");
-  EXPECT_NE(reason.find("the whole K moved by +"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("zero point there the dumped one -2"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("its zero points over the whole K are the dumped ones -2 (fitted steps: -2"), std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("its activations moved by +"), std::string::npos) << reason;
+}
+
+TEST(Localize, EveryGroupsZeroPointOfOneRowIsNamedOverTheWholeKInSteps) {
+  // uint8 in groups of 32: row 5 subtracts zp + 1 in each of its 4 groups, each group's
+  // activations moved by its own scale. Fitted as one constant over K this read 0.856 steps (a
+  // reviewer's); each group by its own scale it is a whole step.
+  ncert::testing::XQuantCase q;
+  q.type = "uint8";
+  q.group = 32;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.engine_x_zero_point_error = 1;
+  p.engine_x_zero_point_every_group = true;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-all.h5"));
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kRow);
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
+  EXPECT_TRUE(e.fit->offset);
+  EXPECT_EQ(e.fit->group, -1);
+  EXPECT_NEAR(e.fit->steps, 1.0, 0.02);
+  const std::string reason = signature_reason(r, "projections/w8a8");
+  EXPECT_NE(reason.find("its zero points over the whole K are the dumped ones +1"), std::string::npos) << reason;
+}
+
+TEST(Localize, AZeroPointOverNearlyConstantActivationsIsNamedWithTheScaleThatFitsAlike) {
+  // Row 5's group 1 drawn within 0.1 % of 1: a zero point +1 there moves its outputs as a scale
+  // of about 0.992 would. Both are named, the zero point first (its steps are a whole one).
+  ncert::testing::XQuantCase q;
+  q.type = "uint8";
+  q.group = 32;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.x_fault_group_constant = true;
+  p.engine_x_zero_point_error = 1;
+  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-alike.h5"));
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  ASSERT_EQ(e.fit->kind, FitKind::kRow);
+  EXPECT_TRUE(e.fit->offset);
+  EXPECT_EQ(e.fit->group, 1);
+  ASSERT_TRUE(e.fit->rows.front().alike);
+  EXPECT_EQ(e.fit->rows.front().alike_group, 1);
+  EXPECT_LT(e.fit->rows.front().alike_value, 1.0);  // a scale below 1: the activations moved down
+  const std::string reason = signature_reason(r, "projections/w8a8");
+  EXPECT_NE(reason.find("is the dumped one +1"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("of activation group 1's part fits almost as well: the data cannot tell a zero point from a "
+                        "scale there"),
+            std::string::npos)
+      << reason;
+  // Its legitimate twin passes.
+  p.engine_x_zero_point_error = 0;
+  const Report twin =
+      check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-alike-twin.h5"));
+  EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
 }
 
 TEST(Localize, WrongActivationScalesOfTwoOrThreeRowsAreNamedThoseRows) {

@@ -301,6 +301,16 @@ std::vector<Index> standing_rows(const ColumnResiduals& c, const Fits& fits) {
 /// (its noise 10-70x the others', weighted) and a row with one value + 0.002 were named beside
 /// a row at 1.01x before this rule.
 constexpr double kRowScaleShare = 0.9;
+/// The other family's fit (scale beside offset) is named beside the best where it leaves at most
+/// this many times the energy the best leaves. A reviewer's group of activations within 5 % of
+/// one value: a zero point -8 explained 97.410 % as an offset and 97.388 % as a scale (each
+/// leaving ~2.6 %); an ordinary scale fault leaves under 1 % where an offset leaves 50 % or more.
+constexpr double kAlike = 2.0;
+/// Or where it explains all but this share of the row's energy: at f32 outputs both readings of
+/// a group of activations within 0.2 % of one value explained 100.000 %, the better leaving
+/// rounding noise and the other a little more (a zero point +1 read as a scale of 0.9961x alone).
+constexpr double kAlikeFloor = 1e-3;
+
 /// Columns (the strongest and the tested ones) below which no row is named beside others: over
 /// n columns the share one direction takes of isotropic noise is Beta(1/2, (n - 1) / 2), beyond
 /// 0.9 with probability ~1e-3 at n = 8 and under 1e-7 at n = 16.
@@ -314,9 +324,11 @@ constexpr std::size_t kRowScaleColumns = 16;
 struct RowScan {
   Index rows = 0, width = 0;
   std::size_t parts = 0;
-  /// Integer x_quant: a part of a row may also fit an offset (its activations moved by one
-  /// constant, a zero point), by r_o and o_o: sum r o and sum o^2 of its weighted weight sums.
+  /// Integer x_quant: a part of a row may also fit an offset (its zero points moved by one step
+  /// count z, each group's activations by -z times its scale), by r_o and o_o: sum r o and sum o^2
+  /// of o = the part's sum over its groups of scale x the column's weight sum there, weighted.
   bool offsets = false;
+  std::vector<double> xs;                   ///< offsets: per row, each part's activation scale
   std::vector<std::vector<double>> energy;  ///< per tested column, per row
   std::vector<double> rr, other;            ///< per tested column
   std::vector<Index> cols;                  ///< per tested column, its number
@@ -326,27 +338,55 @@ struct RowScan {
   std::size_t added = 0;                    ///< columns added (the tested and the strongest)
 
   std::size_t tested() const { return rr.size(); }
-  struct PartFit {
+  struct Fit {
     std::size_t part = 0;  ///< parts: the whole row
     double explained = 0;
+    /// The scale's coefficient (the row fits 1 + coef times the part) or the offset's: -coef is
+    /// the zero point's change in steps.
+    double coef = 0;
+  };
+  struct PartFit : Fit {
     bool offset = false;
-    double coef = 0;  ///< the scale's coefficient (the row fits 1 + coef times it) or the offset
+    /// The other family's best (an offset beside a scale, a scale beside an offset) where it
+    /// leaves at most kAlike times the energy the best leaves: the data cannot tell them apart
+    /// (a group of nearly constant activations moves alike under both).
+    std::optional<Fit> alike;
   };
   /// The part (parts: the whole row) whose scale, or with `offsets` whose offset, explains most
   /// of row i's energy, and that energy: the whole row's scale unless another explains more.
   PartFit best_part(Index i) const {
-    auto consider = [&](const std::vector<double>& ra, const std::vector<double>& aa, std::size_t a, bool offset,
-                        PartFit& best) {
-      const std::size_t at = static_cast<std::size_t>(i) * (parts + 1) + a;
-      const double e = aa[at] > 0 ? ra[at] * ra[at] / aa[at] : 0.0;
-      if (e > best.explained) best = {a, e, offset, ra[at] / aa[at]};
+    auto best_of = [&](const std::vector<double>& ra, const std::vector<double>& aa) {
+      Fit best{parts, 0.0, 0.0};
+      for (std::size_t a = parts + 1; a-- > 0;) {
+        if (a < parts && parts == 1) continue;  // one part: the whole row
+        const std::size_t at = static_cast<std::size_t>(i) * (parts + 1) + a;
+        const double e = aa[at] > 0 ? ra[at] * ra[at] / aa[at] : 0.0;
+        if (e > best.explained) best = {a, e, ra[at] / aa[at]};
+      }
+      return best;
     };
-    PartFit best{parts, 0.0, false, 0.0};
-    consider(r_a, a_a, parts, false, best);
-    for (std::size_t a = 0; parts > 1 && a < parts; ++a) consider(r_a, a_a, a, false, best);
-    if (offsets) {
-      consider(r_o, o_o, parts, true, best);
-      for (std::size_t a = 0; parts > 1 && a < parts; ++a) consider(r_o, o_o, a, true, best);
+    const Fit scale = best_of(r_a, a_a);
+    PartFit best;
+    static_cast<Fit&>(best) = scale;
+    if (!offsets) return best;
+    const Fit offset = best_of(r_o, o_o);
+    const bool offset_wins = offset.explained > scale.explained;
+    if (offset_wins) {
+      static_cast<Fit&>(best) = offset;
+      best.offset = true;
+    }
+    const Fit& rival = offset_wins ? scale : offset;
+    const double e = row_energy[static_cast<std::size_t>(i)];
+    if (rival.explained > 0 && e - rival.explained <= std::max(kAlike * (e - best.explained), kAlikeFloor * e)) {
+      best.alike = rival;
+      // Alike, a whole number of steps is the evidence left: the zero point leads where its
+      // steps are one (within a fifth), the scale otherwise.
+      const double steps = -(best.offset ? best.coef : rival.coef);
+      const double whole = std::round(steps);
+      if ((whole != 0 && std::fabs(steps - whole) <= 0.2) != best.offset) {
+        std::swap(static_cast<Fit&>(best), *best.alike);
+        best.offset = !best.offset;
+      }
     }
     return best;
   }
@@ -387,8 +427,13 @@ struct RowScan {
       if (offsets) {
         double* ro = r_o.data() + at * per_row;
         double* oo = o_o.data() + at * per_row;
+        double whole = 0;
         for (std::size_t a = 0; a <= parts; ++a) {
-          const double o = c.part_w[a] * u;
+          // Each group's activations move by its own scale per step: the whole row's offset is
+          // every group's at once (a reviewer's every zero point + 1 in groups of 32 fitted
+          // 0.856 steps as one constant over K).
+          const double o = a < parts ? xs[at * parts + a] * c.part_w[a] * u : whole;
+          whole += a < parts ? o : 0.0;
           ro[a] += r * o;
           oo[a] += o * o;
         }
@@ -423,6 +468,10 @@ RowScan scan_rows(const LoadedProjection& d, const reference::LinearProblem& p, 
   if (s.offsets) {
     s.r_o.assign(s.r_a.size(), 0.0);
     s.o_o.assign(s.r_a.size(), 0.0);
+    for (Index i = 0; i < s.rows; ++i) {
+      for (std::size_t a = 0; a < s.parts; ++a)
+        s.xs.push_back(p.x_quantized.scale(i, static_cast<Index>(a) * s.width / p.x_quantized.group));
+    }
   }
   s.row_energy.assign(static_cast<std::size_t>(s.rows), 0.0);
   const Index others = std::min(kRowColumns, info.n - 1);
@@ -600,9 +649,9 @@ std::vector<Index> rows_standing_out(const RowScan& s, const ColumnResiduals& st
 /// the signature test found one significant column only (`one_column`): one wrong value. Otherwise (two values in one
 /// column or in different columns, no other column to test) nothing: the candidates' reading
 /// stands. `s`: the other columns scanned beside col, and `strongest` (col) added.
-std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::LinearProblem& p, const RowScan& s,
-                                   const OutputRows& rows, Index col, const ColumnResiduals& strongest,
-                                   const Fits& fits, const std::vector<Index>& set, bool one_column) {
+std::optional<LocationFit> row_fit(const LoadedProjection& d, const RowScan& s, const OutputRows& rows, Index col,
+                                   const ColumnResiduals& strongest, const Fits& fits, const std::vector<Index>& set,
+                                   bool one_column) {
   const std::vector<Index> named = rows_standing_out(s, strongest, fits, set);
   LocationFit t;
   t.output = std::string(engine_output_name(rows.id));
@@ -627,16 +676,22 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const reference::L
       FittedRow w;
       w.row = i;
       w.slot = rows.id != EngineOutputId::kUnpacked ? (*rows.slot_of_row)[static_cast<std::size_t>(i)] : -1;
-      w.value = best.offset ? best.coef : 1 + best.coef;
-      w.group = best.part == s.parts ? -1 : static_cast<Index>(best.part);
+      const auto group_of = [&](std::size_t part) { return part == s.parts ? -1 : static_cast<Index>(part); };
+      // x = (q - zp) s: a zero point larger by z moves a group's activations by -z s; the value
+      // of an offset is that move of the part's (first) group.
+      const auto moved = [&](std::size_t part, double coef) {
+        return coef * s.xs[static_cast<std::size_t>(i) * s.parts + (part == s.parts ? 0 : part)];
+      };
+      w.value = best.offset ? moved(best.part, best.coef) : 1 + best.coef;
+      w.group = group_of(best.part);
       w.k_begin = best.part == s.parts ? 0 : static_cast<Index>(best.part) * s.width;
       w.k_end = best.part == s.parts ? K : std::min(K, w.k_begin + s.width);
       w.offset = best.offset;
-      if (best.offset) {
-        // x = (q - zp) s: a zero point larger by z moves the part's activations by -z s (the
-        // whole row: per-token quantization, its one group).
-        const double scale = p.x_quantized.scale(i, w.k_begin / p.x_quantized.group);
-        w.steps = scale != 0 ? -w.value / scale : 0.0;
+      if (best.offset) w.steps = -best.coef;
+      if (best.alike) {
+        w.alike = true;
+        w.alike_group = group_of(best.alike->part);
+        w.alike_value = best.offset ? 1 + best.alike->coef : -best.alike->coef;
       }
       t.rows.push_back(w);
     }
@@ -1219,7 +1274,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
     // The other columns, scanned once for the row test and the values test.
     RowScan scan = scan_rows(d, p, rows, col, set.front(), row_parts(*d.info, p.x.rows));
     scan.add(c);  // computed with every row's parts
-    std::optional<LocationFit> t = row_fit(d, p, scan, rows, col, c, fits, set, one_value.one_column);
+    std::optional<LocationFit> t = row_fit(d, scan, rows, col, c, fits, set, one_value.one_column);
     if (t && t->kind == FitKind::kElement && one_value.pair && !same_value(f, rows, *one_value.pair, t->row, col)) {
       return;
     }
@@ -1338,21 +1393,45 @@ namespace {
 
 /// ", fitting no scale there" where the rows' scale was tested (over kRowScaleColumns columns
 /// or more: RowScan::scaled), else "".
-/// A row part's offset (FittedRow::offset): "k 32-63 (activation group 1) moved by -0.0226, the
-/// kernel's zero point there the dumped one +1 (fitted: 1.002x its scale)".
+std::string signed_short(double v) {
+  std::string text = format_short(v);
+  if (v > 0) text.insert(0, 1, '+');
+  return text;
+}
+
+/// Where a row fit's other reading fits almost as well (FittedRow::alike): "; a scale of
+/// 1.033x of activation group 2's part fits almost as well: ...".
+std::string alike_clause(const FittedRow& w) {
+  if (!w.alike) return "";
+  const std::string where =
+      w.alike_group < 0 ? std::string("the whole row") : "activation group " + std::to_string(w.alike_group);
+  const std::string other =
+      w.offset ? "a scale of " + format_scale(w.alike_value) + "x of " + where + "'s part"
+               : "a move of its zero points over " + where + " by " + signed_short(w.alike_value) + " steps";
+  return "; " + other +
+         " fits almost as well: the data cannot tell a zero point from a scale there (its activations are "
+         "nearly constant)";
+}
+
+/// A row part's offset (FittedRow::offset): "its zero point over k 32-63 (activation group 1) is
+/// the dumped one +1 (fitted steps: 1.002; its activations moved by -0.0078)"; over the whole K
+/// every group's zero point, each group's activations moved by the steps times its own scale.
 std::string describe_offset(const FittedRow& w) {
-  std::string value = format_short(w.value);
-  if (w.value > 0) value.insert(0, 1, '+');
-  const std::string part = w.group < 0 ? std::string("the whole K")
-                                       : "k " + std::to_string(w.k_begin) + "-" + std::to_string(w.k_end - 1) +
-                                             " (activation group " + std::to_string(w.group) + ")";
+  const bool whole_k = w.group < 0;
+  const std::string part = whole_k ? std::string("its zero points over the whole K")
+                                   : "its zero point over k " + std::to_string(w.k_begin) + "-" +
+                                         std::to_string(w.k_end - 1) + " (activation group " + std::to_string(w.group) +
+                                         ")";
+  const std::string moved =
+      "its activations moved by " + signed_short(w.value) +
+      (whole_k ? std::string(" in the first group, by the steps times its own scale in each") : std::string());
   const double whole = std::round(w.steps);
   // A zero point is an integer: within a fifth of a step of one, the fit names it.
   if (whole != 0 && std::fabs(w.steps - whole) <= 0.2) {
-    return part + " moved by " + value + ", the kernel's zero point there the dumped one " + (whole > 0 ? "+" : "") +
-           format_short(whole) + " (fitted: " + format_short(w.steps) + "x its scale)";
+    return part + (whole_k ? " are the dumped ones " : " is the dumped one ") + signed_short(whole) +
+           " (fitted steps: " + format_short(w.steps) + "; " + moved + ")" + alike_clause(w);
   }
-  return part + " moved by " + value + " (" + format_short(w.steps) + "x its scale: no whole zero point step)";
+  return part + " moved by " + signed_short(w.steps) + " steps, not a whole one (" + moved + ")" + alike_clause(w);
 }
 
 std::string no_scale(const LocationFit& t) {
@@ -1435,42 +1514,43 @@ std::string describe_range(const LocationFit& t) {
 }
 
 /// A row fit (FitKind::kRow): where, and the scale or offset its outputs fit.
-std::string describe_row_fit(const LocationFit& t, const std::string& shares) {
+std::string describe_row_fit(const LocationFit& t, const std::string& shares, const std::string& no_fit) {
   const std::string where = describe_row(t) + ": the residuals lie in that row alone, in column " +
                             std::to_string(t.col) + " and in at least half of " + std::to_string(t.columns) +
                             " other columns tested (" + shares + ")";
   if (t.scale_explained < 0.9) {
-    return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
+    return where + ", and fit no " + no_fit + " of their exact values (" + format_short(100 * t.scale_explained) +
            " %): that row's activations are not the ones the kernel multiplied";
   }
   if (t.offset) {
-    return where + "; there the outputs fit their exact values plus one constant times each column's sum of " +
-           "weights over a part of K (" + format_short(100 * t.scale_explained) +
-           " % of the row's energy): its activations over " + describe_offset(t.rows.front()) +
-           ": that row's activation zero point (or offset) is not the one the kernel used";
+    return where + "; there the outputs fit a change of its activations' zero points (" +
+           format_short(100 * t.scale_explained) + " % of the row's energy): " + describe_offset(t.rows.front()) +
+           ": that row's activation zero point is not the one the kernel used";
   }
+  const std::string alike = alike_clause(t.rows.front());
   if (t.group < 0) {
     return where + "; there the outputs fit " + format_scale(t.value) +
            "x their exact values (a wrong activation scale for that row, or its activations scaled after "
-           "they were dumped)";
+           "they were dumped)" +
+           alike;
   }
   return where + "; there the outputs fit " + format_scale(t.value) + "x the exact contribution of k " +
          std::to_string(t.k_begin) + "-" + std::to_string(t.k_end - 1) + " (activation group " +
-         std::to_string(t.group) + "): that group's activation scale is not the one the kernel used";
+         std::to_string(t.group) + "): that group's activation scale is not the one the kernel used" + alike;
 }
 
 /// A rows fit (FitKind::kRows): where, and each row's scale or offset.
-std::string describe_rows_fit(const LocationFit& t, const std::string& shares) {
+std::string describe_rows_fit(const LocationFit& t, const std::string& shares, const std::string& no_fit) {
   const std::string where = describe_row(t) + ": the residuals lie in those " + std::to_string(t.rows.size()) +
                             " rows alone, in column " + std::to_string(t.col) + " and in at least half of " +
                             std::to_string(t.columns) + " other columns tested (" + shares + ")";
   if (t.scale_explained < 0.9) {
-    return where + ", and fit no scale of their exact values (" + format_short(100 * t.scale_explained) +
+    return where + ", and fit no " + no_fit + " of their exact values (" + format_short(100 * t.scale_explained) +
            " %): those rows' activations are not the ones the kernel multiplied";
   }
   const bool one_part =
       std::all_of(t.rows.begin(), t.rows.end(), [&](const FittedRow& w) { return w.group == t.rows.front().group; });
-  if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
+  if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset || w.alike; })) {
     std::string parts;
     for (const FittedRow& w : t.rows) {
       parts += (parts.empty() ? "row " : "; row ") + std::to_string(w.row) + ": ";
@@ -1481,11 +1561,12 @@ std::string describe_rows_fit(const LocationFit& t, const std::string& shares) {
             format_scale(w.value) + "x " +
             (w.group < 0 ? std::string("its whole dot product")
                          : "the exact contribution of k " + std::to_string(w.k_begin) + "-" +
-                               std::to_string(w.k_end - 1) + " (activation group " + std::to_string(w.group) + ")");
+                               std::to_string(w.k_end - 1) + " (activation group " + std::to_string(w.group) + ")") +
+            alike_clause(w);
       }
     }
-    return where + "; there each row's outputs fit its activations over one part of K scaled or moved by one " +
-           "constant (" + parts + "): wrong activation scales or zero points for those rows and parts";
+    return where + "; there each row's outputs fit its activations over one part of K scaled, or its zero " +
+           "points moved (" + parts + "): wrong activation scales or zero points for those rows and parts";
   }
   std::string scales;
   for (const FittedRow& w : t.rows) {
@@ -1512,15 +1593,19 @@ std::string describe_rows_fit(const LocationFit& t, const std::string& shares) {
 }  // namespace
 
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
+  // With integer activation codes a row is fitted by its zero points too.
+  const bool codes =
+      info.x_quant.type == reference::XQuantType::kInt8 || info.x_quant.type == reference::XQuantType::kUint8;
+  const std::string no_fit = codes ? "scale or zero point" : "scale";
   const std::string shares = format_short(100 * t.explained) + " % of the residual energy; the best alternative " +
                              format_short(100 * t.alternative_explained) + " %";
   std::string signed_value = format_short(t.value);
   if (t.value > 0) signed_value.insert(0, 1, '+');
   switch (t.kind) {
     case FitKind::kRow:
-      return describe_row_fit(t, shares);
+      return describe_row_fit(t, shares, no_fit);
     case FitKind::kRows:
-      return describe_rows_fit(t, shares);
+      return describe_rows_fit(t, shares, no_fit);
     case FitKind::kElement:
       return describe_row(t) + ", column " + std::to_string(t.col) + ": that one value is off by " + signed_value +
              " from its exact value (" + shares + "), and the row stands out in no more of " +

@@ -133,6 +133,13 @@ std::string bound_figures(const BoundEvidence& e, bool f32_output, bool failed) 
 }
 
 /// The location fit of a failing signature test, one sentence (the check's reason words it too).
+/// A row fit's other reading where it fits almost as well (FittedRow::alike).
+std::string alike_note(const FittedRow& w) {
+  if (!w.alike) return "";
+  return w.offset ? " (a scale of " + format_scale(w.alike_value) + "&#215; fits almost as well)"
+                  : " (a zero point change of " + num(w.alike_value) + " steps fits almost as well)";
+}
+
 /// A fit's row with its slot: a packed output's row names its slot too; y_compact's rows are its
 /// slots.
 std::string fit_row_name(const LocationFit& t, Index r, Index slot) {
@@ -149,31 +156,34 @@ std::string row_fit_text(const LocationFit& t, const std::string& row) {
     return what;
   }
   if (t.offset) {
-    what += "its activations over " + activation_part(t.rows.front()) + " moved by " + num(t.value) + ", " +
-            num(t.steps) + "&#215; their scale (a zero point; that offset explains " + num(100 * t.scale_explained) +
-            " % of the row's energy)";
+    what += "its zero points over " + activation_part(t.rows.front()) + " moved by " + num(t.steps) +
+            " steps, its activations by " + num(t.value) + alike_note(t.rows.front()) + " (that change explains " +
+            num(100 * t.scale_explained) + " % of the row's energy)";
     return what;
   }
   what += "its outputs fit " + format_scale(t.value) + "&#215; " +
           (t.group < 0 ? std::string("their exact values")
                        : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
                              std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
-          " (that scale explains " + num(100 * t.scale_explained) + " % of the row's energy)";
+          alike_note(t.rows.front()) + " (that scale explains " + num(100 * t.scale_explained) +
+          " % of the row's energy)";
   return what;
 }
 
 /// A rows fit (FitKind::kRows): each row with its slot and the scale or offset it fits.
 std::string rows_fit_text(const LocationFit& t) {
-  // Each row with its slot and the scale its outputs fit.
-  const bool one_part =
-      std::all_of(t.rows.begin(), t.rows.end(), [&](const FittedRow& w) { return w.group == t.rows.front().group; });
+  // Each row with its slot and the scale its outputs fit; each its part where they differ or
+  // where a zero point stands beside a scale.
+  const bool any_offset = std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; });
+  const bool one_part = !any_offset && std::all_of(t.rows.begin(), t.rows.end(),
+                                                   [&](const FittedRow& w) { return w.group == t.rows.front().group; });
   std::string list;
   for (std::size_t j = 0; j < t.rows.size(); ++j) {
     const FittedRow& w = t.rows[j];
     if (j > 0) list += j + 1 == t.rows.size() ? " and " : ", ";
     if (w.offset) {
       list += fit_row_name(t, w.row, w.slot) + " moved by " + num(w.value) + " (" + num(w.steps) +
-              "&#215; its scale) over " + activation_part(w);
+              " zero point steps) over " + activation_part(w) + alike_note(w);
       continue;
     }
     list += fit_row_name(t, w.row, w.slot) + " " + format_scale(w.value) + "&#215;";
@@ -182,6 +192,7 @@ std::string rows_fit_text(const LocationFit& t) {
       list += w.group < 0 ? " of its whole dot product"
                           : " of k " + std::to_string(w.k_begin) + "&#8211;" + std::to_string(w.k_end - 1);
     }
+    list += alike_note(w);
   }
   std::string what =
       std::to_string(t.rows.size()) + " rows alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
@@ -190,8 +201,8 @@ std::string rows_fit_text(const LocationFit& t) {
             " % of the rows' energy)";
     return what;
   }
-  if (std::any_of(t.rows.begin(), t.rows.end(), [](const FittedRow& w) { return w.offset; })) {
-    what += "their activations over one part of K fit a scale or an offset (a zero point): " + list +
+  if (any_offset) {
+    what += "their activations over one part of K fit a scale or a zero point change: " + list +
             " (those fits explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
     return what;
   }

@@ -215,28 +215,29 @@ Evidence sample(Of<SignatureEvidence>) {
   e.z.add(41.5);
   e.z.add(-1.0);
   e.zero_point = ZeroPointFinding{"y_unpacked", 1234, 17, 1088, 1152, 1.0021, 0.9993, 0.2051};
-  e.fit = LocationFit{FitKind::kGroupOffset,
-                      "y_packed",
-                      5,
-                      3,
-                      1234,
-                      17,
-                      1088,
-                      1152,
-                      64,
-                      0.0021,
-                      0.998,
-                      0.25,
-                      true,
-                      -1.0021,
-                      0.5,
-                      7,
-                      true,
-                      true,
-                      300,
-                      428,
-                      2,
-                      {{5, 3, 0.0226, 2, 128, 192, -1, true, -1.0021}, {12, 9, 0.998, -1, 0, 1024, 88}}};
+  e.fit =
+      LocationFit{FitKind::kGroupOffset,
+                  "y_packed",
+                  5,
+                  3,
+                  1234,
+                  17,
+                  1088,
+                  1152,
+                  64,
+                  0.0021,
+                  0.998,
+                  0.25,
+                  true,
+                  -1.0021,
+                  0.5,
+                  7,
+                  true,
+                  true,
+                  300,
+                  428,
+                  2,
+                  {{5, 3, 0.0226, 2, 128, 192, -1, true, -1.0021, true, 2, 1.0177}, {12, 9, 0.998, -1, 0, 1024, 88}}};
   return e;
 }
 
