@@ -527,10 +527,10 @@ def _x_quant_attributes(path: str, g: Group, a: _Attrs) -> tuple[Optional[str], 
         raise DumpFormatError("invalid-argument", path,
                               f"{given[0]} without x_quant; it would be ignored")
     if rounding == "rna" and quant in ("e4m3", "e5m2"):
-        # Writer rule: FP8 quantization always rounds to nearest even (dump-format v2).
+        # FP8 quantization always rounds to nearest even (dump-format v2); the reader refuses it alike.
         raise DumpFormatError("attribute-invalid", path,
                               f'x_quant_rounding = "rna" with x_quant = "{quant}": FP8 '
-                              "quantization always rounds to nearest even")
+                              "quantization always rounds to nearest even (docs/dump-format.md §3.6)")
     return quant, group
 
 
