@@ -83,6 +83,27 @@ std::string signature_reason(const Report& r, const std::string& subject = "proj
   return c != nullptr ? c->reason : std::string();
 }
 
+/// uint8 activations (zero point 128) in groups of `group` along K = 128 (0: per token), the
+/// engine's fault set by `plant` (both paths): the report, its failing signature's evidence and
+/// reason.
+struct ZeroPointCase {
+  Report report;
+  SignatureEvidence evidence;
+  std::string reason;
+};
+ZeroPointCase zero_point_case(Index group, const std::function<void(fixtures::ProjectionSpec&)>& plant,
+                              const std::string& file) {
+  ncert::testing::XQuantCase q;
+  q.type = "uint8";
+  q.group = group;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  plant(p);
+  ZeroPointCase c{check_dump(write_fixture(ncert::testing::single_projection_dump(p), file)), {}, {}};
+  c.evidence = failing_signature(c.report, "projections/w8a8");
+  c.reason = signature_reason(c.report, "projections/w8a8");
+  return c;
+}
+
 TEST(Localize, TheLegitimateTwinPassesAndNamesNothing) {
   const Report r = check_dump(write_fixture(localize_spec(), "localize-twin.h5"));
   EXPECT_EQ(r.verdict(), Verdict::kPass) << r.to_text(true);
@@ -152,13 +173,8 @@ TEST(Localize, AWrongZeroPointOfOneActivationGroupIsNamedThatRowGroupAndStep) {
   // scale. Each column's residual there is -s times its weights' sum over the group, which no
   // scale of the row's dot product, or of the group's part, fits; before offsets were fitted
   // it read "fit no scale of their exact values".
-  ncert::testing::XQuantCase q;
-  q.type = "uint8";
-  q.group = 32;
-  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
-  p.engine_x_zero_point_error = 1;
-  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp.h5"));
-  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  const auto [r, e, reason] = zero_point_case(
+      32, [](fixtures::ProjectionSpec& p) { p.engine_x_zero_point_error = 1; }, "localize-xzp.h5");
   ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
   EXPECT_EQ(e.fit->kind, FitKind::kRow);
   EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
@@ -168,7 +184,6 @@ TEST(Localize, AWrongZeroPointOfOneActivationGroupIsNamedThatRowGroupAndStep) {
   EXPECT_EQ(e.fit->k_end, 64);
   EXPECT_NEAR(e.fit->steps, 1.0, 0.05);
   EXPECT_GT(e.fit->scale_explained, 0.99);
-  const std::string reason = signature_reason(r, "projections/w8a8");
   EXPECT_NE(reason.find("its zero point over k 32-63 (activation group 1) is the dumped one +1 (fitted steps: 1"),
             std::string::npos)
       << reason;
@@ -178,19 +193,14 @@ TEST(Localize, AWrongZeroPointOfOneActivationGroupIsNamedThatRowGroupAndStep) {
 
 TEST(Localize, AWrongZeroPointOfAPerTokenRowIsNamedOverTheWholeK) {
   // The same with one uint8 scale and zero point per row: the whole row moved by one step, -2.
-  ncert::testing::XQuantCase q;
-  q.type = "uint8";
-  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
-  p.engine_x_zero_point_error = -2;
-  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-token.h5"));
-  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  const auto [r, e, reason] = zero_point_case(
+      0, [](fixtures::ProjectionSpec& p) { p.engine_x_zero_point_error = -2; }, "localize-xzp-token.h5");
   ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
   EXPECT_EQ(e.fit->kind, FitKind::kRow);
   EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
   EXPECT_TRUE(e.fit->offset);
   EXPECT_EQ(e.fit->group, -1);
   EXPECT_NEAR(e.fit->steps, -2.0, 0.1);
-  const std::string reason = signature_reason(r, "projections/w8a8");
   EXPECT_NE(reason.find("its zero points over the whole K are the dumped ones -2 (fitted steps: -2"), std::string::npos)
       << reason;
   EXPECT_NE(reason.find("its activations moved by +"), std::string::npos) << reason;
@@ -200,35 +210,32 @@ TEST(Localize, EveryGroupsZeroPointOfOneRowIsNamedOverTheWholeKInSteps) {
   // uint8 in groups of 32: row 5 subtracts zp + 1 in each of its 4 groups, each group's
   // activations moved by its own scale. Fitted as one constant over K this read 0.856 steps (a
   // reviewer's); each group by its own scale it is a whole step.
-  ncert::testing::XQuantCase q;
-  q.type = "uint8";
-  q.group = 32;
-  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
-  p.engine_x_zero_point_error = 1;
-  p.engine_x_zero_point_every_group = true;
-  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-all.h5"));
-  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  const auto [r, e, reason] = zero_point_case(
+      32,
+      [](fixtures::ProjectionSpec& p) {
+        p.engine_x_zero_point_error = 1;
+        p.engine_x_zero_point_every_group = true;
+      },
+      "localize-xzp-all.h5");
   ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
   EXPECT_EQ(e.fit->kind, FitKind::kRow);
   EXPECT_EQ(e.fit->row, fixtures::kFaultRow);
   EXPECT_TRUE(e.fit->offset);
   EXPECT_EQ(e.fit->group, -1);
   EXPECT_NEAR(e.fit->steps, 1.0, 0.02);
-  const std::string reason = signature_reason(r, "projections/w8a8");
   EXPECT_NE(reason.find("its zero points over the whole K are the dumped ones +1"), std::string::npos) << reason;
 }
 
 TEST(Localize, AZeroPointOverNearlyConstantActivationsIsNamedWithTheScaleThatFitsAlike) {
   // Row 5's group 1 drawn within 0.1 % of 1: a zero point +1 there moves its outputs as a scale
   // of about 0.992 would. Both are named, the zero point first (its steps are a whole one).
-  ncert::testing::XQuantCase q;
-  q.type = "uint8";
-  q.group = 32;
-  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
-  p.x_fault_group_constant = true;
-  p.engine_x_zero_point_error = 1;
-  const Report r = check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-alike.h5"));
-  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  const auto [r, e, reason] = zero_point_case(
+      32,
+      [](fixtures::ProjectionSpec& p) {
+        p.x_fault_group_constant = true;
+        p.engine_x_zero_point_error = 1;
+      },
+      "localize-xzp-alike.h5");
   ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
   ASSERT_EQ(e.fit->kind, FitKind::kRow);
   EXPECT_TRUE(e.fit->offset);
@@ -236,14 +243,17 @@ TEST(Localize, AZeroPointOverNearlyConstantActivationsIsNamedWithTheScaleThatFit
   ASSERT_TRUE(e.fit->rows.front().alike);
   EXPECT_EQ(e.fit->rows.front().alike_group, 1);
   EXPECT_LT(e.fit->rows.front().alike_value, 1.0);  // a scale below 1: the activations moved down
-  const std::string reason = signature_reason(r, "projections/w8a8");
   EXPECT_NE(reason.find("is the dumped one +1"), std::string::npos) << reason;
   EXPECT_NE(reason.find("of activation group 1's part fits almost as well: the data cannot tell a zero point from a "
                         "scale there"),
             std::string::npos)
       << reason;
   // Its legitimate twin passes.
-  p.engine_x_zero_point_error = 0;
+  ncert::testing::XQuantCase q;
+  q.type = "uint8";
+  q.group = 32;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.x_fault_group_constant = true;
   const Report twin =
       check_dump(write_fixture(ncert::testing::single_projection_dump(p), "localize-xzp-alike-twin.h5"));
   EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
