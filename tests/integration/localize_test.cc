@@ -7,13 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
+#include <random>
 #include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "certify/io/dump_builder.h"
 #include "certify/projection/checks.h"
 #include "tests/common/fixture_check.h"
 #include "tests/common/format_v2_spec.h"
@@ -473,6 +476,61 @@ TEST(Localize, OneWrongValueIsNamedThatValueNotItsRow) {
   EXPECT_NEAR(e.fit->value, 0.01, 1e-4);
   EXPECT_NE(signature_reason(r).find("row 9, column 70: that one value is off by +0.01"), std::string::npos)
       << signature_reason(r);
+}
+
+TEST(Localize, OneValueHoldingATermOfItsRowTwiceIsNamedAValueNotARange) {
+  // Activation 37 is zero in every row but row 5 (sparse activations), and y[5, 3] holds its
+  // term x[5, 37] w[3, 37] twice: one wrong value, and just as much "k 37-37 counted twice in
+  // column 3", whose contribution lies in that one value. A reviewer's value + 0.05 at M 8
+  // (uint8 activations, K 4096) read as such a range; the value is the simpler reading.
+  constexpr Index kM = 8, kK = 256, kN = 16, kRow = 5, kCol = 3, kTerm = 37;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(kM * kK)), w(static_cast<std::size_t>(kN * kK)),
+      y(static_cast<std::size_t>(kM * kN));
+  for (float& v : x) v = nd(rng);
+  for (float& v : w) v = nd(rng);
+  for (Index i = 0; i < kM; ++i) x[static_cast<std::size_t>(i * kK + kTerm)] = i == kRow ? 1.5f : 0.0f;
+  w[static_cast<std::size_t>(kCol * kK + kTerm)] = 1.0f;
+  for (Index i = 0; i < kM; ++i) {
+    for (Index j = 0; j < kN; ++j) {
+      double dot = 0;  // f32 products are exact in f64; the sum's error is far inside B
+      for (Index k = 0; k < kK; ++k) {
+        dot += static_cast<double>(x[static_cast<std::size_t>(i * kK + k)]) * w[static_cast<std::size_t>(j * kK + k)];
+      }
+      if (i == kRow && j == kCol) dot += 1.5;  // the term once more
+      y[static_cast<std::size_t>(i * kN + j)] = static_cast<float>(dot);
+    }
+  }
+  std::vector<std::int32_t> selector(kM);
+  for (Index i = 0; i < kM; ++i) selector[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+  Projection p{.name = "proj",
+               .k = kK,
+               .n = kN,
+               .accumulator = "f32-rn",
+               .output_dtype = DType::kF32,
+               .epilogue = reference::Epilogue::kNone};
+  p.x = DumpArray(DType::kF32, x, {kM, kK});
+  p.weight.push_back({.name = "w",
+                      .format = reference::WeightFormat::kF32,
+                      .row_begin = 0,
+                      .row_end = kN,
+                      .values = DumpArray(DType::kF32, w, {kN, kK})});
+  p.selector = DumpArray(DType::kI32, selector, {kM});
+  p.y_unpacked = DumpArray(DType::kF32, y, {kM, kN});
+  const std::string path = (std::filesystem::temp_directory_path() / "localize-sparse-term.h5").string();
+  std::filesystem::remove(path);
+  auto dump = DumpBuilder::create(path, {.engine = "sparse", .build = "1"});
+  ASSERT_TRUE(dump.ok()) << dump.status().message();
+  ASSERT_TRUE(dump->add_projection(p).ok());
+  ASSERT_TRUE(dump->close().ok());
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r);
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_EQ(e.fit->kind, FitKind::kElement) << signature_reason(r);
+  EXPECT_EQ(e.fit->row, kRow);
+  EXPECT_EQ(e.fit->col, kCol);
+  EXPECT_EQ(signature_reason(r).find("counted twice"), std::string::npos) << signature_reason(r);
 }
 
 TEST(Localize, TwoWrongValuesInOneRowAreNamedTwoValuesNotOne) {

@@ -1177,6 +1177,12 @@ std::optional<LocationFit> range_fit(const LoadedProjection& d, const reference:
   if (strongest.k_begin == best.a && strongest.k_end == best.b) return std::nullopt;
   const double explained = 1 - best.left / terms.rr;
   if (!(explained >= kRangeExplained)) return std::nullopt;
+  // One residual holding the energy is one wrong value as much as a range whose contribution
+  // lies in its row alone (sparse activations: a reviewer's value + 0.05 at M 8 read "k 1833-1833
+  // counted twice", activation 1833 nonzero in that row only): the row and values tests decide.
+  const double largest =
+      *std::max_element(terms.r.begin(), terms.r.end(), [](double x, double y) { return std::fabs(x) < std::fabs(y); });
+  if (largest * largest >= kRangeExplained * terms.rr) return std::nullopt;
   // Each column on its own, and the coefficient fitted freely, must read the same.
   std::vector<double> col_rr(cols.size(), 0.0), col_left(cols.size(), 0.0);
   double rR = 0, RR = 0, rS = 0, SS = 0;
