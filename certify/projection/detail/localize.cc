@@ -377,7 +377,9 @@ struct RowScan {
     }
     const Fit& rival = offset_wins ? scale : offset;
     const double e = row_energy[static_cast<std::size_t>(i)];
-    if (rival.explained > 0 && e - rival.explained <= std::max(kAlike * (e - best.explained), kAlikeFloor * e)) {
+    // Only a reading (kRowScaleShare) has a rival: beside a row of noise every fit is alike.
+    if (best.explained >= kRowScaleShare * e && rival.explained > 0 &&
+        e - rival.explained <= std::max(kAlike * (e - best.explained), kAlikeFloor * e)) {
       best.alike = rival;
       // Alike, a whole number of steps is the evidence left: the zero point leads where its
       // steps are one (within a fifth), the scale otherwise.
