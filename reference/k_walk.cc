@@ -112,25 +112,30 @@ Index tree_lanes(KWalkTree tree, Index used) {
   return tree == KWalkTree::kSeq ? static_cast<Index>(u) : static_cast<Index>(std::bit_ceil(u));
 }
 
-/// groups(g,inner,outer) over the lanes of `k` terms, v[0..n) as lanes_used materialized them:
-/// each run of g reduced by `inner` into v[j] (group j's values start at j g >= j, and the
-/// groups before it are done: in place is safe), then the group sums by `outer`. With every lane
-/// materialized (L <= K) the groups are whole; otherwise only the ceil(K / g) groups holding
-/// terms are, the last cut to tree_lanes of its terms, and the groups beyond (+0 sums) count
-/// only as outer's bit_ceil requires.
-float reduce_groups(const KWalk& walk, float* v, Index n, Index k) {
+/// The lanes of a groups(g,inner,outer) tree that hold terms, min(K, L) (at least 1), and the
+/// groups they fill, the last perhaps in part.
+struct FilledGroups {
+  Index lanes = 1, groups = 1;
+};
+FilledGroups filled_groups(const KWalk& walk, Index k) {
+  const Index lanes = std::min(std::max<Index>(1, k), walk.lanes);
+  return {lanes, (lanes + walk.lane_group - 1) / walk.lane_group};
+}
+
+/// groups(g,inner,outer) over the lanes of `k` terms as lanes_used materialized them: each group
+/// holding terms reduced by `inner` into v[j] (group j's values start at j g >= j, and the
+/// groups before it are done: in place is safe), the last cut to tree_lanes of its lanes, then
+/// the group sums by `outer`, the groups beyond (+0 sums) counting only as outer's bit_ceil
+/// requires. With L <= K every group is whole.
+float reduce_groups(const KWalk& walk, float* v, Index k) {
   const Index g = walk.lane_group;
-  if (n == walk.lanes) {
-    for (Index j = 0; j < n / g; ++j) v[j] = reduce_tree(walk.lane_group_inner, {}, v + j * g, g);
-    return reduce_tree(walk.lane_group_outer, {}, v, n / g);
-  }
-  const Index groups = (std::max<Index>(1, k) + g - 1) / g;
-  for (Index j = 0; j < groups; ++j) {
-    const Index used = std::min(g, std::max<Index>(1, k) - j * g);
+  const FilledGroups filled = filled_groups(walk, k);
+  for (Index j = 0; j < filled.groups; ++j) {
+    const Index used = std::min(g, filled.lanes - j * g);
     v[j] = reduce_tree(walk.lane_group_inner, {}, v + j * g, tree_lanes(walk.lane_group_inner, used));
   }
-  const Index outer = tree_lanes(walk.lane_group_outer, groups);
-  for (Index j = groups; j < outer; ++j) v[j] = 0.0f;
+  const Index outer = tree_lanes(walk.lane_group_outer, filled.groups);
+  for (Index j = filled.groups; j < outer; ++j) v[j] = 0.0f;
   return reduce_tree(walk.lane_group_outer, {}, v, outer);
 }
 
@@ -143,19 +148,16 @@ float reduce_groups(const KWalk& walk, float* v, Index n, Index k) {
 /// tree over K: an L of 2^40 costs no memory.
 Index lanes_used(const KWalk& walk, Index k) {
   if (walk.lane_tree == KWalkTree::kGroups) {
-    // Groups of +0 lanes beyond K reduce to +0: the ceil(K / g) groups holding terms, the last
-    // cut to its inner tree's lanes (reduce_groups), and room for outer's bit_ceil of group sums.
-    // A g of 65,536 at K = 16 once reduced 65,536 lanes per value (a 2.6 MB dump ran > 60 s).
-    if (walk.lanes <= k) return walk.lanes;
-    const Index g = walk.lane_group, kk = std::max<Index>(1, k);
-    const Index groups = (kk + g - 1) / g;
-    const Index lanes = (groups - 1) * g + tree_lanes(walk.lane_group_inner, kk - (groups - 1) * g);
-    return std::min(walk.lanes, std::max(lanes, tree_lanes(walk.lane_group_outer, groups)));
+    // Groups of +0 lanes beyond K reduce to +0: the groups holding terms, the last cut to its
+    // inner tree's lanes (reduce_groups), and room for outer's bit_ceil of group sums. A g of
+    // 65,536 at K = 16 once reduced 65,536 lanes per value (a 2.6 MB dump ran > 60 s).
+    const Index g = walk.lane_group;
+    const FilledGroups filled = filled_groups(walk, k);
+    const Index last = (filled.groups - 1) * g;
+    const Index lanes = last + tree_lanes(walk.lane_group_inner, filled.lanes - last);
+    return std::min(walk.lanes, std::max(lanes, tree_lanes(walk.lane_group_outer, filled.groups)));
   }
-  const Index cap = walk.lane_tree == KWalkTree::kSeq
-                        ? std::max<Index>(1, k)
-                        : static_cast<Index>(std::bit_ceil(static_cast<std::uint64_t>(std::max<Index>(1, k))));
-  return std::min(walk.lanes, cap);
+  return std::min(walk.lanes, tree_lanes(walk.lane_tree, k));
 }
 
 float seq_dot(bool fma, const float* x, const float* w, Index k) {
@@ -180,7 +182,7 @@ float lanes_dot(const KWalk& walk, const float* x, const float* w, Index k, floa
     }
   }
   const float sum = walk.lane_tree == KWalkTree::kGroups
-                        ? reduce_groups(walk, lane, lanes, k)
+                        ? reduce_groups(walk, lane, k)
                         : reduce_tree(walk.lane_tree, walk.lane_distances, lane, lanes);
   // A sum of floats is -0 only where both are -0, so a tree holding a +0 lane never ends at -0;
   // where lanes were left out as +0, a zero sum is +0 (a reviewer's lanes:8:halving:fma at K 4,
