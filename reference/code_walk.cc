@@ -127,7 +127,7 @@ std::string why_segment(const WeightSegment& seg, Index chunk) {
 
 std::string code_walk_unsupported(const LinearProblem& p) {
   const Index chunk = p.walk.code_chunk;
-  if (p.x_quant.type != XQuantType::kInt8 && p.x_quant.type != XQuantType::kUint8) {
+  if (!x_quant_integer(p.x_quant.type)) {
     return p.x_quant.type == XQuantType::kNone
                ? std::string(
                      "x_quant is not declared: a code walk sums integer activation codes (x_quant = int8 or "

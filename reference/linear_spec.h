@@ -198,6 +198,8 @@ enum class XQuantRounding : std::uint8_t { kNearestEven, kNearestAway };
 /// "int8", "uint8", "e4m3", "e5m2"; anything else kXQuantUnknown.
 Result<XQuantType> parse_x_quant(std::string_view s);
 std::string_view x_quant_name(XQuantType t);
+/// int8 or uint8: integer codes, with zero points, summed exactly by an integer kernel.
+inline bool x_quant_integer(XQuantType t) { return t == XQuantType::kInt8 || t == XQuantType::kUint8; }
 /// The element type of x_quantized (and of x_zero_points): i8, u8, e4m3, e5m2.
 DType x_quant_storage(XQuantType t);
 /// "rne", "rna"; anything else kXQuantUnknown.

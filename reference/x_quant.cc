@@ -68,7 +68,7 @@ XQuantRange x_quant_allowed(const XQuantizer& q, double x, double scale, double 
                             double zero_scale_below, double tolerance_low) {
   if (tolerance_low < 0) tolerance_low = tolerance;
   XQuantRange out;
-  const bool integer = q.type == XQuantType::kInt8 || q.type == XQuantType::kUint8;
+  const bool integer = x_quant_integer(q.type);
   const double min = q.type == XQuantType::kInt8 ? -128 : 0, max = q.type == XQuantType::kInt8 ? 127 : 255;
   const NarrowFormat& f = q.type == XQuantType::kE4m3 ? kE4m3Format : kE5m2Format;
   const double fp8_max = q.type == XQuantType::kE4m3 ? 448 : 57344;

@@ -465,7 +465,7 @@ bool rule_applies(When w, const RuleContext& c) {
     case When::kXQuant:
       return c.x_quant != reference::XQuantType::kNone;
     case When::kXQuantInteger:
-      return c.x_quant == reference::XQuantType::kInt8 || c.x_quant == reference::XQuantType::kUint8;
+      return reference::x_quant_integer(c.x_quant);
   }
   return false;
 }

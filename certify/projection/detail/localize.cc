@@ -466,7 +466,7 @@ RowScan scan_rows(const LoadedProjection& d, const reference::LinearProblem& p, 
   s.r_a.assign(static_cast<std::size_t>(s.rows) * (s.parts + 1), 0.0);
   s.a_a.assign(s.r_a.size(), 0.0);
   // An integer code's zero point moves every activation of its group by one step of the scale.
-  s.offsets = info.x_quant.type == reference::XQuantType::kInt8 || info.x_quant.type == reference::XQuantType::kUint8;
+  s.offsets = reference::x_quant_integer(info.x_quant.type);
   if (s.offsets) {
     s.r_o.assign(s.r_a.size(), 0.0);
     s.o_o.assign(s.r_a.size(), 0.0);
@@ -1037,6 +1037,13 @@ std::optional<LocationFit> scale_block_fit(const LoadedProjection& d, const refe
   return t;
 }
 
+/// A value with its sign: "+0.01", "-0.02", "0".
+std::string signed_short(double v) {
+  std::string text = format_short(v);
+  if (v > 0) text.insert(0, 1, '+');
+  return text;
+}
+
 }  // namespace
 
 /// The range fit (FitKind::kRange): the share of the columns' residual energy a range must
@@ -1358,11 +1365,11 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
 std::string describe_zero_point(const ZeroPointFinding& z) {
   const double whole = std::round(z.shift);
   return z.output + " column " + std::to_string(z.col) + ", " + range_text(z.k_begin, z.k_end, z.group) +
-         ": the residuals fit that group's zero point " + (whole > 0 ? "+" : "") + format_short(whole) + " (fitted " +
-         format_short(z.shift) + "): the kernel's weights there are the dumped ones " +
-         (whole > 0 ? "minus " : "plus ") + format_short(std::fabs(whole)) + "x the group's scale (explains " +
-         format_short(100 * z.explained) + " % of the column's residual energy; the best alternative " +
-         format_short(100 * z.alternative_explained) + " %)";
+         ": the residuals fit that group's zero point " + signed_short(whole) + " (fitted " + format_short(z.shift) +
+         "): the kernel's weights there are the dumped ones " + (whole > 0 ? "minus " : "plus ") +
+         format_short(std::fabs(whole)) + "x the group's scale (explains " + format_short(100 * z.explained) +
+         " % of the column's residual energy; the best alternative " + format_short(100 * z.alternative_explained) +
+         " %)";
 }
 
 namespace {
@@ -1399,14 +1406,6 @@ std::string describe_row(const LocationFit& t) {
 
 namespace {
 
-/// ", fitting no scale there" where the rows' scale was tested (over kRowScaleColumns columns
-/// or more: RowScan::scaled), else "".
-std::string signed_short(double v) {
-  std::string text = format_short(v);
-  if (v > 0) text.insert(0, 1, '+');
-  return text;
-}
-
 /// Where a row fit's other reading fits almost as well (FittedRow::alike): "; a scale of
 /// 1.033x of activation group 2's part fits almost as well: ...".
 std::string alike_clause(const FittedRow& w) {
@@ -1442,6 +1441,8 @@ std::string describe_offset(const FittedRow& w) {
   return part + " moved by " + signed_short(w.steps) + " steps, not a whole one (" + moved + ")" + alike_clause(w);
 }
 
+/// ", fitting no scale there" where the rows' scale was tested (over kRowScaleColumns columns
+/// or more: RowScan::scaled), else "".
 std::string no_scale(const LocationFit& t) {
   return static_cast<std::size_t>(t.columns) + 1 >= kRowScaleColumns ? ", fitting no scale there" : "";
 }
@@ -1602,13 +1603,10 @@ std::string describe_rows_fit(const LocationFit& t, const std::string& shares, c
 
 std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
   // With integer activation codes a row is fitted by its zero points too.
-  const bool codes =
-      info.x_quant.type == reference::XQuantType::kInt8 || info.x_quant.type == reference::XQuantType::kUint8;
-  const std::string no_fit = codes ? "scale or zero point" : "scale";
+  const std::string no_fit = reference::x_quant_integer(info.x_quant.type) ? "scale or zero point" : "scale";
   const std::string shares = format_short(100 * t.explained) + " % of the residual energy; the best alternative " +
                              format_short(100 * t.alternative_explained) + " %";
-  std::string signed_value = format_short(t.value);
-  if (t.value > 0) signed_value.insert(0, 1, '+');
+  const std::string signed_value = signed_short(t.value);
   switch (t.kind) {
     case FitKind::kRow:
       return describe_row_fit(t, shares, no_fit);
@@ -1621,11 +1619,7 @@ std::string describe_fit(const LocationFit& t, const ProjectionInfo& info) {
              ", the rest of its column within their noise: a wrong value, not a wrong weight or activation";
     case FitKind::kElements: {
       std::string sizes;
-      for (const FittedRow& w : t.rows) {
-        std::string v = format_short(w.value);
-        if (w.value > 0) v.insert(0, 1, '+');
-        sizes += (sizes.empty() ? "" : ", ") + v;
-      }
+      for (const FittedRow& w : t.rows) sizes += (sizes.empty() ? "" : ", ") + signed_short(w.value);
       return describe_values(t) + ": those " + std::to_string(t.rows.size()) + " values are off by " + sizes +
              " from their exact values (" + format_short(100 * t.explained) +
              " % of their columns' residual energy; the best alternative " +
