@@ -158,11 +158,11 @@ std::optional<TreeSpec> parse_tree(std::string_view s) {
   if (s == "pairs") return TreeSpec{KWalkTree::kPairs, {}};
   if (s.starts_with("groups(") && s.back() == ')') {
     const std::vector<std::string_view> f = fields(s.substr(7, s.size() - 8), ',');
+    // Inside and over the groups: seq, halving or pairs, as parse_tree reads them.
     const auto simple = [](std::string_view t) -> std::optional<KWalkTree> {
-      if (t == "seq") return KWalkTree::kSeq;
-      if (t == "halving") return KWalkTree::kHalving;
-      if (t == "pairs") return KWalkTree::kPairs;
-      return std::nullopt;
+      const std::optional<TreeSpec> tree = parse_tree(t);
+      if (!tree || tree->tree == KWalkTree::kButterfly || tree->tree == KWalkTree::kGroups) return std::nullopt;
+      return tree->tree;
     };
     const auto g = f.size() == 3 ? whole_number(f[0]) : std::nullopt;
     const auto inner = f.size() == 3 ? simple(f[1]) : std::nullopt;
