@@ -589,6 +589,14 @@ struct LocationFit {
   /// (group is its column); columns: how many of them were fitted; value: the scale they fit;
   /// alternative_explained: the share the same scale explains in those columns but col.
   Index col_begin = -1, col_end = -1, scale_row = -1;
+  /// kRow, kRows found by the pooled test (docs/detection.md "Pooled over the columns"): the
+  /// strongest significant columns left out (no row standing out alone), the rows' fits over
+  /// `columns` others each explain at least `explained` of their row's weighted residual energy
+  /// there (alternative_explained: the best row not named), where rounding noise reaches
+  /// chance_share with probability kResidualAlpha over `fits` fits (every row, part and family).
+  bool pooled = false;
+  double chance_share = 0;
+  Index fits = 0;
   /// kRow, kRows: every row named, the row with the most residual energy first; kElements:
   /// every value named, by column (the strongest first), in a column the most energy first.
   std::vector<FittedRow> rows;

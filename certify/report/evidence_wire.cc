@@ -379,6 +379,9 @@ void fields(auto& f, Is<LocationFit> auto& x) {
   f("col_begin", x.col_begin);
   f("col_end", x.col_end);
   f("scale_row", x.scale_row);
+  f("pooled", x.pooled);
+  f("chance_share", x.chance_share);
+  f("fits", x.fits);
   f("rows", x.rows);
 }
 

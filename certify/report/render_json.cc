@@ -324,7 +324,10 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                     {"with_epilogue", t.with_epilogue},
                     {"col_begin", t.col_begin},
                     {"col_end", t.col_end},
-                    {"scale_row", t.scale_row}};
+                    {"scale_row", t.scale_row},
+                    {"pooled", t.pooled},
+                    {"chance_share", t.chance_share},
+                    {"fits", t.fits}};
     Json rows = Json::array();
     for (const FittedRow& w : t.rows) {
       rows.push_back(Json{{"row", w.row},

@@ -225,7 +225,7 @@ class Campaign(unittest.TestCase):
         of format 1, before lines carried checksums, is not refused: journal_test.py.)"""
         with open(os.path.join(self.dir, "ref.journal")) as f:
             header = json.loads(f.readline())
-        self.assertEqual(header["line"]["wire"], 16)
+        self.assertEqual(header["line"]["wire"], 17)
         header["line"]["wire"] = 5  # the form before declaration trials carried their effect
         journal = os.path.join(self.dir, "old-wire.journal")
         with open(journal, "w") as f:

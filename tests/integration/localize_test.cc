@@ -262,6 +262,99 @@ TEST(Localize, AZeroPointOverNearlyConstantActivationsIsNamedWithTheScaleThatFit
   EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
 }
 
+/// Activations quantized as `type` in groups of 32 along K = 1024, 256 columns, bf16 outputs, the
+/// engine's fault set by `plant` (both paths): the dump's path.
+std::string bf16_activation_dump(const std::string& type, const std::function<void(fixtures::ProjectionSpec&)>& plant,
+                                 const std::string& file) {
+  ncert::testing::XQuantCase q;
+  q.type = type;
+  q.group = 32;
+  fixtures::ProjectionSpec p = ncert::testing::x_quant_projection(q, "w8a8");
+  p.k = 1024;
+  p.n = 256;
+  p.output = DType::kBf16;
+  plant(p);
+  return write_fixture(ncert::testing::single_projection_dump(p), file);
+}
+
+Report bf16_activation_case(const std::string& type, const std::function<void(fixtures::ProjectionSpec&)>& plant,
+                            const std::string& file) {
+  return check_dump(bf16_activation_dump(type, plant, file));
+}
+
+TEST(Localize, AnActivationGroupsFaultUnderBf16OutputsIsNamedOverThePooledColumns) {
+  // Under bf16 outputs a row's activation group scale x 1.01 moves each of its outputs by a
+  // fraction of a spacing: the row stands out in no column alone, and before the pooled test
+  // the failure read as wrong values of that row or a weight group's scale. Pooled over the
+  // other columns its fit is named, with its group and size; the legitimate twin passes.
+  const Report twin = bf16_activation_case(
+      "int8", [](fixtures::ProjectionSpec&) {}, "localize-pooled-twin.h5");
+  EXPECT_EQ(twin.verdict(), Verdict::kPass) << twin.to_text(true);
+  const Report r = bf16_activation_case(
+      "int8", [](fixtures::ProjectionSpec& p) { p.engine_x_group_scale_error = 0.01f; }, "localize-pooled-scale.h5");
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  const std::string reason = signature_reason(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_TRUE(e.fit->pooled) << reason;
+  EXPECT_EQ(e.fit->kind, FitKind::kRow) << reason;
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow) << reason;
+  EXPECT_FALSE(e.fit->offset) << reason;
+  EXPECT_EQ(e.fit->group, 1) << reason;
+  EXPECT_NEAR(e.fit->value, 1.01, 2e-3) << reason;
+  EXPECT_GT(e.fit->explained, e.fit->chance_share) << reason;
+  EXPECT_LT(e.fit->alternative_explained, e.fit->chance_share) << reason;
+  EXPECT_NE(reason.find("the strongest significant columns left out, over "), std::string::npos) << reason;
+  EXPECT_NE(reason.find("fit 1.01x the exact contribution of k 32-63 (activation group 1)"), std::string::npos)
+      << reason;
+
+  // A zero point + 1 of the same group (uint8 codes, zero point 128): named in steps.
+  const Report z = bf16_activation_case(
+      "uint8", [](fixtures::ProjectionSpec& p) { p.engine_x_zero_point_error = 1; }, "localize-pooled-zp.h5");
+  const SignatureEvidence ez = failing_signature(z, "projections/w8a8");
+  const std::string zreason = signature_reason(z, "projections/w8a8");
+  ASSERT_TRUE(ez.fit.has_value()) << z.to_text(true);
+  EXPECT_TRUE(ez.fit->pooled) << zreason;
+  EXPECT_EQ(ez.fit->row, fixtures::kFaultRow) << zreason;
+  EXPECT_TRUE(ez.fit->offset) << zreason;
+  EXPECT_EQ(ez.fit->group, 1) << zreason;
+  EXPECT_NEAR(ez.fit->steps, 1.0, 0.1) << zreason;
+  EXPECT_NE(zreason.find("its zero point over k 32-63 (activation group 1) is the dumped one +1"), std::string::npos)
+      << zreason;
+
+  // Two rows, each its own group (row 5 group 1 x 1.01, row 4 group 2 x 1.02; a quarter of 8).
+  const Report two = bf16_activation_case(
+      "int8",
+      [](fixtures::ProjectionSpec& p) {
+        p.engine_x_group_scale_error = 0.01f;
+        p.engine_faulty_rows = 2;
+      },
+      "localize-pooled-two.h5");
+  const SignatureEvidence e2 = failing_signature(two, "projections/w8a8");
+  ASSERT_TRUE(e2.fit.has_value()) << two.to_text(true);
+  EXPECT_TRUE(e2.fit->pooled);
+  ASSERT_EQ(e2.fit->kind, FitKind::kRows) << signature_reason(two, "projections/w8a8");
+  std::set<std::tuple<Index, Index, long>> rows;
+  for (const FittedRow& w : e2.fit->rows) rows.emplace(w.row, w.group, std::lround(1000 * w.value));
+  const Index second = (fixtures::kFaultRow + fixtures::kFaultRowStride) % 8;
+  EXPECT_EQ(rows, (std::set<std::tuple<Index, Index, long>>{{fixtures::kFaultRow, 1, 1010}, {second, 2, 1020}}))
+      << signature_reason(two, "projections/w8a8");
+}
+
+TEST(Localize, OneWrongValueUnderBf16OutputsIsNotReadAsARowOverThePooledColumns) {
+  // The pooled test leaves the strongest significant columns out: one value 40 bf16 patterns
+  // away (y_unpacked alone) leaves nothing in the others, and stays one value.
+  const std::string path = bf16_activation_dump(
+      "int8", [](fixtures::ProjectionSpec&) {}, "localize-pooled-value.h5");
+  ncert::testing::step_bits16(path, "/projections/w8a8/y_unpacked", 2, 70, 40);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_FALSE(e.fit->pooled);
+  EXPECT_EQ(e.fit->kind, FitKind::kElement) << signature_reason(r, "projections/w8a8");
+  EXPECT_EQ(e.fit->row, 2);
+  EXPECT_EQ(e.fit->col, 70);
+}
+
 TEST(Localize, WrongActivationScalesOfTwoOrThreeRowsAreNamedThoseRows) {
   // Rows 5 and 12 of the engine's activations x 1.005 and x 1.01: each explains part of every
   // column's residual energy and no single structure dominates. Before, the candidates' reading

@@ -62,7 +62,25 @@ struct Extras {
   std::vector<Index> part_rows;          ///< these rows' partial dots over K ranges
   Index part_width = 0;                  ///< this wide
   Index range_begin = 0, range_end = 0;  ///< the strongest candidate's K range (empty: none)
+  /// The activations multiplied, M x K row-major, read once for many columns (dense_activations;
+  /// nullptr: read per column).
+  const double* x = nullptr;
 };
+
+/// The activations column_residuals multiplies, M x K row-major: the engine's quantized values
+/// where x_quant is declared. Each is a decode through the codes' and scales' types (about 10 ns):
+/// the pooled test reads them for hundreds of columns.
+std::vector<double> dense_activations(const ProjectionInfo& info, const reference::LinearProblem& p) {
+  const bool quantized = info.x_quant.type != reference::XQuantType::kNone;
+  std::vector<double> x(static_cast<std::size_t>(p.x.rows * info.k));
+  for (Index i = 0; i < p.x.rows; ++i) {
+    for (Index k = 0; k < info.k; ++k) {
+      x[static_cast<std::size_t>(i * info.k + k)] =
+          quantized ? p.x_quantized.value(i, k) : static_cast<double>(p.x.at(i, k));
+    }
+  }
+  return x;
+}
 
 /// One column of an engine output against its exact values, per row of x: the residual r (NaN
 /// where the output holds no such row, or it or the exact value is not finite), the exact dot
@@ -124,25 +142,34 @@ ColumnResiduals column_residuals(const LoadedProjection& d, const reference::Lin
       c.part_w.back() += w[static_cast<std::size_t>(k)];
     }
   }
+  // Per k its part and group: no division per product.
+  std::vector<Index> part_at, group_at;
+  for (Index k = 0; k < K && part_count > 0; ++k) part_at.push_back(k / extras.part_width);
+  for (Index k = 0; k < K && c.groups > 0; ++k) group_at.push_back(k / gs);
   double v_max = 0;
   for (Index i = 0; i < c.rows; ++i) {
     double dot = 0, mag = 0, range = 0;
     const Index part = part_of[static_cast<std::size_t>(i)];
     double* parts = part >= 0 ? c.parts.data() + part * part_count : nullptr;
+    const double* dense = extras.x != nullptr ? extras.x + i * K : nullptr;
     for (Index k = 0; k < K; ++k) {
+      const auto kk = static_cast<std::size_t>(k);
       // The products use the engine's quantized activations where x_quant is declared.
-      const double x = quantized ? p.x_quantized.value(i, k) : static_cast<double>(p.x.at(i, k));
-      const double xw = x * w[static_cast<std::size_t>(k)];
+      const double x = dense != nullptr ? dense[kk]
+                       : quantized      ? p.x_quantized.value(i, k)
+                                        : static_cast<double>(p.x.at(i, k));
+      const double xw = x * w[kk];
       dot += xw;
       mag += std::fabs(xw);
       if (k >= extras.range_begin && k < extras.range_end) range += xw;
-      if (parts != nullptr) parts[k / extras.part_width] += xw;
+      if (parts != nullptr) parts[part_at[kk]] += xw;
       if (c.groups > 0) {
-        const std::size_t at = static_cast<std::size_t>(i * c.groups + k / gs);
+        const Index g = group_at[kk];
+        const std::size_t at = static_cast<std::size_t>(i * c.groups + g);
         c.sx[at] += x;
         // An affine group's scale moves s q only, its bias terms b x stay: w - b is s q up to
         // the dequantization's rounding.
-        c.sxw[at] += c.affine ? x * (w[static_cast<std::size_t>(k)] - bias[static_cast<std::size_t>(k / gs)]) : xw;
+        c.sxw[at] += c.affine ? x * (w[kk] - bias[static_cast<std::size_t>(g)]) : xw;
       }
     }
     double y_star = dot;
@@ -335,6 +362,7 @@ struct RowScan {
   std::vector<double> r_a, a_a;             ///< per row, (parts + 1) each
   std::vector<double> r_o, o_o;             ///< the same for offsets (offsets only)
   std::vector<double> row_energy;           ///< per row, over every column added
+  std::vector<Index> row_columns;           ///< per row, the columns added where it is finite
   std::size_t added = 0;                    ///< columns added (the tested and the strongest)
 
   std::size_t tested() const { return rr.size(); }
@@ -354,7 +382,11 @@ struct RowScan {
   };
   /// The part (parts: the whole row) whose scale, or with `offsets` whose offset, explains most
   /// of row i's energy, and that energy: the whole row's scale unless another explains more.
-  PartFit best_part(Index i) const {
+  /// `reading`: the share of the row's energy the best must explain to have a rival alike (the
+  /// pooled test's: what noise reaches by chance, its rows' fits leaving the noise). `pooled`:
+  /// the better fit leads, alike or not: under bf16 noise a whole number of steps is no evidence
+  /// (a scale x 1.01 of codes 156-255 fitted -2.05 steps, alike).
+  PartFit best_part(Index i, double reading = kRowScaleShare, bool pooled = false) const {
     auto best_of = [&](const std::vector<double>& ra, const std::vector<double>& aa) {
       Fit best{parts, 0.0, 0.0};
       for (std::size_t a = parts + 1; a-- > 0;) {
@@ -377,15 +409,15 @@ struct RowScan {
     }
     const Fit& rival = offset_wins ? scale : offset;
     const double e = row_energy[static_cast<std::size_t>(i)];
-    // Only a reading (kRowScaleShare) has a rival: beside a row of noise every fit is alike.
-    if (best.explained >= kRowScaleShare * e && rival.explained > 0 &&
+    // Only a reading has a rival: beside a row of noise every fit is alike.
+    if (best.explained >= reading * e && rival.explained > 0 &&
         e - rival.explained <= std::max(kAlike * (e - best.explained), kAlikeFloor * e)) {
       best.alike = rival;
       // Alike, a whole number of steps is the evidence left: the zero point leads where its
       // steps are one (within a fifth), the scale otherwise.
       const double steps = -(best.offset ? best.coef : rival.coef);
       const double whole = std::round(steps);
-      if ((whole != 0 && std::fabs(steps - whole) <= 0.2) != best.offset) {
+      if (!pooled && (whole != 0 && std::fabs(steps - whole) <= 0.2) != best.offset) {
         std::swap(static_cast<Fit&>(best), *best.alike);
         best.offset = !best.offset;
       }
@@ -417,6 +449,7 @@ struct RowScan {
       const double r = weighted(c, i), u = 1 / c.v[at];
       if (std::isnan(r)) continue;
       row_energy[at] += r * r;
+      ++row_columns[at];
       double* ra = r_a.data() + at * per_row;
       double* aa = a_a.data() + at * per_row;
       for (std::size_t a = 0; a < parts; ++a) {
@@ -456,9 +489,8 @@ Extras row_parts(const ProjectionInfo& info, Index rows) {
   return extras;
 }
 
-RowScan scan_rows(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows, Index col,
-                  Index first_row, const Extras& extras) {
-  const ProjectionInfo& info = *d.info;
+/// An empty scan of every row's parts (Extras::part_width wide).
+RowScan new_scan(const ProjectionInfo& info, const reference::LinearProblem& p, const Extras& extras) {
   RowScan s;
   s.rows = p.x.rows;
   s.width = extras.part_width;
@@ -476,6 +508,14 @@ RowScan scan_rows(const LoadedProjection& d, const reference::LinearProblem& p, 
     }
   }
   s.row_energy.assign(static_cast<std::size_t>(s.rows), 0.0);
+  s.row_columns.assign(static_cast<std::size_t>(s.rows), 0);
+  return s;
+}
+
+RowScan scan_rows(const LoadedProjection& d, const reference::LinearProblem& p, const OutputRows& rows, Index col,
+                  Index first_row, const Extras& extras) {
+  const ProjectionInfo& info = *d.info;
+  RowScan s = new_scan(info, p, extras);
   const Index others = std::min(kRowColumns, info.n - 1);
   for (Index t = 0; t < others; ++t) {
     // Evenly spaced over the n - 1 columns other than col.
@@ -641,6 +681,47 @@ std::vector<Index> rows_standing_out(const RowScan& s, const ColumnResiduals& st
   return named.size() <= most ? named : std::vector<Index>{};
 }
 
+/// Row i as a row fit names it: its slot, and the part and the scale or offset its outputs fit
+/// best over the columns `s` scanned (RowScan::best_part's `reading` and `pooled`).
+FittedRow fitted_row(const RowScan& s, const OutputRows& rows, Index i, Index K, double reading = kRowScaleShare,
+                     bool pooled = false) {
+  const RowScan::PartFit best = s.best_part(i, reading, pooled);
+  FittedRow w;
+  w.row = i;
+  w.slot = rows.id != EngineOutputId::kUnpacked ? (*rows.slot_of_row)[static_cast<std::size_t>(i)] : -1;
+  const auto group_of = [&](std::size_t part) { return part == s.parts ? -1 : static_cast<Index>(part); };
+  // x = (q - zp) s: a zero point larger by z moves a group's activations by -z s; the value
+  // of an offset is that move of the part's (first) group.
+  const auto moved = [&](std::size_t part, double coef) {
+    return coef * s.xs[static_cast<std::size_t>(i) * s.parts + (part == s.parts ? 0 : part)];
+  };
+  w.value = best.offset ? moved(best.part, best.coef) : 1 + best.coef;
+  w.group = group_of(best.part);
+  w.k_begin = best.part == s.parts ? 0 : static_cast<Index>(best.part) * s.width;
+  w.k_end = best.part == s.parts ? K : std::min(K, w.k_begin + s.width);
+  w.offset = best.offset;
+  if (best.offset) w.steps = -best.coef;
+  if (best.alike) {
+    w.alike = true;
+    w.alike_group = group_of(best.alike->part);
+    w.alike_value = best.offset ? 1 + best.alike->coef : -best.alike->coef;
+  }
+  return w;
+}
+
+/// A row fit's own members are its first row's (LocationFit::rows, the most energy first).
+void set_first_row(LocationFit& t) {
+  const FittedRow& first = t.rows.front();
+  t.row = first.row;
+  t.slot = first.slot;
+  t.value = first.value;
+  t.group = first.group;
+  t.k_begin = first.k_begin;
+  t.k_end = first.k_end;
+  t.offset = first.offset;
+  t.steps = first.steps;
+}
+
 /// The row test: rows `set` (the fewest standing out) carry the strongest column's residual
 /// energy; in up to kRowColumns other columns (evenly spaced), do they stand out too, by the
 /// same rule, in at least half? Then a row fault (rows_standing_out names the rows), each row
@@ -673,39 +754,10 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const RowScan& s, 
     double e_best = 0;
     t.kind = named.size() == 1 ? FitKind::kRow : FitKind::kRows;
     for (Index i : named) {
-      const RowScan::PartFit best = s.best_part(i);
-      e_best += best.explained;
-      FittedRow w;
-      w.row = i;
-      w.slot = rows.id != EngineOutputId::kUnpacked ? (*rows.slot_of_row)[static_cast<std::size_t>(i)] : -1;
-      const auto group_of = [&](std::size_t part) { return part == s.parts ? -1 : static_cast<Index>(part); };
-      // x = (q - zp) s: a zero point larger by z moves a group's activations by -z s; the value
-      // of an offset is that move of the part's (first) group.
-      const auto moved = [&](std::size_t part, double coef) {
-        return coef * s.xs[static_cast<std::size_t>(i) * s.parts + (part == s.parts ? 0 : part)];
-      };
-      w.value = best.offset ? moved(best.part, best.coef) : 1 + best.coef;
-      w.group = group_of(best.part);
-      w.k_begin = best.part == s.parts ? 0 : static_cast<Index>(best.part) * s.width;
-      w.k_end = best.part == s.parts ? K : std::min(K, w.k_begin + s.width);
-      w.offset = best.offset;
-      if (best.offset) w.steps = -best.coef;
-      if (best.alike) {
-        w.alike = true;
-        w.alike_group = group_of(best.alike->part);
-        w.alike_value = best.offset ? 1 + best.alike->coef : -best.alike->coef;
-      }
-      t.rows.push_back(w);
+      e_best += s.best_part(i).explained;
+      t.rows.push_back(fitted_row(s, rows, i, K));
     }
-    const FittedRow& first = t.rows.front();
-    t.row = first.row;
-    t.slot = first.slot;
-    t.value = first.value;
-    t.group = first.group;
-    t.k_begin = first.k_begin;
-    t.k_end = first.k_end;
-    t.offset = first.offset;
-    t.steps = first.steps;
+    set_first_row(t);
     t.explained = std::min(1.0, e_rows / e_total);
     t.alternative_explained = std::min(1.0, e_alt / e_total);
     t.scale_explained = e_rows > 0 ? std::min(1.0, e_best / e_rows) : 0.0;
@@ -1242,20 +1294,126 @@ std::vector<Index> range_columns(const SignatureColumns& columns, EngineOutputId
   return cols;
 }
 
-void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns) {
+namespace {
+
+/// The pooled test's columns: at least this many (fewer: no test; over 32 a row's fit must
+/// explain about 84 % of its energy at M 8 with 129 parts), at most the larger, and within
+/// kPooledWork products (M x K per column); at M 32, K 4,096 every column up to 1,024.
+constexpr Index kPooledColumnsMin = 32;
+constexpr Index kPooledColumnsMax = 1024;
+constexpr double kPooledWork = 0x1p27;
+
+/// Weighs column c's residuals by each value's own rounding noise instead of sum |x w|: half a
+/// spacing of a bf16 or f16 output at its exact value (one f32 rounding of an f32 one), with
+/// 2^-24 sum |x w| for the accumulation. Under bf16 outputs the output's rounding is the noise,
+/// and it follows |y|, not sum |x w| (the pooled test's shares assume each row's weighted
+/// residuals alike across columns).
+void weigh_by_noise(ColumnResiduals& c, DType output) {
+  double q_max = 0;
+  for (std::size_t i = 0; i < c.v.size(); ++i) {
+    c.v[i] = std::hypot(output_rounding_bound(std::fabs(c.exact[i]), output), 0x1p-24 * c.v[i]);
+    if (std::isfinite(c.v[i])) q_max = std::max(q_max, c.v[i]);
+  }
+  // A row of zero activations and no bias has no rounding at all (its residual is 0).
+  const double floor = q_max > 0 ? std::ldexp(q_max, -30) : 1.0;
+  for (double& v : c.v) v = std::isfinite(v) ? std::max(v, floor) : floor;
+}
+
+/// The pooled test (docs/detection.md "Pooled over the columns"): a row's activation fault
+/// under bf16 outputs moves each column by a fraction of a spacing (a (row, activation group)
+/// scale x 1.01 at K 4,096 by about half of one), and the row stands out in none alone; over
+/// every column but `left_out` (the strongest significant ones) together it does. Over
+/// up to kPooledColumnsMax other columns each row's residuals are fitted by a scale of its
+/// whole dot product or of one activation group's part, and with integer x_quant by its zero
+/// points moved over one; a fit's share of its row's weighted residual energy over n columns,
+/// under isotropic noise, is Beta(1/2, (n - 1) / 2), beyond b with probability at most
+/// (1 - b)^((n - 1) / 2): b is set so that over every row, part and family that probability is
+/// kResidualAlpha. The rows whose fit reaches it are named, 1 to kMaxFitRows and a quarter of
+/// the rows with data (more are no fault of a few rows: a weight group wrong in every column
+/// moves each row alike).
+std::optional<LocationFit> pooled_rows_fit(const LoadedProjection& d, const reference::LinearProblem& p,
+                                           const OutputRows& rows, Index col, const std::vector<Index>& left_out) {
+  const ProjectionInfo& info = *d.info;
+  std::vector<Index> pool;
+  for (Index n = 0; n < info.n; ++n) {
+    if (std::find(left_out.begin(), left_out.end(), n) == left_out.end()) pool.push_back(n);
+  }
+  const double per_column = static_cast<double>(std::max<Index>(1, p.x.rows)) * static_cast<double>(info.k);
+  const auto budget = static_cast<Index>(std::min(kPooledWork / per_column, static_cast<double>(kPooledColumnsMax)));
+  const Index n = std::min(static_cast<Index>(pool.size()), std::max(budget, kPooledColumnsMin));
+  if (n < kPooledColumnsMin) return std::nullopt;
+  Extras extras = row_parts(info, p.x.rows);
+  const std::vector<double> x = dense_activations(info, p);
+  extras.x = x.data();
+  RowScan s = new_scan(info, p, extras);
+  for (Index t = 0; t < n; ++t) {
+    // Evenly spaced over the pool.
+    ColumnResiduals c = column_residuals(d, p, rows, pool[static_cast<std::size_t>(t * std::ssize(pool) / n)], extras);
+    weigh_by_noise(c, info.output);
+    s.add(c);
+  }
+  std::vector<Index> live;  // rows fitted: over kPooledColumnsMin columns or more, some residual
+  for (Index i = 0; i < s.rows; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    if (s.row_columns[at] >= kPooledColumnsMin && s.row_energy[at] > 0) live.push_back(i);
+  }
+  if (std::ssize(live) < kMinFitRows) return std::nullopt;
+  const Index fits = std::ssize(live) * static_cast<Index>(s.parts > 1 ? s.parts + 1 : 1) * (s.offsets ? 2 : 1);
+  struct Share {
+    double share, chance;
+    Index row;
+  };
+  std::vector<Share> named;
+  double alternative = 0;
+  for (Index i : live) {
+    const auto at = static_cast<std::size_t>(i);
+    const double share = s.best_part(i).explained / s.row_energy[at];
+    const double chance =
+        1 - std::pow(kResidualAlpha / static_cast<double>(fits), 2.0 / static_cast<double>(s.row_columns[at] - 1));
+    if (share >= chance) {
+      named.push_back({share, chance, i});
+    } else {
+      alternative = std::max(alternative, share);
+    }
+  }
+  const std::size_t most = std::min(kMaxFitRows, std::max<std::size_t>(1, live.size() / 4));
+  if (named.empty() || named.size() > most) return std::nullopt;
+  std::sort(named.begin(), named.end(),
+            [](const Share& a, const Share& b) { return a.share > b.share || (a.share == b.share && a.row < b.row); });
+  LocationFit t;
+  t.kind = named.size() == 1 ? FitKind::kRow : FitKind::kRows;
+  t.output = std::string(engine_output_name(rows.id));
+  t.col = col;
+  t.columns = n;
+  t.pooled = true;
+  t.fits = fits;
+  t.explained = 1;
+  for (const Share& w : named) {
+    t.rows.push_back(fitted_row(s, rows, w.row, info.k, w.chance, true));
+    t.explained = std::min(t.explained, w.share);
+    t.chance_share = std::max(t.chance_share, w.chance);
+  }
+  set_first_row(t);
+  t.alternative_explained = alternative;
+  t.scale_explained = t.explained;
+  return t;
+}
+
+/// Whether a location names rows (kRow, kRows) or a structure over several columns that no row
+/// fit explains better: a K range, another column's values, a shared scale.
+bool names_rows_or_columns(const std::optional<LocationFit>& t) {
+  return t && (t->kind == FitKind::kRow || t->kind == FitKind::kRows || t->kind == FitKind::kRange ||
+               t->kind == FitKind::kColumnSwap || t->kind == FitKind::kScaleBlock);
+}
+
+/// The strongest column's own reading (localize() before the pooled test).
+void column_reading(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns,
+                    EngineOutputId held, const OutputRows& rows, const reference::LinearProblem& p) {
   const LoadedProjection& d = f.data;
-  if (e.strongest.empty()) return;
   const SignatureFinding& strongest = e.strongest.front();
-  // The output holding the strongest candidate: y_unpacked (a packed column equal to it is
-  // tested there), or a packed output for a fault of the packed path alone.
-  const auto held = std::find_if(kAllEngineOutputs.begin(), kAllEngineOutputs.end(),
-                                 [&](EngineOutputId o) { return engine_output_name(o) == strongest.output; });
-  if (held == kAllEngineOutputs.end() || !d.output(*held).present) return;
-  const OutputRows rows = output_rows(f, *held);
-  const std::string output(engine_output_name(*held));
+  const std::string output(engine_output_name(held));
   const Index col = strongest.col;
-  const OneValue one_value = one_value_rule(*held, col, columns);
-  const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
+  const OneValue one_value = one_value_rule(held, col, columns);
   // The strongest column with the candidate's range, and every row's parts for the row test.
   Extras extras = row_parts(*d.info, p.x.rows);
   extras.range_begin = strongest.k_begin;
@@ -1264,7 +1422,7 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   const Fits fits = fit(c);
   if (fits.rows < kMinFitRows || !(fits.rr > 0)) return;
   // A K range, another column's values, a shared scale: the first that explains them.
-  std::optional<LocationFit> found = range_fit(d, p, rows, range_columns(columns, *held, col), strongest);
+  std::optional<LocationFit> found = range_fit(d, p, rows, range_columns(columns, held, col), strongest);
   if (!found) found = swap_fit(d, p, rows, columns.strongest, c, fits, col);
   if (!found) found = scale_block_fit(d, p, rows, columns, c, fits, col);
   if (found) {
@@ -1293,8 +1451,8 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
     if (t && t->kind == FitKind::kElement && one_value.pair && !same_value(f, rows, *one_value.pair, t->row, col)) {
       return;
     }
-    const std::vector<Index>& significant = columns.significant_kept[static_cast<std::size_t>(*held)];
-    if (!t && values_allowed(*held, columns)) {
+    const std::vector<Index>& significant = columns.significant_kept[static_cast<std::size_t>(held)];
+    if (!t && values_allowed(held, columns)) {
       t = values_fit(d, p, rows, significant, scan);
     }
     if (t) e.fit = *t;
@@ -1360,6 +1518,31 @@ void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureCol
   t.kind = FitKind::kGroupOffset;
   set_group(t, g, c.group_size);
   e.fit = t;
+}
+
+}  // namespace
+
+void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns) {
+  const LoadedProjection& d = f.data;
+  if (e.strongest.empty()) return;
+  const SignatureFinding& strongest = e.strongest.front();
+  // The output holding the strongest candidate: y_unpacked (a packed column equal to it is
+  // tested there), or a packed output for a fault of the packed path alone.
+  const auto held = std::find_if(kAllEngineOutputs.begin(), kAllEngineOutputs.end(),
+                                 [&](EngineOutputId o) { return engine_output_name(o) == strongest.output; });
+  if (held == kAllEngineOutputs.end() || !d.output(*held).present) return;
+  const OutputRows rows = output_rows(f, *held);
+  const reference::LinearProblem p = d.problem(reference::kDefaultLambda);
+  column_reading(f, e, columns, *held, rows, p);
+  if (names_rows_or_columns(e.fit)) return;
+  // The strongest significant columns are left out: one wrong value, or a weight's fault in a
+  // few columns, is theirs, and fits a row there.
+  std::vector<Index> left_out = columns.significant_kept[static_cast<std::size_t>(*held)];
+  if (std::find(left_out.begin(), left_out.end(), strongest.col) == left_out.end()) left_out.push_back(strongest.col);
+  if (std::optional<LocationFit> t = pooled_rows_fit(d, p, rows, strongest.col, left_out)) {
+    e.fit = std::move(t);
+    e.zero_point.reset();
+  }
 }
 
 std::string describe_zero_point(const ZeroPointFinding& z) {
@@ -1522,12 +1705,25 @@ std::string describe_range(const LocationFit& t) {
               : ", or weight group " + std::to_string(t.group) + "'s scale is " + (missing ? "read as 0" : "doubled"));
 }
 
+/// Where the pooled test found rows (LocationFit::pooled): over how many columns, what each
+/// row's fit explains there against what rounding noise reaches by chance.
+std::string pooled_where(const LocationFit& t) {
+  const bool one = t.rows.size() == 1;
+  return describe_row(t) + ": the strongest significant columns left out, over " + std::to_string(t.columns) +
+         " other columns " + (one ? "that row's" : "each of those rows'") +
+         " residuals fit one change of its activations, explaining " + (one ? "" : "at least ") +
+         format_short(100 * t.explained) + " % of its residual energy there, where rounding noise reaches " +
+         format_short(100 * t.chance_share) + " % with probability 1e-9 over " + std::to_string(t.fits) +
+         " fits (the best other row " + format_short(100 * t.alternative_explained) + " %)";
+}
+
 /// A row fit (FitKind::kRow): where, and the scale or offset its outputs fit.
 std::string describe_row_fit(const LocationFit& t, const std::string& shares, const std::string& no_fit) {
-  const std::string where = describe_row(t) + ": the residuals lie in that row alone, in column " +
-                            std::to_string(t.col) + " and in at least half of " + std::to_string(t.columns) +
-                            " other columns tested (" + shares + ")";
-  if (t.scale_explained < 0.9) {
+  const std::string where = t.pooled ? pooled_where(t)
+                                     : describe_row(t) + ": the residuals lie in that row alone, in column " +
+                                           std::to_string(t.col) + " and in at least half of " +
+                                           std::to_string(t.columns) + " other columns tested (" + shares + ")";
+  if (!t.pooled && t.scale_explained < 0.9) {
     return where + ", and fit no " + no_fit + " of their exact values (" + format_short(100 * t.scale_explained) +
            " %): that row's activations are not the ones the kernel multiplied";
   }
@@ -1550,10 +1746,12 @@ std::string describe_row_fit(const LocationFit& t, const std::string& shares, co
 
 /// A rows fit (FitKind::kRows): where, and each row's scale or offset.
 std::string describe_rows_fit(const LocationFit& t, const std::string& shares, const std::string& no_fit) {
-  const std::string where = describe_row(t) + ": the residuals lie in those " + std::to_string(t.rows.size()) +
-                            " rows alone, in column " + std::to_string(t.col) + " and in at least half of " +
-                            std::to_string(t.columns) + " other columns tested (" + shares + ")";
-  if (t.scale_explained < 0.9) {
+  const std::string where = t.pooled
+                                ? pooled_where(t)
+                                : describe_row(t) + ": the residuals lie in those " + std::to_string(t.rows.size()) +
+                                      " rows alone, in column " + std::to_string(t.col) + " and in at least half of " +
+                                      std::to_string(t.columns) + " other columns tested (" + shares + ")";
+  if (!t.pooled && t.scale_explained < 0.9) {
     return where + ", and fit no " + no_fit + " of their exact values (" + format_short(100 * t.scale_explained) +
            " %): those rows' activations are not the ones the kernel multiplied";
   }

@@ -147,26 +147,36 @@ std::string fit_row_name(const LocationFit& t, Index r, Index slot) {
   return "row " + std::to_string(r) + (slot >= 0 ? " (slot " + std::to_string(slot) + ")" : "");
 }
 
+/// " (that scale explains 99 % of the row's energy)"; nothing for a pooled fit, whose shares
+/// fit_paragraph gives.
+std::string explains(const LocationFit& t, const std::string& fits, const std::string& whose) {
+  if (t.pooled) return "";
+  const bool plural = fits.rfind("those", 0) == 0;
+  return " (" + fits + (plural ? " explain " : " explains ") + num(100 * t.scale_explained) + " % of the " + whose +
+         " energy)";
+}
+
 /// A row fit (FitKind::kRow) after its row's name: the scale or offset its outputs fit.
 std::string row_fit_text(const LocationFit& t, const std::string& row) {
-  std::string what = row + " alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
-  if (t.scale_explained < 0.9) {
+  std::string what = t.pooled ? row + ", pooled over " + std::to_string(t.columns) +
+                                    " columns (the strongest significant ones left out): "
+                              : row + " alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
+  if (!t.pooled && t.scale_explained < 0.9) {
     what += "its outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
             " % of the row's energy)";
     return what;
   }
   if (t.offset) {
     what += "its zero points over " + activation_part(t.rows.front()) + " moved by " + num(t.steps) +
-            " steps, its activations by " + num(t.value) + alike_note(t.rows.front()) + " (that change explains " +
-            num(100 * t.scale_explained) + " % of the row's energy)";
+            " steps, its activations by " + num(t.value) + alike_note(t.rows.front()) +
+            explains(t, "that change", "row's");
     return what;
   }
   what += "its outputs fit " + format_scale(t.value) + "&#215; " +
           (t.group < 0 ? std::string("their exact values")
                        : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
                              std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
-          alike_note(t.rows.front()) + " (that scale explains " + num(100 * t.scale_explained) +
-          " % of the row's energy)";
+          alike_note(t.rows.front()) + explains(t, "that scale", "row's");
   return what;
 }
 
@@ -194,16 +204,18 @@ std::string rows_fit_text(const LocationFit& t) {
     }
     list += alike_note(w);
   }
-  std::string what =
-      std::to_string(t.rows.size()) + " rows alone, over " + std::to_string(t.columns + 1) + " columns tested: ";
-  if (t.scale_explained < 0.9) {
+  std::string what = std::to_string(t.rows.size()) +
+                     (t.pooled ? " rows, pooled over " + std::to_string(t.columns) +
+                                     " columns (the strongest significant ones left out): "
+                               : " rows alone, over " + std::to_string(t.columns + 1) + " columns tested: ");
+  if (!t.pooled && t.scale_explained < 0.9) {
     what += "their outputs fit no scale of their exact values (the best explains " + num(100 * t.scale_explained) +
             " % of the rows' energy)";
     return what;
   }
   if (any_offset) {
     what += "their activations over one part of K fit a scale or a zero point change: " + list +
-            " (those fits explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
+            explains(t, "those fits", "rows'");
     return what;
   }
   what += "their outputs fit scales of " +
@@ -211,13 +223,17 @@ std::string rows_fit_text(const LocationFit& t) {
            : t.group < 0 ? std::string("their exact values")
                          : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
                                std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
-          ": " + list + " (those scales explain " + num(100 * t.scale_explained) + " % of the rows' energy)";
+          ": " + list + explains(t, "those scales", "rows'");
   return what;
 }
 
 std::string fit_paragraph(const LocationFit& t) {
-  const std::string shares = " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
-                             num(100 * t.alternative_explained) + " %)";
+  const std::string shares =
+      t.pooled ? " (each row's fit explains " + num(100 * t.explained) + " % or more of its residual energy there, " +
+                     "where rounding noise reaches " + num(100 * t.chance_share) + " % with probability 1e-9 over " +
+                     std::to_string(t.fits) + " fits; the best other row " + num(100 * t.alternative_explained) + " %)"
+               : " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
+                     num(100 * t.alternative_explained) + " %)";
   const std::string row = fit_row_name(t, t.row, t.slot);
   std::string what;
   switch (t.kind) {
