@@ -1298,7 +1298,9 @@ namespace {
 
 /// The pooled test's columns: at least this many (fewer: no test; over 32 a row's fit must
 /// explain about 84 % of its energy at M 8 with 129 parts), at most the larger, and within
-/// kPooledWork products (M x K per column); at M 32, K 4,096 every column up to 1,024.
+/// kPooledWork products (M x K per column; about 0.4 s): at M 32, K 4,096 every column up to
+/// 1,024; beyond M x K = 2^22 (M 1,024 at K 4,096) fewer than 32, and no test (the activations
+/// it reads once, 8 bytes each, stay within 32 MiB).
 constexpr Index kPooledColumnsMin = 32;
 constexpr Index kPooledColumnsMax = 1024;
 constexpr double kPooledWork = 0x1p27;
@@ -1340,7 +1342,7 @@ std::optional<LocationFit> pooled_rows_fit(const LoadedProjection& d, const refe
   }
   const double per_column = static_cast<double>(std::max<Index>(1, p.x.rows)) * static_cast<double>(info.k);
   const auto budget = static_cast<Index>(std::min(kPooledWork / per_column, static_cast<double>(kPooledColumnsMax)));
-  const Index n = std::min(static_cast<Index>(pool.size()), std::max(budget, kPooledColumnsMin));
+  const Index n = std::min(static_cast<Index>(pool.size()), budget);
   if (n < kPooledColumnsMin) return std::nullopt;
   Extras extras = row_parts(info, p.x.rows);
   const std::vector<double> x = dense_activations(info, p);
