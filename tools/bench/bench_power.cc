@@ -105,6 +105,11 @@ bool names_group_scale(const certify::SignatureEvidence& e) {
 bool names_row(const certify::SignatureEvidence& e) {
   return e.fit && e.fit->kind == certify::FitKind::kRow && e.fit->row == fixtures::kFaultRow;
 }
+/// engine_x_group_scale_error: kFaultRow's second activation group (k 128-255 in groups of 128).
+bool names_row_group(const certify::SignatureEvidence& e) {
+  return e.fit && e.fit->kind == certify::FitKind::kRow && e.fit->row == fixtures::kFaultRow && e.fit->group == 1 &&
+         !e.fit->offset;
+}
 bool names_two_rows(const certify::SignatureEvidence& e) {
   // engine_faulty_rows = 2: kFaultRow, and kFaultRowStride after it with twice its error.
   return e.fit && e.fit->kind == certify::FitKind::kRows && e.fit->rows.size() == 2 &&
@@ -230,6 +235,18 @@ std::vector<Sweep> fault_sweeps() {
        "",
        names_two_rows,
        {}},
+      {"one row's activation group x (1 + e) (int8 activations in groups of 128), bf16 outputs",
+       "e",
+       {0.001, 0.002, 0.005, 0.01, 0.02, 0.05},
+       [](fixtures::ProjectionSpec& p, double e) { p.engine_x_group_scale_error = static_cast<float>(e); },
+       DType::kBf16,
+       "",
+       names_row_group,
+       [](fixtures::ProjectionSpec& p) {
+         p.x = DType::kF32;
+         p.x_quant = "int8";
+         p.x_quant_group = 128;
+       }},
       {"one column's bias + d, f32 outputs",
        "d",
        {0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01},
