@@ -340,6 +340,27 @@ TEST(Localize, AnActivationGroupsFaultUnderBf16OutputsIsNamedOverThePooledColumn
       << signature_reason(two, "projections/w8a8");
 }
 
+TEST(Localize, WrongValuesNearZeroUnderBf16OutputsAreNotReadAsARowOverThePooledColumns) {
+  // Row 2's four outputs nearest zero, each 8 bf16 patterns away: a spacing there is hundreds of
+  // times finer than a typical output's, and weighted by its own noise one such value held 97.6 %
+  // of a reviewer's row and read as "1.000629x" before each value's noise was floored at a
+  // quarter of its column's median and a named row had to leave noise.
+  const std::string path = bf16_activation_dump(
+      "int8", [](fixtures::ProjectionSpec&) {}, "localize-pooled-near-zero.h5");
+  const std::string y = "/projections/w8a8/y_unpacked";
+  const std::vector<std::uint16_t> bits = ncert::testing::read_row_bits16(path, y, 2);
+  std::vector<std::pair<std::uint16_t, Index>> by_size;
+  for (std::size_t c = 0; c < bits.size(); ++c) {
+    const auto magnitude = static_cast<std::uint16_t>(bits[c] & 0x7fffU);
+    if (magnitude != 0) by_size.emplace_back(magnitude, static_cast<Index>(c));
+  }
+  std::sort(by_size.begin(), by_size.end());
+  for (std::size_t j = 0; j < 4; ++j) ncert::testing::step_bits16(path, y, 2, by_size[j].second, 8);
+  const Report r = check_dump(path);
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  EXPECT_FALSE(e.fit && e.fit->pooled) << signature_reason(r, "projections/w8a8");
+}
+
 TEST(Localize, OneWrongValueUnderBf16OutputsIsNotReadAsARowOverThePooledColumns) {
   // The pooled test leaves the strongest significant columns out: one value 40 bf16 patterns
   // away (y_unpacked alone) leaves nothing in the others, and stays one value.

@@ -338,6 +338,10 @@ constexpr double kAlike = 2.0;
 /// rounding noise and the other a little more (a zero point +1 read as a scale of 0.9961x alone).
 constexpr double kAlikeFloor = 1e-3;
 
+/// The pooled test's rule for a rival fit alike (RowScan::best_part): short of the best by at most
+/// this many columns' worth of the noise the best leaves (3 sigma of a difference of fits).
+constexpr double kPooledAlike = 9;
+
 /// Columns (the strongest and the tested ones) below which no row is named beside others: over
 /// n columns the share one direction takes of isotropic noise is Beta(1/2, (n - 1) / 2), beyond
 /// 0.9 with probability ~1e-3 at n = 8 and under 1e-7 at n = 16.
@@ -410,8 +414,13 @@ struct RowScan {
     const Fit& rival = offset_wins ? scale : offset;
     const double e = row_energy[static_cast<std::size_t>(i)];
     // Only a reading has a rival: beside a row of noise every fit is alike.
-    if (best.explained >= reading * e && rival.explained > 0 &&
-        e - rival.explained <= std::max(kAlike * (e - best.explained), kAlikeFloor * e)) {
+    // Pooled, the best leaves noise over n columns: the rival is alike where it falls short of
+    // the best by at most kPooledAlike columns' worth of that noise (twice the noise, the rule
+    // above, is n / 2 columns' worth there, and every fit of a row of noise was alike).
+    const double n = static_cast<double>(row_columns[static_cast<std::size_t>(i)]);
+    const bool close = pooled ? best.explained - rival.explained <= kPooledAlike * (e - best.explained) / (n - 1)
+                              : e - rival.explained <= std::max(kAlike * (e - best.explained), kAlikeFloor * e);
+    if (best.explained >= reading * e && rival.explained > 0 && close) {
       best.alike = rival;
       // Alike, a whole number of steps is the evidence left: the zero point leads where its
       // steps are one (within a fifth), the scale otherwise.
@@ -1304,6 +1313,19 @@ namespace {
 constexpr Index kPooledColumnsMin = 32;
 constexpr Index kPooledColumnsMax = 1024;
 constexpr double kPooledWork = 0x1p27;
+/// weigh_by_noise's floor, a share of the column's median noise: no value weighs more than 16
+/// times a typical one.
+constexpr double kPooledNoiseFloor = 0.25;
+/// A named row's fit leaves noise: what remains of its energy per column is at most this many
+/// times the median row's energy per column (a row of noise: 1, within sqrt(2 / n)). A row with
+/// wrong values in a few columns, a fault of part of its columns, or two parts wrong at once
+/// leaves more, and fits a scale in part only (a reviewer's named "1.024x" for x 1.05 in half the
+/// columns).
+constexpr double kPooledRemainder = 2;
+/// And no row not named reaches the share noise reaches with this probability over every fit: a
+/// weight group wrong in 50 columns of 248 put every row's fit near 17 %, four past the bound
+/// (19.2 %) by chance, where a row of noise stays near 3 %.
+constexpr double kPooledOthersAlpha = 1e-2;
 
 /// Weighs column c's residuals by each value's own rounding noise instead of sum |x w|: half a
 /// spacing of a bf16 or f16 output at its exact value (one f32 rounding of an f32 one), with
@@ -1311,14 +1333,74 @@ constexpr double kPooledWork = 0x1p27;
 /// and it follows |y|, not sum |x w| (the pooled test's shares assume each row's weighted
 /// residuals alike across columns).
 void weigh_by_noise(ColumnResiduals& c, DType output) {
-  double q_max = 0;
+  std::vector<double> finite;
   for (std::size_t i = 0; i < c.v.size(); ++i) {
     c.v[i] = std::hypot(output_rounding_bound(std::fabs(c.exact[i]), output), 0x1p-24 * c.v[i]);
-    if (std::isfinite(c.v[i])) q_max = std::max(q_max, c.v[i]);
+    if (std::isfinite(c.v[i]) && !std::isnan(c.r[i])) finite.push_back(c.v[i]);
   }
-  // A row of zero activations and no bias has no rounding at all (its residual is 0).
-  const double floor = q_max > 0 ? std::ldexp(q_max, -30) : 1.0;
+  // At least kPooledNoiseFloor of the column's median: a value near zero has a spacing hundreds
+  // of times finer, and one wrong value there took a row's fit (a reviewer's: exact 0.0232,
+  // dumped 0.0276, its noise 7.7e-5 against a median 0.031, held 97.6 % of the row's weighted
+  // energy, and the row read "1.000629x"). A row of zero activations and no bias has no
+  // rounding at all (its residual is 0): 1 where every row is so.
+  double floor = 1.0;
+  if (!finite.empty()) {
+    const auto mid = finite.begin() + static_cast<std::ptrdiff_t>(finite.size() / 2);
+    std::nth_element(finite.begin(), mid, finite.end());
+    if (*mid > 0) floor = kPooledNoiseFloor * *mid;
+  }
   for (double& v : c.v) v = std::isfinite(v) ? std::max(v, floor) : floor;
+}
+
+/// A row the pooled test names: its fit's share of its energy and the share noise reaches.
+struct PooledShare {
+  double share = 0, chance = 0;
+  Index row = -1;
+};
+
+/// The share of a row's energy over n columns one of `fits` fits of isotropic noise reaches with
+/// probability `alpha`: Beta(1/2, (n - 1) / 2) beyond b with probability at most
+/// (1 - b)^((n - 1) / 2).
+double chance_share(double alpha, Index fits, Index n) {
+  return 1 - std::pow(alpha / static_cast<double>(fits), 2.0 / static_cast<double>(n - 1));
+}
+
+/// The rows of `live` the pooled test names, the largest share first (empty: none): those whose
+/// fit reaches chance_share at kResidualAlpha and leaves noise (kPooledRemainder), 1 to
+/// kMaxFitRows and a quarter of `live`, where every other row stays below chance_share at
+/// kPooledOthersAlpha. `alternative`: the largest share of a row not named.
+std::vector<PooledShare> pooled_rows(const RowScan& s, const std::vector<Index>& live, Index fits,
+                                     double& alternative) {
+  std::vector<double> per_column;  // each row's energy per column: the median is a row of noise
+  for (Index i : live) {
+    const auto at = static_cast<std::size_t>(i);
+    per_column.push_back(s.row_energy[at] / static_cast<double>(s.row_columns[at]));
+  }
+  const auto mid = per_column.begin() + static_cast<std::ptrdiff_t>(per_column.size() / 2);
+  std::nth_element(per_column.begin(), mid, per_column.end());
+  const double noise = *mid;
+  std::vector<PooledShare> named;
+  bool others_noise = true;
+  for (Index i : live) {
+    const auto at = static_cast<std::size_t>(i);
+    const double e = s.row_energy[at];
+    const Index n = s.row_columns[at];
+    const double explained = s.best_part(i).explained;
+    const double share = explained / e;
+    const double chance = chance_share(kResidualAlpha, fits, n);
+    if (share >= chance && (e - explained) / static_cast<double>(n - 1) <= kPooledRemainder * noise) {
+      named.push_back({share, chance, i});
+      continue;
+    }
+    alternative = std::max(alternative, share);
+    others_noise = others_noise && share < chance_share(kPooledOthersAlpha, fits, n);
+  }
+  const std::size_t most = std::min(kMaxFitRows, std::max<std::size_t>(1, live.size() / 4));
+  if (!others_noise || named.size() > most) return {};
+  std::sort(named.begin(), named.end(), [](const PooledShare& a, const PooledShare& b) {
+    return a.share > b.share || (a.share == b.share && a.row < b.row);
+  });
+  return named;
 }
 
 /// The pooled test (docs/detection.md "Pooled over the columns"): a row's activation fault
@@ -1361,27 +1443,9 @@ std::optional<LocationFit> pooled_rows_fit(const LoadedProjection& d, const refe
   }
   if (std::ssize(live) < kMinFitRows) return std::nullopt;
   const Index fits = std::ssize(live) * static_cast<Index>(s.parts > 1 ? s.parts + 1 : 1) * (s.offsets ? 2 : 1);
-  struct Share {
-    double share, chance;
-    Index row;
-  };
-  std::vector<Share> named;
   double alternative = 0;
-  for (Index i : live) {
-    const auto at = static_cast<std::size_t>(i);
-    const double share = s.best_part(i).explained / s.row_energy[at];
-    const double chance =
-        1 - std::pow(kResidualAlpha / static_cast<double>(fits), 2.0 / static_cast<double>(s.row_columns[at] - 1));
-    if (share >= chance) {
-      named.push_back({share, chance, i});
-    } else {
-      alternative = std::max(alternative, share);
-    }
-  }
-  const std::size_t most = std::min(kMaxFitRows, std::max<std::size_t>(1, live.size() / 4));
-  if (named.empty() || named.size() > most) return std::nullopt;
-  std::sort(named.begin(), named.end(),
-            [](const Share& a, const Share& b) { return a.share > b.share || (a.share == b.share && a.row < b.row); });
+  const std::vector<PooledShare> named = pooled_rows(s, live, fits, alternative);
+  if (named.empty()) return std::nullopt;
   LocationFit t;
   t.kind = named.size() == 1 ? FitKind::kRow : FitKind::kRows;
   t.output = std::string(engine_output_name(rows.id));
@@ -1390,7 +1454,7 @@ std::optional<LocationFit> pooled_rows_fit(const LoadedProjection& d, const refe
   t.pooled = true;
   t.fits = fits;
   t.explained = 1;
-  for (const Share& w : named) {
+  for (const PooledShare& w : named) {
     t.rows.push_back(fitted_row(s, rows, w.row, info.k, w.chance, true));
     t.explained = std::min(t.explained, w.share);
     t.chance_share = std::max(t.chance_share, w.chance);
