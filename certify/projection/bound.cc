@@ -152,8 +152,19 @@ std::string fault_text(const DeclarationTrial& fault, const DeclarationTrial& de
 /// declared)" for the trials that hold every sampled value, or what the best trial reached.
 std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const BoundEvidence& e,
                            bool bias_reads_direction) {
-  if (trials.size() < 2) return "";
   const RowSpread spread = row_spread(e);
+  if (trials.size() == 1 && trials.front().inside == trials.front().sampled && spread != RowSpread::kBroad) {
+    // The sample held none of the values outside (they lie in rows it did not draw): no
+    // declaration is tried, and where they lie is what there is to say (a reviewer's row 8 x 1.01
+    // under bf16 outputs, 1716 values outside, read with no word of where).
+    std::string out = "; the values outside lie in " + std::to_string(e.rows_outside) + " of " +
+                      std::to_string(e.rows_held) + " rows" + named_rows_text(e) + ", none among the " +
+                      std::to_string(trials.front().sampled) + " values the diagnosis sampled";
+    if (spread == RowSpread::kConcentrated)
+      out += e.rows_outside == 1 ? ": a fault of that row" : ": a fault of those rows";
+    return out;
+  }
+  if (trials.size() < 2) return "";
   const bool few = spread != RowSpread::kBroad;
   const DeclarationTrial& declared = trials.front();
   // By the share of its values inside: a walk trial that missed on the sample's first columns

@@ -459,6 +459,38 @@ TEST(Diagnosis, OneRowsFaultInBothPathsIsNotReadAsAWiderAccumulator) {
   EXPECT_TRUE(packed_outside);
 }
 
+TEST(Diagnosis, ValuesOutsideInARowTheSampleDoesNotDrawAreStillPlaced) {
+  // Every value of row 20 of 32 three bf16 patterns away from zero: the diagnosis samples the
+  // first 8 rows, holds them all as declared and tries nothing. Before, the failure said nothing
+  // of where its values lie (a reviewer's row 8 x 1.01 of 16, 1716 values outside).
+  fixtures::ProjectionSpec p = fixtures::production_batch("late", 1024);
+  p.n = 64;
+  p.output = DType::kBf16;
+  const std::string path = write_fixture(one(p), "diag-late-row.h5");
+  // Both paths alike (row 20 sits in slot 20 here): identity holds, bound sees 3 % outside.
+  for (const char* y : {"y_unpacked", "y_packed", "y_compact"}) {
+    for (Index c = 0; c < p.n; ++c) ncert::testing::step_bits16(path, std::string("/projections/late/") + y, 20, c, 3);
+  }
+  const Report r = check_dump(path);
+  const BoundEvidence* e = nullptr;
+  expect_no_fit(r, "late", "the values outside lie in 1 of 32 rows (row 20), none among the ", e);
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->diagnosis.size(), 1u);
+  EXPECT_EQ(e->diagnosis.front().inside, e->diagnosis.front().sampled);
+  EXPECT_EQ(row_spread(*e), RowSpread::kConcentrated);
+  EXPECT_NE(find_check(r, "projections/late/bound")->reason.find("values the diagnosis sampled: a fault of that row"),
+            std::string::npos);
+  // variance, reading the row's energy as a coarser rounding, says where bound places it.
+  const CheckResult* v = find_check(r, "projections/late/variance");
+  ASSERT_NE(v, nullptr);
+  if (v->failed()) {
+    EXPECT_NE(v->reason.find("bound's values outside lie in 1 of 32 rows (row 20): what variance reads above may be "
+                             "that row's fault alone"),
+              std::string::npos)
+        << v->reason;
+  }
+}
+
 TEST(Diagnosis, AFewValuesInOneRowOfEightAreHeldToTheEnergyNotReadAsAWiderAccumulator) {
   // Rows 5 and 4 (5 + 7 modulo 8) x 1.0004 and more at K 1024, N 32, f32 outputs: 3 values
   // outside B (over 1 %: the diagnosis runs), all in one row of 8, too few to be beyond chance
