@@ -96,16 +96,6 @@ std::string packed_besides(const BoundEvidence& e) {
          "besides";
 }
 
-/// " (row 3)", " (rows 1, 4)": the rows holding values outside where BoundEvidence names them.
-std::string named_rows_text(const BoundEvidence& e) {
-  if (e.rows_named.empty()) return "";
-  std::string out = e.rows_named.size() == 1 ? " (row " : " (rows ";
-  for (std::size_t i = 0; i < e.rows_named.size(); ++i) {
-    out.append(i == 0 ? "" : ", ").append(std::to_string(e.rows_named[i]));
-  }
-  return out + ")";
-}
-
 /// "; no declaration tried fits the 1024 sampled values, but a fault does: ...": the fault trial
 /// that brings the sample within the rounding noise, where no declaration does: a wider B only
 /// held its values (an input channel x 1.02 read "the data fits accumulator = f32-rz"), and a few
@@ -154,7 +144,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
                            bool bias_reads_direction) {
   const RowSpread spread = row_spread(e);
   if (trials.size() == 1 && trials.front().inside == trials.front().sampled && spread != RowSpread::kBroad) {
-    // The sample held none of the values outside (they lie in rows it did not draw): no
+    // The sample held none of the values outside (they lie in rows or columns it did not draw): no
     // declaration is tried, and where they lie is what there is to say (a reviewer's row 8 x 1.01
     // under bf16 outputs, 1716 values outside, read with no word of where).
     std::string out = "; the values outside lie in " + std::to_string(e.rows_outside) + " of " +

@@ -1577,6 +1577,15 @@ RowNorms row_norms(const ProjectionFacts& f) {
   return n;
 }
 
+std::string named_rows_text(const BoundEvidence& e) {
+  if (e.rows_named.empty()) return "";
+  std::string out = e.rows_named.size() == 1 ? " (row " : " (rows ";
+  for (std::size_t i = 0; i < e.rows_named.size(); ++i) {
+    out.append(i == 0 ? "" : ", ").append(std::to_string(e.rows_named[i]));
+  }
+  return out + ")";
+}
+
 RowSpread row_spread(const BoundEvidence& e) {
   if (e.rows_dominant) return RowSpread::kBroad;
   if (!(e.rows_outside > 0 && e.rows_held >= kFewRowsMin && 4 * e.rows_outside <= e.rows_held)) {

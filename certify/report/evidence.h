@@ -379,6 +379,103 @@ struct DeclarationTrial {
   bool operator==(const DeclarationTrial&) const = default;
 };
 
+/// What a location fit found (LocationFit::kind).
+enum class FitKind : std::uint8_t {
+  kRow,           ///< one row's residuals, in every tested column, and no other row's
+  kRows,          ///< a few rows' residuals (2 to 8), in every tested column, and no other row's
+  kElement,       ///< one value of the strongest column: its row isolated in the other columns tested
+  kElements,      ///< 2 to 8 values of the significant columns (up to 8), their rows isolated alike
+  kColumnOffset,  ///< the strongest column's outputs, every row moved by one constant (a wrong bias)
+  kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
+  kGroupScale,    ///< an affine group's scale: its s q part scaled, its bias not (no candidate models it)
+  kColumnSwap,    ///< the strongest column holds another column's exact values (weight rows exchanged)
+  /// one scale shared by several columns (scale_rows > 1: a 128 x 128 block, a per-tensor scale
+  /// per group) wrong: every column sharing it fits the same scale of its group's contribution
+  kScaleBlock,
+  /// one contiguous K range [k_begin, k_end) missing (value 0) or counted twice (value 2) in every
+  /// column fitted (the significant ones among the strongest), at any alignment: a masked tail,
+  /// or a tile the kernel skips, that the candidates' 64-term ranges reach only in part
+  kRange,
+};
+std::string_view fit_kind_name(FitKind k);
+
+/// A row a location fit names (kRow, kRows): its number in x, its slot in a packed output (-1
+/// in y_unpacked), the scale its outputs fit, and the part of its dot product scaled: an
+/// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K). With integer
+/// x_quant a row's part may fit an offset instead: its zero points moved by `steps` (the
+/// kernel's minus the dumped ones), each group's activations by -steps times its scale (value:
+/// that move of the part's first group). alike: the other reading (a scale beside an offset,
+/// an offset beside a scale) fits almost as well, over alike_group (-1: the whole row), as the
+/// scale or the steps alike_value. A value (kElements): its row, slot and column, and its
+/// residual (group -1, k_begin = k_end = 0).
+struct FittedRow {
+  Index row = -1;
+  Index slot = -1;
+  double value = 0;
+  Index group = -1, k_begin = 0, k_end = 0;
+  Index col = -1;       ///< kElements: the value's column; -1 for a row (kRow, kRows)
+  bool offset = false;  ///< kRow, kRows: the part's zero points moved, not its scale
+  double steps = 0;     ///< offset: the zero points' change fitted (0 otherwise)
+  bool alike = false;
+  Index alike_group = -1;
+  double alike_value = 0;
+  bool operator==(const FittedRow&) const = default;
+};
+
+/// The failure's location where one structure other than a scale explains the residuals of the
+/// strongest candidate's column (docs/detection.md "Where the fault is"): per row, by least
+/// squares, one row alone, a constant, one group's weights offset, against a group's scale and
+/// the column's scale. Set only, with at least 4 rows, where the fit explains at least half the
+/// residual energy and leaves at most a quarter of what the best alternative leaves.
+struct LocationFit {
+  FitKind kind = FitKind::kRow;
+  std::string output;
+  Index row = -1;                              ///< kRow, kElement; kRows, kElements: the first of rows
+  Index slot = -1;                             ///< kRow, kElement of y_packed / y_compact: the row's slot
+  Index col = 0;                               ///< the strongest candidate's column (kElements: the first value's)
+  Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset, kGroupScale; kRow(s): the activation group
+  Index columns = 0;                           ///< kRow(s), kElement(s): the other columns tested
+  /// kRow: the scale its outputs fit (1 + least squares over the tested columns); kRows: the
+  /// first row's; kElement: the value's residual (kElements: the first value's); kColumnOffset:
+  /// the outputs' offset; kGroupOffset: the weights' offset; kGroupScale: the scale of the
+  /// group's s q part.
+  double value = 0;
+  double explained = 0;              ///< the share of the residual energy the fit explains
+  double alternative_explained = 0;  ///< the same for the best alternative
+  /// kRow, kRows: the first row's FittedRow::offset and steps.
+  bool offset = false;
+  double steps = 0;
+  /// kRow(s): the share of the rows' energy their scales (or offsets) explain; kGroupOffset of an affine
+  /// group whose scale fits alike (its scale, its bias or both): the share its scale alone
+  /// explains.
+  double scale_explained = 0;
+  /// kColumnSwap: the column whose exact values col holds (value: the fitted coefficient of
+  /// their difference, 1 for an exchange); whether other_col holds col's in turn; whether col
+  /// holds other_col's whole output, bias and residual included, rather than its dot product.
+  Index other_col = -1;
+  bool exchanged = false;
+  bool with_epilogue = false;
+  /// kRange: the range, [k_begin, k_end); columns: the columns fitted, every one of which it
+  /// explains; value: 1 plus the coefficient fitted (0: missing, 2: counted twice); explained
+  /// over those columns; alternative_explained: the strongest candidate's range there.
+  /// kScaleBlock: the columns sharing the scale, [col_begin, col_end), and its row of `scales`
+  /// (group is its column); columns: how many of them were fitted; value: the scale they fit;
+  /// alternative_explained: the share the same scale explains in those columns but col.
+  Index col_begin = -1, col_end = -1, scale_row = -1;
+  /// kRow, kRows found by the pooled test (docs/detection.md "Pooled over the columns"): the
+  /// strongest significant columns left out (no row standing out alone), the rows' fits over
+  /// `columns` others each explain at least `explained` of their row's weighted residual energy
+  /// there (alternative_explained: the best row not named), where rounding noise reaches
+  /// chance_share with probability kResidualAlpha over `fits` fits (every row, part and family).
+  bool pooled = false;
+  double chance_share = 0;
+  Index fits = 0;
+  /// kRow, kRows: every row named, the row with the most residual energy first; kElements:
+  /// every value named, by column (the strongest first), in a column the most energy first.
+  std::vector<FittedRow> rows;
+  bool operator==(const LocationFit&) const = default;
+};
+
 struct BoundEvidence {
   std::vector<OutputBound> outputs;
   std::vector<std::string> weights;  ///< per segment: which weights the reference used, and why
@@ -406,6 +503,10 @@ struct BoundEvidence {
   /// When the check fails broadly: the declaration as declared, then each alternative re-tested
   /// on the same sample (first the declared one, sampled/inside as found).
   std::vector<DeclarationTrial> diagnosis;
+  /// Where the values outside lie in a few rows, more than chance puts there, and signature names
+  /// no location: the pooled test's rows over y_unpacked (LocationFit::pooled; docs/detection.md
+  /// "Pooled over the columns"), its text ending the reason after "likely location: ".
+  std::optional<LocationFit> location;
   bool operator==(const BoundEvidence&) const = default;
 };
 
@@ -504,103 +605,6 @@ struct ZeroPointFinding {
   /// offset (a wrong bias).
   double alternative_explained = 0;
   bool operator==(const ZeroPointFinding&) const = default;
-};
-
-/// What a location fit found (LocationFit::kind).
-enum class FitKind : std::uint8_t {
-  kRow,           ///< one row's residuals, in every tested column, and no other row's
-  kRows,          ///< a few rows' residuals (2 to 8), in every tested column, and no other row's
-  kElement,       ///< one value of the strongest column: its row isolated in the other columns tested
-  kElements,      ///< 2 to 8 values of the significant columns (up to 8), their rows isolated alike
-  kColumnOffset,  ///< the strongest column's outputs, every row moved by one constant (a wrong bias)
-  kGroupOffset,   ///< one group's weights moved by one constant (an affine group's bias, a zero point)
-  kGroupScale,    ///< an affine group's scale: its s q part scaled, its bias not (no candidate models it)
-  kColumnSwap,    ///< the strongest column holds another column's exact values (weight rows exchanged)
-  /// one scale shared by several columns (scale_rows > 1: a 128 x 128 block, a per-tensor scale
-  /// per group) wrong: every column sharing it fits the same scale of its group's contribution
-  kScaleBlock,
-  /// one contiguous K range [k_begin, k_end) missing (value 0) or counted twice (value 2) in every
-  /// column fitted (the significant ones among the strongest), at any alignment: a masked tail,
-  /// or a tile the kernel skips, that the candidates' 64-term ranges reach only in part
-  kRange,
-};
-std::string_view fit_kind_name(FitKind k);
-
-/// A row a location fit names (kRow, kRows): its number in x, its slot in a packed output (-1
-/// in y_unpacked), the scale its outputs fit, and the part of its dot product scaled: an
-/// activation group of x_quant (group, k_begin, k_end) or the whole (-1, 0, K). With integer
-/// x_quant a row's part may fit an offset instead: its zero points moved by `steps` (the
-/// kernel's minus the dumped ones), each group's activations by -steps times its scale (value:
-/// that move of the part's first group). alike: the other reading (a scale beside an offset,
-/// an offset beside a scale) fits almost as well, over alike_group (-1: the whole row), as the
-/// scale or the steps alike_value. A value (kElements): its row, slot and column, and its
-/// residual (group -1, k_begin = k_end = 0).
-struct FittedRow {
-  Index row = -1;
-  Index slot = -1;
-  double value = 0;
-  Index group = -1, k_begin = 0, k_end = 0;
-  Index col = -1;       ///< kElements: the value's column; -1 for a row (kRow, kRows)
-  bool offset = false;  ///< kRow, kRows: the part's zero points moved, not its scale
-  double steps = 0;     ///< offset: the zero points' change fitted (0 otherwise)
-  bool alike = false;
-  Index alike_group = -1;
-  double alike_value = 0;
-  bool operator==(const FittedRow&) const = default;
-};
-
-/// The failure's location where one structure other than a scale explains the residuals of the
-/// strongest candidate's column (docs/detection.md "Where the fault is"): per row, by least
-/// squares, one row alone, a constant, one group's weights offset, against a group's scale and
-/// the column's scale. Set only, with at least 4 rows, where the fit explains at least half the
-/// residual energy and leaves at most a quarter of what the best alternative leaves.
-struct LocationFit {
-  FitKind kind = FitKind::kRow;
-  std::string output;
-  Index row = -1;                              ///< kRow, kElement; kRows, kElements: the first of rows
-  Index slot = -1;                             ///< kRow, kElement of y_packed / y_compact: the row's slot
-  Index col = 0;                               ///< the strongest candidate's column (kElements: the first value's)
-  Index group = -1, k_begin = -1, k_end = -1;  ///< kGroupOffset, kGroupScale; kRow(s): the activation group
-  Index columns = 0;                           ///< kRow(s), kElement(s): the other columns tested
-  /// kRow: the scale its outputs fit (1 + least squares over the tested columns); kRows: the
-  /// first row's; kElement: the value's residual (kElements: the first value's); kColumnOffset:
-  /// the outputs' offset; kGroupOffset: the weights' offset; kGroupScale: the scale of the
-  /// group's s q part.
-  double value = 0;
-  double explained = 0;              ///< the share of the residual energy the fit explains
-  double alternative_explained = 0;  ///< the same for the best alternative
-  /// kRow, kRows: the first row's FittedRow::offset and steps.
-  bool offset = false;
-  double steps = 0;
-  /// kRow(s): the share of the rows' energy their scales (or offsets) explain; kGroupOffset of an affine
-  /// group whose scale fits alike (its scale, its bias or both): the share its scale alone
-  /// explains.
-  double scale_explained = 0;
-  /// kColumnSwap: the column whose exact values col holds (value: the fitted coefficient of
-  /// their difference, 1 for an exchange); whether other_col holds col's in turn; whether col
-  /// holds other_col's whole output, bias and residual included, rather than its dot product.
-  Index other_col = -1;
-  bool exchanged = false;
-  bool with_epilogue = false;
-  /// kRange: the range, [k_begin, k_end); columns: the columns fitted, every one of which it
-  /// explains; value: 1 plus the coefficient fitted (0: missing, 2: counted twice); explained
-  /// over those columns; alternative_explained: the strongest candidate's range there.
-  /// kScaleBlock: the columns sharing the scale, [col_begin, col_end), and its row of `scales`
-  /// (group is its column); columns: how many of them were fitted; value: the scale they fit;
-  /// alternative_explained: the share the same scale explains in those columns but col.
-  Index col_begin = -1, col_end = -1, scale_row = -1;
-  /// kRow, kRows found by the pooled test (docs/detection.md "Pooled over the columns"): the
-  /// strongest significant columns left out (no row standing out alone), the rows' fits over
-  /// `columns` others each explain at least `explained` of their row's weighted residual energy
-  /// there (alternative_explained: the best row not named), where rounding noise reaches
-  /// chance_share with probability kResidualAlpha over `fits` fits (every row, part and family).
-  bool pooled = false;
-  double chance_share = 0;
-  Index fits = 0;
-  /// kRow, kRows: every row named, the row with the most residual energy first; kElements:
-  /// every value named, by column (the strongest first), in a column the most energy first.
-  std::vector<FittedRow> rows;
-  bool operator==(const LocationFit&) const = default;
 };
 
 /// The signature test of one projection: every (output, column, dyadic K range) candidate.

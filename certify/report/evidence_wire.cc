@@ -260,6 +260,7 @@ void fields(auto& f, Is<BoundEvidence> auto& x) {
   f("first", x.first);
   f("output", x.output);
   f("diagnosis", x.diagnosis);
+  f("location", x.location);
 }
 
 void fields(auto& f, Is<WalkEvidence::Output> auto& x) {

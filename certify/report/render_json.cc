@@ -169,6 +169,51 @@ Json diagnosis_json(const std::vector<DeclarationTrial>& diagnosis) {
   return trials;
 }
 
+/// A location fit (signature's fit, bound's location) as JSON.
+Json fit_json(const LocationFit& t) {
+  Json j = Json{{"kind", std::string(fit_kind_name(t.kind))},
+                {"output", t.output},
+                {"row", t.row},
+                {"slot", t.slot},
+                {"col", t.col},
+                {"group", t.group},
+                {"k_begin", t.k_begin},
+                {"k_end", t.k_end},
+                {"columns", t.columns},
+                {"value", number_or_text(t.value)},
+                {"explained", t.explained},
+                {"alternative_explained", t.alternative_explained},
+                {"offset", t.offset},
+                {"steps", number_or_text(t.steps)},
+                {"scale_explained", t.scale_explained},
+                {"other_col", t.other_col},
+                {"exchanged", t.exchanged},
+                {"with_epilogue", t.with_epilogue},
+                {"col_begin", t.col_begin},
+                {"col_end", t.col_end},
+                {"scale_row", t.scale_row},
+                {"pooled", t.pooled},
+                {"chance_share", t.chance_share},
+                {"fits", t.fits}};
+  Json rows = Json::array();
+  for (const FittedRow& w : t.rows) {
+    rows.push_back(Json{{"row", w.row},
+                        {"slot", w.slot},
+                        {"value", number_or_text(w.value)},
+                        {"group", w.group},
+                        {"k_begin", w.k_begin},
+                        {"k_end", w.k_end},
+                        {"col", w.col},
+                        {"offset", w.offset},
+                        {"steps", number_or_text(w.steps)},
+                        {"alike", w.alike},
+                        {"alike_group", w.alike_group},
+                        {"alike_value", number_or_text(w.alike_value)}});
+  }
+  j["rows"] = std::move(rows);
+  return j;
+}
+
 Json evidence_json(const BoundEvidence& e, const CheckResult&) {
   Json per = Json::object();
   for (const OutputBound& o : e.outputs) {
@@ -207,6 +252,7 @@ Json evidence_json(const BoundEvidence& e, const CheckResult&) {
                       {"hi", f.accept.hi}};
   }
   if (!e.diagnosis.empty()) j["diagnosis"] = diagnosis_json(e.diagnosis);
+  if (e.location) j["location"] = fit_json(*e.location);
   return j;
 }
 
@@ -302,49 +348,7 @@ Json evidence_json(const SignatureEvidence& e, const CheckResult&) {
                            {"k_end", z.k_end},         {"shift", number_or_text(z.shift)},
                            {"explained", z.explained}, {"alternative_explained", z.alternative_explained}};
   }
-  if (e.fit) {
-    const LocationFit& t = *e.fit;
-    j["fit"] = Json{{"kind", std::string(fit_kind_name(t.kind))},
-                    {"output", t.output},
-                    {"row", t.row},
-                    {"slot", t.slot},
-                    {"col", t.col},
-                    {"group", t.group},
-                    {"k_begin", t.k_begin},
-                    {"k_end", t.k_end},
-                    {"columns", t.columns},
-                    {"value", number_or_text(t.value)},
-                    {"explained", t.explained},
-                    {"alternative_explained", t.alternative_explained},
-                    {"offset", t.offset},
-                    {"steps", number_or_text(t.steps)},
-                    {"scale_explained", t.scale_explained},
-                    {"other_col", t.other_col},
-                    {"exchanged", t.exchanged},
-                    {"with_epilogue", t.with_epilogue},
-                    {"col_begin", t.col_begin},
-                    {"col_end", t.col_end},
-                    {"scale_row", t.scale_row},
-                    {"pooled", t.pooled},
-                    {"chance_share", t.chance_share},
-                    {"fits", t.fits}};
-    Json rows = Json::array();
-    for (const FittedRow& w : t.rows) {
-      rows.push_back(Json{{"row", w.row},
-                          {"slot", w.slot},
-                          {"value", number_or_text(w.value)},
-                          {"group", w.group},
-                          {"k_begin", w.k_begin},
-                          {"k_end", w.k_end},
-                          {"col", w.col},
-                          {"offset", w.offset},
-                          {"steps", number_or_text(w.steps)},
-                          {"alike", w.alike},
-                          {"alike_group", w.alike_group},
-                          {"alike_value", number_or_text(w.alike_value)}});
-    }
-    j["fit"]["rows"] = std::move(rows);
-  }
+  if (e.fit) j["fit"] = fit_json(*e.fit);
   return j;
 }
 

@@ -60,8 +60,8 @@ namespace ncert::certify {
 ///      (2026-12-07)
 ///  16  a row's zero points moved over one part of K (FittedRow::offset, steps, and the other
 ///      reading alike: alike, alike_group, alike_value; LocationFit::offset, steps) (2026-12-07)
-///  17  rows named by the pooled test, every column alone within its noise (LocationFit::pooled,
-///      chance_share, fits) (2026-12-07)
+///  17  rows named by the pooled test (LocationFit::pooled, chance_share, fits), and bound's
+///      location from it (BoundEvidence::location) (2026-12-07)
 inline constexpr int kWireVersion = 17;
 
 /// One check as JSON: every member, the evidence typed (evidence_to_wire).

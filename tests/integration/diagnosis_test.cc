@@ -483,11 +483,43 @@ TEST(Diagnosis, ValuesOutsideInARowTheSampleDoesNotDrawAreStillPlaced) {
   // variance, reading the row's energy as a coarser rounding, says where bound places it.
   const CheckResult* v = find_check(r, "projections/late/variance");
   ASSERT_NE(v, nullptr);
-  if (v->failed()) {
-    EXPECT_NE(v->reason.find("bound's values outside lie in 1 of 32 rows (row 20): what variance reads above may be "
-                             "that row's fault alone"),
-              std::string::npos)
-        << v->reason;
+  ASSERT_TRUE(v->failed()) << v->reason;
+  EXPECT_NE(v->reason.find("bound's values outside lie in 1 of 32 rows (row 20): what variance reads above may be "
+                           "that row's fault alone"),
+            std::string::npos)
+      << v->reason;
+}
+
+TEST(Diagnosis, ARowScaledPastTheSampleIsLocatedWithItsScale) {
+  // Row 20 of 32 stored 1.01x its values (bf16, both paths): 2-3 spacings each, beyond B, in no
+  // column's K ranges. bound places the row and the pooled test over every column names its
+  // scale.
+  fixtures::ProjectionSpec p = fixtures::production_batch("scaled", 1024);
+  p.n = 256;
+  p.output = DType::kBf16;
+  const std::string path = write_fixture(one(p), "diag-scaled-row.h5");
+  for (const char* y : {"y_unpacked", "y_packed", "y_compact"}) {
+    const std::string name = std::string("/projections/scaled/") + y;
+    std::vector<std::uint16_t> bits = ncert::testing::read_row_bits16(path, name, 20);
+    for (std::uint16_t& b : bits) b = reference::f32_to_bf16(1.01f * reference::bf16_to_f32(b));
+    ncert::testing::write_row_bits16(path, name, 20, bits);
+  }
+  const Report r = check_dump(path);
+  const CheckResult* b = find_check(r, "projections/scaled/bound");
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(b->failed()) << r.to_text(true);
+  EXPECT_NE(b->reason.find("likely location: y_unpacked row 20: "), std::string::npos) << b->reason;
+  EXPECT_NE(b->reason.find("fit 1.01x their exact values"), std::string::npos) << b->reason;
+  const CheckResult* sig = find_check(r, "projections/scaled/signature");
+  if (sig != nullptr && !sig->failed()) {
+    // The location is bound's own: the pooled test over every column (col -1).
+    const auto* e = ncert::testing::evidence_of<BoundEvidence>(b);
+    ASSERT_NE(e, nullptr);
+    ASSERT_TRUE(e->location.has_value()) << b->reason;
+    EXPECT_TRUE(e->location->pooled);
+    EXPECT_EQ(e->location->col, -1);
+    EXPECT_EQ(e->location->row, 20);
+    EXPECT_NEAR(e->location->value, 1.01, 2e-3);
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "certify/io/dump_builder.h"
 #include "certify/projection/checks.h"
+#include "reference/float_bits.h"
 #include "tests/common/fixture_check.h"
 #include "tests/common/format_v2_spec.h"
 #include "tests/common/h5_poke.h"
@@ -359,6 +360,36 @@ TEST(Localize, WrongValuesNearZeroUnderBf16OutputsAreNotReadAsARowOverThePooledC
   const Report r = check_dump(path);
   const SignatureEvidence e = failing_signature(r, "projections/w8a8");
   EXPECT_FALSE(e.fit && e.fit->pooled) << signature_reason(r, "projections/w8a8");
+}
+
+TEST(Localize, ARowWrongInHalfItsColumnsIsNotReadAsItsActivationsScaled) {
+  // A row's stored outputs 1.03x in every other column (both paths): no change of its
+  // activations moves half its columns alone. A scale of about 1.015 fits the row in part, and
+  // before a named row had to leave noise it read "1.015x" (a reviewer's "1.024x" for x 1.05 in
+  // half the columns).
+  const std::string path = bf16_activation_dump(
+      "int8", [](fixtures::ProjectionSpec&) {}, "localize-pooled-half.h5");
+  // The row slot 1 holds: y_packed holds the selected rows in place, y_compact in their slots.
+  const Index selected = ncert::testing::read_i32(path, "/projections/w8a8/selector").at(1);
+  for (const char* y : {"y_unpacked", "y_packed", "y_compact"}) {
+    const std::string name = std::string("/projections/w8a8/") + y;
+    const Index row = std::string(y) == "y_compact" ? 1 : selected;
+    std::vector<std::uint16_t> bits = ncert::testing::read_row_bits16(path, name, row);
+    for (std::size_t c = 0; c < bits.size(); c += 2) {
+      bits[c] = reference::f32_to_bf16(1.03f * reference::bf16_to_f32(bits[c]));
+    }
+    ncert::testing::write_row_bits16(path, name, row, bits);
+  }
+  const Report r = check_dump(path);
+  ASSERT_EQ(r.verdict(), Verdict::kFail) << r.to_text(true);
+  for (const CheckResult& c : r.checks) {
+    if (const auto* e = std::get_if<SignatureEvidence>(&c.evidence)) {
+      EXPECT_FALSE(e->fit && e->fit->pooled) << c.reason;
+    }
+    if (const auto* b = std::get_if<BoundEvidence>(&c.evidence)) {
+      EXPECT_FALSE(b->location.has_value()) << c.reason;
+    }
+  }
 }
 
 TEST(Localize, OneWrongValueUnderBf16OutputsIsNotReadAsARowOverThePooledColumns) {

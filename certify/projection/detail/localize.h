@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ struct SignatureColumns {
 /// each column). Sets nothing without e.strongest or with fewer than 4 finite rows. Runs on a
 /// failure only: M x K products per column fitted.
 void localize(const ProjectionFacts& f, SignatureEvidence& e, const SignatureColumns& columns);
+
+/// The pooled test over y_unpacked, every column in (none significant to leave out): for a
+/// bound failure whose values outside lie in a few rows where signature fails on no column (a
+/// row x 1.01 of 16 under bf16 outputs moves each value 2-3 spacings, beyond B, and stands out
+/// in no column's K ranges). col is -1. Runs on a failure only.
+std::optional<LocationFit> locate_rows(const ProjectionFacts& f);
 
 std::string describe_zero_point(const ZeroPointFinding& z);
 /// A row fit's row: "y_unpacked row 5", "y_packed row 5 (slot 3)", "y_compact slot 3 (row 5)".

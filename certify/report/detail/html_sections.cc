@@ -149,11 +149,10 @@ std::string fit_row_name(const LocationFit& t, Index r, Index slot) {
 
 /// " (that scale explains 99 % of the row's energy)"; nothing for a pooled fit, whose shares
 /// fit_paragraph gives.
-std::string explains(const LocationFit& t, const std::string& fits, const std::string& whose) {
+std::string explains(const LocationFit& t, const std::string& fits, bool plural) {
   if (t.pooled) return "";
-  const bool plural = fits.rfind("those", 0) == 0;
-  return " (" + fits + (plural ? " explain " : " explains ") + num(100 * t.scale_explained) + " % of the " + whose +
-         " energy)";
+  return " (" + fits + (plural ? " explain " : " explains ") + num(100 * t.scale_explained) + " % of the " +
+         (plural ? "rows'" : "row's") + " energy)";
 }
 
 /// A row fit (FitKind::kRow) after its row's name: the scale or offset its outputs fit.
@@ -169,14 +168,14 @@ std::string row_fit_text(const LocationFit& t, const std::string& row) {
   if (t.offset) {
     what += "its zero points over " + activation_part(t.rows.front()) + " moved by " + num(t.steps) +
             " steps, its activations by " + num(t.value) + alike_note(t.rows.front()) +
-            explains(t, "that change", "row's");
+            explains(t, "that change", false);
     return what;
   }
   what += "its outputs fit " + format_scale(t.value) + "&#215; " +
           (t.group < 0 ? std::string("their exact values")
                        : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
                              std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
-          alike_note(t.rows.front()) + explains(t, "that scale", "row's");
+          alike_note(t.rows.front()) + explains(t, "that scale", false);
   return what;
 }
 
@@ -215,7 +214,7 @@ std::string rows_fit_text(const LocationFit& t) {
   }
   if (any_offset) {
     what += "their activations over one part of K fit a scale or a zero point change: " + list +
-            explains(t, "those fits", "rows'");
+            explains(t, "those fits", true);
     return what;
   }
   what += "their outputs fit scales of " +
@@ -223,15 +222,17 @@ std::string rows_fit_text(const LocationFit& t) {
            : t.group < 0 ? std::string("their exact values")
                          : "the exact contribution of k " + std::to_string(t.k_begin) + "&#8211;" +
                                std::to_string(t.k_end - 1) + " (activation group " + std::to_string(t.group) + ")") +
-          ": " + list + explains(t, "those scales", "rows'");
+          ": " + list + explains(t, "those scales", true);
   return what;
 }
 
 std::string fit_paragraph(const LocationFit& t) {
   const std::string shares =
-      t.pooled ? " (each row's fit explains " + num(100 * t.explained) + " % or more of its residual energy there, " +
-                     "where rounding noise reaches " + num(100 * t.chance_share) + " % with probability 1e-9 over " +
-                     std::to_string(t.fits) + " fits; the best other row " + num(100 * t.alternative_explained) + " %)"
+      t.pooled ? (t.rows.size() == 1 ? " (the row's fit explains " + num(100 * t.explained) + " %"
+                                     : " (each row's fit explains " + num(100 * t.explained) + " % or more") +
+                     " of its residual energy there, " + "where rounding noise reaches " + num(100 * t.chance_share) +
+                     " % with probability 1e-9 over " + std::to_string(t.fits) + " fits; the best other row " +
+                     num(100 * t.alternative_explained) + " %)"
                : " (" + num(100 * t.explained) + " % of the residual energy; the best alternative " +
                      num(100 * t.alternative_explained) + " %)";
   const std::string row = fit_row_name(t, t.row, t.slot);
