@@ -341,6 +341,29 @@ TEST(Localize, AnActivationGroupsFaultUnderBf16OutputsIsNamedOverThePooledColumn
       << signature_reason(two, "projections/w8a8");
 }
 
+TEST(Localize, AScaleOverNearlyConstantActivationsUnderBf16OutputsNamesTheZeroPointAlike) {
+  // Row 5's group 1 drawn nearly constant (its uint8 codes one value), its scale x 1.02 under
+  // bf16 outputs: a move of its zero points moves its outputs exactly alike, and the pooled test
+  // names it beside the scale (-1.251 steps), which leads: the data cannot tell them apart.
+  const Report r = bf16_activation_case(
+      "uint8",
+      [](fixtures::ProjectionSpec& p) {
+        p.x_fault_group_constant = true;
+        p.engine_x_group_scale_error = 0.02f;
+      },
+      "localize-pooled-alike.h5");
+  const SignatureEvidence e = failing_signature(r, "projections/w8a8");
+  const std::string reason = signature_reason(r, "projections/w8a8");
+  ASSERT_TRUE(e.fit.has_value()) << r.to_text(true);
+  EXPECT_TRUE(e.fit->pooled) << reason;
+  EXPECT_EQ(e.fit->row, fixtures::kFaultRow) << reason;
+  EXPECT_EQ(e.fit->group, 1) << reason;
+  ASSERT_FALSE(e.fit->rows.empty());
+  EXPECT_TRUE(e.fit->rows.front().alike) << reason;
+  EXPECT_NE(reason.find("fits almost as well: the data cannot tell a zero point from a scale there"), std::string::npos)
+      << reason;
+}
+
 TEST(Localize, WrongValuesNearZeroUnderBf16OutputsAreNotReadAsARowOverThePooledColumns) {
   // Row 2's four outputs nearest zero, each 8 bf16 patterns away: a spacing there is hundreds of
   // times finer than a typical output's, and weighted by its own noise one such value held 97.6 %

@@ -1793,6 +1793,8 @@ std::string describe_range(const LocationFit& t) {
 /// Where the pooled test found rows (LocationFit::pooled): over how many columns, what each
 /// row's fit explains there against what rounding noise reaches by chance.
 std::string pooled_where(const LocationFit& t) {
+  // The reports word the residual tests' alpha so everywhere (format_short writes "1e-09").
+  static_assert(kResidualAlpha == 1e-9, "the text below names kResidualAlpha");
   const bool one = t.rows.size() == 1;
   // col -1: bound's location (locate_rows), signature failing on no column to leave out.
   return describe_row(t) +
@@ -1802,8 +1804,8 @@ std::string pooled_where(const LocationFit& t) {
          (one ? "that row's" : "each of those rows'") + " residuals fit one change of its activations, explaining " +
          (one ? "" : "at least ") + format_short(100 * t.explained) +
          " % of its residual energy there, where rounding noise reaches " + format_short(100 * t.chance_share) +
-         " % with probability " + format_short(kResidualAlpha) + " over " + std::to_string(t.fits) +
-         " fits (the best other row " + format_short(100 * t.alternative_explained) + " %)";
+         " % with probability 1e-9 over " + std::to_string(t.fits) + " fits (the best other row " +
+         format_short(100 * t.alternative_explained) + " %)";
 }
 
 /// A row fit (FitKind::kRow): where, and the scale or offset its outputs fit.
