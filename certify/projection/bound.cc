@@ -147,8 +147,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     // The sample held none of the values outside (they lie in rows or columns it did not draw): no
     // declaration is tried, and where they lie is what there is to say (a reviewer's row 8 x 1.01
     // under bf16 outputs, 1716 values outside, read with no word of where).
-    std::string out = "; the values outside lie in " + std::to_string(e.rows_outside) + " of " +
-                      std::to_string(e.rows_held) + " rows" + named_rows_text(e) + ", none among the " +
+    std::string out = "; the values outside lie in " + rows_outside_text(e) + ", none among the " +
                       std::to_string(trials.front().sampled) + " values the diagnosis sampled";
     if (spread == RowSpread::kConcentrated)
       out += e.rows_outside == 1 ? ": a fault of that row" : ": a fault of those rows";
@@ -194,8 +193,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     const bool widen_only = std::all_of(
         held.begin(), held.end(), [](const DeclarationTrial* t) { return t->effect == TrialEffect::kWidensBound; });
     if (spread == RowSpread::kFewRows && widen_only) {
-      out.append(", by a wider bound alone; the values outside lie in ").append(std::to_string(e.rows_outside));
-      out.append(" of ").append(std::to_string(e.rows_held)).append(" rows").append(named_rows_text(e));
+      out.append(", by a wider bound alone; the values outside lie in ").append(rows_outside_text(e));
       out.append(e.rows_outside == 1 ? ", and a fault of that row reads the same"
                                      : ", and a fault of those rows reads the same");
       // bias runs where its model applies (bf16 / f16 outputs rounded to nearest after a
@@ -208,9 +206,7 @@ std::string diagnosis_text(const std::vector<DeclarationTrial>& trials, const Bo
     // A trial may hold every sampled value by a wider bound alone; in a few rows that is a
     // fault of theirs (two rows at 1.01x and 1.02x held by accumulator = matrix-unit).
     out.append(e.rows_elsewhere ? "; the values outside y_unpacked lie in " : "; the values outside lie in ");
-    out.append(std::to_string(e.rows_outside)).append(" of ");
-    out.append(std::to_string(e.rows_held)).append(" rows");
-    out.append(named_rows_text(e));
+    out.append(rows_outside_text(e));
     if (e.rows_elsewhere)
       out.append(" (the packed outputs' lie in other rows too: a fault of the packed path besides)");
     const bool wider_alone = best && best->inside == best->sampled;

@@ -442,8 +442,7 @@ void residual_steps(const ProjectionFacts& f, const CheckOptions& options, const
       // A row's fault beyond B in most of its values reads as a coarser rounding over all of
       // them (a reviewer's row 8 x 1.01 of 16 under bf16 outputs: "0.1185 bits coarser").
       var->reason +=
-          "; bound's values outside lie in " + std::to_string(rows->rows_outside) + " of " +
-          std::to_string(rows->rows_held) + " rows" + named_rows_text(*rows) + ": what variance reads above may be " +
+          "; bound's values outside lie in " + rows_outside_text(*rows) + ": what variance reads above may be " +
           (rows->rows_outside == 1 ? "that row's fault" : "those rows' fault") + " alone, not the kernel's rounding";
     }
   }

@@ -1577,9 +1577,10 @@ RowNorms row_norms(const ProjectionFacts& f) {
   return n;
 }
 
-std::string named_rows_text(const BoundEvidence& e) {
-  if (e.rows_named.empty()) return "";
-  std::string out = e.rows_named.size() == 1 ? " (row " : " (rows ";
+std::string rows_outside_text(const BoundEvidence& e) {
+  std::string out = std::to_string(e.rows_outside) + " of " + std::to_string(e.rows_held) + " rows";
+  if (e.rows_named.empty()) return out;
+  out.append(e.rows_named.size() == 1 ? " (row " : " (rows ");
   for (std::size_t i = 0; i < e.rows_named.size(); ++i) {
     out.append(i == 0 ? "" : ", ").append(std::to_string(e.rows_named[i]));
   }

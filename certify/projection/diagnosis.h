@@ -136,8 +136,9 @@ RowNorms row_norms(const ProjectionFacts& f);
 /// few values outside may fall in a few rows by chance (2 in 2 rows of 8). Where every row
 /// holding them dominates (BoundEvidence::rows_dominant), broad: so a wider accumulator's do.
 RowSpread row_spread(const BoundEvidence& e);
-/// " (row 3)", " (rows 1, 4)": the rows holding values outside where BoundEvidence names them.
-std::string named_rows_text(const BoundEvidence& e);
+/// "1 of 16 rows (row 3)", "2 of 32 rows (rows 1, 4)": the rows holding values outside, named
+/// where BoundEvidence names them.
+std::string rows_outside_text(const BoundEvidence& e);
 
 /// The trials ordered by their energy on the sample, least first (energies within twice the
 /// least keep their order; a trial without one last).

@@ -689,10 +689,9 @@ std::vector<Index> rows_standing_out(const RowScan& s, const ColumnResiduals& st
   return named.size() <= most ? named : std::vector<Index>{};
 }
 
-/// Row i as a row fit names it: its slot, and the part and the scale or offset its outputs fit
-/// best over the columns `s` scanned (RowScan::best_part's `pooled`).
-FittedRow fitted_row(const RowScan& s, const OutputRows& rows, Index i, Index K, bool pooled = false) {
-  const RowScan::PartFit best = s.best_part(i, pooled);
+/// Row i as a row fit names it: its slot, and `best`, the part and the scale or offset its
+/// outputs fit best over the columns `s` scanned (RowScan::best_part).
+FittedRow fitted_row(const RowScan& s, const OutputRows& rows, Index i, Index K, const RowScan::PartFit& best) {
   FittedRow w;
   w.row = i;
   w.slot = rows.id != EngineOutputId::kUnpacked ? (*rows.slot_of_row)[static_cast<std::size_t>(i)] : -1;
@@ -761,8 +760,9 @@ std::optional<LocationFit> row_fit(const LoadedProjection& d, const RowScan& s, 
     double e_best = 0;
     t.kind = named.size() == 1 ? FitKind::kRow : FitKind::kRows;
     for (Index i : named) {
-      e_best += s.best_part(i).explained;
-      t.rows.push_back(fitted_row(s, rows, i, K));
+      const RowScan::PartFit best = s.best_part(i);
+      e_best += best.explained;
+      t.rows.push_back(fitted_row(s, rows, i, K, best));
     }
     set_first_row(t);
     t.explained = std::min(1.0, e_rows / e_total);
@@ -1326,6 +1326,13 @@ constexpr double kPooledRemainder = 3;
 /// (19.2 %) by chance, where a row of noise stays near 3 %.
 constexpr double kPooledOthersAlpha = 1e-2;
 
+/// The upper median of `v` (not empty): of two values the larger.
+double upper_median(std::vector<double> v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
 /// Weighs column c's residuals by each value's own rounding noise instead of sum |x w|: half a
 /// spacing of a bf16 or f16 output at its exact value (one f32 rounding of an f32 one), with
 /// 2^-24 sum |x w| for the accumulation. Under bf16 outputs the output's rounding is the noise,
@@ -1342,17 +1349,15 @@ void weigh_by_noise(ColumnResiduals& c, DType output) {
   // dumped 0.0276, its noise 7.7e-5 against a median 0.031, held 97.6 % of the row's weighted
   // energy, and the row read "1.000629x"). A row of zero activations and no bias has no
   // rounding at all (its residual is 0): 1 where every row is so.
-  double floor = 1.0;
-  if (!finite.empty()) {
-    const auto mid = finite.begin() + static_cast<std::ptrdiff_t>(finite.size() / 2);
-    std::nth_element(finite.begin(), mid, finite.end());
-    if (*mid > 0) floor = kPooledNoiseFloor * *mid;
-  }
+  const double median = finite.empty() ? 0.0 : upper_median(std::move(finite));
+  const double floor = median > 0 ? kPooledNoiseFloor * median : 1.0;
   for (double& v : c.v) v = std::isfinite(v) ? std::max(v, floor) : floor;
 }
 
-/// A row the pooled test names: its fit's share of its energy and the share noise reaches.
+/// A row the pooled test names: its fit, the fit's share of its energy and the share noise
+/// reaches.
 struct PooledShare {
+  RowScan::PartFit fit;
   double share = 0, chance = 0;
   /// The fit's rms move of the row's values in half spacings of a bf16 / f16 output (its noise
   /// weights): sqrt(explained energy / columns).
@@ -1378,20 +1383,19 @@ std::vector<PooledShare> pooled_rows(const RowScan& s, const std::vector<Index>&
     const auto at = static_cast<std::size_t>(i);
     per_column.push_back(s.row_energy[at] / static_cast<double>(s.row_columns[at]));
   }
-  const auto mid = per_column.begin() + static_cast<std::ptrdiff_t>(per_column.size() / 2);
-  std::nth_element(per_column.begin(), mid, per_column.end());
-  const double noise = *mid;
+  const double noise = upper_median(std::move(per_column));
   std::vector<PooledShare> named;
   bool others_noise = true;
   for (Index i : live) {
     const auto at = static_cast<std::size_t>(i);
     const double e = s.row_energy[at];
     const Index n = s.row_columns[at];
-    const double explained = s.best_part(i, true).explained;
+    const RowScan::PartFit fit = s.best_part(i, true);
+    const double explained = fit.explained;
     const double share = explained / e;
     const double chance = chance_share(kResidualAlpha, fits, n);
     if (share >= chance && (e - explained) / static_cast<double>(n - 1) <= kPooledRemainder * noise) {
-      named.push_back({share, chance, std::sqrt(explained / static_cast<double>(n)), i});
+      named.push_back({fit, share, chance, std::sqrt(explained / static_cast<double>(n)), i});
       continue;
     }
     alternative = std::max(alternative, share);
@@ -1416,10 +1420,11 @@ std::vector<PooledShare> pooled_rows(const RowScan& s, const std::vector<Index>&
 /// (1 - b)^((n - 1) / 2): b is set so that over every row, part and family that probability is
 /// kResidualAlpha. The rows whose fit reaches it are named, 1 to kMaxFitRows and a quarter of
 /// the rows with data (more are no fault of a few rows: a weight group wrong in every column
-/// moves each row alike).
+/// moves each row alike); none where a named row's fit moves its values by `min_moved` half
+/// spacings or less (rms, PooledShare::moved).
 std::optional<LocationFit> pooled_rows_fit(const LoadedProjection& d, const reference::LinearProblem& p,
                                            const OutputRows& rows, Index col, const std::vector<Index>& left_out,
-                                           double* least_moved = nullptr) {
+                                           double min_moved = 0) {
   const ProjectionInfo& info = *d.info;
   std::vector<Index> pool;
   for (Index n = 0; n < info.n; ++n) {
@@ -1448,7 +1453,10 @@ std::optional<LocationFit> pooled_rows_fit(const LoadedProjection& d, const refe
   const Index fits = std::ssize(live) * static_cast<Index>(s.parts > 1 ? s.parts + 1 : 1) * (s.offsets ? 2 : 1);
   double alternative = 0;
   const std::vector<PooledShare> named = pooled_rows(s, live, fits, alternative);
-  if (named.empty()) return std::nullopt;
+  if (named.empty() ||
+      std::any_of(named.begin(), named.end(), [&](const PooledShare& w) { return w.moved <= min_moved; })) {
+    return std::nullopt;
+  }
   LocationFit t;
   t.kind = named.size() == 1 ? FitKind::kRow : FitKind::kRows;
   t.output = std::string(engine_output_name(rows.id));
@@ -1457,10 +1465,8 @@ std::optional<LocationFit> pooled_rows_fit(const LoadedProjection& d, const refe
   t.pooled = true;
   t.fits = fits;
   t.explained = 1;
-  if (least_moved != nullptr) *least_moved = named.front().moved;
   for (const PooledShare& w : named) {
-    if (least_moved != nullptr) *least_moved = std::min(*least_moved, w.moved);
-    t.rows.push_back(fitted_row(s, rows, w.row, info.k, true));
+    t.rows.push_back(fitted_row(s, rows, w.row, info.k, w.fit));
     t.explained = std::min(t.explained, w.share);
     t.chance_share = std::max(t.chance_share, w.chance);
   }
@@ -1620,14 +1626,11 @@ std::optional<LocationFit> locate_rows(const ProjectionFacts& f) {
   const LoadedProjection& d = f.data;
   if (!d.output(EngineOutputId::kUnpacked).present) return std::nullopt;
   const OutputRows rows = output_rows(f, EngineOutputId::kUnpacked);
-  double moved = 0;
-  std::optional<LocationFit> t = pooled_rows_fit(d, d.problem(reference::kDefaultLambda), rows, -1, {}, &moved);
   // Under bf16 / f16 outputs a row's fit that moves its values by a spacing or less (rms, 2 half
   // spacings) may be that row's rounding, truncated, not its activations: a reviewer's row 5
   // truncated read as "fits 0.998x" (34-77 % of its energy). bias reads rounding by direction.
   const bool narrow = f.info().output == DType::kBf16 || f.info().output == DType::kF16;
-  if (t && narrow && moved <= 2) return std::nullopt;
-  return t;
+  return pooled_rows_fit(d, d.problem(reference::kDefaultLambda), rows, -1, {}, narrow ? 2.0 : 0.0);
 }
 
 std::string describe_zero_point(const ZeroPointFinding& z) {
